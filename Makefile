@@ -1,0 +1,36 @@
+# The two set-up commands of README.md are `make run` and `make test`; both
+# provision PostgreSQL themselves (scripts/pg-ensure.sh).
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+GO ?= go
+
+# .env (optional, see .env.example) is exported to every command.
+ENV := set -a; [ ! -f .env ] || . ./.env; set +a
+
+.PHONY: run test build vet fmt bench soak clean-db
+
+## run: start followfeed (HTTP + workers) with development defaults
+run:
+	@$(ENV); DATABASE_URL="$$(scripts/pg-ensure.sh followfeed)"; export DATABASE_URL; \
+	 $(GO) build -o bin/followfeed ./cmd/followfeed && exec bin/followfeed serve --migrate
+
+## test: the whole suite against a real PostgreSQL, with the race detector
+test:
+	@DATABASE_URL="$$(scripts/pg-ensure.sh postgres)"; export DATABASE_URL; \
+	 $(GO) vet ./... && test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" \
+	   || { echo "make test: run gofmt -w ." >&2; exit 1; }; \
+	 $(GO) test -race -timeout 20m ./...
+
+build:
+	$(GO) build -o bin/followfeed ./cmd/followfeed
+
+## bench: build scale S (once, kept in database followfeed_bench) and measure
+bench:
+	@$(ENV); DATABASE_URL="$$(scripts/pg-ensure.sh followfeed_bench)"; export DATABASE_URL; \
+	 $(GO) build -o bin/followfeed ./cmd/followfeed && bin/followfeed bench --out BENCHMARKS.md
+
+## clean-db: stop and delete the private cluster under ./var/pg
+clean-db:
+	@d=var/pg/data; if [ -e $$d ]; then b=$$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1); \
+	 if [ $$(id -u) = 0 ]; then runuser -u postgres -- $$b/pg_ctl -D $$(readlink -f $$d) stop || true; \
+	 else $$b/pg_ctl -D $$(readlink -f $$d) stop || true; fi; rm -rf $$(readlink -f $$d) var/pg; fi

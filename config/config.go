@@ -1,0 +1,390 @@
+// Package config reads followfeed's settings from environment variables into
+// one typed, validated Config. Nothing here reads the process environment
+// directly: callers pass a getenv function, so tests and the CLI control it.
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/mail"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Env is the mode the process runs in. Production demands explicit secrets
+// and switches logs to JSON; development fills in working defaults.
+type Env string
+
+// The two modes APP_ENV accepts.
+const (
+	Development Env = "development"
+	Production  Env = "production"
+)
+
+// Development defaults. They are public on purpose: they only ever apply in
+// development mode, and `followfeed token` uses the same secret so a person can
+// try the API at once.
+const (
+	DevHS256Secret   = "followfeed-development-hs256-secret-do-not-use-in-production"
+	DevSecretKey     = "followfeed-development-secret-key-do-not-use-in-production"
+	DevAdminPassword = "followfeed"
+	DevDatabaseURL   = "postgres://postgres@127.0.0.1:5432/followfeed?sslmode=disable"
+)
+
+// Config is every setting of the service. Load returns it fully validated:
+// a Config obtained from Load never needs nil or range checks by its users.
+type Config struct {
+	Env Env // APP_ENV
+
+	DatabaseURL string   // DATABASE_URL
+	DBMaxConns  int32    // DB_MAX_CONNS
+	HTTPAddr    string   // HTTP_ADDR
+	PublicURL   *url.URL // PUBLIC_URL
+	// PublicURLDefaulted is true when PUBLIC_URL was not set (development):
+	// the server then uses the address it actually listens on.
+	PublicURLDefaulted bool
+	LogLevel           string        // LOG_LEVEL: debug|info|warn|error
+	LogFormat          string        // LOG_FORMAT: text|json
+	ShutdownWait       time.Duration // SHUTDOWN_TIMEOUT
+
+	Auth AuthConfig
+
+	SecretKey []byte // SECRET_KEY: signs feed, unsubscribe and session tokens
+
+	SMTPURL               *url.URL // SMTP_URL (nil: write .eml files to MailDir)
+	MailFrom              *mail.Address
+	MailDir               string // MAIL_DIR
+	MailUnsubscribeMailto string // MAIL_UNSUBSCRIBE_MAILTO
+
+	ArxivOAIURL     *url.URL      // ARXIV_OAI_URL
+	ArxivSets       []string      // ARXIV_SETS
+	HarvestInterval time.Duration // HARVEST_INTERVAL (0: no periodic harvest)
+	OpenAlexURL     *url.URL      // OPENALEX_URL
+	OpenAlexMailto  string        // OPENALEX_MAILTO
+
+	CORSOrigins []string // CORS_ORIGINS
+	// RateLimitPerIP and RateLimitPerUser are average requests per second
+	// (bursts of twice that); 0 disables the limit.
+	RateLimitPerIP   float64  // RATE_LIMIT_PER_IP
+	RateLimitPerUser float64  // RATE_LIMIT_PER_USER
+	WebSubHubURL     *url.URL // WEBSUB_HUB_URL (nil: no hub)
+
+	AdminUser     string // ADMIN_USER
+	AdminPassword string // ADMIN_PASSWORD (empty: River UI disabled)
+}
+
+// AuthConfig says how bearer JWTs from the host's identity provider are
+// verified. At least one key source is set after Load.
+type AuthConfig struct {
+	JWKSURL       *url.URL      // AUTH_JWKS_URL
+	PublicKeyFile string        // AUTH_PUBLIC_KEY_FILE
+	HS256Secret   []byte        // AUTH_HS256_SECRET
+	Issuer        string        // AUTH_ISSUER
+	Audience      string        // AUTH_AUDIENCE
+	Leeway        time.Duration // AUTH_LEEWAY, at most 60s
+}
+
+// Error is a configuration problem tied to one variable. Its message names
+// the variable so an operator knows what to fix.
+type Error struct {
+	Var    string
+	Reason string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("config: %s: %s", e.Var, e.Reason) }
+
+// Vars lists every variable Load reads, in the order the README documents them.
+var Vars = []string{
+	"APP_ENV", "DATABASE_URL", "DB_MAX_CONNS", "HTTP_ADDR", "PUBLIC_URL", "LOG_LEVEL", "LOG_FORMAT",
+	"SHUTDOWN_TIMEOUT", "AUTH_JWKS_URL", "AUTH_PUBLIC_KEY_FILE", "AUTH_HS256_SECRET", "AUTH_ISSUER",
+	"AUTH_AUDIENCE", "AUTH_LEEWAY", "SECRET_KEY", "SMTP_URL", "MAIL_FROM", "MAIL_DIR",
+	"MAIL_UNSUBSCRIBE_MAILTO", "ARXIV_OAI_URL", "ARXIV_SETS", "HARVEST_INTERVAL", "OPENALEX_URL",
+	"OPENALEX_MAILTO", "CORS_ORIGINS", "RATE_LIMIT_PER_IP", "RATE_LIMIT_PER_USER", "WEBSUB_HUB_URL", "ADMIN_USER", "ADMIN_PASSWORD",
+}
+
+// Load reads and validates the configuration. The first problem found is
+// returned as an *Error naming its variable.
+func Load(getenv func(string) string) (*Config, error) {
+	l := loader{getenv: getenv}
+	c := &Config{}
+
+	switch env := Env(l.str("APP_ENV", string(Development))); env {
+	case Development, Production:
+		c.Env = env
+	default:
+		return nil, &Error{"APP_ENV", fmt.Sprintf("%q is not a mode; use development or production", env)}
+	}
+	prod := c.Env == Production
+
+	c.DatabaseURL = l.required(prod, "DATABASE_URL", DevDatabaseURL)
+	if c.DatabaseURL != "" {
+		if _, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
+			return nil, &Error{"DATABASE_URL", "not a PostgreSQL connection string (postgres://user@host:5432/db): " + redactErr(err, c.DatabaseURL)}
+		}
+	}
+	c.DBMaxConns = int32(l.int("DB_MAX_CONNS", 20, 2, 1000))
+
+	c.HTTPAddr = l.str("HTTP_ADDR", "127.0.0.1:8080")
+	if err := checkAddr(c.HTTPAddr); err != nil {
+		l.fail("HTTP_ADDR", err.Error())
+	}
+	defaultPublic := "http://" + c.HTTPAddr
+	if prod {
+		defaultPublic = ""
+	}
+	c.PublicURLDefaulted = l.str("PUBLIC_URL", "") == ""
+	c.PublicURL = l.url("PUBLIC_URL", defaultPublic, prod, "http", "https")
+	if c.PublicURL != nil {
+		c.PublicURL.Path = strings.TrimSuffix(c.PublicURL.Path, "/")
+	}
+
+	c.LogLevel = l.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error")
+	defFormat := "text"
+	if prod {
+		defFormat = "json"
+	}
+	c.LogFormat = l.oneOf("LOG_FORMAT", defFormat, "text", "json")
+	c.ShutdownWait = l.duration("SHUTDOWN_TIMEOUT", 25*time.Second, time.Second, 10*time.Minute)
+
+	c.Auth.JWKSURL = l.url("AUTH_JWKS_URL", "", false, "http", "https")
+	c.Auth.PublicKeyFile = l.str("AUTH_PUBLIC_KEY_FILE", "")
+	hsDefault := ""
+	if !prod {
+		hsDefault = DevHS256Secret
+	}
+	if s := l.str("AUTH_HS256_SECRET", hsDefault); s != "" {
+		if len(s) < 32 {
+			l.fail("AUTH_HS256_SECRET", "too short: use at least 32 characters (e.g. `openssl rand -hex 32`)")
+		}
+		c.Auth.HS256Secret = []byte(s)
+	}
+	if prod && c.Auth.JWKSURL == nil && c.Auth.PublicKeyFile == "" && c.Auth.HS256Secret == nil {
+		l.fail("AUTH_JWKS_URL", "production needs a way to verify the host's tokens: set AUTH_JWKS_URL, AUTH_PUBLIC_KEY_FILE or AUTH_HS256_SECRET")
+	}
+	c.Auth.Issuer = l.str("AUTH_ISSUER", "")
+	c.Auth.Audience = l.str("AUTH_AUDIENCE", "")
+	c.Auth.Leeway = l.duration("AUTH_LEEWAY", 30*time.Second, 0, 60*time.Second)
+
+	secret := l.required(prod, "SECRET_KEY", DevSecretKey)
+	if secret != "" && len(secret) < 32 {
+		l.fail("SECRET_KEY", "too short: use at least 32 characters (e.g. `openssl rand -hex 32`)")
+	}
+	c.SecretKey = []byte(secret)
+
+	c.SMTPURL = l.url("SMTP_URL", "", false, "smtp", "smtps")
+	from := l.str("MAIL_FROM", "followfeed <followfeed@localhost>")
+	if a, err := mail.ParseAddress(from); err != nil {
+		l.fail("MAIL_FROM", fmt.Sprintf("%q is not an address like \"followfeed <digest@example.org>\"", from))
+	} else {
+		c.MailFrom = a
+	}
+	c.MailDir = l.str("MAIL_DIR", "var/mail")
+	c.MailUnsubscribeMailto = l.str("MAIL_UNSUBSCRIBE_MAILTO", "")
+	if c.MailUnsubscribeMailto != "" {
+		if _, err := mail.ParseAddress(c.MailUnsubscribeMailto); err != nil {
+			l.fail("MAIL_UNSUBSCRIBE_MAILTO", "not an email address")
+		}
+	}
+
+	c.ArxivOAIURL = l.url("ARXIV_OAI_URL", "https://oaipmh.arxiv.org/oai", false, "http", "https")
+	c.ArxivSets = l.list("ARXIV_SETS", "cs")
+	c.HarvestInterval = l.duration("HARVEST_INTERVAL", time.Hour, 0, 7*24*time.Hour)
+	if c.HarvestInterval != 0 && c.HarvestInterval < time.Minute {
+		l.fail("HARVEST_INTERVAL", "must be 0 (off) or at least 1m")
+	}
+	c.OpenAlexURL = l.url("OPENALEX_URL", "https://api.openalex.org", false, "http", "https")
+	c.OpenAlexMailto = l.str("OPENALEX_MAILTO", "")
+
+	c.CORSOrigins = l.list("CORS_ORIGINS", "")
+	for _, o := range c.CORSOrigins {
+		u, err := url.Parse(o)
+		if o == "*" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			l.fail("CORS_ORIGINS", fmt.Sprintf("%q is not an origin like https://papers.example.org", o))
+			break
+		}
+	}
+	c.RateLimitPerIP = l.float("RATE_LIMIT_PER_IP", 50, 0, 1e6)
+	c.RateLimitPerUser = l.float("RATE_LIMIT_PER_USER", 10, 0, 1e6)
+	c.WebSubHubURL = l.url("WEBSUB_HUB_URL", "", false, "http", "https")
+
+	c.AdminUser = l.str("ADMIN_USER", "admin")
+	adminDefault := ""
+	if !prod {
+		adminDefault = DevAdminPassword
+	}
+	c.AdminPassword = l.str("ADMIN_PASSWORD", adminDefault)
+	if prod && c.AdminPassword != "" && len(c.AdminPassword) < 12 {
+		l.fail("ADMIN_PASSWORD", "too short for production: use at least 12 characters")
+	}
+
+	if l.err != nil {
+		return nil, l.err
+	}
+	return c, nil
+}
+
+// IsProduction reports whether the process runs in production mode.
+func (c *Config) IsProduction() bool { return c.Env == Production }
+
+// loader collects the first error so Load reads as a list of settings.
+type loader struct {
+	getenv func(string) string
+	err    *Error
+}
+
+func (l *loader) fail(name, reason string) {
+	if l.err == nil {
+		l.err = &Error{name, reason}
+	}
+}
+
+func (l *loader) str(name, def string) string {
+	if v := strings.TrimSpace(l.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+// required returns the variable, or in development its default; in
+// production an empty value is an error.
+func (l *loader) required(prod bool, name, devDefault string) string {
+	v := strings.TrimSpace(l.getenv(name))
+	if v != "" {
+		return v
+	}
+	if prod {
+		l.fail(name, "required in production (APP_ENV=production)")
+		return ""
+	}
+	return devDefault
+}
+
+func (l *loader) oneOf(name, def string, allowed ...string) string {
+	v := strings.ToLower(l.str(name, def))
+	for _, a := range allowed {
+		if v == a {
+			return v
+		}
+	}
+	l.fail(name, fmt.Sprintf("%q is not one of %s", v, strings.Join(allowed, ", ")))
+	return def
+}
+
+func (l *loader) int(name string, def, min, max int) int {
+	s := l.str(name, "")
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < min || n > max {
+		l.fail(name, fmt.Sprintf("%q is not a whole number between %d and %d", s, min, max))
+		return def
+	}
+	return n
+}
+
+func (l *loader) float(name string, def, min, max float64) float64 {
+	s := l.str(name, "")
+	if s == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < min || f > max {
+		l.fail(name, fmt.Sprintf("%q is not a number between %g and %g", s, min, max))
+		return def
+	}
+	return f
+}
+
+func (l *loader) duration(name string, def, min, max time.Duration) time.Duration {
+	s := l.str(name, "")
+	if s == "" {
+		return def
+	}
+	if s == "0" || s == "off" {
+		s = "0s"
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < min || d > max {
+		l.fail(name, fmt.Sprintf("%q is not a duration between %s and %s (e.g. 30s, 5m)", s, min, max))
+		return def
+	}
+	return d
+}
+
+func (l *loader) url(name, def string, required bool, schemes ...string) *url.URL {
+	s := l.str(name, def)
+	if s == "" {
+		if required {
+			l.fail(name, "required in production (APP_ENV=production)")
+		}
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		l.fail(name, fmt.Sprintf("%q is not an absolute URL", redactURL(s)))
+		return nil
+	}
+	for _, sc := range schemes {
+		if u.Scheme == sc {
+			return u
+		}
+	}
+	l.fail(name, fmt.Sprintf("scheme %q is not one of %s", u.Scheme, strings.Join(schemes, ", ")))
+	return nil
+}
+
+func (l *loader) list(name, def string) []string {
+	var out []string
+	for _, p := range strings.Split(l.str(name, def), ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func checkAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port (e.g. 127.0.0.1:8080 or :8080)", addr)
+	}
+	if host != "" && net.ParseIP(host) == nil && host != "localhost" {
+		if strings.ContainsAny(host, " /") {
+			return fmt.Errorf("%q has an invalid host", addr)
+		}
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("%q has an invalid port (0-65535)", addr)
+	}
+	return nil
+}
+
+// redactURL hides a password in a URL so it never reaches logs or errors.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparseable)"
+	}
+	return u.Redacted()
+}
+
+// redactErr returns err's message with any occurrence of secret-bearing dsn
+// removed; pgx errors may echo the connection string.
+func redactErr(err error, dsn string) string {
+	msg := err.Error()
+	if dsn != "" {
+		msg = strings.ReplaceAll(msg, dsn, redactURL(dsn))
+	}
+	if u, perr := url.Parse(dsn); perr == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+	}
+	return msg
+}

@@ -1,0 +1,96 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+func TestDevelopmentDefaults(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if c.Env != Development || c.HTTPAddr != "127.0.0.1:8080" || c.PublicURL.String() != "http://127.0.0.1:8080" {
+		t.Errorf("defaults: env=%s addr=%s public=%s", c.Env, c.HTTPAddr, c.PublicURL)
+	}
+	if !c.PublicURLDefaulted {
+		t.Error("PublicURLDefaulted should be true when PUBLIC_URL is unset")
+	}
+	if string(c.Auth.HS256Secret) != DevHS256Secret || string(c.SecretKey) != DevSecretKey {
+		t.Error("development secrets should default")
+	}
+	if c.LogFormat != "text" || c.SMTPURL != nil || c.MailDir != "var/mail" {
+		t.Errorf("log=%s smtp=%v maildir=%s", c.LogFormat, c.SMTPURL, c.MailDir)
+	}
+	if c.ArxivOAIURL == nil || len(c.ArxivSets) != 1 || c.ArxivSets[0] != "cs" || c.HarvestInterval != time.Hour {
+		t.Errorf("harvest defaults: %v %v %v", c.ArxivOAIURL, c.ArxivSets, c.HarvestInterval)
+	}
+}
+
+func TestErrorsNameTheVariable(t *testing.T) {
+	cases := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"bad addr", map[string]string{"HTTP_ADDR": "not-an-addr"}, "HTTP_ADDR"},
+		{"bad port", map[string]string{"HTTP_ADDR": "127.0.0.1:99999"}, "HTTP_ADDR"},
+		{"bad dsn", map[string]string{"DATABASE_URL": "postgres://a@b:notaport/x"}, "DATABASE_URL"},
+		{"bad env", map[string]string{"APP_ENV": "staging"}, "APP_ENV"},
+		{"bad public url", map[string]string{"PUBLIC_URL": "ftp://x"}, "PUBLIC_URL"},
+		{"short hs256", map[string]string{"AUTH_HS256_SECRET": "short"}, "AUTH_HS256_SECRET"},
+		{"leeway too long", map[string]string{"AUTH_LEEWAY": "2m"}, "AUTH_LEEWAY"},
+		{"bad smtp scheme", map[string]string{"SMTP_URL": "http://mail"}, "SMTP_URL"},
+		{"bad mail from", map[string]string{"MAIL_FROM": "nobody"}, "MAIL_FROM"},
+		{"bad cors", map[string]string{"CORS_ORIGINS": "*"}, "CORS_ORIGINS"},
+		{"cors with path", map[string]string{"CORS_ORIGINS": "https://a.example/path"}, "CORS_ORIGINS"},
+		{"harvest too often", map[string]string{"HARVEST_INTERVAL": "5s"}, "HARVEST_INTERVAL"},
+		{"bad max conns", map[string]string{"DB_MAX_CONNS": "lots"}, "DB_MAX_CONNS"},
+		{"prod without db", map[string]string{"APP_ENV": "production"}, "DATABASE_URL"},
+		{"prod without public url", map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://x@y/z"}, "PUBLIC_URL"},
+		{"prod without auth", map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://x@y/z", "PUBLIC_URL": "https://ff.example"}, "AUTH_JWKS_URL"},
+		{"prod without secret", map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://x@y/z", "PUBLIC_URL": "https://ff.example",
+			"AUTH_JWKS_URL": "https://id.example/jwks"}, "SECRET_KEY"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(env(tc.env))
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("want *Error, got %v", err)
+			}
+			if ce.Var != tc.want || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q should name %s", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error should be one line: %q", err)
+			}
+		})
+	}
+}
+
+func TestErrorNeverShowsDatabasePassword(t *testing.T) {
+	_, err := Load(env(map[string]string{"DATABASE_URL": "postgres://u:hunter2secret@h:bad/db"}))
+	if err == nil || strings.Contains(err.Error(), "hunter2secret") {
+		t.Fatalf("error must not leak the password: %v", err)
+	}
+}
+
+func TestProductionComplete(t *testing.T) {
+	c, err := Load(env(map[string]string{
+		"APP_ENV": "production", "DATABASE_URL": "postgres://x@y/z", "PUBLIC_URL": "https://ff.example/",
+		"AUTH_JWKS_URL": "https://id.example/jwks", "SECRET_KEY": strings.Repeat("k", 32),
+	}))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if c.LogFormat != "json" || c.Auth.HS256Secret != nil || c.AdminPassword != "" || c.PublicURL.String() != "https://ff.example" {
+		t.Errorf("production: format=%s hs=%v admin=%q public=%s", c.LogFormat, c.Auth.HS256Secret, c.AdminPassword, c.PublicURL)
+	}
+}

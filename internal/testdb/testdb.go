@@ -1,0 +1,95 @@
+// Package testdb gives each test its own PostgreSQL database, cloned from a
+// template that was migrated once (app and River migrations) per migration
+// hash. It connects to DATABASE_URL, or to 127.0.0.1:5432 as postgres when
+// that is unset, as `make test` arranges.
+package testdb
+
+import (
+	"context"
+	"database/sql"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver pgtestdb uses
+	"github.com/peterldowns/pgtestdb"
+
+	"followfeed/migrations"
+	"followfeed/store"
+)
+
+// BaseConfig is the server connection used to create test databases.
+func BaseConfig(t testing.TB) pgtestdb.Config {
+	t.Helper()
+	raw := os.Getenv("DATABASE_URL")
+	if raw == "" {
+		raw = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatalf("testdb: DATABASE_URL: %v", err)
+	}
+	pw, _ := u.User.Password()
+	opts := u.Query()
+	if opts.Get("sslmode") == "" {
+		opts.Set("sslmode", "disable")
+	}
+	db := strings.TrimPrefix(u.Path, "/")
+	if db == "" {
+		db = "postgres"
+	}
+	port := u.Port()
+	if port == "" {
+		port = "5432"
+	}
+	return pgtestdb.Config{
+		DriverName:                "pgx",
+		Host:                      u.Hostname(),
+		Port:                      port,
+		User:                      u.User.Username(),
+		Password:                  pw,
+		Database:                  db,
+		Options:                   opts.Encode(),
+		ForceTerminateConnections: true,
+	}
+}
+
+// migrator builds templates with followfeed's real migrations.
+type migrator struct{}
+
+func (migrator) Hash() (string, error) { return migrations.Hash() }
+
+func (migrator) Migrate(ctx context.Context, _ *sql.DB, conf pgtestdb.Config) error {
+	db, err := store.Open(ctx, conf.URL(), store.Options{MaxConns: 4})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = migrations.Up(ctx, db.Pool, nil)
+	return err
+}
+
+// URL returns the connection string of a fresh, fully migrated database that
+// is dropped when the test ends (kept when it fails, for inspection).
+func URL(t testing.TB) string {
+	t.Helper()
+	return pgtestdb.Custom(t, BaseConfig(t), migrator{}).URL()
+}
+
+// EmptyURL returns a fresh database with no tables at all.
+func EmptyURL(t testing.TB) string {
+	t.Helper()
+	return pgtestdb.Custom(t, BaseConfig(t), pgtestdb.NoopMigrator{}).URL()
+}
+
+// New returns a pool on a fresh, fully migrated database, closed at cleanup.
+func New(t testing.TB) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), URL(t), store.Options{MaxConns: 8})
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	t.Cleanup(db.Close)
+	return db
+}
