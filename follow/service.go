@@ -1,0 +1,302 @@
+package follow
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/apperr"
+	"followfeed/store"
+)
+
+// MaxFollows is how many follows one user may have.
+const MaxFollows = 5000
+
+// MaxLabel is the longest display label a follow may carry.
+const MaxLabel = 200
+
+// Follow is one of a user's follows.
+type Follow struct {
+	Target
+	IncludeCrossLists   bool
+	IncludeReplacements bool
+	Label               string
+	CreatedAt           time.Time
+}
+
+// Options change a follow. A nil field keeps the current value (or the
+// default for a new follow: cross-lists included, replacements not).
+type Options struct {
+	IncludeCrossLists   *bool
+	IncludeReplacements *bool
+	Label               *string
+}
+
+// Status is what a Follow button shows.
+type Status struct {
+	Followers int64
+	// Following is nil when nobody is signed in.
+	Following *bool
+}
+
+// Page is one page of a user's follows, newest first.
+type Page struct {
+	Follows []Follow
+	// Next is the cursor of the following page, "" on the last one.
+	Next string
+}
+
+// Service reads and changes follows. Every change also bumps the user's
+// feed version, so feeds never answer 304 for a stale follow list.
+type Service struct {
+	db *store.DB
+}
+
+// NewService returns the follow service over db.
+func NewService(db *store.DB) *Service { return &Service{db: db} }
+
+// Follow creates the follow of t by userID, or updates its options when it
+// exists. created reports which. It is idempotent and safe under
+// concurrency: the user's row is locked first, so racing requests neither
+// duplicate a follow nor miscount followers, and the MaxFollows limit holds.
+func (s *Service) Follow(ctx context.Context, userID int64, t Target, o Options) (f Follow, created bool, err error) {
+	if o.Label != nil {
+		l := strings.TrimSpace(*o.Label)
+		if len([]rune(l)) > MaxLabel {
+			return Follow{}, false, apperr.InvalidField("label", "a label may have at most %d characters", MaxLabel)
+		}
+		o.Label = &l
+	}
+	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
+		if err := lockUser(ctx, tx, userID); err != nil {
+			return err
+		}
+		var exists bool
+		var count int
+		// Index-only on the primary key (user_id, key).
+		err := tx.QueryRow(ctx, `
+			SELECT count(*), coalesce(bool_or(key = $2), false) FROM follows WHERE user_id = $1`,
+			userID, t.Key()).Scan(&count, &exists)
+		if err != nil {
+			return fmt.Errorf("counting follows of user %d: %w", userID, err)
+		}
+		if !exists && count >= MaxFollows {
+			return apperr.New(apperr.Conflict, "you already follow %d researchers, categories and institutions, the most one account may; unfollow some first", MaxFollows)
+		}
+		var label *string
+		f, created, label, err = upsertFollow(ctx, tx, userID, t, o)
+		if err != nil {
+			return err
+		}
+		if label != nil {
+			f.Label = *label
+		}
+		if created {
+			if _, err := tx.Exec(ctx, `
+				INSERT INTO follow_counts (key, followers) VALUES ($1, 1)
+				ON CONFLICT (key) DO UPDATE SET followers = follow_counts.followers + 1`, t.Key()); err != nil {
+				return fmt.Errorf("counting follower of %s: %w", t.Key(), err)
+			}
+		}
+		return bumpFeed(ctx, tx, userID)
+	})
+	if err != nil {
+		return Follow{}, false, err
+	}
+	return f, created, nil
+}
+
+func upsertFollow(ctx context.Context, tx pgx.Tx, userID int64, t Target, o Options) (Follow, bool, *string, error) {
+	f := Follow{Target: t}
+	var created bool
+	var label *string
+	// (xmax = 0) is true only for a freshly inserted row: the standard way to
+	// tell an insert from a conflict update in one statement.
+	err := tx.QueryRow(ctx, `
+		INSERT INTO follows (user_id, key, kind, target, include_cross_lists, include_replacements, label)
+		VALUES ($1, $2, $3, $4, coalesce($5, true), coalesce($6, false), nullif($7, ''))
+		ON CONFLICT (user_id, key) DO UPDATE SET
+			include_cross_lists  = coalesce($5, follows.include_cross_lists),
+			include_replacements = coalesce($6, follows.include_replacements),
+			label                = CASE WHEN $7::text IS NULL THEN follows.label ELSE nullif($7, '') END
+		RETURNING include_cross_lists, include_replacements, label, created_at, (xmax = 0)`,
+		userID, t.Key(), string(t.Kind), t.ID, o.IncludeCrossLists, o.IncludeReplacements, o.Label,
+	).Scan(&f.IncludeCrossLists, &f.IncludeReplacements, &label, &f.CreatedAt, &created)
+	if err != nil {
+		return Follow{}, false, nil, fmt.Errorf("saving follow %s of user %d: %w", t, userID, err)
+	}
+	return f, created, label, nil
+}
+
+// Unfollow removes the follow; removed is false when there was none (which
+// is not an error: unfollowing is idempotent).
+func (s *Service) Unfollow(ctx context.Context, userID int64, t Target) (removed bool, err error) {
+	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
+		// Same lock order as Follow (user, follow, count): no deadlocks.
+		if err := lockUser(ctx, tx, userID); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM follows WHERE user_id = $1 AND key = $2`, userID, t.Key())
+		if err != nil {
+			return fmt.Errorf("deleting follow %s of user %d: %w", t, userID, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return nil
+		}
+		removed = true
+		if _, err := tx.Exec(ctx, `UPDATE follow_counts SET followers = followers - 1 WHERE key = $1`, t.Key()); err != nil {
+			return fmt.Errorf("uncounting follower of %s: %w", t.Key(), err)
+		}
+		return bumpFeed(ctx, tx, userID)
+	})
+	return removed, err
+}
+
+// Status returns the follower count of t and, when userID is not 0, whether
+// that user follows it. It costs two primary-key lookups.
+func (s *Service) Status(ctx context.Context, t Target, userID int64) (Status, error) {
+	var st Status
+	var following bool
+	err := s.db.Pool.QueryRow(ctx, `
+		SELECT coalesce((SELECT followers FROM follow_counts WHERE key = $1), 0),
+		       EXISTS (SELECT 1 FROM follows WHERE user_id = $2 AND key = $1)`,
+		t.Key(), userID).Scan(&st.Followers, &following)
+	if err != nil {
+		return Status{}, fmt.Errorf("reading follow status of %s: %w", t, err)
+	}
+	if userID != 0 {
+		st.Following = &following
+	}
+	return st, nil
+}
+
+// Get returns one follow of the user, or an error wrapping store.ErrNotFound.
+func (s *Service) Get(ctx context.Context, userID int64, t Target) (Follow, error) {
+	rows, err := s.db.Pool.Query(ctx, `SELECT `+followColumns+` FROM follows WHERE user_id = $1 AND key = $2`, userID, t.Key())
+	if err != nil {
+		return Follow{}, fmt.Errorf("reading follow %s of user %d: %w", t, userID, err)
+	}
+	fs, err := collectFollows(rows)
+	if err != nil {
+		return Follow{}, err
+	}
+	if len(fs) == 0 {
+		return Follow{}, fmt.Errorf("follow %s of user %d: %w", t, userID, store.ErrNotFound)
+	}
+	return fs[0], nil
+}
+
+// List returns a page of the user's follows, newest first. cursor is "" for
+// the first page or a Page.Next; limit is clamped to 1..500 (default 100).
+func (s *Service) List(ctx context.Context, userID int64, cursor string, limit int) (Page, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	if limit > 500 {
+		return Page{}, apperr.InvalidField("limit", "at most 500 follows per page")
+	}
+	var after time.Time
+	afterKey := ""
+	if cursor != "" {
+		var err error
+		after, afterKey, err = decodeCursor(cursor)
+		if err != nil {
+			return Page{}, apperr.InvalidField("cursor", "not a cursor from a previous page's \"next\"")
+		}
+	}
+	// follows_user_created_idx serves both the filter and the order.
+	rows, err := s.db.Pool.Query(ctx, `
+		SELECT `+followColumns+` FROM follows
+		WHERE user_id = $1 AND ($2::text = '' OR (created_at, key) < ($3, $2))
+		ORDER BY created_at DESC, key DESC
+		LIMIT $4`, userID, afterKey, after, limit+1)
+	if err != nil {
+		return Page{}, fmt.Errorf("listing follows of user %d: %w", userID, err)
+	}
+	fs, err := collectFollows(rows)
+	if err != nil {
+		return Page{}, err
+	}
+	p := Page{Follows: fs}
+	if len(fs) > limit {
+		p.Follows = fs[:limit]
+		last := p.Follows[limit-1]
+		p.Next = encodeCursor(last.CreatedAt, last.Key())
+	}
+	return p, nil
+}
+
+// All returns every follow of the user, newest first.
+func (s *Service) All(ctx context.Context, userID int64) ([]Follow, error) {
+	rows, err := s.db.Pool.Query(ctx, `
+		SELECT `+followColumns+` FROM follows WHERE user_id = $1 ORDER BY created_at DESC, key DESC`, userID)
+	if err != nil {
+		return nil, fmt.Errorf("listing follows of user %d: %w", userID, err)
+	}
+	return collectFollows(rows)
+}
+
+const followColumns = `key, include_cross_lists, include_replacements, coalesce(label, ''), created_at`
+
+func collectFollows(rows pgx.Rows) ([]Follow, error) {
+	var out []Follow
+	for rows.Next() {
+		var f Follow
+		var key string
+		if err := rows.Scan(&key, &f.IncludeCrossLists, &f.IncludeReplacements, &f.Label, &f.CreatedAt); err != nil {
+			return nil, fmt.Errorf("reading follow: %w", err)
+		}
+		t, err := TargetFromKey(key)
+		if err != nil {
+			return nil, fmt.Errorf("reading follow key %q: %w", key, err)
+		}
+		f.Target = t
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading follows: %w", err)
+	}
+	return out, nil
+}
+
+// lockUser takes the user's row lock, serialising that user's follow
+// changes (and with them the MaxFollows check).
+func lockUser(ctx context.Context, tx pgx.Tx, userID int64) error {
+	var id int64
+	err := tx.QueryRow(ctx, `SELECT id FROM users WHERE id = $1 FOR UPDATE`, userID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("user %d: %w", userID, store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("locking user %d: %w", userID, err)
+	}
+	return nil
+}
+
+// bumpFeed marks the user's feeds changed (new ETag).
+func bumpFeed(ctx context.Context, tx pgx.Tx, userID int64) error {
+	if _, err := tx.Exec(ctx, `UPDATE user_feeds SET version = version + 1, changed_at = now() WHERE user_id = $1`, userID); err != nil {
+		return fmt.Errorf("bumping feed version of user %d: %w", userID, err)
+	}
+	return nil
+}
+
+// Cursors are opaque to clients: base64url(created_at in µs, key).
+func encodeCursor(t time.Time, key string) string {
+	b := binary.BigEndian.AppendUint64(nil, uint64(t.UnixMicro()))
+	return base64.RawURLEncoding.EncodeToString(append(b, key...))
+}
+
+func decodeCursor(c string) (time.Time, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(b) < 9 || len(b) > 8+200 {
+		return time.Time{}, "", errors.New("bad cursor")
+	}
+	return time.UnixMicro(int64(binary.BigEndian.Uint64(b[:8]))), string(b[8:]), nil
+}

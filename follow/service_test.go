@@ -1,0 +1,83 @@
+package follow_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"followfeed/apperr"
+	"followfeed/auth"
+	"followfeed/follow"
+	"followfeed/internal/testdb"
+	"followfeed/store"
+)
+
+func newUser(t *testing.T, db *store.DB, sub string) int64 {
+	t.Helper()
+	u, err := auth.NewUsers(db).Ensure(context.Background(), &auth.Claims{Subject: sub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.ID
+}
+
+func TestFollowLimit(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	uid := newUser(t, db, "collector")
+	// Fill up to the limit directly: 4,999 follows, then two through the
+	// service (the last allowed, then one too many).
+	if _, err := db.Pool.Exec(ctx, `
+		INSERT INTO follows (user_id, key, kind, target)
+		SELECT $1, 'researcher:s2:' || g, 'researcher', 's2:' || g FROM generate_series(1, $2) g`,
+		uid, follow.MaxFollows-1); err != nil {
+		t.Fatal(err)
+	}
+	svc := follow.NewService(db)
+	if _, created, err := svc.Follow(ctx, uid, follow.Target{Kind: follow.Category, ID: "cs.LG"}, follow.Options{}); err != nil || !created {
+		t.Fatalf("the 5,000th follow: %v", err)
+	}
+	_, _, err := svc.Follow(ctx, uid, follow.Target{Kind: follow.Category, ID: "cs.AI"}, follow.Options{})
+	if apperr.CodeOf(err) != apperr.Conflict {
+		t.Fatalf("the 5,001st follow: want Conflict, got %v", err)
+	}
+	// Updating an existing follow at the limit is fine.
+	label := "ML"
+	if _, created, err := svc.Follow(ctx, uid, follow.Target{Kind: follow.Category, ID: "cs.LG"}, follow.Options{Label: &label}); err != nil || created {
+		t.Fatalf("updating at the limit: created=%v err=%v", created, err)
+	}
+}
+
+func TestFollowUnknownUser(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	_, _, err := follow.NewService(db).Follow(context.Background(), 999, follow.Target{Kind: follow.Category, ID: "cs.LG"}, follow.Options{})
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("want ErrNotFound, got %v", err)
+	}
+}
+
+func TestFollowBumpsTheFeedVersion(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	uid := newUser(t, db, "bumper")
+	version := func() int64 {
+		var v int64
+		db.Pool.QueryRow(ctx, `SELECT version FROM user_feeds WHERE user_id = $1`, uid).Scan(&v)
+		return v
+	}
+	svc := follow.NewService(db)
+	t0 := version()
+	tgt := follow.Target{Kind: follow.Category, ID: "cs.LG"}
+	svc.Follow(ctx, uid, tgt, follow.Options{})
+	t1 := version()
+	svc.Unfollow(ctx, uid, tgt)
+	t2 := version()
+	svc.Unfollow(ctx, uid, tgt) // no change: no bump
+	t3 := version()
+	if !(t0 < t1 && t1 < t2 && t2 == t3) {
+		t.Errorf("versions %d %d %d %d", t0, t1, t2, t3)
+	}
+}
