@@ -1,0 +1,581 @@
+package harvest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/apperr"
+	"followfeed/store"
+)
+
+// MatchEnqueuer inserts the match job of newly written keys, inside the
+// transaction that wrote them, so the job exists exactly when the keys do.
+// Package worker implements it with River's InsertTx.
+type MatchEnqueuer interface {
+	EnqueueMatch(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) error
+}
+
+// Source says where papers came from; pushed papers are validated strictly.
+type Source string
+
+// The sources.
+const (
+	SourceOAI  Source = "oai"
+	SourcePush Source = "push"
+)
+
+// MaxBatch is the most papers one Ingest call accepts.
+const MaxBatch = 10_000
+
+// keyWritersLock is the transaction-level advisory lock every ingest holds
+// from its first read of stored papers to its commit. It serialises writers
+// of papers and paper_keys, which gives two guarantees:
+//
+//   - seq order equals commit order: seq values are taken under the lock and
+//     the lock is released at commit, so a reader that has seen every row up
+//     to seq W never later finds a committed row with seq <= W;
+//   - concurrent batches sharing papers cannot deadlock or race on the
+//     read-merge-write of a paper.
+//
+// The price is one writer at a time. A 5,000-paper batch commits in about a
+// second (see BENCHMARKS.md), far above arXiv's few thousand papers a day;
+// validation and decoding happen before the lock is taken.
+const keyWritersLock int64 = 0x6b657973 // "keys"
+
+// IngestResult reports what an Ingest did.
+type IngestResult struct {
+	Received  int `json:"received"`
+	New       int `json:"new"`       // papers not seen before
+	Replaced  int `json:"replaced"`  // a newer version of a known paper
+	Updated   int `json:"updated"`   // same version, new metadata or keys (enrichment)
+	Unchanged int `json:"unchanged"` // nothing new (including older versions)
+	Deleted   int `json:"deleted"`   // withdrawn by the source
+	// Skipped lists records a lenient source sent that could not be used.
+	Skipped []apperr.Detail `json:"skipped,omitempty"`
+	Keys    int             `json:"keys"` // match-key rows written
+	FromSeq int64           `json:"-"`
+	ToSeq   int64           `json:"-"`
+}
+
+// Ingester stores papers and their match keys.
+type Ingester struct {
+	db  *store.DB
+	enq MatchEnqueuer
+	now func() time.Time
+}
+
+// NewIngester returns an Ingester writing to db and enqueuing through enq.
+func NewIngester(db *store.DB, enq MatchEnqueuer) *Ingester {
+	return &Ingester{db: db, enq: enq, now: time.Now}
+}
+
+// Ingest validates and stores papers in one transaction, together with the
+// match job of the keys it wrote. From a push source, any invalid paper
+// fails the whole batch with an *apperr.Error listing every problem (index,
+// field, reason) and nothing is written; from a harvest source, invalid
+// records are skipped and listed in the result. Ingesting the same records
+// twice changes nothing the second time and enqueues no job.
+func (in *Ingester) Ingest(ctx context.Context, papers []Paper, src Source) (*IngestResult, error) {
+	if len(papers) > MaxBatch {
+		return nil, apperr.New(apperr.TooLarge, "at most %d papers per request; got %d", MaxBatch, len(papers))
+	}
+	res := &IngestResult{Received: len(papers)}
+	strict := src == SourcePush
+	var problems []apperr.Detail
+	byID := map[string]int{}
+	var batch []Paper
+	for i := range papers {
+		p := papers[i]
+		if fe := p.Normalize(strict); fe != nil {
+			problems = append(problems, apperr.Detail{Index: i, Field: fe.Field, Reason: fe.Reason})
+			continue
+		}
+		// The same paper twice in one batch: the newer version wins, and
+		// the later record among equals.
+		if j, dup := byID[p.ArxivID]; dup {
+			if p.Version >= batch[j].Version {
+				batch[j] = p
+			}
+			continue
+		}
+		byID[p.ArxivID] = len(batch)
+		batch = append(batch, p)
+	}
+	if len(problems) > 0 {
+		if strict {
+			return nil, &apperr.Error{Code: apperr.Invalid, Details: problems,
+				Message: fmt.Sprintf("%d of %d papers are invalid; nothing was stored (see errors)", len(problems), len(papers))}
+		}
+		res.Skipped = problems
+	}
+	if len(batch) == 0 {
+		return res, nil
+	}
+	// Rows are locked and written in arxiv_id order.
+	slices.SortFunc(batch, func(a, b Paper) int { return strings.Compare(a.ArxivID, b.ArxivID) })
+	err := in.db.InTx(ctx, func(tx pgx.Tx) error {
+		return in.apply(ctx, tx, batch, src, res)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ingesting %d papers: %w", len(batch), err)
+	}
+	return res, nil
+}
+
+// stored is what the database holds of a paper.
+type stored struct {
+	id      int64
+	paper   Paper
+	deleted bool
+	keys    map[string]bool
+}
+
+// keyRow is one paper_keys row to write.
+type keyRow struct {
+	PaperID     int64  `json:"paper_id"`
+	Key         string `json:"key"`
+	Version     int    `json:"version"`
+	Cross       bool   `json:"cross_list"`
+	Replacement bool   `json:"replacement"`
+}
+
+func (in *Ingester) apply(ctx context.Context, tx pgx.Tx, batch []Paper, src Source, res *IngestResult) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, keyWritersLock); err != nil {
+		return fmt.Errorf("taking the writers' lock: %w", err)
+	}
+	ids := make([]string, len(batch))
+	for i, p := range batch {
+		ids[i] = p.ArxivID
+	}
+	existing, err := loadForUpdate(ctx, tx, ids)
+	if err != nil {
+		return err
+	}
+	var fresh []Paper
+	for _, p := range batch {
+		if _, ok := existing[p.ArxivID]; !ok && !p.Deleted {
+			if p.Version == 0 {
+				p.Version = 1
+			}
+			fresh = append(fresh, p)
+		}
+	}
+	inserted, err := insertPapers(ctx, tx, fresh, src)
+	if err != nil {
+		return err
+	}
+	// Papers a writer outside this package inserted meanwhile (ON CONFLICT
+	// DO NOTHING skipped them) are committed now: treat them as existing.
+	var raced []string
+	for _, p := range fresh {
+		if _, ok := inserted[p.ArxivID]; !ok {
+			raced = append(raced, p.ArxivID)
+		}
+	}
+	if len(raced) > 0 {
+		more, err := loadForUpdate(ctx, tx, raced)
+		if err != nil {
+			return err
+		}
+		for k, v := range more {
+			existing[k] = v
+		}
+	}
+
+	return in.write(ctx, tx, batch, existing, inserted, res)
+}
+
+// write stores batch against what is stored (existing, locked by the
+// caller; inserted are the papers this transaction just created): merged
+// papers, new key rows, withdrawals, and the match job of the keys written.
+// The caller holds keyWritersLock.
+func (in *Ingester) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing map[string]*stored, inserted map[string]int64, res *IngestResult) error {
+	var keys []keyRow
+	var updates []Paper
+	var updateIDs []int64
+	var deletes []int64
+	for _, p := range batch {
+		if id, ok := inserted[p.ArxivID]; ok {
+			res.New++
+			for _, k := range p.Keys() {
+				keys = append(keys, keyRow{id, k.Key, max(p.Version, 1), k.Cross, false})
+			}
+			continue
+		}
+		old, ok := existing[p.ArxivID]
+		if !ok { // a deleted record of a paper we never had
+			res.Unchanged++
+			continue
+		}
+		if p.Deleted {
+			if old.deleted {
+				res.Unchanged++
+			} else {
+				res.Deleted++
+				deletes = append(deletes, old.id)
+			}
+			continue
+		}
+		merged := merge(old.paper, p)
+		replacing := merged.Version > old.paper.Version
+		if p.Version != 0 && p.Version < old.paper.Version {
+			res.Unchanged++ // an older version arriving late
+			continue
+		}
+		var newKeys []keyRow
+		for _, k := range merged.Keys() {
+			switch {
+			case !old.keys[k.Key]:
+				newKeys = append(newKeys, keyRow{old.id, k.Key, merged.Version, k.Cross, false})
+			case replacing:
+				newKeys = append(newKeys, keyRow{old.id, k.Key, merged.Version, k.Cross, true})
+			}
+		}
+		if replacing {
+			// Keys the new version no longer has still get a replacement
+			// row: followers who opted in hear about the new version.
+			for k := range old.keys {
+				if !slices.ContainsFunc(newKeys, func(r keyRow) bool { return r.Key == k }) {
+					newKeys = append(newKeys, keyRow{old.id, k, merged.Version, false, true})
+				}
+			}
+		}
+		changed := !samePaper(old.paper, merged) || old.deleted
+		switch {
+		case replacing:
+			res.Replaced++
+		case changed || len(newKeys) > 0:
+			res.Updated++
+		default:
+			res.Unchanged++
+		}
+		if changed {
+			updates = append(updates, merged)
+			updateIDs = append(updateIDs, old.id)
+		}
+		keys = append(keys, newKeys...)
+	}
+	if err := updatePapers(ctx, tx, updateIDs, updates); err != nil {
+		return err
+	}
+	if len(deletes) > 0 {
+		if _, err := tx.Exec(ctx, `UPDATE papers SET deleted_at = now(), modified_at = now() WHERE id = ANY($1)`, deletes); err != nil {
+			return fmt.Errorf("marking %d papers deleted: %w", len(deletes), err)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	from, to, err := writeKeys(ctx, tx, keys)
+	if err != nil {
+		return err
+	}
+	res.Keys, res.FromSeq, res.ToSeq = len(keys), from, to
+	if err := in.enq.EnqueueMatch(ctx, tx, from, to); err != nil {
+		return fmt.Errorf("enqueuing match job for seq %d..%d: %w", from, to, err)
+	}
+	return nil
+}
+
+// writeKeys inserts key rows and returns their seq range. The caller holds
+// keyWritersLock (see there for why).
+func writeKeys(ctx context.Context, tx pgx.Tx, keys []keyRow) (from, to int64, err error) {
+	payload, err := json.Marshal(keys)
+	if err != nil {
+		return 0, 0, err
+	}
+	// ON CONFLICT DO NOTHING: a key already written for this version (a
+	// concurrent enrichment of the same paper) keeps its first seq.
+	err = tx.QueryRow(ctx, `
+		WITH ins AS (
+			INSERT INTO paper_keys (paper_id, key, version, cross_list, replacement, seq)
+			SELECT r.paper_id, r.key, r.version, r.cross_list, r.replacement, nextval('paper_key_seq')
+			FROM jsonb_to_recordset($1::jsonb) AS r(paper_id bigint, key text, version int, cross_list boolean, replacement boolean)
+			ON CONFLICT (paper_id, key, version) DO NOTHING
+			RETURNING seq
+		)
+		SELECT coalesce(min(seq), 0), coalesce(max(seq), 0) FROM ins`, payload).Scan(&from, &to)
+	if err != nil {
+		return 0, 0, fmt.Errorf("writing %d match keys: %w", len(keys), err)
+	}
+	if to == 0 {
+		return 0, 0, nil
+	}
+	if _, err := tx.Exec(ctx, `UPDATE match_state SET high_seq = $1 WHERE high_seq < $1`, to); err != nil {
+		return 0, 0, fmt.Errorf("advancing the match watermark: %w", err)
+	}
+	return from, to, nil
+}
+
+// paperRow is the JSON shape papers are written in (jsonb_to_recordset).
+type paperRow struct {
+	ID              int64      `json:"id,omitempty"`
+	ArxivID         string     `json:"arxiv_id"`
+	Version         int        `json:"version"`
+	Title           string     `json:"title"`
+	Abstract        string     `json:"abstract"`
+	Authors         []Author   `json:"authors"`
+	PrimaryCategory string     `json:"primary_category"`
+	Categories      []string   `json:"categories"`
+	Institutions    []string   `json:"institutions"`
+	DOI             *string    `json:"doi"`
+	JournalRef      *string    `json:"journal_ref"`
+	Comments        *string    `json:"comments"`
+	SubmittedAt     *time.Time `json:"submitted_at"`
+	UpdatedAt       *time.Time `json:"updated_at"`
+	AnnouncedAt     *time.Time `json:"announced_at"`
+	AbsURL          string     `json:"abs_url"`
+	PDFURL          string     `json:"pdf_url"`
+	Source          string     `json:"source"`
+	EnrichAfter     *time.Time `json:"enrich_after"`
+}
+
+func toRow(p Paper, src Source) paperRow {
+	r := paperRow{ArxivID: p.ArxivID, Version: p.Version, Title: p.Title, Abstract: p.Abstract, Authors: p.Authors,
+		PrimaryCategory: p.PrimaryCategory, Categories: p.Categories, Institutions: p.Institutions,
+		DOI: nullStr(p.DOI), JournalRef: nullStr(p.JournalRef), Comments: nullStr(p.Comments),
+		SubmittedAt: nullTime(p.SubmittedAt), UpdatedAt: nullTime(p.UpdatedAt), AnnouncedAt: nullTime(p.AnnouncedAt),
+		AbsURL: p.AbsURL, PDFURL: p.PDFURL, Source: string(src)}
+	if r.Authors == nil {
+		r.Authors = []Author{}
+	}
+	if r.Institutions == nil {
+		r.Institutions = []string{}
+	}
+	if src == SourceOAI && !p.hasResearcherIDs() {
+		// OAI-PMH knows no author ids: ask OpenAlex.
+		now := time.Now().UTC()
+		r.EnrichAfter = &now
+	}
+	return r
+}
+
+func (p *Paper) hasResearcherIDs() bool {
+	for _, a := range p.Authors {
+		if len(a.IDs) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+const recordsetColumns = `id bigint, arxiv_id text, version int, title text, abstract text, authors jsonb,
+	primary_category text, categories text[], institutions text[], doi text, journal_ref text, comments text,
+	submitted_at timestamptz, updated_at timestamptz, announced_at timestamptz, abs_url text, pdf_url text, source text,
+	enrich_after timestamptz`
+
+func insertPapers(ctx context.Context, tx pgx.Tx, papers []Paper, src Source) (map[string]int64, error) {
+	out := map[string]int64{}
+	if len(papers) == 0 {
+		return out, nil
+	}
+	rows := make([]paperRow, len(papers))
+	for i, p := range papers {
+		rows[i] = toRow(p, src)
+	}
+	payload, err := json.Marshal(rows)
+	if err != nil {
+		return nil, err
+	}
+	// Rows are inserted in arxiv_id order (the caller sorted them).
+	r, err := tx.Query(ctx, `
+		INSERT INTO papers (arxiv_id, version, title, abstract, authors, primary_category, categories, institutions,
+		                    doi, journal_ref, comments, submitted_at, updated_at, announced_at, abs_url, pdf_url, source, enrich_after)
+		SELECT arxiv_id, version, title, abstract, authors, primary_category, categories, institutions,
+		       doi, journal_ref, comments, submitted_at, updated_at, announced_at, abs_url, pdf_url, source, enrich_after
+		FROM jsonb_to_recordset($1::jsonb) AS r(`+recordsetColumns+`)
+		ON CONFLICT (arxiv_id) DO NOTHING
+		RETURNING id, arxiv_id`, payload)
+	if err != nil {
+		return nil, fmt.Errorf("inserting %d papers: %w", len(papers), err)
+	}
+	for r.Next() {
+		var id int64
+		var aid string
+		if err := r.Scan(&id, &aid); err != nil {
+			return nil, err
+		}
+		out[aid] = id
+	}
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("inserting %d papers: %w", len(papers), err)
+	}
+	return out, nil
+}
+
+func updatePapers(ctx context.Context, tx pgx.Tx, ids []int64, papers []Paper) error {
+	if len(papers) == 0 {
+		return nil
+	}
+	rows := make([]paperRow, len(papers))
+	for i, p := range papers {
+		rows[i] = toRow(p, "")
+		rows[i].ID = ids[i]
+	}
+	payload, err := json.Marshal(rows)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `
+		UPDATE papers p SET version = r.version, title = r.title, abstract = r.abstract, authors = r.authors,
+			primary_category = r.primary_category, categories = r.categories, institutions = r.institutions,
+			doi = r.doi, journal_ref = r.journal_ref, comments = r.comments, submitted_at = r.submitted_at,
+			updated_at = r.updated_at, announced_at = r.announced_at, abs_url = r.abs_url, pdf_url = r.pdf_url,
+			deleted_at = NULL, modified_at = now()
+		FROM jsonb_to_recordset($1::jsonb) AS r(`+recordsetColumns+`)
+		WHERE p.id = r.id`, payload)
+	if err != nil {
+		return fmt.Errorf("updating %d papers: %w", len(papers), err)
+	}
+	return nil
+}
+
+// loadForUpdate reads and row-locks the stored papers among ids, with the
+// keys each already has. Rows are locked in arxiv_id order.
+func loadForUpdate(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*stored, error) {
+	out := map[string]*stored{}
+	rows, err := tx.Query(ctx, `
+		SELECT id, arxiv_id, version, title, abstract, authors, primary_category, categories, institutions,
+		       coalesce(doi, ''), coalesce(journal_ref, ''), coalesce(comments, ''),
+		       coalesce(submitted_at, 'epoch'), coalesce(updated_at, 'epoch'), coalesce(announced_at, 'epoch'),
+		       abs_url, pdf_url, deleted_at IS NOT NULL
+		FROM papers WHERE arxiv_id = ANY($1)
+		ORDER BY arxiv_id
+		FOR UPDATE`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("loading %d papers: %w", len(ids), err)
+	}
+	var paperIDs []int64
+	for rows.Next() {
+		s := &stored{keys: map[string]bool{}}
+		p := &s.paper
+		var authors []byte
+		if err := rows.Scan(&s.id, &p.ArxivID, &p.Version, &p.Title, &p.Abstract, &authors, &p.PrimaryCategory,
+			&p.Categories, &p.Institutions, &p.DOI, &p.JournalRef, &p.Comments, &p.SubmittedAt, &p.UpdatedAt,
+			&p.AnnouncedAt, &p.AbsURL, &p.PDFURL, &s.deleted); err != nil {
+			return nil, fmt.Errorf("reading stored paper: %w", err)
+		}
+		if err := json.Unmarshal(authors, &p.Authors); err != nil {
+			return nil, fmt.Errorf("reading authors of paper %d: %w", s.id, err)
+		}
+		for _, t := range []*time.Time{&p.SubmittedAt, &p.UpdatedAt, &p.AnnouncedAt} {
+			if t.Unix() == 0 {
+				*t = time.Time{}
+			}
+			*t = t.UTC()
+		}
+		out[p.ArxivID] = s
+		paperIDs = append(paperIDs, s.id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("loading %d papers: %w", len(ids), err)
+	}
+	if len(paperIDs) == 0 {
+		return out, nil
+	}
+	byID := map[int64]*stored{}
+	for _, s := range out {
+		byID[s.id] = s
+	}
+	// The primary key (paper_id, key, version) serves this lookup.
+	krows, err := tx.Query(ctx, `SELECT DISTINCT paper_id, key FROM paper_keys WHERE paper_id = ANY($1)`, paperIDs)
+	if err != nil {
+		return nil, fmt.Errorf("loading keys of %d papers: %w", len(paperIDs), err)
+	}
+	defer krows.Close()
+	for krows.Next() {
+		var id int64
+		var key string
+		if err := krows.Scan(&id, &key); err != nil {
+			return nil, err
+		}
+		byID[id].keys[key] = true
+	}
+	return out, krows.Err()
+}
+
+// merge combines what is stored with a newer (or equal) record of the same
+// paper. The incoming record wins field by field, but never erases what it
+// does not know: authors without ids keep the ids enrichment found for the
+// same name, institutions accumulate, and empty fields keep stored values.
+func merge(old, in Paper) Paper {
+	m := in
+	if m.Version == 0 || m.Version < old.Version {
+		m.Version = old.Version
+	}
+	keep := func(dst *string, prev string) {
+		if *dst == "" {
+			*dst = prev
+		}
+	}
+	keep(&m.Abstract, old.Abstract)
+	keep(&m.DOI, old.DOI)
+	keep(&m.JournalRef, old.JournalRef)
+	keep(&m.Comments, old.Comments)
+	if m.SubmittedAt.IsZero() || (!old.SubmittedAt.IsZero() && old.SubmittedAt.Before(m.SubmittedAt)) {
+		m.SubmittedAt = old.SubmittedAt
+	}
+	if m.UpdatedAt.IsZero() {
+		m.UpdatedAt = old.UpdatedAt
+	}
+	if !old.AnnouncedAt.IsZero() && (m.AnnouncedAt.IsZero() || old.AnnouncedAt.Before(m.AnnouncedAt)) && m.Version == old.Version {
+		m.AnnouncedAt = old.AnnouncedAt
+	}
+	if len(m.Authors) == 0 {
+		m.Authors = old.Authors
+	} else {
+		idsByName := map[string][]string{}
+		for _, a := range old.Authors {
+			if len(a.IDs) > 0 {
+				idsByName[nameKey(a.Name)] = a.IDs
+			}
+		}
+		authors := make([]Author, len(m.Authors))
+		for i, a := range m.Authors {
+			authors[i] = Author{Name: a.Name, IDs: slices.Clone(a.IDs)}
+			for _, id := range idsByName[nameKey(a.Name)] {
+				if !slices.Contains(authors[i].IDs, id) {
+					authors[i].IDs = append(authors[i].IDs, id)
+				}
+			}
+		}
+		m.Authors = authors
+	}
+	insts := slices.Clone(old.Institutions)
+	for _, i := range m.Institutions {
+		if !slices.Contains(insts, i) {
+			insts = append(insts, i)
+		}
+	}
+	m.Institutions = insts
+	return m
+}
+
+func nameKey(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
+
+func samePaper(a, b Paper) bool {
+	ja, _ := json.Marshal(toRow(a, ""))
+	jb, _ := json.Marshal(toRow(b, ""))
+	return string(ja) == string(jb)
+}
+
+func nullStr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}

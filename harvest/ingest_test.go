@@ -1,0 +1,292 @@
+package harvest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"followfeed/apperr"
+	"followfeed/harvest"
+	"followfeed/internal/testdb"
+	"followfeed/store"
+	"followfeed/worker"
+)
+
+func newIngester(t *testing.T) (*harvest.Ingester, *store.DB) {
+	t.Helper()
+	db := testdb.New(t)
+	ins, err := worker.NewInserter(db.Pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return harvest.NewIngester(db, worker.NewEnqueuer(ins)), db
+}
+
+// paper is a test factory: a valid paper in cs.LG with one author.
+func paper(id string, mods ...func(*harvest.Paper)) harvest.Paper {
+	base, _, _ := harvest.ParseArxivID(id)
+	p := harvest.Paper{
+		ArxivID: id, Title: "A paper called " + base, Abstract: "Abstract of " + base,
+		Authors:         []harvest.Author{{Name: "Ada Lovelace"}},
+		PrimaryCategory: "cs.LG", Categories: []string{"cs.LG", "stat.ML"},
+		SubmittedAt: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC),
+	}
+	for _, m := range mods {
+		m(&p)
+	}
+	return p
+}
+
+func count(t *testing.T, db *store.DB, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := db.Pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+func matchJobs(t *testing.T, db *store.DB) int {
+	return count(t, db, `SELECT count(*) FROM river.river_job WHERE kind = 'match_batch'`)
+}
+
+func TestIngestIsIdempotent(t *testing.T) {
+	t.Parallel()
+	in, db := newIngester(t)
+	ctx := context.Background()
+	batch := []harvest.Paper{paper("2202.02326"), paper("astro-ph/9901001", func(p *harvest.Paper) {
+		p.PrimaryCategory, p.Categories = "astro-ph", []string{"astro-ph"}
+	})}
+	res, err := in.Ingest(ctx, batch, harvest.SourcePush)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.New != 2 || res.Keys == 0 || matchJobs(t, db) != 1 {
+		t.Fatalf("first ingest: %+v, jobs %d", res, matchJobs(t, db))
+	}
+	keys := count(t, db, `SELECT count(*) FROM paper_keys`)
+	res, err = in.Ingest(ctx, batch, harvest.SourcePush)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Unchanged != 2 || res.Keys != 0 || res.New != 0 {
+		t.Errorf("second ingest changed something: %+v", res)
+	}
+	if n := count(t, db, `SELECT count(*) FROM paper_keys`); n != keys {
+		t.Errorf("keys %d -> %d", keys, n)
+	}
+	if matchJobs(t, db) != 1 {
+		t.Errorf("a second match job was enqueued")
+	}
+}
+
+func TestReplacementAndEnrichmentWriteOnlyWhatIsNew(t *testing.T) {
+	t.Parallel()
+	in, db := newIngester(t)
+	ctx := context.Background()
+	if _, err := in.Ingest(ctx, []harvest.Paper{paper("2202.02326v1")}, harvest.SourceOAI); err != nil {
+		t.Fatal(err)
+	}
+	before := count(t, db, `SELECT count(*) FROM paper_keys`)
+
+	// Enrichment: the same version now knows the author's ids.
+	res, err := in.Ingest(ctx, []harvest.Paper{paper("2202.02326", func(p *harvest.Paper) {
+		p.Authors = []harvest.Author{{Name: "Ada Lovelace", IDs: []string{"openalex:A5023888391"}}}
+		p.Institutions = []string{"ror:03dbr7087"}
+	})}, harvest.SourcePush)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Updated != 1 || res.Keys != 2 {
+		t.Fatalf("enrichment: %+v", res)
+	}
+	if n := count(t, db, `SELECT count(*) FROM paper_keys WHERE replacement`); n != 0 {
+		t.Errorf("enrichment wrote %d replacement rows", n)
+	}
+
+	// A later OAI record without ids must not erase them.
+	res, err = in.Ingest(ctx, []harvest.Paper{paper("2202.02326v1")}, harvest.SourceOAI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Unchanged != 1 {
+		t.Errorf("re-harvest without ids: %+v", res)
+	}
+	if n := count(t, db, `SELECT count(*) FROM papers WHERE authors @> '[{"ids": ["openalex:A5023888391"]}]'`); n != 1 {
+		t.Errorf("author ids were lost")
+	}
+
+	// v2 replaces: every key gets a replacement row.
+	res, err = in.Ingest(ctx, []harvest.Paper{paper("2202.02326v2", func(p *harvest.Paper) { p.Title = "Better title" })}, harvest.SourceOAI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := before + 2
+	if res.Replaced != 1 || res.Keys != all {
+		t.Errorf("replacement: %+v (want %d keys)", res, all)
+	}
+	if n := count(t, db, `SELECT count(*) FROM paper_keys WHERE replacement AND version = 2`); n != all {
+		t.Errorf("%d replacement rows, want %d", n, all)
+	}
+	// v1 arriving late changes nothing.
+	res, _ = in.Ingest(ctx, []harvest.Paper{paper("2202.02326v1")}, harvest.SourceOAI)
+	if res.Unchanged != 1 || count(t, db, `SELECT version FROM papers`) != 2 {
+		t.Errorf("stale version: %+v", res)
+	}
+}
+
+func TestDeletedRecordsAreWithdrawn(t *testing.T) {
+	t.Parallel()
+	in, db := newIngester(t)
+	ctx := context.Background()
+	in.Ingest(ctx, []harvest.Paper{paper("2202.02326")}, harvest.SourceOAI)
+	res, err := in.Ingest(ctx, []harvest.Paper{{ArxivID: "2202.02326", Deleted: true}, {ArxivID: "2101.00001", Deleted: true}}, harvest.SourceOAI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Deleted != 1 || res.Unchanged != 1 || count(t, db, `SELECT count(*) FROM papers WHERE deleted_at IS NOT NULL`) != 1 {
+		t.Errorf("deleted: %+v", res)
+	}
+}
+
+func TestInvalidPushWritesNothing(t *testing.T) {
+	t.Parallel()
+	in, db := newIngester(t)
+	_, err := in.Ingest(context.Background(), []harvest.Paper{
+		paper("2202.02326"),
+		paper("not-an-id"),
+		paper("2202.02327", func(p *harvest.Paper) { p.Authors[0].IDs = []string{"orcid:0000-0002-1825-0098"} }),
+		paper("2202.02328", func(p *harvest.Paper) { p.Title = "" }),
+	}, harvest.SourcePush)
+	e, ok := apperr.As(err)
+	if !ok || e.Code != apperr.Invalid || len(e.Details) != 3 {
+		t.Fatalf("want 3 problems, got %v", err)
+	}
+	want := map[int]string{1: "arxiv_id", 2: "authors[0].ids[0]", 3: "title"}
+	for _, d := range e.Details {
+		if want[d.Index] != d.Field || d.Reason == "" {
+			t.Errorf("detail %+v", d)
+		}
+	}
+	if n := count(t, db, `SELECT count(*) FROM papers`); n != 0 {
+		t.Errorf("%d papers written from an invalid batch", n)
+	}
+	// The same from a harvest: the invalid ones are skipped, the rest stored.
+	res, err := in.Ingest(context.Background(), []harvest.Paper{paper("2202.02326"), paper("not-an-id")}, harvest.SourceOAI)
+	if err != nil || res.New != 1 || len(res.Skipped) != 1 {
+		t.Errorf("lenient: %+v %v", res, err)
+	}
+}
+
+func TestBatchLimit(t *testing.T) {
+	t.Parallel()
+	in, _ := newIngester(t)
+	_, err := in.Ingest(context.Background(), make([]harvest.Paper, harvest.MaxBatch+1), harvest.SourcePush)
+	if apperr.CodeOf(err) != apperr.TooLarge {
+		t.Errorf("want TooLarge, got %v", err)
+	}
+}
+
+// TestConcurrentWritersNeverLetAWatermarkReaderSkip runs 8 ingesting
+// goroutines against a reader that repeatedly takes the watermark W and
+// reads the rows with seq in (previous W, W]. If seq order differed from
+// commit order, a row with a small seq could commit after the reader moved
+// past it and would never be read. Every row must be read exactly once.
+func TestConcurrentWritersNeverLetAWatermarkReaderSkip(t *testing.T) {
+	t.Parallel()
+	in, db := newIngester(t)
+	ctx := context.Background()
+	var writing atomic.Bool
+	writing.Store(true)
+	seen := map[int64]int{}
+	readerDone := make(chan error, 1)
+	go func() {
+		var last int64
+		for {
+			stop := !writing.Load()
+			var w int64
+			if err := db.Pool.QueryRow(ctx, `SELECT high_seq FROM match_state`).Scan(&w); err != nil {
+				readerDone <- err
+				return
+			}
+			rows, err := db.Pool.Query(ctx, `SELECT seq FROM paper_keys WHERE seq > $1 AND seq <= $2`, last, w)
+			if err != nil {
+				readerDone <- err
+				return
+			}
+			for rows.Next() {
+				var s int64
+				rows.Scan(&s)
+				seen[s]++
+			}
+			rows.Close()
+			last = w
+			if stop {
+				readerDone <- nil
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range 15 {
+				var batch []harvest.Paper
+				for i := range 20 {
+					// Overlapping ids across goroutines exercise the
+					// insert races as well.
+					id := fmt.Sprintf("2301.%05d", (g*7+b*20+i)%600)
+					batch = append(batch, paper(id, func(p *harvest.Paper) {
+						p.Authors = []harvest.Author{{Name: "X", IDs: []string{fmt.Sprintf("s2:%d", g*1000+b+1)}}}
+					}))
+				}
+				if _, err := in.Ingest(ctx, batch, harvest.SourcePush); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	writing.Store(false)
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := <-readerDone; err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Pool.Query(ctx, `SELECT seq FROM paper_keys`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for rows.Next() {
+		var s int64
+		rows.Scan(&s)
+		total++
+		if seen[s] != 1 {
+			t.Errorf("row with seq %d was read %d times by the watermark reader", s, seen[s])
+		}
+	}
+	if total == 0 || len(seen) != total {
+		t.Errorf("reader saw %d rows of %d", len(seen), total)
+	}
+}
+
+func TestIngestUnavailableDatabase(t *testing.T) {
+	t.Parallel()
+	in, db := newIngester(t)
+	db.Close()
+	_, err := in.Ingest(context.Background(), []harvest.Paper{paper("2202.02326")}, harvest.SourcePush)
+	if err == nil || errors.Is(err, context.Canceled) {
+		t.Fatalf("want an error from a closed pool, got %v", err)
+	}
+}

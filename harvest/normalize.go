@@ -1,0 +1,332 @@
+package harvest
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"followfeed/apperr"
+	"followfeed/follow"
+)
+
+// Limits on what one paper may carry; sources are trimmed to them or, for
+// pushed papers, refused with a message.
+const (
+	MaxTitle        = 2000
+	MaxAbstract     = 100_000
+	MaxAuthors      = 5000
+	MaxAuthorName   = 300
+	MaxCategories   = 30
+	MaxInstitutions = 500
+	MaxTextField    = 4000 // comments, journal reference, DOI
+)
+
+var (
+	// New-style ids: YYMM.NNNN (2007-2014) or YYMM.NNNNN (2015-).
+	newID = regexp.MustCompile(`^(\d{4}\.\d{4,5})(?:v(\d{1,4}))?$`)
+	// Old-style ids: archive[.SUB]/YYMMNNN.
+	oldID = regexp.MustCompile(`^([a-z][a-z-]*(?:\.[A-Z]{2})?/\d{7})(?:v(\d{1,4}))?$`)
+	// A category as arXiv writes them (cs.LG, hep-th, math-ph, q-fin.EC).
+	categoryRE = regexp.MustCompile(`^[a-z][a-z-]{0,15}(?:\.[A-Za-z][A-Za-z-]{0,15})?$`)
+)
+
+// ParseArxivID splits an arXiv identifier into id and version (0 when the
+// input has none). It accepts "2202.02326", "2202.02326v2", the old form
+// "astro-ph/9901001v1", an "arXiv:" prefix and abs/pdf URLs.
+func ParseArxivID(s string) (id string, version int, err error) {
+	s = strings.TrimSpace(s)
+	for _, p := range []string{"https://arxiv.org/abs/", "http://arxiv.org/abs/", "https://arxiv.org/pdf/", "http://arxiv.org/pdf/", "arXiv:", "arxiv:"} {
+		if strings.HasPrefix(s, p) {
+			s = strings.TrimSuffix(strings.TrimPrefix(s, p), ".pdf")
+			break
+		}
+	}
+	m := newID.FindStringSubmatch(s)
+	if m != nil {
+		// YYMM.NNNN until 1412, YYMM.NNNNN from 1501 on.
+		yymm, _ := strconv.Atoi(m[1][:4])
+		five := len(m[1]) == 10
+		if yymm%100 < 1 || yymm%100 > 12 || five != (yymm >= 1501) {
+			return "", 0, fmt.Errorf("%q is not an arXiv id: ids have 4 digits after the dot until 1412 and 5 from 1501 (e.g. 2202.02326)", truncate(s, 60))
+		}
+	} else {
+		m = oldID.FindStringSubmatch(s)
+	}
+	if m == nil {
+		return "", 0, fmt.Errorf("%q is not an arXiv id like 2202.02326, 2202.02326v2 or astro-ph/9901001", truncate(s, 60))
+	}
+	if m[2] != "" {
+		version, _ = strconv.Atoi(m[2])
+		if version < 1 {
+			return "", 0, fmt.Errorf("%q has version 0; versions start at v1", s)
+		}
+	}
+	return m[1], version, nil
+}
+
+// FieldError is one problem of a paper, naming its field.
+type FieldError struct {
+	Field  string
+	Reason string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
+
+// Normalize cleans p in place (ids, whitespace, categories, author and
+// institution ids, links) and returns the first problem that makes it
+// unstorable. strict refuses what a lenient source would have trimmed:
+// pushed papers are strict, harvested ones are trimmed to the limits.
+func (p *Paper) Normalize(strict bool) *FieldError {
+	id, v, err := ParseArxivID(p.ArxivID)
+	if err != nil {
+		return &FieldError{"arxiv_id", err.Error()}
+	}
+	p.ArxivID = id
+	if v > 0 {
+		if p.Version > 0 && p.Version != v {
+			return &FieldError{"arxiv_id", fmt.Sprintf("version v%d disagrees with version %d", v, p.Version)}
+		}
+		p.Version = v
+	}
+	if p.Version < 0 {
+		return &FieldError{"version", "must be 1 or more"}
+	}
+	if p.Deleted {
+		return nil
+	}
+
+	var fe *FieldError
+	if p.Title, fe = cleanText("title", p.Title, MaxTitle, strict); fe != nil {
+		return fe
+	}
+	if p.Title == "" {
+		return &FieldError{"title", "is required"}
+	}
+	if p.Abstract, fe = cleanText("abstract", p.Abstract, MaxAbstract, strict); fe != nil {
+		return fe
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"doi", &p.DOI}, {"journal_ref", &p.JournalRef}, {"comments", &p.Comments}} {
+		if *f.v, fe = cleanText(f.name, *f.v, MaxTextField, strict); fe != nil {
+			return fe
+		}
+	}
+	if fe = p.normalizeCategories(strict); fe != nil {
+		return fe
+	}
+	if fe = p.normalizeAuthors(strict); fe != nil {
+		return fe
+	}
+	if fe = p.normalizeInstitutions(strict); fe != nil {
+		return fe
+	}
+	if p.UpdatedAt.IsZero() {
+		p.UpdatedAt = p.SubmittedAt
+	}
+	if p.SubmittedAt.IsZero() {
+		p.SubmittedAt = p.UpdatedAt
+	}
+	// PostgreSQL keeps microseconds: truncate so a stored paper compares
+	// equal to the record it came from.
+	for _, t := range []*time.Time{&p.SubmittedAt, &p.UpdatedAt, &p.AnnouncedAt} {
+		*t = t.UTC().Truncate(time.Microsecond)
+	}
+	if p.AbsURL == "" {
+		p.AbsURL = "https://arxiv.org/abs/" + p.ArxivID
+	}
+	if p.PDFURL == "" {
+		p.PDFURL = "https://arxiv.org/pdf/" + p.ArxivID
+	}
+	for _, u := range []struct{ name, v string }{{"abs_url", p.AbsURL}, {"pdf_url", p.PDFURL}} {
+		if !(strings.HasPrefix(u.v, "https://") || strings.HasPrefix(u.v, "http://")) || len(u.v) > 2000 || strings.ContainsAny(u.v, " \n\r\t<>\"") {
+			return &FieldError{u.name, "must be an http(s) URL"}
+		}
+	}
+	return nil
+}
+
+func (p *Paper) normalizeCategories(strict bool) *FieldError {
+	p.PrimaryCategory = strings.TrimSpace(p.PrimaryCategory)
+	if p.PrimaryCategory == "" && len(p.Categories) > 0 {
+		p.PrimaryCategory = strings.TrimSpace(p.Categories[0])
+	}
+	if p.PrimaryCategory == "" {
+		return &FieldError{"primary_category", "is required (e.g. cs.LG)"}
+	}
+	cats := []string{p.PrimaryCategory}
+	for _, c := range p.Categories {
+		if c = strings.TrimSpace(c); c != "" && !slices.Contains(cats, c) {
+			cats = append(cats, c)
+		}
+	}
+	if len(cats) > MaxCategories {
+		if strict {
+			return &FieldError{"categories", fmt.Sprintf("at most %d categories", MaxCategories)}
+		}
+		cats = cats[:MaxCategories]
+	}
+	kept := cats[:0]
+	for i, c := range cats {
+		if canon, ok := follow.CanonicalCategory(c); ok {
+			// Keep the paper's own spelling (math.IT stays math.IT in the
+			// record) but fix its case; keys canonicalise separately.
+			if strings.EqualFold(canon, c) {
+				c = canon
+			}
+		} else if !categoryRE.MatchString(c) {
+			if strict || i == 0 {
+				field := "categories"
+				if i == 0 {
+					field = "primary_category"
+				}
+				return &FieldError{field, fmt.Sprintf("%q is not an arXiv category like cs.LG or hep-th", truncate(c, 40))}
+			}
+			continue
+		}
+		kept = append(kept, c)
+	}
+	p.PrimaryCategory, p.Categories = kept[0], kept
+	return nil
+}
+
+func (p *Paper) normalizeAuthors(strict bool) *FieldError {
+	if len(p.Authors) > MaxAuthors {
+		if strict {
+			return &FieldError{"authors", fmt.Sprintf("at most %d authors", MaxAuthors)}
+		}
+		p.Authors = p.Authors[:MaxAuthors]
+	}
+	out := p.Authors[:0]
+	for i, a := range p.Authors {
+		name, fe := cleanText(fmt.Sprintf("authors[%d].name", i), a.Name, MaxAuthorName, strict)
+		if fe != nil {
+			return fe
+		}
+		var ids []string
+		for j, raw := range a.IDs {
+			id, err := follow.ParseResearcherID(raw)
+			if err != nil {
+				if strict {
+					return &FieldError{fmt.Sprintf("authors[%d].ids[%d]", i, j), errText(err)}
+				}
+				continue
+			}
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+		if name == "" && len(ids) == 0 {
+			if strict {
+				return &FieldError{fmt.Sprintf("authors[%d].name", i), "is required"}
+			}
+			continue
+		}
+		out = append(out, Author{Name: name, IDs: ids})
+	}
+	p.Authors = out
+	return nil
+}
+
+func (p *Paper) normalizeInstitutions(strict bool) *FieldError {
+	if len(p.Institutions) > MaxInstitutions {
+		if strict {
+			return &FieldError{"institutions", fmt.Sprintf("at most %d institutions", MaxInstitutions)}
+		}
+		p.Institutions = p.Institutions[:MaxInstitutions]
+	}
+	var out []string
+	for i, raw := range p.Institutions {
+		id, err := follow.ParseInstitutionID(raw)
+		if err != nil {
+			if strict {
+				return &FieldError{fmt.Sprintf("institutions[%d]", i), errText(err)}
+			}
+			continue
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	p.Institutions = out
+	return nil
+}
+
+// Key is one match key of a paper.
+type Key struct {
+	Key   string
+	Cross bool // known only from a cross-list category
+}
+
+// Keys returns the paper's match keys: its categories and their archives
+// (canonicalised, cross-lists flagged), every author's researcher ids and
+// every institution id. The result is deduplicated and deterministic.
+func (p *Paper) Keys() []Key {
+	var out []Key
+	seen := map[string]bool{}
+	for _, ck := range follow.CategoryKeys(p.PrimaryCategory, p.Categories) {
+		if !seen[ck.Key] {
+			seen[ck.Key] = true
+			out = append(out, Key{Key: ck.Key, Cross: ck.Cross})
+		}
+	}
+	add := func(k string) {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, Key{Key: k})
+		}
+	}
+	for _, a := range p.Authors {
+		for _, id := range a.IDs {
+			add(follow.Target{Kind: follow.Researcher, ID: id}.Key())
+		}
+	}
+	for _, id := range p.Institutions {
+		add(follow.Target{Kind: follow.Institution, ID: id}.Key())
+	}
+	return out
+}
+
+// cleanText collapses whitespace, drops invalid UTF-8 and control
+// characters, and enforces max (in characters): strict refuses longer text,
+// lenient truncates it.
+func cleanText(field, s string, max int, strict bool) (string, *FieldError) {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "")
+	}
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == 0xfffe || r == 0xffff {
+			return ' '
+		}
+		return r
+	}, s)
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) > max {
+		if strict {
+			return "", &FieldError{field, fmt.Sprintf("at most %d characters", max)}
+		}
+		s = string([]rune(s)[:max])
+	}
+	return s, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// errText is an error's message without the field prefix of an
+// *apperr.Error (the caller names the field itself).
+func errText(err error) string {
+	if e, ok := apperr.As(err); ok {
+		return e.Message
+	}
+	return err.Error()
+}

@@ -1,0 +1,47 @@
+// Package harvest brings papers in: the arXiv OAI-PMH harvester, OpenAlex
+// enrichment and the push-ingest decoder all produce Papers, and Ingester
+// stores them with their match keys and enqueues the match job in the same
+// transaction.
+package harvest
+
+import (
+	"time"
+)
+
+// Paper is one arXiv paper as a source describes it. Sources fill what they
+// know; Normalize and Validate make it storable.
+type Paper struct {
+	// ArxivID is the id without version: "2202.02326" or "astro-ph/9901001".
+	ArxivID string
+	// Version is the arXiv version number (1 for v1); 0 means unknown and is
+	// stored as 1.
+	Version  int
+	Title    string
+	Abstract string
+	Authors  []Author
+	// PrimaryCategory is the paper's primary arXiv category (e.g. "cs.LG").
+	PrimaryCategory string
+	// Categories are all categories, primary included (any order; cross-lists
+	// are the ones that are not the primary).
+	Categories   []string
+	Institutions []string // "ror:03dbr7087", "openalex:I136199984"
+	DOI          string
+	JournalRef   string
+	Comments     string
+	SubmittedAt  time.Time // first version submitted
+	UpdatedAt    time.Time // this version submitted (zero: same as SubmittedAt)
+	AnnouncedAt  time.Time // when the source announced it (OAI datestamp), zero if unknown
+	AbsURL       string
+	PDFURL       string
+	// Deleted marks an OAI-PMH deleted record: the paper is withdrawn from
+	// feeds, and nothing else of it is used.
+	Deleted bool
+}
+
+// Author is one author with every researcher id known for them, in the
+// normalised forms of package follow ("openalex:A…", "orcid:…", "s2:…",
+// "host:…").
+type Author struct {
+	Name string   `json:"name"`
+	IDs  []string `json:"ids,omitempty"`
+}

@@ -1,0 +1,211 @@
+package harvest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/store"
+)
+
+// Pager fetches OAI-PMH ListRecords pages (OAIClient implements it).
+type Pager interface {
+	ListRecords(ctx context.Context, req ListRequest) (*Page, error)
+}
+
+// Harvester runs incremental OAI-PMH harvests of arXiv sets. Its progress
+// lives in harvest_state (one row per set): the last datestamp fully
+// harvested and, while a run is under way, its start date and resumption
+// token. A run that fails or is stopped resumes from there; a gap of days is
+// caught up because the next run starts at the last harvested datestamp.
+type Harvester struct {
+	db       *store.DB
+	pager    Pager
+	ingester *Ingester
+	sets     []string
+	logger   *slog.Logger
+	now      func() time.Time
+	// Lookback is how far back the very first run of a set starts.
+	Lookback time.Duration
+}
+
+// NewHarvester returns a Harvester of sets (e.g. "cs", "physics:hep-th").
+func NewHarvester(db *store.DB, pager Pager, in *Ingester, sets []string, logger *slog.Logger, now func() time.Time) *Harvester {
+	if now == nil {
+		now = time.Now
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Harvester{db: db, pager: pager, ingester: in, sets: sets, logger: logger, now: now, Lookback: 48 * time.Hour}
+}
+
+// RunStats reports a harvest run.
+type RunStats struct {
+	Pages, Records, New, Replaced, Updated, Deleted, Skipped int
+}
+
+// RunOnce harvests every configured set until its list is exhausted, the
+// context ends, or an error occurs. It returns the combined stats and the
+// first error; sets after a failed one are still harvested.
+func (h *Harvester) RunOnce(ctx context.Context) (RunStats, error) {
+	var total RunStats
+	var errs []error
+	for _, set := range h.sets {
+		st, err := h.runSet(ctx, set)
+		total.Pages += st.Pages
+		total.Records += st.Records
+		total.New += st.New
+		total.Replaced += st.Replaced
+		total.Updated += st.Updated
+		total.Deleted += st.Deleted
+		total.Skipped += st.Skipped
+		if err != nil {
+			errs = append(errs, fmt.Errorf("harvesting set %s: %w", set, err))
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	return total, errors.Join(errs...)
+}
+
+type setState struct {
+	until time.Time // harvested_until (zero: never)
+	from  time.Time // run_from of the run under way
+	token string
+}
+
+func (h *Harvester) runSet(ctx context.Context, set string) (RunStats, error) {
+	var st RunStats
+	source := "arxiv-oai:" + set
+	state, err := h.loadState(ctx, source)
+	if err != nil {
+		return st, err
+	}
+	if state.token == "" {
+		state.from = state.until
+		if state.from.IsZero() {
+			state.from = h.now().UTC().Add(-h.Lookback).Truncate(24 * time.Hour)
+		}
+	}
+	newest := state.until
+	restarted := false
+	for {
+		req := ListRequest{From: state.from.Format("2006-01-02"), Set: set}
+		if state.token != "" {
+			req = ListRequest{ResumptionToken: state.token}
+		}
+		page, err := h.pager.ListRecords(ctx, req)
+		if errors.Is(err, ErrBadResumptionToken) && !restarted {
+			// Tokens expire; the records are idempotent, so start the run
+			// over from its first date.
+			h.logger.WarnContext(ctx, "resumption token refused; restarting the run", "set", set, "from", state.from.Format(time.DateOnly))
+			state.token, restarted = "", true
+			continue
+		}
+		if err != nil {
+			h.saveError(ctx, source, err)
+			return st, err
+		}
+		res, err := h.ingester.Ingest(ctx, page.Papers, SourceOAI)
+		if err != nil {
+			h.saveError(ctx, source, err)
+			return st, err
+		}
+		st.Pages++
+		st.Records += len(page.Papers)
+		st.New += res.New
+		st.Replaced += res.Replaced
+		st.Updated += res.Updated
+		st.Deleted += res.Deleted
+		st.Skipped += len(res.Skipped) + page.Skipped
+		for _, p := range page.Papers {
+			if d := p.AnnouncedAt.UTC().Truncate(24 * time.Hour); d.After(newest) {
+				newest = d
+			}
+		}
+		state.token = page.ResumptionToken
+		if state.token == "" {
+			// The list is exhausted. Records of the newest datestamp may
+			// still grow today, so the next run starts at that date again
+			// (OAI-PMH "from" is inclusive; re-reading is harmless).
+			if newest.IsZero() || newest.Before(state.from) {
+				newest = state.from
+			}
+			return st, h.saveDone(ctx, source, newest, len(page.Papers))
+		}
+		if err := h.saveProgress(ctx, source, state, len(page.Papers)); err != nil {
+			return st, err
+		}
+		h.logger.InfoContext(ctx, "harvested page", "set", set, "records", len(page.Papers), "new", res.New,
+			"cursor", page.Cursor, "complete_list_size", page.CompleteListSize)
+	}
+}
+
+func (h *Harvester) loadState(ctx context.Context, source string) (setState, error) {
+	var s setState
+	var until, from *time.Time
+	var token *string
+	err := h.db.Pool.QueryRow(ctx, `
+		SELECT harvested_until, run_from, resumption_token FROM harvest_state WHERE source = $1`, source).Scan(&until, &from, &token)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("reading harvest state of %s: %w", source, err)
+	}
+	if until != nil {
+		s.until = until.UTC()
+	}
+	if from != nil {
+		s.from = from.UTC()
+	}
+	if token != nil && from != nil {
+		s.token = *token
+	}
+	return s, nil
+}
+
+func (h *Harvester) saveProgress(ctx context.Context, source string, s setState, records int) error {
+	_, err := h.db.Pool.Exec(ctx, `
+		INSERT INTO harvest_state (source, run_from, resumption_token, pages, records, last_error, updated_at)
+		VALUES ($1, $2, $3, $4, $5, NULL, now())
+		ON CONFLICT (source) DO UPDATE SET run_from = $2, resumption_token = $3,
+			pages = harvest_state.pages + $4, records = harvest_state.records + $5, last_error = NULL, updated_at = now()`,
+		source, s.from, s.token, 1, records)
+	if err != nil {
+		return fmt.Errorf("saving harvest progress of %s: %w", source, err)
+	}
+	return nil
+}
+
+func (h *Harvester) saveDone(ctx context.Context, source string, until time.Time, records int) error {
+	_, err := h.db.Pool.Exec(ctx, `
+		INSERT INTO harvest_state (source, harvested_until, run_from, resumption_token, pages, records, last_error, updated_at)
+		VALUES ($1, $2, NULL, NULL, 1, $3, NULL, now())
+		ON CONFLICT (source) DO UPDATE SET harvested_until = $2, run_from = NULL, resumption_token = NULL,
+			pages = harvest_state.pages + 1, records = harvest_state.records + $3, last_error = NULL, updated_at = now()`,
+		source, until, records)
+	if err != nil {
+		return fmt.Errorf("saving harvest state of %s: %w", source, err)
+	}
+	return nil
+}
+
+func (h *Harvester) saveError(ctx context.Context, source string, cause error) {
+	msg := cause.Error()
+	if len(msg) > 1000 {
+		msg = msg[:1000]
+	}
+	_, err := h.db.Pool.Exec(context.WithoutCancel(ctx), `
+		INSERT INTO harvest_state (source, last_error, updated_at) VALUES ($1, $2, now())
+		ON CONFLICT (source) DO UPDATE SET last_error = $2, updated_at = now()`, source, msg)
+	if err != nil {
+		h.logger.WarnContext(ctx, "saving harvest error", "source", source, "error", err)
+	}
+}

@@ -1,0 +1,289 @@
+package harvest_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"followfeed/harvest"
+	"followfeed/store"
+)
+
+// oaiServer serves recorded OAI-PMH responses: the arXivRaw page (with a
+// resumption token) for a new run, then the complete arXiv-format list for
+// that token. fail, when set, answers instead of the second page.
+type oaiServer struct {
+	mu       sync.Mutex
+	requests []string
+	fail     func(w http.ResponseWriter) bool
+	badToken bool
+}
+
+func (s *oaiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.requests = append(s.requests, r.URL.RawQuery)
+	fail, badToken := s.fail, s.badToken
+	s.mu.Unlock()
+	q := r.URL.Query()
+	switch {
+	case q.Get("resumptionToken") == "":
+		w.Write(mustRead("testdata/oai/listrecords-arXivRaw-with-resumptiontoken.xml"))
+	case badToken:
+		s.mu.Lock()
+		s.badToken = false
+		s.mu.Unlock()
+		w.Write(mustRead("testdata/oai/error-badResumptionToken.xml"))
+	case fail != nil && fail(w):
+	default:
+		w.Write(mustRead("testdata/oai/listrecords-arXiv-complete-list.xml"))
+	}
+}
+
+func (s *oaiServer) queries() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests)
+}
+
+func mustRead(path string) []byte {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func newHarvester(t *testing.T, srv *oaiServer) (*harvest.Harvester, *store.DB) {
+	t.Helper()
+	in, db := newIngester(t)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	client := harvest.NewOAIClient(harvest.OAIConfig{BaseURL: ts.URL, Format: harvest.OAIFormatArXivRaw,
+		PageDelay: -1, MaxRetries: -1})
+	now := func() time.Time { return time.Date(2015, 1, 6, 12, 0, 0, 0, time.UTC) }
+	return harvest.NewHarvester(db, client, in, []string{"cs"}, nil, now), db
+}
+
+func TestHarvestYieldsTheRecordedRecordsAndASecondRunAddsNothing(t *testing.T) {
+	t.Parallel()
+	srv := &oaiServer{}
+	h, db := newHarvester(t, srv)
+	ctx := context.Background()
+	st, err := h.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Pages != 2 || st.Records != 8 || st.New != 8 {
+		t.Fatalf("first run: %+v", st)
+	}
+	q := srv.queries()
+	if len(q) != 2 || !strings.Contains(q[0], "metadataPrefix=arXivRaw") || !strings.Contains(q[0], "set=cs") ||
+		!strings.Contains(q[0], "from=2015-01-04") || q[1] != "resumptionToken=726959%7C1001&verb=ListRecords" {
+		t.Fatalf("requests: %q", q)
+	}
+	// Exact records: ids, versions, categories, authors.
+	type row struct {
+		Version    int
+		Primary    string
+		Categories []string
+		Authors    []harvest.Author
+	}
+	got := map[string]row{}
+	rows, _ := db.Pool.Query(ctx, `SELECT arxiv_id, version, primary_category, categories, authors FROM papers`)
+	for rows.Next() {
+		var id string
+		var r row
+		var authors []byte
+		if err := rows.Scan(&id, &r.Version, &r.Primary, &r.Categories, &authors); err != nil {
+			t.Fatal(err)
+		}
+		json.Unmarshal(authors, &r.Authors)
+		got[id] = r
+	}
+	want := map[string]struct {
+		version int
+		cats    []string
+		authors []string
+	}{
+		"0704.0471":      {1, []string{"nucl-ex", "nucl-th"}, []string{"D.V. Shetty", "S.J. Yennello", "G.A. Souliotis"}},
+		"0704.0716":      {4, []string{"math-ph", "math.MP"}, []string{"Christoph Richard"}},
+		"1412.8544":      {1, []string{"cs.DM"}, []string{"Sander Uijlen", "Bas Westerbaan"}},
+		"hep-th/9504118": {1, []string{"hep-th"}, []string{"M. Requardt"}},
+	}
+	if len(got) != 8 {
+		t.Errorf("%d papers stored, want 8", len(got))
+	}
+	for id, w := range want {
+		r, ok := got[id]
+		if !ok {
+			t.Errorf("%s missing", id)
+			continue
+		}
+		var names []string
+		for _, a := range r.Authors {
+			names = append(names, a.Name)
+		}
+		if r.Version != w.version || !slices.Equal(r.Categories, w.cats) || r.Primary != w.cats[0] || !slices.Equal(names, w.authors) {
+			t.Errorf("%s: %+v, want %+v", id, r, w)
+		}
+	}
+	if n := count(t, db, `SELECT count(*) FROM papers WHERE enrich_after IS NOT NULL`); n != 8 {
+		t.Errorf("%d papers due for enrichment, want 8", n)
+	}
+	keys := count(t, db, `SELECT count(*) FROM paper_keys`)
+	jobs := matchJobs(t, db)
+
+	st, err = h.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.New != 0 || st.Replaced != 0 || st.Updated != 0 {
+		t.Errorf("second run changed something: %+v", st)
+	}
+	if count(t, db, `SELECT count(*) FROM paper_keys`) != keys || matchJobs(t, db) != jobs {
+		t.Error("second run wrote keys or jobs")
+	}
+	// The second run starts at the newest datestamp seen, inclusive, and
+	// never before the first run's start (the recorded datestamps are older
+	// than the 48 h look-back of a first run).
+	if q := srv.queries(); !strings.Contains(q[2], "from=2015-01-04") {
+		t.Errorf("second run started %q", q[2])
+	}
+}
+
+func TestHarvestResumesWhereAFailedRunStopped(t *testing.T) {
+	t.Parallel()
+	failing := true
+	srv := &oaiServer{fail: func(w http.ResponseWriter) bool {
+		if failing {
+			http.Error(w, "upstream broken", http.StatusInternalServerError)
+		}
+		return failing
+	}}
+	h, db := newHarvester(t, srv)
+	ctx := context.Background()
+	st, err := h.RunOnce(ctx)
+	if err == nil || st.Pages != 1 {
+		t.Fatalf("want a failure after one page, got %+v %v", st, err)
+	}
+	var token, lastErr string
+	db.Pool.QueryRow(ctx, `SELECT resumption_token, last_error FROM harvest_state`).Scan(&token, &lastErr)
+	if token != "726959|1001" || lastErr == "" {
+		t.Fatalf("state after failure: token %q error %q", token, lastErr)
+	}
+	failing = false
+	st, err = h.RunOnce(ctx)
+	if err != nil || st.Pages != 1 || st.New != 2 {
+		t.Fatalf("resumed run: %+v %v", st, err)
+	}
+	q := srv.queries()
+	if last := q[len(q)-1]; !strings.Contains(last, "resumptionToken=") {
+		t.Errorf("the retry did not resume with the token: %q", last)
+	}
+	if n := count(t, db, `SELECT count(*) FROM papers`); n != 8 {
+		t.Errorf("%d papers after resuming, want 8", n)
+	}
+}
+
+func TestHarvestRestartsOnAnExpiredToken(t *testing.T) {
+	t.Parallel()
+	srv := &oaiServer{badToken: true}
+	h, db := newHarvester(t, srv)
+	st, err := h.RunOnce(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// page 1, refused token, page 1 again (from the run's start), page 2.
+	if q := srv.queries(); len(q) != 4 || strings.Contains(q[2], "resumptionToken") {
+		t.Errorf("requests %q", q)
+	}
+	if st.New != 8 || count(t, db, `SELECT count(*) FROM papers`) != 8 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// openAlexServer answers /works lookups for one arXiv paper with the
+// recorded work W2741809807, re-labelled as that paper's arXiv DOI.
+func openAlexServer(t *testing.T, arxivID string, requests *int) *httptest.Server {
+	t.Helper()
+	var work map[string]any
+	if err := json.Unmarshal(mustRead("testdata/openalex/work-W2741809807.json"), &work); err != nil {
+		t.Fatal(err)
+	}
+	work["doi"] = "https://doi.org/10.48550/arxiv." + arxivID
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		*requests++
+		results := []any{}
+		if strings.Contains(strings.ToLower(r.URL.Query().Get("filter")), "arxiv."+arxivID) {
+			results = append(results, work)
+		}
+		json.NewEncoder(w).Encode(map[string]any{"meta": map[string]any{"count": len(results)}, "results": results})
+	}))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func TestEnrichmentAddsIdsAndRetriesTheUnknown(t *testing.T) {
+	t.Parallel()
+	in, db := newIngester(t)
+	ctx := context.Background()
+	// Two harvested papers; OpenAlex knows only the first. The first one's
+	// authors carry the names of the recorded work's first authorships.
+	var work struct {
+		Authorships []struct {
+			Author struct {
+				DisplayName string `json:"display_name"`
+			} `json:"author"`
+		} `json:"authorships"`
+	}
+	json.Unmarshal(mustRead("testdata/openalex/work-W2741809807.json"), &work)
+	known := paper("2202.02326", func(p *harvest.Paper) {
+		p.Authors = nil
+		for _, a := range work.Authorships {
+			p.Authors = append(p.Authors, harvest.Author{Name: a.Author.DisplayName})
+		}
+	})
+	if _, err := in.Ingest(ctx, []harvest.Paper{known, paper("2202.09999")}, harvest.SourceOAI); err != nil {
+		t.Fatal(err)
+	}
+	requests := 0
+	ts := openAlexServer(t, "2202.02326", &requests)
+	client := harvest.NewOpenAlexClient(harvest.OpenAlexConfig{BaseURL: ts.URL, MaxRetries: -1})
+	now := time.Now()
+	e := harvest.NewEnricher(db, client, in, harvest.EnrichPolicy{FirstRetry: time.Hour, MaxAttempts: 2, Batch: 100}, nil,
+		func() time.Time { return now })
+	st, err := e.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Looked != 2 || st.Found != 1 || st.Missing != 1 || st.Keys == 0 {
+		t.Fatalf("first pass: %+v", st)
+	}
+	if n := count(t, db, `SELECT count(*) FROM paper_keys WHERE key LIKE 'researcher:openalex:A%' OR key LIKE 'researcher:orcid:%'`); n < len(work.Authorships) {
+		t.Errorf("only %d researcher keys after enrichment", n)
+	}
+	if n := count(t, db, `SELECT count(*) FROM paper_keys WHERE key LIKE 'institution:ror:%'`); n == 0 {
+		t.Error("no institution keys after enrichment")
+	}
+	// Nothing is due now: the unknown paper waits an hour.
+	st, _ = e.RunOnce(ctx)
+	if st.Looked != 0 {
+		t.Errorf("second pass looked up %d papers, want 0", st.Looked)
+	}
+	now = now.Add(2 * time.Hour)
+	st, _ = e.RunOnce(ctx)
+	if st.Looked != 1 || st.GivenUp != 1 {
+		t.Errorf("third pass: %+v (want the unknown paper given up after 2 attempts)", st)
+	}
+	now = now.Add(100 * time.Hour)
+	if st, _ := e.RunOnce(ctx); st.Looked != 0 {
+		t.Errorf("a given-up paper was looked up again")
+	}
+}

@@ -1,0 +1,372 @@
+// Package match answers "which papers match whom", with fan-out on read:
+// nothing per (user, paper) is ever materialised. The match job finds the
+// users a batch of new keys affects in one set-based query and bumps their
+// feed versions; feeds and digests compute a user's papers at read time with
+// Matched, with bounded work per followed key (see DESIGN.md).
+package match
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/follow"
+	"followfeed/harvest"
+	"followfeed/store"
+)
+
+// AffectedHook runs inside a match job's transaction with the users whose
+// feeds the batch changed (notify uses it to schedule instant alerts).
+type AffectedHook func(ctx context.Context, tx pgx.Tx, userIDs []int64) error
+
+// Service runs matching queries.
+type Service struct {
+	db    *store.DB
+	hooks []AffectedHook
+}
+
+// NewService returns the matcher over db.
+func NewService(db *store.DB) *Service { return &Service{db: db} }
+
+// OnAffected registers a hook for RunBatch. Register hooks before any job
+// runs; the Service is not safe for registering concurrently with RunBatch.
+func (s *Service) OnAffected(h AffectedHook) { s.hooks = append(s.hooks, h) }
+
+// RunBatch is the match job: in one transaction it bumps the feed versions of
+// every user the keys in [fromSeq, toSeq] affect, runs the hooks, and calls
+// finish (the worker completes its job there), so a retried job never
+// repeats half of its effects.
+func (s *Service) RunBatch(ctx context.Context, fromSeq, toSeq int64, finish func(pgx.Tx) error) (BatchResult, error) {
+	var res BatchResult
+	err := s.db.InTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		res, err = s.AffectedUsers(ctx, tx, fromSeq, toSeq)
+		if err != nil {
+			return err
+		}
+		for _, h := range s.hooks {
+			if err := h(ctx, tx, res.Users); err != nil {
+				return err
+			}
+		}
+		if finish != nil {
+			return finish(tx)
+		}
+		return nil
+	})
+	return res, err
+}
+
+// BatchResult says what a match job found.
+type BatchResult struct {
+	Keys  int     // distinct (key, cross, replacement) combinations in the batch
+	Users []int64 // users whose feeds changed
+}
+
+// AffectedUsers runs inside the match job: it takes the distinct keys written
+// in seq range [fromSeq, toSeq], finds every user with a follow that matches
+// one of them (honouring the cross-list and replacement options), and bumps
+// those users' feed versions, all in one statement. The cost grows with the
+// number of distinct keys and affected users, never with papers × followers.
+func (s *Service) AffectedUsers(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) (BatchResult, error) {
+	var res BatchResult
+	// batch: BRIN range scan on seq; ~5 distinct key rows per paper.
+	// affected: one index-only probe of follows_key_idx per distinct key.
+	// The UPDATE touches each affected user's small user_feeds row once.
+	rows, err := tx.Query(ctx, `
+		WITH batch AS (
+			SELECT DISTINCT key, cross_list, replacement
+			FROM paper_keys WHERE seq BETWEEN $1 AND $2
+		), affected AS (
+			SELECT DISTINCT f.user_id
+			FROM batch b JOIN follows f ON f.key = b.key
+			WHERE (f.include_cross_lists OR NOT b.cross_list)
+			  AND (f.include_replacements OR NOT b.replacement)
+		), bumped AS (
+			UPDATE user_feeds uf SET version = uf.version + 1, changed_at = now()
+			FROM affected a WHERE uf.user_id = a.user_id
+			RETURNING uf.user_id
+		)
+		SELECT (SELECT count(*) FROM batch), user_id FROM bumped
+		UNION ALL
+		SELECT (SELECT count(*) FROM batch), NULL WHERE NOT EXISTS (SELECT 1 FROM bumped)`, fromSeq, toSeq)
+	if err != nil {
+		return res, fmt.Errorf("matching keys %d..%d: %w", fromSeq, toSeq, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id *int64
+		if err := rows.Scan(&res.Keys, &id); err != nil {
+			return res, fmt.Errorf("reading affected user: %w", err)
+		}
+		if id != nil {
+			res.Users = append(res.Users, *id)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return res, fmt.Errorf("matching keys %d..%d: %w", fromSeq, toSeq, err)
+	}
+	slices.Sort(res.Users)
+	return res, nil
+}
+
+// HighSeq returns the newest committed match-key seq: a watermark W such
+// that no row with seq <= W can commit later (see harvest.keyWritersLock).
+func (s *Service) HighSeq(ctx context.Context) (int64, error) {
+	var w int64
+	if err := s.db.Pool.QueryRow(ctx, `SELECT high_seq FROM match_state`).Scan(&w); err != nil {
+		return 0, fmt.Errorf("reading match watermark: %w", err)
+	}
+	return w, nil
+}
+
+// Query selects a user's matched papers.
+type Query struct {
+	UserID int64
+	// Only restricts matching to one of the user's follows (a per-follow
+	// feed); nil means all of them.
+	Only *follow.Target
+	// AfterSeq and UpToSeq bound the window (AfterSeq, UpToSeq]: a paper is
+	// in it when the user's follows first matched it inside the window, or
+	// when a new version arrived inside it and a matching follow asked for
+	// replacements. UpToSeq 0 means no upper bound; AfterSeq 0 means "ever".
+	AfterSeq, UpToSeq int64
+	// Limit caps the papers returned (newest first); 0 means 50.
+	Limit int
+}
+
+// Paper is one matched paper with why it matched.
+type Paper struct {
+	ID  int64
+	Seq int64 // the match event that put the paper in the window; orders results
+	harvest.Paper
+	// Reasons are the user's follows that match the paper (each once), in
+	// the order of the user's follows list.
+	Reasons []follow.Target
+	// Replaced is true when the paper is in the window because of a new
+	// version rather than a first match.
+	Replaced bool
+}
+
+// Result is what Matched returns.
+type Result struct {
+	Papers []Paper
+	// Total counts every paper in a bounded window (AfterSeq or UpToSeq
+	// set), of which Papers holds the newest Limit. Without a window it
+	// counts only the candidates read.
+	Total int
+}
+
+// maxWindowRowsPerKey bounds the rows read per followed key in a window: a
+// day of cs.LG is a few hundred.
+const maxWindowRowsPerKey = 10_000
+
+// Matched returns the user's matched papers in the query's window, newest
+// match first, each paper once with every reason. Feeds and digests both
+// call it. Work is bounded per followed key: for each key the newest rows
+// in the window (at most a cap) are read through paper_keys_key_seq_idx.
+func (s *Service) Matched(ctx context.Context, q Query) (Result, error) {
+	if q.Limit <= 0 {
+		q.Limit = 50
+	}
+	upTo := q.UpToSeq
+	if upTo <= 0 {
+		upTo = 1<<63 - 1
+	}
+	only := ""
+	if q.Only != nil {
+		only = q.Only.Key()
+	}
+	// For a bounded window we need every candidate (digests count them);
+	// for "ever" the newest Limit per key suffice, since a paper's newest
+	// event row is among its key's newest rows (a few more make up for
+	// withdrawn papers).
+	perKey := q.Limit + 10
+	if q.AfterSeq > 0 || q.UpToSeq > 0 {
+		perKey = maxWindowRowsPerKey
+	}
+	var res Result
+	err := s.db.InTxIso(ctx, pgx.RepeatableRead, func(tx pgx.Tx) error {
+		// cand: for each followed key, its newest rows in the window
+		// (index range scan, LIMIT per key), then the newest event per paper.
+		// earlier: with a window start, papers first matched before it are
+		// not new; they stay only for a replacement event (opted in).
+		rows, err := tx.Query(ctx, `
+			WITH f AS (
+				SELECT key, include_cross_lists, include_replacements
+				FROM follows WHERE user_id = $1 AND ($5 = '' OR key = $5)
+			), hits AS (
+				SELECT k.paper_id, k.seq, k.replacement
+				FROM f CROSS JOIN LATERAL (
+					SELECT pk.paper_id, pk.seq, pk.replacement
+					FROM paper_keys pk
+					WHERE pk.key = f.key AND pk.seq > $2 AND pk.seq <= $3
+					  AND (f.include_cross_lists OR NOT pk.cross_list)
+					  AND (f.include_replacements OR NOT pk.replacement)
+					ORDER BY pk.seq DESC
+					LIMIT $4
+				) k
+			), cand AS (
+				SELECT paper_id, max(seq) AS seq,
+				       bool_or(NOT replacement) AS first_in_window
+				FROM hits GROUP BY paper_id
+			), judged AS (
+				SELECT c.paper_id, c.seq,
+				       $2 > 0 AND EXISTS (
+				           SELECT 1 FROM paper_keys pk JOIN f ON f.key = pk.key
+				           WHERE pk.paper_id = c.paper_id AND pk.seq <= $2 AND NOT pk.replacement
+				             AND (f.include_cross_lists OR NOT pk.cross_list)) AS seen_before,
+				       c.first_in_window
+				FROM cand c
+			), kept AS (
+				SELECT j.paper_id, j.seq, (j.seen_before OR NOT j.first_in_window) AS replaced
+				FROM judged j JOIN papers p ON p.id = j.paper_id AND p.deleted_at IS NULL
+				WHERE NOT (j.seen_before AND j.first_in_window AND NOT EXISTS (
+				           SELECT 1 FROM hits h WHERE h.paper_id = j.paper_id AND h.replacement))
+			)
+			SELECT paper_id, seq, replaced, count(*) OVER () FROM kept
+			ORDER BY seq DESC LIMIT $6`,
+			q.UserID, q.AfterSeq, upTo, perKey, only, q.Limit)
+		if err != nil {
+			return fmt.Errorf("selecting matched papers of user %d: %w", q.UserID, err)
+		}
+		var ids []int64
+		byID := map[int64]*Paper{}
+		for rows.Next() {
+			p := &Paper{}
+			if err := rows.Scan(&p.ID, &p.Seq, &p.Replaced, &res.Total); err != nil {
+				return fmt.Errorf("reading matched paper: %w", err)
+			}
+			ids = append(ids, p.ID)
+			byID[p.ID] = p
+			res.Papers = append(res.Papers, Paper{})
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("selecting matched papers of user %d: %w", q.UserID, err)
+		}
+		if len(ids) == 0 {
+			res.Papers = nil
+			return nil
+		}
+		if err := loadPapers(ctx, tx, ids, byID); err != nil {
+			return err
+		}
+		if err := loadReasons(ctx, tx, q.UserID, ids, byID); err != nil {
+			return err
+		}
+		for i, id := range ids {
+			res.Papers[i] = *byID[id]
+		}
+		return nil
+	})
+	return res, err
+}
+
+// Public returns the newest papers carrying key (a public feed: everything
+// in a category, archive, or by a researcher or institution), newest first.
+// Replacement rows are left out: a public feed lists each paper once, when
+// it was first matched.
+func (s *Service) Public(ctx context.Context, key string, limit int) ([]Paper, error) {
+	if limit <= 0 {
+		limit = 50
+	}
+	var out []Paper
+	err := s.db.InTxIso(ctx, pgx.RepeatableRead, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			SELECT pk.paper_id, pk.seq FROM paper_keys pk JOIN papers p ON p.id = pk.paper_id AND p.deleted_at IS NULL
+			WHERE pk.key = $1 AND NOT pk.replacement
+			ORDER BY pk.seq DESC LIMIT $2`, key, limit)
+		if err != nil {
+			return fmt.Errorf("selecting papers of %s: %w", key, err)
+		}
+		byID := map[int64]*Paper{}
+		var ids []int64
+		for rows.Next() {
+			p := &Paper{}
+			if err := rows.Scan(&p.ID, &p.Seq); err != nil {
+				return err
+			}
+			if _, dup := byID[p.ID]; dup {
+				continue
+			}
+			byID[p.ID] = p
+			ids = append(ids, p.ID)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("selecting papers of %s: %w", key, err)
+		}
+		if err := loadPapers(ctx, tx, ids, byID); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			out = append(out, *byID[id])
+		}
+		return nil
+	})
+	return out, err
+}
+
+func loadPapers(ctx context.Context, tx pgx.Tx, ids []int64, byID map[int64]*Paper) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT id, arxiv_id, version, title, abstract, authors, primary_category, categories, institutions,
+		       coalesce(doi, ''), coalesce(journal_ref, ''), coalesce(comments, ''),
+		       coalesce(submitted_at, created_at), coalesce(updated_at, submitted_at, created_at),
+		       coalesce(announced_at, created_at), abs_url, pdf_url
+		FROM papers WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return fmt.Errorf("loading %d papers: %w", len(ids), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var p harvest.Paper
+		var authors []byte
+		if err := rows.Scan(&id, &p.ArxivID, &p.Version, &p.Title, &p.Abstract, &authors, &p.PrimaryCategory,
+			&p.Categories, &p.Institutions, &p.DOI, &p.JournalRef, &p.Comments, &p.SubmittedAt, &p.UpdatedAt,
+			&p.AnnouncedAt, &p.AbsURL, &p.PDFURL); err != nil {
+			return fmt.Errorf("reading paper: %w", err)
+		}
+		if err := json.Unmarshal(authors, &p.Authors); err != nil {
+			return fmt.Errorf("reading authors of paper %d: %w", id, err)
+		}
+		p.SubmittedAt, p.UpdatedAt, p.AnnouncedAt = p.SubmittedAt.UTC(), p.UpdatedAt.UTC(), p.AnnouncedAt.UTC()
+		byID[id].Paper = p
+	}
+	return rows.Err()
+}
+
+func loadReasons(ctx context.Context, tx pgx.Tx, userID int64, ids []int64, byID map[int64]*Paper) error {
+	// paper_keys' primary key (paper_id, ...) finds each paper's keys; the
+	// join keeps those the user follows, in the order of their follows.
+	rows, err := tx.Query(ctx, `
+		SELECT pk.paper_id, f.key, min(f.created_at) AS followed
+		FROM paper_keys pk JOIN follows f ON f.user_id = $1 AND f.key = pk.key
+		WHERE pk.paper_id = ANY($2) AND (f.include_cross_lists OR NOT pk.cross_list)
+		GROUP BY pk.paper_id, f.key
+		ORDER BY pk.paper_id, followed, f.key`, userID, ids)
+	if err != nil {
+		return fmt.Errorf("loading match reasons: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var key string
+		var followed time.Time
+		if err := rows.Scan(&id, &key, &followed); err != nil {
+			return err
+		}
+		t, err := follow.TargetFromKey(key)
+		if err != nil {
+			continue
+		}
+		byID[id].Reasons = append(byID[id].Reasons, t)
+	}
+	return rows.Err()
+}

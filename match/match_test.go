@@ -1,0 +1,293 @@
+package match_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"followfeed/auth"
+	"followfeed/follow"
+	"followfeed/harvest"
+	"followfeed/internal/testdb"
+	"followfeed/match"
+	"followfeed/store"
+	"followfeed/worker"
+)
+
+type env struct {
+	t       *testing.T
+	db      *store.DB
+	in      *harvest.Ingester
+	follows *follow.Service
+	m       *match.Service
+	ctx     context.Context
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	db := testdb.New(t)
+	ins, err := worker.NewInserter(db.Pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, db: db, in: harvest.NewIngester(db, worker.NewEnqueuer(ins)), follows: follow.NewService(db),
+		m: match.NewService(db), ctx: context.Background()}
+}
+
+func (e *env) user(sub string) int64 {
+	u, err := auth.NewUsers(e.db).Ensure(e.ctx, &auth.Claims{Subject: sub})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return u.ID
+}
+
+func (e *env) follow(uid int64, kind, id string, opts follow.Options) {
+	t, err := follow.ParseTarget(kind, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, _, err := e.follows.Follow(e.ctx, uid, t, opts); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// ingest stores papers and returns the watermark after them.
+func (e *env) ingest(ps ...harvest.Paper) *harvest.IngestResult {
+	res, err := e.in.Ingest(e.ctx, ps, harvest.SourcePush)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return res
+}
+
+func (e *env) high() int64 {
+	w, err := e.m.HighSeq(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return w
+}
+
+func (e *env) matched(q match.Query) []match.Paper {
+	r, err := e.m.Matched(e.ctx, q)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if r.Total < len(r.Papers) {
+		e.t.Errorf("total %d < %d papers", r.Total, len(r.Papers))
+	}
+	return r.Papers
+}
+
+func ids(ps []match.Paper) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.ArxivID)
+	}
+	return out
+}
+
+func reasons(p match.Paper) []string {
+	var out []string
+	for _, r := range p.Reasons {
+		out = append(out, r.String())
+	}
+	return out
+}
+
+func p(id, primary string, cats []string, authorIDs ...string) harvest.Paper {
+	return harvest.Paper{ArxivID: id, Title: "Paper " + id, PrimaryCategory: primary, Categories: cats,
+		Authors:     []harvest.Author{{Name: "Mingzhi Wen", IDs: authorIDs}},
+		SubmittedAt: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}
+}
+
+// TestLateEnrichmentDeliversOnceWithBothReasons is the acceptance case: a
+// paper first matched by a category follow and, after enrichment, by a
+// researcher follow reaches the user once, with both reasons.
+func TestLateEnrichmentDeliversOnceWithBothReasons(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	u := e.user("reader")
+	e.follow(u, "category", "cs.LG", follow.Options{})
+	e.follow(u, "researcher", "openalex:A5023888391", follow.Options{})
+
+	w0 := e.high()
+	e.ingest(p("2202.02326", "cs.LG", []string{"cs.LG", "cs.SE"}))
+	w1 := e.high()
+	first := e.matched(match.Query{UserID: u, AfterSeq: w0, UpToSeq: w1})
+	if !slices.Equal(ids(first), []string{"2202.02326"}) || !slices.Equal(reasons(first[0]), []string{"category/cs.LG"}) {
+		t.Fatalf("first window: %v %v", ids(first), first)
+	}
+
+	// Enrichment: the author's OpenAlex id arrives later.
+	res := e.ingest(p("2202.02326", "cs.LG", []string{"cs.LG", "cs.SE"}, "openalex:A5023888391"))
+	if res.Updated != 1 || res.Keys != 1 {
+		t.Fatalf("enrichment: %+v", res)
+	}
+	w2 := e.high()
+	if second := e.matched(match.Query{UserID: u, AfterSeq: w1, UpToSeq: w2}); len(second) != 0 {
+		t.Fatalf("the paper was delivered twice: %v", ids(second))
+	}
+	// The feed shows it once with both reasons.
+	feed := e.matched(match.Query{UserID: u})
+	if len(feed) != 1 || !slices.Equal(reasons(feed[0]), []string{"category/cs.LG", "researcher/openalex:A5023888391"}) {
+		t.Fatalf("feed: %v %v", ids(feed), feed)
+	}
+	// A user who follows only the researcher gets it as new in that window.
+	v := e.user("fan")
+	e.follow(v, "researcher", "openalex:A5023888391", follow.Options{})
+	got := e.matched(match.Query{UserID: v, AfterSeq: w1, UpToSeq: w2})
+	if !slices.Equal(ids(got), []string{"2202.02326"}) || got[0].Replaced {
+		t.Fatalf("researcher follower in the enrichment window: %v", got)
+	}
+}
+
+func TestCrossListOption(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	all, primaryOnly := e.user("all"), e.user("primary-only")
+	no := false
+	e.follow(all, "category", "cs.AI", follow.Options{})
+	e.follow(primaryOnly, "category", "cs.AI", follow.Options{IncludeCrossLists: &no})
+	e.ingest(p("2301.00001", "cs.LG", []string{"cs.LG", "cs.AI"}), p("2301.00002", "cs.AI", []string{"cs.AI"}))
+	if got := ids(e.matched(match.Query{UserID: all})); len(got) != 2 {
+		t.Errorf("with cross-lists: %v", got)
+	}
+	if got := ids(e.matched(match.Query{UserID: primaryOnly})); !slices.Equal(got, []string{"2301.00002"}) {
+		t.Errorf("without cross-lists: %v", got)
+	}
+}
+
+func TestArchiveAndAliasFollows(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	u := e.user("archivist")
+	e.follow(u, "category", "math", follow.Options{})
+	e.follow(u, "category", "cs.IT", follow.Options{})
+	e.ingest(p("2301.00001", "math.AG", []string{"math.AG"}),
+		p("2301.00002", "math.IT", []string{"math.IT"}),
+		p("2301.00003", "hep-th", []string{"hep-th"}))
+	got := e.matched(match.Query{UserID: u})
+	if !slices.Equal(ids(got), []string{"2301.00002", "2301.00001"}) && !slices.Equal(ids(got), []string{"2301.00001", "2301.00002"}) {
+		t.Fatalf("archive/alias: %v", ids(got))
+	}
+	for _, pp := range got {
+		if pp.ArxivID == "2301.00002" && !slices.Equal(reasons(pp), []string{"category/math", "category/cs.IT"}) {
+			t.Errorf("math.IT paper reasons: %v", reasons(pp))
+		}
+	}
+}
+
+func TestReplacementsOnlyForThoseWhoAskedAndOncePerVersion(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	plain, eager := e.user("plain"), e.user("eager")
+	yes := true
+	e.follow(plain, "category", "cs.LG", follow.Options{})
+	e.follow(eager, "category", "cs.LG", follow.Options{IncludeReplacements: &yes})
+	e.ingest(p("2301.00001v1", "cs.LG", []string{"cs.LG"}))
+	w1 := e.high()
+	res := e.ingest(p("2301.00001v2", "cs.LG", []string{"cs.LG"}))
+	if res.Replaced != 1 {
+		t.Fatalf("v2: %+v", res)
+	}
+	w2 := e.high()
+	if got := e.matched(match.Query{UserID: plain, AfterSeq: w1, UpToSeq: w2}); len(got) != 0 {
+		t.Errorf("a follow without replacements heard of v2: %v", ids(got))
+	}
+	got := e.matched(match.Query{UserID: eager, AfterSeq: w1, UpToSeq: w2})
+	if len(got) != 1 || !got[0].Replaced || got[0].Version != 2 {
+		t.Errorf("eager follower in the v2 window: %+v", got)
+	}
+	// The match job bumps only the eager follower's feed.
+	affected, err := e.m.RunBatch(e.ctx, w1+1, w2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(affected.Users, []int64{eager}) {
+		t.Errorf("v2 batch affected %v, want only %d", affected.Users, eager)
+	}
+	// Re-sending v2 is not another replacement.
+	if res := e.ingest(p("2301.00001v2", "cs.LG", []string{"cs.LG"})); res.Replaced != 0 || res.Keys != 0 {
+		t.Errorf("v2 again: %+v", res)
+	}
+}
+
+func TestAffectedUsersHonourOptionsAndIgnoreOthers(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	no := false
+	a, b, c := e.user("a"), e.user("b"), e.user("c")
+	e.follow(a, "category", "cs.AI", follow.Options{})
+	e.follow(b, "category", "cs.AI", follow.Options{IncludeCrossLists: &no})
+	e.follow(c, "category", "math", follow.Options{})
+	res := e.ingest(p("2301.00001", "cs.LG", []string{"cs.LG", "cs.AI"}))
+	br, err := e.m.RunBatch(e.ctx, res.FromSeq, res.ToSeq, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(br.Users, []int64{a}) {
+		t.Errorf("affected %v, want only %d", br.Users, a)
+	}
+	var versions []int64
+	rows, _ := e.db.Pool.Query(e.ctx, `SELECT version FROM user_feeds WHERE user_id = ANY($1) ORDER BY user_id`, []int64{a, b, c})
+	for rows.Next() {
+		var v int64
+		rows.Scan(&v)
+		versions = append(versions, v)
+	}
+	// Every user got +1 for their follow; only a got +1 for the batch.
+	if !slices.Equal(versions, []int64{3, 2, 2}) {
+		t.Errorf("feed versions %v", versions)
+	}
+}
+
+func TestFeedLimitTotalAndDeletedPapers(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	u := e.user("reader")
+	e.follow(u, "category", "cs.LG", follow.Options{})
+	var batch []harvest.Paper
+	for i := range 30 {
+		batch = append(batch, p(fmt.Sprintf("2301.%05d", i+1), "cs.LG", []string{"cs.LG"}))
+	}
+	e.ingest(batch...)
+	r, err := e.m.Matched(e.ctx, match.Query{UserID: u, Limit: 10, AfterSeq: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Papers) != 10 {
+		t.Errorf("limit: %d papers", len(r.Papers))
+	}
+	for i := 1; i < len(r.Papers); i++ {
+		if r.Papers[i-1].Seq < r.Papers[i].Seq {
+			t.Errorf("not newest first")
+		}
+	}
+	// A withdrawn paper leaves the feed.
+	e.in.Ingest(e.ctx, []harvest.Paper{{ArxivID: r.Papers[0].ArxivID, Deleted: true}}, harvest.SourceOAI)
+	for _, pp := range e.matched(match.Query{UserID: u, Limit: 50}) {
+		if pp.ArxivID == r.Papers[0].ArxivID {
+			t.Errorf("deleted paper %s still in the feed", pp.ArxivID)
+		}
+	}
+	// Digests count the whole window.
+	win, err := e.m.Matched(e.ctx, match.Query{UserID: u, AfterSeq: 0, UpToSeq: e.high(), Limit: 5})
+	if err != nil || win.Total != 29 || len(win.Papers) != 5 {
+		t.Errorf("window total %d, papers %d, err %v", win.Total, len(win.Papers), err)
+	}
+	// Per-follow view: only that follow's matches.
+	e.follow(u, "researcher", "s2:42", follow.Options{})
+	e.ingest(p("2302.00001", "math.AG", []string{"math.AG"}, "s2:42"))
+	only, _ := follow.ParseTarget("researcher", "s2:42")
+	if got := ids(e.matched(match.Query{UserID: u, Only: &only})); !slices.Equal(got, []string{"2302.00001"}) {
+		t.Errorf("per-follow: %v", got)
+	}
+	pub, err := e.m.Public(e.ctx, "researcher:s2:42", 10)
+	if err != nil || len(pub) != 1 {
+		t.Errorf("public: %v %v", pub, err)
+	}
+}

@@ -1,0 +1,138 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"followfeed/harvest"
+	"followfeed/match"
+)
+
+// Enqueuer inserts jobs for domain packages, always inside the caller's
+// transaction. It implements harvest.MatchEnqueuer and the other small
+// enqueuer interfaces the domain packages define.
+type Enqueuer struct {
+	client *river.Client[pgx.Tx]
+}
+
+// NewEnqueuer wraps an (insert-only) River client.
+func NewEnqueuer(c *river.Client[pgx.Tx]) *Enqueuer { return &Enqueuer{client: c} }
+
+// EnqueueMatch inserts the match job of seq range [fromSeq, toSeq] in tx.
+func (e *Enqueuer) EnqueueMatch(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) error {
+	_, err := e.client.InsertTx(ctx, tx, MatchArgs{FromSeq: fromSeq, ToSeq: toSeq}, nil)
+	return err
+}
+
+// MatchArgs is the match job of one committed batch of paper keys.
+type MatchArgs struct {
+	FromSeq int64 `json:"from_seq"`
+	ToSeq   int64 `json:"to_seq"`
+}
+
+// Kind implements river.JobArgs.
+func (MatchArgs) Kind() string { return "match_batch" }
+
+// InsertOpts puts match jobs on their own queue.
+func (MatchArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueMatch, MaxAttempts: 25}
+}
+
+// MatchWorker runs match.Service.RunBatch and completes its job in the same
+// transaction.
+type MatchWorker struct {
+	river.WorkerDefaults[MatchArgs]
+	Match  *match.Service
+	Logger *slog.Logger
+}
+
+// Work implements river.Worker.
+func (w *MatchWorker) Work(ctx context.Context, job *river.Job[MatchArgs]) error {
+	res, err := w.Match.RunBatch(ctx, job.Args.FromSeq, job.Args.ToSeq, func(tx pgx.Tx) error {
+		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("matching seq %d..%d: %w", job.Args.FromSeq, job.Args.ToSeq, err)
+	}
+	w.Logger.InfoContext(ctx, "matched batch", "from_seq", job.Args.FromSeq, "to_seq", job.Args.ToSeq,
+		"distinct_keys", res.Keys, "users", len(res.Users))
+	return nil
+}
+
+// HarvestArgs is one incremental arXiv OAI-PMH harvest pass.
+type HarvestArgs struct{}
+
+// Kind implements river.JobArgs.
+func (HarvestArgs) Kind() string { return "harvest_arxiv" }
+
+// InsertOpts: one harvest at a time (a periodic run finding one still
+// queued or running is skipped), on the harvest queue.
+func (HarvestArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueHarvest, MaxAttempts: 10, UniqueOpts: river.UniqueOpts{ByState: oneAtATime}}
+}
+
+// oneAtATime makes a job kind unique while one is queued, running or
+// waiting for a retry.
+var oneAtATime = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending,
+	rivertype.JobStateRetryable, rivertype.JobStateRunning, rivertype.JobStateScheduled}
+
+// HarvestWorker runs harvest.Harvester.RunOnce, then asks for enrichment of
+// what it found.
+type HarvestWorker struct {
+	river.WorkerDefaults[HarvestArgs]
+	Harvester *harvest.Harvester
+	Logger    *slog.Logger
+}
+
+// Work implements river.Worker. A run that fails resumes where it stopped on
+// the retry (the harvester persists its progress page by page).
+func (w *HarvestWorker) Work(ctx context.Context, job *river.Job[HarvestArgs]) error {
+	st, err := w.Harvester.RunOnce(ctx)
+	w.Logger.InfoContext(ctx, "harvest run", "pages", st.Pages, "records", st.Records, "new", st.New,
+		"replaced", st.Replaced, "updated", st.Updated, "deleted", st.Deleted, "skipped", st.Skipped, "error", err)
+	if err != nil {
+		return err
+	}
+	if st.New > 0 {
+		if c := river.ClientFromContext[pgx.Tx](ctx); c != nil {
+			if _, err := c.Insert(ctx, EnrichArgs{}, nil); err != nil {
+				w.Logger.WarnContext(ctx, "enqueuing enrichment", "error", err)
+			}
+		}
+	}
+	return nil
+}
+
+// EnrichArgs is one OpenAlex enrichment pass over the papers that are due.
+type EnrichArgs struct{}
+
+// Kind implements river.JobArgs.
+func (EnrichArgs) Kind() string { return "enrich_openalex" }
+
+// InsertOpts: one pass at a time, on the harvest queue.
+func (EnrichArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueHarvest, MaxAttempts: 8, UniqueOpts: river.UniqueOpts{ByState: oneAtATime}}
+}
+
+// EnrichWorker runs harvest.Enricher.RunOnce.
+type EnrichWorker struct {
+	river.WorkerDefaults[EnrichArgs]
+	Enricher *harvest.Enricher
+	Logger   *slog.Logger
+}
+
+// Work implements river.Worker; lookup failures are retried by River with
+// its backoff.
+func (w *EnrichWorker) Work(ctx context.Context, job *river.Job[EnrichArgs]) error {
+	st, err := w.Enricher.RunOnce(ctx)
+	w.Logger.InfoContext(ctx, "enrichment run", "looked", st.Looked, "found", st.Found, "missing", st.Missing,
+		"given_up", st.GivenUp, "keys", st.Keys, "error", err)
+	return err
+}
