@@ -1,0 +1,845 @@
+// Package feeds produces followfeed's syndication documents: private per-reader
+// feeds and public per-researcher, per-category and per-institution feeds in
+// Atom, RSS 2.0 and JSON Feed 1.1, plus OPML subscription lists.
+//
+// The renderers (render.go, opml.go) are pure functions: no database, no
+// HTTP, no clock, no randomness. The same input always renders to the same
+// bytes, so callers may hash the output for ETags and cache it freely.
+//
+// Atom, RSS and JSON Feed are built from the github.com/gorilla/feeds document
+// types (AtomFeed, AtomEntry, RssFeed, RssItem, JSONFeed, JSONItem, ...),
+// extended by thin wrapper structs that embed them and add what gorilla/feeds
+// v1.2.0 cannot express (several links and authors per entry, categories,
+// rel="self"/"hub" links, a generator, xml:lang, Dublin Core creators). The
+// wrappers shadow the conflicting gorilla fields, following the usual Go
+// embedding rules that encoding/xml and encoding/json both apply. We never
+// call gorilla's Feed.ToAtom/ToRss/ToJSON: they derive the Atom id from the
+// link and put random UUIDs on items without ids.
+package feeds
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"html"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	gorilla "github.com/gorilla/feeds"
+)
+
+// Generator is the generator name written into every Atom and RSS document.
+const Generator = "followfeed"
+
+// MaxBytes is the upper bound on the size of any document returned by
+// RenderAtom, RenderRSS or RenderJSON. Items are dropped from the end of
+// Feed.Items (the oldest) until the document fits.
+const MaxBytes = 1 << 20
+
+// Content types to send with each rendered format.
+const (
+	// ContentTypeAtom is the Content-Type of RenderAtom output.
+	ContentTypeAtom = "application/atom+xml; charset=utf-8"
+	// ContentTypeRSS is the Content-Type of RenderRSS output.
+	ContentTypeRSS = "application/rss+xml; charset=utf-8"
+	// ContentTypeJSON is the Content-Type of RenderJSON output.
+	ContentTypeJSON = "application/feed+json; charset=utf-8"
+	// ContentTypeOPML is the Content-Type of RenderOPML output.
+	ContentTypeOPML = "text/x-opml; charset=utf-8"
+)
+
+// JSONFeedVersion is the value of the "version" member of every JSON Feed
+// rendered by RenderJSON.
+const JSONFeedVersion = "https://jsonfeed.org/version/1.1"
+
+// ErrTooLarge is returned when a document cannot be made to fit in MaxBytes
+// even with no items at all (for example a multi-megabyte feed title).
+var ErrTooLarge = errors.New("feeds: rendered document exceeds MaxBytes even without items")
+
+// zeroUpdated is the <updated> of a feed whose Updated is zero. It is fixed, never
+// time.Now(), so renders stay byte-identical.
+var zeroUpdated = time.Unix(0, 0).UTC()
+
+// fallbackAuthor is the Atom author of an entry that has no authors, so the
+// entry stays valid Atom (RFC 4287 §4.1.2 requires one when the feed has none).
+const fallbackAuthor = "arXiv"
+
+// Feed is one feed to render, already selected and ordered (newest first).
+//
+// Every string is sanitised before rendering: characters that are illegal in
+// XML 1.0 (C0 controls other than tab, newline and carriage return, DEL and C1
+// controls, U+FFFE, U+FFFF, and invalid UTF-8 including encoded surrogates)
+// are removed, in all three formats alike.
+type Feed struct {
+	// ID is the stable feed id (a tag: URI), e.g.
+	// "tag:followfeed,2026:feed/category/cs.LG". If empty, SelfURL is used;
+	// if that is empty too, a tag: URI derived from Title.
+	ID string
+	// Title is the feed title, e.g. "New papers by Mingzhi Wen".
+	Title string
+	// Subtitle is an optional one-line description.
+	Subtitle string
+	// SelfURL is the absolute URL of this document (rel="self").
+	SelfURL string
+	// HTMLURL is a human page for the feed (rel="alternate"); may be "".
+	HTMLURL string
+	// HubURL is the WebSub hub (rel="hub"); omitted when "".
+	HubURL string
+	// Updated is the newest item's Updated, computed by the caller. Zero
+	// renders as 1970-01-01T00:00:00Z (never the current time).
+	Updated time.Time
+	// Language is a BCP 47 tag such as "en"; omitted when "".
+	Language string
+	// Items are rendered in this order; the tail is dropped first when the
+	// document would exceed MaxBytes.
+	Items []Item
+}
+
+// Item is one paper in a Feed.
+type Item struct {
+	// ID is stable across versions of the paper, e.g.
+	// "tag:arxiv.org,1991:2202.02326". If empty, AbsURL is used; if that is
+	// empty too, a tag: URI derived from title, authors and Published. It is
+	// never a random value.
+	ID string
+	// Title is plain text (may contain <, &, LaTeX, emoji).
+	Title string
+	// Authors are author names in order. Empty names are skipped.
+	Authors []string
+	// Summary is the abstract, plain text.
+	Summary string
+	// Content is an optional extra plain-text line, e.g.
+	// "Following: Mingzhi Wen · cs.LG".
+	Content string
+	// AbsURL is the abstract page (the item's permalink).
+	AbsURL string
+	// PDFURL is the PDF; see RenderAtom, RenderRSS and RenderJSON for where
+	// each format puts it.
+	PDFURL string
+	// Categories are arXiv categories such as "cs.LG". Empty ones are skipped.
+	Categories []string
+	// Published is the first-version date; zero falls back to Updated.
+	Published time.Time
+	// Updated is the latest-version date; zero falls back to Published, and
+	// if both are zero to the feed's Updated.
+	Updated time.Time
+}
+
+// ---------------------------------------------------------------------------
+// Sanitising and normalisation.
+
+// legalRune reports whether r (decoded with width w) may appear in an XML 1.0
+// document and is not a control character other than tab, LF and CR.
+func legalRune(r rune, w int) bool {
+	switch {
+	case r == utf8.RuneError && w == 1: // invalid UTF-8, including encoded surrogates
+		return false
+	case r == '\t', r == '\n', r == '\r':
+		return true
+	case r < 0x20: // C0 controls
+		return false
+	case r >= 0x7f && r <= 0x9f: // DEL and C1 controls
+		return false
+	case r >= 0xd800 && r <= 0xdfff: // surrogates (unreachable via utf8, kept for clarity)
+		return false
+	case r == 0xfffe, r == 0xffff:
+		return false
+	}
+	return true
+}
+
+// cleanText removes every character that legalRune rejects. It does not
+// allocate when s is already clean.
+func cleanText(s string) string {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c < 0x7f {
+			i++
+			continue
+		}
+		r, w := utf8.DecodeRuneInString(s[i:])
+		if !legalRune(r, w) {
+			return cleanSlow(s, i)
+		}
+		i += w
+	}
+	return s
+}
+
+func cleanSlow(s string, from int) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	b.WriteString(s[:from])
+	for i := from; i < len(s); {
+		r, w := utf8.DecodeRuneInString(s[i:])
+		if legalRune(r, w) {
+			b.WriteString(s[i : i+w])
+		}
+		i += w
+	}
+	return b.String()
+}
+
+// cleanList cleans every element and drops the ones that are blank.
+func cleanList(in []string) []string {
+	out := make([]string, 0, len(in))
+	for _, s := range in {
+		s = cleanText(s)
+		if strings.TrimSpace(s) != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// utcSecond normalises t to UTC with whole seconds, so all formats print the
+// same instant the same way.
+func utcSecond(t time.Time) time.Time {
+	return t.UTC().Truncate(time.Second)
+}
+
+// derivedID returns a deterministic tag: URI for kind from parts.
+func derivedID(kind string, parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return "tag:followfeed,2026:" + kind + "/" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// normalizeFeed returns a sanitised copy of f with ids and dates filled in. The
+// caller's Feed and its slices are never modified.
+func normalizeFeed(f Feed) Feed {
+	n := Feed{
+		ID:       cleanText(f.ID),
+		Title:    cleanText(f.Title),
+		Subtitle: cleanText(f.Subtitle),
+		SelfURL:  cleanText(f.SelfURL),
+		HTMLURL:  cleanText(f.HTMLURL),
+		HubURL:   cleanText(f.HubURL),
+		Updated:  utcSecond(f.Updated),
+		Language: cleanText(f.Language),
+	}
+	if f.Updated.IsZero() {
+		n.Updated = zeroUpdated
+	}
+	if n.ID == "" {
+		n.ID = n.SelfURL
+	}
+	if n.ID == "" {
+		n.ID = derivedID("feed", n.Title)
+	}
+	n.Items = make([]Item, len(f.Items))
+	for i, it := range f.Items {
+		c := Item{
+			ID:         cleanText(it.ID),
+			Title:      cleanText(it.Title),
+			Authors:    cleanList(it.Authors),
+			Summary:    cleanText(it.Summary),
+			Content:    cleanText(it.Content),
+			AbsURL:     cleanText(it.AbsURL),
+			PDFURL:     cleanText(it.PDFURL),
+			Categories: cleanList(it.Categories),
+			Published:  it.Published,
+			Updated:    it.Updated,
+		}
+		if c.ID == "" {
+			c.ID = c.AbsURL
+		}
+		if c.ID == "" {
+			// From the item's own data only (not the feed-dependent date
+			// fallbacks below), so it is stable across renders and feeds.
+			c.ID = derivedID("item", append([]string{c.Title, utcSecond(it.Published).Format(time.RFC3339)}, c.Authors...)...)
+		}
+		if c.Updated.IsZero() {
+			c.Updated = c.Published
+		}
+		if c.Updated.IsZero() {
+			c.Updated = n.Updated
+		}
+		if c.Published.IsZero() {
+			c.Published = c.Updated
+		}
+		c.Published, c.Updated = utcSecond(c.Published), utcSecond(c.Updated)
+		n.Items[i] = c
+	}
+	return n
+}
+
+// rawSize is a lower bound on the bytes that item contributes to any format:
+// escaping only ever grows text.
+func (it *Item) rawSize() int {
+	n := len(it.ID) + len(it.Title) + len(it.Summary) + len(it.Content) + len(it.AbsURL) + len(it.PDFURL)
+	for _, s := range it.Authors {
+		n += len(s)
+	}
+	for _, s := range it.Categories {
+		n += len(s)
+	}
+	return n
+}
+
+// fullText is the item's body text: the summary, then Content as a separate
+// paragraph.
+func (it *Item) fullText() string {
+	switch {
+	case it.Content == "":
+		return it.Summary
+	case it.Summary == "":
+		return it.Content
+	}
+	return it.Summary + "\n\n" + it.Content
+}
+
+// ---------------------------------------------------------------------------
+// Size cap.
+
+// docFormat renders one document kind from a normalised Feed.
+type docFormat struct {
+	// doc renders the whole document.
+	doc func(f *Feed) ([]byte, error)
+	// itemCost returns the number of bytes it adds to doc: exact for XML,
+	// at most a few bytes low for JSON (renderCapped verifies and steps down).
+	itemCost func(f *Feed, it *Item) (int, error)
+}
+
+// renderCapped normalises f and renders it with fm, dropping items from the end
+// until the document fits in MaxBytes. If not even the first item fits on its
+// own, its summary (then its Content) is shortened until it does; if that
+// cannot work, the document is rendered with no items; if even that is too
+// large, ErrTooLarge is returned.
+func renderCapped(f Feed, fm docFormat) ([]byte, error) {
+	n := normalizeFeed(f)
+	all := n.Items
+
+	// Common case: everything fits. Skip this render when the raw text alone
+	// already exceeds the cap.
+	raw := 0
+	for i := range all {
+		raw += all[i].rawSize()
+	}
+	if raw <= MaxBytes {
+		out, err := fm.doc(&n)
+		if err != nil || len(out) <= MaxBytes {
+			return out, err
+		}
+	}
+
+	n.Items = []Item{}
+	base, err := fm.doc(&n)
+	if err != nil {
+		return nil, err
+	}
+	if len(base) > MaxBytes {
+		return nil, ErrTooLarge
+	}
+	if len(all) == 0 {
+		return base, nil
+	}
+
+	// Estimate the longest prefix that fits from per-item costs, computed
+	// only as far as needed, then verify with a real render and step down if
+	// the estimate was optimistic.
+	budget := MaxBytes - len(base)
+	k, size := 0, 0
+	for k < len(all) {
+		c := all[k].rawSize() // lower bound; skips marshaling huge items
+		if c <= budget {
+			if c, err = fm.itemCost(&n, &all[k]); err != nil {
+				return nil, err
+			}
+		}
+		if c > budget {
+			size = len(base) + c // only used when k == 0
+			break
+		}
+		budget -= c
+		k++
+	}
+	for ; k >= 1; k-- {
+		n.Items = all[:k]
+		out, err := fm.doc(&n)
+		if err != nil {
+			return nil, err
+		}
+		if len(out) <= MaxBytes {
+			return out, nil
+		}
+		size = len(out)
+	}
+	// Not even the newest item fits on its own.
+	return shrinkSingle(&n, all[0], size, fm, base)
+}
+
+// ellipsis marks a shortened summary.
+const ellipsis = "…"
+
+// shrinkSingle renders n with only it, shortening its Summary (then its
+// Content) until the document fits. size is the size (or a lower bound on the
+// size) of the document with it as is, which is larger than MaxBytes; base is
+// the render without items, returned when even the item with no summary and
+// no content does not fit.
+//
+// Escaping makes output size a non-linear function of text length, so each
+// round keeps the share of the text that the remaining room allows, measured
+// from the last render, with a 1% margin; rounds repeat until it fits (one to
+// three in practice). Every round cuts more than the ellipsis adds back, so the
+// text strictly shrinks and the loop ends, at the latest with the bare item.
+func shrinkSingle(n *Feed, it Item, size int, fm docFormat, base []byte) ([]byte, error) {
+	bare := it
+	bare.Summary, bare.Content = "", ""
+	n.Items = []Item{bare}
+	bareOut, err := fm.doc(n)
+	if err != nil {
+		return nil, err
+	}
+	if len(bareOut) > MaxBytes {
+		return base, nil
+	}
+	room := MaxBytes - len(bareOut) // bytes available to the text
+	for {
+		text := len(it.Summary) + len(it.Content)
+		if text == 0 {
+			return bareOut, nil // defensive: the bare item is known to fit
+		}
+		used := max(size-len(bareOut), 1)
+		keep := int(float64(text)*float64(room)/float64(used)*0.99) - 2*len(ellipsis)
+		// Cut more than the ellipsis adds back, so the text strictly shrinks.
+		cut := max(text-keep, len(ellipsis)+1)
+		if cut < len(it.Summary) {
+			it.Summary = cutText(it.Summary, cut)
+		} else {
+			cut -= len(it.Summary)
+			it.Summary = ""
+			it.Content = cutText(it.Content, cut)
+		}
+		n.Items = []Item{it}
+		out, err := fm.doc(n)
+		if err != nil {
+			return nil, err
+		}
+		if size = len(out); size <= MaxBytes {
+			return out, nil
+		}
+	}
+}
+
+// cutText removes at least over bytes from the end of s (on a rune boundary)
+// and appends an ellipsis, or returns "" when that leaves nothing. It returns
+// s unchanged when over <= 0.
+func cutText(s string, over int) string {
+	if over <= 0 {
+		return s
+	}
+	keep := len(s) - over
+	if keep <= 0 {
+		return ""
+	}
+	for keep > 0 && !utf8.RuneStart(s[keep]) {
+		keep--
+	}
+	s = strings.TrimRight(s[:keep], " \t\r\n")
+	if s == "" {
+		return ""
+	}
+	return s + ellipsis
+}
+
+// ---------------------------------------------------------------------------
+// Atom.
+
+const (
+	nsAtom = "http://www.w3.org/2005/Atom"
+	nsDC   = "http://purl.org/dc/elements/1.1/"
+)
+
+// atomFeed extends gorilla's AtomFeed (xmlns, title, id, updated, subtitle)
+// with xml:lang (the attribute in the XML namespace, which encoding/xml
+// writes with the reserved "xml" prefix), several links (shadowing
+// AtomFeed.Link), a generator and our own entries (shadowing
+// AtomFeed.Entries).
+type atomFeed struct {
+	gorilla.AtomFeed
+	Lang      string       `xml:"http://www.w3.org/XML/1998/namespace lang,attr,omitempty"`
+	Links     []atomLink   `xml:"link"`
+	Generator string       `xml:"generator"`
+	Entries   []*atomEntry `xml:"entry"`
+}
+
+// atomEntry extends gorilla's AtomEntry (title, id, updated, published,
+// summary, content) with several authors, links and categories, shadowing
+// AtomEntry.Author, AtomEntry.Links and AtomEntry.Category.
+type atomEntry struct {
+	gorilla.AtomEntry
+	Authors    []gorilla.AtomAuthor `xml:"author"`
+	Links      []atomLink           `xml:"link"`
+	Categories []atomCategory       `xml:"category"`
+}
+
+// atomLink is gorilla's AtomLink plus the title attribute.
+type atomLink struct {
+	gorilla.AtomLink
+	Title string `xml:"title,attr,omitempty"`
+}
+
+type atomCategory struct {
+	XMLName xml.Name `xml:"category"`
+	Term    string   `xml:"term,attr"`
+}
+
+func newAtomLink(href, rel, typ, title string) atomLink {
+	return atomLink{AtomLink: gorilla.AtomLink{Href: href, Rel: rel, Type: typ}, Title: title}
+}
+
+func rfc3339(t time.Time) string { return t.Format(time.RFC3339) }
+
+func newAtomEntry(it *Item) *atomEntry {
+	e := &atomEntry{AtomEntry: gorilla.AtomEntry{
+		Title:     it.Title,
+		Id:        it.ID,
+		Updated:   rfc3339(it.Updated),
+		Published: rfc3339(it.Published),
+	}}
+	if it.Summary != "" {
+		e.Summary = &gorilla.AtomSummary{Content: it.Summary, Type: "text"}
+	}
+	if it.Content != "" {
+		// Readers show <content> in preference to <summary>, so content
+		// carries the abstract too, not just the extra line.
+		e.Content = &gorilla.AtomContent{Content: it.fullText(), Type: "text"}
+	}
+	authors := it.Authors
+	if len(authors) == 0 {
+		authors = []string{fallbackAuthor}
+	}
+	e.Authors = make([]gorilla.AtomAuthor, len(authors))
+	for i, a := range authors {
+		e.Authors[i].Name = a
+	}
+	if it.AbsURL != "" {
+		e.Links = append(e.Links, newAtomLink(it.AbsURL, "alternate", "text/html", ""))
+	}
+	if it.PDFURL != "" {
+		e.Links = append(e.Links, newAtomLink(it.PDFURL, "related", "application/pdf", "pdf"))
+	}
+	for _, c := range it.Categories {
+		e.Categories = append(e.Categories, atomCategory{Term: c})
+	}
+	return e
+}
+
+func atomDoc(f *Feed) ([]byte, error) {
+	doc := atomFeed{
+		AtomFeed: gorilla.AtomFeed{
+			Xmlns:    nsAtom,
+			Title:    f.Title,
+			Id:       f.ID,
+			Updated:  rfc3339(f.Updated),
+			Subtitle: f.Subtitle,
+		},
+		Lang:      f.Language,
+		Generator: Generator,
+		Entries:   make([]*atomEntry, len(f.Items)),
+	}
+	if f.SelfURL != "" {
+		doc.Links = append(doc.Links, newAtomLink(f.SelfURL, "self", "application/atom+xml", ""))
+	}
+	if f.HTMLURL != "" {
+		doc.Links = append(doc.Links, newAtomLink(f.HTMLURL, "alternate", "text/html", ""))
+	}
+	if f.HubURL != "" {
+		doc.Links = append(doc.Links, newAtomLink(f.HubURL, "hub", "", ""))
+	}
+	for i := range f.Items {
+		doc.Entries[i] = newAtomEntry(&f.Items[i])
+	}
+	return marshalXML(doc)
+}
+
+func atomItemCost(_ *Feed, it *Item) (int, error) {
+	return xmlElementCost(newAtomEntry(it), 1)
+}
+
+// RenderAtom renders f as an Atom 1.0 (RFC 4287) document of at most
+// MaxBytes, byte-identical for identical input.
+//
+// The feed has <id>=ID, <title>, <subtitle> (when set), <updated> (RFC 3339,
+// UTC), xml:lang=Language (when set), <link rel="self"
+// type="application/atom+xml">, <link rel="alternate" type="text/html"> and
+// <link rel="hub"> (each when its URL is set) and <generator>followfeed</generator>.
+// Each entry has <id>, <title>, <updated>, <published>, one <author><name>
+// per author (a single "arXiv" author when there are none), <summary
+// type="text"> (when set), <content type="text"> holding the summary followed
+// by Item.Content (only when Content is set, since readers prefer content over
+// summary), <link rel="alternate" type="text/html" href=AbsURL>, the PDF as
+// <link rel="related" type="application/pdf" title="pdf" href=PDFURL>, and a
+// <category term=...> per category.
+func RenderAtom(f Feed) ([]byte, error) {
+	return renderCapped(f, docFormat{doc: atomDoc, itemCost: atomItemCost})
+}
+
+// ---------------------------------------------------------------------------
+// RSS 2.0.
+
+// rssDoc is the <rss> root with the atom and dc namespaces declared.
+// (gorilla's RssFeedXml only declares the content namespace.)
+type rssDoc struct {
+	XMLName xml.Name `xml:"rss"`
+	Version string   `xml:"version,attr"`
+	NSAtom  string   `xml:"xmlns:atom,attr"`
+	NSDC    string   `xml:"xmlns:dc,attr"`
+	Channel *rssChannel
+}
+
+// rssChannel extends gorilla's RssFeed (title, link, description, language,
+// lastBuildDate, generator) with atom:link elements and our own items
+// (shadowing RssFeed.Items).
+type rssChannel struct {
+	gorilla.RssFeed
+	AtomLinks []rssAtomLink `xml:"atom:link"`
+	Items     []*rssItem    `xml:"item"`
+}
+
+type rssAtomLink struct {
+	Href string `xml:"href,attr"`
+	Rel  string `xml:"rel,attr"`
+	Type string `xml:"type,attr,omitempty"`
+}
+
+// rssItem extends gorilla's RssItem (title, link, description, guid, pubDate)
+// with a dc:creator per author and a <category> per category (shadowing
+// RssItem.Category).
+type rssItem struct {
+	gorilla.RssItem
+	Creators   []string `xml:"dc:creator"`
+	Categories []string `xml:"category"`
+}
+
+func rfc1123Z(t time.Time) string { return t.Format(time.RFC1123Z) }
+
+// rssDescription is the item description: an HTML fragment (RSS readers
+// treat descriptions as HTML) in which every piece of plain text is
+// HTML-escaped, so readers display exactly the original text.
+func rssDescription(it *Item) string {
+	var b strings.Builder
+	para := func(s string) {
+		b.WriteString("<p>")
+		b.WriteString(html.EscapeString(s))
+		b.WriteString("</p>")
+	}
+	if it.Summary != "" {
+		para(it.Summary)
+	}
+	if it.Content != "" {
+		para(it.Content)
+	}
+	if it.PDFURL != "" {
+		u := html.EscapeString(it.PDFURL)
+		b.WriteString(`<p>PDF: <a href="` + u + `">` + u + `</a></p>`)
+	}
+	return b.String()
+}
+
+func newRSSItem(it *Item) *rssItem {
+	return &rssItem{
+		RssItem: gorilla.RssItem{
+			Title:       it.Title,
+			Link:        it.AbsURL,
+			Description: rssDescription(it),
+			Guid:        &gorilla.RssGuid{Id: it.ID, IsPermaLink: "false"},
+			PubDate:     rfc1123Z(it.Published),
+		},
+		Creators:   it.Authors,
+		Categories: it.Categories,
+	}
+}
+
+func rssDocument(f *Feed) ([]byte, error) {
+	desc := f.Subtitle
+	if desc == "" {
+		desc = f.Title
+	}
+	home := f.HTMLURL
+	if home == "" {
+		home = f.SelfURL
+	}
+	ch := &rssChannel{
+		RssFeed: gorilla.RssFeed{
+			Title:         f.Title,
+			Link:          home,
+			Description:   desc,
+			Language:      f.Language,
+			LastBuildDate: rfc1123Z(f.Updated),
+			Generator:     Generator,
+		},
+		Items: make([]*rssItem, len(f.Items)),
+	}
+	if f.SelfURL != "" {
+		ch.AtomLinks = append(ch.AtomLinks, rssAtomLink{Href: f.SelfURL, Rel: "self", Type: "application/rss+xml"})
+	}
+	if f.HubURL != "" {
+		ch.AtomLinks = append(ch.AtomLinks, rssAtomLink{Href: f.HubURL, Rel: "hub"})
+	}
+	for i := range f.Items {
+		ch.Items[i] = newRSSItem(&f.Items[i])
+	}
+	return marshalXML(rssDoc{Version: "2.0", NSAtom: nsAtom, NSDC: nsDC, Channel: ch})
+}
+
+func rssItemCost(_ *Feed, it *Item) (int, error) {
+	return xmlElementCost(newRSSItem(it), 2)
+}
+
+// RenderRSS renders f as an RSS 2.0 document of at most MaxBytes,
+// byte-identical for identical input.
+//
+// The channel has title, link (HTMLURL, else SelfURL), description
+// (Subtitle, else Title), language (when set), lastBuildDate (RFC 1123 with
+// numeric zone, UTC), generator, <atom:link rel="self"
+// type="application/rss+xml"> and <atom:link rel="hub"> (each when set).
+// Each item has <guid isPermaLink="false">ID</guid>, title (plain text), link
+// (AbsURL), a <dc:creator> per author (RSS <author> must be an e-mail
+// address), a <category> per category, pubDate (Published), and a
+// description that is an HTML fragment of escaped text: the summary, the
+// Content line and "PDF: <a href=PDFURL>PDFURL</a>", each in its own <p>.
+// There is no enclosure: the PDF is a document, not media.
+func RenderRSS(f Feed) ([]byte, error) {
+	return renderCapped(f, docFormat{doc: rssDocument, itemCost: rssItemCost})
+}
+
+// ---------------------------------------------------------------------------
+// XML helpers.
+
+const xmlIndent = "  "
+
+// marshalXML writes the XML declaration, v indented, and a final newline.
+func marshalXML(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteString(xml.Header)
+	enc := xml.NewEncoder(&buf)
+	enc.Indent("", xmlIndent)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	buf.WriteByte('\n')
+	return buf.Bytes(), nil
+}
+
+// xmlElementCost is the exact number of bytes that element v adds to a
+// document rendered by marshalXML when v sits at the given nesting depth:
+// a newline, the indentation and the indented element.
+func xmlElementCost(v any, depth int) (int, error) {
+	prefix := strings.Repeat(xmlIndent, depth)
+	b, err := xml.MarshalIndent(v, prefix, xmlIndent)
+	if err != nil {
+		return 0, err
+	}
+	return 1 + len(b), nil
+}
+
+// ---------------------------------------------------------------------------
+// JSON Feed 1.1.
+
+// jsonFeed is gorilla's JSONFeed with Items shadowed by a field without
+// omitempty: JSON Feed requires "items", even when empty.
+type jsonFeed struct {
+	*gorilla.JSONFeed
+	Items []*gorilla.JSONItem `json:"items"`
+}
+
+func newJSONItem(it *Item) *gorilla.JSONItem {
+	j := &gorilla.JSONItem{
+		Id:            it.ID,
+		Url:           it.AbsURL,
+		ExternalUrl:   it.PDFURL,
+		Title:         it.Title,
+		Summary:       it.Summary,
+		ContentText:   it.fullText(),
+		PublishedDate: &it.Published,
+		ModifiedDate:  &it.Updated,
+		Tags:          it.Categories,
+	}
+	if j.ContentText == "" {
+		// content_text or content_html is required; the title is all we have.
+		j.ContentText = it.Title
+	}
+	if len(it.Authors) > 0 {
+		j.Authors = make([]*gorilla.JSONAuthor, len(it.Authors))
+		for i, a := range it.Authors {
+			j.Authors[i] = &gorilla.JSONAuthor{Name: a}
+		}
+	}
+	if it.PDFURL != "" {
+		j.Attachments = []gorilla.JSONAttachment{{Url: it.PDFURL, MIMEType: "application/pdf", Title: "PDF"}}
+	}
+	return j
+}
+
+func jsonDoc(f *Feed) ([]byte, error) {
+	doc := jsonFeed{
+		JSONFeed: &gorilla.JSONFeed{
+			Version:     JSONFeedVersion,
+			Title:       f.Title,
+			Language:    f.Language,
+			HomePageUrl: f.HTMLURL,
+			FeedUrl:     f.SelfURL,
+			Description: f.Subtitle,
+		},
+		Items: make([]*gorilla.JSONItem, len(f.Items)),
+	}
+	if f.HubURL != "" {
+		doc.Hubs = []*gorilla.JSONHub{{Type: "WebSub", Url: f.HubURL}}
+	}
+	for i := range f.Items {
+		doc.Items[i] = newJSONItem(&f.Items[i])
+	}
+	return marshalJSON(doc, "")
+}
+
+// marshalJSON encodes v indented, without HTML escaping (this is not
+// embedded in HTML), ending in a newline.
+func marshalJSON(v any, prefix string) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent(prefix, "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// jsonItemCost is the bytes an item adds inside "items": a comma, a newline,
+// two levels of indentation and the indented object (whose trailing newline
+// from Encode stands in for the comma). Summed over k items it is 2 bytes
+// short of the real growth (the "\n  " before "]" minus the last comma);
+// renderCapped's verification step absorbs that.
+func jsonItemCost(_ *Feed, it *Item) (int, error) {
+	b, err := marshalJSON(newJSONItem(it), "    ")
+	if err != nil {
+		return 0, err
+	}
+	return len(b) + len("\n    "), nil
+}
+
+// RenderJSON renders f as a JSON Feed 1.1 document of at most MaxBytes,
+// byte-identical for identical input.
+//
+// The feed has version (JSONFeedVersion), title, home_page_url (HTMLURL),
+// feed_url (SelfURL), description (Subtitle), language, hubs
+// [{"type":"WebSub","url":HubURL}] and items (always present, possibly []).
+// Each item has id, url (AbsURL), external_url (PDFURL), title, summary,
+// content_text (summary, a blank line, then Content; the title when both are
+// empty, since content_text is required), date_published and
+// date_modified (RFC 3339, UTC), authors [{"name"}], tags (categories), and
+// the PDF again as an attachment {"url", "mime_type":"application/pdf",
+// "title":"PDF"} so readers that list attachments offer it for download.
+// Empty optional members are omitted.
+func RenderJSON(f Feed) ([]byte, error) {
+	return renderCapped(f, docFormat{doc: jsonDoc, itemCost: jsonItemCost})
+}

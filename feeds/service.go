@@ -1,0 +1,393 @@
+package feeds
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/apperr"
+	"followfeed/follow"
+	"followfeed/harvest"
+	"followfeed/match"
+	"followfeed/store"
+)
+
+// Format is a feed syntax.
+type Format string
+
+// The formats, named by their URL extension.
+const (
+	Atom Format = "atom"
+	RSS  Format = "rss"
+	JSON Format = "json"
+)
+
+// Formats lists the feed formats in the order URLs are offered.
+var Formats = []Format{Atom, RSS, JSON}
+
+// ParseFormat maps a URL extension to a Format.
+func ParseFormat(ext string) (Format, bool) {
+	switch Format(ext) {
+	case Atom, RSS, JSON:
+		return Format(ext), true
+	}
+	return "", false
+}
+
+// ContentType is the media type a format is served with.
+func (f Format) ContentType() string {
+	switch f {
+	case RSS:
+		return ContentTypeRSS
+	case JSON:
+		return ContentTypeJSON
+	}
+	return ContentTypeAtom
+}
+
+// Render renders feed in format f.
+func Render(f Format, feed Feed) ([]byte, error) {
+	switch f {
+	case RSS:
+		return RenderRSS(feed)
+	case JSON:
+		return RenderJSON(feed)
+	}
+	return RenderAtom(feed)
+}
+
+// Limits of ?limit=.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 200
+)
+
+// Service builds feeds from matched papers.
+type Service struct {
+	tokens  *Tokens
+	matcher *match.Service
+	follows *follow.Service
+	db      *store.DB
+	base    *url.URL // PUBLIC_URL
+	hub     string   // WEBSUB_HUB_URL, "" for none
+	secret  []byte
+}
+
+// NewService returns the feed service. base is PUBLIC_URL; hub may be nil.
+func NewService(db *store.DB, tokens *Tokens, m *match.Service, f *follow.Service, base, hub *url.URL, secret []byte) *Service {
+	s := &Service{tokens: tokens, matcher: m, follows: f, db: db, base: base, secret: secret}
+	if hub != nil {
+		s.hub = hub.String()
+	}
+	return s
+}
+
+// Tokens returns the token store the service resolves URLs with.
+func (s *Service) Tokens() *Tokens { return s.tokens }
+
+// HubURL is the configured WebSub hub ("" for none).
+func (s *Service) HubURL() string { return s.hub }
+
+func (s *Service) abs(path string) string {
+	u := *s.base
+	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	return u.String()
+}
+
+// PrivateURL is the absolute URL of a private feed: all follows when only
+// is nil, else the per-follow feed.
+func (s *Service) PrivateURL(token string, f Format, only *follow.Target) string {
+	if only == nil {
+		return s.abs("/feeds/" + token + "." + string(f))
+	}
+	return s.abs("/feeds/" + token + "/" + string(only.Kind) + "/" + url.PathEscape(only.ID) + "." + string(f))
+}
+
+// OPMLURL is the absolute URL of the user's OPML subscription list.
+func (s *Service) OPMLURL(token string) string { return s.abs("/feeds/" + token + ".opml") }
+
+// PublicURL is the absolute URL of the public feed of t.
+func (s *Service) PublicURL(t follow.Target, f Format) string {
+	return s.abs("/feeds/" + string(t.Kind) + "/" + url.PathEscape(t.ID) + "." + string(f))
+}
+
+// Request selects what a feed shows.
+type Request struct {
+	Format Format
+	Limit  int
+	// Only restricts a private feed to one of the user's follows.
+	Only *follow.Target
+}
+
+// ParseLimit reads ?limit=: "" gives DefaultLimit; otherwise 1..MaxLimit.
+func ParseLimit(s string) (int, error) {
+	if s == "" {
+		return DefaultLimit, nil
+	}
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' || n > MaxLimit {
+			return 0, apperr.InvalidField("limit", "must be a whole number from 1 to %d", MaxLimit)
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n < 1 || n > MaxLimit {
+		return 0, apperr.InvalidField("limit", "must be a whole number from 1 to %d", MaxLimit)
+	}
+	return n, nil
+}
+
+// Private builds the private feed of the user behind token (resolved to st
+// by the caller). A per-follow request for something the user does not
+// follow is a not-found error.
+func (s *Service) Private(ctx context.Context, token string, st State, req Request) (Feed, error) {
+	follows, err := s.follows.All(ctx, st.UserID)
+	if err != nil {
+		return Feed{}, err
+	}
+	labels := map[string]string{}
+	for _, f := range follows {
+		labels[f.Key()] = f.Label
+	}
+	title := fmt.Sprintf("Papers from your %d follows", len(follows))
+	if len(follows) == 1 {
+		title = "Papers from your 1 follow"
+	}
+	var only *follow.Target
+	if req.Only != nil {
+		found := false
+		for _, f := range follows {
+			if f.Key() == req.Only.Key() {
+				t := f.Target
+				only, found = &t, true
+				break
+			}
+		}
+		if !found {
+			return Feed{}, fmt.Errorf("%s is not among the user's follows: %w", req.Only, store.ErrNotFound)
+		}
+	}
+	res, err := s.matcher.Matched(ctx, match.Query{UserID: st.UserID, Only: only, Limit: req.Limit})
+	if err != nil {
+		return Feed{}, err
+	}
+	feed := Feed{
+		ID:       "tag:" + s.base.Hostname() + ",2026:feeds/" + s.opaqueUser(st.UserID),
+		Title:    title,
+		Subtitle: "New arXiv papers matching what you follow, newest first.",
+		SelfURL:  s.PrivateURL(token, req.Format, only),
+		HTMLURL:  s.abs("/settings"),
+		Language: "en",
+	}
+	if only != nil {
+		feed.ID += "/" + only.Key()
+		feed.Title = s.targetTitle(*only, labels[only.Key()], res.Papers)
+		feed.Subtitle = "New arXiv papers for one of your follows, newest first."
+	}
+	feed.Items = make([]Item, 0, len(res.Papers))
+	for _, p := range res.Papers {
+		feed.Items = append(feed.Items, item(p, labels))
+	}
+	feed.Updated = newest(feed.Items)
+	return feed, nil
+}
+
+// PublicVersion is the change marker of a public feed: the newest seq of
+// its key and when that paper last changed (one index probe and one
+// primary-key lookup), so conditional GETs need no feed query.
+func (s *Service) PublicVersion(ctx context.Context, t follow.Target) (int64, time.Time, error) {
+	var v int64
+	var changed time.Time
+	err := s.db.Pool.QueryRow(ctx, `
+		SELECT pk.seq, p.modified_at FROM paper_keys pk JOIN papers p ON p.id = pk.paper_id
+		WHERE pk.key = $1 AND NOT pk.replacement
+		ORDER BY pk.seq DESC LIMIT 1`, t.Key()).Scan(&v, &changed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, time.Time{}, nil
+	}
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("reading version of the feed of %s: %w", t, err)
+	}
+	return v, changed, nil
+}
+
+// OPML lists the user's feeds (all follows, then one per follow) for import
+// into a feed reader.
+func (s *Service) OPML(ctx context.Context, token string, st State) ([]byte, error) {
+	follows, err := s.follows.All(ctx, st.UserID)
+	if err != nil {
+		return nil, err
+	}
+	outlines := []OPMLOutline{{Title: "followfeed: all my follows", XMLURL: s.PrivateURL(token, Atom, nil), HTMLURL: s.abs("/settings")}}
+	for _, f := range follows {
+		t := f.Target
+		name := f.Label
+		if name == "" {
+			name = t.DisplayName()
+		}
+		outlines = append(outlines, OPMLOutline{Title: name, XMLURL: s.PrivateURL(token, Atom, &t), HTMLURL: htmlURL(t)})
+	}
+	return RenderOPML("followfeed subscriptions", "", st.ChangedAt, outlines)
+}
+
+// Public builds the public feed of t: every paper carrying its key, newest
+// first. Anyone may read it.
+func (s *Service) Public(ctx context.Context, t follow.Target, req Request) (Feed, error) {
+	papers, err := s.matcher.Public(ctx, t.Key(), req.Limit)
+	if err != nil {
+		return Feed{}, err
+	}
+	feed := Feed{
+		ID:       "tag:" + s.base.Hostname() + ",2026:feeds/public/" + t.Key(),
+		Title:    s.targetTitle(t, "", papers),
+		Subtitle: "New arXiv papers, newest first.",
+		SelfURL:  s.PublicURL(t, req.Format),
+		HTMLURL:  htmlURL(t),
+		HubURL:   s.hub,
+		Language: "en",
+	}
+	feed.Items = make([]Item, 0, len(papers))
+	for _, p := range papers {
+		it := item(p, nil)
+		it.Content = ""
+		feed.Items = append(feed.Items, it)
+	}
+	feed.Updated = newest(feed.Items)
+	return feed, nil
+}
+
+// opaqueUser names a user in feed ids without revealing the numeric id.
+func (s *Service) opaqueUser(id int64) string {
+	m := hmac.New(sha256.New, s.secret)
+	fmt.Fprintf(m, "feed id %d", id)
+	return hex.EncodeToString(m.Sum(nil))[:16]
+}
+
+// targetTitle says what a single-target feed is: "New papers by Mingzhi
+// Wen", "New papers in cs.LG — Machine Learning".
+func (s *Service) targetTitle(t follow.Target, label string, papers []match.Paper) string {
+	switch t.Kind {
+	case follow.Researcher:
+		name := label
+		if name == "" {
+			name = researcherName(t, papers)
+		}
+		return "New papers by " + name
+	case follow.Institution:
+		if label != "" {
+			return "New papers from " + label
+		}
+		return "New papers from " + t.ID
+	}
+	if label != "" {
+		return "New papers in " + label
+	}
+	return "New papers in " + t.DisplayName()
+}
+
+// researcherName finds the researcher's name on their newest paper.
+func researcherName(t follow.Target, papers []match.Paper) string {
+	for _, p := range papers {
+		for _, a := range p.Authors {
+			for _, id := range a.IDs {
+				if id == t.ID && a.Name != "" {
+					return a.Name
+				}
+			}
+		}
+	}
+	return t.ID
+}
+
+// htmlURL is a human page about t: arXiv listings for categories, the
+// identifier's own page for researchers and institutions.
+func htmlURL(t follow.Target) string {
+	id := t.ID
+	switch {
+	case t.Kind == follow.Category:
+		return "https://arxiv.org/list/" + id + "/new"
+	case strings.HasPrefix(id, "orcid:"):
+		return "https://orcid.org/" + strings.TrimPrefix(id, "orcid:")
+	case strings.HasPrefix(id, "openalex:"):
+		return "https://openalex.org/" + strings.TrimPrefix(id, "openalex:")
+	case strings.HasPrefix(id, "ror:"):
+		return "https://ror.org/" + strings.TrimPrefix(id, "ror:")
+	case strings.HasPrefix(id, "s2:"):
+		return "https://www.semanticscholar.org/author/" + strings.TrimPrefix(id, "s2:")
+	}
+	return ""
+}
+
+// ItemID is the stable id of a paper in every feed: it never changes across
+// versions or renders.
+func ItemID(arxivID string) string { return "tag:arxiv.org,1991:" + arxivID }
+
+func item(p match.Paper, labels map[string]string) Item {
+	it := Item{
+		ID:         ItemID(p.ArxivID),
+		Title:      p.Title,
+		Summary:    p.Abstract,
+		AbsURL:     p.AbsURL,
+		PDFURL:     p.PDFURL,
+		Categories: p.Categories,
+		Published:  p.SubmittedAt,
+		Updated:    p.UpdatedAt,
+	}
+	if p.Replaced {
+		it.Title = fmt.Sprintf("%s (v%d)", p.Title, p.Version)
+	}
+	for _, a := range p.Authors {
+		it.Authors = append(it.Authors, a.Name)
+	}
+	if len(p.Reasons) > 0 {
+		var names []string
+		for _, r := range p.Reasons {
+			names = append(names, ReasonName(r, labels[r.Key()], p.Authors))
+		}
+		it.Content = "Following: " + strings.Join(names, " · ")
+	}
+	return it
+}
+
+// ReasonName is how a matching follow is named to its user: their label
+// when set, the author's name for a researcher, the category id otherwise.
+func ReasonName(t follow.Target, label string, authors []harvest.Author) string {
+	if label != "" {
+		return label
+	}
+	if t.Kind == follow.Researcher {
+		for _, a := range authors {
+			for _, id := range a.IDs {
+				if id == t.ID {
+					return a.Name
+				}
+			}
+		}
+	}
+	if t.IsArchive() {
+		return t.ID + " (all)"
+	}
+	return t.ID
+}
+
+func newest(items []Item) time.Time {
+	var t time.Time
+	for _, it := range items {
+		u := it.Updated
+		if u.IsZero() {
+			u = it.Published
+		}
+		if u.After(t) {
+			t = u
+		}
+	}
+	return t
+}

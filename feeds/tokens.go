@@ -1,0 +1,136 @@
+package feeds
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/store"
+)
+
+// TokenPrefix starts every private feed token, so secret scanners (and our
+// log redaction) can recognise one.
+const TokenPrefix = "fft_"
+
+// tokenLen is the length of a token: the prefix and 43 base64url characters
+// (256 bits of HMAC).
+const tokenLen = len(TokenPrefix) + 43
+
+// ErrUnknownToken is returned (wrapped) for a token that is malformed or
+// belongs to nobody (never issued, or rotated away).
+var ErrUnknownToken = errors.New("unknown feed token")
+
+// State is what the conditional-GET fast path needs of a user's feeds.
+type State struct {
+	UserID    int64
+	Version   int64
+	ChangedAt time.Time
+}
+
+// Tokens issues, rotates and resolves private feed tokens. A token is never
+// stored: the database keeps its SHA-256 (to find the user) and a random
+// salt, and the token is HMAC(SECRET_KEY, user id, salt), so the server can
+// show a user their URL again while a copy of the database alone reveals no
+// token.
+type Tokens struct {
+	db     *store.DB
+	secret []byte
+}
+
+// NewTokens returns the token store; secret is SECRET_KEY.
+func NewTokens(db *store.DB, secret []byte) *Tokens { return &Tokens{db: db, secret: secret} }
+
+func (t *Tokens) derive(userID int64, salt []byte) string {
+	m := hmac.New(sha256.New, t.secret)
+	m.Write([]byte("followfeed feed token\x00"))
+	m.Write([]byte(strconv.FormatInt(userID, 10)))
+	m.Write([]byte{0})
+	m.Write(salt)
+	return TokenPrefix + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func hashToken(tok string) []byte {
+	h := sha256.Sum256([]byte(tok))
+	return h[:]
+}
+
+// Token returns the user's current token, issuing one the first time.
+func (t *Tokens) Token(ctx context.Context, userID int64) (string, error) {
+	var salt []byte
+	err := t.db.Pool.QueryRow(ctx, `SELECT token_salt FROM user_feeds WHERE user_id = $1`, userID).Scan(&salt)
+	if err != nil {
+		return "", store.NotFound(err, fmt.Sprintf("reading feed token of user %d", userID))
+	}
+	if salt != nil {
+		return t.derive(userID, salt), nil
+	}
+	return t.issue(ctx, userID, true)
+}
+
+// Rotate replaces the user's token: the old one stops working at once.
+func (t *Tokens) Rotate(ctx context.Context, userID int64) (string, error) {
+	return t.issue(ctx, userID, false)
+}
+
+func (t *Tokens) issue(ctx context.Context, userID int64, onlyIfMissing bool) (string, error) {
+	salt := make([]byte, 16)
+	if _, err := rand.Read(salt); err != nil {
+		return "", err
+	}
+	tok := t.derive(userID, salt)
+	var stored []byte
+	// onlyIfMissing: two first requests racing both keep the same token
+	// (the loser reads the winner's salt).
+	err := t.db.Pool.QueryRow(ctx, `
+		UPDATE user_feeds SET token_salt = $2, token_hash = $3, version = version + 1, changed_at = now()
+		WHERE user_id = $1 AND ($4 = false OR token_salt IS NULL)
+		RETURNING token_salt`, userID, salt, hashToken(tok), onlyIfMissing).Scan(&stored)
+	if errors.Is(err, pgx.ErrNoRows) && onlyIfMissing {
+		return t.Token(ctx, userID)
+	}
+	if err != nil {
+		return "", store.NotFound(err, fmt.Sprintf("issuing feed token of user %d", userID))
+	}
+	return tok, nil
+}
+
+// Lookup resolves a token to its user's feed state with one primary-key
+// probe of the token_hash index; malformed tokens are refused without a
+// query. Unknown tokens give an error wrapping ErrUnknownToken.
+func (t *Tokens) Lookup(ctx context.Context, tok string) (State, error) {
+	if !WellFormed(tok) {
+		return State{}, ErrUnknownToken
+	}
+	var st State
+	err := t.db.Pool.QueryRow(ctx, `
+		SELECT user_id, version, changed_at FROM user_feeds WHERE token_hash = $1`, hashToken(tok)).Scan(&st.UserID, &st.Version, &st.ChangedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return State{}, ErrUnknownToken
+	}
+	if err != nil {
+		return State{}, fmt.Errorf("looking up feed token: %w", err)
+	}
+	return st, nil
+}
+
+// WellFormed reports whether s looks like a token we issue.
+func WellFormed(s string) bool {
+	if len(s) != tokenLen || s[:len(TokenPrefix)] != TokenPrefix {
+		return false
+	}
+	for i := len(TokenPrefix); i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
