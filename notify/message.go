@@ -1,0 +1,240 @@
+package notify
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/mail"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	gomail "github.com/wneessen/go-mail"
+)
+
+// Message is one email ready to be rendered to RFC 5322 bytes and delivered
+// by a Sender. All fields except HTML, ListID, the unsubscribe fields and
+// AutoSubmitted are required.
+type Message struct {
+	From    *mail.Address // header From and envelope sender
+	To      string        // one recipient: "reader@example.org" or "Name <reader@example.org>"
+	Subject string
+	Text    string // plain-text body (required)
+	HTML    string // HTML body; when set the mail is multipart/alternative
+	// MessageID is the Message-ID without angle brackets, e.g.
+	// "digest.42.daily-2026-11-29@followfeed.example". The caller chooses it
+	// deterministically: it names the .eml file and seeds the MIME boundary.
+	MessageID string
+	Date      time.Time // the Date header, written in Date's own zone
+	// ListID is the List-Id header (RFC 2919), e.g.
+	// "followfeed digests <digests.followfeed.example>"; printable ASCII.
+	ListID string
+	// UnsubscribeURL is put in List-Unsubscribe (RFC 2369); when it is https,
+	// List-Unsubscribe-Post: List-Unsubscribe=One-Click (RFC 8058) is added.
+	UnsubscribeURL string
+	// UnsubscribeMailto is an optional address added to List-Unsubscribe as
+	// <mailto:addr?subject=unsubscribe> after the URL.
+	UnsubscribeMailto string
+	// AutoSubmitted adds "Auto-Submitted: auto-generated" (RFC 3834) and
+	// "X-Auto-Response-Suppress: All".
+	AutoSubmitted bool
+}
+
+// Header names go-mail has no constant for.
+const (
+	headerListID        gomail.Header = "List-Id"
+	headerAutoSubmitted gomail.Header = "Auto-Submitted"
+	headerXAutoRespSupp gomail.Header = "X-Auto-Response-Suppress"
+	headerListUnsub     gomail.Header = "List-Unsubscribe"
+	headerListUnsubPost gomail.Header = "List-Unsubscribe-Post"
+	oneClickPostValue                 = "List-Unsubscribe=One-Click"
+	boundaryPrefix                    = "followfeed-"
+	maxBoundaryAttempts               = 16
+)
+
+// errBadRecipient marks build errors caused by Message.To, so Send can report
+// them as permanent recipient failures.
+var errBadRecipient = errors.New("invalid recipient address")
+
+// Bytes renders the message exactly as SMTPSender transmits it and DirSender
+// stores it: RFC 5322 with CRLF line endings, UTF-8, quoted-printable bodies,
+// multipart/alternative (text/plain first, then text/html) when HTML is set.
+// The output is byte-identical for equal Messages: headers are written in a
+// fixed order and the MIME boundary is derived from MessageID (see
+// mimeBoundary) instead of go-mail's random one. It returns an error naming
+// the field when a required field is missing or a header value is unusable.
+func (m *Message) Bytes() ([]byte, error) {
+	msg, err := m.build()
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if _, err := msg.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("notify: render message %s: %w", m.MessageID, err)
+	}
+	out := buf.Bytes()
+	if !bytes.HasSuffix(out, []byte("\r\n")) {
+		// SMTP (the DATA dot-writer) terminates the last line anyway; doing it
+		// here keeps Bytes identical to what the server receives.
+		out = append(out, '\r', '\n')
+	}
+	return out, nil
+}
+
+// build validates m and returns a fresh go-mail Msg for it. Each call returns
+// a new Msg because go-mail's WriteTo mutates the Msg it writes.
+func (m *Message) build() (*gomail.Msg, error) {
+	if m == nil {
+		return nil, errors.New("notify: message is nil")
+	}
+	if err := validMessageID(m.MessageID); err != nil {
+		return nil, fmt.Errorf("notify: message MessageID %q: %w", m.MessageID, err)
+	}
+	id := m.MessageID
+	if m.From == nil || m.From.Address == "" {
+		return nil, fmt.Errorf("notify: message %s: From is required", id)
+	}
+	if _, err := mail.ParseAddress(m.From.String()); err != nil {
+		return nil, fmt.Errorf("notify: message %s: From %q: %w", id, m.From.Address, err)
+	}
+	to, err := mail.ParseAddress(m.To)
+	if err != nil {
+		return nil, fmt.Errorf("notify: message %s: To %q: %w: %w", id, m.To, errBadRecipient, err)
+	}
+	if m.Date.IsZero() {
+		return nil, fmt.Errorf("notify: message %s: Date is required (output must be deterministic)", id)
+	}
+	if m.Text == "" {
+		return nil, fmt.Errorf("notify: message %s: Text is required", id)
+	}
+	if strings.ContainsAny(m.Subject, "\r\n") {
+		return nil, fmt.Errorf("notify: message %s: Subject contains a line break", id)
+	}
+	if m.ListID != "" && !printableASCII(m.ListID) {
+		return nil, fmt.Errorf("notify: message %s: ListID %q must be printable ASCII", id, m.ListID)
+	}
+
+	boundary := mimeBoundary(m)
+	msg := gomail.NewMsg(
+		gomail.WithCharset(gomail.CharsetUTF8),
+		gomail.WithEncoding(gomail.EncodingQP),
+		gomail.WithBoundary(boundary),
+		gomail.WithNoDefaultUserAgent(),
+	)
+	msg.FromMailAddress(m.From)
+	msg.ToMailAddress(to)
+	msg.Subject(m.Subject)
+	msg.SetMessageIDWithValue(id)
+	msg.SetDateWithValue(m.Date)
+	if m.ListID != "" {
+		msg.SetGenHeader(headerListID, m.ListID)
+	}
+	if m.AutoSubmitted {
+		msg.SetGenHeader(headerAutoSubmitted, "auto-generated")
+		msg.SetGenHeader(headerXAutoRespSupp, "All")
+	}
+	if err := setUnsubscribe(msg, m.UnsubscribeURL, m.UnsubscribeMailto); err != nil {
+		return nil, fmt.Errorf("notify: message %s: %w", id, err)
+	}
+	msg.SetBodyString(gomail.TypeTextPlain, m.Text)
+	if m.HTML != "" {
+		msg.AddAlternativeString(gomail.TypeTextHTML, m.HTML)
+	}
+	return msg, nil
+}
+
+// setUnsubscribe writes List-Unsubscribe and, for https, List-Unsubscribe-Post.
+//
+// go-mail writes "preformatted" headers by ranging over a map, so two of them
+// come out in random order (that is why SetListUnsubscribeOneClick, which sets
+// two, is not used). List-Unsubscribe is the only preformatted header we set
+// (preformatted so a long signed URL is never folded inside the <...>);
+// List-Unsubscribe-Post goes through SetGenHeader, which go-mail sorts.
+func setUnsubscribe(msg *gomail.Msg, rawURL, mailto string) error {
+	if rawURL == "" && mailto == "" {
+		return nil
+	}
+	var uris []string
+	https := false
+	if rawURL != "" {
+		u, err := url.Parse(rawURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return fmt.Errorf("UnsubscribeURL %q must be an absolute http(s) URL", rawURL)
+		}
+		if !headerSafeURI(rawURL) {
+			return fmt.Errorf("UnsubscribeURL %q contains characters not allowed in a header", rawURL)
+		}
+		https = u.Scheme == "https"
+		uris = append(uris, "<"+rawURL+">")
+	}
+	if mailto != "" {
+		a, err := mail.ParseAddress(mailto)
+		if err != nil || !headerSafeURI(a.Address) {
+			return fmt.Errorf("UnsubscribeMailto %q is not a plain address", mailto)
+		}
+		uris = append(uris, "<mailto:"+a.Address+"?subject=unsubscribe>")
+	}
+	msg.SetGenHeaderPreformatted(headerListUnsub, strings.Join(uris, ", "))
+	if https {
+		msg.SetGenHeader(headerListUnsubPost, oneClickPostValue)
+	}
+	return nil
+}
+
+// mimeBoundary returns the multipart boundary for m: "followfeed-" and 32 hex
+// digits of SHA-256(MessageID, attempt). It is stable for a MessageID, so
+// Bytes is reproducible, and it is re-derived with the next attempt number in
+// the (practically impossible) case that the text or HTML contains it, since
+// a boundary must not occur in the parts (RFC 2046 §5.1.1). Quoted-printable
+// leaves [0-9a-z-] alone, so checking the raw bodies is sufficient.
+func mimeBoundary(m *Message) string {
+	var b string
+	for attempt := range maxBoundaryAttempts {
+		sum := sha256.Sum256([]byte(m.MessageID + "\x00" + strconv.Itoa(attempt)))
+		b = boundaryPrefix + hex.EncodeToString(sum[:16])
+		if !strings.Contains(m.Text, b) && !strings.Contains(m.HTML, b) && !strings.Contains(m.Subject, b) {
+			return b
+		}
+	}
+	return b
+}
+
+// validMessageID accepts id-left "@" id-right made of printable ASCII without
+// spaces, angle brackets or a second "@" (RFC 5322 §3.6.4, dot-atom-ish).
+func validMessageID(id string) error {
+	if id == "" {
+		return errors.New("is required")
+	}
+	left, right, ok := strings.Cut(id, "@")
+	if !ok || left == "" || right == "" || strings.Contains(right, "@") {
+		return errors.New(`must look like "left@domain"`)
+	}
+	for _, r := range id {
+		if r <= ' ' || r > '~' || strings.ContainsRune(`<>()[]\",;:`, r) {
+			return fmt.Errorf("contains %q", r)
+		}
+	}
+	return nil
+}
+
+func printableASCII(s string) bool {
+	for _, r := range s {
+		if r < ' ' || r > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// headerSafeURI reports whether s can sit inside <...> in a header unchanged.
+func headerSafeURI(s string) bool {
+	for _, r := range s {
+		if r <= ' ' || r > '~' || r == '<' || r == '>' {
+			return false
+		}
+	}
+	return true
+}
