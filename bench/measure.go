@@ -1,0 +1,159 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/follow"
+	"followfeed/harvest"
+	"followfeed/match"
+	"followfeed/store"
+)
+
+// Figure is one measured number beside its target.
+type Figure struct {
+	Name   string
+	Target string
+	Result string
+	Pass   bool
+	Note   string
+}
+
+// batchPapers makes n new papers drawn like the generated ones (skewed
+// primary categories, cross-lists, four authors from the researcher pool)
+// with ids no generated paper has.
+func batchPapers(n int, s Scale, seed uint64) []harvest.Paper {
+	r := rand.New(rand.NewPCG(seed, 7))
+	cats := []string{}
+	seen := map[string]bool{}
+	for _, id := range popular {
+		if c, ok := follow.LookupCategory(id); ok && c.Active {
+			cats, seen[id] = append(cats, c.ID), true
+		}
+	}
+	for _, c := range follow.ActiveCategories() {
+		if !seen[c.ID] {
+			cats = append(cats, c.ID)
+		}
+	}
+	rank := func(steep float64) int {
+		k := int(math.Pow(float64(len(cats)), math.Pow(r.Float64(), steep)))
+		return min(max(k, 1), len(cats)) - 1
+	}
+	out := make([]harvest.Paper, n)
+	for i := range out {
+		p := harvest.Paper{
+			ArxivID:     fmt.Sprintf("2901.%05d", i+1),
+			Title:       fmt.Sprintf("Benchmark paper %d", i+1),
+			Abstract:    "We study a problem of scale and measure it carefully.",
+			SubmittedAt: time.Date(2029, 1, 2, 0, 0, 0, 0, time.UTC),
+		}
+		p.PrimaryCategory = cats[rank(1.5)]
+		p.Categories = []string{p.PrimaryCategory}
+		if r.Float64() < 0.6 {
+			p.Categories = append(p.Categories, cats[r.IntN(len(cats))])
+		}
+		if r.Float64() < 0.3 {
+			p.Categories = append(p.Categories, cats[r.IntN(len(cats))])
+		}
+		for range s.AuthorsPer {
+			a := 1 + r.IntN(s.Researchers)
+			if r.Float64() < 0.5 {
+				a = max(int(math.Pow(float64(s.Researchers), r.Float64())), 1)
+			}
+			p.Authors = append(p.Authors, harvest.Author{Name: fmt.Sprintf("Researcher %d", a), IDs: []string{fmt.Sprintf("s2:%d", a)}})
+		}
+		if r.Float64() < 0.5 {
+			p.Institutions = []string{fmt.Sprintf("openalex:I%d", 1+r.IntN(5000))}
+		}
+		out[i] = p
+	}
+	return out
+}
+
+// MatchResult holds the match-job measurement.
+type MatchResult struct {
+	Papers, Keys, DistinctKeys, Users int
+	Ingest, Match                     time.Duration
+}
+
+// MeasureMatch ingests a batch of n new papers through the real Ingester
+// (papers, keys, match job insert in one transaction) and then runs the
+// match job's query over its keys, timing both. The batch is removed again
+// afterwards so the dataset stays at its scale.
+func MeasureMatch(ctx context.Context, db *store.DB, in *harvest.Ingester, m *match.Service, s Scale, n int) (MatchResult, error) {
+	var res MatchResult
+	papers := batchPapers(n, s, 1)
+	defer func() {
+		_, _ = db.Pool.Exec(context.WithoutCancel(ctx), `DELETE FROM papers WHERE arxiv_id LIKE '2901.%'`)
+		_, _ = db.Pool.Exec(context.WithoutCancel(ctx), `DELETE FROM river.river_job WHERE kind = 'match_batch'`)
+	}()
+	start := time.Now()
+	ir, err := in.Ingest(ctx, papers, harvest.SourcePush)
+	if err != nil {
+		return res, err
+	}
+	res.Ingest = time.Since(start)
+	res.Papers, res.Keys = ir.New, ir.Keys
+	start = time.Now()
+	br, err := m.RunBatch(ctx, ir.FromSeq, ir.ToSeq, nil)
+	if err != nil {
+		return res, err
+	}
+	res.Match = time.Since(start)
+	res.DistinctKeys, res.Users = br.Keys, len(br.Users)
+	return res, nil
+}
+
+// SampleUsers returns n user ids spread evenly over the table.
+func SampleUsers(ctx context.Context, db *store.DB, n int) ([]int64, error) {
+	rows, err := db.Pool.Query(ctx, `SELECT id FROM users ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	all, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil || len(all) <= n {
+		return all, err
+	}
+	out := make([]int64, 0, n)
+	step := float64(len(all)) / float64(n)
+	for i := range n {
+		out = append(out, all[int(float64(i)*step)])
+	}
+	return out, nil
+}
+
+// Percentiles returns p50 and p99 of ds.
+func Percentiles(ds []time.Duration) (p50, p99 time.Duration) {
+	if len(ds) == 0 {
+		return 0, 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	at := func(q float64) time.Duration { return s[min(int(math.Ceil(q*float64(len(s))))-1, len(s)-1)] }
+	return at(0.50), at(0.99)
+}
+
+// MeasureFeedQuery times match.Matched (50 newest items) for each user,
+// twice: a warm-up pass, then the measured one.
+func MeasureFeedQuery(ctx context.Context, m *match.Service, users []int64) ([]time.Duration, error) {
+	var out []time.Duration
+	for pass := range 2 {
+		for _, u := range users {
+			start := time.Now()
+			if _, err := m.Matched(ctx, match.Query{UserID: u, Limit: 50}); err != nil {
+				return nil, err
+			}
+			if pass == 1 {
+				out = append(out, time.Since(start))
+			}
+		}
+	}
+	return out, nil
+}
