@@ -61,10 +61,12 @@ type Config struct {
 	MailUnsubscribeMailto string // MAIL_UNSUBSCRIBE_MAILTO
 
 	ArxivOAIURL     *url.URL      // ARXIV_OAI_URL
+	ArxivOAIFormat  string        // ARXIV_OAI_FORMAT: arXivRaw (versions) or arXiv
 	ArxivSets       []string      // ARXIV_SETS
 	HarvestInterval time.Duration // HARVEST_INTERVAL (0: no periodic harvest)
 	OpenAlexURL     *url.URL      // OPENALEX_URL
 	OpenAlexMailto  string        // OPENALEX_MAILTO
+	OpenAlexAPIKey  string        // OPENALEX_API_KEY
 
 	CORSOrigins []string // CORS_ORIGINS
 	// RateLimitPerIP and RateLimitPerUser are average requests per second
@@ -102,8 +104,8 @@ var Vars = []string{
 	"APP_ENV", "DATABASE_URL", "DB_MAX_CONNS", "HTTP_ADDR", "PUBLIC_URL", "LOG_LEVEL", "LOG_FORMAT",
 	"SHUTDOWN_TIMEOUT", "AUTH_JWKS_URL", "AUTH_PUBLIC_KEY_FILE", "AUTH_HS256_SECRET", "AUTH_ISSUER",
 	"AUTH_AUDIENCE", "AUTH_LEEWAY", "SECRET_KEY", "SMTP_URL", "MAIL_FROM", "MAIL_DIR",
-	"MAIL_UNSUBSCRIBE_MAILTO", "ARXIV_OAI_URL", "ARXIV_SETS", "HARVEST_INTERVAL", "OPENALEX_URL",
-	"OPENALEX_MAILTO", "CORS_ORIGINS", "RATE_LIMIT_PER_IP", "RATE_LIMIT_PER_USER", "WEBSUB_HUB_URL", "ADMIN_USER", "ADMIN_PASSWORD",
+	"MAIL_UNSUBSCRIBE_MAILTO", "ARXIV_OAI_URL", "ARXIV_OAI_FORMAT", "ARXIV_SETS", "HARVEST_INTERVAL", "OPENALEX_URL",
+	"OPENALEX_MAILTO", "OPENALEX_API_KEY", "CORS_ORIGINS", "RATE_LIMIT_PER_IP", "RATE_LIMIT_PER_USER", "WEBSUB_HUB_URL", "ADMIN_USER", "ADMIN_PASSWORD",
 }
 
 // Load reads and validates the configuration. The first problem found is
@@ -192,12 +194,21 @@ func Load(getenv func(string) string) (*Config, error) {
 
 	c.ArxivOAIURL = l.url("ARXIV_OAI_URL", "https://oaipmh.arxiv.org/oai", false, "http", "https")
 	c.ArxivSets = l.list("ARXIV_SETS", "cs")
+	switch f := l.str("ARXIV_OAI_FORMAT", "arXivRaw"); strings.ToLower(f) {
+	case "arxivraw":
+		c.ArxivOAIFormat = "arXivRaw"
+	case "arxiv":
+		c.ArxivOAIFormat = "arXiv"
+	default:
+		l.fail("ARXIV_OAI_FORMAT", fmt.Sprintf("%q is not arXivRaw or arXiv", f))
+	}
 	c.HarvestInterval = l.duration("HARVEST_INTERVAL", time.Hour, 0, 7*24*time.Hour)
 	if c.HarvestInterval != 0 && c.HarvestInterval < time.Minute {
 		l.fail("HARVEST_INTERVAL", "must be 0 (off) or at least 1m")
 	}
 	c.OpenAlexURL = l.url("OPENALEX_URL", "https://api.openalex.org", false, "http", "https")
 	c.OpenAlexMailto = l.str("OPENALEX_MAILTO", "")
+	c.OpenAlexAPIKey = l.str("OPENALEX_API_KEY", "")
 
 	c.CORSOrigins = l.list("CORS_ORIGINS", "")
 	for _, o := range c.CORSOrigins {

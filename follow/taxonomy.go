@@ -179,6 +179,20 @@ func LookupCategory(id string) (CategoryInfo, bool) {
 	return loadTaxonomy().category(id)
 }
 
+// ActiveCategories returns every active canonical category (aliases such as
+// math.IT left out), sorted by id.
+func ActiveCategories() []CategoryInfo {
+	tx := loadTaxonomy()
+	var out []CategoryInfo
+	for _, c := range tx.categories {
+		if c.Active && tx.canonical[lowerASCII(c.ID)] == c.ID {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b CategoryInfo) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
 // ArchiveName returns the name of the archive id, ignoring case
 // ("cs" -> "Computer Science"). Retired archives ("cmp-lg") are found too.
 func ArchiveName(id string) (string, bool) {

@@ -273,3 +273,17 @@ func FuzzCategoryKeys(f *testing.F) {
 		}
 	})
 }
+
+func TestActiveCategories(t *testing.T) {
+	cats := ActiveCategories()
+	ids := map[string]bool{}
+	for _, c := range cats {
+		ids[c.ID] = true
+		if !c.Active || c.Name == "" {
+			t.Errorf("%+v", c)
+		}
+	}
+	if !ids["cs.LG"] || !ids["cs.IT"] || ids["math.IT"] || ids["astro-ph"] || len(cats) < 140 {
+		t.Errorf("%d categories; cs.LG %v cs.IT %v math.IT %v", len(cats), ids["cs.LG"], ids["cs.IT"], ids["math.IT"])
+	}
+}

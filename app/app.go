@@ -1,0 +1,125 @@
+// Package app is the followfeed command: it parses the command line, loads
+// the configuration and wires the packages together. Run is the whole program
+// so tests can boot it exactly as main does.
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"followfeed/config"
+)
+
+// UsageError is a command-line mistake; the process exits 2 for it.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// ExitCode maps Run's error to a process exit status and writes a one-line
+// message to w: 0 for nil, 2 for usage and configuration errors, 1 otherwise.
+func ExitCode(err error, w io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintln(w, "followfeed:", oneLine(err.Error()))
+	var ue *UsageError
+	var ce *config.Error
+	if errors.As(err, &ue) || errors.As(err, &ce) {
+		return 2
+	}
+	return 1
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+const usage = `followfeed: follow researchers, arXiv categories and institutions; get feeds and digests.
+
+Usage:
+  followfeed <command> [flags]
+
+Commands:
+  serve      run the HTTP server and the job workers in one process (--migrate to migrate first)
+  api        run only the HTTP server (scale it apart from the workers)
+  worker     run only the job workers (plus /healthz, /readyz, /metrics)
+  migrate    apply the database migrations (app and River) and exit
+  token      mint a development JWT: token --sub ID [--email E] [--scope S] [--ttl D]
+  harvest    run one arXiv OAI-PMH harvest pass: harvest --once [--enrich]
+  bench      build scale S and measure the targets of BENCHMARKS.md
+
+Configuration comes from environment variables; see README.md or .env.example.
+Run 'followfeed <command> --help' for a command's flags.
+`
+
+// Run executes the command in args (without the program name). getenv reads
+// configuration; stdout receives output and logs. It returns when the
+// command finishes or ctx is cancelled (servers then shut down gracefully).
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stdout, usage)
+		return &UsageError{"no command given; see 'followfeed --help'"}
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	case "serve":
+		return runService(ctx, rest, getenv, stdout, modeServe)
+	case "api":
+		return runService(ctx, rest, getenv, stdout, modeAPI)
+	case "worker":
+		return runService(ctx, rest, getenv, stdout, modeWorker)
+	case "migrate":
+		return runMigrate(ctx, rest, getenv, stdout)
+	case "token":
+		return runToken(ctx, rest, getenv, stdout)
+	case "harvest":
+		return runHarvest(ctx, rest, getenv, stdout)
+	case "bench":
+		return runBench(ctx, rest, getenv, stdout)
+	default:
+		return &UsageError{fmt.Sprintf("unknown command %q; see 'followfeed --help'", cmd)}
+	}
+}
+
+// newFlags returns a FlagSet whose errors come back as *UsageError.
+func newFlags(name string, stdout io.Writer, help string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	fs.Usage = func() {
+		fmt.Fprintf(stdout, "Usage: followfeed %s\n\n%s\nFlags:\n", name, help)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args, turning flag errors into *UsageError and --help
+// into flag.ErrHelp.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &UsageError{fmt.Sprintf("%s: %v", fs.Name(), err)}
+	}
+	if fs.NArg() > 0 {
+		return &UsageError{fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
+	}
+	return nil
+}
+
+// newLogger builds the process logger: JSON in production, text otherwise.
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

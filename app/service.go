@@ -1,0 +1,267 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/riverqueue/river"
+	"riverqueue.com/riverui"
+
+	"followfeed/config"
+	"followfeed/httpapi"
+	"followfeed/migrations"
+	"followfeed/store"
+	"followfeed/worker"
+)
+
+type mode int
+
+const (
+	modeServe mode = iota
+	modeAPI
+	modeWorker
+)
+
+func (m mode) String() string {
+	return [...]string{"serve", "api", "worker"}[m]
+}
+
+func (m mode) http() bool    { return m != modeWorker }
+func (m mode) working() bool { return m != modeAPI }
+
+// openDB opens the pool named for the process in pg_stat_activity.
+// In development a missing database is created, so `make run` works on a
+// fresh server.
+func openDB(ctx context.Context, cfg *config.Config, name string) (*store.DB, error) {
+	if !cfg.IsProduction() {
+		if err := store.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
+			return nil, fmt.Errorf("opening database (DATABASE_URL): %w", err)
+		}
+	}
+	db, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: cfg.DBMaxConns, AppName: "followfeed " + name})
+	if err != nil {
+		return nil, fmt.Errorf("opening database (DATABASE_URL): %w", err)
+	}
+	return db, nil
+}
+
+func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := newFlags("migrate", stdout, "Applies the app's and River's database migrations; safe to run concurrently.")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(cfg, stdout)
+	db, err := openDB(ctx, cfg, "migrate")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	res, err := migrations.Up(ctx, db.Pool, logger)
+	if err != nil {
+		return err
+	}
+	if len(res.AppApplied) == 0 && len(res.RiverApplied) == 0 {
+		fmt.Fprintln(stdout, "migrate: schema already current; nothing to do")
+	} else {
+		fmt.Fprintf(stdout, "migrate: applied %d app and %d River migrations\n", len(res.AppApplied), len(res.RiverApplied))
+	}
+	return nil
+}
+
+// runService runs the long-lived process of mode until ctx is cancelled.
+func runService(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, m mode) error {
+	fs := newFlags(m.String(), stdout, map[mode]string{
+		modeServe:  "Runs the HTTP server and the job workers in one process.",
+		modeAPI:    "Runs only the HTTP server; jobs are inserted for workers elsewhere.",
+		modeWorker: "Runs only the job workers, with /healthz, /readyz and /metrics on HTTP_ADDR.",
+	}[m])
+	migrate := fs.Bool("migrate", false, "apply pending migrations before starting")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(cfg, stdout).With("process", m.String())
+
+	// Listen first: a taken or invalid address is reported before anything
+	// touches the database.
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return &config.Error{Var: "HTTP_ADDR", Reason: fmt.Sprintf("cannot listen on %q: %v", cfg.HTTPAddr, err)}
+	}
+	defer ln.Close()
+	if cfg.PublicURLDefaulted {
+		cfg.PublicURL.Host = reachableAddr(ln.Addr())
+	}
+
+	db, err := openDB(ctx, cfg, m.String())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	if *migrate {
+		if _, err := migrations.Up(ctx, db.Pool, logger); err != nil {
+			return err
+		}
+	} else if err := checkSchema(ctx, db); err != nil {
+		return err
+	}
+
+	svc, err := newServices(ctx, cfg, db, logger)
+	if err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		worker.NewJobsCollector(db.Pool))
+
+	var runner *river.Client[pgx.Tx]
+	if m.working() {
+		runner, err = worker.NewClient(worker.Deps{Pool: db.Pool, Logger: logger, Jobs: svc.jobs(cfg)}, worker.Settings{
+			SoftStop:        softStop(cfg.ShutdownWait),
+			HarvestInterval: cfg.HarvestInterval,
+		})
+		if err != nil {
+			return err
+		}
+		if err := runner.Start(ctx); err != nil {
+			return fmt.Errorf("starting River: %w", err)
+		}
+	}
+
+	opts := httpapi.Options{
+		Logger:        logger,
+		Registry:      reg,
+		Ready:         readiness(db),
+		AdminUser:     cfg.AdminUser,
+		AdminPassword: cfg.AdminPassword,
+		CORSOrigins:   cfg.CORSOrigins,
+	}
+	if m.http() {
+		uiClient := runner
+		if uiClient == nil {
+			uiClient = svc.inserter
+		}
+		ui, err := riverui.NewHandler(&riverui.HandlerOpts{
+			Endpoints: riverui.NewEndpoints(uiClient, nil),
+			Logger:    logger,
+			Prefix:    httpapi.AdminPrefix,
+		})
+		if err != nil {
+			return fmt.Errorf("creating River UI: %w", err)
+		}
+		if err := ui.Start(ctx); err != nil {
+			return fmt.Errorf("starting River UI: %w", err)
+		}
+		opts.Admin = ui
+		opts.Routes = svc.routes(cfg)
+	}
+
+	srv := httpapi.NewServer(cfg.HTTPAddr, httpapi.NewHandler(opts), logger)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	base := "http://" + ln.Addr().String()
+	logger.Info("listening", "addr", ln.Addr().String(), "url", base, "public_url", cfg.PublicURL.String(), "env", string(cfg.Env))
+	if cfg.AdminPassword != "" && m.http() {
+		logger.Info("job UI", "url", base+httpapi.AdminPrefix+"/", "user", cfg.AdminUser)
+	}
+
+	select {
+	case err := <-serveErr:
+		if runner != nil {
+			_ = worker.Stop(context.WithoutCancel(ctx), runner)
+		}
+		return fmt.Errorf("HTTP server: %w", err)
+	case <-ctx.Done():
+	}
+
+	// Graceful shutdown: stop accepting, let in-flight requests and running
+	// jobs finish within SHUTDOWN_TIMEOUT, then give up on them.
+	logger.Info("shutting down", "timeout", cfg.ShutdownWait)
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownWait)
+	defer cancel()
+	var wg sync.WaitGroup
+	var httpErr, riverErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		httpErr = srv.Shutdown(shutdownCtx)
+	}()
+	if runner != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			riverErr = worker.Stop(shutdownCtx, runner)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(httpErr, riverErr); err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// checkSchema refuses to work on a database whose schema is not current.
+func checkSchema(ctx context.Context, db *store.DB) error {
+	return migrations.Check(ctx, db.Pool)
+}
+
+// reachableAddr is addr as a browser on this machine can reach it: an
+// unspecified listen address (":8080") becomes localhost.
+func reachableAddr(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return addr.String()
+	}
+	return net.JoinHostPort("localhost", fmt.Sprint(tcp.Port))
+}
+
+// softStop leaves a fifth of the shutdown budget for River to cancel jobs
+// and record their outcome after the soft timeout.
+func softStop(total time.Duration) time.Duration { return total * 4 / 5 }
+
+// readiness reports the database reachable and the schema current. A
+// current schema stays current for this binary, so that check is cached once
+// it passes.
+func readiness(db *store.DB) func(context.Context) error {
+	var mu sync.Mutex
+	schemaOK := false
+	return func(ctx context.Context) error {
+		if err := db.Pool.Ping(ctx); err != nil {
+			return errors.New("database unreachable")
+		}
+		mu.Lock()
+		ok := schemaOK
+		mu.Unlock()
+		if ok {
+			return nil
+		}
+		if err := migrations.Check(ctx, db.Pool); err != nil {
+			if errors.Is(err, migrations.ErrOutdated) {
+				return err
+			}
+			return errors.New("database schema could not be checked")
+		}
+		mu.Lock()
+		schemaOK = true
+		mu.Unlock()
+		return nil
+	}
+}

@@ -1,0 +1,147 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"followfeed/auth"
+	"followfeed/config"
+	"followfeed/feeds"
+	"followfeed/follow"
+	"followfeed/harvest"
+	"followfeed/httpapi"
+	"followfeed/internal/httpclient"
+	"followfeed/match"
+	"followfeed/notify"
+	"followfeed/store"
+	"followfeed/worker"
+)
+
+// services are the domain services of one process, built once and shared by
+// the HTTP routes and the workers.
+type services struct {
+	logger   *slog.Logger
+	db       *store.DB
+	inserter *river.Client[pgx.Tx]
+	enqueuer *worker.Enqueuer
+
+	verifier  *auth.Verifier
+	users     *auth.Users
+	follows   *follow.Service
+	ingester  *harvest.Ingester
+	matcher   *match.Service
+	prefs     *notify.Preferences
+	harvester *harvest.Harvester
+	enricher  *harvest.Enricher
+	feeds     *feeds.Service
+}
+
+func newServices(ctx context.Context, cfg *config.Config, db *store.DB, logger *slog.Logger) (*services, error) {
+	ins, err := worker.NewInserter(db.Pool, logger)
+	if err != nil {
+		return nil, err
+	}
+	s := &services{logger: logger, db: db, inserter: ins, enqueuer: worker.NewEnqueuer(ins)}
+	if s.verifier, err = newVerifier(ctx, cfg, logger); err != nil {
+		return nil, err
+	}
+	s.users = auth.NewUsers(db)
+	s.follows = follow.NewService(db)
+	s.ingester = harvest.NewIngester(db, s.enqueuer)
+	s.matcher = match.NewService(db)
+	s.prefs = notify.NewPreferences(db)
+	oai := harvest.NewOAIClient(harvest.OAIConfig{
+		BaseURL: cfg.ArxivOAIURL.String(),
+		Format:  cfg.ArxivOAIFormat,
+		Client:  httpclient.New(5*time.Minute, harvest.OAIMaxBodyBytes),
+	})
+	s.harvester = harvest.NewHarvester(db, oai, s.ingester, cfg.ArxivSets, logger, nil)
+	openalex := harvest.NewOpenAlexClient(harvest.OpenAlexConfig{
+		BaseURL: cfg.OpenAlexURL.String(),
+		Mailto:  cfg.OpenAlexMailto,
+		APIKey:  cfg.OpenAlexAPIKey,
+		Client:  httpclient.New(time.Minute, harvest.OpenAlexMaxBodyBytes),
+	})
+	s.enricher = harvest.NewEnricher(db, openalex, s.ingester, harvest.DefaultEnrichPolicy, logger, nil)
+	s.feeds = feeds.NewService(db, feeds.NewTokens(db, cfg.SecretKey), s.matcher, s.follows, cfg.PublicURL, cfg.WebSubHubURL, cfg.SecretKey)
+	return s, nil
+}
+
+func newVerifier(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*auth.Verifier, error) {
+	vc := auth.VerifierConfig{
+		HS256Secret: cfg.Auth.HS256Secret,
+		Issuer:      cfg.Auth.Issuer,
+		Audience:    cfg.Auth.Audience,
+		Leeway:      cfg.Auth.Leeway,
+		HTTPClient:  httpclient.New(10*time.Second, 1<<20),
+		Logger:      logger,
+	}
+	if cfg.Auth.JWKSURL != nil {
+		vc.JWKSURL = cfg.Auth.JWKSURL.String()
+	}
+	if cfg.Auth.PublicKeyFile != "" {
+		pem, err := os.ReadFile(cfg.Auth.PublicKeyFile)
+		if err != nil {
+			return nil, &config.Error{Var: "AUTH_PUBLIC_KEY_FILE", Reason: fmt.Sprintf("cannot read: %v", err)}
+		}
+		vc.PublicKeyPEM = pem
+	}
+	v, err := auth.NewVerifier(ctx, vc)
+	if err != nil {
+		return nil, &config.Error{Var: "AUTH_PUBLIC_KEY_FILE", Reason: err.Error()}
+	}
+	return v, nil
+}
+
+// enrichInterval is how often papers due for an OpenAlex lookup are looked
+// up (a harvest that found new papers also asks at once).
+const enrichInterval = 15 * time.Minute
+
+// jobs lists the workers and periodic jobs a working process runs.
+func (s *services) jobs(cfg *config.Config) []worker.Registration {
+	harvest := worker.Register(&worker.HarvestWorker{Harvester: s.harvester, Logger: s.logger})
+	if cfg.HarvestInterval > 0 {
+		harvest = harvest.Every(cfg.HarvestInterval, func() river.JobArgs { return worker.HarvestArgs{} }, true)
+	}
+	return []worker.Registration{
+		worker.Register(&worker.MatchWorker{Match: s.matcher, Logger: s.logger}),
+		harvest,
+		worker.Register(&worker.EnrichWorker{Enricher: s.enricher, Logger: s.logger}).
+			Every(enrichInterval, func() river.JobArgs { return worker.EnrichArgs{} }, false),
+	}
+}
+
+// routes registers the product routes.
+func (s *services) routes(cfg *config.Config) func(*http.ServeMux) {
+	api := &httpapi.API{
+		Logger:   s.logger,
+		Verifier: s.verifier,
+		Users:    s.users,
+		Follows:  s.follows,
+		Ingester: s.ingester,
+		Prefs:    s.prefs,
+		Feeds:    s.feeds,
+		PerIP:    httpapi.NewLimiter(cfg.RateLimitPerIP, int(2*cfg.RateLimitPerIP)+1),
+		PerUser:  httpapi.NewLimiter(cfg.RateLimitPerUser, int(2*cfg.RateLimitPerUser)+1),
+	}
+	feedRoutes := &httpapi.FeedRoutes{
+		Logger: s.logger,
+		Feeds:  s.feeds,
+		// A reader polls a handful of feeds; 20 unknown tokens a minute from
+		// one address is guessing.
+		Misses: httpapi.NewLimiter(20.0/60, 20),
+		PerIP:  api.PerIP,
+	}
+	return func(mux *http.ServeMux) {
+		api.Register(mux)
+		feedRoutes.Register(mux)
+		httpapi.RegisterOpenAPI(mux)
+	}
+}

@@ -1,0 +1,405 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"followfeed/apperr"
+	"followfeed/auth"
+	"followfeed/feeds"
+	"followfeed/follow"
+	"followfeed/harvest"
+	"followfeed/notify"
+	"followfeed/store"
+)
+
+// TokenVerifier checks a bearer token (auth.Verifier implements it).
+type TokenVerifier interface {
+	Verify(ctx context.Context, raw string) (*auth.Claims, error)
+}
+
+// API serves the JSON API under /v1.
+type API struct {
+	Logger   *slog.Logger
+	Verifier TokenVerifier
+	Users    *auth.Users
+	Follows  *follow.Service
+	Ingester *harvest.Ingester
+	Prefs    *notify.Preferences
+	Feeds    *feeds.Service
+	// PerIP and PerUser rate-limit requests (nil: unlimited).
+	PerIP   *Limiter
+	PerUser *Limiter
+}
+
+// Register adds the /v1 routes to mux.
+func (a *API) Register(mux *http.ServeMux) {
+	mux.Handle("GET /v1/me", a.userRoute(a.getMe))
+	mux.Handle("PATCH /v1/me", a.userRoute(a.patchMe))
+	mux.Handle("GET /v1/me/follows", a.userRoute(a.listFollows))
+	mux.Handle("PUT /v1/me/follows/{kind}/{id}", a.userRoute(a.putFollow))
+	mux.Handle("DELETE /v1/me/follows/{kind}/{id}", a.userRoute(a.deleteFollow))
+	mux.Handle("GET /v1/me/feeds", a.userRoute(a.getFeeds))
+	mux.Handle("POST /v1/me/feed-token", a.userRoute(a.rotateFeedToken))
+	mux.Handle("GET /v1/follows/{kind}/{id}", a.ipLimited(http.HandlerFunc(a.followStatus)))
+	mux.Handle("POST /v1/papers", a.ipLimited(http.HandlerFunc(a.postPapers)))
+}
+
+// ---- authentication ----
+
+// bearer verifies the Authorization header. It returns (nil, nil) when the
+// request carries no credentials at all.
+func (a *API) bearer(r *http.Request) (*auth.Claims, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return nil, nil
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return nil, &auth.VerifyError{Reason: auth.ReasonMalformed, Message: `the Authorization header must be "Bearer <token>"`}
+	}
+	return a.Verifier.Verify(r.Context(), strings.TrimSpace(token))
+}
+
+// writeAuthError answers 401 with the RFC 6750 challenge.
+func (a *API) writeAuthError(w http.ResponseWriter, r *http.Request, err error) {
+	var ve *auth.VerifyError
+	if errors.As(err, &ve) {
+		w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm="followfeed", error="invalid_token", error_description=%q`, ve.Message))
+		writeProblem(w, Problem{Type: ProblemType(apperr.Unauthorized), Title: titles[apperr.Unauthorized], Status: http.StatusUnauthorized,
+			Detail: ve.Message, Instance: r.URL.Path})
+		return
+	}
+	writeError(w, r, a.Logger, err)
+}
+
+type userHandler func(w http.ResponseWriter, r *http.Request, u *auth.User) error
+
+// userRoute requires a signed-in user (not a service token), applies the
+// per-IP and per-user limits, and maps the handler's error to a problem.
+func (a *API) userRoute(h userHandler) http.Handler {
+	return a.ipLimited(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		claims, err := a.bearer(r)
+		if err != nil {
+			a.writeAuthError(w, r, err)
+			return
+		}
+		if claims == nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="followfeed"`)
+			writeProblem(w, Problem{Type: ProblemType(apperr.Unauthorized), Title: titles[apperr.Unauthorized], Status: http.StatusUnauthorized,
+				Detail: "sign in: send the host's token as \"Authorization: Bearer <token>\"", Instance: r.URL.Path})
+			return
+		}
+		if claims.IsService() {
+			writeError(w, r, a.Logger, apperr.New(apperr.Forbidden, "service tokens (scope %s) cannot act as a user", auth.ScopePapersWrite))
+			return
+		}
+		if ok, retry := a.PerUser.Allow("u:" + claims.Subject); !ok {
+			rateLimited(w, r, retry, "too many requests for this account; slow down")
+			return
+		}
+		u, err := a.Users.Ensure(r.Context(), claims)
+		if err != nil {
+			writeError(w, r, a.Logger, err)
+			return
+		}
+		if err := h(w, r, u); err != nil {
+			writeError(w, r, a.Logger, err)
+		}
+	}))
+}
+
+func (a *API) ipLimited(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ok, retry := a.PerIP.Allow(clientIP(r)); !ok {
+			rateLimited(w, r, retry, "too many requests from this address; slow down")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// ---- /v1/me ----
+
+type meJSON struct {
+	Sub            string    `json:"sub"`
+	Email          string    `json:"email"`
+	EmailConfirmed bool      `json:"email_confirmed"`
+	Timezone       string    `json:"timezone"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+func (a *API) getMe(w http.ResponseWriter, r *http.Request, u *auth.User) error {
+	p, err := a.Prefs.Get(r.Context(), u.ID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, meJSON{Sub: u.Sub, Email: p.Email, EmailConfirmed: p.EmailConfirmed, Timezone: p.Timezone, CreatedAt: u.CreatedAt})
+	return nil
+}
+
+type mePatch struct {
+	Email    *string `json:"email"`
+	Timezone *string `json:"timezone"`
+}
+
+func (a *API) patchMe(w http.ResponseWriter, r *http.Request, u *auth.User) error {
+	var body mePatch
+	if err := decodeJSON(r, &body, false); err != nil {
+		return err
+	}
+	p, err := a.Prefs.Update(r.Context(), u.ID, notify.ProfilePatch{Email: body.Email, Timezone: body.Timezone})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, meJSON{Sub: u.Sub, Email: p.Email, EmailConfirmed: p.EmailConfirmed, Timezone: p.Timezone, CreatedAt: u.CreatedAt})
+	return nil
+}
+
+// ---- follows ----
+
+type followJSON struct {
+	Kind                string    `json:"kind"`
+	ID                  string    `json:"id"`
+	Name                string    `json:"name"`
+	Label               string    `json:"label,omitempty"`
+	IncludeCrossLists   bool      `json:"include_cross_lists"`
+	IncludeReplacements bool      `json:"include_replacements"`
+	CreatedAt           time.Time `json:"created_at"`
+}
+
+func toFollowJSON(f follow.Follow) followJSON {
+	return followJSON{Kind: string(f.Kind), ID: f.ID, Name: f.DisplayName(), Label: f.Label,
+		IncludeCrossLists: f.IncludeCrossLists, IncludeReplacements: f.IncludeReplacements, CreatedAt: f.CreatedAt.UTC()}
+}
+
+func (a *API) listFollows(w http.ResponseWriter, r *http.Request, u *auth.User) error {
+	q := r.URL.Query()
+	limit := 0
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return apperr.InvalidField("limit", "must be a whole number from 1 to 500")
+		}
+		limit = n
+	}
+	page, err := a.Follows.List(r.Context(), u.ID, q.Get("cursor"), limit)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Follows []followJSON `json:"follows"`
+		Next    string       `json:"next,omitempty"`
+	}{Follows: make([]followJSON, 0, len(page.Follows)), Next: page.Next}
+	for _, f := range page.Follows {
+		out.Follows = append(out.Follows, toFollowJSON(f))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+type followOptions struct {
+	IncludeCrossLists   *bool   `json:"include_cross_lists"`
+	IncludeReplacements *bool   `json:"include_replacements"`
+	Label               *string `json:"label"`
+}
+
+func (a *API) putFollow(w http.ResponseWriter, r *http.Request, u *auth.User) error {
+	t, err := follow.ParseTarget(r.PathValue("kind"), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	var opts followOptions
+	if err := decodeJSON(r, &opts, true); err != nil {
+		return err
+	}
+	f, created, err := a.Follows.Follow(r.Context(), u.ID, t, follow.Options{
+		IncludeCrossLists: opts.IncludeCrossLists, IncludeReplacements: opts.IncludeReplacements, Label: opts.Label})
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		w.Header().Set("Location", "/v1/me/follows/"+string(t.Kind)+"/"+t.ID)
+	}
+	writeJSON(w, status, toFollowJSON(f))
+	return nil
+}
+
+func (a *API) deleteFollow(w http.ResponseWriter, r *http.Request, u *auth.User) error {
+	t, err := follow.ParseTarget(r.PathValue("kind"), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if _, err := a.Follows.Unfollow(r.Context(), u.ID, t); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// followStatus serves Follow buttons: public, cheap, and personal only when
+// a valid user token comes along. A bad token is still a 401, so a broken
+// integration is noticed.
+func (a *API) followStatus(w http.ResponseWriter, r *http.Request) {
+	t, err := follow.ParseTarget(r.PathValue("kind"), r.PathValue("id"))
+	if err != nil {
+		writeError(w, r, a.Logger, err)
+		return
+	}
+	claims, err := a.bearer(r)
+	if err != nil {
+		a.writeAuthError(w, r, err)
+		return
+	}
+	var userID int64
+	if claims != nil && !claims.IsService() {
+		// A first-time visitor needs no user row to see "not following".
+		u, err := a.Users.BySub(r.Context(), claims.Subject)
+		switch {
+		case err == nil:
+			userID = u.ID
+		case errors.Is(err, store.ErrNotFound):
+			userID = -1
+		default:
+			writeError(w, r, a.Logger, err)
+			return
+		}
+	}
+	st, err := a.Follows.Status(r.Context(), t, userID)
+	if err != nil {
+		writeError(w, r, a.Logger, err)
+		return
+	}
+	out := struct {
+		Kind      string `json:"kind"`
+		ID        string `json:"id"`
+		Name      string `json:"name"`
+		Followers int64  `json:"followers"`
+		Following *bool  `json:"following,omitempty"`
+	}{Kind: string(t.Kind), ID: t.ID, Name: t.DisplayName(), Followers: st.Followers, Following: st.Following}
+	if claims == nil {
+		w.Header().Set("Cache-Control", "public, max-age=30")
+	} else {
+		w.Header().Set("Cache-Control", "private, no-store")
+	}
+	w.Header().Add("Vary", "Authorization")
+	writeJSON(w, http.StatusOK, out)
+}
+
+// ---- ingest ----
+
+func (a *API) postPapers(w http.ResponseWriter, r *http.Request) {
+	claims, err := a.bearer(r)
+	if err != nil {
+		a.writeAuthError(w, r, err)
+		return
+	}
+	if claims == nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="followfeed", scope="`+auth.ScopePapersWrite+`"`)
+		writeProblem(w, Problem{Type: ProblemType(apperr.Unauthorized), Title: titles[apperr.Unauthorized], Status: http.StatusUnauthorized,
+			Detail: "send a service token with scope " + auth.ScopePapersWrite, Instance: r.URL.Path})
+		return
+	}
+	if !claims.HasScope(auth.ScopePapersWrite) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="followfeed", error="insufficient_scope", scope="`+auth.ScopePapersWrite+`"`)
+		writeError(w, r, a.Logger, apperr.New(apperr.Forbidden, "ingesting papers needs a service token with scope %s", auth.ScopePapersWrite))
+		return
+	}
+	if !jsonish(r.Header.Get("Content-Type")) {
+		writeError(w, r, a.Logger, apperr.New(apperr.BadRequest, "Content-Type must be application/json or application/x-ndjson"))
+		return
+	}
+	papers, err := harvest.DecodePush(http.MaxBytesReader(w, r.Body, harvest.MaxPushBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			err = apperr.New(apperr.TooLarge, "the body exceeds %d MiB; split the batch", harvest.MaxPushBytes>>20)
+		}
+		writeError(w, r, a.Logger, err)
+		return
+	}
+	res, err := a.Ingester.Ingest(r.Context(), papers, harvest.SourcePush)
+	if err != nil {
+		writeError(w, r, a.Logger, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// ---- helpers ----
+
+// jsonish accepts the content types a JSON body arrives with in practice:
+// none, JSON and NDJSON, and the defaults of curl and fetch (form-urlencoded,
+// text/plain). Accepting those opens no CSRF hole: every route that reads a
+// body also requires a bearer token, which no cross-site form can send.
+func jsonish(ct string) bool {
+	if ct == "" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	switch mt {
+	case "application/json", "application/x-ndjson", "application/jsonl", "text/plain", "application/x-www-form-urlencoded":
+		return true
+	}
+	return strings.HasSuffix(mt, "+json")
+}
+
+// maxJSONBody bounds small JSON request bodies.
+const maxJSONBody = 64 << 10
+
+// decodeJSON reads a small JSON object into v, refusing unknown fields so a
+// typo is an error rather than silently ignored. optional allows an empty
+// body.
+func decodeJSON(r *http.Request, v any, optional bool) error {
+	if !jsonish(r.Header.Get("Content-Type")) {
+		return apperr.New(apperr.BadRequest, "Content-Type must be application/json")
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxJSONBody+1))
+	if err != nil {
+		return apperr.New(apperr.BadRequest, "reading the body: %v", err)
+	}
+	if len(body) > maxJSONBody {
+		return apperr.New(apperr.TooLarge, "the body exceeds %d KiB", maxJSONBody>>10)
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		if optional {
+			return nil
+		}
+		return apperr.New(apperr.BadRequest, "the body is empty; send a JSON object")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &te):
+			return apperr.InvalidField(te.Field, "has the wrong type: expected %s", te.Type)
+		case errors.As(err, &se):
+			return apperr.New(apperr.BadRequest, "the body is not valid JSON (at byte %d)", se.Offset)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			return apperr.InvalidField(field, "is not a known field")
+		default:
+			return apperr.New(apperr.BadRequest, "the body is not a JSON object")
+		}
+	}
+	if dec.More() {
+		return apperr.New(apperr.BadRequest, "the body has data after the JSON object")
+	}
+	return nil
+}

@@ -1,0 +1,339 @@
+package httpapi
+
+import (
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"followfeed/apperr"
+	"followfeed/auth"
+	"followfeed/feeds"
+	"followfeed/follow"
+	"followfeed/store"
+)
+
+// renderVersion is part of every ETag: bump it when rendering changes, so
+// readers refetch.
+const renderVersion = "r1"
+
+// feedMaxAge is how long readers and caches may reuse a feed.
+const feedMaxAge = 5 * time.Minute
+
+// FeedRoutes serve private and public feeds.
+type FeedRoutes struct {
+	Logger *slog.Logger
+	Feeds  *feeds.Service
+	// Misses limits requests with unknown tokens per IP (guessing).
+	Misses *Limiter
+	PerIP  *Limiter
+}
+
+// Register adds the feed routes to mux.
+func (h *FeedRoutes) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /feeds/{file}", h.private)
+	mux.HandleFunc("GET /feeds/{token}/{kind}/{file}", h.private)
+	mux.HandleFunc("GET /feeds/{kind}/{file}", h.public)
+}
+
+// splitExt splits "cs.LG.atom" into ("cs.LG", "atom").
+func splitExt(file string) (string, string) {
+	i := strings.LastIndexByte(file, '.')
+	if i <= 0 {
+		return file, ""
+	}
+	return file[:i], file[i+1:]
+}
+
+func (h *FeedRoutes) notFound(w http.ResponseWriter, r *http.Request, detail string) {
+	writeProblem(w, Problem{Type: ProblemType(apperr.NotFound), Title: titles[apperr.NotFound], Status: http.StatusNotFound,
+		Detail: detail, Instance: redactPath(r.URL.Path)})
+}
+
+// private serves /feeds/{token}.{atom,rss,json,opml} and the per-follow
+// /feeds/{token}/{kind}/{id}.{atom,rss,json}.
+func (h *FeedRoutes) private(w http.ResponseWriter, r *http.Request) {
+	privateHeaders(w)
+	if ok, retry := h.PerIP.Allow(clientIP(r)); !ok {
+		rateLimited(w, r, retry, "too many requests from this address; slow down")
+		return
+	}
+	token, ext := splitExt(r.PathValue("file"))
+	var only *follow.Target
+	if r.PathValue("token") != "" {
+		id := token
+		token = r.PathValue("token")
+		t, err := follow.ParseTarget(r.PathValue("kind"), id)
+		if err != nil {
+			h.notFound(w, r, "no such feed: the follow in this URL is not valid")
+			return
+		}
+		only = &t
+	}
+	format, ok := feeds.ParseFormat(ext)
+	if !ok && !(ext == "opml" && only == nil) {
+		h.notFound(w, r, "no such feed: use .atom, .rss or .json (or .opml for the list of your feeds)")
+		return
+	}
+	if !feeds.WellFormed(token) {
+		// Not a token at all: a public feed path such as /feeds/cs.atom
+		// has no meaning here.
+		h.miss(w, r)
+		return
+	}
+	st, err := h.Feeds.Tokens().Lookup(r.Context(), token)
+	if errors.Is(err, feeds.ErrUnknownToken) {
+		h.miss(w, r)
+		return
+	}
+	if err != nil {
+		writeError(w, r, h.Logger, err)
+		return
+	}
+	limit, err := feeds.ParseLimit(r.URL.Query().Get("limit"))
+	if err != nil {
+		writeError(w, r, h.Logger, err)
+		return
+	}
+	scope := "u"
+	if only != nil {
+		scope = "f" + shortHash(only.Key())
+	}
+	if ext == "opml" {
+		etag := fmt.Sprintf(`W/"%s-%s-%d-opml"`, renderVersion, scope, st.Version)
+		serve(w, r, h.Logger, etag, st.ChangedAt, "private", feeds.ContentTypeOPML, func() ([]byte, error) {
+			return h.Feeds.OPML(r.Context(), token, st)
+		})
+		return
+	}
+	etag := fmt.Sprintf(`W/"%s-%s-%d-%s-%d"`, renderVersion, scope, st.Version, format, limit)
+	serve(w, r, h.Logger, etag, st.ChangedAt, "private", format.ContentType(), func() ([]byte, error) {
+		feed, err := h.Feeds.Private(r.Context(), token, st, feeds.Request{Format: format, Limit: limit, Only: only})
+		if err != nil {
+			return nil, err
+		}
+		return feeds.Render(format, feed)
+	})
+}
+
+// miss answers an unknown token: 404, or 429 when one address guesses.
+func (h *FeedRoutes) miss(w http.ResponseWriter, r *http.Request) {
+	if ok, retry := h.Misses.Allow(clientIP(r)); !ok {
+		rateLimited(w, r, retry, "too many requests for unknown feeds from this address")
+		return
+	}
+	h.notFound(w, r, "no such feed: the link may have been rotated; copy the current one from your settings")
+}
+
+// public serves /feeds/{kind}/{id}.{atom,rss,json}.
+func (h *FeedRoutes) public(w http.ResponseWriter, r *http.Request) {
+	if ok, retry := h.PerIP.Allow(clientIP(r)); !ok {
+		rateLimited(w, r, retry, "too many requests from this address; slow down")
+		return
+	}
+	id, ext := splitExt(r.PathValue("file"))
+	format, ok := feeds.ParseFormat(ext)
+	if !ok {
+		h.notFound(w, r, "no such feed: use .atom, .rss or .json")
+		return
+	}
+	t, err := follow.ParseTarget(r.PathValue("kind"), id)
+	if err != nil {
+		writeError(w, r, h.Logger, err)
+		return
+	}
+	limit, err := feeds.ParseLimit(r.URL.Query().Get("limit"))
+	if err != nil {
+		writeError(w, r, h.Logger, err)
+		return
+	}
+	version, changed, err := h.Feeds.PublicVersion(r.Context(), t)
+	if err != nil {
+		writeError(w, r, h.Logger, err)
+		return
+	}
+	etag := fmt.Sprintf(`W/"%s-p%s-%d-%s-%d"`, renderVersion, shortHash(t.Key()), version, format, limit)
+	serve(w, r, h.Logger, etag, changed, "public", format.ContentType(), func() ([]byte, error) {
+		feed, err := h.Feeds.Public(r.Context(), t, feeds.Request{Format: format, Limit: limit})
+		if err != nil {
+			return nil, err
+		}
+		return feeds.Render(format, feed)
+	})
+}
+
+func privateHeaders(w http.ResponseWriter) {
+	w.Header().Set("X-Robots-Tag", "noindex, nofollow")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+}
+
+func shortHash(s string) string {
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return strconv.FormatUint(uint64(h.Sum32()), 36)
+}
+
+// serve answers a conditional GET: 304 when the validators match (without
+// calling render), else the rendered body, gzipped when the client asks.
+// visibility is "private" or "public" for Cache-Control.
+func serve(w http.ResponseWriter, r *http.Request, logger *slog.Logger, etag string, modified time.Time, visibility, contentType string, render func() ([]byte, error)) {
+	hd := w.Header()
+	hd.Set("ETag", etag)
+	if !modified.IsZero() {
+		hd.Set("Last-Modified", modified.UTC().Format(http.TimeFormat))
+	}
+	hd.Set("Cache-Control", fmt.Sprintf("%s, max-age=%d", visibility, int(feedMaxAge.Seconds())))
+	hd.Add("Vary", "Accept-Encoding")
+	if notModified(r, etag, modified) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	body, err := render()
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			hd.Del("ETag")
+			writeProblem(w, Problem{Type: ProblemType(apperr.NotFound), Title: titles[apperr.NotFound], Status: http.StatusNotFound,
+				Detail: "no such feed: you do not follow this (any more)", Instance: redactPath(r.URL.Path)})
+			return
+		}
+		writeError(w, r, logger, err)
+		return
+	}
+	hd.Set("Content-Type", contentType)
+	if len(body) > 1024 && acceptsGzip(r) {
+		hd.Set("Content-Encoding", "gzip")
+		gz := gzipPool.Get().(*gzip.Writer)
+		gz.Reset(w)
+		defer gzipPool.Put(gz)
+		w.WriteHeader(http.StatusOK)
+		if r.Method != http.MethodHead {
+			_, _ = gz.Write(body)
+			_ = gz.Close()
+		}
+		return
+	}
+	hd.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body)
+	}
+}
+
+var gzipPool = sync.Pool{New: func() any {
+	gz, _ := gzip.NewWriterLevel(nil, gzip.DefaultCompression)
+	return gz
+}}
+
+// acceptsGzip reports whether Accept-Encoding lists gzip with a non-zero q.
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		coding, params, _ := strings.Cut(part, ";")
+		if !strings.EqualFold(strings.TrimSpace(coding), "gzip") {
+			continue
+		}
+		q := 1.0
+		for _, p := range strings.Split(params, ";") {
+			if k, v, ok := strings.Cut(p, "="); ok && strings.TrimSpace(k) == "q" {
+				q, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
+			}
+		}
+		return q > 0
+	}
+	return false
+}
+
+// notModified evaluates If-None-Match (weak comparison), or, only when that
+// is absent, If-Modified-Since (RFC 9110 §13.2.2).
+func notModified(r *http.Request, etag string, modified time.Time) bool {
+	if inm := r.Header.Get("If-None-Match"); inm != "" {
+		if strings.TrimSpace(inm) == "*" {
+			return true
+		}
+		want := strings.TrimPrefix(etag, "W/")
+		for _, tag := range strings.Split(inm, ",") {
+			if strings.TrimPrefix(strings.TrimSpace(tag), "W/") == want {
+				return true
+			}
+		}
+		return false
+	}
+	if ims := r.Header.Get("If-Modified-Since"); ims != "" && !modified.IsZero() {
+		t, err := http.ParseTime(ims)
+		return err == nil && !modified.Truncate(time.Second).After(t)
+	}
+	return false
+}
+
+// ---- /v1/me/feeds ----
+
+type feedLinks struct {
+	Atom    string       `json:"atom"`
+	RSS     string       `json:"rss"`
+	JSON    string       `json:"json"`
+	OPML    string       `json:"opml"`
+	Follows []followLink `json:"follows"`
+}
+
+type followLink struct {
+	Kind string `json:"kind"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Atom string `json:"atom"`
+	RSS  string `json:"rss"`
+	JSON string `json:"json"`
+}
+
+func (a *API) feedLinks(r *http.Request, u *auth.User, token string) (feedLinks, error) {
+	fs, err := a.Follows.All(r.Context(), u.ID)
+	if err != nil {
+		return feedLinks{}, err
+	}
+	out := feedLinks{
+		Atom: a.Feeds.PrivateURL(token, feeds.Atom, nil), RSS: a.Feeds.PrivateURL(token, feeds.RSS, nil),
+		JSON: a.Feeds.PrivateURL(token, feeds.JSON, nil), OPML: a.Feeds.OPMLURL(token),
+		Follows: make([]followLink, 0, len(fs)),
+	}
+	for _, f := range fs {
+		t := f.Target
+		name := f.Label
+		if name == "" {
+			name = t.DisplayName()
+		}
+		out.Follows = append(out.Follows, followLink{Kind: string(t.Kind), ID: t.ID, Name: name,
+			Atom: a.Feeds.PrivateURL(token, feeds.Atom, &t), RSS: a.Feeds.PrivateURL(token, feeds.RSS, &t),
+			JSON: a.Feeds.PrivateURL(token, feeds.JSON, &t)})
+	}
+	return out, nil
+}
+
+func (a *API) getFeeds(w http.ResponseWriter, r *http.Request, u *auth.User) error {
+	tok, err := a.Feeds.Tokens().Token(r.Context(), u.ID)
+	if err != nil {
+		return err
+	}
+	links, err := a.feedLinks(r, u, tok)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, links)
+	return nil
+}
+
+func (a *API) rotateFeedToken(w http.ResponseWriter, r *http.Request, u *auth.User) error {
+	tok, err := a.Feeds.Tokens().Rotate(r.Context(), u.ID)
+	if err != nil {
+		return err
+	}
+	links, err := a.feedLinks(r, u, tok)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, links)
+	return nil
+}

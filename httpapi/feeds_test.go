@@ -1,0 +1,386 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/xml"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mmcdole/gofeed"
+
+	"followfeed/internal/testapp"
+)
+
+type feedLinks struct {
+	Atom, RSS, JSON, OPML string
+	Follows               []struct {
+		Kind, ID, Name, Atom, RSS, JSON string
+	}
+}
+
+// feedFixture: a reader following cs.LG and a researcher, and three pushed
+// papers, two of which match.
+func feedFixture(t *testing.T) (*testapp.App, *testapp.Client, string, feedLinks) {
+	t.Helper()
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
+	db := openDB(t, a.DatabaseURL)
+	reader := testapp.Token(t, "reader", "")
+	c.Do("PUT", "/v1/me/follows/category/cs.LG", reader, nil)
+	c.Do("PUT", "/v1/me/follows/researcher/openalex:A5023888391", reader, nil)
+	before := feedVersion(t, db, "reader")
+	svc := testapp.Token(t, "host", "", "papers:write")
+	r := c.Do("POST", "/v1/papers", svc, `[
+	 {"arxiv_id": "2202.02326v2", "title": "<b>Déjà vu</b> & $\\alpha$-reproducible 🧪 models",
+	  "abstract": "We ask whether a < b & c > d holds.",
+	  "authors": [{"name": "Boyuan Chen"}, {"name": "Mingzhi Wen", "ids": ["openalex:A5023888391"]}],
+	  "categories": ["cs.LG", "cs.AI", "cs.SE"], "primary_category": "cs.LG", "institutions": ["ror:03dbr7087"],
+	  "published": "2022-02-04T00:00:00Z", "updated": "2022-02-07T10:00:00Z"},
+	 {"arxiv_id": "2301.00001", "title": "Plain ML paper", "authors": "Ann Author, Bob Builder",
+	  "categories": ["cs.LG"], "primary_category": "cs.LG", "published": "2023-01-01"},
+	 {"arxiv_id": "2301.00002", "title": "Galaxies", "authors": "Cee Dee",
+	  "categories": ["astro-ph.GA"], "primary_category": "astro-ph.GA", "published": "2023-01-02"}]`)
+	if r.Status != 200 {
+		t.Fatalf("push: %d %s", r.Status, r.Body)
+	}
+	waitFor(t, "the match job", func() bool { return feedVersion(t, db, "reader") > before })
+	var links feedLinks
+	c.Do("GET", "/v1/me/feeds", reader, nil).JSON(t, &links)
+	if !strings.HasPrefix(links.Atom, a.URL+"/feeds/fft_") || !strings.HasSuffix(links.Atom, ".atom") || len(links.Follows) != 2 {
+		t.Fatalf("feed links: %+v", links)
+	}
+	return a, c, reader, links
+}
+
+func get(t *testing.T, url string, headers ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req) // no transparent gzip
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp, body
+}
+
+func TestPrivateFeedsParseInEveryFormat(t *testing.T) {
+	t.Parallel()
+	_, _, _, links := feedFixture(t)
+	for _, url := range []string{links.Atom, links.RSS, links.JSON} {
+		resp, body := get(t, url)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", url, resp.StatusCode, body)
+		}
+		f, err := gofeed.NewParser().ParseString(string(body))
+		if err != nil {
+			t.Fatalf("%s does not parse: %v\n%s", url, err, body)
+		}
+		if f.Title != "Papers from your 2 follows" || len(f.Items) != 2 {
+			t.Fatalf("%s: title %q, %d items", url, f.Title, len(f.Items))
+		}
+		first := f.Items[1] // oldest match is last; the special one was pushed first
+		for _, it := range f.Items {
+			if it.GUID == "tag:arxiv.org,1991:2202.02326" {
+				first = it
+			}
+		}
+		if first.GUID != "tag:arxiv.org,1991:2202.02326" || first.Title != "<b>Déjà vu</b> & $\\alpha$-reproducible 🧪 models" {
+			t.Errorf("%s: item %q %q", url, first.GUID, first.Title)
+		}
+		if first.Link != "https://arxiv.org/abs/2202.02326" {
+			t.Errorf("%s: link %q", url, first.Link)
+		}
+		var names []string
+		for _, p := range first.Authors {
+			names = append(names, p.Name)
+		}
+		if !slices.Equal(names, []string{"Boyuan Chen", "Mingzhi Wen"}) && !strings.HasSuffix(url, ".rss") {
+			t.Errorf("%s: authors %v", url, names)
+		}
+		if first.PublishedParsed == nil || !first.PublishedParsed.Equal(time.Date(2022, 2, 4, 0, 0, 0, 0, time.UTC)) ||
+			first.UpdatedParsed != nil && !first.UpdatedParsed.Equal(time.Date(2022, 2, 7, 10, 0, 0, 0, time.UTC)) {
+			t.Errorf("%s: dates %v %v", url, first.PublishedParsed, first.UpdatedParsed)
+		}
+		if !slices.Contains(first.Categories, "cs.LG") || !slices.Contains(first.Categories, "cs.SE") {
+			t.Errorf("%s: categories %v", url, first.Categories)
+		}
+		text := first.Content + first.Description
+		if !strings.Contains(text, "Following: cs.LG · Mingzhi Wen") {
+			t.Errorf("%s: reason missing in %q", url, text)
+		}
+		if !strings.Contains(text, "a &lt; b &amp; c &gt; d") && !strings.Contains(text, "a < b & c > d") {
+			t.Errorf("%s: abstract lost its text: %q", url, text)
+		}
+		if f.FeedLink != url && !strings.HasSuffix(url, ".json") {
+			t.Errorf("%s: self link %q", url, f.FeedLink)
+		}
+	}
+}
+
+// TestAtomStructure checks the Atom document's required elements directly.
+func TestAtomStructure(t *testing.T) {
+	t.Parallel()
+	_, _, _, links := feedFixture(t)
+	_, body := get(t, links.Atom)
+	var doc struct {
+		ID      string `xml:"id"`
+		Title   string `xml:"title"`
+		Updated string `xml:"updated"`
+		Links   []struct {
+			Rel  string `xml:"rel,attr"`
+			Href string `xml:"href,attr"`
+			Type string `xml:"type,attr"`
+		} `xml:"link"`
+		Generator string `xml:"generator"`
+		Entries   []struct {
+			ID        string `xml:"id"`
+			Title     string `xml:"title"`
+			Updated   string `xml:"updated"`
+			Published string `xml:"published"`
+			Authors   []struct {
+				Name string `xml:"name"`
+			} `xml:"author"`
+			Categories []struct {
+				Term string `xml:"term,attr"`
+			} `xml:"category"`
+			Links []struct {
+				Rel  string `xml:"rel,attr"`
+				Href string `xml:"href,attr"`
+				Type string `xml:"type,attr"`
+			} `xml:"link"`
+		} `xml:"entry"`
+	}
+	if err := xml.Unmarshal(body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	rels := map[string]string{}
+	for _, l := range doc.Links {
+		rels[l.Rel] = l.Href
+	}
+	if doc.ID == "" || doc.Title == "" || doc.Generator != "followfeed" || rels["self"] != links.Atom || rels["alternate"] == "" {
+		t.Errorf("feed: id %q title %q generator %q links %v", doc.ID, doc.Title, doc.Generator, rels)
+	}
+	if _, err := time.Parse(time.RFC3339, doc.Updated); err != nil || !strings.HasSuffix(doc.Updated, "Z") {
+		t.Errorf("feed updated %q", doc.Updated)
+	}
+	for _, e := range doc.Entries {
+		if e.ID == "" || e.Title == "" || e.Updated == "" || len(e.Authors) == 0 || len(e.Categories) == 0 {
+			t.Errorf("entry %+v", e)
+		}
+		pdf := false
+		for _, l := range e.Links {
+			pdf = pdf || (l.Type == "application/pdf" && strings.HasPrefix(l.Href, "https://arxiv.org/pdf/"))
+		}
+		if !pdf {
+			t.Errorf("entry %s has no PDF link", e.ID)
+		}
+	}
+}
+
+func TestConditionalGetsAndStableRenders(t *testing.T) {
+	t.Parallel()
+	a, c, reader, links := feedFixture(t)
+	resp1, body1 := get(t, links.Atom)
+	resp2, body2 := get(t, links.Atom)
+	etag := resp1.Header.Get("ETag")
+	if etag == "" || resp2.Header.Get("ETag") != etag || !bytes.Equal(body1, body2) {
+		t.Fatalf("re-render differs: etag %q vs %q, bodies equal %v", etag, resp2.Header.Get("ETag"), bytes.Equal(body1, body2))
+	}
+	h := resp1.Header
+	if h.Get("Content-Type") != "application/atom+xml; charset=utf-8" || !strings.Contains(h.Get("Cache-Control"), "private") ||
+		!strings.Contains(h.Get("Cache-Control"), "max-age=") || h.Get("Vary") != "Accept-Encoding" ||
+		h.Get("X-Robots-Tag") == "" || h.Get("Referrer-Policy") != "no-referrer" || h.Get("Last-Modified") == "" {
+		t.Errorf("headers: %v", h)
+	}
+	resp, body := get(t, links.Atom, "If-None-Match", etag)
+	if resp.StatusCode != 304 || len(body) != 0 {
+		t.Errorf("If-None-Match: %d (%d bytes)", resp.StatusCode, len(body))
+	}
+	resp, _ = get(t, links.Atom, "If-Modified-Since", resp1.Header.Get("Last-Modified"))
+	if resp.StatusCode != 304 {
+		t.Errorf("If-Modified-Since: %d", resp.StatusCode)
+	}
+	resp, _ = get(t, links.Atom, "If-None-Match", `W/"something-else"`)
+	if resp.StatusCode != 200 {
+		t.Errorf("stale If-None-Match: %d", resp.StatusCode)
+	}
+	for name, ct := range map[string]string{links.RSS: "application/rss+xml; charset=utf-8", links.JSON: "application/feed+json; charset=utf-8",
+		links.OPML: "text/x-opml; charset=utf-8"} {
+		if resp, _ := get(t, name); resp.Header.Get("Content-Type") != ct {
+			t.Errorf("%s: content type %q", name, resp.Header.Get("Content-Type"))
+		}
+	}
+	// gzip when asked, identical content.
+	resp, gz := get(t, links.Atom, "Accept-Encoding", "gzip")
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if resp.Header.Get("Content-Encoding") != "gzip" || err != nil {
+		t.Fatalf("gzip: %v %v", resp.Header, err)
+	}
+	plain, _ := io.ReadAll(zr)
+	if !bytes.Equal(plain, body1) {
+		t.Error("gzipped body differs")
+	}
+	// HEAD: headers, no body.
+	req, _ := http.NewRequest("HEAD", links.Atom, nil)
+	hresp, err := http.DefaultClient.Do(req)
+	if err != nil || hresp.StatusCode != 200 || hresp.Header.Get("ETag") != etag {
+		t.Errorf("HEAD: %v %v", hresp, err)
+	}
+	// Following something changes the ETag; so does a new match.
+	c.Do("PUT", "/v1/me/follows/category/cs.AI", reader, nil)
+	resp, _ = get(t, links.Atom, "If-None-Match", etag)
+	if resp.StatusCode != 200 || resp.Header.Get("ETag") == etag {
+		t.Fatalf("after a follow: %d %q", resp.StatusCode, resp.Header.Get("ETag"))
+	}
+	etag = resp.Header.Get("ETag")
+	db := openDB(t, a.DatabaseURL)
+	before := feedVersion(t, db, "reader")
+	c.Do("POST", "/v1/papers", testapp.Token(t, "host", "", "papers:write"),
+		`[{"arxiv_id": "2301.00003", "title": "Another", "categories": ["cs.LG"], "primary_category": "cs.LG"}]`)
+	waitFor(t, "the match job", func() bool { return feedVersion(t, db, "reader") > before })
+	if resp, _ := get(t, links.Atom, "If-None-Match", etag); resp.StatusCode != 200 {
+		t.Errorf("after a new match: %d", resp.StatusCode)
+	}
+}
+
+func TestPerFollowFeedsOPMLAndLimit(t *testing.T) {
+	t.Parallel()
+	_, _, _, links := feedFixture(t)
+	var researcher string
+	for _, f := range links.Follows {
+		if f.Kind == "researcher" {
+			researcher = f.RSS
+		}
+	}
+	_, body := get(t, researcher)
+	f, err := gofeed.NewParser().ParseString(string(body))
+	if err != nil || f.Title != "New papers by Mingzhi Wen" || len(f.Items) != 1 || f.Items[0].GUID != "tag:arxiv.org,1991:2202.02326" {
+		t.Fatalf("per-follow feed: %v %+v", err, f)
+	}
+	_, body = get(t, links.OPML)
+	var opml struct {
+		Version  string `xml:"version,attr"`
+		Outlines []struct {
+			XMLURL string `xml:"xmlUrl,attr"`
+			Text   string `xml:"text,attr"`
+		} `xml:"body>outline"`
+	}
+	if err := xml.Unmarshal(body, &opml); err != nil || opml.Version != "2.0" || len(opml.Outlines) != 3 {
+		t.Fatalf("OPML: %v %+v", err, opml)
+	}
+	_, body = get(t, links.Atom+"?limit=1")
+	if f, _ := gofeed.NewParser().ParseString(string(body)); len(f.Items) != 1 {
+		t.Errorf("limit=1: %d items", len(f.Items))
+	}
+	for _, bad := range []string{"0", "201", "abc"} {
+		if resp, _ := get(t, links.Atom+"?limit="+bad); resp.StatusCode != 422 {
+			t.Errorf("limit=%s: %d", bad, resp.StatusCode)
+		}
+	}
+	// A per-follow feed of something the user does not follow is a 404.
+	notFollowed := strings.Replace(researcher, "researcher/openalex:A5023888391", "category/math.AG", 1)
+	if resp, _ := get(t, notFollowed); resp.StatusCode != 404 {
+		t.Errorf("unfollowed per-follow feed: %d", resp.StatusCode)
+	}
+}
+
+func TestPublicFeeds(t *testing.T) {
+	t.Parallel()
+	a, _, _, _ := feedFixture(t)
+	cases := map[string]struct {
+		title string
+		items int
+	}{
+		"/feeds/category/cs.LG.atom":                 {"New papers in cs.LG — Machine Learning", 2},
+		"/feeds/category/cs.json":                    {"", 2},
+		"/feeds/category/astro-ph.rss":               {"", 1},
+		"/feeds/researcher/openalex:A5023888391.rss": {"New papers by Mingzhi Wen", 1},
+		"/feeds/institution/ror:03dbr7087.json":      {"New papers from ror:03dbr7087", 1},
+		"/feeds/category/math.AG.atom":               {"", 0},
+	}
+	for path, want := range cases {
+		resp, body := get(t, a.URL+path)
+		if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Cache-Control"), "public") {
+			t.Errorf("%s: %d %v", path, resp.StatusCode, resp.Header)
+			continue
+		}
+		f, err := gofeed.NewParser().ParseString(string(body))
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			continue
+		}
+		if len(f.Items) != want.items || (want.title != "" && f.Title != want.title) {
+			t.Errorf("%s: %q with %d items", path, f.Title, len(f.Items))
+		}
+		etag := resp.Header.Get("ETag")
+		if r2, _ := get(t, a.URL+path, "If-None-Match", etag); r2.StatusCode != 304 {
+			t.Errorf("%s: conditional GET %d", path, r2.StatusCode)
+		}
+	}
+	if resp, _ := get(t, a.URL+"/feeds/category/cs.XX.atom"); resp.StatusCode != 422 {
+		t.Errorf("unknown category: %d", resp.StatusCode)
+	}
+	if resp, _ := get(t, a.URL+"/feeds/category/cs.LG.xml"); resp.StatusCode != 404 {
+		t.Errorf("unknown format: %d", resp.StatusCode)
+	}
+}
+
+func TestRotationAndTokenSecrecy(t *testing.T) {
+	t.Parallel()
+	a, c, reader, links := feedFixture(t)
+	old := links.Atom
+	var rotated feedLinks
+	r := c.Do("POST", "/v1/me/feed-token", reader, nil)
+	r.JSON(t, &rotated)
+	if r.Status != 200 || rotated.Atom == old || rotated.Atom == "" {
+		t.Fatalf("rotate: %d %s", r.Status, r.Body)
+	}
+	if resp, _ := get(t, old); resp.StatusCode != 404 {
+		t.Errorf("old URL after rotation: %d", resp.StatusCode)
+	}
+	if resp, _ := get(t, old[:strings.LastIndex(old, ".")]+".opml"); resp.StatusCode != 404 {
+		t.Errorf("old OPML after rotation: %d", resp.StatusCode)
+	}
+	if resp, _ := get(t, rotated.Atom); resp.StatusCode != 200 {
+		t.Errorf("new URL: %d", resp.StatusCode)
+	}
+	// The same token is shown again until the next rotation.
+	var again feedLinks
+	c.Do("GET", "/v1/me/feeds", reader, nil).JSON(t, &again)
+	if again.Atom != rotated.Atom {
+		t.Errorf("GET after rotation shows %q, want %q", again.Atom, rotated.Atom)
+	}
+	// Guessing tokens from one address is throttled.
+	limited := false
+	for i := range 40 {
+		resp, _ := get(t, a.URL+"/feeds/fft_"+strings.Repeat(string(rune('a'+i%26)), 43)+".atom")
+		if resp.StatusCode == 429 {
+			limited = true
+			break
+		}
+		if resp.StatusCode != 404 {
+			t.Fatalf("guess %d: %d", i, resp.StatusCode)
+		}
+	}
+	if !limited {
+		t.Error("40 wrong tokens from one address were never limited")
+	}
+	logs := a.Logs()
+	for _, u := range []string{old, rotated.Atom} {
+		tok := strings.TrimSuffix(u[strings.LastIndex(u, "/")+1:], ".atom")
+		if strings.Contains(logs, tok) || strings.Contains(logs, tok[4:20]) {
+			t.Errorf("a feed token appears in the logs")
+		}
+	}
+	if !strings.Contains(logs, "/feeds/fft_REDACTED.atom") {
+		t.Errorf("feed requests are not logged in redacted form")
+	}
+}

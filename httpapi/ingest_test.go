@@ -1,0 +1,113 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"followfeed/internal/testapp"
+	"followfeed/store"
+)
+
+func openDB(t *testing.T, url string) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), url, store.Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return db
+}
+
+func feedVersion(t *testing.T, db *store.DB, sub string) int64 {
+	var v int64
+	db.Pool.QueryRow(context.Background(), `SELECT f.version FROM user_feeds f JOIN users u ON u.id = f.user_id WHERE u.sub = $1`, sub).Scan(&v)
+	return v
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestPushedPapersReachFollowersThroughTheMatchJob: POST /v1/papers commits
+// papers with their match job; the River worker of the same process runs it
+// and bumps the follower's feed version, but not a stranger's.
+func TestPushedPapersReachFollowersThroughTheMatchJob(t *testing.T) {
+	t.Parallel()
+	a, c := start(t)
+	db := openDB(t, a.DatabaseURL)
+	reader, stranger := testapp.Token(t, "reader", ""), testapp.Token(t, "stranger", "")
+	c.Do("PUT", "/v1/me/follows/researcher/openalex:A5023888391", reader, nil)
+	c.Do("PUT", "/v1/me/follows/category/astro-ph.GA", stranger, nil)
+	before, strangerBefore := feedVersion(t, db, "reader"), feedVersion(t, db, "stranger")
+
+	svc := testapp.Token(t, "host-site", "", "papers:write")
+	body := `{"arxiv_id": "2202.02326v2", "title": "Towards Training Reproducible Deep Learning Models", "authors": [{"name": "Mingzhi Wen", "ids": ["openalex:A5023888391"]}], "categories": ["cs.LG"], "primary_category": "cs.LG"}` + "\n"
+	r := c.Do("POST", "/v1/papers", svc, body, "Content-Type", "application/x-ndjson")
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"new":1`) {
+		t.Fatalf("ingest: %d %s", r.Status, r.Body)
+	}
+	waitFor(t, "the match job to bump the follower's feed", func() bool { return feedVersion(t, db, "reader") > before })
+	if feedVersion(t, db, "stranger") != strangerBefore {
+		t.Error("a stranger's feed changed")
+	}
+	r = c.Do("POST", "/v1/papers", svc, "[{]")
+	if r.Status != 400 {
+		t.Errorf("broken JSON: %d", r.Status)
+	}
+	r = c.Do("POST", "/v1/papers", svc, `[{"arxiv_id": "nope"}]`)
+	var p problem
+	r.JSON(t, &p)
+	if r.Status != 422 || len(p.Errors) != 1 || p.Errors[0].Field != "arxiv_id" {
+		t.Errorf("invalid paper: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestPeriodicHarvestRunsAsARiverJob boots the service with a harvest
+// interval: the periodic job runs on start against a recorded OAI-PMH
+// server, stores the papers, and their match job runs.
+func TestPeriodicHarvestRunsAsARiverJob(t *testing.T) {
+	t.Parallel()
+	page, err := os.ReadFile("../harvest/testdata/oai/listrecords-arXiv-complete-list.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oai := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(page) }))
+	defer oai.Close()
+	openalex := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"meta":{"count":0},"results":[]}`))
+	}))
+	defer openalex.Close()
+	env := testapp.Env(t)
+	env["HARVEST_INTERVAL"] = "1h"
+	env["ARXIV_OAI_URL"] = oai.URL
+	env["OPENALEX_URL"] = openalex.URL
+	env["ARXIV_SETS"] = "cs"
+	a := testapp.Start(t, env)
+	db := openDB(t, a.DatabaseURL)
+	count := func(sql string) int {
+		var n int
+		db.Pool.QueryRow(context.Background(), sql).Scan(&n)
+		return n
+	}
+	waitFor(t, "the harvest job", func() bool { return count(`SELECT count(*) FROM papers`) == 2 })
+	waitFor(t, "the match job", func() bool {
+		return count(`SELECT count(*) FROM river.river_job WHERE kind = 'match_batch' AND state = 'completed'`) == 1
+	})
+	var state string
+	db.Pool.QueryRow(context.Background(), `SELECT source FROM harvest_state WHERE harvested_until IS NOT NULL`).Scan(&state)
+	if state != "arxiv-oai:cs" {
+		t.Errorf("harvest state %q", state)
+	}
+}

@@ -1,0 +1,109 @@
+package httpapi
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Limiter is a set of token buckets keyed by client (IP, user): each key may
+// make Rate requests per second on average with bursts of Burst. Buckets idle
+// for ten minutes are forgotten, so memory stays bounded by active clients.
+// A nil *Limiter allows everything.
+type Limiter struct {
+	rate  rate.Limit
+	burst int
+
+	mu      sync.Mutex
+	buckets map[string]*bucket
+	swept   time.Time
+}
+
+type bucket struct {
+	lim  *rate.Limiter
+	seen time.Time
+}
+
+// NewLimiter returns a limiter of perSecond requests per key, or nil (no
+// limit) when perSecond <= 0.
+func NewLimiter(perSecond float64, burst int) *Limiter {
+	if perSecond <= 0 {
+		return nil
+	}
+	if burst < 1 {
+		burst = 1
+	}
+	return &Limiter{rate: rate.Limit(perSecond), burst: burst, buckets: map[string]*bucket{}}
+}
+
+// Allow takes one token for key. When none is left it returns false and how
+// long until one will be.
+func (l *Limiter) Allow(key string) (bool, time.Duration) {
+	if l == nil {
+		return true, 0
+	}
+	now := time.Now()
+	l.mu.Lock()
+	if now.Sub(l.swept) > time.Minute {
+		for k, b := range l.buckets {
+			if now.Sub(b.seen) > 10*time.Minute {
+				delete(l.buckets, k)
+			}
+		}
+		l.swept = now
+	}
+	b, ok := l.buckets[key]
+	if !ok {
+		b = &bucket{lim: rate.NewLimiter(l.rate, l.burst)}
+		l.buckets[key] = b
+	}
+	b.seen = now
+	l.mu.Unlock()
+	r := b.lim.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}
+
+// cors answers preflight requests and adds CORS headers for the host
+// origins, on the JSON API only. Other origins get no CORS headers, so
+// browsers refuse to hand them responses.
+func cors(next http.Handler, origins []string) http.Handler {
+	if len(origins) == 0 {
+		return next
+	}
+	allowed := make([]string, len(origins))
+	for i, o := range origins {
+		allowed[i] = strings.TrimSuffix(strings.ToLower(o), "/")
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if origin == "" || !strings.HasPrefix(r.URL.Path, "/v1/") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Add("Vary", "Origin")
+		if !slices.Contains(allowed, strings.ToLower(origin)) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Set("Access-Control-Expose-Headers", "Retry-After, Location, ETag")
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			h.Add("Vary", "Access-Control-Request-Method, Access-Control-Request-Headers")
+			h.Set("Access-Control-Allow-Methods", "GET, PUT, PATCH, POST, DELETE")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+			h.Set("Access-Control-Max-Age", "86400") // browsers cap this (Chromium: 2 h)
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

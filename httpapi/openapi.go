@@ -1,0 +1,21 @@
+package httpapi
+
+import (
+	_ "embed"
+	"net/http"
+)
+
+// OpenAPIDocument is the OpenAPI 3.1 description of every route, served at
+// /openapi.json. Tests validate real responses against it.
+//
+//go:embed openapi.json
+var OpenAPIDocument []byte
+
+// RegisterOpenAPI serves OpenAPIDocument at GET /openapi.json.
+func RegisterOpenAPI(mux *http.ServeMux) {
+	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		_, _ = w.Write(OpenAPIDocument)
+	})
+}

@@ -1,0 +1,92 @@
+// Package httpapi is followfeed's HTTP surface: the JSON API under /v1, feeds,
+// pages, and the operations endpoints. It translates HTTP to calls of the
+// domain packages and their errors back to statuses (problem.go); it holds no
+// business rules of its own.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// AdminPrefix is where the River UI is mounted.
+const AdminPrefix = "/admin/jobs"
+
+// Options assemble a handler. Only Logger is required; a nil API serves the
+// operations endpoints alone (the worker process).
+type Options struct {
+	Logger   *slog.Logger
+	Registry *prometheus.Registry
+	// Ready reports whether the process can serve: database reachable and
+	// schema current.
+	Ready func(context.Context) error
+	// Admin is the River UI handler, mounted under AdminPrefix behind basic
+	// auth; nil when disabled.
+	Admin         http.Handler
+	AdminUser     string
+	AdminPassword string
+	// Routes registers the product routes on the mux (API, feeds, pages).
+	Routes func(mux *http.ServeMux)
+	// CORSOrigins are the host origins allowed to call /v1 from browsers.
+	CORSOrigins []string
+}
+
+// NewHandler returns the root handler with observability around every route.
+func NewHandler(o Options) http.Handler {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", readyHandler(o.Ready))
+	if o.Registry != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{Registry: o.Registry}))
+	}
+	if o.Admin != nil && o.AdminPassword != "" {
+		mux.Handle(AdminPrefix+"/", basicAuth(o.Admin, o.AdminUser, o.AdminPassword, "followfeed jobs"))
+		mux.Handle(AdminPrefix, http.RedirectHandler(AdminPrefix+"/", http.StatusMovedPermanently))
+	}
+	if o.Routes != nil {
+		o.Routes(mux)
+	}
+	return observe(cors(mux, o.CORSOrigins), o.Logger, newHTTPMetrics(o.Registry))
+}
+
+func readyHandler(ready func(context.Context) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if ready == nil {
+			writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := ready(ctx); err != nil {
+			w.Header().Set("Retry-After", "5")
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	}
+}
+
+// NewServer wraps h in an http.Server with every timeout set, so slow or
+// stalled clients cannot hold connections forever.
+func NewServer(addr string, h http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       60 * time.Second, // a 20 MiB ingest over a slow link
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    32 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+}

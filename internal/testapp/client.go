@@ -1,0 +1,174 @@
+package testapp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+
+	"followfeed/auth"
+	"followfeed/config"
+	"followfeed/httpapi"
+)
+
+// Token mints a development HS256 token for sub (email verified when given);
+// scopes make it a service token.
+func Token(t testing.TB, sub, email string, scopes ...string) string {
+	t.Helper()
+	tok, err := auth.MintHS256([]byte(config.DevHS256Secret), auth.MintOptions{
+		Subject: sub, Email: email, EmailVerified: email != "", Scopes: scopes, TTL: time.Hour, Now: time.Now(),
+	})
+	if err != nil {
+		t.Fatalf("minting token: %v", err)
+	}
+	return tok
+}
+
+// Response is a finished HTTP exchange.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into v, failing the test when it is not JSON.
+func (r *Response) JSON(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decoding %q: %v", r.Body, err)
+	}
+}
+
+// Client calls the running service. Every response of a route the OpenAPI
+// document describes is validated against it; a mismatch fails the test.
+type Client struct {
+	t    testing.TB
+	base string
+	http *http.Client
+}
+
+// Client returns an API client for a.
+func (a *App) Client(t testing.TB) *Client {
+	return &Client{t: t, base: a.URL, http: &http.Client{Timeout: 30 * time.Second}}
+}
+
+// Do sends a request with an optional bearer token and body (a string or
+// []byte is sent as is; anything else as JSON).
+func (c *Client) Do(method, path, token string, body any, headers ...string) *Response {
+	c.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		js, err := json.Marshal(b)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		rd = bytes.NewReader(js)
+	}
+	req, err := http.NewRequest(method, c.base+path, rd)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatalf("%s %s: reading body: %v", method, path, err)
+	}
+	validate(c.t, req, resp, data)
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: data}
+}
+
+var (
+	specOnce   sync.Once
+	specRouter routers.Router
+	specErr    error
+)
+
+func router() (routers.Router, error) {
+	specOnce.Do(func() {
+		loader := openapi3.NewLoader()
+		doc, err := loader.LoadFromData(httpapi.OpenAPIDocument)
+		if err != nil {
+			specErr = err
+			return
+		}
+		if err := doc.Validate(context.Background()); err != nil {
+			specErr = err
+			return
+		}
+		specRouter, specErr = legacy.NewRouter(doc)
+	})
+	return specRouter, specErr
+}
+
+// validate checks resp against the OpenAPI document. Routes the document
+// does not describe fail the test too: every route must be documented.
+func validate(t testing.TB, req *http.Request, resp *http.Response, body []byte) {
+	t.Helper()
+	rt, err := router()
+	if err != nil {
+		t.Fatalf("openapi.json is invalid: %v", err)
+	}
+	// Match on the path as sent, against a server-less document.
+	r2 := req.Clone(context.Background())
+	r2.URL.Scheme, r2.URL.Host, r2.Host = "", "", ""
+	route, params, err := rt.FindRoute(r2)
+	if err != nil {
+		if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed {
+			return // the service agrees the route does not exist
+		}
+		t.Errorf("%s %s answered %d but is not in openapi.json: %v", req.Method, req.URL.Path, resp.StatusCode, err)
+		return
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: r2, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
+		Status:  resp.StatusCode,
+		Header:  resp.Header,
+		Options: &openapi3filter.Options{IncludeResponseStatus: true},
+	}
+	in.SetBodyBytes(body)
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		t.Errorf("%s %s: response %d does not match openapi.json: %v\nbody: %.500s", req.Method, req.URL.Path, resp.StatusCode, err, body)
+	}
+}
+
+// ExpiredToken mints a development token that expired an hour ago.
+func ExpiredToken(t testing.TB, sub string) string {
+	t.Helper()
+	tok, err := auth.MintHS256([]byte(config.DevHS256Secret), auth.MintOptions{
+		Subject: sub, TTL: time.Hour, Now: time.Now().Add(-2 * time.Hour),
+	})
+	if err != nil {
+		t.Fatalf("minting token: %v", err)
+	}
+	return tok
+}

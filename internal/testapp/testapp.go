@@ -1,0 +1,122 @@
+// Package testapp boots the whole followfeed process in a test, exactly as
+// main does (app.Run), on 127.0.0.1:0 against a fresh database.
+package testapp
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"followfeed/app"
+	"followfeed/internal/testdb"
+)
+
+// App is a running service.
+type App struct {
+	URL         string // base URL, e.g. http://127.0.0.1:43121
+	DatabaseURL string
+	Env         map[string]string
+	logs        *syncBuffer
+	cancel      context.CancelFunc
+	done        chan error
+	once        sync.Once
+	stopErr     error
+}
+
+// Logs returns everything the process has logged so far.
+func (a *App) Logs() string { return a.logs.String() }
+
+// Stop cancels the process (as SIGTERM does) and returns Run's error. It is
+// also called at test cleanup.
+func (a *App) Stop() error {
+	a.once.Do(func() {
+		a.cancel()
+		select {
+		case a.stopErr = <-a.done:
+		case <-time.After(60 * time.Second):
+			a.stopErr = fmt.Errorf("testapp: process did not stop within 60s")
+		}
+	})
+	return a.stopErr
+}
+
+// Env returns the default environment of a test process; tests override
+// entries before calling Start.
+func Env(t testing.TB) map[string]string {
+	t.Helper()
+	return map[string]string{
+		"APP_ENV":          "development",
+		"DATABASE_URL":     testdb.URL(t),
+		"HTTP_ADDR":        "127.0.0.1:0",
+		"HARVEST_INTERVAL": "0",
+		"MAIL_DIR":         t.TempDir(),
+		"LOG_LEVEL":        "info",
+		"SHUTDOWN_TIMEOUT": "10s",
+		"ARXIV_OAI_URL":    "http://127.0.0.1:1/oai",   // never the public service
+		"OPENALEX_URL":     "http://127.0.0.1:1/works", // from a test
+	}
+}
+
+var listening = regexp.MustCompile(`msg=listening .*?\baddr=(\S+)`)
+
+// Start runs `followfeed <args...>` (default: serve) with env and waits until
+// it listens. The process is stopped at test cleanup.
+func Start(t testing.TB, env map[string]string, args ...string) *App {
+	t.Helper()
+	if env == nil {
+		env = Env(t)
+	}
+	if len(args) == 0 {
+		args = []string{"serve"}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &App{DatabaseURL: env["DATABASE_URL"], Env: env, logs: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	getenv := func(k string) string { return env[k] }
+	go func() { a.done <- app.Run(ctx, args, getenv, a.logs) }()
+	t.Cleanup(func() {
+		if err := a.Stop(); err != nil {
+			t.Errorf("testapp: stopping: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("process logs:\n%s", a.Logs())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := listening.FindStringSubmatch(a.logs.String()); m != nil {
+			a.URL = "http://" + m[1]
+			return a
+		}
+		select {
+		case err := <-a.done:
+			a.done <- err
+			t.Fatalf("testapp: process exited before listening: %v\n%s", err, a.Logs())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("testapp: process not listening after 30s:\n%s", a.Logs())
+	return nil
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes and reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Clone(b.buf.String())
+}
