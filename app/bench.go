@@ -8,6 +8,7 @@ import (
 
 	"followfeed/bench"
 	"followfeed/config"
+	"followfeed/httpapi"
 	"followfeed/migrations"
 )
 
@@ -31,11 +32,21 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	if _, err := migrations.Up(ctx, db.Pool, logger); err != nil {
 		return err
 	}
+	// The benchmark drives the service flat out from one address.
+	cfg.RateLimitPerIP, cfg.RateLimitPerUser = 0, 0
 	svc, err := newServices(ctx, cfg, db, logger)
 	if err != nil {
 		return err
 	}
-	rep, err := bench.Run(ctx, bench.Deps{DB: db, Ingester: svc.ingester, Matcher: svc.matcher, Log: stdout}, bench.ScaleS)
+	handler := httpapi.NewHandler(httpapi.Options{Logger: logger, Routes: svc.routes(cfg)})
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	env := []string{"APP_ENV=development", "DATABASE_URL=" + cfg.DatabaseURL, "HTTP_ADDR=127.0.0.1:0", "HARVEST_INTERVAL=0",
+		"RATE_LIMIT_PER_IP=0", "RATE_LIMIT_PER_USER=0", "LOG_LEVEL=info", "MAIL_DIR=" + os.TempDir()}
+	rep, err := bench.Run(ctx, bench.Deps{DB: db, Ingester: svc.ingester, Matcher: svc.matcher, Tokens: svc.feeds.Tokens(),
+		Handler: handler, Exe: exe, Env: env, Log: stdout}, bench.ScaleS)
 	if err != nil {
 		return err
 	}

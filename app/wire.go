@@ -71,6 +71,15 @@ func newServices(ctx context.Context, cfg *config.Config, db *store.DB, logger *
 	})
 	s.enricher = harvest.NewEnricher(db, openalex, s.ingester, harvest.DefaultEnrichPolicy, logger, nil)
 	s.feeds = feeds.NewService(db, feeds.NewTokens(db, cfg.SecretKey), s.matcher, s.follows, cfg.PublicURL, cfg.WebSubHubURL, cfg.SecretKey)
+	if cfg.WebSubHubURL != nil {
+		s.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
+			topics, err := s.feeds.ChangedPublicURLs(ctx, tx, res.FromSeq, res.ToSeq)
+			if err != nil {
+				return err
+			}
+			return s.enqueuer.EnqueueWebSub(ctx, tx, topics)
+		})
+	}
 	return s, nil
 }
 
@@ -110,8 +119,13 @@ func (s *services) jobs(cfg *config.Config) []worker.Registration {
 	if cfg.HarvestInterval > 0 {
 		harvest = harvest.Every(cfg.HarvestInterval, func() river.JobArgs { return worker.HarvestArgs{} }, true)
 	}
+	hub := ""
+	if cfg.WebSubHubURL != nil {
+		hub = cfg.WebSubHubURL.String()
+	}
 	return []worker.Registration{
 		worker.Register(&worker.MatchWorker{Match: s.matcher, Logger: s.logger}),
+		worker.Register(&worker.WebSubWorker{Publisher: feeds.NewPublisher(hub, httpclient.New(30*time.Second, 64<<10))}),
 		harvest,
 		worker.Register(&worker.EnrichWorker{Enricher: s.enricher, Logger: s.logger}).
 			Every(enrichInterval, func() river.JobArgs { return worker.EnrichArgs{} }, false),

@@ -265,8 +265,14 @@ func (in *Ingester) write(ctx context.Context, tx pgx.Tx, batch []Paper, existin
 		return err
 	}
 	if len(deletes) > 0 {
+		// A withdrawn paper loses its keys, so no feed or digest query
+		// needs to look at papers to leave it out. Should it ever come back,
+		// its keys are new again and its followers hear of it once more.
 		if _, err := tx.Exec(ctx, `UPDATE papers SET deleted_at = now(), modified_at = now() WHERE id = ANY($1)`, deletes); err != nil {
 			return fmt.Errorf("marking %d papers deleted: %w", len(deletes), err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM paper_keys WHERE paper_id = ANY($1)`, deletes); err != nil {
+			return fmt.Errorf("removing the keys of %d deleted papers: %w", len(deletes), err)
 		}
 	}
 	if len(keys) == 0 {

@@ -6,8 +6,10 @@ import (
 	"encoding/xml"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -382,5 +384,57 @@ func TestRotationAndTokenSecrecy(t *testing.T) {
 	}
 	if !strings.Contains(logs, "/feeds/fft_REDACTED.atom") {
 		t.Errorf("feed requests are not logged in redacted form")
+	}
+}
+
+// TestWebSubHubLinkAndPing: with WEBSUB_HUB_URL set, public feeds announce
+// the hub and a match publishes their URLs to it; private feeds (secret
+// URLs) are never sent to the hub.
+func TestWebSubHubLinkAndPing(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var topics []string
+	hub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		mu.Lock()
+		if r.Form.Get("hub.mode") == "publish" {
+			topics = append(topics, r.Form["hub.url"]...)
+		}
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer hub.Close()
+	a, c := start(t, "WEBSUB_HUB_URL", hub.URL+"/hub")
+	reader := testapp.Token(t, "reader", "")
+	c.Do("PUT", "/v1/me/follows/researcher/orcid:0000-0002-1825-0097", reader, nil)
+	c.Do("POST", "/v1/papers", testapp.Token(t, "host", "", "papers:write"),
+		`[{"arxiv_id": "2301.00001", "title": "T", "categories": ["cs.LG", "math.ST"], "primary_category": "cs.LG",
+		   "authors": [{"name": "Josiah Carberry", "ids": ["orcid:0000-0002-1825-0097", "s2:999"]}]}]`)
+	waitFor(t, "the hub ping", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(topics, a.URL+"/feeds/category/cs.LG.atom")
+	})
+	mu.Lock()
+	got := slices.Clone(topics)
+	mu.Unlock()
+	for _, want := range []string{"/feeds/category/cs.json", "/feeds/category/math.ST.rss", "/feeds/researcher/orcid:0000-0002-1825-0097.atom"} {
+		if !slices.Contains(got, a.URL+want) {
+			t.Errorf("ping lacks %s: %v", want, got)
+		}
+	}
+	for _, u := range got {
+		if strings.Contains(u, "fft_") || strings.Contains(u, "s2:999") {
+			t.Errorf("pinged %s (a private feed, or a researcher nobody follows)", u)
+		}
+	}
+	_, body := get(t, a.URL+"/feeds/category/cs.LG.atom")
+	if !bytes.Contains(body, []byte(`<link href="`+hub.URL+`/hub" rel="hub">`)) {
+		t.Errorf("public feed has no hub link:\n%s", body)
+	}
+	var links feedLinks
+	c.Do("GET", "/v1/me/feeds", reader, nil).JSON(t, &links)
+	if _, body := get(t, links.Atom); bytes.Contains(body, []byte(`rel="hub"`)) {
+		t.Error("a private feed announces the hub")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
+	"followfeed/feeds"
 	"followfeed/harvest"
 	"followfeed/match"
 )
@@ -135,4 +136,38 @@ func (w *EnrichWorker) Work(ctx context.Context, job *river.Job[EnrichArgs]) err
 	w.Logger.InfoContext(ctx, "enrichment run", "looked", st.Looked, "found", st.Found, "missing", st.Missing,
 		"given_up", st.GivenUp, "keys", st.Keys, "error", err)
 	return err
+}
+
+// EnqueueWebSub inserts a hub ping for topics in tx.
+func (e *Enqueuer) EnqueueWebSub(ctx context.Context, tx pgx.Tx, topics []string) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	_, err := e.client.InsertTx(ctx, tx, WebSubArgs{Topics: topics}, nil)
+	return err
+}
+
+// WebSubArgs announces changed public feeds to the WebSub hub.
+type WebSubArgs struct {
+	Topics []string `json:"topics"`
+}
+
+// Kind implements river.JobArgs.
+func (WebSubArgs) Kind() string { return "websub_publish" }
+
+// InsertOpts: a few retries; a missed ping only delays readers until their
+// next poll.
+func (WebSubArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueDefault, MaxAttempts: 5}
+}
+
+// WebSubWorker runs feeds.Publisher.Publish.
+type WebSubWorker struct {
+	river.WorkerDefaults[WebSubArgs]
+	Publisher *feeds.Publisher
+}
+
+// Work implements river.Worker.
+func (w *WebSubWorker) Work(ctx context.Context, job *river.Job[WebSubArgs]) error {
+	return w.Publisher.Publish(ctx, job.Args.Topics)
 }

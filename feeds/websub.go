@@ -1,0 +1,93 @@
+package feeds
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/follow"
+)
+
+// MaxPingURLs caps the feed URLs one batch announces to the hub.
+const MaxPingURLs = 3000
+
+// ChangedPublicURLs lists the public feeds whose content the key rows in
+// [fromSeq, toSeq] changed, in every format: every category and archive
+// feed, and the researcher and institution feeds somebody follows (the
+// others nobody is likely to subscribe to). Private feeds are never
+// announced: their URLs are secrets and a hub is a third party.
+func (s *Service) ChangedPublicURLs(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) ([]string, error) {
+	if s.hub == "" {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT DISTINCT k.key FROM paper_keys k
+		WHERE k.seq BETWEEN $1 AND $2 AND NOT k.replacement
+		  AND (k.key LIKE 'category:%' OR k.key LIKE 'archive:%'
+		       OR EXISTS (SELECT 1 FROM follow_counts c WHERE c.key = k.key AND c.followers > 0))
+		ORDER BY 1 LIMIT $3`, fromSeq, toSeq, MaxPingURLs/len(Formats))
+	if err != nil {
+		return nil, fmt.Errorf("listing changed public feeds: %w", err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("listing changed public feeds: %w", err)
+	}
+	var out []string
+	for _, k := range keys {
+		t, err := follow.TargetFromKey(k)
+		if err != nil {
+			continue // a key no follow could name (e.g. an unknown new category)
+		}
+		for _, f := range Formats {
+			out = append(out, s.PublicURL(t, f))
+		}
+	}
+	return out, nil
+}
+
+// Publisher announces changed feeds to a WebSub hub.
+type Publisher struct {
+	hub    string
+	client *http.Client
+}
+
+// NewPublisher returns a publisher for hub using client.
+func NewPublisher(hub string, client *http.Client) *Publisher {
+	return &Publisher{hub: hub, client: client}
+}
+
+// pingChunk is how many topics one publish request names.
+const pingChunk = 50
+
+// Publish sends hub.mode=publish for the topic URLs, in chunks (repeated
+// hub.url parameters, as PubSubHubbub hubs accept). Any non-2xx answer is an
+// error, so the job retries.
+func (p *Publisher) Publish(ctx context.Context, topics []string) error {
+	for i := 0; i < len(topics); i += pingChunk {
+		form := url.Values{"hub.mode": {"publish"}}
+		for _, t := range topics[i:min(i+pingChunk, len(topics))] {
+			form.Add("hub.url", t)
+		}
+		req, err := http.NewRequestWithContext(ctx, "POST", p.hub, strings.NewReader(form.Encode()))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := p.client.Do(req)
+		if err != nil {
+			return fmt.Errorf("pinging the WebSub hub: %w", err)
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			return fmt.Errorf("pinging the WebSub hub: %s", resp.Status)
+		}
+	}
+	return nil
+}
