@@ -63,9 +63,9 @@ func (s *Service) RunBatch(ctx context.Context, fromSeq, toSeq int64, finish fun
 
 // BatchResult says what a match job found.
 type BatchResult struct {
-	FromSeq, ToSeq int64 // the batch's key rows
-	Keys  int     // distinct keys in the batch
-	Users []int64 // users whose feeds changed
+	FromSeq, ToSeq int64   // the batch's key rows
+	Keys           int     // distinct keys in the batch
+	Users          []int64 // users whose feeds changed
 }
 
 // AffectedUsers runs inside the match job: it takes the distinct keys written
