@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -337,4 +338,28 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+func TestHarvestOnceCommand(t *testing.T) {
+	t.Parallel()
+	page, err := os.ReadFile("../harvest/testdata/oai/listrecords-arXiv-complete-list.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oai := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(page) }))
+	defer oai.Close()
+	env := baseEnv(t, testdb.URL(t))
+	env["ARXIV_OAI_URL"] = oai.URL
+	env["ARXIV_OAI_FORMAT"] = "arXiv"
+	out, err := command(t, env, "harvest", "--once").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "harvest: 1 pages, 2 records: 2 new") {
+		t.Fatalf("harvest --once: %v\n%s", err, out)
+	}
+	out, err = command(t, env, "harvest", "--once").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "0 new") {
+		t.Fatalf("second harvest --once: %v\n%s", err, out)
+	}
+	if code := exitCode(command(t, env, "harvest").Run()); code != 2 {
+		t.Errorf("harvest without --once: exit %d, want 2", code)
+	}
 }

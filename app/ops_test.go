@@ -1,0 +1,141 @@
+package app_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"followfeed/internal/testapp"
+	"followfeed/store"
+)
+
+func fetch(t *testing.T, req *http.Request) (int, string) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func getURL(t *testing.T, url string) (int, string) {
+	req, _ := http.NewRequest("GET", url, nil)
+	return fetch(t, req)
+}
+
+func TestOperationsEndpoints(t *testing.T) {
+	t.Parallel()
+	env := testapp.Env(t)
+	env["ADMIN_PASSWORD"] = "correct horse battery"
+	a := testapp.Start(t, env)
+	if code, body := getURL(t, a.URL+"/readyz"); code != 200 || !strings.Contains(body, "ready") {
+		t.Errorf("readyz: %d %s", code, body)
+	}
+	getURL(t, a.URL+"/v1/follows/category/cs.LG")
+	code, body := getURL(t, a.URL+"/metrics")
+	for _, want := range []string{`followfeed_http_requests_total{code="200",method="GET",route="GET /v1/follows/{kind}/{id}"}`,
+		"followfeed_http_request_duration_seconds_bucket", "followfeed_river_jobs_scrape_ok 1", "go_goroutines"} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if code, _ := getURL(t, a.URL+"/admin/jobs/"); code != 401 {
+		t.Errorf("job UI without credentials: %d", code)
+	}
+	req, _ := http.NewRequest("GET", a.URL+"/admin/jobs/", nil)
+	req.SetBasicAuth("admin", "wrong")
+	if code, _ := fetch(t, req); code != 401 {
+		t.Errorf("job UI with a wrong password: %d", code)
+	}
+	req.SetBasicAuth("admin", "correct horse battery")
+	if code, body := fetch(t, req); code != 200 || !strings.Contains(body, "<html") {
+		t.Errorf("job UI with the credential: %d", code)
+	}
+}
+
+// TestReadyzReportsAnOutdatedSchemaAndALostDatabase: readiness follows the
+// database.
+func TestReadyzReportsALostDatabase(t *testing.T) {
+	t.Parallel()
+	a := testapp.Start(t, nil)
+	db, err := store.Open(context.Background(), a.DatabaseURL, store.Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// Kill every connection of the service and forbid new ones.
+	db.Pool.Exec(context.Background(), `ALTER DATABASE `+dbName(a.DatabaseURL)+` ALLOW_CONNECTIONS false`)
+	db.Pool.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+	defer db.Pool.Exec(context.Background(), `ALTER DATABASE `+dbName(a.DatabaseURL)+` ALLOW_CONNECTIONS true`)
+	start := time.Now()
+	code, body := getURL(t, a.URL+"/readyz")
+	if code != 503 || time.Since(start) > 5*time.Second {
+		t.Errorf("readyz with the database gone: %d %s after %s", code, body, time.Since(start))
+	}
+	if code, _ := getURL(t, a.URL+"/healthz"); code != 200 {
+		t.Errorf("healthz: %d", code)
+	}
+}
+
+func dbName(url string) string {
+	i := strings.LastIndex(url, "/")
+	name := url[i+1:]
+	if j := strings.IndexByte(name, '?'); j >= 0 {
+		name = name[:j]
+	}
+	return `"` + name + `"`
+}
+
+// TestAPIAndWorkerRunApart: `api` serves the API and queues jobs it does not
+// run; `worker` runs them and serves only the operations endpoints.
+func TestAPIAndWorkerRunApart(t *testing.T) {
+	t.Parallel()
+	env := testapp.Env(t)
+	api := testapp.Start(t, env, "api")
+	wenv := map[string]string{}
+	for k, v := range env {
+		wenv[k] = v
+	}
+	c := api.Client(t)
+	svc := testapp.Token(t, "host", "", "papers:write")
+	r := c.Do("POST", "/v1/papers", svc, `[{"arxiv_id": "2301.00001", "title": "T", "primary_category": "cs.LG"}]`)
+	if r.Status != 200 {
+		t.Fatalf("ingest on api: %d %s", r.Status, r.Body)
+	}
+	db, err := store.Open(context.Background(), env["DATABASE_URL"], store.Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	state := func() string {
+		var s string
+		db.Pool.QueryRow(context.Background(), `SELECT state FROM river.river_job WHERE kind = 'match_batch'`).Scan(&s)
+		return s
+	}
+	time.Sleep(time.Second)
+	if s := state(); s != "available" {
+		t.Fatalf("the api process ran the match job (state %q)", s)
+	}
+	w := testapp.Start(t, wenv, "worker")
+	deadline := time.Now().Add(15 * time.Second)
+	for state() != "completed" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker did not run the match job: %q", state())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, _ := getURL(t, w.URL+"/healthz"); code != 200 {
+		t.Errorf("worker healthz: %d", code)
+	}
+	if code, _ := getURL(t, w.URL+"/metrics"); code != 200 {
+		t.Errorf("worker metrics: %d", code)
+	}
+	if code, _ := getURL(t, w.URL+"/v1/follows/category/cs.LG"); code != 404 {
+		t.Errorf("worker serves the API: %d", code)
+	}
+}
