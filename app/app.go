@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"followfeed/config"
 )
@@ -49,16 +50,39 @@ Commands:
   migrate    apply the database migrations (app and River) and exit
   token      mint a development JWT: token --sub ID [--email E] [--scope S] [--ttl D]
   harvest    run one arXiv OAI-PMH harvest pass: harvest --once [--enrich]
+  digest     print (or with --now send) a user's next digest: digest --user SUB [--now]
   bench      build scale S and measure the targets of BENCHMARKS.md
 
 Configuration comes from environment variables; see README.md or .env.example.
 Run 'followfeed <command> --help' for a command's flags.
 `
 
+// Hooks let tests replace what the environment cannot: the clock.
+type Hooks struct {
+	// Now replaces time.Now for scheduling (digests, instant alerts).
+	Now func() time.Time
+}
+
+// invocation is what every command gets from Run.
+type invocation struct {
+	getenv func(string) string
+	stdout io.Writer
+	hooks  Hooks
+}
+
 // Run executes the command in args (without the program name). getenv reads
 // configuration; stdout receives output and logs. It returns when the
 // command finishes or ctx is cancelled (servers then shut down gracefully).
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	return RunWith(ctx, args, getenv, stdout, Hooks{})
+}
+
+// RunWith is Run with hooks (tests inject a clock).
+func RunWith(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, hooks Hooks) error {
+	if hooks.Now == nil {
+		hooks.Now = time.Now
+	}
+	inv := invocation{getenv: getenv, stdout: stdout, hooks: hooks}
 	if len(args) == 0 {
 		fmt.Fprint(stdout, usage)
 		return &UsageError{"no command given; see 'followfeed --help'"}
@@ -69,19 +93,21 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		fmt.Fprint(stdout, usage)
 		return nil
 	case "serve":
-		return runService(ctx, rest, getenv, stdout, modeServe)
+		return runService(ctx, rest, inv, modeServe)
 	case "api":
-		return runService(ctx, rest, getenv, stdout, modeAPI)
+		return runService(ctx, rest, inv, modeAPI)
 	case "worker":
-		return runService(ctx, rest, getenv, stdout, modeWorker)
+		return runService(ctx, rest, inv, modeWorker)
 	case "migrate":
-		return runMigrate(ctx, rest, getenv, stdout)
+		return runMigrate(ctx, rest, inv)
 	case "token":
-		return runToken(ctx, rest, getenv, stdout)
+		return runToken(ctx, rest, inv)
 	case "harvest":
-		return runHarvest(ctx, rest, getenv, stdout)
+		return runHarvest(ctx, rest, inv)
+	case "digest":
+		return runDigest(ctx, rest, inv)
 	case "bench":
-		return runBench(ctx, rest, getenv, stdout)
+		return runBench(ctx, rest, inv)
 	default:
 		return &UsageError{fmt.Sprintf("unknown command %q; see 'followfeed --help'", cmd)}
 	}

@@ -3,7 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
-	"io"
+	"net/url"
 	"os"
 
 	"followfeed/bench"
@@ -12,7 +12,8 @@ import (
 	"followfeed/migrations"
 )
 
-func runBench(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func runBench(ctx context.Context, args []string, inv invocation) error {
+	getenv, stdout := inv.getenv, inv.stdout
 	fs := newFlags("bench", stdout, "Builds scale S in DATABASE_URL (once; use a dedicated database) and measures the\nperformance targets, writing the report to --out.")
 	out := fs.String("out", "BENCHMARKS.md", "where to write the report (- for stdout)")
 	if err := parseFlags(fs, args); err != nil {
@@ -32,9 +33,18 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	if _, err := migrations.Up(ctx, db.Pool, logger); err != nil {
 		return err
 	}
-	// The benchmark drives the service flat out from one address.
+	// The benchmark drives the service flat out from one address, and
+	// hands its digests to a local SMTP sink.
 	cfg.RateLimitPerIP, cfg.RateLimitPerUser = 0, 0
-	svc, err := newServices(ctx, cfg, db, logger)
+	smtpURL, _, stopSink, err := bench.StartSink()
+	if err != nil {
+		return err
+	}
+	defer stopSink()
+	if cfg.SMTPURL, err = url.Parse(smtpURL); err != nil {
+		return err
+	}
+	svc, err := newServices(ctx, cfg, db, logger, inv.hooks)
 	if err != nil {
 		return err
 	}
@@ -45,7 +55,8 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	env := []string{"APP_ENV=development", "DATABASE_URL=" + cfg.DatabaseURL, "HTTP_ADDR=127.0.0.1:0", "HARVEST_INTERVAL=0",
 		"RATE_LIMIT_PER_IP=0", "RATE_LIMIT_PER_USER=0", "LOG_LEVEL=info", "MAIL_DIR=" + os.TempDir()}
-	rep, err := bench.Run(ctx, bench.Deps{DB: db, Ingester: svc.ingester, Matcher: svc.matcher, Tokens: svc.feeds.Tokens(),
+	defer svc.close()
+	rep, err := bench.Run(ctx, bench.Deps{DB: db, Ingester: svc.ingester, Matcher: svc.matcher, Tokens: svc.feeds.Tokens(), Digester: svc.digester,
 		Handler: handler, Exe: exe, Env: env, Log: stdout}, bench.ScaleS)
 	if err != nil {
 		return err

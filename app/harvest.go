@@ -3,12 +3,12 @@ package app
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"followfeed/config"
 )
 
-func runHarvest(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func runHarvest(ctx context.Context, args []string, inv invocation) error {
+	getenv, stdout := inv.getenv, inv.stdout
 	fs := newFlags("harvest", stdout, "Runs one arXiv OAI-PMH harvest pass of ARXIV_SETS from ARXIV_OAI_URL, by hand.\nNew papers get their match jobs queued; running workers deliver them.")
 	once := fs.Bool("once", false, "run one pass and exit (required: the periodic harvest runs inside `serve`/`worker`)")
 	enrich := fs.Bool("enrich", false, "also run one OpenAlex enrichment pass afterwards")
@@ -31,7 +31,7 @@ func runHarvest(ctx context.Context, args []string, getenv func(string) string, 
 	if err := checkSchema(ctx, db); err != nil {
 		return err
 	}
-	svc, err := newServices(ctx, cfg, db, logger)
+	svc, err := newServices(ctx, cfg, db, logger, inv.hooks)
 	if err != nil {
 		return err
 	}

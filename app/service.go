@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"time"
@@ -53,7 +52,8 @@ func openDB(ctx context.Context, cfg *config.Config, name string) (*store.DB, er
 	return db, nil
 }
 
-func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func runMigrate(ctx context.Context, args []string, inv invocation) error {
+	getenv, stdout := inv.getenv, inv.stdout
 	fs := newFlags("migrate", stdout, "Applies the app's and River's database migrations; safe to run concurrently.")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -81,7 +81,8 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 }
 
 // runService runs the long-lived process of mode until ctx is cancelled.
-func runService(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, m mode) error {
+func runService(ctx context.Context, args []string, inv invocation, m mode) error {
+	getenv, stdout := inv.getenv, inv.stdout
 	fs := newFlags(m.String(), stdout, map[mode]string{
 		modeServe:  "Runs the HTTP server and the job workers in one process.",
 		modeAPI:    "Runs only the HTTP server; jobs are inserted for workers elsewhere.",
@@ -122,10 +123,11 @@ func runService(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 
-	svc, err := newServices(ctx, cfg, db, logger)
+	svc, err := newServices(ctx, cfg, db, logger, inv.hooks)
 	if err != nil {
 		return err
 	}
+	defer svc.close()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -11,7 +10,8 @@ import (
 	"followfeed/config"
 )
 
-func runToken(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func runToken(ctx context.Context, args []string, inv invocation) error {
+	getenv, stdout := inv.getenv, inv.stdout
 	fs := newFlags("token", stdout, "Mints a JWT signed with AUTH_HS256_SECRET (in development, a built-in key) so a\nperson can try the API at once:\n\n  TOKEN=$(followfeed token --sub alice --email alice@example.org)\n  curl -H \"Authorization: Bearer $TOKEN\" http://127.0.0.1:8080/v1/me")
 	sub := fs.String("sub", "", "the user id (JWT sub claim); required")
 	email := fs.String("email", "", "an email address for the email claim")

@@ -41,9 +41,12 @@ type services struct {
 	harvester *harvest.Harvester
 	enricher  *harvest.Enricher
 	feeds     *feeds.Service
+	sender    notify.Sender
+	digester  *notify.Digester
+	signer    *auth.LinkSigner
 }
 
-func newServices(ctx context.Context, cfg *config.Config, db *store.DB, logger *slog.Logger) (*services, error) {
+func newServices(ctx context.Context, cfg *config.Config, db *store.DB, logger *slog.Logger, hooks Hooks) (*services, error) {
 	ins, err := worker.NewInserter(db.Pool, logger)
 	if err != nil {
 		return nil, err
@@ -56,7 +59,7 @@ func newServices(ctx context.Context, cfg *config.Config, db *store.DB, logger *
 	s.follows = follow.NewService(db)
 	s.ingester = harvest.NewIngester(db, s.enqueuer)
 	s.matcher = match.NewService(db)
-	s.prefs = notify.NewPreferences(db)
+	s.prefs = notify.NewPreferences(db, s.enqueuer, hooks.Now)
 	oai := harvest.NewOAIClient(harvest.OAIConfig{
 		BaseURL: cfg.ArxivOAIURL.String(),
 		Format:  cfg.ArxivOAIFormat,
@@ -71,6 +74,18 @@ func newServices(ctx context.Context, cfg *config.Config, db *store.DB, logger *
 	})
 	s.enricher = harvest.NewEnricher(db, openalex, s.ingester, harvest.DefaultEnrichPolicy, logger, nil)
 	s.feeds = feeds.NewService(db, feeds.NewTokens(db, cfg.SecretKey), s.matcher, s.follows, cfg.PublicURL, cfg.WebSubHubURL, cfg.SecretKey)
+	s.signer = auth.NewLinkSigner(cfg.SecretKey)
+	if s.sender, err = newSender(cfg, logger); err != nil {
+		return nil, err
+	}
+	s.digester = notify.NewDigester(notify.DigesterConfig{
+		DB: db, Matcher: s.matcher, Follows: s.follows, Sender: s.sender, Enqueuer: s.enqueuer,
+		Links: feedLinks{s.feeds}, Signer: s.signer, From: cfg.MailFrom, BaseURL: cfg.PublicURL,
+		Mailto: cfg.MailUnsubscribeMailto, Logger: logger, Now: hooks.Now,
+	})
+	s.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
+		return s.digester.ScheduleInstant(ctx, tx, res.Users)
+	})
 	if cfg.WebSubHubURL != nil {
 		s.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 			topics, err := s.feeds.ChangedPublicURLs(ctx, tx, res.FromSeq, res.ToSeq)
@@ -81,6 +96,36 @@ func newServices(ctx context.Context, cfg *config.Config, db *store.DB, logger *
 		})
 	}
 	return s, nil
+}
+
+// close releases what the services hold (pooled SMTP connections).
+func (s *services) close() {
+	if c, ok := s.sender.(interface{ Close() error }); ok {
+		_ = c.Close()
+	}
+}
+
+// newSender delivers mail over SMTP_URL, or writes .eml files to MAIL_DIR.
+func newSender(cfg *config.Config, logger *slog.Logger) (notify.Sender, error) {
+	if cfg.SMTPURL == nil {
+		return notify.NewDirSender(cfg.MailDir), nil
+	}
+	snd, err := notify.NewSMTPSender(cfg.SMTPURL.String(), notify.SMTPOptions{Logger: logger, HeloName: cfg.PublicURL.Hostname()})
+	if err != nil {
+		return nil, &config.Error{Var: "SMTP_URL", Reason: err.Error()}
+	}
+	return snd, nil
+}
+
+// feedLinks gives mail the user's private feed URL.
+type feedLinks struct{ feeds *feeds.Service }
+
+func (l feedLinks) FeedURL(ctx context.Context, userID int64) (string, error) {
+	tok, err := l.feeds.Tokens().Token(ctx, userID)
+	if err != nil {
+		return "", err
+	}
+	return l.feeds.PrivateURL(tok, feeds.Atom, nil), nil
 }
 
 func newVerifier(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*auth.Verifier, error) {
@@ -125,6 +170,11 @@ func (s *services) jobs(cfg *config.Config) []worker.Registration {
 	}
 	return []worker.Registration{
 		worker.Register(&worker.MatchWorker{Match: s.matcher, Logger: s.logger}),
+		worker.Register(&worker.ScheduleDigestsWorker{Digester: s.digester, Logger: s.logger}).
+			Every(cfg.DigestScheduleInterval, func() river.JobArgs { return worker.ScheduleDigestsArgs{} }, true),
+		worker.Register(&worker.DigestWorker{Digester: s.digester, Logger: s.logger}),
+		worker.Register(&worker.InstantWorker{Digester: s.digester}),
+		worker.Register(&worker.ConfirmWorker{Digester: s.digester}),
 		worker.Register(&worker.WebSubWorker{Publisher: feeds.NewPublisher(hub, httpclient.New(30*time.Second, 64<<10))}),
 		harvest,
 		worker.Register(&worker.EnrichWorker{Enricher: s.enricher, Logger: s.logger}).
@@ -153,9 +203,12 @@ func (s *services) routes(cfg *config.Config) func(*http.ServeMux) {
 		Misses: httpapi.NewLimiter(20.0/60, 20),
 		PerIP:  api.PerIP,
 	}
+	emailPages := &httpapi.EmailPages{Logger: s.logger, Digester: s.digester, PerIP: api.PerIP}
 	return func(mux *http.ServeMux) {
 		api.Register(mux)
 		feedRoutes.Register(mux)
+		emailPages.Register(mux)
+		httpapi.RegisterStatic(mux)
 		httpapi.RegisterOpenAPI(mux)
 	}
 }

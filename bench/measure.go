@@ -81,26 +81,23 @@ func batchPapers(n int, s Scale, seed uint64) []harvest.Paper {
 type MatchResult struct {
 	Papers, Keys, DistinctKeys, Users int
 	Ingest, Match                     time.Duration
+	FromSeq, ToSeq                    int64 // the batch's key rows
 }
 
 // MeasureMatch ingests a batch of n new papers through the real Ingester
 // (papers, keys, match job insert in one transaction) and then runs the
-// match job's query over its keys, timing both. The batch is removed again
-// afterwards so the dataset stays at its scale.
+// match job's query over its keys, timing both. Call RemoveBatch afterwards
+// so the dataset stays at its scale.
 func MeasureMatch(ctx context.Context, db *store.DB, in *harvest.Ingester, m *match.Service, s Scale, n int) (MatchResult, error) {
 	var res MatchResult
 	papers := batchPapers(n, s, 1)
-	defer func() {
-		_, _ = db.Pool.Exec(context.WithoutCancel(ctx), `DELETE FROM papers WHERE arxiv_id LIKE '2901.%'`)
-		_, _ = db.Pool.Exec(context.WithoutCancel(ctx), `DELETE FROM river.river_job WHERE kind = 'match_batch'`)
-	}()
 	start := time.Now()
 	ir, err := in.Ingest(ctx, papers, harvest.SourcePush)
 	if err != nil {
 		return res, err
 	}
 	res.Ingest = time.Since(start)
-	res.Papers, res.Keys = ir.New, ir.Keys
+	res.Papers, res.Keys, res.FromSeq, res.ToSeq = ir.New, ir.Keys, ir.FromSeq, ir.ToSeq
 	start = time.Now()
 	br, err := m.RunBatch(ctx, ir.FromSeq, ir.ToSeq, nil)
 	if err != nil {
@@ -109,6 +106,12 @@ func MeasureMatch(ctx context.Context, db *store.DB, in *harvest.Ingester, m *ma
 	res.Match = time.Since(start)
 	res.DistinctKeys, res.Users = br.Keys, len(br.Users)
 	return res, nil
+}
+
+// RemoveBatch deletes what MeasureMatch added.
+func RemoveBatch(ctx context.Context, db *store.DB) {
+	_, _ = db.Pool.Exec(context.WithoutCancel(ctx), `DELETE FROM papers WHERE arxiv_id LIKE '2901.%'`)
+	_, _ = db.Pool.Exec(context.WithoutCancel(ctx), `DELETE FROM river.river_job WHERE kind IN ('match_batch', 'digest_instant', 'websub_publish')`)
 }
 
 // SampleUsers returns n user ids spread evenly over the table.

@@ -59,6 +59,9 @@ type Config struct {
 	MailFrom              *mail.Address
 	MailDir               string // MAIL_DIR
 	MailUnsubscribeMailto string // MAIL_UNSUBSCRIBE_MAILTO
+	// DigestScheduleInterval is how often the scheduler looks for due
+	// digests (DIGEST_SCHEDULE_INTERVAL).
+	DigestScheduleInterval time.Duration
 
 	ArxivOAIURL     *url.URL      // ARXIV_OAI_URL
 	ArxivOAIFormat  string        // ARXIV_OAI_FORMAT: arXivRaw (versions) or arXiv
@@ -104,7 +107,7 @@ var Vars = []string{
 	"APP_ENV", "DATABASE_URL", "DB_MAX_CONNS", "HTTP_ADDR", "PUBLIC_URL", "LOG_LEVEL", "LOG_FORMAT",
 	"SHUTDOWN_TIMEOUT", "AUTH_JWKS_URL", "AUTH_PUBLIC_KEY_FILE", "AUTH_HS256_SECRET", "AUTH_ISSUER",
 	"AUTH_AUDIENCE", "AUTH_LEEWAY", "SECRET_KEY", "SMTP_URL", "MAIL_FROM", "MAIL_DIR",
-	"MAIL_UNSUBSCRIBE_MAILTO", "ARXIV_OAI_URL", "ARXIV_OAI_FORMAT", "ARXIV_SETS", "HARVEST_INTERVAL", "OPENALEX_URL",
+	"MAIL_UNSUBSCRIBE_MAILTO", "DIGEST_SCHEDULE_INTERVAL", "ARXIV_OAI_URL", "ARXIV_OAI_FORMAT", "ARXIV_SETS", "HARVEST_INTERVAL", "OPENALEX_URL",
 	"OPENALEX_MAILTO", "OPENALEX_API_KEY", "CORS_ORIGINS", "RATE_LIMIT_PER_IP", "RATE_LIMIT_PER_USER", "WEBSUB_HUB_URL", "ADMIN_USER", "ADMIN_PASSWORD",
 }
 
@@ -139,7 +142,13 @@ func Load(getenv func(string) string) (*Config, error) {
 		defaultPublic = ""
 	}
 	c.PublicURLDefaulted = l.str("PUBLIC_URL", "") == ""
-	c.PublicURL = l.url("PUBLIC_URL", defaultPublic, prod, "http", "https")
+	publicSchemes := []string{"http", "https"}
+	if prod {
+		// Feed tokens and one-click unsubscribe links (RFC 8058) travel in
+		// these URLs: production serves them over https only.
+		publicSchemes = []string{"https"}
+	}
+	c.PublicURL = l.url("PUBLIC_URL", defaultPublic, prod, publicSchemes...)
 	if c.PublicURL != nil {
 		c.PublicURL.Path = strings.TrimSuffix(c.PublicURL.Path, "/")
 	}
@@ -191,6 +200,8 @@ func Load(getenv func(string) string) (*Config, error) {
 			l.fail("MAIL_UNSUBSCRIBE_MAILTO", "not an email address")
 		}
 	}
+
+	c.DigestScheduleInterval = l.duration("DIGEST_SCHEDULE_INTERVAL", 5*time.Minute, time.Second, time.Hour)
 
 	c.ArxivOAIURL = l.url("ARXIV_OAI_URL", "https://oaipmh.arxiv.org/oai", false, "http", "https")
 	c.ArxivSets = l.list("ARXIV_SETS", "cs")

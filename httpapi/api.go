@@ -130,12 +130,34 @@ func (a *API) ipLimited(next http.Handler) http.Handler {
 
 // ---- /v1/me ----
 
+type digestJSON struct {
+	Frequency string `json:"frequency"`
+	Hour      int    `json:"hour"`
+	Weekday   string `json:"weekday"`
+	SendEmpty bool   `json:"send_empty"`
+	// NextAt is when the next daily or weekly digest is due.
+	NextAt *time.Time `json:"next_at,omitempty"`
+}
+
 type meJSON struct {
-	Sub            string    `json:"sub"`
-	Email          string    `json:"email"`
-	EmailConfirmed bool      `json:"email_confirmed"`
-	Timezone       string    `json:"timezone"`
-	CreatedAt      time.Time `json:"created_at"`
+	Sub            string     `json:"sub"`
+	Email          string     `json:"email"`
+	EmailConfirmed bool       `json:"email_confirmed"`
+	Suppressed     string     `json:"suppressed,omitempty"`
+	Timezone       string     `json:"timezone"`
+	Digest         digestJSON `json:"digest"`
+	CreatedAt      time.Time  `json:"created_at"`
+}
+
+func toMeJSON(u *auth.User, p notify.Profile) meJSON {
+	d := digestJSON{Frequency: string(p.Digest.Frequency), Hour: p.Digest.Hour,
+		Weekday: strings.ToLower(p.Digest.Weekday.String()), SendEmpty: p.Digest.SendEmpty}
+	if !p.NextDigestAt.IsZero() {
+		t := p.NextDigestAt.UTC()
+		d.NextAt = &t
+	}
+	return meJSON{Sub: u.Sub, Email: p.Email, EmailConfirmed: p.EmailConfirmed, Suppressed: p.Suppressed,
+		Timezone: p.Timezone, Digest: d, CreatedAt: u.CreatedAt.UTC()}
 }
 
 func (a *API) getMe(w http.ResponseWriter, r *http.Request, u *auth.User) error {
@@ -143,13 +165,21 @@ func (a *API) getMe(w http.ResponseWriter, r *http.Request, u *auth.User) error 
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, meJSON{Sub: u.Sub, Email: p.Email, EmailConfirmed: p.EmailConfirmed, Timezone: p.Timezone, CreatedAt: u.CreatedAt})
+	writeJSON(w, http.StatusOK, toMeJSON(u, p))
 	return nil
 }
 
+type digestPatch struct {
+	Frequency *string `json:"frequency"`
+	Hour      *int    `json:"hour"`
+	Weekday   *string `json:"weekday"`
+	SendEmpty *bool   `json:"send_empty"`
+}
+
 type mePatch struct {
-	Email    *string `json:"email"`
-	Timezone *string `json:"timezone"`
+	Email    *string      `json:"email"`
+	Timezone *string      `json:"timezone"`
+	Digest   *digestPatch `json:"digest"`
 }
 
 func (a *API) patchMe(w http.ResponseWriter, r *http.Request, u *auth.User) error {
@@ -157,11 +187,15 @@ func (a *API) patchMe(w http.ResponseWriter, r *http.Request, u *auth.User) erro
 	if err := decodeJSON(r, &body, false); err != nil {
 		return err
 	}
-	p, err := a.Prefs.Update(r.Context(), u.ID, notify.ProfilePatch{Email: body.Email, Timezone: body.Timezone})
+	patch := notify.ProfilePatch{Email: body.Email, Timezone: body.Timezone}
+	if d := body.Digest; d != nil {
+		patch.Digest = &notify.DigestPatch{Frequency: d.Frequency, Hour: d.Hour, Weekday: d.Weekday, SendEmpty: d.SendEmpty}
+	}
+	p, err := a.Prefs.Update(r.Context(), u.ID, patch)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, meJSON{Sub: u.Sub, Email: p.Email, EmailConfirmed: p.EmailConfirmed, Timezone: p.Timezone, CreatedAt: u.CreatedAt})
+	writeJSON(w, http.StatusOK, toMeJSON(u, p))
 	return nil
 }
 

@@ -337,10 +337,19 @@ func TestMeProfile(t *testing.T) {
 	if !strings.Contains(string(r.Body), `"email_confirmed":false`) || !strings.Contains(string(r.Body), "Europe/Amsterdam") {
 		t.Fatalf("changed email must be unconfirmed, timezone kept: %s", r.Body)
 	}
+	r = c.Do("PATCH", "/v1/me", tok, map[string]any{"digest": map[string]any{"frequency": "weekly", "hour": 8, "weekday": "friday"}})
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"frequency":"weekly"`) || !strings.Contains(string(r.Body), `"weekday":"friday"`) ||
+		!strings.Contains(string(r.Body), `"hour":8`) || strings.Contains(string(r.Body), "next_at") {
+		t.Fatalf("digest settings (unconfirmed address: no next_at): %d %s", r.Status, r.Body)
+	}
 	for body, field := range map[string]string{
-		`{"timezone": "Mars/Olympus"}`: "timezone",
-		`{"email": "not-an-address"}`:  "email",
-		`{"nickname": "x"}`:            "nickname",
+		`{"timezone": "Mars/Olympus"}`:               "timezone",
+		`{"email": "not-an-address"}`:                "email",
+		`{"nickname": "x"}`:                          "nickname",
+		`{"digest": {"frequency": "hourly"}}`:        "digest.frequency",
+		`{"digest": {"hour": 25}}`:                   "digest.hour",
+		`{"digest": {"weekday": "caturday"}}`:        "digest.weekday",
+		`{"digest": {"frequency": "daily", "x": 1}}`: "x",
 	} {
 		r := c.Do("PATCH", "/v1/me", tok, body)
 		var p problem

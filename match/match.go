@@ -141,6 +141,8 @@ type Query struct {
 	AfterSeq, UpToSeq int64
 	// Limit caps the papers returned (newest first); 0 means 50.
 	Limit int
+	// Light leaves abstracts out (digests do not show them).
+	Light bool
 }
 
 // Paper is one matched paper with why it matched.
@@ -257,7 +259,7 @@ func (s *Service) Matched(ctx context.Context, q Query) (Result, error) {
 			res.Papers = nil
 			return nil
 		}
-		if err := loadPapers(ctx, tx, ids, byID); err != nil {
+		if err := loadPapers(ctx, tx, ids, byID, q.Light); err != nil {
 			return err
 		}
 		if err := loadReasons(ctx, tx, q.UserID, ids, byID); err != nil {
@@ -304,7 +306,7 @@ func (s *Service) Public(ctx context.Context, key string, limit int) ([]Paper, e
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("selecting papers of %s: %w", key, err)
 		}
-		if err := loadPapers(ctx, tx, ids, byID); err != nil {
+		if err := loadPapers(ctx, tx, ids, byID, false); err != nil {
 			return err
 		}
 		for _, id := range ids {
@@ -315,16 +317,16 @@ func (s *Service) Public(ctx context.Context, key string, limit int) ([]Paper, e
 	return out, err
 }
 
-func loadPapers(ctx context.Context, tx pgx.Tx, ids []int64, byID map[int64]*Paper) error {
+func loadPapers(ctx context.Context, tx pgx.Tx, ids []int64, byID map[int64]*Paper, light bool) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	rows, err := tx.Query(ctx, `
-		SELECT id, arxiv_id, version, title, abstract, authors, primary_category, categories, institutions,
+		SELECT id, arxiv_id, version, title, CASE WHEN $2 THEN '' ELSE abstract END, authors, primary_category, categories, institutions,
 		       coalesce(doi, ''), coalesce(journal_ref, ''), coalesce(comments, ''),
 		       coalesce(submitted_at, created_at), coalesce(updated_at, submitted_at, created_at),
 		       coalesce(announced_at, created_at), abs_url, pdf_url
-		FROM papers WHERE id = ANY($1)`, ids)
+		FROM papers WHERE id = ANY($1)`, ids, light)
 	if err != nil {
 		return fmt.Errorf("loading %d papers: %w", len(ids), err)
 	}

@@ -32,8 +32,8 @@ type Message struct {
 	// ListID is the List-Id header (RFC 2919), e.g.
 	// "followfeed digests <digests.followfeed.example>"; printable ASCII.
 	ListID string
-	// UnsubscribeURL is put in List-Unsubscribe (RFC 2369); when it is https,
-	// List-Unsubscribe-Post: List-Unsubscribe=One-Click (RFC 8058) is added.
+	// UnsubscribeURL is put in List-Unsubscribe (RFC 2369), with
+	// List-Unsubscribe-Post: List-Unsubscribe=One-Click (RFC 8058).
 	UnsubscribeURL string
 	// UnsubscribeMailto is an optional address added to List-Unsubscribe as
 	// <mailto:addr?subject=unsubscribe> after the URL.
@@ -146,7 +146,7 @@ func (m *Message) build() (*gomail.Msg, error) {
 	return msg, nil
 }
 
-// setUnsubscribe writes List-Unsubscribe and, for https, List-Unsubscribe-Post.
+// setUnsubscribe writes List-Unsubscribe and, with a URL, List-Unsubscribe-Post.
 //
 // go-mail writes "preformatted" headers by ranging over a map, so two of them
 // come out in random order (that is why SetListUnsubscribeOneClick, which sets
@@ -158,7 +158,7 @@ func setUnsubscribe(msg *gomail.Msg, rawURL, mailto string) error {
 		return nil
 	}
 	var uris []string
-	https := false
+	oneClick := false
 	if rawURL != "" {
 		u, err := url.Parse(rawURL)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
@@ -167,7 +167,9 @@ func setUnsubscribe(msg *gomail.Msg, rawURL, mailto string) error {
 		if !headerSafeURI(rawURL) {
 			return fmt.Errorf("UnsubscribeURL %q contains characters not allowed in a header", rawURL)
 		}
-		https = u.Scheme == "https"
+		// RFC 8058 asks for https; production configuration enforces an
+		// https PUBLIC_URL, development keeps http so one-click works locally.
+		oneClick = true
 		uris = append(uris, "<"+rawURL+">")
 	}
 	if mailto != "" {
@@ -178,7 +180,7 @@ func setUnsubscribe(msg *gomail.Msg, rawURL, mailto string) error {
 		uris = append(uris, "<mailto:"+a.Address+"?subject=unsubscribe>")
 	}
 	msg.SetGenHeaderPreformatted(headerListUnsub, strings.Join(uris, ", "))
-	if https {
+	if oneClick {
 		msg.SetGenHeader(headerListUnsubPost, oneClickPostValue)
 	}
 	return nil

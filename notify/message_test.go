@@ -258,7 +258,10 @@ func TestBytesOptionalHeaders(t *testing.T) {
 	if got := h.Get("List-Unsubscribe"); got != "<http://localhost:8080/unsubscribe?u=1>" {
 		t.Errorf("List-Unsubscribe = %q", got)
 	}
-	for _, k := range []string{"List-Unsubscribe-Post", "Auto-Submitted", "X-Auto-Response-Suppress", "List-Id"} {
+	if got := h.Get("List-Unsubscribe-Post"); got != "List-Unsubscribe=One-Click" {
+		t.Errorf("List-Unsubscribe-Post = %q with a URL", got)
+	}
+	for _, k := range []string{"Auto-Submitted", "X-Auto-Response-Suppress", "List-Id"} {
 		if h.Get(k) != "" {
 			t.Errorf("%s set: %q", k, h.Get(k))
 		}

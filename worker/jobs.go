@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -13,6 +14,7 @@ import (
 	"followfeed/feeds"
 	"followfeed/harvest"
 	"followfeed/match"
+	"followfeed/notify"
 )
 
 // Enqueuer inserts jobs for domain packages, always inside the caller's
@@ -170,4 +172,137 @@ type WebSubWorker struct {
 // Work implements river.Worker.
 func (w *WebSubWorker) Work(ctx context.Context, job *river.Job[WebSubArgs]) error {
 	return w.Publisher.Publish(ctx, job.Args.Topics)
+}
+
+// EnqueueDigests inserts one send job per digest ledger row, in bulk.
+func (e *Enqueuer) EnqueueDigests(ctx context.Context, tx pgx.Tx, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	params := make([]river.InsertManyParams, len(ids))
+	for i, id := range ids {
+		params[i] = river.InsertManyParams{Args: DigestArgs{DigestID: id}}
+	}
+	_, err := e.client.InsertManyTx(ctx, tx, params)
+	return err
+}
+
+// EnqueueInstant inserts instant-alert jobs for users, due at at.
+func (e *Enqueuer) EnqueueInstant(ctx context.Context, tx pgx.Tx, userIDs []int64, at time.Time) error {
+	params := make([]river.InsertManyParams, len(userIDs))
+	for i, id := range userIDs {
+		params[i] = river.InsertManyParams{Args: InstantArgs{UserID: id}, InsertOpts: &river.InsertOpts{ScheduledAt: at}}
+	}
+	_, err := e.client.InsertManyTx(ctx, tx, params)
+	return err
+}
+
+// EnqueueConfirm inserts the confirmation mail of a new address.
+func (e *Enqueuer) EnqueueConfirm(ctx context.Context, tx pgx.Tx, userID int64, email string) error {
+	_, err := e.client.InsertTx(ctx, tx, ConfirmArgs{UserID: userID, Email: email}, nil)
+	return err
+}
+
+// ScheduleDigestsArgs is the periodic digest scheduler.
+type ScheduleDigestsArgs struct{}
+
+// Kind implements river.JobArgs.
+func (ScheduleDigestsArgs) Kind() string { return "digest_schedule" }
+
+// InsertOpts: one scheduler at a time.
+func (ScheduleDigestsArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueDefault, MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByState: oneAtATime}}
+}
+
+// ScheduleDigestsWorker runs notify.Digester.Schedule.
+type ScheduleDigestsWorker struct {
+	river.WorkerDefaults[ScheduleDigestsArgs]
+	Digester *notify.Digester
+	Logger   *slog.Logger
+}
+
+// Work implements river.Worker.
+func (w *ScheduleDigestsWorker) Work(ctx context.Context, job *river.Job[ScheduleDigestsArgs]) error {
+	n, err := w.Digester.Schedule(ctx)
+	if n > 0 || err != nil {
+		w.Logger.InfoContext(ctx, "digests scheduled", "queued", n, "error", err)
+	}
+	return err
+}
+
+// DigestArgs sends one digest ledger row.
+type DigestArgs struct {
+	DigestID int64 `json:"digest_id"`
+}
+
+// Kind implements river.JobArgs.
+func (DigestArgs) Kind() string { return "digest_send" }
+
+// InsertOpts: the mail queue; SMTP 4xx and timeouts are retried with River's
+// backoff for about a day.
+func (DigestArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueMail, MaxAttempts: 12}
+}
+
+// DigestWorker runs notify.Digester.Send.
+type DigestWorker struct {
+	river.WorkerDefaults[DigestArgs]
+	Digester *notify.Digester
+	Logger   *slog.Logger
+}
+
+// Work implements river.Worker.
+func (w *DigestWorker) Work(ctx context.Context, job *river.Job[DigestArgs]) error {
+	out, err := w.Digester.Send(ctx, job.Args.DigestID)
+	w.Logger.InfoContext(ctx, "digest", "id", out.DigestID, "state", out.State, "papers", out.Papers, "error", err)
+	return err
+}
+
+// InstantArgs sends a user's waiting instant alert.
+type InstantArgs struct {
+	UserID int64 `json:"user_id"`
+}
+
+// Kind implements river.JobArgs.
+func (InstantArgs) Kind() string { return "digest_instant" }
+
+// InsertOpts: the mail queue.
+func (InstantArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueMail, MaxAttempts: 12}
+}
+
+// InstantWorker runs notify.Digester.SendInstant.
+type InstantWorker struct {
+	river.WorkerDefaults[InstantArgs]
+	Digester *notify.Digester
+}
+
+// Work implements river.Worker.
+func (w *InstantWorker) Work(ctx context.Context, job *river.Job[InstantArgs]) error {
+	return w.Digester.SendInstant(ctx, job.Args.UserID)
+}
+
+// ConfirmArgs mails the double opt-in link of a new address.
+type ConfirmArgs struct {
+	UserID int64  `json:"user_id"`
+	Email  string `json:"email"`
+}
+
+// Kind implements river.JobArgs.
+func (ConfirmArgs) Kind() string { return "email_confirm" }
+
+// InsertOpts: the mail queue.
+func (ConfirmArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueMail, MaxAttempts: 8}
+}
+
+// ConfirmWorker runs notify.Digester.SendConfirmation.
+type ConfirmWorker struct {
+	river.WorkerDefaults[ConfirmArgs]
+	Digester *notify.Digester
+}
+
+// Work implements river.Worker.
+func (w *ConfirmWorker) Work(ctx context.Context, job *river.Job[ConfirmArgs]) error {
+	return w.Digester.SendConfirmation(ctx, job.Args.UserID, job.Args.Email)
 }

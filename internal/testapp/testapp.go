@@ -68,6 +68,12 @@ var listening = regexp.MustCompile(`msg=listening .*?\baddr=(\S+)`)
 // it listens. The process is stopped at test cleanup.
 func Start(t testing.TB, env map[string]string, args ...string) *App {
 	t.Helper()
+	return StartWith(t, env, app.Hooks{}, args...)
+}
+
+// StartWith is Start with hooks (an injected clock).
+func StartWith(t testing.TB, env map[string]string, hooks app.Hooks, args ...string) *App {
+	t.Helper()
 	if env == nil {
 		env = Env(t)
 	}
@@ -77,7 +83,7 @@ func Start(t testing.TB, env map[string]string, args ...string) *App {
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &App{DatabaseURL: env["DATABASE_URL"], Env: env, logs: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
 	getenv := func(k string) string { return env[k] }
-	go func() { a.done <- app.Run(ctx, args, getenv, a.logs) }()
+	go func() { a.done <- app.RunWith(ctx, args, getenv, a.logs, hooks) }()
 	t.Cleanup(func() {
 		if err := a.Stop(); err != nil {
 			t.Errorf("testapp: stopping: %v", err)

@@ -1,16 +1,19 @@
 // Package testdb gives each test its own PostgreSQL database, cloned from a
 // template that was migrated once (app and River migrations) per migration
-// hash. It connects to DATABASE_URL, or to 127.0.0.1:5432 as postgres when
-// that is unset, as `make test` arranges.
+// hash. It connects to DATABASE_URL, or when that is unset to the server
+// on 127.0.0.1:5432, else to the private cluster on 127.0.0.1:54329 (as
+// scripts/pg-ensure.sh provisions them).
 package testdb
 
 import (
 	"context"
 	"database/sql"
+	"net"
 	"net/url"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver pgtestdb uses
 	"github.com/peterldowns/pgtestdb"
@@ -24,7 +27,14 @@ func BaseConfig(t testing.TB) pgtestdb.Config {
 	t.Helper()
 	raw := os.Getenv("DATABASE_URL")
 	if raw == "" {
+		// As scripts/pg-ensure.sh: the usual server, else the private
+		// cluster `make run` / `make test` start under ./var/pg.
 		raw = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+		if c, err := net.DialTimeout("tcp", "127.0.0.1:5432", time.Second); err == nil {
+			c.Close()
+		} else {
+			raw = "postgres://postgres@127.0.0.1:54329/postgres?sslmode=disable"
+		}
 	}
 	u, err := url.Parse(raw)
 	if err != nil {

@@ -1,0 +1,201 @@
+package httpapi
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"followfeed/auth"
+	"followfeed/notify"
+	"followfeed/web"
+)
+
+// page is what every HTML page template gets.
+type page struct {
+	Title      string
+	CSSVersion string
+	Scripts    []string
+	SignedIn   bool
+	CSRF       string
+	Flash      string
+	// Page-specific data.
+	Lines    []string
+	Link     string
+	LinkText string
+	Email    string
+	Action   string
+	Data     any
+}
+
+// contentSecurityPolicy forbids inline scripts and styles and every origin
+// but our own. frameAncestors is "'none'" except for the embed demo.
+func contentSecurityPolicy(frameAncestors string) string {
+	return "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+		"form-action 'self'; base-uri 'none'; frame-ancestors " + frameAncestors
+}
+
+// renderPage writes a full HTML page with the security headers every page
+// carries.
+func renderPage(w http.ResponseWriter, r *http.Request, logger *slog.Logger, status int, name string, p page) {
+	tpls, err := web.Templates()
+	if err != nil {
+		writeError(w, r, logger, err)
+		return
+	}
+	t, ok := tpls[name]
+	if !ok {
+		writeError(w, r, logger, errors.New("no template "+name))
+		return
+	}
+	if p.CSSVersion == "" {
+		_, p.CSSVersion, _ = web.Asset("app.css")
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {
+		writeError(w, r, logger, err)
+		return
+	}
+	h := w.Header()
+	if h.Get("Content-Security-Policy") == "" {
+		h.Set("Content-Security-Policy", contentSecurityPolicy("'none'"))
+	}
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("X-Frame-Options", "DENY")
+	if strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'self'") || strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors http") {
+		h.Del("X-Frame-Options") // the demo may be framed by the host's origins
+	}
+	if h.Get("Referrer-Policy") == "" {
+		h.Set("Referrer-Policy", "same-origin")
+	}
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// EmailPages serve the links in mail: one-click unsubscribe and address
+// confirmation. A GET only shows a page with a button; link scanners that
+// follow every GET change nothing.
+type EmailPages struct {
+	Logger   *slog.Logger
+	Digester *notify.Digester
+	PerIP    *Limiter
+}
+
+// Register adds the routes to mux.
+func (p *EmailPages) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /unsubscribe/{token}", p.unsubscribePage)
+	mux.HandleFunc("POST /unsubscribe/{token}", p.unsubscribe)
+	mux.HandleFunc("GET /confirm/{token}", p.confirmPage)
+	mux.HandleFunc("POST /confirm/{token}", p.confirm)
+}
+
+func (p *EmailPages) badLink(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, auth.ErrBadLink) {
+		renderPage(w, r, p.Logger, http.StatusNotFound, "message.html", page{Title: "This link is not valid",
+			Lines: []string{"It may be incomplete (mail programs sometimes break long links) or it was replaced by a newer one.",
+				"Open the link from your most recent followfeed mail, or change your settings after signing in on the site."}})
+		return
+	}
+	writeError(w, r, p.Logger, err)
+}
+
+func (p *EmailPages) limited(w http.ResponseWriter, r *http.Request) bool {
+	if ok, retry := p.PerIP.Allow(clientIP(r)); !ok {
+		rateLimited(w, r, retry, "too many requests from this address; slow down")
+		return true
+	}
+	w.Header().Set("Referrer-Policy", "no-referrer") // the URL holds a token
+	return false
+}
+
+func (p *EmailPages) unsubscribePage(w http.ResponseWriter, r *http.Request) {
+	if p.limited(w, r) {
+		return
+	}
+	email, err := p.Digester.CheckUnsubscribe(r.Context(), r.PathValue("token"))
+	if err != nil {
+		p.badLink(w, r, err)
+		return
+	}
+	renderPage(w, r, p.Logger, http.StatusOK, "unsubscribe.html", page{Title: "Unsubscribe", Email: email, Action: r.URL.Path})
+}
+
+// unsubscribe is the RFC 8058 one-click endpoint: no cookie, no session, no
+// CSRF token (the signed URL is the authority), 200 and effective at once.
+func (p *EmailPages) unsubscribe(w http.ResponseWriter, r *http.Request) {
+	if p.limited(w, r) {
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	email, err := p.Digester.Unsubscribe(r.Context(), r.PathValue("token"))
+	if err != nil {
+		p.badLink(w, r, err)
+		return
+	}
+	renderPage(w, r, p.Logger, http.StatusOK, "message.html", page{Title: "You are unsubscribed",
+		Lines: []string{"No more digests will go to " + email + ".", "Your follows and private feeds are unchanged."}})
+}
+
+func (p *EmailPages) confirmPage(w http.ResponseWriter, r *http.Request) {
+	if p.limited(w, r) {
+		return
+	}
+	email, err := p.Digester.CheckConfirm(r.Context(), r.PathValue("token"))
+	if err != nil {
+		p.badLink(w, r, err)
+		return
+	}
+	renderPage(w, r, p.Logger, http.StatusOK, "confirm.html", page{Title: "Confirm your address", Email: email, Action: r.URL.Path})
+}
+
+func (p *EmailPages) confirm(w http.ResponseWriter, r *http.Request) {
+	if p.limited(w, r) {
+		return
+	}
+	email, err := p.Digester.Confirm(r.Context(), r.PathValue("token"))
+	if err != nil {
+		p.badLink(w, r, err)
+		return
+	}
+	renderPage(w, r, p.Logger, http.StatusOK, "message.html", page{Title: "Address confirmed",
+		Lines: []string{"Digests will go to " + email + "."}, Link: "/settings", LinkText: "Your settings"})
+}
+
+// RegisterStatic serves web's assets under /static/: with the right
+// ?v=<hash> they are immutable for a year, otherwise cached for 5 minutes.
+func RegisterStatic(mux *http.ServeMux) {
+	mux.HandleFunc("GET /static/{file}", func(w http.ResponseWriter, r *http.Request) {
+		body, version, err := web.Asset(r.PathValue("file"))
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		serveAsset(w, r, r.PathValue("file"), body, version, r.URL.Query().Get("v") == version)
+	})
+}
+
+func serveAsset(w http.ResponseWriter, r *http.Request, name string, body []byte, version string, immutable bool) {
+	h := w.Header()
+	switch {
+	case strings.HasSuffix(name, ".css"):
+		h.Set("Content-Type", "text/css; charset=utf-8")
+	case strings.HasSuffix(name, ".js"):
+		h.Set("Content-Type", "text/javascript; charset=utf-8")
+	}
+	if immutable {
+		h.Set("Cache-Control", "public, max-age=31536000, immutable")
+	} else {
+		h.Set("Cache-Control", "public, max-age=300")
+	}
+	h.Set("ETag", `"`+version+`"`)
+	h.Set("Access-Control-Allow-Origin", "*") // scripts and styles are public
+	h.Set("Cross-Origin-Resource-Policy", "cross-origin")
+	if notModified(r, `"`+version+`"`, time.Time{}) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	_, _ = w.Write(body)
+}

@@ -1,0 +1,832 @@
+package notify
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/mail"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/auth"
+	"followfeed/feeds"
+	"followfeed/follow"
+	"followfeed/match"
+	"followfeed/store"
+)
+
+// Caps of one digest.
+const (
+	MaxPerGroup  = 20
+	MaxPerDigest = 100
+	// candidates is how many of a window's newest papers are grouped; any
+	// beyond count in the digest's "and N more".
+	candidates = 500
+)
+
+// DigestEnqueuer queues digest jobs inside the caller's transaction.
+type DigestEnqueuer interface {
+	EnqueueDigests(ctx context.Context, tx pgx.Tx, digestIDs []int64) error
+	EnqueueInstant(ctx context.Context, tx pgx.Tx, userIDs []int64, at time.Time) error
+}
+
+// InstantDelay is how long instant alerts wait to gather a burst of matches
+// into one mail.
+const InstantDelay = 10 * time.Minute
+
+// Links builds the absolute URLs a mail carries.
+type Links interface {
+	// FeedURL is the user's private Atom feed.
+	FeedURL(ctx context.Context, userID int64) (string, error)
+}
+
+// Digester schedules, builds and sends digests, and keeps the delivery
+// ledger (table digests): one row per (user, period), state pending →
+// sending → sent | failed | skipped | unknown, with the SMTP reply.
+//
+// Delivery policy (at most once): a row is marked "sending" and committed
+// right before the SMTP transaction. The transaction itself is never
+// abandoned half-way by a cancelled job (see SMTPSender). If the process
+// dies between the server's reply and the ledger commit, or the connection
+// breaks after the whole body was sent, the row ends "unknown" and the
+// digest is not sent again: a duplicate is the worse failure for a digest
+// people keep, and the papers stay in the user's feed. 4xx replies and
+// network errors before the body put the row back to "pending" and the job
+// retries with backoff; a 5xx on the recipient fails the row and suppresses
+// the address.
+type Digester struct {
+	db      *store.DB
+	matcher *match.Service
+	follows *follow.Service
+	sender  Sender
+	enq     DigestEnqueuer
+	links   Links
+	signer  *auth.LinkSigner
+	from    *mail.Address
+	base    *url.URL
+	mailto  string
+	logger  *slog.Logger
+	now     func() time.Time
+}
+
+// DigesterConfig assembles a Digester.
+type DigesterConfig struct {
+	DB       *store.DB
+	Matcher  *match.Service
+	Follows  *follow.Service
+	Sender   Sender
+	Enqueuer DigestEnqueuer
+	Links    Links
+	Signer   *auth.LinkSigner
+	From     *mail.Address
+	BaseURL  *url.URL // PUBLIC_URL
+	Mailto   string   // MAIL_UNSUBSCRIBE_MAILTO
+	Logger   *slog.Logger
+	Now      func() time.Time
+}
+
+// NewDigester returns a Digester.
+func NewDigester(c DigesterConfig) *Digester {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Digester{db: c.DB, matcher: c.Matcher, follows: c.Follows, sender: c.Sender, enq: c.Enqueuer, links: c.Links,
+		signer: c.Signer, from: c.From, base: c.BaseURL, mailto: c.Mailto, logger: c.Logger, now: c.Now}
+}
+
+// ---- scheduling ----
+
+// scheduleBatch bounds the users one scheduling transaction handles.
+const scheduleBatch = 1000
+
+// Schedule finds every user whose daily or weekly digest is due, creates one
+// ledger row per (user, period) and queues its job, in bulk, and moves each
+// user's next digest time on. Periods already in the ledger are skipped, so
+// running it twice (or on two workers) never doubles a digest. It returns
+// how many digests it queued.
+func (d *Digester) Schedule(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, more, err := d.scheduleOnce(ctx)
+		total += n
+		if err != nil || !more {
+			return total, err
+		}
+	}
+}
+
+func (d *Digester) scheduleOnce(ctx context.Context) (queued int, more bool, err error) {
+	now := d.now()
+	err = d.db.InTx(ctx, func(tx pgx.Tx) error {
+		// users_digest_due_idx; SKIP LOCKED lets several schedulers (or a
+		// user editing settings) proceed without waiting.
+		rows, err := tx.Query(ctx, `
+			SELECT id, timezone, digest_frequency, digest_hour, digest_weekday, digest_next_at
+			FROM users WHERE digest_next_at <= $1
+			ORDER BY digest_next_at LIMIT $2
+			FOR UPDATE SKIP LOCKED`, now, scheduleBatch)
+		if err != nil {
+			return fmt.Errorf("finding due digests: %w", err)
+		}
+		var users []int64
+		var periods, kinds []string
+		var nexts []time.Time
+		for rows.Next() {
+			var id int64
+			var tz, freq string
+			var s DigestSettings
+			var weekday int
+			var due time.Time
+			if err := rows.Scan(&id, &tz, &freq, &s.Hour, &weekday, &due); err != nil {
+				return err
+			}
+			s.Frequency, s.Weekday = Frequency(freq), time.Weekday(weekday)
+			loc, err := time.LoadLocation(tz)
+			if err != nil {
+				loc = time.UTC
+			}
+			ref := due
+			if now.After(ref) {
+				ref = now // after downtime: one digest covers the gap
+			}
+			users = append(users, id)
+			periods = append(periods, Period(s.Frequency, due, loc))
+			kinds = append(kinds, freq)
+			nexts = append(nexts, NextOccurrence(ref, loc, s))
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		more = len(users) == scheduleBatch
+		if len(users) == 0 {
+			return nil
+		}
+		idRows, err := tx.Query(ctx, `
+			INSERT INTO digests (user_id, period, kind)
+			SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[])
+			ON CONFLICT (user_id, period) DO NOTHING
+			RETURNING id`, users, periods, kinds)
+		if err != nil {
+			return fmt.Errorf("creating %d digests: %w", len(users), err)
+		}
+		ids, err := pgx.CollectRows(idRows, pgx.RowTo[int64])
+		if err != nil {
+			return fmt.Errorf("creating %d digests: %w", len(users), err)
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE users u SET digest_next_at = n.next
+			FROM unnest($1::bigint[], $2::timestamptz[]) AS n(id, next) WHERE u.id = n.id`, users, nexts); err != nil {
+			return fmt.Errorf("moving next digest times: %w", err)
+		}
+		queued = len(ids)
+		return d.enq.EnqueueDigests(ctx, tx, ids)
+	})
+	return queued, more, err
+}
+
+// ScheduleInstant is the match job's hook: users among affected who chose
+// instant alerts (with a confirmed, unsuppressed address) and have none
+// waiting get an alert due InstantDelay from now. Matches while one waits
+// join it, so a burst becomes one mail; a match after the alert reserved its
+// papers starts the next one, so nothing waits for ever.
+func (d *Digester) ScheduleInstant(ctx context.Context, tx pgx.Tx, affected []int64) error {
+	if len(affected) == 0 {
+		return nil
+	}
+	due := d.now().Add(InstantDelay)
+	rows, err := tx.Query(ctx, `
+		UPDATE users u SET instant_due_at = $2
+		WHERE u.id = ANY($1) AND u.digest_frequency = 'instant' AND u.instant_due_at IS NULL
+		  AND u.email_confirmed_at IS NOT NULL
+		  AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email))
+		RETURNING u.id`, affected, due)
+	if err != nil {
+		return fmt.Errorf("scheduling instant alerts: %w", err)
+	}
+	users, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil || len(users) == 0 {
+		return err
+	}
+	return d.enq.EnqueueInstant(ctx, tx, users, due)
+}
+
+// SendInstant sends a user's waiting instant alert: everything matched since
+// their last mail. It is a ledger row like any digest ("instant:<watermark>"),
+// so a retried job never sends twice.
+func (d *Digester) SendInstant(ctx context.Context, userID int64) error {
+	var id int64
+	err := d.db.InTx(ctx, func(tx pgx.Tx) error {
+		var freq string
+		var watermark int64
+		if err := tx.QueryRow(ctx, `
+			UPDATE users SET instant_due_at = NULL WHERE id = $1
+			RETURNING digest_frequency, digest_watermark`, userID).Scan(&freq, &watermark); err != nil {
+			return store.NotFound(err, fmt.Sprintf("reading user %d", userID))
+		}
+		// A retry after a temporary failure resumes the alert it reserved.
+		err := tx.QueryRow(ctx, `
+			SELECT id FROM digests WHERE user_id = $1 AND kind = 'instant' AND state IN ('pending', 'sending')
+			ORDER BY id LIMIT 1`, userID).Scan(&id)
+		if err == nil || !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if Frequency(freq) != Instant {
+			return nil // changed their mind meanwhile
+		}
+		id, err = upsertDigest(ctx, tx, userID, "instant:"+strconv.FormatInt(watermark, 10), "instant")
+		return err
+	})
+	if err != nil || id == 0 {
+		return err
+	}
+	_, err = d.Send(ctx, id)
+	return err
+}
+
+func upsertDigest(ctx context.Context, tx pgx.Tx, userID int64, period, kind string) (int64, error) {
+	var id int64
+	err := tx.QueryRow(ctx, `
+		WITH ins AS (
+			INSERT INTO digests (user_id, period, kind) VALUES ($1, $2, $3)
+			ON CONFLICT (user_id, period) DO NOTHING RETURNING id
+		)
+		SELECT id FROM ins UNION ALL SELECT id FROM digests WHERE user_id = $1 AND period = $2
+		LIMIT 1`, userID, period, kind).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("creating digest %s of user %d: %w", period, userID, err)
+	}
+	return id, nil
+}
+
+// ---- sending ----
+
+// Outcome is what became of one digest.
+type Outcome struct {
+	DigestID int64
+	State    string // sent, skipped, failed, unknown, pending (will retry)
+	Papers   int
+	Reply    string
+}
+
+// ErrRetry wraps a temporary delivery failure: the caller (the job) should
+// retry later with backoff.
+var ErrRetry = errors.New("temporary delivery failure")
+
+type digestRow struct {
+	id, userID   int64
+	period, kind string
+	state        string
+	from, to     *int64
+	email        string
+	confirmed    bool
+	suppressed   bool
+	tz           string
+	freq         Frequency
+	sendEmpty    bool
+	epoch        int64
+	attempts     int
+}
+
+// Send delivers the ledger row id (see Digester for the policy). It is
+// idempotent: a row that is already sent, skipped, failed or unknown is left
+// alone. A temporary failure returns an error wrapping ErrRetry.
+func (d *Digester) Send(ctx context.Context, id int64) (Outcome, error) {
+	out := Outcome{DigestID: id}
+	row, done, err := d.reserve(ctx, id)
+	if err != nil || done != "" {
+		out.State = done
+		return out, err
+	}
+	content, err := d.build(ctx, row)
+	if err != nil {
+		return out, err
+	}
+	out.Papers = content.Total
+	if content.Total == 0 && !row.sendEmpty && row.kind != "manual" {
+		return out, d.finish(ctx, &out, row, "skipped", "nothing new", false)
+	}
+	msg, err := d.message(ctx, row, content)
+	if err != nil {
+		return out, err
+	}
+	if _, err := d.db.Pool.Exec(ctx, `
+		UPDATE digests SET state = 'sending', attempts = attempts + 1, email = $2, message_id = $3, papers = $4, updated_at = now()
+		WHERE id = $1`, id, row.email, msg.MessageID, content.Total); err != nil {
+		return out, fmt.Errorf("marking digest %d sending: %w", id, err)
+	}
+	reply, sendErr := d.sender.Send(ctx, msg)
+	// The outcome is recorded even when the job's context is cancelled:
+	// the mail has left (or not) whatever happens to the job.
+	rec := context.WithoutCancel(ctx)
+	if sendErr == nil {
+		return out, d.finish(rec, &out, row, "sent", reply, false)
+	}
+	var se *SendError
+	if !errors.As(sendErr, &se) {
+		se = &SendError{Kind: Temporary, Err: sendErr}
+	}
+	msgText := se.Error()
+	switch se.Kind {
+	case Permanent:
+		if err := d.finish(rec, &out, row, "failed", msgText, se.Recipient); err != nil {
+			return out, err
+		}
+		return out, nil
+	case Ambiguous:
+		return out, d.finish(rec, &out, row, "unknown", msgText, false)
+	default:
+		out.State = "pending"
+		if _, err := d.db.Pool.Exec(rec, `UPDATE digests SET state = 'pending', smtp_reply = $2, updated_at = now() WHERE id = $1`,
+			id, msgText); err != nil {
+			return out, err
+		}
+		return out, fmt.Errorf("sending digest %d: %w: %v", id, ErrRetry, sendErr)
+	}
+}
+
+// reserve loads the row and, the first time, reserves its window under the
+// user's lock. done is the final state when nothing is left to do.
+func (d *Digester) reserve(ctx context.Context, id int64) (row digestRow, done string, err error) {
+	err = d.db.InTx(ctx, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `
+			SELECT g.id, g.user_id, g.period, g.kind, g.state, g.from_seq, g.to_seq, g.attempts,
+			       coalesce(u.email, ''), u.email_confirmed_at IS NOT NULL,
+			       EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email)),
+			       u.timezone, u.digest_frequency, u.digest_send_empty, u.link_epoch
+			FROM digests g JOIN users u ON u.id = g.user_id
+			WHERE g.id = $1
+			FOR UPDATE OF g, u`, id).Scan(&row.id, &row.userID, &row.period, &row.kind, &row.state, &row.from, &row.to,
+			&row.attempts, &row.email, &row.confirmed, &row.suppressed, &row.tz, &row.freq, &row.sendEmpty, &row.epoch)
+		if err != nil {
+			return store.NotFound(err, fmt.Sprintf("reading digest %d", id))
+		}
+		skip := func(reason string) error {
+			done = "skipped"
+			_, err := tx.Exec(ctx, `UPDATE digests SET state = 'skipped', smtp_reply = $2, updated_at = now() WHERE id = $1`, id, reason)
+			return err
+		}
+		switch row.state {
+		case "sent", "skipped", "failed", "unknown":
+			done = row.state
+			return nil
+		case "sending":
+			// The process died while this digest was being handed to the
+			// SMTP server: it may have been delivered. At most once.
+			done = "unknown"
+			_, err := tx.Exec(ctx, `UPDATE digests SET state = 'unknown', smtp_reply = coalesce(smtp_reply, '') || ' (interrupted while sending; not resent)', updated_at = now() WHERE id = $1`, id)
+			return err
+		}
+		switch {
+		case row.email == "":
+			return skip("no email address")
+		case !row.confirmed:
+			return skip("email address not confirmed")
+		case row.suppressed:
+			return skip("address suppressed (bounced or unsubscribed)")
+		case row.freq == Off && row.kind != "manual":
+			return skip("digests turned off")
+		}
+		if row.to != nil {
+			return nil
+		}
+		// Reserve (watermark, high_seq] and move the watermark past it now,
+		// so no other digest of this user can include these papers.
+		err = tx.QueryRow(ctx, `
+			WITH w AS (SELECT digest_watermark AS f, (SELECT high_seq FROM match_state) AS t FROM users WHERE id = $2)
+			UPDATE digests SET from_seq = w.f, to_seq = greatest(w.t, w.f) FROM w WHERE id = $1
+			RETURNING from_seq, to_seq`, id, row.userID).Scan(&row.from, &row.to)
+		if err != nil {
+			return fmt.Errorf("reserving the window of digest %d: %w", id, err)
+		}
+		_, err = tx.Exec(ctx, `UPDATE users SET digest_watermark = $2 WHERE id = $1 AND digest_watermark < $2`, row.userID, *row.to)
+		return err
+	})
+	return row, done, err
+}
+
+func (d *Digester) finish(ctx context.Context, out *Outcome, row digestRow, state, reply string, suppress bool) error {
+	out.State, out.Reply = state, reply
+	return d.db.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `
+			UPDATE digests SET state = $2, smtp_reply = $3, updated_at = now(),
+				sent_at = CASE WHEN $2 = 'sent' THEN now() END
+			WHERE id = $1`, row.id, state, truncate(reply, 1000)); err != nil {
+			return fmt.Errorf("recording digest %d as %s: %w", row.id, state, err)
+		}
+		if suppress {
+			return suppressAddress(ctx, tx, row.email, "bounce", reply)
+		}
+		return nil
+	})
+}
+
+// suppressAddress stops all mail to email until its owner confirms it again.
+func suppressAddress(ctx context.Context, tx pgx.Tx, email, reason, detail string) error {
+	if email == "" {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO suppressions (email, reason, detail) VALUES (lower($1), $2, $3)
+		ON CONFLICT (email) DO UPDATE SET reason = $2, detail = $3, created_at = now()`,
+		email, reason, truncate(detail, 500)); err != nil {
+		return fmt.Errorf("suppressing an address: %w", err)
+	}
+	_, err := tx.Exec(ctx, `UPDATE users SET digest_next_at = NULL WHERE lower(email) = lower($1)`, email)
+	return err
+}
+
+// ---- content ----
+
+// build selects and groups the papers of the row's window.
+func (d *Digester) build(ctx context.Context, row digestRow) (DigestContent, error) {
+	var c DigestContent
+	var res match.Result
+	if *row.to > *row.from {
+		var err error
+		res, err = d.matcher.Matched(ctx, match.Query{UserID: row.userID, AfterSeq: *row.from, UpToSeq: *row.to,
+			Limit: candidates, Light: true})
+		if err != nil {
+			return c, err
+		}
+	}
+	follows, err := d.follows.All(ctx, row.userID)
+	if err != nil {
+		return c, err
+	}
+	c = GroupPapers(res, follows)
+	loc, err := time.LoadLocation(row.tz)
+	if err != nil {
+		loc = time.UTC
+	}
+	c.Heading = heading(row, d.now().In(loc))
+	if d.links != nil {
+		if c.FeedURL, err = d.links.FeedURL(ctx, row.userID); err != nil {
+			return c, err
+		}
+	}
+	c.ManageURL = d.abs("/settings", "token", d.signer.Sign(auth.Link{Action: auth.ActionManage, UserID: row.userID, Epoch: row.epoch})) + "#email"
+	c.UnsubscribeURL = d.unsubscribeURL(row.userID, row.epoch)
+	return c, nil
+}
+
+// GroupPapers arranges matched papers into a digest: one group per follow,
+// each paper once, in the group of its most specific reason (a researcher
+// before an institution before a category before a whole archive; among
+// equals, the follow made first), with every reason listed; at most
+// MaxPerGroup per group and MaxPerDigest in all, the rest counted as "more".
+// Groups come in the same order of specificity.
+func GroupPapers(res match.Result, follows []follow.Follow) DigestContent {
+	labels := map[string]string{}
+	made := map[string]time.Time{}
+	for _, f := range follows {
+		labels[f.Key()] = f.Label
+		made[f.Key()] = f.CreatedAt
+	}
+	before := func(a, b follow.Target) bool {
+		if pa, pb := specificity(a), specificity(b); pa != pb {
+			return pa < pb
+		}
+		return made[a.Key()].Before(made[b.Key()])
+	}
+	groups := map[string]*DigestGroup{}
+	var order []follow.Target
+	shown := 0
+	for _, p := range res.Papers {
+		if len(p.Reasons) == 0 {
+			continue
+		}
+		first := p.Reasons[0]
+		for _, r := range p.Reasons[1:] {
+			if before(r, first) {
+				first = r
+			}
+		}
+		g, ok := groups[first.Key()]
+		if !ok {
+			name := labels[first.Key()]
+			if name == "" {
+				name = groupName(first, p)
+			}
+			g = &DigestGroup{Name: name}
+			groups[first.Key()] = g
+			order = append(order, first)
+		}
+		if len(g.Papers) >= MaxPerGroup || shown >= MaxPerDigest {
+			g.Omitted++
+			continue
+		}
+		var reasons []string
+		for _, r := range p.Reasons {
+			reasons = append(reasons, feeds.ReasonName(r, labels[r.Key()], p.Authors))
+		}
+		var authors []string
+		for _, a := range p.Authors {
+			authors = append(authors, a.Name)
+		}
+		g.Papers = append(g.Papers, DigestPaper{Title: p.Title, Authors: authors, AbsURL: p.AbsURL, PDFURL: p.PDFURL,
+			Reasons: reasons, Categories: p.Categories, Published: p.SubmittedAt})
+		shown++
+	}
+	slices.SortStableFunc(order, func(a, b follow.Target) int {
+		switch {
+		case before(a, b):
+			return -1
+		case before(b, a):
+			return 1
+		}
+		return 0
+	})
+	c := DigestContent{Total: res.Total}
+	listed := 0
+	for _, t := range order {
+		g := groups[t.Key()]
+		c.Groups = append(c.Groups, *g)
+		listed += len(g.Papers) + g.Omitted
+		c.Omitted += g.Omitted
+	}
+	// Papers beyond the candidates read count overall.
+	c.Omitted += max(res.Total-listed, 0)
+	return c
+}
+
+// specificity ranks reasons for grouping: lower is more specific.
+func specificity(t follow.Target) int {
+	switch {
+	case t.Kind == follow.Researcher:
+		return 0
+	case t.Kind == follow.Institution:
+		return 1
+	case t.IsArchive():
+		return 3
+	}
+	return 2
+}
+
+func groupName(t follow.Target, p match.Paper) string {
+	if t.Kind == follow.Researcher {
+		return feeds.ReasonName(t, "", p.Authors)
+	}
+	if t.Kind == follow.Category && !t.IsArchive() {
+		return t.DisplayName()
+	}
+	return feeds.ReasonName(t, "", nil)
+}
+
+func heading(row digestRow, localNow time.Time) string {
+	day := localNow.Format("Monday 2 January")
+	switch row.kind {
+	case "weekly":
+		return "Your weekly papers — week of " + day
+	case "instant":
+		return "New papers just matched your follows"
+	}
+	return "Your daily papers — " + day
+}
+
+func (d *Digester) abs(path, key, value string) string {
+	u := *d.base
+	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	if key != "" {
+		u.RawQuery = url.Values{key: {value}}.Encode()
+	}
+	return u.String()
+}
+
+func (d *Digester) unsubscribeURL(userID, epoch int64) string {
+	return d.abs("/unsubscribe/"+d.signer.Sign(auth.Link{Action: auth.ActionUnsubscribe, UserID: userID, Epoch: epoch}), "", "")
+}
+
+func (d *Digester) message(ctx context.Context, row digestRow, c DigestContent) (*Message, error) {
+	text, html, err := RenderDigest(c)
+	if err != nil {
+		return nil, err
+	}
+	host := d.base.Hostname()
+	return &Message{
+		From:              d.from,
+		To:                row.email,
+		Subject:           DigestSubject(c),
+		Text:              text,
+		HTML:              html,
+		MessageID:         fmt.Sprintf("digest.%d.%s@%s", row.userID, strings.ReplaceAll(row.period, ":", "."), host),
+		Date:              d.now(),
+		ListID:            fmt.Sprintf("followfeed digests <digests.%s>", host),
+		UnsubscribeURL:    c.UnsubscribeURL,
+		UnsubscribeMailto: d.mailto,
+		AutoSubmitted:     true,
+	}, nil
+}
+
+// ---- previews and by-hand digests ----
+
+// Preview builds what the user's next digest would hold now, without
+// reserving anything.
+func (d *Digester) Preview(ctx context.Context, userID int64) (DigestContent, error) {
+	row := digestRow{userID: userID, kind: "manual"}
+	var from, to int64
+	err := d.db.Pool.QueryRow(ctx, `
+		SELECT u.digest_watermark, (SELECT high_seq FROM match_state), u.timezone, u.digest_frequency, u.link_epoch, coalesce(u.email, '')
+		FROM users u WHERE u.id = $1`, userID).Scan(&from, &to, &row.tz, &row.freq, &row.epoch, &row.email)
+	if err != nil {
+		return DigestContent{}, store.NotFound(err, fmt.Sprintf("reading user %d", userID))
+	}
+	if row.freq == Daily || row.freq == Weekly {
+		row.kind = string(row.freq)
+	}
+	row.from, row.to = &from, &to
+	return d.build(ctx, row)
+}
+
+// SendNow creates (or finds) the ledger row of the user's next digest and
+// sends it at once, through the same ledger as scheduled digests: it uses
+// the period of the next scheduled digest when there is one, so that digest
+// is not sent again later.
+func (d *Digester) SendNow(ctx context.Context, userID int64) (Outcome, error) {
+	var id int64
+	err := d.db.InTx(ctx, func(tx pgx.Tx) error {
+		var tz, freq string
+		var next *time.Time
+		var watermark int64
+		if err := tx.QueryRow(ctx, `SELECT timezone, digest_frequency, digest_next_at, digest_watermark FROM users WHERE id = $1 FOR UPDATE`,
+			userID).Scan(&tz, &freq, &next, &watermark); err != nil {
+			return store.NotFound(err, fmt.Sprintf("reading user %d", userID))
+		}
+		period, kind := "manual:"+strconv.FormatInt(watermark, 10), "manual"
+		if next != nil && (Frequency(freq) == Daily || Frequency(freq) == Weekly) {
+			loc, err := time.LoadLocation(tz)
+			if err != nil {
+				loc = time.UTC
+			}
+			period, kind = Period(Frequency(freq), *next, loc), freq
+		}
+		var err error
+		id, err = upsertDigest(ctx, tx, userID, period, kind)
+		return err
+	})
+	if err != nil {
+		return Outcome{}, err
+	}
+	return d.Send(ctx, id)
+}
+
+// ---- unsubscribe and confirmation ----
+
+// checkLink verifies a signed link against the user's current epoch.
+func (d *Digester) checkLink(ctx context.Context, tx pgx.Tx, tok string, action auth.Action) (auth.Link, string, error) {
+	l, err := d.signer.Verify(tok, action)
+	if err != nil {
+		return l, "", err
+	}
+	var epoch int64
+	var email string
+	err = tx.QueryRow(ctx, `SELECT link_epoch, coalesce(email, '') FROM users WHERE id = $1 FOR UPDATE`, l.UserID).Scan(&epoch, &email)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && epoch != l.Epoch) {
+		return l, "", auth.ErrBadLink
+	}
+	return l, email, err
+}
+
+// Unsubscribe (RFC 8058 one-click) turns the user's digests off and
+// suppresses their address until they confirm it again. It is idempotent
+// and needs no session: the signed token is the authority. It returns the
+// address that was unsubscribed.
+func (d *Digester) Unsubscribe(ctx context.Context, tok string) (string, error) {
+	var email string
+	err := d.db.InTx(ctx, func(tx pgx.Tx) error {
+		l, addr, err := d.checkLink(ctx, tx, tok, auth.ActionUnsubscribe)
+		if err != nil {
+			return err
+		}
+		email = addr
+		if _, err := tx.Exec(ctx, `UPDATE users SET digest_frequency = 'off', digest_next_at = NULL, updated_at = now() WHERE id = $1`, l.UserID); err != nil {
+			return err
+		}
+		return suppressAddress(ctx, tx, addr, "unsubscribe", "one-click unsubscribe")
+	})
+	return email, err
+}
+
+// CheckUnsubscribe says whose link tok is, without changing anything (the
+// page a GET shows).
+func (d *Digester) CheckUnsubscribe(ctx context.Context, tok string) (string, error) {
+	var email string
+	err := d.db.InTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		_, email, err = d.checkLink(ctx, tx, tok, auth.ActionUnsubscribe)
+		return err
+	})
+	return email, err
+}
+
+// ManageUser resolves a "manage preferences" link to its user.
+func (d *Digester) ManageUser(ctx context.Context, tok string) (int64, error) {
+	var uid int64
+	err := d.db.InTx(ctx, func(tx pgx.Tx) error {
+		l, _, err := d.checkLink(ctx, tx, tok, auth.ActionManage)
+		uid = l.UserID
+		return err
+	})
+	return uid, err
+}
+
+// emailHash binds a confirmation link to one address.
+func emailHash(email string) []byte {
+	h := sha256.Sum256([]byte(strings.ToLower(email)))
+	return h[:8]
+}
+
+// ConfirmURL is the double opt-in link for the user's current address.
+func (d *Digester) ConfirmURL(userID, epoch int64, email string) string {
+	return d.abs("/confirm/"+d.signer.Sign(auth.Link{Action: auth.ActionConfirm, UserID: userID, Epoch: epoch, Data: emailHash(email)}), "", "")
+}
+
+// SendConfirmation mails the double opt-in link to the user's address, if
+// it is still the unconfirmed address asked about.
+func (d *Digester) SendConfirmation(ctx context.Context, userID int64, email string) error {
+	var current string
+	var confirmed bool
+	var epoch int64
+	err := d.db.Pool.QueryRow(ctx, `SELECT coalesce(email, ''), email_confirmed_at IS NOT NULL, link_epoch FROM users WHERE id = $1`, userID).
+		Scan(&current, &confirmed, &epoch)
+	if err != nil {
+		return store.NotFound(err, fmt.Sprintf("reading user %d", userID))
+	}
+	if !strings.EqualFold(current, email) || confirmed {
+		return nil // changed again, or confirmed meanwhile: nothing to ask
+	}
+	subject, text, html, err := RenderConfirm(ConfirmContent{Email: email, ConfirmURL: d.ConfirmURL(userID, epoch, email),
+		ManageURL: d.abs("/settings", "token", d.signer.Sign(auth.Link{Action: auth.ActionManage, UserID: userID, Epoch: epoch})) + "#email"})
+	if err != nil {
+		return err
+	}
+	h := emailHash(email)
+	_, err = d.sender.Send(ctx, &Message{From: d.from, To: email, Subject: subject, Text: text, HTML: html,
+		MessageID: fmt.Sprintf("confirm.%d.%d.%x@%s", userID, epoch, h, d.base.Hostname()), Date: d.now(), AutoSubmitted: true})
+	return err
+}
+
+// CheckConfirm says which address tok would confirm, changing nothing.
+func (d *Digester) CheckConfirm(ctx context.Context, tok string) (string, error) {
+	var email string
+	err := d.db.InTx(ctx, func(tx pgx.Tx) error {
+		l, addr, err := d.checkLink(ctx, tx, tok, auth.ActionConfirm)
+		if err != nil {
+			return err
+		}
+		if addr == "" || string(l.Data) != string(emailHash(addr)) {
+			return auth.ErrBadLink
+		}
+		email = addr
+		return nil
+	})
+	return email, err
+}
+
+// Confirm confirms the address a confirmation link was made for: digests may
+// go to it (its suppression, if any, is lifted) and the next digest is
+// scheduled. It returns the confirmed address.
+func (d *Digester) Confirm(ctx context.Context, tok string) (string, error) {
+	var email string
+	err := d.db.InTx(ctx, func(tx pgx.Tx) error {
+		l, addr, err := d.checkLink(ctx, tx, tok, auth.ActionConfirm)
+		if err != nil {
+			return err
+		}
+		if addr == "" || string(l.Data) != string(emailHash(addr)) {
+			return auth.ErrBadLink // the address changed since the link was made
+		}
+		email = addr
+		if _, err := tx.Exec(ctx, `DELETE FROM suppressions WHERE email = lower($1)`, addr); err != nil {
+			return err
+		}
+		var tz, freq string
+		var s DigestSettings
+		var weekday int
+		if err := tx.QueryRow(ctx, `
+			UPDATE users SET email_confirmed_at = coalesce(email_confirmed_at, now()), updated_at = now() WHERE id = $1
+			RETURNING timezone, digest_frequency, digest_hour, digest_weekday`, l.UserID).Scan(&tz, &freq, &s.Hour, &weekday); err != nil {
+			return err
+		}
+		s.Frequency, s.Weekday = Frequency(freq), time.Weekday(weekday)
+		if s.Frequency == Daily || s.Frequency == Weekly {
+			loc, err := time.LoadLocation(tz)
+			if err != nil {
+				loc = time.UTC
+			}
+			_, err = tx.Exec(ctx, `UPDATE users SET digest_next_at = $2 WHERE id = $1 AND digest_next_at IS NULL`, l.UserID, NextOccurrence(d.now(), loc, s))
+			return err
+		}
+		return nil
+	})
+	return email, err
+}

@@ -1,0 +1,547 @@
+package notify_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/mail"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/auth"
+	"followfeed/follow"
+	"followfeed/harvest"
+	"followfeed/internal/testdb"
+	"followfeed/internal/testsmtp"
+	"followfeed/match"
+	"followfeed/notify"
+	"followfeed/store"
+	"followfeed/worker"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+
+type env struct {
+	t       *testing.T
+	ctx     context.Context
+	db      *store.DB
+	in      *harvest.Ingester
+	follows *follow.Service
+	matcher *match.Service
+	prefs   *notify.Preferences
+	d       *notify.Digester
+	clk     *clock
+	smtp    *testsmtp.Server
+}
+
+type noLinks struct{}
+
+func (noLinks) FeedURL(context.Context, int64) (string, error) {
+	return "https://followfeed.test/feeds/fft_x.atom", nil
+}
+
+// setup builds the digest machinery on a fresh database with a real SMTP
+// server (opts: its faults) or, when dir is set, a .eml directory.
+func setup(t *testing.T, opts testsmtp.Options, dir string) *env {
+	t.Helper()
+	e := &env{t: t, ctx: context.Background(), db: testdb.New(t), clk: &clock{t: time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)}}
+	ins, err := worker.NewInserter(e.db.Pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enq := worker.NewEnqueuer(ins)
+	e.in = harvest.NewIngester(e.db, enq)
+	e.follows = follow.NewService(e.db)
+	e.matcher = match.NewService(e.db)
+	e.prefs = notify.NewPreferences(e.db, enq, e.clk.Now)
+	var sender notify.Sender
+	if dir != "" {
+		sender = notify.NewDirSender(dir)
+	} else {
+		e.smtp = testsmtp.Start(t, opts)
+		s, err := notify.NewSMTPSender(e.smtp.URL(), notify.SMTPOptions{Timeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		sender = s
+	}
+	base, _ := url.Parse("https://followfeed.test")
+	e.d = notify.NewDigester(notify.DigesterConfig{DB: e.db, Matcher: e.matcher, Follows: e.follows, Sender: sender, Enqueuer: enq,
+		Links: noLinks{}, Signer: auth.NewLinkSigner([]byte("0123456789abcdef0123456789abcdef")),
+		From: &mail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, BaseURL: base, Now: e.clk.Now})
+	e.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
+		return e.d.ScheduleInstant(ctx, tx, res.Users)
+	})
+	return e
+}
+
+// reader creates a user with a confirmed address, follows and settings.
+func (e *env) reader(sub string, freq notify.Frequency, tz string, hour int, follows ...string) int64 {
+	u, err := auth.NewUsers(e.db).Ensure(e.ctx, &auth.Claims{Subject: sub, Email: sub + "@example.org", EmailVerified: true})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, f := range follows {
+		kind, id, _ := strings.Cut(f, "/")
+		t, err := follow.ParseTarget(kind, id)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if _, _, err := e.follows.Follow(e.ctx, u.ID, t, follow.Options{}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	f := string(freq)
+	if _, err := e.prefs.Update(e.ctx, u.ID, notify.ProfilePatch{Timezone: &tz, Digest: &notify.DigestPatch{Frequency: &f, Hour: &hour}}); err != nil {
+		e.t.Fatal(err)
+	}
+	return u.ID
+}
+
+// push ingests papers and runs their match job (as the worker would).
+func (e *env) push(ps ...harvest.Paper) {
+	res, err := e.in.Ingest(e.ctx, ps, harvest.SourcePush)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if res.Keys > 0 {
+		if _, err := e.matcher.RunBatch(e.ctx, res.FromSeq, res.ToSeq, nil); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+func paper(id, cat string, authorIDs ...string) harvest.Paper {
+	return harvest.Paper{ArxivID: id, Title: "Paper " + id, PrimaryCategory: cat, Categories: []string{cat},
+		Authors: []harvest.Author{{Name: "Mingzhi Wen", IDs: authorIDs}}}
+}
+
+// scheduled runs the scheduler and returns the ids of the digests it queued.
+func (e *env) scheduled() []int64 {
+	if _, err := e.d.Schedule(e.ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	rows, _ := e.db.Pool.Query(e.ctx, `SELECT (args->>'digest_id')::bigint FROM river.river_job WHERE kind = 'digest_send' ORDER BY id`)
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		rows.Scan(&id)
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func (e *env) state(id int64) (state, reply string) {
+	e.db.Pool.QueryRow(e.ctx, `SELECT state, coalesce(smtp_reply, '') FROM digests WHERE id = $1`, id).Scan(&state, &reply)
+	return
+}
+
+func TestNextOccurrenceAcrossDST(t *testing.T) {
+	ams, _ := time.LoadLocation("Europe/Amsterdam")
+	for _, tc := range []struct {
+		name  string
+		start time.Time
+	}{
+		{"spring forward", time.Date(2026, 3, 26, 12, 0, 0, 0, ams)},
+		{"fall back", time.Date(2026, 10, 22, 12, 0, 0, 0, ams)},
+	} {
+		for _, hour := range []int{2, 7, 23} {
+			s := notify.DigestSettings{Frequency: notify.Daily, Hour: hour}
+			t0 := tc.start
+			seen := map[string]bool{}
+			var days []string
+			for range 8 {
+				next := notify.NextOccurrence(t0, ams, s)
+				if !next.After(t0) {
+					t.Fatalf("%s hour %d: next %s not after %s", tc.name, hour, next, t0)
+				}
+				p := notify.Period(notify.Daily, next, ams)
+				if seen[p] {
+					t.Fatalf("%s hour %d: period %s twice", tc.name, hour, p)
+				}
+				seen[p] = true
+				days = append(days, p)
+				t0 = next
+			}
+			// Eight consecutive local days, none skipped.
+			for i := 1; i < len(days); i++ {
+				a, _ := time.ParseInLocation("2006-01-02", strings.TrimPrefix(days[i-1], "daily:"), ams)
+				b, _ := time.ParseInLocation("2006-01-02", strings.TrimPrefix(days[i], "daily:"), ams)
+				if b.Sub(a) < 23*time.Hour || b.Sub(a) > 25*time.Hour {
+					t.Errorf("%s hour %d: %s then %s", tc.name, hour, days[i-1], days[i])
+				}
+			}
+		}
+	}
+	// Weekly: Mondays at 7, across the fall-back weekend.
+	s := notify.DigestSettings{Frequency: notify.Weekly, Hour: 7, Weekday: time.Monday}
+	next := notify.NextOccurrence(time.Date(2026, 10, 20, 12, 0, 0, 0, ams), ams, s)
+	if next.Weekday() != time.Monday || next.In(ams).Hour() != 7 || notify.Period(notify.Weekly, next, ams) != "weekly:2026-W44" {
+		t.Errorf("weekly: %s %s", next.In(ams), notify.Period(notify.Weekly, next, ams))
+	}
+}
+
+// TestSchedulerOneDigestPerLocalDayAcrossDST drives the scheduler through the
+// spring-forward night in Amsterdam for a user at 02:00 local (an hour that
+// does not exist that night) and checks one digest per local date.
+func TestSchedulerOneDigestPerLocalDayAcrossDST(t *testing.T) {
+	t.Parallel()
+	e := setup(t, testsmtp.Options{}, t.TempDir())
+	ams, _ := time.LoadLocation("Europe/Amsterdam")
+	e.clk.Set(time.Date(2026, 3, 27, 12, 0, 0, 0, ams))
+	e.reader("night-owl", notify.Daily, "Europe/Amsterdam", 2, "category/cs.LG")
+	for now := e.clk.Now(); now.Before(time.Date(2026, 4, 1, 0, 0, 0, 0, ams)); now = now.Add(15 * time.Minute) {
+		e.clk.Set(now)
+		if _, err := e.d.Schedule(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, _ := e.db.Pool.Query(e.ctx, `SELECT period FROM digests ORDER BY period`)
+	var periods []string
+	for rows.Next() {
+		var p string
+		rows.Scan(&p)
+		periods = append(periods, p)
+	}
+	want := []string{"daily:2026-03-28", "daily:2026-03-29", "daily:2026-03-30", "daily:2026-03-31"}
+	if strings.Join(periods, ",") != strings.Join(want, ",") {
+		t.Errorf("periods %v, want %v", periods, want)
+	}
+	// Running the scheduler again changes nothing.
+	if n, _ := e.d.Schedule(e.ctx); n != 0 {
+		t.Errorf("a second run queued %d", n)
+	}
+}
+
+func TestEmptyPeriodsSendNothingUnlessAsked(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	e := setup(t, testsmtp.Options{}, dir)
+	quiet := e.reader("quiet", notify.Daily, "UTC", 6, "category/cs.LG")
+	loud := e.reader("loud", notify.Daily, "UTC", 6, "category/cs.LG")
+	yes := true
+	e.prefs.Update(e.ctx, loud, notify.ProfilePatch{Digest: &notify.DigestPatch{SendEmpty: &yes}})
+	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
+	ids := e.scheduled()
+	if len(ids) != 2 {
+		t.Fatalf("%d digests queued", len(ids))
+	}
+	for _, id := range ids {
+		if _, err := e.d.Send(e.ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var quietState, loudState string
+	e.db.Pool.QueryRow(e.ctx, `SELECT state FROM digests WHERE user_id = $1`, quiet).Scan(&quietState)
+	e.db.Pool.QueryRow(e.ctx, `SELECT state FROM digests WHERE user_id = $1`, loud).Scan(&loudState)
+	files, _ := filepath.Glob(filepath.Join(dir, "*.eml"))
+	if quietState != "skipped" || loudState != "sent" || len(files) != 1 {
+		t.Fatalf("quiet %s, loud %s, %d files", quietState, loudState, len(files))
+	}
+	b, _ := os.ReadFile(files[0])
+	if !strings.Contains(string(b), "Subject: No new papers") {
+		t.Errorf("empty digest subject:\n%.400s", b)
+	}
+}
+
+func TestTransientFailureThenSuccessSendsOnce(t *testing.T) {
+	t.Parallel()
+	e := setup(t, testsmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
+		if stage == testsmtp.StageMail && n == 1 {
+			return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "try again later"}
+		}
+		return nil
+	}}, "")
+	e.reader("r", notify.Daily, "UTC", 6, "category/cs.LG")
+	e.push(paper("2301.00001", "cs.LG"))
+	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
+	id := e.scheduled()[0]
+	out, err := e.d.Send(e.ctx, id)
+	if !errors.Is(err, notify.ErrRetry) || out.State != "pending" {
+		t.Fatalf("first attempt: %+v %v", out, err)
+	}
+	if s, reply := e.state(id); s != "pending" || !strings.Contains(reply, "421") {
+		t.Fatalf("ledger after 421: %s %q", s, reply)
+	}
+	out, err = e.d.Send(e.ctx, id) // River's retry
+	if err != nil || out.State != "sent" {
+		t.Fatalf("retry: %+v %v", out, err)
+	}
+	if _, err := e.d.Send(e.ctx, id); err != nil { // a duplicate job
+		t.Fatal(err)
+	}
+	if n := len(e.smtp.Messages()); n != 1 {
+		t.Fatalf("%d messages delivered, want 1", n)
+	}
+}
+
+func TestPermanentFailureSuppressesWithoutRetry(t *testing.T) {
+	t.Parallel()
+	e := setup(t, testsmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
+		if stage == testsmtp.StageRcpt {
+			return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox"}
+		}
+		return nil
+	}}, "")
+	uid := e.reader("gone", notify.Daily, "UTC", 6, "category/cs.LG")
+	e.push(paper("2301.00001", "cs.LG"))
+	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
+	id := e.scheduled()[0]
+	out, err := e.d.Send(e.ctx, id)
+	if err != nil || out.State != "failed" {
+		t.Fatalf("550: %+v %v (want failed, no retry error)", out, err)
+	}
+	p, _ := e.prefs.Get(e.ctx, uid)
+	if p.Suppressed != "bounce" || !p.NextDigestAt.IsZero() {
+		t.Errorf("after a bounce: suppressed %q next %v", p.Suppressed, p.NextDigestAt)
+	}
+	// Nothing more is scheduled for a suppressed address.
+	e.clk.Set(time.Date(2026, 12, 1, 6, 1, 0, 0, time.UTC))
+	if n, _ := e.d.Schedule(e.ctx); n != 0 {
+		t.Errorf("a suppressed address got %d more digests", n)
+	}
+}
+
+// TestConnectionDroppedAfterDataIsNotResent documents the at-most-once
+// policy: once the whole message may have reached the server, the digest is
+// recorded "unknown" and never sent again.
+func TestConnectionDroppedAfterDataIsNotResent(t *testing.T) {
+	t.Parallel()
+	e := setup(t, testsmtp.Options{DropAfterData: func(n int) bool { return n == 1 }}, "")
+	e.reader("r", notify.Daily, "UTC", 6, "category/cs.LG")
+	e.push(paper("2301.00001", "cs.LG"))
+	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
+	id := e.scheduled()[0]
+	out, err := e.d.Send(e.ctx, id)
+	if err != nil || out.State != "unknown" {
+		t.Fatalf("dropped after DATA: %+v %v", out, err)
+	}
+	if out, err := e.d.Send(e.ctx, id); err != nil || out.State != "unknown" {
+		t.Fatalf("retry: %+v %v", out, err)
+	}
+	if got := e.smtp.Connections(); got != 1 {
+		t.Errorf("%d SMTP connections: the digest was attempted again", got)
+	}
+}
+
+// TestCancelledMidSendDoesNotDuplicate: the job's context is cancelled while
+// the server is still answering the end of DATA (a worker shutting down).
+// The send completes and is recorded; the retried job sends nothing.
+func TestCancelledMidSendDoesNotDuplicate(t *testing.T) {
+	t.Parallel()
+	e := setup(t, testsmtp.Options{Delay: 700 * time.Millisecond}, "")
+	e.reader("r", notify.Daily, "UTC", 6, "category/cs.LG")
+	e.push(paper("2301.00001", "cs.LG"))
+	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
+	id := e.scheduled()[0]
+	ctx, cancel := context.WithCancel(e.ctx)
+	go func() { time.Sleep(300 * time.Millisecond); cancel() }()
+	out, err := e.d.Send(ctx, id)
+	if err != nil || out.State != "sent" {
+		t.Fatalf("cancelled mid-send: %+v %v", out, err)
+	}
+	if out, _ := e.d.Send(e.ctx, id); out.State != "sent" {
+		t.Fatalf("retry: %+v", out)
+	}
+	if n := len(e.smtp.Messages()); n != 1 {
+		t.Errorf("%d messages, want 1", n)
+	}
+}
+
+// TestCrashWhileSendingIsNotResent: a row left "sending" by a killed process
+// is recorded unknown by the retry, which sends nothing.
+func TestCrashWhileSendingIsNotResent(t *testing.T) {
+	t.Parallel()
+	e := setup(t, testsmtp.Options{}, "")
+	e.reader("r", notify.Daily, "UTC", 6, "category/cs.LG")
+	e.push(paper("2301.00001", "cs.LG"))
+	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
+	id := e.scheduled()[0]
+	e.db.Pool.Exec(e.ctx, `UPDATE digests SET state = 'sending', from_seq = 0, to_seq = 1 WHERE id = $1`, id)
+	out, err := e.d.Send(e.ctx, id)
+	if err != nil || out.State != "unknown" || len(e.smtp.Messages()) != 0 {
+		t.Fatalf("after a crash: %+v %v, %d messages", out, err, len(e.smtp.Messages()))
+	}
+}
+
+// TestDigestContentGroupsAndCaps: each paper once, in the group of its most
+// specific reason, with every reason; at most 20 per group, 100 in all.
+func TestDigestContentGroupsAndCaps(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	e := setup(t, testsmtp.Options{}, dir)
+	uid := e.reader("busy", notify.Daily, "UTC", 6, "category/cs.LG", "researcher/openalex:A5023888391", "category/cs")
+	var batch []harvest.Paper
+	batch = append(batch, paper("2301.00001", "cs.LG", "openalex:A5023888391")) // three reasons
+	for i := 2; i <= 131; i++ {
+		batch = append(batch, paper(fmt.Sprintf("2301.%05d", i), []string{"cs.LG", "cs.AI", "cs.CV", "cs.CL", "cs.RO"}[i%5]))
+	}
+	e.push(batch...)
+	c, err := e.d.Preview(e.ctx, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Total != 131 {
+		t.Fatalf("total %d", c.Total)
+	}
+	shown := 0
+	for _, g := range c.Groups {
+		if len(g.Papers) > notify.MaxPerGroup {
+			t.Errorf("group %s has %d papers", g.Name, len(g.Papers))
+		}
+		shown += len(g.Papers)
+	}
+	if shown > notify.MaxPerDigest || shown+c.Omitted != 131 {
+		t.Errorf("shown %d + omitted %d != 131", shown, c.Omitted)
+	}
+	first := c.Groups[0]
+	if first.Name != "Mingzhi Wen" || len(first.Papers) == 0 || strings.Join(first.Papers[0].Reasons, " · ") != "cs.LG · Mingzhi Wen · cs (all)" {
+		t.Errorf("first group %q: %+v", first.Name, first.Papers)
+	}
+	count := 0
+	for _, g := range c.Groups {
+		for _, p := range g.Papers {
+			if p.Title == "Paper 2301.00001" {
+				count++
+			}
+		}
+	}
+	if count != 1 {
+		t.Errorf("the three-reason paper appears %d times", count)
+	}
+	subject := notify.DigestSubject(c)
+	if !strings.HasPrefix(subject, "131 new papers: Mingzhi Wen, cs.LG") {
+		t.Errorf("subject %q", subject)
+	}
+}
+
+// TestInstantAlertsBatchABurst: two match batches within the delay become
+// one alert with both papers.
+func TestInstantAlertsBatchABurst(t *testing.T) {
+	t.Parallel()
+	e := setup(t, testsmtp.Options{}, "")
+	uid := e.reader("eager", notify.Instant, "UTC", 7, "category/cs.LG")
+	e.push(paper("2301.00001", "cs.LG"))
+	e.push(paper("2301.00002", "cs.LG"))
+	var jobs int
+	e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM river.river_job WHERE kind = 'digest_instant' AND state = 'scheduled'`).Scan(&jobs)
+	if jobs != 1 {
+		t.Fatalf("%d instant jobs for a burst, want 1", jobs)
+	}
+	if err := e.d.SendInstant(e.ctx, uid); err != nil {
+		t.Fatal(err)
+	}
+	msgs := e.smtp.Messages()
+	if len(msgs) != 1 || !strings.Contains(string(msgs[0].Data), "Paper 2301.00001") || !strings.Contains(string(msgs[0].Data), "Paper 2301.00002") {
+		t.Fatalf("%d alerts", len(msgs))
+	}
+	// After the alert, the next match starts a new one.
+	e.push(paper("2301.00003", "cs.LG"))
+	e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM river.river_job WHERE kind = 'digest_instant'`).Scan(&jobs)
+	if jobs != 2 {
+		t.Errorf("%d instant jobs after a later match, want 2", jobs)
+	}
+	if err := e.d.SendInstant(e.ctx, uid); err != nil { // the old job run twice: nothing new
+		t.Fatal(err)
+	}
+	if err := e.d.SendInstant(e.ctx, uid); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.smtp.Messages()); n != 2 {
+		t.Errorf("%d alerts in all, want 2", n)
+	}
+}
+
+// TestDoubleOptIn: a new address is unconfirmed and gets no digest until its
+// confirmation link is used; confirming lifts a suppression.
+func TestDoubleOptIn(t *testing.T) {
+	t.Parallel()
+	e := setup(t, testsmtp.Options{}, "")
+	uid := e.reader("mover", notify.Daily, "UTC", 6, "category/cs.LG")
+	addr := "new@example.org"
+	p, err := e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Email: &addr})
+	if err != nil || p.EmailConfirmed || !p.NextDigestAt.IsZero() {
+		t.Fatalf("new address: %+v %v", p, err)
+	}
+	var jobs int
+	e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM river.river_job WHERE kind = 'email_confirm'`).Scan(&jobs)
+	if jobs != 1 {
+		t.Fatalf("%d confirmation jobs", jobs)
+	}
+	e.push(paper("2301.00001", "cs.LG"))
+	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
+	if n, _ := e.d.Schedule(e.ctx); n != 0 {
+		t.Fatalf("an unconfirmed address got %d digests", n)
+	}
+	if err := e.d.SendConfirmation(e.ctx, uid, addr); err != nil {
+		t.Fatal(err)
+	}
+	msgs := e.smtp.Messages()
+	if len(msgs) != 1 || msgs[0].To[0] != addr {
+		t.Fatalf("confirmation mail: %d", len(msgs))
+	}
+	body := string(msgs[0].Data)
+	i := strings.Index(body, "https://followfeed.test/confirm/")
+	if i < 0 {
+		t.Fatalf("no confirmation link in:\n%s", body)
+	}
+	link := body[i:]
+	link = link[:strings.IndexAny(link, " \r\n\"<")]
+	tok := strings.TrimPrefix(link, "https://followfeed.test/confirm/")
+	if _, err := e.d.Confirm(e.ctx, "ffl_forged.AAAA"); !errors.Is(err, auth.ErrBadLink) {
+		t.Errorf("forged link: %v", err)
+	}
+	got, err := e.d.Confirm(e.ctx, tok)
+	if err != nil || got != addr {
+		t.Fatalf("confirm: %q %v", got, err)
+	}
+	p, _ = e.prefs.Get(e.ctx, uid)
+	if !p.EmailConfirmed || p.NextDigestAt.IsZero() {
+		t.Errorf("after confirming: %+v", p)
+	}
+	// Changing the address again invalidates the old link.
+	other := "third@example.org"
+	e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Email: &other})
+	if _, err := e.d.Confirm(e.ctx, tok); !errors.Is(err, auth.ErrBadLink) {
+		t.Errorf("an old confirmation link still works: %v", err)
+	}
+}
+
+func TestPreferenceValidation(t *testing.T) {
+	t.Parallel()
+	e := setup(t, testsmtp.Options{}, t.TempDir())
+	uid := e.reader("picky", notify.Off, "UTC", 7)
+	bad := func(p notify.ProfilePatch, field string) {
+		t.Helper()
+		_, err := e.prefs.Update(e.ctx, uid, p)
+		if err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("want an error naming %s, got %v", field, err)
+		}
+	}
+	s := func(v string) *string { return &v }
+	i := func(v int) *int { return &v }
+	bad(notify.ProfilePatch{Timezone: s("Mars/Olympus_Mons")}, "timezone")
+	bad(notify.ProfilePatch{Digest: &notify.DigestPatch{Frequency: s("hourly")}}, "digest.frequency")
+	bad(notify.ProfilePatch{Digest: &notify.DigestPatch{Hour: i(24)}}, "digest.hour")
+	bad(notify.ProfilePatch{Digest: &notify.DigestPatch{Weekday: s("someday")}}, "digest.weekday")
+	bad(notify.ProfilePatch{Email: s("not an address")}, "email")
+	p, err := e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Digest: &notify.DigestPatch{Frequency: s("weekly"), Weekday: s("Fri")}})
+	if err != nil || p.Digest.Weekday != time.Friday || p.NextDigestAt.Weekday() != time.Friday {
+		t.Errorf("weekly on Friday: %+v %v", p, err)
+	}
+}
