@@ -14,9 +14,12 @@ run:
 	@$(ENV); DATABASE_URL="$$(scripts/pg-ensure.sh followfeed)"; export DATABASE_URL; \
 	 $(GO) build -o bin/followfeed ./cmd/followfeed && exec bin/followfeed serve --migrate
 
-## test: the whole suite against a real PostgreSQL, with the race detector
+## test: the whole suite against a real PostgreSQL and a real Chromium,
+## with the race detector; screenshots of the pages land in ./screenshots
 test:
 	@DATABASE_URL="$$(scripts/pg-ensure.sh postgres)"; export DATABASE_URL; \
+	 CHROMIUM_PATH="$$(scripts/browser-ensure.sh)" || echo "make test: no Chromium could be installed; browser tests will be skipped" >&2; \
+	 export CHROMIUM_PATH; \
 	 $(GO) vet ./... && test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" \
 	   || { echo "make test: run gofmt -w ." >&2; exit 1; }; \
 	 $(GO) test -race -timeout 20m ./...

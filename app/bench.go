@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"runtime/pprof"
 
 	"followfeed/bench"
 	"followfeed/config"
@@ -16,12 +17,24 @@ func runBench(ctx context.Context, args []string, inv invocation) error {
 	getenv, stdout := inv.getenv, inv.stdout
 	fs := newFlags("bench", stdout, "Builds scale S in DATABASE_URL (once; use a dedicated database) and measures the\nperformance targets, writing the report to --out.")
 	out := fs.String("out", "BENCHMARKS.md", "where to write the report (- for stdout)")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg, err := config.Load(getenv)
 	if err != nil {
 		return err
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	cfg.LogLevel = "warn"
 	logger := newLogger(cfg, stdout)

@@ -204,7 +204,20 @@ func (s *services) routes(cfg *config.Config) func(*http.ServeMux) {
 		PerIP:  api.PerIP,
 	}
 	emailPages := &httpapi.EmailPages{Logger: s.logger, Digester: s.digester, PerIP: api.PerIP}
+	settings := httpapi.NewSettings(httpapi.Settings{Logger: s.logger, Verifier: s.verifier, Users: s.users, Follows: s.follows,
+		Feeds: s.feeds, Prefs: s.prefs, Digester: s.digester, Signer: s.signer, Secure: cfg.PublicURL.Scheme == "https",
+		DevLogin: !cfg.IsProduction(), PerIP: api.PerIP}, cfg.SecretKey)
+	embed := &httpapi.Embed{Logger: s.logger, FrameOrigins: cfg.CORSOrigins, PublicURL: cfg.PublicURL.String()}
+	if !cfg.IsProduction() && len(cfg.Auth.HS256Secret) > 0 {
+		// The demo page signs its button in as a development reader.
+		embed.DemoToken = func() (string, error) {
+			return auth.MintHS256(cfg.Auth.HS256Secret, auth.MintOptions{Subject: "demo-reader", TTL: time.Hour,
+				Issuer: cfg.Auth.Issuer, Audience: cfg.Auth.Audience, Now: time.Now()})
+		}
+	}
 	return func(mux *http.ServeMux) {
+		settings.Register(mux)
+		embed.Register(mux)
 		api.Register(mux)
 		feedRoutes.Register(mux)
 		emailPages.Register(mux)

@@ -86,13 +86,16 @@ func Run(ctx context.Context, d Deps, s Scale) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		rate, sent, err := MeasureDigests(ctx, d.DB, d.Digester, users, mr.FromSeq, mr.ToSeq, 8)
+		// A day's window: the first fifth of the batch, about 1,000 papers,
+		// more than arXiv announces in a day across all fields.
+		dayEnd := mr.FromSeq + (mr.ToSeq-mr.FromSeq)/5
+		rate, sent, err := MeasureDigests(ctx, d.DB, d.Digester, users, mr.FromSeq, dayEnd, 8)
 		if err != nil {
 			return nil, fmt.Errorf("measuring digests: %w", err)
 		}
 		r.Figures = append(r.Figures, Figure{Name: "digests built and handed to a local SMTP server", Target: "≥ 300 / s",
 			Result: fmt.Sprintf("%.0f / s", rate), Pass: rate >= 300})
-		r.Details = append(r.Details, fmt.Sprintf("Digests: %d users spread over the table, each with a ledger row whose window is the 5,000-paper batch; "+
+		r.Details = append(r.Details, fmt.Sprintf("Digests: %d users spread over the table, each with a ledger row whose window is a day of papers (the first 1,000 of the batch, more than arXiv announces daily); "+
 			"8 concurrent `notify.Digester.Send` calls (the mail queue's workers) reserve, select and group the papers, render text + HTML, "+
 			"build the MIME message and deliver it over pooled SMTP connections to an in-process go-smtp server, updating the ledger; %d were sent, the rest had nothing new.", len(users), sent))
 	}

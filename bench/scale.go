@@ -149,7 +149,7 @@ func Generate(ctx context.Context, db *store.DB, s Scale, log io.Writer) error {
 			GROUP BY paper_id, key
 			ORDER BY paper_id, key`, nil},
 		{"key primary key", `ALTER TABLE paper_keys ADD PRIMARY KEY (paper_id, key, version)`, nil},
-		{"key seq index", `CREATE INDEX paper_keys_key_seq_idx ON paper_keys (key, seq DESC) INCLUDE (paper_id, cross_list, replacement)`, nil},
+		{"key seq index", `CREATE INDEX paper_keys_key_seq_idx ON paper_keys (key, seq DESC) INCLUDE (paper_id, cross_list, replacement, new_paper)`, nil},
 		{"watermark", `UPDATE match_state SET high_seq = (SELECT max(seq) FROM paper_keys)`, nil},
 		{"users", `INSERT INTO users (sub, email, email_confirmed_at, timezone)
 			SELECT 'bench-user-' || g, 'reader' || g || '@example.org', now(),

@@ -143,6 +143,7 @@ type keyRow struct {
 	Version     int    `json:"version"`
 	Cross       bool   `json:"cross_list"`
 	Replacement bool   `json:"replacement"`
+	NewPaper    bool   `json:"new_paper"` // written with the paper's first insert
 }
 
 func (in *Ingester) apply(ctx context.Context, tx pgx.Tx, batch []Paper, src Source, res *IngestResult) error {
@@ -204,7 +205,7 @@ func (in *Ingester) write(ctx context.Context, tx pgx.Tx, batch []Paper, existin
 		if id, ok := inserted[p.ArxivID]; ok {
 			res.New++
 			for _, k := range p.Keys() {
-				keys = append(keys, keyRow{id, k.Key, max(p.Version, 1), k.Cross, false})
+				keys = append(keys, keyRow{id, k.Key, max(p.Version, 1), k.Cross, false, true})
 			}
 			continue
 		}
@@ -232,9 +233,9 @@ func (in *Ingester) write(ctx context.Context, tx pgx.Tx, batch []Paper, existin
 		for _, k := range merged.Keys() {
 			switch {
 			case !old.keys[k.Key]:
-				newKeys = append(newKeys, keyRow{old.id, k.Key, merged.Version, k.Cross, false})
+				newKeys = append(newKeys, keyRow{old.id, k.Key, merged.Version, k.Cross, false, false})
 			case replacing:
-				newKeys = append(newKeys, keyRow{old.id, k.Key, merged.Version, k.Cross, true})
+				newKeys = append(newKeys, keyRow{old.id, k.Key, merged.Version, k.Cross, true, false})
 			}
 		}
 		if replacing {
@@ -242,7 +243,7 @@ func (in *Ingester) write(ctx context.Context, tx pgx.Tx, batch []Paper, existin
 			// row: followers who opted in hear about the new version.
 			for k := range old.keys {
 				if !slices.ContainsFunc(newKeys, func(r keyRow) bool { return r.Key == k }) {
-					newKeys = append(newKeys, keyRow{old.id, k, merged.Version, false, true})
+					newKeys = append(newKeys, keyRow{old.id, k, merged.Version, false, true, false})
 				}
 			}
 		}
@@ -300,9 +301,9 @@ func writeKeys(ctx context.Context, tx pgx.Tx, keys []keyRow) (from, to int64, e
 	// concurrent enrichment of the same paper) keeps its first seq.
 	err = tx.QueryRow(ctx, `
 		WITH ins AS (
-			INSERT INTO paper_keys (paper_id, key, version, cross_list, replacement, seq)
-			SELECT r.paper_id, r.key, r.version, r.cross_list, r.replacement, nextval('paper_key_seq')
-			FROM jsonb_to_recordset($1::jsonb) AS r(paper_id bigint, key text, version int, cross_list boolean, replacement boolean)
+			INSERT INTO paper_keys (paper_id, key, version, cross_list, replacement, new_paper, seq)
+			SELECT r.paper_id, r.key, r.version, r.cross_list, r.replacement, r.new_paper, nextval('paper_key_seq')
+			FROM jsonb_to_recordset($1::jsonb) AS r(paper_id bigint, key text, version int, cross_list boolean, replacement boolean, new_paper boolean)
 			ON CONFLICT (paper_id, key, version) DO NOTHING
 			RETURNING seq
 		)

@@ -94,6 +94,7 @@ func routeOf(r *http.Request) string {
 func observe(next http.Handler, logger *slog.Logger, m *httpMetrics) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
 			if v := recover(); v != nil {

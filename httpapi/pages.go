@@ -28,7 +28,10 @@ type page struct {
 	Email    string
 	Action   string
 	Data     any
+	Meta     []meta
 }
+
+type meta struct{ Name, Content string }
 
 // contentSecurityPolicy forbids inline scripts and styles and every origin
 // but our own. frameAncestors is "'none'" except for the embed demo.

@@ -141,7 +141,9 @@ type Query struct {
 	AfterSeq, UpToSeq int64
 	// Limit caps the papers returned (newest first); 0 means 50.
 	Limit int
-	// Light leaves abstracts out (digests do not show them).
+	// Light returns ids, seqs and reasons only, no paper details: digests
+	// group many candidates and load details (LoadPapers) for the few they
+	// show.
 	Light bool
 }
 
@@ -205,9 +207,9 @@ func (s *Service) Matched(ctx context.Context, q Query) (Result, error) {
 				SELECT key, include_cross_lists, include_replacements
 				FROM follows WHERE user_id = $1 AND ($5 = '' OR key = $5)
 			), hits AS (
-				SELECT k.paper_id, k.seq, k.replacement
+				SELECT k.paper_id, k.seq, k.replacement, k.new_paper
 				FROM f CROSS JOIN LATERAL (
-					SELECT pk.paper_id, pk.seq, pk.replacement
+					SELECT pk.paper_id, pk.seq, pk.replacement, pk.new_paper
 					FROM paper_keys pk
 					WHERE pk.key = f.key AND pk.seq > $2 AND pk.seq <= $3
 					  AND (f.include_cross_lists OR NOT pk.cross_list)
@@ -217,23 +219,31 @@ func (s *Service) Matched(ctx context.Context, q Query) (Result, error) {
 				) k
 			), cand AS (
 				SELECT paper_id, max(seq) AS seq,
-				       bool_or(NOT replacement) AS first_in_window
+				       bool_or(NOT replacement) AS first_in_window,
+				       bool_or(replacement) AS replaced_in_window,
+				       bool_or(new_paper) AS new_in_window
 				FROM hits GROUP BY paper_id
 			), judged AS (
-				SELECT c.paper_id, c.seq,
-				       $2 > 0 AND EXISTS (
-				           SELECT 1 FROM paper_keys pk JOIN f ON f.key = pk.key
-				           WHERE pk.paper_id = c.paper_id AND pk.seq <= $2 AND NOT pk.replacement
-				             AND (f.include_cross_lists OR NOT pk.cross_list)) AS seen_before,
-				       c.first_in_window
+				-- seen: an earlier first match by one of these follows. A
+				-- paper first stored inside the window cannot have one, so
+				-- only older papers are probed. The LATERAL ... LIMIT 1
+				-- probes that candidate's few key rows (primary key on
+				-- paper_id); a plain EXISTS lets the planner hash every
+				-- earlier match of every followed key instead.
+				SELECT c.paper_id, c.seq, c.first_in_window, c.replaced_in_window, s.seen IS NOT NULL AS seen_before
 				FROM cand c
+				LEFT JOIN LATERAL (
+					SELECT true AS seen FROM paper_keys pk JOIN f ON f.key = pk.key
+					WHERE $2 > 0 AND NOT c.new_in_window AND pk.paper_id = c.paper_id AND pk.seq <= $2 AND NOT pk.replacement
+					  AND (f.include_cross_lists OR NOT pk.cross_list)
+					LIMIT 1
+				) s ON true
 			), kept AS (
-				-- Withdrawn papers have no keys left (see harvest), so no
-				-- join with papers is needed to leave them out.
-				SELECT j.paper_id, j.seq, (j.seen_before OR NOT j.first_in_window) AS replaced
-				FROM judged j
-				WHERE NOT (j.seen_before AND j.first_in_window AND NOT EXISTS (
-				           SELECT 1 FROM hits h WHERE h.paper_id = j.paper_id AND h.replacement))
+				-- New: first matched inside the window. Replaced: matched
+				-- before, with a new version inside it (opted-in follows).
+				SELECT paper_id, seq, (seen_before OR NOT first_in_window) AS replaced
+				FROM judged
+				WHERE NOT seen_before OR replaced_in_window
 			)
 			SELECT paper_id, seq, replaced, count(*) OVER () FROM kept
 			ORDER BY seq DESC LIMIT $6`,
@@ -259,8 +269,10 @@ func (s *Service) Matched(ctx context.Context, q Query) (Result, error) {
 			res.Papers = nil
 			return nil
 		}
-		if err := loadPapers(ctx, tx, ids, byID, q.Light); err != nil {
-			return err
+		if !q.Light {
+			if err := loadPapers(ctx, tx, ids, byID, false); err != nil {
+				return err
+			}
 		}
 		if err := loadReasons(ctx, tx, q.UserID, ids, byID); err != nil {
 			return err
@@ -315,6 +327,26 @@ func (s *Service) Public(ctx context.Context, key string, limit int) ([]Paper, e
 		return nil
 	})
 	return out, err
+}
+
+// LoadPapers returns the details of papers by id (abstracts left out when
+// noAbstract), in the order of ids; unknown ids are skipped.
+func (s *Service) LoadPapers(ctx context.Context, ids []int64, noAbstract bool) ([]Paper, error) {
+	byID := make(map[int64]*Paper, len(ids))
+	for _, id := range ids {
+		byID[id] = &Paper{ID: id}
+	}
+	err := s.db.InTx(ctx, func(tx pgx.Tx) error { return loadPapers(ctx, tx, ids, byID, noAbstract) })
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Paper, 0, len(ids))
+	for _, id := range ids {
+		if p := byID[id]; p.ArxivID != "" {
+			out = append(out, *p)
+		}
+	}
+	return out, nil
 }
 
 func loadPapers(ctx context.Context, tx pgx.Tx, ids []int64, byID map[int64]*Paper, light bool) error {

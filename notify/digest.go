@@ -28,7 +28,7 @@ const (
 	MaxPerDigest = 100
 	// candidates is how many of a window's newest papers are grouped; any
 	// beyond count in the digest's "and N more".
-	candidates = 500
+	candidates = 250
 )
 
 // DigestEnqueuer queues digest jobs inside the caller's transaction.
@@ -463,7 +463,16 @@ func (d *Digester) build(ctx context.Context, row digestRow) (DigestContent, err
 	if err != nil {
 		return c, err
 	}
-	c = GroupPapers(res, follows)
+	plan := planGroups(res, follows)
+	shown, err := d.matcher.LoadPapers(ctx, plan.shownIDs(), true)
+	if err != nil {
+		return c, err
+	}
+	details := make(map[int64]match.Paper, len(shown))
+	for _, p := range shown {
+		details[p.ID] = p
+	}
+	c = plan.fill(details)
 	loc, err := time.LoadLocation(row.tz)
 	if err != nil {
 		loc = time.UTC
@@ -479,17 +488,42 @@ func (d *Digester) build(ctx context.Context, row digestRow) (DigestContent, err
 	return c, nil
 }
 
-// GroupPapers arranges matched papers into a digest: one group per follow,
-// each paper once, in the group of its most specific reason (a researcher
-// before an institution before a category before a whole archive; among
-// equals, the follow made first), with every reason listed; at most
-// MaxPerGroup per group and MaxPerDigest in all, the rest counted as "more".
-// Groups come in the same order of specificity.
+// GroupPapers arranges matched papers (with their details) into a digest:
+// see planGroups for the rules.
 func GroupPapers(res match.Result, follows []follow.Follow) DigestContent {
-	labels := map[string]string{}
+	plan := planGroups(res, follows)
+	byID := make(map[int64]match.Paper, len(res.Papers))
+	for _, p := range res.Papers {
+		byID[p.ID] = p
+	}
+	return plan.fill(byID)
+}
+
+// digestPlan is which papers a digest shows, by group, before their details
+// are loaded.
+type digestPlan struct {
+	total, omitted int
+	groups         []plannedGroup
+	labels         map[string]string
+}
+
+type plannedGroup struct {
+	first   follow.Target // the follow the group is named after
+	label   string
+	papers  []match.Paper // ids and reasons only
+	omitted int
+}
+
+// planGroups assigns each paper to the group of its most specific reason (a
+// researcher before an institution before a category before a whole archive;
+// among equals, the follow made first), with every reason kept; at most
+// MaxPerGroup per group and MaxPerDigest in all are shown, the rest counted
+// as "more". Groups come in the same order of specificity.
+func planGroups(res match.Result, follows []follow.Follow) digestPlan {
+	plan := digestPlan{total: res.Total, labels: map[string]string{}}
 	made := map[string]time.Time{}
 	for _, f := range follows {
-		labels[f.Key()] = f.Label
+		plan.labels[f.Key()] = f.Label
 		made[f.Key()] = f.CreatedAt
 	}
 	before := func(a, b follow.Target) bool {
@@ -498,9 +532,8 @@ func GroupPapers(res match.Result, follows []follow.Follow) DigestContent {
 		}
 		return made[a.Key()].Before(made[b.Key()])
 	}
-	groups := map[string]*DigestGroup{}
-	var order []follow.Target
-	shown := 0
+	index := map[string]int{}
+	shown, listed := 0, 0
 	for _, p := range res.Papers {
 		if len(p.Reasons) == 0 {
 			continue
@@ -511,51 +544,77 @@ func GroupPapers(res match.Result, follows []follow.Follow) DigestContent {
 				first = r
 			}
 		}
-		g, ok := groups[first.Key()]
+		i, ok := index[first.Key()]
 		if !ok {
-			name := labels[first.Key()]
-			if name == "" {
-				name = groupName(first, p)
-			}
-			g = &DigestGroup{Name: name}
-			groups[first.Key()] = g
-			order = append(order, first)
+			i = len(plan.groups)
+			index[first.Key()] = i
+			plan.groups = append(plan.groups, plannedGroup{first: first, label: plan.labels[first.Key()]})
 		}
-		if len(g.Papers) >= MaxPerGroup || shown >= MaxPerDigest {
-			g.Omitted++
+		g := &plan.groups[i]
+		listed++
+		if len(g.papers) >= MaxPerGroup || shown >= MaxPerDigest {
+			g.omitted++
+			plan.omitted++
 			continue
 		}
-		var reasons []string
-		for _, r := range p.Reasons {
-			reasons = append(reasons, feeds.ReasonName(r, labels[r.Key()], p.Authors))
-		}
-		var authors []string
-		for _, a := range p.Authors {
-			authors = append(authors, a.Name)
-		}
-		g.Papers = append(g.Papers, DigestPaper{Title: p.Title, Authors: authors, AbsURL: p.AbsURL, PDFURL: p.PDFURL,
-			Reasons: reasons, Categories: p.Categories, Published: p.SubmittedAt})
+		g.papers = append(g.papers, p)
 		shown++
 	}
-	slices.SortStableFunc(order, func(a, b follow.Target) int {
+	slices.SortStableFunc(plan.groups, func(a, b plannedGroup) int {
 		switch {
-		case before(a, b):
+		case before(a.first, b.first):
 			return -1
-		case before(b, a):
+		case before(b.first, a.first):
 			return 1
 		}
 		return 0
 	})
-	c := DigestContent{Total: res.Total}
-	listed := 0
-	for _, t := range order {
-		g := groups[t.Key()]
-		c.Groups = append(c.Groups, *g)
-		listed += len(g.Papers) + g.Omitted
-		c.Omitted += g.Omitted
-	}
 	// Papers beyond the candidates read count overall.
-	c.Omitted += max(res.Total-listed, 0)
+	plan.omitted += max(res.Total-listed, 0)
+	return plan
+}
+
+// shownIDs are the papers whose details the plan needs.
+func (plan digestPlan) shownIDs() []int64 {
+	var ids []int64
+	for _, g := range plan.groups {
+		for _, p := range g.papers {
+			ids = append(ids, p.ID)
+		}
+	}
+	return ids
+}
+
+// fill builds the content from the plan and the shown papers' details.
+func (plan digestPlan) fill(details map[int64]match.Paper) DigestContent {
+	c := DigestContent{Total: plan.total, Omitted: plan.omitted}
+	for _, g := range plan.groups {
+		dg := DigestGroup{Name: g.label, Omitted: g.omitted}
+		for _, p := range g.papers {
+			d, ok := details[p.ID]
+			if !ok {
+				dg.Omitted++ // withdrawn meanwhile
+				continue
+			}
+			if dg.Name == "" {
+				dg.Name = groupName(g.first, d)
+			}
+			var reasons []string
+			for _, r := range p.Reasons {
+				reasons = append(reasons, feeds.ReasonName(r, plan.labels[r.Key()], d.Authors))
+			}
+			var authors []string
+			for _, a := range d.Authors {
+				authors = append(authors, a.Name)
+			}
+			dg.Papers = append(dg.Papers, DigestPaper{Title: d.Title, Authors: authors, AbsURL: d.AbsURL, PDFURL: d.PDFURL,
+				Reasons: reasons, Categories: d.Categories, Published: d.SubmittedAt})
+		}
+		if dg.Name == "" {
+			dg.Name = groupName(g.first, match.Paper{})
+		}
+		c.Groups = append(c.Groups, dg)
+	}
 	return c
 }
 

@@ -328,7 +328,7 @@ func TestDigestSubject(t *testing.T) {
 		c    DigestContent
 		want string
 	}{
-		{DigestContent{Total: 0, Groups: g("cs.LG")}, "No new papers this week"},
+		{DigestContent{Total: 0, Groups: g("cs.LG")}, "No new papers since your last digest"},
 		{DigestContent{Total: 1, Groups: g("cs.LG")}, "1 new paper: cs.LG"},
 		{DigestContent{Total: 1, Groups: g("cs.LG — Machine Learning")}, "1 new paper: cs.LG"},
 		{DigestContent{Total: 3, Groups: g("Mingzhi Wen", "cs.LG")}, "3 new papers: Mingzhi Wen, cs.LG"},

@@ -304,3 +304,22 @@ func nullTime(t time.Time) any {
 	}
 	return t
 }
+
+// Reconfirm asks the owner of a paused (bounced or unsubscribed) address to
+// confirm it again: the address becomes unconfirmed, earlier links are
+// revoked, and a confirmation mail is queued. Confirming lifts the pause.
+func (p *Preferences) Reconfirm(ctx context.Context, userID int64) error {
+	return p.db.InTx(ctx, func(tx pgx.Tx) error {
+		var email string
+		err := tx.QueryRow(ctx, `
+			UPDATE users SET email_confirmed_at = NULL, link_epoch = link_epoch + 1, digest_next_at = NULL, updated_at = now()
+			WHERE id = $1 AND email IS NOT NULL RETURNING email`, userID).Scan(&email)
+		if err != nil {
+			return store.NotFound(err, fmt.Sprintf("asking user %d to reconfirm", userID))
+		}
+		if p.enq == nil {
+			return nil
+		}
+		return p.enq.EnqueueConfirm(ctx, tx, userID, email)
+	})
+}

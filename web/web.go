@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"html/template"
 	"io/fs"
+	"strings"
 	"sync"
 )
 
@@ -17,6 +18,20 @@ var templateFS embed.FS
 
 //go:embed static
 var staticFS embed.FS
+
+//go:embed timezones.txt
+var timezonesTxt string
+
+// Timezones lists the IANA zones the settings page offers, UTC first.
+func Timezones() []string {
+	var out []string
+	for _, l := range strings.Split(timezonesTxt, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
 
 // Static is the tree served under /static/ (and the button under /embed/).
 func Static() fs.FS {

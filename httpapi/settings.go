@@ -1,0 +1,428 @@
+package httpapi
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"followfeed/apperr"
+	"followfeed/auth"
+	"followfeed/feeds"
+	"followfeed/follow"
+	"followfeed/notify"
+	"followfeed/web"
+)
+
+// sessionCookie holds a signed-in reader's session on the settings pages.
+const sessionCookie = "ff_session"
+
+// sessionTTL is how long a settings session lasts.
+const sessionTTL = 12 * time.Hour
+
+// Settings serves the reader's settings pages: sign-in handoff from the
+// host (a short-lived JWT becomes a session cookie), follows, feed URLs,
+// email settings and a preview of the next digest. Every action is a plain
+// HTML form (works without JavaScript), protected by a CSRF token; a
+// "manage preferences" link from a mail opens the email part without a
+// session.
+type Settings struct {
+	Logger   *slog.Logger
+	Verifier TokenVerifier
+	Users    *auth.Users
+	Follows  *follow.Service
+	Feeds    *feeds.Service
+	Prefs    *notify.Preferences
+	Digester *notify.Digester
+	Signer   *auth.LinkSigner
+	// Secure marks cookies Secure (PUBLIC_URL is https).
+	Secure bool
+	// DevLogin shows a paste-a-token form on /login (development).
+	DevLogin bool
+	PerIP    *Limiter
+	csrfKey  []byte
+}
+
+// NewSettings returns the settings pages; secret is SECRET_KEY (for CSRF).
+func NewSettings(s Settings, secret []byte) *Settings {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("followfeed csrf"))
+	s.csrfKey = m.Sum(nil)
+	return &s
+}
+
+// Register adds the routes to mux.
+func (s *Settings) Register(mux *http.ServeMux) {
+	mux.Handle("GET /{$}", http.RedirectHandler("/settings", http.StatusSeeOther))
+	mux.HandleFunc("GET /login", s.login)
+	mux.HandleFunc("POST /login", s.login)
+	mux.HandleFunc("POST /logout", s.logout)
+	mux.HandleFunc("GET /settings", s.page)
+	mux.HandleFunc("POST /settings/follows", s.postFollow)
+	mux.HandleFunc("POST /settings/feed-token", s.postRotate)
+	mux.HandleFunc("POST /settings/email", s.postEmail)
+}
+
+// viewer is who is looking at the settings: a session user, or a manage
+// link limited to the email settings.
+type viewer struct {
+	userID    int64
+	sub       string
+	emailOnly bool
+	manage    string // the manage-link token, in email-only mode
+	csrf      string
+}
+
+func (s *Settings) csrfFor(bound string) string {
+	m := hmac.New(sha256.New, s.csrfKey)
+	m.Write([]byte(bound))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:18])
+}
+
+// who resolves the request's session cookie or manage token.
+func (s *Settings) who(r *http.Request, manageToken string) (*viewer, error) {
+	if manageToken != "" {
+		uid, err := s.Digester.ManageUser(r.Context(), manageToken)
+		if err != nil {
+			return nil, err
+		}
+		return &viewer{userID: uid, emailOnly: true, manage: manageToken, csrf: s.csrfFor("manage:" + manageToken)}, nil
+	}
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return nil, nil
+	}
+	l, err := s.Signer.Verify(c.Value, auth.ActionSession)
+	if err != nil || len(l.Data) != 8 || time.Now().Unix() > int64(binary.BigEndian.Uint64(l.Data)) {
+		return nil, nil
+	}
+	u, err := s.Users.Get(r.Context(), l.UserID)
+	if err != nil {
+		return nil, nil
+	}
+	return &viewer{userID: u.ID, sub: u.Sub, csrf: s.csrfFor("session:" + c.Value)}, nil
+}
+
+func (s *Settings) setSession(w http.ResponseWriter, userID int64) {
+	exp := time.Now().Add(sessionTTL)
+	tok := s.Signer.Sign(auth.Link{Action: auth.ActionSession, UserID: userID, Data: binary.BigEndian.AppendUint64(nil, uint64(exp.Unix()))})
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: tok, Path: "/", Expires: exp, MaxAge: int(sessionTTL.Seconds()),
+		HttpOnly: true, Secure: s.Secure, SameSite: http.SameSiteLaxMode})
+}
+
+// login turns the host's short-lived JWT (?token= or a form field) into a
+// session cookie, then redirects to /settings so the token leaves the URL.
+func (s *Settings) login(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	if ok, retry := s.PerIP.Allow(clientIP(r)); !ok {
+		rateLimited(w, r, retry, "too many requests from this address; slow down")
+		return
+	}
+	tok := r.URL.Query().Get("token")
+	if r.Method == http.MethodPost {
+		r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+		tok = r.PostFormValue("token")
+	}
+	if tok == "" {
+		renderPage(w, r, s.Logger, http.StatusOK, "login.html", page{Title: "Sign in", Data: s.DevLogin})
+		return
+	}
+	claims, err := s.Verifier.Verify(r.Context(), strings.TrimSpace(tok))
+	if err != nil {
+		var ve *auth.VerifyError
+		msg := "The sign-in link is not valid. Go back to the site and open your followfeed settings again."
+		if errors.As(err, &ve) {
+			msg = "The sign-in link is not valid (" + ve.Message + "). Go back to the site and open your followfeed settings again."
+		}
+		renderPage(w, r, s.Logger, http.StatusUnauthorized, "message.html", page{Title: "Sign-in failed", Lines: []string{msg}})
+		return
+	}
+	if claims.IsService() {
+		renderPage(w, r, s.Logger, http.StatusForbidden, "message.html", page{Title: "Sign-in failed",
+			Lines: []string{"Service tokens cannot sign in as a reader."}})
+		return
+	}
+	u, err := s.Users.Ensure(r.Context(), claims)
+	if err != nil {
+		writeError(w, r, s.Logger, err)
+		return
+	}
+	s.setSession(w, u.ID)
+	http.Redirect(w, r, "/settings", http.StatusSeeOther)
+}
+
+func (s *Settings) logout(w http.ResponseWriter, r *http.Request) {
+	v, _ := s.who(r, "")
+	if v != nil && !s.csrfOK(r, v) {
+		s.forbidden(w, r)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.Secure, SameSite: http.SameSiteLaxMode})
+	renderPage(w, r, s.Logger, http.StatusOK, "message.html", page{Title: "Signed out", Lines: []string{"You are signed out of followfeed."}})
+}
+
+func (s *Settings) csrfOK(r *http.Request, v *viewer) bool {
+	// Same-origin check first (browsers send Origin on POST), then the token.
+	if o := r.Header.Get("Origin"); o != "" && o != "null" {
+		if u, err := url.Parse(o); err != nil || u.Host != r.Host {
+			return false
+		}
+	}
+	return hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(v.csrf))
+}
+
+func (s *Settings) forbidden(w http.ResponseWriter, r *http.Request) {
+	renderPage(w, r, s.Logger, http.StatusForbidden, "message.html", page{Title: "Form expired",
+		Lines: []string{"This form was not sent from your settings page, or it is too old. Reload the page and try again."}, Link: "/settings", LinkText: "Settings"})
+}
+
+type feedURL struct{ Format, Label, URL string }
+
+type frequencyOption struct {
+	Value, Label string
+	Selected     bool
+}
+
+type settingsData struct {
+	EmailOnly     bool
+	ManageToken   string
+	Follows       []followJSON
+	FeedURLs      []feedURL
+	OPMLURL       string
+	Profile       notify.Profile
+	Weekday       string
+	Timezones     []string
+	TimezoneUnset bool
+	Frequencies   []frequencyOption
+	NextAt        string
+	Preview       *previewData
+}
+
+type previewData struct {
+	Subject string
+	Groups  []notify.DigestGroup
+}
+
+var flashes = map[string]string{
+	"unfollowed": "Unfollowed.",
+	"saved":      "Saved.",
+	"rotated":    "Your feed token was replaced: the old feed links stop working now. Update your feed reader.",
+	"email":      "Email settings saved.",
+	"confirm":    "Email settings saved. We sent a confirmation mail to the new address.",
+}
+
+func (s *Settings) page(w http.ResponseWriter, r *http.Request) {
+	manage := r.URL.Query().Get("token")
+	if manage != "" {
+		w.Header().Set("Referrer-Policy", "no-referrer")
+	}
+	v, err := s.who(r, manage)
+	if err != nil {
+		if errors.Is(err, auth.ErrBadLink) {
+			renderPage(w, r, s.Logger, http.StatusNotFound, "message.html", page{Title: "This link is not valid",
+				Lines: []string{"Open the settings link from your most recent followfeed mail, or sign in on the site."}})
+			return
+		}
+		writeError(w, r, s.Logger, err)
+		return
+	}
+	if v == nil {
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return
+	}
+	d, err := s.data(r, v)
+	if err != nil {
+		writeError(w, r, s.Logger, err)
+		return
+	}
+	renderPage(w, r, s.Logger, http.StatusOK, "settings.html", page{Title: "Settings", SignedIn: !v.emailOnly, CSRF: v.csrf,
+		Flash: flashes[r.URL.Query().Get("done")], Scripts: []string{"/static/settings.js?v=" + assetVersion("settings.js")}, Data: d})
+}
+
+func assetVersion(name string) string {
+	_, v, _ := web.Asset(name)
+	return v
+}
+
+func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
+	ctx := r.Context()
+	p, err := s.Prefs.Get(ctx, v.userID)
+	if err != nil {
+		return nil, err
+	}
+	d := &settingsData{EmailOnly: v.emailOnly, ManageToken: v.manage, Profile: p, Timezones: web.Timezones(),
+		Weekday: strings.ToLower(p.Digest.Weekday.String()), TimezoneUnset: p.Timezone == "UTC"}
+	for _, f := range []struct{ v, l string }{{"off", "Off"}, {"instant", "Instantly (batched over 10 minutes)"}, {"daily", "Daily"}, {"weekly", "Weekly"}} {
+		d.Frequencies = append(d.Frequencies, frequencyOption{Value: f.v, Label: f.l, Selected: string(p.Digest.Frequency) == f.v})
+	}
+	if !p.NextDigestAt.IsZero() {
+		loc, err := time.LoadLocation(p.Timezone)
+		if err != nil {
+			loc = time.UTC
+		}
+		d.NextAt = p.NextDigestAt.In(loc).Format("Monday 2 January 15:04 MST")
+	}
+	if c, err := s.Digester.Preview(ctx, v.userID); err == nil {
+		d.Preview = &previewData{Subject: notify.DigestSubject(c), Groups: c.Groups}
+	}
+	if v.emailOnly {
+		return d, nil
+	}
+	fs, err := s.Follows.All(ctx, v.userID)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range fs {
+		j := toFollowJSON(f)
+		if f.Label != "" {
+			j.Name = f.Label
+		}
+		d.Follows = append(d.Follows, j)
+	}
+	tok, err := s.Feeds.Tokens().Token(ctx, v.userID)
+	if err != nil {
+		return nil, err
+	}
+	d.FeedURLs = []feedURL{{"atom", "Atom", s.Feeds.PrivateURL(tok, feeds.Atom, nil)},
+		{"rss", "RSS", s.Feeds.PrivateURL(tok, feeds.RSS, nil)}, {"json", "JSON Feed", s.Feeds.PrivateURL(tok, feeds.JSON, nil)}}
+	d.OPMLURL = s.Feeds.OPMLURL(tok)
+	return d, nil
+}
+
+// post runs a form action for a signed-in viewer (or, for the email form, a
+// manage link) after the CSRF check, then redirects (post/redirect/get).
+func (s *Settings) post(w http.ResponseWriter, r *http.Request, allowManage bool, act func(v *viewer) (string, error)) {
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		writeError(w, r, s.Logger, apperr.New(apperr.BadRequest, "the form could not be read"))
+		return
+	}
+	manage := ""
+	if allowManage {
+		manage = r.PostFormValue("token")
+	}
+	v, err := s.who(r, manage)
+	if err != nil && !errors.Is(err, auth.ErrBadLink) {
+		writeError(w, r, s.Logger, err)
+		return
+	}
+	if v == nil {
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return
+	}
+	if !s.csrfOK(r, v) {
+		s.forbidden(w, r)
+		return
+	}
+	done, err := act(v)
+	if err != nil {
+		if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
+			// Show the form again with the problem.
+			d, derr := s.data(r, v)
+			if derr != nil {
+				writeError(w, r, s.Logger, derr)
+				return
+			}
+			msg := e.Message
+			if e.Field != "" {
+				msg = e.Field + ": " + e.Message
+			}
+			renderPage(w, r, s.Logger, http.StatusUnprocessableEntity, "settings.html", page{Title: "Settings", SignedIn: !v.emailOnly,
+				CSRF: v.csrf, Flash: "Not saved — " + msg, Scripts: []string{"/static/settings.js?v=" + assetVersion("settings.js")}, Data: d})
+			return
+		}
+		writeError(w, r, s.Logger, err)
+		return
+	}
+	target := "/settings?done=" + done
+	if v.emailOnly {
+		target += "&token=" + url.QueryEscape(v.manage)
+	}
+	if r.URL.Path == "/settings/email" {
+		target += "#email"
+	}
+	http.Redirect(w, r, target, http.StatusSeeOther)
+}
+
+func (s *Settings) postFollow(w http.ResponseWriter, r *http.Request) {
+	s.post(w, r, false, func(v *viewer) (string, error) {
+		t, err := follow.ParseTarget(r.PostFormValue("kind"), r.PostFormValue("id"))
+		if err != nil {
+			return "", err
+		}
+		switch r.PostFormValue("action") {
+		case "unfollow":
+			_, err := s.Follows.Unfollow(r.Context(), v.userID, t)
+			return "unfollowed", err
+		case "options":
+			cross := r.PostFormValue("include_cross_lists") != ""
+			repl := r.PostFormValue("include_replacements") != ""
+			opts := follow.Options{IncludeReplacements: &repl}
+			if t.Kind == follow.Category {
+				opts.IncludeCrossLists = &cross
+			}
+			if _, err := s.Follows.Get(r.Context(), v.userID, t); err != nil {
+				return "", err
+			}
+			_, _, err := s.Follows.Follow(r.Context(), v.userID, t, opts)
+			return "saved", err
+		}
+		return "", apperr.InvalidField("action", "must be unfollow or options")
+	})
+}
+
+func (s *Settings) postRotate(w http.ResponseWriter, r *http.Request) {
+	s.post(w, r, false, func(v *viewer) (string, error) {
+		_, err := s.Feeds.Tokens().Rotate(r.Context(), v.userID)
+		return "rotated", err
+	})
+}
+
+func (s *Settings) postEmail(w http.ResponseWriter, r *http.Request) {
+	s.post(w, r, true, func(v *viewer) (string, error) {
+		f := func(name string) *string {
+			if _, ok := r.PostForm[name]; !ok {
+				return nil
+			}
+			val := r.PostFormValue(name)
+			return &val
+		}
+		patch := notify.ProfilePatch{Email: f("email"), Timezone: f("timezone"), Digest: &notify.DigestPatch{
+			Frequency: f("frequency"), Weekday: f("weekday")}}
+		if h := f("hour"); h != nil {
+			n, err := strconv.Atoi(*h)
+			if err != nil {
+				return "", apperr.InvalidField("digest.hour", "must be a local hour from 0 to 23")
+			}
+			patch.Digest.Hour = &n
+		}
+		empty := r.PostFormValue("send_empty") != ""
+		patch.Digest.SendEmpty = &empty
+		before, err := s.Prefs.Get(r.Context(), v.userID)
+		if err != nil {
+			return "", err
+		}
+		// Saving a paused (suppressed) address again asks for confirmation.
+		if patch.Email != nil && before.Suppressed != "" && strings.EqualFold(strings.TrimSpace(*patch.Email), before.Email) {
+			if err := s.Prefs.Reconfirm(r.Context(), v.userID); err != nil {
+				return "", err
+			}
+			patch.Email = nil
+		}
+		after, err := s.Prefs.Update(r.Context(), v.userID, patch)
+		if err != nil {
+			return "", err
+		}
+		if after.Email != "" && !after.EmailConfirmed && (!strings.EqualFold(after.Email, before.Email) || before.Suppressed != "") {
+			return "confirm", nil
+		}
+		return "email", nil
+	})
+}

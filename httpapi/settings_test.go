@@ -1,0 +1,148 @@
+package httpapi_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"followfeed/internal/testapp"
+)
+
+// browserish is an HTTP client with a cookie jar that does not follow
+// redirects, like a browser driven by hand.
+func browserish(t *testing.T) *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func do(t *testing.T, c *http.Client, method, u string, form url.Values) (*http.Response, string) {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, u, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func TestSettingsLoginSessionAndCSRF(t *testing.T) {
+	t.Parallel()
+	a, c := start(t, "RATE_LIMIT_PER_USER", "0")
+	tok := testapp.Token(t, "settler", "settler@example.org")
+	c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil)
+	b := browserish(t)
+
+	resp, _ := do(t, b, "GET", a.URL+"/settings", nil)
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/login" {
+		t.Fatalf("signed out: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	resp, _ = do(t, b, "GET", a.URL+"/login?token="+url.QueryEscape(tok), nil)
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings" || resp.Header.Get("Referrer-Policy") != "no-referrer" {
+		t.Fatalf("login: %d %v", resp.StatusCode, resp.Header)
+	}
+	var cookie *http.Cookie
+	for _, ck := range resp.Cookies() {
+		if ck.Name == "ff_session" {
+			cookie = ck
+		}
+	}
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteLaxMode || cookie.Secure {
+		t.Fatalf("session cookie %+v (http PUBLIC_URL: not Secure)", cookie)
+	}
+	resp, page := do(t, b, "GET", a.URL+"/settings", nil)
+	if resp.StatusCode != 200 || !strings.Contains(page, "cs.LG — Machine Learning") || !strings.Contains(page, "/feeds/fft_") {
+		t.Fatalf("settings page: %d", resp.StatusCode)
+	}
+	csp := resp.Header.Get("Content-Security-Policy")
+	if !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") || !strings.Contains(csp, "frame-ancestors 'none'") ||
+		resp.Header.Get("X-Content-Type-Options") != "nosniff" || resp.Header.Get("X-Frame-Options") != "DENY" {
+		t.Errorf("security headers: %v", resp.Header)
+	}
+	if strings.Contains(page, "<script>") || strings.Contains(page, "style=") {
+		t.Error("inline script or style on the settings page")
+	}
+	csrf := csrfRE.FindStringSubmatch(page)[1]
+
+	// Without the CSRF token (or from another origin) nothing happens.
+	form := url.Values{"action": {"unfollow"}, "kind": {"category"}, "id": {"cs.LG"}}
+	if resp, _ := do(t, b, "POST", a.URL+"/settings/follows", form); resp.StatusCode != 403 {
+		t.Errorf("POST without CSRF token: %d", resp.StatusCode)
+	}
+	form.Set("csrf", csrf)
+	req, _ := http.NewRequest("POST", a.URL+"/settings/follows", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "https://evil.example")
+	if resp, err := b.Do(req); err != nil || resp.StatusCode != 403 {
+		t.Errorf("cross-origin POST: %v %v", err, resp)
+	}
+	r := c.Do("GET", "/v1/me/follows", tok, nil)
+	if !strings.Contains(string(r.Body), "cs.LG") {
+		t.Fatal("a rejected form changed the follows")
+	}
+	resp, _ = do(t, b, "POST", a.URL+"/settings/follows", form)
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings?done=unfollowed" {
+		t.Fatalf("unfollow form: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	r = c.Do("GET", "/v1/me/follows", tok, nil)
+	if strings.Contains(string(r.Body), "cs.LG") {
+		t.Fatal("unfollow form did not unfollow")
+	}
+	// Invalid input re-renders the form with a message, never a 500.
+	bad := url.Values{"csrf": {csrf}, "email": {"settler@example.org"}, "timezone": {"Mars/Base"}, "frequency": {"daily"}, "hour": {"7"}, "weekday": {"monday"}}
+	resp, page = do(t, b, "POST", a.URL+"/settings/email", bad)
+	if resp.StatusCode != 422 || !strings.Contains(page, "timezone") {
+		t.Errorf("bad time zone: %d", resp.StatusCode)
+	}
+	// Sign out clears the cookie.
+	resp, _ = do(t, b, "POST", a.URL+"/logout", url.Values{"csrf": {csrf}})
+	if resp.StatusCode != 200 {
+		t.Errorf("logout: %d", resp.StatusCode)
+	}
+	if resp, _ := do(t, b, "GET", a.URL+"/settings", nil); resp.StatusCode != 303 {
+		t.Errorf("settings after logout: %d", resp.StatusCode)
+	}
+	// A bad sign-in token is a page saying so, with 401.
+	if resp, page := do(t, browserish(t), "GET", a.URL+"/login?token=garbage", nil); resp.StatusCode != 401 || !strings.Contains(page, "not valid") {
+		t.Errorf("bad login token: %d", resp.StatusCode)
+	}
+}
+
+func TestEmbedScriptAndDemo(t *testing.T) {
+	t.Parallel()
+	a, _ := start(t, "CORS_ORIGINS", "https://papers.example.org")
+	resp, page := get(t, a.URL+"/embed/demo")
+	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'self' https://papers.example.org") {
+		t.Fatalf("demo: %d %v", resp.StatusCode, resp.Header)
+	}
+	m := regexp.MustCompile(`src="(/embed/follow-button\.[0-9a-f]+\.js)"`).FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("the demo does not load a versioned script:\n%s", page)
+	}
+	resp, js := get(t, a.URL+string(m[1]))
+	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Cache-Control"), "immutable") ||
+		resp.Header.Get("Content-Type") != "text/javascript; charset=utf-8" || len(js) > 10*1024 {
+		t.Errorf("versioned script: %d %v (%d bytes)", resp.StatusCode, resp.Header, len(js))
+	}
+	resp, _ = get(t, a.URL+"/embed/follow-button.js")
+	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Cache-Control"), "max-age=300") {
+		t.Errorf("unversioned script: %d %v", resp.StatusCode, resp.Header)
+	}
+	if resp, _ := get(t, a.URL+"/embed/follow-button.0000.js"); resp.StatusCode != 404 {
+		t.Errorf("unknown version: %d", resp.StatusCode)
+	}
+}

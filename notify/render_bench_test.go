@@ -1,0 +1,44 @@
+package notify
+
+import (
+	"fmt"
+	"net/mail"
+	"testing"
+	"time"
+)
+
+func benchContent() DigestContent {
+	c := DigestContent{Heading: "Your daily papers — Monday 30 November", Total: 130, Omitted: 30,
+		FeedURL: "https://followfeed.test/feeds/fft_abc.atom", ManageURL: "https://followfeed.test/settings?token=ffl_x", UnsubscribeURL: "https://followfeed.test/unsubscribe/ffl_y"}
+	for g := range 5 {
+		grp := DigestGroup{Name: fmt.Sprintf("Group %d", g), Omitted: 2}
+		for i := range 20 {
+			grp.Papers = append(grp.Papers, DigestPaper{Title: fmt.Sprintf("A reasonably long title of a paper number %d about things & stuff", i),
+				Authors: []string{"Ada Lovelace", "Alan Turing", "Grace Hopper", "Edsger Dijkstra"}, AbsURL: "https://arxiv.org/abs/2301.00001",
+				PDFURL: "https://arxiv.org/pdf/2301.00001", Reasons: []string{"cs.LG", "Mingzhi Wen"}, Categories: []string{"cs.LG", "cs.AI"},
+				Published: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)})
+		}
+		c.Groups = append(c.Groups, grp)
+	}
+	return c
+}
+
+func BenchmarkRenderDigest100(b *testing.B) {
+	c := benchContent()
+	for b.Loop() {
+		if _, _, err := RenderDigest(c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkMessageBytes100(b *testing.B) {
+	c := benchContent()
+	text, html, _ := RenderDigest(c)
+	m := &Message{From: &mail.Address{Address: "digest@followfeed.test"}, To: "a@example.org", Subject: "x", Text: text, HTML: html, MessageID: "digest.1.x@followfeed.test", Date: time.Now()}
+	for b.Loop() {
+		if _, err := m.Bytes(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,262 @@
+/* <followfeed-button kind="researcher|category|institution" target="cs.LG"
+ * label="…" [api="https://…"] [token-provider="fnName"] [signin-url="/login"]>
+ * token-provider: global function (dots allowed) giving a JWT, a Promise of
+ * one, or null; default window.followfeedToken. api defaults to this script's
+ * origin. Fires followfeed:change {kind,target,following,followers}. refresh()
+ * reloads. Parts: button, status. Vars: --followfeed-accent, -on-accent, -bg.
+ * CSP-safe: no eval, no inline style (constructable stylesheet). */
+(() => {
+  'use strict';
+  const TAG = 'followfeed-button';
+  if (!window.customElements || customElements.get(TAG)) return;
+  const src = document.currentScript && document.currentScript.src;
+  const ORIGIN = src ? new URL(src, location.href).origin : location.origin;
+  const KINDS = ['researcher', 'category', 'institution'];
+  const MSG = {
+    follow: 'Could not follow right now; try again.',
+    unfollow: 'Could not unfollow right now; try again.',
+    load: 'Could not load; select the button to retry.',
+    expired: 'Your session expired; sign in again.',
+    signin: 'Sign in to follow',
+    config: 'Misconfigured follow button.',
+  };
+  const CSS = `:host{display:inline-block;vertical-align:middle;
+--_a:var(--followfeed-accent,#1a5fb4);--_on:var(--followfeed-on-accent,#fff);
+--_bg:var(--followfeed-bg,#fff);--_hv:#e7eef9;--_mu:#5f6368;--_er:#b3261e}
+:host([hidden]){display:none}
+.w{display:inline-flex;flex-direction:column;align-items:flex-start}
+button{font:inherit;font-size:.875em;font-weight:600;line-height:1.2;min-height:2.25em;
+padding:.4em 1em;border:1px solid var(--_a);border-radius:999px;background:var(--_bg);
+color:var(--_a);cursor:pointer;white-space:nowrap;font-variant-numeric:tabular-nums}
+button:hover{background:var(--_hv)}
+button[aria-pressed=true]{background:var(--_a);color:var(--_on)}
+button:focus-visible{outline:3px solid var(--_a);outline-offset:2px}
+button:disabled,button[aria-busy=true]{cursor:progress}
+button:disabled{opacity:.65}
+.s{font-size:.75em;color:var(--_mu);max-width:20em}
+.s:not(:empty){margin-top:.25em}
+.s.e{color:var(--_er)}
+@media (prefers-color-scheme:dark){:host{--_a:var(--followfeed-accent,#8ab4f8);
+--_on:var(--followfeed-on-accent,#0b1b33);--_bg:var(--followfeed-bg,#1f1f1f);
+--_hv:#28334a;--_mu:#bdc1c6;--_er:#f2b8b5}}
+@media (forced-colors:active){button[aria-pressed=true]{border-width:3px}}
+@media (prefers-reduced-motion:no-preference){button{transition:background-color .15s,color .15s}}`;
+  let sheet;
+  const nf = new Intl.NumberFormat();
+
+  // The detail of an RFC 9457 problem body, or ''.
+  const problem = async (res) => {
+    try {
+      if (!/json/i.test(res.headers.get('Content-Type') || '')) return '';
+      const p = await res.json();
+      return p && typeof p.detail === 'string' ? p.detail.trim() : '';
+    } catch {
+      return '';
+    }
+  };
+
+  class FollowfeedButton extends HTMLElement {
+    static get observedAttributes() {
+      return ['kind', 'target', 'label', 'token-provider', 'api'];
+    }
+
+    constructor() {
+      super();
+      const root = this.attachShadow({ mode: 'open' });
+      if (!sheet) (sheet = new CSSStyleSheet()).replaceSync(CSS);
+      root.adoptedStyleSheets = [sheet];
+      const el = (tag, cls, attrs) => {
+        const e = document.createElement(tag);
+        e.className = cls;
+        for (const k in attrs) e.setAttribute(k, attrs[k]);
+        return e;
+      };
+      const w = el('div', 'w', {});
+      this._b = el('button', 'b', { type: 'button', part: 'button' });
+      this._s = el('div', 's', { part: 'status', role: 'status', 'aria-live': 'polite' });
+      w.append(this._b, this._s);
+      root.append(w);
+      this._b.addEventListener('click', () => this._click());
+      this._st = { loading: true, failed: false, signedIn: false, following: false, followers: null, name: '' };
+      this._gen = 0;
+      this._render();
+    }
+
+    get following() { return !!this._st.following; }
+    get followers() { return this._st.followers; }
+
+    connectedCallback() { this.refresh(); }
+
+    disconnectedCallback() {
+      this._gen++;
+      this._ac?.abort();
+    }
+
+    attributeChangedCallback(name, old, val) {
+      if (old === val || !this.isConnected) return;
+      if (name === 'label') return this._render();
+      if (this._queued) return; // one reload for several changes
+      this._queued = true;
+      queueMicrotask(() => {
+        this._queued = false;
+        if (this.isConnected) this.refresh();
+      });
+    }
+
+    _a(name) { return this.getAttribute(name) || ''; }
+
+    async _token() {
+      let owner = window;
+      let fn = window;
+      for (const k of (this._a('token-provider') || 'followfeedToken').split('.')) {
+        owner = fn;
+        fn = fn == null ? undefined : fn[k];
+      }
+      try {
+        const tok = await (typeof fn === 'function' ? fn.call(owner) : fn);
+        return typeof tok === 'string' && tok ? tok : null;
+      } catch {
+        return null;
+      }
+    }
+
+    _req(method, path, token) {
+      const api = (this._a('api') || ORIGIN).replace(/\/+$/, '');
+      const headers = { Accept: 'application/json' };
+      if (token) headers.Authorization = `Bearer ${token}`;
+      return fetch(`${api}/v1/${path}/${this._a('kind')}/${encodeURIComponent(this._a('target'))}`,
+        { method, headers, signal: this._ac.signal, credentials: 'omit', cache: 'no-store' });
+    }
+
+    async refresh() {
+      const gen = ++this._gen;
+      this._ac?.abort();
+      this._ac = new AbortController();
+      this._busy = false;
+      const st = this._st;
+      Object.assign(st, { loading: true, failed: false, signedIn: false, following: false, followers: null });
+      this._status('');
+      let msg = '';
+      if (!KINDS.includes(this._a('kind')) || !this._a('target')) {
+        st.failed = true;
+        msg = MSG.config;
+      } else {
+        this._render();
+        const token = await this._token();
+        if (gen !== this._gen) return;
+        try {
+          const res = await this._req('GET', 'follows', token);
+          if (res.status === 401 && token) {
+            msg = MSG.expired;
+          } else if (!res.ok) {
+            st.failed = true;
+            msg = (await problem(res)) || MSG.load;
+          } else {
+            this._apply(await res.json());
+            st.signedIn = !!token;
+          }
+        } catch {
+          st.failed = true;
+          msg = MSG.load;
+        }
+        if (gen !== this._gen) return;
+      }
+      st.loading = false;
+      this._render();
+      this._status(msg, true);
+    }
+
+    _apply(d) {
+      const st = this._st;
+      if (!d) return;
+      if (typeof d.followers === 'number') st.followers = Math.max(0, d.followers);
+      if (typeof d.following === 'boolean') st.following = d.following;
+      if (typeof d.name === 'string') st.name = d.name;
+    }
+
+    async _click() {
+      const st = this._st;
+      if (st.loading || this._busy) return;
+      if (st.failed) return this.refresh();
+      if (!st.signedIn) return this._signin();
+
+      // Optimistic: show the change at once, roll back on failure.
+      const gen = this._gen;
+      const prev = { following: st.following, followers: st.followers };
+      const next = !st.following;
+      this._busy = true;
+      st.following = next;
+      if (st.followers !== null) st.followers = Math.max(0, st.followers + (next ? 1 : -1));
+      this._status('');
+      this._render();
+
+      const fail = MSG[next ? 'follow' : 'unfollow'];
+      let msg = MSG.expired;
+      const token = await this._token();
+      if (token) {
+        try {
+          const res = await this._req(next ? 'PUT' : 'DELETE', 'me/follows', token);
+          if (res.status === 401) msg = MSG.expired;
+          else msg = res.ok ? '' : (await problem(res)) || fail;
+        } catch {
+          msg = fail;
+        }
+      }
+      if (gen !== this._gen) return;
+      if (msg) {
+        Object.assign(st, prev);
+        if (msg === MSG.expired) st.signedIn = false;
+      } else {
+        // Re-read the true count; keep the optimistic state if that fails.
+        try {
+          const res = await this._req('GET', 'follows', token);
+          if (res.ok) this._apply(await res.json());
+        } catch {} // the change itself succeeded
+        if (gen !== this._gen) return;
+      }
+      this._busy = false;
+      this._render();
+      this._status(msg, true);
+      if (msg) return;
+      this.dispatchEvent(new CustomEvent('followfeed:change', {
+        bubbles: true,
+        composed: true,
+        detail: { kind: this._a('kind'), target: this._a('target'), following: st.following, followers: st.followers },
+      }));
+    }
+
+    _signin() {
+      try {
+        const u = new URL(this._a('signin-url'), location.href);
+        if (this._a('signin-url') && /^https?:$/.test(u.protocol)) {
+          u.searchParams.set('return', location.href);
+          return location.assign(u.href);
+        }
+      } catch {} // a bad URL gets the message
+      this._status(MSG.signin);
+    }
+
+    _status(text, error) {
+      this._s.textContent = text;
+      this._s.classList.toggle('e', !!(error && text));
+    }
+
+    _render() {
+      const st = this._st;
+      const b = this._b;
+      const n = st.followers;
+      const verb = st.signedIn && st.following ? 'Following' : 'Follow';
+      b.disabled = st.loading;
+      if (st.loading) b.setAttribute('aria-busy', 'true');
+      else b.removeAttribute('aria-busy');
+      b.setAttribute('aria-pressed', String(verb === 'Following'));
+      b.textContent = st.loading || n === null ? verb : `${verb} · ${nf.format(n)}`;
+      const name = this._a('label') || st.name || this._a('target');
+      const count = n === null ? '' : ` (${nf.format(n)} follower${n === 1 ? '' : 's'})`;
+      // A toggle's name stays put; aria-pressed tells the state.
+      b.setAttribute('aria-label', `Follow ${name}${count}`);
+    }
+  }
+
+  customElements.define(TAG, FollowfeedButton);
+})();

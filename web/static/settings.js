@@ -1,0 +1,25 @@
+// Progressive enhancement of the settings page; every action works without it.
+(function () {
+  'use strict';
+  // Copy buttons next to the feed URLs.
+  if (navigator.clipboard) {
+    document.querySelectorAll('button.copy').forEach(function (b) {
+      b.hidden = false;
+      b.addEventListener('click', function () {
+        var input = document.getElementById(b.getAttribute('data-copy'));
+        navigator.clipboard.writeText(input.value).then(function () {
+          b.textContent = 'Copied';
+          setTimeout(function () { b.textContent = 'Copy'; }, 1500);
+        }, function () { input.select(); });
+      });
+    });
+  }
+  // Preselect the browser's time zone when the user never chose one.
+  var tz = document.getElementById('timezone');
+  if (tz && tz.getAttribute('data-browser-default') === 'true' && window.Intl) {
+    var zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    for (var i = 0; i < tz.options.length; i++) {
+      if (tz.options[i].value === zone) { tz.selectedIndex = i; break; }
+    }
+  }
+})();
