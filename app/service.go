@@ -136,8 +136,10 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 	var runner *river.Client[pgx.Tx]
 	if m.working() {
 		runner, err = worker.NewClient(worker.Deps{Pool: db.Pool, Logger: logger, Jobs: svc.jobs(cfg)}, worker.Settings{
-			SoftStop:        softStop(cfg.ShutdownWait),
-			HarvestInterval: cfg.HarvestInterval,
+			SoftStop:         softStop(cfg.ShutdownWait),
+			JobTimeout:       cfg.JobTimeout,
+			RescueStuckAfter: cfg.RescueStuckAfter,
+			RetryMax:         cfg.JobRetryMax,
 		})
 		if err != nil {
 			return err

@@ -63,6 +63,14 @@ type Config struct {
 	// digests (DIGEST_SCHEDULE_INTERVAL).
 	DigestScheduleInterval time.Duration
 
+	// JobTimeout bounds one run of any job (JOB_TIMEOUT); a job still
+	// "running" after RescueStuckAfter (JOB_RESCUE_AFTER) belonged to a
+	// worker that died and is retried. JobRetryMax caps the backoff between
+	// retries (JOB_RETRY_MAX).
+	JobTimeout       time.Duration
+	RescueStuckAfter time.Duration
+	JobRetryMax      time.Duration
+
 	ArxivOAIURL     *url.URL      // ARXIV_OAI_URL
 	ArxivOAIFormat  string        // ARXIV_OAI_FORMAT: arXivRaw (versions) or arXiv
 	ArxivSets       []string      // ARXIV_SETS
@@ -107,7 +115,7 @@ var Vars = []string{
 	"APP_ENV", "DATABASE_URL", "DB_MAX_CONNS", "HTTP_ADDR", "PUBLIC_URL", "LOG_LEVEL", "LOG_FORMAT",
 	"SHUTDOWN_TIMEOUT", "AUTH_JWKS_URL", "AUTH_PUBLIC_KEY_FILE", "AUTH_HS256_SECRET", "AUTH_ISSUER",
 	"AUTH_AUDIENCE", "AUTH_LEEWAY", "SECRET_KEY", "SMTP_URL", "MAIL_FROM", "MAIL_DIR",
-	"MAIL_UNSUBSCRIBE_MAILTO", "DIGEST_SCHEDULE_INTERVAL", "ARXIV_OAI_URL", "ARXIV_OAI_FORMAT", "ARXIV_SETS", "HARVEST_INTERVAL", "OPENALEX_URL",
+	"MAIL_UNSUBSCRIBE_MAILTO", "DIGEST_SCHEDULE_INTERVAL", "JOB_TIMEOUT", "JOB_RESCUE_AFTER", "JOB_RETRY_MAX", "ARXIV_OAI_URL", "ARXIV_OAI_FORMAT", "ARXIV_SETS", "HARVEST_INTERVAL", "OPENALEX_URL",
 	"OPENALEX_MAILTO", "OPENALEX_API_KEY", "CORS_ORIGINS", "RATE_LIMIT_PER_IP", "RATE_LIMIT_PER_USER", "WEBSUB_HUB_URL", "ADMIN_USER", "ADMIN_PASSWORD",
 }
 
@@ -202,6 +210,12 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 
 	c.DigestScheduleInterval = l.duration("DIGEST_SCHEDULE_INTERVAL", 5*time.Minute, time.Second, time.Hour)
+	c.JobTimeout = l.duration("JOB_TIMEOUT", 10*time.Minute, time.Second, 2*time.Hour)
+	c.RescueStuckAfter = l.duration("JOB_RESCUE_AFTER", c.JobTimeout+5*time.Minute, 2*time.Second, 24*time.Hour)
+	if c.RescueStuckAfter <= c.JobTimeout {
+		l.fail("JOB_RESCUE_AFTER", fmt.Sprintf("must be longer than JOB_TIMEOUT (%s), or running jobs would be rescued", c.JobTimeout))
+	}
+	c.JobRetryMax = l.duration("JOB_RETRY_MAX", time.Hour, time.Second, 24*time.Hour)
 
 	c.ArxivOAIURL = l.url("ARXIV_OAI_URL", "https://oaipmh.arxiv.org/oai", false, "http", "https")
 	c.ArxivSets = l.list("ARXIV_SETS", "cs")

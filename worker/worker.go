@@ -9,12 +9,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"followfeed/migrations"
 )
@@ -28,29 +30,46 @@ const (
 	QueueMail    = "mail"
 )
 
+// MailWorkers is how many mail jobs (digest batches, alerts, confirmations)
+// one worker process runs at once; each holds one pooled SMTP connection.
+const MailWorkers = 8
+
 // Settings tune the working client.
 type Settings struct {
 	// SoftStop is how long Stop waits for running jobs before cancelling them.
 	SoftStop time.Duration
-	// HarvestInterval schedules the periodic arXiv harvest; 0 disables it.
-	HarvestInterval time.Duration
-	// DigestInterval is how often the digest scheduler looks for users whose
-	// local digest time has come.
-	DigestInterval time.Duration
 	// TestOnly shortens River's start-up staggering for tests.
 	TestOnly bool
 	// FetchPollInterval overrides River's poll interval (tests).
 	FetchPollInterval time.Duration
+	// JobTimeout, RescueStuckAfter and RetryMax override the defaults above.
+	JobTimeout, RescueStuckAfter, RetryMax time.Duration
 }
 
-// RescueStuckJobsAfter is how long a job may run before River considers its
-// worker dead and retries it. Our longest job (a harvest pass) stops itself
-// after JobTimeout, so a job still "running" after this long was abandoned by a
-// killed process.
+// Job timing defaults. Every job is cancelled after JobTimeout (a harvest
+// pass stops and resumes on its next run); a job still "running" after
+// RescueStuckJobsAfter was abandoned by a killed worker and is retried.
+// Retries back off exponentially (5 s, 10 s, 20 s, … capped).
 const (
 	JobTimeout           = 10 * time.Minute
 	RescueStuckJobsAfter = JobTimeout + 5*time.Minute
+	RetryMax             = time.Hour
 )
+
+// retryPolicy backs off exponentially from 5 s, doubling per attempt, capped
+// at max, with ±10 % jitter so retries of a burst do not move in step.
+type retryPolicy struct{ max time.Duration }
+
+// NextRetry implements river.ClientRetryPolicy.
+func (p retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	d := 5 * time.Second
+	for i := 1; i < job.Attempt && d < p.max; i++ {
+		d *= 2
+	}
+	d = min(d, p.max)
+	d += time.Duration(rand.Int64N(int64(d)/5+1)) - d/10
+	return time.Now().Add(d)
+}
 
 // NewInserter returns an insert-only River client: it can insert jobs (also
 // inside a caller's transaction) but never works them. The API process and
@@ -110,7 +129,7 @@ func NewClient(deps Deps, s Settings) (*river.Client[pgx.Tx], error) {
 		QueueDefault: {MaxWorkers: 10},
 		QueueMatch:   {MaxWorkers: 2},
 		QueueHarvest: {MaxWorkers: 1},
-		QueueMail:    {MaxWorkers: 8},
+		QueueMail:    {MaxWorkers: MailWorkers},
 	}
 	if s.FetchPollInterval > 0 {
 		for k, q := range queues {
@@ -118,14 +137,21 @@ func NewClient(deps Deps, s Settings) (*river.Client[pgx.Tx], error) {
 			queues[k] = q
 		}
 	}
+	if s.JobTimeout == 0 {
+		s.JobTimeout, s.RescueStuckAfter = JobTimeout, RescueStuckJobsAfter
+	}
+	if s.RetryMax == 0 {
+		s.RetryMax = RetryMax
+	}
 	c, err := river.NewClient(riverpgxv5.New(deps.Pool), &river.Config{
 		Logger:               deps.Logger,
 		Schema:               migrations.RiverSchema,
 		Queues:               queues,
 		Workers:              workers,
 		PeriodicJobs:         periodic,
-		JobTimeout:           JobTimeout,
-		RescueStuckJobsAfter: RescueStuckJobsAfter,
+		JobTimeout:           s.JobTimeout,
+		RescueStuckJobsAfter: s.RescueStuckAfter,
+		RetryPolicy:          retryPolicy{max: s.RetryMax},
 		SoftStopTimeout:      s.SoftStop,
 		TestOnly:             s.TestOnly,
 	})
