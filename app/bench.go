@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"runtime/pprof"
+	"strings"
 
 	"followfeed/bench"
 	"followfeed/config"
@@ -18,6 +19,7 @@ func runBench(ctx context.Context, args []string, inv invocation) error {
 	fs := newFlags("bench", stdout, "Builds scale S in DATABASE_URL (once; use a dedicated database) and measures the\nperformance targets, writing the report to --out.")
 	out := fs.String("out", "BENCHMARKS.md", "where to write the report (- for stdout)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
+	skip := fs.String("skip", "", "comma-separated parts to leave out while iterating: digests, feeds")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -70,7 +72,7 @@ func runBench(ctx context.Context, args []string, inv invocation) error {
 		"RATE_LIMIT_PER_IP=0", "RATE_LIMIT_PER_USER=0", "LOG_LEVEL=info", "MAIL_DIR=" + os.TempDir()}
 	defer svc.close()
 	rep, err := bench.Run(ctx, bench.Deps{DB: db, Ingester: svc.ingester, Matcher: svc.matcher, Tokens: svc.feeds.Tokens(), Digester: svc.digester,
-		Handler: handler, Exe: exe, Env: env, Log: stdout}, bench.ScaleS)
+		Handler: handler, Exe: exe, Env: env, Log: stdout, Skip: skipSet(*skip)}, bench.ScaleS)
 	if err != nil {
 		return err
 	}
@@ -90,4 +92,14 @@ func runBench(ctx context.Context, args []string, inv invocation) error {
 		fmt.Fprintf(stdout, "%-70s %-14s %s\n", f.Name, f.Target, f.Result)
 	}
 	return nil
+}
+
+func skipSet(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			m[p] = true
+		}
+	}
+	return m
 }

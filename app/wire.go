@@ -120,12 +120,16 @@ func newSender(cfg *config.Config, logger *slog.Logger) (notify.Sender, error) {
 // feedLinks gives mail the user's private feed URL.
 type feedLinks struct{ feeds *feeds.Service }
 
-func (l feedLinks) FeedURL(ctx context.Context, userID int64) (string, error) {
-	tok, err := l.feeds.Tokens().Token(ctx, userID)
+func (l feedLinks) FeedURLs(ctx context.Context, userIDs []int64) (map[int64]string, error) {
+	toks, err := l.feeds.Tokens().TokensMany(ctx, userIDs)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return l.feeds.PrivateURL(tok, feeds.Atom, nil), nil
+	out := make(map[int64]string, len(toks))
+	for id, tok := range toks {
+		out[id] = l.feeds.PrivateURL(tok, feeds.Atom, nil)
+	}
+	return out, nil
 }
 
 func newVerifier(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*auth.Verifier, error) {

@@ -133,8 +133,8 @@ func Generate(ctx context.Context, db *store.DB, s Scale, log io.Writer) error {
 		{"drop key indexes", `ALTER TABLE paper_keys DROP CONSTRAINT paper_keys_pkey`, nil},
 		{"drop key indexes", `DROP INDEX paper_keys_key_seq_idx`, nil},
 		// Keys in paper order, so seq (and the BRIN index) follow papers.
-		{"paper keys", `INSERT INTO paper_keys (paper_id, key, version, cross_list, replacement, seq)
-			SELECT paper_id, key, 1, bool_and(cross_list), false, nextval('paper_key_seq')
+		{"paper keys", `INSERT INTO paper_keys (paper_id, key, version, cross_list, replacement, new_paper, seq)
+			SELECT paper_id, key, 1, bool_and(cross_list), false, true, nextval('paper_key_seq')
 			FROM (
 				SELECT p.id AS paper_id, 'category:' || c AS key, c <> p.primary_category AS cross_list
 				FROM papers p, unnest(p.categories) c

@@ -75,6 +75,41 @@ func (t *Tokens) Token(ctx context.Context, userID int64) (string, error) {
 	return t.issue(ctx, userID, true)
 }
 
+// TokensMany returns the current tokens of several users, issuing the
+// missing ones.
+func (t *Tokens) TokensMany(ctx context.Context, userIDs []int64) (map[int64]string, error) {
+	rows, err := t.db.Pool.Query(ctx, `SELECT user_id, token_salt FROM user_feeds WHERE user_id = ANY($1)`, userIDs)
+	if err != nil {
+		return nil, fmt.Errorf("reading feed tokens of %d users: %w", len(userIDs), err)
+	}
+	out := make(map[int64]string, len(userIDs))
+	for rows.Next() {
+		var id int64
+		var salt []byte
+		if err := rows.Scan(&id, &salt); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if salt != nil {
+			out[id] = t.derive(id, salt)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, id := range userIDs {
+		if _, ok := out[id]; !ok {
+			tok, err := t.Token(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			out[id] = tok
+		}
+	}
+	return out, nil
+}
+
 // Rotate replaces the user's token: the old one stops working at once.
 func (t *Tokens) Rotate(ctx context.Context, userID int64) (string, error) {
 	return t.issue(ctx, userID, false)

@@ -242,6 +242,34 @@ func (s *Service) All(ctx context.Context, userID int64) ([]Follow, error) {
 	return collectFollows(rows)
 }
 
+// AllMany returns the follows of several users at once, each list newest
+// first; users without follows are absent.
+func (s *Service) AllMany(ctx context.Context, userIDs []int64) (map[int64][]Follow, error) {
+	rows, err := s.db.Pool.Query(ctx, `
+		SELECT user_id, `+followColumns+` FROM follows WHERE user_id = ANY($1)
+		ORDER BY user_id, created_at DESC, key DESC`, userIDs)
+	if err != nil {
+		return nil, fmt.Errorf("listing follows of %d users: %w", len(userIDs), err)
+	}
+	defer rows.Close()
+	out := map[int64][]Follow{}
+	for rows.Next() {
+		var uid int64
+		var f Follow
+		var key string
+		if err := rows.Scan(&uid, &key, &f.IncludeCrossLists, &f.IncludeReplacements, &f.Label, &f.CreatedAt); err != nil {
+			return nil, fmt.Errorf("reading follow: %w", err)
+		}
+		t, err := TargetFromKey(key)
+		if err != nil {
+			return nil, fmt.Errorf("reading follow key %q: %w", key, err)
+		}
+		f.Target = t
+		out[uid] = append(out[uid], f)
+	}
+	return out, rows.Err()
+}
+
 const followColumns = `key, include_cross_lists, include_replacements, coalesce(label, ''), created_at`
 
 func collectFollows(rows pgx.Rows) ([]Follow, error) {

@@ -175,54 +175,79 @@ const maxWindowRowsPerKey = 10_000
 
 // Matched returns the user's matched papers in the query's window, newest
 // match first, each paper once with every reason. Feeds and digests both
-// call it. Work is bounded per followed key: for each key the newest rows
-// in the window (at most a cap) are read through paper_keys_key_seq_idx.
+// call it (digests through MatchedMany). Work is bounded per followed key:
+// for each key the newest rows in the window (at most a cap) are read
+// through paper_keys_key_seq_idx.
 func (s *Service) Matched(ctx context.Context, q Query) (Result, error) {
-	if q.Limit <= 0 {
-		q.Limit = 50
+	rs, err := s.MatchedMany(ctx, []Query{q})
+	if err != nil {
+		return Result{}, err
 	}
-	upTo := q.UpToSeq
-	if upTo <= 0 {
-		upTo = 1<<63 - 1
+	return rs[0], nil
+}
+
+// MatchedMany is Matched for several queries (users) at once, in one
+// statement: digests are built in batches. Results are in the order of qs.
+func (s *Service) MatchedMany(ctx context.Context, qs []Query) ([]Result, error) {
+	n := len(qs)
+	users, only := make([]int64, n), make([]string, n)
+	after, upTo := make([]int64, n), make([]int64, n)
+	perKey, limit := make([]int32, n), make([]int32, n)
+	for i, q := range qs {
+		if q.Limit <= 0 {
+			q.Limit = 50
+		}
+		users[i], after[i], limit[i] = q.UserID, q.AfterSeq, int32(q.Limit)
+		upTo[i] = q.UpToSeq
+		if upTo[i] <= 0 {
+			upTo[i] = 1<<63 - 1
+		}
+		if q.Only != nil {
+			only[i] = q.Only.Key()
+		}
+		// For a bounded window every candidate is needed (digests count
+		// them); for "ever" the newest Limit per key suffice, since a
+		// paper's newest event row is among its key's newest rows.
+		perKey[i] = int32(q.Limit)
+		if q.AfterSeq > 0 || q.UpToSeq > 0 {
+			perKey[i] = maxWindowRowsPerKey
+		}
 	}
-	only := ""
-	if q.Only != nil {
-		only = q.Only.Key()
-	}
-	// For a bounded window we need every candidate (digests count them);
-	// for "ever" the newest Limit per key suffice, since a paper's newest
-	// event row is among its key's newest rows.
-	perKey := q.Limit
-	if q.AfterSeq > 0 || q.UpToSeq > 0 {
-		perKey = maxWindowRowsPerKey
-	}
-	var res Result
+	results := make([]Result, n)
 	err := s.db.InTxIso(ctx, pgx.RepeatableRead, func(tx pgx.Tx) error {
-		// cand: for each followed key, its newest rows in the window
-		// (index range scan, LIMIT per key), then the newest event per paper.
-		// earlier: with a window start, papers first matched before it are
-		// not new; they stay only for a replacement event (opted in).
+		// f: each query's follows (primary key user_id, key).
+		// hits: for each followed key, its newest rows in the window (index
+		// range scan, LIMIT per key), with the follow that matched.
+		// cand: the newest event per (query, paper) and the follows it hit.
+		// judged/kept: with a window start, papers first matched before it
+		// are not new; they stay only for a replacement event (opted in).
 		rows, err := tx.Query(ctx, `
-			WITH f AS (
-				SELECT key, include_cross_lists, include_replacements
-				FROM follows WHERE user_id = $1 AND ($5 = '' OR key = $5)
+			WITH q AS (
+				SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::int[], $6::int[])
+				WITH ORDINALITY AS q(user_id, only_key, after_seq, upto_seq, per_key, lim, ord)
+			), f AS (
+				SELECT q.ord, q.user_id, q.after_seq, q.upto_seq, q.per_key, fo.key, fo.created_at,
+				       fo.include_cross_lists, fo.include_replacements
+				FROM q JOIN follows fo ON fo.user_id = q.user_id AND (q.only_key = '' OR fo.key = q.only_key)
 			), hits AS (
-				SELECT k.paper_id, k.seq, k.replacement, k.new_paper
+				SELECT f.ord, f.user_id, f.after_seq, f.key AS fkey, f.created_at AS followed,
+				       k.paper_id, k.seq, k.replacement, k.new_paper
 				FROM f CROSS JOIN LATERAL (
 					SELECT pk.paper_id, pk.seq, pk.replacement, pk.new_paper
 					FROM paper_keys pk
-					WHERE pk.key = f.key AND pk.seq > $2 AND pk.seq <= $3
+					WHERE pk.key = f.key AND pk.seq > f.after_seq AND pk.seq <= f.upto_seq
 					  AND (f.include_cross_lists OR NOT pk.cross_list)
 					  AND (f.include_replacements OR NOT pk.replacement)
 					ORDER BY pk.seq DESC
-					LIMIT $4
+					LIMIT f.per_key
 				) k
 			), cand AS (
-				SELECT paper_id, max(seq) AS seq,
+				SELECT ord, user_id, after_seq, paper_id, max(seq) AS seq,
 				       bool_or(NOT replacement) AS first_in_window,
 				       bool_or(replacement) AS replaced_in_window,
-				       bool_or(new_paper) AS new_in_window
-				FROM hits GROUP BY paper_id
+				       bool_or(new_paper) AS new_in_window,
+				       array_agg(fkey ORDER BY followed, fkey) AS keys
+				FROM hits GROUP BY ord, user_id, after_seq, paper_id
 			), judged AS (
 				-- seen: an earlier first match by one of these follows. A
 				-- paper first stored inside the window cannot have one, so
@@ -230,59 +255,134 @@ func (s *Service) Matched(ctx context.Context, q Query) (Result, error) {
 				-- probes that candidate's few key rows (primary key on
 				-- paper_id); a plain EXISTS lets the planner hash every
 				-- earlier match of every followed key instead.
-				SELECT c.paper_id, c.seq, c.first_in_window, c.replaced_in_window, s.seen IS NOT NULL AS seen_before
+				SELECT c.*, s.seen IS NOT NULL AS seen_before
 				FROM cand c
 				LEFT JOIN LATERAL (
-					SELECT true AS seen FROM paper_keys pk JOIN f ON f.key = pk.key
-					WHERE $2 > 0 AND NOT c.new_in_window AND pk.paper_id = c.paper_id AND pk.seq <= $2 AND NOT pk.replacement
-					  AND (f.include_cross_lists OR NOT pk.cross_list)
+					SELECT true AS seen
+					FROM paper_keys pk JOIN follows fo ON fo.user_id = c.user_id AND fo.key = pk.key
+					WHERE c.after_seq > 0 AND NOT c.new_in_window AND pk.paper_id = c.paper_id
+					  AND pk.seq <= c.after_seq AND NOT pk.replacement
+					  AND (fo.include_cross_lists OR NOT pk.cross_list)
 					LIMIT 1
 				) s ON true
 			), kept AS (
 				-- New: first matched inside the window. Replaced: matched
 				-- before, with a new version inside it (opted-in follows).
-				SELECT paper_id, seq, (seen_before OR NOT first_in_window) AS replaced
+				SELECT ord, paper_id, seq, (seen_before OR NOT first_in_window) AS replaced,
+				       new_in_window, keys,
+				       count(*) OVER w AS total, row_number() OVER (w ORDER BY seq DESC) AS rn
 				FROM judged
 				WHERE NOT seen_before OR replaced_in_window
+				WINDOW w AS (PARTITION BY ord)
 			)
-			SELECT paper_id, seq, replaced, count(*) OVER () FROM kept
-			ORDER BY seq DESC LIMIT $6`,
-			q.UserID, q.AfterSeq, upTo, perKey, only, q.Limit)
+			SELECT k.ord, k.paper_id, k.seq, k.replaced, k.new_in_window, k.keys, k.total
+			FROM kept k JOIN q ON q.ord = k.ord
+			WHERE k.rn <= q.lim
+			ORDER BY k.ord, k.seq DESC`,
+			users, only, after, upTo, perKey, limit)
 		if err != nil {
-			return fmt.Errorf("selecting matched papers of user %d: %w", q.UserID, err)
+			return fmt.Errorf("selecting matched papers of %d users: %w", n, err)
 		}
-		var ids []int64
-		byID := map[int64]*Paper{}
+		type ref struct{ q, i int }
+		var (
+			all      []int64
+			byID     = map[int64]*Paper{}
+			refs     = map[int64][]ref{}
+			reasonFr = map[int][]int64{} // per query: papers whose reasons must be read
+			targets  = map[string]follow.Target{}
+		)
 		for rows.Next() {
-			p := &Paper{}
-			if err := rows.Scan(&p.ID, &p.Seq, &p.Replaced, &res.Total); err != nil {
+			var ord int64
+			var p Paper
+			var newInWindow bool
+			var keys []string
+			var total int
+			if err := rows.Scan(&ord, &p.ID, &p.Seq, &p.Replaced, &newInWindow, &keys, &total); err != nil {
 				return fmt.Errorf("reading matched paper: %w", err)
 			}
-			ids = append(ids, p.ID)
-			byID[p.ID] = p
-			res.Papers = append(res.Papers, Paper{})
+			qi := int(ord - 1)
+			r := &results[qi]
+			if r.Papers == nil {
+				r.Papers = make([]Paper, 0, min(total, int(limit[qi])))
+			}
+			r.Total = total
+			// A paper first stored in the window has all its keys there,
+			// so the follows it hit are all its reasons; older papers (a
+			// replacement, an enrichment) are asked separately.
+			if newInWindow && qs[qi].Light && qs[qi].Only == nil {
+				p.Reasons = reasonsFromKeys(keys, targets)
+			} else {
+				reasonFr[qi] = append(reasonFr[qi], p.ID)
+			}
+			r.Papers = append(r.Papers, p)
+			if _, seen := byID[p.ID]; !seen {
+				byID[p.ID] = &Paper{ID: p.ID}
+				all = append(all, p.ID)
+			}
+			refs[p.ID] = append(refs[p.ID], ref{qi, len(r.Papers) - 1})
 		}
 		if err := rows.Err(); err != nil {
-			return fmt.Errorf("selecting matched papers of user %d: %w", q.UserID, err)
+			return fmt.Errorf("selecting matched papers of %d users: %w", n, err)
 		}
-		if len(ids) == 0 {
-			res.Papers = nil
-			return nil
-		}
-		if !q.Light {
-			if err := loadPapers(ctx, tx, ids, byID, false); err != nil {
+		for qi, ids := range reasonFr {
+			got, err := loadReasons(ctx, tx, qs[qi].UserID, ids)
+			if err != nil {
 				return err
 			}
+			for i := range results[qi].Papers {
+				p := &results[qi].Papers[i]
+				if rs, ok := got[p.ID]; ok || p.Reasons == nil {
+					p.Reasons = rs
+				}
+			}
 		}
-		if err := loadReasons(ctx, tx, q.UserID, ids, byID); err != nil {
+		var heavy []int64
+		for _, id := range all {
+			for _, rf := range refs[id] {
+				if !qs[rf.q].Light {
+					heavy = append(heavy, id)
+					break
+				}
+			}
+		}
+		if len(heavy) == 0 {
+			return nil
+		}
+		if err := loadPapers(ctx, tx, heavy, byID, false); err != nil {
 			return err
 		}
-		for i, id := range ids {
-			res.Papers[i] = *byID[id]
+		for _, id := range heavy {
+			for _, rf := range refs[id] {
+				p := &results[rf.q].Papers[rf.i]
+				reasons, seq, replaced := p.Reasons, p.Seq, p.Replaced
+				*p = *byID[id]
+				p.Reasons, p.Seq, p.Replaced = reasons, seq, replaced
+			}
 		}
 		return nil
 	})
-	return res, err
+	return results, err
+}
+
+// reasonsFromKeys turns match keys (in follow order, possibly repeated)
+// into targets, each once; parsed memoizes the parsing across calls.
+func reasonsFromKeys(keys []string, parsed map[string]follow.Target) []follow.Target {
+	out := make([]follow.Target, 0, len(keys))
+	for i, k := range keys {
+		if i > 0 && slices.Contains(keys[:i], k) {
+			continue
+		}
+		t, ok := parsed[k]
+		if !ok {
+			var err error
+			if t, err = follow.TargetFromKey(k); err != nil {
+				continue
+			}
+			parsed[k] = t
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // Public returns the newest papers carrying key (a public feed: everything
@@ -381,31 +481,37 @@ func loadPapers(ctx context.Context, tx pgx.Tx, ids []int64, byID map[int64]*Pap
 	return rows.Err()
 }
 
-func loadReasons(ctx context.Context, tx pgx.Tx, userID int64, ids []int64, byID map[int64]*Paper) error {
-	// paper_keys' primary key (paper_id, ...) finds each paper's keys; the
-	// join keeps those the user follows, in the order of their follows.
+func loadReasons(ctx context.Context, tx pgx.Tx, userID int64, ids []int64) (map[int64][]follow.Target, error) {
+	// Each paper's keys by paper_keys' primary key (paper_id, ...), joined
+	// with the user's follows, in the order they were followed. The probe
+	// per paper is forced (unnest, and OFFSET 0 keeps the subquery from being
+	// flattened): left to itself the planner sometimes scanned a followed
+	// key's whole index range instead (150-600 ms for cs.LG against 3 ms).
 	rows, err := tx.Query(ctx, `
-		SELECT pk.paper_id, f.key, min(f.created_at) AS followed
-		FROM paper_keys pk JOIN follows f ON f.user_id = $1 AND f.key = pk.key
-		WHERE pk.paper_id = ANY($2) AND (f.include_cross_lists OR NOT pk.cross_list)
-		GROUP BY pk.paper_id, f.key
-		ORDER BY pk.paper_id, followed, f.key`, userID, ids)
+		SELECT p.id, f.key, min(f.created_at) AS followed
+		FROM unnest($2::bigint[]) AS p(id)
+		CROSS JOIN LATERAL (SELECT key, cross_list FROM paper_keys WHERE paper_id = p.id OFFSET 0) pk
+		JOIN follows f ON f.user_id = $1 AND f.key = pk.key
+		WHERE f.include_cross_lists OR NOT pk.cross_list
+		GROUP BY p.id, f.key
+		ORDER BY p.id, followed, f.key`, userID, ids)
 	if err != nil {
-		return fmt.Errorf("loading match reasons: %w", err)
+		return nil, fmt.Errorf("loading match reasons: %w", err)
 	}
 	defer rows.Close()
+	out := map[int64][]follow.Target{}
 	for rows.Next() {
 		var id int64
 		var key string
 		var followed time.Time
 		if err := rows.Scan(&id, &key, &followed); err != nil {
-			return err
+			return nil, err
 		}
 		t, err := follow.TargetFromKey(key)
 		if err != nil {
 			continue
 		}
-		byID[id].Reasons = append(byID[id].Reasons, t)
+		out[id] = append(out[id], t)
 	}
-	return rows.Err()
+	return out, rows.Err()
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"followfeed/auth"
 	"followfeed/feeds"
@@ -43,8 +44,8 @@ const InstantDelay = 10 * time.Minute
 
 // Links builds the absolute URLs a mail carries.
 type Links interface {
-	// FeedURL is the user's private Atom feed.
-	FeedURL(ctx context.Context, userID int64) (string, error)
+	// FeedURLs are the users' private Atom feeds.
+	FeedURLs(ctx context.Context, userIDs []int64) (map[int64]string, error)
 }
 
 // Digester schedules, builds and sends digests, and keeps the delivery
@@ -298,31 +299,76 @@ type digestRow struct {
 }
 
 // Send delivers the ledger row id (see Digester for the policy). It is
-// idempotent: a row that is already sent, skipped, failed or unknown is left
-// alone. A temporary failure returns an error wrapping ErrRetry.
+// SendBatch of one.
 func (d *Digester) Send(ctx context.Context, id int64) (Outcome, error) {
-	out := Outcome{DigestID: id}
-	row, done, err := d.reserve(ctx, id)
-	if err != nil || done != "" {
-		out.State = done
-		return out, err
+	outs, err := d.SendBatch(ctx, []int64{id})
+	if len(outs) == 0 {
+		return Outcome{DigestID: id}, err
 	}
-	content, err := d.build(ctx, row)
-	if err != nil {
-		return out, err
+	return outs[0], err
+}
+
+// SendBatch delivers ledger rows (see Digester for the policy), building
+// them together: one statement reserves every window, one selects every
+// user's papers, and the papers' details and renderings are shared by all
+// the digests that show them; each digest then goes out on its own SMTP
+// transaction with its own ledger updates. It is idempotent: rows already
+// sent, skipped, failed or unknown are left alone. When some rows failed
+// temporarily the error wraps ErrRetry (the job retries; the rest is final).
+func (d *Digester) SendBatch(ctx context.Context, ids []int64) ([]Outcome, error) {
+	outs := make([]Outcome, 0, len(ids))
+	var retry []error
+	// Rounds: a user with several rows in ids gets one per round, since each
+	// window starts where the previous one ends.
+	for len(ids) > 0 {
+		rows, done, later, err := d.reserve(ctx, ids)
+		if err != nil {
+			return outs, err
+		}
+		for _, id := range ids {
+			if st, ok := done[id]; ok {
+				outs = append(outs, Outcome{DigestID: id, State: st})
+			}
+		}
+		if len(rows) > 0 {
+			contents, err := d.build(ctx, rows)
+			if err != nil {
+				return outs, err
+			}
+			var r Renderer // shares the papers' renderings in this round
+			for i, row := range rows {
+				out, err := d.deliver(ctx, row, contents[i], &r)
+				outs = append(outs, out)
+				if err != nil {
+					if !errors.Is(err, ErrRetry) {
+						return outs, err
+					}
+					retry = append(retry, err)
+				}
+			}
+		}
+		ids = later
 	}
-	out.Papers = content.Total
+	if len(retry) > 0 {
+		return outs, fmt.Errorf("%d digests will be retried: %w", len(retry), errors.Join(retry...))
+	}
+	return outs, nil
+}
+
+// deliver sends one built digest and records its fate.
+func (d *Digester) deliver(ctx context.Context, row digestRow, content DigestContent, r *Renderer) (Outcome, error) {
+	out := Outcome{DigestID: row.id, Papers: content.Total}
 	if content.Total == 0 && !row.sendEmpty && row.kind != "manual" {
 		return out, d.finish(ctx, &out, row, "skipped", "nothing new", false)
 	}
-	msg, err := d.message(ctx, row, content)
+	msg, err := d.message(row, content, r)
 	if err != nil {
 		return out, err
 	}
 	if _, err := d.db.Pool.Exec(ctx, `
 		UPDATE digests SET state = 'sending', attempts = attempts + 1, email = $2, message_id = $3, papers = $4, updated_at = now()
-		WHERE id = $1`, id, row.email, msg.MessageID, content.Total); err != nil {
-		return out, fmt.Errorf("marking digest %d sending: %w", id, err)
+		WHERE id = $1`, row.id, row.email, msg.MessageID, content.Total); err != nil {
+		return out, fmt.Errorf("marking digest %d sending: %w", row.id, err)
 	}
 	reply, sendErr := d.sender.Send(ctx, msg)
 	// The outcome is recorded even when the job's context is cancelled:
@@ -338,95 +384,164 @@ func (d *Digester) Send(ctx context.Context, id int64) (Outcome, error) {
 	msgText := se.Error()
 	switch se.Kind {
 	case Permanent:
-		if err := d.finish(rec, &out, row, "failed", msgText, se.Recipient); err != nil {
-			return out, err
-		}
-		return out, nil
+		return out, d.finish(rec, &out, row, "failed", msgText, se.Recipient)
 	case Ambiguous:
 		return out, d.finish(rec, &out, row, "unknown", msgText, false)
 	default:
 		out.State = "pending"
 		if _, err := d.db.Pool.Exec(rec, `UPDATE digests SET state = 'pending', smtp_reply = $2, updated_at = now() WHERE id = $1`,
-			id, msgText); err != nil {
+			row.id, msgText); err != nil {
 			return out, err
 		}
-		return out, fmt.Errorf("sending digest %d: %w: %v", id, ErrRetry, sendErr)
+		return out, fmt.Errorf("sending digest %d: %w: %v", row.id, ErrRetry, sendErr)
 	}
 }
 
-// reserve loads the row and, the first time, reserves its window under the
-// user's lock. done is the final state when nothing is left to do.
-func (d *Digester) reserve(ctx context.Context, id int64) (row digestRow, done string, err error) {
+// reserve loads the rows and, the first time, reserves their windows under
+// their users' locks, in bulk. It returns the rows to build, in the order
+// of ids, the final state of those with nothing left to do, and the ids
+// left for a later round: a user's rows are reserved one at a time, since
+// each window starts where the previous one ends.
+func (d *Digester) reserve(ctx context.Context, ids []int64) (rows []digestRow, done map[int64]string, later []int64, err error) {
 	err = d.db.InTx(ctx, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `
+		rows, done, later = nil, map[int64]string{}, nil
+		r, err := tx.Query(ctx, `
 			SELECT g.id, g.user_id, g.period, g.kind, g.state, g.from_seq, g.to_seq, g.attempts,
 			       coalesce(u.email, ''), u.email_confirmed_at IS NOT NULL,
 			       EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email)),
 			       u.timezone, u.digest_frequency, u.digest_send_empty, u.link_epoch
 			FROM digests g JOIN users u ON u.id = g.user_id
-			WHERE g.id = $1
-			FOR UPDATE OF g, u`, id).Scan(&row.id, &row.userID, &row.period, &row.kind, &row.state, &row.from, &row.to,
-			&row.attempts, &row.email, &row.confirmed, &row.suppressed, &row.tz, &row.freq, &row.sendEmpty, &row.epoch)
+			WHERE g.id = ANY($1)
+			ORDER BY g.id
+			FOR UPDATE OF g, u`, ids)
 		if err != nil {
-			return store.NotFound(err, fmt.Sprintf("reading digest %d", id))
+			return fmt.Errorf("reading %d digests: %w", len(ids), err)
 		}
-		skip := func(reason string) error {
-			done = "skipped"
-			_, err := tx.Exec(ctx, `UPDATE digests SET state = 'skipped', smtp_reply = $2, updated_at = now() WHERE id = $1`, id, reason)
+		byID := map[int64]digestRow{}
+		for r.Next() {
+			var row digestRow
+			if err := r.Scan(&row.id, &row.userID, &row.period, &row.kind, &row.state, &row.from, &row.to,
+				&row.attempts, &row.email, &row.confirmed, &row.suppressed, &row.tz, &row.freq, &row.sendEmpty, &row.epoch); err != nil {
+				r.Close()
+				return err
+			}
+			byID[row.id] = row
+		}
+		r.Close()
+		if err := r.Err(); err != nil {
 			return err
 		}
-		switch row.state {
-		case "sent", "skipped", "failed", "unknown":
-			done = row.state
+		var finalIDs, reserveIDs []int64
+		var finalStates, finalReasons []string
+		users := map[int64]bool{}
+		for _, id := range ids {
+			row, ok := byID[id]
+			if !ok {
+				return fmt.Errorf("digest %d: %w", id, store.ErrNotFound)
+			}
+			final := func(state, reason string) {
+				done[id] = state
+				finalIDs, finalStates, finalReasons = append(finalIDs, id), append(finalStates, state), append(finalReasons, reason)
+			}
+			switch {
+			case row.state == "sent" || row.state == "skipped" || row.state == "failed" || row.state == "unknown":
+				done[id] = row.state
+			case row.state == "sending":
+				// The process died while this digest was being handed to
+				// the SMTP server: it may have been delivered. At most once.
+				final("unknown", "interrupted while sending; not resent")
+			case row.email == "":
+				final("skipped", "no email address")
+			case !row.confirmed:
+				final("skipped", "email address not confirmed")
+			case row.suppressed:
+				final("skipped", "address suppressed (bounced or unsubscribed)")
+			case row.freq == Off && row.kind != "manual":
+				final("skipped", "digests turned off")
+			case users[row.userID]:
+				later = append(later, id)
+			default:
+				users[row.userID] = true
+				if row.to == nil {
+					reserveIDs = append(reserveIDs, id)
+				}
+				rows = append(rows, row)
+			}
+		}
+		if len(finalIDs) > 0 {
+			if _, err := tx.Exec(ctx, `
+				UPDATE digests g SET state = f.state,
+					smtp_reply = CASE WHEN f.state = 'unknown' THEN coalesce(g.smtp_reply || ' ', '') || '(' || f.reason || ')' ELSE f.reason END,
+					updated_at = now()
+				FROM unnest($1::bigint[], $2::text[], $3::text[]) AS f(id, state, reason) WHERE g.id = f.id`,
+				finalIDs, finalStates, finalReasons); err != nil {
+				return fmt.Errorf("recording %d digests: %w", len(finalIDs), err)
+			}
+		}
+		if len(reserveIDs) == 0 {
 			return nil
-		case "sending":
-			// The process died while this digest was being handed to the
-			// SMTP server: it may have been delivered. At most once.
-			done = "unknown"
-			_, err := tx.Exec(ctx, `UPDATE digests SET state = 'unknown', smtp_reply = coalesce(smtp_reply, '') || ' (interrupted while sending; not resent)', updated_at = now() WHERE id = $1`, id)
+		}
+		// Reserve (watermark, high_seq] and move each watermark past it now,
+		// so no other digest of the user can include these papers.
+		rr, err := tx.Query(ctx, `
+			WITH w AS (
+				UPDATE digests g SET from_seq = u.digest_watermark,
+					to_seq = greatest((SELECT high_seq FROM match_state), u.digest_watermark)
+				FROM users u WHERE g.id = ANY($1) AND u.id = g.user_id
+				RETURNING g.id, g.user_id, g.from_seq, g.to_seq
+			), moved AS (
+				UPDATE users u SET digest_watermark = w.to_seq FROM w
+				WHERE u.id = w.user_id AND u.digest_watermark < w.to_seq
+			)
+			SELECT id, from_seq, to_seq FROM w`, reserveIDs)
+		if err != nil {
+			return fmt.Errorf("reserving the windows of %d digests: %w", len(reserveIDs), err)
+		}
+		windows := map[int64][2]int64{}
+		for rr.Next() {
+			var id, from, to int64
+			if err := rr.Scan(&id, &from, &to); err != nil {
+				rr.Close()
+				return err
+			}
+			windows[id] = [2]int64{from, to}
+		}
+		rr.Close()
+		if err := rr.Err(); err != nil {
 			return err
 		}
-		switch {
-		case row.email == "":
-			return skip("no email address")
-		case !row.confirmed:
-			return skip("email address not confirmed")
-		case row.suppressed:
-			return skip("address suppressed (bounced or unsubscribed)")
-		case row.freq == Off && row.kind != "manual":
-			return skip("digests turned off")
+		for i := range rows {
+			if w, ok := windows[rows[i].id]; ok {
+				from, to := w[0], w[1]
+				rows[i].from, rows[i].to = &from, &to
+			}
 		}
-		if row.to != nil {
-			return nil
-		}
-		// Reserve (watermark, high_seq] and move the watermark past it now,
-		// so no other digest of this user can include these papers.
-		err = tx.QueryRow(ctx, `
-			WITH w AS (SELECT digest_watermark AS f, (SELECT high_seq FROM match_state) AS t FROM users WHERE id = $2)
-			UPDATE digests SET from_seq = w.f, to_seq = greatest(w.t, w.f) FROM w WHERE id = $1
-			RETURNING from_seq, to_seq`, id, row.userID).Scan(&row.from, &row.to)
-		if err != nil {
-			return fmt.Errorf("reserving the window of digest %d: %w", id, err)
-		}
-		_, err = tx.Exec(ctx, `UPDATE users SET digest_watermark = $2 WHERE id = $1 AND digest_watermark < $2`, row.userID, *row.to)
-		return err
+		return nil
 	})
-	return row, done, err
+	return rows, done, later, err
 }
 
 func (d *Digester) finish(ctx context.Context, out *Outcome, row digestRow, state, reply string, suppress bool) error {
 	out.State, out.Reply = state, reply
-	return d.db.InTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `
+	record := func(q interface {
+		Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+	}) error {
+		if _, err := q.Exec(ctx, `
 			UPDATE digests SET state = $2, smtp_reply = $3, updated_at = now(),
 				sent_at = CASE WHEN $2 = 'sent' THEN now() END
 			WHERE id = $1`, row.id, state, truncate(reply, 1000)); err != nil {
 			return fmt.Errorf("recording digest %d as %s: %w", row.id, state, err)
 		}
-		if suppress {
-			return suppressAddress(ctx, tx, row.email, "bounce", reply)
-		}
 		return nil
+	}
+	if !suppress {
+		return record(d.db.Pool) // one statement: its own transaction
+	}
+	return d.db.InTx(ctx, func(tx pgx.Tx) error {
+		if err := record(tx); err != nil {
+			return err
+		}
+		return suppressAddress(ctx, tx, row.email, "bounce", reply)
 	})
 }
 
@@ -447,45 +562,73 @@ func suppressAddress(ctx context.Context, tx pgx.Tx, email, reason, detail strin
 
 // ---- content ----
 
-// build selects and groups the papers of the row's window.
-func (d *Digester) build(ctx context.Context, row digestRow) (DigestContent, error) {
-	var c DigestContent
-	var res match.Result
-	if *row.to > *row.from {
-		var err error
-		res, err = d.matcher.Matched(ctx, match.Query{UserID: row.userID, AfterSeq: *row.from, UpToSeq: *row.to,
-			Limit: candidates, Light: true})
-		if err != nil {
-			return c, err
+// build selects and groups the papers of each row's window, with one
+// statement for all rows, and loads the details of the papers shown once.
+func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent, error) {
+	var qs []match.Query
+	var qRow []int
+	users := make([]int64, 0, len(rows))
+	for i, row := range rows {
+		users = append(users, row.userID)
+		if *row.to > *row.from {
+			qs = append(qs, match.Query{UserID: row.userID, AfterSeq: *row.from, UpToSeq: *row.to, Limit: candidates, Light: true})
+			qRow = append(qRow, i)
 		}
 	}
-	follows, err := d.follows.All(ctx, row.userID)
-	if err != nil {
-		return c, err
+	results := make([]match.Result, len(rows))
+	if len(qs) > 0 {
+		rs, err := d.matcher.MatchedMany(ctx, qs)
+		if err != nil {
+			return nil, err
+		}
+		for j, r := range rs {
+			results[qRow[j]] = r
+		}
 	}
-	plan := planGroups(res, follows)
-	shown, err := d.matcher.LoadPapers(ctx, plan.shownIDs(), true)
+	follows, err := d.follows.AllMany(ctx, users)
 	if err != nil {
-		return c, err
+		return nil, err
 	}
-	details := make(map[int64]match.Paper, len(shown))
-	for _, p := range shown {
+	plans := make([]digestPlan, len(rows))
+	var shown []int64
+	seen := map[int64]bool{}
+	for i, row := range rows {
+		plans[i] = planGroups(results[i], follows[row.userID])
+		for _, id := range plans[i].shownIDs() {
+			if !seen[id] {
+				seen[id] = true
+				shown = append(shown, id)
+			}
+		}
+	}
+	papers, err := d.matcher.LoadPapers(ctx, shown, true)
+	if err != nil {
+		return nil, err
+	}
+	details := make(map[int64]match.Paper, len(papers))
+	for _, p := range papers {
 		details[p.ID] = p
 	}
-	c = plan.fill(details)
-	loc, err := time.LoadLocation(row.tz)
-	if err != nil {
-		loc = time.UTC
-	}
-	c.Heading = heading(row, d.now().In(loc))
+	feedURLs := map[int64]string{}
 	if d.links != nil {
-		if c.FeedURL, err = d.links.FeedURL(ctx, row.userID); err != nil {
-			return c, err
+		if feedURLs, err = d.links.FeedURLs(ctx, users); err != nil {
+			return nil, err
 		}
 	}
-	c.ManageURL = d.abs("/settings", "token", d.signer.Sign(auth.Link{Action: auth.ActionManage, UserID: row.userID, Epoch: row.epoch})) + "#email"
-	c.UnsubscribeURL = d.unsubscribeURL(row.userID, row.epoch)
-	return c, nil
+	out := make([]DigestContent, len(rows))
+	for i, row := range rows {
+		c := plans[i].fill(details)
+		loc, err := time.LoadLocation(row.tz)
+		if err != nil {
+			loc = time.UTC
+		}
+		c.Heading = heading(row, d.now().In(loc))
+		c.FeedURL = feedURLs[row.userID]
+		c.ManageURL = d.abs("/settings", "token", d.signer.Sign(auth.Link{Action: auth.ActionManage, UserID: row.userID, Epoch: row.epoch})) + "#email"
+		c.UnsubscribeURL = d.unsubscribeURL(row.userID, row.epoch)
+		out[i] = c
+	}
+	return out, nil
 }
 
 // GroupPapers arranges matched papers (with their details) into a digest:
@@ -509,6 +652,7 @@ type digestPlan struct {
 
 type plannedGroup struct {
 	first   follow.Target // the follow the group is named after
+	key     string        // first.Key()
 	label   string
 	papers  []match.Paper // ids and reasons only
 	omitted int
@@ -526,11 +670,11 @@ func planGroups(res match.Result, follows []follow.Follow) digestPlan {
 		plan.labels[f.Key()] = f.Label
 		made[f.Key()] = f.CreatedAt
 	}
-	before := func(a, b follow.Target) bool {
+	before := func(a, b follow.Target, ka, kb string) bool {
 		if pa, pb := specificity(a), specificity(b); pa != pb {
 			return pa < pb
 		}
-		return made[a.Key()].Before(made[b.Key()])
+		return made[ka].Before(made[kb])
 	}
 	index := map[string]int{}
 	shown, listed := 0, 0
@@ -538,17 +682,17 @@ func planGroups(res match.Result, follows []follow.Follow) digestPlan {
 		if len(p.Reasons) == 0 {
 			continue
 		}
-		first := p.Reasons[0]
+		first, firstKey := p.Reasons[0], p.Reasons[0].Key()
 		for _, r := range p.Reasons[1:] {
-			if before(r, first) {
-				first = r
+			if k := r.Key(); before(r, first, k, firstKey) {
+				first, firstKey = r, k
 			}
 		}
-		i, ok := index[first.Key()]
+		i, ok := index[firstKey]
 		if !ok {
 			i = len(plan.groups)
-			index[first.Key()] = i
-			plan.groups = append(plan.groups, plannedGroup{first: first, label: plan.labels[first.Key()]})
+			index[firstKey] = i
+			plan.groups = append(plan.groups, plannedGroup{first: first, key: firstKey, label: plan.labels[firstKey]})
 		}
 		g := &plan.groups[i]
 		listed++
@@ -557,14 +701,17 @@ func planGroups(res match.Result, follows []follow.Follow) digestPlan {
 			plan.omitted++
 			continue
 		}
+		if g.papers == nil {
+			g.papers = make([]match.Paper, 0, MaxPerGroup)
+		}
 		g.papers = append(g.papers, p)
 		shown++
 	}
 	slices.SortStableFunc(plan.groups, func(a, b plannedGroup) int {
 		switch {
-		case before(a.first, b.first):
+		case before(a.first, b.first, a.key, b.key):
 			return -1
-		case before(b.first, a.first):
+		case before(b.first, a.first, b.key, a.key):
 			return 1
 		}
 		return 0
@@ -589,7 +736,7 @@ func (plan digestPlan) shownIDs() []int64 {
 func (plan digestPlan) fill(details map[int64]match.Paper) DigestContent {
 	c := DigestContent{Total: plan.total, Omitted: plan.omitted}
 	for _, g := range plan.groups {
-		dg := DigestGroup{Name: g.label, Omitted: g.omitted}
+		dg := DigestGroup{Name: g.label, Omitted: g.omitted, Papers: make([]DigestPaper, 0, len(g.papers))}
 		for _, p := range g.papers {
 			d, ok := details[p.ID]
 			if !ok {
@@ -599,15 +746,15 @@ func (plan digestPlan) fill(details map[int64]match.Paper) DigestContent {
 			if dg.Name == "" {
 				dg.Name = groupName(g.first, d)
 			}
-			var reasons []string
+			reasons := make([]string, 0, len(p.Reasons))
 			for _, r := range p.Reasons {
 				reasons = append(reasons, feeds.ReasonName(r, plan.labels[r.Key()], d.Authors))
 			}
-			var authors []string
+			authors := make([]string, 0, len(d.Authors))
 			for _, a := range d.Authors {
 				authors = append(authors, a.Name)
 			}
-			dg.Papers = append(dg.Papers, DigestPaper{Title: d.Title, Authors: authors, AbsURL: d.AbsURL, PDFURL: d.PDFURL,
+			dg.Papers = append(dg.Papers, DigestPaper{ID: d.ID, Title: d.Title, Authors: authors, AbsURL: d.AbsURL, PDFURL: d.PDFURL,
 				Reasons: reasons, Categories: d.Categories, Published: d.SubmittedAt})
 		}
 		if dg.Name == "" {
@@ -665,8 +812,8 @@ func (d *Digester) unsubscribeURL(userID, epoch int64) string {
 	return d.abs("/unsubscribe/"+d.signer.Sign(auth.Link{Action: auth.ActionUnsubscribe, UserID: userID, Epoch: epoch}), "", "")
 }
 
-func (d *Digester) message(ctx context.Context, row digestRow, c DigestContent) (*Message, error) {
-	text, html, err := RenderDigest(c)
+func (d *Digester) message(row digestRow, c DigestContent, r *Renderer) (*Message, error) {
+	text, html, err := r.Digest(c)
 	if err != nil {
 		return nil, err
 	}
@@ -703,7 +850,11 @@ func (d *Digester) Preview(ctx context.Context, userID int64) (DigestContent, er
 		row.kind = string(row.freq)
 	}
 	row.from, row.to = &from, &to
-	return d.build(ctx, row)
+	cs, err := d.build(ctx, []digestRow{row})
+	if err != nil {
+		return DigestContent{}, err
+	}
+	return cs[0], nil
 }
 
 // SendNow creates (or finds) the ledger row of the user's next digest and

@@ -1,13 +1,21 @@
 package notify_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
+	"mime"
+	"mime/multipart"
 	"net/mail"
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -50,8 +58,12 @@ type env struct {
 
 type noLinks struct{}
 
-func (noLinks) FeedURL(context.Context, int64) (string, error) {
-	return "https://followfeed.test/feeds/fft_x.atom", nil
+func (noLinks) FeedURLs(_ context.Context, ids []int64) (map[int64]string, error) {
+	out := make(map[int64]string, len(ids))
+	for _, id := range ids {
+		out[id] = "https://followfeed.test/feeds/fft_x.atom"
+	}
+	return out, nil
 }
 
 // setup builds the digest machinery on a fresh database with a real SMTP
@@ -136,12 +148,15 @@ func (e *env) scheduled() []int64 {
 	if _, err := e.d.Schedule(e.ctx); err != nil {
 		e.t.Fatal(err)
 	}
-	rows, _ := e.db.Pool.Query(e.ctx, `SELECT (args->>'digest_id')::bigint FROM river.river_job WHERE kind = 'digest_send' ORDER BY id`)
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		rows.Scan(&id)
-		ids = append(ids, id)
+	rows, err := e.db.Pool.Query(e.ctx, `
+		SELECT d::bigint FROM river.river_job j, jsonb_array_elements_text(j.args->'digest_ids') WITH ORDINALITY AS a(d, n)
+		WHERE j.kind = 'digest_send' ORDER BY j.id, a.n`)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		e.t.Fatal(err)
 	}
 	return ids
 }
@@ -543,5 +558,231 @@ func TestPreferenceValidation(t *testing.T) {
 	p, err := e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Digest: &notify.DigestPatch{Frequency: s("weekly"), Weekday: s("Fri")}})
 	if err != nil || p.Digest.Weekday != time.Friday || p.NextDigestAt.Weekday() != time.Friday {
 		t.Errorf("weekly on Friday: %+v %v", p, err)
+	}
+}
+
+// TestBatchBuildsTogetherDeliversSeparately: one send job's batch holds
+// several readers' digests. Each reader gets only their own papers in their
+// own message; a skipped and a temporarily failing row do not hold the
+// others back; a second row of the same user waits for the first's window;
+// and the job's retry sends only what is still pending.
+func TestBatchBuildsTogetherDeliversSeparately(t *testing.T) {
+	t.Parallel()
+	e := setup(t, testsmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
+		if stage == testsmtp.StageRcpt && n == 3 { // dora's first attempt
+			return &smtp.SMTPError{Code: 450, EnhancedCode: smtp.EnhancedCode{4, 2, 1}, Message: "mailbox busy"}
+		}
+		return nil
+	}}, "")
+	ada := e.reader("ada", notify.Daily, "UTC", 6, "category/cs.LG")
+	bob := e.reader("bob", notify.Daily, "UTC", 6, "category/math.AG")
+	cy := e.reader("cy", notify.Daily, "UTC", 6, "category/cs.LG")
+	dora := e.reader("dora", notify.Daily, "UTC", 6, "category/cs.LG")
+	if _, err := e.db.Pool.Exec(e.ctx, `UPDATE users SET email_confirmed_at = NULL WHERE id = $1`, cy); err != nil {
+		t.Fatal(err)
+	}
+	e.push(paper("2301.00001", "cs.LG"), paper("2301.00002", "cs.LG"), paper("2301.00003", "math.AG"))
+	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
+	ids := e.scheduled()
+	if len(ids) != 4 { // cy's too: the address is checked when sending
+		t.Fatalf("scheduled %d digests, want 4", len(ids))
+	}
+	var jobs int
+	if err := e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM river.river_job WHERE kind = 'digest_send'`).Scan(&jobs); err != nil {
+		t.Fatal(err)
+	}
+	if jobs != 1 {
+		t.Fatalf("%d send jobs for %d digests, want one batch", jobs, len(ids))
+	}
+	var manual int64
+	if err := e.db.Pool.QueryRow(e.ctx, `INSERT INTO digests (user_id, period, kind) VALUES ($1, 'manual:test', 'manual') RETURNING id`, ada).Scan(&manual); err != nil {
+		t.Fatal(err)
+	}
+	batch := append(slices.Clone(ids), manual)
+
+	outs, err := e.d.SendBatch(e.ctx, batch)
+	if !errors.Is(err, notify.ErrRetry) {
+		t.Fatalf("first run: %v, want a retry for dora", err)
+	}
+	if len(outs) != len(batch) {
+		t.Fatalf("%d outcomes for %d digests", len(outs), len(batch))
+	}
+	got := map[string][]string{} // recipient → paper titles in their mail
+	for _, m := range e.smtp.Messages() {
+		got[m.To[0]] = append(got[m.To[0]], strings.Join(regexp.MustCompile(`Paper 2301\.0000\d`).FindAllString(textPart(t, m.Data), -1), ","))
+	}
+	want := map[string][]string{
+		"ada@example.org": {"Paper 2301.00002,Paper 2301.00001", ""}, // newest first; then the manual digest: nothing new since
+		"bob@example.org": {"Paper 2301.00003"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("first run delivered %v, want %v", got, want)
+	}
+	userOf := map[int64]int64{}
+	rows, _ := e.db.Pool.Query(e.ctx, `SELECT id, user_id FROM digests`)
+	for rows.Next() {
+		var id, u int64
+		if err := rows.Scan(&id, &u); err != nil {
+			t.Fatal(err)
+		}
+		userOf[id] = u
+	}
+	for _, id := range batch {
+		st, reply := e.state(id)
+		switch u := userOf[id]; {
+		case u == cy && (st != "skipped" || !strings.Contains(reply, "not confirmed")):
+			t.Errorf("cy's digest: %s %q", st, reply)
+		case u == dora && st != "pending":
+			t.Errorf("dora's digest: %s %q, want pending", st, reply)
+		case (u == ada || u == bob) && st != "sent":
+			t.Errorf("digest %d of user %d: %s %q", id, u, st, reply)
+		}
+	}
+
+	if _, err := e.d.SendBatch(e.ctx, batch); err != nil { // River's retry of the job
+		t.Fatalf("retry: %v", err)
+	}
+	var toDora int
+	for _, m := range e.smtp.Messages() {
+		if m.To[0] == "dora@example.org" {
+			toDora++
+		}
+	}
+	if n := len(e.smtp.Messages()); n != 4 || toDora != 1 {
+		t.Fatalf("after the retry %d messages (%d to dora), want 4 (1)", n, toDora)
+	}
+}
+
+// textPart decodes the text/plain part of a multipart/alternative message.
+func textPart(t *testing.T, raw []byte) string {
+	t.Helper()
+	msg, err := mail.ReadMessage(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr := multipart.NewReader(msg.Body, params["boundary"])
+	for {
+		p, err := mr.NextPart() // decodes quoted-printable
+		if err != nil {
+			t.Fatalf("no text/plain part: %v", err)
+		}
+		if strings.HasPrefix(p.Header.Get("Content-Type"), "text/plain") {
+			b, err := io.ReadAll(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}
+	}
+}
+
+// TestChaosSMTPEveryDigestAccountedFor: 40 readers' digests go to a server
+// answering at random 421, 451 and 452 (temporary), 550 and 554
+// (permanent), dropping the connection after the body, or answering
+// slowly. Send jobs are retried (as River would) until nothing is pending.
+// Then every digest has a final state with the server's reply, nobody got a
+// digest twice, every "sent" digest arrived exactly once, nothing failed or
+// unknown arrived, and permanent recipient failures suppressed the address.
+func TestChaosSMTPEveryDigestAccountedFor(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(8, 29)) // seeded: the same faults every run
+	roll := func() float64 { mu.Lock(); defer mu.Unlock(); return rng.Float64() }
+	e := setup(t, testsmtp.Options{
+		Fault: func(stage string, n int) *smtp.SMTPError {
+			x := roll()
+			switch {
+			case stage == testsmtp.StageMail && x < 0.10:
+				return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 2}, Message: "too busy"}
+			case stage == testsmtp.StageRcpt && x < 0.10:
+				return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "local error"}
+			case stage == testsmtp.StageRcpt && x < 0.15:
+				return &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2}, Message: "mailbox full"}
+			case stage == testsmtp.StageRcpt && x < 0.20:
+				return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such user"}
+			case stage == testsmtp.StageData && x < 0.05:
+				return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "content rejected"}
+			case stage == testsmtp.StageMail && x > 0.97:
+				time.Sleep(300 * time.Millisecond) // slow, not too slow
+			}
+			return nil
+		},
+		DropAfterData: func(int) bool { return roll() < 0.05 },
+	}, "")
+	const readers = 40
+	for i := range readers {
+		e.reader(fmt.Sprintf("r%02d", i), notify.Daily, "UTC", 6, "category/cs.LG")
+	}
+	e.push(paper("2301.00001", "cs.LG"))
+	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
+	ids := e.scheduled()
+	if len(ids) != readers {
+		t.Fatalf("%d digests scheduled, want %d", len(ids), readers)
+	}
+	var err error
+	attempts := 0
+	for attempts = 1; attempts <= 30; attempts++ {
+		if _, err = e.d.SendBatch(e.ctx, ids); err == nil {
+			break
+		}
+		if !errors.Is(err, notify.ErrRetry) {
+			t.Fatalf("attempt %d: %v", attempts, err)
+		}
+	}
+	if err != nil {
+		t.Fatalf("still pending after %d attempts: %v", attempts, err)
+	}
+
+	got := map[string]int{}
+	for _, m := range e.smtp.Messages() {
+		got[m.To[0]]++
+	}
+	rows, err := e.db.Pool.Query(e.ctx, `
+		SELECT g.state, coalesce(g.smtp_reply, ''), g.attempts, u.email, s.email IS NOT NULL
+		FROM digests g JOIN users u ON u.id = g.user_id LEFT JOIN suppressions s ON s.email = lower(u.email)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]int{}
+	for rows.Next() {
+		var state, reply, email string
+		var tries int
+		var suppressed bool
+		if err := rows.Scan(&state, &reply, &tries, &email, &suppressed); err != nil {
+			t.Fatal(err)
+		}
+		states[state]++
+		switch state {
+		case "sent":
+			if got[email] != 1 || !strings.HasPrefix(reply, "250") {
+				t.Errorf("%s: sent (%q) but %d messages arrived", email, reply, got[email])
+			}
+		case "failed":
+			if got[email] != 0 || !strings.Contains(reply, "55") {
+				t.Errorf("%s: failed (%q) but %d messages arrived", email, reply, got[email])
+			}
+			if strings.Contains(reply, "550") && !suppressed {
+				t.Errorf("%s: 550 to RCPT did not suppress the address", email)
+			}
+		case "unknown":
+			if got[email] != 0 || reply == "" {
+				t.Errorf("%s: unknown (%q), %d messages arrived", email, reply, got[email])
+			}
+		default:
+			t.Errorf("%s: left %s (%q) after %d attempts", email, state, reply, tries)
+		}
+	}
+	for email, n := range got {
+		if n > 1 {
+			t.Errorf("%s got %d digests", email, n)
+		}
+	}
+	t.Logf("after %d send-job runs: %v", attempts, states)
+	if states["sent"] == 0 || states["sent"]+states["failed"]+states["unknown"] != readers {
+		t.Errorf("states %v do not account for %d digests", states, readers)
 	}
 }

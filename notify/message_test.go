@@ -8,6 +8,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/mail"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -465,5 +466,55 @@ func TestRenderConfirm(t *testing.T) {
 	}
 	if _, _, _, err := RenderConfirm(ConfirmContent{Email: "a@b.example"}); err == nil {
 		t.Error("missing ConfirmURL accepted")
+	}
+}
+
+// TestRendererSharesPapersNotReasons: a Renderer that rendered a paper for
+// one reader renders it for the next with that reader's number and reasons,
+// byte for byte what a fresh rendering gives; papers without an ID are
+// never confused with one another.
+func TestRendererSharesPapersNotReasons(t *testing.T) {
+	withIDs := func() DigestContent {
+		c := sampleDigest()
+		id := int64(0)
+		for _, g := range c.Groups {
+			for i := range g.Papers {
+				id++
+				g.Papers[i].ID = id
+			}
+		}
+		return c
+	}
+	a, b := withIDs(), withIDs()
+	// b shows a's papers in another order, with other reasons.
+	for _, g := range b.Groups {
+		for i := range g.Papers {
+			g.Papers[i].Reasons = []string{"Someone Else", "math.AG"}
+		}
+	}
+	slices.Reverse(b.Groups[1].Papers)
+	b.Groups[0], b.Groups[1] = b.Groups[1], b.Groups[0]
+	// c's only paper has no ID and another title than a's first.
+	c := sampleDigest()
+	c.Groups = c.Groups[:1]
+	c.Groups[0].Papers = []DigestPaper{{Title: "An unrelated paper", AbsURL: "https://arxiv.org/abs/2402.99999"}}
+
+	var r Renderer
+	for _, dc := range []DigestContent{a, b, c, a} {
+		wantText, wantHTML, err := RenderDigest(dc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, html, err := r.Digest(dc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text != wantText || html != wantHTML {
+			t.Fatalf("shared rendering differs from a fresh one:\n%s\n---\n%s", text, wantText)
+		}
+	}
+	text, _, _ := r.Digest(b)
+	if !strings.Contains(text, "Someone Else") || strings.Contains(text, "follow Mingzhi Wen") {
+		t.Errorf("b's reasons not its own:\n%s", text)
 	}
 }

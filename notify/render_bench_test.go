@@ -13,7 +13,7 @@ func benchContent() DigestContent {
 	for g := range 5 {
 		grp := DigestGroup{Name: fmt.Sprintf("Group %d", g), Omitted: 2}
 		for i := range 20 {
-			grp.Papers = append(grp.Papers, DigestPaper{Title: fmt.Sprintf("A reasonably long title of a paper number %d about things & stuff", i),
+			grp.Papers = append(grp.Papers, DigestPaper{ID: int64(g*20 + i + 1), Title: fmt.Sprintf("A reasonably long title of a paper number %d about things & stuff", i),
 				Authors: []string{"Ada Lovelace", "Alan Turing", "Grace Hopper", "Edsger Dijkstra"}, AbsURL: "https://arxiv.org/abs/2301.00001",
 				PDFURL: "https://arxiv.org/pdf/2301.00001", Reasons: []string{"cs.LG", "Mingzhi Wen"}, Categories: []string{"cs.LG", "cs.AI"},
 				Published: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)})
@@ -27,6 +27,18 @@ func BenchmarkRenderDigest100(b *testing.B) {
 	c := benchContent()
 	for b.Loop() {
 		if _, _, err := RenderDigest(c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRenderDigest100Shared renders the same 100 papers through one
+// Renderer, as a send job's batch does for papers many readers share.
+func BenchmarkRenderDigest100Shared(b *testing.B) {
+	c := benchContent()
+	var r Renderer
+	for b.Loop() {
+		if _, _, err := r.Digest(c); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -295,7 +295,8 @@ func NewSMTPSender(rawURL string, opts SMTPOptions) (*SMTPSender, error) {
 // before the final dot was written -> Temporary; no reply after the final dot
 // was written -> Ambiguous. See SMTPSender for how ctx is honoured.
 func (s *SMTPSender) Send(ctx context.Context, m *Message) (string, error) {
-	if _, err := m.build(); err != nil {
+	msg, err := m.build()
+	if err != nil {
 		return "", &SendError{Kind: Permanent, Recipient: errors.Is(err, errBadRecipient), Err: err}
 	}
 	if err := ctx.Err(); err != nil {
@@ -310,11 +311,12 @@ func (s *SMTPSender) Send(ctx context.Context, m *Message) (string, error) {
 			s.release(c, true)
 			return "", &SendError{Kind: Temporary, Err: fmt.Errorf("send message %s: %w", m.MessageID, err)}
 		}
-		// A fresh Msg per attempt: go-mail records delivery state in it.
-		msg, err := m.build()
-		if err != nil {
-			s.release(c, true)
-			return "", &SendError{Kind: Permanent, Err: err}
+		if attempt > 0 {
+			// A fresh Msg per attempt: go-mail records delivery state in it.
+			if msg, err = m.build(); err != nil {
+				s.release(c, true)
+				return "", &SendError{Kind: Permanent, Err: err}
+			}
 		}
 		sendErr := c.mc.SendWithSMTPClient(c.sc, msg)
 		if sendErr == nil {

@@ -37,6 +37,10 @@ type DigestGroup struct {
 
 // DigestPaper is one paper as the digest shows it.
 type DigestPaper struct {
+	// ID, when not 0, lets a Renderer render the paper once for many
+	// digests: papers with the same ID must agree on every field but
+	// Reasons.
+	ID         int64
 	Title      string
 	Authors    []string // shown up to MaxAuthors, then "et al."
 	AbsURL     string
@@ -112,37 +116,81 @@ type digestView struct {
 	Groups    []groupView
 }
 
+// groupView is one group with its papers already rendered (see Renderer):
+// the digest templates only place the blocks (a template interpolation per
+// field and paper made rendering 40 times slower).
 type groupView struct {
 	Name    string
-	Papers  []paperView
+	Text    string            // every paper, each preceded by a blank line
+	HTML    htmltemplate.HTML // every paper's table row, each on its own line
 	Omitted int
 }
 
-// paperView is one paper, rendered once in Go for both parts: the digest
-// templates only place the blocks (a template interpolation per field and
-// paper made rendering 40 times slower).
-type paperView struct {
-	Text string
-	HTML htmltemplate.HTML
+// paperParts is a paper's rendering without its number and reason line,
+// which differ between digests.
+type paperParts struct {
+	title            string // one line, not wrapped
+	titleHTML        string // the linked title
+	textAfterReason  string // meta and link lines, each after "\n"
+	textBeforeReason string // the authors line(s), after "\n"
+	htmlBeforeReason string // the row's opening, the title and the authors
+	htmlAfterReason  string // the meta and links, the row's end
 }
 
-// renderPaper renders paper number n (1-based) of its group. Every text is
+// Renderer renders digests, remembering each paper's rendering (by
+// DigestPaper.ID) and each reason line, so a batch of digests showing the
+// same papers renders each once. It is not safe for concurrent use; the
+// zero value is ready.
+type Renderer struct {
+	papers  map[int64]*paperParts
+	reasons map[string][2]string // joined reasons → text, HTML
+}
+
+func (r *Renderer) parts(p DigestPaper) *paperParts {
+	if pp, ok := r.papers[p.ID]; ok && p.ID != 0 {
+		return pp
+	}
+	pp := newPaperParts(p)
+	if p.ID != 0 {
+		if r.papers == nil {
+			r.papers = map[int64]*paperParts{}
+		}
+		r.papers[p.ID] = pp
+	}
+	return pp
+}
+
+func (r *Renderer) reason(reasons []string) (text, html string) {
+	key := strings.Join(reasons, "\x1f")
+	if v, ok := r.reasons[key]; ok {
+		return v[0], v[1]
+	}
+	if line := reasonLine(reasons); line != "" {
+		text = "\n" + wrap("   ", "   ", line)
+		html = `<div style="font-size:14px;color:#047857">` + htmlstd.EscapeString(line) + `</div>`
+	}
+	if r.reasons == nil {
+		r.reasons = map[string][2]string{}
+	}
+	r.reasons[key] = [2]string{text, html}
+	return text, html
+}
+
+// newPaperParts renders what of p every digest shows alike. Every text is
 // HTML-escaped; links other than http(s) are left out, as html/template
 // would neutralise them.
-func renderPaper(n int, p DigestPaper) paperView {
-	title := oneLine(p.Title)
+func newPaperParts(p DigestPaper) *paperParts {
+	pp := &paperParts{title: oneLine(p.Title)}
 	authors := authorLine(p.Authors)
-	reason := reasonLine(p.Reasons)
 	meta := metaLine(p.Categories, p.Published)
 	abs, pdf := safeURL(p.AbsURL), safeURL(p.PDFURL)
 
+	if authors != "" {
+		pp.textBeforeReason = "\n" + wrap("   ", "   ", authors)
+	}
 	var t strings.Builder
-	t.WriteString(wrap(strconv.Itoa(n)+". ", "   ", title))
-	for _, line := range []string{authors, reason, meta} {
-		if line != "" {
-			t.WriteString("\n")
-			t.WriteString(wrap("   ", "   ", line))
-		}
+	if meta != "" {
+		t.WriteString("\n" + wrap("   ", "   ", meta))
 	}
 	if abs != "" {
 		t.WriteString("\n   Abstract: " + abs)
@@ -150,36 +198,67 @@ func renderPaper(n int, p DigestPaper) paperView {
 	if pdf != "" {
 		t.WriteString("\n   PDF:      " + pdf)
 	}
+	pp.textAfterReason = t.String()
 
-	var h strings.Builder
+	// Compact markup: a digest of 100 papers must stay well under the
+	// 102 KB at which Gmail clips a message (and hides its footer).
 	esc := htmlstd.EscapeString
-	h.WriteString(`<tr>` + "\n" + `<td style="padding:14px 20px 16px 20px;border-bottom:1px solid #e5e7eb;">` + "\n")
+	var h strings.Builder
+	h.WriteString(`<tr><td style="padding:12px 20px;border-bottom:1px solid #e5e7eb">`)
 	if abs != "" {
-		h.WriteString(`<a href="` + esc(abs) + `" style="font-size:17px;line-height:24px;font-weight:bold;color:#1d4ed8;text-decoration:none;">` + esc(title) + `</a>`)
+		h.WriteString(`<a href="` + esc(abs) + `" style="font-size:17px;font-weight:bold;color:#1d4ed8;text-decoration:none">` + esc(pp.title) + `</a>`)
 	} else {
-		h.WriteString(`<span style="font-size:17px;line-height:24px;font-weight:bold;color:#111827;">` + esc(title) + `</span>`)
+		h.WriteString(`<b style="font-size:17px">` + esc(pp.title) + `</b>`)
 	}
 	if authors != "" {
-		h.WriteString("\n" + `<p style="margin:6px 0 0 0;font-size:16px;line-height:24px;color:#374151;">` + esc(authors) + `</p>`)
+		h.WriteString(`<div style="color:#374151">` + esc(authors) + `</div>`)
 	}
-	if reason != "" {
-		h.WriteString("\n" + `<p style="margin:4px 0 0 0;font-size:14px;line-height:20px;color:#047857;">` + esc(reason) + `</p>`)
+	pp.htmlBeforeReason = h.String()
+
+	var links []string
+	if abs != "" {
+		links = append(links, `<a href="`+esc(abs)+`" style="color:#1d4ed8">Abstract</a>`)
 	}
-	if meta != "" {
-		h.WriteString("\n" + `<p style="margin:2px 0 0 0;font-size:14px;line-height:20px;color:#6b7280;">` + esc(meta) + `</p>`)
+	if pdf != "" {
+		links = append(links, `<a href="`+esc(pdf)+`" style="color:#1d4ed8">PDF</a>`)
 	}
-	if abs != "" || pdf != "" {
-		h.WriteString("\n" + `<table role="presentation" cellpadding="0" cellspacing="0" border="0" style="margin:10px 0 0 0;">` + "\n<tr>")
-		if abs != "" {
-			h.WriteString("\n" + `<td style="padding:0 10px 0 0;"><a href="` + esc(abs) + `" style="display:inline-block;padding:10px 18px;font-size:16px;line-height:20px;color:#1d4ed8;text-decoration:none;border:1px solid #1d4ed8;border-radius:6px;">Abstract</a></td>`)
+	h.Reset()
+	if meta != "" || len(links) > 0 {
+		line := esc(meta)
+		if len(links) > 0 {
+			if line != "" {
+				line += " · "
+			}
+			line += strings.Join(links, " · ")
 		}
-		if pdf != "" {
-			h.WriteString("\n" + `<td style="padding:0;"><a href="` + esc(pdf) + `" style="display:inline-block;padding:10px 18px;font-size:16px;line-height:20px;color:#1d4ed8;text-decoration:none;border:1px solid #1d4ed8;border-radius:6px;">PDF</a></td>`)
-		}
-		h.WriteString("\n</tr>\n</table>")
+		h.WriteString(`<div style="font-size:14px;color:#6b7280">` + line + `</div>`)
 	}
-	h.WriteString("\n</td>\n</tr>")
-	return paperView{Text: t.String(), HTML: htmltemplate.HTML(h.String())}
+	h.WriteString("</td></tr>")
+	pp.htmlAfterReason = h.String()
+	return pp
+}
+
+// group renders a group's papers, numbered from 1, into both parts.
+func (r *Renderer) group(g DigestGroup) groupView {
+	gv := groupView{Name: oneLine(g.Name), Omitted: g.Omitted}
+	var t, h strings.Builder
+	t.Grow(400 * len(g.Papers))
+	h.Grow(750 * len(g.Papers))
+	for i, p := range g.Papers {
+		pp := r.parts(p)
+		rt, rh := r.reason(p.Reasons)
+		t.WriteString("\n\n")
+		t.WriteString(wrap(strconv.Itoa(i+1)+". ", "   ", pp.title))
+		t.WriteString(pp.textBeforeReason)
+		t.WriteString(rt)
+		t.WriteString(pp.textAfterReason)
+		h.WriteString("\n")
+		h.WriteString(pp.htmlBeforeReason)
+		h.WriteString(rh)
+		h.WriteString(pp.htmlAfterReason)
+	}
+	gv.Text, gv.HTML = t.String(), htmltemplate.HTML(h.String())
+	return gv
 }
 
 // safeURL keeps absolute http(s) URLs and drops anything else.
@@ -202,6 +281,11 @@ func safeURL(s string) string {
 // It returns an error when ManageURL or UnsubscribeURL is empty, or FeedURL
 // is empty while something is omitted.
 func RenderDigest(c DigestContent) (text, html string, err error) {
+	return new(Renderer).Digest(c)
+}
+
+// Digest is RenderDigest, reusing what r rendered before.
+func (r *Renderer) Digest(c DigestContent) (text, html string, err error) {
 	if c.ManageURL == "" || c.UnsubscribeURL == "" {
 		return "", "", errors.New("notify: render digest: ManageURL and UnsubscribeURL are required")
 	}
@@ -211,21 +295,20 @@ func RenderDigest(c DigestContent) (text, html string, err error) {
 	}
 	v.Preheader = DigestSubject(c)
 	needFeed := c.Omitted > 0
+	size := 0
 	for _, g := range c.Groups {
-		gv := groupView{Name: oneLine(g.Name), Omitted: g.Omitted}
 		needFeed = needFeed || g.Omitted > 0
-		for i, p := range g.Papers {
-			gv.Papers = append(gv.Papers, renderPaper(i+1, p))
-		}
+		gv := r.group(g)
+		size += len(gv.HTML)
 		v.Groups = append(v.Groups, gv)
 	}
 	if needFeed && c.FeedURL == "" {
 		return "", "", errors.New(`notify: render digest: FeedURL is required for "and N more"`)
 	}
-	if text, err = execText("digest.txt.tmpl", v); err != nil {
+	if text, err = execText("digest.txt.tmpl", v, size); err != nil {
 		return "", "", err
 	}
-	if html, err = execHTML("digest.html.tmpl", v); err != nil {
+	if html, err = execHTML("digest.html.tmpl", v, size); err != nil {
 		return "", "", err
 	}
 	return text, html, nil
@@ -239,25 +322,29 @@ func RenderConfirm(c ConfirmContent) (subject, text, html string, err error) {
 	if c.Email == "" || c.ConfirmURL == "" {
 		return "", "", "", errors.New("notify: render confirmation: Email and ConfirmURL are required")
 	}
-	if text, err = execText("confirm.txt.tmpl", c); err != nil {
+	if text, err = execText("confirm.txt.tmpl", c, 0); err != nil {
 		return "", "", "", err
 	}
-	if html, err = execHTML("confirm.html.tmpl", c); err != nil {
+	if html, err = execHTML("confirm.html.tmpl", c, 0); err != nil {
 		return "", "", "", err
 	}
 	return ConfirmSubject, text, html, nil
 }
 
-func execText(name string, data any) (string, error) {
+// execText and execHTML execute a template into a buffer of about size+4
+// KiB (the fixed parts), so a long digest is not copied while it grows.
+func execText(name string, data any, size int) (string, error) {
 	var b bytes.Buffer
+	b.Grow(size + 4<<10)
 	if err := textTemplates.ExecuteTemplate(&b, name, data); err != nil {
 		return "", fmt.Errorf("notify: render %s: %w", name, err)
 	}
 	return b.String(), nil
 }
 
-func execHTML(name string, data any) (string, error) {
+func execHTML(name string, data any, size int) (string, error) {
 	var b bytes.Buffer
+	b.Grow(size + 4<<10)
 	if err := htmlTemplates.ExecuteTemplate(&b, name, data); err != nil {
 		return "", fmt.Errorf("notify: render %s: %w", name, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -174,14 +175,20 @@ func (w *WebSubWorker) Work(ctx context.Context, job *river.Job[WebSubArgs]) err
 	return w.Publisher.Publish(ctx, job.Args.Topics)
 }
 
-// EnqueueDigests inserts one send job per digest ledger row, in bulk.
+// DigestBatch is how many digest ledger rows one send job carries: they are
+// built together (one query selects every user's papers, shared papers are
+// loaded once), then sent one SMTP transaction each.
+const DigestBatch = 50
+
+// EnqueueDigests inserts send jobs for digest ledger rows, DigestBatch rows
+// per job, in bulk.
 func (e *Enqueuer) EnqueueDigests(ctx context.Context, tx pgx.Tx, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	params := make([]river.InsertManyParams, len(ids))
-	for i, id := range ids {
-		params[i] = river.InsertManyParams{Args: DigestArgs{DigestID: id}}
+	var params []river.InsertManyParams
+	for chunk := range slices.Chunk(ids, DigestBatch) {
+		params = append(params, river.InsertManyParams{Args: DigestArgs{DigestIDs: slices.Clone(chunk)}})
 	}
 	_, err := e.client.InsertManyTx(ctx, tx, params)
 	return err
@@ -230,9 +237,9 @@ func (w *ScheduleDigestsWorker) Work(ctx context.Context, job *river.Job[Schedul
 	return err
 }
 
-// DigestArgs sends one digest ledger row.
+// DigestArgs sends digest ledger rows.
 type DigestArgs struct {
-	DigestID int64 `json:"digest_id"`
+	DigestIDs []int64 `json:"digest_ids"`
 }
 
 // Kind implements river.JobArgs.
@@ -251,10 +258,16 @@ type DigestWorker struct {
 	Logger   *slog.Logger
 }
 
-// Work implements river.Worker.
+// Work implements river.Worker. A retry resends only the rows still
+// pending: the ledger makes SendBatch idempotent.
 func (w *DigestWorker) Work(ctx context.Context, job *river.Job[DigestArgs]) error {
-	out, err := w.Digester.Send(ctx, job.Args.DigestID)
-	w.Logger.InfoContext(ctx, "digest", "id", out.DigestID, "state", out.State, "papers", out.Papers, "error", err)
+	outs, err := w.Digester.SendBatch(ctx, job.Args.DigestIDs)
+	for _, out := range outs {
+		w.Logger.InfoContext(ctx, "digest", "id", out.DigestID, "state", out.State, "papers", out.Papers)
+	}
+	if err != nil {
+		w.Logger.WarnContext(ctx, "digest batch", "digests", len(job.Args.DigestIDs), "attempt", job.Attempt, "error", err)
+	}
 	return err
 }
 
