@@ -15,14 +15,16 @@ run:
 	 $(GO) build -o bin/followfeed ./cmd/followfeed && exec bin/followfeed serve --migrate
 
 ## test: the whole suite against a real PostgreSQL and a real Chromium,
-## with the race detector; screenshots of the pages land in ./screenshots
+## with the race detector, then every fuzz target for 2 s; screenshots of
+## the pages land in ./screenshots
 test:
 	@DATABASE_URL="$$(scripts/pg-ensure.sh postgres)"; export DATABASE_URL; \
 	 CHROMIUM_PATH="$$(scripts/browser-ensure.sh)" || echo "make test: no Chromium could be installed; browser tests will be skipped" >&2; \
 	 export CHROMIUM_PATH; \
-	 $(GO) vet ./... && test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" \
-	   || { echo "make test: run gofmt -w ." >&2; exit 1; }; \
-	 $(GO) test -race -timeout 20m ./...
+	 $(GO) vet ./...; \
+	 unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
+	 [ -z "$$unformatted" ] || { echo "make test: not gofmt-formatted (run gofmt -w): $$unformatted" >&2; exit 1; }; \
+	 $(GO) test -race -timeout 20m ./... && scripts/fuzz-short.sh
 
 build:
 	$(GO) build -o bin/followfeed ./cmd/followfeed
@@ -31,6 +33,13 @@ build:
 bench:
 	@$(ENV); DATABASE_URL="$$(scripts/pg-ensure.sh followfeed_bench)"; export DATABASE_URL; \
 	 $(GO) build -o bin/followfeed ./cmd/followfeed && bin/followfeed bench --out BENCHMARKS.md
+
+## soak: reliability scenarios against the real binary (needs scale S from
+## `make bench` for the load scenario); rewrites RELIABILITY.md. Pass flags
+## with SOAK_FLAGS, e.g. make soak SOAK_FLAGS="--only smtp-chaos"
+soak:
+	@$(ENV); DATABASE_URL="$$(scripts/pg-ensure.sh followfeed_bench)"; export DATABASE_URL; \
+	 $(GO) build -o bin/followfeed ./cmd/followfeed && bin/followfeed soak --out RELIABILITY.md $(SOAK_FLAGS)
 
 ## clean-db: stop and delete the private cluster under ./var/pg
 clean-db:

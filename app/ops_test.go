@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"followfeed/internal/testapp"
+	"followfeed/internal/testdb"
 	"followfeed/store"
 )
 
@@ -63,15 +64,16 @@ func TestOperationsEndpoints(t *testing.T) {
 func TestReadyzReportsALostDatabase(t *testing.T) {
 	t.Parallel()
 	a := testapp.Start(t, nil)
-	db, err := store.Open(context.Background(), a.DatabaseURL, store.Options{MaxConns: 1})
-	if err != nil {
+	db := testdb.Admin(t)
+	// Kill every connection of the service and forbid new ones.
+	name := dbName(a.DatabaseURL)
+	if _, err := db.Pool.Exec(context.Background(), `ALTER DATABASE `+name+` ALLOW_CONNECTIONS false`); err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	// Kill every connection of the service and forbid new ones.
-	db.Pool.Exec(context.Background(), `ALTER DATABASE `+dbName(a.DatabaseURL)+` ALLOW_CONNECTIONS false`)
-	db.Pool.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)
-	defer db.Pool.Exec(context.Background(), `ALTER DATABASE `+dbName(a.DatabaseURL)+` ALLOW_CONNECTIONS true`)
+	if _, err := db.Pool.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, strings.Trim(name, `"`)); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Pool.Exec(context.Background(), `ALTER DATABASE `+name+` ALLOW_CONNECTIONS true`)
 	start := time.Now()
 	code, body := getURL(t, a.URL+"/readyz")
 	if code != 503 || time.Since(start) > 5*time.Second {

@@ -3,6 +3,7 @@ package harvest_test
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -285,5 +286,115 @@ func TestEnrichmentAddsIdsAndRetriesTheUnknown(t *testing.T) {
 	now = now.Add(100 * time.Hour)
 	if st, _ := e.RunOnce(ctx); st.Looked != 0 {
 		t.Errorf("a given-up paper was looked up again")
+	}
+}
+
+// TestHarvestSurvivesChaoticUpstream: the OAI-PMH server answers with 500,
+// 503 + Retry-After, a response slower than the client's timeout, a body
+// cut in half, invalid XML and an expired resumption token, first in a
+// scripted order that hits both pages, then at random (seeded). The client
+// retries (waits recorded, not slept); runs that still fail are started
+// again, as the periodic job does. The harvest ends with exactly the
+// recorded records, each once, with no duplicate key rows, and later runs
+// through the same faults add nothing.
+func TestHarvestSurvivesChaoticUpstream(t *testing.T) {
+	t.Parallel()
+	script := []string{
+		"500", "503", "slow", // first page: retried, then the run fails
+		"truncated", "invalid", // two more failed runs
+		"", "500", "truncated", // first page, then the second fails twice
+		"expired token", // the resumed run's token expired: start again
+	}
+	rng := rand.New(rand.NewPCG(11, 29))
+	var mu sync.Mutex
+	requests := 0
+	faults := map[string]int{}
+	first := mustRead("testdata/oai/listrecords-arXivRaw-with-resumptiontoken.xml")
+	second := mustRead("testdata/oai/listrecords-arXiv-complete-list.xml")
+	expired := mustRead("testdata/oai/error-badResumptionToken.xml")
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resumed := r.URL.Query().Get("resumptionToken") != ""
+		mu.Lock()
+		fault := ""
+		if requests < len(script) {
+			fault = script[requests]
+		} else if x := rng.IntN(10); x < 4 {
+			fault = []string{"500", "503", "truncated", "invalid"}[x]
+		} else if x == 4 && resumed {
+			fault = "expired token"
+		}
+		requests++
+		faults[fault]++
+		mu.Unlock()
+		page := first
+		if resumed {
+			page = second
+		}
+		switch fault {
+		case "500":
+			http.Error(w, "internal error", http.StatusInternalServerError)
+		case "503":
+			w.Header().Set("Retry-After", "7")
+			http.Error(w, "come back later", http.StatusServiceUnavailable)
+		case "slow":
+			select {
+			case <-time.After(2 * time.Second):
+			case <-r.Context().Done():
+			}
+		case "truncated":
+			w.Write(page[:len(page)/2])
+		case "invalid":
+			w.Write([]byte("<OAI-PMH><ListRecords><record>&bogus;</record>"))
+		case "expired token":
+			if resumed {
+				w.Write(expired)
+			} else {
+				w.Write(page)
+			}
+		default:
+			w.Write(page)
+		}
+	}))
+	t.Cleanup(ts.Close)
+	in, db := newIngester(t)
+	var waits []time.Duration
+	client := harvest.NewOAIClient(harvest.OAIConfig{BaseURL: ts.URL, Format: harvest.OAIFormatArXivRaw, PageDelay: -1, MaxRetries: 2,
+		Client: &http.Client{Timeout: 300 * time.Millisecond},
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			mu.Lock()
+			waits = append(waits, d)
+			mu.Unlock()
+			return ctx.Err()
+		}})
+	now := func() time.Time { return time.Date(2015, 1, 6, 12, 0, 0, 0, time.UTC) }
+	h := harvest.NewHarvester(db, client, in, []string{"cs"}, nil, now)
+
+	ctx := context.Background()
+	runs, failed, completed, added := 0, 0, 0, 0
+	for ; runs < 60 && completed < 4; runs++ {
+		st, err := h.RunOnce(ctx)
+		if err != nil {
+			failed++
+			continue
+		}
+		if completed++; completed > 1 {
+			added += st.New + st.Replaced
+		}
+	}
+	t.Logf("%d runs (%d failed, %d completed), faults %v, %d client retries", runs, failed, completed, faults, len(waits))
+	if completed < 4 {
+		t.Fatalf("only %d of %d runs completed", completed, runs)
+	}
+	if n := count(t, db, `SELECT count(*) FROM papers`); n != 8 {
+		t.Errorf("%d papers, want the 8 recorded", n)
+	}
+	if added != 0 {
+		t.Errorf("runs after the first complete one added %d papers", added)
+	}
+	if n := count(t, db, `SELECT count(*) FROM (SELECT paper_id, key FROM paper_keys GROUP BY 1, 2 HAVING count(*) > 1) d`); n != 0 {
+		t.Errorf("%d duplicate key rows", n)
+	}
+	if failed < 4 || !slices.Contains(waits, 7*time.Second) {
+		t.Errorf("faults not exercised: %d failed runs, waits %v", failed, waits)
 	}
 }

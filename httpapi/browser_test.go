@@ -101,6 +101,28 @@ func TestFollowButtonOnTheDemoPage(t *testing.T) {
 	}
 }
 
+// submit clicks a form's button and waits for the page the form's POST
+// redirects to: a flash from an earlier form may still be showing, so the
+// wait is for a new document, then for its flash.
+func submit(ctx context.Context, button string) error {
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__oldPage = true`)); err != nil {
+		return err
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(button)); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		fresh, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__oldPage !== true && document.readyState === 'complete'`))
+		if err == nil && fresh {
+			return chromedp.Do(ctx, chromedp.WaitVisible(`p.flash`))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no new page after clicking %s (last error %v)", button, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // TestSettingsPageInABrowser: after the /login handoff, unfollow from the
 // list, change frequency and time zone, rotate the feed token — all with
 // plain forms — and see each stored.
@@ -125,10 +147,7 @@ func TestSettingsPageInABrowser(t *testing.T) {
 	b.Screenshot(ctx, t, "settings-page")
 
 	// Unfollow cs.LG.
-	if err := chromedp.Do(ctx,
-		chromedp.Click(`li[data-follow="category/cs.LG"] button.unfollow`),
-		chromedp.WaitVisible(`p.flash`),
-	); err != nil {
+	if err := submit(ctx, `li[data-follow="category/cs.LG"] button.unfollow`); err != nil {
 		t.Fatal(err)
 	}
 	page, _ := chromedp.Run(ctx, chromedp.OuterHTML("main"))
@@ -144,9 +163,10 @@ func TestSettingsPageInABrowser(t *testing.T) {
 		chromedp.SetValue(`#frequency`, "weekly"),
 		chromedp.SetValue(`#timezone`, "Asia/Tokyo"),
 		chromedp.SetValue(`#weekday`, "friday"),
-		chromedp.Click(`#save-email`),
-		chromedp.WaitVisible(`p.flash`),
 	); err != nil {
+		t.Fatal(err)
+	}
+	if err := submit(ctx, `#save-email`); err != nil {
 		t.Fatal(err)
 	}
 	me := string(c.Do("GET", "/v1/me", tok, nil).Body)
@@ -155,13 +175,13 @@ func TestSettingsPageInABrowser(t *testing.T) {
 	}
 
 	// Rotate the feed token: the old URL answers 404 at once.
-	if err := chromedp.Do(ctx, chromedp.Click(`#rotate`), chromedp.WaitVisible(`p.flash`)); err != nil {
+	if err := submit(ctx, `#rotate`); err != nil {
 		t.Fatal(err)
 	}
+	newFeed, _ := chromedp.Run(ctx, chromedp.Value(`#feed-atom`))
 	if resp, _ := get(t, oldFeed); resp.StatusCode != 404 {
 		t.Errorf("old feed URL after rotating in the browser: %d", resp.StatusCode)
 	}
-	newFeed, _ := chromedp.Run(ctx, chromedp.Value(`#feed-atom`))
 	if newFeed == oldFeed || !strings.HasPrefix(newFeed, a.URL+"/feeds/fft_") {
 		t.Errorf("the page shows %q", newFeed)
 	}

@@ -6,12 +6,15 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"followfeed/apperr"
 )
 
 // AdminPrefix is where the River UI is mounted.
@@ -56,7 +59,58 @@ func NewHandler(o Options) http.Handler {
 	if o.Routes != nil {
 		o.Routes(mux)
 	}
-	return observe(cors(mux, o.CORSOrigins), o.Logger, newHTTPMetrics(o.Registry))
+	return observe(cors(muxProblems(mux), o.CORSOrigins), o.Logger, newHTTPMetrics(o.Registry))
+}
+
+// methodNotAllowed is the problem type of a 405: an HTTP matter, not a
+// domain error.
+const methodNotAllowed apperr.Code = "method-not-allowed"
+
+// muxProblems answers what the mux itself refuses (no such route: 404; a
+// path served for other methods only: 405 with Allow) as problem+json,
+// like every other error, instead of the mux's plain text.
+func muxProblems(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(&refusal{ResponseWriter: w, r: r}, r)
+	})
+}
+
+// refusal rewrites the mux's 404 and 405 answers; anything else (the
+// mux's redirects to a cleaned path) passes through.
+type refusal struct {
+	http.ResponseWriter
+	r        *http.Request
+	replaced bool
+}
+
+func (x *refusal) WriteHeader(code int) {
+	if x.replaced {
+		return
+	}
+	switch code {
+	case http.StatusNotFound:
+		x.replaced = true
+		writeProblem(x.ResponseWriter, Problem{Type: ProblemType(apperr.NotFound), Title: titles[apperr.NotFound], Status: code,
+			Detail: "There is nothing at this address; /openapi.json lists the routes.", Instance: redactPath(x.r.URL.Path)})
+	case http.StatusMethodNotAllowed:
+		x.replaced = true
+		writeProblem(x.ResponseWriter, Problem{Type: ProblemType(methodNotAllowed), Title: "Method not allowed", Status: code,
+			Detail:   fmt.Sprintf("This address does not accept %s; it accepts %s.", x.r.Method, x.Header().Get("Allow")),
+			Instance: redactPath(x.r.URL.Path)})
+	default:
+		x.ResponseWriter.WriteHeader(code)
+	}
+}
+
+func (x *refusal) Write(p []byte) (int, error) {
+	if x.replaced {
+		return len(p), nil // the mux's plain-text body
+	}
+	return x.ResponseWriter.Write(p)
 }
 
 func readyHandler(ready func(context.Context) error) http.HandlerFunc {

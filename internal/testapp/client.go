@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -59,7 +60,10 @@ type Client struct {
 
 // Client returns an API client for a.
 func (a *App) Client(t testing.TB) *Client {
-	return &Client{t: t, base: a.URL, http: &http.Client{Timeout: 30 * time.Second}}
+	// Redirects are not followed: each response is checked against the
+	// route that gave it.
+	return &Client{t: t, base: a.URL, http: &http.Client{Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
 // Do sends a request with an optional bearer token and body (a string or
@@ -114,6 +118,13 @@ var (
 
 func router() (routers.Router, error) {
 	specOnce.Do(func() {
+		// Bodies the validator cannot parse are checked as opaque strings
+		// (their status, headers and content type still are checked).
+		for _, ct := range []string{"application/atom+xml", "application/rss+xml", "text/x-opml", "text/xml",
+			"text/html", "text/javascript", "text/css", "image/svg+xml"} {
+			openapi3filter.RegisterBodyDecoder(ct, openapi3filter.FileBodyDecoder)
+		}
+		openapi3filter.RegisterBodyDecoder("application/feed+json", openapi3filter.JSONBodyDecoder)
 		loader := openapi3.NewLoader()
 		doc, err := loader.LoadFromData(httpapi.OpenAPIDocument)
 		if err != nil {
@@ -140,12 +151,39 @@ func validate(t testing.TB, req *http.Request, resp *http.Response, body []byte)
 	// Match on the path as sent, against a server-less document.
 	r2 := req.Clone(context.Background())
 	r2.URL.Scheme, r2.URL.Host, r2.Host = "", "", ""
+	if req.Method == http.MethodHead {
+		r2.Method = http.MethodGet // HEAD is GET without a body
+	}
 	route, params, err := rt.FindRoute(r2)
+	if resp.StatusCode == http.StatusMethodNotAllowed {
+		// Any path may refuse a method; the refusal is a problem document
+		// naming the methods it takes.
+		if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" || resp.Header.Get("Allow") == "" {
+			t.Errorf("%s %s: 405 with Content-Type %q and Allow %q, want a problem document and Allow", req.Method, req.URL.Path, ct, resp.Header.Get("Allow"))
+		}
+		return
+	}
 	if err != nil {
-		if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed {
+		switch resp.StatusCode {
+		case http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+			// The mux sends unclean paths ("/a/../b", "//x") to the clean one.
+			if loc := resp.Header.Get("Location"); loc != "" && path.Clean(req.URL.Path) != req.URL.Path {
+				return
+			}
+		}
+		if resp.StatusCode == http.StatusNotFound {
+			if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" && req.Method != http.MethodHead {
+				t.Errorf("%s %s: 404 with Content-Type %q, want a problem document", req.Method, req.URL.Path, ct)
+			}
 			return // the service agrees the route does not exist
 		}
 		t.Errorf("%s %s answered %d but is not in openapi.json: %v", req.Method, req.URL.Path, resp.StatusCode, err)
+		return
+	}
+	if req.Method == http.MethodHead {
+		if route.Operation.Responses.Status(resp.StatusCode) == nil && route.Operation.Responses.Default() == nil {
+			t.Errorf("HEAD %s answered %d, which GET does not document", req.URL.Path, resp.StatusCode)
+		}
 		return
 	}
 	in := &openapi3filter.ResponseValidationInput{

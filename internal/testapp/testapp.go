@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"sync"
@@ -125,4 +126,13 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return strings.Clone(b.buf.String())
+}
+
+// RunCommand runs a one-shot command (`followfeed <args…>`, e.g. digest) with
+// env to completion, writing its output to out.
+func RunCommand(t testing.TB, env map[string]string, out io.Writer, args ...string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return app.Run(ctx, args, func(k string) string { return env[k] }, out)
 }

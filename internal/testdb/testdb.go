@@ -103,3 +103,16 @@ func New(t testing.TB) *store.DB {
 	t.Cleanup(db.Close)
 	return db
 }
+
+// Admin returns a pool on the server's maintenance database as the
+// administrative user, for tests that must act on a test database from
+// outside (e.g. refuse its connections to simulate an outage).
+func Admin(t testing.TB) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), BaseConfig(t).URL(), store.Options{MaxConns: 2})
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	t.Cleanup(db.Close)
+	return db
+}
