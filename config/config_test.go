@@ -31,6 +31,13 @@ func TestDevelopmentDefaults(t *testing.T) {
 	if c.ArxivOAIURL == nil || len(c.ArxivSets) != 1 || c.ArxivSets[0] != "cs" || c.HarvestInterval != time.Hour {
 		t.Errorf("harvest defaults: %v %v %v", c.ArxivOAIURL, c.ArxivSets, c.HarvestInterval)
 	}
+	if c.JobTimeout != 10*time.Minute || c.RescueStuckAfter != 15*time.Minute || c.JobRetryMax != time.Hour {
+		t.Errorf("job defaults: timeout %v rescue %v retry max %v", c.JobTimeout, c.RescueStuckAfter, c.JobRetryMax)
+	}
+	c, err = Load(env(map[string]string{"JOB_TIMEOUT": "30m"}))
+	if err != nil || c.RescueStuckAfter != 35*time.Minute {
+		t.Errorf("JOB_RESCUE_AFTER should follow JOB_TIMEOUT: %v %v", c.RescueStuckAfter, err)
+	}
 }
 
 func TestErrorsNameTheVariable(t *testing.T) {
@@ -51,6 +58,8 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		{"bad cors", map[string]string{"CORS_ORIGINS": "*"}, "CORS_ORIGINS"},
 		{"cors with path", map[string]string{"CORS_ORIGINS": "https://a.example/path"}, "CORS_ORIGINS"},
 		{"harvest too often", map[string]string{"HARVEST_INTERVAL": "5s"}, "HARVEST_INTERVAL"},
+		{"rescue before timeout", map[string]string{"JOB_TIMEOUT": "20m", "JOB_RESCUE_AFTER": "15m"}, "JOB_RESCUE_AFTER"},
+		{"bad job timeout", map[string]string{"JOB_TIMEOUT": "forever"}, "JOB_TIMEOUT"},
 		{"bad max conns", map[string]string{"DB_MAX_CONNS": "lots"}, "DB_MAX_CONNS"},
 		{"prod without db", map[string]string{"APP_ENV": "production"}, "DATABASE_URL"},
 		{"prod without public url", map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://x@y/z"}, "PUBLIC_URL"},

@@ -245,8 +245,8 @@ type DigestArgs struct {
 // Kind implements river.JobArgs.
 func (DigestArgs) Kind() string { return "digest_send" }
 
-// InsertOpts: the mail queue; SMTP 4xx and timeouts are retried with River's
-// backoff for about a day.
+// InsertOpts: the mail queue; SMTP 4xx and timeouts are retried 11 times,
+// backing off from 5 s to JOB_RETRY_MAX (with the default 1 h, about 3.5 h in all).
 func (DigestArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueMail, MaxAttempts: 12}
 }
