@@ -152,10 +152,7 @@ func (d *Digester) scheduleOnce(ctx context.Context) (queued int, more bool, err
 				return err
 			}
 			s.Frequency, s.Weekday = Frequency(freq), time.Weekday(weekday)
-			loc, err := time.LoadLocation(tz)
-			if err != nil {
-				loc = time.UTC
-			}
+			loc := zone(tz)
 			ref := due
 			if now.After(ref) {
 				ref = now // after downtime: one digest covers the gap
@@ -618,10 +615,7 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 	out := make([]DigestContent, len(rows))
 	for i, row := range rows {
 		c := plans[i].fill(details)
-		loc, err := time.LoadLocation(row.tz)
-		if err != nil {
-			loc = time.UTC
-		}
+		loc := zone(row.tz)
 		c.Heading = heading(row, d.now().In(loc))
 		c.FeedURL = feedURLs[row.userID]
 		c.ManageURL = d.abs("/settings", "token", d.signer.Sign(auth.Link{Action: auth.ActionManage, UserID: row.userID, Epoch: row.epoch})) + "#email"
@@ -873,10 +867,7 @@ func (d *Digester) SendNow(ctx context.Context, userID int64) (Outcome, error) {
 		}
 		period, kind := "manual:"+strconv.FormatInt(watermark, 10), "manual"
 		if next != nil && (Frequency(freq) == Daily || Frequency(freq) == Weekly) {
-			loc, err := time.LoadLocation(tz)
-			if err != nil {
-				loc = time.UTC
-			}
+			loc := zone(tz)
 			period, kind = Period(Frequency(freq), *next, loc), freq
 		}
 		var err error
@@ -1029,10 +1020,7 @@ func (d *Digester) Confirm(ctx context.Context, tok string) (string, error) {
 		}
 		s.Frequency, s.Weekday = Frequency(freq), time.Weekday(weekday)
 		if s.Frequency == Daily || s.Frequency == Weekly {
-			loc, err := time.LoadLocation(tz)
-			if err != nil {
-				loc = time.UTC
-			}
+			loc := zone(tz)
 			_, err = tx.Exec(ctx, `UPDATE users SET digest_next_at = $2 WHERE id = $1 AND digest_next_at IS NULL`, l.UserID, NextOccurrence(d.now(), loc, s))
 			return err
 		}

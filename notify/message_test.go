@@ -518,3 +518,59 @@ func TestRendererSharesPapersNotReasons(t *testing.T) {
 		t.Errorf("b's reasons not its own:\n%s", text)
 	}
 }
+
+// partEncodings returns each part's Content-Transfer-Encoding by media type.
+func partEncodings(t *testing.T, raw []byte) map[string]string {
+	t.Helper()
+	msg, err := mail.ReadMessage(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, params, _ := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	mr := multipart.NewReader(msg.Body, params["boundary"])
+	out := map[string]string{}
+	for {
+		p, err := mr.NextRawPart() // keeps the encoding header
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		mt, _, _ := mime.ParseMediaType(p.Header.Get("Content-Type"))
+		out[mt] = p.Header.Get("Content-Transfer-Encoding")
+	}
+}
+
+// TestBodiesTravel8bitWhenLinesFit: bodies go unencoded (8bit) when every
+// line fits in 998 octets, quoted-printable otherwise; both decode to the
+// same text, every line of the message ends in CRLF, and none is longer
+// than 998 octets.
+func TestBodiesTravel8bitWhenLinesFit(t *testing.T) {
+	m := sampleMessage(t, "digest.1.x@followfeed.example")
+	long := *m
+	long.HTML = strings.Replace(m.HTML, "</body>", "<p>"+strings.Repeat("é", 600)+"</p></body>", 1)
+	for _, tc := range []struct {
+		m    *Message
+		want string
+	}{{m, "8bit"}, {&long, "quoted-printable"}} {
+		raw, err := tc.m.Bytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ct, enc := range partEncodings(t, raw) {
+			if enc != tc.want {
+				t.Errorf("%s part: %s, want %s", ct, enc, tc.want)
+			}
+		}
+		for i, line := range strings.Split(string(raw), "\r\n") {
+			if len(line) > 998 || strings.ContainsAny(line, "\r\n") {
+				t.Fatalf("line %d: %d octets or a bare line break", i+1, len(line))
+			}
+		}
+		_, got := parts(t, raw)
+		if got["text/plain"] != strings.ReplaceAll(tc.m.Text, "\r\n", "\n") || got["text/html"] != tc.m.HTML {
+			t.Errorf("%s bodies do not decode to the message's text", tc.want)
+		}
+	}
+}

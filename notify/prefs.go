@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/mail"
 	"strings"
+	"sync"
 	"time"
 	_ "time/tzdata" // time zones work on machines without /usr/share/zoneinfo
 
@@ -209,10 +210,7 @@ func (p *Preferences) nextDigest(pr Profile) time.Time {
 	if !pr.EmailConfirmed || pr.Suppressed != "" || (pr.Digest.Frequency != Daily && pr.Digest.Frequency != Weekly) {
 		return time.Time{}
 	}
-	loc, err := time.LoadLocation(pr.Timezone)
-	if err != nil {
-		loc = time.UTC
-	}
+	loc := zone(pr.Timezone)
 	return NextOccurrence(p.now(), loc, pr.Digest)
 }
 
@@ -322,4 +320,22 @@ func (p *Preferences) Reconfirm(ctx context.Context, userID int64) error {
 		}
 		return p.enq.EnqueueConfirm(ctx, tx, userID, email)
 	})
+}
+
+// zones caches loaded time zones: time.LoadLocation reads the zoneinfo file
+// on every call, and the scheduler and digests ask for the same few.
+var zones sync.Map // name → *time.Location
+
+// zone returns the named IANA time zone, or UTC when the name is unknown
+// (names are validated when stored).
+func zone(name string) *time.Location {
+	if loc, ok := zones.Load(name); ok {
+		return loc.(*time.Location)
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return time.UTC
+	}
+	zones.Store(name, loc)
+	return loc
 }

@@ -285,7 +285,8 @@ func NewSMTPSender(rawURL string, opts SMTPOptions) (*SMTPSender, error) {
 
 // Send delivers m to m.To: it takes an idle pooled connection (checked with
 // NOOP; a stale one is replaced by a fresh dial without error) or dials a new
-// one, runs MAIL/RCPT/DATA, and returns the server's final reply, e.g.
+// one, runs MAIL/RCPT/DATA (bodies 8bit when the server offers 8BITMIME,
+// else quoted-printable; see Message.Bytes), and returns the server's final reply, e.g.
 // "250 2.0.0 OK: queued". After success the connection is reset (RSET) and
 // pooled; after any error it is closed. Failures are *SendError classified as
 // follows: any 4xx -> Temporary; connect/TLS/EHLO/AUTH failures and a
@@ -295,7 +296,7 @@ func NewSMTPSender(rawURL string, opts SMTPOptions) (*SMTPSender, error) {
 // before the final dot was written -> Temporary; no reply after the final dot
 // was written -> Ambiguous. See SMTPSender for how ctx is honoured.
 func (s *SMTPSender) Send(ctx context.Context, m *Message) (string, error) {
-	msg, err := m.build()
+	msg, err := m.build(false)
 	if err != nil {
 		return "", &SendError{Kind: Permanent, Recipient: errors.Is(err, errBadRecipient), Err: err}
 	}
@@ -311,9 +312,11 @@ func (s *SMTPSender) Send(ctx context.Context, m *Message) (string, error) {
 			s.release(c, true)
 			return "", &SendError{Kind: Temporary, Err: fmt.Errorf("send message %s: %w", m.MessageID, err)}
 		}
-		if attempt > 0 {
-			// A fresh Msg per attempt: go-mail records delivery state in it.
-			if msg, err = m.build(); err != nil {
+		has8bit, _ := c.sc.Extension("8BITMIME")
+		if attempt > 0 || (!has8bit && msg.Encoding() == gomail.NoEncoding.String()) {
+			// A fresh Msg per attempt (go-mail records delivery state in
+			// it), quoted-printable for a server without 8BITMIME.
+			if msg, err = m.build(!has8bit); err != nil {
 				s.release(c, true)
 				return "", &SendError{Kind: Permanent, Err: err}
 			}

@@ -660,3 +660,24 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 func slogTo(b *bytes.Buffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(&lockedBuffer{b: b}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+// TestSMTPWithout8BitMIMESendsQuotedPrintable: a server that does not offer
+// 8BITMIME (and refuses 8-bit bytes) gets the same message quoted-printable.
+func TestSMTPWithout8BitMIMESendsQuotedPrintable(t *testing.T) {
+	srv := testsmtp.Start(t, testsmtp.Options{No8BitMIME: true})
+	s := newSender(t, srv.URL(), SMTPOptions{})
+	m := msgN(t, 0)
+	if _, err := s.Send(context.Background(), m); err != nil {
+		t.Fatalf("send to a 7-bit server: %v", err)
+	}
+	got := srv.WaitMessages(t, 1, wait)
+	for ct, enc := range partEncodings(t, got[0].Data) {
+		if enc != "quoted-printable" {
+			t.Errorf("%s part went %s to a server without 8BITMIME", ct, enc)
+		}
+	}
+	_, want := parts(t, mustBytes(t, m))
+	if _, have := parts(t, got[0].Data); have["text/plain"] != want["text/plain"] || have["text/html"] != want["text/html"] {
+		t.Error("the quoted-printable bodies differ from the 8bit ones")
+	}
+}

@@ -167,7 +167,7 @@ func (r *Renderer) reason(reasons []string) (text, html string) {
 	}
 	if line := reasonLine(reasons); line != "" {
 		text = "\n" + wrap("   ", "   ", line)
-		html = `<div style="font-size:14px;color:#047857">` + htmlstd.EscapeString(line) + `</div>`
+		html = "\n" + `<div style="font-size:14px;color:#047857">` + htmlstd.EscapeString(line) + `</div>`
 	}
 	if r.reasons == nil {
 		r.reasons = map[string][2]string{}
@@ -201,17 +201,19 @@ func newPaperParts(p DigestPaper) *paperParts {
 	pp.textAfterReason = t.String()
 
 	// Compact markup: a digest of 100 papers must stay well under the
-	// 102 KB at which Gmail clips a message (and hides its footer).
+	// 102 KB at which Gmail clips a message (and hides its footer). Each
+	// element starts a line, so lines stay far below SMTP's 998 octets
+	// and the part can travel unencoded (see Message.Bytes).
 	esc := htmlstd.EscapeString
 	var h strings.Builder
 	h.WriteString(`<tr><td style="padding:12px 20px;border-bottom:1px solid #e5e7eb">`)
 	if abs != "" {
-		h.WriteString(`<a href="` + esc(abs) + `" style="font-size:17px;font-weight:bold;color:#1d4ed8;text-decoration:none">` + esc(pp.title) + `</a>`)
+		h.WriteString("\n" + `<a href="` + esc(abs) + `" style="font-size:17px;font-weight:bold;color:#1d4ed8;text-decoration:none">` + esc(pp.title) + `</a>`)
 	} else {
-		h.WriteString(`<b style="font-size:17px">` + esc(pp.title) + `</b>`)
+		h.WriteString("\n" + `<b style="font-size:17px">` + esc(pp.title) + `</b>`)
 	}
 	if authors != "" {
-		h.WriteString(`<div style="color:#374151">` + esc(authors) + `</div>`)
+		h.WriteString("\n" + `<div style="color:#374151">` + esc(authors) + `</div>`)
 	}
 	pp.htmlBeforeReason = h.String()
 
@@ -231,7 +233,7 @@ func newPaperParts(p DigestPaper) *paperParts {
 			}
 			line += strings.Join(links, " · ")
 		}
-		h.WriteString(`<div style="font-size:14px;color:#6b7280">` + line + `</div>`)
+		h.WriteString("\n" + `<div style="font-size:14px;color:#6b7280">` + line + `</div>`)
 	}
 	h.WriteString("</td></tr>")
 	pp.htmlAfterReason = h.String()

@@ -6,6 +6,7 @@
 package testsmtp
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -59,6 +60,11 @@ type Options struct {
 	// final reply: it cannot know whether the message was accepted. Dropped
 	// messages are not recorded in Messages.
 	DropAfterData func(n int) bool
+	// No8BitMIME makes the server leave 8BITMIME out of its EHLO reply
+	// (go-smtp always offers it; the line is removed on the wire, so it
+	// works with plain connections only) and refuse a message body with
+	// bytes above 127, as a 7-bit server would.
+	No8BitMIME bool
 	// Delay is slept before every reply to the final dot (before Fault's
 	// StageData error is sent, and before an accepted message is recorded).
 	Delay time.Duration
@@ -274,8 +280,25 @@ func (l *countingListener) Accept() (net.Conn, error) {
 		l.s.mu.Lock()
 		l.s.conns++
 		l.s.mu.Unlock()
+		if l.s.opts.No8BitMIME {
+			c = no8BitMIMEConn{c}
+		}
 	}
 	return c, err
+}
+
+// no8BitMIMEConn removes the 8BITMIME line of the server's EHLO reply. It
+// is never the reply's last line, so the reply stays well-formed.
+type no8BitMIMEConn struct{ net.Conn }
+
+func (c no8BitMIMEConn) Write(p []byte) (int, error) {
+	if q := bytes.ReplaceAll(p, []byte("250-8BITMIME\r\n"), nil); len(q) != len(p) {
+		if _, err := c.Conn.Write(q); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
 }
 
 // testLogger forwards go-smtp's internal error log to t.Logf while the test
@@ -372,6 +395,13 @@ func (ss *session) Data(r io.Reader) error {
 	}
 	if err := ss.s.fault(StageData, n); err != nil {
 		return err
+	}
+	if ss.s.opts.No8BitMIME {
+		for _, b := range data {
+			if b > 127 {
+				return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "8-bit data refused: this server is 7-bit only"}
+			}
+		}
 	}
 	ss.s.record(Message{From: ss.from, To: append([]string(nil), ss.to...), Data: data, ReceivedAt: time.Now()})
 	return nil
