@@ -215,91 +215,86 @@ func (s *Service) MatchedMany(ctx context.Context, qs []Query) ([]Result, error)
 	}
 	results := make([]Result, n)
 	err := s.db.InTxIso(ctx, pgx.RepeatableRead, func(tx pgx.Tx) error {
-		// f: each query's follows (primary key user_id, key).
+		// Per query (user), in a LATERAL subquery so that every sort and
+		// aggregate works on one user's few hundred rows rather than on the
+		// whole batch's tens of thousands (a third less time for a digest
+		// batch of 50):
 		// hits: for each followed key, its newest rows in the window (index
-		// range scan, LIMIT per key), with the follow that matched.
-		// cand: the newest event per (query, paper) and the follows it hit.
-		// judged/kept: with a window start, papers first matched before it
-		// are not new; they stay only for a replacement event (opted in).
+		// range scan, LIMIT per key), with the follow that matched;
+		// c: the newest event per paper and the follows it hit (keys);
+		// s: with a window start, papers first matched before it are not
+		// new; they stay only for a replacement event (opted in). A paper
+		// first stored inside the window cannot have such a match, so only
+		// older papers are probed. The LATERAL ... LIMIT 1 probes that
+		// candidate's few key rows (primary key on paper_id); a plain
+		// EXISTS lets the planner hash every earlier match of every
+		// followed key instead.
+		// total counts what is kept (window functions run before LIMIT).
 		rows, err := tx.Query(ctx, `
 			WITH q AS (
 				SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::int[], $6::int[])
 				WITH ORDINALITY AS q(user_id, only_key, after_seq, upto_seq, per_key, lim, ord)
-			), f AS (
-				SELECT q.ord, q.user_id, q.after_seq, q.upto_seq, q.per_key, fo.key, fo.created_at,
-				       fo.include_cross_lists, fo.include_replacements
-				FROM q JOIN follows fo ON fo.user_id = q.user_id AND (q.only_key = '' OR fo.key = q.only_key)
-			), hits AS (
-				SELECT f.ord, f.user_id, f.after_seq, f.key AS fkey, f.created_at AS followed,
-				       k.paper_id, k.seq, k.replacement, k.new_paper
-				FROM f CROSS JOIN LATERAL (
-					SELECT pk.paper_id, pk.seq, pk.replacement, pk.new_paper
-					FROM paper_keys pk
-					WHERE pk.key = f.key AND pk.seq > f.after_seq AND pk.seq <= f.upto_seq
-					  AND (f.include_cross_lists OR NOT pk.cross_list)
-					  AND (f.include_replacements OR NOT pk.replacement)
-					ORDER BY pk.seq DESC
-					LIMIT f.per_key
-				) k
-			), cand AS (
-				SELECT ord, user_id, after_seq, paper_id, max(seq) AS seq,
-				       bool_or(NOT replacement) AS first_in_window,
-				       bool_or(replacement) AS replaced_in_window,
-				       bool_or(new_paper) AS new_in_window,
-				       array_agg(fkey ORDER BY followed, fkey) AS keys
-				FROM hits GROUP BY ord, user_id, after_seq, paper_id
-			), judged AS (
-				-- seen: an earlier first match by one of these follows. A
-				-- paper first stored inside the window cannot have one, so
-				-- only older papers are probed. The LATERAL ... LIMIT 1
-				-- probes that candidate's few key rows (primary key on
-				-- paper_id); a plain EXISTS lets the planner hash every
-				-- earlier match of every followed key instead.
-				SELECT c.*, s.seen IS NOT NULL AS seen_before
-				FROM cand c
+			)
+			SELECT q.ord, j.paper_id, j.seq, j.replaced, j.new_in_window, j.keys, j.total
+			FROM q CROSS JOIN LATERAL (
+				SELECT c.paper_id, c.seq, (s.seen IS NOT NULL OR NOT c.first_in_window) AS replaced,
+				       c.new_in_window, c.keys, count(*) OVER () AS total
+				FROM (
+					SELECT k.paper_id, max(k.seq) AS seq,
+					       bool_or(NOT k.replacement) AS first_in_window,
+					       bool_or(k.replacement) AS replaced_in_window,
+					       bool_or(k.new_paper) AS new_in_window,
+					       array_agg(fo.key ORDER BY fo.created_at, fo.key) AS keys
+					FROM follows fo CROSS JOIN LATERAL (
+						SELECT pk.paper_id, pk.seq, pk.replacement, pk.new_paper
+						FROM paper_keys pk
+						WHERE pk.key = fo.key AND pk.seq > q.after_seq AND pk.seq <= q.upto_seq
+						  AND (fo.include_cross_lists OR NOT pk.cross_list)
+						  AND (fo.include_replacements OR NOT pk.replacement)
+						ORDER BY pk.seq DESC
+						LIMIT q.per_key
+					) k
+					WHERE fo.user_id = q.user_id AND (q.only_key = '' OR fo.key = q.only_key)
+					GROUP BY k.paper_id
+				) c
 				LEFT JOIN LATERAL (
 					SELECT true AS seen
-					FROM paper_keys pk JOIN follows fo ON fo.user_id = c.user_id AND fo.key = pk.key
-					WHERE c.after_seq > 0 AND NOT c.new_in_window AND pk.paper_id = c.paper_id
-					  AND pk.seq <= c.after_seq AND NOT pk.replacement
+					FROM paper_keys pk JOIN follows fo ON fo.user_id = q.user_id AND fo.key = pk.key
+					WHERE q.after_seq > 0 AND NOT c.new_in_window AND pk.paper_id = c.paper_id
+					  AND pk.seq <= q.after_seq AND NOT pk.replacement
 					  AND (fo.include_cross_lists OR NOT pk.cross_list)
 					LIMIT 1
 				) s ON true
-			), kept AS (
-				-- New: first matched inside the window. Replaced: matched
-				-- before, with a new version inside it (opted-in follows).
-				SELECT ord, paper_id, seq, (seen_before OR NOT first_in_window) AS replaced,
-				       new_in_window, keys,
-				       count(*) OVER w AS total, row_number() OVER (w ORDER BY seq DESC) AS rn
-				FROM judged
-				WHERE NOT seen_before OR replaced_in_window
-				WINDOW w AS (PARTITION BY ord)
-			)
-			SELECT k.ord, k.paper_id, k.seq, k.replaced, k.new_in_window, k.keys, k.total
-			FROM kept k JOIN q ON q.ord = k.ord
-			WHERE k.rn <= q.lim
-			ORDER BY k.ord, k.seq DESC`,
+				WHERE s.seen IS NULL OR c.replaced_in_window
+				ORDER BY c.seq DESC
+				LIMIT q.lim
+			) j
+			ORDER BY q.ord, j.seq DESC`,
 			users, only, after, upTo, perKey, limit)
 		if err != nil {
 			return fmt.Errorf("selecting matched papers of %d users: %w", n, err)
 		}
 		type ref struct{ q, i int }
 		var (
-			all      []int64
+			heavy    []int64 // papers of queries that want details (not Light)
 			byID     = map[int64]*Paper{}
 			refs     = map[int64][]ref{}
 			reasonFr = map[int][]int64{} // per query: papers whose reasons must be read
 			targets  = map[string]follow.Target{}
 		)
+		var (
+			ord, id, seq          int64
+			replaced, newInWindow bool
+			keys                  []string
+			total                 int
+		)
 		for rows.Next() {
-			var ord int64
-			var p Paper
-			var newInWindow bool
-			var keys []string
-			var total int
-			if err := rows.Scan(&ord, &p.ID, &p.Seq, &p.Replaced, &newInWindow, &keys, &total); err != nil {
+			// Scanned into locals: a Paper handed to Scan would escape to
+			// the heap, once per row.
+			if err := rows.Scan(&ord, &id, &seq, &replaced, &newInWindow, &keys, &total); err != nil {
 				return fmt.Errorf("reading matched paper: %w", err)
 			}
+			p := Paper{ID: id, Seq: seq, Replaced: replaced}
 			qi := int(ord - 1)
 			r := &results[qi]
 			if r.Papers == nil {
@@ -315,9 +310,12 @@ func (s *Service) MatchedMany(ctx context.Context, qs []Query) ([]Result, error)
 				reasonFr[qi] = append(reasonFr[qi], p.ID)
 			}
 			r.Papers = append(r.Papers, p)
+			if qs[qi].Light {
+				continue // no details to load
+			}
 			if _, seen := byID[p.ID]; !seen {
 				byID[p.ID] = &Paper{ID: p.ID}
-				all = append(all, p.ID)
+				heavy = append(heavy, p.ID)
 			}
 			refs[p.ID] = append(refs[p.ID], ref{qi, len(r.Papers) - 1})
 		}
@@ -333,15 +331,6 @@ func (s *Service) MatchedMany(ctx context.Context, qs []Query) ([]Result, error)
 				p := &results[qi].Papers[i]
 				if rs, ok := got[p.ID]; ok || p.Reasons == nil {
 					p.Reasons = rs
-				}
-			}
-		}
-		var heavy []int64
-		for _, id := range all {
-			for _, rf := range refs[id] {
-				if !qs[rf.q].Light {
-					heavy = append(heavy, id)
-					break
 				}
 			}
 		}
