@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"followfeed/auth"
 	"followfeed/feeds"
@@ -312,8 +311,16 @@ func (d *Digester) Send(ctx context.Context, id int64) (Outcome, error) {
 // transaction with its own ledger updates. It is idempotent: rows already
 // sent, skipped, failed or unknown are left alone. When some rows failed
 // temporarily the error wraps ErrRetry (the job retries; the rest is final).
-func (d *Digester) SendBatch(ctx context.Context, ids []int64) ([]Outcome, error) {
-	outs := make([]Outcome, 0, len(ids))
+func (d *Digester) SendBatch(ctx context.Context, ids []int64) (outs []Outcome, err error) {
+	outs = make([]Outcome, 0, len(ids))
+	ledger := &outcomes{d: d}
+	defer func() {
+		// Outcomes are recorded even when the job's context is cancelled:
+		// the mail has left (or not) whatever happens to the job.
+		if ferr := ledger.flush(context.WithoutCancel(ctx)); ferr != nil && err == nil {
+			err = ferr
+		}
+	}()
 	var retry []error
 	// Rounds: a user with several rows in ids gets one per round, since each
 	// window starts where the previous one ends.
@@ -334,7 +341,7 @@ func (d *Digester) SendBatch(ctx context.Context, ids []int64) ([]Outcome, error
 			}
 			var r Renderer // shares the papers' renderings in this round
 			for i, row := range rows {
-				out, err := d.deliver(ctx, row, contents[i], &r)
+				out, err := d.deliver(ctx, row, contents[i], &r, ledger)
 				outs = append(outs, out)
 				if err != nil {
 					if !errors.Is(err, ErrRetry) {
@@ -352,27 +359,23 @@ func (d *Digester) SendBatch(ctx context.Context, ids []int64) ([]Outcome, error
 	return outs, nil
 }
 
-// deliver sends one built digest and records its fate.
-func (d *Digester) deliver(ctx context.Context, row digestRow, content DigestContent, r *Renderer) (Outcome, error) {
+// deliver sends one built digest and records its fate in ledger.
+func (d *Digester) deliver(ctx context.Context, row digestRow, content DigestContent, r *Renderer, ledger *outcomes) (Outcome, error) {
 	out := Outcome{DigestID: row.id, Papers: content.Total}
 	if content.Total == 0 && !row.sendEmpty && row.kind != "manual" {
-		return out, d.finish(ctx, &out, row, "skipped", "nothing new", false)
+		return out, ledger.record(ctx, &out, row, "skipped", "nothing new", false)
 	}
 	msg, err := d.message(row, content, r)
 	if err != nil {
 		return out, err
 	}
-	if _, err := d.db.Pool.Exec(ctx, `
-		UPDATE digests SET state = 'sending', attempts = attempts + 1, email = $2, message_id = $3, papers = $4, updated_at = now()
-		WHERE id = $1`, row.id, row.email, msg.MessageID, content.Total); err != nil {
-		return out, fmt.Errorf("marking digest %d sending: %w", row.id, err)
+	if err := ledger.sending(ctx, row, msg.MessageID, content.Total); err != nil {
+		return out, err
 	}
 	reply, sendErr := d.sender.Send(ctx, msg)
-	// The outcome is recorded even when the job's context is cancelled:
-	// the mail has left (or not) whatever happens to the job.
-	rec := context.WithoutCancel(ctx)
+	rec := context.WithoutCancel(ctx) // see SendBatch
 	if sendErr == nil {
-		return out, d.finish(rec, &out, row, "sent", reply, false)
+		return out, ledger.record(rec, &out, row, "sent", reply, false)
 	}
 	var se *SendError
 	if !errors.As(sendErr, &se) {
@@ -381,17 +384,85 @@ func (d *Digester) deliver(ctx context.Context, row digestRow, content DigestCon
 	msgText := se.Error()
 	switch se.Kind {
 	case Permanent:
-		return out, d.finish(rec, &out, row, "failed", msgText, se.Recipient)
+		return out, ledger.record(rec, &out, row, "failed", msgText, se.Recipient)
 	case Ambiguous:
-		return out, d.finish(rec, &out, row, "unknown", msgText, false)
+		return out, ledger.record(rec, &out, row, "unknown", msgText, false)
 	default:
-		out.State = "pending"
-		if _, err := d.db.Pool.Exec(rec, `UPDATE digests SET state = 'pending', smtp_reply = $2, updated_at = now() WHERE id = $1`,
-			row.id, msgText); err != nil {
+		if err := ledger.record(rec, &out, row, "pending", msgText, false); err != nil {
 			return out, err
 		}
 		return out, fmt.Errorf("sending digest %d: %w: %v", row.id, ErrRetry, sendErr)
 	}
+}
+
+// outcomes writes digests' states to the ledger. To save a statement and a
+// commit per digest, an outcome that needs nothing else waits and is
+// written in the same statement as the next digest's "sending" mark, or by
+// flush at the end of the batch. At most one outcome ever waits: a crash
+// leaves that one digest "sending", which a retry records as "unknown",
+// the same as a crash between the server's reply and any ledger write.
+type outcomes struct {
+	d       *Digester
+	waiting *waitingOutcome
+}
+
+type waitingOutcome struct {
+	id           int64
+	state, reply string
+}
+
+// record sets out's state and has it written: at once for a bounce (the
+// address is suppressed in the same transaction), else with the next write.
+func (l *outcomes) record(ctx context.Context, out *Outcome, row digestRow, state, reply string, suppress bool) error {
+	out.State, out.Reply = state, reply
+	if err := l.flush(ctx); err != nil {
+		return err
+	}
+	if !suppress {
+		l.waiting = &waitingOutcome{id: row.id, state: state, reply: truncate(reply, 1000)}
+		return nil
+	}
+	return l.d.db.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, setOutcome+` WHERE id = $1`, row.id, state, truncate(reply, 1000)); err != nil {
+			return fmt.Errorf("recording digest %d as %s: %w", row.id, state, err)
+		}
+		return suppressAddress(ctx, tx, row.email, "bounce", reply)
+	})
+}
+
+// setOutcome is the UPDATE of a digest's final (or pending) state; $1 is
+// the row, $2 the state, $3 the SMTP reply or reason.
+const setOutcome = `UPDATE digests SET state = $2, smtp_reply = $3, updated_at = now(),
+	sent_at = CASE WHEN $2 = 'sent' THEN now() END`
+
+// sending marks row "sending" (committed before its SMTP transaction
+// starts), writing the waiting outcome in the same statement.
+func (l *outcomes) sending(ctx context.Context, row digestRow, messageID string, papers int) error {
+	w := l.waiting
+	if w == nil {
+		w = &waitingOutcome{} // id 0: no row
+	}
+	if _, err := l.d.db.Pool.Exec(ctx, `
+		WITH waiting AS (`+setOutcome+` WHERE id = $1 AND $1 <> 0)
+		UPDATE digests SET state = 'sending', attempts = attempts + 1, email = $5, message_id = $6, papers = $7, updated_at = now()
+		WHERE id = $4`, w.id, w.state, w.reply, row.id, row.email, messageID, papers); err != nil {
+		return fmt.Errorf("marking digest %d sending: %w", row.id, err)
+	}
+	l.waiting = nil
+	return nil
+}
+
+// flush writes the waiting outcome, if any.
+func (l *outcomes) flush(ctx context.Context) error {
+	w := l.waiting
+	if w == nil {
+		return nil
+	}
+	if _, err := l.d.db.Pool.Exec(ctx, setOutcome+` WHERE id = $1`, w.id, w.state, w.reply); err != nil {
+		return fmt.Errorf("recording digest %d as %s: %w", w.id, w.state, err)
+	}
+	l.waiting = nil
+	return nil
 }
 
 // reserve loads the rows and, the first time, reserves their windows under
@@ -516,30 +587,6 @@ func (d *Digester) reserve(ctx context.Context, ids []int64) (rows []digestRow, 
 		return nil
 	})
 	return rows, done, later, err
-}
-
-func (d *Digester) finish(ctx context.Context, out *Outcome, row digestRow, state, reply string, suppress bool) error {
-	out.State, out.Reply = state, reply
-	record := func(q interface {
-		Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
-	}) error {
-		if _, err := q.Exec(ctx, `
-			UPDATE digests SET state = $2, smtp_reply = $3, updated_at = now(),
-				sent_at = CASE WHEN $2 = 'sent' THEN now() END
-			WHERE id = $1`, row.id, state, truncate(reply, 1000)); err != nil {
-			return fmt.Errorf("recording digest %d as %s: %w", row.id, state, err)
-		}
-		return nil
-	}
-	if !suppress {
-		return record(d.db.Pool) // one statement: its own transaction
-	}
-	return d.db.InTx(ctx, func(tx pgx.Tx) error {
-		if err := record(tx); err != nil {
-			return err
-		}
-		return suppressAddress(ctx, tx, row.email, "bounce", reply)
-	})
 }
 
 // suppressAddress stops all mail to email until its owner confirms it again.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/mail"
 	"net/url"
 	"strconv"
@@ -151,16 +152,13 @@ func (m *Message) build(onlyQP bool) (*gomail.Msg, error) {
 	if err := setUnsubscribe(msg, m.UnsubscribeURL, m.UnsubscribeMailto); err != nil {
 		return nil, fmt.Errorf("notify: message %s: %w", id, err)
 	}
-	text, html := m.Text, m.HTML
-	if enc == gomail.NoEncoding {
-		// Unencoded bodies are written as they are: lines end in CRLF on
-		// the wire (the SMTP dot-writer would add the CRs; Bytes must not
-		// differ).
-		text, html = strings.ReplaceAll(text, "\n", "\r\n"), strings.ReplaceAll(html, "\n", "\r\n")
-	}
-	msg.SetBodyString(gomail.TypeTextPlain, text)
-	if html != "" {
-		msg.AddAlternativeString(gomail.TypeTextHTML, html)
+	// Unencoded bodies are written as they are, so their lines get their
+	// CRLF here (the SMTP dot-writer would add the CRs; Bytes must not
+	// differ); quoted-printable makes CRLF itself.
+	crlf := enc == gomail.NoEncoding
+	msg.SetBodyWriter(gomail.TypeTextPlain, bodyWriter(m.Text, crlf))
+	if m.HTML != "" {
+		msg.AddAlternativeWriter(gomail.TypeTextHTML, bodyWriter(m.HTML, crlf))
 	}
 	return msg, nil
 }
@@ -274,4 +272,17 @@ func fits8bit(s string) bool {
 		s = rest
 	}
 	return true
+}
+
+// bodyWriter writes s in one piece (go-mail buffers each body; one write
+// sizes that buffer once), with "\n" turned into "\r\n" when crlf is set.
+func bodyWriter(s string, crlf bool) func(io.Writer) (int64, error) {
+	return func(w io.Writer) (int64, error) {
+		body := s
+		if crlf {
+			body = strings.ReplaceAll(s, "\n", "\r\n")
+		}
+		n, err := io.WriteString(w, body)
+		return int64(n), err
+	}
 }

@@ -1,7 +1,6 @@
 package notify
 
 import (
-	"bytes"
 	"embed"
 	"errors"
 	"fmt"
@@ -113,17 +112,15 @@ type digestView struct {
 	DigestContent
 	Summary   string // "7 new papers"
 	Preheader string // hidden preview line of the HTML part
-	Groups    []groupView
 }
 
-// groupView is one group with its papers already rendered (see Renderer):
-// the digest templates only place the blocks (a template interpolation per
-// field and paper made rendering 40 times slower).
+// groupView is what a group's heading and "and N more" templates see; its
+// papers are written in Go between them (Renderer.writePapers): a template
+// interpolation per field and paper made rendering 40 times slower.
 type groupView struct {
 	Name    string
-	Text    string            // every paper, each preceded by a blank line
-	HTML    htmltemplate.HTML // every paper's table row, each on its own line
 	Omitted int
+	FeedURL string
 }
 
 // paperParts is a paper's rendering without its number and reason line,
@@ -240,13 +237,11 @@ func newPaperParts(p DigestPaper) *paperParts {
 	return pp
 }
 
-// group renders a group's papers, numbered from 1, into both parts.
-func (r *Renderer) group(g DigestGroup) groupView {
-	gv := groupView{Name: oneLine(g.Name), Omitted: g.Omitted}
-	var t, h strings.Builder
-	t.Grow(400 * len(g.Papers))
-	h.Grow(750 * len(g.Papers))
-	for i, p := range g.Papers {
+// writePapers writes a group's papers, numbered from 1, to both parts: in the
+// text each is preceded by a blank line, in the HTML each table row starts
+// a line.
+func (r *Renderer) writePapers(t, h *strings.Builder, papers []DigestPaper) {
+	for i, p := range papers {
 		pp := r.parts(p)
 		rt, rh := r.reason(p.Reasons)
 		t.WriteString("\n\n")
@@ -259,8 +254,6 @@ func (r *Renderer) group(g DigestGroup) groupView {
 		h.WriteString(rh)
 		h.WriteString(pp.htmlAfterReason)
 	}
-	gv.Text, gv.HTML = t.String(), htmltemplate.HTML(h.String())
-	return gv
 }
 
 // safeURL keeps absolute http(s) URLs and drops anything else.
@@ -296,24 +289,45 @@ func (r *Renderer) Digest(c DigestContent) (text, html string, err error) {
 		v.Summary = newPapers(c.Total)
 	}
 	v.Preheader = DigestSubject(c)
-	needFeed := c.Omitted > 0
-	size := 0
+	needFeed, shown := c.Omitted > 0, 0
 	for _, g := range c.Groups {
 		needFeed = needFeed || g.Omitted > 0
-		gv := r.group(g)
-		size += len(gv.HTML)
-		v.Groups = append(v.Groups, gv)
+		shown += len(g.Papers)
 	}
 	if needFeed && c.FeedURL == "" {
 		return "", "", errors.New(`notify: render digest: FeedURL is required for "and N more"`)
 	}
-	if text, err = execText("digest.txt.tmpl", v, size); err != nil {
+	// Both parts are written straight into one buffer each, sized for
+	// the papers (about 320 and 720 bytes each) and the fixed parts.
+	var t, h strings.Builder
+	t.Grow(320*shown + 2<<10)
+	h.Grow(720*shown + 6<<10)
+	run := func(name string, data any) error {
+		if err := textTemplates.ExecuteTemplate(&t, "text-"+name, data); err != nil {
+			return fmt.Errorf("notify: render digest text-%s: %w", name, err)
+		}
+		if err := htmlTemplates.ExecuteTemplate(&h, "html-"+name, data); err != nil {
+			return fmt.Errorf("notify: render digest html-%s: %w", name, err)
+		}
+		return nil
+	}
+	if err := run("head", v); err != nil {
 		return "", "", err
 	}
-	if html, err = execHTML("digest.html.tmpl", v, size); err != nil {
+	for _, g := range c.Groups {
+		gv := groupView{Name: oneLine(g.Name), Omitted: g.Omitted, FeedURL: c.FeedURL}
+		if err := run("group-head", gv); err != nil {
+			return "", "", err
+		}
+		r.writePapers(&t, &h, g.Papers)
+		if err := run("group-foot", gv); err != nil {
+			return "", "", err
+		}
+	}
+	if err := run("foot", v); err != nil {
 		return "", "", err
 	}
-	return text, html, nil
+	return t.String(), h.String(), nil
 }
 
 // RenderConfirm returns the subject (ConfirmSubject) and the plain-text and
@@ -324,29 +338,26 @@ func RenderConfirm(c ConfirmContent) (subject, text, html string, err error) {
 	if c.Email == "" || c.ConfirmURL == "" {
 		return "", "", "", errors.New("notify: render confirmation: Email and ConfirmURL are required")
 	}
-	if text, err = execText("confirm.txt.tmpl", c, 0); err != nil {
+	if text, err = execText("confirm.txt.tmpl", c); err != nil {
 		return "", "", "", err
 	}
-	if html, err = execHTML("confirm.html.tmpl", c, 0); err != nil {
+	if html, err = execHTML("confirm.html.tmpl", c); err != nil {
 		return "", "", "", err
 	}
 	return ConfirmSubject, text, html, nil
 }
 
-// execText and execHTML execute a template into a buffer of about size+4
-// KiB (the fixed parts), so a long digest is not copied while it grows.
-func execText(name string, data any, size int) (string, error) {
-	var b bytes.Buffer
-	b.Grow(size + 4<<10)
+// execText and execHTML execute a whole template into a string.
+func execText(name string, data any) (string, error) {
+	var b strings.Builder
 	if err := textTemplates.ExecuteTemplate(&b, name, data); err != nil {
 		return "", fmt.Errorf("notify: render %s: %w", name, err)
 	}
 	return b.String(), nil
 }
 
-func execHTML(name string, data any, size int) (string, error) {
-	var b bytes.Buffer
-	b.Grow(size + 4<<10)
+func execHTML(name string, data any) (string, error) {
+	var b strings.Builder
 	if err := htmlTemplates.ExecuteTemplate(&b, name, data); err != nil {
 		return "", fmt.Errorf("notify: render %s: %w", name, err)
 	}
