@@ -359,6 +359,22 @@ func (d *Digester) SendBatch(ctx context.Context, ids []int64) (outs []Outcome, 
 	return outs, nil
 }
 
+// GiveUp marks the rows of ids that are still pending as failed, keeping
+// the last SMTP reply and appending reason. The send job calls it when River
+// will not retry any more: without it those rows would stay pending for
+// ever, since nothing else enqueues a scheduled digest twice. Rows in any
+// other state are left alone. It returns how many rows it marked.
+func (d *Digester) GiveUp(ctx context.Context, ids []int64, reason string) (int, error) {
+	tag, err := d.db.Pool.Exec(ctx, `
+		UPDATE digests SET state = 'failed',
+			smtp_reply = coalesce(smtp_reply || ' ', '') || '(' || $2 || ')', updated_at = now()
+		WHERE id = ANY($1) AND state = 'pending'`, ids, reason)
+	if err != nil {
+		return 0, fmt.Errorf("giving up on %d digests: %w", len(ids), err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 // deliver sends one built digest and records its fate in ledger.
 func (d *Digester) deliver(ctx context.Context, row digestRow, content DigestContent, r *Renderer, ledger *outcomes) (Outcome, error) {
 	out := Outcome{DigestID: row.id, Papers: content.Total}

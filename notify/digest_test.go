@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"mime"
 	"mime/multipart"
@@ -23,6 +24,8 @@ import (
 
 	"github.com/emersion/go-smtp"
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"followfeed/auth"
 	"followfeed/follow"
@@ -784,5 +787,56 @@ func TestChaosSMTPEveryDigestAccountedFor(t *testing.T) {
 	t.Logf("after %d send-job runs: %v", attempts, states)
 	if states["sent"] == 0 || states["sent"]+states["failed"]+states["unknown"] != readers {
 		t.Errorf("states %v do not account for %d digests", states, readers)
+	}
+}
+
+// TestSendJobGivesUpAfterItsLastAttempt: a digest whose server answers 4xx
+// on every attempt stays pending while River will retry, and is marked
+// failed (last reply kept) by the send job's final attempt; rows already
+// final are left alone.
+func TestSendJobGivesUpAfterItsLastAttempt(t *testing.T) {
+	t.Parallel()
+	e := setup(t, testsmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
+		if stage == testsmtp.StageRcpt {
+			return &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2}, Message: "mailbox full"}
+		}
+		return nil
+	}}, "")
+	e.reader("full", notify.Daily, "UTC", 6, "category/cs.LG")
+	e.reader("off", notify.Daily, "UTC", 6)
+	e.push(paper("2301.00001", "cs.LG"))
+	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
+	ids := e.scheduled()
+	if len(ids) != 2 {
+		t.Fatalf("%d digests scheduled, want 2", len(ids))
+	}
+	w := &worker.DigestWorker{Digester: e.d, Logger: slog.New(slog.DiscardHandler)}
+	job := func(attempt int) *river.Job[worker.DigestArgs] {
+		return &river.Job[worker.DigestArgs]{JobRow: &rivertype.JobRow{Attempt: attempt, MaxAttempts: 12},
+			Args: worker.DigestArgs{DigestIDs: ids}}
+	}
+	if err := w.Work(e.ctx, job(11)); !errors.Is(err, notify.ErrRetry) {
+		t.Fatalf("attempt 11: %v, want a retry", err)
+	}
+	states := func() map[string]string {
+		m := map[string]string{}
+		for _, id := range ids {
+			s, reply := e.state(id)
+			m[s] = reply
+		}
+		return m
+	}
+	if s := states(); len(s) != 2 || !strings.Contains(s["pending"], "452") || s["skipped"] == "" {
+		t.Fatalf("after attempt 11: %v, want one pending (452) and one skipped (nothing new)", s)
+	}
+	if err := w.Work(e.ctx, job(12)); !errors.Is(err, notify.ErrRetry) {
+		t.Fatalf("attempt 12: %v, want the delivery error", err)
+	}
+	s := states()
+	if len(s) != 2 || s["skipped"] == "" || !strings.Contains(s["failed"], "452") || !strings.Contains(s["failed"], "gave up after 12 attempts") {
+		t.Fatalf("after the last attempt: %v, want failed with the last reply and the reason, skipped untouched", s)
+	}
+	if n := len(e.smtp.Messages()); n != 0 {
+		t.Fatalf("%d messages delivered, want 0", n)
 	}
 }

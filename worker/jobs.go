@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -259,7 +260,8 @@ type DigestWorker struct {
 }
 
 // Work implements river.Worker. A retry resends only the rows still
-// pending: the ledger makes SendBatch idempotent.
+// pending: the ledger makes SendBatch idempotent. After the last attempt the
+// rows still pending are marked failed, so none is left waiting for ever.
 func (w *DigestWorker) Work(ctx context.Context, job *river.Job[DigestArgs]) error {
 	outs, err := w.Digester.SendBatch(ctx, job.Args.DigestIDs)
 	for _, out := range outs {
@@ -267,6 +269,16 @@ func (w *DigestWorker) Work(ctx context.Context, job *river.Job[DigestArgs]) err
 	}
 	if err != nil {
 		w.Logger.WarnContext(ctx, "digest batch", "digests", len(job.Args.DigestIDs), "attempt", job.Attempt, "error", err)
+		if job.Attempt >= job.MaxAttempts {
+			// River discards the job after this attempt: the ledger must
+			// say what became of the rows it still held.
+			reason := fmt.Sprintf("gave up after %d attempts", job.Attempt)
+			n, gerr := w.Digester.GiveUp(context.WithoutCancel(ctx), job.Args.DigestIDs, reason)
+			if gerr != nil {
+				return errors.Join(err, gerr)
+			}
+			w.Logger.ErrorContext(ctx, "digests failed for good", "digests", n, "reason", reason, "error", err)
+		}
 	}
 	return err
 }
