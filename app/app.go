@@ -52,6 +52,7 @@ Commands:
   harvest    run one arXiv OAI-PMH harvest pass: harvest --once [--enrich]
   digest     print (or with --now send) a user's next digest: digest --user SUB [--now]
   bench      build scale S and measure the targets of BENCHMARKS.md
+  soak       run the reliability scenarios and write RELIABILITY.md
 
 Configuration comes from environment variables; see README.md or .env.example.
 Run 'followfeed <command> --help' for a command's flags.
@@ -108,6 +109,8 @@ func RunWith(ctx context.Context, args []string, getenv func(string) string, std
 		return runDigest(ctx, rest, inv)
 	case "bench":
 		return runBench(ctx, rest, inv)
+	case "soak":
+		return runSoak(ctx, rest, inv)
 	default:
 		return &UsageError{fmt.Sprintf("unknown command %q; see 'followfeed --help'", cmd)}
 	}

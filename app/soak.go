@@ -1,0 +1,94 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"followfeed/config"
+	"followfeed/soak"
+)
+
+func runSoak(ctx context.Context, args []string, inv invocation) error {
+	getenv, stdout := inv.getenv, inv.stdout
+	fs := newFlags("soak", stdout, "Runs the reliability scenarios ("+strings.Join(soak.Names(), ", ")+")\n"+
+		"against this binary, started as separate processes, and writes figures and verdicts to --out.\n"+
+		"Scenario databases are created (and dropped) on DATABASE_URL's server; the load scenario needs\n"+
+		"the scale-S dataset of `make bench`. Exits non-zero when any verdict fails.")
+	out := fs.String("out", "RELIABILITY.md", "where to write the report (- for stdout)")
+	duration := fs.Duration("duration", 5*time.Minute, "how long the load scenario drives traffic")
+	only := fs.String("only", "", "comma-separated scenarios to run (default all: "+strings.Join(soak.Names(), ",")+")")
+	scaleDB := fs.String("scale-db", "", "database holding scale S (default: DATABASE_URL's server, database followfeed_bench)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *duration <= 0 {
+		return &UsageError{"soak: --duration must be positive (e.g. 5m)"}
+	}
+	var selected []string
+	for _, n := range strings.Split(*only, ",") {
+		if n = strings.TrimSpace(n); n == "" {
+			continue
+		}
+		if !slices.Contains(soak.Names(), n) {
+			return &UsageError{fmt.Sprintf("soak: --only: unknown scenario %q (known: %s)", n, strings.Join(soak.Names(), ", "))}
+		}
+		selected = append(selected, n)
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	scale := *scaleDB
+	if scale == "" {
+		u, err := url.Parse(cfg.DatabaseURL)
+		if err != nil {
+			return &config.Error{Var: "DATABASE_URL", Reason: "not a postgres:// URL"}
+		}
+		u.Path = "/followfeed_bench"
+		scale = u.String()
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	command := strings.TrimSpace("followfeed soak " + strings.Join(args, " "))
+	rep, err := soak.Run(ctx, soak.Options{
+		Exe: exe, DatabaseURL: cfg.DatabaseURL, ScaleDB: scale, Duration: *duration, Only: selected,
+		Command: command, ViaMake: getenv("MAKELEVEL") != "", Log: stdout,
+	})
+	if err != nil {
+		return err
+	}
+	w := stdout
+	if *out != "-" {
+		f, err := os.Create(*out)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	if err := rep.Write(w); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout)
+	for _, r := range rep.Results {
+		v := "pass"
+		if !r.Pass {
+			v = "FAIL"
+		}
+		fmt.Fprintf(stdout, "%-18s %-5s %s\n", r.Name, v, r.Summary)
+	}
+	if *out != "-" {
+		fmt.Fprintf(stdout, "report written to %s\n", *out)
+	}
+	if failed := rep.Failed(); len(failed) > 0 {
+		return fmt.Errorf("soak: %d of %d scenarios failed: %s", len(failed), len(rep.Results), strings.Join(failed, ", "))
+	}
+	return ctx.Err()
+}

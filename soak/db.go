@@ -1,0 +1,228 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// withDatabase returns dbURL naming database name instead of its own.
+func withDatabase(dbURL, name string) (string, error) {
+	u, err := url.Parse(dbURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "", fmt.Errorf("DATABASE_URL is not a postgres:// URL")
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+// databaseName returns the database part of dbURL.
+func databaseName(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimPrefix(u.Path, "/")
+}
+
+func serverVersion(ctx context.Context, dbURL string) string {
+	admin, err := withDatabase(dbURL, "postgres")
+	if err != nil {
+		return "PostgreSQL (unknown version)"
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, admin)
+	if err != nil {
+		return "PostgreSQL (unknown version)"
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var v string
+	if err := conn.QueryRow(cctx, `SHOW server_version`).Scan(&v); err != nil {
+		return "PostgreSQL (unknown version)"
+	}
+	return "PostgreSQL " + strings.Fields(v)[0]
+}
+
+// execAdmin runs one statement on the server's postgres database.
+func execAdmin(ctx context.Context, serverURL, sql string) error {
+	admin, err := withDatabase(serverURL, "postgres")
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, admin)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	_, err = conn.Exec(cctx, sql)
+	return err
+}
+
+// freshDB is a database made for one scenario and dropped after it.
+type freshDB struct {
+	name string
+	url  string
+	pool *pgxpool.Pool
+	srv  string
+}
+
+// newFreshDB creates soak_<scenario>_<unix time> on the server of
+// serverURL, migrates it with `followfeed migrate` and opens a pool.
+func newFreshDB(ctx context.Context, e *env, serverURL, scenario string) (*freshDB, error) {
+	name := fmt.Sprintf("soak_%s_%d", strings.ReplaceAll(scenario, "-", "_"), time.Now().Unix())
+	if err := execAdmin(ctx, serverURL, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return nil, fmt.Errorf("creating database %s: %w", name, err)
+	}
+	dbURL, err := withDatabase(serverURL, name)
+	if err != nil {
+		return nil, err
+	}
+	d := &freshDB{name: name, url: dbURL, srv: serverURL}
+	if err := runCmd(ctx, e.opts.Exe, e.baseEnv(dbURL), e.logPath(scenario, "migrate"), "migrate"); err != nil {
+		d.drop(ctx)
+		return nil, err
+	}
+	if d.pool, err = openPool(ctx, dbURL); err != nil {
+		d.drop(ctx)
+		return nil, err
+	}
+	e.logf("database %s created and migrated", name)
+	return d, nil
+}
+
+// drop closes the pool and drops the database (terminating its sessions).
+func (d *freshDB) drop(ctx context.Context) {
+	if d.pool != nil {
+		d.pool.Close()
+	}
+	_ = execAdmin(context.WithoutCancel(ctx), d.srv, "DROP DATABASE IF EXISTS "+pgx.Identifier{d.name}.Sanitize()+" WITH (FORCE)")
+}
+
+func openPool(ctx context.Context, dbURL string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = 8
+	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	cfg.ConnConfig.RuntimeParams["application_name"] = "followfeed soak"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(cctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+// count runs a count(*)-like query returning one integer.
+func count(ctx context.Context, pool *pgxpool.Pool, sql string, args ...any) (int64, error) {
+	var n int64
+	err := pool.QueryRow(ctx, sql, args...).Scan(&n)
+	return n, err
+}
+
+// jobCounts returns river_job counts by kind and state for ids above minID.
+func jobCounts(ctx context.Context, pool *pgxpool.Pool, minID int64) (map[string]map[string]int, error) {
+	rows, err := pool.Query(ctx, `SELECT kind, state::text, count(*) FROM river.river_job WHERE id > $1 GROUP BY 1, 2`, minID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]map[string]int{}
+	for rows.Next() {
+		var kind, state string
+		var n int
+		if err := rows.Scan(&kind, &state, &n); err != nil {
+			return nil, err
+		}
+		if out[kind] == nil {
+			out[kind] = map[string]int{}
+		}
+		out[kind][state] = n
+	}
+	return out, rows.Err()
+}
+
+// formatJobs renders job counts as "kind: n completed, m retryable; …".
+func formatJobs(jobs map[string]map[string]int) string {
+	var kinds []string
+	for k := range jobs {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	var parts []string
+	for _, k := range kinds {
+		var states []string
+		for s := range jobs[k] {
+			states = append(states, s)
+		}
+		slices.Sort(states)
+		var ss []string
+		for _, s := range states {
+			ss = append(ss, fmt.Sprintf("%d %s", jobs[k][s], s))
+		}
+		parts = append(parts, k+": "+strings.Join(ss, ", "))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// stateCounts returns digests counts by state for rows matching where.
+func stateCounts(ctx context.Context, pool *pgxpool.Pool, where string, args ...any) (map[string]int, error) {
+	rows, err := pool.Query(ctx, `SELECT state, count(*) FROM digests WHERE `+where+` GROUP BY 1`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var s string
+		var n int
+		if err := rows.Scan(&s, &n); err != nil {
+			return nil, err
+		}
+		out[s] = n
+	}
+	return out, rows.Err()
+}
+
+func formatCounts(m map[string]int, order ...string) string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, k := range order {
+		seen[k] = true
+		if m[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", m[k], k))
+		}
+	}
+	var rest []string
+	for k := range m {
+		if !seen[k] {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	for _, k := range rest {
+		parts = append(parts, fmt.Sprintf("%d %s", m[k], k))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,278 @@
+package soak
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// oaiRecord is one arXiv record the fake OAI-PMH repository serves.
+type oaiRecord struct {
+	ID         string
+	Version    int // the highest version; the record lists v1..Version
+	Title      string
+	Authors    []string
+	Categories []string // primary first
+	Datestamp  string   // YYYY-MM-DD
+}
+
+// OAI fault kinds the fake repository can inject.
+const (
+	fault500       = "HTTP 500"
+	fault503       = "HTTP 503 with Retry-After: 1"
+	faultHang      = "response hung past the job timeout"
+	faultTruncated = "truncated body"
+	faultInvalid   = "invalid XML"
+	faultBadToken  = "badResumptionToken"
+)
+
+// fakeOAI serves ListRecords in arXivRaw format, pageSize records per page,
+// with resumption tokens. The record list may grow (records is called for
+// every new run); a token pins the list size of its run. faults[page] is the
+// sequence of faults for that page's successive requests.
+type fakeOAI struct {
+	records  func() []oaiRecord
+	pageSize int
+	delay    time.Duration // before every response
+	hang     time.Duration // how long faultHang holds the response
+
+	mu       sync.Mutex
+	faults   map[int][]string
+	requests map[int]int // page → requests seen
+	served   map[int]int // page → complete pages served
+	injected map[string]int
+	total    int // pages served
+	onServe  func(page, total int)
+}
+
+func newFakeOAI(records func() []oaiRecord, pageSize int) *fakeOAI {
+	return &fakeOAI{records: records, pageSize: pageSize, faults: map[int][]string{},
+		requests: map[int]int{}, served: map[int]int{}, injected: map[string]int{}}
+}
+
+func (f *fakeOAI) servedPages() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.total
+}
+
+func (f *fakeOAI) faultCounts() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range f.injected {
+		out[k] = v
+	}
+	return out
+}
+
+// ServeHTTP answers ListRecords (first page by metadataPrefix, later ones
+// by resumptionToken), injecting the planned fault of the request if any.
+func (f *fakeOAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if q.Get("verb") != "ListRecords" {
+		f.oaiError(w, "badVerb", "only ListRecords is implemented")
+		return
+	}
+	page, size := 0, 0
+	if tok := q.Get("resumptionToken"); tok != "" {
+		var err error
+		page, size, err = parseToken(tok)
+		if err != nil {
+			f.oaiError(w, "badResumptionToken", "unknown token")
+			return
+		}
+	} else {
+		if q.Get("metadataPrefix") != "arXivRaw" {
+			f.oaiError(w, "cannotDisseminateFormat", "only arXivRaw")
+			return
+		}
+		size = len(f.records())
+	}
+	f.mu.Lock()
+	f.requests[page]++
+	n := f.requests[page]
+	fault := ""
+	if fs := f.faults[page]; n <= len(fs) {
+		fault = fs[n-1]
+	}
+	if fault == faultBadToken && q.Get("resumptionToken") == "" {
+		fault = ""
+	}
+	if fault != "" {
+		f.injected[fault]++
+	}
+	f.mu.Unlock()
+
+	if f.delay > 0 && !sleepCtx(r, f.delay) {
+		return
+	}
+	switch fault {
+	case fault500:
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	case fault503:
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+		return
+	case faultHang:
+		if !sleepCtx(r, f.hang) {
+			return
+		}
+	case faultBadToken:
+		f.oaiError(w, "badResumptionToken", "The value of the resumptionToken argument is invalid or expired.")
+		return
+	case faultInvalid:
+		w.Header().Set("Content-Type", "text/xml")
+		_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/"><ListRecords><record></ListRecords></OAI-PMH>`))
+		return
+	}
+	body := f.page(page, size)
+	if fault == faultTruncated {
+		body = body[:len(body)/2]
+	}
+	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
+	_, _ = w.Write(body)
+	if fault == "" || fault == faultHang {
+		f.mu.Lock()
+		f.served[page]++
+		f.total++
+		total, cb := f.total, f.onServe
+		f.mu.Unlock()
+		if cb != nil {
+			cb(page, total)
+		}
+	}
+}
+
+// sleepCtx waits d or until the client goes away (false).
+func sleepCtx(r *http.Request, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+func parseToken(tok string) (page, size int, err error) {
+	var p, s int
+	if _, err := fmt.Sscanf(tok, "soak-p%d-n%d", &p, &s); err != nil || p < 1 || s < 0 {
+		return 0, 0, fmt.Errorf("bad token %q", tok)
+	}
+	return p, s, nil
+}
+
+func (f *fakeOAI) oaiError(w http.ResponseWriter, code, msg string) {
+	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
+	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>
+<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:schemaLocation="http://www.openarchives.org/OAI/2.0/ http://www.openarchives.org/OAI/2.0/OAI-PMH.xsd">
+<responseDate>%s</responseDate>
+<request verb="ListRecords">http://export.arxiv.org/oai2</request>
+<error code="%s">%s</error>
+</OAI-PMH>
+`, time.Now().UTC().Format(time.RFC3339), code, esc(msg))
+}
+
+// page renders page number page of a list of size records.
+func (f *fakeOAI) page(page, size int) []byte {
+	all := f.records()
+	size = min(size, len(all))
+	if size == 0 {
+		var b bytes.Buffer
+		fw := httpBuffer{&b}
+		f.oaiError(fw, "noRecordsMatch", "The combination of the values of the from, until, set and metadataPrefix arguments results in an empty list.")
+		return b.Bytes()
+	}
+	from := page * f.pageSize
+	to := min(from+f.pageSize, size)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>
+<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:schemaLocation="http://www.openarchives.org/OAI/2.0/ http://www.openarchives.org/OAI/2.0/OAI-PMH.xsd">
+<responseDate>%s</responseDate>
+<request verb="ListRecords" metadataPrefix="arXivRaw">http://export.arxiv.org/oai2</request>
+<ListRecords>
+`, time.Now().UTC().Format(time.RFC3339))
+	for _, rec := range all[min(from, size):to] {
+		writeRecord(&b, rec)
+	}
+	if to < size {
+		fmt.Fprintf(&b, "<resumptionToken cursor=\"%d\" completeListSize=\"%d\">soak-p%d-n%d</resumptionToken>\n", from, size, page+1, size)
+	} else if page > 0 {
+		fmt.Fprintf(&b, "<resumptionToken cursor=\"%d\" completeListSize=\"%d\"></resumptionToken>\n", from, size)
+	}
+	b.WriteString("</ListRecords>\n</OAI-PMH>\n")
+	return b.Bytes()
+}
+
+// httpBuffer lets oaiError write into a buffer.
+type httpBuffer struct{ b *bytes.Buffer }
+
+func (h httpBuffer) Header() http.Header         { return http.Header{} }
+func (h httpBuffer) Write(p []byte) (int, error) { return h.b.Write(p) }
+func (h httpBuffer) WriteHeader(int)             {}
+
+func writeRecord(b *bytes.Buffer, r oaiRecord) {
+	fmt.Fprintf(b, "<record>\n<header>\n <identifier>oai:arXiv.org:%s</identifier>\n <datestamp>%s</datestamp>\n <setSpec>cs</setSpec>\n</header>\n<metadata>\n",
+		esc(r.ID), esc(r.Datestamp))
+	b.WriteString(` <arXivRaw xmlns="http://arxiv.org/OAI/arXivRaw/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:schemaLocation="http://arxiv.org/OAI/arXivRaw/ http://arxiv.org/OAI/arXivRaw.xsd">`)
+	fmt.Fprintf(b, "\n <id>%s</id><submitter>%s</submitter>", esc(r.ID), esc(r.Authors[0]))
+	day, _ := time.Parse(time.DateOnly, r.Datestamp)
+	for v := 1; v <= max(r.Version, 1); v++ {
+		at := day.Add(-time.Duration(r.Version-v+1) * 24 * time.Hour).Add(9 * time.Hour)
+		fmt.Fprintf(b, `<version version="v%d"><date>%s</date><size>%dkb</size></version>`, v, at.UTC().Format("Mon, 2 Jan 2006 15:04:05 GMT"), 100+v)
+	}
+	fmt.Fprintf(b, "<title>%s</title><authors>%s</authors><categories>%s</categories><comments>%d pages</comments><abstract>  %s\n</abstract></arXivRaw>\n</metadata>\n</record>\n",
+		esc(r.Title), esc(rawAuthors(r.Authors)), esc(strings.Join(r.Categories, " ")), 8+len(r.ID)%9,
+		esc("We report a soak-test record "+r.ID+" and measure it carefully across versions."))
+}
+
+// rawAuthors writes names as arXivRaw does: "A, B and C".
+func rawAuthors(names []string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+func esc(s string) string {
+	var b bytes.Buffer
+	_ = xml.EscapeText(&b, []byte(s))
+	return b.String()
+}
+
+// makeRecords builds n records with ids prefix.00001…, categories cycled
+// through cats (every fourth cross-listed to the next one), versions 1–3,
+// two or three authors each, all with datestamp day.
+func makeRecords(prefix string, first, n int, cats []string, day string) []oaiRecord {
+	out := make([]oaiRecord, 0, n)
+	for i := first; i < first+n; i++ {
+		c := cats[i%len(cats)]
+		r := oaiRecord{
+			ID:         fmt.Sprintf("%s.%05d", prefix, i+1),
+			Version:    1 + i%3,
+			Title:      "Soak record " + strconv.Itoa(i+1) + " on " + c,
+			Authors:    []string{fmt.Sprintf("Ada Soak%d", i%97), fmt.Sprintf("Bo Tester%d", i%89)},
+			Categories: []string{c},
+			Datestamp:  day,
+		}
+		if i%2 == 0 {
+			r.Authors = append(r.Authors, fmt.Sprintf("Cy Rivera%d", i%83))
+		}
+		if i%4 == 1 {
+			r.Categories = append(r.Categories, cats[(i+1)%len(cats)])
+		}
+		out = append(out, r)
+	}
+	return out
+}

@@ -1,0 +1,214 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"time"
+)
+
+func runUpstreamFaults(ctx context.Context, e *env, res *Result) error {
+	const (
+		pages, perPage = 8, 50
+		bound          = 8 * time.Minute
+	)
+	oaiPlan := map[int][]string{
+		0: {fault500, fault503},
+		1: {faultTruncated},
+		2: {faultInvalid},
+		3: {faultHang},
+		4: {faultBadToken},
+		5: {fault503, fault503},
+		6: {fault500},
+	}
+	oaPlan := []string{faultOA429, faultOA500, faultOAInvalid, faultOA429}
+	res.What = fmt.Sprintf(`A fresh database; `+"`followfeed worker`"+` with HARVEST_INTERVAL=1m, JOB_TIMEOUT=20s, JOB_RESCUE_AFTER=30s and JOB_RETRY_MAX=3s harvests a fake OAI-PMH repository of %d pages × %d arXivRaw records (ids 2910.00001…, versions 1–3) and enriches them from a fake OpenAlex that knows every second record (authors with OpenAlex ids, institutions). The repository injects, on the first requests of given pages: HTTP 500 and 503 with Retry-After: 1 (retried inside the OAI client), a truncated body and invalid XML (a malformed page fails the job, which River retries and which resumes from the saved resumption token), a response held for 30 s, longer than JOB_TIMEOUT (the job is cancelled and retried), and one badResumptionToken on a resumed page (the harvester restarts the run from its first date). OpenAlex answers its first requests with 429 (Retry-After: 1), 500 and a truncated JSON body. The soak waits (at most %s) until the harvest catches up and enrichment is applied.`,
+		pages, perPage, bound)
+	res.Policy = `**Policies checked.** The OAI-PMH and OpenAlex clients retry HTTP 429, 5xx and network errors themselves (honouring Retry-After, else 5 s / 1 s doubling back-off, 5 resp. 4 retries); a complete but unusable response (truncated, not XML/JSON) is not retried by the client but fails the job, and River retries the job with its back-off (capped by JOB_RETRY_MAX). The harvester saves its resumption token after every ingested page, so a retried or timed-out job resumes where it stopped; a refused token restarts the run from its first date, and records are idempotent, so nothing is stored twice. Enrichment applies an OpenAlex answer only when the whole lookup succeeded; a failed lookup changes nothing and the job is retried.`
+
+	day := time.Now().UTC().Format(time.DateOnly)
+	cats := []string{"cs.LG", "cs.DS", "math.OC", "stat.ML"}
+	recs := makeRecords("2910", 0, pages*perPage, cats, day)
+	known := map[string]oaWork{}
+	wantKeys := map[string][]string{}
+	for i, r := range recs {
+		if i%2 != 0 {
+			continue
+		}
+		var w oaWork
+		for j, name := range r.Authors {
+			a := oaAuthor{Name: name, ID: fmt.Sprintf("A59%07d%d", i, j)}
+			if j == 0 {
+				a.Inst = fmt.Sprintf("I7%06d", i%50)
+			}
+			w.Authors = append(w.Authors, a)
+			wantKeys[r.ID] = append(wantKeys[r.ID], "researcher:openalex:"+a.ID)
+		}
+		known[strings.ToLower(r.ID)] = w
+	}
+	oai := newFakeOAI(func() []oaiRecord { return recs }, perPage)
+	oai.hang = 30 * time.Second
+	for p, fs := range oaiPlan {
+		oai.faults[p] = fs
+	}
+	oaiSrv := httptest.NewServer(oai)
+	defer oaiSrv.Close()
+	oa := newFakeOpenAlex(known, oaPlan...)
+	oaSrv := httptest.NewServer(oa)
+	defer oaSrv.Close()
+
+	db, err := newFreshDB(ctx, e, e.opts.DatabaseURL, "upstream-faults")
+	if err != nil {
+		return err
+	}
+	defer db.drop(ctx)
+	env := append(e.baseEnv(db.url), "ARXIV_OAI_URL="+oaiSrv.URL, "ARXIV_OAI_FORMAT=arXivRaw", "ARXIV_SETS=cs",
+		"OPENALEX_URL="+oaSrv.URL, "HARVEST_INTERVAL=1m", "JOB_TIMEOUT=20s", "JOB_RESCUE_AFTER=30s", "JOB_RETRY_MAX=3s")
+	start := time.Now()
+	w, err := startProc(ctx, e.opts.Exe, "worker", env, e.logPath("upstream-faults", "worker"))
+	if err != nil {
+		return err
+	}
+	defer func() { w.stop() }()
+
+	var once, bad, extra, enriched, enrichMissing int
+	var finished bool
+	var harvestAt time.Duration
+	ok, err := waitFor(ctx, bound, 2*time.Second, func() (bool, error) {
+		var err error
+		if once, bad, extra, err = checkPapers(ctx, db, recs); err != nil {
+			return false, err
+		}
+		if err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM harvest_state WHERE source = 'arxiv-oai:cs'
+			AND harvested_until IS NOT NULL AND run_from IS NULL AND resumption_token IS NULL)`).Scan(&finished); err != nil {
+			return false, err
+		}
+		if finished && bad == 0 && harvestAt == 0 {
+			harvestAt = time.Since(start)
+		}
+		if enriched, enrichMissing, err = checkEnriched(ctx, db, wantKeys); err != nil {
+			return false, err
+		}
+		return finished && bad == 0 && extra == 0 && enrichMissing == 0, nil
+	})
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	w.stop()
+
+	var postponed int64
+	postponed, _ = count(ctx, db.pool, `SELECT count(*) FROM papers WHERE enrich_after > now() AND enrich_attempts = 1`)
+	res.check("every record stored exactly once, latest version", bad == 0 && once == len(recs),
+		"%d of %d records stored once with their latest version; %d missing, duplicated or wrong version", once, len(recs), bad)
+	res.check("nothing extra", extra == 0, "%d papers that the repository never served", extra)
+	res.check("harvest caught up", finished, "harvest_state shows the run finished (%s after the worker started)", secs(harvestAt))
+	res.check("OpenAlex enrichment applied", enrichMissing == 0,
+		"%d of %d records OpenAlex knows carry all their authors' researcher:openalex keys; %d incomplete", enriched, len(wantKeys), enrichMissing)
+	res.check("caught up within the bound", ok, "everything above held %s after the worker started (bound %s)", secs(elapsed), bound)
+
+	faultRows := []string{}
+	for name, n := range oai.faultCounts() {
+		faultRows = append(faultRows, fmt.Sprintf("| OAI-PMH | %s | %d |", name, n))
+	}
+	reqs, okReqs, oaFaults := oa.counts()
+	for name, n := range oaFaults {
+		faultRows = append(faultRows, fmt.Sprintf("| OpenAlex | %s | %d |", name, n))
+	}
+	slices.Sort(faultRows)
+	res.Tables = append(res.Tables, "| upstream | fault injected | times |\n| --- | --- | --- |\n"+strings.Join(faultRows, "\n"))
+	jobRows, retries, err := jobHistory(ctx, db, "harvest_arxiv", "enrich_openalex")
+	if err != nil {
+		return err
+	}
+	res.Tables = append(res.Tables, "River jobs of the run, with the error of every failed attempt:\n\n| job | final state | attempts | errors |\n| --- | --- | --- | --- |\n"+strings.Join(jobRows, "\n"))
+	res.figure("OAI-PMH pages served without a fault", "%d", oai.servedPages())
+	res.figure("OpenAlex requests", "%d (%d answered normally)", reqs, okReqs)
+	res.figure("failed job attempts retried by River", "%d", retries)
+	res.figure("records OpenAlex does not know", "%d postponed for a later lookup (enrich_attempts = 1)", postponed)
+	res.figure("time to catch up", "harvest %s, harvest and enrichment %s", secs(harvestAt), secs(elapsed))
+	res.Summary = fmt.Sprintf("%d OAI + %d OpenAlex faults; %d failed job attempts retried; %d/%d records once; %d/%d enriched; caught up in %s",
+		sumMap(oai.faultCounts()), sumMap(oaFaults), retries, once, len(recs), enriched, len(wantKeys), secs(elapsed))
+	return nil
+}
+
+func sumMap(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// checkEnriched counts the known records whose papers carry every expected
+// researcher key.
+func checkEnriched(ctx context.Context, db *freshDB, want map[string][]string) (complete, incomplete int, err error) {
+	rows, err := db.pool.Query(ctx, `SELECT p.arxiv_id, k.key FROM papers p JOIN paper_keys k ON k.paper_id = p.id
+		WHERE k.key LIKE 'researcher:openalex:%'`)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer rows.Close()
+	have := map[string]map[string]bool{}
+	for rows.Next() {
+		var id, key string
+		if err := rows.Scan(&id, &key); err != nil {
+			return 0, 0, err
+		}
+		if have[id] == nil {
+			have[id] = map[string]bool{}
+		}
+		have[id][key] = true
+	}
+	if err := rows.Err(); err != nil {
+		return 0, 0, err
+	}
+	for id, keys := range want {
+		okAll := true
+		for _, k := range keys {
+			okAll = okAll && have[id][k]
+		}
+		if okAll {
+			complete++
+		} else {
+			incomplete++
+		}
+	}
+	return complete, incomplete, nil
+}
+
+// jobHistory lists the River jobs of kinds with their attempts and errors,
+// and counts the failed attempts.
+func jobHistory(ctx context.Context, db *freshDB, kinds ...string) ([]string, int, error) {
+	rows, err := db.pool.Query(ctx, `
+		SELECT id, kind, state::text, attempt,
+		       coalesce((SELECT array_agg(left(regexp_replace(x->>'error', '\s+', ' ', 'g'), 160) ORDER BY (x->>'attempt')::int)
+		                 FROM unnest(errors) x), '{}')
+		FROM river.river_job WHERE kind = ANY($1) ORDER BY id`, kinds)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var out []string
+	failed := 0
+	for rows.Next() {
+		var id int64
+		var kind, state string
+		var attempt int
+		var errs []string
+		if err := rows.Scan(&id, &kind, &state, &attempt, &errs); err != nil {
+			return nil, 0, err
+		}
+		failed += len(errs)
+		if len(errs) == 0 && attempt <= 1 && state == "completed" {
+			continue // a clean periodic run: not interesting
+		}
+		for i := range errs {
+			errs[i] = fmt.Sprintf("%d. %s", i+1, errs[i])
+		}
+		out = append(out, fmt.Sprintf("| %s #%d | %s | %d | %s |", kind, id, state, attempt, cell(strings.Join(errs, " · "))))
+	}
+	return out, failed, rows.Err()
+}
