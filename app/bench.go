@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"runtime/pprof"
@@ -19,6 +20,7 @@ func runBench(ctx context.Context, args []string, inv invocation) error {
 	fs := newFlags("bench", stdout, "Builds scale S in DATABASE_URL (once; use a dedicated database) and measures the\nperformance targets, writing the report to --out.")
 	out := fs.String("out", "BENCHMARKS.md", "where to write the report (- for stdout)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
+	memprofile := fs.String("memprofile", "", "write an allocation profile of the benchmark process to this file at the end")
 	skip := fs.String("skip", "", "comma-separated parts to leave out while iterating: digests, feeds")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -37,6 +39,14 @@ func runBench(ctx context.Context, args []string, inv invocation) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *memprofile != "" {
+		defer func() {
+			if f, err := os.Create(*memprofile); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
 	}
 	cfg.LogLevel = "warn"
 	logger := newLogger(cfg, stdout)
@@ -76,16 +86,7 @@ func runBench(ctx context.Context, args []string, inv invocation) error {
 	if err != nil {
 		return err
 	}
-	w := stdout
-	if *out != "-" {
-		f, err := os.Create(*out)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
-	}
-	if err := rep.Write(w); err != nil {
+	if err := writeReport(*out, stdout, rep.Write); err != nil {
 		return err
 	}
 	for _, f := range rep.Figures {
@@ -102,4 +103,21 @@ func skipSet(s string) map[string]bool {
 		}
 	}
 	return m
+}
+
+// writeReport writes a report with write to the file out (created or
+// truncated, closed before it returns) or, when out is "-", to stdout.
+func writeReport(out string, stdout io.Writer, write func(io.Writer) error) error {
+	if out == "-" {
+		return write(stdout)
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

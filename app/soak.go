@@ -64,16 +64,7 @@ func runSoak(ctx context.Context, args []string, inv invocation) error {
 	if err != nil {
 		return err
 	}
-	w := stdout
-	if *out != "-" {
-		f, err := os.Create(*out)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
-	}
-	if err := rep.Write(w); err != nil {
+	if err := writeReport(*out, stdout, rep.Write); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout)

@@ -58,9 +58,9 @@ func StartSink() (string, *atomic.Int64, func(), error) {
 // SMTP with pooled connections, ledger updates) with `workers` concurrent
 // senders taking batch digests at a time, as the mail queue runs the send
 // jobs (worker.DigestBatch rows per job). Every window covers (fromSeq,
-// toSeq]. It returns digests per second and how many were sent (empty
-// windows are skipped, as in production).
-func MeasureDigests(ctx context.Context, db *store.DB, d *notify.Digester, users []int64, fromSeq, toSeq int64, workers, batch int) (float64, int, error) {
+// toSeq]. Empty windows are skipped, as in production, and not counted as
+// sent.
+func MeasureDigests(ctx context.Context, db *store.DB, d *notify.Digester, users []int64, fromSeq, toSeq int64, workers, batch int) (DigestRun, error) {
 	run := time.Now().UnixNano()
 	ids := make([]int64, len(users))
 	for i, u := range users {
@@ -68,7 +68,7 @@ func MeasureDigests(ctx context.Context, db *store.DB, d *notify.Digester, users
 			INSERT INTO digests (user_id, period, kind, from_seq, to_seq) VALUES ($1, $2, 'manual', $3, $4) RETURNING id`,
 			u, fmt.Sprintf("bench:%d", run), fromSeq-1, toSeq).Scan(&ids[i])
 		if err != nil {
-			return 0, 0, err
+			return DigestRun{}, err
 		}
 	}
 	defer func() {
@@ -79,6 +79,7 @@ func MeasureDigests(ctx context.Context, db *store.DB, d *notify.Digester, users
 	var firstErr error
 	var once sync.Once
 	var wg sync.WaitGroup
+	cpu0 := readCPU()
 	start := time.Now()
 	for range workers {
 		wg.Add(1)
@@ -104,5 +105,18 @@ func MeasureDigests(ctx context.Context, db *store.DB, d *notify.Digester, users
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	return float64(len(ids)) / elapsed.Seconds(), int(sent.Load()), firstErr
+	return DigestRun{
+		Rate: float64(len(ids)) / elapsed.Seconds(),
+		Sent: int(sent.Load()),
+		Wall: elapsed,
+		CPU:  readCPU().sub(cpu0),
+	}, firstErr
+}
+
+// DigestRun is one measurement of MeasureDigests.
+type DigestRun struct {
+	Rate float64       // digests (sent or found empty) per second of wall time
+	Sent int           // digests handed to the SMTP server
+	Wall time.Duration // wall time of the run
+	CPU  cpuUse        // CPU time spent during the run, by whom
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,12 +47,15 @@ func batchPapers(n int, s Scale, seed uint64) []harvest.Paper {
 		k := int(math.Pow(float64(len(cats)), math.Pow(r.Float64(), steep)))
 		return min(max(k, 1), len(cats)) - 1
 	}
+	// The same abstract as the generated papers', so that feeds showing
+	// the batch weigh what feeds of the dataset weigh.
+	abstract := strings.Repeat("We study a problem of scale and measure it carefully; ", 40)
 	out := make([]harvest.Paper, n)
 	for i := range out {
 		p := harvest.Paper{
 			ArxivID:     fmt.Sprintf("2901.%05d", i+1),
 			Title:       fmt.Sprintf("Benchmark paper %d", i+1),
-			Abstract:    "We study a problem of scale and measure it carefully.",
+			Abstract:    abstract[:min(s.AbstractChars, len(abstract))],
 			SubmittedAt: time.Date(2029, 1, 2, 0, 0, 0, 0, time.UTC),
 		}
 		p.PrimaryCategory = cats[rank(1.5)]

@@ -34,6 +34,8 @@ func (r *Report) Write(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.Name, f.Target, f.Result, verdict)
 	}
+	b.WriteString("\nMachines of the same size differ (this workplace's 2-core machines have differed by 2× in the bare handler's req/s): " +
+		"compare the bare `net/http` handler's req/s in the 304 row before comparing two runs.\n")
 	if len(r.Details) > 0 {
 		fmt.Fprintf(&b, "\n## How each figure is measured\n\n")
 		for _, d := range r.Details {

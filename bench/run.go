@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"sort"
 	"time"
 
 	"followfeed/feeds"
@@ -84,6 +86,15 @@ func Run(ctx context.Context, d Deps, s Scale) (*Report, error) {
 		"then `match.Service.RunBatch` (the match job's transaction) finds and bumps %d affected users. The batch is deleted at the end of the run.",
 		mr.Papers, mr.Keys, mr.DistinctKeys, mr.Users))
 
+	// The match bumped 100k feed rows and wrote the batch's keys: vacuum
+	// now, or autovacuum (of an 8M-row table, eventually) runs in the
+	// middle of the measurements that follow.
+	for _, t := range []string{"user_feeds", "papers", "paper_keys"} {
+		if _, err := d.DB.Pool.Exec(ctx, "VACUUM ANALYZE "+t); err != nil {
+			return nil, err
+		}
+	}
+
 	if d.Digester != nil && !d.Skip["digests"] {
 		fmt.Fprintln(d.Log, "bench: digests to a local SMTP server")
 		users, err := SampleUsers(ctx, d.DB, 3000)
@@ -93,27 +104,32 @@ func Run(ctx context.Context, d Deps, s Scale) (*Report, error) {
 		// A day's window: the first fifth of the batch, about 1,000 papers,
 		// more than arXiv announces in a day across all fields.
 		dayEnd := mr.FromSeq + (mr.ToSeq-mr.FromSeq)/5
-		rate, sent, err := MeasureDigests(ctx, d.DB, d.Digester, users, mr.FromSeq, dayEnd, worker.MailWorkers, worker.DigestBatch)
-		if err != nil {
-			return nil, fmt.Errorf("measuring digests: %w", err)
+		// Three runs over the same windows (each its own ledger rows), and
+		// the median reported: on two shared cores one run can land on a
+		// checkpoint or a neighbour's burst.
+		var runs []DigestRun
+		for range 3 {
+			run, err := MeasureDigests(ctx, d.DB, d.Digester, users, mr.FromSeq, dayEnd, worker.MailWorkers, worker.DigestBatch)
+			if err != nil {
+				return nil, fmt.Errorf("measuring digests: %w", err)
+			}
+			runs = append(runs, run)
 		}
+		sort.Slice(runs, func(i, j int) bool { return runs[i].Rate < runs[j].Rate })
+		med := runs[1]
 		r.Figures = append(r.Figures, Figure{Name: "digests built and handed to a local SMTP server", Target: "≥ 300 / s",
-			Result: fmt.Sprintf("%.0f / s", rate), Pass: rate >= 300})
+			Result: fmt.Sprintf("%.0f / s (median of 3: %.0f–%.0f)", med.Rate, runs[0].Rate, runs[2].Rate), Pass: med.Rate >= 300})
 		r.Details = append(r.Details, fmt.Sprintf("Digests: %d users spread over the table, each with a ledger row whose window is a day of papers (the first 1,000 of the batch, more than arXiv announces daily); "+
 			"%d concurrent `notify.Digester.SendBatch` calls of %d digests each (the mail queue's workers running send jobs) reserve the windows, select and group the papers "+
 			"(one query per batch), render text + HTML, build each MIME message and deliver it over pooled SMTP connections to an in-process go-smtp server, "+
-			"updating the ledger per digest; %d were sent, the rest had nothing new.", len(users), worker.MailWorkers, worker.DigestBatch, sent))
+			"updating the ledger per digest; %d were sent, the rest had nothing new. Three runs, median reported. "+
+			"CPU during the median run (%.1f s wall, %d cores): machine %.1f s, followfeed + SMTP sink %.1f s, PostgreSQL %.1f s.",
+			len(users), worker.MailWorkers, worker.DigestBatch, med.Sent, med.Wall.Seconds(), runtime.NumCPU(),
+			med.CPU.Machine.Seconds(), med.CPU.Self.Seconds(), med.CPU.Postgres.Seconds()))
 	}
 
 	if d.Skip["feeds"] {
 		return r, nil
-	}
-	// The match bumped 100k feed rows and the batch was deleted again: let
-	// vacuum run now rather than in the middle of the latency measurements.
-	for _, t := range []string{"user_feeds", "papers", "paper_keys"} {
-		if _, err := d.DB.Pool.Exec(ctx, "VACUUM ANALYZE "+t); err != nil {
-			return nil, err
-		}
 	}
 	fmt.Fprintln(d.Log, "bench: feed query for 300 users")
 	sample, err := SampleUsers(ctx, d.DB, 300)
