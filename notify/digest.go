@@ -115,6 +115,9 @@ const scheduleBatch = 1000
 // running it twice (or on two workers) never doubles a digest. It returns
 // how many digests it queued.
 func (d *Digester) Schedule(ctx context.Context) (int, error) {
+	if err := d.sweep(ctx); err != nil {
+		return 0, err
+	}
 	total := 0
 	for {
 		n, more, err := d.scheduleOnce(ctx)
@@ -123,6 +126,39 @@ func (d *Digester) Schedule(ctx context.Context) (int, error) {
 			return total, err
 		}
 	}
+}
+
+// Abandoned digests: a row that no send job will ever touch again (its job
+// was cancelled from the admin UI, or River discarded it after a worker died
+// during the last attempt) would stay open for ever. Attempts touch
+// updated_at at most JOB_RETRY_MAX (≤ 24 h) apart, and "sending" lasts one
+// SMTP transaction, so these ages mean nobody is coming back for the row.
+const (
+	abandonedPending = 48 * time.Hour
+	abandonedSending = 24 * time.Hour
+)
+
+// sweep closes abandoned digests: "sending" becomes "unknown" (it may have
+// been delivered; at most once), "pending" becomes "failed". Papers of a
+// pending digest whose window was never reserved are not lost: the user's
+// watermark did not move, so the next digest holds them.
+func (d *Digester) sweep(ctx context.Context) error {
+	// digests_open_idx: only open rows are read. Ages are measured with
+	// the database's clock, which wrote updated_at.
+	_, err := d.db.Pool.Exec(ctx, `
+		UPDATE digests SET
+			state = CASE state WHEN 'sending' THEN 'unknown' ELSE 'failed' END,
+			smtp_reply = coalesce(smtp_reply || ' ', '') || CASE state
+				WHEN 'sending' THEN '(abandoned while sending; not resent)'
+				ELSE '(abandoned: no send attempt for 48 h)' END,
+			updated_at = now()
+		WHERE state IN ('pending', 'sending')
+		  AND updated_at < now() - CASE state WHEN 'sending' THEN $1::interval ELSE $2::interval END`,
+		abandonedSending, abandonedPending)
+	if err != nil {
+		return fmt.Errorf("closing abandoned digests: %w", err)
+	}
+	return nil
 }
 
 func (d *Digester) scheduleOnce(ctx context.Context) (queued int, more bool, err error) {
@@ -317,8 +353,8 @@ func (d *Digester) SendBatch(ctx context.Context, ids []int64) (outs []Outcome, 
 	defer func() {
 		// Outcomes are recorded even when the job's context is cancelled:
 		// the mail has left (or not) whatever happens to the job.
-		if ferr := ledger.flush(context.WithoutCancel(ctx)); ferr != nil && err == nil {
-			err = ferr
+		if ferr := ledger.flush(context.WithoutCancel(ctx)); ferr != nil {
+			err = errors.Join(err, ferr)
 		}
 	}()
 	var retry []error
@@ -383,7 +419,9 @@ func (d *Digester) deliver(ctx context.Context, row digestRow, content DigestCon
 	}
 	msg, err := d.message(row, content, r)
 	if err != nil {
-		return out, err
+		// This digest cannot be rendered: it fails alone (the reason in
+		// the ledger), and the rest of the batch goes on.
+		return out, ledger.record(ctx, &out, row, "failed", "could not build the message: "+err.Error(), false)
 	}
 	if err := ledger.sending(ctx, row, msg.MessageID, content.Total); err != nil {
 		return out, err
@@ -427,23 +465,36 @@ type waitingOutcome struct {
 	state, reply string
 }
 
-// record sets out's state and has it written: at once for a bounce (the
-// address is suppressed in the same transaction), else with the next write.
+// record has out's state written and then sets it on out. Only an outcome
+// that a crash may leave at "sending" without harm waits for the next write:
+// "sent" and "unknown" (a retry records "unknown" and resends nothing, the
+// at-most-once policy) and "skipped" (never marked "sending"). "pending"
+// (the message certainly did not go: a retry must resend it) and "failed"
+// are written at once, a bounce together with the address's suppression.
 func (l *outcomes) record(ctx context.Context, out *Outcome, row digestRow, state, reply string, suppress bool) error {
-	out.State, out.Reply = state, reply
 	if err := l.flush(ctx); err != nil {
 		return err
 	}
-	if !suppress {
-		l.waiting = &waitingOutcome{id: row.id, state: state, reply: truncate(reply, 1000)}
-		return nil
-	}
-	return l.d.db.InTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, setOutcome+` WHERE id = $1`, row.id, state, truncate(reply, 1000)); err != nil {
-			return fmt.Errorf("recording digest %d as %s: %w", row.id, state, err)
+	reply = truncate(reply, 1000)
+	switch state {
+	case "sent", "unknown", "skipped":
+		l.waiting = &waitingOutcome{id: row.id, state: state, reply: reply}
+	default:
+		err := l.d.db.InTx(ctx, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, setOutcome+` WHERE id = $1`, row.id, state, reply); err != nil {
+				return fmt.Errorf("recording digest %d as %s: %w", row.id, state, err)
+			}
+			if suppress {
+				return suppressAddress(ctx, tx, row.email, "bounce", reply)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		return suppressAddress(ctx, tx, row.email, "bounce", reply)
-	})
+	}
+	out.State, out.Reply = state, reply
+	return nil
 }
 
 // setOutcome is the UPDATE of a digest's final (or pending) state; $1 is

@@ -840,3 +840,43 @@ func TestSendJobGivesUpAfterItsLastAttempt(t *testing.T) {
 		t.Fatalf("%d messages delivered, want 0", n)
 	}
 }
+
+// TestSchedulerClosesAbandonedDigests: rows no send job will come back to
+// (long "sending", long "pending") are closed by the scheduler's sweep as
+// unknown and failed; recent open rows and final rows are left alone.
+func TestSchedulerClosesAbandonedDigests(t *testing.T) {
+	t.Parallel()
+	e := setup(t, testsmtp.Options{}, "")
+	u := e.reader("gone", notify.Off, "UTC", 6)
+	rows := map[string]int64{}
+	for _, r := range []struct {
+		name, state string
+		age         string
+	}{
+		{"old-sending", "sending", "25 hours"}, {"old-pending", "pending", "49 hours"},
+		{"new-sending", "sending", "1 hour"}, {"retrying", "pending", "30 hours"}, {"old-sent", "sent", "90 days"},
+	} {
+		var id int64
+		if err := e.db.Pool.QueryRow(e.ctx, `
+			INSERT INTO digests (user_id, period, kind, state, smtp_reply, updated_at)
+			VALUES ($1, $2, 'daily', $3, '451 4.3.0 later', now() - $4::interval) RETURNING id`, u, r.name, r.state, r.age).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		rows[r.name] = id
+	}
+	if _, err := e.d.Schedule(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"old-sending": "unknown", "old-pending": "failed", "new-sending": "sending", "retrying": "pending", "old-sent": "sent"} {
+		state, reply := e.state(rows[name])
+		if state != want {
+			t.Errorf("%s: %s, want %s", name, state, want)
+		}
+		if want != "sent" && !strings.HasPrefix(reply, "451 4.3.0 later") {
+			t.Errorf("%s: reply %q lost the SMTP reply", name, reply)
+		}
+	}
+	if _, reply := e.state(rows["old-pending"]); !strings.Contains(reply, "abandoned") {
+		t.Errorf("old-pending: reply %q does not say why", reply)
+	}
+}
