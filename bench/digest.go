@@ -58,8 +58,8 @@ func StartSink() (string, *atomic.Int64, func(), error) {
 // SMTP with pooled connections, ledger updates) with `workers` concurrent
 // senders taking batch digests at a time, as the mail queue runs the send
 // jobs (worker.DigestBatch rows per job). Every window covers (fromSeq,
-// toSeq]. Empty windows are skipped, as in production, and not counted as
-// sent.
+// toSeq]. The rows are of kind 'manual' (as `followfeed digest --now`
+// makes), which are sent even when their window holds nothing.
 func MeasureDigests(ctx context.Context, db *store.DB, d *notify.Digester, users []int64, fromSeq, toSeq int64, workers, batch int) (DigestRun, error) {
 	run := time.Now().UnixNano()
 	ids := make([]int64, len(users))

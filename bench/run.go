@@ -122,7 +122,7 @@ func Run(ctx context.Context, d Deps, s Scale) (*Report, error) {
 		r.Details = append(r.Details, fmt.Sprintf("Digests: %d users spread over the table, each with a ledger row whose window is a day of papers (the first 1,000 of the batch, more than arXiv announces daily); "+
 			"%d concurrent `notify.Digester.SendBatch` calls of %d digests each (the mail queue's workers running send jobs) reserve the windows, select and group the papers "+
 			"(one query per batch), render text + HTML, build each MIME message and deliver it over pooled SMTP connections to an in-process go-smtp server, "+
-			"updating the ledger per digest; %d were sent, the rest had nothing new. Three runs, median reported. "+
+			"updating the ledger per digest; %d were sent. Three runs, median reported. "+
 			"CPU during the median run (%.1f s wall, %d cores): machine %.1f s, followfeed + SMTP sink %.1f s, PostgreSQL %.1f s.",
 			len(users), worker.MailWorkers, worker.DigestBatch, med.Sent, med.Wall.Seconds(), runtime.NumCPU(),
 			med.CPU.Machine.Seconds(), med.CPU.Self.Seconds(), med.CPU.Postgres.Seconds()))
