@@ -59,8 +59,35 @@ func TestOperationsEndpoints(t *testing.T) {
 	}
 }
 
-// TestReadyzReportsAnOutdatedSchemaAndALostDatabase: readiness follows the
-// database.
+// TestReadyzReportsAnOutdatedSchema: with the newest migration rolled back
+// under the running process, /readyz answers 503 saying to migrate; with
+// it re-applied, 200 again.
+func TestReadyzReportsAnOutdatedSchema(t *testing.T) {
+	t.Parallel()
+	a := testapp.Start(t, nil)
+	db, err := store.Open(context.Background(), a.DatabaseURL, store.Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var id, version int64
+	if err := db.Pool.QueryRow(context.Background(),
+		`DELETE FROM goose_db_version WHERE id = (SELECT max(id) FROM goose_db_version) RETURNING id, version_id`).Scan(&id, &version); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := getURL(t, a.URL+"/readyz"); code != 503 || !strings.Contains(body, "followfeed migrate") {
+		t.Errorf("readyz with migration %d rolled back: %d %s", version, code, body)
+	}
+	if _, err := db.Pool.Exec(context.Background(),
+		`INSERT INTO goose_db_version (id, version_id, is_applied) VALUES ($1, $2, true)`, id, version); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := getURL(t, a.URL+"/readyz"); code != 200 {
+		t.Errorf("readyz with the schema current again: %d %s", code, body)
+	}
+}
+
+// TestReadyzReportsALostDatabase: readiness follows the database, fast.
 func TestReadyzReportsALostDatabase(t *testing.T) {
 	t.Parallel()
 	a := testapp.Start(t, nil)

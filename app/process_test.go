@@ -229,7 +229,7 @@ func startProcess(t *testing.T, env map[string]string, args ...string) (*exec.Cm
 func TestTokenMintedByTheCommandWorksAgainstTheService(t *testing.T) {
 	t.Parallel()
 	env := baseEnv(t, testdb.URL(t))
-	_, base, _ := startProcess(t, env, "serve")
+	_, base, logs := startProcess(t, env, "serve")
 	tok, err := command(t, env, "token", "--sub", "alice", "--email", "alice@example.org").Output()
 	if err != nil {
 		t.Fatalf("token: %v", err)
@@ -251,6 +251,18 @@ func TestTokenMintedByTheCommandWorksAgainstTheService(t *testing.T) {
 			t.Fatalf("%s: %v %v", path, err, resp)
 		}
 		resp.Body.Close()
+	}
+	// In development the start-up output says how to get a token and
+	// where to use it.
+	hinted := func() bool {
+		out := logs.String()
+		return strings.Contains(out, "token --sub") && strings.Contains(out, base+"/v1/me")
+	}
+	for deadline := time.Now().Add(5 * time.Second); !hinted() && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !hinted() {
+		t.Errorf("start-up output does not say how to try the service:\n%s", logs.String())
 	}
 }
 

@@ -185,6 +185,11 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 	if cfg.AdminPassword != "" && m.http() {
 		logger.Info("job UI", "url", base+httpapi.AdminPrefix+"/", "user", cfg.AdminUser)
 	}
+	if cfg.Env == config.Development && m.http() {
+		// The first thing a person trying the service needs: a token.
+		logger.Info("try it", "token", "bin/followfeed token --sub me",
+			"then", "curl -H 'Authorization: Bearer <token>' "+base+"/v1/me")
+	}
 
 	select {
 	case err := <-serveErr:
@@ -241,31 +246,21 @@ func reachableAddr(addr net.Addr) string {
 // and record their outcome after the soft timeout.
 func softStop(total time.Duration) time.Duration { return total * 4 / 5 }
 
-// readiness reports the database reachable and the schema current. A
-// current schema stays current for this binary, so that check is cached once
-// it passes.
+// readiness reports the database reachable and the schema current (not
+// behind this binary's migrations).
 func readiness(db *store.DB) func(context.Context) error {
-	var mu sync.Mutex
-	schemaOK := false
 	return func(ctx context.Context) error {
 		if err := db.Pool.Ping(ctx); err != nil {
 			return errors.New("database unreachable")
 		}
-		mu.Lock()
-		ok := schemaOK
-		mu.Unlock()
-		if ok {
-			return nil
-		}
+		// Checked on every probe (three small queries), so a schema
+		// rolled back under a running process shows here at once.
 		if err := migrations.Check(ctx, db.Pool); err != nil {
 			if errors.Is(err, migrations.ErrOutdated) {
 				return err
 			}
 			return errors.New("database schema could not be checked")
 		}
-		mu.Lock()
-		schemaOK = true
-		mu.Unlock()
 		return nil
 	}
 }
