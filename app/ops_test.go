@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,15 @@ func TestOperationsEndpoints(t *testing.T) {
 		t.Errorf("readyz: %d %s", code, body)
 	}
 	getURL(t, a.URL+"/v1/follows/category/cs.LG")
+	// A pushed paper queues a match job: its count appears by kind and state.
+	svc := testapp.Token(t, "host", "", "papers:write")
+	if r := a.Client(t).Do("POST", "/v1/papers", svc, `[{"arxiv_id": "2301.00001", "title": "T", "primary_category": "cs.LG"}]`); r.Status != 200 {
+		t.Fatalf("ingest: %d %s", r.Status, r.Body)
+	}
 	code, body := getURL(t, a.URL+"/metrics")
+	if !regexp.MustCompile(`(?m)^followfeed_river_jobs\{kind="match_batch",state="(available|running|completed)"\} 1$`).MatchString(body) {
+		t.Errorf("metrics lack the match job's count by kind and state:\n%s", grepLines(body, "followfeed_river_jobs"))
+	}
 	for _, want := range []string{`followfeed_http_requests_total{code="200",method="GET",route="GET /v1/follows/{kind}/{id}"}`,
 		"followfeed_http_request_duration_seconds_bucket", "followfeed_river_jobs_scrape_ok 1", "go_goroutines"} {
 		if code != 200 || !strings.Contains(body, want) {
@@ -109,6 +118,17 @@ func TestReadyzReportsALostDatabase(t *testing.T) {
 	if code, _ := getURL(t, a.URL+"/healthz"); code != 200 {
 		t.Errorf("healthz: %d", code)
 	}
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 func dbName(url string) string {

@@ -355,8 +355,10 @@ func toRow(p Paper, src Source) paperRow {
 	if r.Institutions == nil {
 		r.Institutions = []string{}
 	}
-	if src == SourceOAI && !p.hasResearcherIDs() {
-		// OAI-PMH knows no author ids: ask OpenAlex.
+	if src != "" && !p.hasResearcherIDs() {
+		// A new paper whose authors come without ids (OAI-PMH never has
+		// them; the host may push names only): ask OpenAlex, or
+		// researcher and institution follows could never match it.
 		now := time.Now().UTC()
 		r.EnrichAfter = &now
 	}

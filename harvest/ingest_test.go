@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"followfeed/apperr"
 	"followfeed/harvest"
@@ -288,5 +291,34 @@ func TestIngestUnavailableDatabase(t *testing.T) {
 	_, err := in.Ingest(context.Background(), []harvest.Paper{paper("2202.02326")}, harvest.SourcePush)
 	if err == nil || errors.Is(err, context.Canceled) {
 		t.Fatalf("want an error from a closed pool, got %v", err)
+	}
+}
+
+// TestPapersWithoutAuthorIDsAreQueuedForEnrichment: from either source, a
+// new paper whose authors carry no ids is due for an OpenAlex lookup; one
+// that already has ids is not.
+func TestPapersWithoutAuthorIDsAreQueuedForEnrichment(t *testing.T) {
+	t.Parallel()
+	in, db := newIngester(t)
+	ctx := context.Background()
+	withIDs := func(p *harvest.Paper) {
+		p.Authors = []harvest.Author{{Name: "Ada Lovelace", IDs: []string{"host:42"}}}
+	}
+	if _, err := in.Ingest(ctx, []harvest.Paper{paper("2202.00001"), paper("2202.00002", withIDs)}, harvest.SourceOAI); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Ingest(ctx, []harvest.Paper{paper("2202.00003"), paper("2202.00004", withIDs)}, harvest.SourcePush); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Pool.Query(ctx, `SELECT arxiv_id FROM papers WHERE enrich_after IS NOT NULL ORDER BY arxiv_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	due, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(due, []string{"2202.00001", "2202.00003"}) {
+		t.Errorf("due for enrichment: %v, want the two papers without author ids", due)
 	}
 }
