@@ -129,6 +129,14 @@ func (h *Harvester) runSet(ctx context.Context, set string) (RunStats, error) {
 				newest = d
 			}
 		}
+		if page.ResumptionToken != "" && page.ResumptionToken == req.ResumptionToken {
+			// A broken repository that hands back the token it was given
+			// would keep this loop going for ever; the page's records are
+			// stored, and the next run asks again.
+			err := fmt.Errorf("harvesting set %s: the repository answered resumptionToken %q with the same token", set, oaiShort(page.ResumptionToken))
+			h.saveError(ctx, source, err)
+			return st, err
+		}
 		state.token = page.ResumptionToken
 		if state.token == "" {
 			// The list is exhausted. Records of the newest datestamp may

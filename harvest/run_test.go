@@ -1,15 +1,19 @@
 package harvest_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -396,5 +400,100 @@ func TestHarvestSurvivesChaoticUpstream(t *testing.T) {
 	}
 	if failed < 4 || !slices.Contains(waits, 7*time.Second) {
 		t.Errorf("faults not exercised: %d failed runs, waits %v", failed, waits)
+	}
+}
+
+// malformedOAI returns 200 broken variants of the recorded arXivRaw page:
+// truncations, mismatched tags, undefined and DTD-declared entities
+// (billion laughs), invalid UTF-8, a huge broken attribute, wrong roots.
+func malformedOAI() [][]byte {
+	good := mustRead("testdata/oai/listrecords-arXivRaw-with-resumptiontoken.xml")
+	titles := regexp.MustCompile(`<title>`).FindAllIndex(good, -1)
+	insert := func(i int, s string) []byte {
+		at := titles[i%len(titles)][1]
+		return slices.Concat(good[:at], []byte(s), good[at:])
+	}
+	laughs := `<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">` +
+		`<!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">]>`
+	var out [][]byte
+	for i := range 200 {
+		switch i % 8 {
+		case 0: // cut short anywhere before the end
+			out = append(out, good[:len(good)*(i/8+1)/27])
+		case 1:
+			out = append(out, insert(i, "</notopen>"))
+		case 2:
+			out = append(out, insert(i, "&bogus;"))
+		case 3:
+			out = append(out, insert(i, "caf\xff\xfe"))
+		case 4: // entity expansion through a DTD
+			body := bytes.Replace(good, []byte(`<?xml version="1.0" encoding="UTF-8"?>`), []byte(laughs), 1)
+			out = append(out, bytes.Replace(body, []byte("<title>"), []byte("<title>&lol3;"), 1))
+		case 5: // a 2 MiB attribute that ends in a bare "<"
+			out = append(out, bytes.Replace(good, []byte("<OAI-PMH "), []byte(`<OAI-PMH x="`+strings.Repeat("a", 2<<20)+`<" `), 1))
+		case 6:
+			out = append(out, []byte(fmt.Sprintf(`<?xml version="1.0"?><html><body>upstream page %d</body></html>`, i)))
+		case 7:
+			out = append(out, insert(i, "<![CDATA[never closed"))
+		}
+	}
+	return out
+}
+
+// TestTwoHundredMalformedOAIPagesNeverWrite: a harvest whose page is
+// broken in any of 200 ways fails with an error and writes no paper and no
+// key.
+func TestTwoHundredMalformedOAIPagesNeverWrite(t *testing.T) {
+	t.Parallel()
+	in, db := newIngester(t)
+	var mu sync.Mutex
+	var body []byte
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		w.Write(body)
+	}))
+	defer ts.Close()
+	client := harvest.NewOAIClient(harvest.OAIConfig{BaseURL: ts.URL, Format: harvest.OAIFormatArXivRaw, PageDelay: -1, MaxRetries: -1})
+	now := func() time.Time { return time.Date(2015, 1, 6, 12, 0, 0, 0, time.UTC) }
+	h := harvest.NewHarvester(db, client, in, []string{"cs"}, nil, now)
+	ctx := context.Background()
+	for i, b := range malformedOAI() {
+		mu.Lock()
+		body = b
+		mu.Unlock()
+		if _, err := h.RunOnce(ctx); err == nil {
+			t.Errorf("page %d (%.80q…) harvested without an error", i, b)
+		}
+	}
+	if n := count(t, db, `SELECT count(*) FROM papers`) + count(t, db, `SELECT count(*) FROM paper_keys`); n != 0 {
+		t.Errorf("%d rows written from malformed pages", n)
+	}
+}
+
+// TestHarvestStopsOnARepeatedResumptionToken: a repository that answers a
+// resumption token with the same token would keep a harvest paging for
+// ever; the run stops with an error after storing the page once.
+func TestHarvestStopsOnARepeatedResumptionToken(t *testing.T) {
+	t.Parallel()
+	page := mustRead("testdata/oai/listrecords-arXivRaw-with-resumptiontoken.xml")
+	var requests atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) > 10 {
+			http.Error(w, "too many", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write(page)
+	}))
+	defer ts.Close()
+	in, db := newIngester(t)
+	client := harvest.NewOAIClient(harvest.OAIConfig{BaseURL: ts.URL, Format: harvest.OAIFormatArXivRaw, PageDelay: -1, MaxRetries: -1})
+	h := harvest.NewHarvester(db, client, in, []string{"cs"}, nil, func() time.Time { return time.Date(2015, 1, 6, 12, 0, 0, 0, time.UTC) })
+	_, err := h.RunOnce(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "same token") {
+		t.Fatalf("run: %v, want the repeated token named", err)
+	}
+	if n := requests.Load(); n != 2 {
+		t.Errorf("%d requests, want 2 (the first page, then the token once)", n)
 	}
 }
