@@ -201,14 +201,15 @@ func (s *Service) Private(ctx context.Context, token string, st State, req Reque
 }
 
 // PublicVersion is the change marker of a public feed: the newest seq of
-// its key and when that paper last changed (one index probe and one
-// primary-key lookup), so conditional GETs need no feed query.
+// its key, replacement rows included (a new version changes the feed's
+// title or dates), and when that paper last changed (one index probe and
+// one primary-key lookup), so conditional GETs need no feed query.
 func (s *Service) PublicVersion(ctx context.Context, t follow.Target) (int64, time.Time, error) {
 	var v int64
 	var changed time.Time
 	err := s.db.Pool.QueryRow(ctx, `
 		SELECT pk.seq, p.modified_at FROM paper_keys pk JOIN papers p ON p.id = pk.paper_id
-		WHERE pk.key = $1 AND NOT pk.replacement
+		WHERE pk.key = $1
 		ORDER BY pk.seq DESC LIMIT 1`, t.Key()).Scan(&v, &changed)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, time.Time{}, nil

@@ -65,13 +65,19 @@ func (s *Service) RunBatch(ctx context.Context, fromSeq, toSeq int64, finish fun
 type BatchResult struct {
 	FromSeq, ToSeq int64   // the batch's key rows
 	Keys           int     // distinct keys in the batch
-	Users          []int64 // users whose feeds changed
+	Users          []int64 // users with a new match (a paper their follows newly select)
+	// Refreshed counts the users whose feed versions were bumped: Users,
+	// and followers of a replaced paper's keys whose follows skip
+	// replacements (no new match, but their feeds show the new version's
+	// title and dates, so a conditional GET must not answer 304).
+	Refreshed int
 }
 
 // AffectedUsers runs inside the match job: it takes the distinct keys written
 // in seq range [fromSeq, toSeq], finds every user with a follow that matches
-// one of them (honouring the cross-list and replacement options), and bumps
-// those users' feed versions, all in one statement. The cost grows with the
+// one of them (honouring the cross-list option; the replacement option
+// decides only whether the match is new, see BatchResult), and bumps those
+// users' feed versions. The cost grows with the
 // number of distinct keys and affected users, never with papers × followers.
 func (s *Service) AffectedUsers(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) (BatchResult, error) {
 	res := BatchResult{FromSeq: fromSeq, ToSeq: toSeq}
@@ -86,34 +92,47 @@ func (s *Service) AffectedUsers(ctx context.Context, tx pgx.Tx, fromSeq, toSeq i
 	// a popular category brings most users, which the hash aggregate
 	// deduplicates. Measured at scale S: 5,000 papers, 17k keys, 1.6M
 	// follower rows, 100k users in under a second (BENCHMARKS.md).
+	// matched: whether a follow newly selects a paper (replacement rows
+	// only for follows that include replacements); users without it follow
+	// a replaced paper's key and only need their feed version bumped.
 	rows, err := tx.Query(ctx, `
-		SELECT DISTINCT f.user_id
+		SELECT f.user_id, bool_or(f.include_replacements OR NOT b.replacement) AS matched
 		FROM (SELECT DISTINCT key, cross_list, replacement
 		      FROM paper_keys WHERE seq BETWEEN $1 AND $2) b
 		JOIN follows f ON f.key = b.key
 		WHERE (f.include_cross_lists OR NOT b.cross_list)
-		  AND (f.include_replacements OR NOT b.replacement)`, fromSeq, toSeq)
+		GROUP BY f.user_id`, fromSeq, toSeq)
 	if err != nil {
 		return res, fmt.Errorf("finding users affected by keys %d..%d: %w", fromSeq, toSeq, err)
 	}
-	res.Users, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+	var refreshed []int64
+	var user int64
+	var matched bool
+	_, err = pgx.ForEachRow(rows, []any{&user, &matched}, func() error {
+		refreshed = append(refreshed, user)
+		if matched {
+			res.Users = append(res.Users, user)
+		}
+		return nil
+	})
 	if err != nil {
 		return res, fmt.Errorf("finding users affected by keys %d..%d: %w", fromSeq, toSeq, err)
 	}
 	slices.Sort(res.Users)
+	res.Refreshed = len(refreshed)
 	if err := tx.QueryRow(ctx, `
 		SELECT count(*) FROM (SELECT DISTINCT key FROM paper_keys WHERE seq BETWEEN $1 AND $2) k`,
 		fromSeq, toSeq).Scan(&res.Keys); err != nil {
 		return res, fmt.Errorf("counting keys %d..%d: %w", fromSeq, toSeq, err)
 	}
-	if len(res.Users) == 0 {
+	if len(refreshed) == 0 {
 		return res, nil
 	}
 	// One primary-key probe and a HOT update per affected user.
 	if _, err := tx.Exec(ctx, `
 		UPDATE user_feeds uf SET version = uf.version + 1, changed_at = now()
-		FROM unnest($1::bigint[]) AS a(user_id) WHERE uf.user_id = a.user_id`, res.Users); err != nil {
-		return res, fmt.Errorf("bumping the feed versions of %d users: %w", len(res.Users), err)
+		FROM unnest($1::bigint[]) AS a(user_id) WHERE uf.user_id = a.user_id`, refreshed); err != nil {
+		return res, fmt.Errorf("bumping the feed versions of %d users: %w", len(refreshed), err)
 	}
 	return res, nil
 }
