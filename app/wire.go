@@ -60,6 +60,7 @@ func newServices(ctx context.Context, cfg *config.Config, db *store.DB, logger *
 	s.ingester = harvest.NewIngester(db, s.enqueuer)
 	s.matcher = match.NewService(db)
 	s.prefs = notify.NewPreferences(db, s.enqueuer, hooks.Now)
+	s.users.OnConfirm(s.prefs.AfterConfirm)
 	oai := harvest.NewOAIClient(harvest.OAIConfig{
 		BaseURL: cfg.ArxivOAIURL.String(),
 		Format:  cfg.ArxivOAIFormat,

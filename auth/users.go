@@ -24,11 +24,21 @@ type User struct {
 
 // Users creates and reads user rows.
 type Users struct {
-	db *store.DB
+	db        *store.DB
+	confirmed ConfirmHook
 }
+
+// ConfirmHook runs in the transaction that confirms a user's address (see
+// Ensure), so that what follows from a confirmation (the next digest's
+// time, owned by notify) commits with it.
+type ConfirmHook func(ctx context.Context, tx pgx.Tx, userID int64) error
 
 // NewUsers returns the user store over db.
 func NewUsers(db *store.DB) *Users { return &Users{db: db} }
+
+// OnConfirm sets the hook run when Ensure confirms a stored address. Call it
+// before the store is used.
+func (us *Users) OnConfirm(h ConfirmHook) { us.confirmed = h }
 
 const userColumns = `id, sub, coalesce(email, ''), email_confirmed_at IS NOT NULL, timezone, created_at`
 
@@ -39,18 +49,26 @@ func scanUser(row pgx.Row) (*User, error) {
 }
 
 // Ensure returns the user of a verified token, creating the row the first
-// time its subject is seen. A verified email claim is recorded (as
-// confirmed) when the user has no address yet. Concurrent first requests of
-// the same subject are safe: exactly one row is created and every caller
-// gets it.
+// time its subject is seen. A verified email claim (email_verified: true)
+// counts as confirmed: it is recorded when the user has no address yet, and
+// it confirms the user's stored address when that is the same one (compared
+// without regard to case) and not yet confirmed, unless the address is
+// suppressed (bounced or unsubscribed: only the confirmation link lifts
+// that). Concurrent first requests of the same subject are safe: exactly one
+// row is created and every caller gets it.
 func (us *Users) Ensure(ctx context.Context, c *Claims) (*User, error) {
 	if c == nil || c.Subject == "" {
 		return nil, errors.New("ensuring user: no subject")
 	}
 	u, err := us.BySub(ctx, c.Subject)
 	if err == nil {
-		if u.Email == "" && c.EmailVerified && validEmail(c.Email) {
-			return us.adoptVerifiedEmail(ctx, u.ID, c.Email)
+		if c.EmailVerified && validEmail(c.Email) {
+			switch {
+			case u.Email == "":
+				return us.adoptVerifiedEmail(ctx, u.ID, c.Email)
+			case !u.EmailConfirmed && strings.EqualFold(u.Email, strings.TrimSpace(c.Email)):
+				return us.confirmVerifiedEmail(ctx, u.ID, u.Email)
+			}
 		}
 		return u, nil
 	}
@@ -93,6 +111,39 @@ func (us *Users) adoptVerifiedEmail(ctx context.Context, id int64, email string)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("recording verified email of user %d: %w", id, err)
+	}
+	return u, nil
+}
+
+// confirmVerifiedEmail marks the user's stored address confirmed, as the
+// confirmation link does, and runs the confirm hook in the same
+// transaction. It changes nothing when the address changed, was confirmed
+// meanwhile or is suppressed: a suppressed address waits for its
+// confirmation link, and confirming it here would also stop that link's
+// mail from being sent.
+func (us *Users) confirmVerifiedEmail(ctx context.Context, id int64, email string) (*User, error) {
+	var u *User
+	err := us.db.InTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		u, err = scanUser(tx.QueryRow(ctx, `
+			UPDATE users u SET email_confirmed_at = now(), updated_at = now()
+			WHERE u.id = $1 AND lower(u.email) = lower($2) AND u.email_confirmed_at IS NULL
+			  AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email))
+			RETURNING `+userColumns, id, email))
+		if errors.Is(err, pgx.ErrNoRows) {
+			u = nil
+			return nil
+		}
+		if err != nil || us.confirmed == nil {
+			return err
+		}
+		return us.confirmed(ctx, tx, id)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("confirming verified email of user %d: %w", id, err)
+	}
+	if u == nil {
+		return us.Get(ctx, id) // changed, confirmed or suppressed meanwhile
 	}
 	return u, nil
 }

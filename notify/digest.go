@@ -1124,21 +1124,31 @@ func (d *Digester) Confirm(ctx context.Context, tok string) (string, error) {
 		if _, err := tx.Exec(ctx, `DELETE FROM suppressions WHERE email = lower($1)`, addr); err != nil {
 			return err
 		}
-		var tz, freq string
-		var s DigestSettings
-		var weekday int
-		if err := tx.QueryRow(ctx, `
-			UPDATE users SET email_confirmed_at = coalesce(email_confirmed_at, now()), updated_at = now() WHERE id = $1
-			RETURNING timezone, digest_frequency, digest_hour, digest_weekday`, l.UserID).Scan(&tz, &freq, &s.Hour, &weekday); err != nil {
+		if _, err := tx.Exec(ctx, `
+			UPDATE users SET email_confirmed_at = coalesce(email_confirmed_at, now()), updated_at = now() WHERE id = $1`, l.UserID); err != nil {
 			return err
 		}
-		s.Frequency, s.Weekday = Frequency(freq), time.Weekday(weekday)
-		if s.Frequency == Daily || s.Frequency == Weekly {
-			loc := zone(tz)
-			_, err = tx.Exec(ctx, `UPDATE users SET digest_next_at = $2 WHERE id = $1 AND digest_next_at IS NULL`, l.UserID, NextOccurrence(d.now(), loc, s))
-			return err
-		}
-		return nil
+		return scheduleConfirmed(ctx, tx, l.UserID, d.now())
 	})
 	return email, err
+}
+
+// scheduleConfirmed gives a user whose address was just confirmed (in tx)
+// a next digest time, when daily or weekly digests are chosen and none is
+// set: an unconfirmed address has none.
+func scheduleConfirmed(ctx context.Context, tx pgx.Tx, userID int64, now time.Time) error {
+	var tz, freq string
+	var s DigestSettings
+	var weekday int
+	if err := tx.QueryRow(ctx, `SELECT timezone, digest_frequency, digest_hour, digest_weekday FROM users WHERE id = $1`, userID).
+		Scan(&tz, &freq, &s.Hour, &weekday); err != nil {
+		return fmt.Errorf("reading digest settings of user %d: %w", userID, err)
+	}
+	s.Frequency, s.Weekday = Frequency(freq), time.Weekday(weekday)
+	if s.Frequency != Daily && s.Frequency != Weekly {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `UPDATE users SET digest_next_at = $2 WHERE id = $1 AND digest_next_at IS NULL`,
+		userID, NextOccurrence(now, zone(tz), s))
+	return err
 }

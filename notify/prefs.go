@@ -206,6 +206,13 @@ func applyPatch(pr *Profile, patch ProfilePatch) error {
 
 // nextDigest is when pr's next scheduled digest is due, or zero when none
 // is (digests off or instant, or no confirmed, unsuppressed address).
+// AfterConfirm is the auth.ConfirmHook of the user store: an address
+// confirmed by a verified token claim gets its next digest time in the same
+// transaction, as one confirmed by the confirmation link does.
+func (p *Preferences) AfterConfirm(ctx context.Context, tx pgx.Tx, userID int64) error {
+	return scheduleConfirmed(ctx, tx, userID, p.now())
+}
+
 func (p *Preferences) nextDigest(pr Profile) time.Time {
 	if !pr.EmailConfirmed || pr.Suppressed != "" || (pr.Digest.Frequency != Daily && pr.Digest.Frequency != Weekly) {
 		return time.Time{}
