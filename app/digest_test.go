@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
 	"mime"
 	"mime/multipart"
 	"net/http"
 	"net/mail"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -84,7 +87,10 @@ func TestDailyDigestEndToEnd(t *testing.T) {
 	c := a.Client(t)
 	reader := testapp.Token(t, "reader", "reader@example.org") // email_verified: confirmed
 	c.Do("PUT", "/v1/me/follows/category/cs.LG", reader, nil)
-	c.Do("PUT", "/v1/me/follows/researcher/openalex:A5023888391", reader, map[string]any{"label": "Mingzhi Wen"})
+	// The researcher follow is labelled with a name no author has, so the
+	// reason line can only show it if it comes from the follow, not from the
+	// paper's author list.
+	c.Do("PUT", "/v1/me/follows/researcher/openalex:A5023888391", reader, map[string]any{"label": "Wen lab"})
 	c.Do("PUT", "/v1/me/follows/category/cs", reader, nil)
 	r := c.Do("PATCH", "/v1/me", reader, map[string]any{"timezone": "Europe/Amsterdam",
 		"digest": map[string]any{"frequency": "daily", "hour": 7}})
@@ -125,8 +131,9 @@ func TestDailyDigestEndToEnd(t *testing.T) {
 	}
 	msg, body := parts(t, msgs[0].Data)
 	h := msg.Header
-	if got := h.Get("Subject"); got != "2 new papers: cs.LG" && !strings.HasPrefix(got, "2 new papers") {
-		t.Errorf("subject %q", got)
+	subject, err := new(mime.WordDecoder).DecodeHeader(h.Get("Subject"))
+	if err != nil || subject != "2 new papers: Wen lab, cs.LG" {
+		t.Errorf("subject %q (%v), want %q", h.Get("Subject"), err, "2 new papers: Wen lab, cs.LG")
 	}
 	for _, name := range []string{"Message-Id", "Date", "List-Unsubscribe", "List-Unsubscribe-Post", "List-Id", "Auto-Submitted"} {
 		if h.Get(name) == "" {
@@ -148,22 +155,69 @@ func TestDailyDigestEndToEnd(t *testing.T) {
 	if !strings.HasPrefix(unsubURL, a.URL+"/unsubscribe/ffl_") {
 		t.Fatalf("unsubscribe URL %q", unsubURL)
 	}
-	for ct, text := range body {
-		for _, want := range []string{"Towards Training Reproducible Deep Learning Models", "Another cs.LG paper", "Mingzhi Wen",
-			"https://arxiv.org/abs/2202.02326", "/settings?token=ffl_", "/unsubscribe/ffl_"} {
-			if !strings.Contains(text, want) {
-				t.Errorf("%s part lacks %q", ct, want)
+	text := strings.ReplaceAll(body["text/plain"], "\r\n", "\n")
+	html := strings.ReplaceAll(body["text/html"], "\r\n", "\n")
+	if len(body) != 2 || text == "" || html == "" {
+		t.Fatalf("want exactly a text/plain and a text/html part, got %d parts: %v", len(body), slices.Collect(maps.Keys(body)))
+	}
+	// The manage link as the text part shows it, on its own line.
+	m := regexp.MustCompile(`(?m)^Manage preferences:\n(\S+)$`).FindStringSubmatch(text)
+	if m == nil || !strings.HasPrefix(m[1], a.URL+"/settings?token=ffl_") {
+		t.Fatalf("text part has no manage preferences link:\n%s", text)
+	}
+	manageURL := m[1]
+	if !regexp.MustCompile(`(?m)^Unsubscribe:\n` + regexp.QuoteMeta(unsubURL) + `$`).MatchString(text) {
+		t.Errorf("text part lacks the unsubscribe link %s:\n%s", unsubURL, text)
+	}
+	for _, want := range []string{
+		`href="` + manageURL + `"`, ">Manage preferences</a>",
+		`href="` + unsubURL + `"`, ">Unsubscribe</a>",
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("html part lacks %q", want)
+		}
+	}
+	// Every paper shows, in both parts and inside its own entry: title,
+	// authors, the exact reason line (every follow that matched, by its
+	// name, in follow order), abstract and PDF links; once each.
+	papers := []struct{ title, authors, reason, abs, pdf string }{
+		{"Towards Training Reproducible Deep Learning Models", "Mingzhi Wen, Boyuan Chen", "Because you follow cs.LG · Wen lab · cs (all)",
+			"https://arxiv.org/abs/2202.02326", "https://arxiv.org/pdf/2202.02326"},
+		{"Another cs.LG paper", "Ann Author", "Because you follow cs.LG · cs (all)",
+			"https://arxiv.org/abs/2301.00001", "https://arxiv.org/pdf/2301.00001"},
+	}
+	for _, p := range papers {
+		if n := strings.Count(text, p.title); n != 1 {
+			t.Errorf("text part shows %q %d times, want once", p.title, n)
+		}
+		if n := strings.Count(html, ">"+p.title+"</a>"); n != 1 {
+			t.Errorf("html part shows %q %d times, want once", p.title, n)
+		}
+		entry := block(text, p.title, "\n\n")
+		for _, line := range []string{"   " + p.authors, "   " + p.reason, "   Abstract: " + p.abs, "   PDF:      " + p.pdf} {
+			if !slices.Contains(strings.Split(entry, "\n"), line) {
+				t.Errorf("text entry of %q lacks the line %q:\n%s", p.title, line, entry)
 			}
 		}
-		if strings.Count(text, "Towards Training Reproducible Deep Learning Models") != 1 {
-			t.Errorf("%s part: the paper matched by three follows appears %d times", ct, strings.Count(text, "Towards Training Reproducible Deep Learning Models"))
+		entry = block(html, p.title, "</tr>")
+		for _, want := range []string{`<a href="` + p.abs + `"`, ">" + p.authors + "</div>", ">" + p.reason + "</div>",
+			`<a href="` + p.abs + `" style="color:#1d4ed8">Abstract</a>`, `<a href="` + p.pdf + `" style="color:#1d4ed8">PDF</a>`} {
+			if !strings.Contains(entry, want) {
+				t.Errorf("html entry of %q lacks %q:\n%s", p.title, want, entry)
+			}
 		}
 	}
-	if _, ok := body["text/plain"]; !ok {
-		t.Error("no text part")
+	// Grouped under the most specific follow: the researcher (by its
+	// label), then the category.
+	order := []string{"Wen lab\n-------\n", papers[0].title, "cs.LG — Machine Learning\n", papers[1].title}
+	for i := 1; i < len(order); i++ {
+		if strings.Index(text, order[i-1]) < 0 || strings.Index(text, order[i-1]) > strings.Index(text, order[i]) {
+			t.Errorf("text part: %q should come before %q:\n%s", order[i-1], order[i], text)
+		}
 	}
-	if !strings.Contains(body["text/plain"], "cs.LG · Mingzhi Wen · cs (all)") && !strings.Contains(body["text/plain"], "Mingzhi Wen") {
-		t.Errorf("reasons missing in text part:\n%s", body["text/plain"])
+	// The manage link opens the email settings without a session.
+	if code, page := getURL(t, manageURL); code != 200 || !strings.Contains(page, "reader@example.org") {
+		t.Errorf("GET manage link: %d\n%.300s", code, page)
 	}
 	// A GET of the link changes nothing; the one-click POST unsubscribes.
 	if code, _ := getURL(t, unsubURL); code != 200 {
@@ -194,6 +248,20 @@ func TestDailyDigestEndToEnd(t *testing.T) {
 	if sent != 1 {
 		t.Errorf("ledger: %d sent digests", sent)
 	}
+}
+
+// block returns the part of s from the first occurrence of from up to (not
+// including) the next end, or "" when from does not occur.
+func block(s, from, end string) string {
+	i := strings.Index(s, from)
+	if i < 0 {
+		return ""
+	}
+	s = s[i:]
+	if j := strings.Index(s, end); j >= 0 {
+		s = s[:j]
+	}
+	return s
 }
 
 func waitUntil(t *testing.T, what string, cond func() bool) {

@@ -1,0 +1,372 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"followfeed/app"
+	"followfeed/internal/testapp"
+	"followfeed/internal/testsmtp"
+	"followfeed/store"
+)
+
+// digestWorld is a running service (with an injected clock and a real SMTP
+// server) and one reader with a confirmed address, following cs.LG, daily
+// digests at 07:00 in Amsterdam; the clock starts at 06:00 on Monday 30
+// November 2026.
+type digestWorld struct {
+	a      *testapp.App
+	c      *testapp.Client
+	smtpd  *testsmtp.Server
+	clk    *clock
+	db     *store.DB
+	loc    *time.Location
+	sub    string
+	email  string
+	reader string // the reader's token
+	svc    string // a service token that may push papers
+	pushed int    // match jobs expected so far
+}
+
+func newDigestWorld(t *testing.T, sub string, opts testsmtp.Options) *digestWorld {
+	t.Helper()
+	w := &digestWorld{sub: sub, email: sub + "@example.org"}
+	w.smtpd = testsmtp.Start(t, opts)
+	w.loc, _ = time.LoadLocation("Europe/Amsterdam")
+	w.clk = &clock{t: time.Date(2026, 11, 30, 6, 0, 0, 0, w.loc)}
+	env := testapp.Env(t)
+	env["SMTP_URL"] = w.smtpd.URL()
+	env["DIGEST_SCHEDULE_INTERVAL"] = "1s"
+	env["MAIL_FROM"] = "followfeed <digest@followfeed.test>"
+	w.a = testapp.StartWith(t, env, app.Hooks{Now: w.clk.Now})
+	w.c = w.a.Client(t)
+	w.reader = testapp.Token(t, sub, w.email) // email_verified: confirmed
+	w.svc = testapp.Token(t, "host", "", "papers:write")
+	if r := w.c.Do("PUT", "/v1/me/follows/category/cs.LG", w.reader, nil); r.Status != 201 && r.Status != 200 {
+		t.Fatalf("follow: %d %s", r.Status, r.Body)
+	}
+	r := w.c.Do("PATCH", "/v1/me", w.reader, map[string]any{"timezone": "Europe/Amsterdam",
+		"digest": map[string]any{"frequency": "daily", "hour": 7}})
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"next_at":"2026-11-30T06:00:00Z"`) {
+		t.Fatalf("settings: %d %s", r.Status, r.Body)
+	}
+	db, err := store.Open(context.Background(), w.a.DatabaseURL, store.Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	w.db = db
+	return w
+}
+
+// push adds cs.LG papers (id, title pairs) and waits until they are matched.
+func (w *digestWorld) push(t *testing.T, idTitles ...string) {
+	t.Helper()
+	var items []map[string]any
+	for i := 0; i+1 < len(idTitles); i += 2 {
+		items = append(items, map[string]any{"arxiv_id": idTitles[i], "title": idTitles[i+1], "primary_category": "cs.LG",
+			"categories": []string{"cs.LG"}, "authors": "Ann Author"})
+	}
+	if r := w.c.Do("POST", "/v1/papers", w.svc, items); r.Status != 200 {
+		t.Fatalf("push: %d %s", r.Status, r.Body)
+	}
+	w.pushed++
+	waitUntil(t, "the match job", func() bool {
+		var n int
+		w.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river.river_job WHERE kind = 'match_batch' AND state = 'completed'`).Scan(&n)
+		return n == w.pushed
+	})
+}
+
+// me is the reader's GET /v1/me.
+func (w *digestWorld) me(t *testing.T) (m struct {
+	Email          string `json:"email"`
+	EmailConfirmed bool   `json:"email_confirmed"`
+	Suppressed     string `json:"suppressed"`
+	Digest         struct {
+		Frequency string     `json:"frequency"`
+		NextAt    *time.Time `json:"next_at"`
+	} `json:"digest"`
+}) {
+	t.Helper()
+	r := w.c.Do("GET", "/v1/me", w.reader, nil)
+	if r.Status != 200 {
+		t.Fatalf("GET /v1/me: %d %s", r.Status, r.Body)
+	}
+	r.JSON(t, &m)
+	return m
+}
+
+// ledger counts the reader's digest rows by state.
+func (w *digestWorld) ledger(t *testing.T) map[string]int {
+	t.Helper()
+	rows, err := w.db.Pool.Query(context.Background(), `
+		SELECT g.state, count(*) FROM digests g JOIN users u ON u.id = g.user_id WHERE u.sub = $1 GROUP BY g.state`, w.sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var state string
+		var n int
+		if err := rows.Scan(&state, &n); err != nil {
+			t.Fatal(err)
+		}
+		out[state] = n
+	}
+	return out
+}
+
+func (w *digestWorld) nextAt(t *testing.T) *time.Time {
+	t.Helper()
+	var next *time.Time
+	if err := w.db.Pool.QueryRow(context.Background(), `SELECT digest_next_at FROM users WHERE sub = $1`, w.sub).Scan(&next); err != nil {
+		t.Fatal(err)
+	}
+	return next
+}
+
+// digestCLI runs the followfeed binary's digest command against the world's
+// database and SMTP server and returns its standard output.
+func (w *digestWorld) digestCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	env := map[string]string{}
+	for k, v := range w.a.Env {
+		env[k] = v
+	}
+	env["PUBLIC_URL"] = w.a.URL
+	var stdout, stderr bytes.Buffer
+	cmd := command(t, env, append([]string{"digest"}, args...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("followfeed digest %v: %v\nstdout:\n%s\nstderr:\n%s", args, err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+// TestDigestCommandSendsOncePerPeriod: `followfeed digest --user SUB` only
+// prints the next digest; `--now` sends it, once however often it is run,
+// as the digest of the period the scheduler would send; the scheduler then
+// sends nothing more for that period, and the next day's digest holds only
+// what came later.
+func TestDigestCommandSendsOncePerPeriod(t *testing.T) {
+	t.Parallel()
+	w := newDigestWorld(t, "cli-reader", testsmtp.Options{})
+	w.push(t, "2301.00011", "First paper for the command", "2301.00012", "Second paper for the command")
+
+	// Without --now: printed, nothing sent, nothing reserved.
+	out := w.digestCLI(t, "--user", w.sub)
+	for _, want := range []string{"Subject: 2 new papers: cs.LG\n", "First paper for the command", "Second paper for the command",
+		"Because you follow cs.LG", "https://arxiv.org/abs/2301.00011", "Unsubscribe:\n" + w.a.URL + "/unsubscribe/ffl_"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("digest without --now does not print %q:\n%s", want, out)
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := len(w.smtpd.Messages()); n != 0 {
+		t.Fatalf("digest without --now sent %d mails", n)
+	}
+	if l := w.ledger(t); len(l) != 0 {
+		t.Fatalf("digest without --now wrote the ledger: %v", l)
+	}
+
+	// --now twice: one mail, one ledger row, the period of today's
+	// scheduled digest.
+	sentRE := regexp.MustCompile(`(?m)^digest (\d+): (\w+) \((\d+) papers?\)`)
+	first := sentRE.FindStringSubmatch(w.digestCLI(t, "--user", w.sub, "--now"))
+	if first == nil || first[2] != "sent" || first[3] != "2" {
+		t.Fatalf("first --now: %q, want sent with 2 papers", first)
+	}
+	msgs := w.smtpd.WaitMessages(t, 1, 10*time.Second)
+	second := sentRE.FindStringSubmatch(w.digestCLI(t, "--user", w.sub, "--now"))
+	if second == nil || second[1] != first[1] || second[2] != "sent" || second[3] != "0" {
+		t.Errorf("second --now: %q, want digest %s reported as sent already, nothing new sent", second, first[1])
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := len(w.smtpd.Messages()); n != 1 {
+		t.Fatalf("%d mails after two --now runs, want 1", n)
+	}
+	msg, body := parts(t, msgs[0].Data)
+	if got := msg.Header.Get("Subject"); got != "2 new papers: cs.LG" {
+		t.Errorf("subject %q", got)
+	}
+	if id := msg.Header.Get("Message-Id"); !strings.Contains(id, "daily.2026-11-30@") {
+		t.Errorf("Message-Id %q: not the digest of the scheduled period daily:2026-11-30", id)
+	}
+	if msgs[0].To[0] != w.email || !strings.Contains(body["text/plain"], "First paper for the command") {
+		t.Errorf("mail to %v:\n%s", msgs[0].To, body["text/plain"])
+	}
+	if l := w.ledger(t); l["sent"] != 1 || len(l) != 1 {
+		t.Fatalf("ledger after --now: %v, want one sent row", l)
+	}
+
+	// 07:00: the scheduler reaches today's period, which was sent already.
+	w.clk.Set(time.Date(2026, 11, 30, 7, 0, 30, 0, w.loc))
+	waitUntil(t, "the scheduler to move on to tomorrow", func() bool {
+		next := w.nextAt(t)
+		return next != nil && next.Equal(time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC))
+	})
+	time.Sleep(2 * time.Second)
+	if n := len(w.smtpd.Messages()); n != 1 {
+		t.Fatalf("%d mails after today's scheduled time, want still 1", n)
+	}
+	if l := w.ledger(t); l["sent"] != 1 || len(l) != 1 {
+		t.Fatalf("ledger after today's scheduled time: %v, want still one sent row", l)
+	}
+
+	// Tomorrow's digest holds only the paper that came later.
+	w.push(t, "2301.00013", "Third paper after the command")
+	w.clk.Set(time.Date(2026, 12, 1, 7, 0, 30, 0, w.loc))
+	msgs = w.smtpd.WaitMessages(t, 2, 20*time.Second)
+	msg, body = parts(t, msgs[1].Data)
+	if got := msg.Header.Get("Subject"); got != "1 new paper: cs.LG" {
+		t.Errorf("next day's subject %q, want %q", got, "1 new paper: cs.LG")
+	}
+	if id := msg.Header.Get("Message-Id"); !strings.Contains(id, "daily.2026-12-01@") {
+		t.Errorf("next day's Message-Id %q", id)
+	}
+	for ct, text := range body {
+		if !strings.Contains(text, "Third paper after the command") {
+			t.Errorf("next day's %s part lacks the new paper", ct)
+		}
+		for _, old := range []string{"First paper for the command", "Second paper for the command"} {
+			if strings.Contains(text, old) {
+				t.Errorf("next day's %s part repeats %q", ct, old)
+			}
+		}
+	}
+	time.Sleep(time.Second)
+	if n := len(w.smtpd.Messages()); n != 2 {
+		t.Errorf("%d mails in all, want 2", n)
+	}
+}
+
+// TestBouncedAddressResumesAfterReconfirmation: a hard bounce (550 to RCPT)
+// suppresses the address: the digest fails without retry, the next day's
+// digest is not sent and even an operator's `digest --now` is skipped, and
+// a verified token does not lift it. Saving the address again on the
+// settings page sends a confirmation mail; its link's GET changes nothing,
+// its POST lifts the suppression, and the following digest is sent.
+func TestBouncedAddressResumesAfterReconfirmation(t *testing.T) {
+	t.Parallel()
+	w := newDigestWorld(t, "bouncer", testsmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
+		if stage == testsmtp.StageRcpt && n == 1 {
+			return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "No such mailbox"}
+		}
+		return nil
+	}})
+	w.push(t, "2301.00021", "Paper of the bounced digest")
+
+	// 07:00: the digest bounces.
+	w.clk.Set(time.Date(2026, 11, 30, 7, 0, 30, 0, w.loc))
+	waitUntil(t, "the bounced digest in the ledger", func() bool { return w.ledger(t)["failed"] == 1 })
+	var reply string
+	w.db.Pool.QueryRow(context.Background(), `SELECT coalesce(smtp_reply, '') FROM digests WHERE state = 'failed'`).Scan(&reply)
+	if !strings.Contains(reply, "550") {
+		t.Errorf("ledger reply %q lacks the 550", reply)
+	}
+	if m := w.me(t); m.Suppressed != "bounce" || m.Digest.NextAt != nil {
+		t.Fatalf("after the bounce: %+v, want suppressed (bounce) with no digest scheduled", m)
+	}
+
+	// The next day: nothing, neither scheduled nor forced by hand.
+	w.push(t, "2301.00022", "Paper after the bounce")
+	w.clk.Set(time.Date(2026, 12, 1, 7, 0, 30, 0, w.loc))
+	time.Sleep(3 * time.Second)
+	if n := len(w.smtpd.Messages()); n != 0 {
+		t.Fatalf("%d mails to a suppressed address", n)
+	}
+	if m := regexp.MustCompile(`(?m)^digest \d+: skipped \(0 papers\)`).FindString(w.digestCLI(t, "--user", w.sub, "--now")); m == "" {
+		t.Error("digest --now to a suppressed address was not skipped")
+	}
+	if l := w.ledger(t); l["sent"] != 0 || l["failed"] != 1 {
+		t.Fatalf("ledger while suppressed: %v", l)
+	}
+	if n := len(w.smtpd.Messages()); n != 0 {
+		t.Fatalf("%d mails to a suppressed address", n)
+	}
+
+	// Saving the address again on the settings page asks for confirmation.
+	jar, _ := cookiejar.New(nil)
+	b := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	form := func(method, u string, f url.Values) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, u, strings.NewReader(f.Encode()))
+		if f != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		resp, err := b.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var buf bytes.Buffer
+		buf.ReadFrom(resp.Body)
+		return resp, buf.String()
+	}
+	if resp, _ := form("GET", w.a.URL+"/login?token="+url.QueryEscape(w.reader), nil); resp.StatusCode != 303 {
+		t.Fatalf("login: %d", resp.StatusCode)
+	}
+	resp, page := form("GET", w.a.URL+"/settings", nil)
+	if resp.StatusCode != 200 || !strings.Contains(page, "Paused: this address bounced") {
+		t.Fatalf("settings page: %d\n%s", resp.StatusCode, page)
+	}
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
+	if csrf == nil {
+		t.Fatal("no CSRF token on the settings page")
+	}
+	resp, _ = form("POST", w.a.URL+"/settings/email", url.Values{"csrf": {csrf[1]}, "email": {w.email},
+		"timezone": {"Europe/Amsterdam"}, "frequency": {"daily"}, "hour": {"7"}, "weekday": {"monday"}})
+	if resp.StatusCode != 303 || !strings.HasPrefix(resp.Header.Get("Location"), "/settings?done=confirm") {
+		t.Fatalf("saving the address again: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	// The reader's verified token does not count as confirming a
+	// suppressed address: only the link does.
+	if m := w.me(t); m.EmailConfirmed || m.Suppressed != "bounce" {
+		t.Fatalf("after asking to reconfirm: %+v, want unconfirmed and still suppressed", m)
+	}
+	msgs := w.smtpd.WaitMessages(t, 1, 20*time.Second)
+	msg, body := parts(t, msgs[0].Data)
+	if msgs[0].To[0] != w.email || msg.Header.Get("Subject") != "Confirm your followfeed subscription" {
+		t.Fatalf("first mail after the bounce: to %v, subject %q", msgs[0].To, msg.Header.Get("Subject"))
+	}
+	link := regexp.MustCompile(regexp.QuoteMeta(w.a.URL) + `/confirm/\S+`).FindString(strings.ReplaceAll(body["text/plain"], "\r\n", "\n"))
+	if link == "" {
+		t.Fatalf("no confirmation link in:\n%s", body["text/plain"])
+	}
+	if resp, page := form("GET", link, nil); resp.StatusCode != 200 || !strings.Contains(page, w.email) {
+		t.Fatalf("GET confirmation link: %d\n%s", resp.StatusCode, page)
+	}
+	if m := w.me(t); m.Suppressed != "bounce" || m.EmailConfirmed {
+		t.Fatalf("a GET of the confirmation link changed the address: %+v", m)
+	}
+	if resp, page := form("POST", link, url.Values{}); resp.StatusCode != 200 || !strings.Contains(page, "Address confirmed") {
+		t.Fatalf("POST confirmation link: %d\n%s", resp.StatusCode, page)
+	}
+	m := w.me(t)
+	if !m.EmailConfirmed || m.Suppressed != "" || m.Digest.Frequency != "daily" || m.Digest.NextAt == nil ||
+		!m.Digest.NextAt.Equal(time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)) {
+		t.Fatalf("after confirming: %+v, want confirmed, not suppressed, next digest 2026-12-02T06:00Z", m)
+	}
+
+	// The following digest is sent.
+	w.clk.Set(time.Date(2026, 12, 2, 7, 0, 30, 0, w.loc))
+	msgs = w.smtpd.WaitMessages(t, 2, 20*time.Second)
+	msg, body = parts(t, msgs[1].Data)
+	if msgs[1].To[0] != w.email || !strings.Contains(msg.Header.Get("Message-Id"), "daily.2026-12-02@") ||
+		!strings.Contains(body["text/plain"], "Paper after the bounce") {
+		t.Fatalf("digest after reconfirming: to %v, Message-Id %q:\n%s", msgs[1].To, msg.Header.Get("Message-Id"), body["text/plain"])
+	}
+	// The ledger records "sent" just after the server's reply.
+	waitUntil(t, "the digest recorded as sent", func() bool { return w.ledger(t)["sent"] == 1 })
+}
