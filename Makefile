@@ -37,9 +37,12 @@ bench:
 ## soak: reliability scenarios against the real binary (needs scale S from
 ## `make bench` for the load scenario); rewrites RELIABILITY.md. Pass flags
 ## with SOAK_FLAGS, e.g. make soak SOAK_FLAGS="--only smtp-chaos"
+## The whole suite runs first (go test -json), for the hostile-input section.
 soak:
-	@$(ENV); DATABASE_URL="$$(scripts/pg-ensure.sh followfeed_bench)"; export DATABASE_URL; \
-	 $(GO) build -o bin/followfeed ./cmd/followfeed && bin/followfeed soak --out RELIABILITY.md $(SOAK_FLAGS)
+	@$(ENV); mkdir -p var; \
+	 DATABASE_URL="$$(scripts/pg-ensure.sh postgres)" $(GO) test -count=1 -json ./... > var/soak-tests.json || true; \
+	 DATABASE_URL="$$(scripts/pg-ensure.sh followfeed_bench)"; export DATABASE_URL; \
+	 $(GO) build -o bin/followfeed ./cmd/followfeed && bin/followfeed soak --out RELIABILITY.md --tests var/soak-tests.json $(SOAK_FLAGS)
 
 ## clean-db: stop and delete the private cluster under ./var/pg
 clean-db:

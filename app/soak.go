@@ -23,6 +23,7 @@ func runSoak(ctx context.Context, args []string, inv invocation) error {
 	duration := fs.Duration("duration", 5*time.Minute, "how long the load scenario drives traffic")
 	only := fs.String("only", "", "comma-separated scenarios to run (default all: "+strings.Join(soak.Names(), ",")+")")
 	scaleDB := fs.String("scale-db", "", "database holding scale S (default: DATABASE_URL's server, database followfeed_bench)")
+	tests := fs.String("tests", "", "`go test -json` output of the suite, for the hostile-input scenario (make soak makes it)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -59,7 +60,7 @@ func runSoak(ctx context.Context, args []string, inv invocation) error {
 	command := strings.TrimSpace("followfeed soak " + strings.Join(args, " "))
 	rep, err := soak.Run(ctx, soak.Options{
 		Exe: exe, DatabaseURL: cfg.DatabaseURL, ScaleDB: scale, Duration: *duration, Only: selected,
-		Command: command, ViaMake: getenv("MAKELEVEL") != "", Log: stdout,
+		Command: command, ViaMake: getenv("MAKELEVEL") != "", Log: stdout, TestResults: *tests,
 	})
 	if err != nil {
 		return err

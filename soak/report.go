@@ -98,6 +98,7 @@ var titles = map[string]string{
 	"postgres-restart": "PostgreSQL restarted under traffic",
 	"smtp-chaos":       "Misbehaving SMTP server",
 	"upstream-faults":  "Failing OAI-PMH and OpenAlex upstreams",
+	"hostile-input":    "Hostile input and access control (tests of make test)",
 }
 
 // Write renders the report as Markdown.

@@ -46,13 +46,16 @@ type Options struct {
 	// ran under make (make soak).
 	Command string
 	ViaMake bool
+	// TestResults is a `go test -json` output of the whole suite, for the
+	// hostile-input scenario (make soak produces it).
+	TestResults string
 	// Log receives progress lines.
 	Log io.Writer
 }
 
 // Names returns the scenario names in the order they run.
 func Names() []string {
-	return []string{"load", "worker-killed", "postgres-restart", "smtp-chaos", "upstream-faults"}
+	return []string{"load", "worker-killed", "postgres-restart", "smtp-chaos", "upstream-faults", "hostile-input"}
 }
 
 // scenarioFunc runs one scenario, filling res; an error means the scenario
@@ -66,6 +69,7 @@ func scenarios() map[string]scenarioFunc {
 		"postgres-restart": runPostgresRestart,
 		"smtp-chaos":       runSMTPChaos,
 		"upstream-faults":  runUpstreamFaults,
+		"hostile-input":    runHostile,
 	}
 }
 

@@ -2,9 +2,12 @@ package soak
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -145,5 +148,47 @@ func TestReportRenders(t *testing.T) {
 	}
 	if r.Passed() || len(r.Failed()) != 1 {
 		t.Error("a failed check must fail the report")
+	}
+}
+
+// TestHostileInputReadsGoTestResults: a requirement passes only when every
+// test behind it ran and passed; a failed or missing test fails it.
+func TestHostileInputReadsGoTestResults(t *testing.T) {
+	var b strings.Builder
+	for _, c := range hostileChecks {
+		for _, name := range c.tests {
+			action := "pass"
+			switch name {
+			case "TestAccessControl":
+				action = "fail"
+			case "TestNoUserSuppliedURLIsFetched":
+				continue // did not run
+			}
+			fmt.Fprintf(&b, `{"Action":"run","Package":"followfeed/x","Test":%q}`+"\n", name)
+			fmt.Fprintf(&b, `{"Action":%q,"Package":"followfeed/x","Test":%q,"Elapsed":0.25}`+"\n", action, name)
+			fmt.Fprintf(&b, `{"Action":"fail","Package":"followfeed/x","Test":%q}`+"\n", name+"/sub") // subtests do not count
+		}
+	}
+	path := filepath.Join(t.TempDir(), "tests.json")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := &Result{Name: "hostile-input"}
+	if err := runHostile(context.Background(), &env{opts: Options{TestResults: path}}, res); err != nil {
+		t.Fatal(err)
+	}
+	res.finish()
+	failed := map[string]bool{}
+	for _, c := range res.Checks {
+		if !c.Pass {
+			failed[c.Name] = true
+		}
+	}
+	if res.Pass || len(failed) != 2 || !failed[hostileChecks[3].name] || !failed[hostileChecks[4].name] {
+		t.Errorf("verdict %v, failed checks %v; want exactly access control and SSRF failed", res.Pass, failed)
+	}
+	res = &Result{Name: "hostile-input"}
+	if err := runHostile(context.Background(), &env{opts: Options{}}, res); err == nil {
+		t.Error("no results file: no error")
 	}
 }
