@@ -880,3 +880,65 @@ func TestSchedulerClosesAbandonedDigests(t *testing.T) {
 		t.Errorf("old-pending: reply %q does not say why", reply)
 	}
 }
+
+// linksExcept has no feed URL for one user, so a digest of that user that
+// needs "and N more" cannot be rendered.
+type linksExcept struct{ user int64 }
+
+func (l linksExcept) FeedURLs(ctx context.Context, ids []int64) (map[int64]string, error) {
+	out, _ := noLinks{}.FeedURLs(ctx, ids)
+	delete(out, l.user)
+	return out, nil
+}
+
+// TestUnrenderableDigestFailsAlone: a digest that cannot be rendered is
+// recorded failed with the reason, and the rest of its batch is delivered
+// (it used to end the batch, so the rows after it were retried with it and
+// finally given up).
+func TestUnrenderableDigestFailsAlone(t *testing.T) {
+	t.Parallel()
+	e := setup(t, testsmtp.Options{}, "")
+	ann := e.reader("ann", notify.Daily, "UTC", 6, "category/cs.LG")
+	e.reader("ben", notify.Daily, "UTC", 6, "category/cs.LG")
+	var ps []harvest.Paper
+	for i := range 21 { // one more than a group shows: "and 1 more" links the feed
+		ps = append(ps, paper(fmt.Sprintf("2301.%05d", i+1), "cs.LG"))
+	}
+	e.push(ps...)
+	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
+	ids := e.scheduled()
+	sender, err := notify.NewSMTPSender(e.smtp.URL(), notify.SMTPOptions{Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sender.Close()
+	base, _ := url.Parse("https://followfeed.test")
+	d := notify.NewDigester(notify.DigesterConfig{DB: e.db, Matcher: e.matcher, Follows: e.follows, Sender: sender,
+		Links: linksExcept{ann}, Signer: auth.NewLinkSigner([]byte("0123456789abcdef0123456789abcdef")),
+		From: &mail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, BaseURL: base, Now: e.clk.Now})
+	outs, err := d.SendBatch(e.ctx, ids)
+	if err != nil {
+		t.Fatalf("batch: %v", err)
+	}
+	states := map[string]int{}
+	for _, o := range outs {
+		states[o.State]++
+	}
+	if states["failed"] != 1 || states["sent"] != 1 {
+		t.Fatalf("outcomes %v, want one failed and one sent", states)
+	}
+	for _, id := range ids {
+		s, reply := e.state(id)
+		var user int64
+		e.db.Pool.QueryRow(e.ctx, `SELECT user_id FROM digests WHERE id = $1`, id).Scan(&user)
+		if user == ann && (s != "failed" || !strings.Contains(reply, "could not build the message")) {
+			t.Errorf("ann's digest: %s %q", s, reply)
+		}
+		if user != ann && s != "sent" {
+			t.Errorf("ben's digest: %s %q", s, reply)
+		}
+	}
+	if n := len(e.smtp.Messages()); n != 1 {
+		t.Errorf("%d messages delivered, want 1", n)
+	}
+}
