@@ -54,7 +54,16 @@ func NewHandler(o Options) http.Handler {
 	}
 	if o.Admin != nil && o.AdminPassword != "" {
 		mux.Handle(AdminPrefix+"/", basicAuth(o.Admin, o.AdminUser, o.AdminPassword, "followfeed jobs"))
-		mux.Handle(AdminPrefix, http.RedirectHandler(AdminPrefix+"/", http.StatusMovedPermanently))
+		// The bare prefix: GET is sent to the UI; any other method is a
+		// 405 (a problem document, see refusal), not the mux's redirect.
+		mux.HandleFunc(AdminPrefix, func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				w.Header().Set("Allow", "GET, HEAD")
+				(&refusal{ResponseWriter: w, r: r}).WriteHeader(http.StatusMethodNotAllowed)
+				return
+			}
+			http.Redirect(w, r, AdminPrefix+"/", http.StatusMovedPermanently)
+		})
 	}
 	if o.Routes != nil {
 		o.Routes(mux)
