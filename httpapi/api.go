@@ -50,6 +50,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.Handle("DELETE /v1/me/follows/{kind}/{id}", a.userRoute(a.deleteFollow))
 	mux.Handle("GET /v1/me/feeds", a.userRoute(a.getFeeds))
 	mux.Handle("POST /v1/me/feed-token", a.userRoute(a.rotateFeedToken))
+	mux.Handle("POST /v1/me/email-links/revoke", a.userRoute(a.revokeEmailLinks))
 	mux.Handle("GET /v1/follows/{kind}/{id}", a.ipLimited(http.HandlerFunc(a.followStatus)))
 	mux.Handle("POST /v1/papers", a.ipLimited(http.HandlerFunc(a.postPapers)))
 }
@@ -166,6 +167,16 @@ func (a *API) getMe(w http.ResponseWriter, r *http.Request, u *auth.User) error 
 		return err
 	}
 	writeJSON(w, http.StatusOK, toMeJSON(u, p))
+	return nil
+}
+
+// revokeEmailLinks makes the links in the user's earlier emails stop
+// working (a leaked "manage preferences" link, say): 204.
+func (a *API) revokeEmailLinks(w http.ResponseWriter, r *http.Request, u *auth.User) error {
+	if err := a.Prefs.RevokeLinks(r.Context(), u.ID); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 

@@ -310,6 +310,20 @@ func nullTime(t time.Time) any {
 	return t
 }
 
+// RevokeLinks invalidates every signed link of the user's earlier emails
+// (manage preferences, unsubscribe, confirm): links carry the user's link
+// epoch, which this moves on. Later emails carry working links.
+func (p *Preferences) RevokeLinks(ctx context.Context, userID int64) error {
+	tag, err := p.db.Pool.Exec(ctx, `UPDATE users SET link_epoch = link_epoch + 1, updated_at = now() WHERE id = $1`, userID)
+	if err != nil {
+		return fmt.Errorf("revoking the email links of user %d: %w", userID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return store.NotFound(pgx.ErrNoRows, fmt.Sprintf("revoking the email links of user %d", userID))
+	}
+	return nil
+}
+
 // Reconfirm asks the owner of a paused (bounced or unsubscribed) address to
 // confirm it again: the address becomes unconfirmed, earlier links are
 // revoked, and a confirmation mail is queued. Confirming lifts the pause.
