@@ -18,6 +18,7 @@ import (
 	"followfeed/feeds"
 	"followfeed/follow"
 	"followfeed/notify"
+	"followfeed/store"
 	"followfeed/web"
 )
 
@@ -369,6 +370,9 @@ func (s *Settings) postFollow(w http.ResponseWriter, r *http.Request) {
 				opts.IncludeCrossLists = &cross
 			}
 			if _, err := s.Follows.Get(r.Context(), v.userID, t); err != nil {
+				if errors.Is(err, store.ErrNotFound) { // unfollowed meanwhile (another tab)
+					return "", apperr.New(apperr.NotFound, "you no longer follow %s; reload the page", t.DisplayName())
+				}
 				return "", err
 			}
 			_, _, err := s.Follows.Follow(r.Context(), v.userID, t, opts)
