@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"path"
@@ -155,6 +156,11 @@ func validate(t testing.TB, req *http.Request, resp *http.Response, body []byte)
 		r2.Method = http.MethodGet // HEAD is GET without a body
 	}
 	route, params, err := rt.FindRoute(r2)
+	if err == nil && strings.HasSuffix(r2.URL.Path, "/") != strings.HasSuffix(route.Path, "/") {
+		// The validating router ignores a trailing slash; the service's
+		// mux does not ("/v1/me/follows/" is not "/v1/me/follows").
+		err = fmt.Errorf("%s matches %s only without regard to its trailing slash", r2.URL.Path, route.Path)
+	}
 	if resp.StatusCode == http.StatusMethodNotAllowed {
 		// Any path may refuse a method; the refusal is a problem document
 		// naming the methods it takes.
@@ -166,8 +172,9 @@ func validate(t testing.TB, req *http.Request, resp *http.Response, body []byte)
 	if err != nil {
 		switch resp.StatusCode {
 		case http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-			// The mux sends unclean paths ("/a/../b", "//x") to the clean one.
-			if loc := resp.Header.Get("Location"); loc != "" && path.Clean(req.URL.Path) != req.URL.Path {
+			// The mux sends unclean paths ("/a/../b", "//x") to the clean
+			// one, and a subtree's bare name to the subtree ("/x" → "/x/").
+			if loc := resp.Header.Get("Location"); loc != "" && (path.Clean(req.URL.Path) != req.URL.Path || loc == req.URL.Path+"/") {
 				return
 			}
 		}
