@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"regexp"
 	"strings"
@@ -297,23 +296,8 @@ func TestBouncedAddressResumesAfterReconfirmation(t *testing.T) {
 	}
 
 	// Saving the address again on the settings page asks for confirmation.
-	jar, _ := cookiejar.New(nil)
-	b := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	form := func(method, u string, f url.Values) (*http.Response, string) {
-		t.Helper()
-		req, _ := http.NewRequest(method, u, strings.NewReader(f.Encode()))
-		if f != nil {
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		}
-		resp, err := b.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var buf bytes.Buffer
-		buf.ReadFrom(resp.Body)
-		return resp, buf.String()
-	}
+	b := testapp.Browser(t)
+	form := func(method, u string, f url.Values) (*http.Response, string) { return testapp.Form(t, b, method, u, f) }
 	if resp, _ := form("GET", w.a.URL+"/login?token="+url.QueryEscape(w.reader), nil); resp.StatusCode != 303 {
 		t.Fatalf("login: %d", resp.StatusCode)
 	}
@@ -321,7 +305,7 @@ func TestBouncedAddressResumesAfterReconfirmation(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(page, "Paused: this address bounced") {
 		t.Fatalf("settings page: %d\n%s", resp.StatusCode, page)
 	}
-	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
+	csrf := testapp.CSRF.FindStringSubmatch(page)
 	if csrf == nil {
 		t.Fatal("no CSRF token on the settings page")
 	}

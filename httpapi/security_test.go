@@ -87,8 +87,8 @@ func TestAccessControl(t *testing.T) {
 	}
 	// A link for one action does not do another: alice's unsubscribe link
 	// is not a settings (manage) link.
-	b := browserish(t)
-	if resp, _ := do(t, b, "GET", a.URL+"/settings?token="+url.QueryEscape(tok), nil); resp.StatusCode != 404 {
+	b := testapp.Browser(t)
+	if resp, _ := testapp.Form(t, b, "GET", a.URL+"/settings?token="+url.QueryEscape(tok), nil); resp.StatusCode != 404 {
 		t.Errorf("an unsubscribe token opened the settings: %d", resp.StatusCode)
 	}
 	// A manage link opens only the email settings; it cannot unfollow.
@@ -96,12 +96,12 @@ func TestAccessControl(t *testing.T) {
 	var aliceID, epoch int64
 	db.Pool.QueryRow(context.Background(), `SELECT id, link_epoch FROM users WHERE sub = 'alice'`).Scan(&aliceID, &epoch)
 	manage := auth.NewLinkSigner([]byte(config.DevSecretKey)).Sign(auth.Link{Action: auth.ActionManage, UserID: aliceID, Epoch: epoch})
-	resp, page := do(t, b, "GET", a.URL+"/settings?token="+url.QueryEscape(manage), nil)
+	resp, page := testapp.Form(t, b, "GET", a.URL+"/settings?token="+url.QueryEscape(manage), nil)
 	if resp.StatusCode != 200 || strings.Contains(page, `id="follows"`) || strings.Contains(page, "/feeds/fft_") || !strings.Contains(page, `id="email"`) {
 		t.Errorf("manage link page: %d", resp.StatusCode)
 	}
-	csrf := csrfRE.FindStringSubmatch(page)[1]
-	resp, _ = do(t, b, "POST", a.URL+"/settings/follows", url.Values{"csrf": {csrf}, "token": {manage}, "action": {"unfollow"}, "kind": {"category"}, "id": {"cs.LG"}})
+	csrf := testapp.CSRF.FindStringSubmatch(page)[1]
+	resp, _ = testapp.Form(t, b, "POST", a.URL+"/settings/follows", url.Values{"csrf": {csrf}, "token": {manage}, "action": {"unfollow"}, "kind": {"category"}, "id": {"cs.LG"}})
 	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/login" {
 		t.Errorf("manage link used to unfollow: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
@@ -205,10 +205,10 @@ func TestSecretsNeverReachLogsOrResponses(t *testing.T) {
 	unsub := unsubscribeLink(t, a, "secretive")
 	resp, body := get(t, unsub)
 	record(resp, body)
-	b := browserish(t)
-	resp2, page := do(t, b, "GET", a.URL+"/login?token="+url.QueryEscape(jwtTok), nil)
+	b := testapp.Browser(t)
+	resp2, page := testapp.Form(t, b, "GET", a.URL+"/login?token="+url.QueryEscape(jwtTok), nil)
 	record(resp2, []byte(page))
-	resp2, page = do(t, b, "GET", a.URL+"/login?token="+url.QueryEscape(jwtTok+"broken"), nil)
+	resp2, page = testapp.Form(t, b, "GET", a.URL+"/login?token="+url.QueryEscape(jwtTok+"broken"), nil)
 	record(resp2, []byte(page))
 	for _, h := range []string{"Bearer " + jwtTok + "x", "Bearer " + jwtTok[:40]} {
 		req, _ := http.NewRequest("GET", a.URL+"/v1/me", nil)

@@ -28,16 +28,16 @@ func sessionCookieOf(resp *http.Response) *http.Cookie {
 // the settings page and its CSRF token.
 func signIn(t *testing.T, a *testapp.App, tok string) (*http.Client, string, string) {
 	t.Helper()
-	b := browserish(t)
-	resp, _ := do(t, b, "GET", a.URL+"/login?token="+url.QueryEscape(tok), nil)
+	b := testapp.Browser(t)
+	resp, _ := testapp.Form(t, b, "GET", a.URL+"/login?token="+url.QueryEscape(tok), nil)
 	if resp.StatusCode != 303 || sessionCookieOf(resp) == nil {
 		t.Fatalf("login: %d %v", resp.StatusCode, resp.Header)
 	}
-	resp, page := do(t, b, "GET", a.URL+"/settings", nil)
+	resp, page := testapp.Form(t, b, "GET", a.URL+"/settings", nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("settings page after login: %d", resp.StatusCode)
 	}
-	m := csrfRE.FindStringSubmatch(page)
+	m := testapp.CSRF.FindStringSubmatch(page)
 	if m == nil {
 		t.Fatal("no CSRF token on the settings page")
 	}
@@ -53,7 +53,7 @@ func TestSessionCookieSecureWithHTTPSPublicURL(t *testing.T) {
 	tok := testapp.Token(t, "secure-reader", "secure@example.org")
 	c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil)
 
-	resp, _ := do(t, browserish(t), "GET", a.URL+"/login?token="+url.QueryEscape(tok), nil)
+	resp, _ := testapp.Form(t, testapp.Browser(t), "GET", a.URL+"/login?token="+url.QueryEscape(tok), nil)
 	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings" {
 		t.Fatalf("login: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
@@ -66,7 +66,7 @@ func TestSessionCookieSecureWithHTTPSPublicURL(t *testing.T) {
 	// off plain http).
 	req, _ := http.NewRequest("GET", a.URL+"/settings", nil)
 	req.AddCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})
-	resp, err := browserish(t).Do(req)
+	resp, err := testapp.Browser(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestSessionCookieSecureWithHTTPSPublicURL(t *testing.T) {
 	if !strings.Contains(body, "https://follow.example.org/feeds/fft_") {
 		t.Error("feed links on the page do not use the https PUBLIC_URL")
 	}
-	m := csrfRE.FindStringSubmatch(body)
+	m := testapp.CSRF.FindStringSubmatch(body)
 	if m == nil {
 		t.Fatal("no CSRF token on the settings page")
 	}
@@ -88,7 +88,7 @@ func TestSessionCookieSecureWithHTTPSPublicURL(t *testing.T) {
 	req, _ = http.NewRequest("POST", a.URL+"/logout", strings.NewReader(url.Values{"csrf": {m[1]}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.AddCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})
-	resp, err = browserish(t).Do(req)
+	resp, err = testapp.Browser(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,13 +109,13 @@ func TestLoginFormPost(t *testing.T) {
 	c.Do("PUT", "/v1/me/follows/researcher/openalex:A5023888391", tok, map[string]any{"label": "Mingzhi Wen"})
 
 	// Without a token the page is the sign-in page, with no cookie.
-	resp, page := do(t, browserish(t), "POST", a.URL+"/login", url.Values{"token": {""}})
+	resp, page := testapp.Form(t, testapp.Browser(t), "POST", a.URL+"/login", url.Values{"token": {""}})
 	if resp.StatusCode != 200 || sessionCookieOf(resp) != nil || !strings.Contains(page, "Sign in") {
 		t.Errorf("POST /login without a token: %d %v", resp.StatusCode, resp.Header)
 	}
 
-	b := browserish(t)
-	resp, _ = do(t, b, "POST", a.URL+"/login", url.Values{"token": {tok}})
+	b := testapp.Browser(t)
+	resp, _ = testapp.Form(t, b, "POST", a.URL+"/login", url.Values{"token": {tok}})
 	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings" || resp.Header.Get("Referrer-Policy") != "no-referrer" {
 		t.Fatalf("POST /login: %d %v", resp.StatusCode, resp.Header)
 	}
@@ -123,8 +123,8 @@ func TestLoginFormPost(t *testing.T) {
 	if ck == nil || !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode || ck.Secure {
 		t.Fatalf("session cookie from POST /login: %+v", ck)
 	}
-	resp, page = do(t, b, "GET", a.URL+"/settings", nil)
-	if resp.StatusCode != 200 || !strings.Contains(page, "Mingzhi Wen") || !csrfRE.MatchString(page) {
+	resp, page = testapp.Form(t, b, "GET", a.URL+"/settings", nil)
+	if resp.StatusCode != 200 || !strings.Contains(page, "Mingzhi Wen") || !testapp.CSRF.MatchString(page) {
 		t.Fatalf("settings after POST /login: %d", resp.StatusCode)
 	}
 
@@ -140,13 +140,13 @@ func TestLoginFormPost(t *testing.T) {
 	}
 	for _, tc := range refused {
 		for _, method := range []string{"POST", "GET"} {
-			fresh := browserish(t)
+			fresh := testapp.Browser(t)
 			var resp *http.Response
 			var page string
 			if method == "POST" {
-				resp, page = do(t, fresh, "POST", a.URL+"/login", url.Values{"token": {tc.token}})
+				resp, page = testapp.Form(t, fresh, "POST", a.URL+"/login", url.Values{"token": {tc.token}})
 			} else {
-				resp, page = do(t, fresh, "GET", a.URL+"/login?token="+url.QueryEscape(tc.token), nil)
+				resp, page = testapp.Form(t, fresh, "GET", a.URL+"/login?token="+url.QueryEscape(tc.token), nil)
 			}
 			if resp.StatusCode != tc.status || !strings.Contains(page, tc.says) {
 				t.Errorf("%s /login with a %s token: %d, want %d saying %q\n%.400s", method, tc.name, resp.StatusCode, tc.status, tc.says, page)
@@ -154,7 +154,7 @@ func TestLoginFormPost(t *testing.T) {
 			if ck := sessionCookieOf(resp); ck != nil {
 				t.Errorf("%s /login with a %s token set a cookie: %+v", method, tc.name, ck)
 			}
-			if resp, _ := do(t, fresh, "GET", a.URL+"/settings", nil); resp.StatusCode != 303 {
+			if resp, _ := testapp.Form(t, fresh, "GET", a.URL+"/settings", nil); resp.StatusCode != 303 {
 				t.Errorf("%s /login with a %s token: /settings answers %d", method, tc.name, resp.StatusCode)
 			}
 		}
@@ -219,7 +219,7 @@ func TestSettingsFollowOptionsForm(t *testing.T) {
 		for _, name := range checked {
 			form.Set(name, "1")
 		}
-		resp, _ := do(t, b, "POST", a.URL+"/settings/follows", form)
+		resp, _ := testapp.Form(t, b, "POST", a.URL+"/settings/follows", form)
 		if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings?done=saved" {
 			t.Fatalf("options form for %s/%s: %d %s", kind, id, resp.StatusCode, resp.Header.Get("Location"))
 		}
@@ -234,7 +234,7 @@ func TestSettingsFollowOptionsForm(t *testing.T) {
 	if r := apiFollows(t, c, tok)["researcher/openalex:A5023888391"]; r.IncludeReplacements {
 		t.Errorf("another follow changed: %+v", r)
 	}
-	_, page = do(t, b, "GET", a.URL+"/settings?done=saved", nil)
+	_, page = testapp.Form(t, b, "GET", a.URL+"/settings?done=saved", nil)
 	if cat := pageOptions(page)["category/cs.LG"]; cat["include_cross_lists"] || !cat["include_replacements"] {
 		t.Errorf("the page does not show the saved options: %v", cat)
 	}
@@ -255,7 +255,7 @@ func TestSettingsFollowOptionsForm(t *testing.T) {
 
 	// Without the CSRF token nothing changes.
 	form := url.Values{"action": {"options"}, "kind": {"category"}, "id": {"cs.LG"}}
-	if resp, _ := do(t, b, "POST", a.URL+"/settings/follows", form); resp.StatusCode != 403 {
+	if resp, _ := testapp.Form(t, b, "POST", a.URL+"/settings/follows", form); resp.StatusCode != 403 {
 		t.Errorf("options without CSRF token: %d", resp.StatusCode)
 	}
 	if f := apiFollows(t, c, tok)["category/cs.LG"]; !f.IncludeCrossLists {
@@ -273,7 +273,7 @@ func TestSettingsOptionsOfUnfollowedTarget(t *testing.T) {
 	c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil)
 	b, _, csrf := signIn(t, a, tok)
 	form := url.Values{"csrf": {csrf}, "action": {"options"}, "kind": {"category"}, "id": {"math.AG"}, "include_cross_lists": {"1"}}
-	if resp, _ := do(t, b, "POST", a.URL+"/settings/follows", form); resp.StatusCode < 400 || resp.StatusCode >= 500 {
+	if resp, _ := testapp.Form(t, b, "POST", a.URL+"/settings/follows", form); resp.StatusCode < 400 || resp.StatusCode >= 500 {
 		t.Errorf("options of an unfollowed category: %d, want a 4xx", resp.StatusCode)
 	}
 	if _, ok := apiFollows(t, c, tok)["category/math.AG"]; ok {
@@ -364,7 +364,7 @@ func TestSettingsDigestPreview(t *testing.T) {
 	}
 	waitFor(t, "the match job to bump the follower's feed", func() bool { return feedVersion(t, db, "previewer") > before })
 
-	resp, page := do(t, b, "GET", a.URL+"/settings", nil)
+	resp, page := testapp.Form(t, b, "GET", a.URL+"/settings", nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("settings: %d", resp.StatusCode)
 	}

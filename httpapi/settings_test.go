@@ -1,9 +1,7 @@
 package httpapi_test
 
 import (
-	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"regexp"
 	"strings"
@@ -12,46 +10,18 @@ import (
 	"followfeed/internal/testapp"
 )
 
-// browserish is an HTTP client with a cookie jar that does not follow
-// redirects, like a browser driven by hand.
-func browserish(t *testing.T) *http.Client {
-	jar, _ := cookiejar.New(nil)
-	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-}
-
-func do(t *testing.T, c *http.Client, method, u string, form url.Values) (*http.Response, string) {
-	t.Helper()
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
-	}
-	req, _ := http.NewRequest(method, u, body)
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
-}
-
-var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
-
 func TestSettingsLoginSessionAndCSRF(t *testing.T) {
 	t.Parallel()
 	a, c := start(t, "RATE_LIMIT_PER_USER", "0")
 	tok := testapp.Token(t, "settler", "settler@example.org")
 	c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil)
-	b := browserish(t)
+	b := testapp.Browser(t)
 
-	resp, _ := do(t, b, "GET", a.URL+"/settings", nil)
+	resp, _ := testapp.Form(t, b, "GET", a.URL+"/settings", nil)
 	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/login" {
 		t.Fatalf("signed out: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	resp, _ = do(t, b, "GET", a.URL+"/login?token="+url.QueryEscape(tok), nil)
+	resp, _ = testapp.Form(t, b, "GET", a.URL+"/login?token="+url.QueryEscape(tok), nil)
 	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings" || resp.Header.Get("Referrer-Policy") != "no-referrer" {
 		t.Fatalf("login: %d %v", resp.StatusCode, resp.Header)
 	}
@@ -64,7 +34,7 @@ func TestSettingsLoginSessionAndCSRF(t *testing.T) {
 	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteLaxMode || cookie.Secure {
 		t.Fatalf("session cookie %+v (http PUBLIC_URL: not Secure)", cookie)
 	}
-	resp, page := do(t, b, "GET", a.URL+"/settings", nil)
+	resp, page := testapp.Form(t, b, "GET", a.URL+"/settings", nil)
 	if resp.StatusCode != 200 || !strings.Contains(page, "cs.LG — Machine Learning") || !strings.Contains(page, "/feeds/fft_") {
 		t.Fatalf("settings page: %d", resp.StatusCode)
 	}
@@ -76,11 +46,11 @@ func TestSettingsLoginSessionAndCSRF(t *testing.T) {
 	if strings.Contains(page, "<script>") || strings.Contains(page, "style=") {
 		t.Error("inline script or style on the settings page")
 	}
-	csrf := csrfRE.FindStringSubmatch(page)[1]
+	csrf := testapp.CSRF.FindStringSubmatch(page)[1]
 
 	// Without the CSRF token (or from another origin) nothing happens.
 	form := url.Values{"action": {"unfollow"}, "kind": {"category"}, "id": {"cs.LG"}}
-	if resp, _ := do(t, b, "POST", a.URL+"/settings/follows", form); resp.StatusCode != 403 {
+	if resp, _ := testapp.Form(t, b, "POST", a.URL+"/settings/follows", form); resp.StatusCode != 403 {
 		t.Errorf("POST without CSRF token: %d", resp.StatusCode)
 	}
 	form.Set("csrf", csrf)
@@ -94,7 +64,7 @@ func TestSettingsLoginSessionAndCSRF(t *testing.T) {
 	if !strings.Contains(string(r.Body), "cs.LG") {
 		t.Fatal("a rejected form changed the follows")
 	}
-	resp, _ = do(t, b, "POST", a.URL+"/settings/follows", form)
+	resp, _ = testapp.Form(t, b, "POST", a.URL+"/settings/follows", form)
 	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings?done=unfollowed" {
 		t.Fatalf("unfollow form: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
@@ -104,20 +74,20 @@ func TestSettingsLoginSessionAndCSRF(t *testing.T) {
 	}
 	// Invalid input re-renders the form with a message, never a 500.
 	bad := url.Values{"csrf": {csrf}, "email": {"settler@example.org"}, "timezone": {"Mars/Base"}, "frequency": {"daily"}, "hour": {"7"}, "weekday": {"monday"}}
-	resp, page = do(t, b, "POST", a.URL+"/settings/email", bad)
+	resp, page = testapp.Form(t, b, "POST", a.URL+"/settings/email", bad)
 	if resp.StatusCode != 422 || !strings.Contains(page, "timezone") {
 		t.Errorf("bad time zone: %d", resp.StatusCode)
 	}
 	// Sign out clears the cookie.
-	resp, _ = do(t, b, "POST", a.URL+"/logout", url.Values{"csrf": {csrf}})
+	resp, _ = testapp.Form(t, b, "POST", a.URL+"/logout", url.Values{"csrf": {csrf}})
 	if resp.StatusCode != 200 {
 		t.Errorf("logout: %d", resp.StatusCode)
 	}
-	if resp, _ := do(t, b, "GET", a.URL+"/settings", nil); resp.StatusCode != 303 {
+	if resp, _ := testapp.Form(t, b, "GET", a.URL+"/settings", nil); resp.StatusCode != 303 {
 		t.Errorf("settings after logout: %d", resp.StatusCode)
 	}
 	// A bad sign-in token is a page saying so, with 401.
-	if resp, page := do(t, browserish(t), "GET", a.URL+"/login?token=garbage", nil); resp.StatusCode != 401 || !strings.Contains(page, "not valid") {
+	if resp, page := testapp.Form(t, testapp.Browser(t), "GET", a.URL+"/login?token=garbage", nil); resp.StatusCode != 401 || !strings.Contains(page, "not valid") {
 		t.Errorf("bad login token: %d", resp.StatusCode)
 	}
 }
