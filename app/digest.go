@@ -7,7 +7,7 @@ import (
 
 	"followfeed/config"
 	"followfeed/notify"
-	"followfeed/store"
+	"followfeed/database"
 )
 
 func runDigest(ctx context.Context, args []string, inv invocation) error {
@@ -40,7 +40,7 @@ func runDigest(ctx context.Context, args []string, inv invocation) error {
 	}
 	defer svc.close()
 	u, err := svc.users.BySub(ctx, *sub)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, database.ErrNotFound) {
 		return &UsageError{fmt.Sprintf("digest: no user with sub %q", *sub)}
 	}
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 	"followfeed/app"
 	"followfeed/internal/testapp"
 	"followfeed/internal/testsmtp"
-	"followfeed/store"
+	"followfeed/database"
 )
 
 // digestWorld is a running service (with an injected clock and a real SMTP
@@ -27,7 +27,7 @@ type digestWorld struct {
 	c      *testapp.Client
 	smtpd  *testsmtp.Server
 	clk    *clock
-	db     *store.DB
+	db     *database.DB
 	loc    *time.Location
 	sub    string
 	email  string
@@ -58,7 +58,7 @@ func newDigestWorld(t *testing.T, sub string, opts testsmtp.Options) *digestWorl
 	if r.Status != 200 || !strings.Contains(string(r.Body), `"next_at":"2026-11-30T06:00:00Z"`) {
 		t.Fatalf("settings: %d %s", r.Status, r.Body)
 	}
-	db, err := store.Open(context.Background(), w.a.DatabaseURL, store.Options{MaxConns: 2})
+	db, err := database.Open(context.Background(), w.a.DatabaseURL, database.Options{MaxConns: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"followfeed/app"
 	"followfeed/internal/testapp"
 	"followfeed/internal/testsmtp"
-	"followfeed/store"
+	"followfeed/database"
 )
 
 // clock is a settable clock for the service under test.
@@ -106,7 +106,7 @@ func TestDailyDigestEndToEnd(t *testing.T) {
 	if r.Status != 200 {
 		t.Fatalf("push: %d %s", r.Status, r.Body)
 	}
-	db, err := store.Open(context.Background(), a.DatabaseURL, store.Options{MaxConns: 2})
+	db, err := database.Open(context.Background(), a.DatabaseURL, database.Options{MaxConns: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

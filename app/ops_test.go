@@ -11,7 +11,7 @@ import (
 
 	"followfeed/internal/testapp"
 	"followfeed/internal/testdb"
-	"followfeed/store"
+	"followfeed/database"
 )
 
 func fetch(t *testing.T, req *http.Request) (int, string) {
@@ -74,7 +74,7 @@ func TestOperationsEndpoints(t *testing.T) {
 func TestReadyzReportsAnOutdatedSchema(t *testing.T) {
 	t.Parallel()
 	a := testapp.Start(t, nil)
-	db, err := store.Open(context.Background(), a.DatabaseURL, store.Options{MaxConns: 1})
+	db, err := database.Open(context.Background(), a.DatabaseURL, database.Options{MaxConns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestAPIAndWorkerRunApart(t *testing.T) {
 	if r.Status != 200 {
 		t.Fatalf("ingest on api: %d %s", r.Status, r.Body)
 	}
-	db, err := store.Open(context.Background(), env["DATABASE_URL"], store.Options{MaxConns: 1})
+	db, err := database.Open(context.Background(), env["DATABASE_URL"], database.Options{MaxConns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

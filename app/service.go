@@ -17,7 +17,7 @@ import (
 	"followfeed/config"
 	"followfeed/httpapi"
 	"followfeed/migrations"
-	"followfeed/store"
+	"followfeed/database"
 	"followfeed/worker"
 )
 
@@ -39,13 +39,13 @@ func (m mode) working() bool { return m != modeAPI }
 // openDB opens the pool named for the process in pg_stat_activity.
 // In development a missing database is created, so `make run` works on a
 // fresh server.
-func openDB(ctx context.Context, cfg *config.Config, name string) (*store.DB, error) {
+func openDB(ctx context.Context, cfg *config.Config, name string) (*database.DB, error) {
 	if !cfg.IsProduction() {
-		if err := store.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
+		if err := database.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
 			return nil, fmt.Errorf("opening database (DATABASE_URL): %w", err)
 		}
 	}
-	db, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: cfg.DBMaxConns, AppName: "followfeed " + name})
+	db, err := database.Open(ctx, cfg.DatabaseURL, database.Options{MaxConns: cfg.DBMaxConns, AppName: "followfeed " + name})
 	if err != nil {
 		return nil, fmt.Errorf("opening database (DATABASE_URL): %w", err)
 	}
@@ -228,7 +228,7 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 }
 
 // checkSchema refuses to work on a database whose schema is not current.
-func checkSchema(ctx context.Context, db *store.DB) error {
+func checkSchema(ctx context.Context, db *database.DB) error {
 	return migrations.Check(ctx, db.Pool)
 }
 
@@ -248,7 +248,7 @@ func softStop(total time.Duration) time.Duration { return total * 4 / 5 }
 
 // readiness reports the database reachable and the schema current (not
 // behind this binary's migrations).
-func readiness(db *store.DB) func(context.Context) error {
+func readiness(db *database.DB) func(context.Context) error {
 	return func(ctx context.Context) error {
 		if err := db.Pool.Ping(ctx); err != nil {
 			return errors.New("database unreachable")

@@ -20,7 +20,7 @@ import (
 	"followfeed/internal/httpclient"
 	"followfeed/match"
 	"followfeed/notify"
-	"followfeed/store"
+	"followfeed/database"
 	"followfeed/worker"
 )
 
@@ -28,7 +28,7 @@ import (
 // the HTTP routes and the workers.
 type services struct {
 	logger   *slog.Logger
-	db       *store.DB
+	db       *database.DB
 	inserter *river.Client[pgx.Tx]
 	enqueuer *worker.Enqueuer
 
@@ -46,7 +46,7 @@ type services struct {
 	signer    *auth.LinkSigner
 }
 
-func newServices(ctx context.Context, cfg *config.Config, db *store.DB, logger *slog.Logger, hooks Hooks) (*services, error) {
+func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logger *slog.Logger, hooks Hooks) (*services, error) {
 	ins, err := worker.NewInserter(db.Pool, logger)
 	if err != nil {
 		return nil, err

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"followfeed/store"
+	"followfeed/database"
 )
 
 // User is a person known from the host's identity provider.
@@ -24,7 +24,7 @@ type User struct {
 
 // Users creates and reads user rows.
 type Users struct {
-	db        *store.DB
+	db        *database.DB
 	confirmed ConfirmHook
 }
 
@@ -34,7 +34,7 @@ type Users struct {
 type ConfirmHook func(ctx context.Context, tx pgx.Tx, userID int64) error
 
 // NewUsers returns the user store over db.
-func NewUsers(db *store.DB) *Users { return &Users{db: db} }
+func NewUsers(db *database.DB) *Users { return &Users{db: db} }
 
 // OnConfirm sets the hook run when Ensure confirms a stored address. Call it
 // before the store is used.
@@ -72,7 +72,7 @@ func (us *Users) Ensure(ctx context.Context, c *Claims) (*User, error) {
 		}
 		return u, nil
 	}
-	if !errors.Is(err, store.ErrNotFound) {
+	if !errors.Is(err, database.ErrNotFound) {
 		return nil, err
 	}
 	var email any
@@ -149,16 +149,26 @@ func (us *Users) confirmVerifiedEmail(ctx context.Context, id int64, email strin
 }
 
 // BySub returns the user with the given subject, or an error wrapping
-// store.ErrNotFound.
+// database.ErrNotFound.
 func (us *Users) BySub(ctx context.Context, sub string) (*User, error) {
 	u, err := scanUser(us.db.Pool.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE sub = $1`, sub))
-	return u, store.NotFound(err, "reading user by subject")
+	return u, database.NotFound(err, "reading user by subject")
 }
 
-// Get returns the user with id, or an error wrapping store.ErrNotFound.
+// FindBySub returns the user with the given subject, or nil (and no error)
+// when no user has it yet: a first-time visitor is not an error.
+func (us *Users) FindBySub(ctx context.Context, sub string) (*User, error) {
+	u, err := us.BySub(ctx, sub)
+	if errors.Is(err, database.ErrNotFound) {
+		return nil, nil
+	}
+	return u, err
+}
+
+// Get returns the user with id, or an error wrapping database.ErrNotFound.
 func (us *Users) Get(ctx context.Context, id int64) (*User, error) {
 	u, err := scanUser(us.db.Pool.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE id = $1`, id))
-	return u, store.NotFound(err, fmt.Sprintf("reading user %d", id))
+	return u, database.NotFound(err, fmt.Sprintf("reading user %d", id))
 }
 
 // validEmail is a light sanity check for addresses from identity tokens;

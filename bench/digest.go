@@ -12,7 +12,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"followfeed/notify"
-	"followfeed/store"
+	"followfeed/database"
 )
 
 // sink is an SMTP server that accepts and counts every message.
@@ -60,7 +60,7 @@ func StartSink() (string, *atomic.Int64, func(), error) {
 // jobs (worker.DigestBatch rows per job). Every window covers (fromSeq,
 // toSeq]. The rows are of kind 'manual' (as `followfeed digest --now`
 // makes), which are sent even when their window holds nothing.
-func MeasureDigests(ctx context.Context, db *store.DB, d *notify.Digester, users []int64, fromSeq, toSeq int64, workers, batch int) (DigestRun, error) {
+func MeasureDigests(ctx context.Context, db *database.DB, d *notify.Digester, users []int64, fromSeq, toSeq int64, workers, batch int) (DigestRun, error) {
 	run := time.Now().UnixNano()
 	ids := make([]int64, len(users))
 	for i, u := range users {

@@ -14,7 +14,7 @@ import (
 	"followfeed/follow"
 	"followfeed/harvest"
 	"followfeed/match"
-	"followfeed/store"
+	"followfeed/database"
 )
 
 // Figure is one measured number beside its target.
@@ -92,7 +92,7 @@ type MatchResult struct {
 // (papers, keys, match job insert in one transaction) and then runs the
 // match job's query over its keys, timing both. Call RemoveBatch afterwards
 // so the dataset stays at its scale.
-func MeasureMatch(ctx context.Context, db *store.DB, in *harvest.Ingester, m *match.Service, s Scale, n int) (MatchResult, error) {
+func MeasureMatch(ctx context.Context, db *database.DB, in *harvest.Ingester, m *match.Service, s Scale, n int) (MatchResult, error) {
 	var res MatchResult
 	papers := batchPapers(n, s, 1)
 	start := time.Now()
@@ -118,13 +118,13 @@ func MeasureMatch(ctx context.Context, db *store.DB, in *harvest.Ingester, m *ma
 }
 
 // RemoveBatch deletes what MeasureMatch added.
-func RemoveBatch(ctx context.Context, db *store.DB) {
+func RemoveBatch(ctx context.Context, db *database.DB) {
 	_, _ = db.Pool.Exec(context.WithoutCancel(ctx), `DELETE FROM papers WHERE arxiv_id LIKE '2901.%'`)
 	_, _ = db.Pool.Exec(context.WithoutCancel(ctx), `DELETE FROM river.river_job WHERE kind IN ('match_batch', 'digest_instant', 'websub_publish')`)
 }
 
 // SampleUsers returns n user ids spread evenly over the table.
-func SampleUsers(ctx context.Context, db *store.DB, n int) ([]int64, error) {
+func SampleUsers(ctx context.Context, db *database.DB, n int) ([]int64, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT id FROM users ORDER BY id`)
 	if err != nil {
 		return nil, err

@@ -14,13 +14,13 @@ import (
 	"followfeed/harvest"
 	"followfeed/match"
 	"followfeed/notify"
-	"followfeed/store"
+	"followfeed/database"
 	"followfeed/worker"
 )
 
 // Deps are the real services the benchmark drives.
 type Deps struct {
-	DB       *store.DB
+	DB       *database.DB
 	Ingester *harvest.Ingester
 	Matcher  *match.Service
 	Tokens   *feeds.Tokens

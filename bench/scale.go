@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/follow"
-	"followfeed/store"
+	"followfeed/database"
 )
 
 // Scale is the size of a generated dataset.
@@ -39,7 +39,7 @@ var popular = []string{"cs.LG", "cs.CV", "cs.AI", "cs.CL", "stat.ML", "quant-ph"
 
 // Seeded reports whether db already holds a dataset of scale s (the
 // generator records it in bench_meta).
-func Seeded(ctx context.Context, db *store.DB, s Scale) (bool, error) {
+func Seeded(ctx context.Context, db *database.DB, s Scale) (bool, error) {
 	var ok bool
 	err := db.Pool.QueryRow(ctx, `
 		SELECT EXISTS (SELECT 1 FROM pg_tables WHERE tablename = 'bench_meta')`).Scan(&ok)
@@ -57,7 +57,7 @@ func Seeded(ctx context.Context, db *store.DB, s Scale) (bool, error) {
 // Generate fills an empty, migrated database with scale s. The generator is
 // seeded (setseed), so every run builds the same data. It logs progress to
 // log and takes a few minutes at scale S on two cores.
-func Generate(ctx context.Context, db *store.DB, s Scale, log io.Writer) error {
+func Generate(ctx context.Context, db *database.DB, s Scale, log io.Writer) error {
 	conn, err := db.Pool.Acquire(ctx)
 	if err != nil {
 		return err

@@ -14,10 +14,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/apperr"
+	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/harvest"
 	"followfeed/match"
-	"followfeed/store"
 )
 
 // Format is a feed syntax.
@@ -75,14 +75,14 @@ type Service struct {
 	tokens  *Tokens
 	matcher *match.Service
 	follows *follow.Service
-	db      *store.DB
+	db      *database.DB
 	base    *url.URL // PUBLIC_URL
 	hub     string   // WEBSUB_HUB_URL, "" for none
 	secret  []byte
 }
 
 // NewService returns the feed service. base is PUBLIC_URL; hub may be nil.
-func NewService(db *store.DB, tokens *Tokens, m *match.Service, f *follow.Service, base, hub *url.URL, secret []byte) *Service {
+func NewService(db *database.DB, tokens *Tokens, m *match.Service, f *follow.Service, base, hub *url.URL, secret []byte) *Service {
 	s := &Service{tokens: tokens, matcher: m, follows: f, db: db, base: base, secret: secret}
 	if hub != nil {
 		s.hub = hub.String()
@@ -172,7 +172,7 @@ func (s *Service) Private(ctx context.Context, token string, st State, req Reque
 			}
 		}
 		if !found {
-			return Feed{}, fmt.Errorf("%s is not among the user's follows: %w", req.Only, store.ErrNotFound)
+			return Feed{}, database.Missing("no such feed: you do not follow %s (any more)", req.Only.DisplayName())
 		}
 	}
 	res, err := s.matcher.Matched(ctx, match.Query{UserID: st.UserID, Only: only, Limit: req.Limit})

@@ -13,7 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"followfeed/store"
+	"followfeed/database"
 )
 
 // TokenPrefix starts every private feed token, so secret scanners (and our
@@ -41,12 +41,12 @@ type State struct {
 // show a user their URL again while a copy of the database alone reveals no
 // token.
 type Tokens struct {
-	db     *store.DB
+	db     *database.DB
 	secret []byte
 }
 
 // NewTokens returns the token store; secret is SECRET_KEY.
-func NewTokens(db *store.DB, secret []byte) *Tokens { return &Tokens{db: db, secret: secret} }
+func NewTokens(db *database.DB, secret []byte) *Tokens { return &Tokens{db: db, secret: secret} }
 
 func (t *Tokens) derive(userID int64, salt []byte) string {
 	m := hmac.New(sha256.New, t.secret)
@@ -67,7 +67,7 @@ func (t *Tokens) Token(ctx context.Context, userID int64) (string, error) {
 	var salt []byte
 	err := t.db.Pool.QueryRow(ctx, `SELECT token_salt FROM user_feeds WHERE user_id = $1`, userID).Scan(&salt)
 	if err != nil {
-		return "", store.NotFound(err, fmt.Sprintf("reading feed token of user %d", userID))
+		return "", database.NotFound(err, fmt.Sprintf("reading feed token of user %d", userID))
 	}
 	if salt != nil {
 		return t.derive(userID, salt), nil
@@ -132,7 +132,7 @@ func (t *Tokens) issue(ctx context.Context, userID int64, onlyIfMissing bool) (s
 		return t.Token(ctx, userID)
 	}
 	if err != nil {
-		return "", store.NotFound(err, fmt.Sprintf("issuing feed token of user %d", userID))
+		return "", database.NotFound(err, fmt.Sprintf("issuing feed token of user %d", userID))
 	}
 	return tok, nil
 }

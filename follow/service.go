@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/apperr"
-	"followfeed/store"
+	"followfeed/database"
 )
 
 // MaxFollows is how many follows one user may have.
@@ -55,11 +55,11 @@ type Page struct {
 // Service reads and changes follows. Every change also bumps the user's
 // feed version, so feeds never answer 304 for a stale follow list.
 type Service struct {
-	db *store.DB
+	db *database.DB
 }
 
 // NewService returns the follow service over db.
-func NewService(db *store.DB) *Service { return &Service{db: db} }
+func NewService(db *database.DB) *Service { return &Service{db: db} }
 
 // Follow creates the follow of t by userID, or updates its options when it
 // exists. created reports which. It is idempotent and safe under
@@ -176,7 +176,8 @@ func (s *Service) Status(ctx context.Context, t Target, userID int64) (Status, e
 	return st, nil
 }
 
-// Get returns one follow of the user, or an error wrapping store.ErrNotFound.
+// Get returns one follow of the user, or a database.Missing error saying
+// the user does not follow t.
 func (s *Service) Get(ctx context.Context, userID int64, t Target) (Follow, error) {
 	rows, err := s.db.Pool.Query(ctx, `SELECT `+followColumns+` FROM follows WHERE user_id = $1 AND key = $2`, userID, t.Key())
 	if err != nil {
@@ -187,7 +188,7 @@ func (s *Service) Get(ctx context.Context, userID int64, t Target) (Follow, erro
 		return Follow{}, err
 	}
 	if len(fs) == 0 {
-		return Follow{}, fmt.Errorf("follow %s of user %d: %w", t, userID, store.ErrNotFound)
+		return Follow{}, database.Missing("you do not follow %s (any more); reload the page", t.DisplayName())
 	}
 	return fs[0], nil
 }
@@ -299,7 +300,7 @@ func lockUser(ctx context.Context, tx pgx.Tx, userID int64) error {
 	var id int64
 	err := tx.QueryRow(ctx, `SELECT id FROM users WHERE id = $1 FOR UPDATE`, userID).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("user %d: %w", userID, store.ErrNotFound)
+		return fmt.Errorf("user %d: %w", userID, database.ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("locking user %d: %w", userID, err)

@@ -7,12 +7,12 @@ import (
 
 	"followfeed/apperr"
 	"followfeed/auth"
+	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/internal/testdb"
-	"followfeed/store"
 )
 
-func newUser(t *testing.T, db *store.DB, sub string) int64 {
+func newUser(t *testing.T, db *database.DB, sub string) int64 {
 	t.Helper()
 	u, err := auth.NewUsers(db).Ensure(context.Background(), &auth.Claims{Subject: sub})
 	if err != nil {
@@ -53,7 +53,7 @@ func TestFollowUnknownUser(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	_, _, err := follow.NewService(db).Follow(context.Background(), 999, follow.Target{Kind: follow.Category, ID: "cs.LG"}, follow.Options{})
-	if !errors.Is(err, store.ErrNotFound) {
+	if !errors.Is(err, database.ErrNotFound) {
 		t.Fatalf("want ErrNotFound, got %v", err)
 	}
 }

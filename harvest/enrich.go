@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"followfeed/store"
+	"followfeed/database"
 )
 
 // EnrichPolicy says how long to keep asking OpenAlex about a paper it does
@@ -35,7 +35,7 @@ type Lookup interface {
 
 // Enricher adds OpenAlex author and institution ids to harvested papers.
 type Enricher struct {
-	db       *store.DB
+	db       *database.DB
 	lookup   Lookup
 	ingester *Ingester
 	policy   EnrichPolicy
@@ -44,7 +44,7 @@ type Enricher struct {
 }
 
 // NewEnricher returns an Enricher. now may be nil (time.Now).
-func NewEnricher(db *store.DB, lookup Lookup, in *Ingester, policy EnrichPolicy, logger *slog.Logger, now func() time.Time) *Enricher {
+func NewEnricher(db *database.DB, lookup Lookup, in *Ingester, policy EnrichPolicy, logger *slog.Logger, now func() time.Time) *Enricher {
 	if now == nil {
 		now = time.Now
 	}

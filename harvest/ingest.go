@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/apperr"
-	"followfeed/store"
+	"followfeed/database"
 )
 
 // MatchEnqueuer inserts the match job of newly written keys, inside the
@@ -65,13 +65,13 @@ type IngestResult struct {
 
 // Ingester stores papers and their match keys.
 type Ingester struct {
-	db  *store.DB
+	db  *database.DB
 	enq MatchEnqueuer
 	now func() time.Time
 }
 
 // NewIngester returns an Ingester writing to db and enqueuing through enq.
-func NewIngester(db *store.DB, enq MatchEnqueuer) *Ingester {
+func NewIngester(db *database.DB, enq MatchEnqueuer) *Ingester {
 	return &Ingester{db: db, enq: enq, now: time.Now}
 }
 

@@ -15,11 +15,11 @@ import (
 	"followfeed/apperr"
 	"followfeed/harvest"
 	"followfeed/internal/testdb"
-	"followfeed/store"
+	"followfeed/database"
 	"followfeed/worker"
 )
 
-func newIngester(t *testing.T) (*harvest.Ingester, *store.DB) {
+func newIngester(t *testing.T) (*harvest.Ingester, *database.DB) {
 	t.Helper()
 	db := testdb.New(t)
 	ins, err := worker.NewInserter(db.Pool, nil)
@@ -44,7 +44,7 @@ func paper(id string, mods ...func(*harvest.Paper)) harvest.Paper {
 	return p
 }
 
-func count(t *testing.T, db *store.DB, sql string, args ...any) int {
+func count(t *testing.T, db *database.DB, sql string, args ...any) int {
 	t.Helper()
 	var n int
 	if err := db.Pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
@@ -53,7 +53,7 @@ func count(t *testing.T, db *store.DB, sql string, args ...any) int {
 	return n
 }
 
-func matchJobs(t *testing.T, db *store.DB) int {
+func matchJobs(t *testing.T, db *database.DB) int {
 	return count(t, db, `SELECT count(*) FROM river.river_job WHERE kind = 'match_batch'`)
 }
 

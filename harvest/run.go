@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"followfeed/store"
+	"followfeed/database"
 )
 
 // Pager fetches OAI-PMH ListRecords pages (OAIClient implements it).
@@ -23,7 +23,7 @@ type Pager interface {
 // token. A run that fails or is stopped resumes from there; a gap of days is
 // caught up because the next run starts at the last harvested datestamp.
 type Harvester struct {
-	db       *store.DB
+	db       *database.DB
 	pager    Pager
 	ingester *Ingester
 	sets     []string
@@ -34,7 +34,7 @@ type Harvester struct {
 }
 
 // NewHarvester returns a Harvester of sets (e.g. "cs", "physics:hep-th").
-func NewHarvester(db *store.DB, pager Pager, in *Ingester, sets []string, logger *slog.Logger, now func() time.Time) *Harvester {
+func NewHarvester(db *database.DB, pager Pager, in *Ingester, sets []string, logger *slog.Logger, now func() time.Time) *Harvester {
 	if now == nil {
 		now = time.Now
 	}

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"followfeed/harvest"
-	"followfeed/store"
+	"followfeed/database"
 )
 
 // oaiServer serves recorded OAI-PMH responses: the arXivRaw page (with a
@@ -65,7 +65,7 @@ func mustRead(path string) []byte {
 	return b
 }
 
-func newHarvester(t *testing.T, srv *oaiServer) (*harvest.Harvester, *store.DB) {
+func newHarvester(t *testing.T, srv *oaiServer) (*harvest.Harvester, *database.DB) {
 	t.Helper()
 	in, db := newIngester(t)
 	ts := httptest.NewServer(srv)

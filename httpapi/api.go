@@ -19,7 +19,6 @@ import (
 	"followfeed/follow"
 	"followfeed/harvest"
 	"followfeed/notify"
-	"followfeed/store"
 )
 
 // TokenVerifier checks a bearer token (auth.Verifier implements it).
@@ -310,15 +309,14 @@ func (a *API) followStatus(w http.ResponseWriter, r *http.Request) {
 	var userID int64
 	if claims != nil && !claims.IsService() {
 		// A first-time visitor needs no user row to see "not following".
-		u, err := a.Users.BySub(r.Context(), claims.Subject)
-		switch {
-		case err == nil:
-			userID = u.ID
-		case errors.Is(err, store.ErrNotFound):
-			userID = -1
-		default:
+		u, err := a.Users.FindBySub(r.Context(), claims.Subject)
+		if err != nil {
 			writeError(w, r, a.Logger, err)
 			return
+		}
+		userID = -1
+		if u != nil {
+			userID = u.ID
 		}
 	}
 	st, err := a.Follows.Status(r.Context(), t, userID)

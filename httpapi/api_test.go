@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"followfeed/database"
 	"followfeed/internal/testapp"
-	"followfeed/store"
 )
 
 type followJSON struct {
@@ -271,7 +271,7 @@ func TestRacingFirstRequests(t *testing.T) {
 	if created != 1 {
 		t.Errorf("%d requests created the follow, want exactly 1", created)
 	}
-	db, err := store.Open(context.Background(), a.DatabaseURL, store.Options{MaxConns: 2})
+	db, err := database.Open(context.Background(), a.DatabaseURL, database.Options{MaxConns: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

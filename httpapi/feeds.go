@@ -16,7 +16,6 @@ import (
 	"followfeed/auth"
 	"followfeed/feeds"
 	"followfeed/follow"
-	"followfeed/store"
 )
 
 // renderVersion is part of every ETag: bump it when rendering changes, so
@@ -196,12 +195,6 @@ func serve(w http.ResponseWriter, r *http.Request, logger *slog.Logger, etag str
 	}
 	body, err := render()
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			hd.Del("ETag")
-			writeProblem(w, Problem{Type: ProblemType(apperr.NotFound), Title: titles[apperr.NotFound], Status: http.StatusNotFound,
-				Detail: "no such feed: you do not follow this (any more)", Instance: redactPath(r.URL.Path)})
-			return
-		}
 		writeError(w, r, logger, err)
 		return
 	}

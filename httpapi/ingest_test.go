@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"followfeed/database"
 	"followfeed/internal/testapp"
-	"followfeed/store"
 )
 
-func openDB(t *testing.T, url string) *store.DB {
+func openDB(t *testing.T, url string) *database.DB {
 	t.Helper()
-	db, err := store.Open(context.Background(), url, store.Options{MaxConns: 2})
+	db, err := database.Open(context.Background(), url, database.Options{MaxConns: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func openDB(t *testing.T, url string) *store.DB {
 	return db
 }
 
-func feedVersion(t *testing.T, db *store.DB, sub string) int64 {
+func feedVersion(t *testing.T, db *database.DB, sub string) int64 {
 	var v int64
 	db.Pool.QueryRow(context.Background(), `SELECT f.version FROM user_feeds f JOIN users u ON u.id = f.user_id WHERE u.sub = $1`, sub).Scan(&v)
 	return v

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"followfeed/apperr"
-	"followfeed/store"
+	"followfeed/database"
 )
 
 // statusOf is the one table mapping domain error codes to HTTP statuses.
@@ -82,7 +82,11 @@ func problemFor(err error) Problem {
 		}
 		return Problem{Type: ProblemType(e.Code), Title: titles[e.Code], Status: status, Detail: e.Message, Field: e.Field, Errors: e.Details}
 	}
-	if store.IsUnavailable(err) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, database.ErrNotFound) {
+		return Problem{Type: ProblemType(apperr.NotFound), Title: titles[apperr.NotFound], Status: http.StatusNotFound,
+			Detail: "the requested resource does not exist"}
+	}
+	if database.IsUnavailable(err) || errors.Is(err, context.DeadlineExceeded) {
 		return Problem{Type: ProblemType(apperr.Unavailable), Title: titles[apperr.Unavailable], Status: http.StatusServiceUnavailable,
 			Detail: "the database is not reachable right now; try again in a few seconds"}
 	}

@@ -18,7 +18,6 @@ import (
 	"followfeed/feeds"
 	"followfeed/follow"
 	"followfeed/notify"
-	"followfeed/store"
 	"followfeed/web"
 )
 
@@ -369,10 +368,8 @@ func (s *Settings) postFollow(w http.ResponseWriter, r *http.Request) {
 			if t.Kind == follow.Category {
 				opts.IncludeCrossLists = &cross
 			}
+			// Unfollowed meanwhile (another tab): Get's not-found says so.
 			if _, err := s.Follows.Get(r.Context(), v.userID, t); err != nil {
-				if errors.Is(err, store.ErrNotFound) { // unfollowed meanwhile (another tab)
-					return "", apperr.New(apperr.NotFound, "you no longer follow %s; reload the page", t.DisplayName())
-				}
 				return "", err
 			}
 			_, _, err := s.Follows.Follow(r.Context(), v.userID, t, opts)

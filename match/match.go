@@ -16,7 +16,7 @@ import (
 
 	"followfeed/follow"
 	"followfeed/harvest"
-	"followfeed/store"
+	"followfeed/database"
 )
 
 // AffectedHook runs inside a match job's transaction with what the batch
@@ -25,12 +25,12 @@ type AffectedHook func(ctx context.Context, tx pgx.Tx, res BatchResult) error
 
 // Service runs matching queries.
 type Service struct {
-	db    *store.DB
+	db    *database.DB
 	hooks []AffectedHook
 }
 
 // NewService returns the matcher over db.
-func NewService(db *store.DB) *Service { return &Service{db: db} }
+func NewService(db *database.DB) *Service { return &Service{db: db} }
 
 // OnAffected registers a hook for RunBatch. Register hooks before any job
 // runs; the Service is not safe for registering concurrently with RunBatch.

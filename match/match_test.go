@@ -12,13 +12,13 @@ import (
 	"followfeed/harvest"
 	"followfeed/internal/testdb"
 	"followfeed/match"
-	"followfeed/store"
+	"followfeed/database"
 	"followfeed/worker"
 )
 
 type env struct {
 	t       *testing.T
-	db      *store.DB
+	db      *database.DB
 	in      *harvest.Ingester
 	follows *follow.Service
 	m       *match.Service

@@ -19,7 +19,7 @@ import (
 	"followfeed/feeds"
 	"followfeed/follow"
 	"followfeed/match"
-	"followfeed/store"
+	"followfeed/database"
 )
 
 // Caps of one digest.
@@ -62,7 +62,7 @@ type Links interface {
 // retries with backoff; a 5xx on the recipient fails the row and suppresses
 // the address.
 type Digester struct {
-	db      *store.DB
+	db      *database.DB
 	matcher *match.Service
 	follows *follow.Service
 	sender  Sender
@@ -78,7 +78,7 @@ type Digester struct {
 
 // DigesterConfig assembles a Digester.
 type DigesterConfig struct {
-	DB       *store.DB
+	DB       *database.DB
 	Matcher  *match.Service
 	Follows  *follow.Service
 	Sender   Sender
@@ -264,7 +264,7 @@ func (d *Digester) SendInstant(ctx context.Context, userID int64) error {
 		if err := tx.QueryRow(ctx, `
 			UPDATE users SET instant_due_at = NULL WHERE id = $1
 			RETURNING digest_frequency, digest_watermark`, userID).Scan(&freq, &watermark); err != nil {
-			return store.NotFound(err, fmt.Sprintf("reading user %d", userID))
+			return database.NotFound(err, fmt.Sprintf("reading user %d", userID))
 		}
 		// A retry after a temporary failure resumes the alert it reserved.
 		err := tx.QueryRow(ctx, `
@@ -572,7 +572,7 @@ func (d *Digester) reserve(ctx context.Context, ids []int64) (rows []digestRow, 
 		for _, id := range ids {
 			row, ok := byID[id]
 			if !ok {
-				return fmt.Errorf("digest %d: %w", id, store.ErrNotFound)
+				return fmt.Errorf("digest %d: %w", id, database.ErrNotFound)
 			}
 			final := func(state, reason string) {
 				done[id] = state
@@ -952,7 +952,7 @@ func (d *Digester) Preview(ctx context.Context, userID int64) (DigestContent, er
 		SELECT u.digest_watermark, (SELECT high_seq FROM match_state), u.timezone, u.digest_frequency, u.link_epoch, coalesce(u.email, '')
 		FROM users u WHERE u.id = $1`, userID).Scan(&from, &to, &row.tz, &row.freq, &row.epoch, &row.email)
 	if err != nil {
-		return DigestContent{}, store.NotFound(err, fmt.Sprintf("reading user %d", userID))
+		return DigestContent{}, database.NotFound(err, fmt.Sprintf("reading user %d", userID))
 	}
 	if row.freq == Daily || row.freq == Weekly {
 		row.kind = string(row.freq)
@@ -977,7 +977,7 @@ func (d *Digester) SendNow(ctx context.Context, userID int64) (Outcome, error) {
 		var watermark int64
 		if err := tx.QueryRow(ctx, `SELECT timezone, digest_frequency, digest_next_at, digest_watermark FROM users WHERE id = $1 FOR UPDATE`,
 			userID).Scan(&tz, &freq, &next, &watermark); err != nil {
-			return store.NotFound(err, fmt.Sprintf("reading user %d", userID))
+			return database.NotFound(err, fmt.Sprintf("reading user %d", userID))
 		}
 		period, kind := "manual:"+strconv.FormatInt(watermark, 10), "manual"
 		if next != nil && (Frequency(freq) == Daily || Frequency(freq) == Weekly) {
@@ -1074,7 +1074,7 @@ func (d *Digester) SendConfirmation(ctx context.Context, userID int64, email str
 	err := d.db.Pool.QueryRow(ctx, `SELECT coalesce(email, ''), email_confirmed_at IS NOT NULL, link_epoch FROM users WHERE id = $1`, userID).
 		Scan(&current, &confirmed, &epoch)
 	if err != nil {
-		return store.NotFound(err, fmt.Sprintf("reading user %d", userID))
+		return database.NotFound(err, fmt.Sprintf("reading user %d", userID))
 	}
 	if !strings.EqualFold(current, email) || confirmed {
 		return nil // changed again, or confirmed meanwhile: nothing to ask

@@ -34,7 +34,7 @@ import (
 	"followfeed/internal/testsmtp"
 	"followfeed/match"
 	"followfeed/notify"
-	"followfeed/store"
+	"followfeed/database"
 	"followfeed/worker"
 )
 
@@ -49,7 +49,7 @@ func (c *clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 type env struct {
 	t       *testing.T
 	ctx     context.Context
-	db      *store.DB
+	db      *database.DB
 	in      *harvest.Ingester
 	follows *follow.Service
 	matcher *match.Service

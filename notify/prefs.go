@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/apperr"
-	"followfeed/store"
+	"followfeed/database"
 )
 
 // Frequency is how often a user gets digests.
@@ -71,13 +71,13 @@ type ConfirmEnqueuer interface {
 
 // Preferences reads and changes users' delivery settings.
 type Preferences struct {
-	db  *store.DB
+	db  *database.DB
 	enq ConfirmEnqueuer
 	now func() time.Time
 }
 
 // NewPreferences returns the preferences store. now may be nil (time.Now).
-func NewPreferences(db *store.DB, enq ConfirmEnqueuer, now func() time.Time) *Preferences {
+func NewPreferences(db *database.DB, enq ConfirmEnqueuer, now func() time.Time) *Preferences {
 	if now == nil {
 		now = time.Now
 	}
@@ -102,10 +102,10 @@ func scanProfile(row pgx.Row) (Profile, error) {
 	return p, err
 }
 
-// Get returns the user's profile, or an error wrapping store.ErrNotFound.
+// Get returns the user's profile, or an error wrapping database.ErrNotFound.
 func (p *Preferences) Get(ctx context.Context, userID int64) (Profile, error) {
 	pr, err := scanProfile(p.db.Pool.QueryRow(ctx, `SELECT `+profileColumns+` FROM `+profileFrom+` WHERE u.id = $1`, userID))
-	return pr, store.NotFound(err, fmt.Sprintf("reading profile of user %d", userID))
+	return pr, database.NotFound(err, fmt.Sprintf("reading profile of user %d", userID))
 }
 
 // Update validates and applies patch in one transaction. A new address
@@ -118,7 +118,7 @@ func (p *Preferences) Update(ctx context.Context, userID int64, patch ProfilePat
 	err := p.db.InTx(ctx, func(tx pgx.Tx) error {
 		cur, err := scanProfile(tx.QueryRow(ctx, `SELECT `+profileColumns+` FROM `+profileFrom+` WHERE u.id = $1 FOR UPDATE OF u`, userID))
 		if err != nil {
-			return store.NotFound(err, fmt.Sprintf("reading profile of user %d", userID))
+			return database.NotFound(err, fmt.Sprintf("reading profile of user %d", userID))
 		}
 		next := cur
 		if err := applyPatch(&next, patch); err != nil {
@@ -319,7 +319,7 @@ func (p *Preferences) RevokeLinks(ctx context.Context, userID int64) error {
 		return fmt.Errorf("revoking the email links of user %d: %w", userID, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return store.NotFound(pgx.ErrNoRows, fmt.Sprintf("revoking the email links of user %d", userID))
+		return database.NotFound(pgx.ErrNoRows, fmt.Sprintf("revoking the email links of user %d", userID))
 	}
 	return nil
 }
@@ -334,7 +334,7 @@ func (p *Preferences) Reconfirm(ctx context.Context, userID int64) error {
 			UPDATE users SET email_confirmed_at = NULL, link_epoch = link_epoch + 1, digest_next_at = NULL, updated_at = now()
 			WHERE id = $1 AND email IS NOT NULL RETURNING email`, userID).Scan(&email)
 		if err != nil {
-			return store.NotFound(err, fmt.Sprintf("asking user %d to reconfirm", userID))
+			return database.NotFound(err, fmt.Sprintf("asking user %d to reconfirm", userID))
 		}
 		if p.enq == nil {
 			return nil

@@ -16,7 +16,7 @@ import (
 
 	"followfeed/bench"
 	"followfeed/follow"
-	"followfeed/store"
+	"followfeed/database"
 )
 
 // Load mix and sizes.
@@ -111,7 +111,7 @@ func runLoad(ctx context.Context, e *env, res *Result) error {
 	if err := pool.QueryRow(ctx, `SELECT scale FROM bench_meta`).Scan(&scale); err != nil || scale != fmt.Sprint(bench.ScaleS) {
 		return fmt.Errorf("database %s holds no scale-S dataset (bench_meta: %v): run `make bench` first to build it", databaseName(e.opts.ScaleDB), errOr(err, scale))
 	}
-	db := &store.DB{Pool: pool}
+	db := &database.DB{Pool: pool}
 	var nUsers, nFollows, nPapers int64
 	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM users), (SELECT count(*) FROM follows), (SELECT count(*) FROM papers WHERE arxiv_id NOT LIKE $1)`,
 		loadPrefix+".%").Scan(&nUsers, &nFollows, &nPapers); err != nil {

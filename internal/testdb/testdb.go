@@ -19,7 +19,7 @@ import (
 	"github.com/peterldowns/pgtestdb"
 
 	"followfeed/migrations"
-	"followfeed/store"
+	"followfeed/database"
 )
 
 // BaseConfig is the server connection used to create test databases.
@@ -71,7 +71,7 @@ type migrator struct{}
 func (migrator) Hash() (string, error) { return migrations.Hash() }
 
 func (migrator) Migrate(ctx context.Context, _ *sql.DB, conf pgtestdb.Config) error {
-	db, err := store.Open(ctx, conf.URL(), store.Options{MaxConns: 4})
+	db, err := database.Open(ctx, conf.URL(), database.Options{MaxConns: 4})
 	if err != nil {
 		return err
 	}
@@ -94,9 +94,9 @@ func EmptyURL(t testing.TB) string {
 }
 
 // New returns a pool on a fresh, fully migrated database, closed at cleanup.
-func New(t testing.TB) *store.DB {
+func New(t testing.TB) *database.DB {
 	t.Helper()
-	db, err := store.Open(context.Background(), URL(t), store.Options{MaxConns: 8})
+	db, err := database.Open(context.Background(), URL(t), database.Options{MaxConns: 8})
 	if err != nil {
 		t.Fatalf("testdb: %v", err)
 	}
@@ -107,9 +107,9 @@ func New(t testing.TB) *store.DB {
 // Admin returns a pool on the server's maintenance database as the
 // administrative user, for tests that must act on a test database from
 // outside (e.g. refuse its connections to simulate an outage).
-func Admin(t testing.TB) *store.DB {
+func Admin(t testing.TB) *database.DB {
 	t.Helper()
-	db, err := store.Open(context.Background(), BaseConfig(t).URL(), store.Options{MaxConns: 2})
+	db, err := database.Open(context.Background(), BaseConfig(t).URL(), database.Options{MaxConns: 2})
 	if err != nil {
 		t.Fatalf("testdb: %v", err)
 	}

@@ -1,8 +1,8 @@
-// Package store owns the PostgreSQL connection pool and the transaction and
+// Package database owns the PostgreSQL connection pool and the transaction and
 // error conventions every domain package follows: public methods open the
 // transaction with InTx, helpers take the pgx.Tx, and a missing row becomes
 // ErrNotFound at this boundary.
-package store
+package database
 
 import (
 	"context"
@@ -10,12 +10,17 @@ import (
 	"fmt"
 	"time"
 
+	"followfeed/apperr"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // ErrNotFound is returned (wrapped) when a requested row does not exist.
+// Every error that wraps it and reaches the HTTP layer is answered 404
+// through the problem table (httpapi), with the message of the innermost
+// *apperr.Error when there is one (see Missing).
 var ErrNotFound = errors.New("not found")
 
 // ErrUnavailable is returned (wrapped) when the database cannot be reached or
@@ -87,7 +92,8 @@ func (db *DB) InTxIso(ctx context.Context, iso pgx.TxIsoLevel, fn func(tx pgx.Tx
 }
 
 // NotFound converts pgx.ErrNoRows into ErrNotFound wrapped with what; other
-// errors are returned wrapped unchanged. nil stays nil.
+// errors are returned wrapped unchanged. nil stays nil. what is for logs;
+// a person sees Missing's message, or a generic one.
 func NotFound(err error, what string) error {
 	if err == nil {
 		return nil
@@ -96,6 +102,14 @@ func NotFound(err error, what string) error {
 		return fmt.Errorf("%s: %w", what, ErrNotFound)
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// Missing returns a not-found error with a message a person can act on
+// ("you do not follow cs.LG"). It is an *apperr.Error with code NotFound
+// that also wraps ErrNotFound, so both errors.Is(err, ErrNotFound) and the
+// problem table see it.
+func Missing(format string, args ...any) error {
+	return &apperr.Error{Code: apperr.NotFound, Message: fmt.Sprintf(format, args...), Err: ErrNotFound}
 }
 
 // IsUniqueViolation reports whether err is a unique-constraint violation,
