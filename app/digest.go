@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"followfeed/config"
-	"followfeed/notify"
 	"followfeed/database"
+	"followfeed/notify"
 )
 
 func runDigest(ctx context.Context, args []string, inv invocation) error {

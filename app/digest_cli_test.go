@@ -13,9 +13,9 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"followfeed/app"
+	"followfeed/database"
 	"followfeed/internal/testapp"
 	"followfeed/internal/testsmtp"
-	"followfeed/database"
 )
 
 // digestWorld is a running service (with an injected clock and a real SMTP

@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"followfeed/app"
+	"followfeed/database"
 	"followfeed/internal/testapp"
 	"followfeed/internal/testsmtp"
-	"followfeed/database"
 )
 
 // clock is a settable clock for the service under test.

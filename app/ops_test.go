@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"followfeed/database"
 	"followfeed/internal/testapp"
 	"followfeed/internal/testdb"
-	"followfeed/database"
 )
 
 func fetch(t *testing.T, req *http.Request) (int, string) {

@@ -15,9 +15,9 @@ import (
 	"riverqueue.com/riverui"
 
 	"followfeed/config"
+	"followfeed/database"
 	"followfeed/httpapi"
 	"followfeed/migrations"
-	"followfeed/database"
 	"followfeed/worker"
 )
 

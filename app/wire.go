@@ -13,6 +13,7 @@ import (
 
 	"followfeed/auth"
 	"followfeed/config"
+	"followfeed/database"
 	"followfeed/feeds"
 	"followfeed/follow"
 	"followfeed/harvest"
@@ -20,7 +21,6 @@ import (
 	"followfeed/internal/httpclient"
 	"followfeed/match"
 	"followfeed/notify"
-	"followfeed/database"
 	"followfeed/worker"
 )
 

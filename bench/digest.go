@@ -11,8 +11,8 @@ import (
 
 	"github.com/emersion/go-smtp"
 
-	"followfeed/notify"
 	"followfeed/database"
+	"followfeed/notify"
 )
 
 // sink is an SMTP server that accepts and counts every message.

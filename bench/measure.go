@@ -11,10 +11,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/harvest"
 	"followfeed/match"
-	"followfeed/database"
 )
 
 // Figure is one measured number beside its target.

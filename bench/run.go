@@ -10,11 +10,11 @@ import (
 	"sort"
 	"time"
 
+	"followfeed/database"
 	"followfeed/feeds"
 	"followfeed/harvest"
 	"followfeed/match"
 	"followfeed/notify"
-	"followfeed/database"
 	"followfeed/worker"
 )
 

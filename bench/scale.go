@@ -11,8 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"followfeed/follow"
 	"followfeed/database"
+	"followfeed/follow"
 )
 
 // Scale is the size of a generated dataset.

@@ -13,9 +13,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/apperr"
+	"followfeed/database"
 	"followfeed/harvest"
 	"followfeed/internal/testdb"
-	"followfeed/database"
 	"followfeed/worker"
 )
 

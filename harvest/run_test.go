@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"followfeed/harvest"
 	"followfeed/database"
+	"followfeed/harvest"
 )
 
 // oaiServer serves recorded OAI-PMH responses: the arXivRaw page (with a

@@ -14,9 +14,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/harvest"
-	"followfeed/database"
 )
 
 // AffectedHook runs inside a match job's transaction with what the batch

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"followfeed/auth"
+	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/harvest"
 	"followfeed/internal/testdb"
 	"followfeed/match"
-	"followfeed/database"
 	"followfeed/worker"
 )
 

@@ -16,10 +16,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/auth"
+	"followfeed/database"
 	"followfeed/feeds"
 	"followfeed/follow"
 	"followfeed/match"
-	"followfeed/database"
 )
 
 // Caps of one digest.

@@ -28,13 +28,13 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"followfeed/auth"
+	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/harvest"
 	"followfeed/internal/testdb"
 	"followfeed/internal/testsmtp"
 	"followfeed/match"
 	"followfeed/notify"
-	"followfeed/database"
 	"followfeed/worker"
 )
 

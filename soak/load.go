@@ -15,8 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"followfeed/bench"
-	"followfeed/follow"
 	"followfeed/database"
+	"followfeed/follow"
 )
 
 // Load mix and sizes.

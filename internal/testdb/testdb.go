@@ -18,8 +18,8 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver pgtestdb uses
 	"github.com/peterldowns/pgtestdb"
 
-	"followfeed/migrations"
 	"followfeed/database"
+	"followfeed/migrations"
 )
 
 // BaseConfig is the server connection used to create test databases.
