@@ -15,7 +15,9 @@ import (
 	"followfeed/app"
 	"followfeed/database"
 	"followfeed/internal/testapp"
+	"followfeed/internal/testjobs"
 	"followfeed/internal/testsmtp"
+	"followfeed/worker"
 )
 
 // digestWorld is a running service (with an injected clock and a real SMTP
@@ -79,11 +81,7 @@ func (w *digestWorld) push(t *testing.T, idTitles ...string) {
 		t.Fatalf("push: %d %s", r.Status, r.Body)
 	}
 	w.pushed++
-	waitUntil(t, "the match job", func() bool {
-		var n int
-		w.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river.river_job WHERE kind = 'match_batch' AND state = 'completed'`).Scan(&n)
-		return n == w.pushed
-	})
+	testjobs.WaitCompleted(t, w.db.Pool, worker.MatchArgs{}.Kind(), w.pushed)
 }
 
 // me is the reader's GET /v1/me.
@@ -296,7 +294,7 @@ func TestBouncedAddressResumesAfterReconfirmation(t *testing.T) {
 	}
 
 	// Saving the address again on the settings page asks for confirmation.
-	b := testapp.Browser(t)
+	b := testapp.FormClient(t)
 	form := func(method, u string, f url.Values) (*http.Response, string) { return testapp.Form(t, b, method, u, f) }
 	if resp, _ := form("GET", w.a.URL+"/login?token="+url.QueryEscape(w.reader), nil); resp.StatusCode != 303 {
 		t.Fatalf("login: %d", resp.StatusCode)

@@ -19,7 +19,9 @@ import (
 	"followfeed/app"
 	"followfeed/database"
 	"followfeed/internal/testapp"
+	"followfeed/internal/testjobs"
 	"followfeed/internal/testsmtp"
+	"followfeed/worker"
 )
 
 // clock is a settable clock for the service under test.
@@ -111,11 +113,7 @@ func TestDailyDigestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	waitUntil(t, "the match job", func() bool {
-		var n int
-		db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river.river_job WHERE kind = 'match_batch' AND state = 'completed'`).Scan(&n)
-		return n == 1
-	})
+	testjobs.WaitCompleted(t, db.Pool, worker.MatchArgs{}.Kind(), 1)
 	time.Sleep(2 * time.Second)
 	if n := len(smtpd.Messages()); n != 0 {
 		t.Fatalf("%d mails before 07:00", n)
@@ -211,7 +209,7 @@ func TestDailyDigestEndToEnd(t *testing.T) {
 	// label), then the category.
 	order := []string{"Wen lab\n-------\n", papers[0].title, "cs.LG — Machine Learning\n", papers[1].title}
 	for i := 1; i < len(order); i++ {
-		if strings.Index(text, order[i-1]) < 0 || strings.Index(text, order[i-1]) > strings.Index(text, order[i]) {
+		if !strings.Contains(text, order[i-1]) || strings.Index(text, order[i-1]) > strings.Index(text, order[i]) {
 			t.Errorf("text part: %q should come before %q:\n%s", order[i-1], order[i], text)
 		}
 	}

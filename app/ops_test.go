@@ -12,6 +12,10 @@ import (
 	"followfeed/database"
 	"followfeed/internal/testapp"
 	"followfeed/internal/testdb"
+	"followfeed/internal/testjobs"
+	"followfeed/worker"
+
+	"github.com/riverqueue/river/rivertype"
 )
 
 func fetch(t *testing.T, req *http.Request) (int, string) {
@@ -161,23 +165,12 @@ func TestAPIAndWorkerRunApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	state := func() string {
-		var s string
-		db.Pool.QueryRow(context.Background(), `SELECT state FROM river.river_job WHERE kind = 'match_batch'`).Scan(&s)
-		return s
-	}
 	time.Sleep(time.Second)
-	if s := state(); s != "available" {
-		t.Fatalf("the api process ran the match job (state %q)", s)
+	if jobs := testjobs.List(t, db.Pool, worker.MatchArgs{}.Kind()); len(jobs) != 1 || jobs[0].State != rivertype.JobStateAvailable {
+		t.Fatalf("the api process ran the match job, or inserted none: %+v", jobs)
 	}
 	w := testapp.Start(t, wenv, "worker")
-	deadline := time.Now().Add(15 * time.Second)
-	for state() != "completed" {
-		if time.Now().After(deadline) {
-			t.Fatalf("the worker did not run the match job: %q", state())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testjobs.WaitCompleted(t, db.Pool, worker.MatchArgs{}.Kind(), 1)
 	if code, _ := getURL(t, w.URL+"/healthz"); code != 200 {
 		t.Errorf("worker healthz: %d", code)
 	}

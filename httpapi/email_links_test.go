@@ -32,7 +32,7 @@ func TestRevokingEmailLinks(t *testing.T) {
 	}
 	status := func(u string) int {
 		t.Helper()
-		resp, _ := testapp.Form(t, testapp.Browser(t), "GET", u, nil)
+		resp, _ := testapp.Form(t, testapp.FormClient(t), "GET", u, nil)
 		return resp.StatusCode
 	}
 	aliceManage, aliceUnsub := links("alice")

@@ -11,6 +11,8 @@ import (
 
 	"followfeed/database"
 	"followfeed/internal/testapp"
+	"followfeed/internal/testjobs"
+	"followfeed/worker"
 )
 
 func openDB(t *testing.T, url string) *database.DB {
@@ -102,9 +104,7 @@ func TestPeriodicHarvestRunsAsARiverJob(t *testing.T) {
 		return n
 	}
 	waitFor(t, "the harvest job", func() bool { return count(`SELECT count(*) FROM papers`) == 2 })
-	waitFor(t, "the match job", func() bool {
-		return count(`SELECT count(*) FROM river.river_job WHERE kind = 'match_batch' AND state = 'completed'`) == 1
-	})
+	testjobs.WaitCompleted(t, db.Pool, worker.MatchArgs{}.Kind(), 1)
 	var state string
 	db.Pool.QueryRow(context.Background(), `SELECT source FROM harvest_state WHERE harvested_until IS NOT NULL`).Scan(&state)
 	if state != "arxiv-oai:cs" {

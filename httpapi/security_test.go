@@ -87,7 +87,7 @@ func TestAccessControl(t *testing.T) {
 	}
 	// A link for one action does not do another: alice's unsubscribe link
 	// is not a settings (manage) link.
-	b := testapp.Browser(t)
+	b := testapp.FormClient(t)
 	if resp, _ := testapp.Form(t, b, "GET", a.URL+"/settings?token="+url.QueryEscape(tok), nil); resp.StatusCode != 404 {
 		t.Errorf("an unsubscribe token opened the settings: %d", resp.StatusCode)
 	}
@@ -205,7 +205,7 @@ func TestSecretsNeverReachLogsOrResponses(t *testing.T) {
 	unsub := unsubscribeLink(t, a, "secretive")
 	resp, body := get(t, unsub)
 	record(resp, body)
-	b := testapp.Browser(t)
+	b := testapp.FormClient(t)
 	resp2, page := testapp.Form(t, b, "GET", a.URL+"/login?token="+url.QueryEscape(jwtTok), nil)
 	record(resp2, []byte(page))
 	resp2, page = testapp.Form(t, b, "GET", a.URL+"/login?token="+url.QueryEscape(jwtTok+"broken"), nil)

@@ -28,7 +28,7 @@ func sessionCookieOf(resp *http.Response) *http.Cookie {
 // the settings page and its CSRF token.
 func signIn(t *testing.T, a *testapp.App, tok string) (*http.Client, string, string) {
 	t.Helper()
-	b := testapp.Browser(t)
+	b := testapp.FormClient(t)
 	resp, _ := testapp.Form(t, b, "GET", a.URL+"/login?token="+url.QueryEscape(tok), nil)
 	if resp.StatusCode != 303 || sessionCookieOf(resp) == nil {
 		t.Fatalf("login: %d %v", resp.StatusCode, resp.Header)
@@ -53,7 +53,7 @@ func TestSessionCookieSecureWithHTTPSPublicURL(t *testing.T) {
 	tok := testapp.Token(t, "secure-reader", "secure@example.org")
 	c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil)
 
-	resp, _ := testapp.Form(t, testapp.Browser(t), "GET", a.URL+"/login?token="+url.QueryEscape(tok), nil)
+	resp, _ := testapp.Form(t, testapp.FormClient(t), "GET", a.URL+"/login?token="+url.QueryEscape(tok), nil)
 	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings" {
 		t.Fatalf("login: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
@@ -66,7 +66,7 @@ func TestSessionCookieSecureWithHTTPSPublicURL(t *testing.T) {
 	// off plain http).
 	req, _ := http.NewRequest("GET", a.URL+"/settings", nil)
 	req.AddCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})
-	resp, err := testapp.Browser(t).Do(req)
+	resp, err := testapp.FormClient(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestSessionCookieSecureWithHTTPSPublicURL(t *testing.T) {
 	req, _ = http.NewRequest("POST", a.URL+"/logout", strings.NewReader(url.Values{"csrf": {m[1]}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.AddCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})
-	resp, err = testapp.Browser(t).Do(req)
+	resp, err = testapp.FormClient(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,12 +109,12 @@ func TestLoginFormPost(t *testing.T) {
 	c.Do("PUT", "/v1/me/follows/researcher/openalex:A5023888391", tok, map[string]any{"label": "Mingzhi Wen"})
 
 	// Without a token the page is the sign-in page, with no cookie.
-	resp, page := testapp.Form(t, testapp.Browser(t), "POST", a.URL+"/login", url.Values{"token": {""}})
+	resp, page := testapp.Form(t, testapp.FormClient(t), "POST", a.URL+"/login", url.Values{"token": {""}})
 	if resp.StatusCode != 200 || sessionCookieOf(resp) != nil || !strings.Contains(page, "Sign in") {
 		t.Errorf("POST /login without a token: %d %v", resp.StatusCode, resp.Header)
 	}
 
-	b := testapp.Browser(t)
+	b := testapp.FormClient(t)
 	resp, _ = testapp.Form(t, b, "POST", a.URL+"/login", url.Values{"token": {tok}})
 	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings" || resp.Header.Get("Referrer-Policy") != "no-referrer" {
 		t.Fatalf("POST /login: %d %v", resp.StatusCode, resp.Header)
@@ -140,7 +140,7 @@ func TestLoginFormPost(t *testing.T) {
 	}
 	for _, tc := range refused {
 		for _, method := range []string{"POST", "GET"} {
-			fresh := testapp.Browser(t)
+			fresh := testapp.FormClient(t)
 			var resp *http.Response
 			var page string
 			if method == "POST" {

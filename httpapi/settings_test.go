@@ -15,7 +15,7 @@ func TestSettingsLoginSessionAndCSRF(t *testing.T) {
 	a, c := start(t, "RATE_LIMIT_PER_USER", "0")
 	tok := testapp.Token(t, "settler", "settler@example.org")
 	c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil)
-	b := testapp.Browser(t)
+	b := testapp.FormClient(t)
 
 	resp, _ := testapp.Form(t, b, "GET", a.URL+"/settings", nil)
 	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/login" {
@@ -87,7 +87,7 @@ func TestSettingsLoginSessionAndCSRF(t *testing.T) {
 		t.Errorf("settings after logout: %d", resp.StatusCode)
 	}
 	// A bad sign-in token is a page saying so, with 401.
-	if resp, page := testapp.Form(t, testapp.Browser(t), "GET", a.URL+"/login?token=garbage", nil); resp.StatusCode != 401 || !strings.Contains(page, "not valid") {
+	if resp, page := testapp.Form(t, testapp.FormClient(t), "GET", a.URL+"/login?token=garbage", nil); resp.StatusCode != 401 || !strings.Contains(page, "not valid") {
 		t.Errorf("bad login token: %d", resp.StatusCode)
 	}
 }

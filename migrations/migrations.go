@@ -115,7 +115,7 @@ func Check(ctx context.Context, pool *pgxpool.Pool) error {
 		return fmt.Errorf("looking for schema %s: %w", RiverSchema, err)
 	}
 	if !riverSchemaExists {
-		return fmt.Errorf("River schema %q missing: %w", RiverSchema, ErrOutdated)
+		return fmt.Errorf("the River schema %q is missing: %w", RiverSchema, ErrOutdated)
 	}
 	rm, err := riverMigrator(pool, nil)
 	if err != nil {
@@ -126,7 +126,7 @@ func Check(ctx context.Context, pool *pgxpool.Pool) error {
 		return fmt.Errorf("validating River schema: %w", err)
 	}
 	if !v.OK {
-		return fmt.Errorf("River schema: %v: %w", v.Messages, ErrOutdated)
+		return fmt.Errorf("the River schema is not current: %v: %w", v.Messages, ErrOutdated)
 	}
 	return nil
 }

@@ -50,7 +50,9 @@ type Browser struct {
 // which this machine's closed network needs, and lives at most Timeout.
 //
 // It finds the browser like scripts/browser-ensure.sh does (CHROMIUM_PATH, then
-// PATH) but does not install anything; when there is none it calls t.Skip.
+// PATH) but does not install anything; when there is none it calls t.Skip,
+// except under CI=true, where a missing browser fails the test: CI must not
+// be green without the browser tests.
 //
 // It records console messages of level error and warning and uncaught
 // exceptions (and the browser's own error and warning log entries other than
@@ -59,6 +61,9 @@ func Start(t testing.TB) (ctx context.Context, b *Browser) {
 	t.Helper()
 	path, err := findBrowser()
 	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no Chromium under CI=true (the browser tests must run): %v", err)
+		}
 		t.Skipf("no Chromium: run scripts/browser-ensure.sh (make test does): %v", err)
 	}
 	b = &Browser{Path: path}

@@ -10,9 +10,10 @@ import (
 	"testing"
 )
 
-// Browser is an HTTP client with a cookie jar that does not follow
-// redirects, like a browser driven by hand through the HTML pages.
-func Browser(t testing.TB) *http.Client {
+// FormClient is an HTTP client with a cookie jar that does not follow
+// redirects, as a person clicking through the HTML pages would (no JavaScript; the
+// real browser driver is package internal/browser).
+func FormClient(t testing.TB) *http.Client {
 	jar, _ := cookiejar.New(nil)
 	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
