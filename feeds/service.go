@@ -16,8 +16,8 @@ import (
 	"followfeed/apperr"
 	"followfeed/database"
 	"followfeed/follow"
-	"followfeed/harvest"
 	"followfeed/match"
+	"followfeed/paper"
 )
 
 // Format is a feed syntax.
@@ -360,7 +360,7 @@ func item(p match.Paper, labels map[string]string) Item {
 
 // ReasonName is how a matching follow is named to its user: their label
 // when set, the author's name for a researcher, the category id otherwise.
-func ReasonName(t follow.Target, label string, authors []harvest.Author) string {
+func ReasonName(t follow.Target, label string, authors []paper.Author) string {
 	if label != "" {
 		return label
 	}

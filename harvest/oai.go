@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"followfeed/apperr"
+	"followfeed/paper"
 )
 
 // Sentinel errors of the upstream clients (OAI-PMH and OpenAlex). Test them
@@ -187,7 +188,7 @@ type ListRequest struct {
 type Page struct {
 	// Papers are the page's records in order. Each has ArxivID set; deleted
 	// records have Deleted=true and only ArxivID and AnnouncedAt set.
-	Papers []Paper
+	Papers []paper.Paper
 	// ResumptionToken continues the run; "" when this is the last page.
 	ResumptionToken string
 	// CompleteListSize is the token's completeListSize, -1 if unknown (0 for
@@ -283,7 +284,7 @@ func oaiOutcome(page *Page, oaiErr *OAIError, err error) (*Page, error) {
 	case err != nil:
 		return nil, err
 	case oaiErr != nil && oaiErr.Code == "noRecordsMatch":
-		return &Page{Papers: []Paper{}, CompleteListSize: 0, Cursor: 0, ResponseDate: page.ResponseDate}, nil
+		return &Page{Papers: []paper.Paper{}, CompleteListSize: 0, Cursor: 0, ResponseDate: page.ResponseDate}, nil
 	case oaiErr != nil:
 		return nil, oaiErr
 	}
@@ -492,7 +493,7 @@ func oaiParse(body []byte, format string) (*Page, *OAIError, error) {
 		return nil, nil, err
 	}
 
-	page := &Page{Papers: []Paper{}, CompleteListSize: -1, Cursor: -1}
+	page := &Page{Papers: []paper.Paper{}, CompleteListSize: -1, Cursor: -1}
 	if t, err := time.Parse(time.RFC3339, strings.TrimSpace(env.ResponseDate)); err == nil {
 		page.ResponseDate = t.UTC()
 	}
@@ -594,7 +595,7 @@ func oaiAttrInt(s string) int {
 
 // oaiPaper converts one record. ok is false for records to skip; err is set
 // when the record's metadata is in neither arXiv format.
-func oaiPaper(rec *oaiRecord, format string) (p Paper, ok bool, err error) {
+func oaiPaper(rec *oaiRecord, format string) (p paper.Paper, ok bool, err error) {
 	metaID := ""
 	if m := rec.Metadata; m != nil {
 		if m.ArXiv != nil {
@@ -605,16 +606,16 @@ func oaiPaper(rec *oaiRecord, format string) (p Paper, ok bool, err error) {
 	}
 	id, ok := oaiArxivID(rec.Header.Identifier, metaID)
 	if !ok {
-		return Paper{}, false, nil
+		return paper.Paper{}, false, nil
 	}
-	p = Paper{ArxivID: id, AnnouncedAt: oaiDate(rec.Header.Datestamp)}
+	p = paper.Paper{ArxivID: id, AnnouncedAt: oaiDate(rec.Header.Datestamp)}
 	if strings.TrimSpace(rec.Header.Status) == "deleted" {
 		p.Deleted = true
 		return p, true, nil
 	}
 	m := rec.Metadata
 	if m == nil {
-		return Paper{}, false, nil
+		return paper.Paper{}, false, nil
 	}
 	p.AbsURL = "https://arxiv.org/abs/" + id
 	p.PDFURL = "https://arxiv.org/pdf/" + id
@@ -630,7 +631,7 @@ func oaiPaper(rec *oaiRecord, format string) (p Paper, ok bool, err error) {
 		if len(m.Other) > 0 {
 			got = "<" + oaiShort(m.Other[0].XMLName.Local) + ">"
 		}
-		return Paper{}, false, oaiMalformed("record %s: expected %s metadata, got %s", id, format, got)
+		return paper.Paper{}, false, oaiMalformed("record %s: expected %s metadata, got %s", id, format, got)
 	}
 	return p, true, nil
 }
@@ -715,7 +716,7 @@ func oaiRawDate(s string) time.Time {
 	return time.Time{}
 }
 
-func oaiFillArXiv(p *Paper, m *oaiArXiv) {
+func oaiFillArXiv(p *paper.Paper, m *oaiArXiv) {
 	p.Title = upstreamText(m.Title, oaiMaxTitleRunes)
 	p.Abstract = upstreamText(m.Abstract, oaiMaxAbstractRunes)
 	p.Comments = upstreamText(m.Comments, oaiMaxCommentsRunes)
@@ -730,12 +731,12 @@ func oaiFillArXiv(p *Paper, m *oaiArXiv) {
 		}
 		name := upstreamText(a.Forenames+" "+a.Keyname+" "+a.Suffix, upstreamMaxNameRunes)
 		if name != "" {
-			p.Authors = append(p.Authors, Author{Name: name})
+			p.Authors = append(p.Authors, paper.Author{Name: name})
 		}
 	}
 }
 
-func oaiFillArXivRaw(p *Paper, m *oaiArXivRaw) {
+func oaiFillArXivRaw(p *paper.Paper, m *oaiArXivRaw) {
 	p.Title = upstreamText(m.Title, oaiMaxTitleRunes)
 	p.Abstract = upstreamText(m.Abstract, oaiMaxAbstractRunes)
 	p.Comments = upstreamText(m.Comments, oaiMaxCommentsRunes)
@@ -759,7 +760,7 @@ func oaiFillArXivRaw(p *Paper, m *oaiArXivRaw) {
 		}
 	}
 	for _, name := range oaiSplitRawAuthors(m.Authors, upstreamMaxAuthors) {
-		p.Authors = append(p.Authors, Author{Name: name})
+		p.Authors = append(p.Authors, paper.Author{Name: name})
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"followfeed/apperr"
+	"followfeed/paper"
 )
 
 func readTestdata(t testing.TB, name string) []byte {
@@ -84,10 +85,10 @@ func TestParseListRecordsArXivCompleteList(t *testing.T) {
 		t.Errorf("abstract not collapsed and trimmed: %q", p.Abstract)
 	}
 	p.Abstract = ""
-	want := Paper{
+	want := paper.Paper{
 		ArxivID:         "1412.8544",
 		Title:           "A Kochen-Specker system has at least 22 vectors (extended abstract)",
-		Authors:         []Author{{Name: "Sander Uijlen"}, {Name: "Bas Westerbaan"}},
+		Authors:         []paper.Author{{Name: "Sander Uijlen"}, {Name: "Bas Westerbaan"}},
 		PrimaryCategory: "cs.DM",
 		Categories:      []string{"cs.DM"},
 		DOI:             "10.4204/EPTCS.172.11",
@@ -107,10 +108,10 @@ func TestParseListRecordsArXivCompleteList(t *testing.T) {
 		t.Errorf("entities not decoded in abstract: %q", p.Abstract)
 	}
 	p.Abstract = ""
-	want = Paper{
+	want = paper.Paper{
 		ArxivID:         "hep-th/9504118",
 		Title:           "Discrete Mathematics and Physics on the Planck-Scale",
-		Authors:         []Author{{Name: "M. Requardt"}},
+		Authors:         []paper.Author{{Name: "M. Requardt"}},
 		PrimaryCategory: "hep-th",
 		Categories:      []string{"hep-th"},
 		Comments:        "21 pages, Latex",
@@ -136,7 +137,7 @@ func TestParseListRecordsArXivRaw(t *testing.T) {
 	if want := []string{"0704.0471", "0704.0716", "0704.0874", "0704.1109", "0704.1114", "0704.1586"}; !slices.Equal(ids, want) {
 		t.Fatalf("ids = %v, want %v", ids, want)
 	}
-	byID := map[string]Paper{}
+	byID := map[string]paper.Paper{}
 	for _, p := range page.Papers {
 		byID[p.ArxivID] = p
 	}
@@ -182,7 +183,7 @@ func TestParseListRecordsArXivRaw(t *testing.T) {
 	}
 }
 
-func authorNames(as []Author) []string {
+func authorNames(as []paper.Author) []string {
 	var names []string
 	for _, a := range as {
 		names = append(names, a.Name)
@@ -200,14 +201,14 @@ func TestParseListRecordsDeletedAndEmptyToken(t *testing.T) {
 	if len(page.Papers) != 2 {
 		t.Fatalf("got %d papers, want 2", len(page.Papers))
 	}
-	if want := (Paper{ArxivID: "2403.01234", Deleted: true, AnnouncedAt: date(2024, 3, 4)}); !reflect.DeepEqual(page.Papers[0], want) {
+	if want := (paper.Paper{ArxivID: "2403.01234", Deleted: true, AnnouncedAt: date(2024, 3, 4)}); !reflect.DeepEqual(page.Papers[0], want) {
 		t.Errorf("deleted record = %+v, want %+v", page.Papers[0], want)
 	}
-	want := Paper{
+	want := paper.Paper{
 		ArxivID:         "2403.05678",
 		Title:           "A synthetic record",
 		Abstract:        "Line one. Line two.",
-		Authors:         []Author{{Name: "Jane Doe Jr"}, {Name: "ATLAS Collaboration"}},
+		Authors:         []paper.Author{{Name: "Jane Doe Jr"}, {Name: "ATLAS Collaboration"}},
 		PrimaryCategory: "cs.LG",
 		Categories:      []string{"cs.LG", "stat.ML"},
 		DOI:             "10.1000/one",

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"followfeed/apperr"
+	"followfeed/paper"
 )
 
 const (
@@ -107,7 +108,7 @@ type Enrichment struct {
 	// Authors are in authorship order. Name is OpenAlex's display name (its
 	// raw author name when that is missing; empty only if both are); IDs
 	// holds "openalex:A…" and "orcid:XXXX-XXXX-XXXX-XXXX" when known.
-	Authors []Author
+	Authors []paper.Author
 	// Institutions are every institution of every authorship, deduplicated,
 	// in first-seen order: "ror:…" (lowercase) then "openalex:I…" for each.
 	Institutions []string
@@ -279,7 +280,7 @@ func openAlexEnrichment(w *openAlexWork) Enrichment {
 				ids = append(ids, "orcid:"+orcid)
 			}
 			if name != "" || len(ids) > 0 {
-				e.Authors = append(e.Authors, Author{Name: name, IDs: ids})
+				e.Authors = append(e.Authors, paper.Author{Name: name, IDs: ids})
 			}
 		}
 		for _, inst := range as.Institutions {

@@ -7,7 +7,6 @@ package match
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -16,7 +15,7 @@ import (
 
 	"followfeed/database"
 	"followfeed/follow"
-	"followfeed/harvest"
+	"followfeed/paper"
 )
 
 // AffectedHook runs inside a match job's transaction with what the batch
@@ -137,16 +136,6 @@ func (s *Service) AffectedUsers(ctx context.Context, tx pgx.Tx, fromSeq, toSeq i
 	return res, nil
 }
 
-// HighSeq returns the newest committed match-key seq: a watermark W such
-// that no row with seq <= W can commit later (see harvest.keyWritersLock).
-func (s *Service) HighSeq(ctx context.Context) (int64, error) {
-	var w int64
-	if err := s.db.Pool.QueryRow(ctx, `SELECT high_seq FROM match_state`).Scan(&w); err != nil {
-		return 0, fmt.Errorf("reading match watermark: %w", err)
-	}
-	return w, nil
-}
-
 // Query selects a user's matched papers.
 type Query struct {
 	UserID int64
@@ -160,17 +149,17 @@ type Query struct {
 	AfterSeq, UpToSeq int64
 	// Limit caps the papers returned (newest first); 0 means 50.
 	Limit int
-	// Light returns ids, seqs and reasons only, no paper details: digests
-	// group many candidates and load details (LoadPapers) for the few they
-	// show.
-	Light bool
+	// IDsOnly returns ids, seqs and reasons only, no paper details (the
+	// embedded paper.Paper stays zero): digests group many candidates and
+	// load details (LoadPapers) for the few they show.
+	IDsOnly bool
 }
 
 // Paper is one matched paper with why it matched.
 type Paper struct {
 	ID  int64
 	Seq int64 // the match event that put the paper in the window; orders results
-	harvest.Paper
+	paper.Paper
 	// Reasons are the user's follows that match the paper (each once), in
 	// the order of the user's follows list.
 	Reasons []follow.Target
@@ -295,7 +284,7 @@ func (s *Service) MatchedMany(ctx context.Context, qs []Query) ([]Result, error)
 		}
 		type ref struct{ q, i int }
 		var (
-			heavy    []int64 // papers of queries that want details (not Light)
+			heavy    []int64 // papers of queries that want details (not IDsOnly)
 			byID     = map[int64]*Paper{}
 			refs     = map[int64][]ref{}
 			reasonFr = map[int][]int64{} // per query: papers whose reasons must be read
@@ -323,13 +312,13 @@ func (s *Service) MatchedMany(ctx context.Context, qs []Query) ([]Result, error)
 			// A paper first stored in the window has all its keys there,
 			// so the follows it hit are all its reasons; older papers (a
 			// replacement, an enrichment) are asked separately.
-			if newInWindow && qs[qi].Light && qs[qi].Only == nil {
+			if newInWindow && qs[qi].IDsOnly && qs[qi].Only == nil {
 				p.Reasons = reasonsFromKeys(keys, targets)
 			} else {
 				reasonFr[qi] = append(reasonFr[qi], p.ID)
 			}
 			r.Papers = append(r.Papers, p)
-			if qs[qi].Light {
+			if qs[qi].IDsOnly {
 				continue // no details to load
 			}
 			if _, seen := byID[p.ID]; !seen {
@@ -356,7 +345,7 @@ func (s *Service) MatchedMany(ctx context.Context, qs []Query) ([]Result, error)
 		if len(heavy) == 0 {
 			return nil
 		}
-		if err := loadPapers(ctx, tx, heavy, byID, false); err != nil {
+		if err := loadDetails(ctx, tx, heavy, byID, paper.AllFields); err != nil {
 			return err
 		}
 		for _, id := range heavy {
@@ -426,7 +415,7 @@ func (s *Service) Public(ctx context.Context, key string, limit int) ([]Paper, e
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("selecting papers of %s: %w", key, err)
 		}
-		if err := loadPapers(ctx, tx, ids, byID, false); err != nil {
+		if err := loadDetails(ctx, tx, ids, byID, paper.AllFields); err != nil {
 			return err
 		}
 		for _, id := range ids {
@@ -437,14 +426,15 @@ func (s *Service) Public(ctx context.Context, key string, limit int) ([]Paper, e
 	return out, err
 }
 
-// LoadPapers returns the details of papers by id (abstracts left out when
-// noAbstract), in the order of ids; unknown ids are skipped.
-func (s *Service) LoadPapers(ctx context.Context, ids []int64, noAbstract bool) ([]Paper, error) {
+// LoadPapers returns the details of papers by id (which fields: f), in the
+// order of ids; unknown ids are skipped. Seq, Reasons and Replaced are left
+// zero: digests select with Query.IDsOnly and load the few papers they show.
+func (s *Service) LoadPapers(ctx context.Context, ids []int64, f paper.Fields) ([]Paper, error) {
 	byID := make(map[int64]*Paper, len(ids))
 	for _, id := range ids {
 		byID[id] = &Paper{ID: id}
 	}
-	err := s.db.InTx(ctx, func(tx pgx.Tx) error { return loadPapers(ctx, tx, ids, byID, noAbstract) })
+	err := s.db.InTx(ctx, func(tx pgx.Tx) error { return loadDetails(ctx, tx, ids, byID, f) })
 	if err != nil {
 		return nil, err
 	}
@@ -457,36 +447,16 @@ func (s *Service) LoadPapers(ctx context.Context, ids []int64, noAbstract bool) 
 	return out, nil
 }
 
-func loadPapers(ctx context.Context, tx pgx.Tx, ids []int64, byID map[int64]*Paper, light bool) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	rows, err := tx.Query(ctx, `
-		SELECT id, arxiv_id, version, title, CASE WHEN $2 THEN '' ELSE abstract END, authors, primary_category, categories, institutions,
-		       coalesce(doi, ''), coalesce(journal_ref, ''), coalesce(comments, ''),
-		       coalesce(submitted_at, created_at), coalesce(updated_at, submitted_at, created_at),
-		       coalesce(announced_at, created_at), abs_url, pdf_url
-		FROM papers WHERE id = ANY($1)`, ids, light)
+// loadDetails fills in the paper.Paper of each byID[id] for ids, in tx.
+func loadDetails(ctx context.Context, tx pgx.Tx, ids []int64, byID map[int64]*Paper, f paper.Fields) error {
+	got, err := paper.Load(ctx, tx, ids, f)
 	if err != nil {
-		return fmt.Errorf("loading %d papers: %w", len(ids), err)
+		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var p harvest.Paper
-		var authors []byte
-		if err := rows.Scan(&id, &p.ArxivID, &p.Version, &p.Title, &p.Abstract, &authors, &p.PrimaryCategory,
-			&p.Categories, &p.Institutions, &p.DOI, &p.JournalRef, &p.Comments, &p.SubmittedAt, &p.UpdatedAt,
-			&p.AnnouncedAt, &p.AbsURL, &p.PDFURL); err != nil {
-			return fmt.Errorf("reading paper: %w", err)
-		}
-		if err := json.Unmarshal(authors, &p.Authors); err != nil {
-			return fmt.Errorf("reading authors of paper %d: %w", id, err)
-		}
-		p.SubmittedAt, p.UpdatedAt, p.AnnouncedAt = p.SubmittedAt.UTC(), p.UpdatedAt.UTC(), p.AnnouncedAt.UTC()
+	for id, p := range got {
 		byID[id].Paper = p
 	}
-	return rows.Err()
+	return nil
 }
 
 func loadReasons(ctx context.Context, tx pgx.Tx, userID int64, ids []int64) (map[int64][]follow.Target, error) {

@@ -10,16 +10,16 @@ import (
 	"followfeed/auth"
 	"followfeed/database"
 	"followfeed/follow"
-	"followfeed/harvest"
 	"followfeed/internal/testdb"
 	"followfeed/match"
+	"followfeed/paper"
 	"followfeed/worker"
 )
 
 type env struct {
 	t       *testing.T
 	db      *database.DB
-	in      *harvest.Ingester
+	in      *paper.Store
 	follows *follow.Service
 	m       *match.Service
 	ctx     context.Context
@@ -32,7 +32,7 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, db: db, in: harvest.NewIngester(db, worker.NewEnqueuer(ins)), follows: follow.NewService(db),
+	return &env{t: t, db: db, in: paper.NewStore(db, worker.NewEnqueuer(ins)), follows: follow.NewService(db),
 		m: match.NewService(db), ctx: context.Background()}
 }
 
@@ -55,8 +55,8 @@ func (e *env) follow(uid int64, kind, id string, opts follow.Options) {
 }
 
 // ingest stores papers and returns the watermark after them.
-func (e *env) ingest(ps ...harvest.Paper) *harvest.IngestResult {
-	res, err := e.in.Ingest(e.ctx, ps, harvest.SourcePush)
+func (e *env) ingest(ps ...paper.Paper) *paper.IngestResult {
+	res, err := e.in.Ingest(e.ctx, ps, paper.SourcePush)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func (e *env) ingest(ps ...harvest.Paper) *harvest.IngestResult {
 }
 
 func (e *env) high() int64 {
-	w, err := e.m.HighSeq(e.ctx)
+	w, err := e.in.HighSeq(e.ctx)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -98,9 +98,9 @@ func reasons(p match.Paper) []string {
 	return out
 }
 
-func p(id, primary string, cats []string, authorIDs ...string) harvest.Paper {
-	return harvest.Paper{ArxivID: id, Title: "Paper " + id, PrimaryCategory: primary, Categories: cats,
-		Authors:     []harvest.Author{{Name: "Mingzhi Wen", IDs: authorIDs}},
+func p(id, primary string, cats []string, authorIDs ...string) paper.Paper {
+	return paper.Paper{ArxivID: id, Title: "Paper " + id, PrimaryCategory: primary, Categories: cats,
+		Authors:     []paper.Author{{Name: "Mingzhi Wen", IDs: authorIDs}},
 		SubmittedAt: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}
 }
 
@@ -250,7 +250,7 @@ func TestFeedLimitTotalAndDeletedPapers(t *testing.T) {
 	e := setup(t)
 	u := e.user("reader")
 	e.follow(u, "category", "cs.LG", follow.Options{})
-	var batch []harvest.Paper
+	var batch []paper.Paper
 	for i := range 30 {
 		batch = append(batch, p(fmt.Sprintf("2301.%05d", i+1), "cs.LG", []string{"cs.LG"}))
 	}
@@ -268,7 +268,7 @@ func TestFeedLimitTotalAndDeletedPapers(t *testing.T) {
 		}
 	}
 	// A withdrawn paper leaves the feed.
-	e.in.Ingest(e.ctx, []harvest.Paper{{ArxivID: r.Papers[0].ArxivID, Deleted: true}}, harvest.SourceOAI)
+	e.in.Ingest(e.ctx, []paper.Paper{{ArxivID: r.Papers[0].ArxivID, Deleted: true}}, paper.SourceOAI)
 	for _, pp := range e.matched(match.Query{UserID: u, Limit: 50}) {
 		if pp.ArxivID == r.Papers[0].ArxivID {
 			t.Errorf("deleted paper %s still in the feed", pp.ArxivID)

@@ -20,6 +20,7 @@ import (
 	"followfeed/feeds"
 	"followfeed/follow"
 	"followfeed/match"
+	"followfeed/paper"
 )
 
 // Caps of one digest.
@@ -682,7 +683,7 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 	for i, row := range rows {
 		users = append(users, row.userID)
 		if *row.to > *row.from {
-			qs = append(qs, match.Query{UserID: row.userID, AfterSeq: *row.from, UpToSeq: *row.to, Limit: candidates, Light: true})
+			qs = append(qs, match.Query{UserID: row.userID, AfterSeq: *row.from, UpToSeq: *row.to, Limit: candidates, IDsOnly: true})
 			qRow = append(qRow, i)
 		}
 	}
@@ -712,7 +713,7 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 			}
 		}
 	}
-	papers, err := d.matcher.LoadPapers(ctx, shown, true)
+	papers, err := d.matcher.LoadPapers(ctx, shown, paper.WithoutAbstract)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,25 @@
+// Package text holds small string helpers shared by packages that quote or
+// store text people wrote.
+package text
+
+// Ellipsis is appended by Truncate when it cuts.
+const Ellipsis = "…"
+
+// Truncate returns s unchanged when it has at most maxChars characters
+// (runes, as PostgreSQL's length() counts them); otherwise its first
+// maxChars characters followed by Ellipsis. It never splits a UTF-8
+// sequence, so valid UTF-8 in gives valid UTF-8 out. maxChars <= 0 gives
+// Ellipsis for any non-empty s.
+func Truncate(s string, maxChars int) string {
+	if len(s) <= maxChars {
+		return s // at most maxChars bytes, so at most maxChars characters
+	}
+	n := 0
+	for i := range s {
+		if n == maxChars {
+			return s[:i] + Ellipsis
+		}
+		n++
+	}
+	return s
+}
