@@ -17,7 +17,6 @@ import (
 
 	"followfeed/auth"
 	"followfeed/database"
-	"followfeed/feeds"
 	"followfeed/follow"
 	"followfeed/match"
 	"followfeed/paper"
@@ -857,7 +856,7 @@ func (plan digestPlan) fill(details map[int64]match.Paper) DigestContent {
 			}
 			reasons := make([]string, 0, len(p.Reasons))
 			for _, r := range p.Reasons {
-				reasons = append(reasons, feeds.ReasonName(r, plan.labels[r.Key()], d.Authors))
+				reasons = append(reasons, r.ReasonName(plan.labels[r.Key()], d.AuthorName))
 			}
 			authors := make([]string, 0, len(d.Authors))
 			for _, a := range d.Authors {
@@ -889,12 +888,12 @@ func specificity(t follow.Target) int {
 
 func groupName(t follow.Target, p match.Paper) string {
 	if t.Kind == follow.Researcher {
-		return feeds.ReasonName(t, "", p.Authors)
+		return t.ReasonName("", p.AuthorName)
 	}
 	if t.Kind == follow.Category && !t.IsArchive() {
 		return t.DisplayName()
 	}
-	return feeds.ReasonName(t, "", nil)
+	return t.ReasonName("", nil)
 }
 
 func heading(row digestRow, localNow time.Time) string {

@@ -428,7 +428,7 @@ func TestDigestContentGroupsAndCaps(t *testing.T) {
 		t.Errorf("shown %d + omitted %d != 131", shown, c.Omitted)
 	}
 	first := c.Groups[0]
-	if first.Name != "Mingzhi Wen" || len(first.Papers) == 0 || strings.Join(first.Papers[0].Reasons, " · ") != "cs.LG · Mingzhi Wen · cs (all)" {
+	if first.Name != "Mingzhi Wen" || len(first.Papers) == 0 || strings.Join(first.Papers[0].Reasons, " · ") != "cs.LG · Mingzhi Wen · Computer Science (cs.*)" {
 		t.Errorf("first group %q: %+v", first.Name, first.Papers)
 	}
 	count := 0

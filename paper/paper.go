@@ -48,3 +48,17 @@ type Author struct {
 	Name string   `json:"name"`
 	IDs  []string `json:"ids,omitempty"`
 }
+
+// AuthorName returns the name of the first author carrying researcherID (a
+// normalised id, "openalex:A…"), and whether there is one. Its signature
+// fits follow.Target.ReasonName.
+func (p *Paper) AuthorName(researcherID string) (string, bool) {
+	for _, a := range p.Authors {
+		for _, id := range a.IDs {
+			if id == researcherID {
+				return a.Name, true
+			}
+		}
+	}
+	return "", false
+}
