@@ -161,6 +161,42 @@ func TestCrossListOption(t *testing.T) {
 	}
 }
 
+// TestCrossListFollowIsNoReasonForACrossListedPaper: a paper that matches
+// through one follow (cs.LG, its primary) and only cross-lists the category
+// of another follow that leaves cross-lists out (cs.AI) is shown with the
+// first follow as its only reason, in every kind of query: loadReasons must
+// apply the follow's cross-list option like the selection does.
+func TestCrossListFollowIsNoReasonForACrossListedPaper(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	u := e.user("reader")
+	no := false
+	e.follow(u, "category", "cs.LG", follow.Options{})
+	e.follow(u, "category", "cs.AI", follow.Options{IncludeCrossLists: &no})
+	w0 := e.high()
+	e.ingest(p("2301.00001", "cs.LG", []string{"cs.LG", "cs.AI"}))
+	w1 := e.high()
+	lg, err := follow.ParseTarget("category", "cs.LG")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, q := range map[string]match.Query{
+		"feed":             {UserID: u},
+		"per-follow feed":  {UserID: u, Only: &lg},
+		"window":           {UserID: u, AfterSeq: w0, UpToSeq: w1},
+		"window, ids only": {UserID: u, AfterSeq: w0, UpToSeq: w1, IDsOnly: true},
+	} {
+		got := e.matched(q)
+		if len(got) != 1 || !slices.Equal(reasons(got[0]), []string{"category/cs.LG"}) {
+			var rs [][]string
+			for _, p := range got {
+				rs = append(rs, reasons(p))
+			}
+			t.Errorf("%s: papers %v with reasons %v, want 2301.00001 with only category/cs.LG", name, ids(got), rs)
+		}
+	}
+}
+
 func TestArchiveAndAliasFollows(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
