@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"followfeed/apperr"
+	"followfeed/internal/httpclient"
+	"followfeed/internal/text"
 	"followfeed/paper"
 )
 
@@ -60,7 +62,7 @@ type OpenAlexClient struct {
 	baseURL string
 	mailto  string
 	apiKey  string
-	get     *upstreamGetter
+	get     *httpclient.Getter
 }
 
 // NewOpenAlexClient returns a client using cfg, with defaults filled in. It
@@ -79,7 +81,7 @@ func NewOpenAlexClient(cfg OpenAlexConfig) *OpenAlexClient {
 		cfg.MaxRetries = 0
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = upstreamSleep
+		cfg.Sleep = httpclient.Sleep
 	}
 	ua := "followfeed-harvester/1"
 	if cfg.Mailto != "" {
@@ -89,16 +91,16 @@ func NewOpenAlexClient(cfg OpenAlexConfig) *OpenAlexClient {
 		baseURL: strings.TrimRight(cfg.BaseURL, "/"),
 		mailto:  cfg.Mailto,
 		apiKey:  cfg.APIKey,
-		get: &upstreamGetter{
-			client:     cfg.Client,
-			maxRetries: cfg.MaxRetries,
-			backoff:    openAlexFirstBackoff,
-			maxWait:    openAlexMaxWait,
-			maxBody:    OpenAlexMaxBodyBytes,
-			userAgent:  ua,
-			accept:     "application/json",
-			sleep:      cfg.Sleep,
-			now:        time.Now,
+		get: &httpclient.Getter{
+			Client:     cfg.Client,
+			MaxRetries: cfg.MaxRetries,
+			Backoff:    openAlexFirstBackoff,
+			MaxWait:    openAlexMaxWait,
+			MaxBody:    OpenAlexMaxBodyBytes,
+			UserAgent:  ua,
+			Accept:     "application/json",
+			Sleep:      cfg.Sleep,
+			Now:        time.Now,
 		},
 	}
 }
@@ -187,14 +189,14 @@ func (c *OpenAlexClient) lookupBatch(ctx context.Context, lowIDs []string) (map[
 		q.Set("api_key", c.apiKey)
 	}
 	u.RawQuery = q.Encode()
-	resp, err := c.get.do(ctx, u.String())
+	resp, err := fetch(ctx, c.get, u.String())
 	if err != nil {
 		return nil, err
 	}
-	if resp.status/100 != 2 {
-		return nil, resp.statusError()
+	if resp.Status/100 != 2 {
+		return nil, resp.StatusError()
 	}
-	return ParseWorks(resp.body)
+	return ParseWorks(resp.Body)
 }
 
 // ParseWorks parses an OpenAlex /works list response ({"meta":…,
@@ -268,9 +270,9 @@ func openAlexEnrichment(w *openAlexWork) Enrichment {
 	for i := range w.Authorships {
 		as := &w.Authorships[i]
 		if len(e.Authors) < upstreamMaxAuthors {
-			name := upstreamText(as.Author.DisplayName, upstreamMaxNameRunes)
+			name := text.Collapse(as.Author.DisplayName, upstreamMaxNameRunes)
 			if name == "" {
-				name = upstreamText(as.RawAuthorName, upstreamMaxNameRunes)
+				name = text.Collapse(as.RawAuthorName, upstreamMaxNameRunes)
 			}
 			var ids []string
 			if id, ok := openAlexEntityID(as.Author.ID, 'A'); ok {

@@ -2,6 +2,11 @@
 // store text people wrote.
 package text
 
+import (
+	"strings"
+	"unicode"
+)
+
 // Ellipsis is appended by Truncate when it cuts.
 const Ellipsis = "…"
 
@@ -20,6 +25,28 @@ func Truncate(s string, maxChars int) string {
 			return s[:i] + Ellipsis
 		}
 		n++
+	}
+	return s
+}
+
+// Collapse makes text from an upstream source storable: invalid UTF-8
+// replaced by U+FFFD, control characters turned into spaces, whitespace runs
+// collapsed to one space, trimmed, and cut to at most maxRunes characters
+// (no limit when maxRunes < 0) with no trailing space and no ellipsis.
+func Collapse(s string, maxRunes int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r)
+	}), " ")
+	if maxRunes >= 0 && len(s) > maxRunes {
+		n := 0
+		for i := range s {
+			if n == maxRunes {
+				s = strings.TrimRight(s[:i], " ")
+				break
+			}
+			n++
+		}
 	}
 	return s
 }

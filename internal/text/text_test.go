@@ -48,3 +48,22 @@ func TestTruncateNeverSplitsASequence(t *testing.T) {
 		}
 	}
 }
+
+func TestCollapse(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"  a \t b\n\nc  ", -1, "a b c"},
+		{"a\x00b\x1fc", -1, "a b c"},
+		{"bad \xff byte", -1, "bad \uFFFD byte"},
+		{"héllo wörld", 6, "héllo"}, // cut after the space, which is trimmed
+		{"日本語のテキスト", 3, "日本語"},
+		{"abc", 0, ""},
+	} {
+		if got := Collapse(tc.in, tc.max); got != tc.want {
+			t.Errorf("Collapse(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+		}
+	}
+}
