@@ -179,9 +179,9 @@ func TestDailyDigestEndToEnd(t *testing.T) {
 	// authors, the exact reason line (every follow that matched, by its
 	// name, in follow order), abstract and PDF links; once each.
 	papers := []struct{ title, authors, reason, abs, pdf string }{
-		{"Towards Training Reproducible Deep Learning Models", "Mingzhi Wen, Boyuan Chen", "Because you follow cs.LG · Wen lab · cs (all)",
+		{"Towards Training Reproducible Deep Learning Models", "Mingzhi Wen, Boyuan Chen", "Because you follow cs.LG · Wen lab · Computer Science (cs.*)",
 			"https://arxiv.org/abs/2202.02326", "https://arxiv.org/pdf/2202.02326"},
-		{"Another cs.LG paper", "Ann Author", "Because you follow cs.LG · cs (all)",
+		{"Another cs.LG paper", "Ann Author", "Because you follow cs.LG · Computer Science (cs.*)",
 			"https://arxiv.org/abs/2301.00001", "https://arxiv.org/pdf/2301.00001"},
 	}
 	for _, p := range papers {

@@ -21,6 +21,7 @@ import (
 	"followfeed/internal/httpclient"
 	"followfeed/match"
 	"followfeed/notify"
+	"followfeed/paper"
 	"followfeed/worker"
 )
 
@@ -35,7 +36,7 @@ type services struct {
 	verifier  *auth.Verifier
 	users     *auth.Users
 	follows   *follow.Service
-	ingester  *harvest.Ingester
+	ingester  *paper.Store
 	matcher   *match.Service
 	prefs     *notify.Preferences
 	harvester *harvest.Harvester
@@ -57,7 +58,7 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	}
 	s.users = auth.NewUsers(db)
 	s.follows = follow.NewService(db)
-	s.ingester = harvest.NewIngester(db, s.enqueuer)
+	s.ingester = paper.NewStore(db, s.enqueuer)
 	s.matcher = match.NewService(db)
 	s.prefs = notify.NewPreferences(db, s.enqueuer, hooks.Now)
 	s.users.OnConfirm(s.prefs.AfterConfirm)
@@ -73,7 +74,7 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		APIKey:  cfg.OpenAlexAPIKey,
 		Client:  httpclient.New(time.Minute, harvest.OpenAlexMaxBodyBytes),
 	})
-	s.enricher = harvest.NewEnricher(db, openalex, s.ingester, harvest.DefaultEnrichPolicy, logger, nil)
+	s.enricher = harvest.NewEnricher(s.ingester, openalex, harvest.DefaultEnrichPolicy, logger, nil)
 	s.feeds = feeds.NewService(db, feeds.NewTokens(db, cfg.SecretKey), s.matcher, s.follows, cfg.PublicURL, cfg.WebSubHubURL, cfg.SecretKey)
 	s.signer = auth.NewLinkSigner(cfg.SecretKey)
 	if s.sender, err = newSender(cfg, logger); err != nil {

@@ -13,8 +13,8 @@ import (
 
 	"followfeed/database"
 	"followfeed/follow"
-	"followfeed/harvest"
 	"followfeed/match"
+	"followfeed/paper"
 )
 
 // Figure is one measured number beside its target.
@@ -29,7 +29,7 @@ type Figure struct {
 // batchPapers makes n new papers drawn like the generated ones (skewed
 // primary categories, cross-lists, four authors from the researcher pool)
 // with ids no generated paper has.
-func batchPapers(n int, s Scale, seed uint64) []harvest.Paper {
+func batchPapers(n int, s Scale, seed uint64) []paper.Paper {
 	r := rand.New(rand.NewPCG(seed, 7))
 	cats := []string{}
 	seen := map[string]bool{}
@@ -50,9 +50,9 @@ func batchPapers(n int, s Scale, seed uint64) []harvest.Paper {
 	// The same abstract as the generated papers', so that feeds showing
 	// the batch weigh what feeds of the dataset weigh.
 	abstract := strings.Repeat("We study a problem of scale and measure it carefully; ", 40)
-	out := make([]harvest.Paper, n)
+	out := make([]paper.Paper, n)
 	for i := range out {
-		p := harvest.Paper{
+		p := paper.Paper{
 			ArxivID:     fmt.Sprintf("2901.%05d", i+1),
 			Title:       fmt.Sprintf("Benchmark paper %d", i+1),
 			Abstract:    abstract[:min(s.AbstractChars, len(abstract))],
@@ -71,7 +71,7 @@ func batchPapers(n int, s Scale, seed uint64) []harvest.Paper {
 			if r.Float64() < 0.5 {
 				a = max(int(math.Pow(float64(s.Researchers), r.Float64())), 1)
 			}
-			p.Authors = append(p.Authors, harvest.Author{Name: fmt.Sprintf("Researcher %d", a), IDs: []string{fmt.Sprintf("s2:%d", a)}})
+			p.Authors = append(p.Authors, paper.Author{Name: fmt.Sprintf("Researcher %d", a), IDs: []string{fmt.Sprintf("s2:%d", a)}})
 		}
 		if r.Float64() < 0.5 {
 			p.Institutions = []string{fmt.Sprintf("openalex:I%d", 1+r.IntN(5000))}
@@ -92,11 +92,11 @@ type MatchResult struct {
 // (papers, keys, match job insert in one transaction) and then runs the
 // match job's query over its keys, timing both. Call RemoveBatch afterwards
 // so the dataset stays at its scale.
-func MeasureMatch(ctx context.Context, db *database.DB, in *harvest.Ingester, m *match.Service, s Scale, n int) (MatchResult, error) {
+func MeasureMatch(ctx context.Context, db *database.DB, in *paper.Store, m *match.Service, s Scale, n int) (MatchResult, error) {
 	var res MatchResult
 	papers := batchPapers(n, s, 1)
 	start := time.Now()
-	ir, err := in.Ingest(ctx, papers, harvest.SourcePush)
+	ir, err := in.Ingest(ctx, papers, paper.SourcePush)
 	if err != nil {
 		return res, err
 	}

@@ -12,16 +12,16 @@ import (
 
 	"followfeed/database"
 	"followfeed/feeds"
-	"followfeed/harvest"
 	"followfeed/match"
 	"followfeed/notify"
+	"followfeed/paper"
 	"followfeed/worker"
 )
 
 // Deps are the real services the benchmark drives.
 type Deps struct {
 	DB       *database.DB
-	Ingester *harvest.Ingester
+	Ingester *paper.Store
 	Matcher  *match.Service
 	Tokens   *feeds.Tokens
 	// Digester sends digests (to a local SMTP sink).
@@ -82,7 +82,7 @@ func Run(ctx context.Context, d Deps, s Scale) (*Report, error) {
 			Pass: mr.Match <= 2*time.Second},
 		Figure{Name: "ingest the same batch (papers + keys + match job, one transaction)", Target: "—",
 			Result: fmt.Sprintf("%.2f s", mr.Ingest.Seconds()), Pass: true})
-	r.Details = append(r.Details, fmt.Sprintf("Match: %d new papers with %d key rows (%d distinct keys) go through the real `harvest.Ingester`; "+
+	r.Details = append(r.Details, fmt.Sprintf("Match: %d new papers with %d key rows (%d distinct keys) go through the real `paper.Store`; "+
 		"then `match.Service.RunBatch` (the match job's transaction) finds and bumps %d affected users. The batch is deleted at the end of the run.",
 		mr.Papers, mr.Keys, mr.DistinctKeys, mr.Users))
 

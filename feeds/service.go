@@ -16,7 +16,6 @@ import (
 	"followfeed/apperr"
 	"followfeed/database"
 	"followfeed/follow"
-	"followfeed/harvest"
 	"followfeed/match"
 )
 
@@ -351,32 +350,11 @@ func item(p match.Paper, labels map[string]string) Item {
 	if len(p.Reasons) > 0 {
 		var names []string
 		for _, r := range p.Reasons {
-			names = append(names, ReasonName(r, labels[r.Key()], p.Authors))
+			names = append(names, r.ReasonName(labels[r.Key()], p.AuthorName))
 		}
 		it.Content = "Following: " + strings.Join(names, " · ")
 	}
 	return it
-}
-
-// ReasonName is how a matching follow is named to its user: their label
-// when set, the author's name for a researcher, the category id otherwise.
-func ReasonName(t follow.Target, label string, authors []harvest.Author) string {
-	if label != "" {
-		return label
-	}
-	if t.Kind == follow.Researcher {
-		for _, a := range authors {
-			for _, id := range a.IDs {
-				if id == t.ID {
-					return a.Name
-				}
-			}
-		}
-	}
-	if t.IsArchive() {
-		return t.ID + " (all)"
-	}
-	return t.ID
 }
 
 func newest(items []Item) time.Time {

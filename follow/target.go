@@ -125,6 +125,8 @@ func (t Target) String() string {
 
 // DisplayName is what people read for t: "cs.LG — Machine Learning" for a
 // category, "Computer Science (cs.*)" for an archive, and the ID otherwise.
+// It is the one name of an archive everywhere: settings, feed titles, and
+// (through ReasonName) feed items and digests.
 func (t Target) DisplayName() string {
 	if t.IsArchive() {
 		if name, ok := ArchiveName(t.ID); ok {
@@ -135,6 +137,28 @@ func (t Target) DisplayName() string {
 		if c, ok := LookupCategory(t.ID); ok {
 			return t.ID + " — " + c.Name
 		}
+	}
+	return t.ID
+}
+
+// ReasonName is how t is named to its user as the reason a paper matched,
+// in feed items and digests: label (the user's own name for the follow)
+// when set; for a researcher, the name of the paper's author who carries
+// that id, as authorName reports it (authorName may be nil); the
+// DisplayName of an archive ("Computer Science (cs.*)"); the bare ID
+// otherwise ("cs.LG", "ror:03dbr7087"), short because a paper often has
+// several reasons.
+func (t Target) ReasonName(label string, authorName func(researcherID string) (string, bool)) string {
+	if label != "" {
+		return label
+	}
+	if t.Kind == Researcher && authorName != nil {
+		if name, ok := authorName(t.ID); ok {
+			return name
+		}
+	}
+	if t.IsArchive() {
+		return t.DisplayName()
 	}
 	return t.ID
 }

@@ -356,6 +356,44 @@ func TestStringAndDisplayName(t *testing.T) {
 	}
 }
 
+// TestReasonName: a label wins; a researcher is named by the paper's author
+// carrying the id (even without a name lookup for others); an archive by its
+// DisplayName, the same name as on the settings page; anything else by its
+// bare ID.
+func TestReasonName(t *testing.T) {
+	authors := func(id string) (string, bool) {
+		if id == "openalex:A5023888391" {
+			return "Mingzhi Wen", true
+		}
+		return "", false
+	}
+	wen := Target{Researcher, "openalex:A5023888391"}
+	cases := []struct {
+		t          Target
+		label      string
+		authorName func(string) (string, bool)
+		want       string
+	}{
+		{Target{Category, "cs.LG"}, "", authors, "cs.LG"},
+		{Target{Category, "cs.LG"}, "My ML", authors, "My ML"},
+		{Target{Category, "cs"}, "", nil, "Computer Science (cs.*)"},
+		{Target{Category, "astro-ph"}, "", nil, "Astrophysics (astro-ph.*)"},
+		{wen, "", authors, "Mingzhi Wen"},
+		{wen, "Wen lab", authors, "Wen lab"},
+		{wen, "", nil, "openalex:A5023888391"},
+		{Target{Researcher, "orcid:0000-0002-1825-0097"}, "", authors, "orcid:0000-0002-1825-0097"},
+		{Target{Institution, "ror:03dbr7087"}, "", authors, "ror:03dbr7087"},
+	}
+	for _, c := range cases {
+		if got := c.t.ReasonName(c.label, c.authorName); got != c.want {
+			t.Errorf("%v.ReasonName(%q) = %q, want %q", c.t, c.label, got, c.want)
+		}
+	}
+	if a := (Target{Category, "cs"}); a.ReasonName("", nil) != a.DisplayName() {
+		t.Errorf("an archive has two names: %q and %q", a.ReasonName("", nil), a.DisplayName())
+	}
+}
+
 // FuzzParseTarget checks that ParseTarget never panics, fails only with the
 // documented error, and that what it accepts is normalised: its ID re-parses
 // to itself and its key leads back to it.

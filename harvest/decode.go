@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"followfeed/apperr"
+	"followfeed/internal/text"
+	"followfeed/paper"
 )
 
 // MaxPushBytes is the largest push-ingest body accepted.
@@ -42,7 +44,7 @@ type pushedPaper struct {
 // papers. A body that cannot be read at all is an apperr.BadRequest (or
 // TooLarge); records that are JSON but not papers are reported one by one,
 // by index and field, as an apperr.Invalid with Details.
-func DecodePush(r io.Reader) ([]Paper, error) {
+func DecodePush(r io.Reader) ([]paper.Paper, error) {
 	br := bufio.NewReaderSize(io.LimitReader(r, MaxPushBytes+1), 64<<10)
 	first, err := peekNonSpace(br)
 	if err == io.EOF {
@@ -63,10 +65,10 @@ func DecodePush(r io.Reader) ([]Paper, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(raws) > MaxBatch {
-		return nil, apperr.New(apperr.TooLarge, "at most %d papers per request; split the batch", MaxBatch)
+	if len(raws) > paper.MaxBatch {
+		return nil, apperr.New(apperr.TooLarge, "at most %d papers per request; split the batch", paper.MaxBatch)
 	}
-	papers := make([]Paper, 0, len(raws))
+	papers := make([]paper.Paper, 0, len(raws))
 	var problems []apperr.Detail
 	for i, raw := range raws {
 		p, fe := decodeOne(raw)
@@ -127,7 +129,7 @@ func splitArray(br *bufio.Reader) ([]json.RawMessage, error) {
 			return nil, apperr.New(apperr.BadRequest, "the body is not valid JSON after %d papers: %v", len(out), err)
 		}
 		out = append(out, raw)
-		if len(out) > MaxBatch {
+		if len(out) > paper.MaxBatch {
 			return out, nil
 		}
 	}
@@ -154,7 +156,7 @@ func splitLines(br *bufio.Reader) ([]json.RawMessage, error) {
 				return nil, apperr.New(apperr.BadRequest, "NDJSON line %d is not valid JSON", line)
 			}
 			out = append(out, json.RawMessage(t))
-			if len(out) > MaxBatch {
+			if len(out) > paper.MaxBatch {
 				return out, nil
 			}
 		}
@@ -167,45 +169,45 @@ func splitLines(br *bufio.Reader) ([]json.RawMessage, error) {
 	}
 }
 
-func decodeOne(raw json.RawMessage) (Paper, *FieldError) {
+func decodeOne(raw json.RawMessage) (paper.Paper, *paper.FieldError) {
 	var pp pushedPaper
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&pp); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return Paper{}, &FieldError{te.Field, fmt.Sprintf("must be a JSON %s", jsonKind(te.Type.String()))}
+			return paper.Paper{}, &paper.FieldError{Field: te.Field, Reason: fmt.Sprintf("must be a JSON %s", jsonKind(te.Type.String()))}
 		}
-		return Paper{}, &FieldError{"", "each paper must be a JSON object"}
+		return paper.Paper{}, &paper.FieldError{Field: "", Reason: "each paper must be a JSON object"}
 	}
-	p := Paper{
+	p := paper.Paper{
 		ArxivID: pp.ArxivID, Version: pp.Version, Title: pp.Title, Abstract: pp.Abstract,
 		PrimaryCategory: pp.PrimaryCategory, Categories: pp.Categories, Institutions: pp.Institutions,
 		DOI: pp.DOI, JournalRef: pp.JournalRef, Comments: pp.Comments, AbsURL: pp.AbsURL, PDFURL: pp.PDFURL,
 	}
 	if p.ArxivID == "" {
-		return Paper{}, &FieldError{"arxiv_id", "is required (e.g. 2202.02326 or 2202.02326v2)"}
+		return paper.Paper{}, &paper.FieldError{Field: "arxiv_id", Reason: "is required (e.g. 2202.02326 or 2202.02326v2)"}
 	}
 	authors, fe := decodeAuthors(pp.Authors)
 	if fe != nil {
-		return Paper{}, fe
+		return paper.Paper{}, fe
 	}
 	p.Authors = authors
 	var err error
 	if p.SubmittedAt, err = parseDate(pp.Published); err != nil {
-		return Paper{}, &FieldError{"published", err.Error()}
+		return paper.Paper{}, &paper.FieldError{Field: "published", Reason: err.Error()}
 	}
 	if p.UpdatedAt, err = parseDate(pp.Updated); err != nil {
-		return Paper{}, &FieldError{"updated", err.Error()}
+		return paper.Paper{}, &paper.FieldError{Field: "updated", Reason: err.Error()}
 	}
 	if fe := p.Normalize(true); fe != nil {
-		return Paper{}, fe
+		return paper.Paper{}, fe
 	}
 	return p, nil
 }
 
 // decodeAuthors accepts [{"name": …, "ids": […]}], ["Name", …] or the host's
 // plain "A, B and C" string.
-func decodeAuthors(raw json.RawMessage) ([]Author, *FieldError) {
+func decodeAuthors(raw json.RawMessage) ([]paper.Author, *paper.FieldError) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
@@ -214,33 +216,33 @@ func decodeAuthors(raw json.RawMessage) ([]Author, *FieldError) {
 	case '"':
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, &FieldError{"authors", "must be a string or an array"}
+			return nil, &paper.FieldError{Field: "authors", Reason: "must be a string or an array"}
 		}
-		var out []Author
+		var out []paper.Author
 		for _, n := range SplitAuthorNames(s) {
-			out = append(out, Author{Name: n})
+			out = append(out, paper.Author{Name: n})
 		}
 		return out, nil
 	case '[':
 		var items []json.RawMessage
 		if err := json.Unmarshal(raw, &items); err != nil {
-			return nil, &FieldError{"authors", "must be an array of authors"}
+			return nil, &paper.FieldError{Field: "authors", Reason: "must be an array of authors"}
 		}
-		out := make([]Author, 0, len(items))
+		out := make([]paper.Author, 0, len(items))
 		for i, it := range items {
-			var a Author
+			var a paper.Author
 			if len(it) > 0 && it[0] == '"' {
 				if err := json.Unmarshal(it, &a.Name); err != nil {
-					return nil, &FieldError{fmt.Sprintf("authors[%d]", i), "must be a name or an object"}
+					return nil, &paper.FieldError{Field: fmt.Sprintf("authors[%d]", i), Reason: "must be a name or an object"}
 				}
 			} else if err := json.Unmarshal(it, &a); err != nil {
-				return nil, &FieldError{fmt.Sprintf("authors[%d]", i), `must be {"name": "…", "ids": ["openalex:A…"]} or a name`}
+				return nil, &paper.FieldError{Field: fmt.Sprintf("authors[%d]", i), Reason: `must be {"name": "…", "ids": ["openalex:A…"]} or a name`}
 			}
 			out = append(out, a)
 		}
 		return out, nil
 	default:
-		return nil, &FieldError{"authors", "must be a string or an array"}
+		return nil, &paper.FieldError{Field: "authors", Reason: "must be a string or an array"}
 	}
 }
 
@@ -270,7 +272,7 @@ func parseDate(s string) (time.Time, error) {
 			return t.UTC(), nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("%q is not a date like 2022-02-04 or 2022-02-04T00:00:00Z", truncate(s, 40))
+	return time.Time{}, fmt.Errorf("%q is not a date like 2022-02-04 or 2022-02-04T00:00:00Z", text.Truncate(s, 40))
 }
 
 func jsonKind(goType string) string {

@@ -9,6 +9,7 @@ import (
 
 	"followfeed/apperr"
 	"followfeed/harvest"
+	"followfeed/paper"
 )
 
 const hostPaper = `{"arxiv_id": "2202.02326v2", "title": "Towards Training Reproducible Deep Learning Models",
@@ -98,7 +99,7 @@ func malformed() []string {
 // each must be refused with a client error, and the database stays empty.
 func TestTwoHundredMalformedInputsNeverPanicOrWrite(t *testing.T) {
 	t.Parallel()
-	in, db := newIngester(t)
+	in, db := newStore(t)
 	bodies := malformed()
 	if len(bodies) != 200 {
 		t.Fatalf("%d inputs", len(bodies))
@@ -106,7 +107,7 @@ func TestTwoHundredMalformedInputsNeverPanicOrWrite(t *testing.T) {
 	for i, body := range bodies {
 		papers, err := harvest.DecodePush(strings.NewReader(body))
 		if err == nil {
-			_, err = in.Ingest(context.Background(), papers, harvest.SourcePush)
+			_, err = in.Ingest(context.Background(), papers, paper.SourcePush)
 		}
 		code := apperr.CodeOf(err)
 		if code != apperr.BadRequest && code != apperr.Invalid && code != apperr.TooLarge {
@@ -126,7 +127,7 @@ func TestDecodePushLimits(t *testing.T) {
 		t.Errorf("over 20 MiB: %v", err)
 	}
 	var sb strings.Builder
-	for i := range harvest.MaxBatch + 1 {
+	for i := range paper.MaxBatch + 1 {
 		fmt.Fprintf(&sb, `{"arxiv_id":"2301.%05d","title":"t","primary_category":"cs.LG"}`+"\n", i)
 	}
 	if _, err := harvest.DecodePush(strings.NewReader(sb.String())); apperr.CodeOf(err) != apperr.TooLarge {

@@ -8,9 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"followfeed/database"
+	"followfeed/paper"
 )
 
 // EnrichPolicy says how long to keep asking OpenAlex about a paper it does
@@ -33,25 +31,26 @@ type Lookup interface {
 	LookupArxiv(ctx context.Context, arxivIDs []string) (map[string]Enrichment, error)
 }
 
-// Enricher adds OpenAlex author and institution ids to harvested papers.
+// Enricher adds OpenAlex author and institution ids to harvested papers. It
+// decides what to look up and how to apply it; the papers and their
+// enrichment schedule are written through the paper.Store.
 type Enricher struct {
-	db       *database.DB
-	lookup   Lookup
-	ingester *Ingester
-	policy   EnrichPolicy
-	logger   *slog.Logger
-	now      func() time.Time
+	papers *paper.Store
+	lookup Lookup
+	policy EnrichPolicy
+	logger *slog.Logger
+	now    func() time.Time
 }
 
 // NewEnricher returns an Enricher. now may be nil (time.Now).
-func NewEnricher(db *database.DB, lookup Lookup, in *Ingester, policy EnrichPolicy, logger *slog.Logger, now func() time.Time) *Enricher {
+func NewEnricher(papers *paper.Store, lookup Lookup, policy EnrichPolicy, logger *slog.Logger, now func() time.Time) *Enricher {
 	if now == nil {
 		now = time.Now
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Enricher{db: db, lookup: lookup, ingester: in, policy: policy, logger: logger, now: now}
+	return &Enricher{papers: papers, lookup: lookup, policy: policy, logger: logger, now: now}
 }
 
 // EnrichStats reports one enrichment run.
@@ -68,16 +67,9 @@ type EnrichStats struct {
 // A failed lookup changes nothing and returns the error (the job retries).
 func (e *Enricher) RunOnce(ctx context.Context) (EnrichStats, error) {
 	var st EnrichStats
-	rows, err := e.db.Pool.Query(ctx, `
-		SELECT arxiv_id FROM papers
-		WHERE enrich_after <= $1 AND deleted_at IS NULL
-		ORDER BY enrich_after LIMIT $2`, e.now(), e.policy.Batch) // papers_enrich_idx
+	ids, err := e.papers.DueForEnrichment(ctx, e.now(), e.policy.Batch)
 	if err != nil {
-		return st, fmt.Errorf("selecting papers to enrich: %w", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return st, fmt.Errorf("selecting papers to enrich: %w", err)
+		return st, err
 	}
 	if len(ids) == 0 {
 		return st, nil
@@ -94,12 +86,14 @@ func (e *Enricher) RunOnce(ctx context.Context) (EnrichStats, error) {
 		}
 	}
 	st.Found, st.Missing = len(found), len(missing)
-	res, err := e.ingester.enrich(ctx, found)
+	res, err := e.papers.Enrich(ctx, foundIDs(found), func(p *paper.Paper) { applyEnrichment(p, found[p.ArxivID]) })
 	if err != nil {
 		return st, err
 	}
 	st.Keys = res.Keys
-	given, err := e.postpone(ctx, missing)
+	// Papers OpenAlex did not know are asked again later, with doubling
+	// waits, then given up.
+	given, err := e.papers.PostponeEnrichment(ctx, missing, e.now(), e.policy.MaxAttempts, e.policy.FirstRetry)
 	if err != nil {
 		return st, err
 	}
@@ -107,81 +101,19 @@ func (e *Enricher) RunOnce(ctx context.Context) (EnrichStats, error) {
 	return st, nil
 }
 
-// postpone schedules the next lookup of papers OpenAlex did not know, or
-// gives up on those that have had MaxAttempts.
-func (e *Enricher) postpone(ctx context.Context, ids []string) (givenUp int, err error) {
-	if len(ids) == 0 {
-		return 0, nil
-	}
-	err = e.db.Pool.QueryRow(ctx, `
-		WITH upd AS (
-			UPDATE papers SET
-				enrich_attempts = enrich_attempts + 1,
-				enrich_after = CASE WHEN enrich_attempts + 1 >= $3 THEN NULL
-				               ELSE $2::timestamptz + $4 * interval '1 second' * power(2, enrich_attempts) END
-			WHERE arxiv_id = ANY($1)
-			RETURNING enrich_after IS NULL AS given_up
-		)
-		SELECT count(*) FILTER (WHERE given_up) FROM upd`,
-		ids, e.now(), e.policy.MaxAttempts, e.policy.FirstRetry.Seconds()).Scan(&givenUp)
-	if err != nil {
-		return 0, fmt.Errorf("postponing %d lookups: %w", len(ids), err)
-	}
-	return givenUp, nil
-}
-
-// enrich applies OpenAlex data to stored papers in one transaction: each
-// paper's authors gain the ids of the OpenAlex authors they correspond to,
-// its institutions are added, and enrichment is marked done.
-func (in *Ingester) enrich(ctx context.Context, found map[string]Enrichment) (*IngestResult, error) {
-	res := &IngestResult{Received: len(found)}
-	if len(found) == 0 {
-		return res, nil
-	}
+// foundIDs are the keys of found.
+func foundIDs(found map[string]Enrichment) []string {
 	ids := make([]string, 0, len(found))
 	for id := range found {
 		ids = append(ids, id)
 	}
-	err := in.db.InTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, keyWritersLock); err != nil {
-			return fmt.Errorf("taking the writers' lock: %w", err)
-		}
-		existing, err := loadForUpdate(ctx, tx, ids)
-		if err != nil {
-			return err
-		}
-		var batch []Paper
-		for id, s := range existing {
-			p := s.paper
-			// Deep copies: merge compares against the stored paper.
-			p.Authors = make([]Author, len(s.paper.Authors))
-			for i, a := range s.paper.Authors {
-				p.Authors[i] = Author{Name: a.Name, IDs: slices.Clone(a.IDs)}
-			}
-			p.Institutions = slices.Clone(s.paper.Institutions)
-			applyEnrichment(&p, found[id])
-			p.Version = 0 // same version: never a replacement
-			if fe := p.Normalize(false); fe != nil {
-				continue
-			}
-			batch = append(batch, p)
-		}
-		if err := in.write(ctx, tx, batch, existing, nil, res); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `UPDATE papers SET enrich_after = NULL WHERE arxiv_id = ANY($1)`, ids)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("enriching %d papers: %w", len(found), err)
-	}
-	return res, nil
+	return ids
 }
 
 // applyEnrichment gives p's authors the ids of their OpenAlex counterparts:
 // same name first, then same surname and initial, then the same position
 // when both lists are equally long. Institutions are added.
-func applyEnrichment(p *Paper, e Enrichment) {
+func applyEnrichment(p *paper.Paper, e Enrichment) {
 	used := make([]bool, len(e.Authors))
 	match := func(i int, same func(a, b string) bool) bool {
 		for j, oa := range e.Authors {
@@ -195,7 +127,7 @@ func applyEnrichment(p *Paper, e Enrichment) {
 	}
 	done := make([]bool, len(p.Authors))
 	for _, same := range []func(a, b string) bool{
-		func(a, b string) bool { return nameKey(a) == nameKey(b) },
+		func(a, b string) bool { return paper.NameKey(a) == paper.NameKey(b) },
 		func(a, b string) bool { return surnameInitial(a) != "" && surnameInitial(a) == surnameInitial(b) },
 	} {
 		for i := range p.Authors {

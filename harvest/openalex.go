@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"followfeed/apperr"
+	"followfeed/internal/httpclient"
+	"followfeed/internal/text"
+	"followfeed/paper"
 )
 
 const (
@@ -59,7 +62,7 @@ type OpenAlexClient struct {
 	baseURL string
 	mailto  string
 	apiKey  string
-	get     *upstreamGetter
+	get     *httpclient.Getter
 }
 
 // NewOpenAlexClient returns a client using cfg, with defaults filled in. It
@@ -78,7 +81,7 @@ func NewOpenAlexClient(cfg OpenAlexConfig) *OpenAlexClient {
 		cfg.MaxRetries = 0
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = upstreamSleep
+		cfg.Sleep = httpclient.Sleep
 	}
 	ua := "followfeed-harvester/1"
 	if cfg.Mailto != "" {
@@ -88,16 +91,16 @@ func NewOpenAlexClient(cfg OpenAlexConfig) *OpenAlexClient {
 		baseURL: strings.TrimRight(cfg.BaseURL, "/"),
 		mailto:  cfg.Mailto,
 		apiKey:  cfg.APIKey,
-		get: &upstreamGetter{
-			client:     cfg.Client,
-			maxRetries: cfg.MaxRetries,
-			backoff:    openAlexFirstBackoff,
-			maxWait:    openAlexMaxWait,
-			maxBody:    OpenAlexMaxBodyBytes,
-			userAgent:  ua,
-			accept:     "application/json",
-			sleep:      cfg.Sleep,
-			now:        time.Now,
+		get: &httpclient.Getter{
+			Client:     cfg.Client,
+			MaxRetries: cfg.MaxRetries,
+			Backoff:    openAlexFirstBackoff,
+			MaxWait:    openAlexMaxWait,
+			MaxBody:    OpenAlexMaxBodyBytes,
+			UserAgent:  ua,
+			Accept:     "application/json",
+			Sleep:      cfg.Sleep,
+			Now:        time.Now,
 		},
 	}
 }
@@ -107,7 +110,7 @@ type Enrichment struct {
 	// Authors are in authorship order. Name is OpenAlex's display name (its
 	// raw author name when that is missing; empty only if both are); IDs
 	// holds "openalex:A…" and "orcid:XXXX-XXXX-XXXX-XXXX" when known.
-	Authors []Author
+	Authors []paper.Author
 	// Institutions are every institution of every authorship, deduplicated,
 	// in first-seen order: "ror:…" (lowercase) then "openalex:I…" for each.
 	Institutions []string
@@ -186,14 +189,14 @@ func (c *OpenAlexClient) lookupBatch(ctx context.Context, lowIDs []string) (map[
 		q.Set("api_key", c.apiKey)
 	}
 	u.RawQuery = q.Encode()
-	resp, err := c.get.do(ctx, u.String())
+	resp, err := fetch(ctx, c.get, u.String())
 	if err != nil {
 		return nil, err
 	}
-	if resp.status/100 != 2 {
-		return nil, resp.statusError()
+	if resp.Status/100 != 2 {
+		return nil, resp.StatusError()
 	}
-	return ParseWorks(resp.body)
+	return ParseWorks(resp.Body)
 }
 
 // ParseWorks parses an OpenAlex /works list response ({"meta":…,
@@ -267,9 +270,9 @@ func openAlexEnrichment(w *openAlexWork) Enrichment {
 	for i := range w.Authorships {
 		as := &w.Authorships[i]
 		if len(e.Authors) < upstreamMaxAuthors {
-			name := upstreamText(as.Author.DisplayName, upstreamMaxNameRunes)
+			name := text.Collapse(as.Author.DisplayName, upstreamMaxNameRunes)
 			if name == "" {
-				name = upstreamText(as.RawAuthorName, upstreamMaxNameRunes)
+				name = text.Collapse(as.RawAuthorName, upstreamMaxNameRunes)
 			}
 			var ids []string
 			if id, ok := openAlexEntityID(as.Author.ID, 'A'); ok {
@@ -279,7 +282,7 @@ func openAlexEnrichment(w *openAlexWork) Enrichment {
 				ids = append(ids, "orcid:"+orcid)
 			}
 			if name != "" || len(ids) > 0 {
-				e.Authors = append(e.Authors, Author{Name: name, IDs: ids})
+				e.Authors = append(e.Authors, paper.Author{Name: name, IDs: ids})
 			}
 		}
 		for _, inst := range as.Institutions {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"followfeed/paper"
 	"net/http"
 	"reflect"
 	"slices"
@@ -38,7 +39,7 @@ func recordedWorkAsArxivList(t testing.TB) []byte {
 }
 
 var recordedWorkEnrichment = Enrichment{
-	Authors: []Author{
+	Authors: []paper.Author{
 		{Name: "Heather Piwowar", IDs: []string{"openalex:A5048491430", "orcid:0000-0003-1613-5981"}},
 		{Name: "Jason Priem", IDs: []string{"openalex:A5023888391", "orcid:0000-0001-6187-6610"}},
 		{Name: "Vincent Larivière", IDs: []string{"openalex:A5068542997", "orcid:0000-0002-2733-0689"}},
@@ -138,7 +139,7 @@ func TestParseWorksEdgeCases(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]Enrichment{"10.48550/arxiv.2101.00001": {
-		Authors: []Author{
+		Authors: []paper.Author{
 			{Name: "Raw Name"},
 			{Name: "", IDs: []string{"openalex:A1", "orcid:0000-0002-1694-233X"}},
 			{Name: "Wrong Kind"},

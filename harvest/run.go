@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/database"
+	"followfeed/paper"
 )
 
 // Pager fetches OAI-PMH ListRecords pages (OAIClient implements it).
@@ -23,25 +24,25 @@ type Pager interface {
 // token. A run that fails or is stopped resumes from there; a gap of days is
 // caught up because the next run starts at the last harvested datestamp.
 type Harvester struct {
-	db       *database.DB
-	pager    Pager
-	ingester *Ingester
-	sets     []string
-	logger   *slog.Logger
-	now      func() time.Time
+	db     *database.DB
+	pager  Pager
+	papers *paper.Store
+	sets   []string
+	logger *slog.Logger
+	now    func() time.Time
 	// Lookback is how far back the very first run of a set starts.
 	Lookback time.Duration
 }
 
 // NewHarvester returns a Harvester of sets (e.g. "cs", "physics:hep-th").
-func NewHarvester(db *database.DB, pager Pager, in *Ingester, sets []string, logger *slog.Logger, now func() time.Time) *Harvester {
+func NewHarvester(db *database.DB, pager Pager, papers *paper.Store, sets []string, logger *slog.Logger, now func() time.Time) *Harvester {
 	if now == nil {
 		now = time.Now
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Harvester{db: db, pager: pager, ingester: in, sets: sets, logger: logger, now: now, Lookback: 48 * time.Hour}
+	return &Harvester{db: db, pager: pager, papers: papers, sets: sets, logger: logger, now: now, Lookback: 48 * time.Hour}
 }
 
 // RunStats reports a harvest run.
@@ -112,7 +113,7 @@ func (h *Harvester) runSet(ctx context.Context, set string) (RunStats, error) {
 			h.saveError(ctx, source, err)
 			return st, err
 		}
-		res, err := h.ingester.Ingest(ctx, page.Papers, SourceOAI)
+		res, err := h.papers.Ingest(ctx, page.Papers, paper.SourceOAI)
 		if err != nil {
 			h.saveError(ctx, source, err)
 			return st, err

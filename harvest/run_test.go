@@ -19,6 +19,7 @@ import (
 
 	"followfeed/database"
 	"followfeed/harvest"
+	"followfeed/paper"
 )
 
 // oaiServer serves recorded OAI-PMH responses: the arXivRaw page (with a
@@ -67,7 +68,7 @@ func mustRead(path string) []byte {
 
 func newHarvester(t *testing.T, srv *oaiServer) (*harvest.Harvester, *database.DB) {
 	t.Helper()
-	in, db := newIngester(t)
+	in, db := newStore(t)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	client := harvest.NewOAIClient(harvest.OAIConfig{BaseURL: ts.URL, Format: harvest.OAIFormatArXivRaw,
@@ -98,7 +99,7 @@ func TestHarvestYieldsTheRecordedRecordsAndASecondRunAddsNothing(t *testing.T) {
 		Version    int
 		Primary    string
 		Categories []string
-		Authors    []harvest.Author
+		Authors    []paper.Author
 	}
 	got := map[string]row{}
 	rows, _ := db.Pool.Query(ctx, `SELECT arxiv_id, version, primary_category, categories, authors FROM papers`)
@@ -237,7 +238,7 @@ func openAlexServer(t *testing.T, arxivID string, requests *int) *httptest.Serve
 
 func TestEnrichmentAddsIdsAndRetriesTheUnknown(t *testing.T) {
 	t.Parallel()
-	in, db := newIngester(t)
+	in, db := newStore(t)
 	ctx := context.Background()
 	// Two harvested papers; OpenAlex knows only the first. The first one's
 	// authors carry the names of the recorded work's first authorships.
@@ -249,20 +250,20 @@ func TestEnrichmentAddsIdsAndRetriesTheUnknown(t *testing.T) {
 		} `json:"authorships"`
 	}
 	json.Unmarshal(mustRead("testdata/openalex/work-W2741809807.json"), &work)
-	known := paper("2202.02326", func(p *harvest.Paper) {
+	known := testPaper("2202.02326", func(p *paper.Paper) {
 		p.Authors = nil
 		for _, a := range work.Authorships {
-			p.Authors = append(p.Authors, harvest.Author{Name: a.Author.DisplayName})
+			p.Authors = append(p.Authors, paper.Author{Name: a.Author.DisplayName})
 		}
 	})
-	if _, err := in.Ingest(ctx, []harvest.Paper{known, paper("2202.09999")}, harvest.SourceOAI); err != nil {
+	if _, err := in.Ingest(ctx, []paper.Paper{known, testPaper("2202.09999")}, paper.SourceOAI); err != nil {
 		t.Fatal(err)
 	}
 	requests := 0
 	ts := openAlexServer(t, "2202.02326", &requests)
 	client := harvest.NewOpenAlexClient(harvest.OpenAlexConfig{BaseURL: ts.URL, MaxRetries: -1})
 	now := time.Now()
-	e := harvest.NewEnricher(db, client, in, harvest.EnrichPolicy{FirstRetry: time.Hour, MaxAttempts: 2, Batch: 100}, nil,
+	e := harvest.NewEnricher(in, client, harvest.EnrichPolicy{FirstRetry: time.Hour, MaxAttempts: 2, Batch: 100}, nil,
 		func() time.Time { return now })
 	st, err := e.RunOnce(ctx)
 	if err != nil {
@@ -360,7 +361,7 @@ func TestHarvestSurvivesChaoticUpstream(t *testing.T) {
 		}
 	}))
 	t.Cleanup(ts.Close)
-	in, db := newIngester(t)
+	in, db := newStore(t)
 	var waits []time.Duration
 	client := harvest.NewOAIClient(harvest.OAIConfig{BaseURL: ts.URL, Format: harvest.OAIFormatArXivRaw, PageDelay: -1, MaxRetries: 2,
 		Client: &http.Client{Timeout: 300 * time.Millisecond},
@@ -445,7 +446,7 @@ func malformedOAI() [][]byte {
 // key.
 func TestTwoHundredMalformedOAIPagesNeverWrite(t *testing.T) {
 	t.Parallel()
-	in, db := newIngester(t)
+	in, db := newStore(t)
 	var mu sync.Mutex
 	var body []byte
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -486,7 +487,7 @@ func TestHarvestStopsOnARepeatedResumptionToken(t *testing.T) {
 		w.Write(page)
 	}))
 	defer ts.Close()
-	in, db := newIngester(t)
+	in, db := newStore(t)
 	client := harvest.NewOAIClient(harvest.OAIConfig{BaseURL: ts.URL, Format: harvest.OAIFormatArXivRaw, PageDelay: -1, MaxRetries: -1})
 	h := harvest.NewHarvester(db, client, in, []string{"cs"}, nil, func() time.Time { return time.Date(2015, 1, 6, 12, 0, 0, 0, time.UTC) })
 	_, err := h.RunOnce(context.Background())

@@ -19,6 +19,7 @@ import (
 	"followfeed/follow"
 	"followfeed/harvest"
 	"followfeed/notify"
+	"followfeed/paper"
 )
 
 // TokenVerifier checks a bearer token (auth.Verifier implements it).
@@ -32,7 +33,7 @@ type API struct {
 	Verifier TokenVerifier
 	Users    *auth.Users
 	Follows  *follow.Service
-	Ingester *harvest.Ingester
+	Ingester *paper.Store
 	Prefs    *notify.Preferences
 	Feeds    *feeds.Service
 	// PerIP and PerUser rate-limit requests (nil: unlimited).
@@ -372,7 +373,7 @@ func (a *API) postPapers(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Logger, err)
 		return
 	}
-	res, err := a.Ingester.Ingest(r.Context(), papers, harvest.SourcePush)
+	res, err := a.Ingester.Ingest(r.Context(), papers, paper.SourcePush)
 	if err != nil {
 		writeError(w, r, a.Logger, err)
 		return

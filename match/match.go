@@ -7,7 +7,6 @@ package match
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -16,7 +15,7 @@ import (
 
 	"followfeed/database"
 	"followfeed/follow"
-	"followfeed/harvest"
+	"followfeed/paper"
 )
 
 // AffectedHook runs inside a match job's transaction with what the batch
@@ -137,16 +136,6 @@ func (s *Service) AffectedUsers(ctx context.Context, tx pgx.Tx, fromSeq, toSeq i
 	return res, nil
 }
 
-// HighSeq returns the newest committed match-key seq: a watermark W such
-// that no row with seq <= W can commit later (see harvest.keyWritersLock).
-func (s *Service) HighSeq(ctx context.Context) (int64, error) {
-	var w int64
-	if err := s.db.Pool.QueryRow(ctx, `SELECT high_seq FROM match_state`).Scan(&w); err != nil {
-		return 0, fmt.Errorf("reading match watermark: %w", err)
-	}
-	return w, nil
-}
-
 // Query selects a user's matched papers.
 type Query struct {
 	UserID int64
@@ -160,17 +149,17 @@ type Query struct {
 	AfterSeq, UpToSeq int64
 	// Limit caps the papers returned (newest first); 0 means 50.
 	Limit int
-	// Light returns ids, seqs and reasons only, no paper details: digests
-	// group many candidates and load details (LoadPapers) for the few they
-	// show.
-	Light bool
+	// IDsOnly returns ids, seqs and reasons only, no paper details (the
+	// embedded paper.Paper stays zero): digests group many candidates and
+	// load details (LoadPapers) for the few they show.
+	IDsOnly bool
 }
 
 // Paper is one matched paper with why it matched.
 type Paper struct {
 	ID  int64
 	Seq int64 // the match event that put the paper in the window; orders results
-	harvest.Paper
+	paper.Paper
 	// Reasons are the user's follows that match the paper (each once), in
 	// the order of the user's follows list.
 	Reasons []follow.Target
@@ -207,169 +196,218 @@ func (s *Service) Matched(ctx context.Context, q Query) (Result, error) {
 
 // MatchedMany is Matched for several queries (users) at once, in one
 // statement: digests are built in batches. Results are in the order of qs.
+// It reads in one repeatable-read snapshot: select the matches, load the
+// reasons the selection could not give, then the details of the papers of
+// queries that want them.
 func (s *Service) MatchedMany(ctx context.Context, qs []Query) ([]Result, error) {
+	var results []Result
+	err := s.db.InTxIso(ctx, pgx.RepeatableRead, func(tx pgx.Tx) error {
+		var needReasons map[int][]int64
+		var err error
+		results, needReasons, err = selectMatches(ctx, tx, qs)
+		if err != nil {
+			return err
+		}
+		if err := fillReasons(ctx, tx, qs, results, needReasons); err != nil {
+			return err
+		}
+		return fillDetails(ctx, tx, qs, results)
+	})
+	return results, err
+}
+
+// queryArrays are the queries of a batch as the parallel arrays
+// matchedManySQL unnests, with defaults applied.
+type queryArrays struct {
+	users         []int64
+	only          []string
+	after, upTo   []int64
+	perKey, limit []int32
+}
+
+func newQueryArrays(qs []Query) queryArrays {
 	n := len(qs)
-	users, only := make([]int64, n), make([]string, n)
-	after, upTo := make([]int64, n), make([]int64, n)
-	perKey, limit := make([]int32, n), make([]int32, n)
+	a := queryArrays{users: make([]int64, n), only: make([]string, n), after: make([]int64, n), upTo: make([]int64, n),
+		perKey: make([]int32, n), limit: make([]int32, n)}
 	for i, q := range qs {
 		if q.Limit <= 0 {
 			q.Limit = 50
 		}
-		users[i], after[i], limit[i] = q.UserID, q.AfterSeq, int32(q.Limit)
-		upTo[i] = q.UpToSeq
-		if upTo[i] <= 0 {
-			upTo[i] = 1<<63 - 1
+		a.users[i], a.after[i], a.limit[i] = q.UserID, q.AfterSeq, int32(q.Limit)
+		a.upTo[i] = q.UpToSeq
+		if a.upTo[i] <= 0 {
+			a.upTo[i] = 1<<63 - 1
 		}
 		if q.Only != nil {
-			only[i] = q.Only.Key()
+			a.only[i] = q.Only.Key()
 		}
 		// For a bounded window every candidate is needed (digests count
 		// them); for "ever" the newest Limit per key suffice, since a
 		// paper's newest event row is among its key's newest rows.
-		perKey[i] = int32(q.Limit)
+		a.perKey[i] = int32(q.Limit)
 		if q.AfterSeq > 0 || q.UpToSeq > 0 {
-			perKey[i] = maxWindowRowsPerKey
+			a.perKey[i] = maxWindowRowsPerKey
 		}
 	}
-	results := make([]Result, n)
-	err := s.db.InTxIso(ctx, pgx.RepeatableRead, func(tx pgx.Tx) error {
-		// Per query (user), in a LATERAL subquery so that every sort and
-		// aggregate works on one user's few hundred rows rather than on the
-		// whole batch's tens of thousands (a third less time for a digest
-		// batch of 50):
-		// hits: for each followed key, its newest rows in the window (index
-		// range scan, LIMIT per key), with the follow that matched;
-		// c: the newest event per paper and the follows it hit (keys);
-		// s: with a window start, papers first matched before it are not
-		// new; they stay only for a replacement event (opted in). A paper
-		// first stored inside the window cannot have such a match, so only
-		// older papers are probed. The LATERAL ... LIMIT 1 probes that
-		// candidate's few key rows (primary key on paper_id); a plain
-		// EXISTS lets the planner hash every earlier match of every
-		// followed key instead.
-		// total counts what is kept (window functions run before LIMIT).
-		rows, err := tx.Query(ctx, `
-			WITH q AS (
-				SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::int[], $6::int[])
-				WITH ORDINALITY AS q(user_id, only_key, after_seq, upto_seq, per_key, lim, ord)
-			)
-			SELECT q.ord, j.paper_id, j.seq, j.replaced, j.new_in_window, j.keys, j.total
-			FROM q CROSS JOIN LATERAL (
-				SELECT c.paper_id, c.seq, (s.seen IS NOT NULL OR NOT c.first_in_window) AS replaced,
-				       c.new_in_window, c.keys, count(*) OVER () AS total
-				FROM (
-					SELECT k.paper_id, max(k.seq) AS seq,
-					       bool_or(NOT k.replacement) AS first_in_window,
-					       bool_or(k.replacement) AS replaced_in_window,
-					       bool_or(k.new_paper) AS new_in_window,
-					       array_agg(fo.key ORDER BY fo.created_at, fo.key) AS keys
-					FROM follows fo CROSS JOIN LATERAL (
-						SELECT pk.paper_id, pk.seq, pk.replacement, pk.new_paper
-						FROM paper_keys pk
-						WHERE pk.key = fo.key AND pk.seq > q.after_seq AND pk.seq <= q.upto_seq
-						  AND (fo.include_cross_lists OR NOT pk.cross_list)
-						  AND (fo.include_replacements OR NOT pk.replacement)
-						ORDER BY pk.seq DESC
-						LIMIT q.per_key
-					) k
-					WHERE fo.user_id = q.user_id AND (q.only_key = '' OR fo.key = q.only_key)
-					GROUP BY k.paper_id
-				) c
-				LEFT JOIN LATERAL (
-					SELECT true AS seen
-					FROM paper_keys pk JOIN follows fo ON fo.user_id = q.user_id AND fo.key = pk.key
-					WHERE q.after_seq > 0 AND NOT c.new_in_window AND pk.paper_id = c.paper_id
-					  AND pk.seq <= q.after_seq AND NOT pk.replacement
-					  AND (fo.include_cross_lists OR NOT pk.cross_list)
-					LIMIT 1
-				) s ON true
-				WHERE s.seen IS NULL OR c.replaced_in_window
-				ORDER BY c.seq DESC
-				LIMIT q.lim
-			) j
-			ORDER BY q.ord, j.seq DESC`,
-			users, only, after, upTo, perKey, limit)
+	return a
+}
+
+// matchedManySQL selects the matched papers of a batch of queries.
+//
+// Per query (user), in a LATERAL subquery so that every sort and aggregate
+// works on one user's few hundred rows rather than on the whole batch's tens
+// of thousands (a third less time for a digest batch of 50):
+// hits: for each followed key, its newest rows in the window (index range
+// scan, LIMIT per key), with the follow that matched;
+// c: the newest event per paper and the follows it hit (keys);
+// s: with a window start, papers first matched before it are not new; they
+// stay only for a replacement event (opted in). A paper first stored inside
+// the window cannot have such a match, so only older papers are probed. The
+// LATERAL ... LIMIT 1 probes that candidate's few key rows (primary key on
+// paper_id); a plain EXISTS lets the planner hash every earlier match of
+// every followed key instead.
+// total counts what is kept (window functions run before LIMIT).
+const matchedManySQL = `
+	WITH q AS (
+		SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::int[], $6::int[])
+		WITH ORDINALITY AS q(user_id, only_key, after_seq, upto_seq, per_key, lim, ord)
+	)
+	SELECT q.ord, j.paper_id, j.seq, j.replaced, j.new_in_window, j.keys, j.total
+	FROM q CROSS JOIN LATERAL (
+		SELECT c.paper_id, c.seq, (s.seen IS NOT NULL OR NOT c.first_in_window) AS replaced,
+		       c.new_in_window, c.keys, count(*) OVER () AS total
+		FROM (
+			SELECT k.paper_id, max(k.seq) AS seq,
+			       bool_or(NOT k.replacement) AS first_in_window,
+			       bool_or(k.replacement) AS replaced_in_window,
+			       bool_or(k.new_paper) AS new_in_window,
+			       array_agg(fo.key ORDER BY fo.created_at, fo.key) AS keys
+			FROM follows fo CROSS JOIN LATERAL (
+				SELECT pk.paper_id, pk.seq, pk.replacement, pk.new_paper
+				FROM paper_keys pk
+				WHERE pk.key = fo.key AND pk.seq > q.after_seq AND pk.seq <= q.upto_seq
+				  AND (fo.include_cross_lists OR NOT pk.cross_list)
+				  AND (fo.include_replacements OR NOT pk.replacement)
+				ORDER BY pk.seq DESC
+				LIMIT q.per_key
+			) k
+			WHERE fo.user_id = q.user_id AND (q.only_key = '' OR fo.key = q.only_key)
+			GROUP BY k.paper_id
+		) c
+		LEFT JOIN LATERAL (
+			SELECT true AS seen
+			FROM paper_keys pk JOIN follows fo ON fo.user_id = q.user_id AND fo.key = pk.key
+			WHERE q.after_seq > 0 AND NOT c.new_in_window AND pk.paper_id = c.paper_id
+			  AND pk.seq <= q.after_seq AND NOT pk.replacement
+			  AND (fo.include_cross_lists OR NOT pk.cross_list)
+			LIMIT 1
+		) s ON true
+		WHERE s.seen IS NULL OR c.replaced_in_window
+		ORDER BY c.seq DESC
+		LIMIT q.lim
+	) j
+	ORDER BY q.ord, j.seq DESC`
+
+// selectMatches runs matchedManySQL for qs and returns one Result per query
+// with ids, seqs, totals and, where the selection's keys suffice, reasons;
+// needReasons lists, per query index, the papers whose reasons must be read
+// with loadReasons.
+func selectMatches(ctx context.Context, tx pgx.Tx, qs []Query) (results []Result, needReasons map[int][]int64, err error) {
+	a := newQueryArrays(qs)
+	rows, err := tx.Query(ctx, matchedManySQL, a.users, a.only, a.after, a.upTo, a.perKey, a.limit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("selecting matched papers of %d users: %w", len(qs), err)
+	}
+	defer rows.Close()
+	results = make([]Result, len(qs))
+	needReasons = map[int][]int64{}
+	targets := map[string]follow.Target{}
+	var (
+		ord, id, seq          int64
+		replaced, newInWindow bool
+		keys                  []string
+		total                 int
+	)
+	for rows.Next() {
+		// Scanned into locals: a Paper handed to Scan would escape to
+		// the heap, once per row.
+		if err := rows.Scan(&ord, &id, &seq, &replaced, &newInWindow, &keys, &total); err != nil {
+			return nil, nil, fmt.Errorf("reading matched paper: %w", err)
+		}
+		p := Paper{ID: id, Seq: seq, Replaced: replaced}
+		qi := int(ord - 1)
+		r := &results[qi]
+		if r.Papers == nil {
+			r.Papers = make([]Paper, 0, min(total, int(a.limit[qi])))
+		}
+		r.Total = total
+		// A paper first stored in the window has all its keys there,
+		// so the follows it hit are all its reasons; older papers (a
+		// replacement, an enrichment) are asked separately.
+		if newInWindow && qs[qi].IDsOnly && qs[qi].Only == nil {
+			p.Reasons = reasonsFromKeys(keys, targets)
+		} else {
+			needReasons[qi] = append(needReasons[qi], p.ID)
+		}
+		r.Papers = append(r.Papers, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("selecting matched papers of %d users: %w", len(qs), err)
+	}
+	return results, needReasons, nil
+}
+
+// fillReasons reads the reasons of the papers in needReasons (per query
+// index) and sets them in results.
+func fillReasons(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, needReasons map[int][]int64) error {
+	for qi, ids := range needReasons {
+		got, err := loadReasons(ctx, tx, qs[qi].UserID, ids)
 		if err != nil {
-			return fmt.Errorf("selecting matched papers of %d users: %w", n, err)
-		}
-		type ref struct{ q, i int }
-		var (
-			heavy    []int64 // papers of queries that want details (not Light)
-			byID     = map[int64]*Paper{}
-			refs     = map[int64][]ref{}
-			reasonFr = map[int][]int64{} // per query: papers whose reasons must be read
-			targets  = map[string]follow.Target{}
-		)
-		var (
-			ord, id, seq          int64
-			replaced, newInWindow bool
-			keys                  []string
-			total                 int
-		)
-		for rows.Next() {
-			// Scanned into locals: a Paper handed to Scan would escape to
-			// the heap, once per row.
-			if err := rows.Scan(&ord, &id, &seq, &replaced, &newInWindow, &keys, &total); err != nil {
-				return fmt.Errorf("reading matched paper: %w", err)
-			}
-			p := Paper{ID: id, Seq: seq, Replaced: replaced}
-			qi := int(ord - 1)
-			r := &results[qi]
-			if r.Papers == nil {
-				r.Papers = make([]Paper, 0, min(total, int(limit[qi])))
-			}
-			r.Total = total
-			// A paper first stored in the window has all its keys there,
-			// so the follows it hit are all its reasons; older papers (a
-			// replacement, an enrichment) are asked separately.
-			if newInWindow && qs[qi].Light && qs[qi].Only == nil {
-				p.Reasons = reasonsFromKeys(keys, targets)
-			} else {
-				reasonFr[qi] = append(reasonFr[qi], p.ID)
-			}
-			r.Papers = append(r.Papers, p)
-			if qs[qi].Light {
-				continue // no details to load
-			}
-			if _, seen := byID[p.ID]; !seen {
-				byID[p.ID] = &Paper{ID: p.ID}
-				heavy = append(heavy, p.ID)
-			}
-			refs[p.ID] = append(refs[p.ID], ref{qi, len(r.Papers) - 1})
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("selecting matched papers of %d users: %w", n, err)
-		}
-		for qi, ids := range reasonFr {
-			got, err := loadReasons(ctx, tx, qs[qi].UserID, ids)
-			if err != nil {
-				return err
-			}
-			for i := range results[qi].Papers {
-				p := &results[qi].Papers[i]
-				if rs, ok := got[p.ID]; ok || p.Reasons == nil {
-					p.Reasons = rs
-				}
-			}
-		}
-		if len(heavy) == 0 {
-			return nil
-		}
-		if err := loadPapers(ctx, tx, heavy, byID, false); err != nil {
 			return err
 		}
-		for _, id := range heavy {
-			for _, rf := range refs[id] {
-				p := &results[rf.q].Papers[rf.i]
-				reasons, seq, replaced := p.Reasons, p.Seq, p.Replaced
-				*p = *byID[id]
-				p.Reasons, p.Seq, p.Replaced = reasons, seq, replaced
+		for i := range results[qi].Papers {
+			p := &results[qi].Papers[i]
+			if rs, ok := got[p.ID]; ok || p.Reasons == nil {
+				p.Reasons = rs
 			}
 		}
+	}
+	return nil
+}
+
+// fillDetails loads the papers of every query that is not IDsOnly, each
+// paper once however many queries selected it, and sets their details.
+func fillDetails(ctx context.Context, tx pgx.Tx, qs []Query, results []Result) error {
+	var ids []int64
+	seen := map[int64]bool{}
+	for qi, r := range results {
+		if qs[qi].IDsOnly {
+			continue
+		}
+		for _, p := range r.Papers {
+			if !seen[p.ID] {
+				seen[p.ID] = true
+				ids = append(ids, p.ID)
+			}
+		}
+	}
+	if len(ids) == 0 {
 		return nil
-	})
-	return results, err
+	}
+	got, err := paper.Load(ctx, tx, ids, paper.AllFields)
+	if err != nil {
+		return err
+	}
+	for qi := range results {
+		if qs[qi].IDsOnly {
+			continue
+		}
+		for i := range results[qi].Papers {
+			p := &results[qi].Papers[i]
+			p.Paper = got[p.ID]
+		}
+	}
+	return nil
 }
 
 // reasonsFromKeys turns match keys (in follow order, possibly repeated)
@@ -426,7 +464,7 @@ func (s *Service) Public(ctx context.Context, key string, limit int) ([]Paper, e
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("selecting papers of %s: %w", key, err)
 		}
-		if err := loadPapers(ctx, tx, ids, byID, false); err != nil {
+		if err := loadDetails(ctx, tx, ids, byID, paper.AllFields); err != nil {
 			return err
 		}
 		for _, id := range ids {
@@ -437,14 +475,15 @@ func (s *Service) Public(ctx context.Context, key string, limit int) ([]Paper, e
 	return out, err
 }
 
-// LoadPapers returns the details of papers by id (abstracts left out when
-// noAbstract), in the order of ids; unknown ids are skipped.
-func (s *Service) LoadPapers(ctx context.Context, ids []int64, noAbstract bool) ([]Paper, error) {
+// LoadPapers returns the details of papers by id (which fields: f), in the
+// order of ids; unknown ids are skipped. Seq, Reasons and Replaced are left
+// zero: digests select with Query.IDsOnly and load the few papers they show.
+func (s *Service) LoadPapers(ctx context.Context, ids []int64, f paper.Fields) ([]Paper, error) {
 	byID := make(map[int64]*Paper, len(ids))
 	for _, id := range ids {
 		byID[id] = &Paper{ID: id}
 	}
-	err := s.db.InTx(ctx, func(tx pgx.Tx) error { return loadPapers(ctx, tx, ids, byID, noAbstract) })
+	err := s.db.InTx(ctx, func(tx pgx.Tx) error { return loadDetails(ctx, tx, ids, byID, f) })
 	if err != nil {
 		return nil, err
 	}
@@ -457,36 +496,16 @@ func (s *Service) LoadPapers(ctx context.Context, ids []int64, noAbstract bool) 
 	return out, nil
 }
 
-func loadPapers(ctx context.Context, tx pgx.Tx, ids []int64, byID map[int64]*Paper, light bool) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	rows, err := tx.Query(ctx, `
-		SELECT id, arxiv_id, version, title, CASE WHEN $2 THEN '' ELSE abstract END, authors, primary_category, categories, institutions,
-		       coalesce(doi, ''), coalesce(journal_ref, ''), coalesce(comments, ''),
-		       coalesce(submitted_at, created_at), coalesce(updated_at, submitted_at, created_at),
-		       coalesce(announced_at, created_at), abs_url, pdf_url
-		FROM papers WHERE id = ANY($1)`, ids, light)
+// loadDetails fills in the paper.Paper of each byID[id] for ids, in tx.
+func loadDetails(ctx context.Context, tx pgx.Tx, ids []int64, byID map[int64]*Paper, f paper.Fields) error {
+	got, err := paper.Load(ctx, tx, ids, f)
 	if err != nil {
-		return fmt.Errorf("loading %d papers: %w", len(ids), err)
+		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var p harvest.Paper
-		var authors []byte
-		if err := rows.Scan(&id, &p.ArxivID, &p.Version, &p.Title, &p.Abstract, &authors, &p.PrimaryCategory,
-			&p.Categories, &p.Institutions, &p.DOI, &p.JournalRef, &p.Comments, &p.SubmittedAt, &p.UpdatedAt,
-			&p.AnnouncedAt, &p.AbsURL, &p.PDFURL); err != nil {
-			return fmt.Errorf("reading paper: %w", err)
-		}
-		if err := json.Unmarshal(authors, &p.Authors); err != nil {
-			return fmt.Errorf("reading authors of paper %d: %w", id, err)
-		}
-		p.SubmittedAt, p.UpdatedAt, p.AnnouncedAt = p.SubmittedAt.UTC(), p.UpdatedAt.UTC(), p.AnnouncedAt.UTC()
+	for id, p := range got {
 		byID[id].Paper = p
 	}
-	return rows.Err()
+	return nil
 }
 
 func loadReasons(ctx context.Context, tx pgx.Tx, userID int64, ids []int64) (map[int64][]follow.Target, error) {

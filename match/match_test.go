@@ -10,16 +10,16 @@ import (
 	"followfeed/auth"
 	"followfeed/database"
 	"followfeed/follow"
-	"followfeed/harvest"
 	"followfeed/internal/testdb"
 	"followfeed/match"
+	"followfeed/paper"
 	"followfeed/worker"
 )
 
 type env struct {
 	t       *testing.T
 	db      *database.DB
-	in      *harvest.Ingester
+	in      *paper.Store
 	follows *follow.Service
 	m       *match.Service
 	ctx     context.Context
@@ -32,7 +32,7 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, db: db, in: harvest.NewIngester(db, worker.NewEnqueuer(ins)), follows: follow.NewService(db),
+	return &env{t: t, db: db, in: paper.NewStore(db, worker.NewEnqueuer(ins)), follows: follow.NewService(db),
 		m: match.NewService(db), ctx: context.Background()}
 }
 
@@ -55,8 +55,8 @@ func (e *env) follow(uid int64, kind, id string, opts follow.Options) {
 }
 
 // ingest stores papers and returns the watermark after them.
-func (e *env) ingest(ps ...harvest.Paper) *harvest.IngestResult {
-	res, err := e.in.Ingest(e.ctx, ps, harvest.SourcePush)
+func (e *env) ingest(ps ...paper.Paper) *paper.IngestResult {
+	res, err := e.in.Ingest(e.ctx, ps, paper.SourcePush)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func (e *env) ingest(ps ...harvest.Paper) *harvest.IngestResult {
 }
 
 func (e *env) high() int64 {
-	w, err := e.m.HighSeq(e.ctx)
+	w, err := e.in.HighSeq(e.ctx)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -98,9 +98,9 @@ func reasons(p match.Paper) []string {
 	return out
 }
 
-func p(id, primary string, cats []string, authorIDs ...string) harvest.Paper {
-	return harvest.Paper{ArxivID: id, Title: "Paper " + id, PrimaryCategory: primary, Categories: cats,
-		Authors:     []harvest.Author{{Name: "Mingzhi Wen", IDs: authorIDs}},
+func p(id, primary string, cats []string, authorIDs ...string) paper.Paper {
+	return paper.Paper{ArxivID: id, Title: "Paper " + id, PrimaryCategory: primary, Categories: cats,
+		Authors:     []paper.Author{{Name: "Mingzhi Wen", IDs: authorIDs}},
 		SubmittedAt: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}
 }
 
@@ -158,6 +158,42 @@ func TestCrossListOption(t *testing.T) {
 	}
 	if got := ids(e.matched(match.Query{UserID: primaryOnly})); !slices.Equal(got, []string{"2301.00002"}) {
 		t.Errorf("without cross-lists: %v", got)
+	}
+}
+
+// TestCrossListFollowIsNoReasonForACrossListedPaper: a paper that matches
+// through one follow (cs.LG, its primary) and only cross-lists the category
+// of another follow that leaves cross-lists out (cs.AI) is shown with the
+// first follow as its only reason, in every kind of query: loadReasons must
+// apply the follow's cross-list option like the selection does.
+func TestCrossListFollowIsNoReasonForACrossListedPaper(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	u := e.user("reader")
+	no := false
+	e.follow(u, "category", "cs.LG", follow.Options{})
+	e.follow(u, "category", "cs.AI", follow.Options{IncludeCrossLists: &no})
+	w0 := e.high()
+	e.ingest(p("2301.00001", "cs.LG", []string{"cs.LG", "cs.AI"}))
+	w1 := e.high()
+	lg, err := follow.ParseTarget("category", "cs.LG")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, q := range map[string]match.Query{
+		"feed":             {UserID: u},
+		"per-follow feed":  {UserID: u, Only: &lg},
+		"window":           {UserID: u, AfterSeq: w0, UpToSeq: w1},
+		"window, ids only": {UserID: u, AfterSeq: w0, UpToSeq: w1, IDsOnly: true},
+	} {
+		got := e.matched(q)
+		if len(got) != 1 || !slices.Equal(reasons(got[0]), []string{"category/cs.LG"}) {
+			var rs [][]string
+			for _, p := range got {
+				rs = append(rs, reasons(p))
+			}
+			t.Errorf("%s: papers %v with reasons %v, want 2301.00001 with only category/cs.LG", name, ids(got), rs)
+		}
 	}
 }
 
@@ -250,7 +286,7 @@ func TestFeedLimitTotalAndDeletedPapers(t *testing.T) {
 	e := setup(t)
 	u := e.user("reader")
 	e.follow(u, "category", "cs.LG", follow.Options{})
-	var batch []harvest.Paper
+	var batch []paper.Paper
 	for i := range 30 {
 		batch = append(batch, p(fmt.Sprintf("2301.%05d", i+1), "cs.LG", []string{"cs.LG"}))
 	}
@@ -268,7 +304,7 @@ func TestFeedLimitTotalAndDeletedPapers(t *testing.T) {
 		}
 	}
 	// A withdrawn paper leaves the feed.
-	e.in.Ingest(e.ctx, []harvest.Paper{{ArxivID: r.Papers[0].ArxivID, Deleted: true}}, harvest.SourceOAI)
+	e.in.Ingest(e.ctx, []paper.Paper{{ArxivID: r.Papers[0].ArxivID, Deleted: true}}, paper.SourceOAI)
 	for _, pp := range e.matched(match.Query{UserID: u, Limit: 50}) {
 		if pp.ArxivID == r.Papers[0].ArxivID {
 			t.Errorf("deleted paper %s still in the feed", pp.ArxivID)

@@ -17,9 +17,9 @@ import (
 
 	"followfeed/auth"
 	"followfeed/database"
-	"followfeed/feeds"
 	"followfeed/follow"
 	"followfeed/match"
+	"followfeed/paper"
 )
 
 // Caps of one digest.
@@ -682,7 +682,7 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 	for i, row := range rows {
 		users = append(users, row.userID)
 		if *row.to > *row.from {
-			qs = append(qs, match.Query{UserID: row.userID, AfterSeq: *row.from, UpToSeq: *row.to, Limit: candidates, Light: true})
+			qs = append(qs, match.Query{UserID: row.userID, AfterSeq: *row.from, UpToSeq: *row.to, Limit: candidates, IDsOnly: true})
 			qRow = append(qRow, i)
 		}
 	}
@@ -712,7 +712,7 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 			}
 		}
 	}
-	papers, err := d.matcher.LoadPapers(ctx, shown, true)
+	papers, err := d.matcher.LoadPapers(ctx, shown, paper.WithoutAbstract)
 	if err != nil {
 		return nil, err
 	}
@@ -856,7 +856,7 @@ func (plan digestPlan) fill(details map[int64]match.Paper) DigestContent {
 			}
 			reasons := make([]string, 0, len(p.Reasons))
 			for _, r := range p.Reasons {
-				reasons = append(reasons, feeds.ReasonName(r, plan.labels[r.Key()], d.Authors))
+				reasons = append(reasons, r.ReasonName(plan.labels[r.Key()], d.AuthorName))
 			}
 			authors := make([]string, 0, len(d.Authors))
 			for _, a := range d.Authors {
@@ -888,12 +888,12 @@ func specificity(t follow.Target) int {
 
 func groupName(t follow.Target, p match.Paper) string {
 	if t.Kind == follow.Researcher {
-		return feeds.ReasonName(t, "", p.Authors)
+		return t.ReasonName("", p.AuthorName)
 	}
 	if t.Kind == follow.Category && !t.IsArchive() {
 		return t.DisplayName()
 	}
-	return feeds.ReasonName(t, "", nil)
+	return t.ReasonName("", nil)
 }
 
 func heading(row digestRow, localNow time.Time) string {

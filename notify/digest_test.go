@@ -30,11 +30,11 @@ import (
 	"followfeed/auth"
 	"followfeed/database"
 	"followfeed/follow"
-	"followfeed/harvest"
 	"followfeed/internal/testdb"
 	"followfeed/internal/testsmtp"
 	"followfeed/match"
 	"followfeed/notify"
+	"followfeed/paper"
 	"followfeed/worker"
 )
 
@@ -50,7 +50,7 @@ type env struct {
 	t       *testing.T
 	ctx     context.Context
 	db      *database.DB
-	in      *harvest.Ingester
+	in      *paper.Store
 	follows *follow.Service
 	matcher *match.Service
 	prefs   *notify.Preferences
@@ -79,7 +79,7 @@ func setup(t *testing.T, opts testsmtp.Options, dir string) *env {
 		t.Fatal(err)
 	}
 	enq := worker.NewEnqueuer(ins)
-	e.in = harvest.NewIngester(e.db, enq)
+	e.in = paper.NewStore(e.db, enq)
 	e.follows = follow.NewService(e.db)
 	e.matcher = match.NewService(e.db)
 	e.prefs = notify.NewPreferences(e.db, enq, e.clk.Now)
@@ -129,8 +129,8 @@ func (e *env) reader(sub string, freq notify.Frequency, tz string, hour int, fol
 }
 
 // push ingests papers and runs their match job (as the worker would).
-func (e *env) push(ps ...harvest.Paper) {
-	res, err := e.in.Ingest(e.ctx, ps, harvest.SourcePush)
+func (e *env) push(ps ...paper.Paper) {
+	res, err := e.in.Ingest(e.ctx, ps, paper.SourcePush)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -141,9 +141,9 @@ func (e *env) push(ps ...harvest.Paper) {
 	}
 }
 
-func paper(id, cat string, authorIDs ...string) harvest.Paper {
-	return harvest.Paper{ArxivID: id, Title: "Paper " + id, PrimaryCategory: cat, Categories: []string{cat},
-		Authors: []harvest.Author{{Name: "Mingzhi Wen", IDs: authorIDs}}}
+func testPaper(id, cat string, authorIDs ...string) paper.Paper {
+	return paper.Paper{ArxivID: id, Title: "Paper " + id, PrimaryCategory: cat, Categories: []string{cat},
+		Authors: []paper.Author{{Name: "Mingzhi Wen", IDs: authorIDs}}}
 }
 
 // scheduled runs the scheduler and returns the ids of the digests it queued.
@@ -286,7 +286,7 @@ func TestTransientFailureThenSuccessSendsOnce(t *testing.T) {
 		return nil
 	}}, "")
 	e.reader("r", notify.Daily, "UTC", 6, "category/cs.LG")
-	e.push(paper("2301.00001", "cs.LG"))
+	e.push(testPaper("2301.00001", "cs.LG"))
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
 	id := e.scheduled()[0]
 	out, err := e.d.Send(e.ctx, id)
@@ -317,7 +317,7 @@ func TestPermanentFailureSuppressesWithoutRetry(t *testing.T) {
 		return nil
 	}}, "")
 	uid := e.reader("gone", notify.Daily, "UTC", 6, "category/cs.LG")
-	e.push(paper("2301.00001", "cs.LG"))
+	e.push(testPaper("2301.00001", "cs.LG"))
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
 	id := e.scheduled()[0]
 	out, err := e.d.Send(e.ctx, id)
@@ -342,7 +342,7 @@ func TestConnectionDroppedAfterDataIsNotResent(t *testing.T) {
 	t.Parallel()
 	e := setup(t, testsmtp.Options{DropAfterData: func(n int) bool { return n == 1 }}, "")
 	e.reader("r", notify.Daily, "UTC", 6, "category/cs.LG")
-	e.push(paper("2301.00001", "cs.LG"))
+	e.push(testPaper("2301.00001", "cs.LG"))
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
 	id := e.scheduled()[0]
 	out, err := e.d.Send(e.ctx, id)
@@ -364,7 +364,7 @@ func TestCancelledMidSendDoesNotDuplicate(t *testing.T) {
 	t.Parallel()
 	e := setup(t, testsmtp.Options{Delay: 700 * time.Millisecond}, "")
 	e.reader("r", notify.Daily, "UTC", 6, "category/cs.LG")
-	e.push(paper("2301.00001", "cs.LG"))
+	e.push(testPaper("2301.00001", "cs.LG"))
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
 	id := e.scheduled()[0]
 	ctx, cancel := context.WithCancel(e.ctx)
@@ -387,7 +387,7 @@ func TestCrashWhileSendingIsNotResent(t *testing.T) {
 	t.Parallel()
 	e := setup(t, testsmtp.Options{}, "")
 	e.reader("r", notify.Daily, "UTC", 6, "category/cs.LG")
-	e.push(paper("2301.00001", "cs.LG"))
+	e.push(testPaper("2301.00001", "cs.LG"))
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
 	id := e.scheduled()[0]
 	e.db.Pool.Exec(e.ctx, `UPDATE digests SET state = 'sending', from_seq = 0, to_seq = 1 WHERE id = $1`, id)
@@ -404,10 +404,10 @@ func TestDigestContentGroupsAndCaps(t *testing.T) {
 	dir := t.TempDir()
 	e := setup(t, testsmtp.Options{}, dir)
 	uid := e.reader("busy", notify.Daily, "UTC", 6, "category/cs.LG", "researcher/openalex:A5023888391", "category/cs")
-	var batch []harvest.Paper
-	batch = append(batch, paper("2301.00001", "cs.LG", "openalex:A5023888391")) // three reasons
+	var batch []paper.Paper
+	batch = append(batch, testPaper("2301.00001", "cs.LG", "openalex:A5023888391")) // three reasons
 	for i := 2; i <= 131; i++ {
-		batch = append(batch, paper(fmt.Sprintf("2301.%05d", i), []string{"cs.LG", "cs.AI", "cs.CV", "cs.CL", "cs.RO"}[i%5]))
+		batch = append(batch, testPaper(fmt.Sprintf("2301.%05d", i), []string{"cs.LG", "cs.AI", "cs.CV", "cs.CL", "cs.RO"}[i%5]))
 	}
 	e.push(batch...)
 	c, err := e.d.Preview(e.ctx, uid)
@@ -428,7 +428,7 @@ func TestDigestContentGroupsAndCaps(t *testing.T) {
 		t.Errorf("shown %d + omitted %d != 131", shown, c.Omitted)
 	}
 	first := c.Groups[0]
-	if first.Name != "Mingzhi Wen" || len(first.Papers) == 0 || strings.Join(first.Papers[0].Reasons, " · ") != "cs.LG · Mingzhi Wen · cs (all)" {
+	if first.Name != "Mingzhi Wen" || len(first.Papers) == 0 || strings.Join(first.Papers[0].Reasons, " · ") != "cs.LG · Mingzhi Wen · Computer Science (cs.*)" {
 		t.Errorf("first group %q: %+v", first.Name, first.Papers)
 	}
 	count := 0
@@ -454,8 +454,8 @@ func TestInstantAlertsBatchABurst(t *testing.T) {
 	t.Parallel()
 	e := setup(t, testsmtp.Options{}, "")
 	uid := e.reader("eager", notify.Instant, "UTC", 7, "category/cs.LG")
-	e.push(paper("2301.00001", "cs.LG"))
-	e.push(paper("2301.00002", "cs.LG"))
+	e.push(testPaper("2301.00001", "cs.LG"))
+	e.push(testPaper("2301.00002", "cs.LG"))
 	var jobs int
 	e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM river.river_job WHERE kind = 'digest_instant' AND state = 'scheduled'`).Scan(&jobs)
 	if jobs != 1 {
@@ -469,7 +469,7 @@ func TestInstantAlertsBatchABurst(t *testing.T) {
 		t.Fatalf("%d alerts", len(msgs))
 	}
 	// After the alert, the next match starts a new one.
-	e.push(paper("2301.00003", "cs.LG"))
+	e.push(testPaper("2301.00003", "cs.LG"))
 	e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM river.river_job WHERE kind = 'digest_instant'`).Scan(&jobs)
 	if jobs != 2 {
 		t.Errorf("%d instant jobs after a later match, want 2", jobs)
@@ -501,7 +501,7 @@ func TestDoubleOptIn(t *testing.T) {
 	if jobs != 1 {
 		t.Fatalf("%d confirmation jobs", jobs)
 	}
-	e.push(paper("2301.00001", "cs.LG"))
+	e.push(testPaper("2301.00001", "cs.LG"))
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
 	if n, _ := e.d.Schedule(e.ctx); n != 0 {
 		t.Fatalf("an unconfirmed address got %d digests", n)
@@ -584,7 +584,7 @@ func TestBatchBuildsTogetherDeliversSeparately(t *testing.T) {
 	if _, err := e.db.Pool.Exec(e.ctx, `UPDATE users SET email_confirmed_at = NULL WHERE id = $1`, cy); err != nil {
 		t.Fatal(err)
 	}
-	e.push(paper("2301.00001", "cs.LG"), paper("2301.00002", "cs.LG"), paper("2301.00003", "math.AG"))
+	e.push(testPaper("2301.00001", "cs.LG"), testPaper("2301.00002", "cs.LG"), testPaper("2301.00003", "math.AG"))
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
 	ids := e.scheduled()
 	if len(ids) != 4 { // cy's too: the address is checked when sending
@@ -720,7 +720,7 @@ func TestChaosSMTPEveryDigestAccountedFor(t *testing.T) {
 	for i := range readers {
 		e.reader(fmt.Sprintf("r%02d", i), notify.Daily, "UTC", 6, "category/cs.LG")
 	}
-	e.push(paper("2301.00001", "cs.LG"))
+	e.push(testPaper("2301.00001", "cs.LG"))
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
 	ids := e.scheduled()
 	if len(ids) != readers {
@@ -804,7 +804,7 @@ func TestSendJobGivesUpAfterItsLastAttempt(t *testing.T) {
 	}}, "")
 	e.reader("full", notify.Daily, "UTC", 6, "category/cs.LG")
 	e.reader("off", notify.Daily, "UTC", 6)
-	e.push(paper("2301.00001", "cs.LG"))
+	e.push(testPaper("2301.00001", "cs.LG"))
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
 	ids := e.scheduled()
 	if len(ids) != 2 {
@@ -900,9 +900,9 @@ func TestUnrenderableDigestFailsAlone(t *testing.T) {
 	e := setup(t, testsmtp.Options{}, "")
 	ann := e.reader("ann", notify.Daily, "UTC", 6, "category/cs.LG")
 	e.reader("ben", notify.Daily, "UTC", 6, "category/cs.LG")
-	var ps []harvest.Paper
+	var ps []paper.Paper
 	for i := range 21 { // one more than a group shows: "and 1 more" links the feed
-		ps = append(ps, paper(fmt.Sprintf("2301.%05d", i+1), "cs.LG"))
+		ps = append(ps, testPaper(fmt.Sprintf("2301.%05d", i+1), "cs.LG"))
 	}
 	e.push(ps...)
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))

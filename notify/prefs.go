@@ -13,6 +13,7 @@ import (
 
 	"followfeed/apperr"
 	"followfeed/database"
+	"followfeed/internal/text"
 )
 
 // Frequency is how often a user gets digests.
@@ -296,12 +297,8 @@ func NormalizeTimezone(s string) (string, error) {
 	return loc.String(), nil
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
+// truncate cuts s to n characters for quoting and storing (see text.Truncate).
+var truncate = text.Truncate
 
 func nullTime(t time.Time) any {
 	if t.IsZero() {

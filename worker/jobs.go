@@ -20,7 +20,7 @@ import (
 )
 
 // Enqueuer inserts jobs for domain packages, always inside the caller's
-// transaction. It implements harvest.MatchEnqueuer and the other small
+// transaction. It implements paper.MatchEnqueuer and the other small
 // enqueuer interfaces the domain packages define.
 type Enqueuer struct {
 	client *river.Client[pgx.Tx]

@@ -2,6 +2,9 @@
 // uses (JWKS, arXiv, OpenAlex, WebSub...). Such a client always has an overall
 // timeout, bounded dial/TLS/header waits, a bounded redirect chain, a
 // User-Agent, and a hard cap on how many response body bytes it will read.
+// Getter adds the retry policy of the harvest clients on top of such a
+// client: GET with retries on 429, 5xx and network errors, honouring
+// Retry-After.
 package httpclient
 
 import (

@@ -1,4 +1,4 @@
-package harvest
+package paper
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 
 	"followfeed/apperr"
 	"followfeed/follow"
+	"followfeed/internal/text"
 )
 
 // Limits on what one paper may carry; sources are trimmed to them or, for
@@ -51,13 +52,13 @@ func ParseArxivID(s string) (id string, version int, err error) {
 		yymm, _ := strconv.Atoi(m[1][:4])
 		five := len(m[1]) == 10
 		if yymm%100 < 1 || yymm%100 > 12 || five != (yymm >= 1501) {
-			return "", 0, fmt.Errorf("%q is not an arXiv id: ids have 4 digits after the dot until 1412 and 5 from 1501 (e.g. 2202.02326)", truncate(s, 60))
+			return "", 0, fmt.Errorf("%q is not an arXiv id: ids have 4 digits after the dot until 1412 and 5 from 1501 (e.g. 2202.02326)", text.Truncate(s, 60))
 		}
 	} else {
 		m = oldID.FindStringSubmatch(s)
 	}
 	if m == nil {
-		return "", 0, fmt.Errorf("%q is not an arXiv id like 2202.02326, 2202.02326v2 or astro-ph/9901001", truncate(s, 60))
+		return "", 0, fmt.Errorf("%q is not an arXiv id like 2202.02326, 2202.02326v2 or astro-ph/9901001", text.Truncate(s, 60))
 	}
 	if m[2] != "" {
 		version, _ = strconv.Atoi(m[2])
@@ -74,6 +75,7 @@ type FieldError struct {
 	Reason string
 }
 
+// Error is "field: reason".
 func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
 
 // Normalize cleans p in place (ids, whitespace, categories, author and
@@ -185,7 +187,7 @@ func (p *Paper) normalizeCategories(strict bool) *FieldError {
 				if i == 0 {
 					field = "primary_category"
 				}
-				return &FieldError{field, fmt.Sprintf("%q is not an arXiv category like cs.LG or hep-th", truncate(c, 40))}
+				return &FieldError{field, fmt.Sprintf("%q is not an arXiv category like cs.LG or hep-th", text.Truncate(c, 40))}
 			}
 			continue
 		}
@@ -257,41 +259,6 @@ func (p *Paper) normalizeInstitutions(strict bool) *FieldError {
 	return nil
 }
 
-// Key is one match key of a paper.
-type Key struct {
-	Key   string
-	Cross bool // known only from a cross-list category
-}
-
-// Keys returns the paper's match keys: its categories and their archives
-// (canonicalised, cross-lists flagged), every author's researcher ids and
-// every institution id. The result is deduplicated and deterministic.
-func (p *Paper) Keys() []Key {
-	var out []Key
-	seen := map[string]bool{}
-	for _, ck := range follow.CategoryKeys(p.PrimaryCategory, p.Categories) {
-		if !seen[ck.Key] {
-			seen[ck.Key] = true
-			out = append(out, Key{Key: ck.Key, Cross: ck.Cross})
-		}
-	}
-	add := func(k string) {
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, Key{Key: k})
-		}
-	}
-	for _, a := range p.Authors {
-		for _, id := range a.IDs {
-			add(follow.Target{Kind: follow.Researcher, ID: id}.Key())
-		}
-	}
-	for _, id := range p.Institutions {
-		add(follow.Target{Kind: follow.Institution, ID: id}.Key())
-	}
-	return out
-}
-
 // cleanText collapses whitespace, drops invalid UTF-8 and control
 // characters, and enforces max (in characters): strict refuses longer text,
 // lenient truncates it.
@@ -313,13 +280,6 @@ func cleanText(field, s string, max int, strict bool) (string, *FieldError) {
 		s = string([]rune(s)[:max])
 	}
 	return s, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // errText is an error's message without the field prefix of an

@@ -1,4 +1,4 @@
-package harvest
+package paper
 
 import (
 	"context"
@@ -48,6 +48,14 @@ const MaxBatch = 10_000
 // validation and decoding happen before the lock is taken.
 const keyWritersLock int64 = 0x6b657973 // "keys"
 
+// lockWriters takes keyWritersLock until tx ends.
+func lockWriters(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, keyWritersLock); err != nil {
+		return fmt.Errorf("taking the writers' lock: %w", err)
+	}
+	return nil
+}
+
 // IngestResult reports what an Ingest did.
 type IngestResult struct {
 	Received  int `json:"received"`
@@ -63,16 +71,19 @@ type IngestResult struct {
 	ToSeq   int64           `json:"-"`
 }
 
-// Ingester stores papers and their match keys.
-type Ingester struct {
+// Store is the one writer of tables papers, paper_keys and match_state:
+// it stores papers with their match keys (Ingest, Enrich), keeps the
+// enrichment schedule in papers (DueForEnrichment, PostponeEnrichment), and
+// reads the match watermark (HighSeq). Every write takes keyWritersLock.
+type Store struct {
 	db  *database.DB
 	enq MatchEnqueuer
-	now func() time.Time
 }
 
-// NewIngester returns an Ingester writing to db and enqueuing through enq.
-func NewIngester(db *database.DB, enq MatchEnqueuer) *Ingester {
-	return &Ingester{db: db, enq: enq, now: time.Now}
+// NewStore returns a Store writing to db and enqueuing match jobs through
+// enq.
+func NewStore(db *database.DB, enq MatchEnqueuer) *Store {
+	return &Store{db: db, enq: enq}
 }
 
 // Ingest validates and stores papers in one transaction, together with the
@@ -81,7 +92,7 @@ func NewIngester(db *database.DB, enq MatchEnqueuer) *Ingester {
 // field, reason) and nothing is written; from a harvest source, invalid
 // records are skipped and listed in the result. Ingesting the same records
 // twice changes nothing the second time and enqueues no job.
-func (in *Ingester) Ingest(ctx context.Context, papers []Paper, src Source) (*IngestResult, error) {
+func (st *Store) Ingest(ctx context.Context, papers []Paper, src Source) (*IngestResult, error) {
 	if len(papers) > MaxBatch {
 		return nil, apperr.New(apperr.TooLarge, "at most %d papers per request; got %d", MaxBatch, len(papers))
 	}
@@ -119,8 +130,8 @@ func (in *Ingester) Ingest(ctx context.Context, papers []Paper, src Source) (*In
 	}
 	// Rows are locked and written in arxiv_id order.
 	slices.SortFunc(batch, func(a, b Paper) int { return strings.Compare(a.ArxivID, b.ArxivID) })
-	err := in.db.InTx(ctx, func(tx pgx.Tx) error {
-		return in.apply(ctx, tx, batch, src, res)
+	err := st.db.InTx(ctx, func(tx pgx.Tx) error {
+		return st.apply(ctx, tx, batch, src, res)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ingesting %d papers: %w", len(batch), err)
@@ -146,9 +157,9 @@ type keyRow struct {
 	NewPaper    bool   `json:"new_paper"` // written with the paper's first insert
 }
 
-func (in *Ingester) apply(ctx context.Context, tx pgx.Tx, batch []Paper, src Source, res *IngestResult) error {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, keyWritersLock); err != nil {
-		return fmt.Errorf("taking the writers' lock: %w", err)
+func (st *Store) apply(ctx context.Context, tx pgx.Tx, batch []Paper, src Source, res *IngestResult) error {
+	if err := lockWriters(ctx, tx); err != nil {
+		return err
 	}
 	ids := make([]string, len(batch))
 	for i, p := range batch {
@@ -189,14 +200,14 @@ func (in *Ingester) apply(ctx context.Context, tx pgx.Tx, batch []Paper, src Sou
 		}
 	}
 
-	return in.write(ctx, tx, batch, existing, inserted, res)
+	return st.write(ctx, tx, batch, existing, inserted, res)
 }
 
 // write stores batch against what is stored (existing, locked by the
 // caller; inserted are the papers this transaction just created): merged
 // papers, new key rows, withdrawals, and the match job of the keys written.
 // The caller holds keyWritersLock.
-func (in *Ingester) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing map[string]*stored, inserted map[string]int64, res *IngestResult) error {
+func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing map[string]*stored, inserted map[string]int64, res *IngestResult) error {
 	var keys []keyRow
 	var updates []Paper
 	var updateIDs []int64
@@ -284,7 +295,7 @@ func (in *Ingester) write(ctx context.Context, tx pgx.Tx, batch []Paper, existin
 		return err
 	}
 	res.Keys, res.FromSeq, res.ToSeq = len(keys), from, to
-	if err := in.enq.EnqueueMatch(ctx, tx, from, to); err != nil {
+	if err := st.enq.EnqueueMatch(ctx, tx, from, to); err != nil {
 		return fmt.Errorf("enqueuing match job for seq %d..%d: %w", from, to, err)
 	}
 	return nil
@@ -542,13 +553,13 @@ func merge(old, in Paper) Paper {
 		idsByName := map[string][]string{}
 		for _, a := range old.Authors {
 			if len(a.IDs) > 0 {
-				idsByName[nameKey(a.Name)] = a.IDs
+				idsByName[NameKey(a.Name)] = a.IDs
 			}
 		}
 		authors := make([]Author, len(m.Authors))
 		for i, a := range m.Authors {
 			authors[i] = Author{Name: a.Name, IDs: slices.Clone(a.IDs)}
-			for _, id := range idsByName[nameKey(a.Name)] {
+			for _, id := range idsByName[NameKey(a.Name)] {
 				if !slices.Contains(authors[i].IDs, id) {
 					authors[i].IDs = append(authors[i].IDs, id)
 				}
@@ -566,7 +577,10 @@ func merge(old, in Paper) Paper {
 	return m
 }
 
-func nameKey(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
+// NameKey is the form in which author names compare: lowercase, whitespace
+// collapsed. Merging keeps ids across records by it; enrichment matches
+// OpenAlex authors by it first.
+func NameKey(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
 
 func samePaper(a, b Paper) bool {
 	ja, _ := json.Marshal(toRow(a, ""))

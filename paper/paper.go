@@ -1,15 +1,18 @@
-// Package harvest brings papers in: the arXiv OAI-PMH harvester, OpenAlex
-// enrichment and the push-ingest decoder all produce Papers, and Ingester
-// stores them with their match keys and enqueues the match job in the same
-// transaction.
-package harvest
+// Package paper owns arXiv papers as followfeed keeps them: the Paper and
+// Author types every source produces, their normalisation and validation,
+// the match keys a paper is found by, and the Store, the one writer of
+// tables papers, paper_keys and match_state. Sources (package harvest, the
+// push endpoint) hand Papers to Store.Ingest, which stores them with their
+// keys and enqueues the match job in the same transaction; package match
+// reads them back with Load.
+package paper
 
 import (
 	"time"
 )
 
 // Paper is one arXiv paper as a source describes it. Sources fill what they
-// know; Normalize and Validate make it storable.
+// know; Normalize makes it storable or says which field keeps it from being.
 type Paper struct {
 	// ArxivID is the id without version: "2202.02326" or "astro-ph/9901001".
 	ArxivID string
@@ -44,4 +47,18 @@ type Paper struct {
 type Author struct {
 	Name string   `json:"name"`
 	IDs  []string `json:"ids,omitempty"`
+}
+
+// AuthorName returns the name of the first author carrying researcherID (a
+// normalised id, "openalex:A…"), and whether there is one. Its signature
+// fits follow.Target.ReasonName.
+func (p *Paper) AuthorName(researcherID string) (string, bool) {
+	for _, a := range p.Authors {
+		for _, id := range a.IDs {
+			if id == researcherID {
+				return a.Name, true
+			}
+		}
+	}
+	return "", false
 }

@@ -1,4 +1,4 @@
-package harvest_test
+package paper_test
 
 import (
 	"context"
@@ -14,27 +14,27 @@ import (
 
 	"followfeed/apperr"
 	"followfeed/database"
-	"followfeed/harvest"
 	"followfeed/internal/testdb"
+	"followfeed/paper"
 	"followfeed/worker"
 )
 
-func newIngester(t *testing.T) (*harvest.Ingester, *database.DB) {
+func newStore(t *testing.T) (*paper.Store, *database.DB) {
 	t.Helper()
 	db := testdb.New(t)
 	ins, err := worker.NewInserter(db.Pool, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return harvest.NewIngester(db, worker.NewEnqueuer(ins)), db
+	return paper.NewStore(db, worker.NewEnqueuer(ins)), db
 }
 
-// paper is a test factory: a valid paper in cs.LG with one author.
-func paper(id string, mods ...func(*harvest.Paper)) harvest.Paper {
-	base, _, _ := harvest.ParseArxivID(id)
-	p := harvest.Paper{
+// testPaper is a test factory: a valid paper in cs.LG with one author.
+func testPaper(id string, mods ...func(*paper.Paper)) paper.Paper {
+	base, _, _ := paper.ParseArxivID(id)
+	p := paper.Paper{
 		ArxivID: id, Title: "A paper called " + base, Abstract: "Abstract of " + base,
-		Authors:         []harvest.Author{{Name: "Ada Lovelace"}},
+		Authors:         []paper.Author{{Name: "Ada Lovelace"}},
 		PrimaryCategory: "cs.LG", Categories: []string{"cs.LG", "stat.ML"},
 		SubmittedAt: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC),
 	}
@@ -59,12 +59,12 @@ func matchJobs(t *testing.T, db *database.DB) int {
 
 func TestIngestIsIdempotent(t *testing.T) {
 	t.Parallel()
-	in, db := newIngester(t)
+	in, db := newStore(t)
 	ctx := context.Background()
-	batch := []harvest.Paper{paper("2202.02326"), paper("astro-ph/9901001", func(p *harvest.Paper) {
+	batch := []paper.Paper{testPaper("2202.02326"), testPaper("astro-ph/9901001", func(p *paper.Paper) {
 		p.PrimaryCategory, p.Categories = "astro-ph", []string{"astro-ph"}
 	})}
-	res, err := in.Ingest(ctx, batch, harvest.SourcePush)
+	res, err := in.Ingest(ctx, batch, paper.SourcePush)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestIngestIsIdempotent(t *testing.T) {
 		t.Fatalf("first ingest: %+v, jobs %d", res, matchJobs(t, db))
 	}
 	keys := count(t, db, `SELECT count(*) FROM paper_keys`)
-	res, err = in.Ingest(ctx, batch, harvest.SourcePush)
+	res, err = in.Ingest(ctx, batch, paper.SourcePush)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,18 +89,18 @@ func TestIngestIsIdempotent(t *testing.T) {
 
 func TestReplacementAndEnrichmentWriteOnlyWhatIsNew(t *testing.T) {
 	t.Parallel()
-	in, db := newIngester(t)
+	in, db := newStore(t)
 	ctx := context.Background()
-	if _, err := in.Ingest(ctx, []harvest.Paper{paper("2202.02326v1")}, harvest.SourceOAI); err != nil {
+	if _, err := in.Ingest(ctx, []paper.Paper{testPaper("2202.02326v1")}, paper.SourceOAI); err != nil {
 		t.Fatal(err)
 	}
 	before := count(t, db, `SELECT count(*) FROM paper_keys`)
 
 	// Enrichment: the same version now knows the author's ids.
-	res, err := in.Ingest(ctx, []harvest.Paper{paper("2202.02326", func(p *harvest.Paper) {
-		p.Authors = []harvest.Author{{Name: "Ada Lovelace", IDs: []string{"openalex:A5023888391"}}}
+	res, err := in.Ingest(ctx, []paper.Paper{testPaper("2202.02326", func(p *paper.Paper) {
+		p.Authors = []paper.Author{{Name: "Ada Lovelace", IDs: []string{"openalex:A5023888391"}}}
 		p.Institutions = []string{"ror:03dbr7087"}
-	})}, harvest.SourcePush)
+	})}, paper.SourcePush)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestReplacementAndEnrichmentWriteOnlyWhatIsNew(t *testing.T) {
 	}
 
 	// A later OAI record without ids must not erase them.
-	res, err = in.Ingest(ctx, []harvest.Paper{paper("2202.02326v1")}, harvest.SourceOAI)
+	res, err = in.Ingest(ctx, []paper.Paper{testPaper("2202.02326v1")}, paper.SourceOAI)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestReplacementAndEnrichmentWriteOnlyWhatIsNew(t *testing.T) {
 	}
 
 	// v2 replaces: every key gets a replacement row.
-	res, err = in.Ingest(ctx, []harvest.Paper{paper("2202.02326v2", func(p *harvest.Paper) { p.Title = "Better title" })}, harvest.SourceOAI)
+	res, err = in.Ingest(ctx, []paper.Paper{testPaper("2202.02326v2", func(p *paper.Paper) { p.Title = "Better title" })}, paper.SourceOAI)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestReplacementAndEnrichmentWriteOnlyWhatIsNew(t *testing.T) {
 		t.Errorf("%d replacement rows, want %d", n, all)
 	}
 	// v1 arriving late changes nothing.
-	res, _ = in.Ingest(ctx, []harvest.Paper{paper("2202.02326v1")}, harvest.SourceOAI)
+	res, _ = in.Ingest(ctx, []paper.Paper{testPaper("2202.02326v1")}, paper.SourceOAI)
 	if res.Unchanged != 1 || count(t, db, `SELECT version FROM papers`) != 2 {
 		t.Errorf("stale version: %+v", res)
 	}
@@ -144,10 +144,10 @@ func TestReplacementAndEnrichmentWriteOnlyWhatIsNew(t *testing.T) {
 
 func TestDeletedRecordsAreWithdrawn(t *testing.T) {
 	t.Parallel()
-	in, db := newIngester(t)
+	in, db := newStore(t)
 	ctx := context.Background()
-	in.Ingest(ctx, []harvest.Paper{paper("2202.02326")}, harvest.SourceOAI)
-	res, err := in.Ingest(ctx, []harvest.Paper{{ArxivID: "2202.02326", Deleted: true}, {ArxivID: "2101.00001", Deleted: true}}, harvest.SourceOAI)
+	in.Ingest(ctx, []paper.Paper{testPaper("2202.02326")}, paper.SourceOAI)
+	res, err := in.Ingest(ctx, []paper.Paper{{ArxivID: "2202.02326", Deleted: true}, {ArxivID: "2101.00001", Deleted: true}}, paper.SourceOAI)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,13 +158,13 @@ func TestDeletedRecordsAreWithdrawn(t *testing.T) {
 
 func TestInvalidPushWritesNothing(t *testing.T) {
 	t.Parallel()
-	in, db := newIngester(t)
-	_, err := in.Ingest(context.Background(), []harvest.Paper{
-		paper("2202.02326"),
-		paper("not-an-id"),
-		paper("2202.02327", func(p *harvest.Paper) { p.Authors[0].IDs = []string{"orcid:0000-0002-1825-0098"} }),
-		paper("2202.02328", func(p *harvest.Paper) { p.Title = "" }),
-	}, harvest.SourcePush)
+	in, db := newStore(t)
+	_, err := in.Ingest(context.Background(), []paper.Paper{
+		testPaper("2202.02326"),
+		testPaper("not-an-id"),
+		testPaper("2202.02327", func(p *paper.Paper) { p.Authors[0].IDs = []string{"orcid:0000-0002-1825-0098"} }),
+		testPaper("2202.02328", func(p *paper.Paper) { p.Title = "" }),
+	}, paper.SourcePush)
 	e, ok := apperr.As(err)
 	if !ok || e.Code != apperr.Invalid || len(e.Details) != 3 {
 		t.Fatalf("want 3 problems, got %v", err)
@@ -179,7 +179,7 @@ func TestInvalidPushWritesNothing(t *testing.T) {
 		t.Errorf("%d papers written from an invalid batch", n)
 	}
 	// The same from a harvest: the invalid ones are skipped, the rest stored.
-	res, err := in.Ingest(context.Background(), []harvest.Paper{paper("2202.02326"), paper("not-an-id")}, harvest.SourceOAI)
+	res, err := in.Ingest(context.Background(), []paper.Paper{testPaper("2202.02326"), testPaper("not-an-id")}, paper.SourceOAI)
 	if err != nil || res.New != 1 || len(res.Skipped) != 1 {
 		t.Errorf("lenient: %+v %v", res, err)
 	}
@@ -187,8 +187,8 @@ func TestInvalidPushWritesNothing(t *testing.T) {
 
 func TestBatchLimit(t *testing.T) {
 	t.Parallel()
-	in, _ := newIngester(t)
-	_, err := in.Ingest(context.Background(), make([]harvest.Paper, harvest.MaxBatch+1), harvest.SourcePush)
+	in, _ := newStore(t)
+	_, err := in.Ingest(context.Background(), make([]paper.Paper, paper.MaxBatch+1), paper.SourcePush)
 	if apperr.CodeOf(err) != apperr.TooLarge {
 		t.Errorf("want TooLarge, got %v", err)
 	}
@@ -201,7 +201,7 @@ func TestBatchLimit(t *testing.T) {
 // past it and would never be read. Every row must be read exactly once.
 func TestConcurrentWritersNeverLetAWatermarkReaderSkip(t *testing.T) {
 	t.Parallel()
-	in, db := newIngester(t)
+	in, db := newStore(t)
 	ctx := context.Background()
 	var writing atomic.Bool
 	writing.Store(true)
@@ -241,16 +241,16 @@ func TestConcurrentWritersNeverLetAWatermarkReaderSkip(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for b := range 15 {
-				var batch []harvest.Paper
+				var batch []paper.Paper
 				for i := range 20 {
 					// Overlapping ids across goroutines exercise the
 					// insert races as well.
 					id := fmt.Sprintf("2301.%05d", (g*7+b*20+i)%600)
-					batch = append(batch, paper(id, func(p *harvest.Paper) {
-						p.Authors = []harvest.Author{{Name: "X", IDs: []string{fmt.Sprintf("s2:%d", g*1000+b+1)}}}
+					batch = append(batch, testPaper(id, func(p *paper.Paper) {
+						p.Authors = []paper.Author{{Name: "X", IDs: []string{fmt.Sprintf("s2:%d", g*1000+b+1)}}}
 					}))
 				}
-				if _, err := in.Ingest(ctx, batch, harvest.SourcePush); err != nil {
+				if _, err := in.Ingest(ctx, batch, paper.SourcePush); err != nil {
 					errs <- err
 					return
 				}
@@ -286,9 +286,9 @@ func TestConcurrentWritersNeverLetAWatermarkReaderSkip(t *testing.T) {
 
 func TestIngestUnavailableDatabase(t *testing.T) {
 	t.Parallel()
-	in, db := newIngester(t)
+	in, db := newStore(t)
 	db.Close()
-	_, err := in.Ingest(context.Background(), []harvest.Paper{paper("2202.02326")}, harvest.SourcePush)
+	_, err := in.Ingest(context.Background(), []paper.Paper{testPaper("2202.02326")}, paper.SourcePush)
 	if err == nil || errors.Is(err, context.Canceled) {
 		t.Fatalf("want an error from a closed pool, got %v", err)
 	}
@@ -299,15 +299,15 @@ func TestIngestUnavailableDatabase(t *testing.T) {
 // that already has ids is not.
 func TestPapersWithoutAuthorIDsAreQueuedForEnrichment(t *testing.T) {
 	t.Parallel()
-	in, db := newIngester(t)
+	in, db := newStore(t)
 	ctx := context.Background()
-	withIDs := func(p *harvest.Paper) {
-		p.Authors = []harvest.Author{{Name: "Ada Lovelace", IDs: []string{"host:42"}}}
+	withIDs := func(p *paper.Paper) {
+		p.Authors = []paper.Author{{Name: "Ada Lovelace", IDs: []string{"host:42"}}}
 	}
-	if _, err := in.Ingest(ctx, []harvest.Paper{paper("2202.00001"), paper("2202.00002", withIDs)}, harvest.SourceOAI); err != nil {
+	if _, err := in.Ingest(ctx, []paper.Paper{testPaper("2202.00001"), testPaper("2202.00002", withIDs)}, paper.SourceOAI); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := in.Ingest(ctx, []harvest.Paper{paper("2202.00003"), paper("2202.00004", withIDs)}, harvest.SourcePush); err != nil {
+	if _, err := in.Ingest(ctx, []paper.Paper{testPaper("2202.00003"), testPaper("2202.00004", withIDs)}, paper.SourcePush); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := db.Pool.Query(ctx, `SELECT arxiv_id FROM papers WHERE enrich_after IS NOT NULL ORDER BY arxiv_id`)

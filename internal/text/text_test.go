@@ -1,0 +1,69 @@
+package text
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestTruncate(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"", 5, ""},
+		{"short", 5, "short"},
+		{"longer", 5, "longe…"},
+		{"héllo", 5, "héllo"},        // 6 bytes, 5 characters: not cut
+		{"héllo wörld", 5, "héllo…"}, // a byte cut at 5 would keep "héll"
+		{"日本語のテキスト", 3, "日本語…"},      // a byte cut at 4 would split "本"
+		{"日本語", 3, "日本語"},
+		{"abc", 0, "…"},
+		{"", 0, ""},
+	} {
+		got := Truncate(tc.in, tc.max)
+		if got != tc.want {
+			t.Errorf("Truncate(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+		}
+		if !utf8.ValidString(got) {
+			t.Errorf("Truncate(%q, %d) = %q is not valid UTF-8", tc.in, tc.max, got)
+		}
+	}
+}
+
+// TestTruncateNeverSplitsASequence cuts a string of 2-, 3- and 4-byte
+// characters at every length: the result is always valid UTF-8 and has at
+// most max characters before the ellipsis.
+func TestTruncateNeverSplitsASequence(t *testing.T) {
+	s := strings.Repeat("é日𝄞a", 10)
+	for max := 0; max <= utf8.RuneCountInString(s)+1; max++ {
+		got := Truncate(s, max)
+		if !utf8.ValidString(got) {
+			t.Fatalf("Truncate(_, %d) = %q is not valid UTF-8", max, got)
+		}
+		body := strings.TrimSuffix(got, Ellipsis)
+		if n := utf8.RuneCountInString(body); n > max || !strings.HasPrefix(s, body) {
+			t.Fatalf("Truncate(_, %d) = %q: %d characters, or not a prefix", max, got, n)
+		}
+	}
+}
+
+func TestCollapse(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"  a \t b\n\nc  ", -1, "a b c"},
+		{"a\x00b\x1fc", -1, "a b c"},
+		{"bad \xff byte", -1, "bad \uFFFD byte"},
+		{"héllo wörld", 6, "héllo"}, // cut after the space, which is trimmed
+		{"日本語のテキスト", 3, "日本語"},
+		{"abc", 0, ""},
+	} {
+		if got := Collapse(tc.in, tc.max); got != tc.want {
+			t.Errorf("Collapse(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+		}
+	}
+}

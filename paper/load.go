@@ -1,0 +1,71 @@
+package paper
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Fields says how much of a paper Load reads.
+type Fields int
+
+const (
+	// AllFields reads every field.
+	AllFields Fields = iota
+	// WithoutAbstract leaves Abstract empty: digests show no abstracts, and
+	// abstracts are most of a paper's bytes.
+	WithoutAbstract
+)
+
+// Load reads the papers with the given ids (papers.id) inside tx, so that a
+// caller can read them in the snapshot it selected them in. Unknown ids are
+// absent from the result. Dates a source never gave are the row's creation
+// time, in UTC; withdrawn papers are read like any other (their keys are
+// gone, so matching no longer finds them).
+func Load(ctx context.Context, tx pgx.Tx, ids []int64, f Fields) (map[int64]Paper, error) {
+	out := make(map[int64]Paper, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT id, arxiv_id, version, title, CASE WHEN $2 THEN '' ELSE abstract END, authors, primary_category, categories, institutions,
+		       coalesce(doi, ''), coalesce(journal_ref, ''), coalesce(comments, ''),
+		       coalesce(submitted_at, created_at), coalesce(updated_at, submitted_at, created_at),
+		       coalesce(announced_at, created_at), abs_url, pdf_url
+		FROM papers WHERE id = ANY($1)`, ids, f == WithoutAbstract)
+	if err != nil {
+		return nil, fmt.Errorf("loading %d papers: %w", len(ids), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var p Paper
+		var authors []byte
+		if err := rows.Scan(&id, &p.ArxivID, &p.Version, &p.Title, &p.Abstract, &authors, &p.PrimaryCategory,
+			&p.Categories, &p.Institutions, &p.DOI, &p.JournalRef, &p.Comments, &p.SubmittedAt, &p.UpdatedAt,
+			&p.AnnouncedAt, &p.AbsURL, &p.PDFURL); err != nil {
+			return nil, fmt.Errorf("reading paper: %w", err)
+		}
+		if err := json.Unmarshal(authors, &p.Authors); err != nil {
+			return nil, fmt.Errorf("reading authors of paper %d: %w", id, err)
+		}
+		p.SubmittedAt, p.UpdatedAt, p.AnnouncedAt = p.SubmittedAt.UTC(), p.UpdatedAt.UTC(), p.AnnouncedAt.UTC()
+		out[id] = p
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("loading %d papers: %w", len(ids), err)
+	}
+	return out, nil
+}
+
+// HighSeq returns the newest committed match-key seq: a watermark W such
+// that no row with seq <= W can commit later (see keyWritersLock).
+func (st *Store) HighSeq(ctx context.Context) (int64, error) {
+	var w int64
+	if err := st.db.Pool.QueryRow(ctx, `SELECT high_seq FROM match_state`).Scan(&w); err != nil {
+		return 0, fmt.Errorf("reading match watermark: %w", err)
+	}
+	return w, nil
+}
