@@ -15,6 +15,7 @@ import (
 	"followfeed/apperr"
 	"followfeed/database"
 	"followfeed/internal/testdb"
+	"followfeed/internal/testjobs"
 	"followfeed/paper"
 	"followfeed/worker"
 )
@@ -54,7 +55,7 @@ func count(t *testing.T, db *database.DB, sql string, args ...any) int {
 }
 
 func matchJobs(t *testing.T, db *database.DB) int {
-	return count(t, db, `SELECT count(*) FROM river.river_job WHERE kind = 'match_batch'`)
+	return testjobs.Count(t, db.Pool, "match_batch")
 }
 
 func TestIngestIsIdempotent(t *testing.T) {
