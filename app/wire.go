@@ -19,6 +19,7 @@ import (
 	"followfeed/harvest"
 	"followfeed/httpapi"
 	"followfeed/internal/httpclient"
+	"followfeed/mail"
 	"followfeed/match"
 	"followfeed/notify"
 	"followfeed/worker"
@@ -41,7 +42,7 @@ type services struct {
 	harvester *harvest.Harvester
 	enricher  *harvest.Enricher
 	feeds     *feeds.Service
-	sender    notify.Sender
+	sender    mail.Sender
 	digester  *notify.Digester
 	signer    *auth.LinkSigner
 }
@@ -107,11 +108,11 @@ func (s *services) close() {
 }
 
 // newSender delivers mail over SMTP_URL, or writes .eml files to MAIL_DIR.
-func newSender(cfg *config.Config, logger *slog.Logger) (notify.Sender, error) {
+func newSender(cfg *config.Config, logger *slog.Logger) (mail.Sender, error) {
 	if cfg.SMTPURL == nil {
-		return notify.NewDirSender(cfg.MailDir), nil
+		return mail.NewDirSender(cfg.MailDir), nil
 	}
-	snd, err := notify.NewSMTPSender(cfg.SMTPURL.String(), notify.SMTPOptions{Logger: logger, HeloName: cfg.PublicURL.Hostname()})
+	snd, err := mail.NewSMTPSender(cfg.SMTPURL.String(), mail.SMTPOptions{Logger: logger, HeloName: cfg.PublicURL.Hostname()})
 	if err != nil {
 		return nil, &config.Error{Var: "SMTP_URL", Reason: err.Error()}
 	}

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/mail"
+	netmail "net/mail"
 	"net/url"
 	"slices"
 	"strconv"
@@ -19,6 +19,7 @@ import (
 	"followfeed/database"
 	"followfeed/feeds"
 	"followfeed/follow"
+	"followfeed/mail"
 	"followfeed/match"
 )
 
@@ -53,7 +54,7 @@ type Links interface {
 //
 // Delivery policy (at most once): a row is marked "sending" and committed
 // right before the SMTP transaction. The transaction itself is never
-// abandoned half-way by a cancelled job (see SMTPSender). If the process
+// abandoned half-way by a cancelled job (see mail.SMTPSender). If the process
 // dies between the server's reply and the ledger commit, or the connection
 // breaks after the whole body was sent, the row ends "unknown" and the
 // digest is not sent again: a duplicate is the worse failure for a digest
@@ -65,11 +66,11 @@ type Digester struct {
 	db      *database.DB
 	matcher *match.Service
 	follows *follow.Service
-	sender  Sender
+	sender  mail.Sender
 	enq     DigestEnqueuer
 	links   Links
 	signer  *auth.LinkSigner
-	from    *mail.Address
+	from    *netmail.Address
 	base    *url.URL
 	mailto  string
 	logger  *slog.Logger
@@ -81,11 +82,11 @@ type DigesterConfig struct {
 	DB       *database.DB
 	Matcher  *match.Service
 	Follows  *follow.Service
-	Sender   Sender
+	Sender   mail.Sender
 	Enqueuer DigestEnqueuer
 	Links    Links
 	Signer   *auth.LinkSigner
-	From     *mail.Address
+	From     *netmail.Address
 	BaseURL  *url.URL // PUBLIC_URL
 	Mailto   string   // MAIL_UNSUBSCRIBE_MAILTO
 	Logger   *slog.Logger
@@ -431,15 +432,15 @@ func (d *Digester) deliver(ctx context.Context, row digestRow, content DigestCon
 	if sendErr == nil {
 		return out, ledger.record(rec, &out, row, "sent", reply, false)
 	}
-	var se *SendError
+	var se *mail.SendError
 	if !errors.As(sendErr, &se) {
-		se = &SendError{Kind: Temporary, Err: sendErr}
+		se = &mail.SendError{Kind: mail.Temporary, Err: sendErr}
 	}
 	msgText := se.Error()
 	switch se.Kind {
-	case Permanent:
+	case mail.Permanent:
 		return out, ledger.record(rec, &out, row, "failed", msgText, se.Recipient)
-	case Ambiguous:
+	case mail.Ambiguous:
 		return out, ledger.record(rec, &out, row, "unknown", msgText, false)
 	default:
 		if err := ledger.record(rec, &out, row, "pending", msgText, false); err != nil {
@@ -920,13 +921,13 @@ func (d *Digester) unsubscribeURL(userID, epoch int64) string {
 	return d.abs("/unsubscribe/"+d.signer.Sign(auth.Link{Action: auth.ActionUnsubscribe, UserID: userID, Epoch: epoch}), "", "")
 }
 
-func (d *Digester) message(row digestRow, c DigestContent, r *Renderer) (*Message, error) {
+func (d *Digester) message(row digestRow, c DigestContent, r *Renderer) (*mail.Message, error) {
 	text, html, err := r.Digest(c)
 	if err != nil {
 		return nil, err
 	}
 	host := d.base.Hostname()
-	return &Message{
+	return &mail.Message{
 		From:              d.from,
 		To:                row.email,
 		Subject:           DigestSubject(c),
@@ -1085,7 +1086,7 @@ func (d *Digester) SendConfirmation(ctx context.Context, userID int64, email str
 		return err
 	}
 	h := emailHash(email)
-	_, err = d.sender.Send(ctx, &Message{From: d.from, To: email, Subject: subject, Text: text, HTML: html,
+	_, err = d.sender.Send(ctx, &mail.Message{From: d.from, To: email, Subject: subject, Text: text, HTML: html,
 		MessageID: fmt.Sprintf("confirm.%d.%d.%x@%s", userID, epoch, h, d.base.Hostname()), Date: d.now(), AutoSubmitted: true})
 	return err
 }

@@ -10,7 +10,7 @@ import (
 	"math/rand/v2"
 	"mime"
 	"mime/multipart"
-	"net/mail"
+	netmail "net/mail"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -33,6 +33,7 @@ import (
 	"followfeed/harvest"
 	"followfeed/internal/testdb"
 	"followfeed/internal/testsmtp"
+	"followfeed/mail"
 	"followfeed/match"
 	"followfeed/notify"
 	"followfeed/worker"
@@ -83,12 +84,12 @@ func setup(t *testing.T, opts testsmtp.Options, dir string) *env {
 	e.follows = follow.NewService(e.db)
 	e.matcher = match.NewService(e.db)
 	e.prefs = notify.NewPreferences(e.db, enq, e.clk.Now)
-	var sender notify.Sender
+	var sender mail.Sender
 	if dir != "" {
-		sender = notify.NewDirSender(dir)
+		sender = mail.NewDirSender(dir)
 	} else {
 		e.smtp = testsmtp.Start(t, opts)
-		s, err := notify.NewSMTPSender(e.smtp.URL(), notify.SMTPOptions{Timeout: 2 * time.Second})
+		s, err := mail.NewSMTPSender(e.smtp.URL(), mail.SMTPOptions{Timeout: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +99,7 @@ func setup(t *testing.T, opts testsmtp.Options, dir string) *env {
 	base, _ := url.Parse("https://followfeed.test")
 	e.d = notify.NewDigester(notify.DigesterConfig{DB: e.db, Matcher: e.matcher, Follows: e.follows, Sender: sender, Enqueuer: enq,
 		Links: noLinks{}, Signer: auth.NewLinkSigner([]byte("0123456789abcdef0123456789abcdef")),
-		From: &mail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, BaseURL: base, Now: e.clk.Now})
+		From: &netmail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, BaseURL: base, Now: e.clk.Now})
 	e.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 		return e.d.ScheduleInstant(ctx, tx, res.Users)
 	})
@@ -659,7 +660,7 @@ func TestBatchBuildsTogetherDeliversSeparately(t *testing.T) {
 // textPart decodes the text/plain part of a multipart/alternative message.
 func textPart(t *testing.T, raw []byte) string {
 	t.Helper()
-	msg, err := mail.ReadMessage(bytes.NewReader(raw))
+	msg, err := netmail.ReadMessage(bytes.NewReader(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -907,7 +908,7 @@ func TestUnrenderableDigestFailsAlone(t *testing.T) {
 	e.push(ps...)
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
 	ids := e.scheduled()
-	sender, err := notify.NewSMTPSender(e.smtp.URL(), notify.SMTPOptions{Timeout: 2 * time.Second})
+	sender, err := mail.NewSMTPSender(e.smtp.URL(), mail.SMTPOptions{Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -915,7 +916,7 @@ func TestUnrenderableDigestFailsAlone(t *testing.T) {
 	base, _ := url.Parse("https://followfeed.test")
 	d := notify.NewDigester(notify.DigesterConfig{DB: e.db, Matcher: e.matcher, Follows: e.follows, Sender: sender,
 		Links: linksExcept{ann}, Signer: auth.NewLinkSigner([]byte("0123456789abcdef0123456789abcdef")),
-		From: &mail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, BaseURL: base, Now: e.clk.Now})
+		From: &netmail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, BaseURL: base, Now: e.clk.Now})
 	outs, err := d.SendBatch(e.ctx, ids)
 	if err != nil {
 		t.Fatalf("batch: %v", err)

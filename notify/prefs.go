@@ -3,7 +3,7 @@ package notify
 import (
 	"context"
 	"fmt"
-	"net/mail"
+	netmail "net/mail"
 	"strings"
 	"sync"
 	"time"
@@ -276,7 +276,7 @@ func NormalizeEmail(s string) (string, error) {
 	if s == "" {
 		return "", nil
 	}
-	a, err := mail.ParseAddress(s)
+	a, err := netmail.ParseAddress(s)
 	if err != nil || a.Name != "" || a.Address != s || len(s) > 320 || !strings.Contains(s[strings.LastIndexByte(s, '@'):], ".") {
 		return "", apperr.InvalidField("email", "%q is not an email address like reader@example.org", truncate(s, 80))
 	}

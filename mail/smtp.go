@@ -1,19 +1,15 @@
-package notify
+package mail
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/textproto"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,89 +19,6 @@ import (
 	gomail "github.com/wneessen/go-mail"
 	gosmtp "github.com/wneessen/go-mail/smtp"
 )
-
-// Sender delivers one message; implementations are safe for concurrent use.
-// A nil error means the message was handed over (SMTP: the server replied
-// 250 to the final dot); reply then describes that hand-over. Every non-nil
-// error from the Senders of this package is a *SendError.
-type Sender interface {
-	Send(ctx context.Context, m *Message) (reply string, err error)
-}
-
-// FailureKind says what the caller may do after a failed delivery.
-type FailureKind int
-
-const (
-	// Temporary: the message was not accepted; sending it again later is
-	// safe and may work (4xx replies, network/TLS/AUTH trouble before the
-	// body was complete, a cancelled ctx before the transaction, disk errors).
-	Temporary FailureKind = iota + 1
-	// Permanent: the server refused with a 5xx reply (or the message cannot be
-	// built); sending the same message again will fail the same way. With
-	// SendError.Recipient the refusal concerns the address (suppress it).
-	Permanent
-	// Ambiguous: the connection broke after the whole body including the
-	// final dot was written but before the server's final reply arrived. The
-	// server may have accepted the message; resending risks a duplicate.
-	Ambiguous
-)
-
-// String returns "temporary", "permanent" or "ambiguous".
-func (k FailureKind) String() string {
-	switch k {
-	case Temporary:
-		return "temporary"
-	case Permanent:
-		return "permanent"
-	case Ambiguous:
-		return "ambiguous"
-	}
-	return "unknown(" + strconv.Itoa(int(k)) + ")"
-}
-
-// SendError classifies a failed delivery so the caller can decide: retry
-// (Temporary), suppress the address (Permanent with Recipient), or not resend
-// because the server may have accepted it (Ambiguous). It never contains the
-// SMTP password.
-type SendError struct {
-	Kind FailureKind
-	// Code is the SMTP reply code that caused the failure, 0 if there was
-	// none (network error, timeout, invalid message).
-	Code int
-	// Reply is the server's reply ("550 5.1.1 no such user"), when known.
-	Reply string
-	// Recipient is true when the failure concerns the recipient: any reply to
-	// RCPT, a 5xx reply to the final dot (one recipient per message), or an
-	// unparsable Message.To.
-	Recipient bool
-	// Err is the underlying error, wrapped with what was being done.
-	Err error
-}
-
-// Error describes kind, code and cause, e.g. "notify: permanent delivery
-// failure (SMTP 550, recipient): send message x@y via host:25: ...".
-func (e *SendError) Error() string {
-	var b strings.Builder
-	b.WriteString("notify: ")
-	b.WriteString(e.Kind.String())
-	b.WriteString(" delivery failure")
-	switch {
-	case e.Code != 0 && e.Recipient:
-		fmt.Fprintf(&b, " (SMTP %d, recipient)", e.Code)
-	case e.Code != 0:
-		fmt.Fprintf(&b, " (SMTP %d)", e.Code)
-	case e.Recipient:
-		b.WriteString(" (recipient)")
-	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
-	return b.String()
-}
-
-// Unwrap returns Err.
-func (e *SendError) Unwrap() error { return e.Err }
 
 // SMTPOptions tunes an SMTPSender. Zero values mean the documented defaults.
 type SMTPOptions struct {
@@ -206,7 +119,7 @@ func NewSMTPSender(rawURL string, opts SMTPOptions) (*SMTPSender, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err // url.Error repeats the whole URL, password included
 		}
-		return nil, fmt.Errorf("notify: SMTP_URL is not a valid URL: %v", err)
+		return nil, fmt.Errorf("mail: SMTP_URL is not a valid URL: %v", err)
 	}
 	s := &SMTPSender{host: u.Hostname()}
 	switch u.Scheme {
@@ -215,35 +128,35 @@ func NewSMTPSender(rawURL string, opts SMTPOptions) (*SMTPSender, error) {
 	case "smtps":
 		s.mode, s.port = tlsImplicit, 465
 	default:
-		return nil, fmt.Errorf("notify: SMTP_URL scheme %q is not smtp or smtps", u.Scheme)
+		return nil, fmt.Errorf("mail: SMTP_URL scheme %q is not smtp or smtps", u.Scheme)
 	}
 	if s.host == "" {
-		return nil, errors.New("notify: SMTP_URL has no host")
+		return nil, errors.New("mail: SMTP_URL has no host")
 	}
 	if p := u.Port(); p != "" {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 || n > 65535 {
-			return nil, fmt.Errorf("notify: SMTP_URL port %q is not 1-65535", p)
+			return nil, fmt.Errorf("mail: SMTP_URL port %q is not 1-65535", p)
 		}
 		s.port = n
 	}
 	if u.Path != "" && u.Path != "/" {
-		return nil, fmt.Errorf("notify: SMTP_URL must not have a path (got %q)", u.Path)
+		return nil, fmt.Errorf("mail: SMTP_URL must not have a path (got %q)", u.Path)
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
-		return nil, fmt.Errorf("notify: SMTP_URL query: %v", err)
+		return nil, fmt.Errorf("mail: SMTP_URL query: %v", err)
 	}
 	for k, vs := range q {
 		if k != "tls" {
-			return nil, fmt.Errorf("notify: SMTP_URL has unknown parameter %q (only tls is known)", k)
+			return nil, fmt.Errorf("mail: SMTP_URL has unknown parameter %q (only tls is known)", k)
 		}
 		if len(vs) != 1 {
-			return nil, errors.New("notify: SMTP_URL has more than one tls parameter")
+			return nil, errors.New("mail: SMTP_URL has more than one tls parameter")
 		}
 		switch v := vs[0]; {
 		case s.mode == tlsImplicit && v != "" && v != "implicit":
-			return nil, fmt.Errorf("notify: SMTP_URL tls=%q does not apply to smtps (TLS is implicit)", v)
+			return nil, fmt.Errorf("mail: SMTP_URL tls=%q does not apply to smtps (TLS is implicit)", v)
 		case s.mode == tlsImplicit:
 		case v == "" || v == "required" || v == "starttls":
 			s.mode = tlsRequired
@@ -252,7 +165,7 @@ func NewSMTPSender(rawURL string, opts SMTPOptions) (*SMTPSender, error) {
 		case v == "none":
 			s.mode = tlsNone
 		default:
-			return nil, fmt.Errorf("notify: SMTP_URL tls=%q is not one of required, opportunistic, none", v)
+			return nil, fmt.Errorf("mail: SMTP_URL tls=%q is not one of required, opportunistic, none", v)
 		}
 	}
 	if u.User != nil {
@@ -260,7 +173,7 @@ func NewSMTPSender(rawURL string, opts SMTPOptions) (*SMTPSender, error) {
 		s.pass, _ = u.User.Password()
 	}
 	if s.user == "" && s.pass != "" {
-		return nil, errors.New("notify: SMTP_URL has a password but no user")
+		return nil, errors.New("mail: SMTP_URL has a password but no user")
 	}
 
 	if opts.Timeout <= 0 {
@@ -725,88 +638,4 @@ func (c *deadlineConn) failed() error {
 		return fmt.Errorf("connection unusable after earlier error: %w", c.err)
 	}
 	return nil
-}
-
-// DirSender "delivers" by storing each message as <dir>/<MessageID>.eml
-// (MessageID sanitised for file names), for development and tests. The file
-// holds exactly Message.Bytes(); it is written to a temporary file in dir and
-// renamed, so readers never see a partial file. Sending the same MessageID
-// again overwrites the file with the same bytes: it is idempotent. Safe for
-// concurrent use.
-type DirSender struct {
-	dir string
-}
-
-// NewDirSender returns a DirSender writing into dir, which is created on
-// first use.
-func NewDirSender(dir string) *DirSender { return &DirSender{dir: dir} }
-
-// Send stores m and returns "stored <path>". An invalid message gives a
-// Permanent *SendError; a file system error or a ctx cancelled before writing
-// a Temporary one.
-func (d *DirSender) Send(ctx context.Context, m *Message) (string, error) {
-	data, err := m.Bytes()
-	if err != nil {
-		return "", &SendError{Kind: Permanent, Recipient: errors.Is(err, errBadRecipient), Err: err}
-	}
-	if err := ctx.Err(); err != nil {
-		return "", &SendError{Kind: Temporary, Err: fmt.Errorf("store message %s: %w", m.MessageID, err)}
-	}
-	path := filepath.Join(d.dir, emlFileName(m.MessageID))
-	if err := writeFileAtomic(d.dir, path, data); err != nil {
-		return "", &SendError{Kind: Temporary, Err: fmt.Errorf("store message %s: %w", m.MessageID, err)}
-	}
-	return "stored " + path, nil
-}
-
-func writeFileAtomic(dir, path string, data []byte) (err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".tmp-*.eml")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
-}
-
-// emlFileName returns the file name DirSender uses for a Message-ID: every
-// byte outside [A-Za-z0-9.@+=_-] becomes "_", a leading "." becomes "_", and
-// names longer than 200 bytes are cut and suffixed with a hash of the full ID
-// so they stay unique.
-func emlFileName(messageID string) string {
-	b := []byte(messageID)
-	for i, c := range b {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(".@+=_-", c) >= 0
-		if !ok || (i == 0 && c == '.') {
-			b[i] = '_'
-		}
-	}
-	name := string(b)
-	if name == "" {
-		name = "_"
-	}
-	if len(name) > 200 {
-		sum := sha256.Sum256([]byte(messageID))
-		name = name[:180] + "-" + hex.EncodeToString(sum[:8])
-	}
-	return name + ".eml"
 }
