@@ -291,14 +291,14 @@ func TestTransientFailureThenSuccessSendsOnce(t *testing.T) {
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
 	id := e.scheduled()[0]
 	out, err := e.d.Send(e.ctx, id)
-	if !errors.Is(err, notify.ErrRetry) || out.State != "pending" {
+	if !errors.Is(err, notify.ErrRetry) || out.State != notify.StatePending {
 		t.Fatalf("first attempt: %+v %v", out, err)
 	}
 	if s, reply := e.state(id); s != "pending" || !strings.Contains(reply, "421") {
 		t.Fatalf("ledger after 421: %s %q", s, reply)
 	}
 	out, err = e.d.Send(e.ctx, id) // River's retry
-	if err != nil || out.State != "sent" {
+	if err != nil || out.State != notify.StateSent {
 		t.Fatalf("retry: %+v %v", out, err)
 	}
 	if _, err := e.d.Send(e.ctx, id); err != nil { // a duplicate job
@@ -322,7 +322,7 @@ func TestPermanentFailureSuppressesWithoutRetry(t *testing.T) {
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
 	id := e.scheduled()[0]
 	out, err := e.d.Send(e.ctx, id)
-	if err != nil || out.State != "failed" {
+	if err != nil || out.State != notify.StateFailed {
 		t.Fatalf("550: %+v %v (want failed, no retry error)", out, err)
 	}
 	p, _ := e.prefs.Get(e.ctx, uid)
@@ -347,10 +347,10 @@ func TestConnectionDroppedAfterDataIsNotResent(t *testing.T) {
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
 	id := e.scheduled()[0]
 	out, err := e.d.Send(e.ctx, id)
-	if err != nil || out.State != "unknown" {
+	if err != nil || out.State != notify.StateUnknown {
 		t.Fatalf("dropped after DATA: %+v %v", out, err)
 	}
-	if out, err := e.d.Send(e.ctx, id); err != nil || out.State != "unknown" {
+	if out, err := e.d.Send(e.ctx, id); err != nil || out.State != notify.StateUnknown {
 		t.Fatalf("retry: %+v %v", out, err)
 	}
 	if got := e.smtp.Connections(); got != 1 {
@@ -371,10 +371,10 @@ func TestCancelledMidSendDoesNotDuplicate(t *testing.T) {
 	ctx, cancel := context.WithCancel(e.ctx)
 	go func() { time.Sleep(300 * time.Millisecond); cancel() }()
 	out, err := e.d.Send(ctx, id)
-	if err != nil || out.State != "sent" {
+	if err != nil || out.State != notify.StateSent {
 		t.Fatalf("cancelled mid-send: %+v %v", out, err)
 	}
-	if out, _ := e.d.Send(e.ctx, id); out.State != "sent" {
+	if out, _ := e.d.Send(e.ctx, id); out.State != notify.StateSent {
 		t.Fatalf("retry: %+v", out)
 	}
 	if n := len(e.smtp.Messages()); n != 1 {
@@ -393,7 +393,7 @@ func TestCrashWhileSendingIsNotResent(t *testing.T) {
 	id := e.scheduled()[0]
 	e.db.Pool.Exec(e.ctx, `UPDATE digests SET state = 'sending', from_seq = 0, to_seq = 1 WHERE id = $1`, id)
 	out, err := e.d.Send(e.ctx, id)
-	if err != nil || out.State != "unknown" || len(e.smtp.Messages()) != 0 {
+	if err != nil || out.State != notify.StateUnknown || len(e.smtp.Messages()) != 0 {
 		t.Fatalf("after a crash: %+v %v, %d messages", out, err, len(e.smtp.Messages()))
 	}
 }
@@ -921,11 +921,11 @@ func TestUnrenderableDigestFailsAlone(t *testing.T) {
 	if err != nil {
 		t.Fatalf("batch: %v", err)
 	}
-	states := map[string]int{}
+	states := map[notify.State]int{}
 	for _, o := range outs {
 		states[o.State]++
 	}
-	if states["failed"] != 1 || states["sent"] != 1 {
+	if states[notify.StateFailed] != 1 || states[notify.StateSent] != 1 {
 		t.Fatalf("outcomes %v, want one failed and one sent", states)
 	}
 	for _, id := range ids {

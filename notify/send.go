@@ -1,0 +1,217 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/database"
+	"followfeed/mail"
+)
+
+// Outcome is what became of one digest.
+type Outcome struct {
+	DigestID int64
+	State    State // final, or StatePending when the job will retry
+	Papers   int
+	Reply    string
+}
+
+// ErrRetry wraps a temporary delivery failure: the caller (the job) should
+// retry later with backoff.
+var ErrRetry = errors.New("temporary delivery failure")
+
+type digestRow struct {
+	id, userID   int64
+	period, kind string
+	state        State
+	from, to     *int64
+	email        string
+	confirmed    bool
+	suppressed   bool
+	tz           string
+	freq         Frequency
+	sendEmpty    bool
+	epoch        int64
+	attempts     int
+}
+
+// Send delivers the ledger row id (see Digester for the policy). It is
+// SendBatch of one.
+func (d *Digester) Send(ctx context.Context, id int64) (Outcome, error) {
+	outs, err := d.SendBatch(ctx, []int64{id})
+	if len(outs) == 0 {
+		return Outcome{DigestID: id}, err
+	}
+	return outs[0], err
+}
+
+// SendBatch delivers ledger rows (see Digester for the policy), building
+// them together: one statement reserves every window, one selects every
+// user's papers, and the papers' details and renderings are shared by all
+// the digests that show them; each digest then goes out on its own SMTP
+// transaction with its own ledger updates. It is idempotent: rows already
+// sent, skipped, failed or unknown are left alone. When some rows failed
+// temporarily the error wraps ErrRetry (the job retries; the rest is final).
+func (d *Digester) SendBatch(ctx context.Context, ids []int64) (outs []Outcome, err error) {
+	outs = make([]Outcome, 0, len(ids))
+	ledger := &outcomes{d: d}
+	defer func() {
+		// Outcomes are recorded even when the job's context is cancelled:
+		// the mail has left (or not) whatever happens to the job.
+		if ferr := ledger.flush(context.WithoutCancel(ctx)); ferr != nil {
+			err = errors.Join(err, ferr)
+		}
+	}()
+	var retry []error
+	// Rounds: a user with several rows in ids gets one per round, since each
+	// window starts where the previous one ends.
+	for len(ids) > 0 {
+		rows, done, later, err := d.reserve(ctx, ids)
+		if err != nil {
+			return outs, err
+		}
+		for _, id := range ids {
+			if st, ok := done[id]; ok {
+				outs = append(outs, Outcome{DigestID: id, State: st})
+			}
+		}
+		if len(rows) > 0 {
+			contents, err := d.build(ctx, rows)
+			if err != nil {
+				return outs, err
+			}
+			var r Renderer // shares the papers' renderings in this round
+			for i, row := range rows {
+				out, err := d.deliver(ctx, row, contents[i], &r, ledger)
+				outs = append(outs, out)
+				if err != nil {
+					if !errors.Is(err, ErrRetry) {
+						return outs, err
+					}
+					retry = append(retry, err)
+				}
+			}
+		}
+		ids = later
+	}
+	if len(retry) > 0 {
+		return outs, fmt.Errorf("%d digests will be retried: %w", len(retry), errors.Join(retry...))
+	}
+	return outs, nil
+}
+
+// deliver sends one built digest and records its fate in ledger.
+func (d *Digester) deliver(ctx context.Context, row digestRow, content DigestContent, r *Renderer, ledger *outcomes) (Outcome, error) {
+	out := Outcome{DigestID: row.id, Papers: content.Total}
+	if content.Total == 0 && !row.sendEmpty && row.kind != "manual" {
+		return out, ledger.record(ctx, &out, row, StateSkipped, "nothing new", false)
+	}
+	msg, err := d.message(row, content, r)
+	if err != nil {
+		// This digest cannot be rendered: it fails alone (the reason in
+		// the ledger), and the rest of the batch goes on.
+		return out, ledger.record(ctx, &out, row, StateFailed, "could not build the message: "+err.Error(), false)
+	}
+	if err := ledger.sending(ctx, row, msg.MessageID, content.Total); err != nil {
+		return out, err
+	}
+	reply, sendErr := d.sender.Send(ctx, msg)
+	rec := context.WithoutCancel(ctx) // see SendBatch
+	if sendErr == nil {
+		return out, ledger.record(rec, &out, row, StateSent, reply, false)
+	}
+	var se *mail.SendError
+	if !errors.As(sendErr, &se) {
+		se = &mail.SendError{Kind: mail.Temporary, Err: sendErr}
+	}
+	msgText := se.Error()
+	switch se.Kind {
+	case mail.Permanent:
+		return out, ledger.record(rec, &out, row, StateFailed, msgText, se.Recipient)
+	case mail.Ambiguous:
+		return out, ledger.record(rec, &out, row, StateUnknown, msgText, false)
+	default:
+		if err := ledger.record(rec, &out, row, StatePending, msgText, false); err != nil {
+			return out, err
+		}
+		return out, fmt.Errorf("sending digest %d: %w: %v", row.id, ErrRetry, sendErr)
+	}
+}
+
+func (d *Digester) message(row digestRow, c DigestContent, r *Renderer) (*mail.Message, error) {
+	text, html, err := r.Digest(c)
+	if err != nil {
+		return nil, err
+	}
+	host := d.base.Hostname()
+	return &mail.Message{
+		From:              d.from,
+		To:                row.email,
+		Subject:           DigestSubject(c),
+		Text:              text,
+		HTML:              html,
+		MessageID:         fmt.Sprintf("digest.%d.%s@%s", row.userID, strings.ReplaceAll(row.period, ":", "."), host),
+		Date:              d.now(),
+		ListID:            fmt.Sprintf("followfeed digests <digests.%s>", host),
+		UnsubscribeURL:    c.UnsubscribeURL,
+		UnsubscribeMailto: d.mailto,
+		AutoSubmitted:     true,
+	}, nil
+}
+
+// Preview builds what the user's next digest would hold now, without
+// reserving anything.
+func (d *Digester) Preview(ctx context.Context, userID int64) (DigestContent, error) {
+	row := digestRow{userID: userID, kind: "manual"}
+	var from, to int64
+	err := d.db.Pool.QueryRow(ctx, `
+		SELECT u.digest_watermark, (SELECT high_seq FROM match_state), u.timezone, u.digest_frequency, u.link_epoch, coalesce(u.email, '')
+		FROM users u WHERE u.id = $1`, userID).Scan(&from, &to, &row.tz, &row.freq, &row.epoch, &row.email)
+	if err != nil {
+		return DigestContent{}, database.NotFound(err, fmt.Sprintf("reading user %d", userID))
+	}
+	if row.freq == Daily || row.freq == Weekly {
+		row.kind = string(row.freq)
+	}
+	row.from, row.to = &from, &to
+	cs, err := d.build(ctx, []digestRow{row})
+	if err != nil {
+		return DigestContent{}, err
+	}
+	return cs[0], nil
+}
+
+// SendNow creates (or finds) the ledger row of the user's next digest and
+// sends it at once, through the same ledger as scheduled digests: it uses
+// the period of the next scheduled digest when there is one, so that digest
+// is not sent again later.
+func (d *Digester) SendNow(ctx context.Context, userID int64) (Outcome, error) {
+	var id int64
+	err := d.db.InTx(ctx, func(tx pgx.Tx) error {
+		var tz, freq string
+		var next *time.Time
+		var watermark int64
+		if err := tx.QueryRow(ctx, `SELECT timezone, digest_frequency, digest_next_at, digest_watermark FROM users WHERE id = $1 FOR UPDATE`,
+			userID).Scan(&tz, &freq, &next, &watermark); err != nil {
+			return database.NotFound(err, fmt.Sprintf("reading user %d", userID))
+		}
+		period, kind := "manual:"+strconv.FormatInt(watermark, 10), "manual"
+		if next != nil && (Frequency(freq) == Daily || Frequency(freq) == Weekly) {
+			loc := zone(tz)
+			period, kind = Period(Frequency(freq), *next, loc), freq
+		}
+		var err error
+		id, err = upsertDigest(ctx, tx, userID, period, kind)
+		return err
+	})
+	if err != nil {
+		return Outcome{}, err
+	}
+	return d.Send(ctx, id)
+}
