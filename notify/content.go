@@ -2,12 +2,9 @@ package notify
 
 import (
 	"context"
-	"net/url"
 	"slices"
-	"strings"
 	"time"
 
-	"followfeed/auth"
 	"followfeed/feeds"
 	"followfeed/follow"
 	"followfeed/match"
@@ -72,8 +69,8 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 		loc := zone(row.tz)
 		c.Heading = heading(row, d.now().In(loc))
 		c.FeedURL = feedURLs[row.userID]
-		c.ManageURL = d.abs("/settings", "token", d.signer.Sign(auth.Link{Action: auth.ActionManage, UserID: row.userID, Epoch: row.epoch})) + "#email"
-		c.UnsubscribeURL = d.unsubscribeURL(row.userID, row.epoch)
+		c.ManageURL = d.addrs.ManageURL(row.userID, row.epoch)
+		c.UnsubscribeURL = d.addrs.UnsubscribeURL(row.userID, row.epoch)
 		out[i] = c
 	}
 	return out, nil
@@ -245,17 +242,4 @@ func heading(row digestRow, localNow time.Time) string {
 		return "New papers just matched your follows"
 	}
 	return "Your daily papers — " + day
-}
-
-func (d *Digester) abs(path, key, value string) string {
-	u := *d.base
-	u.Path = strings.TrimSuffix(u.Path, "/") + path
-	if key != "" {
-		u.RawQuery = url.Values{key: {value}}.Encode()
-	}
-	return u.String()
-}
-
-func (d *Digester) unsubscribeURL(userID, epoch int64) string {
-	return d.abs("/unsubscribe/"+d.signer.Sign(auth.Link{Action: auth.ActionUnsubscribe, UserID: userID, Epoch: epoch}), "", "")
 }

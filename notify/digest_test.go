@@ -27,6 +27,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"followfeed/account"
 	"followfeed/auth"
 	"followfeed/database"
 	"followfeed/follow"
@@ -48,16 +49,18 @@ func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t 
 func (c *clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 type env struct {
-	t       *testing.T
-	ctx     context.Context
-	db      *database.DB
-	in      *harvest.Ingester
-	follows *follow.Service
-	matcher *match.Service
-	prefs   *notify.Preferences
-	d       *notify.Digester
-	clk     *clock
-	smtp    *testsmtp.Server
+	t        *testing.T
+	ctx      context.Context
+	db       *database.DB
+	in       *harvest.Ingester
+	follows  *follow.Service
+	matcher  *match.Service
+	prefs    *notify.Preferences
+	addrs    *account.Addresses
+	confirms *notify.Confirmations
+	d        *notify.Digester
+	clk      *clock
+	smtp     *testsmtp.Server
 }
 
 type noLinks struct{}
@@ -83,7 +86,10 @@ func setup(t *testing.T, opts testsmtp.Options, dir string) *env {
 	e.in = harvest.NewIngester(e.db, enq)
 	e.follows = follow.NewService(e.db)
 	e.matcher = match.NewService(e.db)
-	e.prefs = notify.NewPreferences(e.db, enq, e.clk.Now)
+	base, _ := url.Parse("https://followfeed.test")
+	e.addrs = account.NewAddresses(e.db, auth.NewLinkSigner([]byte("0123456789abcdef0123456789abcdef")), base, enq)
+	e.prefs = notify.NewPreferences(e.db, e.addrs, e.clk.Now)
+	e.addrs.OnDigests(e.prefs)
 	var sender mail.Sender
 	if dir != "" {
 		sender = mail.NewDirSender(dir)
@@ -96,10 +102,10 @@ func setup(t *testing.T, opts testsmtp.Options, dir string) *env {
 		t.Cleanup(func() { s.Close() })
 		sender = s
 	}
-	base, _ := url.Parse("https://followfeed.test")
 	e.d = notify.NewDigester(notify.DigesterConfig{DB: e.db, Matcher: e.matcher, Follows: e.follows, Sender: sender, Enqueuer: enq,
-		Links: noLinks{}, Signer: auth.NewLinkSigner([]byte("0123456789abcdef0123456789abcdef")),
+		Links: noLinks{}, Addresses: e.addrs,
 		From: &netmail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, BaseURL: base, Now: e.clk.Now})
+	e.confirms = notify.NewConfirmations(e.addrs, sender, &netmail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, base, e.clk.Now)
 	e.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 		return e.d.ScheduleInstant(ctx, tx, res.Users)
 	})
@@ -108,7 +114,7 @@ func setup(t *testing.T, opts testsmtp.Options, dir string) *env {
 
 // reader creates a user with a confirmed address, follows and settings.
 func (e *env) reader(sub string, freq notify.Frequency, tz string, hour int, follows ...string) int64 {
-	u, err := auth.NewUsers(e.db).Ensure(e.ctx, &auth.Claims{Subject: sub, Email: sub + "@example.org", EmailVerified: true})
+	u, err := account.NewUsers(e.db).Ensure(e.ctx, &auth.Claims{Subject: sub, Email: sub + "@example.org", EmailVerified: true})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -507,7 +513,7 @@ func TestDoubleOptIn(t *testing.T) {
 	if n, _ := e.d.Schedule(e.ctx); n != 0 {
 		t.Fatalf("an unconfirmed address got %d digests", n)
 	}
-	if err := e.d.SendConfirmation(e.ctx, uid, addr); err != nil {
+	if err := e.confirms.SendConfirmation(e.ctx, uid, addr); err != nil {
 		t.Fatal(err)
 	}
 	msgs := e.smtp.Messages()
@@ -522,10 +528,10 @@ func TestDoubleOptIn(t *testing.T) {
 	link := body[i:]
 	link = link[:strings.IndexAny(link, " \r\n\"<")]
 	tok := strings.TrimPrefix(link, "https://followfeed.test/confirm/")
-	if _, err := e.d.Confirm(e.ctx, "ffl_forged.AAAA"); !errors.Is(err, auth.ErrBadLink) {
+	if _, err := e.addrs.Confirm(e.ctx, "ffl_forged.AAAA"); !errors.Is(err, auth.ErrBadLink) {
 		t.Errorf("forged link: %v", err)
 	}
-	got, err := e.d.Confirm(e.ctx, tok)
+	got, err := e.addrs.Confirm(e.ctx, tok)
 	if err != nil || got != addr {
 		t.Fatalf("confirm: %q %v", got, err)
 	}
@@ -536,7 +542,7 @@ func TestDoubleOptIn(t *testing.T) {
 	// Changing the address again invalidates the old link.
 	other := "third@example.org"
 	e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Email: &other})
-	if _, err := e.d.Confirm(e.ctx, tok); !errors.Is(err, auth.ErrBadLink) {
+	if _, err := e.addrs.Confirm(e.ctx, tok); !errors.Is(err, auth.ErrBadLink) {
 		t.Errorf("an old confirmation link still works: %v", err)
 	}
 }
@@ -915,7 +921,7 @@ func TestUnrenderableDigestFailsAlone(t *testing.T) {
 	defer sender.Close()
 	base, _ := url.Parse("https://followfeed.test")
 	d := notify.NewDigester(notify.DigesterConfig{DB: e.db, Matcher: e.matcher, Follows: e.follows, Sender: sender,
-		Links: linksExcept{ann}, Signer: auth.NewLinkSigner([]byte("0123456789abcdef0123456789abcdef")),
+		Links: linksExcept{ann}, Addresses: e.addrs,
 		From: &netmail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, BaseURL: base, Now: e.clk.Now})
 	outs, err := d.SendBatch(e.ctx, ids)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"followfeed/auth"
+	"followfeed/account"
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/mail"
@@ -41,7 +41,8 @@ type Links interface {
 	FeedURLs(ctx context.Context, userIDs []int64) (map[int64]string, error)
 }
 
-// Digester schedules, builds and sends digests, and keeps the delivery
+// Digester schedules, builds and sends digests (the address they go to is
+// account's: see account.Addresses), and keeps the delivery
 // ledger (table digests): one row per (user, period), state pending →
 // sending → sent | failed | skipped | unknown, with the SMTP reply.
 //
@@ -62,7 +63,7 @@ type Digester struct {
 	sender  mail.Sender
 	enq     DigestEnqueuer
 	links   Links
-	signer  *auth.LinkSigner
+	addrs   *account.Addresses
 	from    *netmail.Address
 	base    *url.URL
 	mailto  string
@@ -78,12 +79,14 @@ type DigesterConfig struct {
 	Sender   mail.Sender
 	Enqueuer DigestEnqueuer
 	Links    Links
-	Signer   *auth.LinkSigner
-	From     *netmail.Address
-	BaseURL  *url.URL // PUBLIC_URL
-	Mailto   string   // MAIL_UNSUBSCRIBE_MAILTO
-	Logger   *slog.Logger
-	Now      func() time.Time
+	// Addresses make the manage and unsubscribe links and suppress an
+	// address that bounced.
+	Addresses *account.Addresses
+	From      *netmail.Address
+	BaseURL   *url.URL // PUBLIC_URL
+	Mailto    string   // MAIL_UNSUBSCRIBE_MAILTO
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 // NewDigester returns a Digester.
@@ -95,5 +98,5 @@ func NewDigester(c DigesterConfig) *Digester {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Digester{db: c.DB, matcher: c.Matcher, follows: c.Follows, sender: c.Sender, enq: c.Enqueuer, links: c.Links,
-		signer: c.Signer, from: c.From, base: c.BaseURL, mailto: c.Mailto, logger: c.Logger, now: c.Now}
+		addrs: c.Addresses, from: c.From, base: c.BaseURL, mailto: c.Mailto, logger: c.Logger, now: c.Now}
 }

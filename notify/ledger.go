@@ -139,7 +139,7 @@ func (l *outcomes) record(ctx context.Context, out *Outcome, row digestRow, stat
 				return fmt.Errorf("recording digest %d as %s: %w", row.id, state, err)
 			}
 			if suppress {
-				return suppressAddress(ctx, tx, row.email, "bounce", reply)
+				return l.d.addrs.Suppress(ctx, tx, row.email, "bounce", reply)
 			}
 			return nil
 		})
@@ -309,19 +309,4 @@ func (d *Digester) reserve(ctx context.Context, ids []int64) (rows []digestRow, 
 		return nil
 	})
 	return rows, done, later, err
-}
-
-// suppressAddress stops all mail to email until its owner confirms it again.
-func suppressAddress(ctx context.Context, tx pgx.Tx, email, reason, detail string) error {
-	if email == "" {
-		return nil
-	}
-	if _, err := tx.Exec(ctx, `
-		INSERT INTO suppressions (email, reason, detail) VALUES (lower($1), $2, $3)
-		ON CONFLICT (email) DO UPDATE SET reason = $2, detail = $3, created_at = now()`,
-		email, reason, truncate(detail, 500)); err != nil {
-		return fmt.Errorf("suppressing an address: %w", err)
-	}
-	_, err := tx.Exec(ctx, `UPDATE users SET digest_next_at = NULL WHERE lower(email) = lower($1)`, email)
-	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"followfeed/account"
 	"followfeed/internal/testdb"
 )
 
@@ -21,7 +22,7 @@ func TestLedgerWritesWhatACrashMustNotLoseAtOnce(t *testing.T) {
 	if err := db.Pool.QueryRow(ctx, `INSERT INTO users (sub, email) VALUES ('ledger', 'l@example.org') RETURNING id`).Scan(&user); err != nil {
 		t.Fatal(err)
 	}
-	d := &Digester{db: db}
+	d := &Digester{db: db, addrs: account.NewAddresses(db, nil, nil, nil)}
 	for _, tc := range []struct {
 		state    State
 		atOnce   bool

@@ -1,4 +1,4 @@
-package auth_test
+package account_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"followfeed/account"
 	"followfeed/auth"
 	"followfeed/internal/testdb"
 	"followfeed/notify"
@@ -26,8 +27,8 @@ func TestEnsureConfirmsTheStoredAddressOfAVerifiedClaim(t *testing.T) {
 	setNow := func(t time.Time) { mu.Lock(); now = t; mu.Unlock() }
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	// Wired as in the service: confirming schedules through notify.
-	us := auth.NewUsers(db)
-	us.OnConfirm(notify.NewPreferences(db, nil, clock).AfterConfirm)
+	us := account.NewUsers(db)
+	us.OnConfirm(notify.NewPreferences(db, nil, clock).AddressConfirmed)
 
 	// user is created by a token without an address; then it stores an
 	// unconfirmed address with digest settings, as PATCH /v1/me leaves them
@@ -63,7 +64,7 @@ func TestEnsureConfirmsTheStoredAddressOfAVerifiedClaim(t *testing.T) {
 		}
 		return s
 	}
-	ensure := func(sub, email string, verified bool) *auth.User {
+	ensure := func(sub, email string, verified bool) *account.User {
 		t.Helper()
 		u, err := us.Ensure(ctx, &auth.Claims{Subject: sub, Email: email, EmailVerified: verified})
 		if err != nil {
