@@ -39,8 +39,11 @@ func TestEnsureConfirmsTheStoredAddressOfAVerifiedClaim(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.Pool.Exec(ctx, `UPDATE users SET email = $2, timezone = 'Europe/Amsterdam', digest_frequency = $3,
-			digest_hour = 7, digest_weekday = $4 WHERE id = $1`, u.ID, email, freq, weekday); err != nil {
+		if _, err := db.Pool.Exec(ctx, `UPDATE users SET email = $2, timezone = 'Europe/Amsterdam' WHERE id = $1`, u.ID, email); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Pool.Exec(ctx, `INSERT INTO digest_schedules (user_id, frequency, hour, weekday) VALUES ($1, $2, 7, $3)`,
+			u.ID, freq, weekday); err != nil {
 			t.Fatal(err)
 		}
 		if suppressed {
@@ -58,7 +61,8 @@ func TestEnsureConfirmsTheStoredAddressOfAVerifiedClaim(t *testing.T) {
 	read := func(id int64) state {
 		t.Helper()
 		var s state
-		if err := db.Pool.QueryRow(ctx, `SELECT email, email_confirmed_at IS NOT NULL, digest_next_at FROM users WHERE id = $1`, id).
+		if err := db.Pool.QueryRow(ctx, `SELECT u.email, u.email_confirmed_at IS NOT NULL, d.next_at
+			FROM users u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1`, id).
 			Scan(&s.email, &s.confirmed, &s.next); err != nil {
 			t.Fatal(err)
 		}

@@ -194,15 +194,23 @@ func (l *outcomes) flush(ctx context.Context) error {
 func (d *Digester) reserve(ctx context.Context, ids []int64) (rows []digestRow, done map[int64]State, later []int64, err error) {
 	err = d.db.InTx(ctx, func(tx pgx.Tx) error {
 		rows, done, later = nil, map[int64]State{}, nil
+		// Every digest's user gets a schedule row (one made only by a
+		// by-hand digest may lack it), which the reservation locks and
+		// moves the watermark of.
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO digest_schedules (user_id) SELECT DISTINCT user_id FROM digests WHERE id = ANY($1)
+			ON CONFLICT (user_id) DO NOTHING`, ids); err != nil {
+			return fmt.Errorf("creating the schedules of %d digests' users: %w", len(ids), err)
+		}
 		r, err := tx.Query(ctx, `
 			SELECT g.id, g.user_id, g.period, g.kind, g.state, g.from_seq, g.to_seq, g.attempts,
 			       coalesce(u.email, ''), u.email_confirmed_at IS NOT NULL,
 			       EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email)),
-			       u.timezone, u.digest_frequency, u.digest_send_empty, u.link_epoch
-			FROM digests g JOIN users u ON u.id = g.user_id
+			       u.timezone, d.frequency, d.send_empty, u.link_epoch
+			FROM digests g JOIN users u ON u.id = g.user_id JOIN digest_schedules d ON d.user_id = g.user_id
 			WHERE g.id = ANY($1)
 			ORDER BY g.id
-			FOR UPDATE OF g, u`, ids)
+			FOR UPDATE OF g, u, d`, ids)
 		if err != nil {
 			return fmt.Errorf("reading %d digests: %w", len(ids), err)
 		}
@@ -275,13 +283,13 @@ func (d *Digester) reserve(ctx context.Context, ids []int64) (rows []digestRow, 
 		// so no other digest of the user can include these papers.
 		rr, err := tx.Query(ctx, `
 			WITH w AS (
-				UPDATE digests g SET from_seq = u.digest_watermark,
-					to_seq = greatest((SELECT high_seq FROM match_state), u.digest_watermark)
-				FROM users u WHERE g.id = ANY($1) AND u.id = g.user_id
+				UPDATE digests g SET from_seq = d.watermark,
+					to_seq = greatest((SELECT high_seq FROM match_state), d.watermark)
+				FROM digest_schedules d WHERE g.id = ANY($1) AND d.user_id = g.user_id
 				RETURNING g.id, g.user_id, g.from_seq, g.to_seq
 			), moved AS (
-				UPDATE users u SET digest_watermark = w.to_seq FROM w
-				WHERE u.id = w.user_id AND u.digest_watermark < w.to_seq
+				UPDATE digest_schedules d SET watermark = w.to_seq FROM w
+				WHERE d.user_id = w.user_id AND d.watermark < w.to_seq
 			)
 			SELECT id, from_seq, to_seq FROM w`, reserveIDs)
 		if err != nil {

@@ -84,10 +84,14 @@ func NewPreferences(db *database.DB, addrs *account.Addresses, now func() time.T
 	return &Preferences{db: db, addrs: addrs, now: now}
 }
 
+// A user without a digest_schedules row reads as the table's column defaults
+// (migration 00005): off, 7 o'clock, Monday, no empty digests, none due.
 const profileColumns = `coalesce(u.email, ''), u.email_confirmed_at IS NOT NULL, coalesce(s.reason, ''), u.timezone,
-	u.digest_frequency, u.digest_hour, u.digest_weekday, u.digest_send_empty, coalesce(u.digest_next_at, 'epoch')`
+	coalesce(d.frequency, 'off'), coalesce(d.hour, 7), coalesce(d.weekday, 1), coalesce(d.send_empty, false),
+	coalesce(d.next_at, 'epoch')`
 
-const profileFrom = `users u LEFT JOIN suppressions s ON s.email = lower(u.email)`
+const profileFrom = `users u LEFT JOIN suppressions s ON s.email = lower(u.email)
+	LEFT JOIN digest_schedules d ON d.user_id = u.id`
 
 func scanProfile(row pgx.Row) (Profile, error) {
 	var p Profile
@@ -133,12 +137,14 @@ func (p *Preferences) Update(ctx context.Context, userID int64, patch ProfilePat
 		if _, err := p.addrs.SetContact(ctx, tx, userID, next.Email, next.Timezone); err != nil {
 			return err
 		}
+		// The user's row lock (above) serialises this with other updates;
+		// the schedule row is created the first time settings are saved.
 		_, err = tx.Exec(ctx, `
-			UPDATE users SET
-				digest_frequency = $2, digest_hour = $3, digest_weekday = $4, digest_send_empty = $5,
-				digest_next_at = $6,
-				digest_watermark = CASE WHEN $7 THEN (SELECT high_seq FROM match_state) ELSE digest_watermark END
-			WHERE id = $1`,
+			INSERT INTO digest_schedules AS d (user_id, frequency, hour, weekday, send_empty, next_at, watermark)
+			VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN (SELECT high_seq FROM match_state) ELSE 0 END)
+			ON CONFLICT (user_id) DO UPDATE SET
+				frequency = $2, hour = $3, weekday = $4, send_empty = $5, next_at = $6,
+				watermark = CASE WHEN $7 THEN (SELECT high_seq FROM match_state) ELSE d.watermark END`,
 			userID, string(next.Digest.Frequency), next.Digest.Hour,
 			int(next.Digest.Weekday), next.Digest.SendEmpty, nullTime(next.NextDigestAt), !wasOn && next.Digest.Frequency != Off)
 		if err != nil {
@@ -211,7 +217,7 @@ func (p *Preferences) AddressConfirmed(ctx context.Context, tx pgx.Tx, userID in
 // suppressed or unconfirmed (in tx): no digest is scheduled for them until
 // the address is confirmed again.
 func (p *Preferences) AddressPaused(ctx context.Context, tx pgx.Tx, userIDs []int64) error {
-	if _, err := tx.Exec(ctx, `UPDATE users SET digest_next_at = NULL WHERE id = ANY($1)`, userIDs); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE digest_schedules SET next_at = NULL WHERE user_id = ANY($1) AND next_at IS NOT NULL`, userIDs); err != nil {
 		return fmt.Errorf("pausing the digests of %d users: %w", len(userIDs), err)
 	}
 	return nil
@@ -220,7 +226,7 @@ func (p *Preferences) AddressPaused(ctx context.Context, tx pgx.Tx, userIDs []in
 // DigestsOff turns the user's digests off (in tx): the one-click
 // unsubscribe.
 func (p *Preferences) DigestsOff(ctx context.Context, tx pgx.Tx, userID int64) error {
-	if _, err := tx.Exec(ctx, `UPDATE users SET digest_frequency = 'off', digest_next_at = NULL WHERE id = $1`, userID); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE digest_schedules SET frequency = 'off', next_at = NULL WHERE user_id = $1`, userID); err != nil {
 		return fmt.Errorf("turning off the digests of user %d: %w", userID, err)
 	}
 	return nil

@@ -37,13 +37,15 @@ func (d *Digester) Schedule(ctx context.Context) (int, error) {
 func (d *Digester) scheduleOnce(ctx context.Context) (queued int, more bool, err error) {
 	now := d.now()
 	err = d.db.InTx(ctx, func(tx pgx.Tx) error {
-		// users_digest_due_idx; SKIP LOCKED lets several schedulers (or a
-		// user editing settings) proceed without waiting.
+		// digest_schedules_due_idx, then users by primary key; SKIP LOCKED
+		// lets several schedulers (or a user editing settings, who holds
+		// the users row) proceed without waiting.
 		rows, err := tx.Query(ctx, `
-			SELECT id, timezone, digest_frequency, digest_hour, digest_weekday, digest_next_at
-			FROM users WHERE digest_next_at <= $1
-			ORDER BY digest_next_at LIMIT $2
-			FOR UPDATE SKIP LOCKED`, now, scheduleBatch)
+			SELECT d.user_id, u.timezone, d.frequency, d.hour, d.weekday, d.next_at
+			FROM digest_schedules d JOIN users u ON u.id = d.user_id
+			WHERE d.next_at <= $1
+			ORDER BY d.next_at LIMIT $2
+			FOR UPDATE OF d, u SKIP LOCKED`, now, scheduleBatch)
 		if err != nil {
 			return fmt.Errorf("finding due digests: %w", err)
 		}
@@ -90,8 +92,8 @@ func (d *Digester) scheduleOnce(ctx context.Context) (queued int, more bool, err
 			return fmt.Errorf("creating %d digests: %w", len(users), err)
 		}
 		if _, err := tx.Exec(ctx, `
-			UPDATE users u SET digest_next_at = n.next
-			FROM unnest($1::bigint[], $2::timestamptz[]) AS n(id, next) WHERE u.id = n.id`, users, nexts); err != nil {
+			UPDATE digest_schedules d SET next_at = n.next
+			FROM unnest($1::bigint[], $2::timestamptz[]) AS n(id, next) WHERE d.user_id = n.id`, users, nexts); err != nil {
 			return fmt.Errorf("moving next digest times: %w", err)
 		}
 		queued = len(ids)
@@ -111,11 +113,12 @@ func (d *Digester) ScheduleInstant(ctx context.Context, tx pgx.Tx, affected []in
 	}
 	due := d.now().Add(InstantDelay)
 	rows, err := tx.Query(ctx, `
-		UPDATE users u SET instant_due_at = $2
-		WHERE u.id = ANY($1) AND u.digest_frequency = 'instant' AND u.instant_due_at IS NULL
+		UPDATE digest_schedules d SET instant_due_at = $2
+		FROM users u
+		WHERE d.user_id = ANY($1) AND u.id = d.user_id AND d.frequency = 'instant' AND d.instant_due_at IS NULL
 		  AND u.email_confirmed_at IS NOT NULL
 		  AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email))
-		RETURNING u.id`, affected, due)
+		RETURNING d.user_id`, affected, due)
 	if err != nil {
 		return fmt.Errorf("scheduling instant alerts: %w", err)
 	}
@@ -135,8 +138,8 @@ func (d *Digester) SendInstant(ctx context.Context, userID int64) error {
 		var freq string
 		var watermark int64
 		if err := tx.QueryRow(ctx, `
-			UPDATE users SET instant_due_at = NULL WHERE id = $1
-			RETURNING digest_frequency, digest_watermark`, userID).Scan(&freq, &watermark); err != nil {
+			UPDATE digest_schedules SET instant_due_at = NULL WHERE user_id = $1
+			RETURNING frequency, watermark`, userID).Scan(&freq, &watermark); err != nil {
 			return database.NotFound(err, fmt.Sprintf("reading user %d", userID))
 		}
 		// A retry after a temporary failure resumes the alert it reserved.
@@ -166,7 +169,9 @@ func scheduleConfirmed(ctx context.Context, tx pgx.Tx, userID int64, now time.Ti
 	var tz, freq string
 	var s DigestSettings
 	var weekday int
-	if err := tx.QueryRow(ctx, `SELECT timezone, digest_frequency, digest_hour, digest_weekday FROM users WHERE id = $1`, userID).
+	if err := tx.QueryRow(ctx, `
+		SELECT u.timezone, coalesce(d.frequency, 'off'), coalesce(d.hour, 7), coalesce(d.weekday, 1)
+		FROM users u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1`, userID).
 		Scan(&tz, &freq, &s.Hour, &weekday); err != nil {
 		return fmt.Errorf("reading digest settings of user %d: %w", userID, err)
 	}
@@ -174,7 +179,7 @@ func scheduleConfirmed(ctx context.Context, tx pgx.Tx, userID int64, now time.Ti
 	if s.Frequency != Daily && s.Frequency != Weekly {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `UPDATE users SET digest_next_at = $2 WHERE id = $1 AND digest_next_at IS NULL`,
+	_, err := tx.Exec(ctx, `UPDATE digest_schedules SET next_at = $2 WHERE user_id = $1 AND next_at IS NULL`,
 		userID, NextOccurrence(now, zone(tz), s))
 	return err
 }

@@ -171,8 +171,9 @@ func (d *Digester) Preview(ctx context.Context, userID int64) (DigestContent, er
 	row := digestRow{userID: userID, kind: "manual"}
 	var from, to int64
 	err := d.db.Pool.QueryRow(ctx, `
-		SELECT u.digest_watermark, (SELECT high_seq FROM match_state), u.timezone, u.digest_frequency, u.link_epoch, coalesce(u.email, '')
-		FROM users u WHERE u.id = $1`, userID).Scan(&from, &to, &row.tz, &row.freq, &row.epoch, &row.email)
+		SELECT coalesce(d.watermark, 0), (SELECT high_seq FROM match_state), u.timezone, coalesce(d.frequency, 'off'),
+		       u.link_epoch, coalesce(u.email, '')
+		FROM users u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1`, userID).Scan(&from, &to, &row.tz, &row.freq, &row.epoch, &row.email)
 	if err != nil {
 		return DigestContent{}, database.NotFound(err, fmt.Sprintf("reading user %d", userID))
 	}
@@ -197,7 +198,10 @@ func (d *Digester) SendNow(ctx context.Context, userID int64) (Outcome, error) {
 		var tz, freq string
 		var next *time.Time
 		var watermark int64
-		if err := tx.QueryRow(ctx, `SELECT timezone, digest_frequency, digest_next_at, digest_watermark FROM users WHERE id = $1 FOR UPDATE`,
+		if err := tx.QueryRow(ctx, `
+			SELECT u.timezone, coalesce(d.frequency, 'off'), d.next_at, coalesce(d.watermark, 0)
+			FROM users u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1
+			FOR UPDATE OF u`,
 			userID).Scan(&tz, &freq, &next, &watermark); err != nil {
 			return database.NotFound(err, fmt.Sprintf("reading user %d", userID))
 		}
