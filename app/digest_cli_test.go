@@ -127,7 +127,7 @@ func (w *digestWorld) ledger(t *testing.T) map[string]int {
 func (w *digestWorld) nextAt(t *testing.T) *time.Time {
 	t.Helper()
 	var next *time.Time
-	if err := w.db.Pool.QueryRow(context.Background(), `SELECT digest_next_at FROM users WHERE sub = $1`, w.sub).Scan(&next); err != nil {
+	if err := w.db.Pool.QueryRow(context.Background(), `SELECT d.next_at FROM users u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.sub = $1`, w.sub).Scan(&next); err != nil {
 		t.Fatal(err)
 	}
 	return next

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"followfeed/account"
 	"followfeed/auth"
 	"followfeed/config"
 	"followfeed/database"
@@ -19,6 +20,7 @@ import (
 	"followfeed/harvest"
 	"followfeed/httpapi"
 	"followfeed/internal/httpclient"
+	"followfeed/mail"
 	"followfeed/match"
 	"followfeed/notify"
 	"followfeed/paper"
@@ -34,7 +36,9 @@ type services struct {
 	enqueuer *worker.Enqueuer
 
 	verifier  *auth.Verifier
-	users     *auth.Users
+	users     *account.Users
+	addrs     *account.Addresses
+	confirms  *notify.Confirmations
 	follows   *follow.Service
 	ingester  *paper.Store
 	matcher   *match.Service
@@ -42,7 +46,7 @@ type services struct {
 	harvester *harvest.Harvester
 	enricher  *harvest.Enricher
 	feeds     *feeds.Service
-	sender    notify.Sender
+	sender    mail.Sender
 	digester  *notify.Digester
 	signer    *auth.LinkSigner
 }
@@ -56,12 +60,15 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	if s.verifier, err = newVerifier(ctx, cfg, logger); err != nil {
 		return nil, err
 	}
-	s.users = auth.NewUsers(db)
+	s.signer = auth.NewLinkSigner(cfg.SecretKey)
+	s.users = account.NewUsers(db)
+	s.addrs = account.NewAddresses(db, s.signer, cfg.PublicURL, s.enqueuer)
 	s.follows = follow.NewService(db)
 	s.ingester = paper.NewStore(db, s.enqueuer)
 	s.matcher = match.NewService(db)
-	s.prefs = notify.NewPreferences(db, s.enqueuer, hooks.Now)
-	s.users.OnConfirm(s.prefs.AfterConfirm)
+	s.prefs = notify.NewPreferences(db, s.addrs, hooks.Now)
+	s.users.OnConfirm(s.prefs.AddressConfirmed)
+	s.addrs.OnDigests(s.prefs)
 	oai := harvest.NewOAIClient(harvest.OAIConfig{
 		BaseURL: cfg.ArxivOAIURL.String(),
 		Format:  cfg.ArxivOAIFormat,
@@ -76,15 +83,15 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	})
 	s.enricher = harvest.NewEnricher(s.ingester, openalex, harvest.DefaultEnrichPolicy, logger, nil)
 	s.feeds = feeds.NewService(db, feeds.NewTokens(db, cfg.SecretKey), s.matcher, s.follows, cfg.PublicURL, cfg.WebSubHubURL, cfg.SecretKey)
-	s.signer = auth.NewLinkSigner(cfg.SecretKey)
 	if s.sender, err = newSender(cfg, logger); err != nil {
 		return nil, err
 	}
 	s.digester = notify.NewDigester(notify.DigesterConfig{
 		DB: db, Matcher: s.matcher, Follows: s.follows, Sender: s.sender, Enqueuer: s.enqueuer,
-		Links: feedLinks{s.feeds}, Signer: s.signer, From: cfg.MailFrom, BaseURL: cfg.PublicURL,
+		Links: feedLinks{s.feeds}, Addresses: s.addrs, From: cfg.MailFrom, BaseURL: cfg.PublicURL,
 		Mailto: cfg.MailUnsubscribeMailto, Logger: logger, Now: hooks.Now,
 	})
+	s.confirms = notify.NewConfirmations(s.addrs, s.sender, cfg.MailFrom, cfg.PublicURL, hooks.Now)
 	s.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 		return s.digester.ScheduleInstant(ctx, tx, res.Users)
 	})
@@ -108,11 +115,11 @@ func (s *services) close() {
 }
 
 // newSender delivers mail over SMTP_URL, or writes .eml files to MAIL_DIR.
-func newSender(cfg *config.Config, logger *slog.Logger) (notify.Sender, error) {
+func newSender(cfg *config.Config, logger *slog.Logger) (mail.Sender, error) {
 	if cfg.SMTPURL == nil {
-		return notify.NewDirSender(cfg.MailDir), nil
+		return mail.NewDirSender(cfg.MailDir), nil
 	}
-	snd, err := notify.NewSMTPSender(cfg.SMTPURL.String(), notify.SMTPOptions{Logger: logger, HeloName: cfg.PublicURL.Hostname()})
+	snd, err := mail.NewSMTPSender(cfg.SMTPURL.String(), mail.SMTPOptions{Logger: logger, HeloName: cfg.PublicURL.Hostname()})
 	if err != nil {
 		return nil, &config.Error{Var: "SMTP_URL", Reason: err.Error()}
 	}
@@ -180,7 +187,7 @@ func (s *services) jobs(cfg *config.Config) []worker.Registration {
 			Every(cfg.DigestScheduleInterval, func() river.JobArgs { return worker.ScheduleDigestsArgs{} }, true),
 		worker.Register(&worker.DigestWorker{Digester: s.digester, Logger: s.logger}),
 		worker.Register(&worker.InstantWorker{Digester: s.digester}),
-		worker.Register(&worker.ConfirmWorker{Digester: s.digester}),
+		worker.Register(&worker.ConfirmWorker{Confirmations: s.confirms}),
 		worker.Register(&worker.WebSubWorker{Publisher: feeds.NewPublisher(hub, httpclient.New(30*time.Second, 64<<10))}),
 		harvest,
 		worker.Register(&worker.EnrichWorker{Enricher: s.enricher, Logger: s.logger}).
@@ -191,15 +198,16 @@ func (s *services) jobs(cfg *config.Config) []worker.Registration {
 // routes registers the product routes.
 func (s *services) routes(cfg *config.Config) func(*http.ServeMux) {
 	api := &httpapi.API{
-		Logger:   s.logger,
-		Verifier: s.verifier,
-		Users:    s.users,
-		Follows:  s.follows,
-		Ingester: s.ingester,
-		Prefs:    s.prefs,
-		Feeds:    s.feeds,
-		PerIP:    httpapi.NewLimiter(cfg.RateLimitPerIP, int(2*cfg.RateLimitPerIP)+1),
-		PerUser:  httpapi.NewLimiter(cfg.RateLimitPerUser, int(2*cfg.RateLimitPerUser)+1),
+		Logger:    s.logger,
+		Verifier:  s.verifier,
+		Users:     s.users,
+		Addresses: s.addrs,
+		Follows:   s.follows,
+		Ingester:  s.ingester,
+		Prefs:     s.prefs,
+		Feeds:     s.feeds,
+		PerIP:     httpapi.NewLimiter(cfg.RateLimitPerIP, int(2*cfg.RateLimitPerIP)+1),
+		PerUser:   httpapi.NewLimiter(cfg.RateLimitPerUser, int(2*cfg.RateLimitPerUser)+1),
 	}
 	feedRoutes := &httpapi.FeedRoutes{
 		Logger: s.logger,
@@ -209,8 +217,8 @@ func (s *services) routes(cfg *config.Config) func(*http.ServeMux) {
 		Misses: httpapi.NewLimiter(20.0/60, 20),
 		PerIP:  api.PerIP,
 	}
-	emailPages := &httpapi.EmailPages{Logger: s.logger, Digester: s.digester, PerIP: api.PerIP}
-	settings := httpapi.NewSettings(httpapi.Settings{Logger: s.logger, Verifier: s.verifier, Users: s.users, Follows: s.follows,
+	emailPages := &httpapi.EmailPages{Logger: s.logger, Addresses: s.addrs, PerIP: api.PerIP}
+	settings := httpapi.NewSettings(httpapi.Settings{Logger: s.logger, Verifier: s.verifier, Users: s.users, Addresses: s.addrs, Follows: s.follows,
 		Feeds: s.feeds, Prefs: s.prefs, Digester: s.digester, Signer: s.signer, Secure: cfg.PublicURL.Scheme == "https",
 		DevLogin: !cfg.IsProduction(), PerIP: api.PerIP}, cfg.SecretKey)
 	embed := &httpapi.Embed{Logger: s.logger, FrameOrigins: cfg.CORSOrigins, PublicURL: cfg.PublicURL.String()}

@@ -7,12 +7,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"followfeed/account"
 	"followfeed/database"
 )
 
@@ -40,13 +38,16 @@ type State struct {
 // salt, and the token is HMAC(SECRET_KEY, user id, salt), so the server can
 // show a user their URL again while a copy of the database alone reveals no
 // token.
+// The salt and hash are stored by account.FeedTokens.
 type Tokens struct {
-	db     *database.DB
+	store  *account.FeedTokens
 	secret []byte
 }
 
 // NewTokens returns the token store; secret is SECRET_KEY.
-func NewTokens(db *database.DB, secret []byte) *Tokens { return &Tokens{db: db, secret: secret} }
+func NewTokens(db *database.DB, secret []byte) *Tokens {
+	return &Tokens{store: account.NewFeedTokens(db), secret: secret}
+}
 
 func (t *Tokens) derive(userID int64, salt []byte) string {
 	m := hmac.New(sha256.New, t.secret)
@@ -64,10 +65,9 @@ func hashToken(tok string) []byte {
 
 // Token returns the user's current token, issuing one the first time.
 func (t *Tokens) Token(ctx context.Context, userID int64) (string, error) {
-	var salt []byte
-	err := t.db.Pool.QueryRow(ctx, `SELECT token_salt FROM user_feeds WHERE user_id = $1`, userID).Scan(&salt)
+	salt, err := t.store.Salt(ctx, userID)
 	if err != nil {
-		return "", database.NotFound(err, fmt.Sprintf("reading feed token of user %d", userID))
+		return "", err
 	}
 	if salt != nil {
 		return t.derive(userID, salt), nil
@@ -78,25 +78,13 @@ func (t *Tokens) Token(ctx context.Context, userID int64) (string, error) {
 // TokensMany returns the current tokens of several users, issuing the
 // missing ones.
 func (t *Tokens) TokensMany(ctx context.Context, userIDs []int64) (map[int64]string, error) {
-	rows, err := t.db.Pool.Query(ctx, `SELECT user_id, token_salt FROM user_feeds WHERE user_id = ANY($1)`, userIDs)
+	salts, err := t.store.Salts(ctx, userIDs)
 	if err != nil {
-		return nil, fmt.Errorf("reading feed tokens of %d users: %w", len(userIDs), err)
+		return nil, err
 	}
 	out := make(map[int64]string, len(userIDs))
-	for rows.Next() {
-		var id int64
-		var salt []byte
-		if err := rows.Scan(&id, &salt); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		if salt != nil {
-			out[id] = t.derive(id, salt)
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
+	for id, salt := range salts {
+		out[id] = t.derive(id, salt)
 	}
 	for _, id := range userIDs {
 		if _, ok := out[id]; !ok {
@@ -121,18 +109,14 @@ func (t *Tokens) issue(ctx context.Context, userID int64, onlyIfMissing bool) (s
 		return "", err
 	}
 	tok := t.derive(userID, salt)
-	var stored []byte
 	// onlyIfMissing: two first requests racing both keep the same token
 	// (the loser reads the winner's salt).
-	err := t.db.Pool.QueryRow(ctx, `
-		UPDATE user_feeds SET token_salt = $2, token_hash = $3, version = version + 1, changed_at = now()
-		WHERE user_id = $1 AND ($4 = false OR token_salt IS NULL)
-		RETURNING token_salt`, userID, salt, hashToken(tok), onlyIfMissing).Scan(&stored)
-	if errors.Is(err, pgx.ErrNoRows) && onlyIfMissing {
-		return t.Token(ctx, userID)
-	}
+	stored, err := t.store.Store(ctx, userID, salt, hashToken(tok), onlyIfMissing)
 	if err != nil {
-		return "", database.NotFound(err, fmt.Sprintf("issuing feed token of user %d", userID))
+		return "", err
+	}
+	if !stored {
+		return t.Token(ctx, userID)
 	}
 	return tok, nil
 }
@@ -144,16 +128,14 @@ func (t *Tokens) Lookup(ctx context.Context, tok string) (State, error) {
 	if !WellFormed(tok) {
 		return State{}, ErrUnknownToken
 	}
-	var st State
-	err := t.db.Pool.QueryRow(ctx, `
-		SELECT user_id, version, changed_at FROM user_feeds WHERE token_hash = $1`, hashToken(tok)).Scan(&st.UserID, &st.Version, &st.ChangedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
+	st, ok, err := t.store.Lookup(ctx, hashToken(tok))
+	if err != nil {
+		return State{}, err
+	}
+	if !ok {
 		return State{}, ErrUnknownToken
 	}
-	if err != nil {
-		return State{}, fmt.Errorf("looking up feed token: %w", err)
-	}
-	return st, nil
+	return State(st), nil
 }
 
 // WellFormed reports whether s looks like a token we issue.

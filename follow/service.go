@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/account"
 	"followfeed/apperr"
 	"followfeed/database"
 )
@@ -310,10 +311,7 @@ func lockUser(ctx context.Context, tx pgx.Tx, userID int64) error {
 
 // bumpFeed marks the user's feeds changed (new ETag).
 func bumpFeed(ctx context.Context, tx pgx.Tx, userID int64) error {
-	if _, err := tx.Exec(ctx, `UPDATE user_feeds SET version = version + 1, changed_at = now() WHERE user_id = $1`, userID); err != nil {
-		return fmt.Errorf("bumping feed version of user %d: %w", userID, err)
-	}
-	return nil
+	return account.BumpFeeds(ctx, tx, userID)
 }
 
 // Cursors are opaque to clients: base64url(created_at in µs, key).

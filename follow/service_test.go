@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"followfeed/account"
 	"followfeed/apperr"
 	"followfeed/auth"
 	"followfeed/database"
@@ -14,7 +15,7 @@ import (
 
 func newUser(t *testing.T, db *database.DB, sub string) int64 {
 	t.Helper()
-	u, err := auth.NewUsers(db).Ensure(context.Background(), &auth.Claims{Subject: sub})
+	u, err := account.NewUsers(db).Ensure(context.Background(), &auth.Claims{Subject: sub})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"followfeed/account"
 	"followfeed/apperr"
 	"followfeed/auth"
 	"followfeed/feeds"
@@ -29,13 +30,14 @@ type TokenVerifier interface {
 
 // API serves the JSON API under /v1.
 type API struct {
-	Logger   *slog.Logger
-	Verifier TokenVerifier
-	Users    *auth.Users
-	Follows  *follow.Service
-	Ingester *paper.Store
-	Prefs    *notify.Preferences
-	Feeds    *feeds.Service
+	Logger    *slog.Logger
+	Verifier  TokenVerifier
+	Users     *account.Users
+	Addresses *account.Addresses
+	Follows   *follow.Service
+	Ingester  *paper.Store
+	Prefs     *notify.Preferences
+	Feeds     *feeds.Service
 	// PerIP and PerUser rate-limit requests (nil: unlimited).
 	PerIP   *Limiter
 	PerUser *Limiter
@@ -83,7 +85,7 @@ func (a *API) writeAuthError(w http.ResponseWriter, r *http.Request, err error) 
 	writeError(w, r, a.Logger, err)
 }
 
-type userHandler func(w http.ResponseWriter, r *http.Request, u *auth.User) error
+type userHandler func(w http.ResponseWriter, r *http.Request, u *account.User) error
 
 // userRoute requires a signed-in user (not a service token), applies the
 // per-IP and per-user limits, and maps the handler's error to a problem.
@@ -150,7 +152,7 @@ type meJSON struct {
 	CreatedAt      time.Time  `json:"created_at"`
 }
 
-func toMeJSON(u *auth.User, p notify.Profile) meJSON {
+func toMeJSON(u *account.User, p notify.Profile) meJSON {
 	d := digestJSON{Frequency: string(p.Digest.Frequency), Hour: p.Digest.Hour,
 		Weekday: strings.ToLower(p.Digest.Weekday.String()), SendEmpty: p.Digest.SendEmpty}
 	if !p.NextDigestAt.IsZero() {
@@ -161,7 +163,7 @@ func toMeJSON(u *auth.User, p notify.Profile) meJSON {
 		Timezone: p.Timezone, Digest: d, CreatedAt: u.CreatedAt.UTC()}
 }
 
-func (a *API) getMe(w http.ResponseWriter, r *http.Request, u *auth.User) error {
+func (a *API) getMe(w http.ResponseWriter, r *http.Request, u *account.User) error {
 	p, err := a.Prefs.Get(r.Context(), u.ID)
 	if err != nil {
 		return err
@@ -172,8 +174,8 @@ func (a *API) getMe(w http.ResponseWriter, r *http.Request, u *auth.User) error 
 
 // revokeEmailLinks makes the links in the user's earlier emails stop
 // working (a leaked "manage preferences" link, say): 204.
-func (a *API) revokeEmailLinks(w http.ResponseWriter, r *http.Request, u *auth.User) error {
-	if err := a.Prefs.RevokeLinks(r.Context(), u.ID); err != nil {
+func (a *API) revokeEmailLinks(w http.ResponseWriter, r *http.Request, u *account.User) error {
+	if err := a.Addresses.RevokeLinks(r.Context(), u.ID); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -193,7 +195,7 @@ type mePatch struct {
 	Digest   *digestPatch `json:"digest"`
 }
 
-func (a *API) patchMe(w http.ResponseWriter, r *http.Request, u *auth.User) error {
+func (a *API) patchMe(w http.ResponseWriter, r *http.Request, u *account.User) error {
 	var body mePatch
 	if err := decodeJSON(r, &body, false); err != nil {
 		return err
@@ -227,7 +229,7 @@ func toFollowJSON(f follow.Follow) followJSON {
 		IncludeCrossLists: f.IncludeCrossLists, IncludeReplacements: f.IncludeReplacements, CreatedAt: f.CreatedAt.UTC()}
 }
 
-func (a *API) listFollows(w http.ResponseWriter, r *http.Request, u *auth.User) error {
+func (a *API) listFollows(w http.ResponseWriter, r *http.Request, u *account.User) error {
 	q := r.URL.Query()
 	limit := 0
 	if s := q.Get("limit"); s != "" {
@@ -258,7 +260,7 @@ type followOptions struct {
 	Label               *string `json:"label"`
 }
 
-func (a *API) putFollow(w http.ResponseWriter, r *http.Request, u *auth.User) error {
+func (a *API) putFollow(w http.ResponseWriter, r *http.Request, u *account.User) error {
 	t, err := follow.ParseTarget(r.PathValue("kind"), r.PathValue("id"))
 	if err != nil {
 		return err
@@ -281,7 +283,7 @@ func (a *API) putFollow(w http.ResponseWriter, r *http.Request, u *auth.User) er
 	return nil
 }
 
-func (a *API) deleteFollow(w http.ResponseWriter, r *http.Request, u *auth.User) error {
+func (a *API) deleteFollow(w http.ResponseWriter, r *http.Request, u *account.User) error {
 	t, err := follow.ParseTarget(r.PathValue("kind"), r.PathValue("id"))
 	if err != nil {
 		return err

@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"followfeed/account"
 	"followfeed/apperr"
-	"followfeed/auth"
 	"followfeed/feeds"
 	"followfeed/follow"
 )
@@ -282,7 +282,7 @@ type followLink struct {
 	JSON string `json:"json"`
 }
 
-func (a *API) feedLinks(r *http.Request, u *auth.User, token string) (feedLinks, error) {
+func (a *API) feedLinks(r *http.Request, u *account.User, token string) (feedLinks, error) {
 	fs, err := a.Follows.All(r.Context(), u.ID)
 	if err != nil {
 		return feedLinks{}, err
@@ -305,7 +305,7 @@ func (a *API) feedLinks(r *http.Request, u *auth.User, token string) (feedLinks,
 	return out, nil
 }
 
-func (a *API) getFeeds(w http.ResponseWriter, r *http.Request, u *auth.User) error {
+func (a *API) getFeeds(w http.ResponseWriter, r *http.Request, u *account.User) error {
 	tok, err := a.Feeds.Tokens().Token(r.Context(), u.ID)
 	if err != nil {
 		return err
@@ -318,7 +318,7 @@ func (a *API) getFeeds(w http.ResponseWriter, r *http.Request, u *auth.User) err
 	return nil
 }
 
-func (a *API) rotateFeedToken(w http.ResponseWriter, r *http.Request, u *auth.User) error {
+func (a *API) rotateFeedToken(w http.ResponseWriter, r *http.Request, u *account.User) error {
 	tok, err := a.Feeds.Tokens().Rotate(r.Context(), u.ID)
 	if err != nil {
 		return err

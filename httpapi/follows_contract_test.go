@@ -195,7 +195,7 @@ type contractMe struct {
 	EmailConfirmed bool   `json:"email_confirmed"`
 }
 
-// TestUnverifiedEmailIsNotRecorded protects auth.Users.Ensure: an email
+// TestUnverifiedEmailIsNotRecorded protects account.Users.Ensure: an email
 // claim counts only with email_verified true. Tokens saying false (as a JSON
 // bool or the string "false"), or not saying it (what `followfeed token
 // --unverified` mints), must neither create the user with that address nor

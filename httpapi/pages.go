@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"followfeed/account"
 	"followfeed/auth"
-	"followfeed/notify"
 	"followfeed/web"
 )
 
@@ -82,9 +82,9 @@ func renderPage(w http.ResponseWriter, r *http.Request, logger *slog.Logger, sta
 // confirmation. A GET only shows a page with a button; link scanners that
 // follow every GET change nothing.
 type EmailPages struct {
-	Logger   *slog.Logger
-	Digester *notify.Digester
-	PerIP    *Limiter
+	Logger    *slog.Logger
+	Addresses *account.Addresses
+	PerIP     *Limiter
 }
 
 // Register adds the routes to mux.
@@ -118,7 +118,7 @@ func (p *EmailPages) unsubscribePage(w http.ResponseWriter, r *http.Request) {
 	if p.limited(w, r) {
 		return
 	}
-	email, err := p.Digester.CheckUnsubscribe(r.Context(), r.PathValue("token"))
+	email, err := p.Addresses.CheckUnsubscribe(r.Context(), r.PathValue("token"))
 	if err != nil {
 		p.badLink(w, r, err)
 		return
@@ -133,7 +133,7 @@ func (p *EmailPages) unsubscribe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
-	email, err := p.Digester.Unsubscribe(r.Context(), r.PathValue("token"))
+	email, err := p.Addresses.Unsubscribe(r.Context(), r.PathValue("token"))
 	if err != nil {
 		p.badLink(w, r, err)
 		return
@@ -146,7 +146,7 @@ func (p *EmailPages) confirmPage(w http.ResponseWriter, r *http.Request) {
 	if p.limited(w, r) {
 		return
 	}
-	email, err := p.Digester.CheckConfirm(r.Context(), r.PathValue("token"))
+	email, err := p.Addresses.CheckConfirm(r.Context(), r.PathValue("token"))
 	if err != nil {
 		p.badLink(w, r, err)
 		return
@@ -158,7 +158,7 @@ func (p *EmailPages) confirm(w http.ResponseWriter, r *http.Request) {
 	if p.limited(w, r) {
 		return
 	}
-	email, err := p.Digester.Confirm(r.Context(), r.PathValue("token"))
+	email, err := p.Addresses.Confirm(r.Context(), r.PathValue("token"))
 	if err != nil {
 		p.badLink(w, r, err)
 		return

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"followfeed/account"
 	"followfeed/apperr"
 	"followfeed/auth"
 	"followfeed/feeds"
@@ -34,14 +35,15 @@ const sessionTTL = 12 * time.Hour
 // "manage preferences" link from a mail opens the email part without a
 // session.
 type Settings struct {
-	Logger   *slog.Logger
-	Verifier TokenVerifier
-	Users    *auth.Users
-	Follows  *follow.Service
-	Feeds    *feeds.Service
-	Prefs    *notify.Preferences
-	Digester *notify.Digester
-	Signer   *auth.LinkSigner
+	Logger    *slog.Logger
+	Verifier  TokenVerifier
+	Users     *account.Users
+	Addresses *account.Addresses
+	Follows   *follow.Service
+	Feeds     *feeds.Service
+	Prefs     *notify.Preferences
+	Digester  *notify.Digester
+	Signer    *auth.LinkSigner
 	// Secure marks cookies Secure (PUBLIC_URL is https).
 	Secure bool
 	// DevLogin shows a paste-a-token form on /login (development).
@@ -89,7 +91,7 @@ func (s *Settings) csrfFor(bound string) string {
 // who resolves the request's session cookie or manage token.
 func (s *Settings) who(r *http.Request, manageToken string) (*viewer, error) {
 	if manageToken != "" {
-		uid, err := s.Digester.ManageUser(r.Context(), manageToken)
+		uid, err := s.Addresses.ManageUser(r.Context(), manageToken)
 		if err != nil {
 			return nil, err
 		}
@@ -412,7 +414,7 @@ func (s *Settings) postEmail(w http.ResponseWriter, r *http.Request) {
 		}
 		// Saving a paused (suppressed) address again asks for confirmation.
 		if patch.Email != nil && before.Suppressed != "" && strings.EqualFold(strings.TrimSpace(*patch.Email), before.Email) {
-			if err := s.Prefs.Reconfirm(r.Context(), v.userID); err != nil {
+			if err := s.Addresses.Reconfirm(r.Context(), v.userID); err != nil {
 				return "", err
 			}
 			patch.Email = nil

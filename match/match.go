@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/account"
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/paper"
@@ -128,10 +129,8 @@ func (s *Service) AffectedUsers(ctx context.Context, tx pgx.Tx, fromSeq, toSeq i
 		return res, nil
 	}
 	// One primary-key probe and a HOT update per affected user.
-	if _, err := tx.Exec(ctx, `
-		UPDATE user_feeds uf SET version = uf.version + 1, changed_at = now()
-		FROM unnest($1::bigint[]) AS a(user_id) WHERE uf.user_id = a.user_id`, refreshed); err != nil {
-		return res, fmt.Errorf("bumping the feed versions of %d users: %w", len(refreshed), err)
+	if err := account.BumpFeeds(ctx, tx, refreshed...); err != nil {
+		return res, err
 	}
 	return res, nil
 }

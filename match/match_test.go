@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"followfeed/account"
 	"followfeed/auth"
 	"followfeed/database"
 	"followfeed/follow"
@@ -37,7 +38,7 @@ func setup(t *testing.T) *env {
 }
 
 func (e *env) user(sub string) int64 {
-	u, err := auth.NewUsers(e.db).Ensure(e.ctx, &auth.Claims{Subject: sub})
+	u, err := account.NewUsers(e.db).Ensure(e.ctx, &auth.Claims{Subject: sub})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"math/rand/v2"
 	"mime"
 	"mime/multipart"
-	"net/mail"
+	netmail "net/mail"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -27,11 +27,13 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"followfeed/account"
 	"followfeed/auth"
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/internal/testdb"
 	"followfeed/internal/testsmtp"
+	"followfeed/mail"
 	"followfeed/match"
 	"followfeed/notify"
 	"followfeed/paper"
@@ -47,16 +49,18 @@ func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t 
 func (c *clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 type env struct {
-	t       *testing.T
-	ctx     context.Context
-	db      *database.DB
-	in      *paper.Store
-	follows *follow.Service
-	matcher *match.Service
-	prefs   *notify.Preferences
-	d       *notify.Digester
-	clk     *clock
-	smtp    *testsmtp.Server
+	t        *testing.T
+	ctx      context.Context
+	db       *database.DB
+	in       *paper.Store
+	follows  *follow.Service
+	matcher  *match.Service
+	prefs    *notify.Preferences
+	addrs    *account.Addresses
+	confirms *notify.Confirmations
+	d        *notify.Digester
+	clk      *clock
+	smtp     *testsmtp.Server
 }
 
 type noLinks struct{}
@@ -82,23 +86,26 @@ func setup(t *testing.T, opts testsmtp.Options, dir string) *env {
 	e.in = paper.NewStore(e.db, enq)
 	e.follows = follow.NewService(e.db)
 	e.matcher = match.NewService(e.db)
-	e.prefs = notify.NewPreferences(e.db, enq, e.clk.Now)
-	var sender notify.Sender
+	base, _ := url.Parse("https://followfeed.test")
+	e.addrs = account.NewAddresses(e.db, auth.NewLinkSigner([]byte("0123456789abcdef0123456789abcdef")), base, enq)
+	e.prefs = notify.NewPreferences(e.db, e.addrs, e.clk.Now)
+	e.addrs.OnDigests(e.prefs)
+	var sender mail.Sender
 	if dir != "" {
-		sender = notify.NewDirSender(dir)
+		sender = mail.NewDirSender(dir)
 	} else {
 		e.smtp = testsmtp.Start(t, opts)
-		s, err := notify.NewSMTPSender(e.smtp.URL(), notify.SMTPOptions{Timeout: 2 * time.Second})
+		s, err := mail.NewSMTPSender(e.smtp.URL(), mail.SMTPOptions{Timeout: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
 		sender = s
 	}
-	base, _ := url.Parse("https://followfeed.test")
 	e.d = notify.NewDigester(notify.DigesterConfig{DB: e.db, Matcher: e.matcher, Follows: e.follows, Sender: sender, Enqueuer: enq,
-		Links: noLinks{}, Signer: auth.NewLinkSigner([]byte("0123456789abcdef0123456789abcdef")),
-		From: &mail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, BaseURL: base, Now: e.clk.Now})
+		Links: noLinks{}, Addresses: e.addrs,
+		From: &netmail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, BaseURL: base, Now: e.clk.Now})
+	e.confirms = notify.NewConfirmations(e.addrs, sender, &netmail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, base, e.clk.Now)
 	e.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 		return e.d.ScheduleInstant(ctx, tx, res.Users)
 	})
@@ -107,7 +114,7 @@ func setup(t *testing.T, opts testsmtp.Options, dir string) *env {
 
 // reader creates a user with a confirmed address, follows and settings.
 func (e *env) reader(sub string, freq notify.Frequency, tz string, hour int, follows ...string) int64 {
-	u, err := auth.NewUsers(e.db).Ensure(e.ctx, &auth.Claims{Subject: sub, Email: sub + "@example.org", EmailVerified: true})
+	u, err := account.NewUsers(e.db).Ensure(e.ctx, &auth.Claims{Subject: sub, Email: sub + "@example.org", EmailVerified: true})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -290,14 +297,14 @@ func TestTransientFailureThenSuccessSendsOnce(t *testing.T) {
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
 	id := e.scheduled()[0]
 	out, err := e.d.Send(e.ctx, id)
-	if !errors.Is(err, notify.ErrRetry) || out.State != "pending" {
+	if !errors.Is(err, notify.ErrRetry) || out.State != notify.StatePending {
 		t.Fatalf("first attempt: %+v %v", out, err)
 	}
 	if s, reply := e.state(id); s != "pending" || !strings.Contains(reply, "421") {
 		t.Fatalf("ledger after 421: %s %q", s, reply)
 	}
 	out, err = e.d.Send(e.ctx, id) // River's retry
-	if err != nil || out.State != "sent" {
+	if err != nil || out.State != notify.StateSent {
 		t.Fatalf("retry: %+v %v", out, err)
 	}
 	if _, err := e.d.Send(e.ctx, id); err != nil { // a duplicate job
@@ -321,7 +328,7 @@ func TestPermanentFailureSuppressesWithoutRetry(t *testing.T) {
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
 	id := e.scheduled()[0]
 	out, err := e.d.Send(e.ctx, id)
-	if err != nil || out.State != "failed" {
+	if err != nil || out.State != notify.StateFailed {
 		t.Fatalf("550: %+v %v (want failed, no retry error)", out, err)
 	}
 	p, _ := e.prefs.Get(e.ctx, uid)
@@ -346,10 +353,10 @@ func TestConnectionDroppedAfterDataIsNotResent(t *testing.T) {
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
 	id := e.scheduled()[0]
 	out, err := e.d.Send(e.ctx, id)
-	if err != nil || out.State != "unknown" {
+	if err != nil || out.State != notify.StateUnknown {
 		t.Fatalf("dropped after DATA: %+v %v", out, err)
 	}
-	if out, err := e.d.Send(e.ctx, id); err != nil || out.State != "unknown" {
+	if out, err := e.d.Send(e.ctx, id); err != nil || out.State != notify.StateUnknown {
 		t.Fatalf("retry: %+v %v", out, err)
 	}
 	if got := e.smtp.Connections(); got != 1 {
@@ -370,10 +377,10 @@ func TestCancelledMidSendDoesNotDuplicate(t *testing.T) {
 	ctx, cancel := context.WithCancel(e.ctx)
 	go func() { time.Sleep(300 * time.Millisecond); cancel() }()
 	out, err := e.d.Send(ctx, id)
-	if err != nil || out.State != "sent" {
+	if err != nil || out.State != notify.StateSent {
 		t.Fatalf("cancelled mid-send: %+v %v", out, err)
 	}
-	if out, _ := e.d.Send(e.ctx, id); out.State != "sent" {
+	if out, _ := e.d.Send(e.ctx, id); out.State != notify.StateSent {
 		t.Fatalf("retry: %+v", out)
 	}
 	if n := len(e.smtp.Messages()); n != 1 {
@@ -392,7 +399,7 @@ func TestCrashWhileSendingIsNotResent(t *testing.T) {
 	id := e.scheduled()[0]
 	e.db.Pool.Exec(e.ctx, `UPDATE digests SET state = 'sending', from_seq = 0, to_seq = 1 WHERE id = $1`, id)
 	out, err := e.d.Send(e.ctx, id)
-	if err != nil || out.State != "unknown" || len(e.smtp.Messages()) != 0 {
+	if err != nil || out.State != notify.StateUnknown || len(e.smtp.Messages()) != 0 {
 		t.Fatalf("after a crash: %+v %v, %d messages", out, err, len(e.smtp.Messages()))
 	}
 }
@@ -506,7 +513,7 @@ func TestDoubleOptIn(t *testing.T) {
 	if n, _ := e.d.Schedule(e.ctx); n != 0 {
 		t.Fatalf("an unconfirmed address got %d digests", n)
 	}
-	if err := e.d.SendConfirmation(e.ctx, uid, addr); err != nil {
+	if err := e.confirms.SendConfirmation(e.ctx, uid, addr); err != nil {
 		t.Fatal(err)
 	}
 	msgs := e.smtp.Messages()
@@ -521,10 +528,10 @@ func TestDoubleOptIn(t *testing.T) {
 	link := body[i:]
 	link = link[:strings.IndexAny(link, " \r\n\"<")]
 	tok := strings.TrimPrefix(link, "https://followfeed.test/confirm/")
-	if _, err := e.d.Confirm(e.ctx, "ffl_forged.AAAA"); !errors.Is(err, auth.ErrBadLink) {
+	if _, err := e.addrs.Confirm(e.ctx, "ffl_forged.AAAA"); !errors.Is(err, auth.ErrBadLink) {
 		t.Errorf("forged link: %v", err)
 	}
-	got, err := e.d.Confirm(e.ctx, tok)
+	got, err := e.addrs.Confirm(e.ctx, tok)
 	if err != nil || got != addr {
 		t.Fatalf("confirm: %q %v", got, err)
 	}
@@ -535,7 +542,7 @@ func TestDoubleOptIn(t *testing.T) {
 	// Changing the address again invalidates the old link.
 	other := "third@example.org"
 	e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Email: &other})
-	if _, err := e.d.Confirm(e.ctx, tok); !errors.Is(err, auth.ErrBadLink) {
+	if _, err := e.addrs.Confirm(e.ctx, tok); !errors.Is(err, auth.ErrBadLink) {
 		t.Errorf("an old confirmation link still works: %v", err)
 	}
 }
@@ -659,7 +666,7 @@ func TestBatchBuildsTogetherDeliversSeparately(t *testing.T) {
 // textPart decodes the text/plain part of a multipart/alternative message.
 func textPart(t *testing.T, raw []byte) string {
 	t.Helper()
-	msg, err := mail.ReadMessage(bytes.NewReader(raw))
+	msg, err := netmail.ReadMessage(bytes.NewReader(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -907,24 +914,24 @@ func TestUnrenderableDigestFailsAlone(t *testing.T) {
 	e.push(ps...)
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
 	ids := e.scheduled()
-	sender, err := notify.NewSMTPSender(e.smtp.URL(), notify.SMTPOptions{Timeout: 2 * time.Second})
+	sender, err := mail.NewSMTPSender(e.smtp.URL(), mail.SMTPOptions{Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sender.Close()
 	base, _ := url.Parse("https://followfeed.test")
 	d := notify.NewDigester(notify.DigesterConfig{DB: e.db, Matcher: e.matcher, Follows: e.follows, Sender: sender,
-		Links: linksExcept{ann}, Signer: auth.NewLinkSigner([]byte("0123456789abcdef0123456789abcdef")),
-		From: &mail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, BaseURL: base, Now: e.clk.Now})
+		Links: linksExcept{ann}, Addresses: e.addrs,
+		From: &netmail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, BaseURL: base, Now: e.clk.Now})
 	outs, err := d.SendBatch(e.ctx, ids)
 	if err != nil {
 		t.Fatalf("batch: %v", err)
 	}
-	states := map[string]int{}
+	states := map[notify.State]int{}
 	for _, o := range outs {
 		states[o.State]++
 	}
-	if states["failed"] != 1 || states["sent"] != 1 {
+	if states[notify.StateFailed] != 1 || states[notify.StateSent] != 1 {
 		t.Fatalf("outcomes %v, want one failed and one sent", states)
 	}
 	for _, id := range ids {

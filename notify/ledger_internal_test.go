@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"followfeed/account"
 	"followfeed/internal/testdb"
 )
 
@@ -21,18 +22,18 @@ func TestLedgerWritesWhatACrashMustNotLoseAtOnce(t *testing.T) {
 	if err := db.Pool.QueryRow(ctx, `INSERT INTO users (sub, email) VALUES ('ledger', 'l@example.org') RETURNING id`).Scan(&user); err != nil {
 		t.Fatal(err)
 	}
-	d := &Digester{db: db}
+	d := &Digester{db: db, addrs: account.NewAddresses(db, nil, nil, nil)}
 	for _, tc := range []struct {
-		state    string
+		state    State
 		atOnce   bool
 		suppress bool
 	}{
-		{"pending", true, false}, {"failed", true, false}, {"failed", true, true},
-		{"sent", false, false}, {"unknown", false, false}, {"skipped", false, false},
+		{StatePending, true, false}, {StateFailed, true, false}, {StateFailed, true, true},
+		{StateSent, false, false}, {StateUnknown, false, false}, {StateSkipped, false, false},
 	} {
 		var id int64
 		if err := db.Pool.QueryRow(ctx, `INSERT INTO digests (user_id, period, kind, state, from_seq, to_seq)
-			VALUES ($1, $2, 'daily', 'sending', 0, 1) RETURNING id`, user, tc.state+"-"+map[bool]string{true: "s", false: "n"}[tc.suppress]).Scan(&id); err != nil {
+			VALUES ($1, $2, 'daily', 'sending', 0, 1) RETURNING id`, user, string(tc.state)+"-"+map[bool]string{true: "s", false: "n"}[tc.suppress]).Scan(&id); err != nil {
 			t.Fatal(err)
 		}
 		l := &outcomes{d: d}
@@ -43,11 +44,11 @@ func TestLedgerWritesWhatACrashMustNotLoseAtOnce(t *testing.T) {
 		if out.State != tc.state {
 			t.Errorf("%s: outcome says %q", tc.state, out.State)
 		}
-		var got string
+		var got State
 		if err := db.Pool.QueryRow(ctx, `SELECT state FROM digests WHERE id = $1`, id).Scan(&got); err != nil {
 			t.Fatal(err)
 		}
-		if want := map[bool]string{true: tc.state, false: "sending"}[tc.atOnce]; got != want {
+		if want := map[bool]State{true: tc.state, false: StateSending}[tc.atOnce]; got != want {
 			t.Errorf("%s (suppress %v): ledger says %q right after record, want %q", tc.state, tc.suppress, got, want)
 		}
 		if err := l.flush(ctx); err != nil {

@@ -3,7 +3,7 @@ package notify
 import (
 	"context"
 	"fmt"
-	"net/mail"
+	netmail "net/mail"
 	"strings"
 	"sync"
 	"time"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/account"
 	"followfeed/apperr"
 	"followfeed/database"
 	"followfeed/internal/text"
@@ -64,31 +65,34 @@ type ProfilePatch struct {
 	Digest   *DigestPatch
 }
 
-// ConfirmEnqueuer queues the confirmation mail of a new address inside the
-// transaction that set it (worker.Enqueuer implements it).
-type ConfirmEnqueuer interface {
-	EnqueueConfirm(ctx context.Context, tx pgx.Tx, userID int64, email string) error
-}
-
-// Preferences reads and changes users' delivery settings.
+// Preferences reads and changes users' delivery settings: the digest
+// settings and schedule are notify's, the address and time zone are
+// written through account.Addresses. It is also account's DigestHooks.
 type Preferences struct {
-	db  *database.DB
-	enq ConfirmEnqueuer
-	now func() time.Time
+	db    *database.DB
+	addrs *account.Addresses
+	now   func() time.Time
 }
 
-// NewPreferences returns the preferences store. now may be nil (time.Now).
-func NewPreferences(db *database.DB, enq ConfirmEnqueuer, now func() time.Time) *Preferences {
+var _ account.DigestHooks = (*Preferences)(nil)
+
+// NewPreferences returns the preferences store; addrs writes the address
+// and time zone. now may be nil (time.Now).
+func NewPreferences(db *database.DB, addrs *account.Addresses, now func() time.Time) *Preferences {
 	if now == nil {
 		now = time.Now
 	}
-	return &Preferences{db: db, enq: enq, now: now}
+	return &Preferences{db: db, addrs: addrs, now: now}
 }
 
+// A user without a digest_schedules row reads as the table's column defaults
+// (migration 00005): off, 7 o'clock, Monday, no empty digests, none due.
 const profileColumns = `coalesce(u.email, ''), u.email_confirmed_at IS NOT NULL, coalesce(s.reason, ''), u.timezone,
-	u.digest_frequency, u.digest_hour, u.digest_weekday, u.digest_send_empty, coalesce(u.digest_next_at, 'epoch')`
+	coalesce(d.frequency, 'off'), coalesce(d.hour, 7), coalesce(d.weekday, 1), coalesce(d.send_empty, false),
+	coalesce(d.next_at, 'epoch')`
 
-const profileFrom = `users u LEFT JOIN suppressions s ON s.email = lower(u.email)`
+const profileFrom = `users u LEFT JOIN suppressions s ON s.email = lower(u.email)
+	LEFT JOIN digest_schedules d ON d.user_id = u.id`
 
 func scanProfile(row pgx.Row) (Profile, error) {
 	var p Profile
@@ -131,25 +135,21 @@ func (p *Preferences) Update(ctx context.Context, userID int64, patch ProfilePat
 		}
 		wasOn := cur.Digest.Frequency != Off
 		next.NextDigestAt = p.nextDigest(next)
+		if _, err := p.addrs.SetContact(ctx, tx, userID, next.Email, next.Timezone); err != nil {
+			return err
+		}
+		// The user's row lock (above) serialises this with other updates;
+		// the schedule row is created the first time settings are saved.
 		_, err = tx.Exec(ctx, `
-			UPDATE users SET
-				email = nullif($2, ''),
-				email_confirmed_at = CASE WHEN $3 THEN NULL ELSE email_confirmed_at END,
-				link_epoch = link_epoch + CASE WHEN $3 THEN 1 ELSE 0 END,
-				timezone = $4, digest_frequency = $5, digest_hour = $6, digest_weekday = $7, digest_send_empty = $8,
-				digest_next_at = $9,
-				digest_watermark = CASE WHEN $10 THEN (SELECT high_seq FROM match_state) ELSE digest_watermark END,
-				updated_at = now()
-			WHERE id = $1`,
-			userID, next.Email, emailChanged, next.Timezone, string(next.Digest.Frequency), next.Digest.Hour,
+			INSERT INTO digest_schedules AS d (user_id, frequency, hour, weekday, send_empty, next_at, watermark)
+			VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN (SELECT high_seq FROM match_state) ELSE 0 END)
+			ON CONFLICT (user_id) DO UPDATE SET
+				frequency = $2, hour = $3, weekday = $4, send_empty = $5, next_at = $6,
+				watermark = CASE WHEN $7 THEN (SELECT high_seq FROM match_state) ELSE d.watermark END`,
+			userID, string(next.Digest.Frequency), next.Digest.Hour,
 			int(next.Digest.Weekday), next.Digest.SendEmpty, nullTime(next.NextDigestAt), !wasOn && next.Digest.Frequency != Off)
 		if err != nil {
 			return fmt.Errorf("updating profile of user %d: %w", userID, err)
-		}
-		if emailChanged && next.Email != "" && p.enq != nil {
-			if err := p.enq.EnqueueConfirm(ctx, tx, userID, next.Email); err != nil {
-				return fmt.Errorf("queueing the confirmation mail: %w", err)
-			}
 		}
 		pr, err = scanProfile(tx.QueryRow(ctx, `SELECT `+profileColumns+` FROM `+profileFrom+` WHERE u.id = $1`, userID))
 		return err
@@ -205,14 +205,36 @@ func applyPatch(pr *Profile, patch ProfilePatch) error {
 	return nil
 }
 
-// nextDigest is when pr's next scheduled digest is due, or zero when none
-// is (digests off or instant, or no confirmed, unsuppressed address).
-// AfterConfirm is the auth.ConfirmHook of the user store: an address
+// AddressConfirmed gives a user whose address was just confirmed (in tx) a
+// next digest time, when daily or weekly digests are chosen and none is
+// set. It is the account.ConfirmHook of the user store too: an address
 // confirmed by a verified token claim gets its next digest time in the same
 // transaction, as one confirmed by the confirmation link does.
-func (p *Preferences) AfterConfirm(ctx context.Context, tx pgx.Tx, userID int64) error {
+func (p *Preferences) AddressConfirmed(ctx context.Context, tx pgx.Tx, userID int64) error {
 	return scheduleConfirmed(ctx, tx, userID, p.now())
 }
+
+// AddressPaused clears the next digest time of users whose address was
+// suppressed or unconfirmed (in tx): no digest is scheduled for them until
+// the address is confirmed again.
+func (p *Preferences) AddressPaused(ctx context.Context, tx pgx.Tx, userIDs []int64) error {
+	if _, err := tx.Exec(ctx, `UPDATE digest_schedules SET next_at = NULL WHERE user_id = ANY($1) AND next_at IS NOT NULL`, userIDs); err != nil {
+		return fmt.Errorf("pausing the digests of %d users: %w", len(userIDs), err)
+	}
+	return nil
+}
+
+// DigestsOff turns the user's digests off (in tx): the one-click
+// unsubscribe.
+func (p *Preferences) DigestsOff(ctx context.Context, tx pgx.Tx, userID int64) error {
+	if _, err := tx.Exec(ctx, `UPDATE digest_schedules SET frequency = 'off', next_at = NULL WHERE user_id = $1`, userID); err != nil {
+		return fmt.Errorf("turning off the digests of user %d: %w", userID, err)
+	}
+	return nil
+}
+
+// nextDigest is when pr's next scheduled digest is due, or zero when none
+// is (digests off or instant, or no confirmed, unsuppressed address).
 
 func (p *Preferences) nextDigest(pr Profile) time.Time {
 	if !pr.EmailConfirmed || pr.Suppressed != "" || (pr.Digest.Frequency != Daily && pr.Digest.Frequency != Weekly) {
@@ -277,7 +299,7 @@ func NormalizeEmail(s string) (string, error) {
 	if s == "" {
 		return "", nil
 	}
-	a, err := mail.ParseAddress(s)
+	a, err := netmail.ParseAddress(s)
 	if err != nil || a.Name != "" || a.Address != s || len(s) > 320 || !strings.Contains(s[strings.LastIndexByte(s, '@'):], ".") {
 		return "", apperr.InvalidField("email", "%q is not an email address like reader@example.org", truncate(s, 80))
 	}
@@ -305,39 +327,6 @@ func nullTime(t time.Time) any {
 		return nil
 	}
 	return t
-}
-
-// RevokeLinks invalidates every signed link of the user's earlier emails
-// (manage preferences, unsubscribe, confirm): links carry the user's link
-// epoch, which this moves on. Later emails carry working links.
-func (p *Preferences) RevokeLinks(ctx context.Context, userID int64) error {
-	tag, err := p.db.Pool.Exec(ctx, `UPDATE users SET link_epoch = link_epoch + 1, updated_at = now() WHERE id = $1`, userID)
-	if err != nil {
-		return fmt.Errorf("revoking the email links of user %d: %w", userID, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return database.NotFound(pgx.ErrNoRows, fmt.Sprintf("revoking the email links of user %d", userID))
-	}
-	return nil
-}
-
-// Reconfirm asks the owner of a paused (bounced or unsubscribed) address to
-// confirm it again: the address becomes unconfirmed, earlier links are
-// revoked, and a confirmation mail is queued. Confirming lifts the pause.
-func (p *Preferences) Reconfirm(ctx context.Context, userID int64) error {
-	return p.db.InTx(ctx, func(tx pgx.Tx) error {
-		var email string
-		err := tx.QueryRow(ctx, `
-			UPDATE users SET email_confirmed_at = NULL, link_epoch = link_epoch + 1, digest_next_at = NULL, updated_at = now()
-			WHERE id = $1 AND email IS NOT NULL RETURNING email`, userID).Scan(&email)
-		if err != nil {
-			return database.NotFound(err, fmt.Sprintf("asking user %d to reconfirm", userID))
-		}
-		if p.enq == nil {
-			return nil
-		}
-		return p.enq.EnqueueConfirm(ctx, tx, userID, email)
-	})
 }
 
 // zones caches loaded time zones: time.LoadLocation reads the zoneinfo file

@@ -2,811 +2,220 @@ package notify
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net"
-	"net/textproto"
-	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	gomail "github.com/wneessen/go-mail"
-	gosmtp "github.com/wneessen/go-mail/smtp"
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/database"
+	"followfeed/mail"
 )
 
-// Sender delivers one message; implementations are safe for concurrent use.
-// A nil error means the message was handed over (SMTP: the server replied
-// 250 to the final dot); reply then describes that hand-over. Every non-nil
-// error from the Senders of this package is a *SendError.
-type Sender interface {
-	Send(ctx context.Context, m *Message) (reply string, err error)
+// Outcome is what became of one digest.
+type Outcome struct {
+	DigestID int64
+	State    State // final, or StatePending when the job will retry
+	Papers   int
+	Reply    string
 }
 
-// FailureKind says what the caller may do after a failed delivery.
-type FailureKind int
+// ErrRetry wraps a temporary delivery failure: the caller (the job) should
+// retry later with backoff.
+var ErrRetry = errors.New("temporary delivery failure")
 
-const (
-	// Temporary: the message was not accepted; sending it again later is
-	// safe and may work (4xx replies, network/TLS/AUTH trouble before the
-	// body was complete, a cancelled ctx before the transaction, disk errors).
-	Temporary FailureKind = iota + 1
-	// Permanent: the server refused with a 5xx reply (or the message cannot be
-	// built); sending the same message again will fail the same way. With
-	// SendError.Recipient the refusal concerns the address (suppress it).
-	Permanent
-	// Ambiguous: the connection broke after the whole body including the
-	// final dot was written but before the server's final reply arrived. The
-	// server may have accepted the message; resending risks a duplicate.
-	Ambiguous
-)
-
-// String returns "temporary", "permanent" or "ambiguous".
-func (k FailureKind) String() string {
-	switch k {
-	case Temporary:
-		return "temporary"
-	case Permanent:
-		return "permanent"
-	case Ambiguous:
-		return "ambiguous"
-	}
-	return "unknown(" + strconv.Itoa(int(k)) + ")"
+type digestRow struct {
+	id, userID   int64
+	period, kind string
+	state        State
+	from, to     *int64
+	email        string
+	confirmed    bool
+	suppressed   bool
+	tz           string
+	freq         Frequency
+	sendEmpty    bool
+	epoch        int64
+	attempts     int
 }
 
-// SendError classifies a failed delivery so the caller can decide: retry
-// (Temporary), suppress the address (Permanent with Recipient), or not resend
-// because the server may have accepted it (Ambiguous). It never contains the
-// SMTP password.
-type SendError struct {
-	Kind FailureKind
-	// Code is the SMTP reply code that caused the failure, 0 if there was
-	// none (network error, timeout, invalid message).
-	Code int
-	// Reply is the server's reply ("550 5.1.1 no such user"), when known.
-	Reply string
-	// Recipient is true when the failure concerns the recipient: any reply to
-	// RCPT, a 5xx reply to the final dot (one recipient per message), or an
-	// unparsable Message.To.
-	Recipient bool
-	// Err is the underlying error, wrapped with what was being done.
-	Err error
+// Send delivers the ledger row id (see Digester for the policy). It is
+// SendBatch of one.
+func (d *Digester) Send(ctx context.Context, id int64) (Outcome, error) {
+	outs, err := d.SendBatch(ctx, []int64{id})
+	if len(outs) == 0 {
+		return Outcome{DigestID: id}, err
+	}
+	return outs[0], err
 }
 
-// Error describes kind, code and cause, e.g. "notify: permanent delivery
-// failure (SMTP 550, recipient): send message x@y via host:25: ...".
-func (e *SendError) Error() string {
-	var b strings.Builder
-	b.WriteString("notify: ")
-	b.WriteString(e.Kind.String())
-	b.WriteString(" delivery failure")
-	switch {
-	case e.Code != 0 && e.Recipient:
-		fmt.Fprintf(&b, " (SMTP %d, recipient)", e.Code)
-	case e.Code != 0:
-		fmt.Fprintf(&b, " (SMTP %d)", e.Code)
-	case e.Recipient:
-		b.WriteString(" (recipient)")
-	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
-	return b.String()
-}
-
-// Unwrap returns Err.
-func (e *SendError) Unwrap() error { return e.Err }
-
-// SMTPOptions tunes an SMTPSender. Zero values mean the documented defaults.
-type SMTPOptions struct {
-	// Timeout bounds the TCP connect and every single network read or write
-	// afterwards (so every SMTP command's reply, the TLS handshake, each
-	// chunk of the body). Default 30s.
-	Timeout time.Duration
-	// MaxConns is the most connections open at once (in use or idle), which
-	// is also the most messages in flight. Default 4.
-	MaxConns int
-	// IdleTimeout closes (QUIT) a pooled connection unused for that long.
-	// Default 30s.
-	IdleTimeout time.Duration
-	// RootCAs verifies the server certificate instead of the system pool
-	// (tests).
-	RootCAs *x509.CertPool
-	// HeloName is sent in EHLO; default: the host name of this machine.
-	HeloName string
-	// Logger receives connection and failure events; default: discarded.
-	Logger *slog.Logger
-}
-
-// Defaults of SMTPOptions.
-const (
-	DefaultSMTPTimeout     = 30 * time.Second
-	DefaultSMTPMaxConns    = 4
-	DefaultSMTPIdleTimeout = 30 * time.Second
-)
-
-type tlsMode int
-
-const (
-	tlsRequired      tlsMode = iota // STARTTLS, refuse to continue without it
-	tlsOpportunistic                // STARTTLS when offered
-	tlsNone                         // never STARTTLS
-	tlsImplicit                     // smtps: TLS from the first byte
-)
-
-// SMTPSender delivers messages over SMTP with a small pool of reused
-// connections. It is safe for concurrent use; call Close when done.
-//
-// Context policy: ctx is honoured while Send waits for a free connection and
-// while a new connection is set up (TCP connect, TLS, greeting, EHLO,
-// STARTTLS, AUTH; cancelling aborts the half-open connection at once), and it
-// is checked once more right before the transaction starts. From NOOP/MAIL
-// FROM on, the transaction (MAIL, RCPT, DATA, body, final dot, RSET) runs to
-// its end regardless of ctx, each step bounded by Timeout, so cancelling a
-// job never breaks off a transaction half-way and never by itself creates an
-// Ambiguous outcome.
-type SMTPSender struct {
-	host, addr string
-	port       int
-	mode       tlsMode
-	user, pass string
-	opts       SMTPOptions
-	tlsConfig  *tls.Config
-	log        *slog.Logger
-
-	slots chan struct{} // one token per connection in use (MaxConns)
-
-	mu     sync.Mutex
-	idle   []*smtpConn // most recently used last
-	timer  *time.Timer // reaps idle connections; nil when none is armed
-	closed bool
-}
-
-// smtpConn is one dialed connection: a go-mail Client (its configuration) and
-// the go-mail smtp.Client of the open session.
-type smtpConn struct {
-	mc        *gomail.Client
-	sc        *gosmtp.Client
-	raw       *deadlineConn
-	idleSince time.Time
-	reused    bool
-}
-
-var (
-	_ Sender = (*SMTPSender)(nil)
-	_ Sender = (*DirSender)(nil)
-)
-
-// NewSMTPSender parses an SMTP_URL and returns a sender for it. Forms:
-//
-//	smtp://user:pass@host:587                 STARTTLS, required (default port 587)
-//	smtp://user:pass@host:587?tls=opportunistic  STARTTLS when offered, else plain
-//	smtp://host:25?tls=none                   plain, never STARTTLS
-//	smtps://user:pass@host:465                implicit TLS (default port 465)
-//
-// User and password are URL-decoded and optional; with them the sender
-// authenticates with AUTH PLAIN (or LOGIN when that is all the server offers),
-// and refuses to send the password over an unencrypted connection unless
-// tls=none was chosen explicitly (or the server is localhost). Errors name
-// SMTP_URL and never contain the password. No connection is made here.
-func NewSMTPSender(rawURL string, opts SMTPOptions) (*SMTPSender, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // url.Error repeats the whole URL, password included
-		}
-		return nil, fmt.Errorf("notify: SMTP_URL is not a valid URL: %v", err)
-	}
-	s := &SMTPSender{host: u.Hostname()}
-	switch u.Scheme {
-	case "smtp":
-		s.mode, s.port = tlsRequired, 587
-	case "smtps":
-		s.mode, s.port = tlsImplicit, 465
-	default:
-		return nil, fmt.Errorf("notify: SMTP_URL scheme %q is not smtp or smtps", u.Scheme)
-	}
-	if s.host == "" {
-		return nil, errors.New("notify: SMTP_URL has no host")
-	}
-	if p := u.Port(); p != "" {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 1 || n > 65535 {
-			return nil, fmt.Errorf("notify: SMTP_URL port %q is not 1-65535", p)
-		}
-		s.port = n
-	}
-	if u.Path != "" && u.Path != "/" {
-		return nil, fmt.Errorf("notify: SMTP_URL must not have a path (got %q)", u.Path)
-	}
-	q, err := url.ParseQuery(u.RawQuery)
-	if err != nil {
-		return nil, fmt.Errorf("notify: SMTP_URL query: %v", err)
-	}
-	for k, vs := range q {
-		if k != "tls" {
-			return nil, fmt.Errorf("notify: SMTP_URL has unknown parameter %q (only tls is known)", k)
-		}
-		if len(vs) != 1 {
-			return nil, errors.New("notify: SMTP_URL has more than one tls parameter")
-		}
-		switch v := vs[0]; {
-		case s.mode == tlsImplicit && v != "" && v != "implicit":
-			return nil, fmt.Errorf("notify: SMTP_URL tls=%q does not apply to smtps (TLS is implicit)", v)
-		case s.mode == tlsImplicit:
-		case v == "" || v == "required" || v == "starttls":
-			s.mode = tlsRequired
-		case v == "opportunistic":
-			s.mode = tlsOpportunistic
-		case v == "none":
-			s.mode = tlsNone
-		default:
-			return nil, fmt.Errorf("notify: SMTP_URL tls=%q is not one of required, opportunistic, none", v)
-		}
-	}
-	if u.User != nil {
-		s.user = u.User.Username()
-		s.pass, _ = u.User.Password()
-	}
-	if s.user == "" && s.pass != "" {
-		return nil, errors.New("notify: SMTP_URL has a password but no user")
-	}
-
-	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultSMTPTimeout
-	}
-	if opts.MaxConns <= 0 {
-		opts.MaxConns = DefaultSMTPMaxConns
-	}
-	if opts.IdleTimeout <= 0 {
-		opts.IdleTimeout = DefaultSMTPIdleTimeout
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	s.opts = opts
-	s.addr = net.JoinHostPort(s.host, strconv.Itoa(s.port))
-	s.log = opts.Logger.With("smtp_server", s.addr)
-	s.tlsConfig = &tls.Config{ServerName: s.host, RootCAs: opts.RootCAs, MinVersion: tls.VersionTLS12}
-	s.slots = make(chan struct{}, opts.MaxConns)
-	return s, nil
-}
-
-// Send delivers m to m.To: it takes an idle pooled connection (checked with
-// NOOP; a stale one is replaced by a fresh dial without error) or dials a new
-// one, runs MAIL/RCPT/DATA (bodies 8bit when the server offers 8BITMIME,
-// else quoted-printable; see Message.Bytes), and returns the server's final reply, e.g.
-// "250 2.0.0 OK: queued". After success the connection is reset (RSET) and
-// pooled; after any error it is closed. Failures are *SendError classified as
-// follows: any 4xx -> Temporary; connect/TLS/EHLO/AUTH failures and a
-// missing but required STARTTLS -> Temporary (Code set when the server
-// replied); 5xx to MAIL or to the DATA command -> Permanent; 5xx to RCPT or
-// to the final dot -> Permanent with Recipient; network error or timeout
-// before the final dot was written -> Temporary; no reply after the final dot
-// was written -> Ambiguous. See SMTPSender for how ctx is honoured.
-func (s *SMTPSender) Send(ctx context.Context, m *Message) (string, error) {
-	msg, err := m.build(false)
-	if err != nil {
-		return "", &SendError{Kind: Permanent, Recipient: errors.Is(err, errBadRecipient), Err: err}
-	}
-	if err := ctx.Err(); err != nil {
-		return "", &SendError{Kind: Temporary, Err: fmt.Errorf("send message %s: %w", m.MessageID, err)}
-	}
-	for attempt := 0; ; attempt++ {
-		c, err := s.acquire(ctx)
-		if err != nil {
-			return "", err
-		}
-		if err := ctx.Err(); err != nil {
-			s.release(c, true)
-			return "", &SendError{Kind: Temporary, Err: fmt.Errorf("send message %s: %w", m.MessageID, err)}
-		}
-		has8bit, _ := c.sc.Extension("8BITMIME")
-		if attempt > 0 || (!has8bit && msg.Encoding() == gomail.NoEncoding.String()) {
-			// A fresh Msg per attempt (go-mail records delivery state in
-			// it), quoted-printable for a server without 8BITMIME.
-			if msg, err = m.build(!has8bit); err != nil {
-				s.release(c, true)
-				return "", &SendError{Kind: Permanent, Err: err}
-			}
-		}
-		sendErr := c.mc.SendWithSMTPClient(c.sc, msg)
-		if sendErr == nil {
-			s.release(c, true)
-			return "250 " + msg.ServerResponse(), nil
-		}
-		var ge *gomail.SendError
-		if !errors.As(sendErr, &ge) {
-			s.release(c, false)
-			return "", &SendError{Kind: Temporary, Err: fmt.Errorf("send message %s via %s: %w", m.MessageID, s.addr, sendErr)}
-		}
-		if ge.Reason == gomail.ErrSMTPReset && msg.IsDelivered() {
-			// Accepted; only the RSET afterwards failed. Drop the connection.
-			s.release(c, false)
-			return "250 " + msg.ServerResponse(), nil
-		}
-		if ge.Reason == gomail.ErrConnCheck && c.reused && attempt < s.opts.MaxConns {
-			// A pooled connection died while idle; nothing was sent yet.
-			s.log.Debug("smtp pooled connection is stale, redialing", "err", sendErr)
-			s.release(c, false)
-			continue
-		}
-		s.release(c, false)
-		se := s.classify(ge, c.raw, m.MessageID)
-		s.log.Warn("smtp send failed", "message_id", m.MessageID, "kind", se.Kind.String(), "code", se.Code, "err", se.Err)
-		return "", se
-	}
-}
-
-// classify turns go-mail's SendError for a transaction into a *SendError.
-func (s *SMTPSender) classify(ge *gomail.SendError, raw *deadlineConn, id string) *SendError {
-	code := ge.ErrorCode()
-	se := &SendError{Kind: Temporary, Code: code, Reply: replyOf(ge, code), Err: fmt.Errorf("send message %s via %s: %w", id, s.addr, ge)}
-	switch {
-	case code >= 400 && code < 500:
-		se.Recipient = ge.Reason == gomail.ErrSMTPRcptTo
-	case code >= 500 && code < 600:
-		se.Kind = Permanent
-		se.Recipient = ge.Reason == gomail.ErrSMTPRcptTo || ge.Reason == gomail.ErrSMTPDataClose
-	case ge.Reason == gomail.ErrSMTPDataClose:
-		// No reply to the final dot. If the write that carried the dot
-		// failed, the server cannot have accepted the message.
-		if raw != nil && raw.lastWriteFailed.Load() {
-			se.Err = fmt.Errorf("send message %s via %s: connection lost before the end of the message was written: %w", id, s.addr, ge)
-		} else {
-			se.Kind = Ambiguous
-			se.Err = fmt.Errorf("send message %s via %s: no reply after the whole message was written; the server may have accepted it: %w", id, s.addr, ge)
-		}
-	case ge.Reason == gomail.ErrGetSender || ge.Reason == gomail.ErrGetRcpts || ge.Reason == gomail.ErrNoUnencoded:
-		se.Kind = Permanent
-	}
-	return se
-}
-
-// replyOf extracts the server reply ("550 5.1.1 ...") from go-mail's
-// SendError text, which is the only place go-mail exposes it: "<stage>:
-// <reply>[, affected recipient(s): ...][, affected message ID: ...]".
-func replyOf(ge *gomail.SendError, code int) string {
-	if code == 0 {
-		return ""
-	}
-	text := ge.Error()
-	i := strings.Index(text, strconv.Itoa(code)+" ")
-	if i < 0 {
-		return ""
-	}
-	text = text[i:]
-	for _, sep := range []string{", affected recipient(s): ", ", affected message ID: "} {
-		if j := strings.Index(text, sep); j >= 0 {
-			text = text[:j]
-		}
-	}
-	return text
-}
-
-// acquire returns a connection for one transaction and holds a slot until
-// release. It reuses the most recently used idle connection, else dials.
-func (s *SMTPSender) acquire(ctx context.Context) (*smtpConn, error) {
-	select {
-	case s.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, &SendError{Kind: Temporary, Err: fmt.Errorf("wait for a connection to SMTP server %s: %w", s.addr, ctx.Err())}
-	}
-	var expired []*smtpConn
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		<-s.slots
-		return nil, &SendError{Kind: Temporary, Err: fmt.Errorf("send via SMTP server %s: sender is closed", s.addr)}
-	}
-	now := time.Now()
-	var c *smtpConn
-	for len(s.idle) > 0 && c == nil {
-		last := s.idle[len(s.idle)-1]
-		s.idle = s.idle[:len(s.idle)-1]
-		if now.Sub(last.idleSince) < s.opts.IdleTimeout {
-			c = last
-		} else {
-			expired = append(expired, last)
-		}
-	}
-	s.mu.Unlock()
-	for _, e := range expired {
-		s.quit(e)
-	}
-	if c != nil {
-		c.reused = true
-		return c, nil
-	}
-	c, err := s.dial(ctx)
-	if err != nil {
-		<-s.slots
-		s.log.Warn("smtp connect failed", "err", err)
-		return nil, err
-	}
-	return c, nil
-}
-
-// release gives the slot back; a healthy connection goes to the idle pool,
-// any other is closed.
-func (s *SMTPSender) release(c *smtpConn, healthy bool) {
-	defer func() { <-s.slots }()
-	if !healthy {
-		_ = c.raw.Close()
-		return
-	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		s.quit(c)
-		return
-	}
-	c.idleSince = time.Now()
-	s.idle = append(s.idle, c)
-	if s.timer == nil {
-		s.timer = time.AfterFunc(s.opts.IdleTimeout, s.reap)
-	}
-	s.mu.Unlock()
-}
-
-// reap closes connections idle for IdleTimeout and re-arms itself for the
-// next one to expire.
-func (s *SMTPSender) reap() {
-	s.mu.Lock()
-	s.timer = nil
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
-	now := time.Now()
-	var keep, expired []*smtpConn
-	var next time.Duration
-	for _, c := range s.idle {
-		left := s.opts.IdleTimeout - now.Sub(c.idleSince)
-		if left <= 0 {
-			expired = append(expired, c)
-			continue
-		}
-		keep = append(keep, c)
-		if next == 0 || left < next {
-			next = left
-		}
-	}
-	s.idle = keep
-	if len(keep) > 0 {
-		s.timer = time.AfterFunc(next, s.reap)
-	}
-	s.mu.Unlock()
-	for _, c := range expired {
-		s.log.Debug("smtp closing idle connection")
-		s.quit(c)
-	}
-}
-
-// quit ends a healthy connection politely (QUIT, bounded by Timeout).
-func (s *SMTPSender) quit(c *smtpConn) {
-	_ = c.sc.Quit()
-	_ = c.raw.Close()
-}
-
-// Close closes the idle connections (QUIT) and makes later Sends fail with a
-// Temporary error. Transactions in flight finish; their connections are
-// closed when they do. Close is idempotent and always returns nil.
-func (s *SMTPSender) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.closed = true
-	idle := s.idle
-	s.idle = nil
-	if s.timer != nil {
-		s.timer.Stop()
-		s.timer = nil
-	}
-	s.mu.Unlock()
-	for _, c := range idle {
-		s.quit(c)
-	}
-	return nil
-}
-
-// dial opens, secures and authenticates a new connection. ctx aborts it at
-// any point until it returns.
-func (s *SMTPSender) dial(ctx context.Context) (*smtpConn, error) {
-	var raw *deadlineConn
-	var stop func() bool
-	dialFn := func(dctx context.Context, network, addr string) (net.Conn, error) {
-		d := net.Dialer{Timeout: s.opts.Timeout}
-		nc, err := d.DialContext(dctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		raw = &deadlineConn{Conn: nc, timeout: s.opts.Timeout}
-		// The outer ctx, not dctx: go-mail cancels dctx when dialing ends.
-		stop = context.AfterFunc(ctx, raw.abort)
-		if s.mode != tlsImplicit {
-			return raw, nil
-		}
-		tc := tls.Client(raw, s.tlsConfig.Clone())
-		if err := tc.HandshakeContext(dctx); err != nil {
-			return nil, fmt.Errorf("TLS handshake: %w", err)
-		}
-		return tc, nil
-	}
-
-	policy := gomail.TLSMandatory
-	switch s.mode {
-	case tlsOpportunistic:
-		policy = gomail.TLSOpportunistic
-	case tlsNone, tlsImplicit: // implicit: dialFn already did TLS
-		policy = gomail.NoTLS
-	}
-	options := []gomail.Option{
-		gomail.WithPort(s.port),
-		gomail.WithTimeout(s.opts.Timeout),
-		gomail.WithDialContextFunc(dialFn),
-		gomail.WithTLSConfig(s.tlsConfig.Clone()),
-		gomail.WithTLSPolicy(policy),
-	}
-	if s.opts.HeloName != "" {
-		options = append(options, gomail.WithHELO(s.opts.HeloName))
-	}
-	if s.user != "" {
-		options = append(options, gomail.WithSMTPAuthCustom(&chooseAuth{
-			user: s.user, pass: s.pass, host: s.host, allowUnencrypted: s.mode == tlsNone,
-		}))
-	}
-	mc, err := gomail.NewClient(s.host, options...)
-	if err != nil {
-		return nil, &SendError{Kind: Temporary, Err: fmt.Errorf("configure SMTP client for %s: %w", s.addr, err)}
-	}
-	sc, err := mc.DialToSMTPClientWithContext(ctx)
-	aborted := stop != nil && !stop()
-	if err == nil && aborted {
-		err = ctx.Err()
-	}
-	if err != nil {
-		if raw != nil {
-			_ = raw.Close() // go-mail leaves the socket open on EHLO/TLS/AUTH errors
-		}
-		if ctxErr := ctx.Err(); ctxErr != nil && (aborted || raw == nil) {
-			return nil, &SendError{Kind: Temporary, Err: fmt.Errorf("connect to SMTP server %s: %w", s.addr, ctxErr)}
-		}
-		return nil, s.dialError(err)
-	}
-	s.log.Debug("smtp connection opened", "tls", s.mode != tlsNone)
-	return &smtpConn{mc: mc, sc: sc, raw: raw}, nil
-}
-
-// dialError classifies a failure to set up a connection: always Temporary,
-// since no message was offered yet.
-func (s *SMTPSender) dialError(err error) *SendError {
-	se := &SendError{Kind: Temporary, Err: fmt.Errorf("connect to SMTP server %s: %w", s.addr, err)}
-	var te *textproto.Error
-	if errors.As(err, &te) {
-		se.Code = te.Code
-		se.Reply = fmt.Sprintf("%03d %s", te.Code, te.Msg)
-	}
-	if strings.Contains(err.Error(), "does not support STARTTLS") {
-		se.Err = fmt.Errorf("connect to SMTP server %s: the server does not offer STARTTLS, which SMTP_URL requires "+
-			"(add ?tls=opportunistic or ?tls=none to SMTP_URL to allow unencrypted delivery): %w", s.addr, err)
-	}
-	return se
-}
-
-// chooseAuth picks AUTH PLAIN, or LOGIN when the server offers only that,
-// from the mechanisms the server advertised. One per connection: it keeps
-// the chosen mechanism's state.
-type chooseAuth struct {
-	user, pass, host string
-	allowUnencrypted bool
-	inner            gosmtp.Auth
-}
-
-func (a *chooseAuth) Start(server *gosmtp.ServerInfo) (string, []byte, error) {
-	offers := func(mech string) bool {
-		for _, m := range server.Auth {
-			if strings.EqualFold(m, mech) {
-				return true
-			}
-		}
-		return false
-	}
-	switch {
-	case offers("PLAIN"):
-		a.inner = gosmtp.PlainAuth("", a.user, a.pass, a.host, a.allowUnencrypted)
-	case offers("LOGIN"):
-		a.inner = gosmtp.LoginAuth(a.user, a.pass, a.host, a.allowUnencrypted)
-	case len(server.Auth) == 0:
-		return "", nil, errors.New("SMTP_URL has credentials but the server does not offer AUTH")
-	default:
-		return "", nil, fmt.Errorf("the server offers AUTH %s; supported are PLAIN and LOGIN", strings.Join(server.Auth, " "))
-	}
-	return a.inner.Start(server)
-}
-
-func (a *chooseAuth) Next(fromServer []byte, more bool) ([]byte, error) {
-	return a.inner.Next(fromServer, more)
-}
-
-// errAborted is returned by I/O on a connection whose dial ctx was cancelled.
-var errAborted = errors.New("connection aborted: context cancelled")
-
-// deadlineConn gives every Read and Write its own deadline of timeout (so
-// each SMTP reply, TLS handshake step and body chunk is bounded separately),
-// ignores the deadlines go-mail sets on top, can be aborted from another
-// goroutine, stays failed after the first I/O error (the SMTP dialogue is out
-// of step then; later commands such as RSET fail at once instead of waiting),
-// and remembers whether the last Write failed (to tell whether the final dot
-// can have reached the server). It sits below TLS.
-type deadlineConn struct {
-	net.Conn
-	timeout         time.Duration
-	aborted         atomic.Bool
-	lastWriteFailed atomic.Bool
-
-	mu  sync.Mutex
-	err error // first I/O error
-}
-
-func (c *deadlineConn) Read(p []byte) (int, error) {
-	if err := c.failed(); err != nil {
-		return 0, err
-	}
-	_ = c.Conn.SetReadDeadline(time.Now().Add(c.timeout))
-	if c.aborted.Load() { // after setting the deadline: see abort
-		return 0, c.fail(errAborted)
-	}
-	n, err := c.Conn.Read(p)
-	if err != nil {
-		c.fail(err)
-	}
-	return n, err
-}
-
-func (c *deadlineConn) Write(p []byte) (int, error) {
-	if err := c.failed(); err != nil {
-		c.lastWriteFailed.Store(true)
-		return 0, err
-	}
-	_ = c.Conn.SetWriteDeadline(time.Now().Add(c.timeout))
-	if c.aborted.Load() {
-		c.lastWriteFailed.Store(true)
-		return 0, c.fail(errAborted)
-	}
-	n, err := c.Conn.Write(p)
-	c.lastWriteFailed.Store(err != nil)
-	if err != nil {
-		c.fail(err)
-	}
-	return n, err
-}
-
-// SetDeadline, SetReadDeadline and SetWriteDeadline are no-ops: deadlines
-// are set per Read/Write.
-func (c *deadlineConn) SetDeadline(time.Time) error      { return nil }
-func (c *deadlineConn) SetReadDeadline(time.Time) error  { return nil }
-func (c *deadlineConn) SetWriteDeadline(time.Time) error { return nil }
-
-// abort interrupts blocked I/O and fails all later I/O. Flag first, then
-// deadline: an I/O call that set its own deadline before the flag was seen
-// gets interrupted by the past deadline.
-func (c *deadlineConn) abort() {
-	c.aborted.Store(true)
-	_ = c.Conn.SetDeadline(time.Unix(1, 0))
-}
-
-func (c *deadlineConn) fail(err error) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err == nil {
-		c.err = err
-	}
-	return err
-}
-
-func (c *deadlineConn) failed() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err != nil {
-		return fmt.Errorf("connection unusable after earlier error: %w", c.err)
-	}
-	return nil
-}
-
-// DirSender "delivers" by storing each message as <dir>/<MessageID>.eml
-// (MessageID sanitised for file names), for development and tests. The file
-// holds exactly Message.Bytes(); it is written to a temporary file in dir and
-// renamed, so readers never see a partial file. Sending the same MessageID
-// again overwrites the file with the same bytes: it is idempotent. Safe for
-// concurrent use.
-type DirSender struct {
-	dir string
-}
-
-// NewDirSender returns a DirSender writing into dir, which is created on
-// first use.
-func NewDirSender(dir string) *DirSender { return &DirSender{dir: dir} }
-
-// Send stores m and returns "stored <path>". An invalid message gives a
-// Permanent *SendError; a file system error or a ctx cancelled before writing
-// a Temporary one.
-func (d *DirSender) Send(ctx context.Context, m *Message) (string, error) {
-	data, err := m.Bytes()
-	if err != nil {
-		return "", &SendError{Kind: Permanent, Recipient: errors.Is(err, errBadRecipient), Err: err}
-	}
-	if err := ctx.Err(); err != nil {
-		return "", &SendError{Kind: Temporary, Err: fmt.Errorf("store message %s: %w", m.MessageID, err)}
-	}
-	path := filepath.Join(d.dir, emlFileName(m.MessageID))
-	if err := writeFileAtomic(d.dir, path, data); err != nil {
-		return "", &SendError{Kind: Temporary, Err: fmt.Errorf("store message %s: %w", m.MessageID, err)}
-	}
-	return "stored " + path, nil
-}
-
-func writeFileAtomic(dir, path string, data []byte) (err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".tmp-*.eml")
-	if err != nil {
-		return err
-	}
+// SendBatch delivers ledger rows (see Digester for the policy), building
+// them together: one statement reserves every window, one selects every
+// user's papers, and the papers' details and renderings are shared by all
+// the digests that show them; each digest then goes out on its own SMTP
+// transaction with its own ledger updates. It is idempotent: rows already
+// sent, skipped, failed or unknown are left alone. When some rows failed
+// temporarily the error wraps ErrRetry (the job retries; the rest is final).
+func (d *Digester) SendBatch(ctx context.Context, ids []int64) (outs []Outcome, err error) {
+	outs = make([]Outcome, 0, len(ids))
+	ledger := &outcomes{d: d}
 	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
+		// Outcomes are recorded even when the job's context is cancelled:
+		// the mail has left (or not) whatever happens to the job.
+		if ferr := ledger.flush(context.WithoutCancel(ctx)); ferr != nil {
+			err = errors.Join(err, ferr)
 		}
 	}()
-	if _, err = f.Write(data); err != nil {
-		return err
+	var retry []error
+	// Rounds: a user with several rows in ids gets one per round, since each
+	// window starts where the previous one ends.
+	for len(ids) > 0 {
+		rows, done, later, err := d.reserve(ctx, ids)
+		if err != nil {
+			return outs, err
+		}
+		for _, id := range ids {
+			if st, ok := done[id]; ok {
+				outs = append(outs, Outcome{DigestID: id, State: st})
+			}
+		}
+		if len(rows) > 0 {
+			contents, err := d.build(ctx, rows)
+			if err != nil {
+				return outs, err
+			}
+			var r Renderer // shares the papers' renderings in this round
+			for i, row := range rows {
+				out, err := d.deliver(ctx, row, contents[i], &r, ledger)
+				outs = append(outs, out)
+				if err != nil {
+					if !errors.Is(err, ErrRetry) {
+						return outs, err
+					}
+					retry = append(retry, err)
+				}
+			}
+		}
+		ids = later
 	}
-	if err = f.Sync(); err != nil {
-		return err
+	if len(retry) > 0 {
+		return outs, fmt.Errorf("%d digests will be retried: %w", len(retry), errors.Join(retry...))
 	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return outs, nil
 }
 
-// emlFileName returns the file name DirSender uses for a Message-ID: every
-// byte outside [A-Za-z0-9.@+=_-] becomes "_", a leading "." becomes "_", and
-// names longer than 200 bytes are cut and suffixed with a hash of the full ID
-// so they stay unique.
-func emlFileName(messageID string) string {
-	b := []byte(messageID)
-	for i, c := range b {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(".@+=_-", c) >= 0
-		if !ok || (i == 0 && c == '.') {
-			b[i] = '_'
+// deliver sends one built digest and records its fate in ledger.
+func (d *Digester) deliver(ctx context.Context, row digestRow, content DigestContent, r *Renderer, ledger *outcomes) (Outcome, error) {
+	out := Outcome{DigestID: row.id, Papers: content.Total}
+	if content.Total == 0 && !row.sendEmpty && row.kind != "manual" {
+		return out, ledger.record(ctx, &out, row, StateSkipped, "nothing new", false)
+	}
+	msg, err := d.message(row, content, r)
+	if err != nil {
+		// This digest cannot be rendered: it fails alone (the reason in
+		// the ledger), and the rest of the batch goes on.
+		return out, ledger.record(ctx, &out, row, StateFailed, "could not build the message: "+err.Error(), false)
+	}
+	if err := ledger.sending(ctx, row, msg.MessageID, content.Total); err != nil {
+		return out, err
+	}
+	reply, sendErr := d.sender.Send(ctx, msg)
+	rec := context.WithoutCancel(ctx) // see SendBatch
+	if sendErr == nil {
+		return out, ledger.record(rec, &out, row, StateSent, reply, false)
+	}
+	var se *mail.SendError
+	if !errors.As(sendErr, &se) {
+		se = &mail.SendError{Kind: mail.Temporary, Err: sendErr}
+	}
+	msgText := se.Error()
+	switch se.Kind {
+	case mail.Permanent:
+		return out, ledger.record(rec, &out, row, StateFailed, msgText, se.Recipient)
+	case mail.Ambiguous:
+		return out, ledger.record(rec, &out, row, StateUnknown, msgText, false)
+	default:
+		if err := ledger.record(rec, &out, row, StatePending, msgText, false); err != nil {
+			return out, err
 		}
+		return out, fmt.Errorf("sending digest %d: %w: %v", row.id, ErrRetry, sendErr)
 	}
-	name := string(b)
-	if name == "" {
-		name = "_"
+}
+
+func (d *Digester) message(row digestRow, c DigestContent, r *Renderer) (*mail.Message, error) {
+	text, html, err := r.Digest(c)
+	if err != nil {
+		return nil, err
 	}
-	if len(name) > 200 {
-		sum := sha256.Sum256([]byte(messageID))
-		name = name[:180] + "-" + hex.EncodeToString(sum[:8])
+	host := d.base.Hostname()
+	return &mail.Message{
+		From:              d.from,
+		To:                row.email,
+		Subject:           DigestSubject(c),
+		Text:              text,
+		HTML:              html,
+		MessageID:         fmt.Sprintf("digest.%d.%s@%s", row.userID, strings.ReplaceAll(row.period, ":", "."), host),
+		Date:              d.now(),
+		ListID:            fmt.Sprintf("followfeed digests <digests.%s>", host),
+		UnsubscribeURL:    c.UnsubscribeURL,
+		UnsubscribeMailto: d.mailto,
+		AutoSubmitted:     true,
+	}, nil
+}
+
+// Preview builds what the user's next digest would hold now, without
+// reserving anything.
+func (d *Digester) Preview(ctx context.Context, userID int64) (DigestContent, error) {
+	row := digestRow{userID: userID, kind: "manual"}
+	var from, to int64
+	err := d.db.Pool.QueryRow(ctx, `
+		SELECT coalesce(d.watermark, 0), (SELECT high_seq FROM match_state), u.timezone, coalesce(d.frequency, 'off'),
+		       u.link_epoch, coalesce(u.email, '')
+		FROM users u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1`, userID).Scan(&from, &to, &row.tz, &row.freq, &row.epoch, &row.email)
+	if err != nil {
+		return DigestContent{}, database.NotFound(err, fmt.Sprintf("reading user %d", userID))
 	}
-	return name + ".eml"
+	if row.freq == Daily || row.freq == Weekly {
+		row.kind = string(row.freq)
+	}
+	row.from, row.to = &from, &to
+	cs, err := d.build(ctx, []digestRow{row})
+	if err != nil {
+		return DigestContent{}, err
+	}
+	return cs[0], nil
+}
+
+// SendNow creates (or finds) the ledger row of the user's next digest and
+// sends it at once, through the same ledger as scheduled digests: it uses
+// the period of the next scheduled digest when there is one, so that digest
+// is not sent again later.
+func (d *Digester) SendNow(ctx context.Context, userID int64) (Outcome, error) {
+	var id int64
+	err := d.db.InTx(ctx, func(tx pgx.Tx) error {
+		var tz, freq string
+		var next *time.Time
+		var watermark int64
+		if err := tx.QueryRow(ctx, `
+			SELECT u.timezone, coalesce(d.frequency, 'off'), d.next_at, coalesce(d.watermark, 0)
+			FROM users u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1
+			FOR UPDATE OF u`,
+			userID).Scan(&tz, &freq, &next, &watermark); err != nil {
+			return database.NotFound(err, fmt.Sprintf("reading user %d", userID))
+		}
+		period, kind := "manual:"+strconv.FormatInt(watermark, 10), "manual"
+		if next != nil && (Frequency(freq) == Daily || Frequency(freq) == Weekly) {
+			loc := zone(tz)
+			period, kind = Period(Frequency(freq), *next, loc), freq
+		}
+		var err error
+		id, err = upsertDigest(ctx, tx, userID, period, kind)
+		return err
+	})
+	if err != nil {
+		return Outcome{}, err
+	}
+	return d.Send(ctx, id)
 }

@@ -127,7 +127,6 @@ type groupView struct {
 // which differ between digests.
 type paperParts struct {
 	title            string // one line, not wrapped
-	titleHTML        string // the linked title
 	textAfterReason  string // meta and link lines, each after "\n"
 	textBeforeReason string // the authors line(s), after "\n"
 	htmlBeforeReason string // the row's opening, the title and the authors

@@ -98,7 +98,7 @@ type savedDigest struct {
 
 func runLoad(ctx context.Context, e *env, res *Result) error {
 	d := e.opts.Duration
-	res.What = fmt.Sprintf(``+"`followfeed serve`"+` (HTTP and workers in one process) runs on the scale-S dataset of `+"`make bench`"+` (database %s) for %s of load, with RATE_LIMIT_PER_IP=0 (the load comes from one address; the per-user limit stays at its default of 10/s), HARVEST_INTERVAL=1m against a fake OAI-PMH repository that announces %d new arXivRaw papers every minute (ids %s.*, popular categories, every fourth cross-listed), a fake OpenAlex that knows none of them, DIGEST_SCHEDULE_INTERVAL=10s and a local SMTP sink. Every minute %d further users with confirmed addresses get a daily digest made due (digest_next_at=now(), digest watermark at the high seq of the soak's start, so each digest holds the papers harvested during the soak that match the user's follows). From the soak process, %d concurrent keep-alive clients drive a mixed load over %d users sampled evenly from the table: 60%% private Atom feed polls (half conditional, with the ETag of that user's previous poll), 15%% follow/unfollow (PUT/DELETE of random categories and s2 researchers the user did not follow before), 25%% follow-status reads (GET /v1/follows/{kind}/{id}, half with the user's token). Afterwards the soak removes what it added (its papers and their keys, the digest rows and River jobs of the run, the load's follows through the API, the users' original digest settings), so the database stays at scale S.`,
+	res.What = fmt.Sprintf(``+"`followfeed serve`"+` (HTTP and workers in one process) runs on the scale-S dataset of `+"`make bench`"+` (database %s) for %s of load, with RATE_LIMIT_PER_IP=0 (the load comes from one address; the per-user limit stays at its default of 10/s), HARVEST_INTERVAL=1m against a fake OAI-PMH repository that announces %d new arXivRaw papers every minute (ids %s.*, popular categories, every fourth cross-listed), a fake OpenAlex that knows none of them, DIGEST_SCHEDULE_INTERVAL=10s and a local SMTP sink. Every minute %d further users with confirmed addresses get a daily digest made due (digest_schedules.next_at=now(), digest watermark at the high seq of the soak's start, so each digest holds the papers harvested during the soak that match the user's follows). From the soak process, %d concurrent keep-alive clients drive a mixed load over %d users sampled evenly from the table: 60%% private Atom feed polls (half conditional, with the ETag of that user's previous poll), 15%% follow/unfollow (PUT/DELETE of random categories and s2 researchers the user did not follow before), 25%% follow-status reads (GET /v1/follows/{kind}/{id}, half with the user's token). Afterwards the soak removes what it added (its papers and their keys, the digest rows and River jobs of the run, the load's follows through the API, the users' original digest settings), so the database stays at scale S.`,
 		databaseName(e.opts.ScaleDB), d, loadPapersPerMin, loadPrefix, loadDigestBatch, loadClients, loadUsers)
 	res.Policy = `**What passes.** No request may fail other than with 429 (rate limited, counted apart): transport errors and any status outside 200/304 (feeds), 200/201/204 (follows), 200 (follow status) count as errors. The figures show what the process sustains on this machine with the harvest, match, digest and enrichment jobs running beside the API.`
 
@@ -230,8 +230,9 @@ func runLoad(ctx context.Context, e *env, res *Result) error {
 				annMu.Unlock()
 			}
 			batch := digestUsers[b*loadDigestBatch : min((b+1)*loadDigestBatch, len(digestUsers))]
-			if tag, err := pool.Exec(lctx, `UPDATE users SET digest_frequency = 'daily', digest_next_at = now(),
-				digest_watermark = $2 WHERE id = ANY($1)`, batch, baseSeq); err == nil {
+			if tag, err := pool.Exec(lctx, `
+				INSERT INTO digest_schedules (user_id, frequency, next_at, watermark) SELECT unnest($1::bigint[]), 'daily', now(), $2
+				ON CONFLICT (user_id) DO UPDATE SET frequency = 'daily', next_at = now(), watermark = $2`, batch, baseSeq); err == nil {
 				dueMade += int(tag.RowsAffected())
 			}
 			select {
@@ -370,10 +371,11 @@ func loadSample(ctx context.Context, pool *pgxpool.Pool, ids []int64) ([]*loadUs
 // no ledger rows, outside the load sample, and saves their settings.
 func pickDigestUsers(ctx context.Context, pool *pgxpool.Pool, exclude []int64, n int, seed uint64) ([]int64, []savedDigest, error) {
 	rows, err := pool.Query(ctx, `
-		SELECT id, digest_frequency, digest_next_at, digest_watermark FROM users u
-		WHERE id <> ALL($1) AND email_confirmed_at IS NOT NULL AND digest_frequency = 'off' AND digest_next_at IS NULL
+		SELECT u.id, coalesce(s.frequency, 'off'), s.next_at, coalesce(s.watermark, 0)
+		FROM users u LEFT JOIN digest_schedules s ON s.user_id = u.id
+		WHERE u.id <> ALL($1) AND u.email_confirmed_at IS NOT NULL AND coalesce(s.frequency, 'off') = 'off' AND s.next_at IS NULL
 		  AND NOT EXISTS (SELECT 1 FROM digests d WHERE d.user_id = u.id)
-		ORDER BY md5(id::text || $2) LIMIT $3`, exclude, fmt.Sprint(seed), n)
+		ORDER BY md5(u.id::text || $2) LIMIT $3`, exclude, fmt.Sprint(seed), n)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -609,8 +611,8 @@ func cleanupLoad(ctx context.Context, e *env, pool *pgxpool.Pool, maxJob, maxDig
 	for i, s := range saved {
 		ids[i], freqs[i], nexts[i], marks[i] = s.id, s.freq, s.next, s.watermark
 	}
-	step("digest settings", `UPDATE users u SET digest_frequency = s.freq, digest_next_at = s.next, digest_watermark = s.mark
-		FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::bigint[]) AS s(id, freq, next, mark) WHERE u.id = s.id`,
+	step("digest settings", `UPDATE digest_schedules d SET frequency = s.freq, next_at = s.next, watermark = s.mark
+		FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::bigint[]) AS s(id, freq, next, mark) WHERE d.user_id = s.id`,
 		ids, freqs, nexts, marks)
 	e.logf("load: removed the run's papers, digests and jobs; restored digest settings")
 }

@@ -68,7 +68,9 @@ func runSMTPChaos(ctx context.Context, e *env, res *Result) error {
 	}); err != nil || !ok {
 		return fmt.Errorf("the pushed papers were not matched within 2 minutes (%v)", err)
 	}
-	if _, err := db.pool.Exec(ctx, `UPDATE users SET digest_frequency = 'daily', digest_next_at = now()`); err != nil {
+	if _, err := db.pool.Exec(ctx, `
+		INSERT INTO digest_schedules (user_id, frequency, next_at) SELECT id, 'daily', now() FROM users
+		ON CONFLICT (user_id) DO UPDATE SET frequency = 'daily', next_at = now()`); err != nil {
 		return err
 	}
 	due := time.Now()

@@ -141,7 +141,9 @@ The worker is SIGKILLed as soon as the fake repository has served the third page
 	}
 	e.logf("worker-killed: harvest finished %s after the kill", secs(harvestRecovery))
 
-	tag, err := db.pool.Exec(ctx, `UPDATE users SET digest_frequency = 'daily', digest_next_at = now() WHERE sub LIKE 'soak-wk-%'`)
+	tag, err := db.pool.Exec(ctx, `
+		INSERT INTO digest_schedules (user_id, frequency, next_at) SELECT id, 'daily', now() FROM users WHERE sub LIKE 'soak-wk-%'
+		ON CONFLICT (user_id) DO UPDATE SET frequency = 'daily', next_at = now()`)
 	if err != nil {
 		return err
 	}

@@ -321,13 +321,13 @@ func (ConfirmArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueMail, MaxAttempts: 8}
 }
 
-// ConfirmWorker runs notify.Digester.SendConfirmation.
+// ConfirmWorker runs notify.Confirmations.SendConfirmation.
 type ConfirmWorker struct {
 	river.WorkerDefaults[ConfirmArgs]
-	Digester *notify.Digester
+	Confirmations *notify.Confirmations
 }
 
 // Work implements river.Worker.
 func (w *ConfirmWorker) Work(ctx context.Context, job *river.Job[ConfirmArgs]) error {
-	return w.Digester.SendConfirmation(ctx, job.Args.UserID, job.Args.Email)
+	return w.Confirmations.SendConfirmation(ctx, job.Args.UserID, job.Args.Email)
 }

@@ -1,4 +1,4 @@
-package auth_test
+package account_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"followfeed/account"
 	"followfeed/auth"
 	"followfeed/internal/testdb"
 	"followfeed/notify"
@@ -26,8 +27,8 @@ func TestEnsureConfirmsTheStoredAddressOfAVerifiedClaim(t *testing.T) {
 	setNow := func(t time.Time) { mu.Lock(); now = t; mu.Unlock() }
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	// Wired as in the service: confirming schedules through notify.
-	us := auth.NewUsers(db)
-	us.OnConfirm(notify.NewPreferences(db, nil, clock).AfterConfirm)
+	us := account.NewUsers(db)
+	us.OnConfirm(notify.NewPreferences(db, nil, clock).AddressConfirmed)
 
 	// user is created by a token without an address; then it stores an
 	// unconfirmed address with digest settings, as PATCH /v1/me leaves them
@@ -38,8 +39,11 @@ func TestEnsureConfirmsTheStoredAddressOfAVerifiedClaim(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.Pool.Exec(ctx, `UPDATE users SET email = $2, timezone = 'Europe/Amsterdam', digest_frequency = $3,
-			digest_hour = 7, digest_weekday = $4 WHERE id = $1`, u.ID, email, freq, weekday); err != nil {
+		if _, err := db.Pool.Exec(ctx, `UPDATE users SET email = $2, timezone = 'Europe/Amsterdam' WHERE id = $1`, u.ID, email); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Pool.Exec(ctx, `INSERT INTO digest_schedules (user_id, frequency, hour, weekday) VALUES ($1, $2, 7, $3)`,
+			u.ID, freq, weekday); err != nil {
 			t.Fatal(err)
 		}
 		if suppressed {
@@ -57,13 +61,14 @@ func TestEnsureConfirmsTheStoredAddressOfAVerifiedClaim(t *testing.T) {
 	read := func(id int64) state {
 		t.Helper()
 		var s state
-		if err := db.Pool.QueryRow(ctx, `SELECT email, email_confirmed_at IS NOT NULL, digest_next_at FROM users WHERE id = $1`, id).
+		if err := db.Pool.QueryRow(ctx, `SELECT u.email, u.email_confirmed_at IS NOT NULL, d.next_at
+			FROM users u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1`, id).
 			Scan(&s.email, &s.confirmed, &s.next); err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
-	ensure := func(sub, email string, verified bool) *auth.User {
+	ensure := func(sub, email string, verified bool) *account.User {
 		t.Helper()
 		u, err := us.Ensure(ctx, &auth.Claims{Subject: sub, Email: email, EmailVerified: verified})
 		if err != nil {

@@ -1,4 +1,4 @@
-package auth
+package account
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/auth"
 	"followfeed/database"
 )
 
@@ -22,7 +23,8 @@ type User struct {
 	CreatedAt      time.Time
 }
 
-// Users creates and reads user rows.
+// Users creates and reads user rows: a user is created from a verified
+// token's claims (auth verifies the token).
 type Users struct {
 	db        *database.DB
 	confirmed ConfirmHook
@@ -56,7 +58,7 @@ func scanUser(row pgx.Row) (*User, error) {
 // suppressed (bounced or unsubscribed: only the confirmation link lifts
 // that). Concurrent first requests of the same subject are safe: exactly one
 // row is created and every caller gets it.
-func (us *Users) Ensure(ctx context.Context, c *Claims) (*User, error) {
+func (us *Users) Ensure(ctx context.Context, c *auth.Claims) (*User, error) {
 	if c == nil || c.Subject == "" {
 		return nil, errors.New("ensuring user: no subject")
 	}

@@ -1,4 +1,4 @@
-package notify
+package mail
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/mail"
+	netmail "net/mail"
 	"net/url"
 	"strconv"
 	"strings"
@@ -21,8 +21,8 @@ import (
 // by a Sender. All fields except HTML, ListID, the unsubscribe fields and
 // AutoSubmitted are required.
 type Message struct {
-	From    *mail.Address // header From and envelope sender
-	To      string        // one recipient: "reader@example.org" or "Name <reader@example.org>"
+	From    *netmail.Address // header From and envelope sender
+	To      string           // one recipient: "reader@example.org" or "Name <reader@example.org>"
 	Subject string
 	Text    string // plain-text body (required)
 	HTML    string // HTML body; when set the mail is multipart/alternative
@@ -78,7 +78,7 @@ func (m *Message) Bytes() ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	if _, err := msg.WriteTo(&buf); err != nil {
-		return nil, fmt.Errorf("notify: render message %s: %w", m.MessageID, err)
+		return nil, fmt.Errorf("mail: render message %s: %w", m.MessageID, err)
 	}
 	out := buf.Bytes()
 	if !bytes.HasSuffix(out, []byte("\r\n")) {
@@ -94,33 +94,33 @@ func (m *Message) Bytes() ([]byte, error) {
 // new Msg because go-mail's WriteTo mutates the Msg it writes.
 func (m *Message) build(onlyQP bool) (*gomail.Msg, error) {
 	if m == nil {
-		return nil, errors.New("notify: message is nil")
+		return nil, errors.New("mail: message is nil")
 	}
 	if err := validMessageID(m.MessageID); err != nil {
-		return nil, fmt.Errorf("notify: message MessageID %q: %w", m.MessageID, err)
+		return nil, fmt.Errorf("mail: message MessageID %q: %w", m.MessageID, err)
 	}
 	id := m.MessageID
 	if m.From == nil || m.From.Address == "" {
-		return nil, fmt.Errorf("notify: message %s: From is required", id)
+		return nil, fmt.Errorf("mail: message %s: From is required", id)
 	}
-	if _, err := mail.ParseAddress(m.From.String()); err != nil {
-		return nil, fmt.Errorf("notify: message %s: From %q: %w", id, m.From.Address, err)
+	if _, err := netmail.ParseAddress(m.From.String()); err != nil {
+		return nil, fmt.Errorf("mail: message %s: From %q: %w", id, m.From.Address, err)
 	}
-	to, err := mail.ParseAddress(m.To)
+	to, err := netmail.ParseAddress(m.To)
 	if err != nil {
-		return nil, fmt.Errorf("notify: message %s: To %q: %w: %w", id, m.To, errBadRecipient, err)
+		return nil, fmt.Errorf("mail: message %s: To %q: %w: %w", id, m.To, errBadRecipient, err)
 	}
 	if m.Date.IsZero() {
-		return nil, fmt.Errorf("notify: message %s: Date is required (output must be deterministic)", id)
+		return nil, fmt.Errorf("mail: message %s: Date is required (output must be deterministic)", id)
 	}
 	if m.Text == "" {
-		return nil, fmt.Errorf("notify: message %s: Text is required", id)
+		return nil, fmt.Errorf("mail: message %s: Text is required", id)
 	}
 	if strings.ContainsAny(m.Subject, "\r\n") {
-		return nil, fmt.Errorf("notify: message %s: Subject contains a line break", id)
+		return nil, fmt.Errorf("mail: message %s: Subject contains a line break", id)
 	}
 	if m.ListID != "" && !printableASCII(m.ListID) {
-		return nil, fmt.Errorf("notify: message %s: ListID %q must be printable ASCII", id, m.ListID)
+		return nil, fmt.Errorf("mail: message %s: ListID %q must be printable ASCII", id, m.ListID)
 	}
 
 	boundary := mimeBoundary(m)
@@ -150,7 +150,7 @@ func (m *Message) build(onlyQP bool) (*gomail.Msg, error) {
 		msg.SetGenHeader(headerXAutoRespSupp, "All")
 	}
 	if err := setUnsubscribe(msg, m.UnsubscribeURL, m.UnsubscribeMailto); err != nil {
-		return nil, fmt.Errorf("notify: message %s: %w", id, err)
+		return nil, fmt.Errorf("mail: message %s: %w", id, err)
 	}
 	// Unencoded bodies are written as they are, so their lines get their
 	// CRLF here (the SMTP dot-writer would add the CRs; Bytes must not
@@ -190,7 +190,7 @@ func setUnsubscribe(msg *gomail.Msg, rawURL, mailto string) error {
 		uris = append(uris, "<"+rawURL+">")
 	}
 	if mailto != "" {
-		a, err := mail.ParseAddress(mailto)
+		a, err := netmail.ParseAddress(mailto)
 		if err != nil || !headerSafeURI(a.Address) {
 			return fmt.Errorf("UnsubscribeMailto %q is not a plain address", mailto)
 		}

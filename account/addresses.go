@@ -1,0 +1,320 @@
+package account
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/auth"
+	"followfeed/database"
+	"followfeed/internal/text"
+)
+
+// DigestHooks are what changes of an address mean for the user's digests
+// (their schedule is notify's; notify.Preferences implements this). Each
+// runs in the transaction of the change, so both commit together.
+type DigestHooks interface {
+	// AddressConfirmed gives the user a next digest time if their settings
+	// call for one and none is set.
+	AddressConfirmed(ctx context.Context, tx pgx.Tx, userID int64) error
+	// AddressPaused clears the next digest time of the users: their address
+	// is suppressed or no longer confirmed.
+	AddressPaused(ctx context.Context, tx pgx.Tx, userIDs []int64) error
+	// DigestsOff turns the user's digests off (one-click unsubscribe).
+	DigestsOff(ctx context.Context, tx pgx.Tx, userID int64) error
+}
+
+// ConfirmEnqueuer queues the confirmation mail of a new address inside the
+// transaction that set it (worker.Enqueuer implements it).
+type ConfirmEnqueuer interface {
+	EnqueueConfirm(ctx context.Context, tx pgx.Tx, userID int64, email string) error
+}
+
+// Addresses is the lifecycle of a user's email address: set (unconfirmed),
+// confirmed by a signed link, suppressed by a bounce or an unsubscribe,
+// asked to confirm again, and the signed links that manage it (manage,
+// unsubscribe, confirm), which carry the user's link epoch and are revoked
+// by moving it on.
+type Addresses struct {
+	db      *database.DB
+	signer  *auth.LinkSigner
+	base    *url.URL
+	enq     ConfirmEnqueuer
+	digests DigestHooks
+}
+
+// NewAddresses returns the address lifecycle over db. signer signs and
+// checks the links, base (PUBLIC_URL) makes them absolute; enq may be nil
+// (no confirmation mails are queued).
+func NewAddresses(db *database.DB, signer *auth.LinkSigner, base *url.URL, enq ConfirmEnqueuer) *Addresses {
+	return &Addresses{db: db, signer: signer, base: base, enq: enq}
+}
+
+// OnDigests sets what address changes do to digests. Call it before the
+// Addresses are used; without it they change only the address.
+func (a *Addresses) OnDigests(h DigestHooks) { a.digests = h }
+
+// ---- links ----
+
+func (a *Addresses) abs(path, key, value string) string {
+	u := *a.base
+	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	if key != "" {
+		u.RawQuery = url.Values{key: {value}}.Encode()
+	}
+	return u.String()
+}
+
+// ManageURL is the "manage preferences" link of the user's mails: the
+// settings page, signed in by the link, at the email section.
+func (a *Addresses) ManageURL(userID, epoch int64) string {
+	return a.abs("/settings", "token", a.signer.Sign(auth.Link{Action: auth.ActionManage, UserID: userID, Epoch: epoch})) + "#email"
+}
+
+// UnsubscribeURL is the one-click unsubscribe link of the user's digests.
+func (a *Addresses) UnsubscribeURL(userID, epoch int64) string {
+	return a.abs("/unsubscribe/"+a.signer.Sign(auth.Link{Action: auth.ActionUnsubscribe, UserID: userID, Epoch: epoch}), "", "")
+}
+
+// emailHash binds a confirmation link to one address.
+func emailHash(email string) []byte {
+	h := sha256.Sum256([]byte(strings.ToLower(email)))
+	return h[:8]
+}
+
+// EmailHash is the short hash a confirmation link carries to bind it to
+// one address (compared without regard to case).
+func EmailHash(email string) []byte { return emailHash(email) }
+
+// ConfirmURL is the double opt-in link for the user's current address.
+func (a *Addresses) ConfirmURL(userID, epoch int64, email string) string {
+	return a.abs("/confirm/"+a.signer.Sign(auth.Link{Action: auth.ActionConfirm, UserID: userID, Epoch: epoch, Data: emailHash(email)}), "", "")
+}
+
+// checkLink verifies a signed link against the user's current epoch,
+// locking the user's row in tx.
+func (a *Addresses) checkLink(ctx context.Context, tx pgx.Tx, tok string, action auth.Action) (auth.Link, string, error) {
+	l, err := a.signer.Verify(tok, action)
+	if err != nil {
+		return l, "", err
+	}
+	var epoch int64
+	var email string
+	err = tx.QueryRow(ctx, `SELECT link_epoch, coalesce(email, '') FROM users WHERE id = $1 FOR UPDATE`, l.UserID).Scan(&epoch, &email)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && epoch != l.Epoch) {
+		return l, "", auth.ErrBadLink
+	}
+	return l, email, err
+}
+
+// ManageUser resolves a "manage preferences" link to its user.
+func (a *Addresses) ManageUser(ctx context.Context, tok string) (int64, error) {
+	var uid int64
+	err := a.db.InTx(ctx, func(tx pgx.Tx) error {
+		l, _, err := a.checkLink(ctx, tx, tok, auth.ActionManage)
+		uid = l.UserID
+		return err
+	})
+	return uid, err
+}
+
+// RevokeLinks invalidates every signed link of the user's earlier emails
+// (manage preferences, unsubscribe, confirm): links carry the user's link
+// epoch, which this moves on. Later emails carry working links.
+func (a *Addresses) RevokeLinks(ctx context.Context, userID int64) error {
+	tag, err := a.db.Pool.Exec(ctx, `UPDATE users SET link_epoch = link_epoch + 1, updated_at = now() WHERE id = $1`, userID)
+	if err != nil {
+		return fmt.Errorf("revoking the email links of user %d: %w", userID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return database.NotFound(pgx.ErrNoRows, fmt.Sprintf("revoking the email links of user %d", userID))
+	}
+	return nil
+}
+
+// ---- unsubscribe and suppression ----
+
+// Unsubscribe (RFC 8058 one-click) turns the user's digests off and
+// suppresses their address until they confirm it again. It is idempotent
+// and needs no session: the signed token is the authority. It returns the
+// address that was unsubscribed.
+func (a *Addresses) Unsubscribe(ctx context.Context, tok string) (string, error) {
+	var email string
+	err := a.db.InTx(ctx, func(tx pgx.Tx) error {
+		l, addr, err := a.checkLink(ctx, tx, tok, auth.ActionUnsubscribe)
+		if err != nil {
+			return err
+		}
+		email = addr
+		if _, err := tx.Exec(ctx, `UPDATE users SET updated_at = now() WHERE id = $1`, l.UserID); err != nil {
+			return err
+		}
+		if a.digests != nil {
+			if err := a.digests.DigestsOff(ctx, tx, l.UserID); err != nil {
+				return err
+			}
+		}
+		return a.Suppress(ctx, tx, addr, "unsubscribe", "one-click unsubscribe")
+	})
+	return email, err
+}
+
+// CheckUnsubscribe says whose link tok is, without changing anything (the
+// page a GET shows).
+func (a *Addresses) CheckUnsubscribe(ctx context.Context, tok string) (string, error) {
+	var email string
+	err := a.db.InTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		_, email, err = a.checkLink(ctx, tx, tok, auth.ActionUnsubscribe)
+		return err
+	})
+	return email, err
+}
+
+// Suppress stops all mail to email (reason "bounce" or "unsubscribe", with
+// detail cut to 500 bytes) until its owner confirms it again, in tx; the
+// users with that address lose their next digest time. An empty email is
+// a no-op.
+func (a *Addresses) Suppress(ctx context.Context, tx pgx.Tx, email, reason, detail string) error {
+	if email == "" {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO suppressions (email, reason, detail) VALUES (lower($1), $2, $3)
+		ON CONFLICT (email) DO UPDATE SET reason = $2, detail = $3, created_at = now()`,
+		email, reason, text.Truncate(detail, 500)); err != nil {
+		return fmt.Errorf("suppressing an address: %w", err)
+	}
+	if a.digests == nil {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `SELECT id FROM users WHERE lower(email) = lower($1)`, email)
+	if err != nil {
+		return err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	return a.digests.AddressPaused(ctx, tx, ids)
+}
+
+// ---- confirmation ----
+
+// ConfirmationDue says whether the confirmation mail for email should go
+// to the user: it is still their address and not confirmed yet. It returns
+// the user's link epoch to sign the mail's links with.
+func (a *Addresses) ConfirmationDue(ctx context.Context, userID int64, email string) (epoch int64, due bool, err error) {
+	var current string
+	var confirmed bool
+	err = a.db.Pool.QueryRow(ctx, `SELECT coalesce(email, ''), email_confirmed_at IS NOT NULL, link_epoch FROM users WHERE id = $1`, userID).
+		Scan(&current, &confirmed, &epoch)
+	if err != nil {
+		return 0, false, database.NotFound(err, fmt.Sprintf("reading user %d", userID))
+	}
+	return epoch, strings.EqualFold(current, email) && !confirmed, nil
+}
+
+// CheckConfirm says which address tok would confirm, changing nothing.
+func (a *Addresses) CheckConfirm(ctx context.Context, tok string) (string, error) {
+	var email string
+	err := a.db.InTx(ctx, func(tx pgx.Tx) error {
+		l, addr, err := a.checkLink(ctx, tx, tok, auth.ActionConfirm)
+		if err != nil {
+			return err
+		}
+		if addr == "" || string(l.Data) != string(emailHash(addr)) {
+			return auth.ErrBadLink
+		}
+		email = addr
+		return nil
+	})
+	return email, err
+}
+
+// Confirm confirms the address a confirmation link was made for: digests may
+// go to it (its suppression, if any, is lifted) and the next digest is
+// scheduled. It returns the confirmed address.
+func (a *Addresses) Confirm(ctx context.Context, tok string) (string, error) {
+	var email string
+	err := a.db.InTx(ctx, func(tx pgx.Tx) error {
+		l, addr, err := a.checkLink(ctx, tx, tok, auth.ActionConfirm)
+		if err != nil {
+			return err
+		}
+		if addr == "" || string(l.Data) != string(emailHash(addr)) {
+			return auth.ErrBadLink // the address changed since the link was made
+		}
+		email = addr
+		if _, err := tx.Exec(ctx, `DELETE FROM suppressions WHERE email = lower($1)`, addr); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE users SET email_confirmed_at = coalesce(email_confirmed_at, now()), updated_at = now() WHERE id = $1`, l.UserID); err != nil {
+			return err
+		}
+		if a.digests == nil {
+			return nil
+		}
+		return a.digests.AddressConfirmed(ctx, tx, l.UserID)
+	})
+	return email, err
+}
+
+// Reconfirm asks the owner of a paused (bounced or unsubscribed) address to
+// confirm it again: the address becomes unconfirmed, earlier links are
+// revoked, and a confirmation mail is queued. Confirming lifts the pause.
+func (a *Addresses) Reconfirm(ctx context.Context, userID int64) error {
+	return a.db.InTx(ctx, func(tx pgx.Tx) error {
+		var email string
+		err := tx.QueryRow(ctx, `
+			UPDATE users SET email_confirmed_at = NULL, link_epoch = link_epoch + 1, updated_at = now()
+			WHERE id = $1 AND email IS NOT NULL RETURNING email`, userID).Scan(&email)
+		if err != nil {
+			return database.NotFound(err, fmt.Sprintf("asking user %d to reconfirm", userID))
+		}
+		if a.digests != nil {
+			if err := a.digests.AddressPaused(ctx, tx, []int64{userID}); err != nil {
+				return err
+			}
+		}
+		if a.enq == nil {
+			return nil
+		}
+		return a.enq.EnqueueConfirm(ctx, tx, userID, email)
+	})
+}
+
+// SetContact writes the user's address and time zone in tx (the caller
+// has validated both and holds the user's row lock). A new address starts
+// unconfirmed, revokes earlier email links and gets a confirmation mail
+// queued. It reports whether the address changed (compared without regard
+// to case).
+func (a *Addresses) SetContact(ctx context.Context, tx pgx.Tx, userID int64, email, timezone string) (emailChanged bool, err error) {
+	var old string
+	if err := tx.QueryRow(ctx, `SELECT coalesce(email, '') FROM users WHERE id = $1`, userID).Scan(&old); err != nil {
+		return false, database.NotFound(err, fmt.Sprintf("reading user %d", userID))
+	}
+	emailChanged = !strings.EqualFold(old, email)
+	if _, err := tx.Exec(ctx, `
+		UPDATE users SET
+			email = nullif($2, ''),
+			email_confirmed_at = CASE WHEN $3 THEN NULL ELSE email_confirmed_at END,
+			link_epoch = link_epoch + CASE WHEN $3 THEN 1 ELSE 0 END,
+			timezone = $4,
+			updated_at = now()
+		WHERE id = $1`, userID, email, emailChanged, timezone); err != nil {
+		return false, fmt.Errorf("updating the address of user %d: %w", userID, err)
+	}
+	if emailChanged && email != "" && a.enq != nil {
+		if err := a.enq.EnqueueConfirm(ctx, tx, userID, email); err != nil {
+			return false, fmt.Errorf("queueing the confirmation mail: %w", err)
+		}
+	}
+	return emailChanged, nil
+}

@@ -1,0 +1,15 @@
+// Package account owns the people followfeed knows and how to reach them.
+// It is the only writer of three tables:
+//
+//   - users: the row created from a verified token's claims (Users), the
+//     address and its confirmation, the time zone and the link epoch that
+//     revokes signed email links (Addresses);
+//   - suppressions: addresses that get no mail until confirmed again
+//     (Addresses.Suppress);
+//   - user_feeds: the feed version behind ETags (BumpFeeds) and the stored
+//     salt and hash of the private feed token (FeedTokens; package feeds
+//     keeps the token crypto).
+//
+// What a change of address means for digests (their schedule, owned by
+// notify) reaches notify through DigestHooks, run in the same transaction.
+package account

@@ -1,0 +1,111 @@
+package account
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/database"
+)
+
+// BumpFeeds marks the users' feeds changed in tx (a new version, hence a
+// new ETag and Last-Modified): their follows were edited or new papers
+// matched. Users without a feed row are ignored.
+func BumpFeeds(ctx context.Context, tx pgx.Tx, userIDs ...int64) error {
+	if len(userIDs) == 0 {
+		return nil
+	}
+	// One primary-key probe and a HOT update (user_feeds' fillfactor) per
+	// user.
+	if _, err := tx.Exec(ctx, `
+		UPDATE user_feeds uf SET version = uf.version + 1, changed_at = now()
+		FROM unnest($1::bigint[]) AS a(user_id) WHERE uf.user_id = a.user_id`, userIDs); err != nil {
+		return fmt.Errorf("bumping the feed versions of %d users: %w", len(userIDs), err)
+	}
+	return nil
+}
+
+// FeedTokens stores what identifies a user's private feed token: its salt
+// (to derive the token again) and the hash it is looked up by. The token
+// itself is never stored; package feeds derives and hashes it.
+type FeedTokens struct {
+	db *database.DB
+}
+
+// NewFeedTokens returns the feed token storage over db.
+func NewFeedTokens(db *database.DB) *FeedTokens { return &FeedTokens{db: db} }
+
+// FeedState is what a feed token resolves to.
+type FeedState struct {
+	UserID    int64
+	Version   int64
+	ChangedAt time.Time
+}
+
+// Salt returns the user's token salt, nil when no token was issued yet, or
+// an error wrapping database.ErrNotFound for an unknown user.
+func (t *FeedTokens) Salt(ctx context.Context, userID int64) ([]byte, error) {
+	var salt []byte
+	err := t.db.Pool.QueryRow(ctx, `SELECT token_salt FROM user_feeds WHERE user_id = $1`, userID).Scan(&salt)
+	if err != nil {
+		return nil, database.NotFound(err, fmt.Sprintf("reading feed token of user %d", userID))
+	}
+	return salt, nil
+}
+
+// Salts returns the token salts of those users that have one.
+func (t *FeedTokens) Salts(ctx context.Context, userIDs []int64) (map[int64][]byte, error) {
+	rows, err := t.db.Pool.Query(ctx, `SELECT user_id, token_salt FROM user_feeds WHERE user_id = ANY($1) AND token_salt IS NOT NULL`, userIDs)
+	if err != nil {
+		return nil, fmt.Errorf("reading feed tokens of %d users: %w", len(userIDs), err)
+	}
+	out := make(map[int64][]byte, len(userIDs))
+	for rows.Next() {
+		var id int64
+		var salt []byte
+		if err := rows.Scan(&id, &salt); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out[id] = salt
+	}
+	rows.Close()
+	return out, rows.Err()
+}
+
+// Store records a new token's salt and hash, replacing the old token (which
+// stops working at once) and bumping the feed version. With onlyIfMissing
+// it stores nothing when the user has a token already and reports false:
+// two first requests racing then keep the same token. An unknown user is an
+// error wrapping database.ErrNotFound.
+func (t *FeedTokens) Store(ctx context.Context, userID int64, salt, hash []byte, onlyIfMissing bool) (stored bool, err error) {
+	var got []byte
+	err = t.db.Pool.QueryRow(ctx, `
+		UPDATE user_feeds SET token_salt = $2, token_hash = $3, version = version + 1, changed_at = now()
+		WHERE user_id = $1 AND ($4 = false OR token_salt IS NULL)
+		RETURNING token_salt`, userID, salt, hash, onlyIfMissing).Scan(&got)
+	if errors.Is(err, pgx.ErrNoRows) && onlyIfMissing {
+		return false, nil
+	}
+	if err != nil {
+		return false, database.NotFound(err, fmt.Sprintf("issuing feed token of user %d", userID))
+	}
+	return true, nil
+}
+
+// Lookup resolves a token hash to its user's feed state with one probe of
+// the token_hash index; ok is false when no token has that hash.
+func (t *FeedTokens) Lookup(ctx context.Context, hash []byte) (st FeedState, ok bool, err error) {
+	err = t.db.Pool.QueryRow(ctx, `
+		SELECT user_id, version, changed_at FROM user_feeds WHERE token_hash = $1`, hash).Scan(&st.UserID, &st.Version, &st.ChangedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return FeedState{}, false, nil
+	}
+	if err != nil {
+		return FeedState{}, false, fmt.Errorf("looking up feed token: %w", err)
+	}
+	return st, true, nil
+}

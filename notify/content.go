@@ -1,0 +1,245 @@
+package notify
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"followfeed/follow"
+	"followfeed/match"
+	"followfeed/paper"
+)
+
+// build selects and groups the papers of each row's window, with one
+// statement for all rows, and loads the details of the papers shown once.
+func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent, error) {
+	var qs []match.Query
+	var qRow []int
+	users := make([]int64, 0, len(rows))
+	for i, row := range rows {
+		users = append(users, row.userID)
+		if *row.to > *row.from {
+			qs = append(qs, match.Query{UserID: row.userID, AfterSeq: *row.from, UpToSeq: *row.to, Limit: candidates, IDsOnly: true})
+			qRow = append(qRow, i)
+		}
+	}
+	results := make([]match.Result, len(rows))
+	if len(qs) > 0 {
+		rs, err := d.matcher.MatchedMany(ctx, qs)
+		if err != nil {
+			return nil, err
+		}
+		for j, r := range rs {
+			results[qRow[j]] = r
+		}
+	}
+	follows, err := d.follows.AllMany(ctx, users)
+	if err != nil {
+		return nil, err
+	}
+	plans := make([]digestPlan, len(rows))
+	var shown []int64
+	seen := map[int64]bool{}
+	for i, row := range rows {
+		plans[i] = planGroups(results[i], follows[row.userID])
+		for _, id := range plans[i].shownIDs() {
+			if !seen[id] {
+				seen[id] = true
+				shown = append(shown, id)
+			}
+		}
+	}
+	papers, err := d.matcher.LoadPapers(ctx, shown, paper.WithoutAbstract)
+	if err != nil {
+		return nil, err
+	}
+	details := make(map[int64]match.Paper, len(papers))
+	for _, p := range papers {
+		details[p.ID] = p
+	}
+	feedURLs := map[int64]string{}
+	if d.links != nil {
+		if feedURLs, err = d.links.FeedURLs(ctx, users); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]DigestContent, len(rows))
+	for i, row := range rows {
+		c := plans[i].fill(details)
+		loc := zone(row.tz)
+		c.Heading = heading(row, d.now().In(loc))
+		c.FeedURL = feedURLs[row.userID]
+		c.ManageURL = d.addrs.ManageURL(row.userID, row.epoch)
+		c.UnsubscribeURL = d.addrs.UnsubscribeURL(row.userID, row.epoch)
+		out[i] = c
+	}
+	return out, nil
+}
+
+// GroupPapers arranges matched papers (with their details) into a digest:
+// see planGroups for the rules.
+func GroupPapers(res match.Result, follows []follow.Follow) DigestContent {
+	plan := planGroups(res, follows)
+	byID := make(map[int64]match.Paper, len(res.Papers))
+	for _, p := range res.Papers {
+		byID[p.ID] = p
+	}
+	return plan.fill(byID)
+}
+
+// digestPlan is which papers a digest shows, by group, before their details
+// are loaded.
+type digestPlan struct {
+	total, omitted int
+	groups         []plannedGroup
+	labels         map[string]string
+}
+
+type plannedGroup struct {
+	first   follow.Target // the follow the group is named after
+	key     string        // first.Key()
+	label   string
+	papers  []match.Paper // ids and reasons only
+	omitted int
+}
+
+// planGroups assigns each paper to the group of its most specific reason (a
+// researcher before an institution before a category before a whole archive;
+// among equals, the follow made first), with every reason kept; at most
+// MaxPerGroup per group and MaxPerDigest in all are shown, the rest counted
+// as "more". Groups come in the same order of specificity.
+func planGroups(res match.Result, follows []follow.Follow) digestPlan {
+	plan := digestPlan{total: res.Total, labels: map[string]string{}}
+	made := map[string]time.Time{}
+	for _, f := range follows {
+		plan.labels[f.Key()] = f.Label
+		made[f.Key()] = f.CreatedAt
+	}
+	before := func(a, b follow.Target, ka, kb string) bool {
+		if pa, pb := specificity(a), specificity(b); pa != pb {
+			return pa < pb
+		}
+		return made[ka].Before(made[kb])
+	}
+	index := map[string]int{}
+	shown, listed := 0, 0
+	for _, p := range res.Papers {
+		if len(p.Reasons) == 0 {
+			continue
+		}
+		first, firstKey := p.Reasons[0], p.Reasons[0].Key()
+		for _, r := range p.Reasons[1:] {
+			if k := r.Key(); before(r, first, k, firstKey) {
+				first, firstKey = r, k
+			}
+		}
+		i, ok := index[firstKey]
+		if !ok {
+			i = len(plan.groups)
+			index[firstKey] = i
+			plan.groups = append(plan.groups, plannedGroup{first: first, key: firstKey, label: plan.labels[firstKey]})
+		}
+		g := &plan.groups[i]
+		listed++
+		if len(g.papers) >= MaxPerGroup || shown >= MaxPerDigest {
+			g.omitted++
+			plan.omitted++
+			continue
+		}
+		if g.papers == nil {
+			g.papers = make([]match.Paper, 0, MaxPerGroup)
+		}
+		g.papers = append(g.papers, p)
+		shown++
+	}
+	slices.SortStableFunc(plan.groups, func(a, b plannedGroup) int {
+		switch {
+		case before(a.first, b.first, a.key, b.key):
+			return -1
+		case before(b.first, a.first, b.key, a.key):
+			return 1
+		}
+		return 0
+	})
+	// Papers beyond the candidates read count overall.
+	plan.omitted += max(res.Total-listed, 0)
+	return plan
+}
+
+// shownIDs are the papers whose details the plan needs.
+func (plan digestPlan) shownIDs() []int64 {
+	var ids []int64
+	for _, g := range plan.groups {
+		for _, p := range g.papers {
+			ids = append(ids, p.ID)
+		}
+	}
+	return ids
+}
+
+// fill builds the content from the plan and the shown papers' details.
+func (plan digestPlan) fill(details map[int64]match.Paper) DigestContent {
+	c := DigestContent{Total: plan.total, Omitted: plan.omitted}
+	for _, g := range plan.groups {
+		dg := DigestGroup{Name: g.label, Omitted: g.omitted, Papers: make([]DigestPaper, 0, len(g.papers))}
+		for _, p := range g.papers {
+			d, ok := details[p.ID]
+			if !ok {
+				dg.Omitted++ // withdrawn meanwhile
+				continue
+			}
+			if dg.Name == "" {
+				dg.Name = groupName(g.first, d)
+			}
+			reasons := make([]string, 0, len(p.Reasons))
+			for _, r := range p.Reasons {
+				reasons = append(reasons, r.ReasonName(plan.labels[r.Key()], d.AuthorName))
+			}
+			authors := make([]string, 0, len(d.Authors))
+			for _, a := range d.Authors {
+				authors = append(authors, a.Name)
+			}
+			dg.Papers = append(dg.Papers, DigestPaper{ID: d.ID, Title: d.Title, Authors: authors, AbsURL: d.AbsURL, PDFURL: d.PDFURL,
+				Reasons: reasons, Categories: d.Categories, Published: d.SubmittedAt})
+		}
+		if dg.Name == "" {
+			dg.Name = groupName(g.first, match.Paper{})
+		}
+		c.Groups = append(c.Groups, dg)
+	}
+	return c
+}
+
+// specificity ranks reasons for grouping: lower is more specific.
+func specificity(t follow.Target) int {
+	switch {
+	case t.Kind == follow.Researcher:
+		return 0
+	case t.Kind == follow.Institution:
+		return 1
+	case t.IsArchive():
+		return 3
+	}
+	return 2
+}
+
+func groupName(t follow.Target, p match.Paper) string {
+	if t.Kind == follow.Researcher {
+		return t.ReasonName("", p.AuthorName)
+	}
+	if t.Kind == follow.Category && !t.IsArchive() {
+		return t.DisplayName()
+	}
+	return t.ReasonName("", nil)
+}
+
+func heading(row digestRow, localNow time.Time) string {
+	day := localNow.Format("Monday 2 January")
+	switch row.kind {
+	case "weekly":
+		return "Your weekly papers — week of " + day
+	case "instant":
+		return "New papers just matched your follows"
+	}
+	return "Your daily papers — " + day
+}

@@ -1,0 +1,102 @@
+package notify
+
+import (
+	"context"
+	"log/slog"
+	netmail "net/mail"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/account"
+	"followfeed/database"
+	"followfeed/follow"
+	"followfeed/mail"
+	"followfeed/match"
+)
+
+// Caps of one digest.
+const (
+	MaxPerGroup  = 20
+	MaxPerDigest = 100
+	// candidates is how many of a window's newest papers are grouped; any
+	// beyond count in the digest's "and N more".
+	candidates = 250
+)
+
+// DigestEnqueuer queues digest jobs inside the caller's transaction.
+type DigestEnqueuer interface {
+	EnqueueDigests(ctx context.Context, tx pgx.Tx, digestIDs []int64) error
+	EnqueueInstant(ctx context.Context, tx pgx.Tx, userIDs []int64, at time.Time) error
+}
+
+// InstantDelay is how long instant alerts wait to gather a burst of matches
+// into one mail.
+const InstantDelay = 10 * time.Minute
+
+// Links builds the absolute URLs a mail carries.
+type Links interface {
+	// FeedURLs are the users' private Atom feeds.
+	FeedURLs(ctx context.Context, userIDs []int64) (map[int64]string, error)
+}
+
+// Digester schedules, builds and sends digests (the address they go to is
+// account's: see account.Addresses), and keeps the delivery
+// ledger (table digests): one row per (user, period), state pending →
+// sending → sent | failed | skipped | unknown, with the SMTP reply.
+//
+// Delivery policy (at most once): a row is marked "sending" and committed
+// right before the SMTP transaction. The transaction itself is never
+// abandoned half-way by a cancelled job (see mail.SMTPSender). If the process
+// dies between the server's reply and the ledger commit, or the connection
+// breaks after the whole body was sent, the row ends "unknown" and the
+// digest is not sent again: a duplicate is the worse failure for a digest
+// people keep, and the papers stay in the user's feed. 4xx replies and
+// network errors before the body put the row back to "pending" and the job
+// retries with backoff; a 5xx on the recipient fails the row and suppresses
+// the address.
+type Digester struct {
+	db      *database.DB
+	matcher *match.Service
+	follows *follow.Service
+	sender  mail.Sender
+	enq     DigestEnqueuer
+	links   Links
+	addrs   *account.Addresses
+	from    *netmail.Address
+	base    *url.URL
+	mailto  string
+	logger  *slog.Logger
+	now     func() time.Time
+}
+
+// DigesterConfig assembles a Digester.
+type DigesterConfig struct {
+	DB       *database.DB
+	Matcher  *match.Service
+	Follows  *follow.Service
+	Sender   mail.Sender
+	Enqueuer DigestEnqueuer
+	Links    Links
+	// Addresses make the manage and unsubscribe links and suppress an
+	// address that bounced.
+	Addresses *account.Addresses
+	From      *netmail.Address
+	BaseURL   *url.URL // PUBLIC_URL
+	Mailto    string   // MAIL_UNSUBSCRIBE_MAILTO
+	Logger    *slog.Logger
+	Now       func() time.Time
+}
+
+// NewDigester returns a Digester.
+func NewDigester(c DigesterConfig) *Digester {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Digester{db: c.DB, matcher: c.Matcher, follows: c.Follows, sender: c.Sender, enq: c.Enqueuer, links: c.Links,
+		addrs: c.Addresses, from: c.From, base: c.BaseURL, mailto: c.Mailto, logger: c.Logger, now: c.Now}
+}

@@ -1,0 +1,320 @@
+package notify
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/database"
+)
+
+// State is where a digest stands in the ledger (column digests.state,
+// whose CHECK constraint allows exactly these values).
+type State string
+
+// The ledger states. A row starts pending, is marked sending right before
+// its SMTP transaction, and ends in one of the final states; a temporary
+// failure puts it back to pending.
+const (
+	StatePending State = "pending" // waiting for (another) send attempt
+	StateSending State = "sending" // being handed to the SMTP server
+	StateSent    State = "sent"    // the server accepted it
+	StateFailed  State = "failed"  // refused, unbuildable or abandoned; not retried
+	StateSkipped State = "skipped" // nothing to send, or no address to send to
+	StateUnknown State = "unknown" // may have been delivered; never resent
+)
+
+// Final reports whether s is a state a row never leaves: sent, failed,
+// skipped or unknown.
+func (s State) Final() bool {
+	switch s {
+	case StateSent, StateFailed, StateSkipped, StateUnknown:
+		return true
+	}
+	return false
+}
+
+// Abandoned digests: a row that no send job will ever touch again (its job
+// was cancelled from the admin UI, or River discarded it after a worker died
+// during the last attempt) would stay open for ever. Attempts touch
+// updated_at at most JOB_RETRY_MAX (≤ 24 h) apart, and "sending" lasts one
+// SMTP transaction, so these ages mean nobody is coming back for the row.
+const (
+	abandonedPending = 48 * time.Hour
+	abandonedSending = 24 * time.Hour
+)
+
+// sweep closes abandoned digests: "sending" becomes "unknown" (it may have
+// been delivered; at most once), "pending" becomes "failed". Papers of a
+// pending digest whose window was never reserved are not lost: the user's
+// watermark did not move, so the next digest holds them.
+func (d *Digester) sweep(ctx context.Context) error {
+	// digests_open_idx: only open rows are read; the WHERE spells out
+	// StatePending and StateSending as literals because they must match the
+	// partial index's predicate for the planner to use it. Ages are
+	// measured with the database's clock, which wrote updated_at.
+	_, err := d.db.Pool.Exec(ctx, `
+		UPDATE digests SET
+			state = CASE state WHEN $3 THEN $4 ELSE $5 END,
+			smtp_reply = coalesce(smtp_reply || ' ', '') || CASE state
+				WHEN $3 THEN '(abandoned while sending; not resent)'
+				ELSE '(abandoned: no send attempt for 48 h)' END,
+			updated_at = now()
+		WHERE state IN ('pending', 'sending')
+		  AND updated_at < now() - CASE state WHEN $3 THEN $1::interval ELSE $2::interval END`,
+		abandonedSending, abandonedPending, StateSending, StateUnknown, StateFailed)
+	if err != nil {
+		return fmt.Errorf("closing abandoned digests: %w", err)
+	}
+	return nil
+}
+
+func upsertDigest(ctx context.Context, tx pgx.Tx, userID int64, period, kind string) (int64, error) {
+	var id int64
+	err := tx.QueryRow(ctx, `
+		WITH ins AS (
+			INSERT INTO digests (user_id, period, kind) VALUES ($1, $2, $3)
+			ON CONFLICT (user_id, period) DO NOTHING RETURNING id
+		)
+		SELECT id FROM ins UNION ALL SELECT id FROM digests WHERE user_id = $1 AND period = $2
+		LIMIT 1`, userID, period, kind).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("creating digest %s of user %d: %w", period, userID, err)
+	}
+	return id, nil
+}
+
+// GiveUp marks the rows of ids that are still pending as failed, keeping
+// the last SMTP reply and appending reason. The send job calls it when River
+// will not retry any more: without it those rows would stay pending for
+// ever, since nothing else enqueues a scheduled digest twice. Rows in any
+// other state are left alone. It returns how many rows it marked.
+func (d *Digester) GiveUp(ctx context.Context, ids []int64, reason string) (int, error) {
+	tag, err := d.db.Pool.Exec(ctx, `
+		UPDATE digests SET state = $3,
+			smtp_reply = coalesce(smtp_reply || ' ', '') || '(' || $2 || ')', updated_at = now()
+		WHERE id = ANY($1) AND state = $4`, ids, reason, StateFailed, StatePending)
+	if err != nil {
+		return 0, fmt.Errorf("giving up on %d digests: %w", len(ids), err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// outcomes writes digests' states to the ledger. To save a statement and a
+// commit per digest, an outcome that needs nothing else waits and is
+// written in the same statement as the next digest's "sending" mark, or by
+// flush at the end of the batch. At most one outcome ever waits: a crash
+// leaves that one digest "sending", which a retry records as "unknown",
+// the same as a crash between the server's reply and any ledger write.
+type outcomes struct {
+	d       *Digester
+	waiting *waitingOutcome
+}
+
+type waitingOutcome struct {
+	id    int64
+	state State
+	reply string
+}
+
+// record has out's state written and then sets it on out. Only an outcome
+// that a crash may leave at "sending" without harm waits for the next write:
+// "sent" and "unknown" (a retry records "unknown" and resends nothing, the
+// at-most-once policy) and "skipped" (never marked "sending"). "pending"
+// (the message certainly did not go: a retry must resend it) and "failed"
+// are written at once, a bounce together with the address's suppression.
+func (l *outcomes) record(ctx context.Context, out *Outcome, row digestRow, state State, reply string, suppress bool) error {
+	if err := l.flush(ctx); err != nil {
+		return err
+	}
+	reply = truncate(reply, 1000)
+	switch state {
+	case StateSent, StateUnknown, StateSkipped:
+		l.waiting = &waitingOutcome{id: row.id, state: state, reply: reply}
+	default:
+		err := l.d.db.InTx(ctx, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, setOutcome+` WHERE id = $1`, row.id, state, reply); err != nil {
+				return fmt.Errorf("recording digest %d as %s: %w", row.id, state, err)
+			}
+			if suppress {
+				return l.d.addrs.Suppress(ctx, tx, row.email, "bounce", reply)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	out.State, out.Reply = state, reply
+	return nil
+}
+
+// setOutcome is the UPDATE of a digest's final (or pending) state; $1 is
+// the row, $2 the state, $3 the SMTP reply or reason.
+const setOutcome = `UPDATE digests SET state = $2, smtp_reply = $3, updated_at = now(),
+	sent_at = CASE WHEN $2 = '` + string(StateSent) + `' THEN now() END`
+
+// sending marks row "sending" (committed before its SMTP transaction
+// starts), writing the waiting outcome in the same statement.
+func (l *outcomes) sending(ctx context.Context, row digestRow, messageID string, papers int) error {
+	w := l.waiting
+	if w == nil {
+		w = &waitingOutcome{} // id 0: no row
+	}
+	if _, err := l.d.db.Pool.Exec(ctx, `
+		WITH waiting AS (`+setOutcome+` WHERE id = $1 AND $1 <> 0)
+		UPDATE digests SET state = $8, attempts = attempts + 1, email = $5, message_id = $6, papers = $7, updated_at = now()
+		WHERE id = $4`, w.id, w.state, w.reply, row.id, row.email, messageID, papers, StateSending); err != nil {
+		return fmt.Errorf("marking digest %d sending: %w", row.id, err)
+	}
+	l.waiting = nil
+	return nil
+}
+
+// flush writes the waiting outcome, if any.
+func (l *outcomes) flush(ctx context.Context) error {
+	w := l.waiting
+	if w == nil {
+		return nil
+	}
+	if _, err := l.d.db.Pool.Exec(ctx, setOutcome+` WHERE id = $1`, w.id, w.state, w.reply); err != nil {
+		return fmt.Errorf("recording digest %d as %s: %w", w.id, w.state, err)
+	}
+	l.waiting = nil
+	return nil
+}
+
+// reserve loads the rows and, the first time, reserves their windows under
+// their users' locks, in bulk. It returns the rows to build, in the order
+// of ids, the final state of those with nothing left to do, and the ids
+// left for a later round: a user's rows are reserved one at a time, since
+// each window starts where the previous one ends.
+func (d *Digester) reserve(ctx context.Context, ids []int64) (rows []digestRow, done map[int64]State, later []int64, err error) {
+	err = d.db.InTx(ctx, func(tx pgx.Tx) error {
+		rows, done, later = nil, map[int64]State{}, nil
+		// Every digest's user gets a schedule row (one made only by a
+		// by-hand digest may lack it), which the reservation locks and
+		// moves the watermark of.
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO digest_schedules (user_id) SELECT DISTINCT user_id FROM digests WHERE id = ANY($1)
+			ON CONFLICT (user_id) DO NOTHING`, ids); err != nil {
+			return fmt.Errorf("creating the schedules of %d digests' users: %w", len(ids), err)
+		}
+		r, err := tx.Query(ctx, `
+			SELECT g.id, g.user_id, g.period, g.kind, g.state, g.from_seq, g.to_seq, g.attempts,
+			       coalesce(u.email, ''), u.email_confirmed_at IS NOT NULL,
+			       EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email)),
+			       u.timezone, d.frequency, d.send_empty, u.link_epoch
+			FROM digests g JOIN users u ON u.id = g.user_id JOIN digest_schedules d ON d.user_id = g.user_id
+			WHERE g.id = ANY($1)
+			ORDER BY g.id
+			FOR UPDATE OF g, u, d`, ids)
+		if err != nil {
+			return fmt.Errorf("reading %d digests: %w", len(ids), err)
+		}
+		byID := map[int64]digestRow{}
+		for r.Next() {
+			var row digestRow
+			if err := r.Scan(&row.id, &row.userID, &row.period, &row.kind, &row.state, &row.from, &row.to,
+				&row.attempts, &row.email, &row.confirmed, &row.suppressed, &row.tz, &row.freq, &row.sendEmpty, &row.epoch); err != nil {
+				r.Close()
+				return err
+			}
+			byID[row.id] = row
+		}
+		r.Close()
+		if err := r.Err(); err != nil {
+			return err
+		}
+		var finalIDs, reserveIDs []int64
+		var finalStates []State
+		var finalReasons []string
+		users := map[int64]bool{}
+		for _, id := range ids {
+			row, ok := byID[id]
+			if !ok {
+				return fmt.Errorf("digest %d: %w", id, database.ErrNotFound)
+			}
+			final := func(state State, reason string) {
+				done[id] = state
+				finalIDs, finalStates, finalReasons = append(finalIDs, id), append(finalStates, state), append(finalReasons, reason)
+			}
+			switch {
+			case row.state.Final():
+				done[id] = row.state
+			case row.state == StateSending:
+				// The process died while this digest was being handed to
+				// the SMTP server: it may have been delivered. At most once.
+				final(StateUnknown, "interrupted while sending; not resent")
+			case row.email == "":
+				final(StateSkipped, "no email address")
+			case !row.confirmed:
+				final(StateSkipped, "email address not confirmed")
+			case row.suppressed:
+				final(StateSkipped, "address suppressed (bounced or unsubscribed)")
+			case row.freq == Off && row.kind != "manual":
+				final(StateSkipped, "digests turned off")
+			case users[row.userID]:
+				later = append(later, id)
+			default:
+				users[row.userID] = true
+				if row.to == nil {
+					reserveIDs = append(reserveIDs, id)
+				}
+				rows = append(rows, row)
+			}
+		}
+		if len(finalIDs) > 0 {
+			if _, err := tx.Exec(ctx, `
+				UPDATE digests g SET state = f.state,
+					smtp_reply = CASE WHEN f.state = $4 THEN coalesce(g.smtp_reply || ' ', '') || '(' || f.reason || ')' ELSE f.reason END,
+					updated_at = now()
+				FROM unnest($1::bigint[], $2::text[], $3::text[]) AS f(id, state, reason) WHERE g.id = f.id`,
+				finalIDs, finalStates, finalReasons, StateUnknown); err != nil {
+				return fmt.Errorf("recording %d digests: %w", len(finalIDs), err)
+			}
+		}
+		if len(reserveIDs) == 0 {
+			return nil
+		}
+		// Reserve (watermark, high_seq] and move each watermark past it now,
+		// so no other digest of the user can include these papers.
+		rr, err := tx.Query(ctx, `
+			WITH w AS (
+				UPDATE digests g SET from_seq = d.watermark,
+					to_seq = greatest((SELECT high_seq FROM match_state), d.watermark)
+				FROM digest_schedules d WHERE g.id = ANY($1) AND d.user_id = g.user_id
+				RETURNING g.id, g.user_id, g.from_seq, g.to_seq
+			), moved AS (
+				UPDATE digest_schedules d SET watermark = w.to_seq FROM w
+				WHERE d.user_id = w.user_id AND d.watermark < w.to_seq
+			)
+			SELECT id, from_seq, to_seq FROM w`, reserveIDs)
+		if err != nil {
+			return fmt.Errorf("reserving the windows of %d digests: %w", len(reserveIDs), err)
+		}
+		windows := map[int64][2]int64{}
+		for rr.Next() {
+			var id, from, to int64
+			if err := rr.Scan(&id, &from, &to); err != nil {
+				rr.Close()
+				return err
+			}
+			windows[id] = [2]int64{from, to}
+		}
+		rr.Close()
+		if err := rr.Err(); err != nil {
+			return err
+		}
+		for i := range rows {
+			if w, ok := windows[rows[i].id]; ok {
+				from, to := w[0], w[1]
+				rows[i].from, rows[i].to = &from, &to
+			}
+		}
+		return nil
+	})
+	return rows, done, later, err
+}

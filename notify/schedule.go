@@ -1,0 +1,185 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/database"
+)
+
+// scheduleBatch bounds the users one scheduling transaction handles.
+const scheduleBatch = 1000
+
+// Schedule finds every user whose daily or weekly digest is due, creates one
+// ledger row per (user, period) and queues its job, in bulk, and moves each
+// user's next digest time on. Periods already in the ledger are skipped, so
+// running it twice (or on two workers) never doubles a digest. It returns
+// how many digests it queued.
+func (d *Digester) Schedule(ctx context.Context) (int, error) {
+	if err := d.sweep(ctx); err != nil {
+		return 0, err
+	}
+	total := 0
+	for {
+		n, more, err := d.scheduleOnce(ctx)
+		total += n
+		if err != nil || !more {
+			return total, err
+		}
+	}
+}
+
+func (d *Digester) scheduleOnce(ctx context.Context) (queued int, more bool, err error) {
+	now := d.now()
+	err = d.db.InTx(ctx, func(tx pgx.Tx) error {
+		// digest_schedules_due_idx, then users by primary key; SKIP LOCKED
+		// lets several schedulers (or a user editing settings, who holds
+		// the users row) proceed without waiting.
+		rows, err := tx.Query(ctx, `
+			SELECT d.user_id, u.timezone, d.frequency, d.hour, d.weekday, d.next_at
+			FROM digest_schedules d JOIN users u ON u.id = d.user_id
+			WHERE d.next_at <= $1
+			ORDER BY d.next_at LIMIT $2
+			FOR UPDATE OF d, u SKIP LOCKED`, now, scheduleBatch)
+		if err != nil {
+			return fmt.Errorf("finding due digests: %w", err)
+		}
+		var users []int64
+		var periods, kinds []string
+		var nexts []time.Time
+		for rows.Next() {
+			var id int64
+			var tz, freq string
+			var s DigestSettings
+			var weekday int
+			var due time.Time
+			if err := rows.Scan(&id, &tz, &freq, &s.Hour, &weekday, &due); err != nil {
+				return err
+			}
+			s.Frequency, s.Weekday = Frequency(freq), time.Weekday(weekday)
+			loc := zone(tz)
+			ref := due
+			if now.After(ref) {
+				ref = now // after downtime: one digest covers the gap
+			}
+			users = append(users, id)
+			periods = append(periods, Period(s.Frequency, due, loc))
+			kinds = append(kinds, freq)
+			nexts = append(nexts, NextOccurrence(ref, loc, s))
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		more = len(users) == scheduleBatch
+		if len(users) == 0 {
+			return nil
+		}
+		idRows, err := tx.Query(ctx, `
+			INSERT INTO digests (user_id, period, kind)
+			SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[])
+			ON CONFLICT (user_id, period) DO NOTHING
+			RETURNING id`, users, periods, kinds)
+		if err != nil {
+			return fmt.Errorf("creating %d digests: %w", len(users), err)
+		}
+		ids, err := pgx.CollectRows(idRows, pgx.RowTo[int64])
+		if err != nil {
+			return fmt.Errorf("creating %d digests: %w", len(users), err)
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE digest_schedules d SET next_at = n.next
+			FROM unnest($1::bigint[], $2::timestamptz[]) AS n(id, next) WHERE d.user_id = n.id`, users, nexts); err != nil {
+			return fmt.Errorf("moving next digest times: %w", err)
+		}
+		queued = len(ids)
+		return d.enq.EnqueueDigests(ctx, tx, ids)
+	})
+	return queued, more, err
+}
+
+// ScheduleInstant is the match job's hook: users among affected who chose
+// instant alerts (with a confirmed, unsuppressed address) and have none
+// waiting get an alert due InstantDelay from now. Matches while one waits
+// join it, so a burst becomes one mail; a match after the alert reserved its
+// papers starts the next one, so nothing waits for ever.
+func (d *Digester) ScheduleInstant(ctx context.Context, tx pgx.Tx, affected []int64) error {
+	if len(affected) == 0 {
+		return nil
+	}
+	due := d.now().Add(InstantDelay)
+	rows, err := tx.Query(ctx, `
+		UPDATE digest_schedules d SET instant_due_at = $2
+		FROM users u
+		WHERE d.user_id = ANY($1) AND u.id = d.user_id AND d.frequency = 'instant' AND d.instant_due_at IS NULL
+		  AND u.email_confirmed_at IS NOT NULL
+		  AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email))
+		RETURNING d.user_id`, affected, due)
+	if err != nil {
+		return fmt.Errorf("scheduling instant alerts: %w", err)
+	}
+	users, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil || len(users) == 0 {
+		return err
+	}
+	return d.enq.EnqueueInstant(ctx, tx, users, due)
+}
+
+// SendInstant sends a user's waiting instant alert: everything matched since
+// their last mail. It is a ledger row like any digest ("instant:<watermark>"),
+// so a retried job never sends twice.
+func (d *Digester) SendInstant(ctx context.Context, userID int64) error {
+	var id int64
+	err := d.db.InTx(ctx, func(tx pgx.Tx) error {
+		var freq string
+		var watermark int64
+		if err := tx.QueryRow(ctx, `
+			UPDATE digest_schedules SET instant_due_at = NULL WHERE user_id = $1
+			RETURNING frequency, watermark`, userID).Scan(&freq, &watermark); err != nil {
+			return database.NotFound(err, fmt.Sprintf("reading user %d", userID))
+		}
+		// A retry after a temporary failure resumes the alert it reserved.
+		err := tx.QueryRow(ctx, `
+			SELECT id FROM digests WHERE user_id = $1 AND kind = 'instant' AND state IN ($2, $3)
+			ORDER BY id LIMIT 1`, userID, StatePending, StateSending).Scan(&id)
+		if err == nil || !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if Frequency(freq) != Instant {
+			return nil // changed their mind meanwhile
+		}
+		id, err = upsertDigest(ctx, tx, userID, "instant:"+strconv.FormatInt(watermark, 10), "instant")
+		return err
+	})
+	if err != nil || id == 0 {
+		return err
+	}
+	_, err = d.Send(ctx, id)
+	return err
+}
+
+// scheduleConfirmed gives a user whose address was just confirmed (in tx)
+// a next digest time, when daily or weekly digests are chosen and none is
+// set: an unconfirmed address has none.
+func scheduleConfirmed(ctx context.Context, tx pgx.Tx, userID int64, now time.Time) error {
+	var tz, freq string
+	var s DigestSettings
+	var weekday int
+	if err := tx.QueryRow(ctx, `
+		SELECT u.timezone, coalesce(d.frequency, 'off'), coalesce(d.hour, 7), coalesce(d.weekday, 1)
+		FROM users u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1`, userID).
+		Scan(&tz, &freq, &s.Hour, &weekday); err != nil {
+		return fmt.Errorf("reading digest settings of user %d: %w", userID, err)
+	}
+	s.Frequency, s.Weekday = Frequency(freq), time.Weekday(weekday)
+	if s.Frequency != Daily && s.Frequency != Weekly {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `UPDATE digest_schedules SET next_at = $2 WHERE user_id = $1 AND next_at IS NULL`,
+		userID, NextOccurrence(now, zone(tz), s))
+	return err
+}
