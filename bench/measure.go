@@ -141,16 +141,6 @@ func SampleUsers(ctx context.Context, db *database.DB, n int) ([]int64, error) {
 	return out, nil
 }
 
-// Quantile returns the q-quantile (0 < q <= 1) of ds.
-func Quantile(ds []time.Duration, q float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[min(int(math.Ceil(q*float64(len(s))))-1, len(s)-1)]
-}
-
 // Percentiles returns p50 and p99 of ds.
 func Percentiles(ds []time.Duration) (p50, p99 time.Duration) {
 	if len(ds) == 0 {
