@@ -24,9 +24,10 @@ import (
 	"followfeed/worker"
 )
 
-// services are the domain services of one process, built once and shared by
-// the HTTP routes and the workers.
-type services struct {
+// Services are the domain services of one process, built once by
+// NewServices and shared by the HTTP routes, the workers and the commands
+// (followfeed-lab's bench drives the same services the product runs).
+type Services struct {
 	logger   *slog.Logger
 	db       *database.DB
 	inserter *river.Client[pgx.Tx]
@@ -46,12 +47,21 @@ type services struct {
 	signer    *auth.LinkSigner
 }
 
-func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logger *slog.Logger, hooks Hooks) (*services, error) {
+// NewServices wires every domain service of a process on db, as configured
+// by cfg: the OnAffected hooks (instant alerts, WebSub pings), the job
+// enqueuer (River, InsertTx), the mail sender (SMTP_URL or MAIL_DIR) and the
+// upstream clients. It starts nothing: no worker runs and nothing listens
+// until the caller registers Routes or starts the jobs. hooks.Now nil means
+// time.Now. Callers Close the result when done.
+func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logger *slog.Logger, hooks Hooks) (*Services, error) {
+	if hooks.Now == nil {
+		hooks.Now = time.Now
+	}
 	ins, err := worker.NewInserter(db.Pool, logger)
 	if err != nil {
 		return nil, err
 	}
-	s := &services{logger: logger, db: db, inserter: ins, enqueuer: worker.NewEnqueuer(ins)}
+	s := &Services{logger: logger, db: db, inserter: ins, enqueuer: worker.NewEnqueuer(ins)}
 	if s.verifier, err = newVerifier(ctx, cfg, logger); err != nil {
 		return nil, err
 	}
@@ -99,12 +109,25 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	return s, nil
 }
 
-// close releases what the services hold (pooled SMTP connections).
-func (s *services) close() {
+// Close releases what the services hold (pooled SMTP connections); the
+// database stays open (it belongs to the caller).
+func (s *Services) Close() {
 	if c, ok := s.sender.(interface{ Close() error }); ok {
 		_ = c.Close()
 	}
 }
+
+// Ingester is the paper ingester (the path every new paper takes).
+func (s *Services) Ingester() *harvest.Ingester { return s.ingester }
+
+// Matcher is the match service (match jobs and the user-match query).
+func (s *Services) Matcher() *match.Service { return s.matcher }
+
+// FeedTokens are the private-feed tokens.
+func (s *Services) FeedTokens() *feeds.Tokens { return s.feeds.Tokens() }
+
+// Digester builds and sends digests through the configured sender.
+func (s *Services) Digester() *notify.Digester { return s.digester }
 
 // newSender delivers mail over SMTP_URL, or writes .eml files to MAIL_DIR.
 func newSender(cfg *config.Config, logger *slog.Logger) (notify.Sender, error) {
@@ -164,7 +187,7 @@ func newVerifier(ctx context.Context, cfg *config.Config, logger *slog.Logger) (
 const enrichInterval = 15 * time.Minute
 
 // jobs lists the workers and periodic jobs a working process runs.
-func (s *services) jobs(cfg *config.Config) []worker.Registration {
+func (s *Services) jobs(cfg *config.Config) []worker.Registration {
 	harvest := worker.Register(&worker.HarvestWorker{Harvester: s.harvester, Logger: s.logger})
 	if cfg.HarvestInterval > 0 {
 		harvest = harvest.Every(cfg.HarvestInterval, func() river.JobArgs { return worker.HarvestArgs{} }, true)
@@ -187,8 +210,10 @@ func (s *services) jobs(cfg *config.Config) []worker.Registration {
 	}
 }
 
-// routes registers the product routes.
-func (s *services) routes(cfg *config.Config) func(*http.ServeMux) {
+// Routes returns a function that registers every product route (API,
+// feeds, settings pages, email links, embed, static files, OpenAPI) on a
+// mux, for httpapi.Options.Routes.
+func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 	api := &httpapi.API{
 		Logger:   s.logger,
 		Verifier: s.verifier,

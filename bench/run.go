@@ -28,7 +28,8 @@ type Deps struct {
 	Digester *notify.Digester
 	// Handler is the product's full HTTP handler (rate limits off).
 	Handler http.Handler
-	// Exe and Env start `serve` as a separate process for the memory test.
+	// Exe (the followfeed binary) and Env start `serve` as a separate
+	// process for the memory test.
 	Exe string
 	Env []string
 	Log io.Writer

@@ -128,7 +128,7 @@ func TestChaosFateIsPerAddress(t *testing.T) {
 
 func TestReportRenders(t *testing.T) {
 	r := &Report{When: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), CPUs: 2, GoVersion: "go1.26", Postgres: "PostgreSQL 15",
-		Command: "followfeed soak --only smtp-chaos", ViaMake: true}
+		Command: "followfeed-lab soak --only smtp-chaos", ViaMake: true}
 	res := &Result{Name: "smtp-chaos", What: "What it does.", Policy: "**Policies.**", Summary: "a | b"}
 	res.figure("attempts", "%d", 3)
 	res.check("no duplicates", true, "0 duplicates")
@@ -140,7 +140,7 @@ func TestReportRenders(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"# Reliability", "`make soak` (`followfeed soak --only smtp-chaos`)", "| [smtp-chaos](#smtp-chaos) | **fail** | a \\| b |",
+	for _, want := range []string{"# Reliability", "`make soak` (`followfeed-lab soak --only smtp-chaos`)", "| [smtp-chaos](#smtp-chaos) | **fail** | a \\| b |",
 		"## smtp-chaos", "| attempts | 3 |", "| all final | **fail** | 1 pending |", "**Policies.**"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
