@@ -330,6 +330,7 @@ func TestParseListRecordsRejectsEntityTricks(t *testing.T) {
 }
 
 func TestParseListRecordsSizeCaps(t *testing.T) {
+	t.Log("hostile: malformed")
 	if _, err := ParseListRecords(make([]byte, OAIMaxBodyBytes+1), OAIFormatArXiv); !errors.Is(err, ErrMalformed) {
 		t.Errorf("oversized body: err = %v, want ErrMalformed", err)
 	}
@@ -747,6 +748,7 @@ func TestOAIListRecordsInvalidRequest(t *testing.T) {
 }
 
 func TestOAIListRecordsContextAndBodyCap(t *testing.T) {
+	t.Log("hostile: limits")
 	srv := newOAIServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		if r.URL.Query().Get("resumptionToken") == "big" {
 			serveXML(w, 200, bytes.Repeat([]byte(" "), 2048))
@@ -789,6 +791,7 @@ func TestOAIDefaults(t *testing.T) {
 // a successful parse only yields identified, capped, valid-UTF-8 papers.
 // Seeds: testdata/fuzz/FuzzParseListRecords.
 func FuzzParseListRecords(f *testing.F) {
+	f.Log("hostile: decoders")
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, format := range []string{OAIFormatArXiv, OAIFormatArXivRaw} {
 			page, err := ParseListRecords(body, format)

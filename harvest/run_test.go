@@ -444,6 +444,7 @@ func malformedOAI() [][]byte {
 // broken in any of 200 ways fails with an error and writes no paper and no
 // key.
 func TestTwoHundredMalformedOAIPagesNeverWrite(t *testing.T) {
+	t.Log("hostile: malformed")
 	t.Parallel()
 	in, db := newIngester(t)
 	var mu sync.Mutex
@@ -475,6 +476,7 @@ func TestTwoHundredMalformedOAIPagesNeverWrite(t *testing.T) {
 // resumption token with the same token would keep a harvest paging for
 // ever; the run stops with an error after storing the page once.
 func TestHarvestStopsOnARepeatedResumptionToken(t *testing.T) {
+	t.Log("hostile: malformed")
 	t.Parallel()
 	page := mustRead("testdata/oai/listrecords-arXivRaw-with-resumptiontoken.xml")
 	var requests atomic.Int64

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -152,23 +155,30 @@ func TestReportRenders(t *testing.T) {
 }
 
 // TestHostileInputReadsGoTestResults: a requirement passes only when every
-// test behind it ran and passed; a failed or missing test fails it.
+// test tagged for it ran and passed; a failed test, or no test at all, fails
+// it; a tag no requirement knows fails the report.
 func TestHostileInputReadsGoTestResults(t *testing.T) {
 	var b strings.Builder
-	for _, c := range hostileChecks {
-		for _, name := range c.tests {
+	for _, r := range requirements {
+		for i, name := range []string{"TestA", "FuzzB"} {
+			name += r.ID
 			action := "pass"
-			switch name {
-			case "TestAccessControl":
+			switch {
+			case r.ID == "access" && i == 0:
 				action = "fail"
-			case "TestNoUserSuppliedURLIsFetched":
-				continue // did not run
+			case r.ID == "ssrf":
+				continue // no test carries the tag
 			}
 			fmt.Fprintf(&b, `{"Action":"run","Package":"followfeed/x","Test":%q}`+"\n", name)
+			fmt.Fprintf(&b, `{"Action":"output","Package":"followfeed/x","Test":%q,"Output":"=== RUN   %s\n"}`+"\n", name, name)
+			fmt.Fprintf(&b, `{"Action":"output","Package":"followfeed/x","Test":%q,"Output":"    x_test.go:12: hostile: %s\n"}`+"\n", name, r.ID)
 			fmt.Fprintf(&b, `{"Action":%q,"Package":"followfeed/x","Test":%q,"Elapsed":0.25}`+"\n", action, name)
 			fmt.Fprintf(&b, `{"Action":"fail","Package":"followfeed/x","Test":%q}`+"\n", name+"/sub") // subtests do not count
 		}
 	}
+	// A subtest's tag does not count: its parent shows nothing.
+	fmt.Fprintf(&b, `{"Action":"output","Package":"followfeed/x","Test":"TestC/sub","Output":"    x_test.go:3: hostile: ssrf\n"}`+"\n")
+	fmt.Fprintf(&b, `{"Action":"pass","Package":"followfeed/x","Test":"TestC","Elapsed":0.1}`+"\n")
 	path := filepath.Join(t.TempDir(), "tests.json")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -184,11 +194,65 @@ func TestHostileInputReadsGoTestResults(t *testing.T) {
 			failed[c.Name] = true
 		}
 	}
-	if res.Pass || len(failed) != 2 || !failed[hostileChecks[3].name] || !failed[hostileChecks[4].name] {
+	if res.Pass || len(failed) != 2 || !failed[requirements[3].Text] || !failed[requirements[4].Text] {
 		t.Errorf("verdict %v, failed checks %v; want exactly access control and SSRF failed", res.Pass, failed)
 	}
+	if want := fmt.Sprintf("%d requirements, %d/%d tests passed", len(requirements), 2*(len(requirements)-1)-1, 2*(len(requirements)-1)); res.Summary != want {
+		t.Errorf("summary %q, want %q", res.Summary, want)
+	}
+
+	unknown := `{"Action":"output","Package":"followfeed/x","Test":"TestD","Output":"    x_test.go:3: hostile: limts\n"}` + "\n" +
+		`{"Action":"pass","Package":"followfeed/x","Test":"TestD"}` + "\n"
+	if err := os.WriteFile(path, []byte(unknown), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res = &Result{Name: "hostile-input"}
+	if err := runHostile(context.Background(), &env{opts: Options{TestResults: path}}, res); err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Checks[len(res.Checks)-1]; c.Pass || !strings.Contains(c.Detail, `"limts"`) {
+		t.Errorf("an unknown tag must fail a check naming it; last check %+v", c)
+	}
+
 	res = &Result{Name: "hostile-input"}
 	if err := runHostile(context.Background(), &env{opts: Options{}}, res); err == nil {
 		t.Error("no results file: no error")
+	}
+}
+
+// Every requirement has tests in the repository, and every tag in a test
+// file names a requirement (a typo would drop the test from the report).
+func TestHostileTagsInTheSources(t *testing.T) {
+	tag := regexp.MustCompile(`\b[tf]\.Log\("hostile: ([a-z0-9-]+)"\)`)
+	count := map[string]int{}
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "var" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".") && d.Name() != "..") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range tag.FindAllStringSubmatch(string(src), -1) {
+			count[m[1]]++
+			if !slices.ContainsFunc(requirements, func(r requirement) bool { return r.ID == m[1] }) {
+				t.Errorf("%s: tag %q names no requirement", path, m[1])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range requirements {
+		if count[r.ID] == 0 {
+			t.Errorf("no test logs \"hostile: %s\"", r.ID)
+		}
 	}
 }
