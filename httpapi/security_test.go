@@ -21,9 +21,9 @@ import (
 
 	"followfeed/auth"
 	"followfeed/config"
+	fakesmtp "followfeed/internal/fake/smtp"
 	"followfeed/internal/testapp"
 	"followfeed/internal/testdb"
-	"followfeed/internal/testsmtp"
 )
 
 // TestAccessControl: user A can never read or change B's follows, settings,
@@ -124,7 +124,7 @@ func TestNoUserSuppliedURLIsFetched(t *testing.T) {
 	var hits atomic.Int64
 	canary := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	defer canary.Close()
-	smtpd := testsmtp.Start(t, testsmtp.Options{})
+	smtpd := fakesmtp.Start(t, fakesmtp.Options{})
 	a, c := start(t, "SMTP_URL", smtpd.URL(), "WEBSUB_HUB_URL", "", "RATE_LIMIT_PER_USER", "0")
 	reader := testapp.Token(t, "reader", "reader@example.org")
 	c.Do("PUT", "/v1/me/follows/category/cs.LG", reader, nil)
@@ -176,7 +176,7 @@ func commandDigest(t *testing.T, a *testapp.App, sub string) (string, error) {
 func TestSecretsNeverReachLogsOrResponses(t *testing.T) {
 	t.Log("hostile: secrets")
 	t.Parallel()
-	smtpd := testsmtp.Start(t, testsmtp.Options{Username: "mailer", Password: "smtp-secret-pw-123"})
+	smtpd := fakesmtp.Start(t, fakesmtp.Options{Username: "mailer", Password: "smtp-secret-pw-123"})
 	env := testapp.Env(t)
 	env["SMTP_URL"] = smtpd.URL()
 	env["RATE_LIMIT_PER_IP"] = "0"
