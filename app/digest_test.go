@@ -211,7 +211,7 @@ func TestDailyDigestEndToEnd(t *testing.T) {
 	// label), then the category.
 	order := []string{"Wen lab\n-------\n", papers[0].title, "cs.LG — Machine Learning\n", papers[1].title}
 	for i := 1; i < len(order); i++ {
-		if strings.Index(text, order[i-1]) < 0 || strings.Index(text, order[i-1]) > strings.Index(text, order[i]) {
+		if !strings.Contains(text, order[i-1]) || strings.Index(text, order[i-1]) > strings.Index(text, order[i]) {
 			t.Errorf("text part: %q should come before %q:\n%s", order[i-1], order[i], text)
 		}
 	}

@@ -57,7 +57,6 @@ type Repository struct {
 	served   map[int]int // page → complete pages served
 	injected map[string]int
 	total    int // pages served
-	onServe  func(page, total int)
 }
 
 // New returns a repository serving records() (called for every new run),
