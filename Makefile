@@ -31,15 +31,17 @@ test:
 	 [ -z "$$unformatted" ] || { echo "make test: not gofmt-formatted (run gofmt -w): $$unformatted" >&2; exit 1; }; \
 	 $(GO) test -race -timeout 20m ./... && scripts/fuzz-short.sh
 
+## build: the product (bin/followfeed) and the lab (bin/followfeed-lab: bench, soak)
 build:
-	$(GO) build -o bin/followfeed ./cmd/followfeed
+	$(GO) build -o bin/followfeed ./cmd/followfeed && $(GO) build -o bin/followfeed-lab ./cmd/followfeed-lab
 
 ## bench: build scale S (once, kept in database followfeed_bench) and measure
 bench:
 	@$(ENV); DATABASE_URL="$$(scripts/pg-ensure.sh followfeed_bench)"; export DATABASE_URL; \
-	 $(GO) build -o bin/followfeed ./cmd/followfeed && bin/followfeed bench --out BENCHMARKS.md
+	 $(GO) build -o bin/followfeed ./cmd/followfeed && $(GO) build -o bin/followfeed-lab ./cmd/followfeed-lab && \
+	 bin/followfeed-lab bench --out BENCHMARKS.md
 
-## soak: reliability scenarios against the real binary (needs scale S from
+## soak: reliability scenarios against the real binary (bin/followfeed) (needs scale S from
 ## `make bench` for the load scenario); rewrites RELIABILITY.md. Pass flags
 ## with SOAK_FLAGS, e.g. make soak SOAK_FLAGS="--only smtp-chaos"
 ## The whole suite runs first (go test -json), for the hostile-input section.
@@ -47,7 +49,8 @@ soak:
 	@$(ENV); mkdir -p var; \
 	 DATABASE_URL="$$(scripts/pg-ensure.sh postgres)" $(GO) test -count=1 -json ./... > var/soak-tests.json || true; \
 	 DATABASE_URL="$$(scripts/pg-ensure.sh followfeed_bench)"; export DATABASE_URL; \
-	 $(GO) build -o bin/followfeed ./cmd/followfeed && bin/followfeed soak --out RELIABILITY.md --tests var/soak-tests.json $(SOAK_FLAGS)
+	 $(GO) build -o bin/followfeed ./cmd/followfeed && $(GO) build -o bin/followfeed-lab ./cmd/followfeed-lab && \
+	 bin/followfeed-lab soak --out RELIABILITY.md --tests var/soak-tests.json $(SOAK_FLAGS)
 
 ## clean-db: stop and delete the private cluster under ./var/pg
 clean-db:

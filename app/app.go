@@ -51,8 +51,6 @@ Commands:
   token      mint a development JWT: token --sub ID [--email E] [--scope S] [--ttl D]
   harvest    run one arXiv OAI-PMH harvest pass: harvest --once [--enrich]
   digest     print (or with --now send) a user's next digest: digest --user SUB [--now]
-  bench      build scale S and measure the targets of BENCHMARKS.md
-  soak       run the reliability scenarios and write RELIABILITY.md
 
 Configuration comes from environment variables; see README.md or .env.example.
 Run 'followfeed <command> --help' for a command's flags.
@@ -107,10 +105,6 @@ func RunWith(ctx context.Context, args []string, getenv func(string) string, std
 		return runHarvest(ctx, rest, inv)
 	case "digest":
 		return runDigest(ctx, rest, inv)
-	case "bench":
-		return runBench(ctx, rest, inv)
-	case "soak":
-		return runSoak(ctx, rest, inv)
 	default:
 		return &UsageError{fmt.Sprintf("unknown command %q; see 'followfeed --help'", cmd)}
 	}
@@ -142,8 +136,9 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// newLogger builds the process logger: JSON in production, text otherwise.
-func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+// NewLogger builds a process logger writing to w at cfg.LogLevel, JSON
+// when cfg.LogFormat is "json" and text otherwise.
+func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	opts := &slog.HandlerOptions{Level: level}

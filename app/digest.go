@@ -25,8 +25,8 @@ func runDigest(ctx context.Context, args []string, inv invocation) error {
 	if err != nil {
 		return err
 	}
-	logger := newLogger(cfg, stdout)
-	db, err := openDB(ctx, cfg, "digest")
+	logger := NewLogger(cfg, stdout)
+	db, err := OpenDB(ctx, cfg, "digest")
 	if err != nil {
 		return err
 	}
@@ -34,11 +34,11 @@ func runDigest(ctx context.Context, args []string, inv invocation) error {
 	if err := checkSchema(ctx, db); err != nil {
 		return err
 	}
-	svc, err := newServices(ctx, cfg, db, logger, inv.hooks)
+	svc, err := NewServices(ctx, cfg, db, logger, inv.hooks)
 	if err != nil {
 		return err
 	}
-	defer svc.close()
+	defer svc.Close()
 	u, err := svc.users.BySub(ctx, *sub)
 	if errors.Is(err, database.ErrNotFound) {
 		return &UsageError{fmt.Sprintf("digest: no user with sub %q", *sub)}

@@ -14,9 +14,9 @@ import (
 
 	"followfeed/app"
 	"followfeed/database"
+	fakesmtp "followfeed/internal/fake/smtp"
 	"followfeed/internal/testapp"
 	"followfeed/internal/testjobs"
-	"followfeed/internal/testsmtp"
 	"followfeed/worker"
 )
 
@@ -27,7 +27,7 @@ import (
 type digestWorld struct {
 	a      *testapp.App
 	c      *testapp.Client
-	smtpd  *testsmtp.Server
+	smtpd  *fakesmtp.Server
 	clk    *clock
 	db     *database.DB
 	loc    *time.Location
@@ -38,10 +38,10 @@ type digestWorld struct {
 	pushed int    // match jobs expected so far
 }
 
-func newDigestWorld(t *testing.T, sub string, opts testsmtp.Options) *digestWorld {
+func newDigestWorld(t *testing.T, sub string, opts fakesmtp.Options) *digestWorld {
 	t.Helper()
 	w := &digestWorld{sub: sub, email: sub + "@example.org"}
-	w.smtpd = testsmtp.Start(t, opts)
+	w.smtpd = fakesmtp.Start(t, opts)
 	w.loc, _ = time.LoadLocation("Europe/Amsterdam")
 	w.clk = &clock{t: time.Date(2026, 11, 30, 6, 0, 0, 0, w.loc)}
 	env := testapp.Env(t)
@@ -158,7 +158,7 @@ func (w *digestWorld) digestCLI(t *testing.T, args ...string) string {
 // what came later.
 func TestDigestCommandSendsOncePerPeriod(t *testing.T) {
 	t.Parallel()
-	w := newDigestWorld(t, "cli-reader", testsmtp.Options{})
+	w := newDigestWorld(t, "cli-reader", fakesmtp.Options{})
 	w.push(t, "2301.00011", "First paper for the command", "2301.00012", "Second paper for the command")
 
 	// Without --now: printed, nothing sent, nothing reserved.
@@ -256,8 +256,8 @@ func TestDigestCommandSendsOncePerPeriod(t *testing.T) {
 // its POST lifts the suppression, and the following digest is sent.
 func TestBouncedAddressResumesAfterReconfirmation(t *testing.T) {
 	t.Parallel()
-	w := newDigestWorld(t, "bouncer", testsmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
-		if stage == testsmtp.StageRcpt && n == 1 {
+	w := newDigestWorld(t, "bouncer", fakesmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
+		if stage == fakesmtp.StageRcpt && n == 1 {
 			return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "No such mailbox"}
 		}
 		return nil

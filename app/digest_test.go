@@ -18,9 +18,9 @@ import (
 
 	"followfeed/app"
 	"followfeed/database"
+	fakesmtp "followfeed/internal/fake/smtp"
 	"followfeed/internal/testapp"
 	"followfeed/internal/testjobs"
-	"followfeed/internal/testsmtp"
 	"followfeed/worker"
 )
 
@@ -77,7 +77,7 @@ func parts(t *testing.T, raw []byte) (*mail.Message, map[string]string) {
 // POST stops the next one.
 func TestDailyDigestEndToEnd(t *testing.T) {
 	t.Parallel()
-	smtpd := testsmtp.Start(t, testsmtp.Options{})
+	smtpd := fakesmtp.Start(t, fakesmtp.Options{})
 	amsterdam, _ := time.LoadLocation("Europe/Amsterdam")
 	clk := &clock{t: time.Date(2026, 11, 30, 6, 0, 0, 0, amsterdam)}
 	env := testapp.Env(t)

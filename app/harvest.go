@@ -22,8 +22,8 @@ func runHarvest(ctx context.Context, args []string, inv invocation) error {
 	if err != nil {
 		return err
 	}
-	logger := newLogger(cfg, stdout)
-	db, err := openDB(ctx, cfg, "harvest")
+	logger := NewLogger(cfg, stdout)
+	db, err := OpenDB(ctx, cfg, "harvest")
 	if err != nil {
 		return err
 	}
@@ -31,7 +31,7 @@ func runHarvest(ctx context.Context, args []string, inv invocation) error {
 	if err := checkSchema(ctx, db); err != nil {
 		return err
 	}
-	svc, err := newServices(ctx, cfg, db, logger, inv.hooks)
+	svc, err := NewServices(ctx, cfg, db, logger, inv.hooks)
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,7 @@ func getURL(t *testing.T, url string) (int, string) {
 }
 
 func TestOperationsEndpoints(t *testing.T) {
+	t.Log("hostile: access")
 	t.Parallel()
 	env := testapp.Env(t)
 	env["ADMIN_PASSWORD"] = "correct horse battery"

@@ -36,10 +36,10 @@ func (m mode) String() string {
 func (m mode) http() bool    { return m != modeWorker }
 func (m mode) working() bool { return m != modeAPI }
 
-// openDB opens the pool named for the process in pg_stat_activity.
-// In development a missing database is created, so `make run` works on a
-// fresh server.
-func openDB(ctx context.Context, cfg *config.Config, name string) (*database.DB, error) {
+// OpenDB opens cfg's database with a pool named "followfeed <name>" in
+// pg_stat_activity. Outside production a missing database is created, so
+// `make run` works on a fresh server. Errors name DATABASE_URL.
+func OpenDB(ctx context.Context, cfg *config.Config, name string) (*database.DB, error) {
 	if !cfg.IsProduction() {
 		if err := database.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
 			return nil, fmt.Errorf("opening database (DATABASE_URL): %w", err)
@@ -62,8 +62,8 @@ func runMigrate(ctx context.Context, args []string, inv invocation) error {
 	if err != nil {
 		return err
 	}
-	logger := newLogger(cfg, stdout)
-	db, err := openDB(ctx, cfg, "migrate")
+	logger := NewLogger(cfg, stdout)
+	db, err := OpenDB(ctx, cfg, "migrate")
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 	if err != nil {
 		return err
 	}
-	logger := newLogger(cfg, stdout).With("process", m.String())
+	logger := NewLogger(cfg, stdout).With("process", m.String())
 
 	// Listen first: a taken or invalid address is reported before anything
 	// touches the database.
@@ -109,7 +109,7 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 		cfg.PublicURL.Host = reachableAddr(ln.Addr())
 	}
 
-	db, err := openDB(ctx, cfg, m.String())
+	db, err := OpenDB(ctx, cfg, m.String())
 	if err != nil {
 		return err
 	}
@@ -123,11 +123,11 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 		return err
 	}
 
-	svc, err := newServices(ctx, cfg, db, logger, inv.hooks)
+	svc, err := NewServices(ctx, cfg, db, logger, inv.hooks)
 	if err != nil {
 		return err
 	}
-	defer svc.close()
+	defer svc.Close()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -174,7 +174,7 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 			return fmt.Errorf("starting River UI: %w", err)
 		}
 		opts.Admin = ui
-		opts.Routes = svc.routes(cfg)
+		opts.Routes = svc.Routes(cfg)
 	}
 
 	srv := httpapi.NewServer(cfg.HTTPAddr, httpapi.NewHandler(opts), logger)

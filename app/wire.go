@@ -27,9 +27,10 @@ import (
 	"followfeed/worker"
 )
 
-// services are the domain services of one process, built once and shared by
-// the HTTP routes and the workers.
-type services struct {
+// Services are the domain services of one process, built once by
+// NewServices and shared by the HTTP routes, the workers and the commands
+// (followfeed-lab's bench drives the same services the product runs).
+type Services struct {
 	logger   *slog.Logger
 	db       *database.DB
 	inserter *river.Client[pgx.Tx]
@@ -40,7 +41,7 @@ type services struct {
 	addrs     *account.Addresses
 	confirms  *notify.Confirmations
 	follows   *follow.Service
-	ingester  *paper.Store
+	papers    *paper.Store
 	matcher   *match.Service
 	prefs     *notify.Preferences
 	harvester *harvest.Harvester
@@ -51,12 +52,21 @@ type services struct {
 	signer    *auth.LinkSigner
 }
 
-func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logger *slog.Logger, hooks Hooks) (*services, error) {
+// NewServices wires every domain service of a process on db, as configured
+// by cfg: the OnAffected hooks (instant alerts, WebSub pings), the job
+// enqueuer (River, InsertTx), the mail sender (SMTP_URL or MAIL_DIR) and the
+// upstream clients. It starts nothing: no worker runs and nothing listens
+// until the caller registers Routes or starts the jobs. hooks.Now nil means
+// time.Now. Callers Close the result when done.
+func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logger *slog.Logger, hooks Hooks) (*Services, error) {
+	if hooks.Now == nil {
+		hooks.Now = time.Now
+	}
 	ins, err := worker.NewInserter(db.Pool, logger)
 	if err != nil {
 		return nil, err
 	}
-	s := &services{logger: logger, db: db, inserter: ins, enqueuer: worker.NewEnqueuer(ins)}
+	s := &Services{logger: logger, db: db, inserter: ins, enqueuer: worker.NewEnqueuer(ins)}
 	if s.verifier, err = newVerifier(ctx, cfg, logger); err != nil {
 		return nil, err
 	}
@@ -64,7 +74,7 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.users = account.NewUsers(db)
 	s.addrs = account.NewAddresses(db, s.signer, cfg.PublicURL, s.enqueuer)
 	s.follows = follow.NewService(db)
-	s.ingester = paper.NewStore(db, s.enqueuer)
+	s.papers = paper.NewStore(db, s.enqueuer)
 	s.matcher = match.NewService(db)
 	s.prefs = notify.NewPreferences(db, s.addrs, hooks.Now)
 	s.users.OnConfirm(s.prefs.AddressConfirmed)
@@ -74,14 +84,14 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		Format:  cfg.ArxivOAIFormat,
 		Client:  httpclient.New(5*time.Minute, harvest.OAIMaxBodyBytes),
 	})
-	s.harvester = harvest.NewHarvester(db, oai, s.ingester, cfg.ArxivSets, logger, nil)
+	s.harvester = harvest.NewHarvester(db, oai, s.papers, cfg.ArxivSets, logger, nil)
 	openalex := harvest.NewOpenAlexClient(harvest.OpenAlexConfig{
 		BaseURL: cfg.OpenAlexURL.String(),
 		Mailto:  cfg.OpenAlexMailto,
 		APIKey:  cfg.OpenAlexAPIKey,
 		Client:  httpclient.New(time.Minute, harvest.OpenAlexMaxBodyBytes),
 	})
-	s.enricher = harvest.NewEnricher(s.ingester, openalex, harvest.DefaultEnrichPolicy, logger, nil)
+	s.enricher = harvest.NewEnricher(s.papers, openalex, harvest.DefaultEnrichPolicy, logger, nil)
 	s.feeds = feeds.NewService(db, feeds.NewTokens(db, cfg.SecretKey), s.matcher, s.follows, cfg.PublicURL, cfg.WebSubHubURL, cfg.SecretKey)
 	if s.sender, err = newSender(cfg, logger); err != nil {
 		return nil, err
@@ -107,12 +117,25 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	return s, nil
 }
 
-// close releases what the services hold (pooled SMTP connections).
-func (s *services) close() {
+// Close releases what the services hold (pooled SMTP connections); the
+// database stays open (it belongs to the caller).
+func (s *Services) Close() {
 	if c, ok := s.sender.(interface{ Close() error }); ok {
 		_ = c.Close()
 	}
 }
+
+// Papers is the paper store (the path every new paper takes).
+func (s *Services) Papers() *paper.Store { return s.papers }
+
+// Matcher is the match service (match jobs and the user-match query).
+func (s *Services) Matcher() *match.Service { return s.matcher }
+
+// FeedTokens are the private-feed tokens.
+func (s *Services) FeedTokens() *feeds.Tokens { return s.feeds.Tokens() }
+
+// Digester builds and sends digests through the configured sender.
+func (s *Services) Digester() *notify.Digester { return s.digester }
 
 // newSender delivers mail over SMTP_URL, or writes .eml files to MAIL_DIR.
 func newSender(cfg *config.Config, logger *slog.Logger) (mail.Sender, error) {
@@ -172,7 +195,7 @@ func newVerifier(ctx context.Context, cfg *config.Config, logger *slog.Logger) (
 const enrichInterval = 15 * time.Minute
 
 // jobs lists the workers and periodic jobs a working process runs.
-func (s *services) jobs(cfg *config.Config) []worker.Registration {
+func (s *Services) jobs(cfg *config.Config) []worker.Registration {
 	harvest := worker.Register(&worker.HarvestWorker{Harvester: s.harvester, Logger: s.logger})
 	if cfg.HarvestInterval > 0 {
 		harvest = harvest.Every(cfg.HarvestInterval, func() river.JobArgs { return worker.HarvestArgs{} }, true)
@@ -195,15 +218,17 @@ func (s *services) jobs(cfg *config.Config) []worker.Registration {
 	}
 }
 
-// routes registers the product routes.
-func (s *services) routes(cfg *config.Config) func(*http.ServeMux) {
+// Routes returns a function that registers every product route (API,
+// feeds, settings pages, email links, embed, static files, OpenAPI) on a
+// mux, for httpapi.Options.Routes.
+func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 	api := &httpapi.API{
 		Logger:    s.logger,
 		Verifier:  s.verifier,
 		Users:     s.users,
 		Addresses: s.addrs,
 		Follows:   s.follows,
-		Ingester:  s.ingester,
+		Papers:    s.papers,
 		Prefs:     s.prefs,
 		Feeds:     s.feeds,
 		PerIP:     httpapi.NewLimiter(cfg.RateLimitPerIP, int(2*cfg.RateLimitPerIP)+1),

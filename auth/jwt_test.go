@@ -810,6 +810,7 @@ func fuzzConfig(k *testKeys) VerifierConfig {
 }
 
 func TestFuzzSeedsReachAcceptance(t *testing.T) {
+	t.Log("hostile: decoders")
 	v := newVerifier(t, fuzzConfig(sharedKeys()))
 	files, err := filepath.Glob("testdata/fuzz/FuzzVerify/*")
 	if err != nil || len(files) < 10 {
@@ -843,6 +844,7 @@ func TestFuzzSeedsReachAcceptance(t *testing.T) {
 // FuzzVerify checks that no input panics, that an accepted token is always
 // signed with an accepted algorithm, and that refusals are well-formed.
 func FuzzVerify(f *testing.F) {
+	f.Log("hostile: decoders")
 	k := sharedKeys()
 	f.Add("")
 	f.Add(sign(f, jwt.SigningMethodRS256, k.rsaA, "", claims()))

@@ -36,6 +36,7 @@ func TestLinkRoundTripAndTamper(t *testing.T) {
 // what it accepts carries exactly what was signed. Seeds in
 // testdata/fuzz/FuzzLinkVerify.
 func FuzzLinkVerify(f *testing.F) {
+	f.Log("hostile: decoders")
 	f.Add(fuzzSigner.Sign(Link{Action: ActionUnsubscribe, UserID: 1, Epoch: 0}), byte(ActionUnsubscribe), int64(1), int64(0), []byte(nil))
 	f.Add("ffl_AQEC.AAAA", byte(ActionManage), int64(9), int64(-3), []byte("data"))
 	f.Fuzz(func(t *testing.T, tok string, action byte, uid, epoch int64, data []byte) {

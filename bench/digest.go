@@ -3,55 +3,13 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/emersion/go-smtp"
-
 	"followfeed/database"
 	"followfeed/notify"
 )
-
-// sink is an SMTP server that accepts and counts every message.
-type sink struct{ n atomic.Int64 }
-
-func (s *sink) NewSession(*smtp.Conn) (smtp.Session, error) { return &sinkSession{s}, nil }
-
-type sinkSession struct{ s *sink }
-
-func (x *sinkSession) Mail(string, *smtp.MailOptions) error { return nil }
-func (x *sinkSession) Rcpt(string, *smtp.RcptOptions) error { return nil }
-func (x *sinkSession) Data(r io.Reader) error {
-	_, err := io.Copy(io.Discard, r)
-	x.s.n.Add(1)
-	return err
-}
-func (x *sinkSession) Reset()        {}
-func (x *sinkSession) Logout() error { return nil }
-
-// StartSink runs a local SMTP server that accepts everything; it returns an
-// smtp:// URL for it, the delivered-message counter and a stop function.
-func StartSink() (string, *atomic.Int64, func(), error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, nil, err
-	}
-	b := &sink{}
-	srv := smtp.NewServer(b)
-	srv.Domain = "localhost"
-	srv.AllowInsecureAuth = true
-	srv.ReadTimeout, srv.WriteTimeout = 30*time.Second, 30*time.Second
-	srv.MaxMessageBytes = 4 << 20
-	// The sink shares the two cores with the code under measurement: it
-	// skips go-smtp's per-byte line-length check (a relay's policy, not
-	// part of handing a digest over).
-	srv.MaxLineLength = 0
-	go func() { _ = srv.Serve(ln) }()
-	return "smtp://" + ln.Addr().String() + "?tls=none", &b.n, func() { _ = srv.Close() }, nil
-}
 
 // MeasureDigests builds and sends one digest for each user through the real
 // Digester (window reservation, user-match query, grouping, rendering, MIME,

@@ -88,7 +88,7 @@ type MatchResult struct {
 	FromSeq, ToSeq                    int64 // the batch's key rows
 }
 
-// MeasureMatch ingests a batch of n new papers through the real Ingester
+// MeasureMatch ingests a batch of n new papers through the real paper.Store
 // (papers, keys, match job insert in one transaction) and then runs the
 // match job's query over its keys, timing both. Call RemoveBatch afterwards
 // so the dataset stays at its scale.
@@ -139,16 +139,6 @@ func SampleUsers(ctx context.Context, db *database.DB, n int) ([]int64, error) {
 		out = append(out, all[int(float64(i)*step)])
 	}
 	return out, nil
-}
-
-// Quantile returns the q-quantile (0 < q <= 1) of ds.
-func Quantile(ds []time.Duration, q float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[min(int(math.Ceil(q*float64(len(s))))-1, len(s)-1)]
 }
 
 // Percentiles returns p50 and p99 of ds.

@@ -23,7 +23,7 @@ type Report struct {
 func (r *Report) Write(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Benchmarks\n\n")
-	fmt.Fprintf(&b, "Produced by `make bench` (`followfeed bench`) on %s: %d CPUs, %s, %s.\n",
+	fmt.Fprintf(&b, "Produced by `make bench` (`followfeed-lab bench`) on %s: %d CPUs, %s, %s.\n",
 		r.When.UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), runtime.Version(), r.Postgres)
 	fmt.Fprintf(&b, "Dataset (scale S, seeded generator, kept in its own database between runs): %s.\n\n", r.Dataset)
 	fmt.Fprintf(&b, "| figure | target | result | verdict |\n| --- | --- | --- | --- |\n")

@@ -20,15 +20,16 @@ import (
 
 // Deps are the real services the benchmark drives.
 type Deps struct {
-	DB       *database.DB
-	Ingester *paper.Store
-	Matcher  *match.Service
-	Tokens   *feeds.Tokens
+	DB      *database.DB
+	Papers  *paper.Store
+	Matcher *match.Service
+	Tokens  *feeds.Tokens
 	// Digester sends digests (to a local SMTP sink).
 	Digester *notify.Digester
 	// Handler is the product's full HTTP handler (rate limits off).
 	Handler http.Handler
-	// Exe and Env start `serve` as a separate process for the memory test.
+	// Exe (the followfeed binary) and Env start `serve` as a separate
+	// process for the memory test.
 	Exe string
 	Env []string
 	Log io.Writer
@@ -72,7 +73,7 @@ func Run(ctx context.Context, d Deps, s Scale) (*Report, error) {
 	fmt.Fprintf(d.Log, "bench: dataset %s\n", r.Dataset)
 
 	fmt.Fprintln(d.Log, "bench: matching a 5,000-paper batch")
-	mr, err := MeasureMatch(ctx, d.DB, d.Ingester, d.Matcher, s, 5000)
+	mr, err := MeasureMatch(ctx, d.DB, d.Papers, d.Matcher, s, 5000)
 	defer RemoveBatch(ctx, d.DB)
 	if err != nil {
 		return nil, fmt.Errorf("measuring the match job: %w", err)

@@ -1,6 +1,6 @@
 // Package bench builds scale S (DESIGN.md) from a seeded generator and
 // measures the performance targets against it, with the service's real code
-// paths. `followfeed bench` (make bench) runs it and writes BENCHMARKS.md.
+// paths. `followfeed-lab bench` (make bench) runs it and writes BENCHMARKS.md.
 package bench
 
 import (

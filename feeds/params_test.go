@@ -9,6 +9,7 @@ import (
 // FuzzParseLimit: ?limit= is either rejected or a number from 1 to
 // MaxLimit spelled in plain digits. Seeds in testdata/fuzz/FuzzParseLimit.
 func FuzzParseLimit(f *testing.F) {
+	f.Log("hostile: decoders")
 	for _, s := range []string{"", "1", "50", "200", "201", "0", "-1", "1e3", "٣", "99999999999999999999", " 5"} {
 		f.Add(s)
 	}
@@ -39,6 +40,7 @@ func FuzzParseLimit(f *testing.F) {
 // (prefix, length, URL-safe alphabet), so nothing else reaches the
 // database. Seeds in testdata/fuzz/FuzzWellFormed.
 func FuzzWellFormed(f *testing.F) {
+	f.Log("hostile: decoders")
 	good := TokenPrefix + strings.Repeat("A", tokenLen-len(TokenPrefix))
 	for _, s := range []string{good, good[:len(good)-1], good + "A", TokenPrefix, "", strings.Replace(good, "A", "/", 1), strings.Replace(good, "A", "é", 1)} {
 		f.Add(s)

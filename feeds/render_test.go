@@ -816,6 +816,7 @@ func TestRenderGolden(t *testing.T) {
 // FuzzRender checks that arbitrary text renders to well-formed documents in
 // every format and round-trips exactly (minus illegal characters).
 func FuzzRender(f *testing.F) {
+	f.Log("hostile: decoders")
 	f.Add("Déjà vu 🧪", "$\\alpha$ <b> &amp;", "Ada", "cs.LG")
 	f.Add("\x01\x00\xff", "\r\n\t x", "", "")
 	f.Add("]]>", "<![CDATA[ x ]]>", "&#1;", "\ufffe")

@@ -9,6 +9,7 @@ import (
 // that encodes back to the same position; positions round-trip. Seeds in
 // testdata/fuzz/FuzzDecodeCursor.
 func FuzzDecodeCursor(f *testing.F) {
+	f.Log("hostile: decoders")
 	f.Add(encodeCursor(time.Date(2026, 11, 29, 10, 0, 0, 123000, time.UTC), "category:cs.LG"), int64(0), "researcher:openalex:A5023888391")
 	f.Add("", int64(-1), "")
 	f.Add("AAAAAAAAAAA", int64(1<<62), "x")

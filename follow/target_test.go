@@ -398,6 +398,7 @@ func TestReasonName(t *testing.T) {
 // documented error, and that what it accepts is normalised: its ID re-parses
 // to itself and its key leads back to it.
 func FuzzParseTarget(f *testing.F) {
+	f.Log("hostile: decoders")
 	f.Fuzz(func(t *testing.T, kind, id string) {
 		got, err := ParseTarget(kind, id)
 		if err != nil {

@@ -246,6 +246,7 @@ func TestParseTaxonomyRejectsContradictions(t *testing.T) {
 // FuzzCategoryKeys checks that CategoryKeys never panics and keeps its
 // promises: no duplicates, primary keys first, cross keys sorted.
 func FuzzCategoryKeys(f *testing.F) {
+	f.Log("hostile: decoders")
 	f.Add("cs.LG", "stat.ML")
 	f.Add("math.IT", "cs.IT")
 	f.Add("cmp-lg", "CS.zz")

@@ -98,6 +98,7 @@ func malformed() []string {
 // through the decoder and, when one decodes, the ingest: none may panic,
 // each must be refused with a client error, and the database stays empty.
 func TestTwoHundredMalformedInputsNeverPanicOrWrite(t *testing.T) {
+	t.Log("hostile: malformed")
 	t.Parallel()
 	in, db := newStore(t)
 	bodies := malformed()
@@ -120,6 +121,7 @@ func TestTwoHundredMalformedInputsNeverPanicOrWrite(t *testing.T) {
 }
 
 func TestDecodePushLimits(t *testing.T) {
+	t.Log("hostile: limits")
 	t.Parallel()
 	big := bytes.Repeat([]byte(" "), harvest.MaxPushBytes+10)
 	big[0] = '['
@@ -136,6 +138,7 @@ func TestDecodePushLimits(t *testing.T) {
 }
 
 func FuzzDecodePush(f *testing.F) {
+	f.Log("hostile: decoders")
 	f.Add([]byte("[" + hostPaper + "]"))
 	f.Add([]byte(strings.ReplaceAll(hostPaper, "\n", "") + "\n"))
 	for _, m := range malformed()[90:130] {

@@ -373,6 +373,7 @@ func TestOAIListRecordsInvalidRequest(t *testing.T) {
 }
 
 func TestOAIListRecordsContextAndBodyCap(t *testing.T) {
+	t.Log("hostile: limits")
 	srv := newOAIServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		if r.URL.Query().Get("resumptionToken") == "big" {
 			serveXML(w, 200, bytes.Repeat([]byte(" "), 2048))

@@ -293,6 +293,7 @@ func TestParseListRecordsRejectsEntityTricks(t *testing.T) {
 }
 
 func TestParseListRecordsSizeCaps(t *testing.T) {
+	t.Log("hostile: malformed")
 	if _, err := ParseListRecords(make([]byte, OAIMaxBodyBytes+1), OAIFormatArXiv); !errors.Is(err, ErrMalformed) {
 		t.Errorf("oversized body: err = %v, want ErrMalformed", err)
 	}
@@ -390,6 +391,7 @@ func TestUpstreamCleanArxivID(t *testing.T) {
 // a successful parse only yields identified, capped, valid-UTF-8 papers.
 // Seeds: testdata/fuzz/FuzzParseListRecords.
 func FuzzParseListRecords(f *testing.F) {
+	f.Log("hostile: decoders")
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, format := range []string{OAIFormatArXiv, OAIFormatArXivRaw} {
 			page, err := ParseListRecords(body, format)

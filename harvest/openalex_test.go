@@ -383,6 +383,7 @@ func TestOpenAlexLookupArxivNoRequestAndRedaction(t *testing.T) {
 // it returns is keyed by DOIs and holds only well-formed ids.
 // Seeds: testdata/fuzz/FuzzParseWorks.
 func FuzzParseWorks(f *testing.F) {
+	f.Log("hostile: decoders")
 	f.Fuzz(func(t *testing.T, body []byte) {
 		got, err := ParseWorks(body)
 		if err != nil {

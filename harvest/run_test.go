@@ -19,43 +19,20 @@ import (
 
 	"followfeed/database"
 	"followfeed/harvest"
+	"followfeed/internal/fake/oaipmh"
+	"followfeed/internal/fake/openalex"
 	"followfeed/paper"
 )
 
-// oaiServer serves recorded OAI-PMH responses: the arXivRaw page (with a
-// resumption token) for a new run, then the complete arXiv-format list for
-// that token. fail, when set, answers instead of the second page.
-type oaiServer struct {
-	mu       sync.Mutex
-	requests []string
-	fail     func(w http.ResponseWriter) bool
-	badToken bool
-}
-
-func (s *oaiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	s.requests = append(s.requests, r.URL.RawQuery)
-	fail, badToken := s.fail, s.badToken
-	s.mu.Unlock()
-	q := r.URL.Query()
-	switch {
-	case q.Get("resumptionToken") == "":
-		w.Write(mustRead("testdata/oai/listrecords-arXivRaw-with-resumptiontoken.xml"))
-	case badToken:
-		s.mu.Lock()
-		s.badToken = false
-		s.mu.Unlock()
-		w.Write(mustRead("testdata/oai/error-badResumptionToken.xml"))
-	case fail != nil && fail(w):
-	default:
-		w.Write(mustRead("testdata/oai/listrecords-arXiv-complete-list.xml"))
+// recordedOAI serves the recorded OAI-PMH responses: the arXivRaw page
+// (with a resumption token) for a new run, then the complete arXiv-format
+// list for that token.
+func recordedOAI() *oaipmh.Replay {
+	return &oaipmh.Replay{
+		First:   mustRead("testdata/oai/listrecords-arXivRaw-with-resumptiontoken.xml"),
+		Next:    mustRead("testdata/oai/listrecords-arXiv-complete-list.xml"),
+		Expired: mustRead("testdata/oai/error-badResumptionToken.xml"),
 	}
-}
-
-func (s *oaiServer) queries() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.requests)
 }
 
 func mustRead(path string) []byte {
@@ -66,7 +43,7 @@ func mustRead(path string) []byte {
 	return b
 }
 
-func newHarvester(t *testing.T, srv *oaiServer) (*harvest.Harvester, *database.DB) {
+func newHarvester(t *testing.T, srv *oaipmh.Replay) (*harvest.Harvester, *database.DB) {
 	t.Helper()
 	in, db := newStore(t)
 	ts := httptest.NewServer(srv)
@@ -79,7 +56,7 @@ func newHarvester(t *testing.T, srv *oaiServer) (*harvest.Harvester, *database.D
 
 func TestHarvestYieldsTheRecordedRecordsAndASecondRunAddsNothing(t *testing.T) {
 	t.Parallel()
-	srv := &oaiServer{}
+	srv := recordedOAI()
 	h, db := newHarvester(t, srv)
 	ctx := context.Background()
 	st, err := h.RunOnce(ctx)
@@ -89,7 +66,7 @@ func TestHarvestYieldsTheRecordedRecordsAndASecondRunAddsNothing(t *testing.T) {
 	if st.Pages != 2 || st.Records != 8 || st.New != 8 {
 		t.Fatalf("first run: %+v", st)
 	}
-	q := srv.queries()
+	q := srv.Queries()
 	if len(q) != 2 || !strings.Contains(q[0], "metadataPrefix=arXivRaw") || !strings.Contains(q[0], "set=cs") ||
 		!strings.Contains(q[0], "from=2015-01-04") || q[1] != "resumptionToken=726959%7C1001&verb=ListRecords" {
 		t.Fatalf("requests: %q", q)
@@ -159,7 +136,7 @@ func TestHarvestYieldsTheRecordedRecordsAndASecondRunAddsNothing(t *testing.T) {
 	// The second run starts at the newest datestamp seen, inclusive, and
 	// never before the first run's start (the recorded datestamps are older
 	// than the 48 h look-back of a first run).
-	if q := srv.queries(); !strings.Contains(q[2], "from=2015-01-04") {
+	if q := srv.Queries(); !strings.Contains(q[2], "from=2015-01-04") {
 		t.Errorf("second run started %q", q[2])
 	}
 }
@@ -167,12 +144,13 @@ func TestHarvestYieldsTheRecordedRecordsAndASecondRunAddsNothing(t *testing.T) {
 func TestHarvestResumesWhereAFailedRunStopped(t *testing.T) {
 	t.Parallel()
 	failing := true
-	srv := &oaiServer{fail: func(w http.ResponseWriter) bool {
+	srv := recordedOAI()
+	srv.Fail = func(w http.ResponseWriter) bool {
 		if failing {
 			http.Error(w, "upstream broken", http.StatusInternalServerError)
 		}
 		return failing
-	}}
+	}
 	h, db := newHarvester(t, srv)
 	ctx := context.Background()
 	st, err := h.RunOnce(ctx)
@@ -189,7 +167,7 @@ func TestHarvestResumesWhereAFailedRunStopped(t *testing.T) {
 	if err != nil || st.Pages != 1 || st.New != 2 {
 		t.Fatalf("resumed run: %+v %v", st, err)
 	}
-	q := srv.queries()
+	q := srv.Queries()
 	if last := q[len(q)-1]; !strings.Contains(last, "resumptionToken=") {
 		t.Errorf("the retry did not resume with the token: %q", last)
 	}
@@ -200,14 +178,15 @@ func TestHarvestResumesWhereAFailedRunStopped(t *testing.T) {
 
 func TestHarvestRestartsOnAnExpiredToken(t *testing.T) {
 	t.Parallel()
-	srv := &oaiServer{badToken: true}
+	srv := recordedOAI()
+	srv.ExpireNextToken()
 	h, db := newHarvester(t, srv)
 	st, err := h.RunOnce(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	// page 1, refused token, page 1 again (from the run's start), page 2.
-	if q := srv.queries(); len(q) != 4 || strings.Contains(q[2], "resumptionToken") {
+	if q := srv.Queries(); len(q) != 4 || strings.Contains(q[2], "resumptionToken") {
 		t.Errorf("requests %q", q)
 	}
 	if st.New != 8 || count(t, db, `SELECT count(*) FROM papers`) != 8 {
@@ -217,21 +196,15 @@ func TestHarvestRestartsOnAnExpiredToken(t *testing.T) {
 
 // openAlexServer answers /works lookups for one arXiv paper with the
 // recorded work W2741809807, re-labelled as that paper's arXiv DOI.
-func openAlexServer(t *testing.T, arxivID string, requests *int) *httptest.Server {
+func openAlexServer(t *testing.T, arxivID string) *httptest.Server {
 	t.Helper()
 	var work map[string]any
 	if err := json.Unmarshal(mustRead("testdata/openalex/work-W2741809807.json"), &work); err != nil {
 		t.Fatal(err)
 	}
-	work["doi"] = "https://doi.org/10.48550/arxiv." + arxivID
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		*requests++
-		results := []any{}
-		if strings.Contains(strings.ToLower(r.URL.Query().Get("filter")), "arxiv."+arxivID) {
-			results = append(results, work)
-		}
-		json.NewEncoder(w).Encode(map[string]any{"meta": map[string]any{"count": len(results)}, "results": results})
-	}))
+	fake := openalex.New(nil)
+	fake.AddRecorded(arxivID, work)
+	ts := httptest.NewServer(fake)
 	t.Cleanup(ts.Close)
 	return ts
 }
@@ -259,8 +232,7 @@ func TestEnrichmentAddsIdsAndRetriesTheUnknown(t *testing.T) {
 	if _, err := in.Ingest(ctx, []paper.Paper{known, testPaper("2202.09999")}, paper.SourceOAI); err != nil {
 		t.Fatal(err)
 	}
-	requests := 0
-	ts := openAlexServer(t, "2202.02326", &requests)
+	ts := openAlexServer(t, "2202.02326")
 	client := harvest.NewOpenAlexClient(harvest.OpenAlexConfig{BaseURL: ts.URL, MaxRetries: -1})
 	now := time.Now()
 	e := harvest.NewEnricher(in, client, harvest.EnrichPolicy{FirstRetry: time.Hour, MaxAttempts: 2, Batch: 100}, nil,
@@ -445,6 +417,7 @@ func malformedOAI() [][]byte {
 // broken in any of 200 ways fails with an error and writes no paper and no
 // key.
 func TestTwoHundredMalformedOAIPagesNeverWrite(t *testing.T) {
+	t.Log("hostile: malformed")
 	t.Parallel()
 	in, db := newStore(t)
 	var mu sync.Mutex
@@ -476,6 +449,7 @@ func TestTwoHundredMalformedOAIPagesNeverWrite(t *testing.T) {
 // resumption token with the same token would keep a harvest paging for
 // ever; the run stops with an error after storing the page once.
 func TestHarvestStopsOnARepeatedResumptionToken(t *testing.T) {
+	t.Log("hostile: malformed")
 	t.Parallel()
 	page := mustRead("testdata/oai/listrecords-arXivRaw-with-resumptiontoken.xml")
 	var requests atomic.Int64

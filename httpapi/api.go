@@ -35,7 +35,7 @@ type API struct {
 	Users     *account.Users
 	Addresses *account.Addresses
 	Follows   *follow.Service
-	Ingester  *paper.Store
+	Papers    *paper.Store
 	Prefs     *notify.Preferences
 	Feeds     *feeds.Service
 	// PerIP and PerUser rate-limit requests (nil: unlimited).
@@ -375,7 +375,7 @@ func (a *API) postPapers(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Logger, err)
 		return
 	}
-	res, err := a.Ingester.Ingest(r.Context(), papers, paper.SourcePush)
+	res, err := a.Papers.Ingest(r.Context(), papers, paper.SourcePush)
 	if err != nil {
 		writeError(w, r, a.Logger, err)
 		return

@@ -388,6 +388,7 @@ func TestCORSPreflight(t *testing.T) {
 }
 
 func TestRateLimits(t *testing.T) {
+	t.Log("hostile: limits")
 	t.Parallel()
 	_, c := start(t, "RATE_LIMIT_PER_IP", "2")
 	limited := 0

@@ -336,6 +336,7 @@ func TestPublicFeeds(t *testing.T) {
 }
 
 func TestRotationAndTokenSecrecy(t *testing.T) {
+	t.Log("hostile: access")
 	t.Parallel()
 	a, c, reader, links := feedFixture(t)
 	old := links.Atom

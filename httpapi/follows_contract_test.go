@@ -50,6 +50,7 @@ func checkProblem(t *testing.T, what string, r *testapp.Response, status int, ty
 // the limit is not applied, is shared between users (or keyed by address),
 // shrinks the burst, or answers without Retry-After or problem+json.
 func TestPerUserRateLimit(t *testing.T) {
+	t.Log("hostile: limits")
 	t.Parallel()
 	_, c := start(t, "RATE_LIMIT_PER_USER", "2", "RATE_LIMIT_PER_IP", "0")
 	const rate, burst = 2.0, 5
@@ -255,6 +256,7 @@ func TestUnverifiedEmailIsNotRecorded(t *testing.T) {
 // missing, answered with another status (e.g. 500 or 422), or not as
 // problem+json.
 func TestFollowLimitOverHTTP(t *testing.T) {
+	t.Log("hostile: limits")
 	t.Parallel()
 	a, c := start(t, "RATE_LIMIT_PER_USER", "0")
 	tok := testapp.Token(t, "collector", "")

@@ -18,6 +18,7 @@ var fuzzMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http
 // openapi.json (the client checks). Seeds in testdata/fuzz/FuzzRequests
 // cover every route family with hostile parameters.
 func FuzzRequests(f *testing.F) {
+	f.Log("hostile: decoders")
 	env := testapp.Env(f)
 	env["RATE_LIMIT_PER_IP"], env["RATE_LIMIT_PER_USER"] = "1000000", "1000000"
 	a := testapp.Start(f, env)

@@ -21,14 +21,15 @@ import (
 
 	"followfeed/auth"
 	"followfeed/config"
+	fakesmtp "followfeed/internal/fake/smtp"
 	"followfeed/internal/testapp"
 	"followfeed/internal/testdb"
-	"followfeed/internal/testsmtp"
 )
 
 // TestAccessControl: user A can never read or change B's follows, settings,
 // feeds or unsubscribe state, by id guessing or by reusing a token.
 func TestAccessControl(t *testing.T) {
+	t.Log("hostile: access")
 	t.Parallel()
 	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
 	alice, bob := testapp.Token(t, "alice", "alice@example.org"), testapp.Token(t, "bob", "bob@example.org")
@@ -118,11 +119,12 @@ func TestAccessControl(t *testing.T) {
 // TestNoUserSuppliedURLIsFetched: URLs in pushed papers and in token
 // headers (jku, x5u) are never fetched by the server.
 func TestNoUserSuppliedURLIsFetched(t *testing.T) {
+	t.Log("hostile: ssrf")
 	t.Parallel()
 	var hits atomic.Int64
 	canary := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	defer canary.Close()
-	smtpd := testsmtp.Start(t, testsmtp.Options{})
+	smtpd := fakesmtp.Start(t, fakesmtp.Options{})
 	a, c := start(t, "SMTP_URL", smtpd.URL(), "WEBSUB_HUB_URL", "", "RATE_LIMIT_PER_USER", "0")
 	reader := testapp.Token(t, "reader", "reader@example.org")
 	c.Do("PUT", "/v1/me/follows/category/cs.LG", reader, nil)
@@ -172,8 +174,9 @@ func commandDigest(t *testing.T, a *testapp.App, sub string) (string, error) {
 // password-protected SMTP server and a database password and checks that no
 // secret appears in the logs or in an error response.
 func TestSecretsNeverReachLogsOrResponses(t *testing.T) {
+	t.Log("hostile: secrets")
 	t.Parallel()
-	smtpd := testsmtp.Start(t, testsmtp.Options{Username: "mailer", Password: "smtp-secret-pw-123"})
+	smtpd := fakesmtp.Start(t, fakesmtp.Options{Username: "mailer", Password: "smtp-secret-pw-123"})
 	env := testapp.Env(t)
 	env["SMTP_URL"] = smtpd.URL()
 	env["RATE_LIMIT_PER_IP"] = "0"
@@ -247,6 +250,7 @@ func TestSecretsNeverReachLogsOrResponses(t *testing.T) {
 // TestSlowClientsAndOversizedRequests: headers sent byte by byte are cut
 // off by ReadHeaderTimeout; oversized headers and bodies get 4xx.
 func TestSlowClientsAndOversizedRequests(t *testing.T) {
+	t.Log("hostile: limits")
 	t.Parallel()
 	a, c := start(t)
 	host := strings.TrimPrefix(a.URL, "http://")

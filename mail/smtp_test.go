@@ -16,7 +16,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
-	"followfeed/internal/testsmtp"
+	fakesmtp "followfeed/internal/fake/smtp"
 )
 
 const wait = 5 * time.Second
@@ -68,7 +68,7 @@ func smtpErr(code int, enh smtp.EnhancedCode, msg string) *smtp.SMTPError {
 }
 
 func TestSMTPPlainDelivery(t *testing.T) {
-	srv := testsmtp.Start(t, testsmtp.Options{})
+	srv := fakesmtp.Start(t, fakesmtp.Options{})
 	s := newSender(t, srv.URL(), SMTPOptions{HeloName: "sender.followfeed.example"})
 	m := msgN(t, 1)
 	reply, err := s.Send(context.Background(), m)
@@ -91,7 +91,7 @@ func TestSMTPPlainDelivery(t *testing.T) {
 }
 
 func TestSMTPConnectionReuse(t *testing.T) {
-	srv := testsmtp.Start(t, testsmtp.Options{})
+	srv := fakesmtp.Start(t, fakesmtp.Options{})
 	s := newSender(t, srv.URL(), SMTPOptions{})
 	for i := range 10 {
 		if _, err := s.Send(context.Background(), msgN(t, i)); err != nil {
@@ -110,7 +110,7 @@ func TestSMTPConnectionReuse(t *testing.T) {
 }
 
 func TestSMTPConcurrentPoolLimit(t *testing.T) {
-	srv := testsmtp.Start(t, testsmtp.Options{Delay: 20 * time.Millisecond})
+	srv := fakesmtp.Start(t, fakesmtp.Options{Delay: 20 * time.Millisecond})
 	s := newSender(t, srv.URL(), SMTPOptions{MaxConns: 3})
 	var wg sync.WaitGroup
 	errs := make(chan error, 24)
@@ -133,7 +133,7 @@ func TestSMTPConcurrentPoolLimit(t *testing.T) {
 }
 
 func TestSMTPIdleTimeoutClosesConnections(t *testing.T) {
-	srv := testsmtp.Start(t, testsmtp.Options{})
+	srv := fakesmtp.Start(t, fakesmtp.Options{})
 	s := newSender(t, srv.URL(), SMTPOptions{IdleTimeout: 100 * time.Millisecond})
 	if _, err := s.Send(context.Background(), msgN(t, 1)); err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func TestSMTPIdleTimeoutClosesConnections(t *testing.T) {
 func TestSMTPStaleConnectionIsRedialed(t *testing.T) {
 	// A hand-made server that hangs up after the first transaction's RSET,
 	// so the pooled connection is dead when the next Send NOOPs on it.
-	srv := testsmtp.Start(t, testsmtp.Options{})
+	srv := fakesmtp.Start(t, fakesmtp.Options{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +250,7 @@ func copyUntilRSET(dst, src net.Conn, kill bool) (int64, error) {
 }
 
 func TestSMTPSTARTTLSRequired(t *testing.T) {
-	srv := testsmtp.Start(t, testsmtp.Options{TLS: true})
+	srv := fakesmtp.Start(t, fakesmtp.Options{TLS: true})
 	s := newSender(t, srv.URL(), SMTPOptions{RootCAs: srv.CertPool()})
 	m := msgN(t, 1)
 	if _, err := s.Send(context.Background(), m); err != nil {
@@ -268,7 +268,7 @@ func TestSMTPSTARTTLSRequired(t *testing.T) {
 }
 
 func TestSMTPSTARTTLSMissing(t *testing.T) {
-	srv := testsmtp.Start(t, testsmtp.Options{})
+	srv := fakesmtp.Start(t, fakesmtp.Options{})
 	url := "smtp://" + srv.Addr // tls defaults to required
 	s := newSender(t, url, SMTPOptions{})
 	_, err := s.Send(context.Background(), msgN(t, 1))
@@ -289,7 +289,7 @@ func TestSMTPSTARTTLSMissing(t *testing.T) {
 }
 
 func TestSMTPImplicitTLS(t *testing.T) {
-	srv := testsmtp.Start(t, testsmtp.Options{ImplicitTLS: true, Username: "mailer", Password: "s3cr3t pa/ss"})
+	srv := fakesmtp.Start(t, fakesmtp.Options{ImplicitTLS: true, Username: "mailer", Password: "s3cr3t pa/ss"})
 	s := newSender(t, srv.URL(), SMTPOptions{RootCAs: srv.CertPool()})
 	m := msgN(t, 1)
 	if _, err := s.Send(context.Background(), m); err != nil {
@@ -303,7 +303,7 @@ func TestSMTPImplicitTLS(t *testing.T) {
 
 func TestSMTPAuth(t *testing.T) {
 	const pass = "s3cr3t:p@ss/wörd"
-	srv := testsmtp.Start(t, testsmtp.Options{TLS: true, Username: "mailer@followfeed.example", Password: pass})
+	srv := fakesmtp.Start(t, fakesmtp.Options{TLS: true, Username: "mailer@followfeed.example", Password: pass})
 	s := newSender(t, srv.URL(), SMTPOptions{RootCAs: srv.CertPool()})
 	if _, err := s.Send(context.Background(), msgN(t, 1)); err != nil {
 		t.Fatal(err)
@@ -327,7 +327,7 @@ func TestSMTPAuth(t *testing.T) {
 	}
 
 	// Credentials over plain text only with an explicit tls=none.
-	plain := testsmtp.Start(t, testsmtp.Options{Username: "u", Password: "p"})
+	plain := fakesmtp.Start(t, fakesmtp.Options{Username: "u", Password: "p"})
 	s3 := newSender(t, plain.URL(), SMTPOptions{})
 	if _, err := s3.Send(context.Background(), msgN(t, 3)); err != nil {
 		t.Fatal(err)
@@ -344,37 +344,37 @@ func TestSMTPFaults(t *testing.T) {
 		recipient bool
 	}{
 		{"421 at MAIL", func(stage string, n int) *smtp.SMTPError {
-			if stage == testsmtp.StageMail && n == 1 {
+			if stage == fakesmtp.StageMail && n == 1 {
 				return smtpErr(421, smtp.EnhancedCode{4, 7, 0}, "try later")
 			}
 			return nil
 		}, Temporary, 421, false},
 		{"451 at DATA", func(stage string, n int) *smtp.SMTPError {
-			if stage == testsmtp.StageData && n == 1 {
+			if stage == fakesmtp.StageData && n == 1 {
 				return smtpErr(451, smtp.EnhancedCode{4, 3, 0}, "local problem")
 			}
 			return nil
 		}, Temporary, 451, false},
 		{"550 at RCPT", func(stage string, n int) *smtp.SMTPError {
-			if stage == testsmtp.StageRcpt && n == 1 {
+			if stage == fakesmtp.StageRcpt && n == 1 {
 				return smtpErr(550, smtp.EnhancedCode{5, 1, 1}, "no such user")
 			}
 			return nil
 		}, Permanent, 550, true},
 		{"452 at RCPT", func(stage string, n int) *smtp.SMTPError {
-			if stage == testsmtp.StageRcpt && n == 1 {
+			if stage == fakesmtp.StageRcpt && n == 1 {
 				return smtpErr(452, smtp.EnhancedCode{4, 2, 2}, "mailbox full")
 			}
 			return nil
 		}, Temporary, 452, true},
 		{"554 at DATA", func(stage string, n int) *smtp.SMTPError {
-			if stage == testsmtp.StageData && n == 1 {
+			if stage == fakesmtp.StageData && n == 1 {
 				return smtpErr(554, smtp.EnhancedCode{5, 6, 0}, "content rejected")
 			}
 			return nil
 		}, Permanent, 554, true},
 		{"553 at MAIL", func(stage string, n int) *smtp.SMTPError {
-			if stage == testsmtp.StageMail && n == 1 {
+			if stage == fakesmtp.StageMail && n == 1 {
 				return smtpErr(553, smtp.EnhancedCode{5, 7, 1}, "sender not allowed")
 			}
 			return nil
@@ -382,7 +382,7 @@ func TestSMTPFaults(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			srv := testsmtp.Start(t, testsmtp.Options{Fault: c.fault})
+			srv := fakesmtp.Start(t, fakesmtp.Options{Fault: c.fault})
 			s := newSender(t, srv.URL(), SMTPOptions{})
 			_, err := s.Send(context.Background(), msgN(t, 1))
 			se := sendErr(t, err, c.kind)
@@ -408,7 +408,7 @@ func TestSMTPFaults(t *testing.T) {
 }
 
 func TestSMTPDropAfterDataIsAmbiguous(t *testing.T) {
-	srv := testsmtp.Start(t, testsmtp.Options{DropAfterData: func(n int) bool { return n == 1 }})
+	srv := fakesmtp.Start(t, fakesmtp.Options{DropAfterData: func(n int) bool { return n == 1 }})
 	s := newSender(t, srv.URL(), SMTPOptions{})
 	_, err := s.Send(context.Background(), msgN(t, 1))
 	se := sendErr(t, err, Ambiguous)
@@ -424,7 +424,7 @@ func TestSMTPDropAfterDataIsAmbiguous(t *testing.T) {
 // Timeout at the final reply: the body is complete, so the outcome is
 // Ambiguous — and indeed the server accepts the message after its delay.
 func TestSMTPSlowFinalReplyIsAmbiguous(t *testing.T) {
-	srv := testsmtp.Start(t, testsmtp.Options{Delay: 1200 * time.Millisecond})
+	srv := fakesmtp.Start(t, fakesmtp.Options{Delay: 1200 * time.Millisecond})
 	s := newSender(t, srv.URL(), SMTPOptions{Timeout: 200 * time.Millisecond})
 	start := time.Now()
 	_, err := s.Send(context.Background(), msgN(t, 1))
@@ -438,8 +438,8 @@ func TestSMTPSlowFinalReplyIsAmbiguous(t *testing.T) {
 // Timeout at MAIL: nothing of the message was sent, so Temporary; the
 // connection is failed at once (no waiting for RSET).
 func TestSMTPSlowMailIsTemporary(t *testing.T) {
-	srv := testsmtp.Start(t, testsmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
-		if stage == testsmtp.StageMail && n == 1 {
+	srv := fakesmtp.Start(t, fakesmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
+		if stage == fakesmtp.StageMail && n == 1 {
 			time.Sleep(1500 * time.Millisecond)
 		}
 		return nil
@@ -460,7 +460,7 @@ func TestSMTPSlowMailIsTemporary(t *testing.T) {
 }
 
 func TestSMTPContextCancelledDuringFinalReply(t *testing.T) {
-	srv := testsmtp.Start(t, testsmtp.Options{Delay: 400 * time.Millisecond})
+	srv := fakesmtp.Start(t, fakesmtp.Options{Delay: 400 * time.Millisecond})
 	s := newSender(t, srv.URL(), SMTPOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -517,7 +517,7 @@ func TestSMTPContextCancelsDial(t *testing.T) {
 }
 
 func TestSMTPInvalidMessageAndClosed(t *testing.T) {
-	srv := testsmtp.Start(t, testsmtp.Options{})
+	srv := fakesmtp.Start(t, fakesmtp.Options{})
 	s := newSender(t, srv.URL(), SMTPOptions{})
 	m := msgN(t, 1)
 	m.To = "nobody"
@@ -612,7 +612,7 @@ func TestDirSender(t *testing.T) {
 	}
 
 	// Same bytes as over SMTP.
-	srv := testsmtp.Start(t, testsmtp.Options{})
+	srv := fakesmtp.Start(t, fakesmtp.Options{})
 	s := newSender(t, srv.URL(), SMTPOptions{})
 	if _, err := s.Send(context.Background(), m); err != nil {
 		t.Fatal(err)
@@ -664,7 +664,7 @@ func slogTo(b *bytes.Buffer) *slog.Logger {
 // TestSMTPWithout8BitMIMESendsQuotedPrintable: a server that does not offer
 // 8BITMIME (and refuses 8-bit bytes) gets the same message quoted-printable.
 func TestSMTPWithout8BitMIMESendsQuotedPrintable(t *testing.T) {
-	srv := testsmtp.Start(t, testsmtp.Options{No8BitMIME: true})
+	srv := fakesmtp.Start(t, fakesmtp.Options{No8BitMIME: true})
 	s := newSender(t, srv.URL(), SMTPOptions{})
 	m := msgN(t, 0)
 	if _, err := s.Send(context.Background(), m); err != nil {

@@ -3,6 +3,7 @@ package notify_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -31,8 +32,9 @@ import (
 	"followfeed/auth"
 	"followfeed/database"
 	"followfeed/follow"
+	fakesmtp "followfeed/internal/fake/smtp"
 	"followfeed/internal/testdb"
-	"followfeed/internal/testsmtp"
+	"followfeed/internal/testjobs"
 	"followfeed/mail"
 	"followfeed/match"
 	"followfeed/notify"
@@ -60,7 +62,7 @@ type env struct {
 	confirms *notify.Confirmations
 	d        *notify.Digester
 	clk      *clock
-	smtp     *testsmtp.Server
+	smtp     *fakesmtp.Server
 }
 
 type noLinks struct{}
@@ -75,7 +77,7 @@ func (noLinks) FeedURLs(_ context.Context, ids []int64) (map[int64]string, error
 
 // setup builds the digest machinery on a fresh database with a real SMTP
 // server (opts: its faults) or, when dir is set, a .eml directory.
-func setup(t *testing.T, opts testsmtp.Options, dir string) *env {
+func setup(t *testing.T, opts fakesmtp.Options, dir string) *env {
 	t.Helper()
 	e := &env{t: t, ctx: context.Background(), db: testdb.New(t), clk: &clock{t: time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)}}
 	ins, err := worker.NewInserter(e.db.Pool, nil)
@@ -94,7 +96,7 @@ func setup(t *testing.T, opts testsmtp.Options, dir string) *env {
 	if dir != "" {
 		sender = mail.NewDirSender(dir)
 	} else {
-		e.smtp = testsmtp.Start(t, opts)
+		e.smtp = fakesmtp.Start(t, opts)
 		s, err := mail.NewSMTPSender(e.smtp.URL(), mail.SMTPOptions{Timeout: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)
@@ -158,15 +160,13 @@ func (e *env) scheduled() []int64 {
 	if _, err := e.d.Schedule(e.ctx); err != nil {
 		e.t.Fatal(err)
 	}
-	rows, err := e.db.Pool.Query(e.ctx, `
-		SELECT d::bigint FROM river.river_job j, jsonb_array_elements_text(j.args->'digest_ids') WITH ORDINALITY AS a(d, n)
-		WHERE j.kind = 'digest_send' ORDER BY j.id, a.n`)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		e.t.Fatal(err)
+	var ids []int64
+	for _, j := range testjobs.List(e.t, e.db.Pool, worker.DigestArgs{}.Kind()) {
+		var args worker.DigestArgs
+		if err := json.Unmarshal(j.EncodedArgs, &args); err != nil {
+			e.t.Fatal(err)
+		}
+		ids = append(ids, args.DigestIDs...)
 	}
 	return ids
 }
@@ -226,7 +226,7 @@ func TestNextOccurrenceAcrossDST(t *testing.T) {
 // does not exist that night) and checks one digest per local date.
 func TestSchedulerOneDigestPerLocalDayAcrossDST(t *testing.T) {
 	t.Parallel()
-	e := setup(t, testsmtp.Options{}, t.TempDir())
+	e := setup(t, fakesmtp.Options{}, t.TempDir())
 	ams, _ := time.LoadLocation("Europe/Amsterdam")
 	e.clk.Set(time.Date(2026, 3, 27, 12, 0, 0, 0, ams))
 	e.reader("night-owl", notify.Daily, "Europe/Amsterdam", 2, "category/cs.LG")
@@ -256,7 +256,7 @@ func TestSchedulerOneDigestPerLocalDayAcrossDST(t *testing.T) {
 func TestEmptyPeriodsSendNothingUnlessAsked(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	e := setup(t, testsmtp.Options{}, dir)
+	e := setup(t, fakesmtp.Options{}, dir)
 	quiet := e.reader("quiet", notify.Daily, "UTC", 6, "category/cs.LG")
 	loud := e.reader("loud", notify.Daily, "UTC", 6, "category/cs.LG")
 	yes := true
@@ -286,8 +286,8 @@ func TestEmptyPeriodsSendNothingUnlessAsked(t *testing.T) {
 
 func TestTransientFailureThenSuccessSendsOnce(t *testing.T) {
 	t.Parallel()
-	e := setup(t, testsmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
-		if stage == testsmtp.StageMail && n == 1 {
+	e := setup(t, fakesmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
+		if stage == fakesmtp.StageMail && n == 1 {
 			return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "try again later"}
 		}
 		return nil
@@ -317,8 +317,8 @@ func TestTransientFailureThenSuccessSendsOnce(t *testing.T) {
 
 func TestPermanentFailureSuppressesWithoutRetry(t *testing.T) {
 	t.Parallel()
-	e := setup(t, testsmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
-		if stage == testsmtp.StageRcpt {
+	e := setup(t, fakesmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
+		if stage == fakesmtp.StageRcpt {
 			return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox"}
 		}
 		return nil
@@ -347,7 +347,7 @@ func TestPermanentFailureSuppressesWithoutRetry(t *testing.T) {
 // recorded "unknown" and never sent again.
 func TestConnectionDroppedAfterDataIsNotResent(t *testing.T) {
 	t.Parallel()
-	e := setup(t, testsmtp.Options{DropAfterData: func(n int) bool { return n == 1 }}, "")
+	e := setup(t, fakesmtp.Options{DropAfterData: func(n int) bool { return n == 1 }}, "")
 	e.reader("r", notify.Daily, "UTC", 6, "category/cs.LG")
 	e.push(testPaper("2301.00001", "cs.LG"))
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
@@ -369,7 +369,7 @@ func TestConnectionDroppedAfterDataIsNotResent(t *testing.T) {
 // The send completes and is recorded; the retried job sends nothing.
 func TestCancelledMidSendDoesNotDuplicate(t *testing.T) {
 	t.Parallel()
-	e := setup(t, testsmtp.Options{Delay: 700 * time.Millisecond}, "")
+	e := setup(t, fakesmtp.Options{Delay: 700 * time.Millisecond}, "")
 	e.reader("r", notify.Daily, "UTC", 6, "category/cs.LG")
 	e.push(testPaper("2301.00001", "cs.LG"))
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
@@ -392,7 +392,7 @@ func TestCancelledMidSendDoesNotDuplicate(t *testing.T) {
 // is recorded unknown by the retry, which sends nothing.
 func TestCrashWhileSendingIsNotResent(t *testing.T) {
 	t.Parallel()
-	e := setup(t, testsmtp.Options{}, "")
+	e := setup(t, fakesmtp.Options{}, "")
 	e.reader("r", notify.Daily, "UTC", 6, "category/cs.LG")
 	e.push(testPaper("2301.00001", "cs.LG"))
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
@@ -409,7 +409,7 @@ func TestCrashWhileSendingIsNotResent(t *testing.T) {
 func TestDigestContentGroupsAndCaps(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	e := setup(t, testsmtp.Options{}, dir)
+	e := setup(t, fakesmtp.Options{}, dir)
 	uid := e.reader("busy", notify.Daily, "UTC", 6, "category/cs.LG", "researcher/openalex:A5023888391", "category/cs")
 	var batch []paper.Paper
 	batch = append(batch, testPaper("2301.00001", "cs.LG", "openalex:A5023888391")) // three reasons
@@ -459,13 +459,11 @@ func TestDigestContentGroupsAndCaps(t *testing.T) {
 // one alert with both papers.
 func TestInstantAlertsBatchABurst(t *testing.T) {
 	t.Parallel()
-	e := setup(t, testsmtp.Options{}, "")
+	e := setup(t, fakesmtp.Options{}, "")
 	uid := e.reader("eager", notify.Instant, "UTC", 7, "category/cs.LG")
 	e.push(testPaper("2301.00001", "cs.LG"))
 	e.push(testPaper("2301.00002", "cs.LG"))
-	var jobs int
-	e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM river.river_job WHERE kind = 'digest_instant' AND state = 'scheduled'`).Scan(&jobs)
-	if jobs != 1 {
+	if jobs := testjobs.Count(t, e.db.Pool, worker.InstantArgs{}.Kind(), rivertype.JobStateScheduled); jobs != 1 {
 		t.Fatalf("%d instant jobs for a burst, want 1", jobs)
 	}
 	if err := e.d.SendInstant(e.ctx, uid); err != nil {
@@ -477,8 +475,7 @@ func TestInstantAlertsBatchABurst(t *testing.T) {
 	}
 	// After the alert, the next match starts a new one.
 	e.push(testPaper("2301.00003", "cs.LG"))
-	e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM river.river_job WHERE kind = 'digest_instant'`).Scan(&jobs)
-	if jobs != 2 {
+	if jobs := testjobs.Count(t, e.db.Pool, worker.InstantArgs{}.Kind()); jobs != 2 {
 		t.Errorf("%d instant jobs after a later match, want 2", jobs)
 	}
 	if err := e.d.SendInstant(e.ctx, uid); err != nil { // the old job run twice: nothing new
@@ -496,16 +493,14 @@ func TestInstantAlertsBatchABurst(t *testing.T) {
 // confirmation link is used; confirming lifts a suppression.
 func TestDoubleOptIn(t *testing.T) {
 	t.Parallel()
-	e := setup(t, testsmtp.Options{}, "")
+	e := setup(t, fakesmtp.Options{}, "")
 	uid := e.reader("mover", notify.Daily, "UTC", 6, "category/cs.LG")
 	addr := "new@example.org"
 	p, err := e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Email: &addr})
 	if err != nil || p.EmailConfirmed || !p.NextDigestAt.IsZero() {
 		t.Fatalf("new address: %+v %v", p, err)
 	}
-	var jobs int
-	e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM river.river_job WHERE kind = 'email_confirm'`).Scan(&jobs)
-	if jobs != 1 {
+	if jobs := testjobs.Count(t, e.db.Pool, worker.ConfirmArgs{}.Kind()); jobs != 1 {
 		t.Fatalf("%d confirmation jobs", jobs)
 	}
 	e.push(testPaper("2301.00001", "cs.LG"))
@@ -549,7 +544,7 @@ func TestDoubleOptIn(t *testing.T) {
 
 func TestPreferenceValidation(t *testing.T) {
 	t.Parallel()
-	e := setup(t, testsmtp.Options{}, t.TempDir())
+	e := setup(t, fakesmtp.Options{}, t.TempDir())
 	uid := e.reader("picky", notify.Off, "UTC", 7)
 	bad := func(p notify.ProfilePatch, field string) {
 		t.Helper()
@@ -578,8 +573,8 @@ func TestPreferenceValidation(t *testing.T) {
 // and the job's retry sends only what is still pending.
 func TestBatchBuildsTogetherDeliversSeparately(t *testing.T) {
 	t.Parallel()
-	e := setup(t, testsmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
-		if stage == testsmtp.StageRcpt && n == 3 { // dora's first attempt
+	e := setup(t, fakesmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
+		if stage == fakesmtp.StageRcpt && n == 3 { // dora's first attempt
 			return &smtp.SMTPError{Code: 450, EnhancedCode: smtp.EnhancedCode{4, 2, 1}, Message: "mailbox busy"}
 		}
 		return nil
@@ -597,11 +592,7 @@ func TestBatchBuildsTogetherDeliversSeparately(t *testing.T) {
 	if len(ids) != 4 { // cy's too: the address is checked when sending
 		t.Fatalf("scheduled %d digests, want 4", len(ids))
 	}
-	var jobs int
-	if err := e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM river.river_job WHERE kind = 'digest_send'`).Scan(&jobs); err != nil {
-		t.Fatal(err)
-	}
-	if jobs != 1 {
+	if jobs := testjobs.Count(t, e.db.Pool, worker.DigestArgs{}.Kind()); jobs != 1 {
 		t.Fatalf("%d send jobs for %d digests, want one batch", jobs, len(ids))
 	}
 	var manual int64
@@ -702,21 +693,21 @@ func TestChaosSMTPEveryDigestAccountedFor(t *testing.T) {
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(8, 29)) // seeded: the same faults every run
 	roll := func() float64 { mu.Lock(); defer mu.Unlock(); return rng.Float64() }
-	e := setup(t, testsmtp.Options{
+	e := setup(t, fakesmtp.Options{
 		Fault: func(stage string, n int) *smtp.SMTPError {
 			x := roll()
 			switch {
-			case stage == testsmtp.StageMail && x < 0.10:
+			case stage == fakesmtp.StageMail && x < 0.10:
 				return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 2}, Message: "too busy"}
-			case stage == testsmtp.StageRcpt && x < 0.10:
+			case stage == fakesmtp.StageRcpt && x < 0.10:
 				return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "local error"}
-			case stage == testsmtp.StageRcpt && x < 0.15:
+			case stage == fakesmtp.StageRcpt && x < 0.15:
 				return &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2}, Message: "mailbox full"}
-			case stage == testsmtp.StageRcpt && x < 0.20:
+			case stage == fakesmtp.StageRcpt && x < 0.20:
 				return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such user"}
-			case stage == testsmtp.StageData && x < 0.05:
+			case stage == fakesmtp.StageData && x < 0.05:
 				return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "content rejected"}
-			case stage == testsmtp.StageMail && x > 0.97:
+			case stage == fakesmtp.StageMail && x > 0.97:
 				time.Sleep(300 * time.Millisecond) // slow, not too slow
 			}
 			return nil
@@ -803,8 +794,8 @@ func TestChaosSMTPEveryDigestAccountedFor(t *testing.T) {
 // final are left alone.
 func TestSendJobGivesUpAfterItsLastAttempt(t *testing.T) {
 	t.Parallel()
-	e := setup(t, testsmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
-		if stage == testsmtp.StageRcpt {
+	e := setup(t, fakesmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
+		if stage == fakesmtp.StageRcpt {
 			return &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2}, Message: "mailbox full"}
 		}
 		return nil
@@ -853,7 +844,7 @@ func TestSendJobGivesUpAfterItsLastAttempt(t *testing.T) {
 // unknown and failed; recent open rows and final rows are left alone.
 func TestSchedulerClosesAbandonedDigests(t *testing.T) {
 	t.Parallel()
-	e := setup(t, testsmtp.Options{}, "")
+	e := setup(t, fakesmtp.Options{}, "")
 	u := e.reader("gone", notify.Off, "UTC", 6)
 	rows := map[string]int64{}
 	for _, r := range []struct {
@@ -904,7 +895,7 @@ func (l linksExcept) FeedURLs(ctx context.Context, ids []int64) (map[int64]strin
 // finally given up).
 func TestUnrenderableDigestFailsAlone(t *testing.T) {
 	t.Parallel()
-	e := setup(t, testsmtp.Options{}, "")
+	e := setup(t, fakesmtp.Options{}, "")
 	ann := e.reader("ann", notify.Daily, "UTC", 6, "category/cs.LG")
 	e.reader("ben", notify.Daily, "UTC", 6, "category/cs.LG")
 	var ps []paper.Paper

@@ -17,6 +17,9 @@ import (
 	"followfeed/bench"
 	"followfeed/database"
 	"followfeed/follow"
+	"followfeed/internal/fake/oaipmh"
+	"followfeed/internal/fake/openalex"
+	fakesmtp "followfeed/internal/fake/smtp"
 )
 
 // Load mix and sizes.
@@ -167,23 +170,24 @@ func runLoad(ctx context.Context, e *env, res *Result) error {
 	// Fake upstreams and the mail sink.
 	day := time.Now().UTC().Format(time.DateOnly)
 	cats := []string{"cs.LG", "cs.CV", "cs.AI", "cs.CL", "stat.ML", "quant-ph", "cs.RO", "math.OC", "hep-ph", "hep-th", "cs.CR", "eess.SP"}
-	allRecs := makeRecords(loadPrefix, 0, (batches+1)*loadPapersPerMin, cats, day)
+	allRecs := oaipmh.MakeRecords(loadPrefix, 0, (batches+1)*loadPapersPerMin, cats, day)
 	var annMu sync.Mutex
 	announced := loadPapersPerMin
-	oai := newFakeOAI(func() []oaiRecord {
+	oai := oaipmh.New(func() []oaipmh.Record {
 		annMu.Lock()
 		defer annMu.Unlock()
 		return allRecs[:announced]
 	}, 250)
 	oaiSrv := httptest.NewServer(oai)
 	defer oaiSrv.Close()
-	oaSrv := httptest.NewServer(newFakeOpenAlex(nil))
+	oaSrv := httptest.NewServer(openalex.New(nil))
 	defer oaSrv.Close()
-	smtpURL, sent, stopSink, err := bench.StartSink()
+	sink, err := fakesmtp.New(fakesmtp.Options{Discard: true, NoLineLimit: true})
 	if err != nil {
 		return err
 	}
-	defer stopSink()
+	defer sink.Close()
+	smtpURL := sink.URL()
 
 	env := append(e.baseEnv(e.opts.ScaleDB), "HARVEST_INTERVAL=1m", "ARXIV_OAI_URL="+oaiSrv.URL, "ARXIV_OAI_FORMAT=arXivRaw",
 		"ARXIV_SETS=cs", "OPENALEX_URL="+oaSrv.URL, "SMTP_URL="+smtpURL, "DIGEST_SCHEDULE_INTERVAL=10s")
@@ -293,7 +297,7 @@ func runLoad(ctx context.Context, e *env, res *Result) error {
 	}
 	res.figure("jobs of the run (river.river_job)", "%s", formatJobs(jobs))
 	res.figure("digests made due / ledger rows of the run", "%d / %s", dueMade, formatCounts(digests, "sent", "skipped", "unknown", "failed", "pending", "sending"))
-	res.figure("messages received by the SMTP sink", "%d", sent.Load())
+	res.figure("messages received by the SMTP sink", "%d", sink.Accepted())
 	res.figure("follows the load left, removed through the API afterwards", "%d", removed)
 	res.check("no request failed except with 429", total.errs == 0, "%d non-429 errors in %d requests (%d × 429) %s",
 		total.errs, total.n, total.limited, strings.Join(total.examples, "; "))

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // cluster is a throwaway PostgreSQL cluster under /tmp, run as the postgres
@@ -103,16 +102,6 @@ func (c *cluster) run(ctx context.Context, name string, args ...string) (string,
 // url returns a connection string for database db.
 func (c *cluster) url(db string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&connect_timeout=5", c.port, db)
-}
-
-// accepting reports whether the server accepts TCP connections.
-func (c *cluster) accepting() bool {
-	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", c.port), 500*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	conn.Close()
-	return true
 }
 
 // destroy stops the cluster at once and deletes its files.

@@ -115,8 +115,8 @@ func (r *Report) Write(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "Produced on %s on a machine with %s, %s, %s, by %s. ",
 		r.When.UTC().Format("2006-01-02 15:04 MST"), cpu, r.GoVersion, r.Postgres, by)
-	b.WriteString("`make soak` builds the binary, provisions PostgreSQL (scripts/pg-ensure.sh) and runs every scenario; " +
-		"`followfeed soak --only load,smtp-chaos` runs a subset (`--duration` sets the load duration, `--scale-db` the scale-S database). " +
+	b.WriteString("`make soak` builds the binaries (followfeed, followfeed-lab), provisions PostgreSQL (scripts/pg-ensure.sh) and runs every scenario; " +
+		"`followfeed-lab soak --only load,smtp-chaos` runs a subset (`--duration` sets the load duration, `--scale-db` the scale-S database). " +
 		"Each scenario starts the real binary (`serve`, `api`, `worker`) as separate processes and drives it from the soak process over loopback; " +
 		"the command exits non-zero when any verdict fails.\n\n")
 	b.WriteString("| scenario | verdict | key figures |\n| --- | --- | --- |\n")

@@ -1,37 +1,20 @@
 package soak
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
+	"bytes"
 	"fmt"
 	"hash/fnv"
 	"io"
-	"log"
-	"math/big"
 	mrand "math/rand/v2"
-	"net"
 	"net/mail"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/emersion/go-smtp"
-)
 
-// newSMTPServer returns a go-smtp server for be with quiet logs.
-func newSMTPServer(be smtp.Backend) *smtp.Server {
-	srv := smtp.NewServer(be)
-	srv.Domain = "soak.localhost"
-	srv.ReadTimeout, srv.WriteTimeout = 60*time.Second, 60*time.Second
-	srv.MaxMessageBytes = 8 << 20
-	srv.MaxRecipients = 10
-	srv.ErrorLog = log.New(io.Discard, "", 0)
-	return srv
-}
+	fakesmtp "followfeed/internal/fake/smtp"
+)
 
 // readMessageID consumes a message and returns its Message-ID without the
 // angle brackets.
@@ -58,9 +41,6 @@ type mailSink struct {
 	onData func(total int)
 }
 
-// NewSession implements smtp.Backend.
-func (s *mailSink) NewSession(*smtp.Conn) (smtp.Session, error) { return &sinkSession{s: s}, nil }
-
 func (s *mailSink) snapshot() (map[string]int, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -71,43 +51,37 @@ func (s *mailSink) snapshot() (map[string]int, int) {
 	return out, s.total
 }
 
-type sinkSession struct{ s *mailSink }
-
-func (x *sinkSession) Mail(string, *smtp.MailOptions) error { return nil }
-func (x *sinkSession) Rcpt(string, *smtp.RcptOptions) error { return nil }
-func (x *sinkSession) Reset()                               {}
-func (x *sinkSession) Logout() error                        { return nil }
-
-// Data records the message as received once its body is complete (before
+// answer records the message as received once its body is complete (before
 // the reply: a client killed now has handed the message over), then waits
 // delay and accepts it.
-func (x *sinkSession) Data(r io.Reader) error {
-	id := readMessageID(r)
-	x.s.mu.Lock()
-	x.s.ids[id]++
-	x.s.total++
-	total, cb := x.s.total, x.s.onData
-	x.s.mu.Unlock()
+func (s *mailSink) answer(c fakesmtp.Call) fakesmtp.Answer {
+	if c.Stage != fakesmtp.StageData {
+		return fakesmtp.Answer{}
+	}
+	id := readMessageID(bytes.NewReader(c.Data))
+	s.mu.Lock()
+	s.ids[id]++
+	s.total++
+	total, cb := s.total, s.onData
+	s.mu.Unlock()
 	if cb != nil {
 		cb(total)
 	}
-	if x.s.delay > 0 {
-		time.Sleep(x.s.delay)
+	if s.delay > 0 {
+		time.Sleep(s.delay)
 	}
-	return nil
+	return fakesmtp.Answer{}
 }
 
 // startSink starts a recording sink on loopback; it returns the SMTP_URL
 // for it (plain, tls=none) and a stop function.
 func startSink(delay time.Duration) (*mailSink, string, func(), error) {
 	s := &mailSink{delay: delay, ids: map[string]int{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, err := fakesmtp.New(fakesmtp.Options{Answer: s.answer, Discard: true})
 	if err != nil {
 		return nil, "", nil, err
 	}
-	srv := newSMTPServer(s)
-	go func() { _ = srv.Serve(ln) }()
-	return s, "smtp://" + ln.Addr().String() + "?tls=none", func() { _ = srv.Close() }, nil
+	return s, srv.URL(), srv.Close, nil
 }
 
 // ---- chaos server ----
@@ -139,14 +113,14 @@ const (
 // refusals at every stage, permanent refusals for some recipients (decided
 // per address, so a recipient's fate is consistent), slow replies, dropped
 // connections before and after DATA, and for its first seconds a STARTTLS
-// that cannot be negotiated. It records what it did to every message.
+// that cannot be negotiated. It records what it did to every message. It is
+// the fake SMTP server (internal/fake/smtp) with answer deciding every reply.
 type chaosSMTP struct {
 	seed uint64
+	srv  *fakesmtp.Server // once started
 
 	mu           sync.Mutex
 	rng          *mrand.Rand
-	first        time.Time
-	conns        int
 	faults       map[string]int
 	accepted     map[string]int    // Message-ID → 250 replies
 	dropped      map[string]int    // Message-ID → dropped after the whole body
@@ -199,73 +173,70 @@ func (c *chaosSMTP) maybeDelay() {
 	time.Sleep(d)
 }
 
-func smtpErr(code int, enh smtp.EnhancedCode, msg string) error {
-	return &smtp.SMTPError{Code: code, EnhancedCode: enh, Message: msg}
+func smtpErr(code int, enh smtp.EnhancedCode, msg string) fakesmtp.Answer {
+	return fakesmtp.Answer{Err: &smtp.SMTPError{Code: code, EnhancedCode: enh, Message: msg}}
 }
 
-// NewSession implements smtp.Backend.
-func (c *chaosSMTP) NewSession(conn *smtp.Conn) (smtp.Session, error) {
-	return &chaosSession{c: c, conn: conn}, nil
+// answer is the chaos: what the server replies to each command.
+func (c *chaosSMTP) answer(call fakesmtp.Call) fakesmtp.Answer {
+	switch call.Stage {
+	case fakesmtp.StageMail:
+		return c.mail()
+	case fakesmtp.StageRcpt:
+		return c.rcpt(call.Rcpt)
+	case fakesmtp.StageData:
+		rcpt := ""
+		if len(call.To) > 0 {
+			rcpt = call.To[len(call.To)-1]
+		}
+		return c.data(readMessageID(bytes.NewReader(call.Data)), strings.ToLower(rcpt))
+	}
+	return fakesmtp.Answer{}
 }
 
-type chaosSession struct {
-	c    *chaosSMTP
-	conn *smtp.Conn
-	rcpt string
-}
-
-func (s *chaosSession) drop() error {
-	_ = s.conn.Conn().Close()
-	return smtpErr(421, smtp.EnhancedCode{4, 4, 2}, "connection dropped")
-}
-
-func (s *chaosSession) Mail(from string, _ *smtp.MailOptions) error {
-	s.c.maybeDelay()
-	switch v := s.c.roll(); {
+func (c *chaosSMTP) mail() fakesmtp.Answer {
+	c.maybeDelay()
+	switch v := c.roll(); {
 	case v < 0.02:
-		s.c.count(chaosDropMail)
-		return s.drop()
+		c.count(chaosDropMail)
+		return fakesmtp.Answer{Drop: true}
 	case v < 0.045:
-		s.c.count(chaosMail421)
+		c.count(chaosMail421)
 		return smtpErr(421, smtp.EnhancedCode{4, 3, 2}, "service not available, try later")
 	case v < 0.07:
-		s.c.count(chaosMail451)
+		c.count(chaosMail451)
 		return smtpErr(451, smtp.EnhancedCode{4, 3, 0}, "local error in processing")
 	case v < 0.09:
-		s.c.count(chaosMail452)
+		c.count(chaosMail452)
 		return smtpErr(452, smtp.EnhancedCode{4, 3, 1}, "insufficient system storage")
 	}
-	return nil
+	return fakesmtp.Answer{}
 }
 
-func (s *chaosSession) Rcpt(to string, _ *smtp.RcptOptions) error {
-	s.c.maybeDelay()
-	s.rcpt = to
-	if s.c.fate(to) == fateRcpt550 {
-		s.c.count(chaosRcpt550)
-		s.c.mu.Lock()
-		s.c.fiveXX[strings.ToLower(to)] = "550 5.1.1 no such user"
-		s.c.mu.Unlock()
+func (c *chaosSMTP) rcpt(to string) fakesmtp.Answer {
+	c.maybeDelay()
+	if c.fate(to) == fateRcpt550 {
+		c.count(chaosRcpt550)
+		c.mu.Lock()
+		c.fiveXX[strings.ToLower(to)] = "550 5.1.1 no such user"
+		c.mu.Unlock()
 		return smtpErr(550, smtp.EnhancedCode{5, 1, 1}, "no such user")
 	}
-	switch v := s.c.roll(); {
+	switch v := c.roll(); {
 	case v < 0.02:
-		s.c.count(chaosDropRcpt)
-		return s.drop()
+		c.count(chaosDropRcpt)
+		return fakesmtp.Answer{Drop: true}
 	case v < 0.05:
-		s.c.count(chaosRcpt451)
+		c.count(chaosRcpt451)
 		return smtpErr(451, smtp.EnhancedCode{4, 7, 1}, "greylisted, try again later")
 	case v < 0.07:
-		s.c.count(chaosRcpt452)
+		c.count(chaosRcpt452)
 		return smtpErr(452, smtp.EnhancedCode{4, 2, 2}, "mailbox full")
 	}
-	return nil
+	return fakesmtp.Answer{}
 }
 
-func (s *chaosSession) Data(r io.Reader) error {
-	id := readMessageID(r)
-	rcpt := strings.ToLower(s.rcpt)
-	c := s.c
+func (c *chaosSMTP) data(id, rcpt string) fakesmtp.Answer {
 	c.mu.Lock()
 	c.msgRcpt[id] = rcpt
 	c.mu.Unlock()
@@ -284,8 +255,7 @@ func (s *chaosSession) Data(r io.Reader) error {
 		c.faults[chaosDropAfter]++
 		c.dropped[id]++
 		c.mu.Unlock()
-		_ = s.conn.Conn().Close()
-		return smtpErr(421, smtp.EnhancedCode{4, 4, 2}, "connection dropped")
+		return fakesmtp.Answer{Drop: true}
 	case v < 0.075:
 		c.mu.Lock()
 		c.faults[chaosData451]++
@@ -297,35 +267,8 @@ func (s *chaosSession) Data(r io.Reader) error {
 	c.accepted[id]++
 	c.faults[chaosAccepted]++
 	c.mu.Unlock()
-	return nil
+	return fakesmtp.Answer{}
 }
-
-func (s *chaosSession) Reset()        {}
-func (s *chaosSession) Logout() error { return nil }
-
-// chanListener hands connections accepted elsewhere to a server's Serve.
-type chanListener struct {
-	ch   chan net.Conn
-	addr net.Addr
-	once sync.Once
-	done chan struct{}
-}
-
-func newChanListener(addr net.Addr) *chanListener {
-	return &chanListener{ch: make(chan net.Conn), addr: addr, done: make(chan struct{})}
-}
-
-func (l *chanListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.ch:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *chanListener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
-func (l *chanListener) Addr() net.Addr { return l.addr }
 
 // start listens on loopback. For chaosTLSPhase after the first connection,
 // connections go to a server that offers STARTTLS with a self-signed
@@ -333,75 +276,16 @@ func (l *chanListener) Addr() net.Addr { return l.addr }
 // neither STARTTLS nor AUTH. It returns the SMTP_URL (tls=opportunistic)
 // and a stop function.
 func (c *chaosSMTP) start() (string, func(), error) {
-	cert, err := selfSigned()
+	srv, err := fakesmtp.New(fakesmtp.Options{Answer: c.answer, UntrustedTLSFor: chaosTLSPhase})
 	if err != nil {
 		return "", nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	plain, withTLS := newSMTPServer(c), newSMTPServer(c)
-	withTLS.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	plainL, tlsL := newChanListener(ln.Addr()), newChanListener(ln.Addr())
-	go func() { _ = plain.Serve(plainL) }()
-	go func() { _ = withTLS.Serve(tlsL) }()
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.mu.Lock()
-			if c.first.IsZero() {
-				c.first = time.Now()
-			}
-			c.conns++
-			broken := time.Since(c.first) < chaosTLSPhase
-			if broken {
-				c.faults[chaosTLS]++
-			}
-			c.mu.Unlock()
-			target := plainL
-			if broken {
-				target = tlsL
-			}
-			select {
-			case target.ch <- conn:
-			case <-target.done:
-				conn.Close()
-				return
-			}
-		}
-	}()
-	stop := func() {
-		ln.Close()
-		_ = plain.Close()
-		_ = withTLS.Close()
-		plainL.Close()
-		tlsL.Close()
-	}
-	return "smtp://" + ln.Addr().String() + "?tls=opportunistic", stop, nil
+	c.srv = srv
+	return "smtp://" + srv.Addr + "?tls=opportunistic", srv.Close, nil
 }
 
-// selfSigned makes a throwaway certificate for 127.0.0.1.
-func selfSigned() (tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: "soak.localhost"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+// connections returns how many connections the server accepted and how
+// many of them met the untrusted STARTTLS.
+func (c *chaosSMTP) connections() (all, untrusted int) {
+	return c.srv.Connections(), c.srv.UntrustedTLSConnections()
 }

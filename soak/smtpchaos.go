@@ -134,8 +134,10 @@ func runSMTPChaos(ctx context.Context, e *env, res *Result) error {
 
 	chaos.mu.Lock()
 	accepted, dropped, fiveXX := copyMap(chaos.accepted), copyMap(chaos.dropped), copyStrMap(chaos.fiveXX)
-	faults, conns := copyMap(chaos.faults), chaos.conns
+	faults := copyMap(chaos.faults)
 	chaos.mu.Unlock()
+	conns, untrusted := chaos.connections()
+	faults[chaosTLS] = untrusted
 
 	states := map[string]int{}
 	var open, sentBad, failedUnexplained, attempts, maxAttempts int

@@ -4,7 +4,7 @@
 // (OAI-PMH, OpenAlex, SMTP) it controls and faults it injects (killed
 // workers, a restarted PostgreSQL, a misbehaving mail server, failing
 // upstreams). Every scenario records figures and a pass/fail verdict;
-// `followfeed soak` (make soak) writes them to RELIABILITY.md.
+// `followfeed-lab soak` (make soak) writes them to RELIABILITY.md.
 package soak
 
 import (
@@ -22,7 +22,7 @@ import (
 
 // Options configure a soak run.
 type Options struct {
-	// Exe is the followfeed binary the scenarios start (os.Executable()).
+	// Exe is the followfeed (product) binary the scenarios start.
 	Exe string
 	// DatabaseURL names the PostgreSQL server on which fresh scenario
 	// databases are created (its database part is ignored).

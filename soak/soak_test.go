@@ -3,110 +3,15 @@ package soak
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"followfeed/harvest"
 )
-
-// The fake repository must speak OAI-PMH as the real harvester parses it:
-// every record with its latest version, and a token chain to the end.
-func TestFakeOAIPagesParseWithTheHarvester(t *testing.T) {
-	recs := makeRecords("2911", 0, 25, []string{"cs.LG", "stat.ML"}, "2026-11-29")
-	oai := newFakeOAI(func() []oaiRecord { return recs }, 10)
-	srv := httptest.NewServer(oai)
-	defer srv.Close()
-	client := harvest.NewOAIClient(harvest.OAIConfig{BaseURL: srv.URL, Format: harvest.OAIFormatArXivRaw, PageDelay: -1})
-	seen := map[string]int{}
-	req := harvest.ListRequest{From: "2026-11-27", Set: "cs"}
-	for pages := 0; ; pages++ {
-		if pages > 5 {
-			t.Fatal("the token chain does not end")
-		}
-		page, err := client.ListRecords(t.Context(), req)
-		if err != nil {
-			t.Fatalf("page %d: %v", pages, err)
-		}
-		for _, p := range page.Papers {
-			seen[p.ArxivID] = p.Version
-			if len(p.Authors) < 2 || len(p.Categories) == 0 || p.Title == "" {
-				t.Errorf("%s parsed incompletely: %+v", p.ArxivID, p)
-			}
-		}
-		if page.ResumptionToken == "" {
-			break
-		}
-		req = harvest.ListRequest{ResumptionToken: page.ResumptionToken}
-	}
-	if len(seen) != len(recs) {
-		t.Fatalf("parsed %d records, want %d", len(seen), len(recs))
-	}
-	for _, r := range recs {
-		if seen[r.ID] != r.Version {
-			t.Errorf("%s: version %d, want %d", r.ID, seen[r.ID], r.Version)
-		}
-	}
-	if got := oai.servedPages(); got != 3 {
-		t.Errorf("served %d pages, want 3", got)
-	}
-}
-
-func TestFakeOAIFaults(t *testing.T) {
-	recs := makeRecords("2910", 0, 20, []string{"cs.LG"}, "2026-11-29")
-	oai := newFakeOAI(func() []oaiRecord { return recs }, 10)
-	oai.faults[0] = []string{faultTruncated, faultInvalid}
-	oai.faults[1] = []string{faultBadToken}
-	srv := httptest.NewServer(oai)
-	defer srv.Close()
-	get := func(query string) []byte {
-		resp, err := http.Get(srv.URL + "?verb=ListRecords&" + query)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return b
-	}
-	for i, want := range []string{"unexpected EOF", "closed by", ""} {
-		_, err := harvest.ParseListRecords(get("metadataPrefix=arXivRaw"), harvest.OAIFormatArXivRaw)
-		if (err == nil) != (want == "") || (err != nil && !strings.Contains(err.Error(), want)) {
-			t.Errorf("request %d: error %v, want %q", i+1, err, want)
-		}
-	}
-	if _, err := harvest.ParseListRecords(get("resumptionToken=soak-p1-n20"), harvest.OAIFormatArXivRaw); err == nil ||
-		!strings.Contains(err.Error(), "badResumptionToken") {
-		t.Errorf("resumed page: error %v, want badResumptionToken", err)
-	}
-	if got := oai.faultCounts(); got[faultTruncated] != 1 || got[faultInvalid] != 1 || got[faultBadToken] != 1 {
-		t.Errorf("fault counts %v", got)
-	}
-}
-
-func TestFakeOpenAlexParsesWithTheClient(t *testing.T) {
-	known := map[string]oaWork{"2910.00001": {Authors: []oaAuthor{{Name: "Ada Soak0", ID: "A590000001", Inst: "I7000001"}}}}
-	srv := httptest.NewServer(newFakeOpenAlex(known, faultOA500))
-	defer srv.Close()
-	slept := 0
-	client := harvest.NewOpenAlexClient(harvest.OpenAlexConfig{BaseURL: srv.URL,
-		Sleep: func(context.Context, time.Duration) error { slept++; return nil }})
-	got, err := client.LookupArxiv(t.Context(), []string{"2910.00001", "2910.00002"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, ok := got["2910.00001"]
-	if !ok || len(got) != 1 || len(e.Authors) != 1 || e.Authors[0].IDs[0] != "openalex:A590000001" || e.Institutions[0] != "openalex:I7000001" {
-		t.Fatalf("lookup = %+v", got)
-	}
-	if slept != 1 {
-		t.Errorf("the injected 500 caused %d retries, want 1", slept)
-	}
-}
 
 func TestChaosFateIsPerAddress(t *testing.T) {
 	c := newChaosSMTP(42)
@@ -128,7 +33,7 @@ func TestChaosFateIsPerAddress(t *testing.T) {
 
 func TestReportRenders(t *testing.T) {
 	r := &Report{When: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), CPUs: 2, GoVersion: "go1.26", Postgres: "PostgreSQL 15",
-		Command: "followfeed soak --only smtp-chaos", ViaMake: true}
+		Command: "followfeed-lab soak --only smtp-chaos", ViaMake: true}
 	res := &Result{Name: "smtp-chaos", What: "What it does.", Policy: "**Policies.**", Summary: "a | b"}
 	res.figure("attempts", "%d", 3)
 	res.check("no duplicates", true, "0 duplicates")
@@ -140,7 +45,7 @@ func TestReportRenders(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"# Reliability", "`make soak` (`followfeed soak --only smtp-chaos`)", "| [smtp-chaos](#smtp-chaos) | **fail** | a \\| b |",
+	for _, want := range []string{"# Reliability", "`make soak` (`followfeed-lab soak --only smtp-chaos`)", "| [smtp-chaos](#smtp-chaos) | **fail** | a \\| b |",
 		"## smtp-chaos", "| attempts | 3 |", "| all final | **fail** | 1 pending |", "**Policies.**"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
@@ -152,23 +57,30 @@ func TestReportRenders(t *testing.T) {
 }
 
 // TestHostileInputReadsGoTestResults: a requirement passes only when every
-// test behind it ran and passed; a failed or missing test fails it.
+// test tagged for it ran and passed; a failed test, or no test at all, fails
+// it; a tag no requirement knows fails the report.
 func TestHostileInputReadsGoTestResults(t *testing.T) {
 	var b strings.Builder
-	for _, c := range hostileChecks {
-		for _, name := range c.tests {
+	for _, r := range requirements {
+		for i, name := range []string{"TestA", "FuzzB"} {
+			name += r.ID
 			action := "pass"
-			switch name {
-			case "TestAccessControl":
+			switch {
+			case r.ID == "access" && i == 0:
 				action = "fail"
-			case "TestNoUserSuppliedURLIsFetched":
-				continue // did not run
+			case r.ID == "ssrf":
+				continue // no test carries the tag
 			}
 			fmt.Fprintf(&b, `{"Action":"run","Package":"followfeed/x","Test":%q}`+"\n", name)
+			fmt.Fprintf(&b, `{"Action":"output","Package":"followfeed/x","Test":%q,"Output":"=== RUN   %s\n"}`+"\n", name, name)
+			fmt.Fprintf(&b, `{"Action":"output","Package":"followfeed/x","Test":%q,"Output":"    x_test.go:12: hostile: %s\n"}`+"\n", name, r.ID)
 			fmt.Fprintf(&b, `{"Action":%q,"Package":"followfeed/x","Test":%q,"Elapsed":0.25}`+"\n", action, name)
 			fmt.Fprintf(&b, `{"Action":"fail","Package":"followfeed/x","Test":%q}`+"\n", name+"/sub") // subtests do not count
 		}
 	}
+	// A subtest's tag does not count: its parent shows nothing.
+	fmt.Fprintf(&b, `{"Action":"output","Package":"followfeed/x","Test":"TestC/sub","Output":"    x_test.go:3: hostile: ssrf\n"}`+"\n")
+	fmt.Fprintf(&b, `{"Action":"pass","Package":"followfeed/x","Test":"TestC","Elapsed":0.1}`+"\n")
 	path := filepath.Join(t.TempDir(), "tests.json")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -184,11 +96,65 @@ func TestHostileInputReadsGoTestResults(t *testing.T) {
 			failed[c.Name] = true
 		}
 	}
-	if res.Pass || len(failed) != 2 || !failed[hostileChecks[3].name] || !failed[hostileChecks[4].name] {
+	if res.Pass || len(failed) != 2 || !failed[requirements[3].Text] || !failed[requirements[4].Text] {
 		t.Errorf("verdict %v, failed checks %v; want exactly access control and SSRF failed", res.Pass, failed)
 	}
+	if want := fmt.Sprintf("%d requirements, %d/%d tests passed", len(requirements), 2*(len(requirements)-1)-1, 2*(len(requirements)-1)); res.Summary != want {
+		t.Errorf("summary %q, want %q", res.Summary, want)
+	}
+
+	unknown := `{"Action":"output","Package":"followfeed/x","Test":"TestD","Output":"    x_test.go:3: hostile: limts\n"}` + "\n" +
+		`{"Action":"pass","Package":"followfeed/x","Test":"TestD"}` + "\n"
+	if err := os.WriteFile(path, []byte(unknown), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res = &Result{Name: "hostile-input"}
+	if err := runHostile(context.Background(), &env{opts: Options{TestResults: path}}, res); err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Checks[len(res.Checks)-1]; c.Pass || !strings.Contains(c.Detail, `"limts"`) {
+		t.Errorf("an unknown tag must fail a check naming it; last check %+v", c)
+	}
+
 	res = &Result{Name: "hostile-input"}
 	if err := runHostile(context.Background(), &env{opts: Options{}}, res); err == nil {
 		t.Error("no results file: no error")
+	}
+}
+
+// Every requirement has tests in the repository, and every tag in a test
+// file names a requirement (a typo would drop the test from the report).
+func TestHostileTagsInTheSources(t *testing.T) {
+	tag := regexp.MustCompile(`\b[tf]\.Log\("hostile: ([a-z0-9-]+)"\)`)
+	count := map[string]int{}
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "var" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".") && d.Name() != "..") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range tag.FindAllStringSubmatch(string(src), -1) {
+			count[m[1]]++
+			if !slices.ContainsFunc(requirements, func(r requirement) bool { return r.ID == m[1] }) {
+				t.Errorf("%s: tag %q names no requirement", path, m[1])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range requirements {
+		if count[r.ID] == 0 {
+			t.Errorf("no test logs \"hostile: %s\"", r.ID)
+		}
 	}
 }

@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"followfeed/internal/fake/oaipmh"
+	"followfeed/internal/fake/openalex"
 )
 
 func runUpstreamFaults(ctx context.Context, e *env, res *Result) error {
@@ -15,31 +18,31 @@ func runUpstreamFaults(ctx context.Context, e *env, res *Result) error {
 		bound          = 8 * time.Minute
 	)
 	oaiPlan := map[int][]string{
-		0: {fault500, fault503},
-		1: {faultTruncated},
-		2: {faultInvalid},
-		3: {faultHang},
-		4: {faultBadToken},
-		5: {fault503, fault503},
-		6: {fault500},
+		0: {oaipmh.Fault500, oaipmh.Fault503},
+		1: {oaipmh.FaultTruncated},
+		2: {oaipmh.FaultInvalid},
+		3: {oaipmh.FaultHang},
+		4: {oaipmh.FaultBadToken},
+		5: {oaipmh.Fault503, oaipmh.Fault503},
+		6: {oaipmh.Fault500},
 	}
-	oaPlan := []string{faultOA429, faultOA500, faultOAInvalid, faultOA429}
+	oaPlan := []string{openalex.Fault429, openalex.Fault500, openalex.FaultInvalid, openalex.Fault429}
 	res.What = fmt.Sprintf(`A fresh database; `+"`followfeed worker`"+` with HARVEST_INTERVAL=1m, JOB_TIMEOUT=20s, JOB_RESCUE_AFTER=30s and JOB_RETRY_MAX=3s harvests a fake OAI-PMH repository of %d pages × %d arXivRaw records (ids 2910.00001…, versions 1–3) and enriches them from a fake OpenAlex that knows every second record (authors with OpenAlex ids, institutions). The repository injects, on the first requests of given pages: HTTP 500 and 503 with Retry-After: 1 (retried inside the OAI client), a truncated body and invalid XML (a malformed page fails the job, which River retries and which resumes from the saved resumption token), a response held for 30 s, longer than JOB_TIMEOUT (the job is cancelled and retried), and one badResumptionToken on a resumed page (the harvester restarts the run from its first date). OpenAlex answers its first requests with 429 (Retry-After: 1), 500 and a truncated JSON body. The soak waits (at most %s) until the harvest catches up and enrichment is applied.`,
 		pages, perPage, bound)
 	res.Policy = `**Policies checked.** The OAI-PMH and OpenAlex clients retry HTTP 429, 5xx and network errors themselves (honouring Retry-After, else 5 s / 1 s doubling back-off, 5 resp. 4 retries); a complete but unusable response (truncated, not XML/JSON) is not retried by the client but fails the job, and River retries the job with its back-off (capped by JOB_RETRY_MAX). The harvester saves its resumption token after every ingested page, so a retried or timed-out job resumes where it stopped; a refused token restarts the run from its first date, and records are idempotent, so nothing is stored twice. Enrichment applies an OpenAlex answer only when the whole lookup succeeded; a failed lookup changes nothing and the job is retried.`
 
 	day := time.Now().UTC().Format(time.DateOnly)
 	cats := []string{"cs.LG", "cs.DS", "math.OC", "stat.ML"}
-	recs := makeRecords("2910", 0, pages*perPage, cats, day)
-	known := map[string]oaWork{}
+	recs := oaipmh.MakeRecords("2910", 0, pages*perPage, cats, day)
+	known := map[string]openalex.Work{}
 	wantKeys := map[string][]string{}
 	for i, r := range recs {
 		if i%2 != 0 {
 			continue
 		}
-		var w oaWork
+		var w openalex.Work
 		for j, name := range r.Authors {
-			a := oaAuthor{Name: name, ID: fmt.Sprintf("A59%07d%d", i, j)}
+			a := openalex.Author{Name: name, ID: fmt.Sprintf("A59%07d%d", i, j)}
 			if j == 0 {
 				a.Inst = fmt.Sprintf("I7%06d", i%50)
 			}
@@ -48,14 +51,14 @@ func runUpstreamFaults(ctx context.Context, e *env, res *Result) error {
 		}
 		known[strings.ToLower(r.ID)] = w
 	}
-	oai := newFakeOAI(func() []oaiRecord { return recs }, perPage)
-	oai.hang = 30 * time.Second
+	oai := oaipmh.New(func() []oaipmh.Record { return recs }, perPage)
+	oai.Hang = 30 * time.Second
 	for p, fs := range oaiPlan {
-		oai.faults[p] = fs
+		oai.Plan(p, fs...)
 	}
 	oaiSrv := httptest.NewServer(oai)
 	defer oaiSrv.Close()
-	oa := newFakeOpenAlex(known, oaPlan...)
+	oa := openalex.New(known, oaPlan...)
 	oaSrv := httptest.NewServer(oa)
 	defer oaSrv.Close()
 
@@ -110,10 +113,10 @@ func runUpstreamFaults(ctx context.Context, e *env, res *Result) error {
 	res.check("caught up within the bound", ok, "everything above held %s after the worker started (bound %s)", secs(elapsed), bound)
 
 	faultRows := []string{}
-	for name, n := range oai.faultCounts() {
+	for name, n := range oai.FaultCounts() {
 		faultRows = append(faultRows, fmt.Sprintf("| OAI-PMH | %s | %d |", name, n))
 	}
-	reqs, okReqs, oaFaults := oa.counts()
+	reqs, okReqs, oaFaults := oa.Counts()
 	for name, n := range oaFaults {
 		faultRows = append(faultRows, fmt.Sprintf("| OpenAlex | %s | %d |", name, n))
 	}
@@ -124,13 +127,13 @@ func runUpstreamFaults(ctx context.Context, e *env, res *Result) error {
 		return err
 	}
 	res.Tables = append(res.Tables, "River jobs of the run, with the error of every failed attempt:\n\n| job | final state | attempts | errors |\n| --- | --- | --- | --- |\n"+strings.Join(jobRows, "\n"))
-	res.figure("OAI-PMH pages served without a fault", "%d", oai.servedPages())
+	res.figure("OAI-PMH pages served without a fault", "%d", oai.ServedPages())
 	res.figure("OpenAlex requests", "%d (%d answered normally)", reqs, okReqs)
 	res.figure("failed job attempts retried by River", "%d", retries)
 	res.figure("records OpenAlex does not know", "%d postponed for a later lookup (enrich_attempts = 1)", postponed)
 	res.figure("time to catch up", "harvest %s, harvest and enrichment %s", secs(harvestAt), secs(elapsed))
 	res.Summary = fmt.Sprintf("%d OAI + %d OpenAlex faults; %d failed job attempts retried; %d/%d records once; %d/%d enriched; caught up in %s",
-		sumMap(oai.faultCounts()), sumMap(oaFaults), retries, once, len(recs), enriched, len(wantKeys), secs(elapsed))
+		sumMap(oai.FaultCounts()), sumMap(oaFaults), retries, once, len(recs), enriched, len(wantKeys), secs(elapsed))
 	return nil
 }
 

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"followfeed/internal/fake/oaipmh"
+	"followfeed/internal/fake/openalex"
 )
 
 // wkUser is a test user of the worker-killed scenario.
@@ -30,18 +33,18 @@ The worker is SIGKILLed as soon as the fake repository has served the third page
 
 	day := time.Now().UTC().Format(time.DateOnly)
 	cats := []string{"cs.LG", "cs.CV", "cs.AI", "cs.CL", "stat.ML", "quant-ph"}
-	recs := makeRecords("2911", 0, pages*perPage, cats, day)
-	oai := newFakeOAI(func() []oaiRecord { return recs }, perPage)
-	oai.delay = time.Second
+	recs := oaipmh.MakeRecords("2911", 0, pages*perPage, cats, day)
+	oai := oaipmh.New(func() []oaipmh.Record { return recs }, perPage)
+	oai.Delay = time.Second
 	thirdPage := make(chan struct{})
-	oai.onServe = func(_, total int) {
+	oai.OnServe = func(_, total int) {
 		if total == 3 {
 			close(thirdPage)
 		}
 	}
 	oaiSrv := httptest.NewServer(oai)
 	defer oaiSrv.Close()
-	oaSrv := httptest.NewServer(newFakeOpenAlex(nil))
+	oaSrv := httptest.NewServer(openalex.New(nil))
 	defer oaSrv.Close()
 	sink, smtpURL, stopSink, err := startSink(400 * time.Millisecond)
 	if err != nil {
@@ -104,7 +107,7 @@ The worker is SIGKILLed as soon as the fake repository has served the third page
 	select {
 	case <-thirdPage:
 	case <-time.After(2 * time.Minute):
-		return fmt.Errorf("the harvest did not reach page 3 within 2 minutes (served %d pages)", oai.servedPages())
+		return fmt.Errorf("the harvest did not reach page 3 within 2 minutes (served %d pages)", oai.ServedPages())
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -258,7 +261,7 @@ func messageIDs(ctx context.Context, db *freshDB, where string) ([]string, error
 }
 
 // checkPapers compares papers with the records: stored once, latest version.
-func checkPapers(ctx context.Context, db *freshDB, recs []oaiRecord) (once, bad, extra int, err error) {
+func checkPapers(ctx context.Context, db *freshDB, recs []oaipmh.Record) (once, bad, extra int, err error) {
 	rows, err := db.pool.Query(ctx, `SELECT arxiv_id, version, count(*) OVER (PARTITION BY arxiv_id) FROM papers`)
 	if err != nil {
 		return 0, 0, 0, err
@@ -294,7 +297,7 @@ func checkPapers(ctx context.Context, db *freshDB, recs []oaiRecord) (once, bad,
 	return once, bad, extra, nil
 }
 
-func wkCheck(ctx context.Context, db *freshDB, c *client, sink *mailSink, recs []oaiRecord, users []*wkUser) (wkState, error) {
+func wkCheck(ctx context.Context, db *freshDB, c *client, sink *mailSink, recs []oaipmh.Record, users []*wkUser) (wkState, error) {
 	var s wkState
 	var err error
 	if s.papersOnce, s.papersBad, s.papersExtra, err = checkPapers(ctx, db, recs); err != nil {

@@ -43,6 +43,7 @@ func TestUserAgent(t *testing.T) {
 }
 
 func TestBodyCap(t *testing.T) {
+	t.Log("hostile: limits")
 	const limit = 100
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
@@ -128,6 +129,7 @@ func TestRedirects(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
+	t.Log("hostile: limits")
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {

@@ -1,4 +1,7 @@
-package soak
+// Package oaipmh holds the fake arXiv OAI-PMH repositories of tests and the
+// soak: Repository serves generated records in arXivRaw with resumption
+// tokens and planned faults; Replay serves recorded responses.
+package oaipmh
 
 import (
 	"bytes"
@@ -11,8 +14,8 @@ import (
 	"time"
 )
 
-// oaiRecord is one arXiv record the fake OAI-PMH repository serves.
-type oaiRecord struct {
+// Record is one arXiv record a Repository serves.
+type Record struct {
 	ID         string
 	Version    int // the highest version; the record lists v1..Version
 	Title      string
@@ -21,25 +24,32 @@ type oaiRecord struct {
 	Datestamp  string   // YYYY-MM-DD
 }
 
-// OAI fault kinds the fake repository can inject.
+// Faults a Repository can inject (Plan); the values are their names in reports.
 const (
-	fault500       = "HTTP 500"
-	fault503       = "HTTP 503 with Retry-After: 1"
-	faultHang      = "response hung past the job timeout"
-	faultTruncated = "truncated body"
-	faultInvalid   = "invalid XML"
-	faultBadToken  = "badResumptionToken"
+	Fault500       = "HTTP 500"
+	Fault503       = "HTTP 503 with Retry-After: 1"
+	FaultHang      = "response hung past the job timeout"
+	FaultTruncated = "truncated body"
+	FaultInvalid   = "invalid XML"
+	FaultBadToken  = "badResumptionToken"
 )
 
-// fakeOAI serves ListRecords in arXivRaw format, pageSize records per page,
+// Repository serves ListRecords in arXivRaw format, pageSize records per page,
 // with resumption tokens. The record list may grow (records is called for
-// every new run); a token pins the list size of its run. faults[page] is the
-// sequence of faults for that page's successive requests.
-type fakeOAI struct {
-	records  func() []oaiRecord
+// every new run); a token pins the list size of its run. Plan sets the
+// sequence of faults for a page's successive requests. Set the exported
+// fields before it serves.
+type Repository struct {
+	// Delay is slept before every response.
+	Delay time.Duration
+	// Hang is how long FaultHang holds the response.
+	Hang time.Duration
+	// OnServe, when set, is called after each page served without a
+	// fault (FaultHang included) with the page number and the total so far.
+	OnServe func(page, total int)
+
+	records  func() []Record
 	pageSize int
-	delay    time.Duration // before every response
-	hang     time.Duration // how long faultHang holds the response
 
 	mu       sync.Mutex
 	faults   map[int][]string
@@ -47,21 +57,33 @@ type fakeOAI struct {
 	served   map[int]int // page → complete pages served
 	injected map[string]int
 	total    int // pages served
-	onServe  func(page, total int)
 }
 
-func newFakeOAI(records func() []oaiRecord, pageSize int) *fakeOAI {
-	return &fakeOAI{records: records, pageSize: pageSize, faults: map[int][]string{},
+// New returns a repository serving records() (called for every new run),
+// pageSize records per page.
+func New(records func() []Record, pageSize int) *Repository {
+	return &Repository{records: records, pageSize: pageSize, faults: map[int][]string{},
 		requests: map[int]int{}, served: map[int]int{}, injected: map[string]int{}}
 }
 
-func (f *fakeOAI) servedPages() int {
+// Plan makes the successive requests for page (0 is the first) answer
+// faults, in order; later requests are served normally. FaultBadToken only
+// applies to requests with a resumption token.
+func (f *Repository) Plan(page int, faults ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.faults[page] = faults
+}
+
+// ServedPages returns how many pages were served without a fault.
+func (f *Repository) ServedPages() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.total
 }
 
-func (f *fakeOAI) faultCounts() map[string]int {
+// FaultCounts returns how often each fault was injected.
+func (f *Repository) FaultCounts() map[string]int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := map[string]int{}
@@ -73,7 +95,7 @@ func (f *fakeOAI) faultCounts() map[string]int {
 
 // ServeHTTP answers ListRecords (first page by metadataPrefix, later ones
 // by resumptionToken), injecting the planned fault of the request if any.
-func (f *fakeOAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (f *Repository) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if q.Get("verb") != "ListRecords" {
 		f.oaiError(w, "badVerb", "only ListRecords is implemented")
@@ -101,7 +123,7 @@ func (f *fakeOAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if fs := f.faults[page]; n <= len(fs) {
 		fault = fs[n-1]
 	}
-	if fault == faultBadToken && q.Get("resumptionToken") == "" {
+	if fault == FaultBadToken && q.Get("resumptionToken") == "" {
 		fault = ""
 	}
 	if fault != "" {
@@ -109,40 +131,40 @@ func (f *fakeOAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Unlock()
 
-	if f.delay > 0 && !sleepCtx(r, f.delay) {
+	if f.Delay > 0 && !sleepCtx(r, f.Delay) {
 		return
 	}
 	switch fault {
-	case fault500:
+	case Fault500:
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
-	case fault503:
+	case Fault503:
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "busy", http.StatusServiceUnavailable)
 		return
-	case faultHang:
-		if !sleepCtx(r, f.hang) {
+	case FaultHang:
+		if !sleepCtx(r, f.Hang) {
 			return
 		}
-	case faultBadToken:
+	case FaultBadToken:
 		f.oaiError(w, "badResumptionToken", "The value of the resumptionToken argument is invalid or expired.")
 		return
-	case faultInvalid:
+	case FaultInvalid:
 		w.Header().Set("Content-Type", "text/xml")
 		_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/"><ListRecords><record></ListRecords></OAI-PMH>`))
 		return
 	}
 	body := f.page(page, size)
-	if fault == faultTruncated {
+	if fault == FaultTruncated {
 		body = body[:len(body)/2]
 	}
 	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
 	_, _ = w.Write(body)
-	if fault == "" || fault == faultHang {
+	if fault == "" || fault == FaultHang {
 		f.mu.Lock()
 		f.served[page]++
 		f.total++
-		total, cb := f.total, f.onServe
+		total, cb := f.total, f.OnServe
 		f.mu.Unlock()
 		if cb != nil {
 			cb(page, total)
@@ -170,7 +192,7 @@ func parseToken(tok string) (page, size int, err error) {
 	return p, s, nil
 }
 
-func (f *fakeOAI) oaiError(w http.ResponseWriter, code, msg string) {
+func (f *Repository) oaiError(w http.ResponseWriter, code, msg string) {
 	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
 	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>
 <OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:schemaLocation="http://www.openarchives.org/OAI/2.0/ http://www.openarchives.org/OAI/2.0/OAI-PMH.xsd">
@@ -182,7 +204,7 @@ func (f *fakeOAI) oaiError(w http.ResponseWriter, code, msg string) {
 }
 
 // page renders page number page of a list of size records.
-func (f *fakeOAI) page(page, size int) []byte {
+func (f *Repository) page(page, size int) []byte {
 	all := f.records()
 	size = min(size, len(all))
 	if size == 0 {
@@ -219,7 +241,7 @@ func (h httpBuffer) Header() http.Header         { return http.Header{} }
 func (h httpBuffer) Write(p []byte) (int, error) { return h.b.Write(p) }
 func (h httpBuffer) WriteHeader(int)             {}
 
-func writeRecord(b *bytes.Buffer, r oaiRecord) {
+func writeRecord(b *bytes.Buffer, r Record) {
 	fmt.Fprintf(b, "<record>\n<header>\n <identifier>oai:arXiv.org:%s</identifier>\n <datestamp>%s</datestamp>\n <setSpec>cs</setSpec>\n</header>\n<metadata>\n",
 		esc(r.ID), esc(r.Datestamp))
 	b.WriteString(` <arXivRaw xmlns="http://arxiv.org/OAI/arXivRaw/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:schemaLocation="http://arxiv.org/OAI/arXivRaw/ http://arxiv.org/OAI/arXivRaw.xsd">`)
@@ -251,14 +273,14 @@ func esc(s string) string {
 	return b.String()
 }
 
-// makeRecords builds n records with ids prefix.00001…, categories cycled
+// MakeRecords builds n records with ids prefix.00001…, categories cycled
 // through cats (every fourth cross-listed to the next one), versions 1–3,
 // two or three authors each, all with datestamp day.
-func makeRecords(prefix string, first, n int, cats []string, day string) []oaiRecord {
-	out := make([]oaiRecord, 0, n)
+func MakeRecords(prefix string, first, n int, cats []string, day string) []Record {
+	out := make([]Record, 0, n)
 	for i := first; i < first+n; i++ {
 		c := cats[i%len(cats)]
-		r := oaiRecord{
+		r := Record{
 			ID:         fmt.Sprintf("%s.%05d", prefix, i+1),
 			Version:    1 + i%3,
 			Title:      "Soak record " + strconv.Itoa(i+1) + " on " + c,

@@ -1,4 +1,4 @@
-package app
+package main
 
 import (
 	"context"
@@ -9,23 +9,29 @@ import (
 	"runtime/pprof"
 	"strings"
 
+	"followfeed/app"
 	"followfeed/bench"
 	"followfeed/config"
 	"followfeed/httpapi"
+	fakesmtp "followfeed/internal/fake/smtp"
 	"followfeed/migrations"
 )
 
-func runBench(ctx context.Context, args []string, inv invocation) error {
-	getenv, stdout := inv.getenv, inv.stdout
-	fs := newFlags("bench", stdout, "Builds scale S in DATABASE_URL (once; use a dedicated database) and measures the\nperformance targets, writing the report to --out.")
+func runBench(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := newFlags("bench", stdout, "Builds scale S in DATABASE_URL (once; use a dedicated database) and measures the\nperformance targets, writing the report to --out. The memory figure starts the\nfollowfeed binary (--followfeed) as a separate `serve` process.")
 	out := fs.String("out", "BENCHMARKS.md", "where to write the report (- for stdout)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
 	memprofile := fs.String("memprofile", "", "write an allocation profile of the benchmark process to this file at the end")
 	skip := fs.String("skip", "", "comma-separated parts to leave out while iterating: digests, feeds")
+	product := productFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	exe, err := productBinary(*product)
 	if err != nil {
 		return err
 	}
@@ -49,8 +55,8 @@ func runBench(ctx context.Context, args []string, inv invocation) error {
 		}()
 	}
 	cfg.LogLevel = "warn"
-	logger := newLogger(cfg, stdout)
-	db, err := openDB(ctx, cfg, "bench")
+	logger := app.NewLogger(cfg, stdout)
+	db, err := app.OpenDB(ctx, cfg, "bench")
 	if err != nil {
 		return err
 	}
@@ -61,27 +67,26 @@ func runBench(ctx context.Context, args []string, inv invocation) error {
 	// The benchmark drives the service flat out from one address, and
 	// hands its digests to a local SMTP sink.
 	cfg.RateLimitPerIP, cfg.RateLimitPerUser = 0, 0
-	smtpURL, _, stopSink, err := bench.StartSink()
+	// The sink shares the two cores with the code under measurement: it
+	// keeps no copies and skips go-smtp's per-byte line-length check (a
+	// relay's policy, not part of handing a digest over).
+	sink, err := fakesmtp.New(fakesmtp.Options{Discard: true, NoLineLimit: true})
 	if err != nil {
 		return err
 	}
-	defer stopSink()
-	if cfg.SMTPURL, err = url.Parse(smtpURL); err != nil {
+	defer sink.Close()
+	if cfg.SMTPURL, err = url.Parse(sink.URL()); err != nil {
 		return err
 	}
-	svc, err := newServices(ctx, cfg, db, logger, inv.hooks)
+	svc, err := app.NewServices(ctx, cfg, db, logger, app.Hooks{})
 	if err != nil {
 		return err
 	}
-	handler := httpapi.NewHandler(httpapi.Options{Logger: logger, Routes: svc.routes(cfg)})
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
+	handler := httpapi.NewHandler(httpapi.Options{Logger: logger, Routes: svc.Routes(cfg)})
 	env := []string{"APP_ENV=development", "DATABASE_URL=" + cfg.DatabaseURL, "HTTP_ADDR=127.0.0.1:0", "HARVEST_INTERVAL=0",
 		"RATE_LIMIT_PER_IP=0", "RATE_LIMIT_PER_USER=0", "LOG_LEVEL=info", "MAIL_DIR=" + os.TempDir()}
-	defer svc.close()
-	rep, err := bench.Run(ctx, bench.Deps{DB: db, Ingester: svc.ingester, Matcher: svc.matcher, Tokens: svc.feeds.Tokens(), Digester: svc.digester,
+	defer svc.Close()
+	rep, err := bench.Run(ctx, bench.Deps{DB: db, Papers: svc.Papers(), Matcher: svc.Matcher(), Tokens: svc.FeedTokens(), Digester: svc.Digester(),
 		Handler: handler, Exe: exe, Env: env, Log: stdout, Skip: skipSet(*skip)}, bench.ScaleS)
 	if err != nil {
 		return err
@@ -103,21 +108,4 @@ func skipSet(s string) map[string]bool {
 		}
 	}
 	return m
-}
-
-// writeReport writes a report with write to the file out (created or
-// truncated, closed before it returns) or, when out is "-", to stdout.
-func writeReport(out string, stdout io.Writer, write func(io.Writer) error) error {
-	if out == "-" {
-		return write(stdout)
-	}
-	f, err := os.Create(out)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

@@ -1,4 +1,7 @@
-package soak
+// Package openalex is the fake OpenAlex /works endpoint of tests and the
+// soak: it answers lookups by arXiv DOI with the works it knows (generated
+// from author lists, or recorded JSON) and injects planned faults.
+package openalex
 
 import (
 	"encoding/json"
@@ -8,29 +11,31 @@ import (
 	"sync"
 )
 
-// OpenAlex fault kinds.
+// Faults a Server can inject; the values are their names in reports.
 const (
-	faultOA429     = "HTTP 429 with Retry-After: 1"
-	faultOA500     = "HTTP 500"
-	faultOAInvalid = "invalid JSON"
+	Fault429     = "HTTP 429 with Retry-After: 1"
+	Fault500     = "HTTP 500"
+	FaultInvalid = "invalid JSON"
 )
 
-// oaWork is what the fake OpenAlex knows about one arXiv id.
-type oaWork struct {
-	Authors []oaAuthor
+// Work is what the fake knows about one arXiv id.
+type Work struct {
+	Authors []Author
 }
 
-type oaAuthor struct {
+// Author is one authorship of a Work.
+type Author struct {
 	Name string
 	ID   string // A5…
 	Inst string // I…
 }
 
-// fakeOpenAlex answers /works?filter=doi:10.48550/arxiv.X|… with the works
-// it knows (known, keyed by lowercased arXiv id) and injects faults[i] on
-// its i-th request.
-type fakeOpenAlex struct {
-	known map[string]oaWork
+// Server answers /works?filter=doi:10.48550/arxiv.X|… with the works
+// it knows (keyed by lowercased arXiv id) and injects faults[i] on its
+// i-th request. It is an http.Handler.
+type Server struct {
+	known    map[string]Work
+	recorded map[string]map[string]any
 
 	mu       sync.Mutex
 	faults   []string
@@ -39,14 +44,26 @@ type fakeOpenAlex struct {
 	injected map[string]int
 }
 
-func newFakeOpenAlex(known map[string]oaWork, faults ...string) *fakeOpenAlex {
+// New returns a fake knowing the works in known (nil: none) that injects
+// faults on its first requests, one each, in order.
+func New(known map[string]Work, faults ...string) *Server {
 	if known == nil {
-		known = map[string]oaWork{}
+		known = map[string]Work{}
 	}
-	return &fakeOpenAlex{known: known, faults: faults, injected: map[string]int{}}
+	return &Server{known: known, recorded: map[string]map[string]any{}, faults: faults, injected: map[string]int{}}
 }
 
-func (f *fakeOpenAlex) counts() (requests, ok int, injected map[string]int) {
+// AddRecorded makes the fake answer arXivID with a recorded work (OpenAlex's
+// JSON, decoded), its doi re-labelled as arXivID's DOI. Call it before the
+// fake serves.
+func (f *Server) AddRecorded(arxivID string, work map[string]any) {
+	work["doi"] = "https://doi.org/10.48550/arxiv." + arxivID
+	f.recorded[strings.ToLower(arxivID)] = work
+}
+
+// Counts returns how many requests came, how many were answered without a
+// fault, and how often each fault was injected.
+func (f *Server) Counts() (requests, ok int, injected map[string]int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	injected = map[string]int{}
@@ -58,7 +75,7 @@ func (f *fakeOpenAlex) counts() (requests, ok int, injected map[string]int) {
 
 // ServeHTTP answers /works?filter=doi:…|… with the known works, or the
 // planned fault of the request.
-func (f *fakeOpenAlex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/works" {
 		http.NotFound(w, r)
 		return
@@ -76,14 +93,14 @@ func (f *fakeOpenAlex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Unlock()
 	switch fault {
-	case faultOA429:
+	case Fault429:
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, `{"error":"rate limited"}`, http.StatusTooManyRequests)
 		return
-	case faultOA500:
+	case Fault500:
 		http.Error(w, `{"error":"internal"}`, http.StatusInternalServerError)
 		return
-	case faultOAInvalid:
+	case FaultInvalid:
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"meta": {"count": 3}, "results": [{"id": "https://openalex.org/W1", "doi": `))
 		return
@@ -108,9 +125,13 @@ func (f *fakeOpenAlex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		DOI         string       `json:"doi"`
 		Authorships []authorship `json:"authorships"`
 	}
-	results := []work{}
+	results := []any{}
 	for i, doi := range strings.Split(filter, "|") {
 		id := strings.TrimPrefix(strings.ToLower(doi), "10.48550/arxiv.")
+		if rec, ok := f.recorded[id]; ok {
+			results = append(results, rec)
+			continue
+		}
 		k, ok := f.known[id]
 		if !ok {
 			continue

@@ -1,22 +1,22 @@
-package app
+package main
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"followfeed/app"
 	"followfeed/config"
 	"followfeed/soak"
 )
 
-func runSoak(ctx context.Context, args []string, inv invocation) error {
-	getenv, stdout := inv.getenv, inv.stdout
+func runSoak(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs := newFlags("soak", stdout, "Runs the reliability scenarios ("+strings.Join(soak.Names(), ", ")+")\n"+
-		"against this binary, started as separate processes, and writes figures and verdicts to --out.\n"+
+		"against the followfeed binary (--followfeed), started as separate processes, and writes figures and verdicts to --out.\n"+
 		"Scenario databases are created (and dropped) on DATABASE_URL's server; the load scenario needs\n"+
 		"the scale-S dataset of `make bench`. Exits non-zero when any verdict fails.")
 	out := fs.String("out", "RELIABILITY.md", "where to write the report (- for stdout)")
@@ -24,11 +24,12 @@ func runSoak(ctx context.Context, args []string, inv invocation) error {
 	only := fs.String("only", "", "comma-separated scenarios to run (default all: "+strings.Join(soak.Names(), ",")+")")
 	scaleDB := fs.String("scale-db", "", "database holding scale S (default: DATABASE_URL's server, database followfeed_bench)")
 	tests := fs.String("tests", "", "`go test -json` output of the suite, for the hostile-input scenario (make soak makes it)")
+	product := productFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *duration <= 0 {
-		return &UsageError{"soak: --duration must be positive (e.g. 5m)"}
+		return &app.UsageError{Msg: "soak: --duration must be positive (e.g. 5m)"}
 	}
 	var selected []string
 	for _, n := range strings.Split(*only, ",") {
@@ -36,7 +37,7 @@ func runSoak(ctx context.Context, args []string, inv invocation) error {
 			continue
 		}
 		if !slices.Contains(soak.Names(), n) {
-			return &UsageError{fmt.Sprintf("soak: --only: unknown scenario %q (known: %s)", n, strings.Join(soak.Names(), ", "))}
+			return &app.UsageError{Msg: fmt.Sprintf("soak: --only: unknown scenario %q (known: %s)", n, strings.Join(soak.Names(), ", "))}
 		}
 		selected = append(selected, n)
 	}
@@ -53,11 +54,11 @@ func runSoak(ctx context.Context, args []string, inv invocation) error {
 		u.Path = "/followfeed_bench"
 		scale = u.String()
 	}
-	exe, err := os.Executable()
+	exe, err := productBinary(*product)
 	if err != nil {
 		return err
 	}
-	command := strings.TrimSpace("followfeed soak " + strings.Join(args, " "))
+	command := strings.TrimSpace("followfeed-lab soak " + strings.Join(args, " "))
 	rep, err := soak.Run(ctx, soak.Options{
 		Exe: exe, DatabaseURL: cfg.DatabaseURL, ScaleDB: scale, Duration: *duration, Only: selected,
 		Command: command, ViaMake: getenv("MAKELEVEL") != "", Log: stdout, TestResults: *tests,

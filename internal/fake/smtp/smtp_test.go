@@ -1,4 +1,4 @@
-package testsmtp
+package smtp
 
 import (
 	"crypto/tls"
@@ -272,5 +272,95 @@ func TestCleanupClosesConnections(t *testing.T) {
 	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		c.Close()
 		t.Error("listener still open after cleanup")
+	}
+}
+
+// Answer sees the whole command and may refuse, drop or accept it.
+func TestAnswer(t *testing.T) {
+	var calls []Call
+	s := Start(t, Options{Answer: func(c Call) Answer {
+		calls = append(calls, c)
+		switch {
+		case c.Stage == StageRcpt && c.Rcpt == "refused@example.org":
+			return Answer{Err: &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such user"}}
+		case c.Stage == StageData && c.N == 1:
+			return Answer{Drop: true}
+		}
+		return Answer{}
+	}})
+	c, err := smtp.Dial(s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := send(c, "a@example.org", []string{"refused@example.org"}, body); smtpCode(err) != 550 {
+		t.Fatalf("refused recipient: %v, want 550", err)
+	}
+	_ = c.Reset()
+	if err := send(c, "a@example.org", []string{"b@example.org"}, body); err == nil {
+		t.Fatal("dropped after DATA: no error")
+	}
+	c.Close()
+	c, err = smtp.Dial(s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := send(c, "a@example.org", []string{"b@example.org"}, body); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.WaitMessages(t, 1, 5*time.Second); len(got) != 1 || s.Accepted() != 1 {
+		t.Fatalf("%d messages, %d accepted; want the third only", len(got), s.Accepted())
+	}
+	last := calls[len(calls)-1]
+	if last.Stage != StageData || last.N != 2 || last.From != "a@example.org" || strings.Join(last.To, ",") != "b@example.org" || string(last.Data) != body {
+		t.Errorf("last call %+v", last)
+	}
+}
+
+// Discard counts messages and keeps none.
+func TestDiscard(t *testing.T) {
+	s := Start(t, Options{Discard: true, NoLineLimit: true})
+	c, err := smtp.Dial(s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	long := "Subject: x\r\n\r\n" + strings.Repeat("y", 5000) + "\r\n"
+	for range 3 {
+		if err := send(c, "a@example.org", []string{"b@example.org"}, long); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.Accepted(); n != 3 || len(s.Messages()) != 0 {
+		t.Errorf("accepted %d, kept %d; want 3 and 0", n, len(s.Messages()))
+	}
+}
+
+// For UntrustedTLSFor after the first connection STARTTLS cannot be
+// verified; afterwards the plain server answers.
+func TestUntrustedTLSPhase(t *testing.T) {
+	s := Start(t, Options{UntrustedTLSFor: 300 * time.Millisecond})
+	bad, err := smtp.DialStartTLS(s.Addr, &tls.Config{ServerName: "127.0.0.1"})
+	if err == nil {
+		err = send(bad, "a@example.org", []string{"b@example.org"}, body) // go-smtp negotiates on the first command
+		bad.Close()
+	}
+	if err == nil {
+		t.Fatal("STARTTLS in the untrusted phase verified")
+	}
+	time.Sleep(400 * time.Millisecond)
+	c, err := smtp.Dial(s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if ok, _ := c.Extension("STARTTLS"); ok {
+		t.Error("STARTTLS offered after the phase")
+	}
+	if err := send(c, "a@example.org", []string{"b@example.org"}, body); err != nil {
+		t.Fatal(err)
+	}
+	if s.UntrustedTLSConnections() != 1 || s.Connections() != 2 {
+		t.Errorf("untrusted %d of %d connections, want 1 of 2", s.UntrustedTLSConnections(), s.Connections())
 	}
 }

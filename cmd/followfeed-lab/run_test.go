@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+func TestHelpPrintsEveryCommand(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"--help"}, func(string) string { return "" }, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"bench", "soak"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("usage lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestSubcommandHelpPrintsFlags(t *testing.T) {
+	for cmd, flags := range map[string][]string{
+		"bench": {"-out", "-cpuprofile", "-memprofile", "-skip", "-followfeed"},
+		"soak":  {"-out", "-duration", "-only", "-scale-db", "-tests", "-followfeed"},
+	} {
+		var out bytes.Buffer
+		err := run(context.Background(), []string{cmd, "--help"}, func(string) string { return "" }, &out)
+		if !errors.Is(err, flag.ErrHelp) {
+			t.Errorf("%s --help: err = %v, want flag.ErrHelp", cmd, err)
+		}
+		if code := exitCode(err, &bytes.Buffer{}); code != 0 {
+			t.Errorf("%s --help exits %d", cmd, code)
+		}
+		if !strings.HasPrefix(out.String(), "Usage: followfeed-lab "+cmd) {
+			t.Errorf("%s --help does not start with its usage line:\n%s", cmd, out.String())
+		}
+		for _, f := range flags {
+			if !strings.Contains(out.String(), f) {
+				t.Errorf("%s --help lacks %s:\n%s", cmd, f, out.String())
+			}
+		}
+	}
+}
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	for _, args := range [][]string{nil, {"serve"}, {"soak", "--only", "nope"}, {"soak", "--duration", "0s"}, {"bench", "extra"}} {
+		var out, stderr bytes.Buffer
+		err := run(context.Background(), args, func(string) string { return "" }, &out)
+		if code := exitCode(err, &stderr); code != 2 {
+			t.Errorf("%q: exit %d (%v), want 2", args, code, err)
+		}
+		if !strings.HasPrefix(stderr.String(), "followfeed-lab: ") {
+			t.Errorf("%q: message %q", args, stderr.String())
+		}
+	}
+}
+
+func TestMissingProductBinaryIsAUsageError(t *testing.T) {
+	getenv := func(k string) string {
+		if k == "DATABASE_URL" {
+			return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+		}
+		return ""
+	}
+	err := run(context.Background(), []string{"soak", "--followfeed", t.TempDir() + "/none"}, getenv, &bytes.Buffer{})
+	if code := exitCode(err, &bytes.Buffer{}); code != 2 || !strings.Contains(err.Error(), "--followfeed") {
+		t.Errorf("err = %v (exit %d), want a --followfeed usage error", err, code)
+	}
+}
+
+// The product binary holds the product: nothing it links reaches the
+// benchmark, the soak or the fakes.
+func TestProductDoesNotLinkTheLab(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "followfeed/cmd/followfeed").Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if pkg == "followfeed/bench" || pkg == "followfeed/soak" || strings.HasPrefix(pkg, "followfeed/internal/fake") {
+			t.Errorf("followfeed links %s", pkg)
+		}
+	}
+}
