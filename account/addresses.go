@@ -224,17 +224,25 @@ func (a *Addresses) ConfirmationDue(ctx context.Context, userID int64, email str
 func (a *Addresses) CheckConfirm(ctx context.Context, tok string) (string, error) {
 	var email string
 	err := a.db.InTx(ctx, func(tx pgx.Tx) error {
-		l, addr, err := a.checkLink(ctx, tx, tok, auth.ActionConfirm)
-		if err != nil {
-			return err
-		}
-		if addr == "" || string(l.Data) != string(emailHash(addr)) {
-			return auth.ErrBadLink
-		}
+		addr, _, err := a.confirmLink(ctx, tx, tok)
 		email = addr
-		return nil
+		return err
 	})
 	return email, err
+}
+
+// confirmLink checks a confirmation link in tx and returns the address it
+// confirms and its user: auth.ErrBadLink when the link is not valid or the
+// user's address changed since it was made.
+func (a *Addresses) confirmLink(ctx context.Context, tx pgx.Tx, tok string) (string, int64, error) {
+	l, addr, err := a.checkLink(ctx, tx, tok, auth.ActionConfirm)
+	if err != nil {
+		return "", 0, err
+	}
+	if addr == "" || string(l.Data) != string(emailHash(addr)) {
+		return "", 0, auth.ErrBadLink
+	}
+	return addr, l.UserID, nil
 }
 
 // Confirm confirms the address a confirmation link was made for: digests may
@@ -243,25 +251,22 @@ func (a *Addresses) CheckConfirm(ctx context.Context, tok string) (string, error
 func (a *Addresses) Confirm(ctx context.Context, tok string) (string, error) {
 	var email string
 	err := a.db.InTx(ctx, func(tx pgx.Tx) error {
-		l, addr, err := a.checkLink(ctx, tx, tok, auth.ActionConfirm)
+		addr, userID, err := a.confirmLink(ctx, tx, tok)
 		if err != nil {
 			return err
-		}
-		if addr == "" || string(l.Data) != string(emailHash(addr)) {
-			return auth.ErrBadLink // the address changed since the link was made
 		}
 		email = addr
 		if _, err := tx.Exec(ctx, `DELETE FROM suppressions WHERE email = lower($1)`, addr); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `
-			UPDATE users SET email_confirmed_at = coalesce(email_confirmed_at, now()), updated_at = now() WHERE id = $1`, l.UserID); err != nil {
+			UPDATE users SET email_confirmed_at = coalesce(email_confirmed_at, now()), updated_at = now() WHERE id = $1`, userID); err != nil {
 			return err
 		}
 		if a.digests == nil {
 			return nil
 		}
-		return a.digests.AddressConfirmed(ctx, tx, l.UserID)
+		return a.digests.AddressConfirmed(ctx, tx, userID)
 	})
 	return email, err
 }

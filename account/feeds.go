@@ -82,18 +82,22 @@ func (t *FeedTokens) Salts(ctx context.Context, userIDs []int64) (map[int64][]by
 // two first requests racing then keep the same token. An unknown user is an
 // error wrapping database.ErrNotFound.
 func (t *FeedTokens) Store(ctx context.Context, userID int64, salt, hash []byte, onlyIfMissing bool) (stored bool, err error) {
-	var got []byte
-	err = t.db.Pool.QueryRow(ctx, `
-		UPDATE user_feeds SET token_salt = $2, token_hash = $3, version = version + 1, changed_at = now()
-		WHERE user_id = $1 AND ($4 = false OR token_salt IS NULL)
-		RETURNING token_salt`, userID, salt, hash, onlyIfMissing).Scan(&got)
-	if errors.Is(err, pgx.ErrNoRows) && onlyIfMissing {
-		return false, nil
-	}
-	if err != nil {
-		return false, database.NotFound(err, fmt.Sprintf("issuing feed token of user %d", userID))
-	}
-	return true, nil
+	err = t.db.InTx(ctx, func(tx pgx.Tx) error {
+		var got []byte
+		err := tx.QueryRow(ctx, `
+			UPDATE user_feeds SET token_salt = $2, token_hash = $3
+			WHERE user_id = $1 AND ($4 = false OR token_salt IS NULL)
+			RETURNING token_salt`, userID, salt, hash, onlyIfMissing).Scan(&got)
+		if errors.Is(err, pgx.ErrNoRows) && onlyIfMissing {
+			return nil
+		}
+		if err != nil {
+			return database.NotFound(err, fmt.Sprintf("issuing feed token of user %d", userID))
+		}
+		stored = true
+		return BumpFeeds(ctx, tx, userID)
+	})
+	return stored && err == nil, err
 }
 
 // Lookup resolves a token hash to its user's feed state with one probe of

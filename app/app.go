@@ -5,38 +5,22 @@ package app
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"time"
 
 	"followfeed/config"
+	"followfeed/internal/cli"
 )
 
 // UsageError is a command-line mistake; the process exits 2 for it.
-type UsageError struct{ Msg string }
-
-func (e *UsageError) Error() string { return e.Msg }
+type UsageError = cli.UsageError
 
 // ExitCode maps Run's error to a process exit status and writes a one-line
 // message to w: 0 for nil, 2 for usage and configuration errors, 1 otherwise.
-func ExitCode(err error, w io.Writer) int {
-	if err == nil || errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	fmt.Fprintln(w, "followfeed:", oneLine(err.Error()))
-	var ue *UsageError
-	var ce *config.Error
-	if errors.As(err, &ue) || errors.As(err, &ce) {
-		return 2
-	}
-	return 1
-}
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+func ExitCode(err error, w io.Writer) int { return cli.ExitCode("followfeed", err, w) }
 
 const usage = `followfeed: follow researchers, arXiv categories and institutions; get feeds and digests.
 
@@ -84,7 +68,7 @@ func RunWith(ctx context.Context, args []string, getenv func(string) string, std
 	inv := invocation{getenv: getenv, stdout: stdout, hooks: hooks}
 	if len(args) == 0 {
 		fmt.Fprint(stdout, usage)
-		return &UsageError{"no command given; see 'followfeed --help'"}
+		return &UsageError{Msg: "no command given; see 'followfeed --help'"}
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
@@ -106,35 +90,18 @@ func RunWith(ctx context.Context, args []string, getenv func(string) string, std
 	case "digest":
 		return runDigest(ctx, rest, inv)
 	default:
-		return &UsageError{fmt.Sprintf("unknown command %q; see 'followfeed --help'", cmd)}
+		return &UsageError{Msg: fmt.Sprintf("unknown command %q; see 'followfeed --help'", cmd)}
 	}
 }
 
-// newFlags returns a FlagSet whose errors come back as *UsageError.
+// newFlags returns a FlagSet for "followfeed name"; parse it with parseFlags.
 func newFlags(name string, stdout io.Writer, help string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	fs.Usage = func() {
-		fmt.Fprintf(stdout, "Usage: followfeed %s\n\n%s\nFlags:\n", name, help)
-		fs.PrintDefaults()
-	}
-	return fs
+	return cli.NewFlags("followfeed", name, stdout, help)
 }
 
 // parseFlags parses args, turning flag errors into *UsageError and --help
 // into flag.ErrHelp.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return &UsageError{fmt.Sprintf("%s: %v", fs.Name(), err)}
-	}
-	if fs.NArg() > 0 {
-		return &UsageError{fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
-	}
-	return nil
-}
+func parseFlags(fs *flag.FlagSet, args []string) error { return cli.Parse(fs, args) }
 
 // NewLogger builds a process logger writing to w at cfg.LogLevel, JSON
 // when cfg.LogFormat is "json" and text otherwise.

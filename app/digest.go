@@ -19,7 +19,7 @@ func runDigest(ctx context.Context, args []string, inv invocation) error {
 		return err
 	}
 	if *sub == "" {
-		return &UsageError{"digest: --user is required (the user's sub)"}
+		return &UsageError{Msg: "digest: --user is required (the user's sub)"}
 	}
 	cfg, err := config.Load(getenv)
 	if err != nil {
@@ -41,7 +41,7 @@ func runDigest(ctx context.Context, args []string, inv invocation) error {
 	defer svc.Close()
 	u, err := svc.users.BySub(ctx, *sub)
 	if errors.Is(err, database.ErrNotFound) {
-		return &UsageError{fmt.Sprintf("digest: no user with sub %q", *sub)}
+		return &UsageError{Msg: fmt.Sprintf("digest: no user with sub %q", *sub)}
 	}
 	if err != nil {
 		return err

@@ -16,7 +16,7 @@ func runHarvest(ctx context.Context, args []string, inv invocation) error {
 		return err
 	}
 	if !*once {
-		return &UsageError{"harvest: pass --once (the periodic harvest runs inside `serve` or `worker`, every HARVEST_INTERVAL)"}
+		return &UsageError{Msg: "harvest: pass --once (the periodic harvest runs inside `serve` or `worker`, every HARVEST_INTERVAL)"}
 	}
 	cfg, err := config.Load(getenv)
 	if err != nil {

@@ -22,7 +22,7 @@ func runToken(ctx context.Context, args []string, inv invocation) error {
 		return err
 	}
 	if *sub == "" {
-		return &UsageError{"token: --sub is required (the user id the token speaks for)"}
+		return &UsageError{Msg: "token: --sub is required (the user id the token speaks for)"}
 	}
 	cfg, err := config.Load(getenv)
 	if err != nil {
@@ -42,7 +42,7 @@ func runToken(ctx context.Context, args []string, inv invocation) error {
 		Now:           time.Now(),
 	})
 	if err != nil {
-		return &UsageError{"token: " + err.Error()}
+		return &UsageError{Msg: "token: " + err.Error()}
 	}
 	fmt.Fprintln(stdout, tok)
 	return nil

@@ -1,4 +1,4 @@
-// Package bench builds scale S (DESIGN.md) from a seeded generator and
+// Package bench builds scale S (docs/ARCHITECTURE.md) from a seeded generator and
 // measures the performance targets against it, with the service's real code
 // paths. `followfeed-lab bench` (make bench) runs it and writes BENCHMARKS.md.
 package bench
@@ -26,7 +26,7 @@ type Scale struct {
 	AbstractChars  int
 }
 
-// ScaleS is DESIGN.md's scale S: 100k users, ~2M follows, 1M papers, ~8M keys.
+// ScaleS is the scale S of docs/ARCHITECTURE.md: 100k users, ~2M follows, 1M papers, ~8M keys.
 var ScaleS = Scale{Users: 100_000, CategoryFollow: 5, ResearcherFoll: 15, Papers: 1_000_000,
 	Researchers: 300_000, AuthorsPer: 4, AbstractChars: 1200}
 

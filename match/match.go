@@ -2,7 +2,7 @@
 // nothing per (user, paper) is ever materialised. The match job finds the
 // users a batch of new keys affects in one set-based query and bumps their
 // feed versions; feeds and digests compute a user's papers at read time with
-// Matched, with bounded work per followed key (see DESIGN.md).
+// Matched, with bounded work per followed key (see docs/ARCHITECTURE.md).
 package match
 
 import (

@@ -76,9 +76,9 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 	return out, nil
 }
 
-// GroupPapers arranges matched papers (with their details) into a digest:
+// groupPapers arranges matched papers (with their details) into a digest:
 // see planGroups for the rules.
-func GroupPapers(res match.Result, follows []follow.Follow) DigestContent {
+func groupPapers(res match.Result, follows []follow.Follow) DigestContent {
 	plan := planGroups(res, follows)
 	byID := make(map[int64]match.Paper, len(res.Papers))
 	for _, p := range res.Papers {

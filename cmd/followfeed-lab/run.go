@@ -2,16 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
+	"followfeed/internal/cli"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
-
-	"followfeed/app"
-	"followfeed/config"
 )
 
 const usage = `followfeed-lab: measure and stress followfeed (not part of the product binary).
@@ -32,7 +28,7 @@ Run 'followfeed-lab <command> --help' for a command's flags.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stdout, usage)
-		return &app.UsageError{Msg: "no command given; see 'followfeed-lab --help'"}
+		return &cli.UsageError{Msg: "no command given; see 'followfeed-lab --help'"}
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
@@ -44,50 +40,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	case "soak":
 		return runSoak(ctx, rest, getenv, stdout)
 	default:
-		return &app.UsageError{Msg: fmt.Sprintf("unknown command %q; see 'followfeed-lab --help'", cmd)}
+		return &cli.UsageError{Msg: fmt.Sprintf("unknown command %q; see 'followfeed-lab --help'", cmd)}
 	}
 }
 
 // exitCode maps run's error to a process exit status and writes a one-line
 // message to w: 0 for nil, 2 for usage and configuration errors, 1 otherwise.
-func exitCode(err error, w io.Writer) int {
-	if err == nil || errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	fmt.Fprintln(w, "followfeed-lab:", strings.Join(strings.Fields(err.Error()), " "))
-	var ue *app.UsageError
-	var ce *config.Error
-	if errors.As(err, &ue) || errors.As(err, &ce) {
-		return 2
-	}
-	return 1
-}
+func exitCode(err error, w io.Writer) int { return cli.ExitCode("followfeed-lab", err, w) }
 
 // newFlags returns a FlagSet whose usage names followfeed-lab.
 func newFlags(name string, stdout io.Writer, help string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	fs.Usage = func() {
-		fmt.Fprintf(stdout, "Usage: followfeed-lab %s\n\n%s\nFlags:\n", name, help)
-		fs.PrintDefaults()
-	}
-	return fs
+	return cli.NewFlags("followfeed-lab", name, stdout, help)
 }
 
-// parseFlags parses args, turning flag errors into *app.UsageError and
+// parseFlags parses args, turning flag errors into *cli.UsageError and
 // --help into flag.ErrHelp.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return &app.UsageError{Msg: fmt.Sprintf("%s: %v", fs.Name(), err)}
-	}
-	if fs.NArg() > 0 {
-		return &app.UsageError{Msg: fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
-	}
-	return nil
-}
+func parseFlags(fs *flag.FlagSet, args []string) error { return cli.Parse(fs, args) }
 
 // productFlag adds --followfeed, the product binary the command starts as
 // separate processes; by default the followfeed next to this binary (make
@@ -109,7 +77,7 @@ func productBinary(path string) (string, error) {
 	}
 	st, err := os.Stat(abs)
 	if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-		return "", &app.UsageError{Msg: fmt.Sprintf("--followfeed: no followfeed binary at %s (go build -o bin/followfeed ./cmd/followfeed, or pass --followfeed)", abs)}
+		return "", &cli.UsageError{Msg: fmt.Sprintf("--followfeed: no followfeed binary at %s (go build -o bin/followfeed ./cmd/followfeed, or pass --followfeed)", abs)}
 	}
 	return abs, nil
 }

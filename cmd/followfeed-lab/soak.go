@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"followfeed/app"
 	"followfeed/config"
+	"followfeed/internal/cli"
 	"followfeed/soak"
 )
 
@@ -29,7 +29,7 @@ func runSoak(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	if *duration <= 0 {
-		return &app.UsageError{Msg: "soak: --duration must be positive (e.g. 5m)"}
+		return &cli.UsageError{Msg: "soak: --duration must be positive (e.g. 5m)"}
 	}
 	var selected []string
 	for _, n := range strings.Split(*only, ",") {
@@ -37,7 +37,7 @@ func runSoak(ctx context.Context, args []string, getenv func(string) string, std
 			continue
 		}
 		if !slices.Contains(soak.Names(), n) {
-			return &app.UsageError{Msg: fmt.Sprintf("soak: --only: unknown scenario %q (known: %s)", n, strings.Join(soak.Names(), ", "))}
+			return &cli.UsageError{Msg: fmt.Sprintf("soak: --only: unknown scenario %q (known: %s)", n, strings.Join(soak.Names(), ", "))}
 		}
 		selected = append(selected, n)
 	}
