@@ -13,6 +13,7 @@ import (
 
 	"followfeed/account"
 	"followfeed/auth"
+	"followfeed/channels"
 	"followfeed/config"
 	"followfeed/database"
 	"followfeed/feeds"
@@ -50,6 +51,7 @@ type Services struct {
 	sender    mail.Sender
 	digester  *notify.Digester
 	signer    *auth.LinkSigner
+	channels  *channels.Service
 }
 
 // NewServices wires every domain service of a process on db, as configured
@@ -104,6 +106,14 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.confirms = notify.NewConfirmations(s.addrs, s.sender, cfg.MailFrom, cfg.PublicURL, hooks.Now)
 	s.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 		return s.digester.ScheduleInstant(ctx, tx, res.Users)
+	})
+	s.channels = channels.NewService(channels.Config{
+		DB: db, Matcher: s.matcher, Follows: s.follows, Enqueuer: s.enqueuer,
+		Guard: channels.NewGuard(cfg.ChannelAllowHosts), Sender: s.sender, From: cfg.MailFrom,
+		BaseURL: cfg.PublicURL.String(), Logger: logger, Now: hooks.Now,
+	})
+	s.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
+		return s.channels.ScheduleInstant(ctx, tx, res.Users)
 	})
 	if cfg.WebSubHubURL != nil {
 		s.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
@@ -194,6 +204,10 @@ func newVerifier(ctx context.Context, cfg *config.Config, logger *slog.Logger) (
 // up (a harvest that found new papers also asks at once).
 const enrichInterval = 15 * time.Minute
 
+// channelScheduleInterval is how often daily and weekly channels whose
+// window closed are looked for.
+const channelScheduleInterval = time.Minute
+
 // jobs lists the workers and periodic jobs a working process runs.
 func (s *Services) jobs(cfg *config.Config) []worker.Registration {
 	harvest := worker.Register(&worker.HarvestWorker{Harvester: s.harvester, Logger: s.logger})
@@ -211,6 +225,11 @@ func (s *Services) jobs(cfg *config.Config) []worker.Registration {
 		worker.Register(&worker.DigestWorker{Digester: s.digester, Logger: s.logger}),
 		worker.Register(&worker.InstantWorker{Digester: s.digester}),
 		worker.Register(&worker.ConfirmWorker{Confirmations: s.confirms}),
+		worker.Register(&worker.ChannelCollectWorker{Channels: s.channels}),
+		worker.Register(&worker.ChannelDeliverWorker{Channels: s.channels, Logger: s.logger}),
+		worker.Register(&worker.ChannelDisabledWorker{Channels: s.channels}),
+		worker.Register(&worker.ChannelScheduleWorker{Channels: s.channels, Logger: s.logger}).
+			Every(channelScheduleInterval, func() river.JobArgs { return worker.ChannelScheduleArgs{} }, true),
 		worker.Register(&worker.WebSubWorker{Publisher: feeds.NewPublisher(hub, httpclient.New(30*time.Second, 64<<10))}),
 		harvest,
 		worker.Register(&worker.EnrichWorker{Enricher: s.enricher, Logger: s.logger}).
@@ -231,6 +250,7 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 		Papers:    s.papers,
 		Prefs:     s.prefs,
 		Feeds:     s.feeds,
+		Channels:  s.channels,
 		PerIP:     httpapi.NewLimiter(cfg.RateLimitPerIP, int(2*cfg.RateLimitPerIP)+1),
 		PerUser:   httpapi.NewLimiter(cfg.RateLimitPerUser, int(2*cfg.RateLimitPerUser)+1),
 	}
@@ -244,7 +264,7 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 	}
 	emailPages := &httpapi.EmailPages{Logger: s.logger, Addresses: s.addrs, PerIP: api.PerIP}
 	settings := httpapi.NewSettings(httpapi.Settings{Logger: s.logger, Verifier: s.verifier, Users: s.users, Addresses: s.addrs, Follows: s.follows,
-		Feeds: s.feeds, Prefs: s.prefs, Digester: s.digester, Signer: s.signer, Secure: cfg.PublicURL.Scheme == "https",
+		Feeds: s.feeds, Prefs: s.prefs, Digester: s.digester, Channels: s.channels, Signer: s.signer, Secure: cfg.PublicURL.Scheme == "https",
 		DevLogin: !cfg.IsProduction(), PerIP: api.PerIP}, cfg.SecretKey)
 	embed := &httpapi.Embed{Logger: s.logger, FrameOrigins: cfg.CORSOrigins, PublicURL: cfg.PublicURL.String()}
 	if !cfg.IsProduction() && len(cfg.Auth.HS256Secret) > 0 {

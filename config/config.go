@@ -86,6 +86,11 @@ type Config struct {
 	RateLimitPerUser float64  // RATE_LIMIT_PER_USER
 	WebSubHubURL     *url.URL // WEBSUB_HUB_URL (nil: no hub)
 
+	// ChannelAllowHosts are hosts push channels may reach over plain http
+	// and at internal addresses (CHANNEL_ALLOW_HOSTS; development and tests
+	// only: production refuses it).
+	ChannelAllowHosts []string
+
 	AdminUser     string // ADMIN_USER
 	AdminPassword string // ADMIN_PASSWORD (empty: River UI disabled)
 }
@@ -116,7 +121,7 @@ var Vars = []string{
 	"SHUTDOWN_TIMEOUT", "AUTH_JWKS_URL", "AUTH_PUBLIC_KEY_FILE", "AUTH_HS256_SECRET", "AUTH_ISSUER",
 	"AUTH_AUDIENCE", "AUTH_LEEWAY", "SECRET_KEY", "SMTP_URL", "MAIL_FROM", "MAIL_DIR",
 	"MAIL_UNSUBSCRIBE_MAILTO", "DIGEST_SCHEDULE_INTERVAL", "JOB_TIMEOUT", "JOB_RESCUE_AFTER", "JOB_RETRY_MAX", "ARXIV_OAI_URL", "ARXIV_OAI_FORMAT", "ARXIV_SETS", "HARVEST_INTERVAL", "OPENALEX_URL",
-	"OPENALEX_MAILTO", "OPENALEX_API_KEY", "CORS_ORIGINS", "RATE_LIMIT_PER_IP", "RATE_LIMIT_PER_USER", "WEBSUB_HUB_URL", "ADMIN_USER", "ADMIN_PASSWORD",
+	"OPENALEX_MAILTO", "OPENALEX_API_KEY", "CORS_ORIGINS", "RATE_LIMIT_PER_IP", "RATE_LIMIT_PER_USER", "WEBSUB_HUB_URL", "CHANNEL_ALLOW_HOSTS", "ADMIN_USER", "ADMIN_PASSWORD",
 }
 
 // Load reads and validates the configuration. The first problem found is
@@ -246,6 +251,15 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.RateLimitPerIP = l.float("RATE_LIMIT_PER_IP", 50, 0, 1e6)
 	c.RateLimitPerUser = l.float("RATE_LIMIT_PER_USER", 10, 0, 1e6)
 	c.WebSubHubURL = l.url("WEBSUB_HUB_URL", "", false, "http", "https")
+	c.ChannelAllowHosts = l.list("CHANNEL_ALLOW_HOSTS", "")
+	if prod && len(c.ChannelAllowHosts) > 0 {
+		l.fail("CHANNEL_ALLOW_HOSTS", "lets channels reach plain-http and internal addresses; unset it in production")
+	}
+	for _, h := range c.ChannelAllowHosts {
+		if strings.ContainsAny(h, "/:@ ") && !strings.HasPrefix(h, "[") && strings.Count(h, ":") < 2 {
+			l.fail("CHANNEL_ALLOW_HOSTS", fmt.Sprintf("%q is not a host name or IP address (no scheme or port)", h))
+		}
+	}
 
 	c.AdminUser = l.str("ADMIN_USER", "admin")
 	adminDefault := ""

@@ -16,6 +16,7 @@ import (
 	"followfeed/account"
 	"followfeed/apperr"
 	"followfeed/auth"
+	"followfeed/channels"
 	"followfeed/feeds"
 	"followfeed/follow"
 	"followfeed/harvest"
@@ -38,6 +39,7 @@ type API struct {
 	Papers    *paper.Store
 	Prefs     *notify.Preferences
 	Feeds     *feeds.Service
+	Channels  *channels.Service
 	// PerIP and PerUser rate-limit requests (nil: unlimited).
 	PerIP   *Limiter
 	PerUser *Limiter
@@ -53,6 +55,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.Handle("GET /v1/me/feeds", a.userRoute(a.getFeeds))
 	mux.Handle("POST /v1/me/feed-token", a.userRoute(a.rotateFeedToken))
 	mux.Handle("POST /v1/me/email-links/revoke", a.userRoute(a.revokeEmailLinks))
+	a.registerChannels(mux)
 	mux.Handle("GET /v1/follows/{kind}/{id}", a.ipLimited(http.HandlerFunc(a.followStatus)))
 	mux.Handle("POST /v1/papers", a.ipLimited(http.HandlerFunc(a.postPapers)))
 }

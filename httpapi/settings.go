@@ -16,6 +16,7 @@ import (
 	"followfeed/account"
 	"followfeed/apperr"
 	"followfeed/auth"
+	"followfeed/channels"
 	"followfeed/feeds"
 	"followfeed/follow"
 	"followfeed/notify"
@@ -43,6 +44,7 @@ type Settings struct {
 	Feeds     *feeds.Service
 	Prefs     *notify.Preferences
 	Digester  *notify.Digester
+	Channels  *channels.Service
 	Signer    *auth.LinkSigner
 	// Secure marks cookies Secure (PUBLIC_URL is https).
 	Secure bool

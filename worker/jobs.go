@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
+	"followfeed/channels"
 	"followfeed/feeds"
 	"followfeed/harvest"
 	"followfeed/match"
@@ -330,4 +331,164 @@ type ConfirmWorker struct {
 // Work implements river.Worker.
 func (w *ConfirmWorker) Work(ctx context.Context, job *river.Job[ConfirmArgs]) error {
 	return w.Confirmations.SendConfirmation(ctx, job.Args.UserID, job.Args.Email)
+}
+
+// QueuePush carries channel collections and deliveries, apart from mail so
+// a slow receiver never delays digests.
+const QueuePush = "push"
+
+// PushWorkers is how many channel jobs one process runs at once; each holds
+// at most one outbound request (10 s at most).
+const PushWorkers = 10
+
+// EnqueueChannelCollect inserts collection jobs for channels, due at at.
+func (e *Enqueuer) EnqueueChannelCollect(ctx context.Context, tx pgx.Tx, channelIDs []int64, at time.Time) error {
+	params := make([]river.InsertManyParams, len(channelIDs))
+	for i, id := range channelIDs {
+		params[i] = river.InsertManyParams{Args: ChannelCollectArgs{ChannelID: id}, InsertOpts: &river.InsertOpts{ScheduledAt: at}}
+	}
+	_, err := e.client.InsertManyTx(ctx, tx, params)
+	return err
+}
+
+// EnqueueChannelDeliveries inserts one delivery job per channel event.
+func (e *Enqueuer) EnqueueChannelDeliveries(ctx context.Context, tx pgx.Tx, eventIDs []int64) error {
+	params := make([]river.InsertManyParams, len(eventIDs))
+	for i, id := range eventIDs {
+		params[i] = river.InsertManyParams{Args: ChannelDeliverArgs{EventID: id}}
+	}
+	_, err := e.client.InsertManyTx(ctx, tx, params)
+	return err
+}
+
+// EnqueueChannelDisabled inserts the owner's mail about a disabled channel.
+func (e *Enqueuer) EnqueueChannelDisabled(ctx context.Context, tx pgx.Tx, channelID int64) error {
+	_, err := e.client.InsertTx(ctx, tx, ChannelDisabledArgs{ChannelID: channelID}, nil)
+	return err
+}
+
+// ChannelCollectArgs turns a channel's new matches into events.
+type ChannelCollectArgs struct {
+	ChannelID int64 `json:"channel_id"`
+}
+
+// Kind implements river.JobArgs.
+func (ChannelCollectArgs) Kind() string { return "channel_collect" }
+
+// InsertOpts: the push queue; a collection is one transaction, retried.
+func (ChannelCollectArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueuePush, MaxAttempts: 10}
+}
+
+// ChannelCollectWorker runs channels.Service.Collect.
+type ChannelCollectWorker struct {
+	river.WorkerDefaults[ChannelCollectArgs]
+	Channels *channels.Service
+}
+
+// Work implements river.Worker.
+func (w *ChannelCollectWorker) Work(ctx context.Context, job *river.Job[ChannelCollectArgs]) error {
+	_, err := w.Channels.Collect(ctx, job.Args.ChannelID)
+	return err
+}
+
+// ChannelDeliverArgs delivers one channel event.
+type ChannelDeliverArgs struct {
+	EventID int64 `json:"event_id"`
+}
+
+// Kind implements river.JobArgs.
+func (ChannelDeliverArgs) Kind() string { return "channel_deliver" }
+
+// ChannelDeliverAttempts covers channels.DisableAfter: backing off from 5 s
+// to JOB_RETRY_MAX (default 1 h), 35 attempts span more than 24 h, so the
+// channel is disabled (and the event failed) before River gives up.
+const ChannelDeliverAttempts = 35
+
+// InsertOpts: the push queue.
+func (ChannelDeliverArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueuePush, MaxAttempts: ChannelDeliverAttempts}
+}
+
+// ChannelDeliverWorker runs channels.Service.Deliver.
+type ChannelDeliverWorker struct {
+	river.WorkerDefaults[ChannelDeliverArgs]
+	Channels *channels.Service
+	Logger   *slog.Logger
+}
+
+// Timeout: a delivery is a few requests of at most 10 s each.
+func (w *ChannelDeliverWorker) Timeout(*river.Job[ChannelDeliverArgs]) time.Duration {
+	return 5 * time.Minute
+}
+
+// Work implements river.Worker. A 429's Retry-After snoozes the job for
+// that long; other temporary failures return the error for River's
+// back-off. After the last attempt the event is failed in the ledger.
+func (w *ChannelDeliverWorker) Work(ctx context.Context, job *river.Job[ChannelDeliverArgs]) error {
+	err := w.Channels.Deliver(ctx, job.Args.EventID)
+	if err == nil {
+		return nil
+	}
+	w.Logger.InfoContext(ctx, "channel delivery will be retried", "event", job.Args.EventID, "attempt", job.Attempt, "error", err)
+	if job.Attempt >= job.MaxAttempts {
+		reason := fmt.Sprintf("gave up after %d attempts: %v", job.Attempt, err)
+		return errors.Join(err, w.Channels.GiveUp(context.WithoutCancel(ctx), job.Args.EventID, reason))
+	}
+	var re *channels.RetryError
+	if errors.As(err, &re) && re.After > 0 {
+		return river.JobSnooze(re.After)
+	}
+	return err
+}
+
+// ChannelDisabledArgs mails the owner of a channel that was disabled.
+type ChannelDisabledArgs struct {
+	ChannelID int64 `json:"channel_id"`
+}
+
+// Kind implements river.JobArgs.
+func (ChannelDisabledArgs) Kind() string { return "channel_disabled_mail" }
+
+// InsertOpts: the mail queue.
+func (ChannelDisabledArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueMail, MaxAttempts: 8}
+}
+
+// ChannelDisabledWorker runs channels.Service.MailDisabled.
+type ChannelDisabledWorker struct {
+	river.WorkerDefaults[ChannelDisabledArgs]
+	Channels *channels.Service
+}
+
+// Work implements river.Worker.
+func (w *ChannelDisabledWorker) Work(ctx context.Context, job *river.Job[ChannelDisabledArgs]) error {
+	return w.Channels.MailDisabled(ctx, job.Args.ChannelID)
+}
+
+// ChannelScheduleArgs is the periodic scheduler of daily and weekly channels.
+type ChannelScheduleArgs struct{}
+
+// Kind implements river.JobArgs.
+func (ChannelScheduleArgs) Kind() string { return "channel_schedule" }
+
+// InsertOpts: one scheduler at a time.
+func (ChannelScheduleArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueDefault, MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByState: oneAtATime}}
+}
+
+// ChannelScheduleWorker runs channels.Service.ScheduleWindows.
+type ChannelScheduleWorker struct {
+	river.WorkerDefaults[ChannelScheduleArgs]
+	Channels *channels.Service
+	Logger   *slog.Logger
+}
+
+// Work implements river.Worker.
+func (w *ChannelScheduleWorker) Work(ctx context.Context, job *river.Job[ChannelScheduleArgs]) error {
+	n, err := w.Channels.ScheduleWindows(ctx)
+	if n > 0 || err != nil {
+		w.Logger.InfoContext(ctx, "channel windows scheduled", "queued", n, "error", err)
+	}
+	return err
 }

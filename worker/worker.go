@@ -130,6 +130,7 @@ func NewClient(deps Deps, s Settings) (*river.Client[pgx.Tx], error) {
 		QueueMatch:   {MaxWorkers: 2},
 		QueueHarvest: {MaxWorkers: 1},
 		QueueMail:    {MaxWorkers: MailWorkers},
+		QueuePush:    {MaxWorkers: PushWorkers},
 	}
 	if s.FetchPollInterval > 0 {
 		for k, q := range queues {

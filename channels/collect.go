@@ -1,0 +1,291 @@
+package channels
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+	_ "time/tzdata" // readers' time zones on machines without zoneinfo
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/database"
+	"followfeed/match"
+	"followfeed/notify"
+)
+
+// Window limits.
+const (
+	// MaxPapersPerWindow is how many of a window's newest papers one
+	// collection sends; older ones beyond it stay in the reader's feed.
+	MaxPapersPerWindow = 500
+	// PapersPerEvent splits a window into events (webhook bodies) of at
+	// most this many papers.
+	PapersPerEvent = 50
+	// scheduleBatch bounds the channels one scheduling transaction handles.
+	scheduleBatch = 1000
+)
+
+// ScheduleInstant is the match job's OnAffected hook: every enabled
+// instant channel of the affected users without a collection waiting gets
+// one, due now, in the match job's transaction. Matches while one waits
+// join it.
+func (s *Service) ScheduleInstant(ctx context.Context, tx pgx.Tx, affected []int64) error {
+	if len(affected) == 0 {
+		return nil
+	}
+	// channels_instant_idx: a probe per affected user, and most have none.
+	rows, err := tx.Query(ctx, `
+		UPDATE channels SET due_at = $2
+		WHERE user_id = ANY($1) AND mode = 'instant' AND enabled AND due_at IS NULL
+		RETURNING id`, affected, s.now())
+	if err != nil {
+		return fmt.Errorf("scheduling instant channels: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	return s.enq.EnqueueChannelCollect(ctx, tx, ids, s.now())
+}
+
+// ScheduleWindows is the periodic job of daily and weekly channels: those
+// whose window has closed get a collection and their next window time. It
+// returns how many it queued. Running it twice never doubles a window:
+// collections start at the channel's watermark.
+func (s *Service) ScheduleWindows(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		var n int
+		err := s.db.InTx(ctx, func(tx pgx.Tx) error {
+			// channels_next_idx; SKIP LOCKED lets a second scheduler or an
+			// edit proceed.
+			rows, err := tx.Query(ctx, `
+				SELECT id, user_id, mode FROM channels
+				WHERE next_at <= $1 AND next_at IS NOT NULL AND enabled
+				ORDER BY next_at LIMIT $2 FOR UPDATE SKIP LOCKED`, s.now(), scheduleBatch)
+			if err != nil {
+				return fmt.Errorf("finding due channels: %w", err)
+			}
+			var ids []int64
+			var nexts []time.Time
+			type row struct {
+				id, user int64
+				mode     Mode
+			}
+			var due []row
+			for rows.Next() {
+				var r row
+				if err := rows.Scan(&r.id, &r.user, &r.mode); err != nil {
+					rows.Close()
+					return err
+				}
+				due = append(due, r)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			for _, r := range due {
+				next, err := s.nextWindow(ctx, tx, r.user, r.mode)
+				if err != nil {
+					return err
+				}
+				ids, nexts = append(ids, r.id), append(nexts, *next)
+			}
+			n = len(ids)
+			if n == 0 {
+				return nil
+			}
+			if _, err := tx.Exec(ctx, `
+				UPDATE channels c SET next_at = n.next FROM unnest($1::bigint[], $2::timestamptz[]) AS n(id, next)
+				WHERE c.id = n.id`, ids, nexts); err != nil {
+				return fmt.Errorf("moving channel windows: %w", err)
+			}
+			return s.enq.EnqueueChannelCollect(ctx, tx, ids, s.now())
+		})
+		total += n
+		if err != nil || n < scheduleBatch {
+			return total, err
+		}
+	}
+}
+
+// nextWindow is when a daily or weekly channel's next window closes: the
+// reader's digest hour (and weekday) in their time zone, the same times as
+// their digests; nil for an instant channel.
+func (s *Service) nextWindow(ctx context.Context, tx pgx.Tx, userID int64, mode Mode) (*time.Time, error) {
+	if mode == Instant {
+		return nil, nil
+	}
+	var tz string
+	var st notify.DigestSettings
+	var weekday int
+	if err := tx.QueryRow(ctx, `
+		SELECT u.timezone, coalesce(d.hour, 7), coalesce(d.weekday, 1)
+		FROM users u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1`, userID).
+		Scan(&tz, &st.Hour, &weekday); err != nil {
+		return nil, database.NotFound(err, fmt.Sprintf("reading the digest time of user %d", userID))
+	}
+	st.Weekday = time.Weekday(weekday)
+	st.Frequency = notify.Daily
+	if mode == Weekly {
+		st.Frequency = notify.Weekly
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		loc = time.UTC
+	}
+	next := notify.NextOccurrence(s.now(), loc, st)
+	return &next, nil
+}
+
+// Collect turns a channel's new matches into events: under the channel's
+// row lock it takes the window (watermark, high_seq], the reader's papers
+// first matched in it (restricted to the channel's follows), writes them as
+// events of at most PapersPerEvent papers, moves the watermark and queues
+// one delivery job per event, all in one transaction. So a paper reaches a
+// channel once, and a crash before the commit leaves the window for the
+// retry. A channel that is gone or disabled collects nothing.
+func (s *Service) Collect(ctx context.Context, channelID int64) (events int, err error) {
+	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
+		var userID, watermark int64
+		var enabled bool
+		var keys []string
+		err := tx.QueryRow(ctx, `
+			UPDATE channels SET due_at = NULL WHERE id = $1
+			RETURNING user_id, enabled, follows, watermark`, channelID).Scan(&userID, &enabled, &keys, &watermark)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // deleted meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("locking channel %d: %w", channelID, err)
+		}
+		if !enabled {
+			return nil
+		}
+		var high int64
+		if err := tx.QueryRow(ctx, `SELECT high_seq FROM match_state`).Scan(&high); err != nil {
+			return fmt.Errorf("reading high_seq: %w", err)
+		}
+		if high <= watermark {
+			return nil
+		}
+		// Seq order is commit order (paper.Store), so nothing can later
+		// appear at or below high: the window is complete.
+		rs, err := s.matcher.MatchedMany(ctx, []match.Query{{UserID: userID, AfterSeq: watermark, UpToSeq: high, Limit: MaxPapersPerWindow}})
+		if err != nil {
+			return err
+		}
+		var papers []PaperJSON
+		for _, p := range rs[0].Papers {
+			if p.Deleted || !carries(keys, p) {
+				continue
+			}
+			papers = append(papers, toPaperJSON(p))
+		}
+		var ids []int64
+		for chunk := range slices.Chunk(papers, PapersPerEvent) {
+			id, err := s.insertEvent(ctx, tx, channelID, TypeMatched, chunk)
+			if err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE channels SET watermark = $2 WHERE id = $1`, channelID, high); err != nil {
+			return fmt.Errorf("moving the watermark of channel %d: %w", channelID, err)
+		}
+		events = len(ids)
+		if len(ids) == 0 {
+			return nil
+		}
+		return s.enq.EnqueueChannelDeliveries(ctx, tx, ids)
+	})
+	return events, err
+}
+
+// carries reports whether a channel restricted to keys (nil: all) carries p.
+func carries(keys []string, p match.Paper) bool {
+	if keys == nil {
+		return true
+	}
+	for _, r := range p.Reasons {
+		if slices.Contains(keys, r.Key()) {
+			return true
+		}
+	}
+	return false
+}
+
+func toPaperJSON(p match.Paper) PaperJSON {
+	out := PaperJSON{ArxivID: p.ArxivID, Title: p.Title, Abstract: p.Abstract, Authors: []string{},
+		Categories: p.Categories, Links: LinksJSON{Abs: p.AbsURL, PDF: p.PDFURL}, Reasons: []Reason{}}
+	if out.Categories == nil {
+		out.Categories = []string{}
+	}
+	if out.Links.Abs == "" {
+		out.Links.Abs = "https://arxiv.org/abs/" + p.ArxivID
+	}
+	for _, a := range p.Authors {
+		out.Authors = append(out.Authors, a.Name)
+	}
+	for _, t := range p.Reasons {
+		out.Reasons = append(out.Reasons, Reason{Kind: string(t.Kind), ID: t.ID, Name: t.ReasonName("", p.AuthorName)})
+	}
+	return out
+}
+
+// insertEvent writes one pending event with its body.
+func (s *Service) insertEvent(ctx context.Context, tx pgx.Tx, channelID int64, typ string, papers []PaperJSON) (int64, error) {
+	if papers == nil {
+		papers = []PaperJSON{}
+	}
+	body, err := json.Marshal(Event{Type: typ, Timestamp: s.now().UTC().Truncate(time.Second), Data: EventData{Papers: papers}})
+	if err != nil {
+		return 0, err
+	}
+	var id int64
+	if err := tx.QueryRow(ctx, `
+		INSERT INTO channel_events (channel_id, webhook_id, type, body, papers) VALUES ($1, $2, $3, $4, $5)
+		RETURNING id`, channelID, newWebhookID(), typ, body, len(papers)).Scan(&id); err != nil {
+		return 0, fmt.Errorf("writing an event of channel %d: %w", channelID, err)
+	}
+	return id, nil
+}
+
+// samplePaper is the paper of a test event.
+var samplePaper = PaperJSON{
+	ArxivID: "1706.03762", Title: "Attention Is All You Need (followfeed test event)",
+	Authors:    []string{"Ashish Vaswani", "Noam Shazeer", "Niki Parmar"},
+	Abstract:   "A test event: your channel receives papers like this one when your follows match.",
+	Categories: []string{"cs.CL", "cs.LG"},
+	Links:      LinksJSON{Abs: "https://arxiv.org/abs/1706.03762", PDF: "https://arxiv.org/pdf/1706.03762"},
+	Reasons:    []Reason{{Kind: "category", ID: "cs.CL", Name: "cs.CL — Computation and Language"}},
+}
+
+// Test queues a test event (type channel.test, one sample paper) on the
+// user's channel and returns its webhook id. A disabled channel is tested
+// too, so a reader can check a fix before enabling it again.
+func (s *Service) Test(ctx context.Context, userID, id int64) (string, error) {
+	var wid string
+	err := s.db.InTx(ctx, func(tx pgx.Tx) error {
+		var ok bool
+		if err := tx.QueryRow(ctx, `SELECT true FROM channels WHERE id = $1 AND user_id = $2`, id, userID).Scan(&ok); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return database.Missing("channel %d does not exist", id)
+			}
+			return err
+		}
+		eid, err := s.insertEvent(ctx, tx, id, TypeTest, []PaperJSON{samplePaper})
+		if err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `SELECT webhook_id FROM channel_events WHERE id = $1`, eid).Scan(&wid); err != nil {
+			return err
+		}
+		return s.enq.EnqueueChannelDeliveries(ctx, tx, []int64{eid})
+	})
+	return wid, err
+}

@@ -1,0 +1,262 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"followfeed/account"
+	"followfeed/apperr"
+	"followfeed/channels"
+	"followfeed/follow"
+)
+
+// registerChannels adds the push-channel routes.
+func (a *API) registerChannels(mux *http.ServeMux) {
+	mux.Handle("GET /v1/me/channels", a.userRoute(a.listChannels))
+	mux.Handle("POST /v1/me/channels", a.userRoute(a.createChannel))
+	mux.Handle("GET /v1/me/channels/{id}", a.userRoute(a.getChannel))
+	mux.Handle("PATCH /v1/me/channels/{id}", a.userRoute(a.patchChannel))
+	mux.Handle("DELETE /v1/me/channels/{id}", a.userRoute(a.deleteChannel))
+	mux.Handle("POST /v1/me/channels/{id}/test", a.userRoute(a.testChannel))
+	mux.Handle("POST /v1/me/channels/{id}/rotate-secret", a.userRoute(a.rotateChannelSecret))
+	mux.Handle("GET /v1/me/channels/{id}/deliveries", a.userRoute(a.channelDeliveries))
+}
+
+type channelFollowJSON struct {
+	Kind string `json:"kind"`
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+}
+
+type channelJSON struct {
+	ID             int64               `json:"id"`
+	Type           string              `json:"type"`
+	URL            string              `json:"url,omitempty"`
+	Homeserver     string              `json:"homeserver,omitempty"`
+	RoomID         string              `json:"room_id,omitempty"`
+	Mode           string              `json:"mode"`
+	Follows        []channelFollowJSON `json:"follows"`
+	Enabled        bool                `json:"enabled"`
+	DisabledReason string              `json:"disabled_reason,omitempty"`
+	FailingSince   *time.Time          `json:"failing_since,omitempty"`
+	Secret         string              `json:"secret,omitempty"`
+	RotatingUntil  *time.Time          `json:"rotating_until,omitempty"`
+	CreatedAt      time.Time           `json:"created_at"`
+}
+
+// maskedURL hides the secret part of a chat webhook URL (its path is the
+// credential): scheme, host and the last four characters remain.
+func maskedURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || len(u.Path) < 8 {
+		return raw
+	}
+	return u.Scheme + "://" + u.Host + "/…" + u.Path[len(u.Path)-4:]
+}
+
+func toChannelJSON(c *channels.Channel) channelJSON {
+	out := channelJSON{ID: c.ID, Type: string(c.Type), Mode: string(c.Mode), Enabled: c.Enabled,
+		DisabledReason: c.DisabledReason, Secret: c.Secret, CreatedAt: c.CreatedAt.UTC()}
+	switch c.Type {
+	case channels.Webhook:
+		out.URL = c.URL
+	case channels.Matrix:
+		out.Homeserver, out.RoomID = c.URL, c.RoomID
+	default:
+		out.URL = maskedURL(c.URL)
+	}
+	if c.Follows != nil {
+		out.Follows = make([]channelFollowJSON, 0, len(c.Follows))
+		for _, t := range c.Follows {
+			out.Follows = append(out.Follows, channelFollowJSON{Kind: string(t.Kind), ID: t.ID, Name: t.DisplayName()})
+		}
+	}
+	if !c.FailingSince.IsZero() {
+		t := c.FailingSince.UTC()
+		out.FailingSince = &t
+	}
+	if !c.RotatingUntil.IsZero() {
+		t := c.RotatingUntil.UTC()
+		out.RotatingUntil = &t
+	}
+	return out
+}
+
+// channelBody is POST and PATCH's body. follows omitted: all follows (on
+// PATCH: unchanged).
+type channelBody struct {
+	Type        *string              `json:"type"`
+	URL         *string              `json:"url"`
+	Homeserver  *string              `json:"homeserver"`
+	RoomID      *string              `json:"room_id"`
+	AccessToken *string              `json:"access_token"`
+	Mode        *string              `json:"mode"`
+	Follows     *[]channelFollowJSON `json:"follows"`
+	Enabled     *bool                `json:"enabled"`
+}
+
+func (a *API) decodeChannel(r *http.Request) (channels.Spec, error) {
+	var body channelBody
+	if err := decodeJSON(r, &body, false); err != nil {
+		return channels.Spec{}, err
+	}
+	spec := channels.Spec{Type: body.Type, URL: body.URL, Homeserver: body.Homeserver, RoomID: body.RoomID,
+		AccessToken: body.AccessToken, Mode: body.Mode, Enabled: body.Enabled}
+	if body.Follows != nil {
+		ts := make([]follow.Target, 0, len(*body.Follows))
+		for i, f := range *body.Follows {
+			t, err := follow.ParseTarget(f.Kind, f.ID)
+			if err != nil {
+				if e, ok := apperr.As(err); ok {
+					return spec, apperr.InvalidField("follows["+strconv.Itoa(i)+"]."+e.Field, "%s", e.Message)
+				}
+				return spec, err
+			}
+			ts = append(ts, t)
+		}
+		spec.Follows = &ts
+	}
+	return spec, nil
+}
+
+func channelID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, apperr.New(apperr.NotFound, "channel %q does not exist; channel ids are whole numbers", r.PathValue("id"))
+	}
+	return id, nil
+}
+
+func (a *API) listChannels(w http.ResponseWriter, r *http.Request, u *account.User) error {
+	cs, err := a.Channels.List(r.Context(), u.ID)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Channels []channelJSON `json:"channels"`
+	}{Channels: make([]channelJSON, 0, len(cs))}
+	for _, c := range cs {
+		out.Channels = append(out.Channels, toChannelJSON(c))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (a *API) createChannel(w http.ResponseWriter, r *http.Request, u *account.User) error {
+	spec, err := a.decodeChannel(r)
+	if err != nil {
+		return err
+	}
+	c, err := a.Channels.Create(r.Context(), u.ID, spec)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/me/channels/"+strconv.FormatInt(c.ID, 10))
+	writeJSON(w, http.StatusCreated, toChannelJSON(c))
+	return nil
+}
+
+func (a *API) getChannel(w http.ResponseWriter, r *http.Request, u *account.User) error {
+	id, err := channelID(r)
+	if err != nil {
+		return err
+	}
+	c, err := a.Channels.Get(r.Context(), u.ID, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toChannelJSON(c))
+	return nil
+}
+
+func (a *API) patchChannel(w http.ResponseWriter, r *http.Request, u *account.User) error {
+	id, err := channelID(r)
+	if err != nil {
+		return err
+	}
+	spec, err := a.decodeChannel(r)
+	if err != nil {
+		return err
+	}
+	c, err := a.Channels.Update(r.Context(), u.ID, id, spec)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toChannelJSON(c))
+	return nil
+}
+
+func (a *API) deleteChannel(w http.ResponseWriter, r *http.Request, u *account.User) error {
+	id, err := channelID(r)
+	if err != nil {
+		return err
+	}
+	if err := a.Channels.Delete(r.Context(), u.ID, id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (a *API) testChannel(w http.ResponseWriter, r *http.Request, u *account.User) error {
+	id, err := channelID(r)
+	if err != nil {
+		return err
+	}
+	wid, err := a.Channels.Test(r.Context(), u.ID, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, struct {
+		EventID string `json:"event_id"`
+	}{wid})
+	return nil
+}
+
+func (a *API) rotateChannelSecret(w http.ResponseWriter, r *http.Request, u *account.User) error {
+	id, err := channelID(r)
+	if err != nil {
+		return err
+	}
+	c, err := a.Channels.RotateSecret(r.Context(), u.ID, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toChannelJSON(c))
+	return nil
+}
+
+type deliveryJSON struct {
+	EventID    string    `json:"event_id"`
+	EventType  string    `json:"event_type"`
+	EventState string    `json:"event_state"`
+	Papers     int       `json:"papers"`
+	At         time.Time `json:"at"`
+	Status     *int      `json:"status"`
+	Outcome    string    `json:"outcome"`
+	Response   string    `json:"response"`
+	DurationMS int64     `json:"duration_ms"`
+}
+
+func (a *API) channelDeliveries(w http.ResponseWriter, r *http.Request, u *account.User) error {
+	id, err := channelID(r)
+	if err != nil {
+		return err
+	}
+	ds, err := a.Channels.Deliveries(r.Context(), u.ID, id)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Deliveries []deliveryJSON `json:"deliveries"`
+	}{Deliveries: make([]deliveryJSON, 0, len(ds))}
+	for _, d := range ds {
+		out.Deliveries = append(out.Deliveries, deliveryJSON{EventID: d.WebhookID, EventType: d.EventType,
+			EventState: string(d.EventState), Papers: d.Papers, At: d.At.UTC(), Status: d.Status, Outcome: d.Outcome,
+			Response: d.Response, DurationMS: d.DurationMS})
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
