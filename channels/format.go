@@ -6,6 +6,7 @@ import (
 	"html"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"followfeed/internal/text"
 )
@@ -53,15 +54,16 @@ type Reason struct {
 	Name string `json:"name"`
 }
 
-// Chat message limits (the providers' documented limits, with margin).
+// Chat message limits (the providers' documented limits, with margin;
+// text.Truncate adds an ellipsis after the count, hence the -1s).
 const (
-	slackPapersPerMessage   = 20   // 1 header + 20 sections ≤ 50 blocks
-	slackSectionChars       = 2900 // section text ≤ 3000
-	slackHeaderChars        = 150  // header plain_text ≤ 150
-	discordEmbedsPerMessage = 10   // ≤ 10 embeds
-	discordContentChars     = 2000 // content ≤ 2000
-	discordEmbedTotalChars  = 6000 // all embeds' text together ≤ 6000
-	discordTitleChars       = 256
+	slackPapersPerMessage   = 20       // 1 header + 20 sections ≤ 50 blocks
+	slackSectionChars       = 2900     // section text ≤ 3000
+	slackHeaderChars        = 150 - 1  // header plain_text ≤ 150
+	discordEmbedsPerMessage = 10       // ≤ 10 embeds
+	discordContentChars     = 2000 - 1 // content ≤ 2000
+	discordEmbedTotalChars  = 6000     // all embeds' text together ≤ 6000
+	discordTitleChars       = 256 - 1
 	discordDescriptionChars = 350 // of 4096, so ten fit in 6000
 	matrixPapersPerMessage  = 20
 	authorsChars            = 200
@@ -154,7 +156,7 @@ func discordMessages(ev Event) [][]byte {
 		}
 		e := discordEmbed{Title: text.Truncate(p.Title, discordTitleChars), URL: p.Links.Abs,
 			Description: text.Truncate(desc, discordDescriptionChars), Color: 0xB31B1B}
-		n := len([]rune(e.Title)) + len([]rune(e.Description))
+		n := utf8.RuneCountInString(e.Title) + utf8.RuneCountInString(e.Description)
 		if len(cur) == discordEmbedsPerMessage || size+n > discordEmbedTotalChars {
 			groups, cur, size = append(groups, cur), nil, 0
 		}

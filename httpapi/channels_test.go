@@ -1,0 +1,492 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"followfeed/internal/testapp"
+)
+
+// receiver is an independent HTTP receiver on 127.0.0.1 that records what
+// it is sent and answers with the statuses of script in turn (then 200).
+type receiver struct {
+	*httptest.Server
+	mu     sync.Mutex
+	reqs   []recorded
+	script []func(w http.ResponseWriter)
+}
+
+type recorded struct {
+	method, path string
+	header       http.Header
+	body         []byte
+	at           time.Time
+}
+
+func newReceiver(t *testing.T, script ...func(w http.ResponseWriter)) *receiver {
+	rc := &receiver{script: script}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		n := len(rc.reqs)
+		rc.reqs = append(rc.reqs, recorded{r.Method, r.URL.Path, r.Header.Clone(), body, time.Now()})
+		rc.mu.Unlock()
+		if n < len(rc.script) {
+			rc.script[n](w)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(`{"event_id":"$ok"}`))
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+func (rc *receiver) got() []recorded {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]recorded(nil), rc.reqs...)
+}
+
+func status(code int, body string, headers ...string) func(w http.ResponseWriter) {
+	return func(w http.ResponseWriter) {
+		for i := 0; i+1 < len(headers); i += 2 {
+			w.Header().Set(headers[i], headers[i+1])
+		}
+		w.WriteHeader(code)
+		_, _ = w.Write([]byte(body))
+	}
+}
+
+type channelOut struct {
+	ID             int64  `json:"id"`
+	Type           string `json:"type"`
+	URL            string `json:"url"`
+	Secret         string `json:"secret"`
+	Mode           string `json:"mode"`
+	Enabled        bool   `json:"enabled"`
+	DisabledReason string `json:"disabled_reason"`
+	RotatingUntil  string `json:"rotating_until"`
+}
+
+type deliveriesOut struct {
+	Deliveries []struct {
+		EventID    string `json:"event_id"`
+		EventType  string `json:"event_type"`
+		EventState string `json:"event_state"`
+		Status     *int   `json:"status"`
+		Outcome    string `json:"outcome"`
+		Response   string `json:"response"`
+	} `json:"deliveries"`
+}
+
+func pushPaper(t *testing.T, c *testapp.Client, lines ...string) {
+	t.Helper()
+	svc := testapp.Token(t, "host-site", "", "papers:write")
+	r := c.Do("POST", "/v1/papers", svc, strings.Join(lines, "\n")+"\n", "Content-Type", "application/x-ndjson")
+	if r.Status != 200 {
+		t.Fatalf("ingest: %d %s", r.Status, r.Body)
+	}
+}
+
+func paperLine(id, title, cat string) string {
+	return fmt.Sprintf(`{"arxiv_id": %q, "title": %q, "authors": [{"name": "Ada Lovelace"}], "abstract": "An abstract.", "categories": [%q], "primary_category": %q}`, id, title, cat, cat)
+}
+
+// TestWebhookChannelDeliversSignedMatchesAtLeastOnce: a reader's instant
+// webhook gets a new match through the match job, signed per Standard
+// Webhooks (checked with the reference library); the receiver fails once
+// (503) and the retry carries the same webhook-id; the ledger shows both
+// attempts. A rotated secret signs alongside the old one.
+func TestWebhookChannelDeliversSignedMatchesAtLeastOnce(t *testing.T) {
+	t.Parallel()
+	_, c := start(t, "RATE_LIMIT_PER_USER", "0", "CHANNEL_ALLOW_HOSTS", "127.0.0.1", "JOB_RETRY_MAX", "1s")
+	rc := newReceiver(t, status(503, "busy"))
+	tok := testapp.Token(t, "hooked", "")
+	c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil)
+
+	r := c.Do("POST", "/v1/me/channels", tok, map[string]any{"type": "webhook", "url": rc.URL + "/hook", "mode": "instant"})
+	var ch channelOut
+	r.JSON(t, &ch)
+	if r.Status != 201 || !strings.HasPrefix(ch.Secret, "whsec_") || r.Header.Get("Location") != fmt.Sprintf("/v1/me/channels/%d", ch.ID) {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	if g := c.Do("GET", fmt.Sprintf("/v1/me/channels/%d", ch.ID), tok, nil); strings.Contains(string(g.Body), ch.Secret) {
+		t.Error("GET shows the secret again")
+	}
+
+	pushPaper(t, c, paperLine("2202.02326v2", "Towards Training Reproducible Deep Learning Models", "cs.LG"),
+		paperLine("2301.00001", "Galaxies", "astro-ph.GA"))
+	waitFor(t, "the retried delivery", func() bool { return len(rc.got()) >= 2 })
+	got := rc.got()
+	wh, err := standardwebhooks.NewWebhook(ch.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range got[:2] {
+		if err := wh.Verify(q.body, q.header); err != nil {
+			t.Errorf("request %d: signature does not verify: %v (%s)", i, err, q.header.Get("webhook-signature"))
+		}
+		if q.method != "POST" || q.path != "/hook" || q.header.Get("Content-Type") != "application/json" {
+			t.Errorf("request %d: %s %s %s", i, q.method, q.path, q.header.Get("Content-Type"))
+		}
+	}
+	if id := got[0].header.Get("webhook-id"); id == "" || got[1].header.Get("webhook-id") != id {
+		t.Errorf("webhook-id %q then %q: must be the same on a retry", id, got[1].header.Get("webhook-id"))
+	}
+	var ev struct {
+		Type      string    `json:"type"`
+		Timestamp time.Time `json:"timestamp"`
+		Data      struct {
+			Papers []struct {
+				ArxivID string   `json:"arxiv_id"`
+				Title   string   `json:"title"`
+				Authors []string `json:"authors"`
+				Links   struct {
+					Abs string `json:"abs"`
+				} `json:"links"`
+				Reasons []struct{ Kind, ID, Name string } `json:"reasons"`
+			} `json:"papers"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(got[1].body, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Type != "papers.matched" || len(ev.Data.Papers) != 1 || ev.Data.Papers[0].ArxivID != "2202.02326" ||
+		len(ev.Data.Papers[0].Reasons) != 1 || ev.Data.Papers[0].Reasons[0].ID != "cs.LG" || ev.Data.Papers[0].Links.Abs == "" {
+		t.Errorf("body: %s", got[1].body)
+	}
+
+	var ds deliveriesOut
+	waitFor(t, "the ledger to say delivered", func() bool {
+		c.Do("GET", fmt.Sprintf("/v1/me/channels/%d/deliveries", ch.ID), tok, nil).JSON(t, &ds)
+		return len(ds.Deliveries) == 2 && ds.Deliveries[0].EventState == "delivered"
+	})
+	if d := ds.Deliveries; *d[0].Status != 200 || d[0].Outcome != "delivered" || *d[1].Status != 503 || d[1].Outcome != "retry" || d[1].Response != "busy" {
+		t.Errorf("deliveries: %+v", d)
+	}
+
+	// Rotation: both secrets sign for 24 h.
+	r = c.Do("POST", fmt.Sprintf("/v1/me/channels/%d/rotate-secret", ch.ID), tok, nil)
+	var rot channelOut
+	r.JSON(t, &rot)
+	if r.Status != 200 || rot.Secret == ch.Secret || !strings.HasPrefix(rot.Secret, "whsec_") || rot.RotatingUntil == "" {
+		t.Fatalf("rotate: %d %s", r.Status, r.Body)
+	}
+	if r := c.Do("POST", fmt.Sprintf("/v1/me/channels/%d/test", ch.ID), tok, nil); r.Status != 202 {
+		t.Fatalf("test: %d %s", r.Status, r.Body)
+	}
+	waitFor(t, "the test event", func() bool { return len(rc.got()) >= 3 })
+	q := rc.got()[2]
+	if n := len(strings.Fields(q.header.Get("webhook-signature"))); n != 2 {
+		t.Errorf("%d signatures during a rotation, want 2", n)
+	}
+	whNew, _ := standardwebhooks.NewWebhook(rot.Secret)
+	for name, w := range map[string]*standardwebhooks.Webhook{"old": wh, "new": whNew} {
+		if err := w.Verify(q.body, q.header); err != nil {
+			t.Errorf("the %s secret does not verify the test event: %v", name, err)
+		}
+	}
+	if !strings.Contains(string(q.body), `"type":"channel.test"`) {
+		t.Errorf("test body: %s", q.body)
+	}
+}
+
+// TestChannelInputIsChecked: internal targets are refused at creation with
+// a 422 in every spelling, Slack and Discord URLs must be on their hosts,
+// plain http only for allow-listed hosts; limits and ownership hold.
+func TestChannelInputIsChecked(t *testing.T) {
+	t.Parallel()
+	_, c := start(t, "RATE_LIMIT_PER_USER", "0", "RATE_LIMIT_PER_IP", "0")
+	tok := testapp.Token(t, "careful", "")
+	t.Log("hostile: channel URLs that point inside are refused at creation")
+	for _, u := range []string{
+		"https://127.0.0.1/hook", "https://127.1/hook", "https://2130706433/hook", "https://0x7f.0.0.1/hook",
+		"https://[::1]/hook", "https://[::ffff:127.0.0.1]/hook", "https://[::ffff:7f00:1]/hook",
+		"https://169.254.169.254/latest/meta-data", "https://10.0.0.8/", "https://172.16.3.4/", "https://192.168.1.1/",
+		"https://100.64.0.1/", "https://[fe80::1]/", "https://[fd00:ec2::254]/", "https://0.0.0.0/", "https://[::]/",
+		"https://224.0.0.1/", "https://[ff02::1]/", "https://localhost/hook", "https://metadata.google.internal/",
+		"http://example.org/hook", "ftp://example.org/hook", "https://user:pw@example.org/hook", "not a url", "",
+	} {
+		r := c.Do("POST", "/v1/me/channels", tok, map[string]any{"type": "webhook", "url": u})
+		var p problem
+		r.JSON(t, &p)
+		if r.Status != 422 || p.Field != "url" || p.Detail == "" {
+			t.Errorf("%q: %d %s", u, r.Status, r.Body)
+		}
+	}
+	for _, body := range []map[string]any{
+		{"type": "slack", "url": "https://example.org/services/T/B/x"},
+		{"type": "discord", "url": "https://discord.example.org/api/webhooks/1/x"},
+		{"type": "discord", "url": "https://discord.com/not-webhooks"},
+		{"type": "matrix", "homeserver": "https://matrix.org", "room_id": "#alias:matrix.org", "access_token": "t"},
+		{"type": "matrix", "homeserver": "https://10.1.1.1", "room_id": "!r:matrix.org", "access_token": "t"},
+		{"type": "matrix", "url": "https://matrix.org"},
+		{"type": "webhook", "url": "https://example.org/h", "mode": "hourly"},
+		{"type": "pager", "url": "https://example.org/h"},
+		{"type": "webhook", "url": "https://example.org/h", "follows": []map[string]string{{"kind": "category", "id": "cs.LG"}}},
+		{"type": "webhook", "url": "https://example.org/h", "follows": []map[string]string{{"kind": "planet", "id": "mars"}}},
+	} {
+		if r := c.Do("POST", "/v1/me/channels", tok, body); r.Status != 422 {
+			t.Errorf("%v: %d %s", body, r.Status, r.Body)
+		}
+	}
+	if r := c.Do("POST", "/v1/me/channels", tok, `{"type": "webhook", "url": "https://example.org/h", "colour": 1}`); r.Status != 422 {
+		t.Errorf("unknown field: %d", r.Status)
+	}
+	if r := c.Do("POST", "/v1/me/channels", tok, `{"type": `); r.Status != 400 {
+		t.Errorf("broken JSON: %d", r.Status)
+	}
+	c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil)
+	r := c.Do("POST", "/v1/me/channels", tok, map[string]any{"type": "slack", "url": "https://hooks.slack.com/services/T0/B0/secretpart",
+		"mode": "daily", "follows": []map[string]string{{"kind": "category", "id": "cs.LG"}}})
+	var slack channelOut
+	r.JSON(t, &slack)
+	if r.Status != 201 || slack.Secret != "" || strings.Contains(slack.URL, "secretpart") || slack.Mode != "daily" {
+		t.Fatalf("slack: %d %s", r.Status, r.Body)
+	}
+	if r := c.Do("POST", fmt.Sprintf("/v1/me/channels/%d/rotate-secret", slack.ID), tok, nil); r.Status != 409 {
+		t.Errorf("rotating a Slack channel: %d", r.Status)
+	}
+	for i := 1; i < 10; i++ {
+		if r := c.Do("POST", "/v1/me/channels", tok, map[string]any{"type": "discord", "url": fmt.Sprintf("https://discord.com/api/webhooks/%d/tok", i)}); r.Status != 201 {
+			t.Fatalf("channel %d: %d %s", i+1, r.Status, r.Body)
+		}
+	}
+	if r := c.Do("POST", "/v1/me/channels", tok, map[string]any{"type": "webhook", "url": "https://example.org/h"}); r.Status != 409 {
+		t.Errorf("11th channel: %d %s", r.Status, r.Body)
+	}
+	var list struct {
+		Channels []channelOut `json:"channels"`
+	}
+	c.Do("GET", "/v1/me/channels", tok, nil).JSON(t, &list)
+	if len(list.Channels) != 10 {
+		t.Errorf("%d channels listed", len(list.Channels))
+	}
+	other := testapp.Token(t, "nosy", "")
+	path := fmt.Sprintf("/v1/me/channels/%d", slack.ID)
+	for _, m := range []string{"GET", "DELETE"} {
+		if r := c.Do(m, path, other, nil); r.Status != 404 {
+			t.Errorf("%s another reader's channel: %d", m, r.Status)
+		}
+	}
+	if r := c.Do("GET", "/v1/me/channels/nope", tok, nil); r.Status != 404 {
+		t.Errorf("bad id: %d", r.Status)
+	}
+	r = c.Do("PATCH", path, tok, map[string]any{"mode": "weekly", "enabled": false})
+	var patched channelOut
+	r.JSON(t, &patched)
+	if r.Status != 200 || patched.Mode != "weekly" || patched.Enabled {
+		t.Errorf("patch: %d %s", r.Status, r.Body)
+	}
+	if r := c.Do("PATCH", path, tok, map[string]any{"url": "https://127.0.0.1/x"}); r.Status != 422 {
+		t.Errorf("patch to an internal URL: %d", r.Status)
+	}
+	if r := c.Do("PATCH", path, tok, map[string]any{"type": "webhook"}); r.Status != 422 {
+		t.Errorf("patch type: %d", r.Status)
+	}
+	if r := c.Do("DELETE", path, tok, nil); r.Status != 204 {
+		t.Errorf("delete: %d", r.Status)
+	}
+	if r := c.Do("GET", path+"/deliveries", tok, nil); r.Status != 404 {
+		t.Errorf("deliveries of a deleted channel: %d", r.Status)
+	}
+	if r := c.Do("GET", "/v1/me/channels", "", nil); r.Status != 401 {
+		t.Errorf("anonymous: %d", r.Status)
+	}
+}
+
+// TestChatChannelsSplitAndFollowTheirFormats: 25 matched papers reach
+// Slack (Block Kit, ≤ 50 blocks, section text ≤ 3,000), Discord (≤ 10
+// embeds, content ≤ 2,000, embeds ≤ 6,000 characters; a 429 with
+// retry_after is waited out) and Matrix (PUT m.room.message with an HTML
+// body, transaction ids derived from the event id) in split messages.
+func TestChatChannelsSplitAndFollowTheirFormats(t *testing.T) {
+	t.Parallel()
+	a, c := start(t, "RATE_LIMIT_PER_USER", "0", "CHANNEL_ALLOW_HOSTS", "127.0.0.1", "JOB_RETRY_MAX", "1s")
+	slack := newReceiver(t)
+	discord := newReceiver(t, status(429, `{"message": "You are being rate limited.", "retry_after": 1.5, "global": false}`))
+	matrix := newReceiver(t)
+	tok := testapp.Token(t, "chatty", "")
+	c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil)
+	for _, body := range []map[string]any{
+		{"type": "slack", "url": slack.URL + "/services/T0/B0/x"},
+		{"type": "discord", "url": discord.URL + "/api/webhooks/1/x"},
+		{"type": "matrix", "homeserver": matrix.URL, "room_id": "!room:example.org", "access_token": "syt_secret"},
+	} {
+		if r := c.Do("POST", "/v1/me/channels", tok, body); r.Status != 201 {
+			t.Fatalf("%v: %d %s", body, r.Status, r.Body)
+		}
+	}
+	var lines []string
+	for i := range 25 {
+		lines = append(lines, paperLine(fmt.Sprintf("2401.%05d", i+1), fmt.Sprintf("Paper <%d> & a |pipe| %s", i, strings.Repeat("long title ", 30)), "cs.LG"))
+	}
+	pushPaper(t, c, lines...)
+	waitFor(t, "all chat messages", func() bool {
+		return len(slack.got()) == 2 && len(discord.got()) == 4 && len(matrix.got()) == 2
+	})
+
+	papers := 0
+	for _, q := range slack.got() {
+		var m struct {
+			Text   string `json:"text"`
+			Blocks []struct {
+				Type string `json:"type"`
+				Text struct {
+					Type string `json:"type"`
+					Text string `json:"text"`
+				} `json:"text"`
+			} `json:"blocks"`
+		}
+		if err := json.Unmarshal(q.body, &m); err != nil || m.Text == "" || len(m.Blocks) == 0 || len(m.Blocks) > 50 {
+			t.Fatalf("slack message: %v %s", err, q.body)
+		}
+		for _, b := range m.Blocks {
+			switch {
+			case b.Type == "header" && b.Text.Type == "plain_text" && utf8.RuneCountInString(b.Text.Text) <= 150:
+			case b.Type == "section" && b.Text.Type == "mrkdwn" && utf8.RuneCountInString(b.Text.Text) <= 3000:
+				papers++
+				if strings.Contains(b.Text.Text, "<0>") || !strings.Contains(b.Text.Text, "&lt;") {
+					t.Errorf("mrkdwn not escaped: %s", b.Text.Text)
+				}
+			default:
+				t.Errorf("slack block: %+v", b)
+			}
+		}
+	}
+	if papers != 25 {
+		t.Errorf("slack carried %d papers", papers)
+	}
+
+	dq := discord.got()
+	if gap := dq[1].at.Sub(dq[0].at); gap < 1400*time.Millisecond {
+		t.Errorf("Discord's retry_after 1.5 s not honoured: retried after %s", gap)
+	}
+	papers = 0
+	for _, q := range dq[1:] {
+		var m struct {
+			Content string `json:"content"`
+			Embeds  []struct {
+				Title       string `json:"title"`
+				URL         string `json:"url"`
+				Description string `json:"description"`
+			} `json:"embeds"`
+		}
+		if err := json.Unmarshal(q.body, &m); err != nil || len(m.Embeds) > 10 || utf8.RuneCountInString(m.Content) > 2000 {
+			t.Fatalf("discord message: %v %s", err, q.body)
+		}
+		total := 0
+		for _, e := range m.Embeds {
+			if utf8.RuneCountInString(e.Title) > 256 || utf8.RuneCountInString(e.Description) > 4096 || !strings.HasPrefix(e.URL, "https://arxiv.org/abs/") {
+				t.Errorf("embed: %+v", e)
+			}
+			total += utf8.RuneCountInString(e.Title) + utf8.RuneCountInString(e.Description)
+		}
+		if total > 6000 {
+			t.Errorf("embeds of one message hold %d characters", total)
+		}
+		papers += len(m.Embeds)
+	}
+	if papers != 25 {
+		t.Errorf("discord carried %d papers", papers)
+	}
+
+	mq := matrix.got()
+	var txns []string
+	for _, q := range mq {
+		prefix := "/_matrix/client/v3/rooms/!room:example.org/send/m.room.message/"
+		if q.method != "PUT" || !strings.HasPrefix(q.path, prefix) || q.header.Get("Authorization") != "Bearer syt_secret" {
+			t.Fatalf("matrix request: %s %s %v", q.method, q.path, q.header)
+		}
+		txns = append(txns, strings.TrimPrefix(q.path, prefix))
+		var m struct{ Msgtype, Body, Format, Formatted_body string }
+		if err := json.Unmarshal(q.body, &m); err != nil || m.Msgtype != "m.text" || m.Body == "" ||
+			m.Format != "org.matrix.custom.html" || !strings.Contains(m.Formatted_body, "<li><a href=\"https://arxiv.org/abs/") ||
+			strings.Contains(m.Formatted_body, "<0>") {
+			t.Errorf("matrix content: %v %s", err, q.body)
+		}
+	}
+	if len(txns) != 2 || !strings.HasPrefix(txns[0], "msg_") || txns[1] != txns[0]+".1" {
+		t.Errorf("matrix transaction ids %v", txns)
+	}
+	_ = a
+}
+
+// TestFailingChannelIsDisabledAndItsOwnerMailed: a receiver that answers
+// 500 keeps the event pending with retries; once the channel has failed for
+// 24 h the next failure disables it, fails the event and mails the owner.
+// A 404 fails an event at once.
+func TestFailingChannelIsDisabledAndItsOwnerMailed(t *testing.T) {
+	t.Parallel()
+	a, c := start(t, "RATE_LIMIT_PER_USER", "0", "CHANNEL_ALLOW_HOSTS", "127.0.0.1", "JOB_RETRY_MAX", "1s")
+	db := openDB(t, a.DatabaseURL)
+	down := newReceiver(t)
+	down.script = nil
+	failing := func(w http.ResponseWriter) { w.WriteHeader(500) }
+	for range 100 {
+		down.script = append(down.script, failing)
+	}
+	gone := newReceiver(t, status(404, "no such hook"))
+	tok := testapp.Token(t, "owner", "owner@example.org")
+	var ch, ch404 channelOut
+	c.Do("POST", "/v1/me/channels", tok, map[string]any{"type": "webhook", "url": down.URL}).JSON(t, &ch)
+	c.Do("POST", "/v1/me/channels", tok, map[string]any{"type": "webhook", "url": gone.URL}).JSON(t, &ch404)
+	c.Do("POST", fmt.Sprintf("/v1/me/channels/%d/test", ch404.ID), tok, nil)
+	var ds deliveriesOut
+	waitFor(t, "the 404 to fail its event", func() bool {
+		c.Do("GET", fmt.Sprintf("/v1/me/channels/%d/deliveries", ch404.ID), tok, nil).JSON(t, &ds)
+		return len(ds.Deliveries) == 1 && ds.Deliveries[0].EventState == "failed"
+	})
+	time.Sleep(1500 * time.Millisecond)
+	if n := len(gone.got()); n != 1 {
+		t.Errorf("a 404 was retried: %d requests", n)
+	}
+
+	c.Do("POST", fmt.Sprintf("/v1/me/channels/%d/test", ch.ID), tok, nil)
+	waitFor(t, "a failed attempt", func() bool { return len(down.got()) >= 1 })
+	if _, err := db.Pool.Exec(context.Background(), `UPDATE channels SET failing_since = now() - interval '25 hours' WHERE id = $1`, ch.ID); err != nil {
+		t.Fatal(err)
+	}
+	var got channelOut
+	waitFor(t, "the channel to be disabled", func() bool {
+		c.Do("GET", fmt.Sprintf("/v1/me/channels/%d", ch.ID), tok, nil).JSON(t, &got)
+		return !got.Enabled
+	})
+	if !strings.Contains(got.DisabledReason, "HTTP 500") {
+		t.Errorf("disabled_reason %q", got.DisabledReason)
+	}
+	c.Do("GET", fmt.Sprintf("/v1/me/channels/%d/deliveries", ch.ID), tok, nil).JSON(t, &ds)
+	if ds.Deliveries[0].EventState != "failed" {
+		t.Errorf("event after disabling: %+v", ds.Deliveries[0])
+	}
+	waitFor(t, "the owner's mail", func() bool {
+		files, _ := filepath.Glob(filepath.Join(a.Env["MAIL_DIR"], "*.eml"))
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			if strings.Contains(string(b), "was disabled") && strings.Contains(string(b), "owner@example.org") {
+				return true
+			}
+		}
+		return false
+	})
+	r := c.Do("PATCH", fmt.Sprintf("/v1/me/channels/%d", ch.ID), tok, map[string]any{"enabled": true})
+	got = channelOut{}
+	r.JSON(t, &got)
+	if !got.Enabled || got.DisabledReason != "" {
+		t.Errorf("re-enable: %s", r.Body)
+	}
+}
