@@ -417,11 +417,6 @@ type ChannelDeliverWorker struct {
 	Logger   *slog.Logger
 }
 
-// Timeout: a delivery is a few requests of at most 10 s each.
-func (w *ChannelDeliverWorker) Timeout(*river.Job[ChannelDeliverArgs]) time.Duration {
-	return 5 * time.Minute
-}
-
 // Work implements river.Worker. A 429's Retry-After snoozes the job for
 // that long; other temporary failures return the error for River's
 // back-off. After the last attempt the event is failed in the ledger.
