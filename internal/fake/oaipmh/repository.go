@@ -56,10 +56,10 @@ type Repository struct {
 	requests map[int]int // page → requests seen
 	served   map[int]int // page → complete pages served
 	injected map[string]int
-	total    int // pages served
+	total    int            // pages served
 	omit     map[string]int // record id → ListRecords runs still to leave it out of
 	withheld map[string]bool
-	idLists  int            // ListIdentifiers requests served
+	idLists  int // ListIdentifiers requests served
 }
 
 // New returns a repository serving records() (called for every new run),
