@@ -206,7 +206,7 @@ func (d *Digester) reserve(ctx context.Context, ids []int64) (rows []digestRow, 
 			SELECT g.id, g.user_id, g.period, g.kind, g.state, g.from_seq, g.to_seq, g.attempts,
 			       coalesce(u.email, ''), u.email_confirmed_at IS NOT NULL,
 			       EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email)),
-			       u.timezone, d.frequency, d.send_empty, u.link_epoch
+			       u.timezone, d.frequency, d.send_empty, d.skip_no_announcement, u.link_epoch
 			FROM digests g JOIN users u ON u.id = g.user_id JOIN digest_schedules d ON d.user_id = g.user_id
 			WHERE g.id = ANY($1)
 			ORDER BY g.id
@@ -218,7 +218,7 @@ func (d *Digester) reserve(ctx context.Context, ids []int64) (rows []digestRow, 
 		for r.Next() {
 			var row digestRow
 			if err := r.Scan(&row.id, &row.userID, &row.period, &row.kind, &row.state, &row.from, &row.to,
-				&row.attempts, &row.email, &row.confirmed, &row.suppressed, &row.tz, &row.freq, &row.sendEmpty, &row.epoch); err != nil {
+				&row.attempts, &row.email, &row.confirmed, &row.suppressed, &row.tz, &row.freq, &row.sendEmpty, &row.skipNoAnn, &row.epoch); err != nil {
 				r.Close()
 				return err
 			}
