@@ -71,15 +71,17 @@ func (d *Digester) sweep(ctx context.Context) error {
 	return nil
 }
 
-func upsertDigest(ctx context.Context, tx pgx.Tx, userID int64, period, kind string) (int64, error) {
+// upsertDigest creates (or finds) the ledger row of (user, period), created
+// at at (the service's clock: windowStarts reads it back).
+func upsertDigest(ctx context.Context, tx pgx.Tx, userID int64, period, kind string, at time.Time) (int64, error) {
 	var id int64
 	err := tx.QueryRow(ctx, `
 		WITH ins AS (
-			INSERT INTO digests (user_id, period, kind) VALUES ($1, $2, $3)
+			INSERT INTO digests (user_id, period, kind, created_at) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (user_id, period) DO NOTHING RETURNING id
 		)
 		SELECT id FROM ins UNION ALL SELECT id FROM digests WHERE user_id = $1 AND period = $2
-		LIMIT 1`, userID, period, kind).Scan(&id)
+		LIMIT 1`, userID, period, kind, at).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("creating digest %s of user %d: %w", period, userID, err)
 	}

@@ -215,7 +215,7 @@ func (d *Digester) SendNow(ctx context.Context, userID int64) (Outcome, error) {
 			period, kind = Period(Frequency(freq), *next, loc), freq
 		}
 		var err error
-		id, err = upsertDigest(ctx, tx, userID, period, kind)
+		id, err = upsertDigest(ctx, tx, userID, period, kind, d.now())
 		return err
 	})
 	if err != nil {

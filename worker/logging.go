@@ -13,7 +13,11 @@ import (
 // "Job panicked", "Notifier unhealthy") or ERROR ("Job errored" after the
 // last attempt: River gives the job up). WARN and ERROR lines stay as they
 // are. NewClient and NewInserter apply it; the River UI is not affected.
+// A nil logger stays nil (River then uses its default).
 func RiverLogger(logger *slog.Logger) *slog.Logger {
+	if logger == nil {
+		return nil
+	}
 	return slog.New(&riverHandler{inner: logger.Handler()})
 }
 
