@@ -61,7 +61,7 @@ func TestOAIResponseInflatingPastTheCapIsNotRetried(t *testing.T) {
 		Sleep: func(ctx context.Context, d time.Duration) error { slept.Add(1); return nil },
 	})
 	_, err := c.ListRecords(context.Background(), harvest.ListRequest{Set: "cs"})
-	if !errors.Is(err, harvest.ErrMalformed) || !errors.Is(err, httpclient.ErrBodyTooLarge) || errors.Is(err, harvest.ErrUpstream) {
+	if !errors.Is(err, harvest.ErrMalformed) || !errors.Is(err, harvest.ErrTooLarge) || errors.Is(err, harvest.ErrUpstream) {
 		t.Fatalf("err = %v, want ErrMalformed wrapping ErrBodyTooLarge, not ErrUpstream", err)
 	}
 	if n := requests.Load(); n != 1 || slept.Load() != 0 {

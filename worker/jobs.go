@@ -100,10 +100,11 @@ type HarvestWorker struct {
 
 // Work implements river.Worker. A run that fails resumes where it stopped on
 // the retry (the harvester persists its progress page by page). A response
-// that arrived whole but cannot be used (harvest.ErrMalformed: not OAI-PMH,
-// truncated, or inflating past the body cap) is not retried: the same page
-// would fail the same way, so the job is cancelled and the next periodic
-// run asks again; the source's status shows the error meanwhile.
+// over the body cap (harvest.ErrTooLarge, also one that inflates past it)
+// is not retried: the same page would fail the same way, so the job is
+// cancelled and the next periodic run asks again; the source's status shows
+// the error meanwhile. Other unusable responses (truncated, not OAI-PMH) are
+// retried by River with its back-off.
 func (w *HarvestWorker) Work(ctx context.Context, job *river.Job[HarvestArgs]) error {
 	st, err := w.Harvester.RunOnce(ctx)
 	attrs := []any{"source", "arxiv-oai", "pages", st.Pages, "records", st.Records, "new", st.New,
@@ -111,7 +112,7 @@ func (w *HarvestWorker) Work(ctx context.Context, job *river.Job[HarvestArgs]) e
 	if err != nil {
 		attrs = append(attrs, "attempt", job.Attempt, "error", err)
 		switch {
-		case errors.Is(err, harvest.ErrMalformed):
+		case errors.Is(err, harvest.ErrTooLarge):
 			w.Logger.ErrorContext(ctx, "harvest run failed; not retried", attrs...)
 			return river.JobCancel(err)
 		case job.Attempt >= job.MaxAttempts:
