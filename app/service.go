@@ -131,7 +131,7 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		worker.NewJobsCollector(db.Pool))
+		worker.NewJobsCollector(db.Pool), worker.NewSourcesCollector(svc.Health()))
 
 	var runner *river.Client[pgx.Tx]
 	if m.working() {

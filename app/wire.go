@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"followfeed/account"
+	"followfeed/arxivcal"
 	"followfeed/auth"
 	"followfeed/channels"
 	"followfeed/config"
@@ -47,11 +48,13 @@ type Services struct {
 	prefs     *notify.Preferences
 	harvester *harvest.Harvester
 	enricher  *harvest.Enricher
+	health    *harvest.Health
 	feeds     *feeds.Service
 	sender    mail.Sender
 	digester  *notify.Digester
 	signer    *auth.LinkSigner
 	channels  *channels.Service
+	now       func() time.Time
 }
 
 // NewServices wires every domain service of a process on db, as configured
@@ -68,7 +71,7 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	if err != nil {
 		return nil, err
 	}
-	s := &Services{logger: logger, db: db, inserter: ins, enqueuer: worker.NewEnqueuer(ins)}
+	s := &Services{logger: logger, db: db, inserter: ins, enqueuer: worker.NewEnqueuer(ins), now: hooks.Now}
 	if s.verifier, err = newVerifier(ctx, cfg, logger); err != nil {
 		return nil, err
 	}
@@ -86,7 +89,8 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		Format:  cfg.ArxivOAIFormat,
 		Client:  httpclient.New(5*time.Minute, harvest.OAIMaxBodyBytes),
 	})
-	s.harvester = harvest.NewHarvester(db, oai, s.papers, cfg.ArxivSets, logger, nil)
+	s.harvester = harvest.NewHarvester(db, oai, s.papers, cfg.ArxivSets, logger, hooks.Now)
+	s.health = harvest.NewHealth(db, cfg.ArxivSets, logger, hooks.Now)
 	openalex := harvest.NewOpenAlexClient(harvest.OpenAlexConfig{
 		BaseURL: cfg.OpenAlexURL.String(),
 		Mailto:  cfg.OpenAlexMailto,
@@ -94,6 +98,7 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		Client:  httpclient.New(time.Minute, harvest.OpenAlexMaxBodyBytes),
 	})
 	s.enricher = harvest.NewEnricher(s.papers, openalex, harvest.DefaultEnrichPolicy, logger, nil)
+	s.enricher.ReportTo(s.health)
 	s.feeds = feeds.NewService(db, feeds.NewTokens(db, cfg.SecretKey), s.matcher, s.follows, cfg.PublicURL, cfg.WebSubHubURL, cfg.SecretKey)
 	if s.sender, err = newSender(cfg, logger); err != nil {
 		return nil, err
@@ -102,6 +107,7 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		DB: db, Matcher: s.matcher, Follows: s.follows, Sender: s.sender, Enqueuer: s.enqueuer,
 		Links: feedLinks{s.feeds}, Addresses: s.addrs, From: cfg.MailFrom, BaseURL: cfg.PublicURL,
 		Mailto: cfg.MailUnsubscribeMailto, Logger: logger, Now: hooks.Now,
+		Calendar: arxivcal.New(cfg.ArxivHolidays), Health: s.health,
 	})
 	s.confirms = notify.NewConfirmations(s.addrs, s.sender, cfg.MailFrom, cfg.PublicURL, hooks.Now)
 	s.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
@@ -143,6 +149,9 @@ func (s *Services) Matcher() *match.Service { return s.matcher }
 
 // FeedTokens are the private-feed tokens.
 func (s *Services) FeedTokens() *feeds.Tokens { return s.feeds.Tokens() }
+
+// Health is the source health store (GET /v1/status, the source metrics).
+func (s *Services) Health() *harvest.Health { return s.health }
 
 // Digester builds and sends digests through the configured sender.
 func (s *Services) Digester() *notify.Digester { return s.digester }
@@ -248,6 +257,7 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 		Addresses: s.addrs,
 		Follows:   s.follows,
 		Papers:    s.papers,
+		Health:    s.health,
 		Prefs:     s.prefs,
 		Feeds:     s.feeds,
 		Channels:  s.channels,
@@ -262,6 +272,7 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 		Misses: httpapi.NewLimiter(20.0/60, 20),
 		PerIP:  api.PerIP,
 	}
+	status := &httpapi.StatusRoutes{Logger: s.logger, Health: s.health, Calendar: arxivcal.New(cfg.ArxivHolidays), PerIP: api.PerIP, Now: s.now}
 	emailPages := &httpapi.EmailPages{Logger: s.logger, Addresses: s.addrs, PerIP: api.PerIP}
 	settings := httpapi.NewSettings(httpapi.Settings{Logger: s.logger, Verifier: s.verifier, Users: s.users, Addresses: s.addrs, Follows: s.follows,
 		Feeds: s.feeds, Prefs: s.prefs, Digester: s.digester, Channels: s.channels, Signer: s.signer, Secure: cfg.PublicURL.Scheme == "https",
@@ -280,6 +291,7 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 		api.Register(mux)
 		feedRoutes.Register(mux)
 		emailPages.Register(mux)
+		status.Register(mux)
 		httpapi.RegisterStatic(mux)
 		httpapi.RegisterOpenAPI(mux)
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"followfeed/arxivcal"
 )
 
 // Env is the mode the process runs in. Production demands explicit secrets
@@ -75,9 +77,12 @@ type Config struct {
 	ArxivOAIFormat  string        // ARXIV_OAI_FORMAT: arXivRaw (versions) or arXiv
 	ArxivSets       []string      // ARXIV_SETS
 	HarvestInterval time.Duration // HARVEST_INTERVAL (0: no periodic harvest)
-	OpenAlexURL     *url.URL      // OPENALEX_URL
-	OpenAlexMailto  string        // OPENALEX_MAILTO
-	OpenAlexAPIKey  string        // OPENALEX_API_KEY
+	// ArxivHolidays are evenings (US Eastern dates) without an arXiv
+	// announcement beyond arxivcal's usual holidays (ARXIV_HOLIDAYS).
+	ArxivHolidays  []time.Time
+	OpenAlexURL    *url.URL // OPENALEX_URL
+	OpenAlexMailto string   // OPENALEX_MAILTO
+	OpenAlexAPIKey string   // OPENALEX_API_KEY
 
 	CORSOrigins []string // CORS_ORIGINS
 	// RateLimitPerIP and RateLimitPerUser are average requests per second
@@ -120,7 +125,7 @@ var Vars = []string{
 	"APP_ENV", "DATABASE_URL", "DB_MAX_CONNS", "HTTP_ADDR", "PUBLIC_URL", "LOG_LEVEL", "LOG_FORMAT",
 	"SHUTDOWN_TIMEOUT", "AUTH_JWKS_URL", "AUTH_PUBLIC_KEY_FILE", "AUTH_HS256_SECRET", "AUTH_ISSUER",
 	"AUTH_AUDIENCE", "AUTH_LEEWAY", "SECRET_KEY", "SMTP_URL", "MAIL_FROM", "MAIL_DIR",
-	"MAIL_UNSUBSCRIBE_MAILTO", "DIGEST_SCHEDULE_INTERVAL", "JOB_TIMEOUT", "JOB_RESCUE_AFTER", "JOB_RETRY_MAX", "ARXIV_OAI_URL", "ARXIV_OAI_FORMAT", "ARXIV_SETS", "HARVEST_INTERVAL", "OPENALEX_URL",
+	"MAIL_UNSUBSCRIBE_MAILTO", "DIGEST_SCHEDULE_INTERVAL", "JOB_TIMEOUT", "JOB_RESCUE_AFTER", "JOB_RETRY_MAX", "ARXIV_OAI_URL", "ARXIV_OAI_FORMAT", "ARXIV_SETS", "HARVEST_INTERVAL", "ARXIV_HOLIDAYS", "OPENALEX_URL",
 	"OPENALEX_MAILTO", "OPENALEX_API_KEY", "CORS_ORIGINS", "RATE_LIMIT_PER_IP", "RATE_LIMIT_PER_USER", "WEBSUB_HUB_URL", "CHANNEL_ALLOW_HOSTS", "ADMIN_USER", "ADMIN_PASSWORD",
 }
 
@@ -235,6 +240,11 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.HarvestInterval = l.duration("HARVEST_INTERVAL", time.Hour, 0, 7*24*time.Hour)
 	if c.HarvestInterval != 0 && c.HarvestInterval < time.Minute {
 		l.fail("HARVEST_INTERVAL", "must be 0 (off) or at least 1m")
+	}
+	if days, err := arxivcal.ParseDates(l.str("ARXIV_HOLIDAYS", "")); err != nil {
+		l.fail("ARXIV_HOLIDAYS", err.Error()+" (a comma-separated list of dates)")
+	} else {
+		c.ArxivHolidays = days
 	}
 	c.OpenAlexURL = l.url("OPENALEX_URL", "https://api.openalex.org", false, "http", "https")
 	c.OpenAlexMailto = l.str("OPENALEX_MAILTO", "")

@@ -40,7 +40,13 @@ type Enricher struct {
 	policy EnrichPolicy
 	logger *slog.Logger
 	now    func() time.Time
+	health *Health
 }
+
+// ReportTo makes every run record its outcome in h (source openalex): the
+// papers found count as that day's records, a failure as the last error.
+// Call it before the first run.
+func (e *Enricher) ReportTo(h *Health) { e.health = h }
 
 // NewEnricher returns an Enricher. now may be nil (time.Now).
 func NewEnricher(papers *paper.Store, lookup Lookup, policy EnrichPolicy, logger *slog.Logger, now func() time.Time) *Enricher {
@@ -66,6 +72,19 @@ type EnrichStats struct {
 // job; missing ones are retried later with doubling waits, then given up.
 // A failed lookup changes nothing and returns the error (the job retries).
 func (e *Enricher) RunOnce(ctx context.Context) (EnrichStats, error) {
+	st, err := e.runOnce(ctx)
+	if e.health != nil && ctx.Err() == nil {
+		if err != nil {
+			e.logger.WarnContext(ctx, "enrichment failed", "source", SourceOpenAlex, "error", err)
+			e.health.recordError(ctx, SourceOpenAlex, err)
+		} else if herr := e.health.recordSuccess(ctx, SourceOpenAlex, st.Found); herr != nil {
+			e.logger.WarnContext(ctx, "recording enrichment", "source", SourceOpenAlex, "error", herr)
+		}
+	}
+	return st, err
+}
+
+func (e *Enricher) runOnce(ctx context.Context) (EnrichStats, error) {
 	var st EnrichStats
 	ids, err := e.papers.DueForEnrichment(ctx, e.now(), e.policy.Batch)
 	if err != nil {

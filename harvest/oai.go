@@ -198,7 +198,7 @@ func (e *OAIError) Is(target error) bool {
 // should retry the whole job later. An invalid request or config gives an
 // *apperr.Error with code Invalid. Context errors are returned as such.
 func (c *OAIClient) ListRecords(ctx context.Context, req ListRequest) (*Page, error) {
-	u, err := c.listURL(req)
+	u, err := c.requestURL("ListRecords", req)
 	if err != nil {
 		return nil, fmt.Errorf("fetching OAI-PMH page: %w", err)
 	}
@@ -222,7 +222,8 @@ func (c *OAIClient) ListRecords(ctx context.Context, req ListRequest) (*Page, er
 	return page, nil
 }
 
-func (c *OAIClient) listURL(req ListRequest) (string, error) {
+// requestURL is the URL of verb (ListRecords or ListIdentifiers) for req.
+func (c *OAIClient) requestURL(verb string, req ListRequest) (string, error) {
 	u, err := url.Parse(c.baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", apperr.InvalidField("BaseURL", "must be an http(s) URL, got %q", c.baseURL)
@@ -231,7 +232,7 @@ func (c *OAIClient) listURL(req ListRequest) (string, error) {
 		return "", apperr.InvalidField("Format", "must be %q or %q, got %q", OAIFormatArXiv, OAIFormatArXivRaw, c.format)
 	}
 	q := u.Query()
-	q.Set("verb", "ListRecords")
+	q.Set("verb", verb)
 	if req.ResumptionToken != "" {
 		q.Set("resumptionToken", req.ResumptionToken)
 		u.RawQuery = q.Encode()

@@ -146,7 +146,11 @@ func (h *Harvester) runSet(ctx context.Context, set string) (RunStats, error) {
 			if newest.IsZero() || newest.Before(state.from) {
 				newest = state.from
 			}
-			return st, h.saveDone(ctx, source, newest, len(page.Papers))
+			if err := h.saveDone(ctx, source, newest, len(page.Papers)); err != nil {
+				return st, err
+			}
+			h.checkDays(ctx, set, state.from, newest)
+			return st, nil
 		}
 		if err := h.saveProgress(ctx, source, state, len(page.Papers)); err != nil {
 			return st, err
@@ -195,11 +199,12 @@ func (h *Harvester) saveProgress(ctx context.Context, source string, s setState,
 
 func (h *Harvester) saveDone(ctx context.Context, source string, until time.Time, records int) error {
 	_, err := h.db.Pool.Exec(ctx, `
-		INSERT INTO harvest_state (source, harvested_until, run_from, resumption_token, pages, records, last_error, updated_at)
-		VALUES ($1, $2, NULL, NULL, 1, $3, NULL, now())
+		INSERT INTO harvest_state (source, harvested_until, run_from, resumption_token, pages, records, last_error, last_success_at, updated_at)
+		VALUES ($1, $2, NULL, NULL, 1, $3, NULL, $4, now())
 		ON CONFLICT (source) DO UPDATE SET harvested_until = $2, run_from = NULL, resumption_token = NULL,
-			pages = harvest_state.pages + 1, records = harvest_state.records + $3, last_error = NULL, updated_at = now()`,
-		source, until, records)
+			pages = harvest_state.pages + 1, records = harvest_state.records + $3, last_error = NULL,
+			last_success_at = $4, updated_at = now()`,
+		source, until, records, h.now())
 	if err != nil {
 		return fmt.Errorf("saving harvest state of %s: %w", source, err)
 	}
@@ -207,14 +212,6 @@ func (h *Harvester) saveDone(ctx context.Context, source string, until time.Time
 }
 
 func (h *Harvester) saveError(ctx context.Context, source string, cause error) {
-	msg := cause.Error()
-	if len(msg) > 1000 {
-		msg = msg[:1000]
-	}
-	_, err := h.db.Pool.Exec(context.WithoutCancel(ctx), `
-		INSERT INTO harvest_state (source, last_error, updated_at) VALUES ($1, $2, now())
-		ON CONFLICT (source) DO UPDATE SET last_error = $2, updated_at = now()`, source, msg)
-	if err != nil {
-		h.logger.WarnContext(ctx, "saving harvest error", "source", source, "error", err)
-	}
+	h.logger.WarnContext(ctx, "harvest failed", "source", source, "error", cause)
+	saveSourceError(ctx, h.db, h.logger, source, cause, h.now())
 }

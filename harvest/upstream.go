@@ -28,6 +28,12 @@ var (
 	// OAI-PMH badResumptionToken error: the token expired or is unknown, and
 	// the harvest must restart with From set to the last datestamp it stored.
 	ErrBadResumptionToken = errors.New("OAI-PMH resumption token rejected")
+	// ErrTooLarge is matched (errors.Is) by the ErrMalformed error of a
+	// response larger than the body cap, counted after decompression (a
+	// gzip body that inflates past it): the same page would fail the same
+	// way, so it is a permanent failure, not one to retry soon. It is
+	// httpclient.ErrBodyTooLarge.
+	ErrTooLarge = httpclient.ErrBodyTooLarge
 )
 
 // Caps both clients apply to authors.

@@ -37,9 +37,11 @@ type API struct {
 	Addresses *account.Addresses
 	Follows   *follow.Service
 	Papers    *paper.Store
-	Prefs     *notify.Preferences
-	Feeds     *feeds.Service
-	Channels  *channels.Service
+	// Health, when set, records every push's outcome (source push).
+	Health   *harvest.Health
+	Prefs    *notify.Preferences
+	Feeds    *feeds.Service
+	Channels *channels.Service
 	// PerIP and PerUser rate-limit requests (nil: unlimited).
 	PerIP   *Limiter
 	PerUser *Limiter
@@ -141,6 +143,9 @@ type digestJSON struct {
 	Hour      int    `json:"hour"`
 	Weekday   string `json:"weekday"`
 	SendEmpty bool   `json:"send_empty"`
+	// SkipNoAnnouncement skips empty digests whose window holds no arXiv
+	// announcement.
+	SkipNoAnnouncement bool `json:"skip_no_announcement"`
 	// NextAt is when the next daily or weekly digest is due.
 	NextAt *time.Time `json:"next_at,omitempty"`
 }
@@ -157,7 +162,8 @@ type meJSON struct {
 
 func toMeJSON(u *account.User, p notify.Profile) meJSON {
 	d := digestJSON{Frequency: string(p.Digest.Frequency), Hour: p.Digest.Hour,
-		Weekday: strings.ToLower(p.Digest.Weekday.String()), SendEmpty: p.Digest.SendEmpty}
+		Weekday: strings.ToLower(p.Digest.Weekday.String()), SendEmpty: p.Digest.SendEmpty,
+		SkipNoAnnouncement: p.Digest.SkipNoAnnouncement}
 	if !p.NextDigestAt.IsZero() {
 		t := p.NextDigestAt.UTC()
 		d.NextAt = &t
@@ -190,6 +196,8 @@ type digestPatch struct {
 	Hour      *int    `json:"hour"`
 	Weekday   *string `json:"weekday"`
 	SendEmpty *bool   `json:"send_empty"`
+	// SkipNoAnnouncement: see digestJSON.
+	SkipNoAnnouncement *bool `json:"skip_no_announcement"`
 }
 
 type mePatch struct {
@@ -205,7 +213,8 @@ func (a *API) patchMe(w http.ResponseWriter, r *http.Request, u *account.User) e
 	}
 	patch := notify.ProfilePatch{Email: body.Email, Timezone: body.Timezone}
 	if d := body.Digest; d != nil {
-		patch.Digest = &notify.DigestPatch{Frequency: d.Frequency, Hour: d.Hour, Weekday: d.Weekday, SendEmpty: d.SendEmpty}
+		patch.Digest = &notify.DigestPatch{Frequency: d.Frequency, Hour: d.Hour, Weekday: d.Weekday, SendEmpty: d.SendEmpty,
+			SkipNoAnnouncement: d.SkipNoAnnouncement}
 	}
 	p, err := a.Prefs.Update(r.Context(), u.ID, patch)
 	if err != nil {
@@ -375,15 +384,25 @@ func (a *API) postPapers(w http.ResponseWriter, r *http.Request) {
 		if errors.As(err, &mbe) {
 			err = apperr.New(apperr.TooLarge, "the body exceeds %d MiB; split the batch", harvest.MaxPushBytes>>20)
 		}
+		a.recordPush(r, 0, err)
 		writeError(w, r, a.Logger, err)
 		return
 	}
 	res, err := a.Papers.Ingest(r.Context(), papers, paper.SourcePush)
 	if err != nil {
+		a.recordPush(r, 0, err)
 		writeError(w, r, a.Logger, err)
 		return
 	}
+	a.recordPush(r, res.Received, nil)
 	writeJSON(w, http.StatusOK, res)
+}
+
+// recordPush keeps the push's outcome in the source health.
+func (a *API) recordPush(r *http.Request, records int, err error) {
+	if a.Health != nil {
+		a.Health.RecordPush(r.Context(), records, err)
+	}
 }
 
 // ---- helpers ----

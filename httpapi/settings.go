@@ -212,6 +212,10 @@ type settingsData struct {
 type previewData struct {
 	Subject string
 	Groups  []notify.DigestGroup
+	// Notice says the harvest is behind (notify.DigestContent.BehindNotice).
+	Notice string
+	// NoAnnouncement: arXiv announced nothing since the last digest.
+	NoAnnouncement bool
 }
 
 var flashes = map[string]string{
@@ -274,7 +278,8 @@ func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
 		d.NextAt = p.NextDigestAt.In(loc).Format("Monday 2 January 15:04 MST")
 	}
 	if c, err := s.Digester.Preview(ctx, v.userID); err == nil {
-		d.Preview = &previewData{Subject: notify.DigestSubject(c), Groups: c.Groups}
+		d.Preview = &previewData{Subject: notify.DigestSubject(c), Groups: c.Groups, Notice: c.BehindNotice(),
+			NoAnnouncement: c.NoAnnouncement && c.Total == 0}
 	}
 	if v.emailOnly {
 		return d, nil
@@ -410,6 +415,8 @@ func (s *Settings) postEmail(w http.ResponseWriter, r *http.Request) {
 		}
 		empty := r.PostFormValue("send_empty") != ""
 		patch.Digest.SendEmpty = &empty
+		skip := r.PostFormValue("skip_no_announcement") != ""
+		patch.Digest.SkipNoAnnouncement = &skip
 		before, err := s.Prefs.Get(r.Context(), v.userID)
 		if err != nil {
 			return "", err

@@ -2,6 +2,7 @@ package notify
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -63,6 +64,17 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 			return nil, err
 		}
 	}
+	starts, err := d.windowStarts(ctx, rows)
+	if err != nil {
+		return nil, err
+	}
+	behind := ""
+	if d.health != nil {
+		if behind, err = d.health.HarvestBehind(ctx); err != nil {
+			return nil, err
+		}
+	}
+	now := d.now()
 	out := make([]DigestContent, len(rows))
 	for i, row := range rows {
 		c := plans[i].fill(details)
@@ -71,9 +83,57 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 		c.FeedURL = feedURLs[row.userID]
 		c.ManageURL = d.addrs.ManageURL(row.userID, row.epoch)
 		c.UnsubscribeURL = d.addrs.UnsubscribeURL(row.userID, row.epoch)
+		if row.kind != "instant" {
+			// Instant alerts go only when something matched; the calendar
+			// and the harvest's health are for daily and weekly digests.
+			c.HarvestBehind = behind
+			c.NoAnnouncement = d.cal != nil && !d.cal.AnnouncedBetween(starts[i], now)
+		}
 		out[i] = c
 	}
 	return out, nil
+}
+
+// windowStarts is when each row's window began: the user's previous
+// digest (the newest ledger row before it; for a preview, the newest of
+// all), else one period back from now (a week for weekly digests, a day
+// otherwise).
+func (d *Digester) windowStarts(ctx context.Context, rows []digestRow) ([]time.Time, error) {
+	now := d.now()
+	out := make([]time.Time, len(rows))
+	users := make([]int64, len(rows))
+	ids := make([]int64, len(rows))
+	for i, row := range rows {
+		out[i] = now.Add(-24 * time.Hour)
+		if row.kind == "weekly" {
+			out[i] = now.Add(-7 * 24 * time.Hour)
+		}
+		users[i], ids[i] = row.userID, row.id
+	}
+	if d.cal == nil {
+		return out, nil
+	}
+	// One probe per row of the (user_id, period) unique index's user_id
+	// prefix; a preview (id 0) looks at every row of the user.
+	r, err := d.db.Pool.Query(ctx, `
+		SELECT w.n, (SELECT max(g.created_at) FROM digests g
+		             WHERE g.user_id = w.user_id AND (w.id = 0 OR g.id < w.id) AND g.kind <> 'instant')
+		FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS w(user_id, id, n)`, users, ids)
+	if err != nil {
+		return nil, fmt.Errorf("reading the previous digests of %d users: %w", len(rows), err)
+	}
+	defer r.Close()
+	for r.Next() {
+		var n int
+		var at *time.Time
+		if err := r.Scan(&n, &at); err != nil {
+			return nil, err
+		}
+		if at != nil {
+			out[n-1] = *at
+		}
+	}
+	return out, r.Err()
 }
 
 // groupPapers arranges matched papers (with their details) into a digest:

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/account"
+	"followfeed/arxivcal"
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/mail"
@@ -34,6 +35,14 @@ type DigestEnqueuer interface {
 // InstantDelay is how long instant alerts wait to gather a burst of matches
 // into one mail.
 const InstantDelay = 10 * time.Minute
+
+// HarvestHealth tells digests whether the arXiv harvest is behind
+// (harvest.Health implements it).
+type HarvestHealth interface {
+	// HarvestBehind returns a sentence saying how the harvest is behind,
+	// "" when it is current.
+	HarvestBehind(ctx context.Context) (string, error)
+}
 
 // Links builds the absolute URLs a mail carries.
 type Links interface {
@@ -69,6 +78,8 @@ type Digester struct {
 	mailto  string
 	logger  *slog.Logger
 	now     func() time.Time
+	cal     *arxivcal.Calendar
+	health  HarvestHealth
 }
 
 // DigesterConfig assembles a Digester.
@@ -87,6 +98,12 @@ type DigesterConfig struct {
 	Mailto    string   // MAIL_UNSUBSCRIBE_MAILTO
 	Logger    *slog.Logger
 	Now       func() time.Time
+	// Calendar, when set, makes an empty digest whose window holds no
+	// arXiv announcement say so (and be skipped, by the reader's
+	// preference).
+	Calendar *arxivcal.Calendar
+	// Health, when set, makes a digest say when the harvest is behind.
+	Health HarvestHealth
 }
 
 // NewDigester returns a Digester.
@@ -98,5 +115,6 @@ func NewDigester(c DigesterConfig) *Digester {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Digester{db: c.DB, matcher: c.Matcher, follows: c.Follows, sender: c.Sender, enq: c.Enqueuer, links: c.Links,
-		addrs: c.Addresses, from: c.From, base: c.BaseURL, mailto: c.Mailto, logger: c.Logger, now: c.Now}
+		addrs: c.Addresses, from: c.From, base: c.BaseURL, mailto: c.Mailto, logger: c.Logger, now: c.Now,
+		cal: c.Calendar, health: c.Health}
 }

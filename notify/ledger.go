@@ -71,15 +71,17 @@ func (d *Digester) sweep(ctx context.Context) error {
 	return nil
 }
 
-func upsertDigest(ctx context.Context, tx pgx.Tx, userID int64, period, kind string) (int64, error) {
+// upsertDigest creates (or finds) the ledger row of (user, period), created
+// at at (the service's clock: windowStarts reads it back).
+func upsertDigest(ctx context.Context, tx pgx.Tx, userID int64, period, kind string, at time.Time) (int64, error) {
 	var id int64
 	err := tx.QueryRow(ctx, `
 		WITH ins AS (
-			INSERT INTO digests (user_id, period, kind) VALUES ($1, $2, $3)
+			INSERT INTO digests (user_id, period, kind, created_at) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (user_id, period) DO NOTHING RETURNING id
 		)
 		SELECT id FROM ins UNION ALL SELECT id FROM digests WHERE user_id = $1 AND period = $2
-		LIMIT 1`, userID, period, kind).Scan(&id)
+		LIMIT 1`, userID, period, kind, at).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("creating digest %s of user %d: %w", period, userID, err)
 	}
@@ -206,7 +208,7 @@ func (d *Digester) reserve(ctx context.Context, ids []int64) (rows []digestRow, 
 			SELECT g.id, g.user_id, g.period, g.kind, g.state, g.from_seq, g.to_seq, g.attempts,
 			       coalesce(u.email, ''), u.email_confirmed_at IS NOT NULL,
 			       EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email)),
-			       u.timezone, d.frequency, d.send_empty, u.link_epoch
+			       u.timezone, d.frequency, d.send_empty, d.skip_no_announcement, u.link_epoch
 			FROM digests g JOIN users u ON u.id = g.user_id JOIN digest_schedules d ON d.user_id = g.user_id
 			WHERE g.id = ANY($1)
 			ORDER BY g.id
@@ -218,7 +220,7 @@ func (d *Digester) reserve(ctx context.Context, ids []int64) (rows []digestRow, 
 		for r.Next() {
 			var row digestRow
 			if err := r.Scan(&row.id, &row.userID, &row.period, &row.kind, &row.state, &row.from, &row.to,
-				&row.attempts, &row.email, &row.confirmed, &row.suppressed, &row.tz, &row.freq, &row.sendEmpty, &row.epoch); err != nil {
+				&row.attempts, &row.email, &row.confirmed, &row.suppressed, &row.tz, &row.freq, &row.sendEmpty, &row.skipNoAnn, &row.epoch); err != nil {
 				r.Close()
 				return err
 			}

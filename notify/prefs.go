@@ -34,6 +34,9 @@ type DigestSettings struct {
 	Hour      int          // local hour, 0-23
 	Weekday   time.Weekday // for weekly digests
 	SendEmpty bool         // send a digest even when nothing matched
+	// SkipNoAnnouncement skips an empty digest whose window holds no arXiv
+	// announcement (weekends, holidays) even with SendEmpty; default true.
+	SkipNoAnnouncement bool
 }
 
 // Profile is what a user has set about how we reach them.
@@ -56,6 +59,8 @@ type DigestPatch struct {
 	Hour      *int
 	Weekday   *string
 	SendEmpty *bool
+	// SkipNoAnnouncement sets DigestSettings.SkipNoAnnouncement.
+	SkipNoAnnouncement *bool
 }
 
 // ProfilePatch changes a Profile; nil fields stay as they are.
@@ -89,7 +94,7 @@ func NewPreferences(db *database.DB, addrs *account.Addresses, now func() time.T
 // (migration 00005): off, 7 o'clock, Monday, no empty digests, none due.
 const profileColumns = `coalesce(u.email, ''), u.email_confirmed_at IS NOT NULL, coalesce(s.reason, ''), u.timezone,
 	coalesce(d.frequency, 'off'), coalesce(d.hour, 7), coalesce(d.weekday, 1), coalesce(d.send_empty, false),
-	coalesce(d.next_at, 'epoch')`
+	coalesce(d.next_at, 'epoch'), coalesce(d.skip_no_announcement, true)`
 
 const profileFrom = `users u LEFT JOIN suppressions s ON s.email = lower(u.email)
 	LEFT JOIN digest_schedules d ON d.user_id = u.id`
@@ -99,7 +104,7 @@ func scanProfile(row pgx.Row) (Profile, error) {
 	var freq string
 	var weekday int
 	err := row.Scan(&p.Email, &p.EmailConfirmed, &p.Suppressed, &p.Timezone, &freq, &p.Digest.Hour, &weekday,
-		&p.Digest.SendEmpty, &p.NextDigestAt)
+		&p.Digest.SendEmpty, &p.NextDigestAt, &p.Digest.SkipNoAnnouncement)
 	p.Digest.Frequency, p.Digest.Weekday = Frequency(freq), time.Weekday(weekday)
 	if p.NextDigestAt.Unix() == 0 {
 		p.NextDigestAt = time.Time{}
@@ -141,13 +146,14 @@ func (p *Preferences) Update(ctx context.Context, userID int64, patch ProfilePat
 		// The user's row lock (above) serialises this with other updates;
 		// the schedule row is created the first time settings are saved.
 		_, err = tx.Exec(ctx, `
-			INSERT INTO digest_schedules AS d (user_id, frequency, hour, weekday, send_empty, next_at, watermark)
-			VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN (SELECT high_seq FROM match_state) ELSE 0 END)
+			INSERT INTO digest_schedules AS d (user_id, frequency, hour, weekday, send_empty, next_at, watermark, skip_no_announcement)
+			VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN (SELECT high_seq FROM match_state) ELSE 0 END, $8)
 			ON CONFLICT (user_id) DO UPDATE SET
-				frequency = $2, hour = $3, weekday = $4, send_empty = $5, next_at = $6,
+				frequency = $2, hour = $3, weekday = $4, send_empty = $5, next_at = $6, skip_no_announcement = $8,
 				watermark = CASE WHEN $7 THEN (SELECT high_seq FROM match_state) ELSE d.watermark END`,
 			userID, string(next.Digest.Frequency), next.Digest.Hour,
-			int(next.Digest.Weekday), next.Digest.SendEmpty, nullTime(next.NextDigestAt), !wasOn && next.Digest.Frequency != Off)
+			int(next.Digest.Weekday), next.Digest.SendEmpty, nullTime(next.NextDigestAt), !wasOn && next.Digest.Frequency != Off,
+			next.Digest.SkipNoAnnouncement)
 		if err != nil {
 			return fmt.Errorf("updating profile of user %d: %w", userID, err)
 		}
@@ -197,6 +203,9 @@ func applyPatch(pr *Profile, patch ProfilePatch) error {
 		}
 		if d.SendEmpty != nil {
 			pr.Digest.SendEmpty = *d.SendEmpty
+		}
+		if d.SkipNoAnnouncement != nil {
+			pr.Digest.SkipNoAnnouncement = *d.SkipNoAnnouncement
 		}
 	}
 	if pr.Digest.Frequency != Off && pr.Email == "" {

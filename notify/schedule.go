@@ -80,10 +80,10 @@ func (d *Digester) scheduleOnce(ctx context.Context) (queued int, more bool, err
 			return nil
 		}
 		idRows, err := tx.Query(ctx, `
-			INSERT INTO digests (user_id, period, kind)
-			SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[])
+			INSERT INTO digests (user_id, period, kind, created_at)
+			SELECT u, p, k, $4 FROM unnest($1::bigint[], $2::text[], $3::text[]) AS n(u, p, k)
 			ON CONFLICT (user_id, period) DO NOTHING
-			RETURNING id`, users, periods, kinds)
+			RETURNING id`, users, periods, kinds, now)
 		if err != nil {
 			return fmt.Errorf("creating %d digests: %w", len(users), err)
 		}
@@ -152,7 +152,7 @@ func (d *Digester) SendInstant(ctx context.Context, userID int64) error {
 		if Frequency(freq) != Instant {
 			return nil // changed their mind meanwhile
 		}
-		id, err = upsertDigest(ctx, tx, userID, "instant:"+strconv.FormatInt(watermark, 10), "instant")
+		id, err = upsertDigest(ctx, tx, userID, "instant:"+strconv.FormatInt(watermark, 10), "instant", d.now())
 		return err
 	})
 	if err != nil || id == 0 {

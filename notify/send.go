@@ -37,6 +37,7 @@ type digestRow struct {
 	tz           string
 	freq         Frequency
 	sendEmpty    bool
+	skipNoAnn    bool // digest_schedules.skip_no_announcement
 	epoch        int64
 	attempts     int
 }
@@ -111,6 +112,9 @@ func (d *Digester) deliver(ctx context.Context, row digestRow, content DigestCon
 	out := Outcome{DigestID: row.id, Papers: content.Total}
 	if content.Total == 0 && !row.sendEmpty && row.kind != "manual" {
 		return out, ledger.record(ctx, &out, row, StateSkipped, "nothing new", false)
+	}
+	if content.Total == 0 && content.NoAnnouncement && content.HarvestBehind == "" && row.skipNoAnn && row.kind != "manual" {
+		return out, ledger.record(ctx, &out, row, StateSkipped, "nothing new: "+NoAnnouncementLine, false)
 	}
 	msg, err := d.message(row, content, r)
 	if err != nil {
@@ -211,7 +215,7 @@ func (d *Digester) SendNow(ctx context.Context, userID int64) (Outcome, error) {
 			period, kind = Period(Frequency(freq), *next, loc), freq
 		}
 		var err error
-		id, err = upsertDigest(ctx, tx, userID, period, kind)
+		id, err = upsertDigest(ctx, tx, userID, period, kind, d.now())
 		return err
 	})
 	if err != nil {

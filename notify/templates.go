@@ -25,6 +25,30 @@ type DigestContent struct {
 	FeedURL        string        // the user's private Atom feed (absolute); required when anything is omitted
 	ManageURL      string        // "manage preferences" link (absolute, signed by the caller); required
 	UnsubscribeURL string        // one-click unsubscribe page (absolute); required
+	// NoAnnouncement: arXiv made no announcement in the digest's window
+	// (weekend, holiday); an empty digest says so instead of "No new
+	// papers".
+	NoAnnouncement bool
+	// HarvestBehind, when set, says how the arXiv harvest is behind
+	// ("The arXiv harvest is 14 hours behind"); the digest adds that the
+	// papers will follow in the next one.
+	HarvestBehind string
+}
+
+// NoAnnouncementLine is what an empty digest says when arXiv made no
+// announcement in its window.
+const NoAnnouncementLine = "arXiv made no announcement since your last digest"
+
+// FollowLine is what a digest adds to DigestContent.HarvestBehind.
+const FollowLine = "papers announced meanwhile will follow in your next digest."
+
+// BehindNotice is the sentence a digest shows when the harvest is behind,
+// "" when it is not.
+func (c DigestContent) BehindNotice() string {
+	if c.HarvestBehind == "" {
+		return ""
+	}
+	return c.HarvestBehind + "; " + FollowLine
 }
 
 // DigestGroup is the papers shown under one follow.
@@ -87,6 +111,12 @@ var (
 // "cs.LG — Machine Learning" reads "cs.LG". The result is one line.
 func DigestSubject(c DigestContent) string {
 	if c.Total <= 0 {
+		switch {
+		case c.HarvestBehind != "":
+			return "No new papers yet: the arXiv harvest is behind"
+		case c.NoAnnouncement:
+			return NoAnnouncementLine
+		}
 		return "No new papers since your last digest"
 	}
 	s := newPapers(c.Total)
@@ -112,6 +142,8 @@ type digestView struct {
 	DigestContent
 	Summary   string // "7 new papers"
 	Preheader string // hidden preview line of the HTML part
+	Notice    string // BehindNotice
+	Nothing   string // the line of an empty digest
 }
 
 // groupView is what a group's heading and "and N more" templates see; its
@@ -283,9 +315,17 @@ func (r *Renderer) Digest(c DigestContent) (text, html string, err error) {
 	if c.ManageURL == "" || c.UnsubscribeURL == "" {
 		return "", "", errors.New("notify: render digest: ManageURL and UnsubscribeURL are required")
 	}
-	v := digestView{DigestContent: c, Summary: "No new papers"}
+	v := digestView{DigestContent: c, Summary: "No new papers", Notice: c.BehindNotice(),
+		Nothing: "Nothing new matched your follows this time. We will write again when there is something to read."}
 	if c.Total > 0 {
 		v.Summary = newPapers(c.Total)
+	}
+	switch {
+	case c.HarvestBehind != "":
+		v.Nothing = "Nothing has arrived for your follows yet."
+	case c.NoAnnouncement:
+		v.Summary = NoAnnouncementLine
+		v.Nothing = "arXiv announces new papers on Sunday to Thursday evenings (US Eastern), not on its holidays. We will write again after the next announcement."
 	}
 	v.Preheader = DigestSubject(c)
 	needFeed, shown := c.Omitted > 0, 0

@@ -65,6 +65,8 @@ func (w *MatchWorker) Work(ctx context.Context, job *river.Job[MatchArgs]) error
 		return err
 	})
 	if err != nil {
+		w.Logger.WarnContext(ctx, "match batch failed", "from_seq", job.Args.FromSeq, "to_seq", job.Args.ToSeq,
+			"attempt", job.Attempt, "error", err)
 		return fmt.Errorf("matching seq %d..%d: %w", job.Args.FromSeq, job.Args.ToSeq, err)
 	}
 	w.Logger.InfoContext(ctx, "matched batch", "from_seq", job.Args.FromSeq, "to_seq", job.Args.ToSeq,
@@ -98,14 +100,30 @@ type HarvestWorker struct {
 }
 
 // Work implements river.Worker. A run that fails resumes where it stopped on
-// the retry (the harvester persists its progress page by page).
+// the retry (the harvester persists its progress page by page). A response
+// over the body cap (harvest.ErrTooLarge, also one that inflates past it)
+// is not retried: the same page would fail the same way, so the job is
+// cancelled and the next periodic run asks again; the source's status shows
+// the error meanwhile. Other unusable responses (truncated, not OAI-PMH) are
+// retried by River with its back-off.
 func (w *HarvestWorker) Work(ctx context.Context, job *river.Job[HarvestArgs]) error {
 	st, err := w.Harvester.RunOnce(ctx)
-	w.Logger.InfoContext(ctx, "harvest run", "pages", st.Pages, "records", st.Records, "new", st.New,
-		"replaced", st.Replaced, "updated", st.Updated, "deleted", st.Deleted, "skipped", st.Skipped, "error", err)
+	attrs := []any{"source", "arxiv-oai", "pages", st.Pages, "records", st.Records, "new", st.New,
+		"replaced", st.Replaced, "updated", st.Updated, "deleted", st.Deleted, "skipped", st.Skipped}
 	if err != nil {
+		attrs = append(attrs, "attempt", job.Attempt, "error", err)
+		switch {
+		case errors.Is(err, harvest.ErrTooLarge):
+			w.Logger.ErrorContext(ctx, "harvest run failed; not retried", attrs...)
+			return river.JobCancel(err)
+		case job.Attempt >= job.MaxAttempts:
+			w.Logger.ErrorContext(ctx, "harvest run failed; giving up", attrs...)
+		default:
+			w.Logger.WarnContext(ctx, "harvest run failed; will retry", attrs...)
+		}
 		return err
 	}
+	w.Logger.InfoContext(ctx, "harvest run", attrs...)
 	if st.New > 0 {
 		if c := river.ClientFromContext[pgx.Tx](ctx); c != nil {
 			if _, err := c.Insert(ctx, EnrichArgs{}, nil); err != nil {
@@ -138,8 +156,16 @@ type EnrichWorker struct {
 // its backoff.
 func (w *EnrichWorker) Work(ctx context.Context, job *river.Job[EnrichArgs]) error {
 	st, err := w.Enricher.RunOnce(ctx)
-	w.Logger.InfoContext(ctx, "enrichment run", "looked", st.Looked, "found", st.Found, "missing", st.Missing,
-		"given_up", st.GivenUp, "keys", st.Keys, "error", err)
+	attrs := []any{"source", harvest.SourceOpenAlex, "looked", st.Looked, "found", st.Found, "missing", st.Missing,
+		"given_up", st.GivenUp, "keys", st.Keys}
+	switch {
+	case err == nil:
+		w.Logger.InfoContext(ctx, "enrichment run", attrs...)
+	case job.Attempt >= job.MaxAttempts:
+		w.Logger.ErrorContext(ctx, "enrichment run failed; giving up", append(attrs, "attempt", job.Attempt, "error", err)...)
+	default:
+		w.Logger.WarnContext(ctx, "enrichment run failed; will retry", append(attrs, "attempt", job.Attempt, "error", err)...)
+	}
 	return err
 }
 
@@ -233,8 +259,10 @@ type ScheduleDigestsWorker struct {
 // Work implements river.Worker.
 func (w *ScheduleDigestsWorker) Work(ctx context.Context, job *river.Job[ScheduleDigestsArgs]) error {
 	n, err := w.Digester.Schedule(ctx)
-	if n > 0 || err != nil {
-		w.Logger.InfoContext(ctx, "digests scheduled", "queued", n, "error", err)
+	if err != nil {
+		w.Logger.WarnContext(ctx, "digest scheduling failed", "queued", n, "attempt", job.Attempt, "error", err)
+	} else if n > 0 {
+		w.Logger.InfoContext(ctx, "digests scheduled", "queued", n)
 	}
 	return err
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"followfeed/harvest"
 )
 
 // JobsCollector exports River job counts by kind and state
@@ -59,4 +61,75 @@ func (c *JobsCollector) Collect(ch chan<- prometheus.Metric) {
 		ok = 0
 	}
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, ok)
+}
+
+// SourceStatuser reports the health of every source (harvest.Health
+// implements it).
+type SourceStatuser interface {
+	Status(ctx context.Context) ([]harvest.SourceStatus, error)
+}
+
+// SourcesCollector exports the source health read at scrape time:
+// followfeed_source_last_success_timestamp_seconds{source} and
+// followfeed_source_lag_seconds{source} (absent for a source that never
+// succeeded), followfeed_source_errors_total{source} (failures ever
+// recorded), followfeed_source_failing{source} (1 while the last run
+// failed) and followfeed_source_missing_records{source} (records the
+// completeness check found missing, over the reported days). A scrape that
+// cannot read them exports followfeed_source_scrape_ok 0 and nothing else
+// of these.
+type SourcesCollector struct {
+	health                                    SourceStatuser
+	lastSuccess, lag, errors, failing, missed *prometheus.Desc
+	up                                        *prometheus.Desc
+}
+
+// NewSourcesCollector returns a collector over h.
+func NewSourcesCollector(h SourceStatuser) *SourcesCollector {
+	l := []string{"source"}
+	return &SourcesCollector{
+		health:      h,
+		lastSuccess: prometheus.NewDesc("followfeed_source_last_success_timestamp_seconds", "Unix time of the source's last successful run.", l, nil),
+		lag:         prometheus.NewDesc("followfeed_source_lag_seconds", "Seconds since the source's last successful run.", l, nil),
+		errors:      prometheus.NewDesc("followfeed_source_errors_total", "Failed runs of the source (harvests, enrichment runs, pushes).", l, nil),
+		failing:     prometheus.NewDesc("followfeed_source_failing", "1 while the source's last run failed.", l, nil),
+		missed:      prometheus.NewDesc("followfeed_source_missing_records", "Records the repository lists that are still missing, over the last 14 days checked.", l, nil),
+		up:          prometheus.NewDesc("followfeed_source_scrape_ok", "1 when the source health could be read.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *SourcesCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.lastSuccess, c.lag, c.errors, c.failing, c.missed, c.up} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *SourcesCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, err := c.health.Status(ctx)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		return
+	}
+	for _, s := range st {
+		if !s.LastSuccess.IsZero() {
+			ch <- prometheus.MustNewConstMetric(c.lastSuccess, prometheus.GaugeValue, float64(s.LastSuccess.UnixMilli())/1000, s.Source)
+			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, s.Lag.Seconds(), s.Source)
+		}
+		ch <- prometheus.MustNewConstMetric(c.errors, prometheus.CounterValue, float64(s.Errors), s.Source)
+		failing := 0.0
+		if s.Failing() {
+			failing = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.failing, prometheus.GaugeValue, failing, s.Source)
+		missing := 0
+		for _, d := range s.Days {
+			missing += max(d.Missing, 0)
+		}
+		ch <- prometheus.MustNewConstMetric(c.missed, prometheus.GaugeValue, float64(missing), s.Source)
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
 }

@@ -76,7 +76,7 @@ func (p retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
 // the domain services use it through Enqueuer.
 func NewInserter(pool *pgxpool.Pool, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
 	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Logger: logger,
+		Logger: RiverLogger(logger),
 		Schema: migrations.RiverSchema,
 	})
 	if err != nil {
@@ -145,7 +145,7 @@ func NewClient(deps Deps, s Settings) (*river.Client[pgx.Tx], error) {
 		s.RetryMax = RetryMax
 	}
 	c, err := river.NewClient(riverpgxv5.New(deps.Pool), &river.Config{
-		Logger:               deps.Logger,
+		Logger:               RiverLogger(deps.Logger),
 		Schema:               migrations.RiverSchema,
 		Queues:               queues,
 		Workers:              workers,

@@ -21,6 +21,9 @@ type Replay struct {
 	// Fail, when set, is given the writer instead of Next; when it returns
 	// true it has answered (a fault), otherwise Next is served.
 	Fail func(w http.ResponseWriter) bool
+	// Identifiers answers every ListIdentifiers request; nil answers an
+	// OAI-PMH badVerb error. Those requests are not in Queries.
+	Identifiers []byte
 
 	mu       sync.Mutex
 	requests []string
@@ -37,6 +40,14 @@ func (s *Replay) ExpireNextToken() {
 
 // ServeHTTP implements http.Handler.
 func (s *Replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("verb") == "ListIdentifiers" {
+		if s.Identifiers == nil {
+			_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/"><responseDate>2015-01-06T12:00:00Z</responseDate><request>http://export.arxiv.org/oai2</request><error code="badVerb">ListIdentifiers is not recorded</error></OAI-PMH>`))
+			return
+		}
+		_, _ = w.Write(s.Identifiers)
+		return
+	}
 	s.mu.Lock()
 	s.requests = append(s.requests, r.URL.RawQuery)
 	fail, expire := s.Fail, s.expire

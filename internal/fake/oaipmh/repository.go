@@ -56,14 +56,88 @@ type Repository struct {
 	requests map[int]int // page → requests seen
 	served   map[int]int // page → complete pages served
 	injected map[string]int
-	total    int // pages served
+	total    int            // pages served
+	omit     map[string]int // record id → ListRecords runs still to leave it out of
+	withheld map[string]bool
+	idLists  int // ListIdentifiers requests served
 }
 
 // New returns a repository serving records() (called for every new run),
 // pageSize records per page.
 func New(records func() []Record, pageSize int) *Repository {
 	return &Repository{records: records, pageSize: pageSize, faults: map[int][]string{},
-		requests: map[int]int{}, served: map[int]int{}, injected: map[string]int{}}
+		requests: map[int]int{}, served: map[int]int{}, injected: map[string]int{}, omit: map[string]int{}}
+}
+
+// Omit makes the next runs ListRecords records without ids, as a repository
+// that drops records from a list would: each id is left out of that many
+// runs (a first page without until). ListIdentifiers and day-bounded
+// ListRecords (until set, as a re-harvest asks) still have them.
+func (f *Repository) Omit(runs int, ids ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, id := range ids {
+		f.omit[id] = runs
+	}
+}
+
+// Withhold makes every ListRecords response leave ids out (nil restores
+// them), while ListIdentifiers still lists them: records the repository
+// counts but cannot serve.
+func (f *Repository) Withhold(ids ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.withheld = map[string]bool{}
+	for _, id := range ids {
+		f.withheld[id] = true
+	}
+}
+
+// IdentifierLists returns how many ListIdentifiers requests were served.
+func (f *Repository) IdentifierLists() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.idLists
+}
+
+// listed is the records of a regular ListRecords run: all but those
+// omitted. newRun consumes one omission of each.
+func (f *Repository) listed(newRun bool) []Record {
+	all := f.records()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.omit) == 0 && len(f.withheld) == 0 {
+		return all
+	}
+	out := make([]Record, 0, len(all))
+	for _, r := range all {
+		if f.omit[r.ID] > 0 || f.withheld[r.ID] {
+			continue
+		}
+		out = append(out, r)
+	}
+	if newRun {
+		for id, n := range f.omit {
+			if n <= 1 {
+				delete(f.omit, id)
+			} else {
+				f.omit[id] = n - 1
+			}
+		}
+	}
+	return out
+}
+
+// between is the records whose datestamp lies in [from, until] (either
+// bound may be empty).
+func (f *Repository) between(from, until string) []Record {
+	var out []Record
+	for _, r := range f.records() {
+		if (from == "" || r.Datestamp >= from) && (until == "" || r.Datestamp <= until) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Plan makes the successive requests for page (0 is the first) answer
@@ -97,8 +171,15 @@ func (f *Repository) FaultCounts() map[string]int {
 // by resumptionToken), injecting the planned fault of the request if any.
 func (f *Repository) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	if q.Get("verb") != "ListRecords" {
-		f.oaiError(w, "badVerb", "only ListRecords is implemented")
+	switch {
+	case q.Get("verb") == "ListIdentifiers":
+		f.listIdentifiers(w, q.Get("from"), q.Get("until"))
+		return
+	case q.Get("verb") == "ListRecords" && q.Get("until") != "" && q.Get("resumptionToken") == "":
+		f.listDay(w, q.Get("from"), q.Get("until"))
+		return
+	case q.Get("verb") != "ListRecords":
+		f.oaiError(w, "badVerb", "only ListRecords and ListIdentifiers are implemented")
 		return
 	}
 	page, size := 0, 0
@@ -114,7 +195,7 @@ func (f *Repository) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.oaiError(w, "cannotDisseminateFormat", "only arXivRaw")
 			return
 		}
-		size = len(f.records())
+		size = len(f.listed(true))
 	}
 	f.mu.Lock()
 	f.requests[page]++
@@ -205,7 +286,7 @@ func (f *Repository) oaiError(w http.ResponseWriter, code, msg string) {
 
 // page renders page number page of a list of size records.
 func (f *Repository) page(page, size int) []byte {
-	all := f.records()
+	all := f.listed(false)
 	size = min(size, len(all))
 	if size == 0 {
 		var b bytes.Buffer
@@ -232,6 +313,63 @@ func (f *Repository) page(page, size int) []byte {
 	}
 	b.WriteString("</ListRecords>\n</OAI-PMH>\n")
 	return b.Bytes()
+}
+
+// listIdentifiers answers ListIdentifiers with every record in [from,
+// until], in one page.
+func (f *Repository) listIdentifiers(w http.ResponseWriter, from, until string) {
+	f.mu.Lock()
+	f.idLists++
+	f.mu.Unlock()
+	recs := f.between(from, until)
+	if len(recs) == 0 {
+		f.oaiError(w, "noRecordsMatch", "The combination of the values of the from, until, set and metadataPrefix arguments results in an empty list.")
+		return
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>
+<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:schemaLocation="http://www.openarchives.org/OAI/2.0/ http://www.openarchives.org/OAI/2.0/OAI-PMH.xsd">
+<responseDate>%s</responseDate>
+<request verb="ListIdentifiers" metadataPrefix="arXivRaw">http://export.arxiv.org/oai2</request>
+<ListIdentifiers>
+`, time.Now().UTC().Format(time.RFC3339))
+	for _, r := range recs {
+		fmt.Fprintf(&b, "<header>\n <identifier>oai:arXiv.org:%s</identifier>\n <datestamp>%s</datestamp>\n <setSpec>cs</setSpec>\n</header>\n", esc(r.ID), esc(r.Datestamp))
+	}
+	b.WriteString("</ListIdentifiers>\n</OAI-PMH>\n")
+	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
+	_, _ = w.Write(b.Bytes())
+}
+
+// listDay answers a day-bounded ListRecords (until set) with every record
+// in [from, until], in one page, omissions and faults aside.
+func (f *Repository) listDay(w http.ResponseWriter, from, until string) {
+	var recs []Record
+	f.mu.Lock()
+	withheld := f.withheld
+	f.mu.Unlock()
+	for _, r := range f.between(from, until) {
+		if !withheld[r.ID] {
+			recs = append(recs, r)
+		}
+	}
+	if len(recs) == 0 {
+		f.oaiError(w, "noRecordsMatch", "The combination of the values of the from, until, set and metadataPrefix arguments results in an empty list.")
+		return
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>
+<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/">
+<responseDate>%s</responseDate>
+<request verb="ListRecords" metadataPrefix="arXivRaw">http://export.arxiv.org/oai2</request>
+<ListRecords>
+`, time.Now().UTC().Format(time.RFC3339))
+	for _, rec := range recs {
+		writeRecord(&b, rec)
+	}
+	b.WriteString("</ListRecords>\n</OAI-PMH>\n")
+	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
+	_, _ = w.Write(b.Bytes())
 }
 
 // httpBuffer lets oaiError write into a buffer.
