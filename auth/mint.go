@@ -92,3 +92,29 @@ func MintHS256(secret []byte, o MintOptions) (string, error) {
 	}
 	return s, nil
 }
+
+// DemoKeyID is the kid of tokens signed with the development demo key
+// (VerifierConfig.DemoHS256Secret); DemoSubject is the only subject such a
+// token may name.
+const (
+	DemoKeyID   = "followfeed-demo"
+	DemoSubject = "demo-reader"
+)
+
+// MintDemo returns a one-hour token for DemoSubject signed with the demo
+// key, for the /embed/demo page in development.
+func MintDemo(secret []byte, now time.Time) (string, error) {
+	if len(secret) == 0 {
+		return "", errors.New("auth: mint: the demo key is empty")
+	}
+	c := mintClaims{RegisteredClaims: jwt.RegisteredClaims{
+		Subject: DemoSubject, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour)), ID: rand.Text(),
+	}}
+	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
+	tok.Header["kid"] = DemoKeyID
+	s, err := tok.SignedString(secret)
+	if err != nil {
+		return "", fmt.Errorf("auth: mint: sign: %w", err)
+	}
+	return s, nil
+}
