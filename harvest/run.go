@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"followfeed/internal/text"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -207,10 +209,7 @@ func (h *Harvester) saveDone(ctx context.Context, source string, until time.Time
 }
 
 func (h *Harvester) saveError(ctx context.Context, source string, cause error) {
-	msg := cause.Error()
-	if len(msg) > 1000 {
-		msg = msg[:1000]
-	}
+	msg := text.Truncate(strings.ToValidUTF8(strings.ReplaceAll(cause.Error(), "\x00", ""), "\uFFFD"), 1000) // never a split character
 	_, err := h.db.Pool.Exec(context.WithoutCancel(ctx), `
 		INSERT INTO harvest_state (source, last_error, updated_at) VALUES ($1, $2, now())
 		ON CONFLICT (source) DO UPDATE SET last_error = $2, updated_at = now()`, source, msg)
