@@ -52,8 +52,8 @@ type Settings struct {
 	// link followed from one of their pages signs in at once, and they may
 	// POST /login.
 	HostOrigins []string
-	PerIP    *Limiter
-	csrfKey  []byte
+	PerIP       *Limiter
+	csrfKey     []byte
 }
 
 // NewSettings returns the settings pages; secret is SECRET_KEY (for CSRF).
@@ -205,18 +205,22 @@ func (s *Settings) trustedOrigin(r *http.Request, origin string) bool {
 }
 
 // loginOriginOK is the login-CSRF check of POST /login: a browser names the
-// sending page's origin in Origin (or, failing that, says "cross-site" in
-// Sec-Fetch-Site); it must be ours or the host site's. Clients that send
+// sending page's origin in Origin, which must be ours or the host site's
+// (an opaque "null" origin must come with Sec-Fetch-Site: same-origin), or
+// without Origin, Sec-Fetch-Site must not say another site. Clients that send
 // neither (curl, the host's backend) are no browser to forge a request in.
 func (s *Settings) loginOriginOK(r *http.Request) bool {
-	if o := r.Header.Get("Origin"); o != "" {
-		return o != "null" && s.trustedOrigin(r, o)
+	site := r.Header.Get("Sec-Fetch-Site")
+	switch o := r.Header.Get("Origin"); o {
+	case "":
+	case "null":
+		// Our pages send Referrer-Policy: no-referrer, so a browser posts
+		// their forms with Origin: null; Sec-Fetch-Site then tells.
+		return site == "same-origin"
+	default:
+		return s.trustedOrigin(r, o)
 	}
-	switch r.Header.Get("Sec-Fetch-Site") {
-	case "", "same-origin", "none":
-		return true
-	}
-	return false
+	return site == "" || site == "same-origin" || site == "none"
 }
 
 // fromHost reports whether a GET /login came from one of our own pages or
