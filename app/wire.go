@@ -264,7 +264,7 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 		// development-only demo key: a token it hands out is worth nothing
 		// anywhere else, even when AUTH_HS256_SECRET is a real host's.
 		embed.DemoToken = func() (string, error) {
-			return auth.MintDemo([]byte(config.DevDemoHS256Secret), time.Now())
+			return auth.MintDemo([]byte(config.DevDemoHS256Secret), time.Now(), cfg.Auth.Issuer, cfg.Auth.Audience)
 		}
 	}
 	return func(mux *http.ServeMux) {

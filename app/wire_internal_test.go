@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"followfeed/config"
@@ -35,5 +36,20 @@ func TestVerifierErrorsNameTheirVariable(t *testing.T) {
 				t.Fatalf("want a config error naming %s, got %v", tc.want, err)
 			}
 		})
+	}
+}
+
+// TestTokenTTLWithinTheLifetimeCap: `followfeed token` refuses to mint a
+// token the service would refuse.
+func TestTokenTTLWithinTheLifetimeCap(t *testing.T) {
+	env := func(k string) string { return map[string]string{"AUTH_MAX_TOKEN_LIFETIME": "2h"}[k] }
+	var out strings.Builder
+	err := Run(t.Context(), []string{"token", "--sub", "alice", "--ttl", "3h"}, env, &out)
+	var ue *UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "AUTH_MAX_TOKEN_LIFETIME") {
+		t.Fatalf("--ttl over the cap: %v", err)
+	}
+	if err := Run(t.Context(), []string{"token", "--sub", "alice", "--ttl", "2h"}, env, &out); err != nil || strings.Count(out.String(), ".") != 2 {
+		t.Errorf("--ttl at the cap: %v %q", err, out.String())
 	}
 }

@@ -111,15 +111,15 @@ func TestPEMRSAKeyVerifiesOneFamily(t *testing.T) {
 func TestDemoKey(t *testing.T) {
 	t.Log("hostile: tokens")
 	demo := []byte("demo-key-for-tests-0123456789abcdef")
-	v := newVerifier(t, VerifierConfig{HS256Secret: testSecret, DemoHS256Secret: demo})
-	tok, err := MintDemo(demo, testNow)
+	v := newVerifier(t, VerifierConfig{HS256Secret: testSecret, DemoHS256Secret: demo, Issuer: testIss, Audience: testAud})
+	tok, err := MintDemo(demo, testNow, testIss, testAud)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c, err := v.Verify(t.Context(), tok); err != nil || c.Subject != DemoSubject {
 		t.Fatalf("demo token: %v %v", c, err)
 	}
-	other := jwt.NewWithClaims(jwt.SigningMethodHS256, claims("sub", "alice"))
+	other := jwt.NewWithClaims(jwt.SigningMethodHS256, claims("sub", "alice", "iat", testNow.Unix()))
 	other.Header["kid"] = DemoKeyID
 	forged, _ := other.SignedString(demo)
 	checkRefusal(t, forged, mustFail(v.Verify(t.Context(), forged)), ReasonClaims)

@@ -102,14 +102,19 @@ const (
 )
 
 // MintDemo returns a one-hour token for DemoSubject signed with the demo
-// key, for the /embed/demo page in development.
-func MintDemo(secret []byte, now time.Time) (string, error) {
+// key (kid DemoKeyID), for the /embed/demo page in development; issuer and
+// audience, when set, become iss and aud so a verifier that checks them
+// accepts it.
+func MintDemo(secret []byte, now time.Time, issuer, audience string) (string, error) {
 	if len(secret) == 0 {
 		return "", errors.New("auth: mint: the demo key is empty")
 	}
 	c := mintClaims{RegisteredClaims: jwt.RegisteredClaims{
-		Subject: DemoSubject, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour)), ID: rand.Text(),
+		Subject: DemoSubject, Issuer: issuer, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour)), ID: rand.Text(),
 	}}
+	if audience != "" {
+		c.Audience = jwt.ClaimStrings{audience}
+	}
 	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
 	tok.Header["kid"] = DemoKeyID
 	s, err := tok.SignedString(secret)
