@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/apperr"
 	"followfeed/auth"
 	"followfeed/database"
 	"followfeed/internal/text"
@@ -124,10 +126,14 @@ func (a *Addresses) ManageUser(ctx context.Context, tok string) (int64, error) {
 }
 
 // RevokeLinks invalidates every signed link of the user's earlier emails
-// (manage preferences, unsubscribe, confirm): links carry the user's link
-// epoch, which this moves on. Later emails carry working links.
+// (manage preferences, unsubscribe, confirm) and ends every settings
+// session (someone who used a leaked link may have signed in): links carry
+// the user's link epoch and sessions the session epoch, which this moves
+// on. Later emails carry working links.
 func (a *Addresses) RevokeLinks(ctx context.Context, userID int64) error {
-	tag, err := a.db.Pool.Exec(ctx, `UPDATE users SET link_epoch = link_epoch + 1, updated_at = now() WHERE id = $1`, userID)
+	tag, err := a.db.Pool.Exec(ctx, `
+		UPDATE users SET link_epoch = link_epoch + 1, session_epoch = session_epoch + 1, updated_at = now()
+		WHERE id = $1`, userID)
 	if err != nil {
 		return fmt.Errorf("revoking the email links of user %d: %w", userID, err)
 	}
@@ -291,15 +297,66 @@ func (a *Addresses) Reconfirm(ctx context.Context, userID int64) error {
 		if a.enq == nil {
 			return nil
 		}
+		if err := capConfirmations(ctx, tx, userID, email); err != nil {
+			return err
+		}
 		return a.enq.EnqueueConfirm(ctx, tx, userID, email)
 	})
+}
+
+// Caps on confirmation mails, over the last 24 hours: a reader cannot use
+// them to mail-bomb an address (their own changes, or many accounts
+// naming one victim).
+const (
+	MaxConfirmationsPerReader  = 10
+	MaxConfirmationsPerAddress = 3
+	confirmationWindow         = 24 * time.Hour
+)
+
+// capConfirmations records a confirmation mail to email for userID in tx,
+// or refuses it (apperr.RateLimited) when the reader or the address had
+// their share in the last day. The counts live in the database, so the
+// caps hold across processes; an advisory lock on the address serialises
+// concurrent requests naming it (the caller holds the user's row lock).
+func capConfirmations(ctx context.Context, tx pgx.Tx, userID int64, email string) error {
+	addr := strings.ToLower(strings.TrimSpace(email))
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('followfeed confirm ' || $1, 0))`, addr); err != nil {
+		return fmt.Errorf("locking confirmations of an address: %w", err)
+	}
+	var perUser, perAddr int
+	// Both counts are index range scans (confirmation_requests_user_idx,
+	// confirmation_requests_email_idx).
+	err := tx.QueryRow(ctx, `
+		SELECT (SELECT count(*) FROM confirmation_requests WHERE user_id = $1 AND created_at > now() - $3::interval),
+		       (SELECT count(*) FROM confirmation_requests WHERE email = $2 AND created_at > now() - $3::interval)`,
+		userID, addr, confirmationWindow.String()).Scan(&perUser, &perAddr)
+	if err != nil {
+		return fmt.Errorf("counting confirmation mails: %w", err)
+	}
+	switch {
+	case perAddr >= MaxConfirmationsPerAddress:
+		return apperr.New(apperr.RateLimited, "%s already got %d confirmation mails in the last 24 hours; use the link in one of them, or try again tomorrow",
+			text.Truncate(addr, 80), perAddr)
+	case perUser >= MaxConfirmationsPerReader:
+		return apperr.New(apperr.RateLimited, "your account asked for %d confirmation mails in the last 24 hours, the most it may; try again tomorrow", perUser)
+	}
+	if _, err := tx.Exec(ctx, `
+		DELETE FROM confirmation_requests WHERE (user_id = $1 OR email = $2) AND created_at < now() - $3::interval`,
+		userID, addr, confirmationWindow.String()); err != nil {
+		return fmt.Errorf("forgetting old confirmation mails: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO confirmation_requests (user_id, email) VALUES ($1, $2)`, userID, addr); err != nil {
+		return fmt.Errorf("recording a confirmation mail: %w", err)
+	}
+	return nil
 }
 
 // SetContact writes the user's address and time zone in tx (the caller
 // has validated both and holds the user's row lock). A new address starts
 // unconfirmed, revokes earlier email links and gets a confirmation mail
-// queued. It reports whether the address changed (compared without regard
-// to case).
+// queued (refused with apperr.RateLimited beyond MaxConfirmationsPerReader
+// or MaxConfirmationsPerAddress a day). It reports whether the address
+// changed (compared without regard to case).
 func (a *Addresses) SetContact(ctx context.Context, tx pgx.Tx, userID int64, email, timezone string) (emailChanged bool, err error) {
 	var old string
 	if err := tx.QueryRow(ctx, `SELECT coalesce(email, '') FROM users WHERE id = $1`, userID).Scan(&old); err != nil {
@@ -317,6 +374,9 @@ func (a *Addresses) SetContact(ctx context.Context, tx pgx.Tx, userID int64, ema
 		return false, fmt.Errorf("updating the address of user %d: %w", userID, err)
 	}
 	if emailChanged && email != "" && a.enq != nil {
+		if err := capConfirmations(ctx, tx, userID, email); err != nil {
+			return false, err
+		}
 		if err := a.enq.EnqueueConfirm(ctx, tx, userID, email); err != nil {
 			return false, fmt.Errorf("queueing the confirmation mail: %w", err)
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,6 +23,9 @@ type User struct {
 	EmailConfirmed bool
 	Timezone       string
 	CreatedAt      time.Time
+	// SessionEpoch is what a settings session must carry to be valid;
+	// EndSessions moves it on.
+	SessionEpoch int64
 }
 
 // Users creates and reads user rows: a user is created from a verified
@@ -42,11 +47,11 @@ func NewUsers(db *database.DB) *Users { return &Users{db: db} }
 // before the store is used.
 func (us *Users) OnConfirm(h ConfirmHook) { us.confirmed = h }
 
-const userColumns = `id, sub, coalesce(email, ''), email_confirmed_at IS NOT NULL, timezone, created_at`
+const userColumns = `id, sub, coalesce(email, ''), email_confirmed_at IS NOT NULL, timezone, created_at, session_epoch`
 
 func scanUser(row pgx.Row) (*User, error) {
 	u := &User{}
-	err := row.Scan(&u.ID, &u.Sub, &u.Email, &u.EmailConfirmed, &u.Timezone, &u.CreatedAt)
+	err := row.Scan(&u.ID, &u.Sub, &u.Email, &u.EmailConfirmed, &u.Timezone, &u.CreatedAt, &u.SessionEpoch)
 	return u, err
 }
 
@@ -173,10 +178,24 @@ func (us *Users) Get(ctx context.Context, id int64) (*User, error) {
 	return u, database.NotFound(err, fmt.Sprintf("reading user %d", id))
 }
 
+// EndSessions ends every settings session of the user (logout): sessions
+// carry the session epoch they were made with, and this moves it on.
+func (us *Users) EndSessions(ctx context.Context, id int64) error {
+	tag, err := us.db.Pool.Exec(ctx, `UPDATE users SET session_epoch = session_epoch + 1, updated_at = now() WHERE id = $1`, id)
+	if err != nil {
+		return fmt.Errorf("ending the sessions of user %d: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return database.NotFound(pgx.ErrNoRows, fmt.Sprintf("ending the sessions of user %d", id))
+	}
+	return nil
+}
+
 // validEmail is a light sanity check for addresses from identity tokens;
 // addresses typed by people are validated by notify.
 func validEmail(s string) bool {
 	s = strings.TrimSpace(s)
 	at := strings.LastIndexByte(s, '@')
-	return at > 0 && at < len(s)-1 && len(s) <= 320 && !strings.ContainsAny(s, " \r\n<>")
+	return at > 0 && at < len(s)-1 && len(s) <= 320 && !strings.ContainsAny(s, " <>") &&
+		utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl) // NUL would fail the write
 }

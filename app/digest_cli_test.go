@@ -296,7 +296,7 @@ func TestBouncedAddressResumesAfterReconfirmation(t *testing.T) {
 	// Saving the address again on the settings page asks for confirmation.
 	b := testapp.FormClient(t)
 	form := func(method, u string, f url.Values) (*http.Response, string) { return testapp.Form(t, b, method, u, f) }
-	if resp, _ := form("GET", w.a.URL+"/login?token="+url.QueryEscape(w.reader), nil); resp.StatusCode != 303 {
+	if resp, _ := form("POST", w.a.URL+"/login", url.Values{"token": {w.reader}}); resp.StatusCode != 303 {
 		t.Fatalf("login: %d", resp.StatusCode)
 	}
 	resp, page := form("GET", w.a.URL+"/settings", nil)

@@ -31,6 +31,9 @@ func runToken(ctx context.Context, args []string, inv invocation) error {
 	if len(cfg.Auth.HS256Secret) == 0 {
 		return &config.Error{Var: "AUTH_HS256_SECRET", Reason: "token signs with HS256: set AUTH_HS256_SECRET (production hosts mint their own tokens)"}
 	}
+	if *ttl > cfg.Auth.MaxTokenLifetime {
+		return &UsageError{Msg: fmt.Sprintf("token: --ttl %v is longer than AUTH_MAX_TOKEN_LIFETIME (%v); the service would refuse the token", *ttl, cfg.Auth.MaxTokenLifetime)}
+	}
 	tok, err := auth.MintHS256(cfg.Auth.HS256Secret, auth.MintOptions{
 		Subject:       *sub,
 		Email:         *email,

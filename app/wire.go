@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -189,8 +190,14 @@ func newVerifier(ctx context.Context, cfg *config.Config, logger *slog.Logger) (
 		Issuer:      cfg.Auth.Issuer,
 		Audience:    cfg.Auth.Audience,
 		Leeway:      cfg.Auth.Leeway,
+		MaxLifetime: cfg.Auth.MaxTokenLifetime,
 		HTTPClient:  httpclient.New(10*time.Second, 1<<20),
 		Logger:      logger,
+	}
+	if !cfg.IsProduction() {
+		// The /embed/demo page's token: its own key, never the host's
+		// secret, and only for the demo reader.
+		vc.DemoHS256Secret = []byte(config.DevDemoHS256Secret)
 	}
 	if cfg.Auth.JWKSURL != nil {
 		vc.JWKSURL = cfg.Auth.JWKSURL.String()
@@ -204,7 +211,12 @@ func newVerifier(ctx context.Context, cfg *config.Config, logger *slog.Logger) (
 	}
 	v, err := auth.NewVerifier(ctx, vc)
 	if err != nil {
-		return nil, &config.Error{Var: "AUTH_PUBLIC_KEY_FILE", Reason: err.Error()}
+		name := "AUTH_JWKS_URL" // a JWKS problem, or no key source at all
+		var se *auth.SourceError
+		if errors.As(err, &se) && se.Source == auth.SourcePEM {
+			name = "AUTH_PUBLIC_KEY_FILE"
+		}
+		return nil, &config.Error{Var: name, Reason: err.Error()}
 	}
 	return v, nil
 }
@@ -276,13 +288,14 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 	emailPages := &httpapi.EmailPages{Logger: s.logger, Addresses: s.addrs, PerIP: api.PerIP}
 	settings := httpapi.NewSettings(httpapi.Settings{Logger: s.logger, Verifier: s.verifier, Users: s.users, Addresses: s.addrs, Follows: s.follows,
 		Feeds: s.feeds, Prefs: s.prefs, Digester: s.digester, Channels: s.channels, Signer: s.signer, Secure: cfg.PublicURL.Scheme == "https",
-		DevLogin: !cfg.IsProduction(), PerIP: api.PerIP}, cfg.SecretKey)
+		DevLogin: !cfg.IsProduction(), HostOrigins: cfg.CORSOrigins, PerIP: api.PerIP}, cfg.SecretKey)
 	embed := &httpapi.Embed{Logger: s.logger, FrameOrigins: cfg.CORSOrigins, PublicURL: cfg.PublicURL.String()}
-	if !cfg.IsProduction() && len(cfg.Auth.HS256Secret) > 0 {
-		// The demo page signs its button in as a development reader.
+	if !cfg.IsProduction() {
+		// The demo page signs its button in as the demo reader, with the
+		// development-only demo key: a token it hands out is worth nothing
+		// anywhere else, even when AUTH_HS256_SECRET is a real host's.
 		embed.DemoToken = func() (string, error) {
-			return auth.MintHS256(cfg.Auth.HS256Secret, auth.MintOptions{Subject: "demo-reader", TTL: time.Hour,
-				Issuer: cfg.Auth.Issuer, Audience: cfg.Auth.Audience, Now: time.Now()})
+			return auth.MintDemo([]byte(config.DevDemoHS256Secret), time.Now(), cfg.Auth.Issuer, cfg.Auth.Audience)
 		}
 	}
 	return func(mux *http.ServeMux) {

@@ -4,9 +4,12 @@
 // A Verifier accepts a token only if its signature verifies with a key from a
 // configured source under an algorithm that source allows (HS256 only with
 // the shared secret; RSA, ECDSA and Ed25519 algorithms only with keys of that
-// type, from PEM or a JWKS), and its claims hold: exp present and in the
-// future, nbf and iat not in the future (within a leeway of at most 60 s), iss
-// and aud as configured, sub present. Every refusal is a *VerifyError.
+// type, from PEM or a JWKS; an RSA key without a declared alg verifies the
+// RS256/RS384/RS512 family only), its typ, when present, says JWT or at+jwt,
+// and its claims hold: exp present, a number and in the future, nbf and iat
+// numbers not in the future (within a leeway of at most 60 s), a lifetime
+// (exp - iat) within the configured maximum, iss and aud as configured, sub
+// present and printable. Every refusal is a *VerifyError.
 package auth
 
 import (
@@ -22,6 +25,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/MicahParks/jwkset"
@@ -43,6 +47,9 @@ const (
 	MaxLeeway = 60 * time.Second
 	// MaxSubjectLen is the longest sub claim accepted, in bytes.
 	MaxSubjectLen = 255
+	// DefaultMaxLifetime is the longest token lifetime (exp - iat) accepted
+	// when VerifierConfig.MaxLifetime is 0.
+	DefaultMaxLifetime = 24 * time.Hour
 )
 
 // JWKS fetching policy.
@@ -89,7 +96,33 @@ type VerifierConfig struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// MaxLifetime caps a token's lifetime, exp - iat (exp - now without
+	// iat); 0 means DefaultMaxLifetime.
+	MaxLifetime time.Duration
+	// DemoHS256Secret, when set, is a development-only key: it verifies
+	// HS256 tokens whose header names kid DemoKeyID, and then only for the
+	// subject DemoSubject (the /embed/demo page's reader).
+	DemoHS256Secret []byte
 }
+
+// The key sources a SourceError names.
+const (
+	SourceJWKS = "jwks" // VerifierConfig.JWKSURL
+	SourcePEM  = "pem"  // VerifierConfig.PublicKeyPEM
+	SourceNone = "none" // no source was configured at all
+)
+
+// SourceError is a NewVerifier failure of one key source, so a caller can
+// name the setting to fix. Every NewVerifier error is one.
+type SourceError struct {
+	Source string // SourceJWKS, SourcePEM or SourceNone
+	Err    error
+}
+
+func (e *SourceError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *SourceError) Unwrap() error { return e.Err }
 
 // Verifier checks bearer tokens. It is safe for concurrent use and does not
 // change after NewVerifier, except for the JWKS key cache it refreshes.
@@ -104,10 +137,13 @@ type Verifier struct {
 	issuer   string
 	audience string
 	leeway   time.Duration
+	maxLife  time.Duration
+	demo     []byte // the development demo key; nil in production
 	now      func() time.Time
 }
 
-// NewVerifier builds a Verifier from cfg. It fails if no key source is set,
+// NewVerifier builds a Verifier from cfg. It fails, with a *SourceError
+// naming the source, if no key source is set,
 // if PublicKeyPEM holds a block it cannot use (the error names the block and
 // why), or if JWKSURL is not an http(s) URL. It fetches the JWKS once, but a
 // JWKS endpoint that is down or slow (up to 10 s) does not fail it: the
@@ -118,7 +154,11 @@ func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 		issuer:   cfg.Issuer,
 		audience: cfg.Audience,
 		leeway:   min(max(cfg.Leeway, 0), MaxLeeway),
+		maxLife:  cfg.MaxLifetime,
 		now:      cfg.Now,
+	}
+	if v.maxLife <= 0 {
+		v.maxLife = DefaultMaxLifetime
 	}
 	if v.now == nil {
 		v.now = time.Now
@@ -133,10 +173,14 @@ func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 		v.hsSecret = slices.Clone(cfg.HS256Secret)
 		allowed["HS256"] = true
 	}
+	if len(cfg.DemoHS256Secret) > 0 {
+		v.demo = slices.Clone(cfg.DemoHS256Secret)
+		allowed["HS256"] = true
+	}
 	if len(cfg.PublicKeyPEM) > 0 {
 		keys, err := parsePublicKeysPEM(cfg.PublicKeyPEM)
 		if err != nil {
-			return nil, fmt.Errorf("auth: public key PEM: %w", err)
+			return nil, &SourceError{Source: SourcePEM, Err: fmt.Errorf("auth: public key PEM: %w", err)}
 		}
 		v.pemKeys = keys
 		for _, k := range keys {
@@ -149,7 +193,7 @@ func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 	if cfg.JWKSURL != "" {
 		u, err := url.Parse(cfg.JWKSURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, errors.New("auth: JWKS URL must be an absolute http(s) URL")
+			return nil, &SourceError{Source: SourceJWKS, Err: errors.New("auth: JWKS URL must be an absolute http(s) URL")}
 		}
 		v.jwksURL = u.Redacted()
 		client := cfg.HTTPClient
@@ -173,7 +217,7 @@ func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 			RefreshUnknownKID: v.limiter,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("auth: JWKS %s: %w", v.jwksURL, err)
+			return nil, &SourceError{Source: SourceJWKS, Err: fmt.Errorf("auth: JWKS %s: %w", v.jwksURL, err)}
 		}
 		v.jwks = kf
 		for _, a := range asymmetricAlgs {
@@ -181,7 +225,7 @@ func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 		}
 	}
 	if len(allowed) == 0 {
-		return nil, errors.New("auth: no key source configured: set a JWKS URL (AUTH_JWKS_URL), public keys (AUTH_PUBLIC_KEY_FILE) or an HS256 secret (AUTH_HS256_SECRET)")
+		return nil, &SourceError{Source: SourceNone, Err: errors.New("auth: no key source configured: set a JWKS URL (AUTH_JWKS_URL), public keys (AUTH_PUBLIC_KEY_FILE) or an HS256 secret (AUTH_HS256_SECRET)")}
 	}
 	for a := range allowed {
 		v.methods = append(v.methods, a)
@@ -287,6 +331,9 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Claims, error) {
 	if verr != nil {
 		return nil, verr
 	}
+	if verr := checkNumericDates(raw); verr != nil {
+		return nil, verr
+	}
 
 	var tc tokenClaims
 	kf := v.keyfunc(ctx, h)
@@ -299,6 +346,18 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Claims, error) {
 		return nil, refuse(ReasonClaims, "the token has no sub claim; it must name the user or service")
 	case len(tc.Subject) > MaxSubjectLen:
 		return nil, refuse(ReasonClaims, "the sub claim is %d bytes long; at most %d are accepted", len(tc.Subject), MaxSubjectLen)
+	case !utf8.ValidString(tc.Subject) || strings.ContainsFunc(tc.Subject, unicode.IsControl):
+		return nil, refuse(ReasonClaims, "the sub claim contains a control character (such as NUL); it must be printable text")
+	case kf.demo && tc.Subject != DemoSubject:
+		return nil, refuse(ReasonClaims, "a token signed with the demo key may only name the demo reader %q", DemoSubject)
+	}
+	start := v.now()
+	if tc.IssuedAt != nil {
+		start = tc.IssuedAt.Time
+	}
+	if life := tc.ExpiresAt.Sub(start); life > v.maxLife {
+		return nil, refuse(ReasonClaims, "the token's lifetime (exp - iat, or exp - now without iat) is %v; at most %v is accepted (AUTH_MAX_TOKEN_LIFETIME)",
+			life.Round(time.Second), v.maxLife)
 	}
 	c := &Claims{
 		Subject:       tc.Subject,
@@ -346,6 +405,15 @@ func (v *Verifier) checkHeader(raw string) (header, *VerifyError) {
 	if _, present := m["crit"]; present {
 		return header{}, refuse(ReasonMalformed, "the token header has a crit parameter; no critical extensions are supported")
 	}
+	if t, present := m["typ"]; present {
+		// Explicit typing (RFC 8725 section 3.11): a token of another kind
+		// (a logout token, a DPoP proof, a security event) is never a
+		// sign-in, even when the same keys signed it.
+		typ, ok := t.(string)
+		if !ok || !acceptedTyp(typ) {
+			return header{}, refuse(ReasonMalformed, "the token header's typ must be \"JWT\" or \"at+jwt\" when present; this is another kind of token")
+		}
+	}
 
 	switch {
 	case strings.EqualFold(alg, "none"):
@@ -360,6 +428,55 @@ func (v *Verifier) checkHeader(raw string) (header, *VerifyError) {
 	return header{}, refuse(ReasonAlgorithm, "algorithm %s is not supported; accepted algorithms: %s", clip(alg), strings.Join(v.methods, ", "))
 }
 
+// acceptedTyp reports whether a typ header names a plain JWT or an OAuth
+// access token (RFC 9068), with or without "application/", in any case.
+func acceptedTyp(typ string) bool {
+	t := strings.ToLower(typ)
+	t = strings.TrimPrefix(t, "application/")
+	return t == "jwt" || t == "at+jwt"
+}
+
+// checkNumericDates refuses exp, nbf and iat that are not JSON numbers:
+// the jwt package would read "exp": "1700000000" as a date.
+func checkNumericDates(raw string) *VerifyError {
+	parts := strings.SplitN(raw, ".", 3)
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return nil // jwt reports the encoding
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return nil // jwt reports what is wrong with the payload
+	}
+	for _, name := range []string{"exp", "nbf", "iat"} {
+		v, ok := m[name]
+		if !ok {
+			continue
+		}
+		if c := v[0]; c != '-' && (c < '0' || c > '9') {
+			return refuse(ReasonClaims, "claim %s must be a number (seconds since 1970), not %s", name, jsonKind(c))
+		}
+	}
+	return nil
+}
+
+// jsonKind names the JSON type that starts with c, for messages.
+func jsonKind(c byte) string {
+	switch c {
+	case '"':
+		return "a string"
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "a boolean"
+	case '[':
+		return "an array"
+	case '{':
+		return "an object"
+	}
+	return "this value"
+}
+
 // keyLookup is the jwt.Keyfunc of one Verify call. It remembers what it
 // found so a signature failure can be explained.
 type keyLookup struct {
@@ -367,6 +484,7 @@ type keyLookup struct {
 	ctx        context.Context
 	h          header
 	kidInJWKS  bool // the kid named a JWKS key, which alone was tried
+	demo       bool // the demo key was used (the subject is then checked)
 	triedCount int
 }
 
@@ -382,6 +500,13 @@ func (l *keyLookup) get(t *jwt.Token) (any, error) {
 	v, alg := l.v, t.Method.Alg()
 	if alg != l.h.alg || !slices.Contains(v.methods, alg) { // cannot happen: checkHeader ran
 		return nil, refuse(ReasonAlgorithm, "algorithm %s is not accepted", clip(alg))
+	}
+	if alg == "HS256" && l.h.hasKid && l.h.kid == DemoKeyID {
+		if len(v.demo) == 0 {
+			return nil, refuse(ReasonUnknownKey, "the demo key (kid %q) is not accepted here: it works in development only", DemoKeyID)
+		}
+		l.demo, l.triedCount = true, 1
+		return v.demo, nil
 	}
 	if alg == "HS256" {
 		if len(v.hsSecret) == 0 {
@@ -468,8 +593,14 @@ func jwkFor(jwk jwkset.JWK, alg string) (any, string) {
 		return nil, fmt.Sprintf("it is declared for alg %s", clip(string(m.ALG)))
 	}
 	key := publicOf(jwk.Key())
+	if string(m.ALG) == alg && alg == "PS256" && keyFits(key, "RS256") {
+		return key, "" // PSS only where the key is declared for it
+	}
 	if !keyFits(key, alg) {
 		desc, _ := describeKey(key)
+		if alg == "PS256" && keyFits(key, "RS256") {
+			return nil, "it is " + desc + " without alg, which verifies RS256, RS384 and RS512 only; declare \"alg\": \"PS256\" in the JWKS to use RSASSA-PSS"
+		}
 		return nil, "it is " + desc
 	}
 	return key, ""

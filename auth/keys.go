@@ -20,7 +20,10 @@ const minRSABits = 2048
 
 // The JWS algorithms this package can verify, by key family.
 var (
-	rsaAlgs = []string{"RS256", "RS384", "RS512", "PS256"}
+	// rsaAlgs are what an RSA key without a declared alg verifies: one
+	// family (RSASSA-PKCS1-v1_5), never PKCS1-v1_5 and PSS alike. PS256
+	// needs a JWKS key declared "alg": "PS256" (see jwkFor).
+	rsaAlgs = []string{"RS256", "RS384", "RS512"}
 	// asymmetricAlgs is what a JWKS may serve: its keys are not known until
 	// fetched, and the key's own type decides per token (see keyFits).
 	asymmetricAlgs = []string{"RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"}

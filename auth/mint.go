@@ -92,3 +92,34 @@ func MintHS256(secret []byte, o MintOptions) (string, error) {
 	}
 	return s, nil
 }
+
+// DemoKeyID is the kid of tokens signed with the development demo key
+// (VerifierConfig.DemoHS256Secret); DemoSubject is the only subject such a
+// token may name.
+const (
+	DemoKeyID   = "followfeed-demo"
+	DemoSubject = "demo-reader"
+)
+
+// MintDemo returns a one-hour token for DemoSubject signed with the demo
+// key (kid DemoKeyID), for the /embed/demo page in development; issuer and
+// audience, when set, become iss and aud so a verifier that checks them
+// accepts it.
+func MintDemo(secret []byte, now time.Time, issuer, audience string) (string, error) {
+	if len(secret) == 0 {
+		return "", errors.New("auth: mint: the demo key is empty")
+	}
+	c := mintClaims{RegisteredClaims: jwt.RegisteredClaims{
+		Subject: DemoSubject, Issuer: issuer, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour)), ID: rand.Text(),
+	}}
+	if audience != "" {
+		c.Audience = jwt.ClaimStrings{audience}
+	}
+	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
+	tok.Header["kid"] = DemoKeyID
+	s, err := tok.SignedString(secret)
+	if err != nil {
+		return "", fmt.Errorf("auth: mint: sign: %w", err)
+	}
+	return s, nil
+}

@@ -35,6 +35,11 @@ const (
 	DevSecretKey     = "followfeed-development-secret-key-do-not-use-in-production"
 	DevAdminPassword = "followfeed"
 	DevDatabaseURL   = "postgres://postgres@127.0.0.1:5432/followfeed?sslmode=disable"
+	// DevDemoHS256Secret signs the token the /embed/demo page hands its
+	// Follow button in development; the verifier accepts it only for the
+	// demo reader and only outside production (never AUTH_HS256_SECRET,
+	// which may be a real host's secret).
+	DevDemoHS256Secret = "followfeed-embed-demo-hs256-key-development-only-never-secret"
 )
 
 // Config is every setting of the service. Load returns it fully validated:
@@ -109,6 +114,9 @@ type AuthConfig struct {
 	Issuer        string        // AUTH_ISSUER
 	Audience      string        // AUTH_AUDIENCE
 	Leeway        time.Duration // AUTH_LEEWAY, at most 60s
+	// MaxTokenLifetime caps exp - iat of accepted tokens
+	// (AUTH_MAX_TOKEN_LIFETIME).
+	MaxTokenLifetime time.Duration
 }
 
 // Error is a configuration problem tied to one variable. Its message names
@@ -116,21 +124,33 @@ type AuthConfig struct {
 type Error struct {
 	Var    string
 	Reason string
+	// More are the other problems Load found, in the order it checks
+	// them, so that one start-up reports everything to fix.
+	More []*Error
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("config: %s: %s", e.Var, e.Reason) }
+// Error is one line: "config: VAR: reason; VAR2: reason2; ...".
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "config: %s: %s", e.Var, e.Reason)
+	for _, m := range e.More {
+		fmt.Fprintf(&b, "; %s: %s", m.Var, m.Reason)
+	}
+	return b.String()
+}
 
 // Vars lists every variable Load reads, in the order the README documents them.
 var Vars = []string{
 	"APP_ENV", "DATABASE_URL", "DB_MAX_CONNS", "HTTP_ADDR", "PUBLIC_URL", "LOG_LEVEL", "LOG_FORMAT",
 	"SHUTDOWN_TIMEOUT", "AUTH_JWKS_URL", "AUTH_PUBLIC_KEY_FILE", "AUTH_HS256_SECRET", "AUTH_ISSUER",
-	"AUTH_AUDIENCE", "AUTH_LEEWAY", "SECRET_KEY", "SMTP_URL", "MAIL_FROM", "MAIL_DIR",
+	"AUTH_AUDIENCE", "AUTH_LEEWAY", "AUTH_MAX_TOKEN_LIFETIME", "SECRET_KEY", "SMTP_URL", "MAIL_FROM", "MAIL_DIR",
 	"MAIL_UNSUBSCRIBE_MAILTO", "DIGEST_SCHEDULE_INTERVAL", "JOB_TIMEOUT", "JOB_RESCUE_AFTER", "JOB_RETRY_MAX", "ARXIV_OAI_URL", "ARXIV_OAI_FORMAT", "ARXIV_SETS", "HARVEST_INTERVAL", "ARXIV_HOLIDAYS", "OPENALEX_URL",
 	"OPENALEX_MAILTO", "OPENALEX_API_KEY", "CORS_ORIGINS", "RATE_LIMIT_PER_IP", "RATE_LIMIT_PER_USER", "WEBSUB_HUB_URL", "CHANNEL_ALLOW_HOSTS", "ADMIN_USER", "ADMIN_PASSWORD",
 }
 
-// Load reads and validates the configuration. The first problem found is
-// returned as an *Error naming its variable.
+// Load reads and validates the configuration. Problems are returned as one
+// *Error naming the first variable at fault, with every other problem found
+// in More (one start-up shows everything to fix).
 func Load(getenv func(string) string) (*Config, error) {
 	l := loader{getenv: getenv}
 	c := &Config{}
@@ -139,14 +159,14 @@ func Load(getenv func(string) string) (*Config, error) {
 	case Development, Production:
 		c.Env = env
 	default:
-		return nil, &Error{"APP_ENV", fmt.Sprintf("%q is not a mode; use development or production", env)}
+		return nil, &Error{Var: "APP_ENV", Reason: fmt.Sprintf("%q is not a mode; use development or production", env)}
 	}
 	prod := c.Env == Production
 
 	c.DatabaseURL = l.required(prod, "DATABASE_URL", DevDatabaseURL)
 	if c.DatabaseURL != "" {
 		if _, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
-			return nil, &Error{"DATABASE_URL", "not a PostgreSQL connection string (postgres://user@host:5432/db): " + redactErr(err, c.DatabaseURL)}
+			l.fail("DATABASE_URL", "not a PostgreSQL connection string (postgres://user@host:5432/db): "+redactErr(err, c.DatabaseURL))
 		}
 	}
 	c.DBMaxConns = int32(l.int("DB_MAX_CONNS", 20, 2, 1000))
@@ -179,15 +199,23 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.LogFormat = l.oneOf("LOG_FORMAT", defFormat, "text", "json")
 	c.ShutdownWait = l.duration("SHUTDOWN_TIMEOUT", 25*time.Second, time.Second, 10*time.Minute)
 
-	c.Auth.JWKSURL = l.url("AUTH_JWKS_URL", "", false, "http", "https")
+	jwksSchemes := []string{"http", "https"}
+	if prod {
+		// The keys that sign readers in must not be replaceable in transit.
+		jwksSchemes = []string{"https"}
+	}
+	c.Auth.JWKSURL = l.url("AUTH_JWKS_URL", "", false, jwksSchemes...)
 	c.Auth.PublicKeyFile = l.str("AUTH_PUBLIC_KEY_FILE", "")
 	hsDefault := ""
 	if !prod {
 		hsDefault = DevHS256Secret
 	}
 	if s := l.str("AUTH_HS256_SECRET", hsDefault); s != "" {
-		if len(s) < 32 {
+		switch {
+		case len(s) < 32:
 			l.fail("AUTH_HS256_SECRET", "too short: use at least 32 characters (e.g. `openssl rand -hex 32`)")
+		case prod && isDevSecret(s):
+			l.fail("AUTH_HS256_SECRET", "is a published development secret; production needs your own (e.g. `openssl rand -hex 32`)")
 		}
 		c.Auth.HS256Secret = []byte(s)
 	}
@@ -196,11 +224,30 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 	c.Auth.Issuer = l.str("AUTH_ISSUER", "")
 	c.Auth.Audience = l.str("AUTH_AUDIENCE", "")
+	if prod && (l.str("AUTH_JWKS_URL", "") != "" || c.Auth.PublicKeyFile != "") {
+		// An identity provider signs tokens for many applications with the
+		// same keys: without aud and iss, a token issued to any of them
+		// would sign readers in here (RFC 8725 sections 3.9-3.11).
+		if c.Auth.Audience == "" {
+			l.fail("AUTH_AUDIENCE", "required in production with AUTH_JWKS_URL or AUTH_PUBLIC_KEY_FILE: the aud your identity provider puts in tokens for followfeed")
+		}
+		if c.Auth.Issuer == "" {
+			l.fail("AUTH_ISSUER", "required in production with AUTH_JWKS_URL or AUTH_PUBLIC_KEY_FILE: the iss of your identity provider's tokens")
+		}
+	}
 	c.Auth.Leeway = l.duration("AUTH_LEEWAY", 30*time.Second, 0, 60*time.Second)
+	c.Auth.MaxTokenLifetime = l.duration("AUTH_MAX_TOKEN_LIFETIME", 24*time.Hour, time.Minute, 30*24*time.Hour)
 
 	secret := l.required(prod, "SECRET_KEY", DevSecretKey)
-	if secret != "" && len(secret) < 32 {
+	switch {
+	case secret != "" && len(secret) < 32:
 		l.fail("SECRET_KEY", "too short: use at least 32 characters (e.g. `openssl rand -hex 32`)")
+	case prod && isDevSecret(secret):
+		l.fail("SECRET_KEY", "is a published development secret; production needs your own (e.g. `openssl rand -hex 32`)")
+	case prod && secret != "" && secret == string(c.Auth.HS256Secret):
+		// Whoever holds the host's HS256 secret could then forge feed
+		// tokens, email links and sessions too.
+		l.fail("SECRET_KEY", "must differ from AUTH_HS256_SECRET, which the host also knows")
 	}
 	c.SecretKey = []byte(secret)
 
@@ -277,29 +324,44 @@ func Load(getenv func(string) string) (*Config, error) {
 		adminDefault = DevAdminPassword
 	}
 	c.AdminPassword = l.str("ADMIN_PASSWORD", adminDefault)
-	if prod && c.AdminPassword != "" && len(c.AdminPassword) < 12 {
+	switch {
+	case prod && c.AdminPassword == DevAdminPassword:
+		l.fail("ADMIN_PASSWORD", "is the published development password; set your own (at least 12 characters) or leave it empty to turn the job UI off")
+	case prod && c.AdminPassword != "" && len(c.AdminPassword) < 12:
 		l.fail("ADMIN_PASSWORD", "too short for production: use at least 12 characters")
 	}
 
-	if l.err != nil {
-		return nil, l.err
+	if len(l.errs) > 0 {
+		first := l.errs[0]
+		first.More = l.errs[1:]
+		return nil, first
 	}
 	return c, nil
+}
+
+// isDevSecret reports whether s is one of the built-in development secrets,
+// which are public and so never a secret in production.
+func isDevSecret(s string) bool {
+	return s == DevHS256Secret || s == DevSecretKey || s == DevDemoHS256Secret
 }
 
 // IsProduction reports whether the process runs in production mode.
 func (c *Config) IsProduction() bool { return c.Env == Production }
 
-// loader collects the first error so Load reads as a list of settings.
+// loader collects every problem (the first one per variable) so Load
+// reads as a list of settings.
 type loader struct {
 	getenv func(string) string
-	err    *Error
+	errs   []*Error
 }
 
 func (l *loader) fail(name, reason string) {
-	if l.err == nil {
-		l.err = &Error{name, reason}
+	for _, e := range l.errs {
+		if e.Var == name {
+			return
+		}
 	}
+	l.errs = append(l.errs, &Error{Var: name, Reason: reason})
 }
 
 func (l *loader) str(name, def string) string {

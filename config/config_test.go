@@ -65,7 +65,7 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		{"prod without public url", map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://x@y/z"}, "PUBLIC_URL"},
 		{"prod without auth", map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://x@y/z", "PUBLIC_URL": "https://ff.example"}, "AUTH_JWKS_URL"},
 		{"prod without secret", map[string]string{"APP_ENV": "production", "DATABASE_URL": "postgres://x@y/z", "PUBLIC_URL": "https://ff.example",
-			"AUTH_JWKS_URL": "https://id.example/jwks"}, "SECRET_KEY"},
+			"AUTH_JWKS_URL": "https://id.example/jwks", "AUTH_AUDIENCE": "ff", "AUTH_ISSUER": "https://id.example/"}, "SECRET_KEY"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -95,6 +95,7 @@ func TestProductionComplete(t *testing.T) {
 	c, err := Load(env(map[string]string{
 		"APP_ENV": "production", "DATABASE_URL": "postgres://x@y/z", "PUBLIC_URL": "https://ff.example/",
 		"AUTH_JWKS_URL": "https://id.example/jwks", "SECRET_KEY": strings.Repeat("k", 32),
+		"AUTH_AUDIENCE": "followfeed", "AUTH_ISSUER": "https://id.example/",
 	}))
 	if err != nil {
 		t.Fatalf("Load: %v", err)

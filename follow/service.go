@@ -1,6 +1,7 @@
 package follow
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -8,6 +9,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -63,13 +66,19 @@ type Service struct {
 func NewService(db *database.DB) *Service { return &Service{db: db} }
 
 // Follow creates the follow of t by userID, or updates its options when it
-// exists. created reports which. It is idempotent and safe under
+// exists. A label is trimmed and must be at most MaxLabel characters of
+// text without control characters (apperr.Invalid otherwise). created reports which. It is idempotent and safe under
 // concurrency: the user's row is locked first, so racing requests neither
 // duplicate a follow nor miscount followers, and the MaxFollows limit holds.
 func (s *Service) Follow(ctx context.Context, userID int64, t Target, o Options) (f Follow, created bool, err error) {
 	if o.Label != nil {
 		l := strings.TrimSpace(*o.Label)
-		if len([]rune(l)) > MaxLabel {
+		if !utf8.ValidString(l) || strings.ContainsFunc(l, unicode.IsControl) {
+			// NUL cannot be stored, and escape or other control characters
+			// would reach digest bodies and feed readers.
+			return Follow{}, false, apperr.InvalidField("label", "a label may not contain control characters (such as NUL, tab, newline or escape); use plain text")
+		}
+		if utf8.RuneCountInString(l) > MaxLabel {
 			return Follow{}, false, apperr.InvalidField("label", "a label may have at most %d characters", MaxLabel)
 		}
 		o.Label = &l
@@ -324,6 +333,9 @@ func decodeCursor(c string) (time.Time, string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil || len(b) < 9 || len(b) > 8+200 {
 		return time.Time{}, "", errors.New("bad cursor")
+	}
+	if key := b[8:]; !utf8.Valid(key) || bytes.IndexByte(key, 0) >= 0 {
+		return time.Time{}, "", errors.New("bad cursor") // keys are text; the database refuses anything else
 	}
 	return time.UnixMicro(int64(binary.BigEndian.Uint64(b[:8]))), string(b[8:]), nil
 }

@@ -7,6 +7,7 @@ package follow
 import (
 	"errors"
 	"fmt"
+	"followfeed/internal/text"
 	"strconv"
 	"strings"
 
@@ -87,10 +88,7 @@ func parseKind(kind string) (Kind, error) {
 // input is echoed at length.
 func quote(s string) string {
 	const maxQuoted = 60
-	if len(s) > maxQuoted {
-		s = s[:maxQuoted] + "…"
-	}
-	return strconv.Quote(s)
+	return strconv.Quote(text.Truncate(s, maxQuoted)) // never splits a character
 }
 
 // Key returns the match key of t: "researcher:<ID>", "category:<ID>",

@@ -103,7 +103,9 @@ func readErr(err error) error {
 	if errors.As(err, &tooBig) {
 		return apperr.New(apperr.TooLarge, "the body exceeds %d MiB; split the batch", MaxPushBytes>>20)
 	}
-	return apperr.New(apperr.BadRequest, "reading the body: %v", err)
+	// The cause stays in the chain: the HTTP layer finds an
+	// *http.MaxBytesError there and answers 413.
+	return &apperr.Error{Code: apperr.BadRequest, Message: fmt.Sprintf("reading the body: %v", err), Err: err}
 }
 
 type tooLargeError struct{}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"followfeed/apperr"
 )
 
 // Limiter is a set of token buckets keyed by client (IP, user): each key may
@@ -71,13 +73,29 @@ func (l *Limiter) Allow(key string) (bool, time.Duration) {
 	return true, 0
 }
 
+// Blocked reports, without taking a token, whether key has none left and
+// how long until it will.
+func (l *Limiter) Blocked(key string) (bool, time.Duration) {
+	if l == nil {
+		return false, 0
+	}
+	now := time.Now()
+	l.mu.Lock()
+	b, ok := l.buckets[key]
+	l.mu.Unlock()
+	if !ok {
+		return false, 0
+	}
+	if t := b.lim.TokensAt(now); t < 1 {
+		return true, time.Duration((1 - t) / float64(l.rate) * float64(time.Second))
+	}
+	return false, 0
+}
+
 // cors answers preflight requests and adds CORS headers for the host
 // origins, on the JSON API only. Other origins get no CORS headers, so
-// browsers refuse to hand them responses.
+// browsers refuse to hand them responses; their preflights are a 403.
 func cors(next http.Handler, origins []string) http.Handler {
-	if len(origins) == 0 {
-		return next
-	}
 	allowed := make([]string, len(origins))
 	for i, o := range origins {
 		allowed[i] = strings.TrimSuffix(strings.ToLower(o), "/")
@@ -89,14 +107,23 @@ func cors(next http.Handler, origins []string) http.Handler {
 			return
 		}
 		w.Header().Add("Vary", "Origin")
+		preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
 		if !slices.Contains(allowed, strings.ToLower(origin)) {
+			if preflight {
+				// A plain refusal without CORS headers: the browser then
+				// blocks the real request, and the page's developer reads why.
+				writeProblem(w, Problem{Type: ProblemType(apperr.Forbidden), Title: titles[apperr.Forbidden], Status: http.StatusForbidden,
+					Detail:   "this origin may not call the API from a browser; the operator lists host origins in CORS_ORIGINS",
+					Instance: r.URL.Path})
+				return
+			}
 			next.ServeHTTP(w, r)
 			return
 		}
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", origin)
 		h.Set("Access-Control-Expose-Headers", "Retry-After, Location, ETag")
-		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+		if preflight {
 			h.Add("Vary", "Access-Control-Request-Method, Access-Control-Request-Headers")
 			h.Set("Access-Control-Allow-Methods", "GET, PUT, PATCH, POST, DELETE")
 			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")

@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"followfeed/apperr"
 )
 
 // statusRecorder remembers the status and size of a response.
@@ -128,8 +131,11 @@ func observe(next http.Handler, logger *slog.Logger, m *httpMetrics) http.Handle
 }
 
 // redactPath hides secrets that travel in URL paths: our own tokens (every
-// one starts with "ff" + a letter + "_", e.g. fft_ for feeds) and whatever
-// follows /unsubscribe/, /confirm/ and /login/.
+// one starts with "ff" + a letter + "_": fft_ for feeds, ffl_ for signed
+// links) and whatever follows /unsubscribe/, /confirm/, /login/ and
+// /preferences/. A token segment is replaced whole; only a feed format
+// suffix (".atom") is kept, never the part after a dot of a signed link,
+// which is its MAC.
 func redactPath(p string) string {
 	segs := strings.Split(p, "/")
 	for i, s := range segs {
@@ -145,13 +151,22 @@ func redactPath(p string) string {
 }
 
 func isOwnToken(s string) bool {
-	return len(s) > 8 && s[0] == 'f' && s[1] == 'f' && s[2] >= 'a' && s[2] <= 'z' && s[3] == '_'
+	return len(s) >= 4 && s[0] == 'f' && s[1] == 'f' && s[2] >= 'a' && s[2] <= 'z' && s[3] == '_'
 }
 
-// tokenSuffix keeps a feed format extension (".atom") after a redacted token.
+// tokenSuffix keeps a feed format extension (".atom") after a redacted
+// feed token; anything else after a dot is part of the secret.
 func tokenSuffix(s string) string {
-	if i := strings.LastIndexByte(s, '.'); i > 0 {
-		return s[i:]
+	if !strings.HasPrefix(s, "fft_") {
+		return ""
+	}
+	i := strings.LastIndexByte(s, '.')
+	if i < 0 {
+		return ""
+	}
+	switch ext := s[i:]; ext {
+	case ".atom", ".rss", ".json", ".opml":
+		return ext
 	}
 	return ""
 }
@@ -166,19 +181,62 @@ func clientIP(r *http.Request) string {
 	return host
 }
 
-// basicAuth guards next with one user/password pair, compared in constant
-// time.
-func basicAuth(next http.Handler, user, password, realm string) http.Handler {
+// adminGuard protects the River UI: one user/password pair (compared in
+// constant time) with failed attempts rate-limited per address (failures;
+// while an address is over the limit nothing it sends is checked, so
+// guessing gains nothing), unsafe methods refused from other origins
+// (http.CrossOriginProtection: Sec-Fetch-Site, else Origin against Host),
+// its API's writes accepted as application/json only (a cross-site form
+// cannot send that), and its pages never framed.
+func adminGuard(next http.Handler, user, password, realm string, failures *Limiter) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, Problem{Type: ProblemType(apperr.Forbidden), Title: titles[apperr.Forbidden], Status: http.StatusForbidden,
+			Detail: "cross-origin requests that change jobs are refused; use the job UI itself", Instance: r.URL.Path})
+	}))
+	guarded := cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if unsafeMethod(r.Method) && strings.HasPrefix(r.URL.Path, AdminPrefix+"/api/") {
+			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+				writeProblem(w, Problem{Type: ProblemType(unsupportedMediaType), Title: "Unsupported media type", Status: http.StatusUnsupportedMediaType,
+					Detail: "the job UI's API accepts application/json bodies only", Instance: r.URL.Path})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "frame-ancestors 'none'")
+		h.Set("X-Frame-Options", "DENY")
+		ip := clientIP(r)
+		if blocked, retry := failures.Blocked(ip); blocked {
+			rateLimited(w, r, retry, "too many failed sign-ins to the job UI from this address; wait and try again")
+			return
+		}
 		u, p, ok := r.BasicAuth()
 		uOK := subtle.ConstantTimeCompare([]byte(u), []byte(user)) == 1
 		pOK := subtle.ConstantTimeCompare([]byte(p), []byte(password)) == 1
 		if !ok || !uOK || !pOK {
-			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Basic realm=%q, charset="UTF-8"`, realm))
+			if ok { // a failed attempt, not a first visit without credentials
+				failures.Allow(ip)
+			}
+			h.Set("WWW-Authenticate", fmt.Sprintf(`Basic realm=%q, charset="UTF-8"`, realm))
 			writeProblem(w, Problem{Type: ProblemType("unauthorized"), Title: "Unauthorized", Status: http.StatusUnauthorized,
 				Detail: "the job UI needs the admin credential (ADMIN_USER / ADMIN_PASSWORD)"})
 			return
 		}
-		next.ServeHTTP(w, r)
+		guarded.ServeHTTP(w, r)
 	})
+}
+
+// unsupportedMediaType is the problem type of a 415: an HTTP matter.
+const unsupportedMediaType apperr.Code = "unsupported-media-type"
+
+// unsafeMethod reports whether m may change state (RFC 9110 section 9.2.1).
+func unsafeMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return false
+	}
+	return true
 }

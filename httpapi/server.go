@@ -53,7 +53,10 @@ func NewHandler(o Options) http.Handler {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{Registry: o.Registry}))
 	}
 	if o.Admin != nil && o.AdminPassword != "" {
-		mux.Handle(AdminPrefix+"/", basicAuth(o.Admin, o.AdminUser, o.AdminPassword, "followfeed jobs"))
+		// Ten failed sign-ins a minute per address, then nothing is checked
+		// until the bucket refills.
+		failures := NewLimiter(10.0/60, 10)
+		mux.Handle(AdminPrefix+"/", adminGuard(o.Admin, o.AdminUser, o.AdminPassword, "followfeed jobs", failures))
 		// The bare prefix: GET is sent to the UI; any other method is a
 		// 405 (a problem document, see refusal), not the mux's redirect.
 		mux.HandleFunc(AdminPrefix, func(w http.ResponseWriter, r *http.Request) {

@@ -50,8 +50,12 @@ type Settings struct {
 	Secure bool
 	// DevLogin shows a paste-a-token form on /login (development).
 	DevLogin bool
-	PerIP    *Limiter
-	csrfKey  []byte
+	// HostOrigins are the host site's origins (CORS_ORIGINS): a sign-in
+	// link followed from one of their pages signs in at once, and they may
+	// POST /login.
+	HostOrigins []string
+	PerIP       *Limiter
+	csrfKey     []byte
 }
 
 // NewSettings returns the settings pages; secret is SECRET_KEY (for CSRF).
@@ -108,15 +112,18 @@ func (s *Settings) who(r *http.Request, manageToken string) (*viewer, error) {
 		return nil, nil
 	}
 	u, err := s.Users.Get(r.Context(), l.UserID)
-	if err != nil {
-		return nil, nil
+	if err != nil || u.SessionEpoch != l.Epoch {
+		return nil, nil // signed out, or links revoked, since
 	}
 	return &viewer{userID: u.ID, sub: u.Sub, csrf: s.csrfFor("session:" + c.Value)}, nil
 }
 
-func (s *Settings) setSession(w http.ResponseWriter, userID int64) {
+// setSession signs the user in: the cookie carries the user's current
+// session epoch, so logging out (or revoking email links) ends it.
+func (s *Settings) setSession(w http.ResponseWriter, u *account.User) {
 	exp := time.Now().Add(sessionTTL)
-	tok := s.Signer.Sign(auth.Link{Action: auth.ActionSession, UserID: userID, Data: binary.BigEndian.AppendUint64(nil, uint64(exp.Unix()))})
+	tok := s.Signer.Sign(auth.Link{Action: auth.ActionSession, UserID: u.ID, Epoch: u.SessionEpoch,
+		Data: binary.BigEndian.AppendUint64(nil, uint64(exp.Unix()))})
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: tok, Path: "/", Expires: exp, MaxAge: int(sessionTTL.Seconds()),
 		HttpOnly: true, Secure: s.Secure, SameSite: http.SameSiteLaxMode})
 }
@@ -131,6 +138,13 @@ func (s *Settings) login(w http.ResponseWriter, r *http.Request) {
 	}
 	tok := r.URL.Query().Get("token")
 	if r.Method == http.MethodPost {
+		if !s.loginOriginOK(r) {
+			// Login CSRF: another site's form would sign this browser into
+			// whatever account its token names.
+			renderPage(w, r, s.Logger, http.StatusForbidden, "message.html", page{Title: "Sign-in refused",
+				Lines: []string{"This sign-in was sent from another site. Open your followfeed settings from the site you follow researchers on."}})
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 		tok = r.PostFormValue("token")
 	}
@@ -153,13 +167,74 @@ func (s *Settings) login(w http.ResponseWriter, r *http.Request) {
 			Lines: []string{"Service tokens cannot sign in as a reader."}})
 		return
 	}
+	if r.Method == http.MethodGet && !s.fromHost(r) {
+		// A link from anywhere else (another site, a mail) could sign this
+		// browser into someone else's account: ask first. The button
+		// posts the token from our own origin.
+		who := claims.Email
+		if who == "" {
+			who = claims.Subject
+		}
+		renderPage(w, r, s.Logger, http.StatusOK, "login_confirm.html", page{Title: "Sign in", Email: who, Data: tok})
+		return
+	}
 	u, err := s.Users.Ensure(r.Context(), claims)
 	if err != nil {
 		writeError(w, r, s.Logger, err)
 		return
 	}
-	s.setSession(w, u.ID)
+	s.setSession(w, u)
 	http.Redirect(w, r, "/settings", http.StatusSeeOther)
+}
+
+// trustedOrigin reports whether origin (scheme://host) is this server's own
+// (the request's Host) or one of the host site's origins.
+func (s *Settings) trustedOrigin(r *http.Request, origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if u.Host == r.Host {
+		return true
+	}
+	o := strings.ToLower(u.Scheme + "://" + u.Host)
+	for _, h := range s.HostOrigins {
+		if strings.TrimSuffix(strings.ToLower(h), "/") == o {
+			return true
+		}
+	}
+	return false
+}
+
+// loginOriginOK is the login-CSRF check of POST /login: a browser names the
+// sending page's origin in Origin, which must be ours or the host site's
+// (an opaque "null" origin must come with Sec-Fetch-Site: same-origin), or
+// without Origin, Sec-Fetch-Site must not say another site. Clients that send
+// neither (curl, the host's backend) are no browser to forge a request in.
+func (s *Settings) loginOriginOK(r *http.Request) bool {
+	site := r.Header.Get("Sec-Fetch-Site")
+	switch o := r.Header.Get("Origin"); o {
+	case "":
+	case "null":
+		// Our pages send Referrer-Policy: no-referrer, so a browser posts
+		// their forms with Origin: null; Sec-Fetch-Site then tells.
+		return site == "same-origin"
+	default:
+		return s.trustedOrigin(r, o)
+	}
+	return site == "" || site == "same-origin" || site == "none"
+}
+
+// fromHost reports whether a GET /login came from one of our own pages or
+// the host site's: Sec-Fetch-Site same-origin, or a Referer whose origin is
+// ours or a host origin (browsers send at least the origin by default; a
+// page that hides it gets the confirm button).
+func (s *Settings) fromHost(r *http.Request) bool {
+	if r.Header.Get("Sec-Fetch-Site") == "same-origin" {
+		return true
+	}
+	ref := r.Referer()
+	return ref != "" && s.trustedOrigin(r, ref)
 }
 
 func (s *Settings) logout(w http.ResponseWriter, r *http.Request) {
@@ -167,6 +242,13 @@ func (s *Settings) logout(w http.ResponseWriter, r *http.Request) {
 	if v != nil && !s.csrfOK(r, v) {
 		s.forbidden(w, r)
 		return
+	}
+	if v != nil && !v.emailOnly {
+		// Every session of this user ends, not only this cookie.
+		if err := s.Users.EndSessions(r.Context(), v.userID); err != nil {
+			writeError(w, r, s.Logger, err)
+			return
+		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.Secure, SameSite: http.SameSiteLaxMode})
 	renderPage(w, r, s.Logger, http.StatusOK, "message.html", page{Title: "Signed out", Lines: []string{"You are signed out of followfeed."}})

@@ -24,12 +24,12 @@ func sessionCookieOf(resp *http.Response) *http.Cookie {
 	return nil
 }
 
-// signIn hands tok over with GET /login and returns the signed-in client,
+// signIn hands tok over with POST /login and returns the signed-in client,
 // the settings page and its CSRF token.
 func signIn(t *testing.T, a *testapp.App, tok string) (*http.Client, string, string) {
 	t.Helper()
 	b := testapp.FormClient(t)
-	resp, _ := testapp.Form(t, b, "GET", a.URL+"/login?token="+url.QueryEscape(tok), nil)
+	resp, _ := testapp.Form(t, b, "POST", a.URL+"/login", url.Values{"token": {tok}})
 	if resp.StatusCode != 303 || sessionCookieOf(resp) == nil {
 		t.Fatalf("login: %d %v", resp.StatusCode, resp.Header)
 	}
@@ -53,7 +53,7 @@ func TestSessionCookieSecureWithHTTPSPublicURL(t *testing.T) {
 	tok := testapp.Token(t, "secure-reader", "secure@example.org")
 	c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil)
 
-	resp, _ := testapp.Form(t, testapp.FormClient(t), "GET", a.URL+"/login?token="+url.QueryEscape(tok), nil)
+	resp, _ := testapp.Form(t, testapp.FormClient(t), "POST", a.URL+"/login", url.Values{"token": {tok}})
 	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings" {
 		t.Fatalf("login: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}

@@ -21,7 +21,7 @@ func TestSettingsLoginSessionAndCSRF(t *testing.T) {
 	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/login" {
 		t.Fatalf("signed out: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	resp, _ = testapp.Form(t, b, "GET", a.URL+"/login?token="+url.QueryEscape(tok), nil)
+	resp, _ = testapp.Form(t, b, "POST", a.URL+"/login", url.Values{"token": {tok}})
 	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings" || resp.Header.Get("Referrer-Policy") != "no-referrer" {
 		t.Fatalf("login: %d %v", resp.StatusCode, resp.Header)
 	}

@@ -13,7 +13,8 @@ import (
 	"time"
 )
 
-// requirements are issue 8's hostile-input and access-control requirements,
+// requirements are issue 8's hostile-input and access-control requirements
+// (and issue 15's security findings),
 // each shown by tests of `make test` (Fuzz targets run their seed corpus
 // under testdata/fuzz as tests; make test also fuzzes each for 2 s).
 //
@@ -32,6 +33,9 @@ var requirements = []requirement{
 	{"access", "access control: no user reads or changes another's follows, settings, feeds, digests or unsubscribe state; service and user tokens kept apart; admin UI needs its credential"},
 	{"ssrf", "no user-supplied URL is fetched (SSRF)"},
 	{"secrets", "secrets never reach logs or error responses"},
+	{"tokens", "JWTs (issue 15): typ checked when present, lifetime capped, numeric dates only, one algorithm family per RSA key without alg, printable subjects, the demo page's own development key"},
+	{"production-config", "production refuses the published development secrets, SECRET_KEY equal to AUTH_HS256_SECRET, JWKS or PEM keys without AUTH_AUDIENCE and AUTH_ISSUER, and a JWKS over plain http"},
+	{"csrf", "cross-site requests: login CSRF (POST /login origin check, a confirm page for foreign sign-in links), the job UI's cross-origin writes and framing, CORS preflights from other origins"},
 }
 
 // requirement is one hostile-input requirement: ID is the tag tests log

@@ -1,0 +1,454 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"followfeed/auth"
+	"followfeed/config"
+	"followfeed/internal/testapp"
+)
+
+// mint is testapp.Token with a subject testapp would refuse to mint.
+func mint(t *testing.T, sub, email string) string {
+	t.Helper()
+	tok, err := auth.MintHS256([]byte(config.DevHS256Secret), auth.MintOptions{Subject: sub, Email: email, EmailVerified: email != "", TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// TestNULAndInvalidUTF8FromSignedInUsers: text PostgreSQL cannot store
+// (NUL, invalid UTF-8) or that would reach digests as control characters
+// is refused with a 4xx, never a 500 and an ERROR log (issue 15).
+func TestNULAndInvalidUTF8FromSignedInUsers(t *testing.T) {
+	t.Log("hostile: malformed")
+	t.Parallel()
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
+	if r := c.Do("GET", "/v1/me", mint(t, "alice\x00", ""), nil); r.Status != 401 {
+		t.Errorf("sub with NUL: %d %s", r.Status, r.Body)
+	}
+	// A NUL in the token's verified email is not recorded (and no 500).
+	if r := c.Do("GET", "/v1/me", mint(t, "carol", "carol\x00@example.org"), nil); r.Status != 200 || strings.Contains(string(r.Body), "carol\\u0000") {
+		t.Errorf("email with NUL: %d %s", r.Status, r.Body)
+	}
+	alice := testapp.Token(t, "alice", "alice@example.org")
+	for _, label := range []string{"ML\x00", "ML\x1b[31m red", "two\nlines", "\x7f"} {
+		r := c.Do("PUT", "/v1/me/follows/category/cs.LG", alice, map[string]any{"label": label})
+		var p problem
+		if r.Status != 422 {
+			t.Errorf("label %q: %d %s", label, r.Status, r.Body)
+			continue
+		}
+		r.JSON(t, &p)
+		if p.Field != "label" || !strings.Contains(p.Detail, "control characters") {
+			t.Errorf("label %q: %+v", label, p)
+		}
+	}
+	if r := c.Do("PUT", "/v1/me/follows/category/cs.LG", alice, map[string]any{"label": "Machine learning — ML"}); r.Status != 201 {
+		t.Errorf("a plain label: %d %s", r.Status, r.Body)
+	}
+	cursor := base64.RawURLEncoding.EncodeToString(append(binary.BigEndian.AppendUint64(nil, uint64(time.Now().UnixMicro())), 0xff, 0xfe))
+	nul := base64.RawURLEncoding.EncodeToString(append(binary.BigEndian.AppendUint64(nil, 1), "category:\x00"...))
+	for _, cur := range []string{cursor, nul} {
+		if r := c.Do("GET", "/v1/me/follows?cursor="+cur, alice, nil); r.Status != 422 {
+			t.Errorf("cursor %q: %d %s", cur, r.Status, r.Body)
+		}
+	}
+	if logs := a.Logs(); strings.Contains(logs, "level=ERROR") || strings.Contains(logs, "22021") {
+		t.Errorf("hostile text reached the database:\n%s", logs)
+	}
+}
+
+// TestPushOverTheLimitIs413: a body over 20 MiB is a 413, as documented,
+// not a 400.
+func TestPushOverTheLimitIs413(t *testing.T) {
+	t.Log("hostile: limits")
+	t.Parallel()
+	_, c := start(t, "RATE_LIMIT_PER_IP", "0")
+	svc := testapp.Token(t, "host", "", auth.ScopePapersWrite)
+	one := `{"arxiv_id":"2202.02326","title":"` + strings.Repeat("x", 1000) + `","authors":["A"],"categories":["cs.LG"],"published":"2022-02-04"}`
+	var body bytes.Buffer
+	body.WriteByte('[')
+	for body.Len() < 22<<20 {
+		body.WriteString(one)
+		body.WriteByte(',')
+	}
+	body.WriteString(one + "]")
+	r := c.Do("POST", "/v1/papers", svc, body.Bytes())
+	if r.Status != 413 {
+		t.Errorf("22 MB push: %d %.300s", r.Status, r.Body)
+	}
+	ndjson := bytes.ReplaceAll(bytes.Trim(body.Bytes(), "[]"), []byte("},{"), []byte("}\n{"))
+	if r := c.Do("POST", "/v1/papers", svc, ndjson, "Content-Type", "application/x-ndjson"); r.Status != 413 {
+		t.Errorf("22 MB NDJSON push: %d %.300s", r.Status, r.Body)
+	}
+}
+
+// adminDo sends a request to the job UI with the development credential.
+func adminDo(t *testing.T, method, u, password, contentType, body string, headers ...string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(method, u, strings.NewReader(body))
+	if password != "" {
+		req.SetBasicAuth("admin", password)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+// TestAdminUIRefusesCrossSiteRequestsAndFraming: the River UI deleted and
+// retried jobs from a text/plain form on another origin and could be
+// framed (issue 15).
+func TestAdminUIRefusesCrossSiteRequestsAndFraming(t *testing.T) {
+	t.Log("hostile: csrf")
+	t.Parallel()
+	a, _ := start(t)
+	api := a.URL + "/admin/jobs/api/jobs/delete"
+	const ids = `{"job_ids":["999999"]}`
+	if resp := adminDo(t, "POST", api, config.DevAdminPassword, "text/plain", ids, "Origin", "https://evil.example"); resp.StatusCode != 403 {
+		t.Errorf("cross-origin text/plain POST: %d", resp.StatusCode)
+	}
+	if resp := adminDo(t, "POST", api, config.DevAdminPassword, "application/json", ids, "Sec-Fetch-Site", "cross-site"); resp.StatusCode != 403 {
+		t.Errorf("cross-site JSON POST: %d", resp.StatusCode)
+	}
+	if resp := adminDo(t, "POST", api, config.DevAdminPassword, "text/plain", ids); resp.StatusCode != 415 {
+		t.Errorf("same-origin text/plain POST: %d", resp.StatusCode)
+	}
+	if resp := adminDo(t, "POST", api, config.DevAdminPassword, "application/json", ids, "Origin", a.URL, "Sec-Fetch-Site", "same-origin"); resp.StatusCode == 403 || resp.StatusCode == 415 || resp.StatusCode >= 500 {
+		t.Errorf("the UI's own JSON POST: %d", resp.StatusCode)
+	}
+	resp := adminDo(t, "GET", a.URL+"/admin/jobs/", config.DevAdminPassword, "", "")
+	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'") || resp.Header.Get("X-Frame-Options") != "DENY" {
+		t.Errorf("UI page: %d CSP %q XFO %q", resp.StatusCode, resp.Header.Get("Content-Security-Policy"), resp.Header.Get("X-Frame-Options"))
+	}
+}
+
+// TestAdminUIRateLimitsFailedSignIns: after ten wrong passwords an address
+// gets 429s, even for the right one, until the limit recovers.
+func TestAdminUIRateLimitsFailedSignIns(t *testing.T) {
+	t.Log("hostile: limits")
+	t.Parallel()
+	a, _ := start(t)
+	codes := map[int]int{}
+	for range 12 {
+		codes[adminDo(t, "GET", a.URL+"/admin/jobs/", "wrong-password", "", "").StatusCode]++
+	}
+	if codes[401] != 10 || codes[429] != 2 {
+		t.Errorf("12 wrong passwords: %v, want 10 × 401 then 429", codes)
+	}
+	resp := adminDo(t, "GET", a.URL+"/admin/jobs/", config.DevAdminPassword, "", "")
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("the right password while limited: %d (Retry-After %q)", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}
+
+// postLogin signs b in through POST /login and returns the cookie.
+func postLogin(t *testing.T, a *testapp.App, b *http.Client, tok string) *http.Cookie {
+	t.Helper()
+	resp, _ := testapp.Form(t, b, "POST", a.URL+"/login", url.Values{"token": {tok}})
+	if resp.StatusCode != 303 {
+		t.Fatalf("sign-in: %d", resp.StatusCode)
+	}
+	for _, c := range resp.Cookies() {
+		if c.Name == "ff_session" {
+			return c
+		}
+	}
+	t.Fatal("no session cookie")
+	return nil
+}
+
+// withCookie is a fresh client that sends only this session cookie (the
+// old cookie a thief kept).
+func withCookie(t *testing.T, a *testapp.App, c *http.Cookie) *http.Client {
+	b := testapp.FormClient(t)
+	u, _ := url.Parse(a.URL)
+	b.Jar.SetCookies(u, []*http.Cookie{{Name: c.Name, Value: c.Value, Path: "/"}})
+	return b
+}
+
+// TestSessionsAreRevocable: after POST /logout or POST
+// /v1/me/email-links/revoke, an old session cookie opens nothing and
+// rotates nothing (issue 15: it still did both).
+func TestSessionsAreRevocable(t *testing.T) {
+	t.Log("hostile: access")
+	t.Parallel()
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
+	tok := testapp.Token(t, "alice", "alice@example.org")
+	b := testapp.FormClient(t)
+	old := postLogin(t, a, b, tok)
+	stolen := withCookie(t, a, old)
+	resp, page := testapp.Form(t, stolen, "GET", a.URL+"/settings", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("settings with the cookie: %d", resp.StatusCode)
+	}
+	stolenCSRF := testapp.CSRF.FindStringSubmatch(page)[1]
+	_, page = testapp.Form(t, b, "GET", a.URL+"/settings", nil)
+	if resp, _ := testapp.Form(t, b, "POST", a.URL+"/logout", url.Values{"csrf": {testapp.CSRF.FindStringSubmatch(page)[1]}}); resp.StatusCode != 200 {
+		t.Fatalf("logout: %d", resp.StatusCode)
+	}
+	var before feedLinks
+	c.Do("GET", "/v1/me/feeds", tok, nil).JSON(t, &before)
+	if resp, _ := testapp.Form(t, stolen, "GET", a.URL+"/settings", nil); resp.StatusCode != 303 || resp.Header.Get("Location") != "/login" {
+		t.Errorf("settings with the cookie after logout: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	testapp.Form(t, stolen, "POST", a.URL+"/settings/feed-token", url.Values{"csrf": {stolenCSRF}})
+	var after feedLinks
+	c.Do("GET", "/v1/me/feeds", tok, nil).JSON(t, &after)
+	if after.Atom != before.Atom {
+		t.Error("the old cookie rotated the feed token after logout")
+	}
+
+	// Revoking email links ends sessions too; a new sign-in works.
+	again := postLogin(t, a, testapp.FormClient(t), tok)
+	if r := c.Do("POST", "/v1/me/email-links/revoke", tok, nil); r.Status != 204 {
+		t.Fatalf("revoke: %d", r.Status)
+	}
+	if resp, _ := testapp.Form(t, withCookie(t, a, again), "GET", a.URL+"/settings", nil); resp.StatusCode != 303 {
+		t.Errorf("settings with a cookie from before revoke: %d", resp.StatusCode)
+	}
+	fresh := testapp.FormClient(t)
+	postLogin(t, a, fresh, tok)
+	if resp, _ := testapp.Form(t, fresh, "GET", a.URL+"/settings", nil); resp.StatusCode != 200 {
+		t.Errorf("a new session: %d", resp.StatusCode)
+	}
+}
+
+// TestAccessLogRedactsSignedLinksWhole: the MAC of a signed link never
+// reaches the log (with it and a guessed user id the link was rebuilt);
+// feed paths keep only their format suffix.
+func TestAccessLogRedactsSignedLinksWhole(t *testing.T) {
+	t.Log("hostile: secrets")
+	t.Parallel()
+	a, _ := start(t)
+	for _, p := range []string{
+		"/unsubscribe/ffl_AQEBAA.MACSECRETONE", "/confirm/ffl_AQMBAA.MACSECRETTWO", "/feeds/ffl_AQIBAA.MACSECRETTHREE.atom",
+		"/feeds/fft_FEEDSECRETFOUR.atom", "/feeds/fft_FEEDSECRETFIVE.SUFFIXSECRET", "/feeds/fft_FEEDSECRETSIX/category/cs.LG.rss",
+	} {
+		get(t, a.URL+p)
+	}
+	logs := a.Logs()
+	for _, secret := range []string{"MACSECRET", "FEEDSECRET", "SUFFIXSECRET", "AQEBAA"} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("the log holds %s:\n%s", secret, logs)
+		}
+	}
+	for _, want := range []string{"path=/feeds/fft_REDACTED.atom ", "path=/feeds/fft_REDACTED/category/cs.LG.rss ", "path=/unsubscribe/ffl_REDACTED "} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the log should show %q", want)
+		}
+	}
+}
+
+var confirmButton = regexp.MustCompile(`<form method="post" action="/login">\s*<input type="hidden" name="token" value="([^"]+)">`)
+
+// TestLoginCSRF: another site can neither post a sign-in nor sign a
+// browser in with a link; a link from the host site or our own pages
+// still signs in at once.
+func TestLoginCSRF(t *testing.T) {
+	t.Log("hostile: csrf")
+	t.Parallel()
+	a, _ := start(t, "CORS_ORIGINS", "https://papers.example", "RATE_LIMIT_PER_IP", "0")
+	tok := testapp.Token(t, "mallory", "mallory@example.org")
+	post := func(headers ...string) *http.Response {
+		req, _ := http.NewRequest("POST", a.URL+"/login", strings.NewReader(url.Values{"token": {tok}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		resp, err := testapp.FormClient(t).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	for _, h := range [][]string{{"Origin", "https://evil.example"}, {"Origin", "null"}, {"Sec-Fetch-Site", "cross-site"}} {
+		if resp := post(h...); resp.StatusCode != 403 || len(resp.Cookies()) != 0 {
+			t.Errorf("POST /login with %v: %d, cookies %v", h, resp.StatusCode, resp.Cookies())
+		}
+	}
+	// Our pages send no referrer, so the browser posts their forms with
+	// Origin: null and Sec-Fetch-Site: same-origin.
+	for _, h := range [][]string{{"Origin", a.URL}, {"Origin", "https://papers.example"}, {"Origin", "null", "Sec-Fetch-Site", "same-origin"}, nil} {
+		if resp := post(h...); resp.StatusCode != 303 {
+			t.Errorf("POST /login with %v: %d", h, resp.StatusCode)
+		}
+	}
+	getLogin := func(headers ...string) (*http.Response, string) {
+		return getWith(t, testapp.FormClient(t), a.URL+"/login?token="+url.QueryEscape(tok), headers...)
+	}
+	resp, page := getLogin("Referer", "https://evil.example/page", "Sec-Fetch-Site", "cross-site")
+	m := confirmButton.FindStringSubmatch(page)
+	if resp.StatusCode != 200 || len(resp.Cookies()) != 0 || m == nil || !strings.Contains(page, "mallory@example.org") {
+		t.Fatalf("GET /login from another site: %d, cookies %v\n%s", resp.StatusCode, resp.Cookies(), page)
+	}
+	if resp, _ := getLogin(); resp.StatusCode != 200 || len(resp.Cookies()) != 0 {
+		t.Errorf("GET /login without a referrer: %d, cookies %v", resp.StatusCode, resp.Cookies())
+	}
+	for _, h := range [][]string{{"Referer", "https://papers.example/researchers/7", "Sec-Fetch-Site", "cross-site"}, {"Sec-Fetch-Site", "same-origin"}} {
+		if resp, _ := getLogin(h...); resp.StatusCode != 303 || len(resp.Cookies()) == 0 {
+			t.Errorf("GET /login with %v: %d", h, resp.StatusCode)
+		}
+	}
+	// The confirm button signs in (it posts from our own origin).
+	if resp := post("Origin", a.URL); resp.StatusCode != 303 || len(resp.Cookies()) == 0 {
+		t.Errorf("the confirm button: %d", resp.StatusCode)
+	}
+}
+
+func getWith(t *testing.T, c *http.Client, u string, headers ...string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", u, nil)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+var demoToken = regexp.MustCompile(`name="followfeed-demo-token" content="([^"]+)"`)
+
+// TestDemoTokenUsesItsOwnKey: the /embed/demo page's token is signed with
+// the development-only demo key, not AUTH_HS256_SECRET, and signs in the
+// demo reader only.
+func TestDemoTokenUsesItsOwnKey(t *testing.T) {
+	t.Log("hostile: tokens")
+	t.Parallel()
+	a, c := start(t)
+	_, body := get(t, a.URL+"/embed/demo")
+	m := demoToken.FindSubmatch(body)
+	if m == nil {
+		t.Fatalf("no demo token on the page:\n%s", body)
+	}
+	tok := string(m[1])
+	if _, err := jwt.Parse(tok, func(*jwt.Token) (any, error) { return []byte(config.DevHS256Secret), nil }); err == nil {
+		t.Error("the demo token verifies with AUTH_HS256_SECRET")
+	}
+	if _, err := jwt.Parse(tok, func(*jwt.Token) (any, error) { return []byte(config.DevDemoHS256Secret), nil }); err != nil {
+		t.Errorf("the demo token does not verify with the demo key: %v", err)
+	}
+	var me struct {
+		Sub string `json:"sub"`
+	}
+	c.Do("GET", "/v1/me", tok, nil).JSON(t, &me)
+	if me.Sub != auth.DemoSubject {
+		t.Errorf("the demo token signs in %q", me.Sub)
+	}
+}
+
+// TestConfirmationMailCaps: alternating addresses cannot mail-bomb one
+// address, and the cap holds across processes sharing the database.
+func TestConfirmationMailCaps(t *testing.T) {
+	t.Log("hostile: limits")
+	t.Parallel()
+	env := testapp.Env(t)
+	env["RATE_LIMIT_PER_IP"], env["RATE_LIMIT_PER_USER"] = "0", "0"
+	a1 := testapp.Start(t, env)
+	a2 := testapp.Start(t, env) // another api process on the same database
+	c1, c2 := a1.Client(t), a2.Client(t)
+	mallory := testapp.Token(t, "mallory", "")
+	patch := func(c *testapp.Client, tok, email string) int {
+		return c.Do("PATCH", "/v1/me", tok, map[string]any{"email": email}).Status
+	}
+	var got []int
+	for i, addr := range []string{"victim@example.org", "other@example.org", "victim@example.org", "other@example.org", "victim@example.org", "other@example.org", "victim@example.org"} {
+		c := c1
+		if i%2 == 1 {
+			c = c2
+		}
+		got = append(got, patch(c, mallory, addr))
+	}
+	want := []int{200, 200, 200, 200, 200, 200, 429}
+	if !equalInts(got, want) {
+		t.Errorf("alternating addresses: %v, want %v", got, want)
+	}
+	// Another account naming the victim is refused too: the cap is the
+	// recipient's.
+	if s := patch(c2, testapp.Token(t, "trudy", ""), "Victim@Example.org"); s != 429 {
+		t.Errorf("another account, same victim: %d", s)
+	}
+	// Per reader: ten confirmation mails a day, whatever the addresses.
+	eve := testapp.Token(t, "eve", "")
+	var last int
+	for i := range 11 {
+		last = patch(c1, eve, "eve"+string(rune('a'+i))+"@example.org")
+		if i < 10 && last != 200 {
+			t.Fatalf("address %d: %d", i, last)
+		}
+	}
+	if last != 429 {
+		t.Errorf("the 11th address in a day: %d", last)
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestCORSPreflightFromAnotherOrigin: an origin not in CORS_ORIGINS gets a
+// plain 403 without CORS headers, not a 405.
+func TestCORSPreflightFromAnotherOrigin(t *testing.T) {
+	t.Log("hostile: csrf")
+	t.Parallel()
+	for _, origins := range []string{"https://papers.example", ""} {
+		a, _ := start(t, "CORS_ORIGINS", origins)
+		req, _ := http.NewRequest("OPTIONS", a.URL+"/v1/me/follows/category/cs.LG", nil)
+		req.Header.Set("Origin", "https://evil.example")
+		req.Header.Set("Access-Control-Request-Method", "PUT")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 403 || resp.Header.Get("Access-Control-Allow-Origin") != "" || resp.Header.Get("Access-Control-Allow-Methods") != "" {
+			t.Errorf("CORS_ORIGINS=%q: preflight from another origin: %d %v", origins, resp.StatusCode, resp.Header)
+		}
+		if origins != "" {
+			req.Header.Set("Origin", origins)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 204 || resp.Header.Get("Access-Control-Allow-Origin") != origins {
+				t.Errorf("preflight from the host: %d", resp.StatusCode)
+			}
+		}
+	}
+}
