@@ -257,7 +257,9 @@ func lex(input string) ([]tok, error) {
 	return out, nil
 }
 
-func isSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\u00a0' || r == '\u3000' }
+func isSpace(r rune) bool {
+	return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\u00a0' || r == '\u3000'
+}
 
 func allLetters(s string) bool {
 	for i := 0; i < len(s); i++ {
