@@ -12,8 +12,6 @@
   const src = document.currentScript && document.currentScript.src;
   const ORIGIN = src ? new URL(src, location.href).origin : location.origin;
   const KINDS = ['researcher', 'category', 'institution', 'paper', 'query'];
-  // What the button says, per kind: a paper page's "Follow this paper",
-  // a search results page's "Alert me".
   const VERBS = { paper: ['Follow this paper', 'Following this paper'], query: ['Alert me', 'Alert on'] };
   const MSG = {
     follow: 'Could not follow right now; try again.',
