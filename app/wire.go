@@ -81,6 +81,7 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.addrs = account.NewAddresses(db, s.signer, cfg.PublicURL, s.enqueuer)
 	s.follows = follow.NewService(db)
 	s.papers = paper.NewStore(db, s.enqueuer)
+	s.follows.OnFollow(s.papers.BackfillHook(hooks.Now))
 	s.matcher = match.NewService(db)
 	s.prefs = notify.NewPreferences(db, s.addrs, hooks.Now)
 	s.users.OnConfirm(s.prefs.AddressConfirmed)

@@ -59,8 +59,18 @@ type Page struct {
 // Service reads and changes follows. Every change also bumps the user's
 // feed version, so feeds never answer 304 for a stale follow list.
 type Service struct {
-	db *database.DB
+	db    *database.DB
+	hooks []FollowHook
 }
+
+// FollowHook runs inside the transaction of a follow that Follow created
+// (not of an update): package paper backfills a new saved search's
+// matches there, so the follow and its first feed commit together.
+type FollowHook func(ctx context.Context, tx pgx.Tx, userID int64, t Target) error
+
+// OnFollow registers a hook for Follow. Register hooks before serving; the
+// Service is not safe for registering concurrently with Follow.
+func (s *Service) OnFollow(h FollowHook) { s.hooks = append(s.hooks, h) }
 
 // NewService returns the follow service over db.
 func NewService(db *database.DB) *Service { return &Service{db: db} }
@@ -112,6 +122,11 @@ func (s *Service) Follow(ctx context.Context, userID int64, t Target, o Options)
 				INSERT INTO follow_counts (key, followers) VALUES ($1, 1)
 				ON CONFLICT (key) DO UPDATE SET followers = follow_counts.followers + 1`, t.Key()); err != nil {
 				return fmt.Errorf("counting follower of %s: %w", t.Key(), err)
+			}
+			for _, h := range s.hooks {
+				if err := h(ctx, tx, userID, t); err != nil {
+					return err
+				}
 			}
 		}
 		return bumpFeed(ctx, tx, userID)

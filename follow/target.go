@@ -22,6 +22,12 @@ const (
 	Researcher  Kind = "researcher"
 	Category    Kind = "category"
 	Institution Kind = "institution"
+	// Query is a saved search (package search); its ID is the search's
+	// normal form.
+	Query Kind = "query"
+	// Paper is one arXiv paper's events (new version, publication,
+	// withdrawal, citations); its ID is the arXiv id without version.
+	Paper Kind = "paper"
 )
 
 // Target is a normalised follow target. ID is the canonical short form:
@@ -42,7 +48,7 @@ const maxIDLength = 200
 
 // Messages naming the accepted forms of each kind.
 const (
-	kindForms        = "the kinds are researcher, category and institution"
+	kindForms        = "the kinds are researcher, category, institution, query (a saved search) and paper (an arXiv id)"
 	researcherForms  = "researcher ids look like openalex:A5023888391, orcid:0000-0002-1825-0097, s2:1741101 or host:1955166 (a bare number is a host id)"
 	categoryForms    = "use an active arXiv category like cs.LG or a whole archive like cs"
 	institutionForms = "institution ids look like ror:03dbr7087 or openalex:I136199984 (https://ror.org/… and https://openalex.org/… links work too)"
@@ -66,6 +72,10 @@ func ParseTarget(kind, id string) (Target, error) {
 		norm, err = parseCategoryID(id)
 	case Institution:
 		norm, err = ParseInstitutionID(id)
+	case Query:
+		norm, err = NormalizeQuery(id)
+	case Paper:
+		norm, err = ParsePaperID(id)
 	}
 	if err != nil {
 		return Target{}, err
@@ -76,7 +86,7 @@ func ParseTarget(kind, id string) (Target, error) {
 func parseKind(kind string) (Kind, error) {
 	k := Kind(lowerASCII(strings.TrimSpace(kind)))
 	switch k {
-	case Researcher, Category, Institution:
+	case Researcher, Category, Institution, Query, Paper:
 		return k, nil
 	case "":
 		return "", apperr.InvalidField("kind", "a kind is required; %s", kindForms)
@@ -106,6 +116,10 @@ func (t Target) Key() string {
 		return "category:" + t.ID
 	case Institution:
 		return "institution:" + t.ID
+	case Query:
+		return "query:" + t.ID
+	case Paper:
+		return "paper:" + t.ID
 	}
 	return ""
 }
@@ -126,6 +140,9 @@ func (t Target) String() string {
 // It is the one name of an archive everywhere: settings, feed titles, and
 // (through ReasonName) feed items and digests.
 func (t Target) DisplayName() string {
+	if name, ok := interestName(t); ok {
+		return name
+	}
 	if t.IsArchive() {
 		if name, ok := ArchiveName(t.ID); ok {
 			return name + " (" + t.ID + ".*)"
@@ -155,7 +172,10 @@ func (t Target) ReasonName(label string, authorName func(researcherID string) (s
 			return name
 		}
 	}
-	if t.IsArchive() {
+	if t.Kind == Query {
+		return "the search " + t.ID
+	}
+	if t.IsArchive() || t.Kind == Paper {
 		return t.DisplayName()
 	}
 	return t.ID
@@ -167,6 +187,8 @@ var keyKinds = map[string]Kind{
 	"category":    Category,
 	"archive":     Category,
 	"institution": Institution,
+	"query":       Query,
+	"paper":       Paper,
 }
 
 // TargetFromKey is the inverse of Key: TargetFromKey(t.Key()) == t for every

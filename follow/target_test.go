@@ -134,9 +134,9 @@ func TestParseTargetRejects(t *testing.T) {
 		field    string
 		want     string // a part of the message
 	}{
-		{"", "cs.LG", "kind", "researcher, category and institution"},
-		{"author", "1955166", "kind", `unknown kind "author"; the kinds are researcher, category and institution`},
-		{"categories", "cs.LG", "kind", "researcher, category and institution"},
+		{"", "cs.LG", "kind", "researcher, category, institution, query"},
+		{"author", "1955166", "kind", `unknown kind "author"; the kinds are researcher, category, institution, query`},
+		{"categories", "cs.LG", "kind", "researcher, category, institution, query"},
 		{strings.Repeat("k", 1000), "cs.LG", "kind", `unknown kind "` + strings.Repeat("k", 60) + `…"; the kinds are`},
 
 		{"researcher", "", "id", "an id is required; researcher ids look like openalex:A5023888391, orcid:0000-0002-1825-0097, s2:1741101 or host:1955166 (a bare number is a host id)"},

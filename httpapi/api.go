@@ -55,6 +55,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.Handle("PUT /v1/me/follows/{kind}/{id}", a.userRoute(a.putFollow))
 	mux.Handle("DELETE /v1/me/follows/{kind}/{id}", a.userRoute(a.deleteFollow))
 	mux.Handle("GET /v1/me/feeds", a.userRoute(a.getFeeds))
+	mux.Handle("GET /v1/search/preview", a.userRoute(a.previewSearch))
 	mux.Handle("POST /v1/me/feed-token", a.userRoute(a.rotateFeedToken))
 	mux.Handle("POST /v1/me/email-links/revoke", a.userRoute(a.revokeEmailLinks))
 	a.registerChannels(mux)

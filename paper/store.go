@@ -76,8 +76,9 @@ type IngestResult struct {
 // enrichment schedule in papers (DueForEnrichment, PostponeEnrichment), and
 // reads the match watermark (HighSeq). Every write takes keyWritersLock.
 type Store struct {
-	db  *database.DB
-	enq MatchEnqueuer
+	db       *database.DB
+	enq      MatchEnqueuer
+	searches searchCache
 }
 
 // NewStore returns a Store writing to db and enqueuing match jobs through
@@ -212,11 +213,23 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 	var updates []Paper
 	var updateIDs []int64
 	var deletes []int64
+	// Saved searches: only records from a source (inserted != nil); an
+	// enrichment adds ids, never text.
+	var queryKeys map[string][]string
+	if inserted != nil {
+		var err error
+		if queryKeys, err = st.searchKeys(ctx, tx, batch, existing, inserted); err != nil {
+			return err
+		}
+	}
 	for _, p := range batch {
 		if id, ok := inserted[p.ArxivID]; ok {
 			res.New++
 			for _, k := range p.Keys() {
 				keys = append(keys, keyRow{id, k.Key, max(p.Version, 1), k.Cross, false, true})
+			}
+			for _, k := range queryKeys[p.ArxivID] {
+				keys = append(keys, keyRow{id, k, max(p.Version, 1), false, false, true})
 			}
 			continue
 		}
@@ -241,7 +254,11 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 			continue
 		}
 		var newKeys []keyRow
-		for _, k := range merged.Keys() {
+		mergedKeys := merged.Keys()
+		for _, k := range queryKeys[p.ArxivID] {
+			mergedKeys = append(mergedKeys, Key{Key: k})
+		}
+		for _, k := range mergedKeys {
 			switch {
 			case !old.keys[k.Key]:
 				newKeys = append(newKeys, keyRow{old.id, k.Key, merged.Version, k.Cross, false, false})

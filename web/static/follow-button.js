@@ -1,4 +1,4 @@
-/* <followfeed-button kind="researcher|category|institution" target="cs.LG"
+/* <followfeed-button kind="researcher|category|institution|paper|query" target="cs.LG"
  * label="…" [api="https://…"] [token-provider="fnName"] [signin-url="/login"]>
  * token-provider: global function (dots allowed) giving a JWT, a Promise of
  * one, or null; default window.followfeedToken. api defaults to this script's
@@ -11,7 +11,8 @@
   if (!window.customElements || customElements.get(TAG)) return;
   const src = document.currentScript && document.currentScript.src;
   const ORIGIN = src ? new URL(src, location.href).origin : location.origin;
-  const KINDS = ['researcher', 'category', 'institution'];
+  const KINDS = ['researcher', 'category', 'institution', 'paper', 'query'];
+  const VERBS = { paper: ['Follow this paper', 'Following this paper'], query: ['Alert me', 'Alert on'] };
   const MSG = {
     follow: 'Could not follow right now; try again.',
     unfollow: 'Could not unfollow right now; try again.',
@@ -245,16 +246,18 @@ button:disabled{opacity:.65}
       const st = this._st;
       const b = this._b;
       const n = st.followers;
-      const verb = st.signedIn && st.following ? 'Following' : 'Follow';
+      const on = st.signedIn && st.following;
+      const verbs = VERBS[this._a('kind')] || ['Follow', 'Following'];
+      const verb = on ? verbs[1] : verbs[0];
       b.disabled = st.loading;
       if (st.loading) b.setAttribute('aria-busy', 'true');
       else b.removeAttribute('aria-busy');
-      b.setAttribute('aria-pressed', String(verb === 'Following'));
+      b.setAttribute('aria-pressed', String(on));
       b.textContent = st.loading || n === null ? verb : `${verb} · ${nf.format(n)}`;
       const name = this._a('label') || st.name || this._a('target');
       const count = n === null ? '' : ` (${nf.format(n)} follower${n === 1 ? '' : 's'})`;
       // A toggle's name stays put; aria-pressed tells the state.
-      b.setAttribute('aria-label', `Follow ${name}${count}`);
+      b.setAttribute('aria-label', `${verbs[0]} ${name}${count}`);
     }
   }
 

@@ -1,0 +1,118 @@
+package follow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/apperr"
+	"followfeed/search"
+)
+
+// Follows of interests rather than people and places: saved searches
+// (kind query) and single papers (kind paper).
+
+const paperForms = "arXiv ids look like 2202.02326 or astro-ph/9901001 (a version such as v2, an arXiv: prefix and arxiv.org/abs/ links are fine)"
+
+// taxonomyCategories resolves cat: filters with the compiled-in taxonomy.
+type taxonomyCategories struct{}
+
+// ResolveCategory implements search.Categories: an active category or
+// archive (aliases canonical) and the match key papers carry for it.
+func (taxonomyCategories) ResolveCategory(v string) (string, string, error) {
+	id, err := parseCategoryID(v)
+	if err != nil {
+		var ae *apperr.Error
+		if errors.As(err, &ae) {
+			return "", "", errors.New(ae.Message)
+		}
+		return "", "", err
+	}
+	t := Target{Kind: Category, ID: id}
+	return id, t.Key(), nil
+}
+
+// CompileQuery parses a saved search with this package's taxonomy for its
+// cat: filters. Errors are *search.Error (position and expectation).
+func CompileQuery(s string) (*search.Query, error) {
+	return search.Parse(s, taxonomyCategories{})
+}
+
+// NormalizeQuery returns the normal form of a saved search, the ID of its
+// Target. Errors are *apperr.Error with Code Invalid, Field "id", a message
+// with the position and what was expected, and Details[0].Index the
+// 1-based character position.
+func NormalizeQuery(s string) (string, error) {
+	q, err := CompileQuery(s)
+	if err != nil {
+		var se *search.Error
+		if errors.As(err, &se) {
+			return "", se.AppError("id")
+		}
+		return "", err
+	}
+	return q.String(), nil
+}
+
+var (
+	newStyleID = regexp.MustCompile(`^(\d{4})\.(\d{4,5})(v\d+)?$`)
+	oldStyleID = regexp.MustCompile(`^([a-z][a-z-]*(\.[A-Z]{2})?)/(\d{7})(v\d+)?$`)
+)
+
+// ParsePaperID normalises an arXiv id as ParseTarget does for kind paper:
+// new-style "2202.02326" or old-style "astro-ph/9901001", with or without
+// a version ("v2", dropped), an "arXiv:" prefix or an arxiv.org/abs/ or
+// /pdf/ link. The paper need not be known yet. Errors are as for
+// ParseTarget, with Field "id".
+func ParsePaperID(s string) (string, error) {
+	id := strings.TrimSpace(s)
+	for _, p := range []string{"https://arxiv.org/abs/", "http://arxiv.org/abs/", "https://arxiv.org/pdf/", "http://arxiv.org/pdf/", "arxiv.org/abs/", "arxiv:"} {
+		if hasPrefixFold(id, p) {
+			id = id[len(p):]
+			break
+		}
+	}
+	id = strings.TrimSuffix(id, ".pdf")
+	if m := newStyleID.FindStringSubmatch(id); m != nil {
+		return m[1] + "." + m[2], nil
+	}
+	if m := oldStyleID.FindStringSubmatch(id); m != nil {
+		return m[1] + "/" + m[3], nil
+	}
+	if len(id) > 60 {
+		id = id[:60] + "…"
+	}
+	return "", apperr.InvalidField("id", "%q is not an arXiv id; %s", id, paperForms)
+}
+
+// interestName is DisplayName for the kinds of this file.
+func interestName(t Target) (string, bool) {
+	switch t.Kind {
+	case Query:
+		return "Search: " + t.ID, true
+	case Paper:
+		return "arXiv:" + t.ID, true
+	}
+	return "", false
+}
+
+// ActiveSearches returns the normal forms of every saved search somebody
+// follows, inside tx: package paper evaluates new papers against them at
+// ingest. It reads follow_counts' primary key over the query: range.
+func ActiveSearches(ctx context.Context, tx pgx.Tx) ([]string, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT substr(key, 7) FROM follow_counts
+		WHERE key >= 'query:' AND key < 'query;' AND followers > 0`)
+	if err != nil {
+		return nil, fmt.Errorf("listing saved searches: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("listing saved searches: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,244 @@
+package paper
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/follow"
+	"followfeed/search"
+)
+
+// Saved searches are match keys like any other: at ingest every new or
+// changed paper of the batch is evaluated against every distinct saved
+// search somebody follows (follow.ActiveSearches), with search.MatchBatch,
+// and a paper a search matches gets a "query:<normal form>" key row. Feeds,
+// digests, counts and ETags then work unchanged.
+
+// searchCache keeps compiled searches between batches: a batch parses only
+// the searches followed since the last one.
+type searchCache struct {
+	mu       sync.Mutex
+	compiled map[string]*search.Query
+}
+
+// compile returns the compiled forms of norms (normal forms of searches)
+// and their keys, in the same order; a search that no longer parses (a
+// category withdrawn from the taxonomy) is left out.
+func (c *searchCache) compile(norms []string) ([]*search.Query, []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.compiled == nil {
+		c.compiled = map[string]*search.Query{}
+	}
+	next := make(map[string]*search.Query, len(norms))
+	qs := make([]*search.Query, 0, len(norms))
+	keys := make([]string, 0, len(norms))
+	for _, n := range norms {
+		q, ok := c.compiled[n]
+		if !ok {
+			var err error
+			if q, err = follow.CompileQuery(n); err != nil {
+				continue
+			}
+		}
+		next[n] = q
+		qs = append(qs, q)
+		keys = append(keys, follow.Target{Kind: follow.Query, ID: n}.Key())
+	}
+	c.compiled = next
+	return qs, keys
+}
+
+// Doc returns the paper's text as saved searches see it.
+func (p *Paper) Doc() *search.Doc {
+	names := make([]string, len(p.Authors))
+	for i, a := range p.Authors {
+		names[i] = a.Name
+	}
+	cks := follow.CategoryKeys(p.PrimaryCategory, p.Categories)
+	keys := make([]string, len(cks))
+	for i, k := range cks {
+		keys[i] = k.Key
+	}
+	return search.NewDoc(p.Title, p.Abstract, names, keys)
+}
+
+// sameText reports whether two records of a paper read the same to a
+// search (title, abstract, author names, categories).
+func sameText(a, b Paper) bool {
+	if a.Title != b.Title || a.Abstract != b.Abstract || a.PrimaryCategory != b.PrimaryCategory ||
+		!slices.Equal(a.Categories, b.Categories) || len(a.Authors) != len(b.Authors) {
+		return false
+	}
+	for i := range a.Authors {
+		if a.Authors[i].Name != b.Authors[i].Name {
+			return false
+		}
+	}
+	return true
+}
+
+// searchKeys evaluates the batch's new papers, and the stored ones whose
+// text a record changes, against every followed search, and returns each
+// paper's query keys by arXiv id. The caller holds keyWritersLock, so a
+// search followed after this read is backfilled by BackfillSearch after
+// this batch commits.
+func (st *Store) searchKeys(ctx context.Context, tx pgx.Tx, batch []Paper, existing map[string]*stored, inserted map[string]int64) (map[string][]string, error) {
+	norms, err := follow.ActiveSearches(ctx, tx)
+	if err != nil || len(norms) == 0 {
+		return nil, err
+	}
+	qs, keys := st.searches.compile(norms)
+	var ids []string
+	var docs []*search.Doc
+	for _, p := range batch {
+		if p.Deleted {
+			continue
+		}
+		text := p
+		if _, ok := inserted[p.ArxivID]; !ok {
+			old, ok := existing[p.ArxivID]
+			if !ok {
+				continue
+			}
+			text = merge(old.paper, p)
+			if sameText(old.paper, text) && text.Version == old.paper.Version && !old.deleted {
+				continue
+			}
+		}
+		ids = append(ids, p.ArxivID)
+		docs = append(docs, text.Doc())
+	}
+	out := make(map[string][]string, len(ids))
+	for i, hits := range search.MatchBatch(qs, docs) {
+		for _, qi := range hits {
+			out[ids[i]] = append(out[ids[i]], keys[qi])
+		}
+	}
+	return out, nil
+}
+
+// BackfillDays is how far back a newly followed search looks, so that its
+// feed is not empty on the first day.
+const BackfillDays = 30
+
+// BackfillSearch runs inside the transaction that follows a saved search
+// (follow.Service's OnFollow hook): it evaluates the search against the
+// papers announced since since that have no row for its key yet, writes
+// their key rows and enqueues the match job, all under keyWritersLock. It
+// writes nothing for papers that already have a row (a search followed
+// continuously has them all), so the followers of an existing search
+// are not told about old papers again. It returns how many papers it
+// added.
+func (st *Store) BackfillSearch(ctx context.Context, tx pgx.Tx, normalized string, since time.Time) (int, error) {
+	q, err := follow.CompileQuery(normalized)
+	if err != nil {
+		return 0, err
+	}
+	if err := lockWriters(ctx, tx); err != nil {
+		return 0, err
+	}
+	key := follow.Target{Kind: follow.Query, ID: normalized}.Key()
+	var rows []keyRow
+	err = scanRecent(ctx, tx, since, key, func(id int64, p *Paper) {
+		if q.Match(p.Doc()) {
+			rows = append(rows, keyRow{PaperID: id, Key: key, Version: max(p.Version, 1)})
+		}
+	})
+	if err != nil || len(rows) == 0 {
+		return 0, err
+	}
+	from, to, err := writeKeys(ctx, tx, rows)
+	if err != nil {
+		return 0, err
+	}
+	if to > 0 {
+		if err := st.enq.EnqueueMatch(ctx, tx, from, to); err != nil {
+			return 0, fmt.Errorf("enqueuing match job for seq %d..%d: %w", from, to, err)
+		}
+	}
+	return len(rows), nil
+}
+
+// Preview is what a search would have found.
+type Preview struct {
+	// Count is how many papers of the window match.
+	Count int
+	// Newest are the newest matches (by announcement), at most the limit.
+	Newest []Paper
+}
+
+// PreviewSearch evaluates q against the papers announced since since and
+// returns how many match and the newest limit of them. It writes nothing.
+func (st *Store) PreviewSearch(ctx context.Context, q *search.Query, since time.Time, limit int) (Preview, error) {
+	var pv Preview
+	err := st.db.InTxIso(ctx, pgx.RepeatableRead, func(tx pgx.Tx) error {
+		return scanRecent(ctx, tx, since, "", func(_ int64, p *Paper) {
+			if q.Match(p.Doc()) {
+				pv.Count++
+				if len(pv.Newest) < limit {
+					pv.Newest = append(pv.Newest, *p)
+				}
+			}
+		})
+	})
+	if err != nil {
+		return Preview{}, fmt.Errorf("previewing a search: %w", err)
+	}
+	return pv, nil
+}
+
+// scanRecent calls fn for every paper not withdrawn and announced since
+// since, newest first, without the ones that already have a row for
+// skipKey (when set). A month of arXiv is some 25,000 papers: a
+// sequential read of their text, each evaluated in Go.
+func scanRecent(ctx context.Context, tx pgx.Tx, since time.Time, skipKey string, fn func(id int64, p *Paper)) error {
+	rows, err := tx.Query(ctx, `
+		SELECT p.id, p.arxiv_id, p.version, p.title, p.abstract, p.authors, p.primary_category, p.categories,
+		       p.abs_url, coalesce(p.announced_at, p.submitted_at, p.created_at)
+		FROM papers p
+		WHERE coalesce(p.announced_at, p.submitted_at, p.created_at) >= $1 AND p.deleted_at IS NULL
+		  AND ($2 = '' OR NOT EXISTS (SELECT 1 FROM paper_keys k WHERE k.paper_id = p.id AND k.key = $2))
+		ORDER BY coalesce(p.announced_at, p.submitted_at, p.created_at) DESC, p.id DESC`, since, skipKey)
+	if err != nil {
+		return fmt.Errorf("reading recent papers: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var p Paper
+		var authors []byte
+		if err := rows.Scan(&id, &p.ArxivID, &p.Version, &p.Title, &p.Abstract, &authors, &p.PrimaryCategory,
+			&p.Categories, &p.AbsURL, &p.AnnouncedAt); err != nil {
+			return fmt.Errorf("reading recent paper: %w", err)
+		}
+		if err := json.Unmarshal(authors, &p.Authors); err != nil {
+			return fmt.Errorf("reading authors of paper %d: %w", id, err)
+		}
+		p.AnnouncedAt = p.AnnouncedAt.UTC()
+		fn(id, &p)
+	}
+	return rows.Err()
+}
+
+// BackfillHook returns the follow.Service hook that backfills a newly
+// followed saved search over the last BackfillDays days (now may be nil:
+// time.Now). Other kinds need nothing.
+func (st *Store) BackfillHook(now func() time.Time) follow.FollowHook {
+	if now == nil {
+		now = time.Now
+	}
+	return func(ctx context.Context, tx pgx.Tx, _ int64, t follow.Target) error {
+		if t.Kind != follow.Query {
+			return nil
+		}
+		_, err := st.BackfillSearch(ctx, tx, t.ID, now().Add(-BackfillDays*24*time.Hour))
+		return err
+	}
+}
