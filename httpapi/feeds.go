@@ -20,7 +20,7 @@ import (
 
 // renderVersion is part of every ETag: bump it when rendering changes, so
 // readers refetch.
-const renderVersion = "r1"
+const renderVersion = "r2"
 
 // feedMaxAge is how long readers and caches may reuse a feed.
 const feedMaxAge = 5 * time.Minute
