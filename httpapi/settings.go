@@ -63,6 +63,7 @@ func NewSettings(s Settings, secret []byte) *Settings {
 // Register adds the routes to mux.
 func (s *Settings) Register(mux *http.ServeMux) {
 	mux.Handle("GET /{$}", http.RedirectHandler("/settings", http.StatusSeeOther))
+	mux.HandleFunc("GET /about", s.about)
 	mux.HandleFunc("GET /login", s.login)
 	mux.HandleFunc("POST /login", s.login)
 	mux.HandleFunc("POST /logout", s.logout)
@@ -198,6 +199,7 @@ type settingsData struct {
 	Follows       []followJSON
 	FeedURLs      []feedURL
 	OPMLURL       string
+	OPMLPerFollow string
 	Profile       notify.Profile
 	Weekday       string
 	Timezones     []string
@@ -248,6 +250,17 @@ func (s *Settings) page(w http.ResponseWriter, r *http.Request) {
 		Flash: flashes[r.URL.Query().Get("done")], Scripts: []string{"/static/settings.js?v=" + assetVersion("settings.js")}, Data: d})
 }
 
+// about is the alternate page of private feeds (feeds.Service.AboutURL):
+// static, public, cacheable for a day, no redirect and no database, so a
+// feed reader that fetches it on every refresh costs one cheap request.
+func (s *Settings) about(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	renderPage(w, r, s.Logger, http.StatusOK, "message.html", page{Title: "Your followfeed feed",
+		Lines: []string{"This is a private feed of new arXiv papers matching the researchers, categories and institutions you follow.",
+			"Its address is personal: anyone with it can read the feed. Manage your follows, rotate the address or change email digests in your settings."},
+		Link: "/settings", LinkText: "Your settings"})
+}
+
 func assetVersion(name string) string {
 	_, v, _ := web.Asset(name)
 	return v
@@ -294,7 +307,8 @@ func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
 	}
 	d.FeedURLs = []feedURL{{"atom", "Atom", s.Feeds.PrivateURL(tok, feeds.Atom, nil)},
 		{"rss", "RSS", s.Feeds.PrivateURL(tok, feeds.RSS, nil)}, {"json", "JSON Feed", s.Feeds.PrivateURL(tok, feeds.JSON, nil)}}
-	d.OPMLURL = s.Feeds.OPMLURL(tok)
+	d.OPMLURL = s.Feeds.OPMLURL(tok, false)
+	d.OPMLPerFollow = s.Feeds.OPMLURL(tok, true)
 	return d, nil
 }
 
