@@ -313,7 +313,7 @@ func (a *API) feedLinks(r *http.Request, u *account.User, token string) (feedLin
 		Atom: a.Feeds.PrivateURL(token, feeds.Atom, nil), RSS: a.Feeds.PrivateURL(token, feeds.RSS, nil),
 		JSON: a.Feeds.PrivateURL(token, feeds.JSON, nil), OPML: a.Feeds.OPMLURL(token, false),
 		OPMLPerFollow: a.Feeds.OPMLURL(token, true),
-		Follows: make([]followLink, 0, len(fs)),
+		Follows:       make([]followLink, 0, len(fs)),
 	}
 	for _, f := range fs {
 		t := f.Target
