@@ -58,14 +58,15 @@ func NewHandler(o Options) http.Handler {
 		// 405 (a problem document, see refusal), not the mux's redirect.
 		// The redirect asks for the credential too, so the spec's
 		// /admin/jobs answers what /admin/jobs/{page} does to strangers.
-		mux.Handle(AdminPrefix, basicAuth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		redirect := basicAuth(http.RedirectHandler(AdminPrefix+"/", http.StatusMovedPermanently), o.AdminUser, o.AdminPassword, "followfeed jobs")
+		mux.HandleFunc(AdminPrefix, func(w http.ResponseWriter, r *http.Request) {
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {
 				w.Header().Set("Allow", "GET, HEAD")
 				(&refusal{ResponseWriter: w, r: r}).WriteHeader(http.StatusMethodNotAllowed)
 				return
 			}
-			http.Redirect(w, r, AdminPrefix+"/", http.StatusMovedPermanently)
-		}), o.AdminUser, o.AdminPassword, "followfeed jobs"))
+			redirect.ServeHTTP(w, r)
+		})
 	}
 	if o.Routes != nil {
 		o.Routes(mux)
