@@ -207,6 +207,9 @@ type settingsData struct {
 	Frequencies   []frequencyOption
 	NextAt        string
 	Preview       *previewData
+	// DigestsOff: the preview is of papers waiting while digests are off,
+	// which turning them on does not mail (they start from then).
+	DigestsOff bool
 }
 
 type previewData struct {
@@ -220,6 +223,7 @@ var flashes = map[string]string{
 	"rotated":    "Your feed token was replaced: the old feed links stop working now. Update your feed reader.",
 	"email":      "Email settings saved.",
 	"confirm":    "Email settings saved. We sent a confirmation mail to the new address.",
+	"started":    "Digests are on. They hold papers matched from now on; everything that came before is in your feed (Your feeds, below).",
 }
 
 func (s *Settings) page(w http.ResponseWriter, r *http.Request) {
@@ -284,6 +288,7 @@ func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
 		}
 		d.NextAt = p.NextDigestAt.In(loc).Format("Monday 2 January 15:04 MST")
 	}
+	d.DigestsOff = p.Digest.Frequency == notify.Off
 	if c, err := s.Digester.Preview(ctx, v.userID); err == nil {
 		d.Preview = &previewData{Subject: notify.DigestSubject(c), Groups: c.Groups}
 	}
@@ -439,6 +444,11 @@ func (s *Settings) postEmail(w http.ResponseWriter, r *http.Request) {
 		}
 		if after.Email != "" && !after.EmailConfirmed && (!strings.EqualFold(after.Email, before.Email) || before.Suppressed != "") {
 			return "confirm", nil
+		}
+		if before.Digest.Frequency == notify.Off && after.Digest.Frequency != notify.Off {
+			// Digests start from now (notify.Preferences.Update): say so,
+			// and where the papers that were waiting are.
+			return "started", nil
 		}
 		return "email", nil
 	})

@@ -401,4 +401,30 @@ func TestSettingsDigestPreview(t *testing.T) {
 	if strings.Contains(sec, "Galaxies") || strings.Contains(sec, "Nothing new") {
 		t.Errorf("the preview shows an unmatched paper or says nothing is new:\n%s", sec)
 	}
+
+	// Digests are off: the page says these papers are not mailed, and
+	// that turning digests on starts from then, the rest being in the feed.
+	if !strings.Contains(sec, `id="backlog"`) || !strings.Contains(sec, "only papers matched afterwards are mailed") {
+		t.Errorf("the preview while digests are off does not say what turning them on mails:\n%s", sec)
+	}
+	csrf := testapp.CSRF.FindStringSubmatch(page)
+	if csrf == nil {
+		t.Fatal("no CSRF token")
+	}
+	resp, _ = testapp.Form(t, b, "POST", a.URL+"/settings/email", url.Values{"csrf": {csrf[1]}, "email": {"previewer@example.org"},
+		"timezone": {"UTC"}, "frequency": {"daily"}, "hour": {"7"}, "weekday": {"monday"}})
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings?done=started#email" {
+		t.Fatalf("turning digests on: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	_, page = testapp.Form(t, b, "GET", a.URL+"/settings?done=started", nil)
+	if !strings.Contains(page, "everything that came before is in your feed") {
+		t.Errorf("after turning digests on, the page does not say where the earlier papers are")
+	}
+	if sec := previewRE.FindString(page); strings.Contains(sec, `id="backlog"`) || !strings.Contains(sec, "Nothing new") {
+		t.Errorf("after turning digests on, the preview:\n%s", sec)
+	}
+	// Weekdays read as people write them; the form value stays the API's.
+	if !strings.Contains(page, `<option value="monday" selected>Monday</option>`) {
+		t.Errorf("the weekday options are not capitalised (or Monday is not selected)")
+	}
 }
