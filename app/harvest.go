@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"followfeed/config"
 )
@@ -35,6 +36,8 @@ func runHarvest(ctx context.Context, args []string, inv invocation) error {
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(stdout, "harvest: sets %s from %s; each page is logged, and each retry of an upstream failure with its wait\n",
+		strings.Join(cfg.ArxivSets, ","), cfg.ArxivOAIURL.Redacted())
 	st, err := svc.harvester.RunOnce(ctx)
 	fmt.Fprintf(stdout, "harvest: %d pages, %d records: %d new, %d replaced, %d updated, %d deleted, %d skipped\n",
 		st.Pages, st.Records, st.New, st.Replaced, st.Updated, st.Deleted, st.Skipped)
