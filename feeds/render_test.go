@@ -945,3 +945,51 @@ func TestBodyHTMLParagraphs(t *testing.T) {
 		t.Errorf("empty item has a body")
 	}
 }
+
+// TestGoldensShowWhatReadersNeed reads the RSS and Atom golden files as a
+// feed reader does (gofeed) and checks what readers display, so a golden
+// cannot be regenerated into something wrong unnoticed: every author of
+// each paper (RSS: in its one dc:creator, as newsboat and Miniflux show
+// only one), and the abstract and PDF links in the HTML content.
+func TestGoldensShowWhatReadersNeed(t *testing.T) {
+	src := sampleFeed()
+	for _, name := range []string{"sample.rss", "sample.atom"} {
+		raw, err := os.ReadFile(filepath.Join("testdata", "render", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := gofeed.NewParser().ParseString(string(raw))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for i, it := range f.Items {
+			s := src.Items[i]
+			var shown []string
+			if strings.HasSuffix(name, ".rss") {
+				if it.DublinCoreExt != nil {
+					shown = it.DublinCoreExt.Creator
+				}
+			} else {
+				shown = personNames(it.Authors)
+			}
+			all := strings.Join(shown, ", ")
+			for _, a := range s.Authors {
+				if !strings.Contains(all, a) {
+					t.Errorf("%s item %d: author %q not shown (%q)", name, i, a, shown)
+				}
+			}
+			if strings.HasSuffix(name, ".rss") && len(s.Authors) > 1 && len(shown) != 1 {
+				t.Errorf("%s item %d: %d dc:creator elements, want one naming all", name, i, len(shown))
+			}
+			body := it.Content
+			if body == "" {
+				body = it.Description
+			}
+			for _, link := range []string{`<a href="` + s.AbsURL + `">Abstract</a>`, `<a href="` + s.PDFURL + `">PDF</a>`} {
+				if !strings.Contains(body, link) {
+					t.Errorf("%s item %d: content lacks %s:\n%s", name, i, link, body)
+				}
+			}
+		}
+	}
+}
