@@ -31,6 +31,10 @@ test:
 	 [ -z "$$unformatted" ] || { echo "make test: not gofmt-formatted (run gofmt -w): $$unformatted" >&2; exit 1; }; \
 	 $(GO) test -race -timeout 20m ./... && scripts/fuzz-short.sh
 
+## lint-openapi: Redocly's recommended rules on httpapi/openapi.json (needs npx; go test's TestOpenAPILint checks the same rules without it)
+lint-openapi:
+	npx -y @redocly/cli@2.77.0 lint
+
 ## build: the product (bin/followfeed) and the lab (bin/followfeed-lab: bench, soak)
 build:
 	$(GO) build -o bin/followfeed ./cmd/followfeed && $(GO) build -o bin/followfeed-lab ./cmd/followfeed-lab

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"time"
 
 	"followfeed/config"
 	"followfeed/database"
@@ -12,9 +15,12 @@ import (
 
 func runDigest(ctx context.Context, args []string, inv invocation) error {
 	getenv, stdout := inv.getenv, inv.stdout
-	fs := newFlags("digest", stdout, "Builds the next digest of one user and prints it; with --now sends it at once,\nthrough the same delivery ledger as scheduled digests (so it is never sent twice).")
+	fs := newFlags("digest", stdout, "Prints the next digest of one user; with --now sends it at once, through the same\n"+
+		"delivery ledger as scheduled digests (never twice), and says what happened: sent N papers,\n"+
+		"nothing new, already sent for this period, or why the user's settings rule it out.")
 	sub := fs.String("user", "", "the user's subject (sub claim); required")
 	now := fs.Bool("now", false, "send it now instead of printing it")
+	force := fs.Bool("force", false, "with --now, send even an empty digest to a user who did not ask for empty ones")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -46,9 +52,12 @@ func runDigest(ctx context.Context, args []string, inv invocation) error {
 	if err != nil {
 		return err
 	}
+	if *force && !*now {
+		return &UsageError{Msg: "digest: --force only goes with --now"}
+	}
 	if *now {
-		out, err := svc.digester.SendNow(ctx, u.ID)
-		fmt.Fprintf(stdout, "digest %d: %s (%d papers) %s\n", out.DigestID, out.State, out.Papers, out.Reply)
+		res, err := svc.digester.SendNow(ctx, u.ID, *force)
+		fmt.Fprintln(stdout, nowReport(res, zoneOf(u.Timezone)))
 		return err
 	}
 	c, err := svc.digester.Preview(ctx, u.ID)
@@ -61,4 +70,47 @@ func runDigest(ctx context.Context, args []string, inv invocation) error {
 	}
 	fmt.Fprintf(stdout, "Subject: %s\n\n%s", notify.DigestSubject(c), text)
 	return nil
+}
+
+func zoneOf(name string) *time.Location {
+	if loc, err := time.LoadLocation(name); err == nil {
+		return loc
+	}
+	return time.UTC
+}
+
+// nowReport is the line `digest --now` prints: what happened, when the
+// next digest is due and what waits for it.
+func nowReport(r notify.NowResult, loc *time.Location) string {
+	const layout = "Mon 2 Jan 2006 15:04 MST"
+	var b strings.Builder
+	switch r.Status {
+	case notify.NowSent:
+		fmt.Fprintf(&b, "digest %d (%s): sent %s", r.DigestID, r.Period, papers(r.Papers))
+	case notify.NowNothingNew:
+		b.WriteString("nothing new since the last digest: nothing sent (the user does not want empty digests; --force sends one)")
+	case notify.NowAlreadySent:
+		fmt.Fprintf(&b, "digest %d (%s): already %s at %s for this period; not sent again", r.DigestID, r.Period, r.State, r.At.In(loc).Format(layout))
+	case notify.NowRuledOut:
+		b.WriteString("not sent: " + r.Reason)
+	default:
+		fmt.Fprintf(&b, "digest %d (%s): %s (%s)", r.DigestID, r.Period, r.State, papers(r.Papers))
+		if r.Reason != "" {
+			b.WriteString(": " + r.Reason)
+		}
+	}
+	if !r.NextAt.IsZero() {
+		b.WriteString("; next digest due " + r.NextAt.In(loc).Format(layout))
+	}
+	if r.Waiting > 0 || r.Status != notify.NowSent {
+		fmt.Fprintf(&b, "; %s waiting", papers(r.Waiting))
+	}
+	return b.String()
+}
+
+func papers(n int) string {
+	if n == 1 {
+		return "1 paper"
+	}
+	return strconv.Itoa(n) + " papers"
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"followfeed/config"
 )
@@ -10,7 +11,7 @@ import (
 func runHarvest(ctx context.Context, args []string, inv invocation) error {
 	getenv, stdout := inv.getenv, inv.stdout
 	fs := newFlags("harvest", stdout, "Runs one arXiv OAI-PMH harvest pass of ARXIV_SETS from ARXIV_OAI_URL, by hand.\nNew papers get their match jobs queued; running workers deliver them.")
-	once := fs.Bool("once", false, "run one pass and exit (required: the periodic harvest runs inside `serve`/`worker`)")
+	once := fs.Bool("once", false, "run one pass and exit (required: the periodic harvest runs inside serve and worker)")
 	enrich := fs.Bool("enrich", false, "also run one OpenAlex enrichment pass afterwards")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -35,6 +36,8 @@ func runHarvest(ctx context.Context, args []string, inv invocation) error {
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(stdout, "harvest: sets %s from %s; each page is logged, and each retry of an upstream failure with its wait\n",
+		strings.Join(cfg.ArxivSets, ","), cfg.ArxivOAIURL.Redacted())
 	st, err := svc.harvester.RunOnce(ctx)
 	fmt.Fprintf(stdout, "harvest: %d pages, %d records: %d new, %d replaced, %d updated, %d deleted, %d skipped\n",
 		st.Pages, st.Records, st.New, st.Replaced, st.Updated, st.Deleted, st.Skipped)

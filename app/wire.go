@@ -86,10 +86,18 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.prefs = notify.NewPreferences(db, s.addrs, hooks.Now)
 	s.users.OnConfirm(s.prefs.AddressConfirmed)
 	s.addrs.OnDigests(s.prefs)
+	// Every retry of an upstream request is logged, so a harvest against
+	// a down repository says what it waits for instead of minutes of
+	// silence (the harvest command's logs go to the terminal).
+	onRetry := func(rawURL string, attempt, maxRetries int, wait time.Duration, err error) {
+		logger.Warn("upstream request failed; retrying", "url", rawURL, "attempt", attempt, "retries", maxRetries,
+			"wait", wait.Round(time.Second).String(), "error", err.Error())
+	}
 	oai := harvest.NewOAIClient(harvest.OAIConfig{
 		BaseURL: cfg.ArxivOAIURL.String(),
 		Format:  cfg.ArxivOAIFormat,
 		Client:  httpclient.New(5*time.Minute, harvest.OAIMaxBodyBytes),
+		OnRetry: onRetry,
 	})
 	s.harvester = harvest.NewHarvester(db, oai, s.papers, cfg.ArxivSets, logger, hooks.Now)
 	s.health = harvest.NewHealth(db, cfg.ArxivSets, logger, hooks.Now)
@@ -98,6 +106,7 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		Mailto:  cfg.OpenAlexMailto,
 		APIKey:  cfg.OpenAlexAPIKey,
 		Client:  httpclient.New(time.Minute, harvest.OpenAlexMaxBodyBytes),
+		OnRetry: onRetry,
 	})
 	s.enricher = harvest.NewEnricher(s.papers, openalex, harvest.DefaultEnrichPolicy, logger, nil)
 	s.enricher.ReportTo(s.health)

@@ -62,10 +62,10 @@ func newAtomEntry(it *Item) *atomEntry {
 	if it.Summary != "" {
 		e.Summary = &gorilla.AtomSummary{Content: it.Summary, Type: "text"}
 	}
-	if it.Content != "" {
+	if body := it.bodyHTML(); body != "" {
 		// Readers show <content> in preference to <summary>, so content
-		// carries the abstract too, not just the extra line.
-		e.Content = &gorilla.AtomContent{Content: it.fullText(), Type: "text"}
+		// carries the abstract too, with the reasons and the links.
+		e.Content = &gorilla.AtomContent{Content: body, Type: "html"}
 	}
 	authors := it.Authors
 	if len(authors) == 0 {
@@ -128,9 +128,9 @@ func atomItemCost(_ *Feed, it *Item) (int, error) {
 // <link rel="hub"> (each when its URL is set) and <generator>followfeed</generator>.
 // Each entry has <id>, <title>, <updated>, <published>, one <author><name>
 // per author (a single "arXiv" author when there are none), <summary
-// type="text"> (when set), <content type="text"> holding the summary followed
-// by Item.Content (only when Content is set, since readers prefer content over
-// summary), <link rel="alternate" type="text/html" href=AbsURL>, the PDF as
+// type="text"> (when set), <content type="html"> holding the HTML body
+// described at Item.bodyHTML (the abstract's paragraphs, the Content line,
+// the Abstract and PDF links; readers prefer content over summary), <link rel="alternate" type="text/html" href=AbsURL>, the PDF as
 // <link rel="related" type="application/pdf" title="pdf" href=PDFURL>, and a
 // <category term=...> per category.
 func RenderAtom(f Feed) ([]byte, error) {

@@ -22,6 +22,7 @@ func newJSONItem(it *Item) *gorilla.JSONItem {
 		Title:         it.Title,
 		Summary:       it.Summary,
 		ContentText:   it.fullText(),
+		ContentHTML:   it.bodyHTML(),
 		PublishedDate: &it.Published,
 		ModifiedDate:  &it.Updated,
 		Tags:          it.Categories,
@@ -97,7 +98,8 @@ func jsonItemCost(_ *Feed, it *Item) (int, error) {
 // [{"type":"WebSub","url":HubURL}] and items (always present, possibly []).
 // Each item has id, url (AbsURL), external_url (PDFURL), title, summary,
 // content_text (summary, a blank line, then Content; the title when both are
-// empty, since content_text is required), date_published and
+// empty, since content_text is required), content_html (the HTML body
+// described at Item.bodyHTML, when there is one), date_published and
 // date_modified (RFC 3339, UTC), authors [{"name"}], tags (categories), and
 // the PDF again as an attachment {"url", "mime_type":"application/pdf",
 // "title":"PDF"} so readers that list attachments offer it for download.

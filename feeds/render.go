@@ -24,6 +24,7 @@ import (
 	"encoding/hex"
 	"encoding/xml"
 	"errors"
+	"html"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -292,6 +293,57 @@ func (it *Item) fullText() string {
 	}
 	return it.Summary + "\n\n" + it.Content
 }
+
+// paragraphs splits plain text into paragraphs at blank lines, trimming each
+// and dropping empty ones. Line breaks inside a paragraph are kept (HTML
+// shows them as spaces, as the abstract's own line wrapping intends).
+func paragraphs(s string) []string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	var out []string
+	for _, p := range strings.Split(s, "\n\n") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// bodyHTML is the item's body as an HTML fragment, the same in Atom
+// <content type="html">, RSS <description> and JSON Feed content_html:
+// each paragraph of the abstract in its own <p>, the Content line
+// ("Following: …") in its own <p>, then one <p> with the links,
+// "<a href=AbsURL>Abstract</a> · <a href=PDFURL>PDF</a>" (each when set).
+// Every piece of text is HTML-escaped, so readers display exactly the
+// original text; nothing from the paper is ever markup.
+func (it *Item) bodyHTML() string {
+	var b strings.Builder
+	para := func(s string) {
+		b.WriteString("<p>")
+		b.WriteString(html.EscapeString(s))
+		b.WriteString("</p>")
+	}
+	for _, p := range paragraphs(it.Summary) {
+		para(p)
+	}
+	if c := strings.TrimSpace(it.Content); c != "" {
+		para(c)
+	}
+	var links []string
+	if it.AbsURL != "" {
+		links = append(links, `<a href="`+html.EscapeString(it.AbsURL)+`">Abstract</a>`)
+	}
+	if it.PDFURL != "" {
+		links = append(links, `<a href="`+html.EscapeString(it.PDFURL)+`">PDF</a>`)
+	}
+	if len(links) > 0 {
+		b.WriteString("<p>" + strings.Join(links, " · ") + "</p>")
+	}
+	return b.String()
+}
+
+// authorLine is every author in one string, "A, B and C" style as arXiv's
+// own RSS does ("A, B, C"): readers that show one creator show them all.
+func authorLine(authors []string) string { return strings.Join(authors, ", ") }
 
 // ---------------------------------------------------------------------------
 // Size cap.

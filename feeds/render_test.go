@@ -181,7 +181,8 @@ func TestRenderAtomParses(t *testing.T) {
 	eqSlice(t, "item authors", personNames(it.Authors), s.Authors)
 	eqSlice(t, "item categories", it.Categories, s.Categories)
 	wantEq(t, "item summary", it.Description, s.Summary)
-	wantEq(t, "item content", it.Content, s.Summary+"\n\n"+s.Content)
+	wantEq(t, "item content", it.Content, wantBody(s.Summary, s.Content, s.AbsURL, s.PDFURL))
+	wantEq(t, "item content type", e.Content.Type, "html")
 	wantEq(t, "item link", it.Link, s.AbsURL)
 	wantTime(t, "item published", it.PublishedParsed, s.Published)
 	wantTime(t, "item updated", it.UpdatedParsed, feedUpdated)
@@ -196,10 +197,11 @@ func TestRenderAtomParses(t *testing.T) {
 		t.Errorf("pdf link = %+v", pdf)
 	}
 
-	// Second entry: no authors -> "arXiv"; no content; Updated falls back to Published.
-	it2 := f.Items[1]
+	// Second entry: no authors -> "arXiv"; no reasons, so the content is the
+	// abstract and the links; Updated falls back to Published.
+	it2, s2 := f.Items[1], src.Items[1]
 	eqSlice(t, "fallback author", personNames(it2.Authors), []string{"arXiv"})
-	wantEq(t, "no content", it2.Content, "")
+	wantEq(t, "content without reasons", it2.Content, wantBody(s2.Summary, "", s2.AbsURL, s2.PDFURL))
 	wantTime(t, "item2 updated", it2.UpdatedParsed, src.Items[1].Published)
 	if a.Entries[1].Categories != nil {
 		t.Errorf("item2 categories = %v", a.Entries[1].Categories)
@@ -246,13 +248,13 @@ func TestRenderRSSParses(t *testing.T) {
 	wantEq(t, "guid isPermaLink", ri.GUID.IsPermalink, "false")
 	wantEq(t, "item title", it.Title, s.Title)
 	wantEq(t, "item link", it.Link, s.AbsURL)
-	eqSlice(t, "dc:creator", it.DublinCoreExt.Creator, s.Authors)
+	// One dc:creator with every name, as arXiv's RSS: newsboat and Miniflux
+	// show only one creator.
+	eqSlice(t, "dc:creator", it.DublinCoreExt.Creator, []string{strings.Join(s.Authors, ", ")})
 	eqSlice(t, "categories", it.Categories, s.Categories)
 	wantEq(t, "pubDate", ri.PubDate, "Mon, 09 Mar 2026 18:00:00 +0000")
 	wantTime(t, "published", it.PublishedParsed, s.Published)
-	wantDesc := "<p>" + html.EscapeString(s.Summary) + "</p><p>" + html.EscapeString(s.Content) +
-		`</p><p>PDF: <a href="` + s.PDFURL + `">` + s.PDFURL + `</a></p>`
-	wantEq(t, "description", it.Description, wantDesc)
+	wantEq(t, "description", it.Description, wantBody(s.Summary, s.Content, s.AbsURL, s.PDFURL))
 	if it.Enclosures != nil {
 		t.Errorf("enclosures = %v, want none", it.Enclosures)
 	}
@@ -285,7 +287,7 @@ func TestRenderJSONParses(t *testing.T) {
 	eqSlice(t, "links (url, external_url)", it.Links, []string{s.AbsURL, s.PDFURL})
 	wantEq(t, "title", it.Title, s.Title)
 	wantEq(t, "summary", it.Description, s.Summary)
-	wantEq(t, "content_text", it.Content, s.Summary+"\n\n"+s.Content)
+	wantEq(t, "content_html", it.Content, wantBody(s.Summary, s.Content, s.AbsURL, s.PDFURL))
 	eqSlice(t, "authors", personNames(it.Authors), s.Authors)
 	eqSlice(t, "tags", it.Categories, s.Categories)
 	wantTime(t, "date_published", it.PublishedParsed, s.Published)
@@ -306,6 +308,7 @@ func TestRenderJSONParses(t *testing.T) {
 			DatePublished string `json:"date_published"`
 			DateModified  string `json:"date_modified"`
 			Author        any    `json:"author"`
+			ContentText   string `json:"content_text"`
 		}
 	}
 	if err := json.Unmarshal(out, &raw); err != nil {
@@ -315,6 +318,7 @@ func TestRenderJSONParses(t *testing.T) {
 		t.Errorf("hubs = %+v", raw.Hubs)
 	}
 	wantEq(t, "external_url", raw.Items[0].ExternalURL, s.PDFURL)
+	wantEq(t, "content_text", raw.Items[0].ContentText, s.Summary+"\n\n"+s.Content)
 	wantEq(t, "date_published", raw.Items[0].DatePublished, "2026-03-09T18:00:00Z")
 	wantEq(t, "date_modified", raw.Items[0].DateModified, "2026-03-10T20:00:00Z")
 	if raw.Items[0].Author != nil {
@@ -387,12 +391,12 @@ func TestSpecialCharactersRoundTrip(t *testing.T) {
 			switch r.name {
 			case "atom", "json":
 				wantEq(t, "summary", it.Description, wantSummary)
-				wantEq(t, "content", it.Content, wantSummary+"\n\n"+wantContent)
+				wantEq(t, "content text", htmlText(it.Content), wantSummary+"\n"+wantContent+"\nAbstract · PDF")
 				eqSlice(t, "authors", personNames(it.Authors), wantAuthors)
 			case "rss":
-				eqSlice(t, "dc:creator", it.DublinCoreExt.Creator, wantAuthors)
+				eqSlice(t, "dc:creator", it.DublinCoreExt.Creator, []string{strings.Join(wantAuthors, ", ")})
 				wantEq(t, "description text", htmlText(it.Description),
-					wantSummary+"\n"+wantContent+"\nPDF: "+src.Items[0].PDFURL)
+					wantSummary+"\n"+wantContent+"\nAbstract · PDF")
 			}
 		})
 	}
@@ -412,6 +416,22 @@ func TestSpecialCharactersRoundTrip(t *testing.T) {
 	wantEq(t, "xml feed title", a.Title, nastyClean)
 	wantEq(t, "xml entry title", a.Entries[0].Title, nastyClean)
 	wantEq(t, "xml entry summary", a.Entries[0].Summary, wantSummary)
+}
+
+// wantBody is the HTML body every format carries, written out here
+// independently of the renderer: escaped paragraphs, then the links.
+func wantBody(summary, content, abs, pdf string) string {
+	var b strings.Builder
+	for _, p := range strings.Split(summary, "\n\n") {
+		if p = strings.TrimSpace(p); p != "" {
+			b.WriteString("<p>" + html.EscapeString(p) + "</p>")
+		}
+	}
+	if content != "" {
+		b.WriteString("<p>" + html.EscapeString(content) + "</p>")
+	}
+	b.WriteString(`<p><a href="` + html.EscapeString(abs) + `">Abstract</a> · <a href="` + html.EscapeString(pdf) + `">PDF</a></p>`)
+	return b.String()
 }
 
 var tagRE = regexp.MustCompile(`<[^>]*>`)
@@ -910,4 +930,66 @@ func TestDerivedIDStable(t *testing.T) {
 	}
 	noID.SelfURL = "https://x/f.atom"
 	wantEq(t, "feed id falls back to SelfURL", normalizeFeed(noID).ID, noID.SelfURL)
+}
+
+// TestBodyHTMLParagraphs: an abstract with blank lines becomes one <p> per
+// paragraph in every format's HTML body, and markup in it stays text.
+func TestBodyHTMLParagraphs(t *testing.T) {
+	it := Item{Summary: "First <b>para</b>.\n\n  Second\npara.\n\n\n", Content: "Following: cs.LG",
+		AbsURL: "https://arxiv.org/abs/1?a=1&b=2", PDFURL: "https://arxiv.org/pdf/1"}
+	got := it.bodyHTML()
+	want := `<p>First &lt;b&gt;para&lt;/b&gt;.</p><p>Second` + "\n" + `para.</p><p>Following: cs.LG</p>` +
+		`<p><a href="https://arxiv.org/abs/1?a=1&amp;b=2">Abstract</a> · <a href="https://arxiv.org/pdf/1">PDF</a></p>`
+	wantEq(t, "body", got, want)
+	if (&Item{}).bodyHTML() != "" {
+		t.Errorf("empty item has a body")
+	}
+}
+
+// TestGoldensShowWhatReadersNeed reads the RSS and Atom golden files as a
+// feed reader does (gofeed) and checks what readers display, so a golden
+// cannot be regenerated into something wrong unnoticed: every author of
+// each paper (RSS: in its one dc:creator, as newsboat and Miniflux show
+// only one), and the abstract and PDF links in the HTML content.
+func TestGoldensShowWhatReadersNeed(t *testing.T) {
+	src := sampleFeed()
+	for _, name := range []string{"sample.rss", "sample.atom"} {
+		raw, err := os.ReadFile(filepath.Join("testdata", "render", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := gofeed.NewParser().ParseString(string(raw))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for i, it := range f.Items {
+			s := src.Items[i]
+			var shown []string
+			if strings.HasSuffix(name, ".rss") {
+				if it.DublinCoreExt != nil {
+					shown = it.DublinCoreExt.Creator
+				}
+			} else {
+				shown = personNames(it.Authors)
+			}
+			all := strings.Join(shown, ", ")
+			for _, a := range s.Authors {
+				if !strings.Contains(all, a) {
+					t.Errorf("%s item %d: author %q not shown (%q)", name, i, a, shown)
+				}
+			}
+			if strings.HasSuffix(name, ".rss") && len(s.Authors) > 1 && len(shown) != 1 {
+				t.Errorf("%s item %d: %d dc:creator elements, want one naming all", name, i, len(shown))
+			}
+			body := it.Content
+			if body == "" {
+				body = it.Description
+			}
+			for _, link := range []string{`<a href="` + s.AbsURL + `">Abstract</a>`, `<a href="` + s.PDFURL + `">PDF</a>`} {
+				if !strings.Contains(body, link) {
+					t.Errorf("%s item %d: content lacks %s:\n%s", name, i, link, body)
+				}
+			}
+		}
+	}
 }

@@ -2,8 +2,6 @@ package feeds
 
 import (
 	"encoding/xml"
-	"html"
-	"strings"
 	"time"
 
 	gorilla "github.com/gorilla/feeds"
@@ -35,49 +33,26 @@ type rssAtomLink struct {
 }
 
 // rssItem extends gorilla's RssItem (title, link, description, guid, pubDate)
-// with a dc:creator per author and a <category> per category (shadowing
-// RssItem.Category).
+// with one dc:creator naming every author and a <category> per category
+// (shadowing RssItem.Category).
 type rssItem struct {
 	gorilla.RssItem
-	Creators   []string `xml:"dc:creator"`
+	Creator    string   `xml:"dc:creator,omitempty"`
 	Categories []string `xml:"category"`
 }
 
 func rfc1123Z(t time.Time) string { return t.Format(time.RFC1123Z) }
-
-// rssDescription is the item description: an HTML fragment (RSS readers
-// treat descriptions as HTML) in which every piece of plain text is
-// HTML-escaped, so readers display exactly the original text.
-func rssDescription(it *Item) string {
-	var b strings.Builder
-	para := func(s string) {
-		b.WriteString("<p>")
-		b.WriteString(html.EscapeString(s))
-		b.WriteString("</p>")
-	}
-	if it.Summary != "" {
-		para(it.Summary)
-	}
-	if it.Content != "" {
-		para(it.Content)
-	}
-	if it.PDFURL != "" {
-		u := html.EscapeString(it.PDFURL)
-		b.WriteString(`<p>PDF: <a href="` + u + `">` + u + `</a></p>`)
-	}
-	return b.String()
-}
 
 func newRSSItem(it *Item) *rssItem {
 	return &rssItem{
 		RssItem: gorilla.RssItem{
 			Title:       it.Title,
 			Link:        it.AbsURL,
-			Description: rssDescription(it),
+			Description: it.bodyHTML(),
 			Guid:        &gorilla.RssGuid{Id: it.ID, IsPermaLink: "false"},
 			PubDate:     rfc1123Z(it.Published),
 		},
-		Creators:   it.Authors,
+		Creator:    authorLine(it.Authors),
 		Categories: it.Categories,
 	}
 }
@@ -126,10 +101,12 @@ func rssItemCost(_ *Feed, it *Item) (int, error) {
 // numeric zone, UTC), generator, <atom:link rel="self"
 // type="application/rss+xml"> and <atom:link rel="hub"> (each when set).
 // Each item has <guid isPermaLink="false">ID</guid>, title (plain text), link
-// (AbsURL), a <dc:creator> per author (RSS <author> must be an e-mail
-// address), a <category> per category, pubDate (Published), and a
-// description that is an HTML fragment of escaped text: the summary, the
-// Content line and "PDF: <a href=PDFURL>PDFURL</a>", each in its own <p>.
+// (AbsURL), one <dc:creator> with every author, comma-separated, as arXiv's
+// own RSS does (readers such as newsboat and Miniflux show only one creator;
+// RSS <author> must be an e-mail address), a <category> per category,
+// pubDate (Published), and a description that is the HTML body described at
+// Item.bodyHTML: the abstract's paragraphs, the Content line, and the
+// Abstract and PDF links.
 // There is no enclosure: the PDF is a document, not media.
 func RenderRSS(f Feed) ([]byte, error) {
 	return renderCapped(f, docFormat{doc: rssDocument, itemCost: rssItemCost})

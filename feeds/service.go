@@ -110,8 +110,21 @@ func (s *Service) PrivateURL(token string, f Format, only *follow.Target) string
 	return s.abs("/feeds/" + token + "/" + string(only.Kind) + "/" + url.PathEscape(only.ID) + "." + string(f))
 }
 
-// OPMLURL is the absolute URL of the user's OPML subscription list.
-func (s *Service) OPMLURL(token string) string { return s.abs("/feeds/" + token + ".opml") }
+// OPMLURL is the absolute URL of the user's OPML subscription list: the
+// combined feed only, or with perFollow one feed per follow (and not the
+// combined one), so that neither list, imported, shows a paper twice.
+func (s *Service) OPMLURL(token string, perFollow bool) string {
+	u := s.abs("/feeds/" + token + ".opml")
+	if perFollow {
+		u += "?per_follow=1"
+	}
+	return u
+}
+
+// AboutURL is the alternate (rel="alternate", OPML htmlUrl) page of private
+// feeds: a static page a feed reader fetches cheaply, with no redirect and
+// no sign-in, saying what the feed is and where it is managed.
+func (s *Service) AboutURL() string { return s.abs("/about") }
 
 // PublicURL is the absolute URL of the public feed of t.
 func (s *Service) PublicURL(t follow.Target, f Format) string {
@@ -183,7 +196,7 @@ func (s *Service) Private(ctx context.Context, token string, st State, req Reque
 		Title:    title,
 		Subtitle: "New arXiv papers matching what you follow, newest first.",
 		SelfURL:  s.PrivateURL(token, req.Format, only),
-		HTMLURL:  s.abs("/settings"),
+		HTMLURL:  s.AboutURL(),
 		Language: "en",
 	}
 	if only != nil {
@@ -219,14 +232,20 @@ func (s *Service) PublicVersion(ctx context.Context, t follow.Target) (int64, ti
 	return v, changed, nil
 }
 
-// OPML lists the user's feeds (all follows, then one per follow) for import
-// into a feed reader.
-func (s *Service) OPML(ctx context.Context, token string, st State) ([]byte, error) {
+// OPML lists the user's feeds for import into a feed reader: by default the
+// one combined feed of all follows; with perFollow one feed per follow
+// instead (never both: imported together they would show each paper once
+// per feed that matches it).
+func (s *Service) OPML(ctx context.Context, token string, st State, perFollow bool) ([]byte, error) {
+	if !perFollow {
+		outlines := []OPMLOutline{{Title: "followfeed: all my follows", XMLURL: s.PrivateURL(token, Atom, nil), HTMLURL: s.AboutURL()}}
+		return RenderOPML("followfeed subscriptions", "", st.ChangedAt, outlines)
+	}
 	follows, err := s.follows.All(ctx, st.UserID)
 	if err != nil {
 		return nil, err
 	}
-	outlines := []OPMLOutline{{Title: "followfeed: all my follows", XMLURL: s.PrivateURL(token, Atom, nil), HTMLURL: s.abs("/settings")}}
+	outlines := make([]OPMLOutline, 0, len(follows))
 	for _, f := range follows {
 		t := f.Target
 		name := f.Label
@@ -235,7 +254,7 @@ func (s *Service) OPML(ctx context.Context, token string, st State) ([]byte, err
 		}
 		outlines = append(outlines, OPMLOutline{Title: name, XMLURL: s.PrivateURL(token, Atom, &t), HTMLURL: htmlURL(t)})
 	}
-	return RenderOPML("followfeed subscriptions", "", st.ChangedAt, outlines)
+	return RenderOPML("followfeed subscriptions, one per follow", "", st.ChangedAt, outlines)
 }
 
 // Public builds the public feed of t: every paper carrying its key, newest

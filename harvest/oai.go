@@ -66,6 +66,9 @@ type OAIConfig struct {
 	// Sleep waits d or until ctx is done (then returning ctx.Err()); default
 	// a timer. Tests inject it to record waits instead of sleeping.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// OnRetry is told of every retry of a request (httpclient.Getter.OnRetry);
+	// nil for none.
+	OnRetry func(rawURL string, attempt, maxRetries int, wait time.Duration, err error)
 	// UserAgent is sent with every request; default identifies followfeed.
 	UserAgent string
 }
@@ -130,6 +133,7 @@ func NewOAIClient(cfg OAIConfig) *OAIClient {
 			Accept:     "application/xml, text/xml;q=0.9",
 			Sleep:      cfg.Sleep,
 			Now:        time.Now,
+			OnRetry:    cfg.OnRetry,
 		},
 	}
 }

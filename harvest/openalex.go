@@ -54,6 +54,9 @@ type OpenAlexConfig struct {
 	// Sleep waits d or until ctx is done (then returning ctx.Err()); default
 	// a timer. Tests inject it to record waits instead of sleeping.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// OnRetry is told of every retry of a request (httpclient.Getter.OnRetry);
+	// nil for none.
+	OnRetry func(rawURL string, attempt, maxRetries int, wait time.Duration, err error)
 }
 
 // OpenAlexClient looks arXiv papers up in OpenAlex to learn their authors'
@@ -101,6 +104,7 @@ func NewOpenAlexClient(cfg OpenAlexConfig) *OpenAlexClient {
 			Accept:     "application/json",
 			Sleep:      cfg.Sleep,
 			Now:        time.Now,
+			OnRetry:    cfg.OnRetry,
 		},
 	}
 }

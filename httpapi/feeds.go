@@ -20,7 +20,7 @@ import (
 
 // renderVersion is part of every ETag: bump it when rendering changes, so
 // readers refetch.
-const renderVersion = "r1"
+const renderVersion = "r2"
 
 // feedMaxAge is how long readers and caches may reuse a feed.
 const feedMaxAge = 5 * time.Minute
@@ -105,9 +105,18 @@ func (h *FeedRoutes) private(w http.ResponseWriter, r *http.Request) {
 		scope = "f" + shortHash(only.Key())
 	}
 	if ext == "opml" {
-		etag := fmt.Sprintf(`W/"%s-%s-%d-opml"`, renderVersion, scope, st.Version)
+		perFollow, err := parsePerFollow(r.URL.Query().Get("per_follow"))
+		if err != nil {
+			writeError(w, r, h.Logger, err)
+			return
+		}
+		kind := "opml"
+		if perFollow {
+			kind = "opml-per-follow"
+		}
+		etag := fmt.Sprintf(`W/"%s-%s-%d-%s"`, renderVersion, scope, st.Version, kind)
 		serve(w, r, h.Logger, etag, st.ChangedAt, "private", feeds.ContentTypeOPML, func() ([]byte, error) {
-			return h.Feeds.OPML(r.Context(), token, st)
+			return h.Feeds.OPML(r.Context(), token, st, perFollow)
 		})
 		return
 	}
@@ -119,6 +128,18 @@ func (h *FeedRoutes) private(w http.ResponseWriter, r *http.Request) {
 		}
 		return feeds.Render(format, feed)
 	})
+}
+
+// parsePerFollow reads ?per_follow= of the OPML list: absent, "0" or
+// "false" is the combined feed; "1" or "true" the per-follow feeds.
+func parsePerFollow(v string) (bool, error) {
+	switch v {
+	case "", "0", "false":
+		return false, nil
+	case "1", "true":
+		return true, nil
+	}
+	return false, apperr.InvalidField("per_follow", "must be 1 (one feed per follow) or 0 (the combined feed, the default)")
 }
 
 // miss answers an unknown token: 404, or 429 when one address guesses.
@@ -266,11 +287,12 @@ func notModified(r *http.Request, etag string, modified time.Time) bool {
 // ---- /v1/me/feeds ----
 
 type feedLinks struct {
-	Atom    string       `json:"atom"`
-	RSS     string       `json:"rss"`
-	JSON    string       `json:"json"`
-	OPML    string       `json:"opml"`
-	Follows []followLink `json:"follows"`
+	Atom          string       `json:"atom"`
+	RSS           string       `json:"rss"`
+	JSON          string       `json:"json"`
+	OPML          string       `json:"opml"`
+	OPMLPerFollow string       `json:"opml_per_follow"`
+	Follows       []followLink `json:"follows"`
 }
 
 type followLink struct {
@@ -289,8 +311,9 @@ func (a *API) feedLinks(r *http.Request, u *account.User, token string) (feedLin
 	}
 	out := feedLinks{
 		Atom: a.Feeds.PrivateURL(token, feeds.Atom, nil), RSS: a.Feeds.PrivateURL(token, feeds.RSS, nil),
-		JSON: a.Feeds.PrivateURL(token, feeds.JSON, nil), OPML: a.Feeds.OPMLURL(token),
-		Follows: make([]followLink, 0, len(fs)),
+		JSON: a.Feeds.PrivateURL(token, feeds.JSON, nil), OPML: a.Feeds.OPMLURL(token, false),
+		OPMLPerFollow: a.Feeds.OPMLURL(token, true),
+		Follows:       make([]followLink, 0, len(fs)),
 	}
 	for _, f := range fs {
 		t := f.Target

@@ -228,10 +228,13 @@ func checkFeed(t *testing.T, url, format string, body []byte, title string, want
 		}
 		var authors []string
 		if format == "rss" {
-			// RSS <author> must be an e-mail address: names are dc:creator,
-			// of which gofeed's Authors keeps only the first.
-			if it.DublinCoreExt != nil {
-				authors = it.DublinCoreExt.Creator
+			// RSS <author> must be an e-mail address: names are one
+			// dc:creator with every author, as arXiv's own RSS (newsboat
+			// and Miniflux show only one creator).
+			if it.DublinCoreExt != nil && len(it.DublinCoreExt.Creator) == 1 {
+				authors = strings.Split(it.DublinCoreExt.Creator[0], ", ")
+			} else if it.DublinCoreExt != nil {
+				t.Errorf("%s %s: %d dc:creator elements, want one with every name", url, p.arxivID, len(it.DublinCoreExt.Creator))
 			}
 		} else {
 			for _, a := range it.Authors {

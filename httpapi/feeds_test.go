@@ -20,6 +20,7 @@ import (
 
 type feedLinks struct {
 	Atom, RSS, JSON, OPML string
+	OPMLPerFollow         string `json:"opml_per_follow"`
 	Follows               []struct {
 		Kind, ID, Name, Atom, RSS, JSON string
 	}
@@ -275,8 +276,23 @@ func TestPerFollowFeedsOPMLAndLimit(t *testing.T) {
 			Text   string `xml:"text,attr"`
 		} `xml:"body>outline"`
 	}
-	if err := xml.Unmarshal(body, &opml); err != nil || opml.Version != "2.0" || len(opml.Outlines) != 3 {
-		t.Fatalf("OPML: %v %+v", err, opml)
+	if err := xml.Unmarshal(body, &opml); err != nil || opml.Version != "2.0" || len(opml.Outlines) != 1 || opml.Outlines[0].XMLURL != links.Atom {
+		t.Fatalf("OPML: %v %+v, want only the combined feed", err, opml)
+	}
+	_, body = get(t, links.OPMLPerFollow)
+	opml.Outlines = nil
+	if err := xml.Unmarshal(body, &opml); err != nil || len(opml.Outlines) != 2 {
+		t.Fatalf("per-follow OPML: %v %+v, want one outline per follow", err, opml)
+	}
+	for _, o := range opml.Outlines {
+		if o.XMLURL == links.Atom {
+			t.Errorf("per-follow OPML lists the combined feed too")
+		}
+	}
+	for _, bad := range []string{"2", "yes", "%00"} {
+		if resp, body := get(t, links.OPML+"?per_follow="+bad); resp.StatusCode != 422 || !strings.Contains(string(body), "per_follow") {
+			t.Errorf("per_follow=%s: %d %s", bad, resp.StatusCode, body)
+		}
 	}
 	_, body = get(t, links.Atom+"?limit=1")
 	if f, _ := gofeed.NewParser().ParseString(string(body)); len(f.Items) != 1 {
@@ -437,5 +453,58 @@ func TestWebSubHubLinkAndPing(t *testing.T) {
 	c.Do("GET", "/v1/me/feeds", reader, nil).JSON(t, &links)
 	if _, body := get(t, links.Atom); bytes.Contains(body, []byte(`rel="hub"`)) {
 		t.Error("a private feed announces the hub")
+	}
+}
+
+// importOPML does what a feed reader's import does: read the OPML's
+// outlines, fetch every feed, parse it (gofeed) and return the item ids of
+// all of them together, duplicates kept.
+func importOPML(t *testing.T, opmlURL string) (ids []string, feeds int) {
+	t.Helper()
+	resp, body := get(t, opmlURL)
+	if resp.StatusCode != 200 {
+		t.Fatalf("OPML %s: %d", opmlURL, resp.StatusCode)
+	}
+	var opml struct {
+		Outlines []struct {
+			XMLURL string `xml:"xmlUrl,attr"`
+		} `xml:"body>outline"`
+	}
+	if err := xml.Unmarshal(body, &opml); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range opml.Outlines {
+		resp, body := get(t, o.XMLURL)
+		if resp.StatusCode != 200 {
+			t.Fatalf("outline %s: %d", o.XMLURL, resp.StatusCode)
+		}
+		f, err := gofeed.NewParser().ParseString(string(body))
+		if err != nil {
+			t.Fatalf("outline %s: %v", o.XMLURL, err)
+		}
+		for _, it := range f.Items {
+			ids = append(ids, it.GUID)
+		}
+	}
+	return ids, len(opml.Outlines)
+}
+
+// TestOPMLImportShowsEachPaperOnce imports the default OPML as a feed reader
+// would and finds each matched paper exactly once; the per-follow list,
+// imported instead, holds the same papers (one matches both follows, so it
+// shows there twice, which is why it is not the default).
+func TestOPMLImportShowsEachPaperOnce(t *testing.T) {
+	t.Parallel()
+	_, _, _, links := feedFixture(t)
+	ids, n := importOPML(t, links.OPML)
+	slices.Sort(ids)
+	want := []string{"tag:arxiv.org,1991:2202.02326", "tag:arxiv.org,1991:2301.00001"}
+	if n != 1 || !slices.Equal(ids, want) {
+		t.Errorf("default OPML imported: %d feeds with items %v, want 1 feed with %v, each once", n, ids, want)
+	}
+	perFollow, n := importOPML(t, links.OPMLPerFollow)
+	slices.Sort(perFollow)
+	if n != 2 || !slices.Equal(slices.Compact(slices.Clone(perFollow)), want) || len(perFollow) != 3 {
+		t.Errorf("per-follow OPML imported: %d feeds with items %v, want 2 feeds covering %v", n, perFollow, want)
 	}
 }

@@ -73,7 +73,9 @@ func renderPage(w http.ResponseWriter, r *http.Request, logger *slog.Logger, sta
 	if h.Get("Referrer-Policy") == "" {
 		h.Set("Referrer-Policy", "same-origin")
 	}
-	h.Set("Cache-Control", "no-store")
+	if h.Get("Cache-Control") == "" {
+		h.Set("Cache-Control", "no-store")
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }
@@ -169,7 +171,9 @@ func (p *EmailPages) confirm(w http.ResponseWriter, r *http.Request) {
 
 // RegisterStatic serves web's assets under /static/: with the right
 // ?v=<hash> they are immutable for a year, otherwise cached for 5 minutes.
+// It also serves /favicon.ico (cached for 5 minutes).
 func RegisterStatic(mux *http.ServeMux) {
+	mux.HandleFunc("GET /favicon.ico", serveFavicon)
 	mux.HandleFunc("GET /static/{file}", func(w http.ResponseWriter, r *http.Request) {
 		body, version, err := web.Asset(r.PathValue("file"))
 		if err != nil {

@@ -59,13 +59,16 @@ func NewHandler(o Options) http.Handler {
 		mux.Handle(AdminPrefix+"/", adminGuard(o.Admin, o.AdminUser, o.AdminPassword, "followfeed jobs", failures))
 		// The bare prefix: GET is sent to the UI; any other method is a
 		// 405 (a problem document, see refusal), not the mux's redirect.
+		// The redirect asks for the credential too, so the spec's
+		// /admin/jobs answers what /admin/jobs/{page} does to strangers.
+		redirect := adminGuard(http.RedirectHandler(AdminPrefix+"/", http.StatusMovedPermanently), o.AdminUser, o.AdminPassword, "followfeed jobs", failures)
 		mux.HandleFunc(AdminPrefix, func(w http.ResponseWriter, r *http.Request) {
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {
 				w.Header().Set("Allow", "GET, HEAD")
 				(&refusal{ResponseWriter: w, r: r}).WriteHeader(http.StatusMethodNotAllowed)
 				return
 			}
-			http.Redirect(w, r, AdminPrefix+"/", http.StatusMovedPermanently)
+			redirect.ServeHTTP(w, r)
 		})
 	}
 	if o.Routes != nil {

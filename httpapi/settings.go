@@ -69,6 +69,7 @@ func NewSettings(s Settings, secret []byte) *Settings {
 // Register adds the routes to mux.
 func (s *Settings) Register(mux *http.ServeMux) {
 	mux.Handle("GET /{$}", http.RedirectHandler("/settings", http.StatusSeeOther))
+	mux.HandleFunc("GET /about", s.about)
 	mux.HandleFunc("GET /login", s.login)
 	mux.HandleFunc("POST /login", s.login)
 	mux.HandleFunc("POST /logout", s.logout)
@@ -282,6 +283,7 @@ type settingsData struct {
 	Follows       []followJSON
 	FeedURLs      []feedURL
 	OPMLURL       string
+	OPMLPerFollow string
 	Profile       notify.Profile
 	Weekday       string
 	Timezones     []string
@@ -289,6 +291,9 @@ type settingsData struct {
 	Frequencies   []frequencyOption
 	NextAt        string
 	Preview       *previewData
+	// DigestsOff: the preview is of papers waiting while digests are off,
+	// which turning them on does not mail (they start from then).
+	DigestsOff bool
 }
 
 type previewData struct {
@@ -306,6 +311,7 @@ var flashes = map[string]string{
 	"rotated":    "Your feed token was replaced: the old feed links stop working now. Update your feed reader.",
 	"email":      "Email settings saved.",
 	"confirm":    "Email settings saved. We sent a confirmation mail to the new address.",
+	"started":    "Digests are on. They hold papers matched from now on; everything that came before is in your feed (Your feeds, below).",
 }
 
 func (s *Settings) page(w http.ResponseWriter, r *http.Request) {
@@ -336,6 +342,17 @@ func (s *Settings) page(w http.ResponseWriter, r *http.Request) {
 		Flash: flashes[r.URL.Query().Get("done")], Scripts: []string{"/static/settings.js?v=" + assetVersion("settings.js")}, Data: d})
 }
 
+// about is the alternate page of private feeds (feeds.Service.AboutURL):
+// static, public, cacheable for a day, no redirect and no database, so a
+// feed reader that fetches it on every refresh costs one cheap request.
+func (s *Settings) about(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	renderPage(w, r, s.Logger, http.StatusOK, "message.html", page{Title: "Your followfeed feed",
+		Lines: []string{"This is a private feed of new arXiv papers matching the researchers, categories and institutions you follow.",
+			"Its address is personal: anyone with it can read the feed. Manage your follows, rotate the address or change email digests in your settings."},
+		Link: "/settings", LinkText: "Your settings"})
+}
+
 func assetVersion(name string) string {
 	_, v, _ := web.Asset(name)
 	return v
@@ -359,6 +376,7 @@ func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
 		}
 		d.NextAt = p.NextDigestAt.In(loc).Format("Monday 2 January 15:04 MST")
 	}
+	d.DigestsOff = p.Digest.Frequency == notify.Off
 	if c, err := s.Digester.Preview(ctx, v.userID); err == nil {
 		d.Preview = &previewData{Subject: notify.DigestSubject(c), Groups: c.Groups, Notice: c.BehindNotice(),
 			NoAnnouncement: c.NoAnnouncement && c.Total == 0}
@@ -383,7 +401,8 @@ func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
 	}
 	d.FeedURLs = []feedURL{{"atom", "Atom", s.Feeds.PrivateURL(tok, feeds.Atom, nil)},
 		{"rss", "RSS", s.Feeds.PrivateURL(tok, feeds.RSS, nil)}, {"json", "JSON Feed", s.Feeds.PrivateURL(tok, feeds.JSON, nil)}}
-	d.OPMLURL = s.Feeds.OPMLURL(tok)
+	d.OPMLURL = s.Feeds.OPMLURL(tok, false)
+	d.OPMLPerFollow = s.Feeds.OPMLURL(tok, true)
 	return d, nil
 }
 
@@ -516,6 +535,11 @@ func (s *Settings) postEmail(w http.ResponseWriter, r *http.Request) {
 		}
 		if after.Email != "" && !after.EmailConfirmed && (!strings.EqualFold(after.Email, before.Email) || before.Suppressed != "") {
 			return "confirm", nil
+		}
+		if before.Digest.Frequency == notify.Off && after.Digest.Frequency != notify.Off {
+			// Digests start from now (notify.Preferences.Update): say so,
+			// and where the papers that were waiting are.
+			return "started", nil
 		}
 		return "email", nil
 	})

@@ -162,10 +162,11 @@ func TestLoginFormPost(t *testing.T) {
 }
 
 var (
-	followItemRE = regexp.MustCompile(`(?s)<li data-follow="([^"]+)">.*?</li>`)
-	checkboxRE   = regexp.MustCompile(`<input type="checkbox" name="(include_[a-z_]+)" value="1"( checked)?>`)
-	opmlLinkRE   = regexp.MustCompile(`<a href="([^"]+)" download="followfeed.opml" id="opml">`)
-	previewRE    = regexp.MustCompile(`(?s)<section class="card" id="preview".*?</section>`)
+	followItemRE        = regexp.MustCompile(`(?s)<li data-follow="([^"]+)">.*?</li>`)
+	checkboxRE          = regexp.MustCompile(`<input type="checkbox" name="(include_[a-z_]+)" value="1"( checked)?>`)
+	opmlLinkRE          = regexp.MustCompile(`<a href="([^"]+)" download="followfeed.opml" id="opml">`)
+	opmlPerFollowLinkRE = regexp.MustCompile(`<a href="([^"]+)" download="followfeed-per-follow.opml" id="opml-per-follow">`)
+	previewRE           = regexp.MustCompile(`(?s)<section class="card" id="preview".*?</section>`)
 )
 
 // pageOptions reads the options checkboxes of each follow on the page.
@@ -317,7 +318,26 @@ func TestSettingsOPMLDownload(t *testing.T) {
 	if err := xml.Unmarshal(body, &opml); err != nil || opml.Version != "2.0" {
 		t.Fatalf("OPML: %v %s", err, body)
 	}
-	want := map[string]bool{a.URL + "/feeds/" + token + ".atom": true}
+	// The default list holds the combined feed only; the page's second
+	// link, one feed per follow and not the combined one.
+	if len(opml.Outlines) != 1 || opml.Outlines[0].XMLURL != a.URL+"/feeds/"+token+".atom" {
+		t.Fatalf("default OPML: %s, want the combined feed only", body)
+	}
+	if !strings.Contains(page, "not both") {
+		t.Errorf("the settings page does not say to import only one of the lists")
+	}
+	m = opmlPerFollowLinkRE.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no per-follow OPML link on the settings page")
+	}
+	if resp, body = get(t, html.UnescapeString(m[1])); resp.StatusCode != 200 {
+		t.Fatalf("per-follow OPML: %d", resp.StatusCode)
+	}
+	opml.Outlines = nil
+	if err := xml.Unmarshal(body, &opml); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
 	for _, f := range follows {
 		want[a.URL+"/feeds/"+token+"/"+f+".atom"] = true
 	}
@@ -331,8 +351,8 @@ func TestSettingsOPMLDownload(t *testing.T) {
 			t.Errorf("unexpected outline %q (%q)", o.XMLURL, o.Text)
 		}
 	}
-	if len(opml.Outlines) != len(follows)+1 || len(got) != len(want) {
-		t.Errorf("OPML has %d outlines, want %d (all follows + one per follow): %s", len(opml.Outlines), len(follows)+1, body)
+	if len(opml.Outlines) != len(follows) || len(got) != len(want) {
+		t.Errorf("per-follow OPML has %d outlines, want %d (one per follow): %s", len(opml.Outlines), len(follows), body)
 	}
 	for _, o := range opml.Outlines {
 		if resp, _ := get(t, o.XMLURL); resp.StatusCode != 200 {
@@ -380,5 +400,31 @@ func TestSettingsDigestPreview(t *testing.T) {
 	}
 	if strings.Contains(sec, "Galaxies") || strings.Contains(sec, "Nothing new") {
 		t.Errorf("the preview shows an unmatched paper or says nothing is new:\n%s", sec)
+	}
+
+	// Digests are off: the page says these papers are not mailed, and
+	// that turning digests on starts from then, the rest being in the feed.
+	if !strings.Contains(sec, `id="backlog"`) || !strings.Contains(sec, "only papers matched afterwards are mailed") {
+		t.Errorf("the preview while digests are off does not say what turning them on mails:\n%s", sec)
+	}
+	csrf := testapp.CSRF.FindStringSubmatch(page)
+	if csrf == nil {
+		t.Fatal("no CSRF token")
+	}
+	resp, _ = testapp.Form(t, b, "POST", a.URL+"/settings/email", url.Values{"csrf": {csrf[1]}, "email": {"previewer@example.org"},
+		"timezone": {"UTC"}, "frequency": {"daily"}, "hour": {"7"}, "weekday": {"monday"}})
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings?done=started#email" {
+		t.Fatalf("turning digests on: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	_, page = testapp.Form(t, b, "GET", a.URL+"/settings?done=started", nil)
+	if !strings.Contains(page, "everything that came before is in your feed") {
+		t.Errorf("after turning digests on, the page does not say where the earlier papers are")
+	}
+	if sec := previewRE.FindString(page); strings.Contains(sec, `id="backlog"`) || !strings.Contains(sec, "Nothing new") {
+		t.Errorf("after turning digests on, the preview:\n%s", sec)
+	}
+	// Weekdays read as people write them; the form value stays the API's.
+	if !strings.Contains(page, `<option value="monday" selected>Monday</option>`) {
+		t.Errorf("the weekday options are not capitalised (or Monday is not selected)")
 	}
 }

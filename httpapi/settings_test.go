@@ -105,7 +105,7 @@ func TestEmbedScriptAndDemo(t *testing.T) {
 	}
 	resp, js := get(t, a.URL+string(m[1]))
 	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Cache-Control"), "immutable") ||
-		resp.Header.Get("Content-Type") != "text/javascript; charset=utf-8" || len(js) > 10*1024 {
+		resp.Header.Get("Content-Type") != "text/javascript; charset=utf-8" || len(js) > 11*1024 {
 		t.Errorf("versioned script: %d %v (%d bytes)", resp.StatusCode, resp.Header, len(js))
 	}
 	resp, _ = get(t, a.URL+"/embed/follow-button.js")

@@ -256,7 +256,7 @@ func (d *Digester) reserve(ctx context.Context, ids []int64) (rows []digestRow, 
 				final(StateSkipped, "email address not confirmed")
 			case row.suppressed:
 				final(StateSkipped, "address suppressed (bounced or unsubscribed)")
-			case row.freq == Off && row.kind != "manual":
+			case row.freq == Off:
 				final(StateSkipped, "digests turned off")
 			case users[row.userID]:
 				later = append(later, id)

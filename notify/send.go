@@ -4,11 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"followfeed/database"
 	"followfeed/mail"
@@ -60,6 +56,12 @@ func (d *Digester) Send(ctx context.Context, id int64) (Outcome, error) {
 // sent, skipped, failed or unknown are left alone. When some rows failed
 // temporarily the error wraps ErrRetry (the job retries; the rest is final).
 func (d *Digester) SendBatch(ctx context.Context, ids []int64) (outs []Outcome, err error) {
+	return d.sendBatch(ctx, ids, false)
+}
+
+// sendBatch is SendBatch; with forceEmpty an empty digest is sent even to a
+// reader whose send_empty is off (digest --now --force).
+func (d *Digester) sendBatch(ctx context.Context, ids []int64, forceEmpty bool) (outs []Outcome, err error) {
 	outs = make([]Outcome, 0, len(ids))
 	ledger := &outcomes{d: d}
 	defer func() {
@@ -89,7 +91,7 @@ func (d *Digester) SendBatch(ctx context.Context, ids []int64) (outs []Outcome, 
 			}
 			var r Renderer // shares the papers' renderings in this round
 			for i, row := range rows {
-				out, err := d.deliver(ctx, row, contents[i], &r, ledger)
+				out, err := d.deliver(ctx, row, contents[i], &r, ledger, forceEmpty)
 				outs = append(outs, out)
 				if err != nil {
 					if !errors.Is(err, ErrRetry) {
@@ -108,9 +110,11 @@ func (d *Digester) SendBatch(ctx context.Context, ids []int64) (outs []Outcome, 
 }
 
 // deliver sends one built digest and records its fate in ledger.
-func (d *Digester) deliver(ctx context.Context, row digestRow, content DigestContent, r *Renderer, ledger *outcomes) (Outcome, error) {
+// An empty digest is skipped unless the reader asked for empty digests
+// (send_empty) or forceEmpty is set; a by-hand digest is no exception.
+func (d *Digester) deliver(ctx context.Context, row digestRow, content DigestContent, r *Renderer, ledger *outcomes, forceEmpty bool) (Outcome, error) {
 	out := Outcome{DigestID: row.id, Papers: content.Total}
-	if content.Total == 0 && !row.sendEmpty && row.kind != "manual" {
+	if content.Total == 0 && !row.sendEmpty && !forceEmpty {
 		return out, ledger.record(ctx, &out, row, StateSkipped, "nothing new", false)
 	}
 	if content.Total == 0 && content.NoAnnouncement && content.HarvestBehind == "" && row.skipNoAnn && row.kind != "manual" {
@@ -190,36 +194,4 @@ func (d *Digester) Preview(ctx context.Context, userID int64) (DigestContent, er
 		return DigestContent{}, err
 	}
 	return cs[0], nil
-}
-
-// SendNow creates (or finds) the ledger row of the user's next digest and
-// sends it at once, through the same ledger as scheduled digests: it uses
-// the period of the next scheduled digest when there is one, so that digest
-// is not sent again later.
-func (d *Digester) SendNow(ctx context.Context, userID int64) (Outcome, error) {
-	var id int64
-	err := d.db.InTx(ctx, func(tx pgx.Tx) error {
-		var tz, freq string
-		var next *time.Time
-		var watermark int64
-		if err := tx.QueryRow(ctx, `
-			SELECT u.timezone, coalesce(d.frequency, 'off'), d.next_at, coalesce(d.watermark, 0)
-			FROM users u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1
-			FOR UPDATE OF u`,
-			userID).Scan(&tz, &freq, &next, &watermark); err != nil {
-			return database.NotFound(err, fmt.Sprintf("reading user %d", userID))
-		}
-		period, kind := "manual:"+strconv.FormatInt(watermark, 10), "manual"
-		if next != nil && (Frequency(freq) == Daily || Frequency(freq) == Weekly) {
-			loc := zone(tz)
-			period, kind = Period(Frequency(freq), *next, loc), freq
-		}
-		var err error
-		id, err = upsertDigest(ctx, tx, userID, period, kind, d.now())
-		return err
-	})
-	if err != nil {
-		return Outcome{}, err
-	}
-	return d.Send(ctx, id)
 }

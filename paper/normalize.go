@@ -108,7 +108,7 @@ func (p *Paper) Normalize(strict bool) *FieldError {
 	if p.Title == "" {
 		return &FieldError{"title", "is required"}
 	}
-	if p.Abstract, fe = cleanText("abstract", p.Abstract, MaxAbstract, strict); fe != nil {
+	if p.Abstract, fe = cleanAbstract(p.Abstract, strict); fe != nil {
 		return fe
 	}
 	for _, f := range []struct {
@@ -280,6 +280,35 @@ func cleanText(field, s string, max int, strict bool) (string, *FieldError) {
 		s = string([]rune(s)[:max])
 	}
 	return s, nil
+}
+
+// paragraphStart is where an abstract's new paragraph begins: a blank
+// line, or (arXiv's convention) a line break followed by indentation.
+var paragraphStart = regexp.MustCompile(`\n[ \t]*\n\s*|\n[ \t]+`)
+
+// cleanAbstract is cleanText for the abstract, keeping its paragraphs: each
+// is collapsed to one line and they are joined by a blank line ("\n\n"),
+// which the feeds render as separate <p>s.
+func cleanAbstract(s string, strict bool) (string, *FieldError) {
+	s = strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+	var paras []string
+	for _, part := range paragraphStart.Split(strings.TrimSpace(s), -1) {
+		part, fe := cleanText("abstract", part, MaxAbstract, strict)
+		if fe != nil {
+			return "", fe
+		}
+		if part != "" {
+			paras = append(paras, part)
+		}
+	}
+	out := strings.Join(paras, "\n\n")
+	if utf8.RuneCountInString(out) > MaxAbstract {
+		if strict {
+			return "", &FieldError{"abstract", fmt.Sprintf("at most %d characters", MaxAbstract)}
+		}
+		out = strings.TrimSpace(string([]rune(out)[:MaxAbstract]))
+	}
+	return out, nil
 }
 
 // errText is an error's message without the field prefix of an

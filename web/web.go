@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"strings"
 	"sync"
+	"time"
 )
 
 //go:embed templates/*.html
@@ -60,8 +61,14 @@ var (
 )
 
 var funcs = template.FuncMap{
-	"weekdays": func() []string {
-		return []string{"sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"}
+	// weekdays are the weekday options: the form value lower-case (what
+	// the API takes), the label capitalised (what people read).
+	"weekdays": func() []struct{ Value, Label string } {
+		out := make([]struct{ Value, Label string }, 7)
+		for d := time.Sunday; d <= time.Saturday; d++ {
+			out[d].Value, out[d].Label = strings.ToLower(d.String()), d.String()
+		}
+		return out
 	},
 	"hours": func() []int {
 		h := make([]int, 24)

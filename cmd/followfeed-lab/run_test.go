@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"followfeed/internal/cli"
 )
 
 func TestHelpPrintsEveryCommand(t *testing.T) {
@@ -82,6 +84,19 @@ func TestProductDoesNotLinkTheLab(t *testing.T) {
 	for _, pkg := range strings.Fields(string(out)) {
 		if pkg == "followfeed/bench" || pkg == "followfeed/soak" || strings.HasPrefix(pkg, "followfeed/internal/fake") {
 			t.Errorf("followfeed links %s", pkg)
+		}
+	}
+}
+
+// TestHelpNamesArguments: no command's --help shows prose as a flag's
+// argument name (the flag package reads backquoted words so: "-tests go
+// test -json" once).
+func TestHelpNamesArguments(t *testing.T) {
+	for _, cmd := range []string{"bench", "soak"} {
+		var out bytes.Buffer
+		_ = run(context.Background(), []string{cmd, "--help"}, func(string) string { return "" }, &out)
+		for _, p := range cli.HelpProblems(out.String()) {
+			t.Errorf("followfeed-lab %s --help: %s", cmd, p)
 		}
 	}
 }

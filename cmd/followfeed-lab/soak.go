@@ -23,7 +23,7 @@ func runSoak(ctx context.Context, args []string, getenv func(string) string, std
 	duration := fs.Duration("duration", 5*time.Minute, "how long the load scenario drives traffic")
 	only := fs.String("only", "", "comma-separated scenarios to run (default all: "+strings.Join(soak.Names(), ",")+")")
 	scaleDB := fs.String("scale-db", "", "database holding scale S (default: DATABASE_URL's server, database followfeed_bench)")
-	tests := fs.String("tests", "", "`go test -json` output of the suite, for the hostile-input scenario (make soak makes it)")
+	tests := fs.String("tests", "", "read `FILE`: the go test -json output of the suite, for the hostile-input scenario (make soak makes it)")
 	product := productFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -348,14 +348,16 @@ func expect(t *testing.T, s state, text, pressed, label string) {
 	}
 }
 
-// TestFollowButtonSize keeps the embeddable script small and CSP-clean.
+// TestFollowButtonSize keeps the embeddable script small (11 KB raw, about
+// 4 KB gzipped, since it learnt to tell a CORS refusal from a network
+// failure) and CSP-clean.
 func TestFollowButtonSize(t *testing.T) {
 	fi, err := os.Stat(buttonJS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fi.Size() >= 10*1024 {
-		t.Fatalf("%s is %d bytes; keep it under 10 KB", buttonJS, fi.Size())
+	if fi.Size() >= 11*1024 {
+		t.Fatalf("%s is %d bytes; keep it under 11 KB", buttonJS, fi.Size())
 	}
 	src, _ := os.ReadFile(buttonJS)
 	for _, bad := range []string{"eval(", "new Function", "style=", "createElement('style')", `createElement("style")`, "console."} {

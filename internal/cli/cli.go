@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	"followfeed/config"
@@ -59,4 +60,34 @@ func Parse(fs *flag.FlagSet, args []string) error {
 		return &UsageError{fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
 	}
 	return nil
+}
+
+// flagLine is a flag's line in PrintDefaults output: "  -name ARG".
+var flagLine = regexp.MustCompile(`^  -([\w-]+)(?: (.+))?$`)
+
+// HelpProblems lists what is wrong with a command's --help output: the flag
+// package reads a backquoted word in a usage string as the flag's argument
+// name (so "runs inside `serve`" printed "-once serve"). Every argument name
+// must be a type name (string, int, duration, …) or an upper-case
+// placeholder such as FILE, and no backquote may be left in a flag's text.
+func HelpProblems(help string) []string {
+	var out []string
+	_, flags, _ := strings.Cut(help, "\nFlags:\n")
+	for _, l := range strings.Split(flags, "\n") {
+		if strings.Contains(l, "`") {
+			out = append(out, fmt.Sprintf("a backquote in %q", l))
+		}
+		m := flagLine.FindStringSubmatch(l)
+		if m == nil || m[2] == "" {
+			continue
+		}
+		switch arg := m[2]; arg {
+		case "string", "int", "uint", "int64", "uint64", "float", "duration", "value":
+		default:
+			if strings.ToUpper(arg) != arg || strings.ContainsAny(arg, " \t") {
+				out = append(out, fmt.Sprintf("flag -%s shows the argument name %q (a backquoted word in its usage?)", m[1], arg))
+			}
+		}
+	}
+	return out
 }

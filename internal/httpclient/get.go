@@ -46,6 +46,11 @@ type Getter struct {
 	// Now is the clock an HTTP-date Retry-After is read against when the
 	// response has no Date header.
 	Now func() time.Time
+	// OnRetry, when set, is told of every retry before its wait: the
+	// request's URL with any api_key redacted, the attempt that failed
+	// (1-based), the retries allowed, the wait and why. Commands run by a
+	// person print it, so a down upstream is not minutes of silence.
+	OnRetry func(rawURL string, attempt, maxRetries int, wait time.Duration, err error)
 }
 
 // Response is a final response: any 2xx, or a status not worth retrying.
@@ -86,6 +91,9 @@ func (g *Getter) Get(ctx context.Context, rawURL string) (*Response, error) {
 			wait = g.Backoff << min(attempt, 20)
 		}
 		wait = min(wait, g.MaxWait)
+		if g.OnRetry != nil {
+			g.OnRetry(redactURL(rawURL), attempt+1, g.MaxRetries, wait, retryErr)
+		}
 		if wait > 0 {
 			if err := g.Sleep(ctx, wait); err != nil {
 				return nil, err
@@ -170,16 +178,21 @@ func redactErr(err error) error {
 	if !errors.As(err, &ue) {
 		return err
 	}
-	u, perr := url.Parse(ue.URL)
-	if perr != nil {
-		return &url.Error{Op: ue.Op, URL: "(unparsable URL)", Err: ue.Err}
+	return &url.Error{Op: ue.Op, URL: redactURL(ue.URL), Err: ue.Err}
+}
+
+// redactURL is rawURL with an api_key query parameter's value hidden.
+func redactURL(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(unparsable URL)"
 	}
 	q := u.Query()
 	if q.Has("api_key") {
 		q.Set("api_key", "REDACTED")
 		u.RawQuery = q.Encode()
 	}
-	return &url.Error{Op: ue.Op, URL: u.String(), Err: ue.Err}
+	return u.String()
 }
 
 // Sleep waits d, or until ctx is done (returning ctx.Err()). It is the

@@ -1,10 +1,10 @@
 /* <followfeed-button kind="researcher|category|institution|paper|query" target="cs.LG"
  * label="…" [api="https://…"] [token-provider="fnName"] [signin-url="/login"]>
  * token-provider: global function (dots allowed) giving a JWT, a Promise of
- * one, or null; default window.followfeedToken. api defaults to this script's
- * origin. Fires followfeed:change {kind,target,following,followers}. refresh()
- * reloads. Parts: button, status. Vars: --followfeed-accent, -on-accent, -bg.
- * CSP-safe: no eval, no inline style (constructable stylesheet). */
+ * one, or null (default window.followfeedToken); api: default this script's
+ * origin. Fires followfeed:change {kind,target,following,followers}.
+ * refresh() reloads. Parts: button, status. Vars: --followfeed-accent,
+ * -on-accent, -bg. CSP-safe (constructable stylesheet). README has more. */
 (() => {
   'use strict';
   const TAG = 'followfeed-button';
@@ -20,6 +20,7 @@
     expired: 'Your session expired; sign in again.',
     signin: 'Sign in to follow',
     config: 'Misconfigured follow button.',
+    origin: (o) => `This site (${o}) is not allowed to use followfeed's Follow button: add it to CORS_ORIGINS.`,
   };
   const CSS = `:host{display:inline-block;vertical-align:middle;
 --_a:var(--followfeed-accent,#1a5fb4);--_on:var(--followfeed-on-accent,#fff);
@@ -121,8 +122,10 @@ button:disabled{opacity:.65}
       }
     }
 
+    _api() { return (this._a('api') || ORIGIN).replace(/\/+$/, ''); }
+
     _req(method, path, token) {
-      const api = (this._a('api') || ORIGIN).replace(/\/+$/, '');
+      const api = this._api();
       const headers = { Accept: 'application/json' };
       if (token) headers.Authorization = `Bearer ${token}`;
       return fetch(`${api}/v1/${path}/${this._a('kind')}/${encodeURIComponent(this._a('target'))}`,
@@ -158,7 +161,7 @@ button:disabled{opacity:.65}
           }
         } catch {
           st.failed = true;
-          msg = MSG.load;
+          msg = (await this._refused()) ? MSG.origin(location.origin) : MSG.load;
         }
         if (gen !== this._gen) return;
       }
@@ -200,7 +203,7 @@ button:disabled{opacity:.65}
           if (res.status === 401) msg = MSG.expired;
           else msg = res.ok ? '' : (await problem(res)) || fail;
         } catch {
-          msg = fail;
+          msg = (await this._refused()) ? MSG.origin(location.origin) : fail;
         }
       }
       if (gen !== this._gen) return;
@@ -224,6 +227,19 @@ button:disabled{opacity:.65}
         composed: true,
         detail: { kind: this._a('kind'), target: this._a('target'), following: st.following, followers: st.followers },
       }));
+    }
+
+    // A failed fetch, yet an opaque no-cors probe gets through: the
+    // browser withheld the answer (origin not in CORS_ORIGINS).
+    async _refused() {
+      const api = this._api();
+      if (new URL(api, location.href).origin === location.origin) return false;
+      try {
+        await fetch(api + '/healthz', { mode: 'no-cors', cache: 'no-store', signal: this._ac.signal });
+      } catch {
+        return false;
+      }
+      return true;
     }
 
     _signin() {

@@ -1,0 +1,168 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/database"
+)
+
+// NowStatus says what SendNow did.
+type NowStatus string
+
+// The results of SendNow.
+const (
+	// NowSent: the digest went out (Outcome.Papers papers, possibly none
+	// when send_empty or force asked for an empty one).
+	NowSent NowStatus = "sent"
+	// NowNothingNew: nothing matched since the last digest and the reader
+	// does not want empty digests; nothing was written or sent.
+	NowNothingNew NowStatus = "nothing new"
+	// NowAlreadySent: the digest of this period is in the ledger in a final
+	// state already (NowResult.At, Outcome.State); it is never sent twice.
+	NowAlreadySent NowStatus = "already sent"
+	// NowRuledOut: the reader's settings rule mail out (digests off, no
+	// confirmed address, address suppressed); NowResult.Reason says which.
+	NowRuledOut NowStatus = "not sent"
+	// NowNotDelivered: the digest was built but not delivered: skipped,
+	// failed, unknown, or pending after a temporary failure (Outcome).
+	NowNotDelivered NowStatus = "not delivered"
+)
+
+// NowResult is what SendNow did, with what a person needs to know next.
+type NowResult struct {
+	Outcome
+	Status NowStatus
+	// Period is the ledger period used ("daily:2026-11-30",
+	// "manual:<watermark>-<high seq>"); "" when no row was written.
+	Period string
+	// Reason says why nothing was sent (NowRuledOut), or the ledger reply.
+	Reason string
+	// At is when the period's digest reached its final state
+	// (NowAlreadySent).
+	At time.Time
+	// NextAt is when the next scheduled digest is due (zero: none).
+	NextAt time.Time
+	// Waiting is how many papers wait for the next digest afterwards.
+	Waiting int
+}
+
+// SendNow sends the user's next digest at once, through the same ledger as
+// scheduled digests, so it is never sent twice:
+//
+//   - Settings that rule mail out (digests off, no or an unconfirmed
+//     address, a suppressed one) send nothing (NowRuledOut).
+//   - With nothing new since the last digest, nothing is sent
+//     (NowNothingNew) unless the reader asked for empty digests or force is
+//     set.
+//   - A daily or weekly reader's scheduled digest is sent early, under the
+//     scheduled period, and the schedule moves on to the following one, so
+//     that a later SendNow sends the papers that came since, as the next
+//     period's digest, and the scheduler never repeats either.
+//   - Anyone else's digest is a by-hand row named after its window
+//     ("manual:<watermark>-<high seq>"): a new window, a new digest.
+//
+// A period found already final is reported (NowAlreadySent) and not sent.
+func (d *Digester) SendNow(ctx context.Context, userID int64, force bool) (NowResult, error) {
+	var res NowResult
+	preview, err := d.Preview(ctx, userID)
+	if err != nil {
+		return res, err
+	}
+	res.Waiting = preview.Total
+	var id int64
+	err = d.db.InTx(ctx, func(tx pgx.Tx) error {
+		var tz, freq, email string
+		var next *time.Time
+		var watermark, high int64
+		var hour, weekday int
+		var sendEmpty, confirmed, suppressed bool
+		if err := tx.QueryRow(ctx, `
+			SELECT u.timezone, coalesce(d.frequency, 'off'), d.next_at, coalesce(d.watermark, 0),
+			       coalesce(d.hour, 7), coalesce(d.weekday, 1), coalesce(d.send_empty, false),
+			       coalesce(u.email, ''), u.email_confirmed_at IS NOT NULL,
+			       EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email)),
+			       (SELECT high_seq FROM match_state)
+			FROM users u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1
+			FOR UPDATE OF u`,
+			userID).Scan(&tz, &freq, &next, &watermark, &hour, &weekday, &sendEmpty, &email, &confirmed, &suppressed, &high); err != nil {
+			return database.NotFound(err, fmt.Sprintf("reading user %d", userID))
+		}
+		if next != nil {
+			res.NextAt = *next
+		}
+		switch {
+		case Frequency(freq) == Off:
+			res.Status, res.Reason = NowRuledOut, "digests are off for this user"
+		case email == "":
+			res.Status, res.Reason = NowRuledOut, "the user has no email address"
+		case !confirmed:
+			res.Status, res.Reason = NowRuledOut, "the email address is not confirmed yet"
+		case suppressed:
+			res.Status, res.Reason = NowRuledOut, "the address is suppressed (it bounced or unsubscribed) until it is confirmed again"
+		case res.Waiting == 0 && !sendEmpty && !force:
+			res.Status = NowNothingNew
+		}
+		if res.Status != "" {
+			return nil
+		}
+		period, kind := "manual:"+strconv.FormatInt(watermark, 10)+"-"+strconv.FormatInt(high, 10), "manual"
+		scheduled := next != nil && (Frequency(freq) == Daily || Frequency(freq) == Weekly)
+		if scheduled {
+			period, kind = Period(Frequency(freq), *next, zone(tz)), freq
+		}
+		res.Period = period
+		var state State
+		var updated time.Time
+		err := tx.QueryRow(ctx, `
+			WITH ins AS (
+				INSERT INTO digests (user_id, period, kind) VALUES ($1, $2, $3)
+				ON CONFLICT (user_id, period) DO NOTHING RETURNING id, state, updated_at
+			)
+			SELECT id, state, updated_at FROM ins
+			UNION ALL SELECT id, state, updated_at FROM digests WHERE user_id = $1 AND period = $2
+			LIMIT 1`, userID, period, kind).Scan(&id, &state, &updated)
+		if err != nil {
+			return fmt.Errorf("creating digest %s of user %d: %w", period, userID, err)
+		}
+		if state.Final() {
+			res.Status, res.At = NowAlreadySent, updated
+			res.DigestID, res.State = id, state
+			id = 0
+			return nil
+		}
+		if scheduled {
+			// This period's digest is sent now: the schedule moves on.
+			s := DigestSettings{Frequency: Frequency(freq), Hour: hour, Weekday: time.Weekday(weekday)}
+			n := NextOccurrence(*next, zone(tz), s)
+			if _, err := tx.Exec(ctx, `UPDATE digest_schedules SET next_at = $2 WHERE user_id = $1`, userID, n); err != nil {
+				return fmt.Errorf("moving the next digest of user %d: %w", userID, err)
+			}
+			res.NextAt = n
+		}
+		return nil
+	})
+	if err != nil || id == 0 {
+		return res, err
+	}
+	outs, sendErr := d.sendBatch(ctx, []int64{id}, force)
+	if len(outs) > 0 {
+		res.Outcome = outs[0]
+	}
+	res.Reason = res.Reply
+	res.Status = NowNotDelivered
+	if res.State == StateSent {
+		res.Status = NowSent
+	}
+	if after, err := d.Preview(ctx, userID); err == nil {
+		res.Waiting = after.Total
+	} else if sendErr == nil && !errors.Is(err, context.Canceled) {
+		sendErr = err
+	}
+	return res, sendErr
+}

@@ -1,0 +1,25 @@
+package paper
+
+import "testing"
+
+// TestAbstractKeepsParagraphs: an abstract's paragraphs (arXiv marks them
+// with a line break and indentation; pushes may use blank lines) survive
+// normalisation as "\n\n"-separated lines, each collapsed; nothing else of
+// its layout does.
+func TestAbstractKeepsParagraphs(t *testing.T) {
+	for in, want := range map[string]string{
+		"  At the heart of the\ntheorem is a system.\n  Continuing their effort, we\nprove a bound.\n": "At the heart of the theorem is a system.\n\nContinuing their effort, we prove a bound.",
+		"First.\r\n\r\n\r\nSecond\tpart.": "First.\n\nSecond part.",
+		"One paragraph,\nwrapped.":        "One paragraph, wrapped.",
+		"  \n \n":                         "",
+		"a\x00b\n\n\x01\n\nc":             "a b\n\nc",
+	} {
+		p := Paper{ArxivID: "2301.00001", Title: "T", PrimaryCategory: "cs.LG", Categories: []string{"cs.LG"}, Abstract: in}
+		if fe := p.Normalize(false); fe != nil {
+			t.Fatalf("%q: %v", in, fe)
+		}
+		if p.Abstract != want {
+			t.Errorf("abstract %q normalised to %q, want %q", in, p.Abstract, want)
+		}
+	}
+}
