@@ -194,7 +194,7 @@ func TestGeneratedClient(t *testing.T) {
 	write("openapi.json", httpapi.OpenAPIDocument)
 	write("main.go", src)
 	write("go.mod", []byte("module oapiclienttest\n\ngo 1.26\n"))
-	write("cfg.yaml", []byte("package: apiclient\noutput: apiclient/client.gen.go\ngenerate:\n  client: true\n  models: true\n"))
+	write("cfg.yaml", []byte("package: apiclient\noutput: apiclient/client.gen.go\ngenerate:\n  client: true\n  models: true\noutput-options:\n  # webhooks reference schemas no path uses: keep them\n  skip-prune: true\n"))
 	run := func(name string, args ...string) string {
 		t.Helper()
 		cmd := exec.Command(name, args...)

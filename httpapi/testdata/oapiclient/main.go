@@ -46,7 +46,7 @@ func main() {
 	out := json.NewEncoder(os.Stdout)
 	emit := func(l line) { check(out.Encode(l)) }
 
-	st, err := anon.GetFollowStatusWithResponse(ctx, apiclient.Category, "cs.LG")
+	st, err := anon.GetFollowStatusWithResponse(ctx, apiclient.KindCategory, "cs.LG")
 	check(err)
 	l := line{Call: "getFollowStatus anonymous", Status: st.StatusCode()}
 	if st.JSON200 != nil {
@@ -55,7 +55,7 @@ func main() {
 	emit(l)
 
 	label := "Machine learning"
-	f, err := user.FollowWithResponse(ctx, apiclient.Category, "cs.LG", apiclient.FollowJSONRequestBody{Label: &label})
+	f, err := user.FollowWithResponse(ctx, apiclient.KindCategory, "cs.LG", apiclient.FollowJSONRequestBody{Label: &label})
 	check(err)
 	l = line{Call: "follow", Status: f.StatusCode()}
 	if f.JSON201 != nil {
@@ -63,7 +63,7 @@ func main() {
 	}
 	emit(l)
 
-	bad, err := user.FollowWithResponse(ctx, apiclient.Category, "no.such", apiclient.FollowJSONRequestBody{})
+	bad, err := user.FollowWithResponse(ctx, apiclient.KindCategory, "no.such", apiclient.FollowJSONRequestBody{})
 	check(err)
 	l = line{Call: "follow invalid", Status: bad.StatusCode()}
 	if bad.ApplicationproblemJSON422 != nil {
@@ -84,7 +84,7 @@ func main() {
 	}
 	emit(l)
 
-	st, err = user.GetFollowStatusWithResponse(ctx, apiclient.Category, "cs.LG")
+	st, err = user.GetFollowStatusWithResponse(ctx, apiclient.KindCategory, "cs.LG")
 	check(err)
 	l = line{Call: "getFollowStatus signed in", Status: st.StatusCode()}
 	if st.JSON200 != nil {
@@ -100,7 +100,7 @@ func main() {
 	}
 	emit(l)
 
-	un, err := user.UnfollowWithResponse(ctx, apiclient.Category, "cs.LG")
+	un, err := user.UnfollowWithResponse(ctx, apiclient.KindCategory, "cs.LG")
 	check(err)
 	emit(line{Call: "unfollow", Status: un.StatusCode()})
 
