@@ -72,6 +72,7 @@ func (s *Settings) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /settings/follows", s.postFollow)
 	mux.HandleFunc("POST /settings/feed-token", s.postRotate)
 	mux.HandleFunc("POST /settings/email", s.postEmail)
+	s.registerChannels(mux)
 }
 
 // viewer is who is looking at the settings: a session user, or a manage
@@ -207,6 +208,7 @@ type settingsData struct {
 	Frequencies   []frequencyOption
 	NextAt        string
 	Preview       *previewData
+	Channels      *channelsData // settings_channels.go
 }
 
 type previewData struct {
@@ -220,6 +222,14 @@ var flashes = map[string]string{
 	"rotated":    "Your feed token was replaced: the old feed links stop working now. Update your feed reader.",
 	"email":      "Email settings saved.",
 	"confirm":    "Email settings saved. We sent a confirmation mail to the new address.",
+}
+
+// flash is the message of a ?done= code.
+func flash(done string) string {
+	if f, ok := flashes[done]; ok {
+		return f
+	}
+	return channelFlashes[done]
 }
 
 func (s *Settings) page(w http.ResponseWriter, r *http.Request) {
@@ -247,7 +257,7 @@ func (s *Settings) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	renderPage(w, r, s.Logger, http.StatusOK, "settings.html", page{Title: "Settings", SignedIn: !v.emailOnly, CSRF: v.csrf,
-		Flash: flashes[r.URL.Query().Get("done")], Scripts: []string{"/static/settings.js?v=" + assetVersion("settings.js")}, Data: d})
+		Flash: flash(r.URL.Query().Get("done")), Scripts: []string{"/static/settings.js?v=" + assetVersion("settings.js")}, Data: d})
 }
 
 func assetVersion(name string) string {
@@ -297,6 +307,13 @@ func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
 	d.FeedURLs = []feedURL{{"atom", "Atom", s.Feeds.PrivateURL(tok, feeds.Atom, nil)},
 		{"rss", "RSS", s.Feeds.PrivateURL(tok, feeds.RSS, nil)}, {"json", "JSON Feed", s.Feeds.PrivateURL(tok, feeds.JSON, nil)}}
 	d.OPMLURL = s.Feeds.OPMLURL(tok)
+	loc, err := time.LoadLocation(p.Timezone)
+	if err != nil {
+		loc = time.UTC
+	}
+	if d.Channels, err = s.channelsData(ctx, v, d.Follows, loc); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
