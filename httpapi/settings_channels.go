@@ -53,6 +53,7 @@ type fieldError struct{ Field, Message string }
 
 type shownSecret struct {
 	ID      int64
+	Target  string // the webhook URL
 	Secret  string
 	Rotated bool
 }
@@ -314,7 +315,7 @@ func (s *Settings) postChannelAdd(w http.ResponseWriter, r *http.Request) {
 			return channelAction{}, err
 		}
 		if c.Secret != "" {
-			return channelAction{done: "channel-webhook", secret: &shownSecret{ID: c.ID, Secret: c.Secret}}, nil
+			return channelAction{done: "channel-webhook", secret: &shownSecret{ID: c.ID, Target: c.URL, Secret: c.Secret}}, nil
 		}
 		return channelAction{done: "channel-added"}, nil
 	})
@@ -347,7 +348,7 @@ func (s *Settings) postChannel(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return channelAction{}, err
 			}
-			return channelAction{done: "channel-rotating", secret: &shownSecret{ID: c.ID, Secret: c.Secret, Rotated: true}}, nil
+			return channelAction{done: "channel-rotating", secret: &shownSecret{ID: c.ID, Target: c.URL, Secret: c.Secret, Rotated: true}}, nil
 		case "delete":
 			return channelAction{done: "channel-deleted"}, s.Channels.Delete(ctx, v.userID, id)
 		}
