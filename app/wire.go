@@ -261,6 +261,8 @@ func (s *Services) jobs(cfg *config.Config) []worker.Registration {
 		worker.Register(&worker.ChannelDisabledWorker{Channels: s.channels}),
 		worker.Register(&worker.ChannelScheduleWorker{Channels: s.channels, Logger: s.logger}).
 			Every(channelScheduleInterval, func() river.JobArgs { return worker.ChannelScheduleArgs{} }, true),
+		worker.Register(&worker.ChannelPruneWorker{Channels: s.channels, Logger: s.logger}).
+			Every(time.Hour, func() river.JobArgs { return worker.ChannelPruneArgs{} }, true),
 		worker.Register(&worker.WebSubWorker{Publisher: feeds.NewPublisher(hub, httpclient.New(30*time.Second, 64<<10))}),
 		harvest,
 		worker.Register(&worker.EnrichWorker{Enricher: s.enricher, Logger: s.logger}).

@@ -445,3 +445,36 @@ func (s *Service) Deliveries(ctx context.Context, userID, id int64) ([]Delivery,
 	}
 	return out, rows.Err()
 }
+
+// EventRetention is how long final (delivered or failed) events stay in
+// the ledger; Prune removes older ones with their attempts.
+const EventRetention = 30 * 24 * time.Hour
+
+// pruneBatch bounds the rows one prune statement deletes.
+const pruneBatch = 5000
+
+// Prune deletes final events whose last change is older than
+// EventRetention (their attempts go with them, ON DELETE CASCADE) and
+// returns how many. Pending events are never pruned: a delivery may still
+// need them. It runs hourly (channel_prune). There is no index on
+// updated_at: each statement walks channel_events_pkey in id (creation)
+// order, so old rows come first and a full batch stops early; the last,
+// short batch reads the table once, which 30 days of events bound.
+func (s *Service) Prune(ctx context.Context) (int, error) {
+	cutoff := s.now().Add(-EventRetention)
+	total := 0
+	for {
+		tag, err := s.db.Pool.Exec(ctx, `
+			DELETE FROM channel_events WHERE id IN (
+				SELECT id FROM channel_events
+				WHERE state <> 'pending' AND updated_at < $1
+				ORDER BY id LIMIT $2)`, cutoff, pruneBatch)
+		if err != nil {
+			return total, fmt.Errorf("pruning channel events: %w", err)
+		}
+		total += int(tag.RowsAffected())
+		if tag.RowsAffected() < pruneBatch {
+			return total, nil
+		}
+	}
+}

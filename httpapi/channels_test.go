@@ -309,6 +309,31 @@ func TestChannelInputIsChecked(t *testing.T) {
 	}
 }
 
+// The request shapes below were checked against the providers'
+// documentation (November 2026):
+//   - Slack incoming webhooks take a JSON POST with "blocks" (Block Kit) and
+//     a top-level "text" used as the notification fallback; a message holds
+//     at most 50 blocks, a header block's plain_text at most 150 characters,
+//     a section's mrkdwn text at most 3,000; mrkdwn escapes &, < and > and
+//     links as <url|text> (docs.slack.dev reference/block-kit: header-block,
+//     section-block; the slack-messaging crate's validators say the same).
+//   - Discord's Execute Webhook (POST /api/webhooks/{id}/{token}): "content"
+//     at most 2,000 characters, at most 10 "embeds", an embed title at most
+//     256 and description 4,096 characters, and all embeds' text together
+//     at most 6,000; "allowed_mentions": {"parse": []} turns mentions off; a
+//     429 carries "retry_after" in seconds (discord.com/developers/docs
+//     resources/webhook#execute-webhook and the embed limits; twilight-http
+//     and @sapphire/discord-utilities encode the same limits).
+//   - Matrix client-server API v3: PUT
+//     /_matrix/client/v3/rooms/{roomId}/send/m.room.message/{txnId} with an
+//     access token, content {"msgtype": "m.text", "body", "format":
+//     "org.matrix.custom.html", "formatted_body"}; the server deduplicates on
+//     the transaction id per access token (spec.matrix.org client-server-api
+//     #put_matrixclientv3roomsroomidsendeventtypetxnid; ruma-client-api's
+//     send_message_event). A rate-limited request is 429 M_LIMIT_EXCEEDED
+//     with "retry_after_ms" in the body, and since MSC4041 also Retry-After.
+// No mismatch was found; the tests assert these shapes.
+
 // TestChatChannelsSplitAndFollowTheirFormats: 25 matched papers reach
 // Slack (Block Kit, ≤ 50 blocks, section text ≤ 3,000), Discord (≤ 10
 // embeds, content ≤ 2,000, embeds ≤ 6,000 characters; a 429 with
@@ -488,5 +513,56 @@ func TestFailingChannelIsDisabledAndItsOwnerMailed(t *testing.T) {
 	r.JSON(t, &got)
 	if !got.Enabled || got.DisabledReason != "" {
 		t.Errorf("re-enable: %s", r.Body)
+	}
+}
+
+// TestMatrixRateLimitIsWaitedOutUnderTheSameTransactionID: a homeserver
+// answers the first PUT with 429 M_LIMIT_EXCEEDED and retry_after_ms (no
+// Retry-After header, as homeservers before MSC4041 do), then 200. The
+// retry waits at least retry_after_ms and goes to the same transaction id
+// with the same content, so the homeserver's idempotency on the
+// transaction id means the room gets one message however often it is
+// retried; the ledger shows both attempts.
+func TestMatrixRateLimitIsWaitedOutUnderTheSameTransactionID(t *testing.T) {
+	t.Parallel()
+	_, c := start(t, "RATE_LIMIT_PER_USER", "0", "CHANNEL_ALLOW_HOSTS", "127.0.0.1", "JOB_RETRY_MAX", "1s")
+	hs := newReceiver(t, status(429, `{"errcode": "M_LIMIT_EXCEEDED", "error": "Too many requests", "retry_after_ms": 1500}`,
+		"Content-Type", "application/json"))
+	tok := testapp.Token(t, "matrix-fan", "")
+	var ch channelOut
+	r := c.Do("POST", "/v1/me/channels", tok, map[string]any{"type": "matrix", "homeserver": hs.URL, "room_id": "!papers:example.org",
+		"access_token": "syt_limited"})
+	r.JSON(t, &ch)
+	if r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	var test struct {
+		EventID string `json:"event_id"`
+	}
+	c.Do("POST", fmt.Sprintf("/v1/me/channels/%d/test", ch.ID), tok, nil).JSON(t, &test)
+	var ds deliveriesOut
+	waitFor(t, "the delivery after the 429", func() bool {
+		c.Do("GET", fmt.Sprintf("/v1/me/channels/%d/deliveries", ch.ID), tok, nil).JSON(t, &ds)
+		return len(ds.Deliveries) == 2 && ds.Deliveries[0].EventState == "delivered"
+	})
+	got := hs.got()
+	if len(got) != 2 {
+		t.Fatalf("%d requests, want 2", len(got))
+	}
+	want := "/_matrix/client/v3/rooms/!papers:example.org/send/m.room.message/" + test.EventID
+	for i, q := range got {
+		if q.method != "PUT" || q.path != want || q.header.Get("Authorization") != "Bearer syt_limited" {
+			t.Errorf("request %d: %s %s %q, want PUT %s", i, q.method, q.path, q.header.Get("Authorization"), want)
+		}
+	}
+	if string(got[0].body) != string(got[1].body) {
+		t.Errorf("the retry carries other content:\n%s\n%s", got[0].body, got[1].body)
+	}
+	if gap := got[1].at.Sub(got[0].at); gap < 1400*time.Millisecond {
+		t.Errorf("retry_after_ms 1500 not honoured: retried after %s", gap)
+	}
+	if d := ds.Deliveries; *d[1].Status != 429 || d[1].Outcome != "retry" || !strings.Contains(d[1].Response, "M_LIMIT_EXCEEDED") ||
+		*d[0].Status != 200 || d[0].Outcome != "delivered" || d[0].EventID != test.EventID || d[1].EventID != test.EventID {
+		t.Errorf("deliveries: %+v", d)
 	}
 }

@@ -77,6 +77,7 @@ func (s *Settings) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /settings/follows", s.postFollow)
 	mux.HandleFunc("POST /settings/feed-token", s.postRotate)
 	mux.HandleFunc("POST /settings/email", s.postEmail)
+	s.registerChannels(mux)
 }
 
 // viewer is who is looking at the settings: a session user, or a manage
@@ -294,6 +295,7 @@ type settingsData struct {
 	// DigestsOff: the preview is of papers waiting while digests are off,
 	// which turning them on does not mail (they start from then).
 	DigestsOff bool
+	Channels   *channelsData // settings_channels.go
 }
 
 type previewData struct {
@@ -312,6 +314,14 @@ var flashes = map[string]string{
 	"email":      "Email settings saved.",
 	"confirm":    "Email settings saved. We sent a confirmation mail to the new address.",
 	"started":    "Digests are on. They hold papers matched from now on; everything that came before is in your feed (Your feeds, below).",
+}
+
+// flash is the message of a ?done= code.
+func flash(done string) string {
+	if f, ok := flashes[done]; ok {
+		return f
+	}
+	return channelFlashes[done]
 }
 
 func (s *Settings) page(w http.ResponseWriter, r *http.Request) {
@@ -339,7 +349,7 @@ func (s *Settings) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	renderPage(w, r, s.Logger, http.StatusOK, "settings.html", page{Title: "Settings", SignedIn: !v.emailOnly, CSRF: v.csrf,
-		Flash: flashes[r.URL.Query().Get("done")], Scripts: []string{"/static/settings.js?v=" + assetVersion("settings.js")}, Data: d})
+		Flash: flash(r.URL.Query().Get("done")), Scripts: []string{"/static/settings.js?v=" + assetVersion("settings.js")}, Data: d})
 }
 
 // about is the alternate page of private feeds (feeds.Service.AboutURL):
@@ -403,6 +413,13 @@ func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
 		{"rss", "RSS", s.Feeds.PrivateURL(tok, feeds.RSS, nil)}, {"json", "JSON Feed", s.Feeds.PrivateURL(tok, feeds.JSON, nil)}}
 	d.OPMLURL = s.Feeds.OPMLURL(tok, false)
 	d.OPMLPerFollow = s.Feeds.OPMLURL(tok, true)
+	loc, err := time.LoadLocation(p.Timezone)
+	if err != nil {
+		loc = time.UTC
+	}
+	if d.Channels, err = s.channelsData(ctx, v, d.Follows, loc); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 

@@ -80,7 +80,8 @@ var funcs = template.FuncMap{
 }
 
 // Templates returns the page templates by file name ("settings.html", …),
-// parsed once; each is the layout with that page's "content".
+// parsed once; each is the layout with that page's "content" and the
+// partials (templates/_*.html, e.g. the settings page's "channels").
 func Templates() (map[string]*template.Template, error) {
 	parseOnce.Do(func() {
 		parsed = map[string]*template.Template{}
@@ -91,10 +92,11 @@ func Templates() (map[string]*template.Template, error) {
 		}
 		for _, n := range names {
 			base := n[len("templates/"):]
-			if base == "layout.html" {
+			if base == "layout.html" || strings.HasPrefix(base, "_") {
 				continue
 			}
-			t, err := template.New(base).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n)
+			// Files named _*.html are partials every page may use.
+			t, err := template.New(base).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/_*.html", n)
 			if err != nil {
 				parseErr = err
 				return

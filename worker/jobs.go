@@ -515,3 +515,30 @@ func (w *ChannelScheduleWorker) Work(ctx context.Context, job *river.Job[Channel
 	}
 	return err
 }
+
+// ChannelPruneArgs is the periodic pruning of old channel events.
+type ChannelPruneArgs struct{}
+
+// Kind implements river.JobArgs.
+func (ChannelPruneArgs) Kind() string { return "channel_prune" }
+
+// InsertOpts: one pruner at a time.
+func (ChannelPruneArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueDefault, MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByState: oneAtATime}}
+}
+
+// ChannelPruneWorker runs channels.Service.Prune.
+type ChannelPruneWorker struct {
+	river.WorkerDefaults[ChannelPruneArgs]
+	Channels *channels.Service
+	Logger   *slog.Logger
+}
+
+// Work implements river.Worker.
+func (w *ChannelPruneWorker) Work(ctx context.Context, job *river.Job[ChannelPruneArgs]) error {
+	n, err := w.Channels.Prune(ctx)
+	if n > 0 || err != nil {
+		w.Logger.InfoContext(ctx, "channel events pruned", "deleted", n, "error", err)
+	}
+	return err
+}

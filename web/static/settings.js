@@ -22,4 +22,17 @@
       if (tz.options[i].value === zone) { tz.selectedIndex = i; break; }
     }
   }
+  // The add-channel form shows only the fields of the chosen type (without
+  // JavaScript both groups show, and the server reads the chosen type's).
+  var type = document.getElementById('channel-type');
+  if (type) {
+    var groups = document.querySelectorAll('#channel-add fieldset[data-types]');
+    var sync = function () {
+      groups.forEach(function (g) {
+        g.hidden = g.getAttribute('data-types').split(' ').indexOf(type.value) < 0;
+      });
+    };
+    type.addEventListener('change', sync);
+    sync();
+  }
 })();

@@ -1,0 +1,357 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"followfeed/apperr"
+	"followfeed/auth"
+	"followfeed/channels"
+	"followfeed/follow"
+)
+
+// The settings page's push-channel section (template _channels.html): the
+// same plain forms, CSRF token and post/redirect/get as the rest of the
+// page. Creating a webhook and rotating its secret answer with the page
+// itself (no redirect), because that page is the only place the new
+// whsec_ secret is ever shown.
+
+// registerChannels adds the channel form routes.
+func (s *Settings) registerChannels(mux *http.ServeMux) {
+	mux.HandleFunc("POST /settings/channels", s.postChannelAdd)
+	mux.HandleFunc("POST /settings/channels/{id}", s.postChannel)
+}
+
+// channelsData is the section's data.
+type channelsData struct {
+	CSRF    string
+	List    []channelView
+	Max     int
+	Follows []followJSON // the reader's follows, for the checkboxes
+	Types   []option
+	Modes   []option
+	// Add holds the add form's values after a rejected submission.
+	Add channelForm
+	// Error is a rejected submission's message, shown next to its form:
+	// ErrorFor 0 is the add form, otherwise a channel id.
+	Error    *fieldError
+	ErrorFor int64
+	// Secret is a webhook's new signing secret, shown once (ID: its channel).
+	Secret *shownSecret
+}
+
+type option struct {
+	Value, Label string
+	Selected     bool
+}
+
+type fieldError struct{ Field, Message string }
+
+type shownSecret struct {
+	ID      int64
+	Target  string // the webhook URL
+	Secret  string
+	Rotated bool
+}
+
+// channelForm is what the add form was sent with.
+type channelForm struct {
+	Type, URL, Homeserver, RoomID, Mode string
+	Follows                             map[string]bool // "kind/id"
+}
+
+// channelView is one channel as the page lists it.
+type channelView struct {
+	ID             int64
+	Type           string
+	Target         string
+	Mode           string
+	Modes          []option
+	AllFollows     bool
+	FollowNames    []string
+	Follows        []followOption
+	Enabled        bool
+	DisabledReason string
+	FailingSince   string
+	RotatingUntil  string
+	Last           *deliveryView
+	Deliveries     []deliveryView
+}
+
+type followOption struct {
+	Value, Name string
+	Checked     bool
+}
+
+type deliveryView struct {
+	At, EventType, EventState, Outcome, Status, Response string
+	Papers                                               int
+	Failed                                               bool
+}
+
+var channelTypeLabels = []option{{Value: "webhook", Label: "Webhook (signed JSON)"}, {Value: "slack", Label: "Slack"},
+	{Value: "discord", Label: "Discord"}, {Value: "matrix", Label: "Matrix"}}
+
+var channelModeLabels = []option{{Value: "instant", Label: "Instantly"}, {Value: "daily", Label: "Daily, at your digest hour"},
+	{Value: "weekly", Label: "Weekly, at your digest hour and weekday"}}
+
+func options(all []option, selected string) []option {
+	out := make([]option, len(all))
+	for i, o := range all {
+		o.Selected = o.Value == selected
+		out[i] = o
+	}
+	return out
+}
+
+// deliveriesShown is how many attempts each channel lists on the page.
+const deliveriesShown = 20
+
+// channelsData reads the reader's channels with their last attempts;
+// follows is the reader's follow list (names as the page shows them).
+func (s *Settings) channelsData(ctx context.Context, v *viewer, follows []followJSON, loc *time.Location) (*channelsData, error) {
+	userID := v.userID
+	cs, err := s.Channels.List(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[string]string, len(follows))
+	for _, f := range follows {
+		names[f.Kind+"/"+f.ID] = f.Name
+	}
+	when := func(t time.Time) string { return t.In(loc).Format("2 Jan 15:04 MST") }
+	d := &channelsData{CSRF: v.csrf, Max: channels.MaxPerUser, Follows: follows, Types: options(channelTypeLabels, "webhook"),
+		Modes: options(channelModeLabels, "instant"), Add: channelForm{Type: "webhook", Mode: "instant"}}
+	for _, c := range cs {
+		cv := channelView{ID: c.ID, Type: string(c.Type), Mode: string(c.Mode), Modes: options(channelModeLabels, string(c.Mode)),
+			AllFollows: c.Follows == nil, Enabled: c.Enabled, DisabledReason: c.DisabledReason}
+		switch c.Type {
+		case channels.Webhook:
+			cv.Target = c.URL
+		case channels.Matrix:
+			cv.Target = c.RoomID + " on " + c.URL
+		default:
+			cv.Target = maskedURL(c.URL)
+		}
+		if !c.FailingSince.IsZero() {
+			cv.FailingSince = when(c.FailingSince)
+		}
+		if !c.RotatingUntil.IsZero() {
+			cv.RotatingUntil = when(c.RotatingUntil)
+		}
+		on := map[string]bool{}
+		for _, t := range c.Follows {
+			k := string(t.Kind) + "/" + t.ID
+			on[k] = true
+			name := names[k]
+			if name == "" {
+				name = t.DisplayName() // unfollowed since: still carried, by its own name
+			}
+			cv.FollowNames = append(cv.FollowNames, name)
+		}
+		for _, f := range follows {
+			k := f.Kind + "/" + f.ID
+			cv.Follows = append(cv.Follows, followOption{Value: k, Name: f.Name, Checked: on[k]})
+		}
+		ds, err := s.Channels.Deliveries(ctx, userID, c.ID)
+		if err != nil {
+			return nil, err
+		}
+		for i, x := range ds {
+			if i == deliveriesShown {
+				break
+			}
+			dv := deliveryView{At: when(x.At), EventType: x.EventType, EventState: string(x.EventState), Outcome: x.Outcome,
+				Response: x.Response, Papers: x.Papers, Failed: x.Outcome != "delivered", Status: "no response"}
+			if x.Status != nil {
+				dv.Status = "HTTP " + strconv.Itoa(*x.Status)
+			}
+			cv.Deliveries = append(cv.Deliveries, dv)
+		}
+		if len(cv.Deliveries) > 0 {
+			cv.Last = &cv.Deliveries[0]
+		}
+		d.List = append(d.List, cv)
+	}
+	return d, nil
+}
+
+var channelFlashes = map[string]string{
+	"channel-added":    "Channel added.",
+	"channel-saved":    "Channel saved.",
+	"channel-deleted":  "Channel deleted.",
+	"channel-test":     "Test event queued: it appears under the channel's deliveries within a few seconds.",
+	"channel-webhook":  "Webhook channel added. Copy its signing secret now: it is not shown again.",
+	"channel-rotating": "New signing secret below. Copy it now: it is not shown again. The old one keeps signing for 24 hours.",
+}
+
+// channelAction is a channel form's outcome: either a redirect flash
+// (done) or a page rendered in place (secret), or a rejected field.
+type channelAction struct {
+	done   string
+	secret *shownSecret
+}
+
+// channelPost runs a channel form for a signed-in reader (manage links
+// cannot), after the CSRF check. Invalid input re-renders the page with
+// the message next to the form it came from (errorFor: 0 the add form, or
+// the channel id) and 422.
+func (s *Settings) channelPost(w http.ResponseWriter, r *http.Request, errorFor int64, act func(v *viewer) (channelAction, error)) {
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		writeError(w, r, s.Logger, apperr.New(apperr.BadRequest, "the form could not be read"))
+		return
+	}
+	v, err := s.who(r, "")
+	if err != nil && !errors.Is(err, auth.ErrBadLink) {
+		writeError(w, r, s.Logger, err)
+		return
+	}
+	if v == nil {
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return
+	}
+	if !s.csrfOK(r, v) {
+		s.forbidden(w, r)
+		return
+	}
+	res, err := act(v)
+	var fe *fieldError
+	if err != nil {
+		e, ok := apperr.As(err)
+		if !ok || e.Code != apperr.Invalid && e.Code != apperr.Conflict {
+			writeError(w, r, s.Logger, err)
+			return
+		}
+		fe = &fieldError{Field: e.Field, Message: e.Message}
+	}
+	if fe == nil && res.secret == nil {
+		http.Redirect(w, r, "/settings?done="+res.done+"#channels", http.StatusSeeOther)
+		return
+	}
+	d, err := s.data(r, v)
+	if err != nil {
+		writeError(w, r, s.Logger, err)
+		return
+	}
+	status, flash := http.StatusOK, channelFlashes[res.done]
+	if fe != nil {
+		status, flash = http.StatusUnprocessableEntity, "Not saved — see the channels section."
+		d.Channels.Error, d.Channels.ErrorFor = fe, errorFor
+		if errorFor == 0 {
+			d.Channels.Add = addFormOf(r)
+			d.Channels.Types = options(channelTypeLabels, d.Channels.Add.Type)
+			d.Channels.Modes = options(channelModeLabels, d.Channels.Add.Mode)
+		}
+	}
+	d.Channels.Secret = res.secret
+	renderPage(w, r, s.Logger, status, "settings.html", page{Title: "Settings", SignedIn: true, CSRF: v.csrf,
+		Flash: flash, Scripts: []string{"/static/settings.js?v=" + assetVersion("settings.js")}, Data: d})
+}
+
+// addFormOf keeps what the add form was sent with (never the access
+// token: it is not echoed into a page).
+func addFormOf(r *http.Request) channelForm {
+	f := channelForm{Type: r.PostFormValue("type"), URL: r.PostFormValue("url"), Homeserver: r.PostFormValue("homeserver"),
+		RoomID: r.PostFormValue("room_id"), Mode: r.PostFormValue("mode"), Follows: map[string]bool{}}
+	for _, k := range r.PostForm["follow"] {
+		f.Follows[k] = true
+	}
+	return f
+}
+
+// formFollows reads the "follow" checkboxes ("kind/id"); none checked is
+// a pointer to nil: every follow.
+func formFollows(r *http.Request) (*[]follow.Target, error) {
+	vals := r.PostForm["follow"]
+	if len(vals) == 0 {
+		return new([]follow.Target), nil
+	}
+	ts := make([]follow.Target, 0, len(vals))
+	for _, v := range vals {
+		kind, id, ok := strings.Cut(v, "/")
+		if !ok {
+			return nil, apperr.InvalidField("follows", "each checked follow must be kind/id, like category/cs.LG")
+		}
+		t, err := follow.ParseTarget(kind, id)
+		if err != nil {
+			return nil, err
+		}
+		ts = append(ts, t)
+	}
+	return &ts, nil
+}
+
+func (s *Settings) postChannelAdd(w http.ResponseWriter, r *http.Request) {
+	s.channelPost(w, r, 0, func(v *viewer) (channelAction, error) {
+		field := func(name string) *string {
+			val := strings.TrimSpace(r.PostFormValue(name))
+			return &val
+		}
+		typ := field("type")
+		spec := channels.Spec{Type: typ}
+		if m := field("mode"); *m != "" {
+			spec.Mode = m // left out: instant
+		}
+		// Only the fields of the chosen type: the page shows both groups.
+		if strings.EqualFold(*typ, string(channels.Matrix)) {
+			spec.Homeserver, spec.RoomID, spec.AccessToken = field("homeserver"), field("room_id"), field("access_token")
+		} else {
+			spec.URL = field("url")
+		}
+		fs, err := formFollows(r)
+		if err != nil {
+			return channelAction{}, err
+		}
+		if len(*fs) > 0 {
+			spec.Follows = fs
+		}
+		c, err := s.Channels.Create(r.Context(), v.userID, spec)
+		if err != nil {
+			return channelAction{}, err
+		}
+		if c.Secret != "" {
+			return channelAction{done: "channel-webhook", secret: &shownSecret{ID: c.ID, Target: c.URL, Secret: c.Secret}}, nil
+		}
+		return channelAction{done: "channel-added"}, nil
+	})
+}
+
+// postChannel is every form of one listed channel: action save (mode,
+// follows, enabled), test, rotate or delete.
+func (s *Settings) postChannel(w http.ResponseWriter, r *http.Request) {
+	id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	s.channelPost(w, r, id, func(v *viewer) (channelAction, error) {
+		if id <= 0 {
+			return channelAction{}, apperr.New(apperr.NotFound, "channel %q does not exist", r.PathValue("id"))
+		}
+		ctx := r.Context()
+		switch r.PostFormValue("action") {
+		case "save":
+			mode := r.PostFormValue("mode")
+			enabled := r.PostFormValue("enabled") != ""
+			fs, err := formFollows(r)
+			if err != nil {
+				return channelAction{}, err
+			}
+			_, err = s.Channels.Update(ctx, v.userID, id, channels.Spec{Mode: &mode, Enabled: &enabled, Follows: fs})
+			return channelAction{done: "channel-saved"}, err
+		case "test":
+			_, err := s.Channels.Test(ctx, v.userID, id)
+			return channelAction{done: "channel-test"}, err
+		case "rotate":
+			c, err := s.Channels.RotateSecret(ctx, v.userID, id)
+			if err != nil {
+				return channelAction{}, err
+			}
+			return channelAction{done: "channel-rotating", secret: &shownSecret{ID: c.ID, Target: c.URL, Secret: c.Secret, Rotated: true}}, nil
+		case "delete":
+			return channelAction{done: "channel-deleted"}, s.Channels.Delete(ctx, v.userID, id)
+		}
+		return channelAction{}, apperr.InvalidField("action", "must be save, test, rotate or delete")
+	})
+}

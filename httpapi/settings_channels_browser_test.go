@@ -1,0 +1,186 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"followfeed/internal/browser"
+	"followfeed/internal/testapp"
+)
+
+// choose sets a select's value as a person would, firing its change event.
+func choose(ctx context.Context, sel, value string) error {
+	_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(
+		`(() => { const s = document.querySelector(%q); s.value = %q; s.dispatchEvent(new Event('change', {bubbles: true})); return s.value === %q; })()`,
+		sel, value, value)))
+	return err
+}
+
+func visible(ctx context.Context, t *testing.T, sel string) bool {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.offsetParent !== null; })()`, sel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func text(ctx context.Context, t *testing.T, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Text(sel))
+	if err != nil {
+		t.Fatalf("text of %s: %v", sel, err)
+	}
+	return s
+}
+
+// TestChannelsOnTheSettingsPageInABrowser: in Chromium, the add form shows
+// the fields of the chosen type; a refused URL comes back with the reason
+// next to the form and the value kept; a Discord and a webhook channel are
+// added (the webhook's secret shown once), a test event's delivery appears
+// in the list and in the deliveries table, a channel is disabled and one
+// deleted — all stored, as the JSON API shows.
+func TestChannelsOnTheSettingsPageInABrowser(t *testing.T) {
+	t.Parallel()
+	ctx, b := browser.Start(t)
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0", "CHANNEL_ALLOW_HOSTS", "127.0.0.1")
+	discord := newReceiver(t)
+	hook := newReceiver(t)
+	tok := testapp.Token(t, "browser-pusher", "pusher@example.org")
+	c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil)
+	c.Do("PUT", "/v1/me/follows/researcher/orcid:0000-0002-1825-0097", tok, map[string]any{"label": "Josiah Carberry"})
+	list := func() channelList {
+		var l channelList
+		c.Do("GET", "/v1/me/channels", tok, nil).JSON(t, &l)
+		return l
+	}
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/login?token="+url.QueryEscape(tok)), chromedp.WaitVisible(`#channels`)); err != nil {
+		t.Fatal(err)
+	}
+	// The script shows the chosen type's fields only.
+	if !visible(ctx, t, `#channel-url`) || visible(ctx, t, `#channel-homeserver`) {
+		t.Error("webhook chosen: the URL field should show, the Matrix fields not")
+	}
+	if err := choose(ctx, `#channel-type`, "matrix"); err != nil {
+		t.Fatal(err)
+	}
+	if visible(ctx, t, `#channel-url`) || !visible(ctx, t, `#channel-homeserver`) || !visible(ctx, t, `#channel-token`) {
+		t.Error("matrix chosen: the Matrix fields should show, the URL not")
+	}
+
+	// A refused URL: the reason next to the form, the value kept.
+	if err := choose(ctx, `#channel-type`, "discord"); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.SetValue(`#channel-url`, "https://10.0.0.8/api/webhooks/1/x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := submit(ctx, `#add-channel`); err != nil {
+		t.Fatal(err)
+	}
+	if msg := text(ctx, t, `#channel-add-error`); !strings.HasPrefix(msg, "url: ") {
+		t.Errorf("error next to the form: %q", msg)
+	}
+	if v, _ := chromedp.Run(ctx, chromedp.Value(`#channel-url`)); v != "https://10.0.0.8/api/webhooks/1/x" {
+		t.Errorf("the URL field holds %q after the error", v)
+	}
+	if typ, _ := chromedp.Run(ctx, chromedp.Value(`#channel-type`)); typ != "discord" || !visible(ctx, t, `#channel-url`) {
+		t.Errorf("the type after the error: %q", typ)
+	}
+	b.ElementScreenshot(ctx, t, "settings-channels-error", `#channel-add`)
+
+	// Discord, daily.
+	if err := chromedp.Do(ctx, chromedp.SetValue(`#channel-url`, discord.URL+"/api/webhooks/1/x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := choose(ctx, `#channel-mode`, "daily"); err != nil {
+		t.Fatal(err)
+	}
+	if err := submit(ctx, `#add-channel`); err != nil {
+		t.Fatal(err)
+	}
+	if f := text(ctx, t, `p.flash`); f != "Channel added." {
+		t.Errorf("flash %q", f)
+	}
+	// A webhook for cs.LG only: its secret is shown once.
+	if err := choose(ctx, `#channel-type`, "webhook"); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.SetValue(`#channel-url`, hook.URL+"/hook"),
+		chromedp.Click(`#channel-add input[name="follow"][value="category/cs.LG"]`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := submit(ctx, `#add-channel`); err != nil {
+		t.Fatal(err)
+	}
+	secret, _ := chromedp.Run(ctx, chromedp.Value(`#secret-value`))
+	if !strings.HasPrefix(secret, "whsec_") {
+		t.Fatalf("secret shown: %q", secret)
+	}
+	b.Screenshot(ctx, t, "settings-channels-secret")
+	l := list()
+	if len(l.Channels) != 2 || l.Channels[0].Type != "discord" || l.Channels[0].Mode != "daily" ||
+		l.Channels[1].Type != "webhook" || len(l.Channels[1].Follows) != 1 || l.Channels[1].Follows[0].ID != "cs.LG" {
+		t.Fatalf("stored: %+v", l)
+	}
+	dID, hID := l.Channels[0].ID, l.Channels[1].ID
+	hookLi := fmt.Sprintf(`li[data-channel="%d"]`, hID)
+	discordLi := fmt.Sprintf(`li[data-channel="%d"]`, dID)
+
+	// A test event: the delivery shows on the page after a reload.
+	if err := submit(ctx, hookLi+` button.test`); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text(ctx, t, `main`), "whsec_") {
+		t.Error("the secret is still shown after another action")
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(text(ctx, t, hookLi+` p.last`), "delivered") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no delivery on the page: %q", text(ctx, t, hookLi+` p.last`))
+		}
+		time.Sleep(200 * time.Millisecond)
+		if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(`#channels`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(hookLi+` details.deliveries summary`), chromedp.WaitVisible(hookLi+` details.deliveries table`)); err != nil {
+		t.Fatal(err)
+	}
+	if row := text(ctx, t, hookLi+` details.deliveries tbody tr`); !strings.Contains(row, "channel.test") || !strings.Contains(row, "HTTP 200") {
+		t.Errorf("deliveries row %q", row)
+	}
+	if len(hook.got()) != 1 {
+		t.Errorf("the receiver got %d requests", len(hook.got()))
+	}
+
+	// Disable the Discord channel.
+	if err := chromedp.Do(ctx, chromedp.Click(discordLi+` input[name="enabled"]`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := submit(ctx, discordLi+` button.save`); err != nil {
+		t.Fatal(err)
+	}
+	if l := list(); l.Channels[0].Enabled || !strings.Contains(text(ctx, t, discordLi+` .channel-head`), "disabled") {
+		t.Errorf("not disabled: %+v", l.Channels[0])
+	}
+	b.Screenshot(ctx, t, "settings-channels")
+
+	// Delete it.
+	if err := submit(ctx, discordLi+` button.delete`); err != nil {
+		t.Fatal(err)
+	}
+	if l := list(); len(l.Channels) != 1 || l.Channels[0].ID != hID {
+		t.Errorf("after delete: %+v", l)
+	}
+	if errs := b.ConsoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors: %v", errs)
+	}
+}

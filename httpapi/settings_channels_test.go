@@ -1,0 +1,198 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"followfeed/internal/testapp"
+)
+
+var secretOnPage = regexp.MustCompile(`id="secret-value" type="text" readonly value="(whsec_[^"]+)"`)
+
+type channelList struct {
+	Channels []struct {
+		ID      int64  `json:"id"`
+		Type    string `json:"type"`
+		URL     string `json:"url"`
+		Mode    string `json:"mode"`
+		Enabled bool   `json:"enabled"`
+		Follows []struct {
+			Kind, ID string
+		} `json:"follows"`
+		RotatingUntil string `json:"rotating_until"`
+	} `json:"channels"`
+}
+
+// TestSettingsPageManagesChannels drives the channels section with plain
+// forms (no JavaScript): add with validation errors next to the form
+// (entered values kept and escaped, the Matrix token never echoed), a
+// webhook's secret shown once, edit mode/follows/enabled, a test event and
+// its delivery result on the page (the receiver's response escaped),
+// rotation, another reader's channel, delete. Every change is checked
+// through the JSON API.
+func TestSettingsPageManagesChannels(t *testing.T) {
+	t.Parallel()
+	a, c := start(t, "RATE_LIMIT_PER_USER", "0", "RATE_LIMIT_PER_IP", "0", "CHANNEL_ALLOW_HOSTS", "127.0.0.1")
+	rc := newReceiver(t, status(200, `<img src=x onerror=alert(1)>`))
+	tok := testapp.Token(t, "pusher", "pusher@example.org")
+	c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil)
+	c.Do("PUT", "/v1/me/follows/researcher/orcid:0000-0002-1825-0097", tok, map[string]any{"label": "Josiah Carberry"})
+	b, page, csrf := signIn(t, a, tok)
+	if !strings.Contains(page, `id="channels"`) || !strings.Contains(page, "Push channels (0 of 10)") || !strings.Contains(page, `id="channel-add"`) {
+		t.Fatalf("no channels section on the settings page")
+	}
+	list := func() channelList {
+		var l channelList
+		c.Do("GET", "/v1/me/channels", tok, nil).JSON(t, &l)
+		return l
+	}
+
+	// Without the CSRF token nothing is created.
+	if resp, _ := testapp.Form(t, b, "POST", a.URL+"/settings/channels", url.Values{"type": {"webhook"}, "url": {rc.URL}}); resp.StatusCode != 403 {
+		t.Errorf("add without CSRF: %d", resp.StatusCode)
+	}
+
+	t.Log("hostile: a channel URL pointing inside is refused on the settings page with the reason next to the form, escaped")
+	hostile := `https://10.0.0.8/"><script>alert(1)</script>`
+	resp, page := testapp.Form(t, b, "POST", a.URL+"/settings/channels", url.Values{"csrf": {csrf}, "type": {"webhook"}, "url": {hostile}, "mode": {"instant"}})
+	if resp.StatusCode != 422 || !strings.Contains(page, `id="channel-add-error"`) || !strings.Contains(page, "url: ") {
+		t.Fatalf("internal URL: %d\n%s", resp.StatusCode, page)
+	}
+	if strings.Contains(page, "<script>alert") || !strings.Contains(page, `value="https://10.0.0.8/&#34;&gt;&lt;script&gt;`) {
+		t.Errorf("the entered URL is not kept escaped in the form")
+	}
+	if !strings.Contains(page, `aria-invalid="true" aria-describedby="channel-add-error"`) {
+		t.Errorf("the URL field is not marked invalid")
+	}
+	for _, tc := range []struct {
+		form  url.Values
+		field string
+	}{
+		{url.Values{"type": {"slack"}, "url": {"https://example.org/services/T/B/x"}}, "url: must be a Slack incoming webhook URL"},
+		{url.Values{"type": {"discord"}, "url": {"https://discord.com/not-a-webhook"}}, "url: must be a Discord webhook URL"},
+		{url.Values{"type": {"matrix"}, "homeserver": {"https://matrix.org"}, "room_id": {"!room:matrix.org"}, "access_token": {"with space"}}, "access_token: "},
+		{url.Values{"type": {"matrix"}, "homeserver": {"https://matrix.org"}, "room_id": {"#alias:matrix.org"}, "access_token": {"syt_x"}}, "room_id: "},
+		{url.Values{"type": {"pager"}, "url": {"https://example.org/h"}}, "type: "},
+		{url.Values{"type": {"webhook"}, "url": {"https://example.org/h"}, "mode": {"hourly"}}, "mode: "},
+		{url.Values{"type": {"webhook"}, "url": {"https://example.org/h"}, "follow": {"planet/mars"}}, "kind"},
+		{url.Values{"type": {"webhook"}, "url": {"https://example.org/h"}, "follow": {"category/astro-ph.GA"}}, "you do not follow"},
+	} {
+		tc.form.Set("csrf", csrf)
+		resp, page := testapp.Form(t, b, "POST", a.URL+"/settings/channels", tc.form)
+		if resp.StatusCode != 422 || !strings.Contains(page, tc.field) {
+			t.Errorf("%v: %d, want 422 with %q: %s", tc.form, resp.StatusCode, tc.field, regexp.MustCompile(`id="channel-add-error">[^<]*`).FindString(page))
+		}
+		if tok := tc.form.Get("access_token"); tok != "" && strings.Contains(page, tok) {
+			t.Errorf("the Matrix access token was echoed into the page")
+		}
+	}
+	if n := len(list().Channels); n != 0 {
+		t.Fatalf("rejected forms created %d channels", n)
+	}
+
+	// A webhook for one follow: the page itself shows the secret, once.
+	resp, page = testapp.Form(t, b, "POST", a.URL+"/settings/channels", url.Values{"csrf": {csrf}, "type": {"webhook"},
+		"url": {rc.URL + "/hook"}, "mode": {"instant"}, "follow": {"category/cs.LG"}, "homeserver": {"ignored for a webhook"}})
+	m := secretOnPage.FindStringSubmatch(page)
+	if resp.StatusCode != 200 || m == nil || resp.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("add webhook: %d, secret shown: %v", resp.StatusCode, m != nil)
+	}
+	l := list()
+	if len(l.Channels) != 1 || l.Channels[0].Type != "webhook" || l.Channels[0].URL != rc.URL+"/hook" ||
+		len(l.Channels[0].Follows) != 1 || l.Channels[0].Follows[0].ID != "cs.LG" {
+		t.Fatalf("stored: %+v", l)
+	}
+	id := l.Channels[0].ID
+	chPath := fmt.Sprintf("%s/settings/channels/%d", a.URL, id)
+	_, page = testapp.Form(t, b, "GET", a.URL+"/settings", nil)
+	if strings.Contains(page, m[1]) || strings.Contains(page, "whsec_") {
+		t.Error("the secret is shown again after a reload")
+	}
+	if !strings.Contains(page, "Carries: cs.LG — Machine Learning") || !strings.Contains(page, "No deliveries yet.") {
+		t.Errorf("listed channel lacks its follows or delivery state")
+	}
+
+	// A Matrix channel: added with a redirect; the token never appears.
+	resp, _ = testapp.Form(t, b, "POST", a.URL+"/settings/channels", url.Values{"csrf": {csrf}, "type": {"matrix"},
+		"homeserver": {"https://matrix.example.org"}, "room_id": {"!abc:example.org"}, "access_token": {"syt_topsecret"}, "mode": {"weekly"}})
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings?done=channel-added#channels" {
+		t.Fatalf("add matrix: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	_, page = testapp.Form(t, b, "GET", a.URL+"/settings?done=channel-added", nil)
+	if !strings.Contains(page, "Channel added.") || !strings.Contains(page, "!abc:example.org on https://matrix.example.org") || strings.Contains(page, "syt_topsecret") {
+		t.Errorf("matrix channel on the page (token must not show)")
+	}
+
+	// Edit: daily, every follow (none checked), disabled.
+	resp, _ = testapp.Form(t, b, "POST", chPath, url.Values{"csrf": {csrf}, "action": {"save"}, "mode": {"daily"}})
+	if resp.StatusCode != 303 {
+		t.Fatalf("save: %d", resp.StatusCode)
+	}
+	if ch := list().Channels[0]; ch.Mode != "daily" || ch.Enabled || ch.Follows != nil {
+		t.Errorf("after save: %+v", ch)
+	}
+	resp, page = testapp.Form(t, b, "POST", chPath, url.Values{"csrf": {csrf}, "action": {"save"}, "mode": {"monthly"}, "enabled": {"1"}})
+	if resp.StatusCode != 422 || !strings.Contains(page, fmt.Sprintf(`id="channel-%d-error"`, id)) || !strings.Contains(page, "mode: must be instant, daily or weekly") {
+		t.Errorf("bad mode: %d", resp.StatusCode)
+	}
+	resp, _ = testapp.Form(t, b, "POST", chPath, url.Values{"csrf": {csrf}, "action": {"save"}, "mode": {"instant"}, "enabled": {"1"},
+		"follow": {"researcher/orcid:0000-0002-1825-0097"}})
+	if ch := list().Channels[0]; resp.StatusCode != 303 || ch.Mode != "instant" || !ch.Enabled || len(ch.Follows) != 1 || ch.Follows[0].Kind != "researcher" {
+		t.Errorf("save again: %d %+v", resp.StatusCode, ch)
+	}
+
+	// Test event: its delivery shows on the page, the receiver's answer escaped.
+	resp, _ = testapp.Form(t, b, "POST", chPath, url.Values{"csrf": {csrf}, "action": {"test"}})
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings?done=channel-test#channels" {
+		t.Fatalf("test: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	waitFor(t, "the test event on the page", func() bool {
+		_, page = testapp.Form(t, b, "GET", a.URL+"/settings", nil)
+		return strings.Contains(page, "Last delivery:")
+	})
+	t.Log("hostile: a receiver's response body is shown escaped on the settings page")
+	if !strings.Contains(page, `delivered</span> (HTTP 200: &lt;img src=x onerror=alert(1)&gt;)`) || strings.Contains(page, "<img src=x") ||
+		!strings.Contains(page, "channel.test, 1 paper (delivered)") {
+		t.Errorf("delivery on the page:\n%s", page)
+	}
+	if got := rc.got(); len(got) != 1 || !strings.Contains(string(got[0].body), `"channel.test"`) {
+		t.Errorf("receiver got %d requests", len(got))
+	}
+
+	// Rotate: the new secret once, the old one still signing.
+	resp, page = testapp.Form(t, b, "POST", chPath, url.Values{"csrf": {csrf}, "action": {"rotate"}})
+	m2 := secretOnPage.FindStringSubmatch(page)
+	if resp.StatusCode != 200 || m2 == nil || m2[1] == m[1] || !strings.Contains(page, "keeps signing alongside it for 24 hours") {
+		t.Fatalf("rotate: %d", resp.StatusCode)
+	}
+	if ch := list().Channels[0]; ch.RotatingUntil == "" {
+		t.Error("rotation not stored")
+	}
+	matrixPath := fmt.Sprintf("%s/settings/channels/%d", a.URL, list().Channels[1].ID)
+	if resp, page := testapp.Form(t, b, "POST", matrixPath, url.Values{"csrf": {csrf}, "action": {"rotate"}}); resp.StatusCode != 422 || !strings.Contains(page, "only webhook channels") {
+		t.Errorf("rotating a Matrix channel: %d", resp.StatusCode)
+	}
+	if resp, _ := testapp.Form(t, b, "POST", chPath, url.Values{"csrf": {csrf}, "action": {"explode"}}); resp.StatusCode != 422 {
+		t.Errorf("unknown action: %d", resp.StatusCode)
+	}
+
+	t.Log("hostile: another reader cannot touch a channel through the settings forms")
+	b2, _, csrf2 := signIn(t, a, testapp.Token(t, "intruder", ""))
+	for _, act := range []string{"delete", "test", "rotate", "save"} {
+		if resp, _ := testapp.Form(t, b2, "POST", chPath, url.Values{"csrf": {csrf2}, "action": {act}, "mode": {"daily"}}); resp.StatusCode != 404 {
+			t.Errorf("%s another reader's channel: %d", act, resp.StatusCode)
+		}
+	}
+	if resp, _ := testapp.Form(t, b, "POST", a.URL+"/settings/channels/nope", url.Values{"csrf": {csrf}, "action": {"delete"}}); resp.StatusCode != 404 {
+		t.Errorf("a bad channel id: %d", resp.StatusCode)
+	}
+
+	// Delete.
+	resp, _ = testapp.Form(t, b, "POST", chPath, url.Values{"csrf": {csrf}, "action": {"delete"}})
+	if resp.StatusCode != 303 || len(list().Channels) != 1 {
+		t.Errorf("delete: %d, %d left", resp.StatusCode, len(list().Channels))
+	}
+}
