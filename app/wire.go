@@ -19,6 +19,7 @@ import (
 	"followfeed/follow"
 	"followfeed/harvest"
 	"followfeed/httpapi"
+	"followfeed/identity"
 	"followfeed/internal/httpclient"
 	"followfeed/mail"
 	"followfeed/match"
@@ -41,6 +42,7 @@ type Services struct {
 	addrs     *account.Addresses
 	confirms  *notify.Confirmations
 	follows   *follow.Service
+	registry  *identity.Registry
 	papers    *paper.Store
 	matcher   *match.Service
 	prefs     *notify.Preferences
@@ -75,6 +77,8 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.addrs = account.NewAddresses(db, s.signer, cfg.PublicURL, s.enqueuer)
 	s.follows = follow.NewService(db)
 	s.papers = paper.NewStore(db, s.enqueuer)
+	s.registry = identity.NewRegistry(db, s.follows)
+	s.papers.ObserveIdentities(s.registry)
 	s.matcher = match.NewService(db)
 	s.prefs = notify.NewPreferences(db, s.addrs, hooks.Now)
 	s.users.OnConfirm(s.prefs.AddressConfirmed)
@@ -92,6 +96,7 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		Client:  httpclient.New(time.Minute, harvest.OpenAlexMaxBodyBytes),
 	})
 	s.enricher = harvest.NewEnricher(s.papers, openalex, harvest.DefaultEnrichPolicy, logger, nil)
+	s.enricher.OnInstitutions(institutionSink{s.registry})
 	s.feeds = feeds.NewService(db, feeds.NewTokens(db, cfg.SecretKey), s.matcher, s.follows, cfg.PublicURL, cfg.WebSubHubURL, cfg.SecretKey)
 	if s.sender, err = newSender(cfg, logger); err != nil {
 		return nil, err
@@ -116,6 +121,22 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	}
 	return s, nil
 }
+
+// institutionSink hands the institutions OpenAlex enrichment found to the
+// identity registry: an institution's ROR and OpenAlex ids are one
+// institution, with OpenAlex's name and country.
+type institutionSink struct{ r *identity.Registry }
+
+func (s institutionSink) ObserveInstitutions(ctx context.Context, insts []harvest.Institution) error {
+	recs := make([]identity.Record, 0, len(insts))
+	for _, in := range insts {
+		recs = append(recs, identity.Record{Kind: follow.Institution, IDs: in.IDs, Name: in.Name, Country: in.Country})
+	}
+	return s.r.Observe(ctx, identity.SourceOpenAlex, recs)
+}
+
+// Identities is the identity registry (researchers and institutions).
+func (s *Services) Identities() *identity.Registry { return s.registry }
 
 // Close releases what the services hold (pooled SMTP connections); the
 // database stays open (it belongs to the caller).
@@ -223,16 +244,17 @@ func (s *Services) jobs(cfg *config.Config) []worker.Registration {
 // mux, for httpapi.Options.Routes.
 func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 	api := &httpapi.API{
-		Logger:    s.logger,
-		Verifier:  s.verifier,
-		Users:     s.users,
-		Addresses: s.addrs,
-		Follows:   s.follows,
-		Papers:    s.papers,
-		Prefs:     s.prefs,
-		Feeds:     s.feeds,
-		PerIP:     httpapi.NewLimiter(cfg.RateLimitPerIP, int(2*cfg.RateLimitPerIP)+1),
-		PerUser:   httpapi.NewLimiter(cfg.RateLimitPerUser, int(2*cfg.RateLimitPerUser)+1),
+		Logger:     s.logger,
+		Verifier:   s.verifier,
+		Users:      s.users,
+		Addresses:  s.addrs,
+		Identities: s.registry,
+		Follows:    s.follows,
+		Papers:     s.papers,
+		Prefs:      s.prefs,
+		Feeds:      s.feeds,
+		PerIP:      httpapi.NewLimiter(cfg.RateLimitPerIP, int(2*cfg.RateLimitPerIP)+1),
+		PerUser:    httpapi.NewLimiter(cfg.RateLimitPerUser, int(2*cfg.RateLimitPerUser)+1),
 	}
 	feedRoutes := &httpapi.FeedRoutes{
 		Logger: s.logger,

@@ -31,16 +31,30 @@ type Lookup interface {
 	LookupArxiv(ctx context.Context, arxivIDs []string) (map[string]Enrichment, error)
 }
 
+// InstitutionSink stores what OpenAlex says about institutions: which ids
+// are one institution, its name and country (the identity registry, wired
+// in package app).
+type InstitutionSink interface {
+	ObserveInstitutions(ctx context.Context, institutions []Institution) error
+}
+
 // Enricher adds OpenAlex author and institution ids to harvested papers. It
 // decides what to look up and how to apply it; the papers and their
-// enrichment schedule are written through the paper.Store.
+// enrichment schedule are written through the paper.Store (whose identity
+// observer links each author's OpenAlex id and ORCID in the same
+// transaction), the institutions through the InstitutionSink.
 type Enricher struct {
-	papers *paper.Store
-	lookup Lookup
-	policy EnrichPolicy
-	logger *slog.Logger
-	now    func() time.Time
+	papers       *paper.Store
+	lookup       Lookup
+	policy       EnrichPolicy
+	logger       *slog.Logger
+	now          func() time.Time
+	institutions InstitutionSink
 }
+
+// OnInstitutions makes every run hand the institutions it found to sink.
+// Call it before the first run.
+func (e *Enricher) OnInstitutions(sink InstitutionSink) { e.institutions = sink }
 
 // NewEnricher returns an Enricher. now may be nil (time.Now).
 func NewEnricher(papers *paper.Store, lookup Lookup, policy EnrichPolicy, logger *slog.Logger, now func() time.Time) *Enricher {
@@ -91,6 +105,17 @@ func (e *Enricher) RunOnce(ctx context.Context) (EnrichStats, error) {
 		return st, err
 	}
 	st.Keys = res.Keys
+	if e.institutions != nil {
+		var insts []Institution
+		for _, f := range found {
+			insts = append(insts, f.InstitutionRecords...)
+		}
+		// After the papers' commit: a failure here loses only names and
+		// links the next paper of the institution brings again.
+		if err := e.institutions.ObserveInstitutions(ctx, insts); err != nil {
+			return st, fmt.Errorf("storing %d OpenAlex institutions: %w", len(insts), err)
+		}
+	}
 	// Papers OpenAlex did not know are asked again later, with doubling
 	// waits, then given up.
 	given, err := e.papers.PostponeEnrichment(ctx, missing, e.now(), e.policy.MaxAttempts, e.policy.FirstRetry)

@@ -114,6 +114,17 @@ type Enrichment struct {
 	// Institutions are every institution of every authorship, deduplicated,
 	// in first-seen order: "ror:…" (lowercase) then "openalex:I…" for each.
 	Institutions []string
+	// InstitutionRecords describe each institution once: its ids (the
+	// ROR id and the OpenAlex id, linked as one), OpenAlex's display name
+	// and country code. They feed the identity registry.
+	InstitutionRecords []Institution
+}
+
+// Institution is one institution as OpenAlex describes it.
+type Institution struct {
+	IDs     []string // "ror:…", "openalex:I…"
+	Name    string
+	Country string // ISO 3166-1 alpha-2, upper case, or ""
 }
 
 // LookupArxiv looks arXiv ids up by their DataCite DOI
@@ -253,8 +264,10 @@ type openAlexAuthorship struct {
 	} `json:"author"`
 	RawAuthorName string `json:"raw_author_name"`
 	Institutions  []struct {
-		ID  string `json:"id"`
-		ROR string `json:"ror"`
+		ID          string `json:"id"`
+		ROR         string `json:"ror"`
+		DisplayName string `json:"display_name"`
+		CountryCode string `json:"country_code"`
 	} `json:"institutions"`
 }
 
@@ -286,11 +299,25 @@ func openAlexEnrichment(w *openAlexWork) Enrichment {
 			}
 		}
 		for _, inst := range as.Institutions {
+			var ids []string
+			fresh := false
 			if ror, ok := openAlexROR(inst.ROR); ok {
+				ids = append(ids, "ror:"+ror)
+				fresh = fresh || !seen["ror:"+ror]
 				addInst("ror:" + ror)
 			}
 			if id, ok := openAlexEntityID(inst.ID, 'I'); ok {
+				ids = append(ids, "openalex:"+id)
+				fresh = fresh || !seen["openalex:"+id]
 				addInst("openalex:" + id)
+			}
+			if fresh && len(ids) > 0 && len(e.InstitutionRecords) < openAlexMaxInstitutions {
+				cc := strings.ToUpper(strings.TrimSpace(inst.CountryCode))
+				if len(cc) != 2 {
+					cc = ""
+				}
+				e.InstitutionRecords = append(e.InstitutionRecords, Institution{IDs: ids,
+					Name: text.Collapse(inst.DisplayName, upstreamMaxNameRunes), Country: cc})
 			}
 		}
 	}

@@ -283,9 +283,7 @@ func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
 	}
 	for _, f := range fs {
 		j := toFollowJSON(f)
-		if f.Label != "" {
-			j.Name = f.Label
-		}
+		j.Name = f.OwnerName()
 		d.Follows = append(d.Follows, j)
 	}
 	tok, err := s.Feeds.Tokens().Token(ctx, v.userID)

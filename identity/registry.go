@@ -88,12 +88,36 @@ func (r *Registry) Put(ctx context.Context, records []Record) (*PutResult, error
 // enrichment) in its own transaction, as Put does except that ids a split
 // separated are never linked again and names only fill in or replace a
 // lower-ranked source's.
+//
+// Upstream data is checked, not trusted: ids that do not parse (a ROR id
+// with a bad checksum, say) are dropped, a record left without ids is
+// skipped, names are cleaned and a name over MaxName or a bad country
+// is left out.
 func (r *Registry) Observe(ctx context.Context, src Source, records []Record) error {
-	if len(records) == 0 {
+	var clean []Record
+	for _, rec := range records {
+		c := Record{Kind: rec.Kind}
+		for _, s := range rec.IDs {
+			if id, err := parseID(rec.Kind, s); err == nil && !slices.Contains(c.IDs, id) && len(c.IDs) < MaxIDs {
+				c.IDs = append(c.IDs, id)
+			}
+		}
+		if len(c.IDs) == 0 {
+			continue
+		}
+		if n, ok := cleanName(rec.Name); ok {
+			c.Name = n
+		}
+		if cc, ok := cleanCountry(rec.Country); ok && rec.Kind == follow.Institution {
+			c.Country = cc
+		}
+		clean = append(clean, c)
+	}
+	if len(clean) == 0 {
 		return nil
 	}
 	return r.db.InTx(ctx, func(tx pgx.Tx) error {
-		return apply(ctx, tx, records, src, &PutResult{})
+		return apply(ctx, tx, clean, src, &PutResult{})
 	})
 }
 

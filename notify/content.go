@@ -109,10 +109,9 @@ type plannedGroup struct {
 // MaxPerGroup per group and MaxPerDigest in all are shown, the rest counted
 // as "more". Groups come in the same order of specificity.
 func planGroups(res match.Result, follows []follow.Follow) digestPlan {
-	plan := digestPlan{total: res.Total, labels: map[string]string{}}
+	plan := digestPlan{total: res.Total, labels: follow.ReasonLabels(follows)}
 	made := map[string]time.Time{}
 	for _, f := range follows {
-		plan.labels[f.Key()] = f.Label
 		made[f.Key()] = f.CreatedAt
 	}
 	before := func(a, b follow.Target, ka, kb string) bool {
