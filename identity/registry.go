@@ -300,8 +300,9 @@ func (g *group) absorb(o *group) {
 	g.newKeys = append(g.newKeys, o.newKeys...)
 	g.merged = g.merged || len(o.ids) > 0
 	if o.name != "" && (g.name == "" || o.nameSource.rank() > g.nameSource.rank()) {
-		g.addOther(g.name)
+		old := g.name
 		g.name, g.nameSource = o.name, o.nameSource
+		g.addOther(old)
 	} else {
 		g.addOther(o.name)
 	}
@@ -311,6 +312,7 @@ func (g *group) absorb(o *group) {
 	if g.country == "" {
 		g.country = o.country
 	}
+	g.addOther("")
 	g.changed = true
 	o.changed = false
 }
@@ -321,8 +323,9 @@ func (g *group) absorb(o *group) {
 func (g *group) rename(rec Record, src Source) {
 	if rec.Name != "" && rec.Name != g.name &&
 		(g.name == "" || src == SourceHost || src.rank() > g.nameSource.rank()) {
-		g.addOther(g.name)
+		old := g.name
 		g.name, g.nameSource = rec.Name, src
+		g.addOther(old)
 	} else if rec.Name != "" && src != SourcePaper {
 		g.addOther(rec.Name)
 	}
@@ -332,8 +335,11 @@ func (g *group) rename(rec Record, src Source) {
 	if rec.Country != "" && (g.country == "" || src == SourceHost) {
 		g.country = rec.Country
 	}
+	g.addOther("")
 }
 
+// addOther adds n to the other names (n "" adds nothing) and keeps the
+// name itself out of them.
 func (g *group) addOther(n string) {
 	if n != "" && n != g.name && !slices.Contains(g.others, n) && len(g.others) < MaxOtherNames {
 		g.others = append(g.others, n)
