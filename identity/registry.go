@@ -280,6 +280,13 @@ func apply(ctx context.Context, tx pgx.Tx, records []Record, src Source, res *Pu
 	if err := write(ctx, tx, live, src); err != nil {
 		return err
 	}
+	if src == SourcePaper {
+		// Every key a paper links is a key row of the same ingest (a new
+		// paper's keys, or a known paper's new author ids), so the match job
+		// enqueued in this transaction expands it to the whole identity and
+		// bumps every follower of it: a second bump here would only cost.
+		return nil
+	}
 	var bump []string
 	for _, g := range live {
 		bump = append(bump, g.keys...)
