@@ -96,7 +96,7 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		Client:  httpclient.New(time.Minute, harvest.OpenAlexMaxBodyBytes),
 	})
 	s.enricher = harvest.NewEnricher(s.papers, openalex, harvest.DefaultEnrichPolicy, logger, nil)
-	s.enricher.OnInstitutions(institutionSink{s.registry})
+	s.enricher.OnIdentities(s.registry.OpenAlexSink())
 	s.feeds = feeds.NewService(db, feeds.NewTokens(db, cfg.SecretKey), s.matcher, s.follows, cfg.PublicURL, cfg.WebSubHubURL, cfg.SecretKey)
 	if s.sender, err = newSender(cfg, logger); err != nil {
 		return nil, err
@@ -120,19 +120,6 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		})
 	}
 	return s, nil
-}
-
-// institutionSink hands the institutions OpenAlex enrichment found to the
-// identity registry: an institution's ROR and OpenAlex ids are one
-// institution, with OpenAlex's name and country.
-type institutionSink struct{ r *identity.Registry }
-
-func (s institutionSink) ObserveInstitutions(ctx context.Context, insts []harvest.Institution) error {
-	recs := make([]identity.Record, 0, len(insts))
-	for _, in := range insts {
-		recs = append(recs, identity.Record{Kind: follow.Institution, IDs: in.IDs, Name: in.Name, Country: in.Country})
-	}
-	return s.r.Observe(ctx, identity.SourceOpenAlex, recs)
 }
 
 // Identities is the identity registry (researchers and institutions).

@@ -417,3 +417,64 @@ func openAlexArxivIDFromDOI(doi string) (string, bool) {
 	}
 	return strings.ToLower(id), true
 }
+
+// OpenAlexAuthor is an author as OpenAlex's /authors/{id} answers.
+type OpenAlexAuthor struct {
+	// ID is the author's id now, "openalex:A…": another id than the one
+	// asked when OpenAlex merged that profile into this one.
+	ID    string
+	ORCID string // "orcid:…", or ""
+	Name  string
+}
+
+// LookupAuthor asks OpenAlex for the author id ("openalex:A5023888391").
+// OpenAlex answers the id of a merged profile with the surviving profile
+// (following its redirect), so the result's ID differs from id then. An
+// author OpenAlex does not know is found false. Errors are as for
+// LookupArxiv.
+func (c *OpenAlexClient) LookupAuthor(ctx context.Context, id string) (OpenAlexAuthor, bool, error) {
+	short, ok := openAlexEntityID(strings.TrimPrefix(id, "openalex:"), 'A')
+	if !ok {
+		return OpenAlexAuthor{}, false, fmt.Errorf("looking up OpenAlex author %q: not an OpenAlex author id", id)
+	}
+	u, err := url.Parse(c.baseURL + "/authors/" + short)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return OpenAlexAuthor{}, false, apperr.InvalidField("BaseURL", "must be an http(s) URL, got %q", c.baseURL)
+	}
+	q := u.Query()
+	q.Set("select", "id,display_name,orcid")
+	if c.mailto != "" {
+		q.Set("mailto", c.mailto)
+	}
+	if c.apiKey != "" {
+		q.Set("api_key", c.apiKey)
+	}
+	u.RawQuery = q.Encode()
+	resp, err := fetch(ctx, c.get, u.String())
+	if err != nil {
+		return OpenAlexAuthor{}, false, fmt.Errorf("looking up OpenAlex author %s: %w", short, err)
+	}
+	if resp.Status == 404 {
+		return OpenAlexAuthor{}, false, nil
+	}
+	if resp.Status/100 != 2 {
+		return OpenAlexAuthor{}, false, fmt.Errorf("looking up OpenAlex author %s: %w", short, resp.StatusError())
+	}
+	var body struct {
+		ID          string `json:"id"`
+		DisplayName string `json:"display_name"`
+		ORCID       string `json:"orcid"`
+	}
+	if err := json.Unmarshal(resp.Body, &body); err != nil {
+		return OpenAlexAuthor{}, false, fmt.Errorf("parsing OpenAlex author %s: %w: %w", short, ErrMalformed, err)
+	}
+	now, ok := openAlexEntityID(body.ID, 'A')
+	if !ok {
+		return OpenAlexAuthor{}, false, fmt.Errorf("parsing OpenAlex author %s: %w: no author id in the response", short, ErrMalformed)
+	}
+	a := OpenAlexAuthor{ID: "openalex:" + now, Name: text.Collapse(body.DisplayName, upstreamMaxNameRunes)}
+	if orcid, ok := openAlexORCID(body.ORCID); ok {
+		a.ORCID = "orcid:" + orcid
+	}
+	return a, true, nil
+}

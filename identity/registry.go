@@ -584,3 +584,23 @@ func jsonStrings(ss []string) (string, error) {
 	b, err := json.Marshal(ss)
 	return string(b), err
 }
+
+// UnresolvedAuthors returns up to limit OpenAlex author ids that readers
+// follow and the registry does not know (no paper carried them, OpenAlex
+// was not asked yet): enrichment asks OpenAlex about them, which answers a
+// merged profile under its survivor. follows_key_idx serves the range.
+func (r *Registry) UnresolvedAuthors(ctx context.Context, limit int) ([]string, error) {
+	rows, err := r.db.Pool.Query(ctx, `
+		SELECT DISTINCT f.target FROM follows f
+		WHERE f.key >= 'researcher:openalex:A' AND f.key < 'researcher:openalex:B' AND f.key LIKE 'researcher:openalex:A%'
+		  AND NOT EXISTS (SELECT 1 FROM identity_keys k WHERE k.key = f.key)
+		LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("listing unresolved OpenAlex authors: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("listing unresolved OpenAlex authors: %w", err)
+	}
+	return ids, nil
+}

@@ -360,7 +360,7 @@ func TestEnrichmentFromRecordedOpenAlexFeedsTheRegistry(t *testing.T) {
 	t.Cleanup(ts.Close)
 	client := harvest.NewOpenAlexClient(harvest.OpenAlexConfig{BaseURL: ts.URL, MaxRetries: -1})
 	en := harvest.NewEnricher(e.papers, client, harvest.EnrichPolicy{FirstRetry: time.Hour, MaxAttempts: 2, Batch: 10}, nil, nil)
-	en.OnInstitutions(sink{e.reg})
+	en.OnIdentities(e.reg.OpenAlexSink())
 	if _, err := en.RunOnce(e.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -379,12 +379,41 @@ func TestEnrichmentFromRecordedOpenAlexFeedsTheRegistry(t *testing.T) {
 	}
 }
 
-type sink struct{ r *identity.Registry }
+// A followed OpenAlex author id that OpenAlex merged into another profile
+// is answered under the survivor: enrichment links the two (and the
+// survivor's ORCID), so the follow matches the survivor's papers; an id
+// OpenAlex does not know is remembered and not asked again.
+func TestEnrichmentLinksMergedOpenAlexProfilesToTheSurvivor(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	reader := e.user("reader")
+	e.follow(reader, "researcher", "openalex:A1000000001") // merged away
+	e.follow(reader, "researcher", "openalex:A1000000002") // unknown to OpenAlex
+	e.ingest(testpaper.New("2202.02326", byAuthor("Jason Priem", "openalex:A5023888391")))
 
-func (s sink) ObserveInstitutions(ctx context.Context, insts []harvest.Institution) error {
-	var recs []identity.Record
-	for _, in := range insts {
-		recs = append(recs, identity.Record{Kind: follow.Institution, IDs: in.IDs, Name: in.Name, Country: in.Country})
+	fake := openalex.New(nil)
+	fake.AddAuthor(openalex.AuthorProfile{ID: "A5023888391", Name: "Jason Priem", ORCID: "0000-0001-6187-6610"}, "A1000000001")
+	ts := httptest.NewServer(fake)
+	t.Cleanup(ts.Close)
+	client := harvest.NewOpenAlexClient(harvest.OpenAlexConfig{BaseURL: ts.URL, MaxRetries: -1})
+	en := harvest.NewEnricher(e.papers, client, harvest.EnrichPolicy{FirstRetry: time.Hour, MaxAttempts: 2, Batch: 10}, nil, nil)
+	en.OnIdentities(e.reg.OpenAlexSink())
+	v := e.version(reader)
+	st, err := en.RunOnce(e.ctx)
+	if err != nil || st.Authors != 2 || st.Merged != 1 {
+		t.Fatalf("run %+v %v", st, err)
 	}
-	return s.r.Observe(ctx, identity.SourceOpenAlex, recs)
+	ident, err := e.reg.Lookup(e.ctx, follow.Researcher, "openalex:A1000000001", 0)
+	if err != nil || ident.Name != "Jason Priem" || len(ident.IDs) != 3 || ident.ID != "orcid:0000-0001-6187-6610" {
+		t.Errorf("merged profile %+v %v", ident, err)
+	}
+	if got := e.feed(reader); len(got) != 1 || got[0].ArxivID != "2202.02326" {
+		t.Errorf("feed %v", arxivIDs(got))
+	}
+	if e.version(reader) == v {
+		t.Error("the link did not bump the follower's feed")
+	}
+	if st, err := en.RunOnce(e.ctx); err != nil || st.Authors != 0 {
+		t.Errorf("second run asked again: %+v %v", st, err)
+	}
 }
