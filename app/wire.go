@@ -253,7 +253,7 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 	}
 	emailPages := &httpapi.EmailPages{Logger: s.logger, Addresses: s.addrs, PerIP: api.PerIP}
 	settings := httpapi.NewSettings(httpapi.Settings{Logger: s.logger, Verifier: s.verifier, Users: s.users, Addresses: s.addrs, Follows: s.follows,
-		Feeds: s.feeds, Prefs: s.prefs, Digester: s.digester, Signer: s.signer, Secure: cfg.PublicURL.Scheme == "https",
+		Feeds: s.feeds, Prefs: s.prefs, Digester: s.digester, Signer: s.signer, Identities: s.registry, Secure: cfg.PublicURL.Scheme == "https",
 		DevLogin: !cfg.IsProduction(), PerIP: api.PerIP}, cfg.SecretKey)
 	embed := &httpapi.Embed{Logger: s.logger, FrameOrigins: cfg.CORSOrigins, PublicURL: cfg.PublicURL.String()}
 	if !cfg.IsProduction() && len(cfg.Auth.HS256Secret) > 0 {

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -183,5 +184,51 @@ func TestRegistryBatchesAreAllOrNothingAndReportMerges(t *testing.T) {
 	}
 	if r := c.Do("PUT", "/v1/institutions", "", `[]`); r.Status != 401 {
 		t.Errorf("no token: %d", r.Status)
+	}
+}
+
+// The settings page's digest preview has a "Not by …?" button beside a
+// researcher match, named from the registry; pressing it (a CSRF-checked
+// form) takes the paper out of the preview and records the dispute.
+func TestSettingsPreviewNotThisPerson(t *testing.T) {
+	t.Parallel()
+	a, c := start(t, "RATE_LIMIT_PER_USER", "0")
+	svc := testapp.Token(t, "host-site", "", "papers:write")
+	tok := testapp.Token(t, "settler", "settler@example.org")
+	c.Do("PUT", "/v1/researchers", svc, `[{"ids": ["host:1955166", "openalex:A5023888391"], "name": "Mingzhi Wen"}]`)
+	c.Do("PUT", "/v1/me/follows/researcher/host:1955166", tok, nil)
+	c.Do("POST", "/v1/papers", svc, `[{"arxiv_id": "2202.02326", "title": "Towards Training Reproducible Deep Learning Models", "authors": [{"name": "M. Wen", "ids": ["openalex:A5023888391"]}], "categories": ["cs.LG"], "primary_category": "cs.LG"}]`)
+	b := testapp.FormClient(t)
+	testapp.Form(t, b, "GET", a.URL+"/login?token="+url.QueryEscape(tok), nil)
+	var page string
+	waitFor(t, "the paper in the preview", func() bool {
+		_, page = testapp.Form(t, b, "GET", a.URL+"/settings", nil)
+		return strings.Contains(page, "Towards Training Reproducible")
+	})
+	if !strings.Contains(page, "Not by Mingzhi Wen?") || !strings.Contains(page, `<span class="follow-name">Mingzhi Wen</span>`) {
+		t.Fatalf("settings page lacks the registry's name or the button:\n%s", page)
+	}
+	csrf := testapp.CSRF.FindStringSubmatch(page)[1]
+	form := url.Values{"arxiv_id": {"2202.02326"}, "id": {"host:1955166"}}
+	if resp, _ := testapp.Form(t, b, "POST", a.URL+"/settings/not-this-person", form); resp.StatusCode != 403 {
+		t.Errorf("without the CSRF token: %d", resp.StatusCode)
+	}
+	form.Set("csrf", csrf)
+	resp, _ := testapp.Form(t, b, "POST", a.URL+"/settings/not-this-person", form)
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings?done=disputed" {
+		t.Fatalf("dispute: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	_, page = testapp.Form(t, b, "GET", a.URL+"/settings?done=disputed", nil)
+	if strings.Contains(page, "Towards Training Reproducible") || !strings.Contains(page, "no longer shows for that researcher") {
+		t.Errorf("after the dispute:\n%s", page)
+	}
+	var ds struct{ Disputes []struct{ ArxivID string } }
+	c.Do("GET", "/v1/researchers/host:1955166/disputes", svc, nil).JSON(t, &ds)
+	if len(ds.Disputes) != 1 {
+		t.Errorf("disputes %+v", ds)
+	}
+	form.Set("id", "not an id")
+	if resp, _ := testapp.Form(t, b, "POST", a.URL+"/settings/not-this-person", form); resp.StatusCode != 422 {
+		t.Errorf("bad id: %d", resp.StatusCode)
 	}
 }

@@ -191,15 +191,20 @@ func (plan digestPlan) fill(details map[int64]match.Paper) DigestContent {
 				dg.Name = groupName(g.first, d)
 			}
 			reasons := make([]string, 0, len(p.Reasons))
+			var researchers []ReasonFollow
 			for _, r := range p.Reasons {
-				reasons = append(reasons, r.ReasonName(plan.labels[r.Key()], d.AuthorName))
+				name := r.ReasonName(plan.labels[r.Key()], d.AuthorName)
+				reasons = append(reasons, name)
+				if r.Kind == follow.Researcher {
+					researchers = append(researchers, ReasonFollow{ID: r.ID, Name: name})
+				}
 			}
 			authors := make([]string, 0, len(d.Authors))
 			for _, a := range d.Authors {
 				authors = append(authors, a.Name)
 			}
 			dg.Papers = append(dg.Papers, DigestPaper{ID: d.ID, Title: d.Title, Authors: authors, AbsURL: d.AbsURL, PDFURL: d.PDFURL,
-				Reasons: reasons, Categories: d.Categories, Published: d.SubmittedAt})
+				Reasons: reasons, Categories: d.Categories, Published: d.SubmittedAt, ArxivID: d.ArxivID, Researchers: researchers})
 		}
 		if dg.Name == "" {
 			dg.Name = groupName(g.first, match.Paper{})

@@ -47,6 +47,17 @@ type DigestPaper struct {
 	Reasons    []string // every follow that matched, e.g. ["Mingzhi Wen", "cs.LG"]
 	Categories []string
 	Published  time.Time // shown as a date when set
+	// ArxivID and Researchers (the researcher follows among the reasons)
+	// let a reader say "not this person" beside a researcher match.
+	ArxivID     string
+	Researchers []ReasonFollow
+}
+
+// ReasonFollow is a follow that matched a paper: its id and the name the
+// reader reads for it.
+type ReasonFollow struct {
+	ID   string
+	Name string
 }
 
 // ConfirmContent is the double opt-in confirmation mail.
