@@ -251,7 +251,7 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 		Misses: httpapi.NewLimiter(20.0/60, 20),
 		PerIP:  api.PerIP,
 	}
-	emailPages := &httpapi.EmailPages{Logger: s.logger, Addresses: s.addrs, PerIP: api.PerIP}
+	emailPages := &httpapi.EmailPages{Logger: s.logger, Addresses: s.addrs, Identities: s.registry, PerIP: api.PerIP}
 	settings := httpapi.NewSettings(httpapi.Settings{Logger: s.logger, Verifier: s.verifier, Users: s.users, Addresses: s.addrs, Follows: s.follows,
 		Feeds: s.feeds, Prefs: s.prefs, Digester: s.digester, Signer: s.signer, Identities: s.registry, Secure: cfg.PublicURL.Scheme == "https",
 		DevLogin: !cfg.IsProduction(), PerIP: api.PerIP}, cfg.SecretKey)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
+	fakesmtp "followfeed/internal/fake/smtp"
 	"followfeed/internal/testapp"
 )
 
@@ -222,7 +224,11 @@ func TestSettingsPreviewNotThisPerson(t *testing.T) {
 	if strings.Contains(page, "Towards Training Reproducible") || !strings.Contains(page, "no longer shows for that researcher") {
 		t.Errorf("after the dispute:\n%s", page)
 	}
-	var ds struct{ Disputes []struct{ ArxivID string } }
+	var ds struct {
+		Disputes []struct {
+			ArxivID string `json:"arxiv_id"`
+		}
+	}
 	c.Do("GET", "/v1/researchers/host:1955166/disputes", svc, nil).JSON(t, &ds)
 	if len(ds.Disputes) != 1 {
 		t.Errorf("disputes %+v", ds)
@@ -230,5 +236,59 @@ func TestSettingsPreviewNotThisPerson(t *testing.T) {
 	form.Set("id", "not an id")
 	if resp, _ := testapp.Form(t, b, "POST", a.URL+"/settings/not-this-person", form); resp.StatusCode != 422 {
 		t.Errorf("bad id: %d", resp.StatusCode)
+	}
+}
+
+// A digest has a signed "Not by …?" link beside a researcher match; its
+// page only shows a button, the POST records the dispute without a
+// session, and a forged token is a 404 page.
+func TestDigestNotThisPersonLink(t *testing.T) {
+	t.Parallel()
+	smtpd := fakesmtp.Start(t, fakesmtp.Options{})
+	env := testapp.Env(t)
+	env["SMTP_URL"] = smtpd.URL()
+	a := testapp.Start(t, env)
+	c := a.Client(t)
+	svc := testapp.Token(t, "host-site", "", "papers:write")
+	reader := testapp.Token(t, "mailreader", "mailreader@example.org")
+	c.Do("PUT", "/v1/researchers", svc, `[{"ids": ["host:1955166", "openalex:A5023888391"], "name": "Mingzhi Wen"}]`)
+	c.Do("PUT", "/v1/me/follows/researcher/host:1955166", reader, nil)
+	c.Do("PATCH", "/v1/me", reader, map[string]any{"digest": map[string]any{"frequency": "daily"}})
+	c.Do("POST", "/v1/papers", svc, `[{"arxiv_id": "2202.02326", "title": "Towards Training Reproducible Deep Learning Models", "authors": [{"name": "M. Wen", "ids": ["openalex:A5023888391"]}], "categories": ["cs.LG"], "primary_category": "cs.LG"}]`)
+	if _, err := commandDigest(t, a, "mailreader"); err != nil {
+		t.Fatal(err)
+	}
+	msgs := smtpd.Messages()
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages", len(msgs))
+	}
+	raw := string(msgs[0].Data)
+	link := regexp.MustCompile(`/not-this-person/ffl_[A-Za-z0-9_.-]+`).FindString(raw)
+	if link == "" || !strings.Contains(raw, "Not by Mingzhi Wen?") {
+		t.Fatalf("no dispute link in the digest:\n%s", raw)
+	}
+	b := testapp.FormClient(t)
+	resp, page := testapp.Form(t, b, "GET", a.URL+link, nil)
+	if resp.StatusCode != 200 || !strings.Contains(page, "2202.02326") {
+		t.Fatalf("dispute page: %d\n%s", resp.StatusCode, page)
+	}
+	var ds struct {
+		Disputes []struct {
+			ArxivID string `json:"arxiv_id"`
+		}
+	}
+	c.Do("GET", "/v1/researchers/host:1955166/disputes", svc, nil).JSON(t, &ds)
+	if len(ds.Disputes) != 0 {
+		t.Fatal("loading the page recorded a dispute")
+	}
+	if resp, _ := testapp.Form(t, b, "POST", a.URL+link, url.Values{}); resp.StatusCode != 200 {
+		t.Fatalf("dispute: %d", resp.StatusCode)
+	}
+	c.Do("GET", "/v1/researchers/host:1955166/disputes", svc, nil).JSON(t, &ds)
+	if len(ds.Disputes) != 1 || ds.Disputes[0].ArxivID != "2202.02326" {
+		t.Errorf("disputes %+v", ds)
+	}
+	if resp, _ := testapp.Form(t, b, "POST", a.URL+link[:len(link)-3]+"AAA", url.Values{}); resp.StatusCode != 404 {
+		t.Errorf("forged link: %d", resp.StatusCode)
 	}
 }

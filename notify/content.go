@@ -71,6 +71,13 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 		c.FeedURL = feedURLs[row.userID]
 		c.ManageURL = d.addrs.ManageURL(row.userID, row.epoch)
 		c.UnsubscribeURL = d.addrs.UnsubscribeURL(row.userID, row.epoch)
+		for _, g := range c.Groups {
+			for _, p := range g.Papers {
+				for k := range p.Researchers {
+					p.Researchers[k].DisputeURL = d.addrs.DisputeURL(row.userID, row.epoch, p.ArxivID, p.Researchers[k].ID)
+				}
+			}
+		}
 		out[i] = c
 	}
 	return out, nil
