@@ -417,3 +417,30 @@ func TestEnrichmentLinksMergedOpenAlexProfilesToTheSurvivor(t *testing.T) {
 		t.Errorf("second run asked again: %+v %v", st, err)
 	}
 }
+
+// Institutions likewise: a ror: follow matches papers that carry only the
+// institution's OpenAlex id once the two are linked, and its public name
+// and count are the institution's.
+func TestARORFollowMatchesPapersCarryingTheOpenAlexInstitutionID(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	reader := e.user("reader")
+	e.follow(reader, "institution", "ror:05ppvf150")
+	e.ingest(testpaper.New("2202.02326", func(p *paper.Paper) { p.Institutions = []string{"openalex:I4210166736"} }))
+	if got := e.feed(reader); len(got) != 0 {
+		t.Fatalf("unlinked: %v", arxivIDs(got))
+	}
+	e.put(`{"ids": ["ror:05ppvf150", "openalex:I4210166736"], "name": "Impactstory", "country": "US"}`)
+	got := e.feed(reader)
+	if len(got) != 1 || len(got[0].Reasons) != 1 || got[0].Reasons[0].ID != "ror:05ppvf150" {
+		t.Fatalf("linked: %+v", got)
+	}
+	st, err := e.follows.Status(e.ctx, follow.Target{Kind: follow.Institution, ID: "openalex:I4210166736"}, reader)
+	if err != nil || st.Followers != 1 || !*st.Following || st.Name != "Impactstory" {
+		t.Errorf("status %+v %v", st, err)
+	}
+	pub, err := e.m.Public(e.ctx, "institution:openalex:I4210166736", 10)
+	if err != nil || len(pub) != 1 {
+		t.Errorf("public feed of the other id: %d %v", len(pub), err)
+	}
+}
