@@ -136,8 +136,13 @@ func (e *Enricher) RunOnce(ctx context.Context) (EnrichStats, error) {
 	if err != nil {
 		return st, err
 	}
+	// Resolving followed authors must not hold up the papers' enrichment:
+	// a failure is logged and the next run tries again.
 	if err := e.resolveAuthors(ctx, &st); err != nil {
-		return st, err
+		if ctx.Err() != nil {
+			return st, err
+		}
+		e.logger.Warn("resolving followed OpenAlex authors", "error", err)
 	}
 	if len(ids) == 0 {
 		return st, nil
