@@ -83,6 +83,32 @@ func (a *Addresses) UnsubscribeURL(userID, epoch int64) string {
 	return a.abs("/unsubscribe/"+a.signer.Sign(auth.Link{Action: auth.ActionUnsubscribe, UserID: userID, Epoch: epoch}), "", "")
 }
 
+// DisputeURL is the "Not by …?" link beside a researcher match in a
+// digest: it names the paper (arxivID) and the followed researcher id.
+func (a *Addresses) DisputeURL(userID, epoch int64, arxivID, researcherID string) string {
+	data := []byte(arxivID + "\x00" + researcherID)
+	return a.abs("/not-this-person/"+a.signer.Sign(auth.Link{Action: auth.ActionDispute, UserID: userID, Epoch: epoch, Data: data}), "", "")
+}
+
+// CheckDispute resolves a DisputeURL token to its user, paper and
+// researcher id; a forged, malformed or revoked link is auth.ErrBadLink.
+func (a *Addresses) CheckDispute(ctx context.Context, tok string) (userID int64, arxivID, researcherID string, err error) {
+	err = a.db.InTx(ctx, func(tx pgx.Tx) error {
+		l, _, err := a.checkLink(ctx, tx, tok, auth.ActionDispute)
+		if err != nil {
+			return err
+		}
+		var ok bool
+		arxivID, researcherID, ok = strings.Cut(string(l.Data), "\x00")
+		if !ok {
+			return auth.ErrBadLink
+		}
+		userID = l.UserID
+		return nil
+	})
+	return userID, arxivID, researcherID, err
+}
+
 // emailHash binds a confirmation link to one address.
 func emailHash(email string) []byte {
 	h := sha256.Sum256([]byte(strings.ToLower(email)))

@@ -22,6 +22,7 @@ import (
 	"followfeed/follow"
 	"followfeed/harvest"
 	"followfeed/httpapi"
+	"followfeed/identity"
 	"followfeed/internal/httpclient"
 	"followfeed/mail"
 	"followfeed/match"
@@ -44,6 +45,7 @@ type Services struct {
 	addrs     *account.Addresses
 	confirms  *notify.Confirmations
 	follows   *follow.Service
+	registry  *identity.Registry
 	papers    *paper.Store
 	matcher   *match.Service
 	prefs     *notify.Preferences
@@ -82,6 +84,8 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.follows = follow.NewService(db)
 	s.papers = paper.NewStore(db, s.enqueuer)
 	s.follows.OnFollow(s.papers.BackfillHook(hooks.Now))
+	s.registry = identity.NewRegistry(db, s.follows)
+	s.papers.ObserveIdentities(s.registry)
 	s.matcher = match.NewService(db)
 	s.prefs = notify.NewPreferences(db, s.addrs, hooks.Now)
 	s.users.OnConfirm(s.prefs.AddressConfirmed)
@@ -110,6 +114,7 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	})
 	s.enricher = harvest.NewEnricher(s.papers, openalex, harvest.DefaultEnrichPolicy, logger, nil)
 	s.enricher.ReportTo(s.health)
+	s.enricher.OnIdentities(s.registry.OpenAlexSink())
 	s.feeds = feeds.NewService(db, feeds.NewTokens(db, cfg.SecretKey), s.matcher, s.follows, cfg.PublicURL, cfg.WebSubHubURL, cfg.SecretKey)
 	if s.sender, err = newSender(cfg, logger); err != nil {
 		return nil, err
@@ -143,6 +148,9 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	}
 	return s, nil
 }
+
+// Identities is the identity registry (researchers and institutions).
+func (s *Services) Identities() *identity.Registry { return s.registry }
 
 // Close releases what the services hold (pooled SMTP connections); the
 // database stays open (it belongs to the caller).
@@ -275,18 +283,19 @@ func (s *Services) jobs(cfg *config.Config) []worker.Registration {
 // mux, for httpapi.Options.Routes.
 func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 	api := &httpapi.API{
-		Logger:    s.logger,
-		Verifier:  s.verifier,
-		Users:     s.users,
-		Addresses: s.addrs,
-		Follows:   s.follows,
-		Papers:    s.papers,
-		Health:    s.health,
-		Prefs:     s.prefs,
-		Feeds:     s.feeds,
-		Channels:  s.channels,
-		PerIP:     httpapi.NewLimiter(cfg.RateLimitPerIP, int(2*cfg.RateLimitPerIP)+1),
-		PerUser:   httpapi.NewLimiter(cfg.RateLimitPerUser, int(2*cfg.RateLimitPerUser)+1),
+		Logger:     s.logger,
+		Verifier:   s.verifier,
+		Users:      s.users,
+		Identities: s.registry,
+		Addresses:  s.addrs,
+		Follows:    s.follows,
+		Papers:     s.papers,
+		Health:     s.health,
+		Prefs:      s.prefs,
+		Feeds:      s.feeds,
+		Channels:   s.channels,
+		PerIP:      httpapi.NewLimiter(cfg.RateLimitPerIP, int(2*cfg.RateLimitPerIP)+1),
+		PerUser:    httpapi.NewLimiter(cfg.RateLimitPerUser, int(2*cfg.RateLimitPerUser)+1),
 	}
 	feedRoutes := &httpapi.FeedRoutes{
 		Logger: s.logger,
@@ -297,9 +306,9 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 		PerIP:  api.PerIP,
 	}
 	status := &httpapi.StatusRoutes{Logger: s.logger, Health: s.health, Calendar: arxivcal.New(cfg.ArxivHolidays), PerIP: api.PerIP, Now: s.now}
-	emailPages := &httpapi.EmailPages{Logger: s.logger, Addresses: s.addrs, PerIP: api.PerIP}
+	emailPages := &httpapi.EmailPages{Logger: s.logger, Addresses: s.addrs, Identities: s.registry, PerIP: api.PerIP}
 	settings := httpapi.NewSettings(httpapi.Settings{Logger: s.logger, Verifier: s.verifier, Users: s.users, Addresses: s.addrs, Follows: s.follows,
-		Feeds: s.feeds, Prefs: s.prefs, Digester: s.digester, Channels: s.channels, Signer: s.signer, Secure: cfg.PublicURL.Scheme == "https",
+		Feeds: s.feeds, Prefs: s.prefs, Digester: s.digester, Channels: s.channels, Signer: s.signer, Identities: s.registry, Secure: cfg.PublicURL.Scheme == "https",
 		DevLogin: !cfg.IsProduction(), HostOrigins: cfg.CORSOrigins, PerIP: api.PerIP}, cfg.SecretKey)
 	embed := &httpapi.Embed{Logger: s.logger, FrameOrigins: cfg.CORSOrigins, PublicURL: cfg.PublicURL.String()}
 	if !cfg.IsProduction() {

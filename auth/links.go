@@ -22,6 +22,7 @@ const (
 	ActionManage      Action = 2 // open the email settings without signing in
 	ActionConfirm     Action = 3 // confirm an email address (double opt-in)
 	ActionSession     Action = 4 // a settings-page session cookie
+	ActionDispute     Action = 5 // "not this person": one paper, one followed researcher
 )
 
 // ErrBadLink is returned for a link token that is malformed, forged, or for

@@ -24,11 +24,15 @@ type Scale struct {
 	Researchers    int // pool of researcher ids authors are drawn from
 	AuthorsPer     int
 	AbstractChars  int
+	// Identities is the version of the identity registry's dataset
+	// (identitySteps); 0 builds none. A new value rebuilds the dataset.
+	Identities int
 }
 
-// ScaleS is the scale S of docs/ARCHITECTURE.md: 100k users, ~2M follows, 1M papers, ~8M keys.
+// ScaleS is the scale S of docs/ARCHITECTURE.md: 100k users, ~2M follows, 1M papers, ~8M keys,
+// and every researcher an identity with 2–3 ids (Identities).
 var ScaleS = Scale{Users: 100_000, CategoryFollow: 5, ResearcherFoll: 15, Papers: 1_000_000,
-	Researchers: 300_000, AuthorsPer: 4, AbstractChars: 1200}
+	Researchers: 300_000, AuthorsPer: 4, AbstractChars: 1200, Identities: 2}
 
 // popular lists the categories that get most papers and followers first;
 // the rest of the taxonomy follows in id order. Ranks are drawn from a
@@ -164,21 +168,26 @@ func Generate(ctx context.Context, db *database.DB, s Scale, log io.Writer) erro
 			      FROM users u CROSS JOIN generate_series(1, $1)) x
 			JOIN bench_cats c ON c.rank = x.r
 			ON CONFLICT DO NOTHING`, []any{s.CategoryFollow, len(cats)}},
+		// Half the researcher follows use the host's id (the Follow
+		// button's), which papers never carry: they match through the
+		// identity registry (identitySteps).
 		{"researcher follows", `INSERT INTO follows (user_id, key, kind, target)
-			SELECT x.user_id, 'researcher:s2:' || x.r, 'researcher', 's2:' || x.r
-			FROM (SELECT u.id AS user_id, greatest(floor(power($2::float, random()))::int, 1) AS r
+			SELECT x.user_id, 'researcher:' || x.scheme || x.r, 'researcher', x.scheme || x.r
+			FROM (SELECT u.id AS user_id, greatest(floor(power($2::float, random()))::int, 1) AS r,
+			             CASE WHEN random() < 0.5 THEN 'host:' ELSE 's2:' END AS scheme
 			      FROM users u CROSS JOIN generate_series(1, $1)) x
 			ON CONFLICT DO NOTHING`, []any{s.ResearcherFoll, s.Researchers}},
 		{"follow counts", `INSERT INTO follow_counts (key, followers) SELECT key, count(*) FROM follows GROUP BY key`, nil},
 		{"drop plan", `DROP TABLE bench_plan, bench_cats`, nil},
 		{"meta", `CREATE TABLE bench_meta AS SELECT $1::text AS scale, now() AS built_at`, []any{fmt.Sprint(s)}},
 	}
+	steps = append(steps[:len(steps)-1], append(identitySteps(s), steps[len(steps)-1])...) // before "meta"
 	for _, st := range steps {
 		if err := step(st.name, st.sql, st.args...); err != nil {
 			return err
 		}
 	}
-	for _, t := range []string{"papers", "paper_keys", "users", "user_feeds", "follows", "follow_counts"} {
+	for _, t := range []string{"papers", "paper_keys", "users", "user_feeds", "follows", "follow_counts", "identities", "identity_keys"} {
 		if err := step("analyze "+t, "VACUUM ANALYZE "+t); err != nil {
 			return err
 		}

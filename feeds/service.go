@@ -5,13 +5,10 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"followfeed/apperr"
 	"followfeed/database"
@@ -165,10 +162,7 @@ func (s *Service) Private(ctx context.Context, token string, st State, req Reque
 	if err != nil {
 		return Feed{}, err
 	}
-	labels := map[string]string{}
-	for _, f := range follows {
-		labels[f.Key()] = f.Label
-	}
+	labels := follow.ReasonLabels(follows)
 	title := fmt.Sprintf("Papers from your %d follows", len(follows))
 	if len(follows) == 1 {
 		title = "Papers from your 1 follow"
@@ -213,21 +207,38 @@ func (s *Service) Private(ctx context.Context, token string, st State, req Reque
 }
 
 // PublicVersion is the change marker of a public feed: the newest seq of
-// its key, replacement rows included (a new version changes the feed's
-// title or dates), and when that paper last changed (one index probe and
-// one primary-key lookup), so conditional GETs need no feed query.
+// its keys (every key of its person or institution in the identity
+// registry), replacement rows included (a new version changes the feed's
+// title or dates), plus the identity's last change in microseconds (a link,
+// merge, split or new name changes the feed without a new key row), and
+// when the feed last changed (a few index probes and primary-key lookups),
+// so conditional GETs need no feed query.
 func (s *Service) PublicVersion(ctx context.Context, t follow.Target) (int64, time.Time, error) {
 	var v int64
 	var changed time.Time
 	err := s.db.Pool.QueryRow(ctx, `
-		SELECT pk.seq, p.modified_at FROM paper_keys pk JOIN papers p ON p.id = pk.paper_id
-		WHERE pk.key = $1
-		ORDER BY pk.seq DESC LIMIT 1`, t.Key()).Scan(&v, &changed)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, time.Time{}, nil
-	}
+		WITH ks AS (
+			SELECT $1::text AS key
+			UNION
+			SELECT k2.key FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id WHERE k1.key = $1
+		), ident AS (
+			SELECT i.updated_at FROM identity_keys k JOIN identities i ON i.id = k.identity_id WHERE k.key = $1
+		), newest AS (
+			SELECT pk.seq, p.modified_at
+			FROM ks CROSS JOIN LATERAL (
+				SELECT seq, paper_id FROM paper_keys pk WHERE pk.key = ks.key ORDER BY pk.seq DESC LIMIT 1) pk
+			JOIN papers p ON p.id = pk.paper_id
+			ORDER BY pk.seq DESC LIMIT 1
+		)
+		SELECT coalesce((SELECT seq FROM newest), 0)
+		         + coalesce((SELECT (extract(epoch FROM updated_at) * 1000000)::bigint FROM ident), 0),
+		       greatest((SELECT modified_at FROM newest), (SELECT updated_at FROM ident), 'epoch'::timestamptz)`,
+		t.Key()).Scan(&v, &changed)
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("reading version of the feed of %s: %w", t, err)
+	}
+	if v == 0 {
+		return 0, time.Time{}, nil
 	}
 	return v, changed, nil
 }
@@ -248,10 +259,7 @@ func (s *Service) OPML(ctx context.Context, token string, st State, perFollow bo
 	outlines := make([]OPMLOutline, 0, len(follows))
 	for _, f := range follows {
 		t := f.Target
-		name := f.Label
-		if name == "" {
-			name = t.DisplayName()
-		}
+		name := f.OwnerName()
 		outlines = append(outlines, OPMLOutline{Title: name, XMLURL: s.PrivateURL(token, Atom, &t), HTMLURL: htmlURL(t)})
 	}
 	return RenderOPML("followfeed subscriptions, one per follow", "", st.ChangedAt, outlines)
@@ -264,9 +272,14 @@ func (s *Service) Public(ctx context.Context, t follow.Target, req Request) (Fee
 	if err != nil {
 		return Feed{}, err
 	}
+	// The registry's name titles a researcher's or institution's feed.
+	name, err := s.follows.Name(ctx, t)
+	if err != nil {
+		return Feed{}, err
+	}
 	feed := Feed{
 		ID:       "tag:" + s.base.Hostname() + ",2026:feeds/public/" + t.Key(),
-		Title:    s.targetTitle(t, "", papers),
+		Title:    s.targetTitle(t, name, papers),
 		Subtitle: "New arXiv papers, newest first.",
 		SelfURL:  s.PublicURL(t, req.Format),
 		HTMLURL:  htmlURL(t),

@@ -32,6 +32,46 @@ type Follow struct {
 	IncludeReplacements bool
 	Label               string
 	CreatedAt           time.Time
+	// Name is the identity registry's name of a researcher or institution
+	// (package identity), "" while nobody has named it.
+	Name string
+}
+
+// DisplayName is the name of the follow's target everyone reads: the
+// registry's name of a researcher or institution when one is known, else
+// Target.DisplayName (a category's name, or the id). It shadows
+// Target.DisplayName, so every surface that names a Follow gets it.
+func (f Follow) DisplayName() string {
+	if f.Name != "" {
+		return f.Name
+	}
+	return f.Target.DisplayName()
+}
+
+// OwnerName is what the follow's owner reads for it (settings, OPML,
+// per-follow feed titles): their own label when set, else DisplayName.
+func (f Follow) OwnerName() string {
+	if f.Label != "" {
+		return f.Label
+	}
+	return f.DisplayName()
+}
+
+// ReasonLabels maps each follow's key to the name its owner reads for it
+// as a match reason, for Target.ReasonName's label argument: the label
+// when set, else the registry's name (absent when neither is known, so
+// ReasonName falls back to the author's name on the paper, then the id).
+func ReasonLabels(follows []Follow) map[string]string {
+	out := make(map[string]string, len(follows))
+	for _, f := range follows {
+		switch {
+		case f.Label != "":
+			out[f.Key()] = f.Label
+		case f.Name != "":
+			out[f.Key()] = f.Name
+		}
+	}
+	return out
 }
 
 // Options change a follow. A nil field keeps the current value (or the
@@ -44,6 +84,11 @@ type Options struct {
 
 // Status is what a Follow button shows.
 type Status struct {
+	// Name is the registry's name of a researcher or institution, "" when
+	// unknown (show the target's DisplayName then).
+	Name string
+	// Followers counts readers following the target, each once: for a
+	// researcher or institution, readers following any of its ids.
 	Followers int64
 	// Following is nil when nobody is signed in.
 	Following *bool
@@ -150,9 +195,10 @@ func upsertFollow(ctx context.Context, tx pgx.Tx, userID int64, t Target, o Opti
 			include_cross_lists  = coalesce($5, follows.include_cross_lists),
 			include_replacements = coalesce($6, follows.include_replacements),
 			label                = CASE WHEN $7::text IS NULL THEN follows.label ELSE nullif($7, '') END
-		RETURNING include_cross_lists, include_replacements, label, created_at, (xmax = 0)`,
+		RETURNING include_cross_lists, include_replacements, label, created_at, (xmax = 0),
+			coalesce((SELECT i.name FROM identity_keys ik JOIN identities i ON i.id = ik.identity_id WHERE ik.key = follows.key), '')`,
 		userID, t.Key(), string(t.Kind), t.ID, o.IncludeCrossLists, o.IncludeReplacements, o.Label,
-	).Scan(&f.IncludeCrossLists, &f.IncludeReplacements, &label, &f.CreatedAt, &created)
+	).Scan(&f.IncludeCrossLists, &f.IncludeReplacements, &label, &f.CreatedAt, &created, &f.Name)
 	if err != nil {
 		return Follow{}, false, nil, fmt.Errorf("saving follow %s of user %d: %w", t, userID, err)
 	}
@@ -184,14 +230,28 @@ func (s *Service) Unfollow(ctx context.Context, userID int64, t Target) (removed
 }
 
 // Status returns the follower count of t and, when userID is not 0, whether
-// that user follows it. It costs two primary-key lookups.
+// that user follows it. A researcher or institution counts as a person
+// (package identity): readers following any id of theirs, each once, the
+// same number under every id; "following" is true whichever id the user
+// followed. A target the registry does not link to other ids costs two
+// primary-key lookups (follow_counts, follows); a linked one counts
+// follows_key_idx entries of its few keys.
 func (s *Service) Status(ctx context.Context, t Target, userID int64) (Status, error) {
 	var st Status
 	var following bool
 	err := s.db.Pool.QueryRow(ctx, `
-		SELECT coalesce((SELECT followers FROM follow_counts WHERE key = $1), 0),
-		       EXISTS (SELECT 1 FROM follows WHERE user_id = $2 AND key = $1)`,
-		t.Key(), userID).Scan(&st.Followers, &following)
+		WITH ks AS (
+			SELECT $1::text AS key
+			UNION
+			SELECT k2.key FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
+			WHERE k1.key = $1
+		)
+		SELECT coalesce((SELECT i.name FROM identity_keys k JOIN identities i ON i.id = k.identity_id WHERE k.key = $1), ''),
+		       CASE WHEN (SELECT count(*) FROM ks) = 1
+		            THEN coalesce((SELECT followers FROM follow_counts WHERE key = $1), 0)
+		            ELSE (SELECT count(DISTINCT f.user_id) FROM follows f WHERE f.key IN (SELECT key FROM ks)) END,
+		       EXISTS (SELECT 1 FROM follows f WHERE f.user_id = $2 AND f.key IN (SELECT key FROM ks))`,
+		t.Key(), userID).Scan(&st.Name, &st.Followers, &following)
 	if err != nil {
 		return Status{}, fmt.Errorf("reading follow status of %s: %w", t, err)
 	}
@@ -199,6 +259,19 @@ func (s *Service) Status(ctx context.Context, t Target, userID int64) (Status, e
 		st.Following = &following
 	}
 	return st, nil
+}
+
+// Name returns the registry's name of t (a researcher or institution), or
+// "" when none is known.
+func (s *Service) Name(ctx context.Context, t Target) (string, error) {
+	var name string
+	err := s.db.Pool.QueryRow(ctx, `
+		SELECT coalesce((SELECT i.name FROM identity_keys k JOIN identities i ON i.id = k.identity_id WHERE k.key = $1), '')`,
+		t.Key()).Scan(&name)
+	if err != nil {
+		return "", fmt.Errorf("reading the name of %s: %w", t, err)
+	}
+	return name, nil
 }
 
 // Get returns one follow of the user, or a database.Missing error saying
@@ -283,7 +356,7 @@ func (s *Service) AllMany(ctx context.Context, userIDs []int64) (map[int64][]Fol
 		var uid int64
 		var f Follow
 		var key string
-		if err := rows.Scan(&uid, &key, &f.IncludeCrossLists, &f.IncludeReplacements, &f.Label, &f.CreatedAt); err != nil {
+		if err := rows.Scan(&uid, &key, &f.IncludeCrossLists, &f.IncludeReplacements, &f.Label, &f.CreatedAt, &f.Name); err != nil {
 			return nil, fmt.Errorf("reading follow: %w", err)
 		}
 		t, err := TargetFromKey(key)
@@ -296,14 +369,17 @@ func (s *Service) AllMany(ctx context.Context, userIDs []int64) (map[int64][]Fol
 	return out, rows.Err()
 }
 
-const followColumns = `key, include_cross_lists, include_replacements, coalesce(label, ''), created_at`
+// followColumns are a follow's columns and, by one primary-key probe of
+// identity_keys per follow, the registry's name of its target.
+const followColumns = `key, include_cross_lists, include_replacements, coalesce(label, ''), created_at,
+	coalesce((SELECT i.name FROM identity_keys ik JOIN identities i ON i.id = ik.identity_id WHERE ik.key = follows.key), '')`
 
 func collectFollows(rows pgx.Rows) ([]Follow, error) {
 	var out []Follow
 	for rows.Next() {
 		var f Follow
 		var key string
-		if err := rows.Scan(&key, &f.IncludeCrossLists, &f.IncludeReplacements, &f.Label, &f.CreatedAt); err != nil {
+		if err := rows.Scan(&key, &f.IncludeCrossLists, &f.IncludeReplacements, &f.Label, &f.CreatedAt, &f.Name); err != nil {
 			return nil, fmt.Errorf("reading follow: %w", err)
 		}
 		t, err := TargetFromKey(key)

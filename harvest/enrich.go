@@ -31,22 +31,55 @@ type Lookup interface {
 	LookupArxiv(ctx context.Context, arxivIDs []string) (map[string]Enrichment, error)
 }
 
+// IdentitySink stores what OpenAlex says about institutions and
+// authors (the identity registry, wired in package app).
+type IdentitySink interface {
+	// ObserveInstitutions stores which ids are one institution, its name
+	// and country.
+	ObserveInstitutions(ctx context.Context, institutions []Institution) error
+	// UnresolvedAuthors returns up to limit OpenAlex author ids
+	// ("openalex:A…") that readers follow and the registry does not know.
+	UnresolvedAuthors(ctx context.Context, limit int) ([]string, error)
+	// ObserveAuthor stores what OpenAlex answered for asked: found false
+	// (unknown to OpenAlex; remembered so it is not asked again), or the
+	// author, whose ID differs from asked when OpenAlex merged the profile
+	// into it (then asked is linked to the survivor).
+	ObserveAuthor(ctx context.Context, asked string, a OpenAlexAuthor, found bool) error
+}
+
+// AuthorLookup asks OpenAlex about one author (OpenAlexClient implements
+// it). A Lookup that does not implement it resolves no followed authors.
+type AuthorLookup interface {
+	LookupAuthor(ctx context.Context, id string) (OpenAlexAuthor, bool, error)
+}
+
+// authorsPerRun bounds the followed OpenAlex author ids one run resolves
+// (one request each).
+const authorsPerRun = 50
+
 // Enricher adds OpenAlex author and institution ids to harvested papers. It
 // decides what to look up and how to apply it; the papers and their
-// enrichment schedule are written through the paper.Store.
+// enrichment schedule are written through the paper.Store (whose identity
+// observer links each author's OpenAlex id and ORCID in the same
+// transaction), the institutions through the IdentitySink.
 type Enricher struct {
-	papers *paper.Store
-	lookup Lookup
-	policy EnrichPolicy
-	logger *slog.Logger
-	now    func() time.Time
-	health *Health
+	papers     *paper.Store
+	lookup     Lookup
+	policy     EnrichPolicy
+	logger     *slog.Logger
+	now        func() time.Time
+	health     *Health
+	identities IdentitySink
 }
 
 // ReportTo makes every run record its outcome in h (source openalex): the
 // papers found count as that day's records, a failure as the last error.
 // Call it before the first run.
 func (e *Enricher) ReportTo(h *Health) { e.health = h }
+
+// OnIdentities makes every run hand the institutions it found to sink.
+// Call it before the first run.
+func (e *Enricher) OnIdentities(sink IdentitySink) { e.identities = sink }
 
 // NewEnricher returns an Enricher. now may be nil (time.Now).
 func NewEnricher(papers *paper.Store, lookup Lookup, policy EnrichPolicy, logger *slog.Logger, now func() time.Time) *Enricher {
@@ -63,6 +96,38 @@ func NewEnricher(papers *paper.Store, lookup Lookup, policy EnrichPolicy, logger
 type EnrichStats struct {
 	Looked, Found, Missing, GivenUp int
 	Keys                            int // match keys written (new followers matched)
+	// Authors counts the followed OpenAlex author ids looked up, Merged
+	// those OpenAlex answered under another (surviving) id.
+	Authors, Merged int
+}
+
+// resolveAuthors looks up followed OpenAlex author ids no paper has
+// brought into the registry: a profile OpenAlex merged into another is
+// answered under the survivor's id, which is linked to it, so the follow
+// matches the survivor's papers.
+func (e *Enricher) resolveAuthors(ctx context.Context, st *EnrichStats) error {
+	al, ok := e.lookup.(AuthorLookup)
+	if e.identities == nil || !ok {
+		return nil
+	}
+	ids, err := e.identities.UnresolvedAuthors(ctx, authorsPerRun)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		a, found, err := al.LookupAuthor(ctx, id)
+		if err != nil {
+			return err
+		}
+		st.Authors++
+		if found && a.ID != id {
+			st.Merged++
+		}
+		if err := e.identities.ObserveAuthor(ctx, id, a, found); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RunOnce looks up the papers that are due (enrich_after has passed),
@@ -90,6 +155,14 @@ func (e *Enricher) runOnce(ctx context.Context) (EnrichStats, error) {
 	if err != nil {
 		return st, err
 	}
+	// Resolving followed authors must not hold up the papers' enrichment:
+	// a failure is logged and the next run tries again.
+	if err := e.resolveAuthors(ctx, &st); err != nil {
+		if ctx.Err() != nil {
+			return st, err
+		}
+		e.logger.Warn("resolving followed OpenAlex authors", "error", err)
+	}
 	if len(ids) == 0 {
 		return st, nil
 	}
@@ -110,6 +183,17 @@ func (e *Enricher) runOnce(ctx context.Context) (EnrichStats, error) {
 		return st, err
 	}
 	st.Keys = res.Keys
+	if e.identities != nil {
+		var insts []Institution
+		for _, f := range found {
+			insts = append(insts, f.InstitutionRecords...)
+		}
+		// After the papers' commit: a failure here loses only names and
+		// links the next paper of the institution brings again.
+		if err := e.identities.ObserveInstitutions(ctx, insts); err != nil {
+			return st, fmt.Errorf("storing %d OpenAlex institutions: %w", len(insts), err)
+		}
+	}
 	// Papers OpenAlex did not know are asked again later, with doubling
 	// waits, then given up.
 	given, err := e.papers.PostponeEnrichment(ctx, missing, e.now(), e.policy.MaxAttempts, e.policy.FirstRetry)

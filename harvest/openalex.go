@@ -118,6 +118,17 @@ type Enrichment struct {
 	// Institutions are every institution of every authorship, deduplicated,
 	// in first-seen order: "ror:…" (lowercase) then "openalex:I…" for each.
 	Institutions []string
+	// InstitutionRecords describe each institution once: its ids (the
+	// ROR id and the OpenAlex id, linked as one), OpenAlex's display name
+	// and country code. They feed the identity registry.
+	InstitutionRecords []Institution
+}
+
+// Institution is one institution as OpenAlex describes it.
+type Institution struct {
+	IDs     []string // "ror:…", "openalex:I…"
+	Name    string
+	Country string // ISO 3166-1 alpha-2, upper case, or ""
 }
 
 // LookupArxiv looks arXiv ids up by their DataCite DOI
@@ -257,8 +268,10 @@ type openAlexAuthorship struct {
 	} `json:"author"`
 	RawAuthorName string `json:"raw_author_name"`
 	Institutions  []struct {
-		ID  string `json:"id"`
-		ROR string `json:"ror"`
+		ID          string `json:"id"`
+		ROR         string `json:"ror"`
+		DisplayName string `json:"display_name"`
+		CountryCode string `json:"country_code"`
 	} `json:"institutions"`
 }
 
@@ -290,11 +303,25 @@ func openAlexEnrichment(w *openAlexWork) Enrichment {
 			}
 		}
 		for _, inst := range as.Institutions {
+			var ids []string
+			fresh := false
 			if ror, ok := openAlexROR(inst.ROR); ok {
+				ids = append(ids, "ror:"+ror)
+				fresh = fresh || !seen["ror:"+ror]
 				addInst("ror:" + ror)
 			}
 			if id, ok := openAlexEntityID(inst.ID, 'I'); ok {
+				ids = append(ids, "openalex:"+id)
+				fresh = fresh || !seen["openalex:"+id]
 				addInst("openalex:" + id)
+			}
+			if fresh && len(ids) > 0 && len(e.InstitutionRecords) < openAlexMaxInstitutions {
+				cc := strings.ToUpper(strings.TrimSpace(inst.CountryCode))
+				if len(cc) != 2 {
+					cc = ""
+				}
+				e.InstitutionRecords = append(e.InstitutionRecords, Institution{IDs: ids,
+					Name: text.Collapse(inst.DisplayName, upstreamMaxNameRunes), Country: cc})
 			}
 		}
 	}
@@ -393,4 +420,65 @@ func openAlexArxivIDFromDOI(doi string) (string, bool) {
 		return "", false
 	}
 	return strings.ToLower(id), true
+}
+
+// OpenAlexAuthor is an author as OpenAlex's /authors/{id} answers.
+type OpenAlexAuthor struct {
+	// ID is the author's id now, "openalex:A…": another id than the one
+	// asked when OpenAlex merged that profile into this one.
+	ID    string
+	ORCID string // "orcid:…", or ""
+	Name  string
+}
+
+// LookupAuthor asks OpenAlex for the author id ("openalex:A5023888391").
+// OpenAlex answers the id of a merged profile with the surviving profile
+// (following its redirect), so the result's ID differs from id then. An
+// author OpenAlex does not know is found false. Errors are as for
+// LookupArxiv.
+func (c *OpenAlexClient) LookupAuthor(ctx context.Context, id string) (OpenAlexAuthor, bool, error) {
+	short, ok := openAlexEntityID(strings.TrimPrefix(id, "openalex:"), 'A')
+	if !ok {
+		return OpenAlexAuthor{}, false, fmt.Errorf("looking up OpenAlex author %q: not an OpenAlex author id", id)
+	}
+	u, err := url.Parse(c.baseURL + "/authors/" + short)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return OpenAlexAuthor{}, false, apperr.InvalidField("BaseURL", "must be an http(s) URL, got %q", c.baseURL)
+	}
+	q := u.Query()
+	q.Set("select", "id,display_name,orcid")
+	if c.mailto != "" {
+		q.Set("mailto", c.mailto)
+	}
+	if c.apiKey != "" {
+		q.Set("api_key", c.apiKey)
+	}
+	u.RawQuery = q.Encode()
+	resp, err := fetch(ctx, c.get, u.String())
+	if err != nil {
+		return OpenAlexAuthor{}, false, fmt.Errorf("looking up OpenAlex author %s: %w", short, err)
+	}
+	if resp.Status == 404 {
+		return OpenAlexAuthor{}, false, nil
+	}
+	if resp.Status/100 != 2 {
+		return OpenAlexAuthor{}, false, fmt.Errorf("looking up OpenAlex author %s: %w", short, resp.StatusError())
+	}
+	var body struct {
+		ID          string `json:"id"`
+		DisplayName string `json:"display_name"`
+		ORCID       string `json:"orcid"`
+	}
+	if err := json.Unmarshal(resp.Body, &body); err != nil {
+		return OpenAlexAuthor{}, false, fmt.Errorf("parsing OpenAlex author %s: %w: %w", short, ErrMalformed, err)
+	}
+	now, ok := openAlexEntityID(body.ID, 'A')
+	if !ok {
+		return OpenAlexAuthor{}, false, fmt.Errorf("parsing OpenAlex author %s: %w: no author id in the response", short, ErrMalformed)
+	}
+	a := OpenAlexAuthor{ID: "openalex:" + now, Name: text.Collapse(body.DisplayName, upstreamMaxNameRunes)}
+	if orcid, ok := openAlexORCID(body.ORCID); ok {
+		a.ORCID = "orcid:" + orcid
+	}
+	return a, true, nil
 }

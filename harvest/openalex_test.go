@@ -56,6 +56,18 @@ var recordedWorkEnrichment = Enrichment{
 		"ror:05ek4tb53", "openalex:I4387153203", "ror:00cvxb145", "openalex:I201448701",
 		"ror:02jqc0m91", "openalex:I58610484", "ror:03c4mmv16", "openalex:I153718931",
 	},
+	// Each institution once, its ROR and OpenAlex ids together, with
+	// OpenAlex's name and country (null for Public Knowledge Project).
+	InstitutionRecords: []Institution{
+		{IDs: []string{"ror:05ppvf150", "openalex:I4210166736"}, Name: "Impact Technology Development (United States)", Country: "US"},
+		{IDs: []string{"ror:0161xgx34", "openalex:I70931966"}, Name: "Université de Montréal", Country: "CA"},
+		{IDs: []string{"ror:002rjbv21", "openalex:I159129438"}, Name: "Université du Québec à Montréal", Country: "CA"},
+		{IDs: []string{"ror:0213rcc28", "openalex:I18014758"}, Name: "Simon Fraser University", Country: "CA"},
+		{IDs: []string{"ror:05ek4tb53", "openalex:I4387153203"}, Name: "Public Knowledge Project"},
+		{IDs: []string{"ror:00cvxb145", "openalex:I201448701"}, Name: "University of Washington", Country: "US"},
+		{IDs: []string{"ror:02jqc0m91", "openalex:I58610484"}, Name: "Seattle University", Country: "US"},
+		{IDs: []string{"ror:03c4mmv16", "openalex:I153718931"}, Name: "University of Ottawa", Country: "CA"},
+	},
 }
 
 func TestParseWorksRecordedWork(t *testing.T) {
@@ -145,6 +157,8 @@ func TestParseWorksEdgeCases(t *testing.T) {
 			{Name: "Wrong Kind"},
 		},
 		Institutions: []string{"ror:03dbr7087", "openalex:I9"},
+		// The repeated institution once; the W id and bad ROR give none.
+		InstitutionRecords: []Institution{{IDs: []string{"ror:03dbr7087", "openalex:I9"}}},
 	}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)

@@ -20,6 +20,7 @@ import (
 	"followfeed/feeds"
 	"followfeed/follow"
 	"followfeed/harvest"
+	"followfeed/identity"
 	"followfeed/notify"
 	"followfeed/paper"
 )
@@ -37,6 +38,8 @@ type API struct {
 	Addresses *account.Addresses
 	Follows   *follow.Service
 	Papers    *paper.Store
+	// Identities is the researcher and institution registry.
+	Identities *identity.Registry
 	// Health, when set, records every push's outcome (source push).
 	Health   *harvest.Health
 	Prefs    *notify.Preferences
@@ -61,6 +64,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	a.registerChannels(mux)
 	mux.Handle("GET /v1/follows/{kind}/{id}", a.ipLimited(http.HandlerFunc(a.followStatus)))
 	mux.Handle("POST /v1/papers", a.ipLimited(http.HandlerFunc(a.postPapers)))
+	a.registerIdentity(mux)
 }
 
 // ---- authentication ----
@@ -347,6 +351,9 @@ func (a *API) followStatus(w http.ResponseWriter, r *http.Request) {
 		Followers int64  `json:"followers"`
 		Following *bool  `json:"following,omitempty"`
 	}{Kind: string(t.Kind), ID: t.ID, Name: t.DisplayName(), Followers: st.Followers, Following: st.Following}
+	if st.Name != "" {
+		out.Name = st.Name // the registry's name: the Follow button's default label
+	}
 	if claims == nil {
 		w.Header().Set("Cache-Control", "public, max-age=30")
 	} else {
@@ -358,21 +365,31 @@ func (a *API) followStatus(w http.ResponseWriter, r *http.Request) {
 
 // ---- ingest ----
 
-func (a *API) postPapers(w http.ResponseWriter, r *http.Request) {
+// service checks that the request carries a service token with scope
+// papers:write; when not, it has answered 401 or 403 (what names the
+// action in the 403's message) and returns false.
+func (a *API) service(w http.ResponseWriter, r *http.Request, what string) bool {
 	claims, err := a.bearer(r)
 	if err != nil {
 		a.writeAuthError(w, r, err)
-		return
+		return false
 	}
 	if claims == nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="followfeed", scope="`+auth.ScopePapersWrite+`"`)
 		writeProblem(w, Problem{Type: ProblemType(apperr.Unauthorized), Title: titles[apperr.Unauthorized], Status: http.StatusUnauthorized,
 			Detail: "send a service token with scope " + auth.ScopePapersWrite, Instance: r.URL.Path})
-		return
+		return false
 	}
 	if !claims.HasScope(auth.ScopePapersWrite) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="followfeed", error="insufficient_scope", scope="`+auth.ScopePapersWrite+`"`)
-		writeError(w, r, a.Logger, apperr.New(apperr.Forbidden, "ingesting papers needs a service token with scope %s", auth.ScopePapersWrite))
+		writeError(w, r, a.Logger, apperr.New(apperr.Forbidden, "%s needs a service token with scope %s", what, auth.ScopePapersWrite))
+		return false
+	}
+	return true
+}
+
+func (a *API) postPapers(w http.ResponseWriter, r *http.Request) {
+	if !a.service(w, r, "ingesting papers") {
 		return
 	}
 	if !jsonish(r.Header.Get("Content-Type")) {

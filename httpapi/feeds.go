@@ -317,10 +317,7 @@ func (a *API) feedLinks(r *http.Request, u *account.User, token string) (feedLin
 	}
 	for _, f := range fs {
 		t := f.Target
-		name := f.Label
-		if name == "" {
-			name = t.DisplayName()
-		}
+		name := f.OwnerName()
 		out.Follows = append(out.Follows, followLink{Kind: string(t.Kind), ID: t.ID, Name: name,
 			Atom: a.Feeds.PrivateURL(token, feeds.Atom, &t), RSS: a.Feeds.PrivateURL(token, feeds.RSS, &t),
 			JSON: a.Feeds.PrivateURL(token, feeds.JSON, &t)})

@@ -10,6 +10,8 @@ import (
 
 	"followfeed/account"
 	"followfeed/auth"
+	"followfeed/follow"
+	"followfeed/identity"
 	"followfeed/web"
 )
 
@@ -86,7 +88,9 @@ func renderPage(w http.ResponseWriter, r *http.Request, logger *slog.Logger, sta
 type EmailPages struct {
 	Logger    *slog.Logger
 	Addresses *account.Addresses
-	PerIP     *Limiter
+	// Identities records "not this person" from a digest's link.
+	Identities *identity.Registry
+	PerIP      *Limiter
 }
 
 // Register adds the routes to mux.
@@ -95,6 +99,45 @@ func (p *EmailPages) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /unsubscribe/{token}", p.unsubscribe)
 	mux.HandleFunc("GET /confirm/{token}", p.confirmPage)
 	mux.HandleFunc("POST /confirm/{token}", p.confirm)
+	mux.HandleFunc("GET /not-this-person/{token}", p.disputePage)
+	mux.HandleFunc("POST /not-this-person/{token}", p.dispute)
+}
+
+// disputePage shows a digest's "Not by …?" link as a page with a button.
+func (p *EmailPages) disputePage(w http.ResponseWriter, r *http.Request) {
+	if p.limited(w, r) {
+		return
+	}
+	_, arxivID, id, err := p.Addresses.CheckDispute(r.Context(), r.PathValue("token"))
+	if err != nil {
+		p.badLink(w, r, err)
+		return
+	}
+	renderPage(w, r, p.Logger, http.StatusOK, "dispute.html", page{Title: "Not this person", Action: r.URL.Path,
+		Lines: []string{arxivID, id}})
+}
+
+func (p *EmailPages) dispute(w http.ResponseWriter, r *http.Request) {
+	if p.limited(w, r) {
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	uid, arxivID, id, err := p.Addresses.CheckDispute(r.Context(), r.PathValue("token"))
+	if err != nil {
+		p.badLink(w, r, err)
+		return
+	}
+	t, err := follow.ParseTarget(string(follow.Researcher), id)
+	if err == nil {
+		err = p.Identities.NotThisPerson(r.Context(), uid, t, arxivID)
+	}
+	if err != nil {
+		writeError(w, r, p.Logger, err)
+		return
+	}
+	renderPage(w, r, p.Logger, http.StatusOK, "message.html", page{Title: "Thanks",
+		Lines: []string{"arXiv " + arxivID + " no longer shows for " + id + " in your feeds and digests.", "The site is told, so it can fix its data."},
+		Link:  "/settings", LinkText: "Your settings"})
 }
 
 func (p *EmailPages) badLink(w http.ResponseWriter, r *http.Request, err error) {

@@ -19,7 +19,9 @@ import (
 	"followfeed/channels"
 	"followfeed/feeds"
 	"followfeed/follow"
+	"followfeed/identity"
 	"followfeed/notify"
+	"followfeed/paper"
 	"followfeed/web"
 )
 
@@ -46,6 +48,8 @@ type Settings struct {
 	Digester  *notify.Digester
 	Channels  *channels.Service
 	Signer    *auth.LinkSigner
+	// Identities records "not this person" (the preview's buttons).
+	Identities *identity.Registry
 	// Secure marks cookies Secure (PUBLIC_URL is https).
 	Secure bool
 	// DevLogin shows a paste-a-token form on /login (development).
@@ -78,6 +82,7 @@ func (s *Settings) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /settings/feed-token", s.postRotate)
 	mux.HandleFunc("POST /settings/email", s.postEmail)
 	s.registerChannels(mux)
+	mux.HandleFunc("POST /settings/not-this-person", s.postNotThisPerson)
 }
 
 // viewer is who is looking at the settings: a session user, or a manage
@@ -310,6 +315,7 @@ type previewData struct {
 var flashes = map[string]string{
 	"unfollowed": "Unfollowed.",
 	"saved":      "Saved.",
+	"disputed":   "Thanks: that paper no longer shows for that researcher in your feeds and digests, and the site is told so it can fix its data.",
 	"rotated":    "Your feed token was replaced: the old feed links stop working now. Update your feed reader.",
 	"email":      "Email settings saved.",
 	"confirm":    "Email settings saved. We sent a confirmation mail to the new address.",
@@ -400,9 +406,7 @@ func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
 	}
 	for _, f := range fs {
 		j := toFollowJSON(f)
-		if f.Label != "" {
-			j.Name = f.Label
-		}
+		j.Name = f.OwnerName()
 		d.Follows = append(d.Follows, j)
 	}
 	tok, err := s.Feeds.Tokens().Token(ctx, v.userID)
@@ -503,6 +507,22 @@ func (s *Settings) postFollow(w http.ResponseWriter, r *http.Request) {
 			return "saved", err
 		}
 		return "", apperr.InvalidField("action", "must be unfollow or options")
+	})
+}
+
+// postNotThisPerson: the preview's "Not by …?" button beside a researcher
+// match.
+func (s *Settings) postNotThisPerson(w http.ResponseWriter, r *http.Request) {
+	s.post(w, r, false, func(v *viewer) (string, error) {
+		arxivID, _, err := paper.ParseArxivID(r.PostFormValue("arxiv_id"))
+		if err != nil {
+			return "", apperr.InvalidField("arxiv_id", "not an arXiv id; reload the page")
+		}
+		t, err := follow.ParseTarget(string(follow.Researcher), r.PostFormValue("id"))
+		if err != nil {
+			return "", err
+		}
+		return "disputed", s.Identities.NotThisPerson(r.Context(), v.userID, t, arxivID)
 	})
 }
 

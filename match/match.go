@@ -95,11 +95,21 @@ func (s *Service) AffectedUsers(ctx context.Context, tx pgx.Tx, fromSeq, toSeq i
 	// matched: whether a follow newly selects a paper (replacement rows
 	// only for follows that include replacements); users without it follow
 	// a replaced paper's key and only need their feed version bumped.
+	// x: each batch key and, through the identity registry, every other
+	// key of the same person or institution (two primary-key / index-only
+	// probes of identity_keys per key; a category key has none), so a
+	// follow of any id of an author is affected by a paper carrying another.
 	rows, err := tx.Query(ctx, `
 		SELECT f.user_id, bool_or(f.include_replacements OR NOT b.replacement) AS matched
 		FROM (SELECT DISTINCT key, cross_list, replacement
 		      FROM paper_keys WHERE seq BETWEEN $1 AND $2) b
-		JOIN follows f ON f.key = b.key
+		CROSS JOIN LATERAL (
+			SELECT b.key AS key
+			UNION ALL
+			SELECT k2.key FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
+			WHERE k1.key = b.key AND k2.key <> b.key
+		) x
+		JOIN follows f ON f.key = x.key
 		WHERE (f.include_cross_lists OR NOT b.cross_list)
 		GROUP BY f.user_id`, fromSeq, toSeq)
 	if err != nil {
@@ -256,7 +266,16 @@ func newQueryArrays(qs []Query) queryArrays {
 // Per query (user), in a LATERAL subquery so that every sort and aggregate
 // works on one user's few hundred rows rather than on the whole batch's tens
 // of thousands (a third less time for a digest batch of 50):
-// hits: for each followed key, its newest rows in the window (index range
+// q.disputes: whether the user said of any paper "not this person" (one
+// probe; most never do, and then the per-row check below is skipped);
+// fo: the user's follows, each expanded through the identity registry to
+// every key of its person or institution (k1: one primary-key probe of
+// identity_keys per follow, k2: its keys, index-only), one row per key: a
+// key two follows reach (two ids of one person) goes with the follow made
+// first, so a paper is read once and has one reason per person. Plain
+// joins, not a correlated subquery: planning stays as cheap as before;
+// hits skip papers the user disputed for that person;
+// hits: for each expanded key, its newest rows in the window (index range
 // scan, LIMIT per key), with the follow that matched;
 // c: the newest event per paper and the follows it hit (keys);
 // s: with a window start, papers first matched before it are not new; they
@@ -268,8 +287,9 @@ func newQueryArrays(qs []Query) queryArrays {
 // total counts what is kept (window functions run before LIMIT).
 const matchedManySQL = `
 	WITH q AS (
-		SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::int[], $6::int[])
-		WITH ORDINALITY AS q(user_id, only_key, after_seq, upto_seq, per_key, lim, ord)
+		SELECT u.*, EXISTS (SELECT 1 FROM identity_disputes d WHERE d.user_id = u.user_id) AS disputes
+		FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::int[], $6::int[])
+		WITH ORDINALITY AS u(user_id, only_key, after_seq, upto_seq, per_key, lim, ord)
 	)
 	SELECT q.ord, j.paper_id, j.seq, j.replaced, j.new_in_window, j.keys, j.total
 	FROM q CROSS JOIN LATERAL (
@@ -281,21 +301,41 @@ const matchedManySQL = `
 			       bool_or(k.replacement) AS replaced_in_window,
 			       bool_or(k.new_paper) AS new_in_window,
 			       array_agg(fo.key ORDER BY fo.created_at, fo.key) AS keys
-			FROM follows fo CROSS JOIN LATERAL (
+			FROM (
+				SELECT DISTINCT ON (m.key) fo.key, fo.created_at, fo.include_cross_lists, fo.include_replacements,
+				       m.key AS mkey, k1.identity_id AS ident
+				FROM follows fo
+				LEFT JOIN identity_keys k1 ON k1.key = fo.key
+				LEFT JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
+				CROSS JOIN LATERAL (SELECT coalesce(k2.key, fo.key) AS key) m
+				WHERE fo.user_id = q.user_id AND (q.only_key = '' OR fo.key = q.only_key)
+				ORDER BY m.key, fo.created_at, fo.key
+			) fo CROSS JOIN LATERAL (
 				SELECT pk.paper_id, pk.seq, pk.replacement, pk.new_paper
 				FROM paper_keys pk
-				WHERE pk.key = fo.key AND pk.seq > q.after_seq AND pk.seq <= q.upto_seq
+				WHERE pk.key = fo.mkey AND pk.seq > q.after_seq AND pk.seq <= q.upto_seq
 				  AND (fo.include_cross_lists OR NOT pk.cross_list)
 				  AND (fo.include_replacements OR NOT pk.replacement)
+				  AND (NOT q.disputes OR NOT EXISTS (
+					SELECT 1 FROM identity_disputes d
+					WHERE d.user_id = q.user_id AND d.paper_id = pk.paper_id
+					  AND (d.follow_key = fo.key
+					       OR d.follow_key IN (SELECT k3.key FROM identity_keys k3 WHERE k3.identity_id = fo.ident))))
 				ORDER BY pk.seq DESC
 				LIMIT q.per_key
 			) k
-			WHERE fo.user_id = q.user_id AND (q.only_key = '' OR fo.key = q.only_key)
 			GROUP BY k.paper_id
 		) c
 		LEFT JOIN LATERAL (
 			SELECT true AS seen
-			FROM paper_keys pk JOIN follows fo ON fo.user_id = q.user_id AND fo.key = pk.key
+			FROM paper_keys pk
+			CROSS JOIN LATERAL (
+				SELECT pk.key AS key
+				UNION ALL
+				SELECT k2.key FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
+				WHERE k1.key = pk.key AND k2.key <> pk.key
+			) x
+			JOIN follows fo ON fo.user_id = q.user_id AND fo.key = x.key
 			WHERE q.after_seq > 0 AND NOT c.new_in_window AND pk.paper_id = c.paper_id
 			  AND pk.seq <= q.after_seq AND NOT pk.replacement
 			  AND (fo.include_cross_lists OR NOT pk.cross_list)
@@ -440,10 +480,20 @@ func (s *Service) Public(ctx context.Context, key string, limit int) ([]Paper, e
 	}
 	var out []Paper
 	err := s.db.InTxIso(ctx, pgx.RepeatableRead, func(tx pgx.Tx) error {
+		// The newest rows of every key of the key's person or
+		// institution (the identity registry), merged.
 		rows, err := tx.Query(ctx, `
-			SELECT pk.paper_id, pk.seq FROM paper_keys pk
-			WHERE pk.key = $1 AND NOT pk.replacement
-			ORDER BY pk.seq DESC LIMIT $2`, key, limit)
+			SELECT pk.paper_id, pk.seq
+			FROM (SELECT $1::text AS key
+			      UNION
+			      SELECT k2.key FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
+			      WHERE k1.key = $1) ks
+			CROSS JOIN LATERAL (
+				SELECT paper_id, seq FROM paper_keys pk
+				WHERE pk.key = ks.key AND NOT pk.replacement
+				ORDER BY pk.seq DESC LIMIT $2
+			) pk
+			ORDER BY pk.seq DESC LIMIT $2 * 4`, key, limit)
 		if err != nil {
 			return fmt.Errorf("selecting papers of %s: %w", key, err)
 		}
@@ -454,7 +504,7 @@ func (s *Service) Public(ctx context.Context, key string, limit int) ([]Paper, e
 			if err := rows.Scan(&p.ID, &p.Seq); err != nil {
 				return err
 			}
-			if _, dup := byID[p.ID]; dup {
+			if _, dup := byID[p.ID]; dup || len(ids) == limit {
 				continue
 			}
 			byID[p.ID] = p
@@ -513,14 +563,33 @@ func loadReasons(ctx context.Context, tx pgx.Tx, userID int64, ids []int64) (map
 	// per paper is forced (unnest, and OFFSET 0 keeps the subquery from being
 	// flattened): left to itself the planner sometimes scanned a followed
 	// key's whole index range instead (150-600 ms for cs.LG against 3 ms).
+	//
+	// Each paper key is expanded through the identity registry (x) to the
+	// keys of the same person, so a follow of another id of the author is a
+	// reason; of several follows of one person (ik.identity_id) the first
+	// made is the one reason; a follow whose person the user disputed for
+	// the paper is none.
 	rows, err := tx.Query(ctx, `
-		SELECT p.id, f.key, min(f.created_at) AS followed
-		FROM unnest($2::bigint[]) AS p(id)
-		CROSS JOIN LATERAL (SELECT key, cross_list FROM paper_keys WHERE paper_id = p.id OFFSET 0) pk
-		JOIN follows f ON f.user_id = $1 AND f.key = pk.key
-		WHERE f.include_cross_lists OR NOT pk.cross_list
-		GROUP BY p.id, f.key
-		ORDER BY p.id, followed, f.key`, userID, ids)
+		SELECT id, key, followed FROM (
+			SELECT DISTINCT ON (p.id, coalesce(ik.identity_id::text, f.key)) p.id, f.key, f.created_at AS followed
+			FROM unnest($2::bigint[]) AS p(id)
+			CROSS JOIN LATERAL (SELECT key, cross_list FROM paper_keys WHERE paper_id = p.id OFFSET 0) pk
+			CROSS JOIN LATERAL (
+				SELECT pk.key AS key
+				UNION ALL
+				SELECT k2.key FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
+				WHERE k1.key = pk.key AND k2.key <> pk.key
+			) x
+			JOIN follows f ON f.user_id = $1 AND f.key = x.key
+			LEFT JOIN identity_keys ik ON ik.key = f.key
+			WHERE (f.include_cross_lists OR NOT pk.cross_list)
+			  AND NOT EXISTS (
+				SELECT 1 FROM identity_disputes d
+				WHERE d.user_id = $1 AND d.paper_id = p.id
+				  AND (d.follow_key = f.key OR d.follow_key IN (SELECT k3.key FROM identity_keys k3 WHERE k3.identity_id = ik.identity_id)))
+			ORDER BY p.id, coalesce(ik.identity_id::text, f.key), f.created_at, f.key
+		) r
+		ORDER BY id, followed, key`, userID, ids)
 	if err != nil {
 		return nil, fmt.Errorf("loading match reasons: %w", err)
 	}

@@ -83,6 +83,13 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 		c.FeedURL = feedURLs[row.userID]
 		c.ManageURL = d.addrs.ManageURL(row.userID, row.epoch)
 		c.UnsubscribeURL = d.addrs.UnsubscribeURL(row.userID, row.epoch)
+		for _, g := range c.Groups {
+			for _, p := range g.Papers {
+				for k := range p.Researchers {
+					p.Researchers[k].DisputeURL = d.addrs.DisputeURL(row.userID, row.epoch, p.ArxivID, p.Researchers[k].ID)
+				}
+			}
+		}
 		if row.kind != "instant" {
 			// Instant alerts go only when something matched; the calendar
 			// and the harvest's health are for daily and weekly digests.
@@ -169,10 +176,9 @@ type plannedGroup struct {
 // MaxPerGroup per group and MaxPerDigest in all are shown, the rest counted
 // as "more". Groups come in the same order of specificity.
 func planGroups(res match.Result, follows []follow.Follow) digestPlan {
-	plan := digestPlan{total: res.Total, labels: map[string]string{}}
+	plan := digestPlan{total: res.Total, labels: follow.ReasonLabels(follows)}
 	made := map[string]time.Time{}
 	for _, f := range follows {
-		plan.labels[f.Key()] = f.Label
 		made[f.Key()] = f.CreatedAt
 	}
 	before := func(a, b follow.Target, ka, kb string) bool {
@@ -252,15 +258,20 @@ func (plan digestPlan) fill(details map[int64]match.Paper) DigestContent {
 				dg.Name = groupName(g.first, d)
 			}
 			reasons := make([]string, 0, len(p.Reasons))
+			var researchers []ReasonFollow
 			for _, r := range p.Reasons {
-				reasons = append(reasons, r.ReasonName(plan.labels[r.Key()], d.AuthorName))
+				name := r.ReasonName(plan.labels[r.Key()], d.AuthorName)
+				reasons = append(reasons, name)
+				if r.Kind == follow.Researcher {
+					researchers = append(researchers, ReasonFollow{ID: r.ID, Name: name})
+				}
 			}
 			authors := make([]string, 0, len(d.Authors))
 			for _, a := range d.Authors {
 				authors = append(authors, a.Name)
 			}
 			dg.Papers = append(dg.Papers, DigestPaper{ID: d.ID, Title: d.Title, Authors: authors, AbsURL: d.AbsURL, PDFURL: d.PDFURL,
-				Reasons: reasons, Categories: d.Categories, Published: d.SubmittedAt})
+				Reasons: reasons, Categories: d.Categories, Published: d.SubmittedAt, ArxivID: d.ArxivID, Researchers: researchers})
 		}
 		if dg.Name == "" {
 			dg.Name = groupName(g.first, match.Paper{})

@@ -62,7 +62,7 @@ type DigestGroup struct {
 type DigestPaper struct {
 	// ID, when not 0, lets a Renderer render the paper once for many
 	// digests: papers with the same ID must agree on every field but
-	// Reasons.
+	// Reasons and Researchers.
 	ID         int64
 	Title      string
 	Authors    []string // shown up to MaxAuthors, then "et al."
@@ -71,6 +71,20 @@ type DigestPaper struct {
 	Reasons    []string // every follow that matched, e.g. ["Mingzhi Wen", "cs.LG"]
 	Categories []string
 	Published  time.Time // shown as a date when set
+	// ArxivID and Researchers (the researcher follows among the reasons)
+	// let a reader say "not this person" beside a researcher match.
+	ArxivID     string
+	Researchers []ReasonFollow
+}
+
+// ReasonFollow is a follow that matched a paper: its id and the name the
+// reader reads for it. DisputeURL (absolute, signed, per reader; optional)
+// is the digest's "Not by …?" link; it is rendered per digest, never
+// cached with the paper.
+type ReasonFollow struct {
+	ID         string
+	Name       string
+	DisputeURL string
 }
 
 // ConfirmContent is the double opt-in confirmation mail.
@@ -279,10 +293,19 @@ func (r *Renderer) writePapers(t, h *strings.Builder, papers []DigestPaper) {
 		t.WriteString(wrap(strconv.Itoa(i+1)+". ", "   ", pp.title))
 		t.WriteString(pp.textBeforeReason)
 		t.WriteString(rt)
-		t.WriteString(pp.textAfterReason)
 		h.WriteString("\n")
 		h.WriteString(pp.htmlBeforeReason)
 		h.WriteString(rh)
+		// "Not by …?" beside each researcher match: per reader, so
+		// rendered here rather than with the paper's shared parts.
+		for _, rf := range p.Researchers {
+			if u := safeURL(rf.DisputeURL); u != "" {
+				t.WriteString("\n" + wrap("   ", "   ", "Not by "+oneLine(rf.Name)+"? Tell us:") + "\n   " + u)
+				h.WriteString("\n" + `<div style="font-size:13px"><a href="` + htmlstd.EscapeString(u) + `" style="color:#6b7280">Not by ` +
+					htmlstd.EscapeString(oneLine(rf.Name)) + `?</a></div>`)
+			}
+		}
+		t.WriteString(pp.textAfterReason)
 		h.WriteString(pp.htmlAfterReason)
 	}
 }

@@ -21,6 +21,14 @@ type MatchEnqueuer interface {
 	EnqueueMatch(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) error
 }
 
+// IdentityObserver learns from stored papers which researcher ids name the
+// same person: the ids listed on one author. It runs inside the ingest
+// transaction, after the papers are written, with the papers whose author
+// ids are new. Package identity implements it.
+type IdentityObserver interface {
+	ObservePapers(ctx context.Context, tx pgx.Tx, papers []Paper) error
+}
+
 // Source says where papers came from; pushed papers are validated strictly.
 type Source string
 
@@ -76,10 +84,16 @@ type IngestResult struct {
 // enrichment schedule in papers (DueForEnrichment, PostponeEnrichment), and
 // reads the match watermark (HighSeq). Every write takes keyWritersLock.
 type Store struct {
-	db       *database.DB
-	enq      MatchEnqueuer
-	searches searchCache
+	db        *database.DB
+	enq       MatchEnqueuer
+	searches  searchCache
+	observers []IdentityObserver
 }
+
+// ObserveIdentities registers o to see the papers every write stores with
+// new author ids. Register before any write; not safe concurrently with
+// writes.
+func (st *Store) ObserveIdentities(o IdentityObserver) { st.observers = append(st.observers, o) }
 
 // NewStore returns a Store writing to db and enqueuing match jobs through
 // enq.
@@ -222,9 +236,13 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 			return err
 		}
 	}
+	var observed []Paper // papers with author ids new to them
 	for _, p := range batch {
 		if id, ok := inserted[p.ArxivID]; ok {
 			res.New++
+			if p.hasResearcherIDs() {
+				observed = append(observed, p)
+			}
 			for _, k := range p.Keys() {
 				keys = append(keys, keyRow{id, k.Key, max(p.Version, 1), k.Cross, false, true})
 			}
@@ -289,6 +307,9 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 			updateIDs = append(updateIDs, old.id)
 		}
 		keys = append(keys, newKeys...)
+		if slices.ContainsFunc(newKeys, func(r keyRow) bool { return !r.Replacement && strings.HasPrefix(r.Key, "researcher:") }) {
+			observed = append(observed, merged)
+		}
 	}
 	if err := updatePapers(ctx, tx, updateIDs, updates); err != nil {
 		return err
@@ -302,6 +323,13 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM paper_keys WHERE paper_id = ANY($1)`, deletes); err != nil {
 			return fmt.Errorf("removing the keys of %d deleted papers: %w", len(deletes), err)
+		}
+	}
+	if len(observed) > 0 {
+		for _, o := range st.observers {
+			if err := o.ObservePapers(ctx, tx, observed); err != nil {
+				return fmt.Errorf("linking the author ids of %d papers: %w", len(observed), err)
+			}
 		}
 	}
 	if len(keys) == 0 {

@@ -86,7 +86,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	env := []string{"APP_ENV=development", "DATABASE_URL=" + cfg.DatabaseURL, "HTTP_ADDR=127.0.0.1:0", "HARVEST_INTERVAL=0",
 		"RATE_LIMIT_PER_IP=0", "RATE_LIMIT_PER_USER=0", "LOG_LEVEL=info", "MAIL_DIR=" + os.TempDir()}
 	defer svc.Close()
-	rep, err := bench.Run(ctx, bench.Deps{DB: db, Papers: svc.Papers(), Matcher: svc.Matcher(), Tokens: svc.FeedTokens(), Digester: svc.Digester(),
+	rep, err := bench.Run(ctx, bench.Deps{DB: db, Papers: svc.Papers(), Matcher: svc.Matcher(), Identities: svc.Identities(), Tokens: svc.FeedTokens(), Digester: svc.Digester(),
 		Handler: handler, Exe: exe, Env: env, Log: stdout, Skip: skipSet(*skip)}, bench.ScaleS)
 	if err != nil {
 		return err

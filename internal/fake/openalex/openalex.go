@@ -36,6 +36,11 @@ type Author struct {
 type Server struct {
 	known    map[string]Work
 	recorded map[string]map[string]any
+	// authors are the /authors/{id} answers; merged maps a merged
+	// profile's id to its survivor's (answered with a redirect, as
+	// OpenAlex does).
+	authors map[string]AuthorProfile
+	merged  map[string]string
 
 	mu       sync.Mutex
 	faults   []string
@@ -50,7 +55,47 @@ func New(known map[string]Work, faults ...string) *Server {
 	if known == nil {
 		known = map[string]Work{}
 	}
-	return &Server{known: known, recorded: map[string]map[string]any{}, faults: faults, injected: map[string]int{}}
+	return &Server{known: known, recorded: map[string]map[string]any{}, faults: faults, injected: map[string]int{},
+		authors: map[string]AuthorProfile{}, merged: map[string]string{}}
+}
+
+// AuthorProfile is what /authors/{ID} answers.
+type AuthorProfile struct {
+	ID    string // A…
+	Name  string
+	ORCID string // 0000-0001-6187-6610, or ""
+}
+
+// AddAuthor makes the fake answer /authors/{a.ID} with a, and each of
+// mergedIDs (profiles OpenAlex merged into a) with a redirect to it. Call
+// it before the fake serves.
+func (f *Server) AddAuthor(a AuthorProfile, mergedIDs ...string) {
+	f.authors[a.ID] = a
+	for _, m := range mergedIDs {
+		f.merged[m] = a.ID
+	}
+}
+
+func (f *Server) serveAuthor(w http.ResponseWriter, r *http.Request, id string) {
+	if to, ok := f.merged[id]; ok {
+		u := *r.URL
+		u.Path = "/authors/" + to
+		http.Redirect(w, r, u.String(), http.StatusMovedPermanently)
+		return
+	}
+	a, ok := f.authors[id]
+	if !ok {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"error": "not found"}`))
+		return
+	}
+	var orcid any
+	if a.ORCID != "" {
+		orcid = "https://orcid.org/" + a.ORCID
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"id": "https://openalex.org/" + a.ID, "display_name": a.Name, "orcid": orcid})
 }
 
 // AddRecorded makes the fake answer arXivID with a recorded work (OpenAlex's
@@ -76,6 +121,10 @@ func (f *Server) Counts() (requests, ok int, injected map[string]int) {
 // ServeHTTP answers /works?filter=doi:…|… with the known works, or the
 // planned fault of the request.
 func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if id, ok := strings.CutPrefix(r.URL.Path, "/authors/"); ok {
+		f.serveAuthor(w, r, id)
+		return
+	}
 	if r.URL.Path != "/works" {
 		http.NotFound(w, r)
 		return
