@@ -200,8 +200,7 @@ func TestSettingsPreviewNotThisPerson(t *testing.T) {
 	c.Do("PUT", "/v1/researchers", svc, `[{"ids": ["host:1955166", "openalex:A5023888391"], "name": "Mingzhi Wen"}]`)
 	c.Do("PUT", "/v1/me/follows/researcher/host:1955166", tok, nil)
 	c.Do("POST", "/v1/papers", svc, `[{"arxiv_id": "2202.02326", "title": "Towards Training Reproducible Deep Learning Models", "authors": [{"name": "M. Wen", "ids": ["openalex:A5023888391"]}], "categories": ["cs.LG"], "primary_category": "cs.LG"}]`)
-	b := testapp.FormClient(t)
-	testapp.Form(t, b, "GET", a.URL+"/login?token="+url.QueryEscape(tok), nil)
+	b, _, _ := signIn(t, a, tok)
 	var page string
 	waitFor(t, "the paper in the preview", func() bool {
 		_, page = testapp.Form(t, b, "GET", a.URL+"/settings", nil)
