@@ -1,12 +1,15 @@
 package follow
 
 import (
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // FuzzDecodeCursor: ?cursor= is either rejected or decodes to a position
-// that encodes back to the same position; positions round-trip. Seeds in
+// that encodes back to the same position; positions round-trip, and a
+// position whose key is not text is refused. Seeds in
 // testdata/fuzz/FuzzDecodeCursor.
 func FuzzDecodeCursor(f *testing.F) {
 	f.Log("hostile: decoders")
@@ -20,7 +23,14 @@ func FuzzDecodeCursor(f *testing.F) {
 				t.Fatalf("cursor %q: %v %q, re-encoded %v %q %v", c, at, k, at2, k2, err)
 			}
 		}
-		if key == "" || len(key) > 200 {
+		// Positions of real follows round-trip; keys are text (valid
+		// UTF-8, no NUL), so a cursor with any other key is refused.
+		if key == "" || len(key) > maxKeyBytes || !utf8.ValidString(key) || strings.IndexByte(key, 0) >= 0 {
+			if key != "" && len(key) <= maxKeyBytes {
+				if _, _, err := decodeCursor(encodeCursor(time.UnixMicro(micros), key)); err == nil {
+					t.Fatalf("a cursor with key %q was accepted", key)
+				}
+			}
 			return
 		}
 		at := time.UnixMicro(micros)

@@ -420,9 +420,13 @@ func encodeCursor(t time.Time, key string) string {
 	return base64.RawURLEncoding.EncodeToString(append(b, key...))
 }
 
+// maxKeyBytes bounds a follow key in bytes: follows.key holds at most 420
+// characters (a saved search's key is the longest), of at most 4 bytes each.
+const maxKeyBytes = 4 * 420
+
 func decodeCursor(c string) (time.Time, string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || len(b) < 9 || len(b) > 8+200 {
+	if err != nil || len(b) < 9 || len(b) > 8+maxKeyBytes {
 		return time.Time{}, "", errors.New("bad cursor")
 	}
 	if key := b[8:]; !utf8.Valid(key) || bytes.IndexByte(key, 0) >= 0 {
