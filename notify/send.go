@@ -112,12 +112,14 @@ func (d *Digester) sendBatch(ctx context.Context, ids []int64, forceEmpty bool) 
 // deliver sends one built digest and records its fate in ledger.
 // An empty digest is skipped unless the reader asked for empty digests
 // (send_empty) or forceEmpty is set; a by-hand digest is no exception.
+// forceEmpty (digest --now --force) also overrides the skip of an empty
+// digest whose window held no arXiv announcement.
 func (d *Digester) deliver(ctx context.Context, row digestRow, content DigestContent, r *Renderer, ledger *outcomes, forceEmpty bool) (Outcome, error) {
 	out := Outcome{DigestID: row.id, Papers: content.Total}
 	if content.Total == 0 && !row.sendEmpty && !forceEmpty {
 		return out, ledger.record(ctx, &out, row, StateSkipped, "nothing new", false)
 	}
-	if content.Total == 0 && content.NoAnnouncement && content.HarvestBehind == "" && row.skipNoAnn && row.kind != "manual" {
+	if content.Total == 0 && content.NoAnnouncement && content.HarvestBehind == "" && row.skipNoAnn && row.kind != "manual" && !forceEmpty {
 		return out, ledger.record(ctx, &out, row, StateSkipped, "nothing new: "+NoAnnouncementLine, false)
 	}
 	msg, err := d.message(row, content, r)
