@@ -92,9 +92,17 @@ func (s *Service) Tokens() *Tokens { return s.tokens }
 // HubURL is the configured WebSub hub ("" for none).
 func (s *Service) HubURL() string { return s.hub }
 
+// abs is the absolute URL of path, which is already escaped (a follow's
+// id goes through url.PathEscape): it is set as the URL's RawPath so that
+// String does not escape it a second time ("%22" becoming "%2522").
 func (s *Service) abs(path string) string {
 	u := *s.base
-	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	raw := strings.TrimSuffix(u.EscapedPath(), "/") + path
+	p, err := url.PathUnescape(raw)
+	if err != nil { // not reached: callers escape what they add
+		p = raw
+	}
+	u.Path, u.RawPath = p, raw
 	return u.String()
 }
 

@@ -133,4 +133,27 @@ func TestSavedSearchFollow(t *testing.T) {
 	if r := c.Do("PUT", "/v1/me/follows/paper/"+url.PathEscape("astro-ph/9901001v2"), reader, nil); r.Status != 201 || !strings.Contains(string(r.Body), `"id":"astro-ph/9901001"`) {
 		t.Errorf("follow an old-style paper id: %d %s", r.Status, r.Body)
 	}
+
+	// The per-follow feed URLs /v1/me/feeds hands out (and the OPML and
+	// settings page use) answer, for ids that need escaping too: a search
+	// with quotes and spaces, an old-style paper id with a slash.
+	c.Do("GET", "/v1/me/feeds", reader, nil).JSON(t, &links)
+	seen := 0
+	for _, f := range links.Follows {
+		if f.ID != norm && f.ID != "astro-ph/9901001" {
+			continue
+		}
+		seen++
+		for _, u := range []string{f.Atom, f.RSS, f.JSON} {
+			if strings.Contains(u, "%25") {
+				t.Errorf("%s %s: URL escaped twice: %s", f.Kind, f.ID, u)
+			}
+			if resp, body := get(t, u); resp.StatusCode != 200 {
+				t.Errorf("%s %s: GET %s: %d %s", f.Kind, f.ID, u, resp.StatusCode, body)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Errorf("feed links of the search and the paper: %d of 2 in %+v", seen, links.Follows)
+	}
 }

@@ -61,8 +61,8 @@ func TestChannelsOnTheSettingsPageInABrowser(t *testing.T) {
 		return l
 	}
 
-	// A typed-in login link shows the "Sign in as …?" button first (login
-	// CSRF); the button signs in.
+	// A sign-in link opened directly asks first (login CSRF); the button
+	// signs in.
 	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/login?token="+url.QueryEscape(tok)),
 		chromedp.Click(`form[action="/login"] button`), chromedp.WaitVisible(`#channels`)); err != nil {
 		t.Fatal(err)

@@ -112,8 +112,8 @@ func (d *Digester) sendBatch(ctx context.Context, ids []int64, forceEmpty bool) 
 // deliver sends one built digest and records its fate in ledger.
 // An empty digest is skipped unless the reader asked for empty digests
 // (send_empty) or forceEmpty is set; a by-hand digest is no exception.
-// forceEmpty also sends an empty digest of a window without an arXiv
-// announcement, which is otherwise skipped for readers who skip those.
+// forceEmpty (digest --now --force) also overrides the skip of an empty
+// digest whose window held no arXiv announcement.
 func (d *Digester) deliver(ctx context.Context, row digestRow, content DigestContent, r *Renderer, ledger *outcomes, forceEmpty bool) (Outcome, error) {
 	out := Outcome{DigestID: row.id, Papers: content.Total}
 	if content.Total == 0 && !row.sendEmpty && !forceEmpty {

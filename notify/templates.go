@@ -346,7 +346,9 @@ func (r *Renderer) Digest(c DigestContent) (text, html string, err error) {
 	switch {
 	case c.HarvestBehind != "":
 		v.Nothing = "Nothing has arrived for your follows yet."
-	case c.NoAnnouncement:
+	case c.NoAnnouncement && c.Total == 0:
+		// Only an empty digest blames the calendar: pushed papers (and
+		// late harvests) can arrive on days arXiv announced nothing.
 		v.Summary = NoAnnouncementLine
 		v.Nothing = "arXiv announces new papers on Sunday to Thursday evenings (US Eastern), not on its holidays. We will write again after the next announcement."
 	}

@@ -177,6 +177,26 @@ func TestRenderDigestEmptyAndErrors(t *testing.T) {
 	}
 }
 
+// A digest with papers never says arXiv announced nothing, even when its
+// window held no announcement (papers pushed by the host on a weekend).
+func TestRenderDigestWithPapersOutsideAnAnnouncement(t *testing.T) {
+	c := sampleDigest()
+	c.NoAnnouncement = true
+	text, html, err := RenderDigest(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range []string{text, html} {
+		if strings.Contains(part, NoAnnouncementLine) || !strings.Contains(part, "27 new papers") {
+			t.Errorf("a digest with 27 papers renders the no-announcement line or no count:\n%s", part)
+		}
+	}
+	c = DigestContent{Heading: "Your daily papers", ManageURL: manageURL, UnsubscribeURL: unsubURL, NoAnnouncement: true}
+	if text, _, _ := RenderDigest(c); !strings.Contains(text, NoAnnouncementLine) {
+		t.Errorf("an empty digest without an announcement does not say so:\n%s", text)
+	}
+}
+
 func TestRenderConfirm(t *testing.T) {
 	c := ConfirmContent{Email: "reader+x@example.org", ConfirmURL: "https://followfeed.example/confirm?t=abc&x=1", ManageURL: manageURL}
 	subject, text, html, err := RenderConfirm(c)
