@@ -394,3 +394,76 @@ func TestPruneRemovesOldFinalEvents(t *testing.T) {
 		t.Errorf("a second prune deleted %d", n)
 	}
 }
+
+// TestAFilteredChannelGetsAPaperWhenItsFollowFirstMatches: the reader
+// follows cs.LG and a researcher. A channel limited to the researcher does
+// not get a cs.LG paper by someone else, but gets it when enrichment later
+// finds the researcher among its authors, although the reader's cs.LG
+// follow matched it before; a paper that arrives with the researcher comes
+// at once. A channel limited to both follows gets the first paper once
+// (cs.LG, then the researcher in a later window: the ledger), and so does
+// the unfiltered channel.
+func TestAFilteredChannelGetsAPaperWhenItsFollowFirstMatches(t *testing.T) {
+	t.Parallel()
+	e := setup(t, time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	const researcher = "openalex:A5023888391"
+	user := e.reader("filtered", "UTC", 7, "monday", "category/cs.LG", "researcher/"+researcher)
+	r, err := follow.ParseTarget("researcher", researcher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lg, err := follow.ParseTarget("category", "cs.LG")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.webhook(user, "researcher", "instant", r)
+	e.webhook(user, "both", "instant", lg, r)
+	e.webhook(user, "all", "instant")
+	daily := e.webhook(user, "daily", "daily", r)
+
+	e.push(testPaper("2611.00100", "cs.LG")) // no author ids yet
+	e.run()
+	if got := e.rcv.papers("researcher"); len(got) != 0 {
+		t.Fatalf("the researcher's channel got %v before any researcher matched", got)
+	}
+	if got := e.rcv.papers("both"); !slices.Equal(got, []string{"2611.00100"}) {
+		t.Fatalf("the channel of both follows got %v, want the cs.LG paper", got)
+	}
+
+	// Enrichment adds the researcher: the researcher's channel gets the
+	// paper now; the others already had it.
+	res, err := e.papers.Enrich(e.ctx, []string{"2611.00100"}, func(p *paper.Paper) {
+		p.Authors[0].IDs = []string{researcher}
+	})
+	if err != nil || res.Keys == 0 {
+		t.Fatalf("enrich: %+v %v", res, err)
+	}
+	e.match(res)
+	e.run()
+	// A paper that arrives with the researcher already known.
+	e.push(testPaper("2611.00200", "cs.LG", researcher))
+	e.run()
+	// The daily channel's window closes at 07:00 the next day.
+	e.clk.Set(time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC))
+	if _, err := e.ch.ScheduleWindows(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.run(); !slices.Contains(got, daily) {
+		t.Fatalf("the daily channel was not collected at its hour (collected %v)", got)
+	}
+
+	for ch, want := range map[string][]string{
+		"researcher": {"2611.00100", "2611.00200"},
+		"both":       {"2611.00100", "2611.00200"},
+		"all":        {"2611.00100", "2611.00200"},
+	} {
+		if got := e.rcv.papers(ch); !slices.Equal(got, want) {
+			t.Errorf("channel %s got %v, want %v", ch, got, want)
+		}
+	}
+	got := e.rcv.papers("daily")
+	sort.Strings(got)
+	if want := []string{"2611.00100", "2611.00200"}; !slices.Equal(got, want) {
+		t.Errorf("the daily researcher channel got %v, want %v", got, want)
+	}
+}

@@ -1,6 +1,7 @@
 package channels
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/database"
+	"followfeed/follow"
 	"followfeed/match"
 	"followfeed/notify"
 )
@@ -143,12 +145,20 @@ func (s *Service) nextWindow(ctx context.Context, tx pgx.Tx, userID int64, mode 
 }
 
 // Collect turns a channel's new matches into events: under the channel's
-// row lock it takes the window (watermark, high_seq], the reader's papers
-// first matched in it (restricted to the channel's follows), writes them as
-// events of at most PapersPerEvent papers, moves the watermark and queues
-// one delivery job per event, all in one transaction. So a paper reaches a
-// channel once, and a crash before the commit leaves the window for the
-// retry. A channel that is gone or disabled collects nothing.
+// row lock it takes the window (watermark, high_seq] and the papers new to
+// the channel in it, writes them as events of at most PapersPerEvent
+// papers, records them in the channel's ledger (channel_papers), moves the
+// watermark and queues one delivery job per event, all in one transaction.
+// A channel for all follows gets the papers the reader's follows first
+// matched in the window, as their feed and digest do. A channel limited to
+// some follows gets a paper the first time one of those follows matches
+// it, whatever the reader's other follows matched before (a cs.LG paper
+// reaches a researcher's channel when enrichment finds the researcher),
+// and the ledger keeps it to once per channel when two of its follows
+// match in different windows. New versions a follow opted into pass the
+// ledger, as they reach the feed. A crash before the commit leaves the
+// window for the retry. A channel that is gone or disabled collects
+// nothing.
 func (s *Service) Collect(ctx context.Context, channelID int64) (events int, err error) {
 	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
 		var userID, watermark int64
@@ -175,48 +185,130 @@ func (s *Service) Collect(ctx context.Context, channelID int64) (events int, err
 		}
 		// Seq order is commit order (paper.Store), so nothing can later
 		// appear at or below high: the window is complete.
-		rs, err := s.matcher.MatchedMany(ctx, []match.Query{{UserID: userID, AfterSeq: watermark, UpToSeq: high, Limit: MaxPapersPerWindow}})
+		found, err := s.windowPapers(ctx, userID, keys, watermark, high)
 		if err != nil {
 			return err
 		}
-		var papers []PaperJSON
-		for _, p := range rs[0].Papers {
-			if p.Deleted || !carries(keys, p) {
-				continue
-			}
-			papers = append(papers, toPaperJSON(p))
+		found, err = unsent(ctx, tx, channelID, found)
+		if err != nil {
+			return err
 		}
-		var ids []int64
+		papers := make([]PaperJSON, 0, len(found))
+		ids := make([]int64, 0, len(found))
+		for _, p := range found {
+			papers = append(papers, toPaperJSON(p))
+			ids = append(ids, p.ID)
+		}
+		// The ledger: channel_papers_pkey; a replacement already there
+		// keeps its row.
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO channel_papers (channel_id, paper_id, sent_at) SELECT $1, unnest($2::bigint[]), $3
+			ON CONFLICT DO NOTHING`, channelID, ids, s.now()); err != nil {
+			return fmt.Errorf("recording the papers of channel %d: %w", channelID, err)
+		}
+		var eventIDs []int64
 		for chunk := range slices.Chunk(papers, PapersPerEvent) {
 			id, err := s.insertEvent(ctx, tx, channelID, TypeMatched, chunk)
 			if err != nil {
 				return err
 			}
-			ids = append(ids, id)
+			eventIDs = append(eventIDs, id)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE channels SET watermark = $2 WHERE id = $1`, channelID, high); err != nil {
 			return fmt.Errorf("moving the watermark of channel %d: %w", channelID, err)
 		}
-		events = len(ids)
-		if len(ids) == 0 {
+		events = len(eventIDs)
+		if len(eventIDs) == 0 {
 			return nil
 		}
-		return s.enq.EnqueueChannelDeliveries(ctx, tx, ids)
+		return s.enq.EnqueueChannelDeliveries(ctx, tx, eventIDs)
 	})
 	return events, err
 }
 
-// carries reports whether a channel restricted to keys (nil: all) carries p.
-func carries(keys []string, p match.Paper) bool {
+// windowPapers is the window (after, upTo] of a channel of user carrying
+// keys (nil: every follow), newest first, at most MaxPapersPerWindow, no
+// deleted papers. For all follows it is the reader's own window (one
+// query, as digests run it). For some, one query per key (match.Query.Only,
+// all in one statement), so that each follow's first match counts rather
+// than the reader's; a paper two keys matched comes once, with the newest
+// seq. Each per-key query costs what a per-follow feed's does.
+func (s *Service) windowPapers(ctx context.Context, userID int64, keys []string, after, upTo int64) ([]match.Paper, error) {
+	var qs []match.Query
 	if keys == nil {
-		return true
+		qs = []match.Query{{UserID: userID, AfterSeq: after, UpToSeq: upTo, Limit: MaxPapersPerWindow}}
 	}
-	for _, r := range p.Reasons {
-		if slices.Contains(keys, r.Key()) {
-			return true
+	for _, k := range keys {
+		t, err := follow.TargetFromKey(k)
+		if err != nil {
+			continue // not a key a follow can have: matches nothing
+		}
+		qs = append(qs, match.Query{UserID: userID, Only: &t, AfterSeq: after, UpToSeq: upTo, Limit: MaxPapersPerWindow})
+	}
+	if len(qs) == 0 {
+		return nil, nil
+	}
+	rs, err := s.matcher.MatchedMany(ctx, qs)
+	if err != nil {
+		return nil, err
+	}
+	var out []match.Paper
+	at := map[int64]int{} // paper id → index in out
+	for _, r := range rs {
+		for _, p := range r.Papers {
+			if p.Deleted {
+				continue
+			}
+			i, ok := at[p.ID]
+			if !ok {
+				at[p.ID] = len(out)
+				out = append(out, p)
+				continue
+			}
+			// Matched by several keys: a first match wins over a new
+			// version (the ledger lets the latter through).
+			if !p.Replaced {
+				out[i].Replaced = false
+			}
+			out[i].Seq = max(out[i].Seq, p.Seq)
 		}
 	}
-	return false
+	slices.SortStableFunc(out, func(a, b match.Paper) int { return cmp.Compare(b.Seq, a.Seq) })
+	if len(out) > MaxPapersPerWindow {
+		out = out[:MaxPapersPerWindow]
+	}
+	return out, nil
+}
+
+// unsent drops from ps the papers channelID was already sent, except new
+// versions (Replaced), which a follow that opted in gets again. One probe
+// of channel_papers_pkey per candidate.
+func unsent(ctx context.Context, tx pgx.Tx, channelID int64, ps []match.Paper) ([]match.Paper, error) {
+	var ids []int64
+	for _, p := range ps {
+		if !p.Replaced {
+			ids = append(ids, p.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return ps, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT paper_id FROM channel_papers WHERE channel_id = $1 AND paper_id = ANY($2)`, channelID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("reading the ledger of channel %d: %w", channelID, err)
+	}
+	sent, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("reading the ledger of channel %d: %w", channelID, err)
+	}
+	if len(sent) == 0 {
+		return ps, nil
+	}
+	done := make(map[int64]bool, len(sent))
+	for _, id := range sent {
+		done[id] = true
+	}
+	return slices.DeleteFunc(ps, func(p match.Paper) bool { return !p.Replaced && done[p.ID] }), nil
 }
 
 func toPaperJSON(p match.Paper) PaperJSON {

@@ -450,6 +450,11 @@ func (s *Service) Deliveries(ctx context.Context, userID, id int64) ([]Delivery,
 // the ledger; Prune removes older ones with their attempts.
 const EventRetention = 30 * 24 * time.Hour
 
+// LedgerRetention is how long a channel remembers a paper it was sent
+// (channel_papers): enrichment and late matches come within days, so a
+// paper older than this is not matched again in practice.
+const LedgerRetention = 90 * 24 * time.Hour
+
 // pruneBatch bounds the rows one prune statement deletes.
 const pruneBatch = 5000
 
@@ -459,8 +464,17 @@ const pruneBatch = 5000
 // need them. It runs hourly (channel_prune). There is no index on
 // updated_at: each statement walks channel_events_pkey in id (creation)
 // order, so old rows come first and a full batch stops early; the last,
-// short batch reads the table once, which 30 days of events bound.
+// short batch reads the table once, which 30 days of events bound. It
+// also deletes ledger rows older than LedgerRetention and secret pages
+// past their expiry (channel_papers_sent_idx, channel_reveals_expires_idx),
+// which it does not count.
 func (s *Service) Prune(ctx context.Context) (int, error) {
+	if _, err := s.db.Pool.Exec(ctx, `DELETE FROM channel_papers WHERE sent_at < $1`, s.now().Add(-LedgerRetention)); err != nil {
+		return 0, fmt.Errorf("pruning channel ledgers: %w", err)
+	}
+	if _, err := s.db.Pool.Exec(ctx, `DELETE FROM channel_reveals WHERE expires_at < $1`, s.now()); err != nil {
+		return 0, fmt.Errorf("pruning secret pages: %w", err)
+	}
 	cutoff := s.now().Add(-EventRetention)
 	total := 0
 	for {

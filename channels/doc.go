@@ -2,14 +2,17 @@
 // webhooks (Standard Webhooks), Slack incoming webhooks (Block Kit),
 // Discord webhooks (embeds) and Matrix rooms (client-server API). It owns
 // the tables channels, channel_events (the delivery ledger: one row per
-// channel and event) and channel_attempts.
+// channel and event), channel_attempts, channel_papers (the papers each
+// channel was sent) and channel_reveals (one-time pages of new secrets).
 //
 // Flow: the match job's OnAffected hook (ScheduleInstant) or the periodic
 // scheduler (ScheduleWindows, daily and weekly channels at the reader's
 // digest time) queues a collection; Collect takes the channel's window
-// (watermark, high_seq] of matches, writes events and their delivery jobs
-// in one transaction and moves the watermark, so a paper reaches a channel
-// once; Deliver sends an event and records every attempt.
+// (watermark, high_seq] of matches (for a channel limited to some follows,
+// each follow's own first matches), writes events and their delivery jobs,
+// records the papers in channel_papers and moves the watermark in one
+// transaction, so a paper reaches a channel once; Deliver sends an event
+// and records every attempt.
 //
 // Delivery policy: at least once. An event stays pending until the
 // receiver accepted it; a retry (or a worker killed mid-request, whose job

@@ -16,14 +16,17 @@ import (
 
 // The settings page's push-channel section (template _channels.html): the
 // same plain forms, CSRF token and post/redirect/get as the rest of the
-// page. Creating a webhook and rotating its secret answer with the page
-// itself (no redirect), because that page is the only place the new
-// whsec_ secret is ever shown.
+// page. Creating a webhook and rotating its secret redirect to a one-time
+// page (/settings/channels/secret/{nonce}, channels.Service.OfferSecret)
+// that shows the new whsec_ secret once and then answers 404 "already
+// shown": reloading it, or going back to it, never submits the form again
+// (no second channel, no second rotation).
 
 // registerChannels adds the channel form routes.
 func (s *Settings) registerChannels(mux *http.ServeMux) {
 	mux.HandleFunc("POST /settings/channels", s.postChannelAdd)
 	mux.HandleFunc("POST /settings/channels/{id}", s.postChannel)
+	mux.HandleFunc("GET /settings/channels/secret/{nonce}", s.secretPage)
 }
 
 // channelsData is the section's data.
@@ -189,11 +192,13 @@ var channelFlashes = map[string]string{
 	"channel-rotating": "New signing secret below. Copy it now: it is not shown again. The old one keeps signing for 24 hours.",
 }
 
-// channelAction is a channel form's outcome: either a redirect flash
-// (done) or a page rendered in place (secret), or a rejected field.
+// channelAction is a channel form's outcome: a redirect to the page with
+// a flash (done), or to a one-time secret page of channel reveal (rotated:
+// after a rotation), or a rejected field.
 type channelAction struct {
-	done   string
-	secret *shownSecret
+	done    string
+	reveal  int64
+	rotated bool
 }
 
 // channelPost runs a channel form for a signed-in reader (manage links
@@ -229,7 +234,16 @@ func (s *Settings) channelPost(w http.ResponseWriter, r *http.Request, errorFor 
 		}
 		fe = &fieldError{Field: e.Field, Message: e.Message}
 	}
-	if fe == nil && res.secret == nil {
+	if fe == nil && res.reveal != 0 {
+		nonce, err := s.Channels.OfferSecret(r.Context(), v.userID, res.reveal, res.rotated)
+		if err != nil {
+			writeError(w, r, s.Logger, err)
+			return
+		}
+		http.Redirect(w, r, "/settings/channels/secret/"+nonce+"#new-secret", http.StatusSeeOther)
+		return
+	}
+	if fe == nil {
 		http.Redirect(w, r, "/settings?done="+res.done+"#channels", http.StatusSeeOther)
 		return
 	}
@@ -238,18 +252,55 @@ func (s *Settings) channelPost(w http.ResponseWriter, r *http.Request, errorFor 
 		writeError(w, r, s.Logger, err)
 		return
 	}
-	status, flash := http.StatusOK, channelFlashes[res.done]
-	if fe != nil {
-		status, flash = http.StatusUnprocessableEntity, "Not saved — see the channels section."
-		d.Channels.Error, d.Channels.ErrorFor = fe, errorFor
-		if errorFor == 0 {
-			d.Channels.Add = addFormOf(r)
-			d.Channels.Types = options(channelTypeLabels, d.Channels.Add.Type)
-			d.Channels.Modes = options(channelModeLabels, d.Channels.Add.Mode)
+	d.Channels.Error, d.Channels.ErrorFor = fe, errorFor
+	if errorFor == 0 {
+		d.Channels.Add = addFormOf(r)
+		d.Channels.Types = options(channelTypeLabels, d.Channels.Add.Type)
+		d.Channels.Modes = options(channelModeLabels, d.Channels.Add.Mode)
+	}
+	renderPage(w, r, s.Logger, http.StatusUnprocessableEntity, "settings.html", page{Title: "Settings", SignedIn: true, CSRF: v.csrf,
+		Flash: "Not saved — see the channels section.", Scripts: []string{"/static/settings.js?v=" + assetVersion("settings.js")}, Data: d})
+}
+
+// secretPage is the one-time page of a new signing secret: the settings
+// page with the secret on top, once (200); opened again, expired, or not
+// the reader's: the settings page with a 404 and a notice that says what
+// to do. Never cached (renderPage's no-store), no referrer.
+func (s *Settings) secretPage(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	v, err := s.who(r, "")
+	if err != nil && !errors.Is(err, auth.ErrBadLink) {
+		writeError(w, r, s.Logger, err)
+		return
+	}
+	if v == nil {
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return
+	}
+	rv, err := s.Channels.RevealSecret(r.Context(), v.userID, r.PathValue("nonce"))
+	status, flash := http.StatusOK, ""
+	var shown *shownSecret
+	if err != nil {
+		e, ok := apperr.As(err)
+		if !ok || e.Code != apperr.NotFound {
+			writeError(w, r, s.Logger, err)
+			return
+		}
+		status, flash = http.StatusNotFound, "Not shown again: "+e.Message+"."
+	} else {
+		shown = &shownSecret{ID: rv.ChannelID, Target: rv.URL, Secret: rv.Secret, Rotated: rv.Rotated}
+		flash = channelFlashes["channel-webhook"]
+		if rv.Rotated {
+			flash = channelFlashes["channel-rotating"]
 		}
 	}
-	d.Channels.Secret = res.secret
-	renderPage(w, r, s.Logger, status, "settings.html", page{Title: "Settings", SignedIn: true, CSRF: v.csrf,
+	d, err := s.data(r, v)
+	if err != nil {
+		writeError(w, r, s.Logger, err)
+		return
+	}
+	d.Channels.Secret = shown
+	renderPage(w, r, s.Logger, status, "settings.html", page{Title: "Settings", SignedIn: !v.emailOnly, CSRF: v.csrf,
 		Flash: flash, Scripts: []string{"/static/settings.js?v=" + assetVersion("settings.js")}, Data: d})
 }
 
@@ -315,7 +366,7 @@ func (s *Settings) postChannelAdd(w http.ResponseWriter, r *http.Request) {
 			return channelAction{}, err
 		}
 		if c.Secret != "" {
-			return channelAction{done: "channel-webhook", secret: &shownSecret{ID: c.ID, Target: c.URL, Secret: c.Secret}}, nil
+			return channelAction{reveal: c.ID}, nil
 		}
 		return channelAction{done: "channel-added"}, nil
 	})
@@ -348,7 +399,7 @@ func (s *Settings) postChannel(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return channelAction{}, err
 			}
-			return channelAction{done: "channel-rotating", secret: &shownSecret{ID: c.ID, Target: c.URL, Secret: c.Secret, Rotated: true}}, nil
+			return channelAction{reveal: c.ID, rotated: true}, nil
 		case "delete":
 			return channelAction{done: "channel-deleted"}, s.Channels.Delete(ctx, v.userID, id)
 		}

@@ -43,7 +43,8 @@ func text(ctx context.Context, t *testing.T, sel string) string {
 // TestChannelsOnTheSettingsPageInABrowser: in Chromium, the add form shows
 // the fields of the chosen type; a refused URL comes back with the reason
 // next to the form and the value kept; a Discord and a webhook channel are
-// added (the webhook's secret shown once), a test event's delivery appears
+// added (the webhook's secret shown once, on a page that a reload does not
+// submit again, nor does a reload of its rotation's), a test event's delivery appears
 // in the list and in the deliveries table, a channel is disabled and one
 // deleted — all stored, as the JSON API shows.
 func TestChannelsOnTheSettingsPageInABrowser(t *testing.T) {
@@ -128,6 +129,17 @@ func TestChannelsOnTheSettingsPageInABrowser(t *testing.T) {
 		t.Fatalf("secret shown: %q", secret)
 	}
 	b.Screenshot(ctx, t, "settings-channels-secret")
+	if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || !strings.Contains(loc, "/settings/channels/secret/ffr_") {
+		t.Fatalf("the secret is not on its one-time page: %q %v", loc, err)
+	}
+	// Reloading the page neither adds a second channel nor shows the
+	// secret again.
+	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(`#channels`)); err != nil {
+		t.Fatal(err)
+	}
+	if main := text(ctx, t, `main`); strings.Contains(main, "whsec_") || !strings.Contains(text(ctx, t, `p.flash`), "already shown") {
+		t.Errorf("after a reload of the secret page: flash %q, secret shown again: %v", text(ctx, t, `p.flash`), strings.Contains(main, "whsec_"))
+	}
 	l := list()
 	if len(l.Channels) != 2 || l.Channels[0].Type != "discord" || l.Channels[0].Mode != "daily" ||
 		l.Channels[1].Type != "webhook" || len(l.Channels[1].Follows) != 1 || l.Channels[1].Follows[0].ID != "cs.LG" {
@@ -136,6 +148,23 @@ func TestChannelsOnTheSettingsPageInABrowser(t *testing.T) {
 	dID, hID := l.Channels[0].ID, l.Channels[1].ID
 	hookLi := fmt.Sprintf(`li[data-channel="%d"]`, hID)
 	discordLi := fmt.Sprintf(`li[data-channel="%d"]`, dID)
+
+	// Rotate: the new secret on its own one-time page; a reload rotates
+	// nothing.
+	if err := submit(ctx, hookLi+` button.rotate`); err != nil {
+		t.Fatal(err)
+	}
+	rotated, _ := chromedp.Run(ctx, chromedp.Value(`#secret-value`))
+	if !strings.HasPrefix(rotated, "whsec_") || rotated == secret {
+		t.Fatalf("rotated secret shown: %q", rotated)
+	}
+	until := list().Channels[1].RotatingUntil
+	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(`#channels`)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text(ctx, t, `main`), "whsec_") || list().Channels[1].RotatingUntil != until {
+		t.Errorf("a reload of the rotation's page showed the secret again or rotated again")
+	}
 
 	// A test event: the delivery shows on the page after a reload.
 	if err := submit(ctx, hookLi+` button.test`); err != nil {

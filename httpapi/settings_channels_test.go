@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
@@ -11,6 +12,18 @@ import (
 )
 
 var secretOnPage = regexp.MustCompile(`id="secret-value" type="text" readonly value="(whsec_[^"]+)"`)
+
+// secretRedirect is the one-time secret page a form's 303 points to.
+func secretRedirect(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != 303 || !secretPageURL.MatchString(loc) {
+		t.Fatalf("want a 303 to a secret page, got %d %q", resp.StatusCode, loc)
+	}
+	return strings.TrimSuffix(resp.Request.URL.Scheme+"://"+resp.Request.URL.Host+loc, "#new-secret")
+}
+
+var secretPageURL = regexp.MustCompile(`^/settings/channels/secret/ffr_[A-Za-z0-9_-]{32}#new-secret$`)
 
 type channelList struct {
 	Channels []struct {
@@ -93,12 +106,22 @@ func TestSettingsPageManagesChannels(t *testing.T) {
 		t.Fatalf("rejected forms created %d channels", n)
 	}
 
-	// A webhook for one follow: the page itself shows the secret, once.
-	resp, page = testapp.Form(t, b, "POST", a.URL+"/settings/channels", url.Values{"csrf": {csrf}, "type": {"webhook"},
+	// A webhook for one follow: a redirect to a one-time page that shows
+	// the secret; reloading it shows "already shown" and adds nothing.
+	resp, _ = testapp.Form(t, b, "POST", a.URL+"/settings/channels", url.Values{"csrf": {csrf}, "type": {"webhook"},
 		"url": {rc.URL + "/hook"}, "mode": {"instant"}, "follow": {"category/cs.LG"}, "homeserver": {"ignored for a webhook"}})
+	secretPage := secretRedirect(t, resp)
+	resp, page = testapp.Form(t, b, "GET", secretPage, nil)
 	m := secretOnPage.FindStringSubmatch(page)
-	if resp.StatusCode != 200 || m == nil || resp.Header.Get("Cache-Control") != "no-store" {
-		t.Fatalf("add webhook: %d, secret shown: %v", resp.StatusCode, m != nil)
+	if resp.StatusCode != 200 || m == nil || resp.Header.Get("Cache-Control") != "no-store" || resp.Header.Get("Referrer-Policy") != "no-referrer" ||
+		!strings.Contains(page, "Webhook channel added. Copy its signing secret now") {
+		t.Fatalf("the secret page: %d, secret shown: %v, headers %v", resp.StatusCode, m != nil, resp.Header)
+	}
+	for range 2 { // reload, twice
+		resp, page = testapp.Form(t, b, "GET", secretPage, nil)
+		if resp.StatusCode != 404 || strings.Contains(page, "whsec_") || !strings.Contains(page, "already shown") {
+			t.Errorf("the secret page reloaded: %d, secret shown again: %v", resp.StatusCode, strings.Contains(page, "whsec_"))
+		}
 	}
 	l := list()
 	if len(l.Channels) != 1 || l.Channels[0].Type != "webhook" || l.Channels[0].URL != rc.URL+"/hook" ||
@@ -162,14 +185,36 @@ func TestSettingsPageManagesChannels(t *testing.T) {
 		t.Errorf("receiver got %d requests", len(got))
 	}
 
-	// Rotate: the new secret once, the old one still signing.
-	resp, page = testapp.Form(t, b, "POST", chPath, url.Values{"csrf": {csrf}, "action": {"rotate"}})
+	// Rotate: the new secret once, the old one still signing; reloading
+	// rotates nothing. Another reader cannot open (or use up) the page.
+	resp, _ = testapp.Form(t, b, "POST", chPath, url.Values{"csrf": {csrf}, "action": {"rotate"}})
+	secretPage = secretRedirect(t, resp)
+	b2, _, csrf2 := signIn(t, a, testapp.Token(t, "intruder", ""))
+	if resp, page := testapp.Form(t, b2, "GET", secretPage, nil); resp.StatusCode != 404 || strings.Contains(page, "whsec_") {
+		t.Errorf("another reader opened the secret page: %d", resp.StatusCode)
+	}
+	if resp, _ := testapp.Form(t, testapp.FormClient(t), "GET", secretPage, nil); resp.StatusCode != 303 || resp.Header.Get("Location") != "/login" {
+		t.Errorf("the secret page signed out: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	resp, page = testapp.Form(t, b, "GET", secretPage, nil)
 	m2 := secretOnPage.FindStringSubmatch(page)
 	if resp.StatusCode != 200 || m2 == nil || m2[1] == m[1] || !strings.Contains(page, "keeps signing alongside it for 24 hours") {
 		t.Fatalf("rotate: %d", resp.StatusCode)
 	}
-	if ch := list().Channels[0]; ch.RotatingUntil == "" {
+	ch := list().Channels[0]
+	if ch.RotatingUntil == "" {
 		t.Error("rotation not stored")
+	}
+	if resp, page := testapp.Form(t, b, "GET", secretPage, nil); resp.StatusCode != 404 || strings.Contains(page, m2[1]) {
+		t.Errorf("the rotated secret's page reloaded: %d", resp.StatusCode)
+	}
+	if again := list().Channels[0]; again.RotatingUntil != ch.RotatingUntil {
+		t.Errorf("reloading rotated again: until %s, then %s", ch.RotatingUntil, again.RotatingUntil)
+	}
+	for _, bad := range []string{"ffr_nope", "nope", "ffr_" + strings.Repeat("A", 200), "%00"} {
+		if resp, _ := testapp.Form(t, b, "GET", a.URL+"/settings/channels/secret/"+bad, nil); resp.StatusCode != 404 {
+			t.Errorf("secret page %q: %d", bad, resp.StatusCode)
+		}
 	}
 	matrixPath := fmt.Sprintf("%s/settings/channels/%d", a.URL, list().Channels[1].ID)
 	if resp, page := testapp.Form(t, b, "POST", matrixPath, url.Values{"csrf": {csrf}, "action": {"rotate"}}); resp.StatusCode != 422 || !strings.Contains(page, "only webhook channels") {
@@ -180,7 +225,6 @@ func TestSettingsPageManagesChannels(t *testing.T) {
 	}
 
 	t.Log("hostile: another reader cannot touch a channel through the settings forms")
-	b2, _, csrf2 := signIn(t, a, testapp.Token(t, "intruder", ""))
 	for _, act := range []string{"delete", "test", "rotate", "save"} {
 		if resp, _ := testapp.Form(t, b2, "POST", chPath, url.Values{"csrf": {csrf2}, "action": {act}, "mode": {"daily"}}); resp.StatusCode != 404 {
 			t.Errorf("%s another reader's channel: %d", act, resp.StatusCode)

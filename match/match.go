@@ -149,7 +149,9 @@ func (s *Service) AffectedUsers(ctx context.Context, tx pgx.Tx, fromSeq, toSeq i
 type Query struct {
 	UserID int64
 	// Only restricts matching to one of the user's follows (a per-follow
-	// feed); nil means all of them.
+	// feed, a filtered channel); nil means all of them. In a window, a
+	// paper is new when this follow first matched it there, whatever the
+	// user's other follows matched before.
 	Only *follow.Target
 	// AfterSeq and UpToSeq bound the window (AfterSeq, UpToSeq]: a paper is
 	// in it when the user's follows first matched it inside the window, or
@@ -283,7 +285,9 @@ func newQueryArrays(qs []Query) queryArrays {
 // the window cannot have such a match, so only older papers are probed. The
 // LATERAL ... LIMIT 1 probes that candidate's few key rows (primary key on
 // paper_id); a plain EXISTS lets the planner hash every earlier match of
-// every followed key instead.
+// every followed key instead. With only_key, "before" means before by that
+// follow: a paper another follow matched earlier is new to it (filtered
+// channels).
 // total counts what is kept (window functions run before LIMIT).
 const matchedManySQL = `
 	WITH q AS (
@@ -336,6 +340,7 @@ const matchedManySQL = `
 				WHERE k1.key = pk.key AND k2.key <> pk.key
 			) x
 			JOIN follows fo ON fo.user_id = q.user_id AND fo.key = x.key
+			  AND (q.only_key = '' OR fo.key = q.only_key)
 			WHERE q.after_seq > 0 AND NOT c.new_in_window AND pk.paper_id = c.paper_id
 			  AND pk.seq <= q.after_seq AND NOT pk.replacement
 			  AND (fo.include_cross_lists OR NOT pk.cross_list)
