@@ -177,7 +177,7 @@ func TestOpenAlexArxivIDFromDOI(t *testing.T) {
 func openAlexTestServer(t *testing.T) *oaiServer {
 	return newOAIServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		q := r.URL.Query()
-		if r.URL.Path != "/works" || q.Get("select") != "id,doi,authorships" || q.Get("per-page") != "100" ||
+		if r.URL.Path != "/works" || q.Get("select") != "id,doi,authorships,referenced_works" || q.Get("per-page") != "100" ||
 			q.Get("mailto") != "ops@example.org" || q.Get("api_key") != "k3y" {
 			t.Errorf("bad request %s", r.URL)
 		}

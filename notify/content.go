@@ -252,8 +252,9 @@ func (plan digestPlan) fill(details map[int64]match.Paper) DigestContent {
 				dg.Name = groupName(g.first, d)
 			}
 			reasons := make([]string, 0, len(p.Reasons))
+			d.Events = p.Events // the window's events, with the details' title
 			for _, r := range p.Reasons {
-				reasons = append(reasons, r.ReasonName(plan.labels[r.Key()], d.AuthorName))
+				reasons = append(reasons, d.ReasonName(r, plan.labels[r.Key()]))
 			}
 			authors := make([]string, 0, len(d.Authors))
 			for _, a := range d.Authors {

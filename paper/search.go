@@ -229,16 +229,21 @@ func scanRecent(ctx context.Context, tx pgx.Tx, since time.Time, skipKey string,
 
 // BackfillHook returns the follow.Service hook that backfills a newly
 // followed saved search over the last BackfillDays days (now may be nil:
-// time.Now). Other kinds need nothing.
+// time.Now), and makes a newly followed paper without a known OpenAlex work
+// due for enrichment (scheduleWorkLookup), so papers citing it can be
+// recognised. Other kinds need nothing.
 func (st *Store) BackfillHook(now func() time.Time) follow.FollowHook {
 	if now == nil {
 		now = time.Now
 	}
 	return func(ctx context.Context, tx pgx.Tx, _ int64, t follow.Target) error {
-		if t.Kind != follow.Query {
-			return nil
+		switch t.Kind {
+		case follow.Query:
+			_, err := st.BackfillSearch(ctx, tx, t.ID, now().Add(-BackfillDays*24*time.Hour))
+			return err
+		case follow.Paper:
+			return scheduleWorkLookup(ctx, tx, t.ID, now())
 		}
-		_, err := st.BackfillSearch(ctx, tx, t.ID, now().Add(-BackfillDays*24*time.Hour))
-		return err
+		return nil
 	}
 }
