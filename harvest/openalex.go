@@ -33,8 +33,8 @@ const (
 	openAlexMaxInstitutions   = 10_000
 	// openAlexMaxReferences caps the referenced works kept per work (a
 	// survey cites a few hundred).
-	openAlexMaxReferences = 2_000
-	openAlexArxivDOIPrefix    = "10.48550/arxiv."
+	openAlexMaxReferences  = 2_000
+	openAlexArxivDOIPrefix = "10.48550/arxiv."
 )
 
 // OpenAlexConfig configures an OpenAlexClient. The zero value of every field

@@ -156,7 +156,7 @@ type keyRow struct {
 	Version     int    `json:"version"`
 	Cross       bool   `json:"cross_list"`
 	Replacement bool   `json:"replacement"`
-	NewPaper    bool   `json:"new_paper"` // written with the paper's first insert
+	NewPaper    bool   `json:"new_paper"`        // written with the paper's first insert
 	Event       string `json:"event"`            // a followed paper's event (events.go), "" otherwise
 	Detail      string `json:"detail,omitempty"` // what the event's reader is told
 }

@@ -21,6 +21,8 @@ const (
 
 // Work is what the fake knows about one arXiv id.
 type Work struct {
+	// ID is the work's OpenAlex URL; "" gives WorkURL of its arXiv id.
+	ID      string
 	Authors []Author
 	// References are the works it cites, as OpenAlex URLs
 	// ("https://openalex.org/W…"; WorkURL gives a known paper's).
@@ -149,7 +151,11 @@ func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			continue
 		}
-		wk := work{ID: WorkURL(id), DOI: "https://doi.org/10.48550/arXiv." + id, ReferencedWorks: k.References}
+		wid := k.ID
+		if wid == "" {
+			wid = WorkURL(id)
+		}
+		wk := work{ID: wid, DOI: "https://doi.org/10.48550/arXiv." + id, ReferencedWorks: k.References}
 		for _, a := range k.Authors {
 			as := authorship{Author: author{ID: "https://openalex.org/" + a.ID, DisplayName: a.Name}, RawAuthorName: a.Name}
 			if a.Inst != "" {
