@@ -25,7 +25,14 @@ ALTER TABLE papers ADD COLUMN openalex_id text CHECK (length(openalex_id) <= 40)
 -- Enrichment: the followed papers among a batch's referenced works.
 CREATE INDEX papers_openalex_idx ON papers (openalex_id) WHERE openalex_id IS NOT NULL;
 
+-- Saved-search backfill and preview (paper.scanRecent): the papers of the
+-- last 30 days, newest first, as a range scan instead of a scan of every
+-- paper (1M at scale S).
+CREATE INDEX papers_recent_idx ON papers ((coalesce(announced_at, submitted_at, created_at)) DESC, id DESC)
+    WHERE deleted_at IS NULL;
+
 -- +goose Down
+DROP INDEX papers_recent_idx;
 DROP INDEX papers_openalex_idx;
 ALTER TABLE papers DROP COLUMN openalex_id;
 DELETE FROM paper_keys WHERE event <> '';
