@@ -9,7 +9,6 @@ import (
 	"followfeed/internal/testdb"
 )
 
-
 // The backfill and preview scan reads the last 30 days through
 // papers_recent_idx, not every paper: with the table's statistics the
 // planner picks the index for a window holding a small share of papers.
