@@ -152,7 +152,7 @@ func Generate(ctx context.Context, db *database.DB, s Scale, log io.Writer) erro
 			) k
 			GROUP BY paper_id, key
 			ORDER BY paper_id, key`, nil},
-		{"key primary key", `ALTER TABLE paper_keys ADD PRIMARY KEY (paper_id, key, version)`, nil},
+		{"key primary key", `ALTER TABLE paper_keys ADD PRIMARY KEY (paper_id, key, version, event)`, nil},
 		{"key seq index", `CREATE INDEX paper_keys_key_seq_idx ON paper_keys (key, seq DESC) INCLUDE (paper_id, cross_list, replacement, new_paper)`, nil},
 		{"watermark", `UPDATE match_state SET high_seq = (SELECT max(seq) FROM paper_keys)`, nil},
 		{"users", `INSERT INTO users (sub, email, email_confirmed_at, timezone)

@@ -324,7 +324,7 @@ func toPaperJSON(p match.Paper) PaperJSON {
 		out.Authors = append(out.Authors, a.Name)
 	}
 	for _, t := range p.Reasons {
-		out.Reasons = append(out.Reasons, Reason{Kind: string(t.Kind), ID: t.ID, Name: t.ReasonName("", p.AuthorName)})
+		out.Reasons = append(out.Reasons, Reason{Kind: string(t.Kind), ID: t.ID, Name: p.ReasonName(t, "")})
 	}
 	return out
 }

@@ -14,6 +14,7 @@ import (
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/match"
+	"followfeed/paper"
 )
 
 // Format is a feed syntax.
@@ -370,9 +371,20 @@ func htmlURL(t follow.Target) string {
 // versions or renders.
 func ItemID(arxivID string) string { return "tag:arxiv.org,1991:" + arxivID }
 
+// EventItemID is the id of a paper's item when a followed paper's event put
+// it in the feed (event is match.Paper.EventID: "v3", "published",
+// "withdrawn", "cites:2202.02326"): each event is its own item, which a feed
+// reader shows once, and it is as stable as ItemID.
+func EventItemID(arxivID, event string) string {
+	if event == "" {
+		return ItemID(arxivID)
+	}
+	return ItemID(arxivID) + "/" + event
+}
+
 func item(p match.Paper, labels map[string]string) Item {
 	it := Item{
-		ID:         ItemID(p.ArxivID),
+		ID:         EventItemID(p.ArxivID, p.EventID()),
 		Title:      p.Title,
 		Summary:    p.Abstract,
 		AbsURL:     p.AbsURL,
@@ -381,7 +393,7 @@ func item(p match.Paper, labels map[string]string) Item {
 		Published:  p.SubmittedAt,
 		Updated:    p.UpdatedAt,
 	}
-	if p.Replaced {
+	if p.Replaced && (len(p.Events) == 0 || p.Events[0].Kind == paper.EventVersion) {
 		it.Title = fmt.Sprintf("%s (v%d)", p.Title, p.Version)
 	}
 	for _, a := range p.Authors {
@@ -390,7 +402,7 @@ func item(p match.Paper, labels map[string]string) Item {
 	if len(p.Reasons) > 0 {
 		var names []string
 		for _, r := range p.Reasons {
-			names = append(names, r.ReasonName(labels[r.Key()], p.AuthorName))
+			names = append(names, p.ReasonName(r, labels[r.Key()]))
 		}
 		it.Content = "Following: " + strings.Join(names, " · ")
 	}

@@ -116,3 +116,30 @@ func ActiveSearches(ctx context.Context, tx pgx.Tx) ([]string, error) {
 	}
 	return out, nil
 }
+
+// FollowedPapers returns, inside tx, which of arxivIDs (normalised ids)
+// somebody follows as kind paper: package paper writes those papers' events
+// at ingest. One probe of follow_counts' primary key per id.
+func FollowedPapers(ctx context.Context, tx pgx.Tx, arxivIDs []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(arxivIDs) == 0 {
+		return out, nil
+	}
+	keys := make([]string, len(arxivIDs))
+	for i, id := range arxivIDs {
+		keys[i] = Target{Kind: Paper, ID: id}.Key()
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT substr(key, 7) FROM follow_counts WHERE key = ANY($1) AND followers > 0`, keys)
+	if err != nil {
+		return nil, fmt.Errorf("finding followed papers: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("finding followed papers: %w", err)
+	}
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, nil
+}

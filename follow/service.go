@@ -75,7 +75,9 @@ func ReasonLabels(follows []Follow) map[string]string {
 }
 
 // Options change a follow. A nil field keeps the current value (or the
-// default for a new follow: cross-lists included, replacements not).
+// default for a new follow: cross-lists included, replacements not). A
+// follow of kind paper always includes replacements: its events are
+// replacement rows.
 type Options struct {
 	IncludeCrossLists   *bool
 	IncludeReplacements *bool
@@ -137,6 +139,13 @@ func (s *Service) Follow(ctx context.Context, userID int64, t Target, o Options)
 			return Follow{}, false, apperr.InvalidField("label", "a label may have at most %d characters", MaxLabel)
 		}
 		o.Label = &l
+	}
+	if t.Kind == Paper {
+		// A paper follow exists for its events (new versions, publication,
+		// withdrawal, citations), which are replacement rows: it always
+		// includes them.
+		yes := true
+		o.IncludeReplacements = &yes
 	}
 	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
 		if err := lockUser(ctx, tx, userID); err != nil {

@@ -215,7 +215,8 @@ func foundIDs(found map[string]Enrichment) []string {
 
 // applyEnrichment gives p's authors the ids of their OpenAlex counterparts:
 // same name first, then same surname and initial, then the same position
-// when both lists are equally long. Institutions are added.
+// when both lists are equally long. Institutions are added; the work id and
+// its references are handed to the store (citation events).
 func applyEnrichment(p *paper.Paper, e Enrichment) {
 	used := make([]bool, len(e.Authors))
 	match := func(i int, same func(a, b string) bool) bool {
@@ -248,6 +249,10 @@ func applyEnrichment(p *paper.Paper, e Enrichment) {
 		}
 	}
 	p.Institutions = appendNew(p.Institutions, e.Institutions...)
+	if e.WorkID != "" {
+		p.OpenAlexID = e.WorkID
+	}
+	p.References = e.References
 }
 
 // surnameInitial is "wen m" for "Mingzhi Wen" and "M. Wen".

@@ -31,7 +31,10 @@ const (
 	openAlexMaxWait           = 5 * time.Minute
 	openAlexDefaultTimeout    = time.Minute
 	openAlexMaxInstitutions   = 10_000
-	openAlexArxivDOIPrefix    = "10.48550/arxiv."
+	// openAlexMaxReferences caps the referenced works kept per work (a
+	// survey cites a few hundred).
+	openAlexMaxReferences  = 2_000
+	openAlexArxivDOIPrefix = "10.48550/arxiv."
 )
 
 // OpenAlexConfig configures an OpenAlexClient. The zero value of every field
@@ -118,6 +121,11 @@ type Enrichment struct {
 	// Institutions are every institution of every authorship, deduplicated,
 	// in first-seen order: "ror:…" (lowercase) then "openalex:I…" for each.
 	Institutions []string
+	// WorkID is the work's OpenAlex id ("W2741809807"), "" if malformed.
+	WorkID string
+	// References are the works it cites (referenced_works), as "W…" ids,
+	// deduplicated, at most 2,000; malformed ids are left out.
+	References []string
 	// InstitutionRecords describe each institution once: its ids (the
 	// ROR id and the OpenAlex id, linked as one), OpenAlex's display name
 	// and country code. They feed the identity registry.
@@ -196,7 +204,7 @@ func (c *OpenAlexClient) lookupBatch(ctx context.Context, lowIDs []string) (map[
 	q := u.Query()
 	q.Set("filter", "doi:"+strings.Join(dois, "|"))
 	q.Set("per-page", fmt.Sprint(openAlexPerPage))
-	q.Set("select", "id,doi,authorships")
+	q.Set("select", "id,doi,authorships,referenced_works")
 	if c.mailto != "" {
 		q.Set("mailto", c.mailto)
 	}
@@ -218,8 +226,9 @@ func (c *OpenAlexClient) lookupBatch(ctx context.Context, lowIDs []string) (map[
 // "results":[work…]}) into an Enrichment per work, keyed by the work's DOI
 // normalised to lowercase without resolver prefix ("10.48550/arxiv.2202.02326").
 // Works without a DOI are left out; when two works share a DOI the one with
-// more authors wins. Only id, doi and authorships are read; any DOI is kept
-// (LookupArxiv picks the arXiv ones). A body that is not JSON, lacks
+// more authors wins. Only id, doi, authorships and referenced_works are read; any DOI is kept
+// (LookupArxiv picks the arXiv ones). The work's id and its
+// referenced_works are read too (citation events of followed papers). A body that is not JSON, lacks
 // "results", has fields of the wrong type or exceeds OpenAlexMaxBodyBytes
 // gives an error wrapping ErrMalformed. Author names are valid UTF-8,
 // whitespace-collapsed and capped; at most 5000 authors are kept per work.
@@ -255,9 +264,10 @@ func ParseWorks(body []byte) (map[string]Enrichment, error) {
 }
 
 type openAlexWork struct {
-	ID          string               `json:"id"`
-	DOI         string               `json:"doi"`
-	Authorships []openAlexAuthorship `json:"authorships"`
+	ID              string               `json:"id"`
+	DOI             string               `json:"doi"`
+	Authorships     []openAlexAuthorship `json:"authorships"`
+	ReferencedWorks []string             `json:"referenced_works"`
 }
 
 type openAlexAuthorship struct {
@@ -277,6 +287,14 @@ type openAlexAuthorship struct {
 
 func openAlexEnrichment(w *openAlexWork) Enrichment {
 	var e Enrichment
+	e.WorkID, _ = openAlexEntityID(w.ID, 'W')
+	refs := make(map[string]bool)
+	for _, r := range w.ReferencedWorks {
+		if id, ok := openAlexEntityID(r, 'W'); ok && !refs[id] && len(e.References) < openAlexMaxReferences {
+			refs[id] = true
+			e.References = append(e.References, id)
+		}
+	}
 	seen := make(map[string]bool)
 	addInst := func(s string) {
 		if !seen[s] && len(e.Institutions) < openAlexMaxInstitutions {

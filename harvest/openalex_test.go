@@ -68,6 +68,16 @@ var recordedWorkEnrichment = Enrichment{
 		{IDs: []string{"ror:02jqc0m91", "openalex:I58610484"}, Name: "Seattle University", Country: "US"},
 		{IDs: []string{"ror:03c4mmv16", "openalex:I153718931"}, Name: "University of Ottawa", Country: "CA"},
 	},
+	WorkID: "W2741809807",
+	// The recorded referenced_works, in order.
+	References: []string{
+		"W1560783210", "W1724212071", "W1767272795", "W1917633107", "W1931854307", "W1944943415", "W1957687230", "W1989318653",
+		"W2003844967", "W2016860460", "W2020807482", "W2029057325", "W2031754690", "W2048185449", "W2078310052", "W2089123513",
+		"W2115339903", "W2140880926", "W2160597895", "W2231201268", "W2299516731", "W2306268324", "W2322381034", "W2343014812",
+		"W2345375849", "W2463568293", "W2511661767", "W2511663072", "W2520991028", "W2563251083", "W2566143661", "W2587705861",
+		"W2588027260", "W2611818942", "W2737712680", "W2753353163", "W2762597540", "W2785823074", "W2953072907", "W2997143876",
+		"W3012252063", "W3121567788", "W4254015553", "W4298108315", "W4301734034",
+	},
 }
 
 func TestParseWorksRecordedWork(t *testing.T) {
@@ -191,7 +201,7 @@ func TestOpenAlexArxivIDFromDOI(t *testing.T) {
 func openAlexTestServer(t *testing.T) *oaiServer {
 	return newOAIServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		q := r.URL.Query()
-		if r.URL.Path != "/works" || q.Get("select") != "id,doi,authorships" || q.Get("per-page") != "100" ||
+		if r.URL.Path != "/works" || q.Get("select") != "id,doi,authorships,referenced_works" || q.Get("per-page") != "100" ||
 			q.Get("mailto") != "ops@example.org" || q.Get("api_key") != "k3y" {
 			t.Errorf("bad request %s", r.URL)
 		}

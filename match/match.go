@@ -177,6 +177,12 @@ type Paper struct {
 	// Replaced is true when the paper is in the window because of a new
 	// version rather than a first match.
 	Replaced bool
+	// Events are the events of the user's paper follows (kind paper) that
+	// put the paper in the window, newest first, the newest of each follow
+	// and kind: the paper's own new version, publication or withdrawal, or
+	// (on a citing paper) its citation of a followed paper. Empty for
+	// every other match.
+	Events []Event
 }
 
 // Result is what Matched returns.
@@ -220,6 +226,9 @@ func (s *Service) MatchedMany(ctx context.Context, qs []Query) ([]Result, error)
 			return err
 		}
 		if err := fillReasons(ctx, tx, qs, results, needReasons); err != nil {
+			return err
+		}
+		if err := fillEvents(ctx, tx, qs, results); err != nil {
 			return err
 		}
 		return fillDetails(ctx, tx, qs, results)

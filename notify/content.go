@@ -258,9 +258,10 @@ func (plan digestPlan) fill(details map[int64]match.Paper) DigestContent {
 				dg.Name = groupName(g.first, d)
 			}
 			reasons := make([]string, 0, len(p.Reasons))
+			d.Events = p.Events // the window's events, with the details' title
 			var researchers []ReasonFollow
 			for _, r := range p.Reasons {
-				name := r.ReasonName(plan.labels[r.Key()], d.AuthorName)
+				name := d.ReasonName(r, plan.labels[r.Key()])
 				reasons = append(reasons, name)
 				if r.Kind == follow.Researcher {
 					researchers = append(researchers, ReasonFollow{ID: r.ID, Name: name})

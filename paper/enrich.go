@@ -36,7 +36,9 @@ func (st *Store) DueForEnrichment(ctx context.Context, now time.Time, limit int)
 // receives a copy of each (same version, so never a replacement) and adds
 // what a lookup found; the result is normalised (a paper it makes invalid is
 // left alone) and merged like any ingest, so new keys reach their followers
-// through a match job enqueued in the same transaction. Every paper among
+// through a match job enqueued in the same transaction. A paper's
+// OpenAlexID is stored, and its References give the followed papers it
+// cites their EventCites rows, each once. Every paper among
 // arxivIDs is marked done (enrich_after cleared), changed or not.
 func (st *Store) Enrich(ctx context.Context, arxivIDs []string, apply func(p *Paper)) (*IngestResult, error) {
 	res := &IngestResult{Received: len(arxivIDs)}
@@ -52,6 +54,7 @@ func (st *Store) Enrich(ctx context.Context, arxivIDs []string, apply func(p *Pa
 			return err
 		}
 		var batch []Paper
+		var works, workPapers []string
 		for _, s := range existing {
 			p := s.paper
 			// Deep copies: merge compares against the stored paper.
@@ -66,6 +69,19 @@ func (st *Store) Enrich(ctx context.Context, arxivIDs []string, apply func(p *Pa
 				continue
 			}
 			batch = append(batch, p)
+			if p.OpenAlexID != "" {
+				works, workPapers = append(works, p.OpenAlexID), append(workPapers, p.ArxivID)
+			}
+		}
+		// Works first: a paper of this batch citing another one of it
+		// finds it.
+		if len(works) > 0 {
+			if _, err := tx.Exec(ctx, `
+				UPDATE papers p SET openalex_id = v.work
+				FROM unnest($1::text[], $2::text[]) AS v(arxiv_id, work)
+				WHERE p.arxiv_id = v.arxiv_id AND p.openalex_id IS DISTINCT FROM v.work`, workPapers, works); err != nil {
+				return fmt.Errorf("storing OpenAlex works: %w", err)
+			}
 		}
 		if err := st.write(ctx, tx, batch, existing, nil, res); err != nil {
 			return err

@@ -39,6 +39,14 @@ type Paper struct {
 	// Deleted marks an OAI-PMH deleted record: the paper is withdrawn from
 	// feeds, and nothing else of it is used.
 	Deleted bool
+	// OpenAlexID is the paper's OpenAlex work ("W2741809807"), known from
+	// enrichment: Store.Enrich stores it (no other write erases it), and a
+	// citing paper's References are resolved to followed papers through it.
+	OpenAlexID string
+	// References are the OpenAlex works the paper cites ("W…"), from
+	// enrichment. They are not stored: Store.Enrich turns the followed
+	// papers among them into citation events (events.go).
+	References []string
 }
 
 // Author is one author with every researcher id known for them, in the

@@ -194,18 +194,23 @@ func (st *Store) PreviewSearch(ctx context.Context, q *search.Query, since time.
 	return pv, nil
 }
 
+// recentSQL selects the papers scanRecent reads.
+const recentSQL = `
+	SELECT p.id, p.arxiv_id, p.version, p.title, p.abstract, p.authors, p.primary_category, p.categories,
+	       p.abs_url, coalesce(p.announced_at, p.submitted_at, p.created_at)
+	FROM papers p
+	WHERE coalesce(p.announced_at, p.submitted_at, p.created_at) >= $1 AND p.deleted_at IS NULL
+	  AND ($2 = '' OR NOT EXISTS (SELECT 1 FROM paper_keys k WHERE k.paper_id = p.id AND k.key = $2))
+	ORDER BY coalesce(p.announced_at, p.submitted_at, p.created_at) DESC, p.id DESC`
+
 // scanRecent calls fn for every paper not withdrawn and announced since
 // since, newest first, without the ones that already have a row for
-// skipKey (when set). A month of arXiv is some 25,000 papers: a
-// sequential read of their text, each evaluated in Go.
+// skipKey (when set). A month of arXiv is some 25,000 papers: a range
+// scan of papers_recent_idx (the WHERE and ORDER BY are its expression and
+// predicate, word for word), each paper evaluated in Go; the skipKey probe
+// is paper_keys' primary key.
 func scanRecent(ctx context.Context, tx pgx.Tx, since time.Time, skipKey string, fn func(id int64, p *Paper)) error {
-	rows, err := tx.Query(ctx, `
-		SELECT p.id, p.arxiv_id, p.version, p.title, p.abstract, p.authors, p.primary_category, p.categories,
-		       p.abs_url, coalesce(p.announced_at, p.submitted_at, p.created_at)
-		FROM papers p
-		WHERE coalesce(p.announced_at, p.submitted_at, p.created_at) >= $1 AND p.deleted_at IS NULL
-		  AND ($2 = '' OR NOT EXISTS (SELECT 1 FROM paper_keys k WHERE k.paper_id = p.id AND k.key = $2))
-		ORDER BY coalesce(p.announced_at, p.submitted_at, p.created_at) DESC, p.id DESC`, since, skipKey)
+	rows, err := tx.Query(ctx, recentSQL, since, skipKey)
 	if err != nil {
 		return fmt.Errorf("reading recent papers: %w", err)
 	}
@@ -229,16 +234,21 @@ func scanRecent(ctx context.Context, tx pgx.Tx, since time.Time, skipKey string,
 
 // BackfillHook returns the follow.Service hook that backfills a newly
 // followed saved search over the last BackfillDays days (now may be nil:
-// time.Now). Other kinds need nothing.
+// time.Now), and makes a newly followed paper without a known OpenAlex work
+// due for enrichment (scheduleWorkLookup), so papers citing it can be
+// recognised. Other kinds need nothing.
 func (st *Store) BackfillHook(now func() time.Time) follow.FollowHook {
 	if now == nil {
 		now = time.Now
 	}
 	return func(ctx context.Context, tx pgx.Tx, _ int64, t follow.Target) error {
-		if t.Kind != follow.Query {
-			return nil
+		switch t.Kind {
+		case follow.Query:
+			_, err := st.BackfillSearch(ctx, tx, t.ID, now().Add(-BackfillDays*24*time.Hour))
+			return err
+		case follow.Paper:
+			return scheduleWorkLookup(ctx, tx, t.ID, now())
 		}
-		_, err := st.BackfillSearch(ctx, tx, t.ID, now().Add(-BackfillDays*24*time.Hour))
-		return err
+		return nil
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"followfeed/apperr"
 	"followfeed/database"
+	"followfeed/follow"
 )
 
 // MatchEnqueuer inserts the match job of newly written keys, inside the
@@ -169,7 +170,9 @@ type keyRow struct {
 	Version     int    `json:"version"`
 	Cross       bool   `json:"cross_list"`
 	Replacement bool   `json:"replacement"`
-	NewPaper    bool   `json:"new_paper"` // written with the paper's first insert
+	NewPaper    bool   `json:"new_paper"`        // written with the paper's first insert
+	Event       string `json:"event"`            // a followed paper's event (events.go), "" otherwise
+	Detail      string `json:"detail,omitempty"` // what the event's reader is told
 }
 
 func (st *Store) apply(ctx context.Context, tx pgx.Tx, batch []Paper, src Source, res *IngestResult) error {
@@ -225,13 +228,31 @@ func (st *Store) apply(ctx context.Context, tx pgx.Tx, batch []Paper, src Source
 func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing map[string]*stored, inserted map[string]int64, res *IngestResult) error {
 	var keys []keyRow
 	var updates []Paper
+	// Followed papers (kind paper) get event rows (events.go).
+	storedIDs := make([]string, 0, len(existing))
+	ids := make(map[string]int64, len(existing)+len(inserted))
+	for aid, s := range existing {
+		storedIDs = append(storedIDs, aid)
+		ids[aid] = s.id
+	}
+	for aid, id := range inserted {
+		ids[aid] = id
+	}
+	followed, err := follow.FollowedPapers(ctx, tx, storedIDs)
+	if err != nil {
+		return err
+	}
+	cites, err := citeEvents(ctx, tx, batch, ids)
+	if err != nil {
+		return err
+	}
+	keys = append(keys, cites...)
 	var updateIDs []int64
 	var deletes []int64
 	// Saved searches: only records from a source (inserted != nil); an
 	// enrichment adds ids, never text.
 	var queryKeys map[string][]string
 	if inserted != nil {
-		var err error
 		if queryKeys, err = st.searchKeys(ctx, tx, batch, existing, inserted); err != nil {
 			return err
 		}
@@ -244,10 +265,10 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 				observed = append(observed, p)
 			}
 			for _, k := range p.Keys() {
-				keys = append(keys, keyRow{id, k.Key, max(p.Version, 1), k.Cross, false, true})
+				keys = append(keys, keyRow{PaperID: id, Key: k.Key, Version: max(p.Version, 1), Cross: k.Cross, NewPaper: true})
 			}
 			for _, k := range queryKeys[p.ArxivID] {
-				keys = append(keys, keyRow{id, k, max(p.Version, 1), false, false, true})
+				keys = append(keys, keyRow{PaperID: id, Key: k, Version: max(p.Version, 1), NewPaper: true})
 			}
 			continue
 		}
@@ -262,6 +283,10 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 			} else {
 				res.Deleted++
 				deletes = append(deletes, old.id)
+				if followed[p.ArxivID] {
+					// Written after the paper's keys are removed (below).
+					keys = append(keys, withdrawnEvent(old.id, old.paper))
+				}
 			}
 			continue
 		}
@@ -279,19 +304,25 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 		for _, k := range mergedKeys {
 			switch {
 			case !old.keys[k.Key]:
-				newKeys = append(newKeys, keyRow{old.id, k.Key, merged.Version, k.Cross, false, false})
+				newKeys = append(newKeys, keyRow{PaperID: old.id, Key: k.Key, Version: merged.Version, Cross: k.Cross, Replacement: false, NewPaper: false})
 			case replacing:
-				newKeys = append(newKeys, keyRow{old.id, k.Key, merged.Version, k.Cross, true, false})
+				newKeys = append(newKeys, keyRow{PaperID: old.id, Key: k.Key, Version: merged.Version, Cross: k.Cross, Replacement: true, NewPaper: false})
 			}
 		}
 		if replacing {
 			// Keys the new version no longer has still get a replacement
 			// row: followers who opted in hear about the new version.
 			for k := range old.keys {
+				if isEventKey(k) {
+					continue // a paper follow hears of events only
+				}
 				if !slices.ContainsFunc(newKeys, func(r keyRow) bool { return r.Key == k }) {
-					newKeys = append(newKeys, keyRow{old.id, k, merged.Version, false, true, false})
+					newKeys = append(newKeys, keyRow{PaperID: old.id, Key: k, Version: merged.Version, Cross: false, Replacement: true, NewPaper: false})
 				}
 			}
+		}
+		if followed[p.ArxivID] && !old.deleted {
+			newKeys = append(newKeys, paperEvents(old.id, old.paper, merged)...)
 		}
 		changed := !samePaper(old.paper, merged) || old.deleted
 		switch {
@@ -354,13 +385,17 @@ func writeKeys(ctx context.Context, tx pgx.Tx, keys []keyRow) (from, to int64, e
 		return 0, 0, err
 	}
 	// ON CONFLICT DO NOTHING: a key already written for this version (a
-	// concurrent enrichment of the same paper) keeps its first seq.
+	// concurrent enrichment of the same paper) keeps its first seq, and an
+	// event already told (the same citing paper enriched again) is not told
+	// twice.
 	err = tx.QueryRow(ctx, `
 		WITH ins AS (
-			INSERT INTO paper_keys (paper_id, key, version, cross_list, replacement, new_paper, seq)
-			SELECT r.paper_id, r.key, r.version, r.cross_list, r.replacement, r.new_paper, nextval('paper_key_seq')
-			FROM jsonb_to_recordset($1::jsonb) AS r(paper_id bigint, key text, version int, cross_list boolean, replacement boolean, new_paper boolean)
-			ON CONFLICT (paper_id, key, version) DO NOTHING
+			INSERT INTO paper_keys (paper_id, key, version, cross_list, replacement, new_paper, event, detail, seq)
+			SELECT r.paper_id, r.key, r.version, r.cross_list, r.replacement, r.new_paper, r.event, nullif(r.detail, ''),
+			       nextval('paper_key_seq')
+			FROM jsonb_to_recordset($1::jsonb) AS r(paper_id bigint, key text, version int, cross_list boolean,
+			                                        replacement boolean, new_paper boolean, event text, detail text)
+			ON CONFLICT (paper_id, key, version, event) DO NOTHING
 			RETURNING seq
 		)
 		SELECT coalesce(min(seq), 0), coalesce(max(seq), 0) FROM ins`, payload).Scan(&from, &to)

@@ -6,6 +6,7 @@ package openalex
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"net/http"
 	"strings"
 	"sync"
@@ -20,7 +21,20 @@ const (
 
 // Work is what the fake knows about one arXiv id.
 type Work struct {
+	// ID is the work's OpenAlex URL; "" gives WorkURL of its arXiv id.
+	ID      string
 	Authors []Author
+	// References are the works it cites, as OpenAlex URLs
+	// ("https://openalex.org/W…"; WorkURL gives a known paper's).
+	References []string
+}
+
+// WorkURL is the OpenAlex id the fake gives the work of a known arXiv id
+// (lowercase): stable across requests, derived from the id.
+func WorkURL(arxivID string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(strings.ToLower(arxivID)))
+	return fmt.Sprintf("https://openalex.org/W4%09d", h.Sum32()%1_000_000_000)
 }
 
 // Author is one authorship of a Work.
@@ -170,12 +184,13 @@ func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		RawAuthorName string `json:"raw_author_name"`
 	}
 	type work struct {
-		ID          string       `json:"id"`
-		DOI         string       `json:"doi"`
-		Authorships []authorship `json:"authorships"`
+		ID              string       `json:"id"`
+		DOI             string       `json:"doi"`
+		Authorships     []authorship `json:"authorships"`
+		ReferencedWorks []string     `json:"referenced_works"`
 	}
 	results := []any{}
-	for i, doi := range strings.Split(filter, "|") {
+	for _, doi := range strings.Split(filter, "|") {
 		id := strings.TrimPrefix(strings.ToLower(doi), "10.48550/arxiv.")
 		if rec, ok := f.recorded[id]; ok {
 			results = append(results, rec)
@@ -185,7 +200,11 @@ func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			continue
 		}
-		wk := work{ID: fmt.Sprintf("https://openalex.org/W%d", 4000000000+i), DOI: "https://doi.org/10.48550/arXiv." + id}
+		wid := k.ID
+		if wid == "" {
+			wid = WorkURL(id)
+		}
+		wk := work{ID: wid, DOI: "https://doi.org/10.48550/arXiv." + id, ReferencedWorks: k.References}
 		for _, a := range k.Authors {
 			as := authorship{Author: author{ID: "https://openalex.org/" + a.ID, DisplayName: a.Name}, RawAuthorName: a.Name}
 			if a.Inst != "" {
