@@ -184,14 +184,18 @@ func (s *Service) Unfollow(ctx context.Context, userID int64, t Target) (removed
 }
 
 // Status returns the follower count of t and, when userID is not 0, whether
-// that user follows it. It costs two primary-key lookups.
+// that user follows it. It costs two primary-key lookups, on the read
+// replica when one is attached and not lagging (bounded staleness: about a
+// second, see database.DB.Read), else on the primary.
 func (s *Service) Status(ctx context.Context, t Target, userID int64) (Status, error) {
 	var st Status
 	var following bool
-	err := s.db.Pool.QueryRow(ctx, `
-		SELECT coalesce((SELECT followers FROM follow_counts WHERE key = $1), 0),
-		       EXISTS (SELECT 1 FROM follows WHERE user_id = $2 AND key = $1)`,
-		t.Key(), userID).Scan(&st.Followers, &following)
+	err := s.db.Read(ctx, nil, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `
+			SELECT coalesce((SELECT followers FROM follow_counts WHERE key = $1), 0),
+			       EXISTS (SELECT 1 FROM follows WHERE user_id = $2 AND key = $1)`,
+			t.Key(), userID).Scan(&st.Followers, &following)
+	})
 	if err != nil {
 		return Status{}, fmt.Errorf("reading follow status of %s: %w", t, err)
 	}
@@ -260,7 +264,19 @@ func (s *Service) List(ctx context.Context, userID int64, cursor string, limit i
 
 // All returns every follow of the user, newest first.
 func (s *Service) All(ctx context.Context, userID int64) ([]Follow, error) {
-	rows, err := s.db.Pool.Query(ctx, `
+	return allFollows(ctx, s.db.Pool, userID)
+}
+
+// AllIn is All inside tx, e.g. a replica's read transaction (database.DB.Read)
+// that renders a feed in one snapshot.
+func AllIn(ctx context.Context, tx pgx.Tx, userID int64) ([]Follow, error) {
+	return allFollows(ctx, tx, userID)
+}
+
+func allFollows(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, userID int64) ([]Follow, error) {
+	rows, err := q.Query(ctx, `
 		SELECT `+followColumns+` FROM follows WHERE user_id = $1 ORDER BY created_at DESC, key DESC`, userID)
 	if err != nil {
 		return nil, fmt.Errorf("listing follows of user %d: %w", userID, err)
