@@ -33,7 +33,9 @@ type Replica struct {
 	downUntil atomic.Int64 // unix nanoseconds; 0: up
 	lagging   atomic.Bool
 	checked   atomic.Bool // the lag monitor has compared once
-	lastWarn  atomic.Int64 // unix nanoseconds of the last warn line
+	// lastWarn holds the unix nanoseconds of the last warn line of each
+	// kind: 0 down, 1 lagging.
+	lastWarn [2]atomic.Int64
 
 	stats ReplicaStats
 	stop  context.CancelFunc
@@ -165,7 +167,7 @@ func (r *Replica) monitor(ctx context.Context, primary *pgxpool.Pool) {
 				}
 			} else {
 				if behind && !r.lagging.Load() {
-					r.warn("replica is lagging: it has not replayed what the primary wrote " + r.lagEvery.String() + " ago; follow status and previews read the primary until it catches up")
+					r.warn(warnLag, "replica is lagging: it has not replayed what the primary wrote " + r.lagEvery.String() + " ago; follow status and previews read the primary until it catches up")
 				}
 				r.lagging.Store(behind)
 				r.checked.Store(true)
@@ -179,14 +181,20 @@ func (r *Replica) monitor(ctx context.Context, primary *pgxpool.Pool) {
 // failed leaves the replica alone for downFor and logs (rate-limited).
 func (r *Replica) failed(err error) {
 	r.downUntil.Store(time.Now().Add(r.downFor).UnixNano())
-	r.warn(fmt.Sprintf("replica unavailable, reading from the primary for %s: %v", r.downFor, err))
+	r.warn(warnDown, fmt.Sprintf("replica unavailable, reading from the primary for %s: %v", r.downFor, err))
 }
 
-// warn logs at most one line per 30 s.
-func (r *Replica) warn(msg string) {
+// The kinds of warn line, each rate-limited on its own.
+const (
+	warnDown = iota
+	warnLag
+)
+
+// warn logs at most one line of each kind per 30 s.
+func (r *Replica) warn(kind int, msg string) {
 	now := time.Now().UnixNano()
-	last := r.lastWarn.Load()
-	if now-last < int64(30*time.Second) || !r.lastWarn.CompareAndSwap(last, now) {
+	last := r.lastWarn[kind].Load()
+	if now-last < int64(30*time.Second) || !r.lastWarn[kind].CompareAndSwap(last, now) {
 		return
 	}
 	r.logger.Warn(msg, "replica_reads", r.stats.Replica.Load(), "stale", r.stats.Stale.Load(),
