@@ -47,16 +47,16 @@ const (
 type Config struct {
 	Env Env // APP_ENV
 
-	DatabaseURL string   // DATABASE_URL
-	DBMaxConns  int32    // DB_MAX_CONNS
+	DatabaseURL string // DATABASE_URL
+	DBMaxConns  int32  // DB_MAX_CONNS
 	// DatabaseReplicaURL is a streaming replica for feed renders, public
 	// feeds, follow status and previews ("" for none): DATABASE_REPLICA_URL.
 	DatabaseReplicaURL string
 	// RiverPollOnly makes the job client poll instead of LISTEN, so a
 	// worker can run through a transaction-mode pooler: RIVER_POLL_ONLY.
 	RiverPollOnly bool
-	HTTPAddr    string   // HTTP_ADDR
-	PublicURL   *url.URL // PUBLIC_URL
+	HTTPAddr      string   // HTTP_ADDR
+	PublicURL     *url.URL // PUBLIC_URL
 	// PublicURLDefaulted is true when PUBLIC_URL was not set (development):
 	// the server then uses the address it actually listens on.
 	PublicURLDefaulted bool

@@ -167,7 +167,7 @@ func (r *Replica) monitor(ctx context.Context, primary *pgxpool.Pool) {
 				}
 			} else {
 				if behind && !r.lagging.Load() {
-					r.warn(warnLag, "replica is lagging: it has not replayed what the primary wrote " + r.lagEvery.String() + " ago; follow status and previews read the primary until it catches up")
+					r.warn(warnLag, "replica is lagging: it has not replayed what the primary wrote "+r.lagEvery.String()+" ago; follow status and previews read the primary until it catches up")
 				}
 				r.lagging.Store(behind)
 				r.checked.Store(true)
