@@ -165,10 +165,17 @@ func EnsureDatabase(ctx context.Context, dsn string) error {
 	if name == "" || name == "postgres" {
 		return nil
 	}
-	cfg.Database = "postgres"
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 5 * time.Second
 	}
+	// A database that accepts connections exists: this also keeps a pooler
+	// in front (PgBouncer lists only its configured databases, not
+	// "postgres") from failing the start-up.
+	if conn, err := pgx.ConnectConfig(ctx, cfg); err == nil {
+		_ = conn.Close(context.WithoutCancel(ctx))
+		return nil
+	}
+	cfg.Database = "postgres"
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("connecting to the postgres database to create %q: %w", name, err)
