@@ -28,6 +28,24 @@ func BumpFeeds(ctx context.Context, tx pgx.Tx, userIDs ...int64) error {
 	return nil
 }
 
+// FeedAtLeast is the freshness check of a private feed read on a replica
+// (database.DB.Read): the snapshot is fresh when the user's feed version in
+// it is at least version, the one the ETag was derived from on the
+// primary. Versions only grow, and every change a feed can show (a new
+// match, a follow edited, a token rotated) bumps it in the transaction that
+// makes the change, so such a snapshot holds everything that ETag promises.
+// One primary-key probe.
+func FeedAtLeast(userID, version int64) database.Fresh {
+	return func(ctx context.Context, tx pgx.Tx) (bool, error) {
+		var ok bool
+		err := tx.QueryRow(ctx, `SELECT version >= $2 FROM user_feeds WHERE user_id = $1`, userID, version).Scan(&ok)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil
+		}
+		return ok, err
+	}
+}
+
 // FeedTokens stores what identifies a user's private feed token: its salt
 // (to derive the token again) and the hash it is looked up by. The token
 // itself is never stored; package feeds derives and hashes it.

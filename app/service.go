@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -50,6 +51,23 @@ func OpenDB(ctx context.Context, cfg *config.Config, name string) (*database.DB,
 		return nil, fmt.Errorf("opening database (DATABASE_URL): %w", err)
 	}
 	return db, nil
+}
+
+// attachReplica sends db.Read's work to DATABASE_REPLICA_URL when it is set.
+// The replica need not be up at start: until it answers, reads go to the
+// primary.
+func attachReplica(cfg *config.Config, db *database.DB, name string, logger *slog.Logger) error {
+	if cfg.DatabaseReplicaURL == "" {
+		return nil
+	}
+	err := db.AttachReplica(cfg.DatabaseReplicaURL, database.ReplicaOptions{
+		Options: database.Options{MaxConns: cfg.DBMaxConns, AppName: "followfeed " + name},
+		Logger:  logger.With("db", "replica"),
+	})
+	if err != nil {
+		return &config.Error{Var: "DATABASE_REPLICA_URL", Reason: err.Error()}
+	}
+	return nil
 }
 
 func runMigrate(ctx context.Context, args []string, inv invocation) error {
@@ -122,6 +140,13 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 	} else if err := checkSchema(ctx, db); err != nil {
 		return err
 	}
+	if m.http() {
+		// Only the HTTP routes read through db.Read; workers stay on the
+		// primary.
+		if err := attachReplica(cfg, db, m.String(), logger); err != nil {
+			return err
+		}
+	}
 
 	svc, err := NewServices(ctx, cfg, db, logger, inv.hooks)
 	if err != nil {
@@ -132,6 +157,9 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		worker.NewJobsCollector(db.Pool), worker.NewSourcesCollector(svc.Health()))
+	if r := db.Replica(); r != nil {
+		reg.MustRegister(worker.NewReplicaCollector(r))
+	}
 
 	var runner *river.Client[pgx.Tx]
 	if m.working() {
@@ -140,6 +168,7 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 			JobTimeout:       cfg.JobTimeout,
 			RescueStuckAfter: cfg.RescueStuckAfter,
 			RetryMax:         cfg.JobRetryMax,
+			PollOnly:         cfg.RiverPollOnly,
 		})
 		if err != nil {
 			return err

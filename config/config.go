@@ -47,10 +47,16 @@ const (
 type Config struct {
 	Env Env // APP_ENV
 
-	DatabaseURL string   // DATABASE_URL
-	DBMaxConns  int32    // DB_MAX_CONNS
-	HTTPAddr    string   // HTTP_ADDR
-	PublicURL   *url.URL // PUBLIC_URL
+	DatabaseURL string // DATABASE_URL
+	DBMaxConns  int32  // DB_MAX_CONNS
+	// DatabaseReplicaURL is a streaming replica for feed renders, public
+	// feeds, follow status and previews ("" for none): DATABASE_REPLICA_URL.
+	DatabaseReplicaURL string
+	// RiverPollOnly makes the job client poll instead of LISTEN, so a
+	// worker can run through a transaction-mode pooler: RIVER_POLL_ONLY.
+	RiverPollOnly bool
+	HTTPAddr      string   // HTTP_ADDR
+	PublicURL     *url.URL // PUBLIC_URL
 	// PublicURLDefaulted is true when PUBLIC_URL was not set (development):
 	// the server then uses the address it actually listens on.
 	PublicURLDefaulted bool
@@ -141,7 +147,7 @@ func (e *Error) Error() string {
 
 // Vars lists every variable Load reads, in the order the README documents them.
 var Vars = []string{
-	"APP_ENV", "DATABASE_URL", "DB_MAX_CONNS", "HTTP_ADDR", "PUBLIC_URL", "LOG_LEVEL", "LOG_FORMAT",
+	"APP_ENV", "DATABASE_URL", "DB_MAX_CONNS", "DATABASE_REPLICA_URL", "RIVER_POLL_ONLY", "HTTP_ADDR", "PUBLIC_URL", "LOG_LEVEL", "LOG_FORMAT",
 	"SHUTDOWN_TIMEOUT", "AUTH_JWKS_URL", "AUTH_PUBLIC_KEY_FILE", "AUTH_HS256_SECRET", "AUTH_ISSUER",
 	"AUTH_AUDIENCE", "AUTH_LEEWAY", "AUTH_MAX_TOKEN_LIFETIME", "SECRET_KEY", "SMTP_URL", "MAIL_FROM", "MAIL_DIR",
 	"MAIL_UNSUBSCRIBE_MAILTO", "DIGEST_SCHEDULE_INTERVAL", "JOB_TIMEOUT", "JOB_RESCUE_AFTER", "JOB_RETRY_MAX", "ARXIV_OAI_URL", "ARXIV_OAI_FORMAT", "ARXIV_SETS", "HARVEST_INTERVAL", "ARXIV_HOLIDAYS", "OPENALEX_URL",
@@ -170,6 +176,19 @@ func Load(getenv func(string) string) (*Config, error) {
 		}
 	}
 	c.DBMaxConns = int32(l.int("DB_MAX_CONNS", 20, 2, 1000))
+	c.DatabaseReplicaURL = l.str("DATABASE_REPLICA_URL", "")
+	if c.DatabaseReplicaURL != "" {
+		if _, err := pgxpool.ParseConfig(c.DatabaseReplicaURL); err != nil {
+			l.fail("DATABASE_REPLICA_URL", "not a PostgreSQL connection string (postgres://user@replica:5432/db), or leave it unset to read from DATABASE_URL only: "+redactErr(err, c.DatabaseReplicaURL))
+		}
+	}
+	switch v := l.str("RIVER_POLL_ONLY", "false"); v {
+	case "true", "1":
+		c.RiverPollOnly = true
+	case "false", "0":
+	default:
+		l.fail("RIVER_POLL_ONLY", fmt.Sprintf("%q is not true or false", v))
+	}
 
 	c.HTTPAddr = l.str("HTTP_ADDR", "127.0.0.1:8080")
 	if err := checkAddr(c.HTTPAddr); err != nil {

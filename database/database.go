@@ -30,6 +30,8 @@ var ErrUnavailable = errors.New("database unavailable")
 // DB is the application's handle on PostgreSQL. It is safe for concurrent use.
 type DB struct {
 	Pool *pgxpool.Pool
+	// replica, when attached (AttachReplica), takes Read's work.
+	replica *Replica
 }
 
 // Options tune the pool; zero values take sensible defaults.
@@ -77,8 +79,13 @@ func redacted(cfg *pgxpool.Config) string {
 	return fmt.Sprintf("postgres://%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
 }
 
-// Close releases every connection.
-func (db *DB) Close() { db.Pool.Close() }
+// Close releases every connection, the replica's too.
+func (db *DB) Close() {
+	if db.replica != nil {
+		db.replica.close()
+	}
+	db.Pool.Close()
+}
 
 // InTx runs fn in a transaction and commits when fn returns nil; any error or
 // panic rolls back. It is the only way domain code opens a transaction.
@@ -158,10 +165,17 @@ func EnsureDatabase(ctx context.Context, dsn string) error {
 	if name == "" || name == "postgres" {
 		return nil
 	}
-	cfg.Database = "postgres"
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 5 * time.Second
 	}
+	// A database that accepts connections exists: this also keeps a pooler
+	// in front (PgBouncer lists only its configured databases, not
+	// "postgres") from failing the start-up.
+	if conn, err := pgx.ConnectConfig(ctx, cfg); err == nil {
+		_ = conn.Close(context.WithoutCancel(ctx))
+		return nil
+	}
+	cfg.Database = "postgres"
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("connecting to the postgres database to create %q: %w", name, err)

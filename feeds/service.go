@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/account"
 	"followfeed/apperr"
 	"followfeed/database"
 	"followfeed/follow"
@@ -166,8 +169,39 @@ func ParseLimit(s string) (int, error) {
 // Private builds the private feed of the user behind token (resolved to st
 // by the caller). A per-follow request for something the user does not
 // follow is a not-found error.
+//
+// The follows and the matches are read in one snapshot, on the read replica
+// when its snapshot holds at least st.Version (account.FeedAtLeast), else on
+// the primary: the feed is never older than the ETag it is served with.
 func (s *Service) Private(ctx context.Context, token string, st State, req Request) (Feed, error) {
-	follows, err := s.follows.All(ctx, st.UserID)
+	var follows []follow.Follow
+	var only *follow.Target
+	var res match.Result
+	err := s.db.Read(ctx, account.FeedAtLeast(st.UserID, st.Version), func(tx pgx.Tx) error {
+		var err error
+		only = nil
+		if follows, err = follow.AllIn(ctx, tx, st.UserID); err != nil {
+			return err
+		}
+		if req.Only != nil {
+			for _, f := range follows {
+				if f.Key() == req.Only.Key() {
+					t := f.Target
+					only = &t
+					break
+				}
+			}
+			if only == nil {
+				return database.Missing("no such feed: you do not follow %s (any more)", req.Only.DisplayName())
+			}
+		}
+		rs, err := match.MatchedIn(ctx, tx, []match.Query{{UserID: st.UserID, Only: only, Limit: req.Limit}})
+		if err != nil {
+			return err
+		}
+		res = rs[0]
+		return nil
+	})
 	if err != nil {
 		return Feed{}, err
 	}
@@ -175,24 +209,6 @@ func (s *Service) Private(ctx context.Context, token string, st State, req Reque
 	title := fmt.Sprintf("Papers from your %d follows", len(follows))
 	if len(follows) == 1 {
 		title = "Papers from your 1 follow"
-	}
-	var only *follow.Target
-	if req.Only != nil {
-		found := false
-		for _, f := range follows {
-			if f.Key() == req.Only.Key() {
-				t := f.Target
-				only, found = &t, true
-				break
-			}
-		}
-		if !found {
-			return Feed{}, database.Missing("no such feed: you do not follow %s (any more)", req.Only.DisplayName())
-		}
-	}
-	res, err := s.matcher.Matched(ctx, match.Query{UserID: st.UserID, Only: only, Limit: req.Limit})
-	if err != nil {
-		return Feed{}, err
 	}
 	feed := Feed{
 		ID:       "tag:" + s.base.Hostname() + ",2026:feeds/" + s.opaqueUser(st.UserID),
@@ -222,10 +238,34 @@ func (s *Service) Private(ctx context.Context, token string, st State, req Reque
 // merge, split or new name changes the feed without a new key row), and
 // when the feed last changed (a few index probes and primary-key lookups),
 // so conditional GETs need no feed query.
+// It is read on the primary: the replica's render is checked against it.
 func (s *Service) PublicVersion(ctx context.Context, t follow.Target) (int64, time.Time, error) {
+	v, changed, err := publicVersion(ctx, s.db.Pool, t)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	return v, changed, nil
+}
+
+// publicFresh is the freshness check of a public feed read on a replica:
+// its snapshot's newest row of the key is at least (seq, modified_at), what
+// the primary's PublicVersion answered.
+func publicFresh(t follow.Target, seq int64, changed time.Time) database.Fresh {
+	return func(ctx context.Context, tx pgx.Tx) (bool, error) {
+		v, c, err := publicVersion(ctx, tx, t)
+		if err != nil {
+			return false, err
+		}
+		return v > seq || (v == seq && !c.Before(changed)), nil
+	}
+}
+
+func publicVersion(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, t follow.Target) (int64, time.Time, error) {
 	var v int64
 	var changed time.Time
-	err := s.db.Pool.QueryRow(ctx, `
+	err := q.QueryRow(ctx, `
 		WITH ks AS (
 			SELECT $1::text AS key
 			UNION
@@ -275,9 +315,16 @@ func (s *Service) OPML(ctx context.Context, token string, st State, perFollow bo
 }
 
 // Public builds the public feed of t: every paper carrying its key, newest
-// first. Anyone may read it.
-func (s *Service) Public(ctx context.Context, t follow.Target, req Request) (Feed, error) {
-	papers, err := s.matcher.Public(ctx, t.Key(), req.Limit)
+// first. Anyone may read it. seq and changed are what PublicVersion
+// answered (the ETag and Last-Modified): the read replica renders it only
+// when its snapshot has at least that, else the primary does.
+func (s *Service) Public(ctx context.Context, t follow.Target, seq int64, changed time.Time, req Request) (Feed, error) {
+	var papers []match.Paper
+	err := s.db.Read(ctx, publicFresh(t, seq, changed), func(tx pgx.Tx) error {
+		var err error
+		papers, err = match.PublicIn(ctx, tx, t.Key(), req.Limit)
+		return err
+	})
 	if err != nil {
 		return Feed{}, err
 	}

@@ -244,11 +244,14 @@ func (s *Service) Unfollow(ctx context.Context, userID int64, t Target) (removed
 // same number under every id; "following" is true whichever id the user
 // followed. A target the registry does not link to other ids costs two
 // primary-key lookups (follow_counts, follows); a linked one counts
-// follows_key_idx entries of its few keys.
+// follows_key_idx entries of its few keys. It reads on the read replica
+// when one is attached and not lagging (bounded staleness: about a second,
+// see database.DB.Read), else on the primary.
 func (s *Service) Status(ctx context.Context, t Target, userID int64) (Status, error) {
 	var st Status
 	var following bool
-	err := s.db.Pool.QueryRow(ctx, `
+	err := s.db.Read(ctx, nil, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `
 		WITH ks AS (
 			SELECT $1::text AS key
 			UNION
@@ -260,7 +263,8 @@ func (s *Service) Status(ctx context.Context, t Target, userID int64) (Status, e
 		            THEN coalesce((SELECT followers FROM follow_counts WHERE key = $1), 0)
 		            ELSE (SELECT count(DISTINCT f.user_id) FROM follows f WHERE f.key IN (SELECT key FROM ks)) END,
 		       EXISTS (SELECT 1 FROM follows f WHERE f.user_id = $2 AND f.key IN (SELECT key FROM ks))`,
-		t.Key(), userID).Scan(&st.Name, &st.Followers, &following)
+			t.Key(), userID).Scan(&st.Name, &st.Followers, &following)
+	})
 	if err != nil {
 		return Status{}, fmt.Errorf("reading follow status of %s: %w", t, err)
 	}
@@ -342,7 +346,19 @@ func (s *Service) List(ctx context.Context, userID int64, cursor string, limit i
 
 // All returns every follow of the user, newest first.
 func (s *Service) All(ctx context.Context, userID int64) ([]Follow, error) {
-	rows, err := s.db.Pool.Query(ctx, `
+	return allFollows(ctx, s.db.Pool, userID)
+}
+
+// AllIn is All inside tx, e.g. a replica's read transaction (database.DB.Read)
+// that renders a feed in one snapshot.
+func AllIn(ctx context.Context, tx pgx.Tx, userID int64) ([]Follow, error) {
+	return allFollows(ctx, tx, userID)
+}
+
+func allFollows(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, userID int64) ([]Follow, error) {
+	rows, err := q.Query(ctx, `
 		SELECT `+followColumns+` FROM follows WHERE user_id = $1 ORDER BY created_at DESC, key DESC`, userID)
 	if err != nil {
 		return nil, fmt.Errorf("listing follows of user %d: %w", userID, err)

@@ -180,7 +180,7 @@ func (h *FeedRoutes) public(w http.ResponseWriter, r *http.Request) {
 	}
 	etag := fmt.Sprintf(`W/"%s-p%s-%d-%s-%d"`, renderVersion, shortHash(t.Key()), version, format, limit)
 	serve(w, r, h.Logger, etag, changed, "public", format.ContentType(), func() ([]byte, error) {
-		feed, err := h.Feeds.Public(r.Context(), t, feeds.Request{Format: format, Limit: limit})
+		feed, err := h.Feeds.Public(r.Context(), t, version, changed, feeds.Request{Format: format, Limit: limit})
 		if err != nil {
 			return nil, err
 		}

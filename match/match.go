@@ -219,21 +219,31 @@ func (s *Service) Matched(ctx context.Context, q Query) (Result, error) {
 func (s *Service) MatchedMany(ctx context.Context, qs []Query) ([]Result, error) {
 	var results []Result
 	err := s.db.InTxIso(ctx, pgx.RepeatableRead, func(tx pgx.Tx) error {
-		var needReasons map[int][]int64
 		var err error
-		results, needReasons, err = selectMatches(ctx, tx, qs)
-		if err != nil {
-			return err
-		}
-		if err := fillReasons(ctx, tx, qs, results, needReasons); err != nil {
-			return err
-		}
-		if err := fillEvents(ctx, tx, qs, results); err != nil {
-			return err
-		}
-		return fillDetails(ctx, tx, qs, results)
+		results, err = MatchedIn(ctx, tx, qs)
+		return err
 	})
 	return results, err
+}
+
+// MatchedIn is MatchedMany inside tx, which should be a repeatable-read
+// transaction (one snapshot): a feed render on the read replica
+// (database.DB.Read) runs it with the follows it shows.
+func MatchedIn(ctx context.Context, tx pgx.Tx, qs []Query) ([]Result, error) {
+	results, needReasons, err := selectMatches(ctx, tx, qs)
+	if err != nil {
+		return nil, err
+	}
+	if err := fillReasons(ctx, tx, qs, results, needReasons); err != nil {
+		return nil, err
+	}
+	if err := fillEvents(ctx, tx, qs, results); err != nil {
+		return nil, err
+	}
+	if err := fillDetails(ctx, tx, qs, results); err != nil {
+		return nil, err
+	}
+	return results, nil
 }
 
 // queryArrays are the queries of a batch as the parallel arrays
@@ -489,11 +499,23 @@ func reasonsFromKeys(keys []string, parsed map[string]follow.Target) []follow.Ta
 // Replacement rows are left out: a public feed lists each paper once, when
 // it was first matched.
 func (s *Service) Public(ctx context.Context, key string, limit int) ([]Paper, error) {
+	var out []Paper
+	err := s.db.InTxIso(ctx, pgx.RepeatableRead, func(tx pgx.Tx) error {
+		var err error
+		out, err = PublicIn(ctx, tx, key, limit)
+		return err
+	})
+	return out, err
+}
+
+// PublicIn is Public inside tx (a repeatable-read transaction, e.g. the read
+// replica's in database.DB.Read).
+func PublicIn(ctx context.Context, tx pgx.Tx, key string, limit int) ([]Paper, error) {
 	if limit <= 0 {
 		limit = 50
 	}
 	var out []Paper
-	err := s.db.InTxIso(ctx, pgx.RepeatableRead, func(tx pgx.Tx) error {
+	err := func() error {
 		// The newest rows of every key of the key's person or
 		// institution (the identity registry), merged.
 		rows, err := tx.Query(ctx, `
@@ -534,7 +556,7 @@ func (s *Service) Public(ctx context.Context, key string, limit int) ([]Paper, e
 			out = append(out, *byID[id])
 		}
 		return nil
-	})
+	}()
 	return out, err
 }
 

@@ -175,10 +175,13 @@ type Preview struct {
 }
 
 // PreviewSearch evaluates q against the papers announced since since and
-// returns how many match and the newest limit of them. It writes nothing.
+// returns how many match and the newest limit of them. It writes nothing,
+// and reads on the read replica when one is attached and not lagging
+// (bounded staleness, database.DB.Read), else on the primary.
 func (st *Store) PreviewSearch(ctx context.Context, q *search.Query, since time.Time, limit int) (Preview, error) {
 	var pv Preview
-	err := st.db.InTxIso(ctx, pgx.RepeatableRead, func(tx pgx.Tx) error {
+	err := st.db.Read(ctx, nil, func(tx pgx.Tx) error {
+		pv = Preview{}
 		return scanRecent(ctx, tx, since, "", func(_ int64, p *Paper) {
 			if q.Match(p.Doc()) {
 				pv.Count++

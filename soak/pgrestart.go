@@ -64,8 +64,8 @@ func runPostgresRestart(ctx context.Context, e *env, res *Result) error {
 	if err != nil {
 		return err
 	}
-	defer cl.destroy()
-	db, err := newFreshDB(ctx, e, cl.url("postgres"), "postgres-restart")
+	defer cl.Destroy()
+	db, err := newFreshDB(ctx, e, cl.URL("postgres"), "postgres-restart")
 	if err != nil {
 		return err
 	}
@@ -156,8 +156,8 @@ func runPostgresRestart(ctx context.Context, e *env, res *Result) error {
 	}()
 
 	outages := []*outage{
-		{name: "pg_ctl restart -m fast", args: []string{"--datadir", cl.data}},
-		{name: "fast stop, 5 s down, start", args: []string{"--datadir", cl.data, "--down", "5"}},
+		{name: "pg_ctl restart -m fast", args: []string{"--datadir", cl.Data}},
+		{name: "fast stop, 5 s down, start", args: []string{"--datadir", cl.Data, "--down", "5"}},
 	}
 	sleep(ctx, 5*time.Second)
 	var runErr error

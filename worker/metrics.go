@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"followfeed/database"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -132,4 +133,49 @@ func (c *SourcesCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.missed, prometheus.GaugeValue, float64(missing), s.Source)
 	}
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+}
+
+// ReplicaCollector exports where reads went (database.DB.Read): answered by
+// the read replica, or sent to the primary because the replica was stale,
+// lagging, erroring or left alone after an error; and whether it is up.
+type ReplicaCollector struct {
+	r     *database.Replica
+	reads *prometheus.Desc
+	up    *prometheus.Desc
+	lag   *prometheus.Desc
+}
+
+// NewReplicaCollector returns the collector of r's counters.
+func NewReplicaCollector(r *database.Replica) *ReplicaCollector {
+	return &ReplicaCollector{r: r,
+		reads: prometheus.NewDesc("followfeed_replica_reads_total", "Reads by where they went: replica, or primary because the replica was stale, lagging, erroring or down.", []string{"outcome"}, nil),
+		up:    prometheus.NewDesc("followfeed_replica_up", "1 while the read replica is used (not left alone after an error).", nil, nil),
+		lag:   prometheus.NewDesc("followfeed_replica_lagging", "1 while the lag monitor finds the replica behind the primary.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *ReplicaCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.reads
+	ch <- c.up
+	ch <- c.lag
+}
+
+// Collect implements prometheus.Collector.
+func (c *ReplicaCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.r.Stats()
+	for _, o := range []struct {
+		name string
+		n    uint64
+	}{{"replica", st.Replica.Load()}, {"stale", st.Stale.Load()}, {"lagging", st.Lagging.Load()}, {"error", st.Errors.Load()}, {"down", st.Down.Load()}} {
+		ch <- prometheus.MustNewConstMetric(c.reads, prometheus.CounterValue, float64(o.n), o.name)
+	}
+	b := func(v bool) float64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, b(c.r.Up()))
+	ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, b(c.r.Lagging()))
 }

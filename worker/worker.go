@@ -44,6 +44,11 @@ type Settings struct {
 	FetchPollInterval time.Duration
 	// JobTimeout, RescueStuckAfter and RetryMax override the defaults above.
 	JobTimeout, RescueStuckAfter, RetryMax time.Duration
+	// PollOnly makes River poll (every FetchPollInterval, 1 s by default)
+	// instead of LISTEN for new jobs and leadership changes, so the worker
+	// needs no session of its own and can run through a transaction-mode
+	// pooler; a new leader then takes up to about 5 s after one resigns.
+	PollOnly bool
 }
 
 // Job timing defaults. Every job is cancelled after JobTimeout (a harvest
@@ -155,6 +160,7 @@ func NewClient(deps Deps, s Settings) (*river.Client[pgx.Tx], error) {
 		RetryPolicy:          retryPolicy{max: s.RetryMax},
 		SoftStopTimeout:      s.SoftStop,
 		TestOnly:             s.TestOnly,
+		PollOnly:             s.PollOnly,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating River client: %w", err)

@@ -1,0 +1,276 @@
+package database
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"followfeed/apperr"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Replica is a PostgreSQL streaming replica (a hot standby) that read-only
+// work may be sent to through DB.Read. It never makes a read fail: a replica
+// that is down, erroring, lagging or not fresh enough for a read sends that
+// read to the primary.
+type Replica struct {
+	pool   *pgxpool.Pool
+	logger *slog.Logger
+
+	// downFor is how long a replica that failed is left alone before it is
+	// tried again.
+	downFor time.Duration
+	// lagEvery is the lag monitor's period: a replica that has not replayed
+	// the primary's WAL position of one period ago is lagging.
+	lagEvery time.Duration
+
+	downUntil atomic.Int64 // unix nanoseconds; 0: up
+	lagging   atomic.Bool
+	checked   atomic.Bool // the lag monitor has compared once
+	// lastWarn holds the unix nanoseconds of the last warn line of each
+	// kind: 0 down, 1 lagging.
+	lastWarn [2]atomic.Int64
+
+	stats ReplicaStats
+	stop  context.CancelFunc
+	done  sync.WaitGroup
+}
+
+// ReplicaStats counts where reads went. Every field is a running total.
+type ReplicaStats struct {
+	// Replica counts reads answered by the replica.
+	Replica atomic.Uint64
+	// Stale counts reads the replica was behind for (its snapshot older
+	// than what the primary had answered), sent to the primary.
+	Stale atomic.Uint64
+	// Lagging counts bounded-staleness reads sent to the primary because
+	// the lag monitor found the replica behind.
+	Lagging atomic.Uint64
+	// Errors counts reads the replica failed (down, refused, cancelled by
+	// recovery conflicts), sent to the primary.
+	Errors atomic.Uint64
+	// Down counts reads sent to the primary while the replica was left
+	// alone after an error.
+	Down atomic.Uint64
+}
+
+// ReplicaOptions tune a replica; zero values take the defaults.
+type ReplicaOptions struct {
+	Options
+	// DownFor is how long a failed replica is left alone (default 5 s).
+	DownFor time.Duration
+	// LagEvery is the lag monitor's period (default 1 s): bounded-staleness
+	// reads (follow status, previews) use the replica only while it has
+	// replayed what the primary had written one period earlier.
+	LagEvery time.Duration
+	Logger   *slog.Logger
+}
+
+// AttachReplica opens a pool on the streaming replica at dsn and makes db.Read
+// use it. The replica need not be up: it is only a preference, and Open
+// of the replica does not ping. Close the DB to stop it.
+func (db *DB) AttachReplica(dsn string, opt ReplicaOptions) error {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return fmt.Errorf("parsing DATABASE_REPLICA_URL: %w", err)
+	}
+	if opt.MaxConns > 0 {
+		cfg.MaxConns = opt.MaxConns
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > 2*time.Second {
+		// A replica that does not answer must cost a read little: the
+		// primary is the fallback.
+		cfg.ConnConfig.ConnectTimeout = 2 * time.Second
+	}
+	if opt.AppName != "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = opt.AppName
+	}
+	cfg.HealthCheckPeriod = 5 * time.Second
+	cfg.MaxConnIdleTime = 5 * time.Minute
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		return fmt.Errorf("creating replica pool: %w", err)
+	}
+	r := &Replica{pool: pool, logger: opt.Logger, downFor: opt.DownFor, lagEvery: opt.LagEvery}
+	if r.downFor <= 0 {
+		r.downFor = 5 * time.Second
+	}
+	if r.lagEvery <= 0 {
+		r.lagEvery = time.Second
+	}
+	if r.logger == nil {
+		r.logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.stop = cancel
+	r.done.Add(1)
+	go r.monitor(ctx, db.Pool)
+	db.replica = r
+	return nil
+}
+
+// Replica returns the attached replica, or nil.
+func (db *DB) Replica() *Replica { return db.replica }
+
+// Stats returns the replica's running counters.
+func (r *Replica) Stats() *ReplicaStats { return &r.stats }
+
+// Up reports whether the replica is currently used (not left alone after
+// an error).
+func (r *Replica) Up() bool { return time.Now().UnixNano() >= r.downUntil.Load() }
+
+// Lagging reports whether the lag monitor last found the replica behind.
+func (r *Replica) Lagging() bool { return r.lagging.Load() }
+
+func (r *Replica) close() {
+	r.stop()
+	r.done.Wait()
+	r.pool.Close()
+}
+
+// monitor compares, every lagEvery, the replica's replayed WAL position
+// with the primary's position of the previous round: two cheap function
+// calls, no table read.
+func (r *Replica) monitor(ctx context.Context, primary *pgxpool.Pool) {
+	defer r.done.Done()
+	t := time.NewTicker(r.lagEvery)
+	defer t.Stop()
+	prev := ""
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		qctx, cancel := context.WithTimeout(ctx, r.lagEvery)
+		var cur string
+		if err := primary.QueryRow(qctx, `SELECT pg_current_wal_lsn()::text`).Scan(&cur); err != nil {
+			cancel()
+			continue // the primary's own troubles are reported elsewhere
+		}
+		if prev != "" && r.Up() {
+			var behind bool
+			// coalesce: a server not in recovery (a promoted replica, or
+			// the primary itself named as replica) has replayed everything
+			// it has.
+			err := r.pool.QueryRow(qctx, `
+				SELECT coalesce(pg_last_wal_replay_lsn(), pg_current_wal_lsn()) < $1::pg_lsn`, prev).Scan(&behind)
+			if err != nil {
+				if ctx.Err() == nil {
+					r.failed(err)
+				}
+			} else {
+				if behind && !r.lagging.Load() {
+					r.warn(warnLag, "replica is lagging: it has not replayed what the primary wrote "+r.lagEvery.String()+" ago; follow status and previews read the primary until it catches up")
+				}
+				r.lagging.Store(behind)
+				r.checked.Store(true)
+			}
+		}
+		cancel()
+		prev = cur
+	}
+}
+
+// failed leaves the replica alone for downFor and logs (rate-limited).
+func (r *Replica) failed(err error) {
+	r.downUntil.Store(time.Now().Add(r.downFor).UnixNano())
+	r.warn(warnDown, fmt.Sprintf("replica unavailable, reading from the primary for %s: %v", r.downFor, err))
+}
+
+// The kinds of warn line, each rate-limited on its own.
+const (
+	warnDown = iota
+	warnLag
+)
+
+// warn logs at most one line of each kind per 30 s.
+func (r *Replica) warn(kind int, msg string) {
+	now := time.Now().UnixNano()
+	last := r.lastWarn[kind].Load()
+	if now-last < int64(30*time.Second) || !r.lastWarn[kind].CompareAndSwap(last, now) {
+		return
+	}
+	r.logger.Warn(msg, "replica_reads", r.stats.Replica.Load(), "stale", r.stats.Stale.Load(),
+		"lagging", r.stats.Lagging.Load(), "errors", r.stats.Errors.Load(), "down", r.stats.Down.Load())
+}
+
+// Fresh decides, inside the replica's read transaction (its snapshot),
+// whether that snapshot has everything the caller's answer promises — for a
+// feed, at least the version its ETag was derived from on the primary. It
+// should cost one index probe.
+type Fresh func(ctx context.Context, tx pgx.Tx) (bool, error)
+
+// Read runs fn in a read-only repeatable-read transaction: on the replica
+// when one is attached, up, and fresh enough, else on the primary. fresh
+// nil asks for bounded staleness only (the lag monitor's period, about a
+// second): the replica is used while it is not lagging. fn may run twice
+// (on the replica, then on the primary) and must set its results from
+// scratch each time. An error of fn that is a domain answer (apperr,
+// ErrNotFound) is returned as is; any other replica error falls back to the
+// primary without failing the read.
+func (db *DB) Read(ctx context.Context, fresh Fresh, fn func(tx pgx.Tx) error) error {
+	if r := db.replica; r != nil {
+		done, err := r.read(ctx, fresh, fn)
+		if done || ctx.Err() != nil {
+			return err
+		}
+	}
+	return pgx.BeginTxFunc(ctx, db.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+}
+
+// errStale ends a replica transaction whose snapshot is not fresh enough.
+var errStale = errors.New("replica snapshot older than the primary's answer")
+
+// read tries the replica; done says the read is answered (with err).
+func (r *Replica) read(ctx context.Context, fresh Fresh, fn func(tx pgx.Tx) error) (done bool, err error) {
+	switch {
+	case !r.Up():
+		r.stats.Down.Add(1)
+		return false, nil
+	case fresh == nil && (r.lagging.Load() || !r.checked.Load()):
+		r.stats.Lagging.Add(1)
+		return false, nil
+	}
+	err = pgx.BeginTxFunc(ctx, r.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if fresh != nil {
+			ok, err := fresh(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return errStale
+			}
+		}
+		return fn(tx)
+	})
+	switch {
+	case err == nil:
+		r.stats.Replica.Add(1)
+		return true, nil
+	case errors.Is(err, errStale):
+		r.stats.Stale.Add(1)
+		return false, nil
+	case ctx.Err() != nil:
+		return true, err
+	case isAnswer(err):
+		r.stats.Replica.Add(1)
+		return true, err
+	}
+	r.stats.Errors.Add(1)
+	r.failed(err)
+	return false, nil
+}
+
+// isAnswer reports whether err is a domain answer rather than a failure of
+// the server.
+func isAnswer(err error) bool {
+	var ae *apperr.Error
+	return errors.As(err, &ae) || errors.Is(err, ErrNotFound)
+}

@@ -1,0 +1,195 @@
+// Package pgcluster runs throwaway PostgreSQL clusters for tests and the
+// soak: initdb into a temporary directory, a server on a free local port, a
+// streaming standby made with pg_basebackup -R. When the process is root the
+// server runs as the postgres user (runuser), as PostgreSQL requires. It is
+// never linked into the product binary.
+package pgcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// dirPrefix names every directory this package creates, so that Destroy
+// can never remove anything else.
+const dirPrefix = "followfeed-pg-"
+
+// ErrNoBinaries is returned (wrapped) when no PostgreSQL server binaries are
+// installed under /usr/lib/postgresql.
+var ErrNoBinaries = errors.New("no PostgreSQL binaries under /usr/lib/postgresql (install Debian's postgresql package)")
+
+// Cluster is one throwaway PostgreSQL server: its data directory, port and
+// log live under Dir, which Destroy deletes.
+type Cluster struct {
+	Bin  string // PostgreSQL's bin directory
+	Dir  string // everything lives here
+	Data string // the data directory
+	Port int
+	Log  string // the server log
+	// runas is the runuser prefix, or empty.
+	runas []string
+}
+
+// Bin returns the bin directory of the newest installed PostgreSQL, or
+// ErrNoBinaries.
+func Bin() (string, error) {
+	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	bins = slices.DeleteFunc(bins, func(b string) bool {
+		_, err := os.Stat(filepath.Join(b, "initdb"))
+		return err != nil
+	})
+	slices.SortFunc(bins, func(a, b string) int { return versionOf(a) - versionOf(b) })
+	if len(bins) == 0 {
+		return "", ErrNoBinaries
+	}
+	return bins[len(bins)-1], nil
+}
+
+// newDir makes an empty cluster directory (owned by postgres when root).
+func newDir() (*Cluster, error) {
+	bin, err := Bin()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Bin: bin}
+	if c.Port, err = FreePort(54400, 54599); err != nil {
+		return nil, err
+	}
+	if c.Dir, err = os.MkdirTemp("/tmp", dirPrefix); err != nil {
+		return nil, err
+	}
+	_ = os.Chmod(c.Dir, 0o755)
+	c.Data = filepath.Join(c.Dir, "data")
+	c.Log = filepath.Join(c.Dir, "server.log")
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			c.remove()
+			return nil, errors.New("running as root needs a postgres user to own the throwaway cluster")
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(c.Dir, uid, gid); err != nil {
+			c.remove()
+			return nil, err
+		}
+		c.runas = []string{"runuser", "-u", "postgres", "--"}
+	}
+	return c, nil
+}
+
+// New initialises and starts a cluster on a free port from 54400, with
+// trust authentication for local TCP (replication included) and fsync off.
+func New(ctx context.Context) (*Cluster, error) {
+	c, err := newDir()
+	if err != nil {
+		return nil, err
+	}
+	if out, err := c.run(ctx, filepath.Join(c.Bin, "initdb"), "-D", c.Data, "-U", "postgres", "--auth=trust",
+		"--encoding=UTF8", "--no-locale"); err != nil {
+		c.remove()
+		return nil, fmt.Errorf("initdb: %v: %s", err, LastBytes(out, 400))
+	}
+	if err := c.Start(ctx); err != nil {
+		c.remove()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Standby makes a streaming hot standby of c with pg_basebackup -R (which
+// writes primary_conninfo and standby.signal) and starts it on its own port.
+func (c *Cluster) Standby(ctx context.Context) (*Cluster, error) {
+	s, err := newDir()
+	if err != nil {
+		return nil, err
+	}
+	if out, err := s.run(ctx, filepath.Join(s.Bin, "pg_basebackup"), "-D", s.Data, "-h", "127.0.0.1",
+		"-p", strconv.Itoa(c.Port), "-U", "postgres", "-R", "-X", "stream", "-c", "fast"); err != nil {
+		s.remove()
+		return nil, fmt.Errorf("pg_basebackup: %v: %s", err, LastBytes(out, 400))
+	}
+	if err := s.Start(ctx); err != nil {
+		s.remove()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Start starts the server and waits until it accepts connections.
+func (c *Cluster) Start(ctx context.Context) error {
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=100 -c fsync=off -c shared_buffers=64MB", c.Port, c.Dir)
+	if out, err := c.run(ctx, filepath.Join(c.Bin, "pg_ctl"), "-D", c.Data, "-l", c.Log, "-w", "-t", "60", "start", "-o", opts); err != nil {
+		return fmt.Errorf("pg_ctl start: %v: %s", err, LastBytes(out, 400))
+	}
+	return nil
+}
+
+// Stop stops the server with mode ("fast" or "immediate") and waits.
+func (c *Cluster) Stop(ctx context.Context, mode string) error {
+	if out, err := c.run(ctx, filepath.Join(c.Bin, "pg_ctl"), "-D", c.Data, "-m", mode, "-w", "stop"); err != nil {
+		return fmt.Errorf("pg_ctl stop: %v: %s", err, LastBytes(out, 400))
+	}
+	return nil
+}
+
+// URL returns a connection string for database db.
+func (c *Cluster) URL(db string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&connect_timeout=5", c.Port, db)
+}
+
+// Destroy stops the cluster at once and deletes its files.
+func (c *Cluster) Destroy() {
+	_ = c.Stop(context.Background(), "immediate")
+	c.remove()
+}
+
+func (c *Cluster) run(ctx context.Context, name string, args ...string) (string, error) {
+	argv := append(slices.Clone(c.runas), name)
+	argv = append(argv, args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = "/"
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func (c *Cluster) remove() {
+	if c.Dir != "" && strings.HasPrefix(c.Dir, filepath.Join("/tmp", dirPrefix)) {
+		_ = os.RemoveAll(c.Dir)
+	}
+}
+
+func versionOf(binDir string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return n
+}
+
+// FreePort returns the first port in [from, to] free on 127.0.0.1.
+func FreePort(from, to int) (int, error) {
+	for p := from; p <= to; p++ {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return p, nil
+	}
+	return 0, fmt.Errorf("no free port in %d-%d", from, to)
+}
+
+// LastBytes returns the last n bytes of s, for error messages.
+func LastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
