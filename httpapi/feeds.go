@@ -168,6 +168,12 @@ func (h *FeedRoutes) public(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.Logger, err)
 		return
 	}
+	// Saved searches and paper follows are a reader's own interests: they
+	// have private feeds only (a public one would show what someone tracks).
+	if t.Kind != follow.Researcher && t.Kind != follow.Category && t.Kind != follow.Institution {
+		h.notFound(w, r, "no such feed: public feeds exist for researchers, categories and institutions; a saved search or a followed paper has a private feed (GET /v1/me/feeds)")
+		return
+	}
 	limit, err := feeds.ParseLimit(r.URL.Query().Get("limit"))
 	if err != nil {
 		writeError(w, r, h.Logger, err)

@@ -455,3 +455,21 @@ func TestNotModifiedWithoutTheFeedQuery(t *testing.T) {
 		}
 	}
 }
+
+// TestInterestsHaveNoPublicFeed: a saved search or a followed paper is a
+// reader's own interest, so /feeds/query/… and /feeds/paper/… are 404s with
+// a message that points at the private feeds, while a category's public
+// feed still answers.
+func TestInterestsHaveNoPublicFeed(t *testing.T) {
+	t.Parallel()
+	_, c := start(t)
+	for _, path := range []string{"/feeds/query/au:muller.atom", "/feeds/paper/2202.02326.rss", "/feeds/paper/astro-ph%2F9901001.json"} {
+		r := c.Do("GET", path, "", nil)
+		if r.Status != 404 || !strings.Contains(string(r.Body), "public feeds exist for researchers, categories and institutions") {
+			t.Errorf("GET %s: %d %s", path, r.Status, r.Body)
+		}
+	}
+	if r := c.Do("GET", "/feeds/category/cs.LG.atom", "", nil); r.Status != 200 {
+		t.Errorf("category feed: %d %s", r.Status, r.Body)
+	}
+}

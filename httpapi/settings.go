@@ -395,7 +395,7 @@ func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
 	d.DigestsOff = p.Digest.Frequency == notify.Off
 	if c, err := s.Digester.Preview(ctx, v.userID); err == nil {
 		d.Preview = &previewData{Subject: notify.DigestSubject(c), Groups: c.Groups, Notice: c.BehindNotice(),
-			NoAnnouncement: c.NoAnnouncement && c.Total == 0}
+			NoAnnouncement: c.NoAnnouncement && c.Total == 0 && c.HarvestBehind == ""}
 	}
 	if v.emailOnly {
 		return d, nil

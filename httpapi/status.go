@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"followfeed/arxivcal"
@@ -176,7 +177,11 @@ func (s *StatusRoutes) statusPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rows := make([]statusPageSource, 0, len(out.Sources))
+	neverRan := false // an arXiv set that has never harvested: not "current"
 	for _, src := range out.Sources {
+		if strings.HasPrefix(src.Source, "arxiv-oai:") && src.State == "never" {
+			neverRan = true
+		}
 		row := statusPageSource{sourceJSON: src, Lag: "never"}
 		if src.LagSeconds != nil {
 			row.Lag = humanDuration(time.Duration(*src.LagSeconds) * time.Second)
@@ -187,9 +192,10 @@ func (s *StatusRoutes) statusPage(w http.ResponseWriter, r *http.Request) {
 		rows = append(rows, row)
 	}
 	data := struct {
-		Status  statusJSON
-		Sources []statusPageSource
-	}{out, rows}
+		Status   statusJSON
+		Sources  []statusPageSource
+		NeverRan bool
+	}{out, rows, neverRan}
 	w.Header().Set("Refresh", "300")
 	renderPage(w, r, s.Logger, http.StatusOK, "status.html", page{Title: "Source status", Data: data})
 }
