@@ -17,9 +17,17 @@ import (
 // senders taking batch digests at a time, as the mail queue runs the send
 // jobs (worker.DigestBatch rows per job). Every window covers (fromSeq,
 // toSeq]. The rows are of kind 'manual' (as `followfeed digest --now`
-// makes), which are sent even when their window holds nothing.
+// makes); the readers get daily digests with send_empty on, so every one is
+// sent.
 func MeasureDigests(ctx context.Context, db *database.DB, d *notify.Digester, users []int64, fromSeq, toSeq int64, workers, batch int) (DigestRun, error) {
 	run := time.Now().UnixNano()
+	// The readers take daily digests, empty ones too: a by-hand digest of
+	// a reader whose digests are off is skipped, not sent.
+	if _, err := db.Pool.Exec(ctx, `
+		INSERT INTO digest_schedules (user_id, frequency, send_empty) SELECT u, 'daily', true FROM unnest($1::bigint[]) AS u
+		ON CONFLICT (user_id) DO UPDATE SET frequency = 'daily', send_empty = true`, users); err != nil {
+		return DigestRun{}, fmt.Errorf("turning the bench readers' digests on: %w", err)
+	}
 	ids := make([]int64, len(users))
 	for i, u := range users {
 		err := db.Pool.QueryRow(ctx, `

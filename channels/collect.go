@@ -193,10 +193,20 @@ func (s *Service) Collect(ctx context.Context, channelID int64) (events int, err
 		if err != nil {
 			return err
 		}
+		// Reasons read as in the reader's feeds and digests: their label,
+		// else the registry's name (follow.ReasonLabels).
+		var labels map[string]string
+		if len(found) > 0 {
+			follows, err := s.follows.All(ctx, userID)
+			if err != nil {
+				return err
+			}
+			labels = follow.ReasonLabels(follows)
+		}
 		papers := make([]PaperJSON, 0, len(found))
 		ids := make([]int64, 0, len(found))
 		for _, p := range found {
-			papers = append(papers, toPaperJSON(p))
+			papers = append(papers, toPaperJSON(p, labels))
 			ids = append(ids, p.ID)
 		}
 		// The ledger: channel_papers_pkey; a replacement already there
@@ -311,7 +321,7 @@ func unsent(ctx context.Context, tx pgx.Tx, channelID int64, ps []match.Paper) (
 	return slices.DeleteFunc(ps, func(p match.Paper) bool { return !p.Replaced && done[p.ID] }), nil
 }
 
-func toPaperJSON(p match.Paper) PaperJSON {
+func toPaperJSON(p match.Paper, labels map[string]string) PaperJSON {
 	out := PaperJSON{ArxivID: p.ArxivID, Title: p.Title, Abstract: p.Abstract, Authors: []string{},
 		Categories: p.Categories, Links: LinksJSON{Abs: p.AbsURL, PDF: p.PDFURL}, Reasons: []Reason{}}
 	if out.Categories == nil {
@@ -324,7 +334,7 @@ func toPaperJSON(p match.Paper) PaperJSON {
 		out.Authors = append(out.Authors, a.Name)
 	}
 	for _, t := range p.Reasons {
-		out.Reasons = append(out.Reasons, Reason{Kind: string(t.Kind), ID: t.ID, Name: p.ReasonName(t, "")})
+		out.Reasons = append(out.Reasons, Reason{Kind: string(t.Kind), ID: t.ID, Name: p.ReasonName(t, labels[t.Key()])})
 	}
 	return out
 }
@@ -354,7 +364,7 @@ var samplePaper = PaperJSON{
 	Abstract:   "A test event: your channel receives papers like this one when your follows match.",
 	Categories: []string{"cs.CL", "cs.LG"},
 	Links:      LinksJSON{Abs: "https://arxiv.org/abs/1706.03762", PDF: "https://arxiv.org/pdf/1706.03762"},
-	Reasons:    []Reason{{Kind: "category", ID: "cs.CL", Name: "cs.CL — Computation and Language"}},
+	Reasons:    []Reason{{Kind: "category", ID: "cs.CL", Name: "cs.CL"}}, // as follow.Target.ReasonName names a category
 }
 
 // Test queues a test event (type channel.test, one sample paper) on the
