@@ -1,9 +1,7 @@
 package harvest
 
 import (
-	"bytes"
 	"context"
-	"encoding/xml"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -88,23 +86,8 @@ func ParseListIdentifiers(body []byte) (*IdentifierPage, error) {
 }
 
 func oaiParseIDs(body []byte) (*IdentifierPage, *OAIError, error) {
-	if len(body) > OAIMaxBodyBytes {
-		return nil, nil, oaiMalformed("body of %d bytes exceeds the %d-byte cap", len(body), OAIMaxBodyBytes)
-	}
-	d := xml.NewDecoder(bytes.NewReader(body))
-	d.Strict = true
-	root, err := oaiRoot(d)
-	if err != nil {
-		return nil, nil, err
-	}
-	if root.Name.Local != "OAI-PMH" {
-		return nil, nil, oaiMalformed("root element is <%s>, not <OAI-PMH>", oaiShort(root.Name.Local))
-	}
 	var env oaiIDEnvelope
-	if err := d.DecodeElement(&env, &root); err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrMalformed, err)
-	}
-	if err := oaiEpilogue(d); err != nil {
+	if err := oaiDecode(body, &env); err != nil {
 		return nil, nil, err
 	}
 	if len(env.Errors) > 0 {

@@ -163,23 +163,8 @@ func oaiParse(body []byte, format string) (*Page, *OAIError, error) {
 	default:
 		return nil, nil, apperr.InvalidField("format", "must be %q or %q, got %q", OAIFormatArXiv, OAIFormatArXivRaw, format)
 	}
-	if len(body) > OAIMaxBodyBytes {
-		return nil, nil, oaiMalformed("body of %d bytes exceeds the %d-byte cap", len(body), OAIMaxBodyBytes)
-	}
-	d := xml.NewDecoder(bytes.NewReader(body))
-	d.Strict = true
-	root, err := oaiRoot(d)
-	if err != nil {
-		return nil, nil, err
-	}
-	if root.Name.Local != "OAI-PMH" {
-		return nil, nil, oaiMalformed("root element is <%s>, not <OAI-PMH>", oaiShort(root.Name.Local))
-	}
 	var env oaiEnvelope
-	if err := d.DecodeElement(&env, &root); err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrMalformed, err)
-	}
-	if err := oaiEpilogue(d); err != nil {
+	if err := oaiDecode(body, &env); err != nil {
 		return nil, nil, err
 	}
 
@@ -532,4 +517,26 @@ func oaiStripParens(s string) string {
 
 func oaiShort(s string) string {
 	return text.Collapse(s, 40)
+}
+
+// oaiDecode decodes an OAI-PMH response into env (an envelope struct): the
+// body cap, strict XML, an <OAI-PMH> root and nothing but whitespace after
+// it; any other shape is ErrMalformed.
+func oaiDecode(body []byte, env any) error {
+	if len(body) > OAIMaxBodyBytes {
+		return oaiMalformed("body of %d bytes exceeds the %d-byte cap", len(body), OAIMaxBodyBytes)
+	}
+	d := xml.NewDecoder(bytes.NewReader(body))
+	d.Strict = true
+	root, err := oaiRoot(d)
+	if err != nil {
+		return err
+	}
+	if root.Name.Local != "OAI-PMH" {
+		return oaiMalformed("root element is <%s>, not <OAI-PMH>", oaiShort(root.Name.Local))
+	}
+	if err := d.DecodeElement(env, &root); err != nil {
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	return oaiEpilogue(d)
 }

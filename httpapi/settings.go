@@ -427,13 +427,15 @@ func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
 	return d, nil
 }
 
-// post runs a form action for a signed-in viewer (or, for the email form, a
-// manage link) after the CSRF check, then redirects (post/redirect/get).
-func (s *Settings) post(w http.ResponseWriter, r *http.Request, allowManage bool, act func(v *viewer) (string, error)) {
+// formViewer reads a settings form (at most 16 KiB) and returns its
+// signed-in viewer (or, with allowManage, the holder of the manage link in
+// its token field) once the CSRF check passed; otherwise it has answered
+// (400, a redirect to /login, 403) and returns nil.
+func (s *Settings) formViewer(w http.ResponseWriter, r *http.Request, allowManage bool) *viewer {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
 		writeError(w, r, s.Logger, apperr.New(apperr.BadRequest, "the form could not be read"))
-		return
+		return nil
 	}
 	manage := ""
 	if allowManage {
@@ -442,14 +444,24 @@ func (s *Settings) post(w http.ResponseWriter, r *http.Request, allowManage bool
 	v, err := s.who(r, manage)
 	if err != nil && !errors.Is(err, auth.ErrBadLink) {
 		writeError(w, r, s.Logger, err)
-		return
+		return nil
 	}
 	if v == nil {
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
-		return
+		return nil
 	}
 	if !s.csrfOK(r, v) {
 		s.forbidden(w, r)
+		return nil
+	}
+	return v
+}
+
+// post runs a form action for a signed-in viewer (or, for the email form, a
+// manage link) after the CSRF check, then redirects (post/redirect/get).
+func (s *Settings) post(w http.ResponseWriter, r *http.Request, allowManage bool, act func(v *viewer) (string, error)) {
+	v := s.formViewer(w, r, allowManage)
+	if v == nil {
 		return
 	}
 	done, err := act(v)

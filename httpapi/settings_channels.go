@@ -206,22 +206,8 @@ type channelAction struct {
 // the message next to the form it came from (errorFor: 0 the add form, or
 // the channel id) and 422.
 func (s *Settings) channelPost(w http.ResponseWriter, r *http.Request, errorFor int64, act func(v *viewer) (channelAction, error)) {
-	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	if err := r.ParseForm(); err != nil {
-		writeError(w, r, s.Logger, apperr.New(apperr.BadRequest, "the form could not be read"))
-		return
-	}
-	v, err := s.who(r, "")
-	if err != nil && !errors.Is(err, auth.ErrBadLink) {
-		writeError(w, r, s.Logger, err)
-		return
-	}
+	v := s.formViewer(w, r, false)
 	if v == nil {
-		http.Redirect(w, r, "/login", http.StatusSeeOther)
-		return
-	}
-	if !s.csrfOK(r, v) {
-		s.forbidden(w, r)
 		return
 	}
 	res, err := act(v)

@@ -453,7 +453,7 @@ func (w *ChannelDeliverWorker) Work(ctx context.Context, job *river.Job[ChannelD
 	if err == nil {
 		return nil
 	}
-	w.Logger.InfoContext(ctx, "channel delivery will be retried", "event", job.Args.EventID, "attempt", job.Attempt, "error", err)
+	w.Logger.WarnContext(ctx, "channel delivery will be retried", "event", job.Args.EventID, "attempt", job.Attempt, "error", err)
 	if job.Attempt >= job.MaxAttempts {
 		reason := fmt.Sprintf("gave up after %d attempts: %v", job.Attempt, err)
 		return errors.Join(err, w.Channels.GiveUp(context.WithoutCancel(ctx), job.Args.EventID, reason))
@@ -510,8 +510,10 @@ type ChannelScheduleWorker struct {
 // Work implements river.Worker.
 func (w *ChannelScheduleWorker) Work(ctx context.Context, job *river.Job[ChannelScheduleArgs]) error {
 	n, err := w.Channels.ScheduleWindows(ctx)
-	if n > 0 || err != nil {
-		w.Logger.InfoContext(ctx, "channel windows scheduled", "queued", n, "error", err)
+	if err != nil {
+		w.Logger.WarnContext(ctx, "channel scheduling failed", "source", "channels", "queued", n, "error", err)
+	} else if n > 0 {
+		w.Logger.InfoContext(ctx, "channel windows scheduled", "queued", n)
 	}
 	return err
 }
@@ -537,8 +539,10 @@ type ChannelPruneWorker struct {
 // Work implements river.Worker.
 func (w *ChannelPruneWorker) Work(ctx context.Context, job *river.Job[ChannelPruneArgs]) error {
 	n, err := w.Channels.Prune(ctx)
-	if n > 0 || err != nil {
-		w.Logger.InfoContext(ctx, "channel events pruned", "deleted", n, "error", err)
+	if err != nil {
+		w.Logger.WarnContext(ctx, "channel pruning failed", "source", "channels", "deleted", n, "error", err)
+	} else if n > 0 {
+		w.Logger.InfoContext(ctx, "channel events pruned", "deleted", n)
 	}
 	return err
 }
