@@ -139,6 +139,17 @@ type Institution struct {
 	Country string // ISO 3166-1 alpha-2, upper case, or ""
 }
 
+// identify adds what every OpenAlex request carries to q: the contact
+// address (OpenAlex's polite pool) and the API key, when configured.
+func (c *OpenAlexClient) identify(q url.Values) {
+	if c.mailto != "" {
+		q.Set("mailto", c.mailto)
+	}
+	if c.apiKey != "" {
+		q.Set("api_key", c.apiKey)
+	}
+}
+
 // LookupArxiv looks arXiv ids up by their DataCite DOI
 // (10.48550/arXiv.<id>), OpenAlexBatchSize ids per request, and returns
 // what was found keyed by the caller's id with any version suffix removed
@@ -205,12 +216,7 @@ func (c *OpenAlexClient) lookupBatch(ctx context.Context, lowIDs []string) (map[
 	q.Set("filter", "doi:"+strings.Join(dois, "|"))
 	q.Set("per-page", fmt.Sprint(openAlexPerPage))
 	q.Set("select", "id,doi,authorships,referenced_works")
-	if c.mailto != "" {
-		q.Set("mailto", c.mailto)
-	}
-	if c.apiKey != "" {
-		q.Set("api_key", c.apiKey)
-	}
+	c.identify(q)
 	u.RawQuery = q.Encode()
 	resp, err := fetch(ctx, c.get, u.String())
 	if err != nil {
@@ -465,12 +471,7 @@ func (c *OpenAlexClient) LookupAuthor(ctx context.Context, id string) (OpenAlexA
 	}
 	q := u.Query()
 	q.Set("select", "id,display_name,orcid")
-	if c.mailto != "" {
-		q.Set("mailto", c.mailto)
-	}
-	if c.apiKey != "" {
-		q.Set("api_key", c.apiKey)
-	}
+	c.identify(q)
 	u.RawQuery = q.Encode()
 	resp, err := fetch(ctx, c.get, u.String())
 	if err != nil {
