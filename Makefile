@@ -25,8 +25,8 @@ test:
 	@DATABASE_URL="$$(scripts/pg-ensure.sh postgres)"; export DATABASE_URL; \
 	 CHROMIUM_PATH="$$(scripts/browser-ensure.sh)" || { [ "$${CI:-}" != true ] || { echo "make test: CI=true and no Chromium could be installed" >&2; exit 1; }; echo "make test: no Chromium could be installed; browser tests will be skipped" >&2; }; \
 	 export CHROMIUM_PATH; \
-	 $(GO) vet ./...; \
-	 $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...; \
+	 $(GO) vet ./... || exit 1; \
+	 $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./... || exit 1; \
 	 unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	 [ -z "$$unformatted" ] || { echo "make test: not gofmt-formatted (run gofmt -w): $$unformatted" >&2; exit 1; }; \
 	 $(GO) test -race -timeout 20m ./... && scripts/fuzz-short.sh

@@ -271,6 +271,15 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.SecretKey = []byte(secret)
 
 	c.SMTPURL = l.url("SMTP_URL", "", false, "smtp", "smtps")
+	if prod && c.SMTPURL != nil && !isLoopback(c.SMTPURL.Hostname()) {
+		// Digests carry signed unsubscribe and feed links; a relay on
+		// another machine is reached over TLS only.
+		switch c.SMTPURL.Query().Get("tls") {
+		case "none", "opportunistic":
+			l.fail("SMTP_URL", fmt.Sprintf("tls=%s sends mail (with its signed links) in plain text to %s; production needs STARTTLS (drop ?tls=) or smtps://, or a relay on localhost",
+				c.SMTPURL.Query().Get("tls"), c.SMTPURL.Hostname()))
+		}
+	}
 	from := l.str("MAIL_FROM", "followfeed <followfeed@localhost>")
 	if a, err := mail.ParseAddress(from); err != nil {
 		l.fail("MAIL_FROM", fmt.Sprintf("%q is not an address like \"followfeed <digest@example.org>\"", from))
@@ -356,6 +365,16 @@ func Load(getenv func(string) string) (*Config, error) {
 		return nil, first
 	}
 	return c, nil
+}
+
+// isLoopback reports whether host names this machine (localhost or a
+// loopback address), where a plain connection never leaves it.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // isDevSecret reports whether s is one of the built-in development secrets,

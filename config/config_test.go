@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -102,5 +103,43 @@ func TestProductionComplete(t *testing.T) {
 	}
 	if c.LogFormat != "json" || c.Auth.HS256Secret != nil || c.AdminPassword != "" || c.PublicURL.String() != "https://ff.example" {
 		t.Errorf("production: format=%s hs=%v admin=%q public=%s", c.LogFormat, c.Auth.HS256Secret, c.AdminPassword, c.PublicURL)
+	}
+}
+
+// Production sends mail to a relay on another machine over TLS only: a
+// plain or downgradable SMTP_URL is refused at start-up, one on the
+// loopback interface is not.
+func TestProductionRefusesPlainSMTPToAnotherHost(t *testing.T) {
+	base := map[string]string{
+		"APP_ENV": "production", "DATABASE_URL": "postgres://x@y/z", "PUBLIC_URL": "https://ff.example/",
+		"AUTH_JWKS_URL": "https://id.example/jwks", "SECRET_KEY": strings.Repeat("k", 32),
+		"AUTH_AUDIENCE": "followfeed", "AUTH_ISSUER": "https://id.example/",
+	}
+	for smtpURL, refused := range map[string]bool{
+		"smtp://relay.example:25?tls=none":           true,
+		"smtp://relay.example:587?tls=opportunistic": true,
+		"smtp://relay.example:587":                   false,
+		"smtp://relay.example:587?tls=required":      false,
+		"smtps://relay.example:465":                  false,
+		"smtp://127.0.0.1:25?tls=none":               false,
+		"smtp://localhost:25?tls=none":               false,
+		"smtp://[::1]:25?tls=opportunistic":          false,
+	} {
+		e := maps.Clone(base)
+		e["SMTP_URL"] = smtpURL
+		_, err := Load(env(e))
+		var ce *Error
+		switch {
+		case refused && (!errors.As(err, &ce) || ce.Var != "SMTP_URL" || !strings.Contains(err.Error(), "plain text")):
+			t.Errorf("%s: want a SMTP_URL error naming plain text, got %v", smtpURL, err)
+		case !refused && err != nil:
+			t.Errorf("%s: refused: %v", smtpURL, err)
+		}
+	}
+	e := maps.Clone(base)
+	e["APP_ENV"], e["SMTP_URL"] = "development", "smtp://relay.example:25?tls=none"
+	delete(e, "SECRET_KEY")
+	if _, err := Load(env(e)); err != nil {
+		t.Errorf("development refuses tls=none: %v", err)
 	}
 }
