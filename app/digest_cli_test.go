@@ -143,11 +143,12 @@ func (w *digestWorld) digestCLI(t *testing.T, args ...string) string {
 		env[k] = v
 	}
 	env["PUBLIC_URL"] = w.a.URL
-	var stdout, stderr bytes.Buffer
-	cmd := command(t, env, append([]string{"digest"}, args...)...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("followfeed digest %v: %v\nstdout:\n%s\nstderr:\n%s", args, err, stdout.String(), stderr.String())
+	// In-process, with the service's clock: the command schedules by the
+	// same "now" as the running service it shares the database with.
+	env["LOG_LEVEL"] = "warn"
+	var stdout bytes.Buffer
+	if err := app.RunWith(context.Background(), append([]string{"digest"}, args...), func(k string) string { return env[k] }, &stdout, app.Hooks{Now: w.clk.Now}); err != nil {
+		t.Fatalf("followfeed digest %v: %v\noutput:\n%s", args, err, stdout.String())
 	}
 	return stdout.String()
 }
@@ -356,7 +357,8 @@ func TestBouncedAddressResumesAfterReconfirmation(t *testing.T) {
 // TestDigestNowNeverRepeatsNorLoses: `digest --now` sends whenever there is
 // something new and only then, never what the reader's settings rule out,
 // and says what happened each time. A daily reader's digest sent early
-// moves the schedule on, so the next --now sends what came since; a forced
+// moves the schedule on, so the next --now sends what came since, and
+// moves it at most one period (later ones are by-hand digests); a forced
 // empty digest does not hide a later paper; a reader with digests off gets
 // nothing and is told what waits.
 func TestDigestNowNeverRepeatsNorLoses(t *testing.T) {
@@ -407,15 +409,28 @@ func TestDigestNowNeverRepeatsNorLoses(t *testing.T) {
 	}
 	wantMail("Paper A for now", "")
 
-	// The same day, a second paper: the next period's digest goes now.
+	// The same day, a second paper: tomorrow's digest is not being
+	// gathered yet (its period starts at 07:00 today), so this is a
+	// by-hand digest and the schedule stays.
 	w.push(t, "2301.00032", "Paper B for now")
 	if out := w.digestCLI(t, "--user", w.sub); !strings.Contains(out, "Paper B for now") || strings.Contains(out, "Paper A for now") {
 		t.Errorf("the printed next digest: %q", out)
 	}
-	if out := now(); !strings.Contains(out, "(daily:2026-12-01): sent 1 paper; next digest due Wed 2 Dec 2026 07:00 CET") {
+	if out := now(); !strings.Contains(out, "(manual:") || !strings.Contains(out, "sent 1 paper; next digest due Tue 1 Dec 2026 07:00 CET") {
 		t.Errorf("second --now with paper B waiting: %q", out)
 	}
 	wantMail("Paper B for now", "Paper A for now")
+
+	// A third: by hand again; the schedule never moves more than the one
+	// period being gathered, however often --now runs.
+	w.push(t, "2301.00035", "Paper B2 for now")
+	if out := now(); !strings.Contains(out, "(manual:") || !strings.Contains(out, "sent 1 paper; next digest due Tue 1 Dec 2026 07:00 CET") {
+		t.Errorf("third --now with paper B2 waiting: %q", out)
+	}
+	wantMail("Paper B2 for now", "Paper B for now")
+	if next := w.nextAt(t); next == nil || !next.Equal(time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)) {
+		t.Errorf("after by-hand digests the next one is due %v, want 2026-12-01T06:00Z", next)
+	}
 
 	// Nothing new: nothing, unless forced.
 	if out := now(); !strings.HasPrefix(out, "nothing new") {
@@ -425,17 +440,18 @@ func TestDigestNowNeverRepeatsNorLoses(t *testing.T) {
 	if out := now("--force"); !strings.Contains(out, ": sent 0 papers;") {
 		t.Errorf("--now --force: %q", out)
 	}
-	wantMail(emptyMail, "Paper B for now")
+	wantMail(emptyMail, "Paper B2 for now")
 
-	// Instant alerts: by-hand digests are named after their window, so a
-	// paper after a forced empty one is sent, and only once.
+	// Instant alerts: by-hand digests are named after their window, so the
+	// same empty window forced again is not sent twice, and a paper after
+	// a forced empty one is sent, and only once.
 	if r := w.c.Do("PATCH", "/v1/me", w.reader, map[string]any{"digest": map[string]any{"frequency": "instant"}}); r.Status != 200 {
 		t.Fatalf("instant: %d %s", r.Status, r.Body)
 	}
-	if out := now("--force"); !strings.Contains(out, ": sent 0 papers") {
-		t.Errorf("--now --force, instant: %q", out)
+	if out := now("--force"); !strings.Contains(out, "already sent") {
+		t.Errorf("--now --force, instant, the same empty window: %q", out)
 	}
-	wantMail(emptyMail, "")
+	noMail("--now --force of the same empty window")
 	// The instant alert that paper C schedules is due 10 minutes after the
 	// service's clock; River runs jobs by the real one, so the clock moves
 	// two days past it: the alert waits and --now is first.

@@ -111,10 +111,7 @@ func (d *Digester) windowStarts(ctx context.Context, rows []digestRow) ([]time.T
 	users := make([]int64, len(rows))
 	ids := make([]int64, len(rows))
 	for i, row := range rows {
-		out[i] = now.Add(-24 * time.Hour)
-		if row.kind == "weekly" {
-			out[i] = now.Add(-7 * 24 * time.Hour)
-		}
+		out[i] = now.Add(-periodLength(Frequency(row.kind)))
 		users[i], ids[i] = row.userID, row.id
 	}
 	if d.cal == nil {

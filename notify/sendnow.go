@@ -60,12 +60,15 @@ type NowResult struct {
 //   - With nothing new since the last digest, nothing is sent
 //     (NowNothingNew) unless the reader asked for empty digests or force is
 //     set.
-//   - A daily or weekly reader's scheduled digest is sent early, under the
-//     scheduled period, and the schedule moves on to the following one, so
-//     that a later SendNow sends the papers that came since, as the next
-//     period's digest, and the scheduler never repeats either.
-//   - Anyone else's digest is a by-hand row named after its window
-//     ("manual:<watermark>-<high seq>"): a new window, a new digest.
+//   - A daily or weekly reader's scheduled digest, when it is due within
+//     one period (the one being gathered), is sent early under the
+//     scheduled period, and the schedule moves on to the following one,
+//     so the scheduler never repeats it. A reader's schedule moves at most
+//     that one period however often SendNow runs.
+//   - Any other digest (a later SendNow of the same period, instant or
+//     off-schedule readers) is a by-hand row named after its window
+//     ("manual:<watermark>-<high seq>"): a new window, a new digest. The
+//     next scheduled digest then holds what came after it.
 //
 // A period found already final is reported (NowAlreadySent) and not sent.
 func (d *Digester) SendNow(ctx context.Context, userID int64, force bool) (NowResult, error) {
@@ -112,7 +115,13 @@ func (d *Digester) SendNow(ctx context.Context, userID int64, force bool) (NowRe
 			return nil
 		}
 		period, kind := "manual:"+strconv.FormatInt(watermark, 10)+"-"+strconv.FormatInt(high, 10), "manual"
-		scheduled := next != nil && (Frequency(freq) == Daily || Frequency(freq) == Weekly)
+		// The scheduled digest goes early only while it is the one being
+		// gathered (due within one period from now): a second early send
+		// would take the period after it, and each further one the next,
+		// until the reader's scheduled digests stopped for days. Beyond
+		// that, a by-hand row; the schedule stays.
+		scheduled := next != nil && (Frequency(freq) == Daily || Frequency(freq) == Weekly) &&
+			!next.After(d.now().Add(periodLength(Frequency(freq))))
 		if scheduled {
 			period, kind = Period(Frequency(freq), *next, zone(tz)), freq
 		}
@@ -165,4 +174,12 @@ func (d *Digester) SendNow(ctx context.Context, userID int64, force bool) (NowRe
 		sendErr = err
 	}
 	return res, sendErr
+}
+
+// periodLength is how long a scheduled frequency's period lasts.
+func periodLength(f Frequency) time.Duration {
+	if f == Weekly {
+		return 7 * 24 * time.Hour
+	}
+	return 24 * time.Hour
 }
