@@ -259,6 +259,7 @@ func (s *Services) jobs(cfg *config.Config) []worker.Registration {
 	}
 	return []worker.Registration{
 		worker.Register(&worker.MatchWorker{Match: s.matcher, Logger: s.logger}),
+		worker.Register(&worker.BackfillWorker{Papers: s.papers, Logger: s.logger}),
 		worker.Register(&worker.ScheduleDigestsWorker{Digester: s.digester, Logger: s.logger}).
 			Every(cfg.DigestScheduleInterval, func() river.JobArgs { return worker.ScheduleDigestsArgs{} }, true),
 		worker.Register(&worker.DigestWorker{Digester: s.digester, Logger: s.logger}),
