@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -166,16 +165,8 @@ func TestSettingsSavedSearchInABrowser(t *testing.T) {
 	ctx, b := browser.Start(t)
 	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
 	tok := testapp.Token(t, "search-reader", "")
-	svc := testapp.Token(t, "host", "", "papers:write")
-	recent := time.Now().Add(-72 * time.Hour).UTC().Truncate(time.Second)
-	var papers []string
-	for i, title := range []string{"Graph Diffusion Models", "Self-Supervised Diffusion Models for Proteins", "A Survey of Diffusion Models",
-		"Latent Diffusion Models at Scale", "Transformers for Tables"} {
-		papers = append(papers, pushed(fmt.Sprintf("2609.%05d", i+1), title, "We study generative models.", "cs.LG", recent.Add(time.Duration(i)*time.Hour)))
-	}
-	if r := c.Do("POST", "/v1/papers", svc, "["+strings.Join(papers, ",")+"]"); r.Status != 200 {
-		t.Fatalf("push: %d %s", r.Status, r.Body)
-	}
+	pushTitled(t, c, "Graph Diffusion Models", "Self-Supervised Diffusion Models for Proteins", "A Survey of Diffusion Models",
+		"Latent Diffusion Models at Scale", "Transformers for Tables")
 	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/login?token="+url.QueryEscape(tok)),
 		chromedp.Click(`form[action="/login"] button`), chromedp.WaitVisible(`#search-q`)); err != nil {
 		t.Fatal(err)

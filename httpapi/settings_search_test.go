@@ -17,21 +17,14 @@ import (
 // says so; the section then says it is followed. Bad searches come back in
 // the page as 422 with the position and what was expected.
 func TestSettingsSavedSearchForm(t *testing.T) {
+	t.Log("hostile: csrf")
 	t.Parallel()
 	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
 	reader := testapp.Token(t, "searcher", "")
-	svc := testapp.Token(t, "host", "", "papers:write")
-	recent := time.Now().Add(-72 * time.Hour).UTC().Truncate(time.Second)
-	var papers []string
-	for i, title := range []string{"Graph diffusion models", "Diffusion models for proteins", "Sparse diffusion models",
+	pushTitled(t, c, "Graph diffusion models", "Diffusion models for proteins", "Sparse diffusion models",
 		"Diffusion models at scale", "Latent diffusion models", "Video diffusion models", "Tabular diffusion models",
 		"Discrete diffusion models", "Guided diffusion models", "Masked diffusion models", "Consistency diffusion models",
-		"Transformers for tables"} {
-		papers = append(papers, pushed(fmt.Sprintf("2609.%05d", i+1), title, "An abstract.", "cs.LG", recent.Add(time.Duration(i)*time.Minute)))
-	}
-	if r := c.Do("POST", "/v1/papers", svc, "["+strings.Join(papers, ",")+"]"); r.Status != 200 {
-		t.Fatalf("push: %d %s", r.Status, r.Body)
-	}
+		"Transformers for tables")
 	b, _, csrf := signIn(t, a, reader)
 
 	const q = `Diffusion Models -survey`
@@ -89,7 +82,8 @@ func TestSettingsSavedSearchForm(t *testing.T) {
 		t.Errorf("a search without matches:\n%s", section(page))
 	}
 
-	t.Log("hostile: bad saved searches in the settings form are 422 pages with the position and what was expected")
+	// Bad searches (hostile ones included) are 422 pages with the position
+	// and what was expected, never a 500, and never echoed unescaped.
 	for in, want := range map[string]string{
 		`"diffusion model`:                     `at character 1: expected a closing "`,
 		`(cat:cs.LG OR diffusion`:              `at character 1: expected a ) to close the ( here`,
@@ -135,9 +129,11 @@ func TestSettingsSavedSearchForm(t *testing.T) {
 // TestSettingsSearchPreviewRateLimit: previews from the page share the
 // reader's API rate limit; beyond it the page says so with 429.
 func TestSettingsSearchPreviewRateLimit(t *testing.T) {
+	t.Log("hostile: limits")
 	t.Parallel()
 	a, _ := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "1")
-	t.Log("hostile: a reader cannot scan the last 30 days faster than the per-user rate limit through the settings page")
+	// A reader cannot scan the last 30 days faster than the per-user rate
+	// limit through the settings page.
 	b, _, _ := signIn(t, a, testapp.Token(t, "hasty", ""))
 	limited := 0
 	for range 8 {
@@ -151,6 +147,20 @@ func TestSettingsSearchPreviewRateLimit(t *testing.T) {
 	}
 	if limited == 0 {
 		t.Error("eight previews in a row at 1 per second were never limited")
+	}
+}
+
+// pushTitled pushes one cs.LG paper per title (ids 2609.00001, …),
+// announced three days ago, a minute apart in the order given.
+func pushTitled(t *testing.T, c *testapp.Client, titles ...string) {
+	t.Helper()
+	recent := time.Now().Add(-72 * time.Hour).UTC().Truncate(time.Second)
+	var papers []string
+	for i, title := range titles {
+		papers = append(papers, pushed(fmt.Sprintf("2609.%05d", i+1), title, "We study generative models.", "cs.LG", recent.Add(time.Duration(i)*time.Minute)))
+	}
+	if r := c.Do("POST", "/v1/papers", testapp.Token(t, "host", "", "papers:write"), "["+strings.Join(papers, ",")+"]"); r.Status != 200 {
+		t.Fatalf("push: %d %s", r.Status, r.Body)
 	}
 }
 
