@@ -259,6 +259,7 @@ func (s *Services) jobs(cfg *config.Config) []worker.Registration {
 	}
 	return []worker.Registration{
 		worker.Register(&worker.MatchWorker{Match: s.matcher, Logger: s.logger}),
+		worker.Register(&worker.BackfillWorker{Papers: s.papers, Logger: s.logger}),
 		worker.Register(&worker.ScheduleDigestsWorker{Digester: s.digester, Logger: s.logger}).
 			Every(cfg.DigestScheduleInterval, func() river.JobArgs { return worker.ScheduleDigestsArgs{} }, true),
 		worker.Register(&worker.DigestWorker{Digester: s.digester, Logger: s.logger}),
@@ -308,8 +309,8 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 	status := &httpapi.StatusRoutes{Logger: s.logger, Health: s.health, Calendar: arxivcal.New(cfg.ArxivHolidays), PerIP: api.PerIP, Now: s.now}
 	emailPages := &httpapi.EmailPages{Logger: s.logger, Addresses: s.addrs, Identities: s.registry, PerIP: api.PerIP}
 	settings := httpapi.NewSettings(httpapi.Settings{Logger: s.logger, Verifier: s.verifier, Users: s.users, Addresses: s.addrs, Follows: s.follows,
-		Feeds: s.feeds, Prefs: s.prefs, Digester: s.digester, Channels: s.channels, Signer: s.signer, Identities: s.registry, Secure: cfg.PublicURL.Scheme == "https",
-		DevLogin: !cfg.IsProduction(), HostOrigins: cfg.CORSOrigins, PerIP: api.PerIP}, cfg.SecretKey)
+		Feeds: s.feeds, Prefs: s.prefs, Digester: s.digester, Channels: s.channels, Signer: s.signer, Identities: s.registry, Papers: s.papers, Secure: cfg.PublicURL.Scheme == "https",
+		DevLogin: !cfg.IsProduction(), HostOrigins: cfg.CORSOrigins, PerIP: api.PerIP, PerUser: api.PerUser}, cfg.SecretKey)
 	embed := &httpapi.Embed{Logger: s.logger, FrameOrigins: cfg.CORSOrigins, PublicURL: cfg.PublicURL.String()}
 	if !cfg.IsProduction() {
 		// The demo page signs its button in as the demo reader, with the

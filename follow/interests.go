@@ -117,6 +117,36 @@ func ActiveSearches(ctx context.Context, tx pgx.Tx) ([]string, error) {
 	return out, nil
 }
 
+// HoldFollowers returns, inside tx, the users who follow t, after waiting
+// for every follow and unfollow of t in progress to commit, and keeps new
+// ones waiting until tx ends (a share lock on t's follow_counts row, which
+// Follow and Unfollow update). The backfill of a saved search calls it
+// last, after its scan: a follow whose backfill job was not inserted because
+// this one was already queued or running has then committed, so the
+// backfill bumps its feed and a later ingest sees the search; a follow that
+// comes after waits only for the backfill's commit, then inserts a job of
+// its own. One probe of follow_counts' primary key and an index-only scan of
+// follows_key_idx.
+func HoldFollowers(ctx context.Context, tx pgx.Tx, t Target) ([]int64, error) {
+	var n int64
+	err := tx.QueryRow(ctx, `SELECT followers FROM follow_counts WHERE key = $1 FOR SHARE`, t.Key()).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && n <= 0) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the follows of %s: %w", t, err)
+	}
+	rows, err := tx.Query(ctx, `SELECT user_id FROM follows WHERE key = $1 ORDER BY user_id`, t.Key())
+	if err != nil {
+		return nil, fmt.Errorf("listing the followers of %s: %w", t, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("listing the followers of %s: %w", t, err)
+	}
+	return ids, nil
+}
+
 // FollowedPapers returns, inside tx, which of arxivIDs (normalised ids)
 // somebody follows as kind paper: package paper writes those papers' events
 // at ingest. One probe of follow_counts' primary key per id.

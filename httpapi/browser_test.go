@@ -104,7 +104,11 @@ func TestFollowButtonOnTheDemoPage(t *testing.T) {
 // submit clicks a form's button and waits for the page the form's POST
 // redirects to: a flash from an earlier form may still be showing, so the
 // wait is for a new document, then for its flash.
-func submit(ctx context.Context, button string) error {
+func submit(ctx context.Context, button string) error { return submitTo(ctx, button, `p.flash`) }
+
+// submitTo clicks a form's button and waits for a new document, then for
+// an element matching sel in it.
+func submitTo(ctx context.Context, button, sel string) error {
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__oldPage = true`)); err != nil {
 		return err
 	}
@@ -114,7 +118,7 @@ func submit(ctx context.Context, button string) error {
 	for deadline := time.Now().Add(15 * time.Second); ; {
 		fresh, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__oldPage !== true && document.readyState === 'complete'`))
 		if err == nil && fresh {
-			return chromedp.Do(ctx, chromedp.WaitVisible(`p.flash`))
+			return chromedp.Do(ctx, chromedp.WaitVisible(sel))
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("no new page after clicking %s (last error %v)", button, err)

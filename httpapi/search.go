@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -24,19 +25,41 @@ type previewPaperJSON struct {
 	AnnouncedAt time.Time `json:"announced_at"`
 }
 
-// previewSearch serves GET /v1/search/preview?q=: how many papers of the
-// last paper.BackfillDays days the search matches, and the newest ten.
-func (a *API) previewSearch(w http.ResponseWriter, r *http.Request, _ *account.User) error {
-	raw := r.URL.Query().Get("q")
+// previewQuery compiles raw (a saved search as a reader typed it) and
+// previews it over the last paper.BackfillDays days: how many papers match
+// and the newest previewSize. The JSON route and the settings page share
+// it. A search that cannot be used is an apperr Invalid naming field, with
+// the position (Details[0].Index) and what was expected, wrapping the
+// *search.Error.
+func previewQuery(ctx context.Context, papers *paper.Store, raw, field string) (*search.Query, paper.Preview, error) {
 	q, err := follow.CompileQuery(raw)
 	if err != nil {
 		var se *search.Error
 		if errors.As(err, &se) {
-			return se.AppError("q")
+			return nil, paper.Preview{}, se.AppError(field)
 		}
-		return apperr.InvalidField("q", "%v", err)
+		return nil, paper.Preview{}, apperr.InvalidField(field, "%v", err)
 	}
-	pv, err := a.Papers.PreviewSearch(r.Context(), q, time.Now().Add(-paper.BackfillDays*24*time.Hour), previewSize)
+	pv, err := papers.PreviewSearch(ctx, q, time.Now().Add(-paper.BackfillDays*24*time.Hour), previewSize)
+	if err != nil {
+		return nil, paper.Preview{}, err
+	}
+	return q, pv, nil
+}
+
+// authorNames are the names of a paper's authors, in order.
+func authorNames(p paper.Paper) []string {
+	names := make([]string, len(p.Authors))
+	for i, au := range p.Authors {
+		names[i] = au.Name
+	}
+	return names
+}
+
+// previewSearch serves GET /v1/search/preview?q=: how many papers of the
+// last paper.BackfillDays days the search matches, and the newest ten.
+func (a *API) previewSearch(w http.ResponseWriter, r *http.Request, _ *account.User) error {
+	q, pv, err := previewQuery(r.Context(), a.Papers, r.URL.Query().Get("q"), "q")
 	if err != nil {
 		return err
 	}
@@ -47,11 +70,7 @@ func (a *API) previewSearch(w http.ResponseWriter, r *http.Request, _ *account.U
 		Papers []previewPaperJSON `json:"papers"`
 	}{Query: q.String(), Days: paper.BackfillDays, Count: pv.Count, Papers: make([]previewPaperJSON, 0, len(pv.Newest))}
 	for _, p := range pv.Newest {
-		names := make([]string, len(p.Authors))
-		for i, au := range p.Authors {
-			names[i] = au.Name
-		}
-		out.Papers = append(out.Papers, previewPaperJSON{ArxivID: p.ArxivID, Title: p.Title, Authors: names,
+		out.Papers = append(out.Papers, previewPaperJSON{ArxivID: p.ArxivID, Title: p.Title, Authors: authorNames(p),
 			Categories: p.Categories, URL: p.AbsURL, AnnouncedAt: p.AnnouncedAt})
 	}
 	writeJSON(w, http.StatusOK, out)

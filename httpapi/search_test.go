@@ -2,12 +2,16 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"followfeed/internal/testapp"
+	"followfeed/internal/testjobs"
+	"followfeed/paper"
+	"followfeed/worker"
 )
 
 type jsonFeedDoc struct {
@@ -64,26 +68,61 @@ func TestSavedSearchFollow(t *testing.T) {
 		t.Errorf("preview without a token: %d", r.Status)
 	}
 
+	// The follow answers at once even while another writer (an ingest)
+	// holds the writers' lock: the backfill is a job that runs after.
+	holder, err := db.Pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(t.Context())
+	if _, err := holder.Exec(t.Context(), `SELECT pg_advisory_xact_lock($1)`, paper.WritersLock); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
 	r = c.Do("PUT", "/v1/me/follows/query/"+url.PathEscape(search), reader, nil)
 	var f struct{ Kind, ID, Name string }
 	r.JSON(t, &f)
 	if r.Status != 201 || f.Kind != "query" || f.ID != norm {
 		t.Fatalf("follow: %d %s", r.Status, r.Body)
 	}
+	if took := time.Since(began); took > 2*time.Second {
+		t.Errorf("the follow took %v while the writers' lock was held", took)
+	}
 	var links feedLinks
 	c.Do("GET", "/v1/me/feeds", reader, nil).JSON(t, &links)
-	feed := func() jsonFeedDoc {
-		_, body := get(t, links.JSON)
+	feed := func(headers ...string) (jsonFeedDoc, *http.Response) {
+		resp, body := get(t, links.JSON, headers...)
 		var doc jsonFeedDoc
-		if err := json.Unmarshal(body, &doc); err != nil {
-			t.Fatalf("feed: %v %s", err, body)
+		if resp.StatusCode == 200 {
+			if err := json.Unmarshal(body, &doc); err != nil {
+				t.Fatalf("feed: %v %s", err, body)
+			}
 		}
-		return doc
+		return doc, resp
 	}
-	doc := feed()
+	doc, resp := feed()
+	if len(doc.Items) != 0 {
+		t.Fatalf("the backfill landed while the writers' lock was held: %+v", doc.Items)
+	}
+	etag := resp.Header.Get("ETag")
+	if err := holder.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	released := time.Now()
+	waitFor(t, "the backfill job's matches in the feed", func() bool {
+		doc, resp = feed()
+		return len(doc.Items) > 0
+	})
+	t.Logf("the backfilled match reached the feed %v after the lock was released", time.Since(released).Round(time.Millisecond))
 	if len(doc.Items) != 1 || !strings.HasSuffix(doc.Items[0].ID, "2609.00001") ||
 		!strings.Contains(doc.Items[0].ContentText, "the search "+norm) {
 		t.Fatalf("day-one feed of the search: %+v", doc.Items)
+	}
+	if resp.Header.Get("ETag") == etag {
+		t.Errorf("the feed's ETag %s did not change when the backfill landed", etag)
+	}
+	if _, resp := feed("If-None-Match", etag); resp.StatusCode != 200 {
+		t.Errorf("conditional GET with the ETag from before the backfill: %d, want 200", resp.StatusCode)
 	}
 
 	// Following the same search again (another reader) writes no rows.
@@ -93,6 +132,7 @@ func TestSavedSearchFollow(t *testing.T) {
 		return n
 	}
 	c.Do("PUT", "/v1/me/follows/query/"+url.PathEscape(norm), testapp.Token(t, "other", ""), nil)
+	testjobs.WaitCompleted(t, db.Pool, worker.BackfillArgs{}.Kind(), 2)
 	if keys() != 1 {
 		t.Errorf("a second follower's backfill wrote rows: %d", keys())
 	}
@@ -103,7 +143,7 @@ func TestSavedSearchFollow(t *testing.T) {
 		t.Fatalf("push: %d %s", r.Status, r.Body)
 	}
 	waitFor(t, "the match job to bump the search's follower", func() bool { return feedVersion(t, db, "reader") > before })
-	doc = feed()
+	doc, _ = feed()
 	if len(doc.Items) != 2 || !strings.HasSuffix(doc.Items[0].ID, "2609.00005") || !strings.Contains(doc.Items[0].ContentText, "the search "+norm) {
 		t.Fatalf("feed after ingest: %+v", doc.Items)
 	}

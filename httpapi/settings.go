@@ -50,6 +50,11 @@ type Settings struct {
 	Signer    *auth.LinkSigner
 	// Identities records "not this person" (the preview's buttons).
 	Identities *identity.Registry
+	// Papers previews saved searches (the search section).
+	Papers *paper.Store
+	// PerUser limits search previews per reader (the API's per-user
+	// limiter, so the page and GET /v1/search/preview share one budget).
+	PerUser *Limiter
 	// Secure marks cookies Secure (PUBLIC_URL is https).
 	Secure bool
 	// DevLogin shows a paste-a-token form on /login (development).
@@ -301,6 +306,7 @@ type settingsData struct {
 	// which turning them on does not mail (they start from then).
 	DigestsOff bool
 	Channels   *channelsData // settings_channels.go
+	Search     *searchData   // settings_search.go
 }
 
 type previewData struct {
@@ -320,6 +326,8 @@ var flashes = map[string]string{
 	"email":      "Email settings saved.",
 	"confirm":    "Email settings saved. We sent a confirmation mail to the new address.",
 	"started":    "Digests are on. They hold papers matched from now on; everything that came before is in your feed (Your feeds, below).",
+	"followed":   "Followed.",
+	"search":     "You follow the search now. Its matches of the last 30 days join your feeds within seconds; new papers it matches come as they arrive.",
 }
 
 // flash is the message of a ?done= code.
@@ -354,7 +362,14 @@ func (s *Settings) page(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.Logger, err)
 		return
 	}
-	renderPage(w, r, s.Logger, http.StatusOK, "settings.html", page{Title: "Settings", SignedIn: !v.emailOnly, CSRF: v.csrf,
+	status := http.StatusOK
+	if !v.emailOnly {
+		if d.Search, status, err = s.searchSection(r, w, v, r.URL.Query().Get("q"), d.Follows); err != nil {
+			writeError(w, r, s.Logger, err)
+			return
+		}
+	}
+	renderPage(w, r, s.Logger, status, "settings.html", page{Title: "Settings", SignedIn: !v.emailOnly, CSRF: v.csrf,
 		Flash: flash(r.URL.Query().Get("done")), Scripts: []string{"/static/settings.js?v=" + assetVersion("settings.js")}, Data: d})
 }
 
@@ -400,6 +415,7 @@ func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
 	if v.emailOnly {
 		return d, nil
 	}
+	d.Search = &searchData{Days: paper.BackfillDays}
 	fs, err := s.Follows.All(ctx, v.userID)
 	if err != nil {
 		return nil, err
@@ -501,6 +517,13 @@ func (s *Settings) postFollow(w http.ResponseWriter, r *http.Request) {
 			return "", err
 		}
 		switch r.PostFormValue("action") {
+		case "follow":
+			// The search section's "Follow this search" (any kind works).
+			_, _, err := s.Follows.Follow(r.Context(), v.userID, t, follow.Options{})
+			if t.Kind == follow.Query {
+				return "search", err
+			}
+			return "followed", err
 		case "unfollow":
 			_, err := s.Follows.Unfollow(r.Context(), v.userID, t)
 			return "unfollowed", err
@@ -518,7 +541,7 @@ func (s *Settings) postFollow(w http.ResponseWriter, r *http.Request) {
 			_, _, err := s.Follows.Follow(r.Context(), v.userID, t, opts)
 			return "saved", err
 		}
-		return "", apperr.InvalidField("action", "must be unfollow or options")
+		return "", apperr.InvalidField("action", "must be follow, unfollow or options")
 	})
 }
 

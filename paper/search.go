@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/account"
 	"followfeed/follow"
 	"followfeed/search"
 )
@@ -87,8 +88,8 @@ func sameText(a, b Paper) bool {
 // searchKeys evaluates the batch's new papers, and the stored ones whose
 // text a record changes, against every followed search, and returns each
 // paper's query keys by arXiv id. The caller holds keyWritersLock, so a
-// search followed after this read is backfilled by BackfillSearch after
-// this batch commits.
+// search followed after this read is backfilled by BackfillSearch (its
+// job takes the lock) after this batch commits.
 func (st *Store) searchKeys(ctx context.Context, tx pgx.Tx, batch []Paper, existing map[string]*stored, inserted map[string]int64) (map[string][]string, error) {
 	norms, err := follow.ActiveSearches(ctx, tx)
 	if err != nil || len(norms) == 0 {
@@ -128,42 +129,82 @@ func (st *Store) searchKeys(ctx context.Context, tx pgx.Tx, batch []Paper, exist
 // feed is not empty on the first day.
 const BackfillDays = 30
 
-// BackfillSearch runs inside the transaction that follows a saved search
-// (follow.Service's OnFollow hook): it evaluates the search against the
-// papers announced since since that have no row for its key yet, writes
-// their key rows and enqueues the match job, all under keyWritersLock. It
-// writes nothing for papers that already have a row (a search followed
-// continuously has them all), so the followers of an existing search
-// are not told about old papers again. It returns how many papers it
-// added.
-func (st *Store) BackfillSearch(ctx context.Context, tx pgx.Tx, normalized string, since time.Time) (int, error) {
+// BackfillSearch gives a newly followed saved search (its normal form) its
+// matches among the papers announced since since, in one transaction under
+// keyWritersLock: it evaluates the search against those papers that have no
+// row for its key yet, writes their key rows, bumps the search's followers'
+// feed versions (so their ETags change exactly when the matches land),
+// enqueues the match job of the rows (instant alerts, channels) and calls
+// done (the job's completion, which commits with the rows). It runs from
+// the backfill job that the follow enqueued (BackfillHook), never inside a
+// follow request.
+//
+// It writes nothing for papers that already have a row (a search followed
+// continuously has them all), so the followers of an existing search are
+// not told about old papers again; nothing when nobody follows the search
+// any more (unfollowed before its job ran); and nothing, without calling
+// done, when it no longer parses (a category withdrawn from the taxonomy,
+// which ingest skips too). Running it twice writes nothing the second time.
+// It returns how many papers it added.
+//
+// Why the lock: an ingest that read follow.ActiveSearches before the follow
+// committed did not match its papers against this search; holding the lock
+// means every such ingest has committed before the scan reads papers, and
+// no ingest commits between the scan and the rows. Why follow.HoldFollowers
+// after the scan, and done in the same transaction: a follow that found this
+// job already queued or running inserted no job of its own, so it must have
+// committed before the rows do (HoldFollowers waits for it), and a follow
+// that comes later must find the job completed and insert a new one.
+func (st *Store) BackfillSearch(ctx context.Context, normalized string, since time.Time, done func(tx pgx.Tx) error) (int, error) {
 	q, err := follow.CompileQuery(normalized)
 	if err != nil {
-		return 0, err
+		return 0, nil
 	}
-	if err := lockWriters(ctx, tx); err != nil {
-		return 0, err
-	}
-	key := follow.Target{Kind: follow.Query, ID: normalized}.Key()
-	var rows []keyRow
-	err = scanRecent(ctx, tx, since, key, func(id int64, p *Paper) {
-		if q.Match(p.Doc()) {
-			rows = append(rows, keyRow{PaperID: id, Key: key, Version: max(p.Version, 1)})
+	t := follow.Target{Kind: follow.Query, ID: normalized}
+	key := t.Key()
+	added := 0
+	err = st.db.InTx(ctx, func(tx pgx.Tx) error {
+		added = 0
+		if err := lockWriters(ctx, tx); err != nil {
+			return err
 		}
+		var rows []keyRow
+		err := scanRecent(ctx, tx, since, key, func(id int64, p *Paper) {
+			if q.Match(p.Doc()) {
+				rows = append(rows, keyRow{PaperID: id, Key: key, Version: max(p.Version, 1)})
+			}
+		})
+		if err != nil {
+			return err
+		}
+		followers, err := follow.HoldFollowers(ctx, tx, t)
+		if err != nil {
+			return err
+		}
+		if len(rows) > 0 && len(followers) > 0 {
+			from, to, err := writeKeys(ctx, tx, rows)
+			if err != nil {
+				return err
+			}
+			if to > 0 {
+				added = len(rows)
+				if err := account.BumpFeeds(ctx, tx, followers...); err != nil {
+					return err
+				}
+				if err := st.enq.EnqueueMatch(ctx, tx, from, to); err != nil {
+					return fmt.Errorf("enqueuing match job for seq %d..%d: %w", from, to, err)
+				}
+			}
+		}
+		if done != nil {
+			return done(tx)
+		}
+		return nil
 	})
-	if err != nil || len(rows) == 0 {
-		return 0, err
-	}
-	from, to, err := writeKeys(ctx, tx, rows)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("backfilling search %q: %w", normalized, err)
 	}
-	if to > 0 {
-		if err := st.enq.EnqueueMatch(ctx, tx, from, to); err != nil {
-			return 0, fmt.Errorf("enqueuing match job for seq %d..%d: %w", from, to, err)
-		}
-	}
-	return len(rows), nil
+	return added, nil
 }
 
 // Preview is what a search would have found.
@@ -235,11 +276,13 @@ func scanRecent(ctx context.Context, tx pgx.Tx, since time.Time, skipKey string,
 	return rows.Err()
 }
 
-// BackfillHook returns the follow.Service hook that backfills a newly
-// followed saved search over the last BackfillDays days (now may be nil:
-// time.Now), and makes a newly followed paper without a known OpenAlex work
-// due for enrichment (scheduleWorkLookup), so papers citing it can be
-// recognised. Other kinds need nothing.
+// BackfillHook returns the follow.Service hook that, inside the follow's
+// transaction, enqueues the backfill of a newly followed saved search over
+// the BackfillDays days before now (now may be nil: time.Now; the job runs
+// BackfillSearch moments later, so the follow waits neither on
+// keyWritersLock nor on the scan), and makes a newly followed paper without
+// a known OpenAlex work due for enrichment (scheduleWorkLookup), so papers
+// citing it can be recognised. Other kinds need nothing.
 func (st *Store) BackfillHook(now func() time.Time) follow.FollowHook {
 	if now == nil {
 		now = time.Now
@@ -247,8 +290,10 @@ func (st *Store) BackfillHook(now func() time.Time) follow.FollowHook {
 	return func(ctx context.Context, tx pgx.Tx, _ int64, t follow.Target) error {
 		switch t.Kind {
 		case follow.Query:
-			_, err := st.BackfillSearch(ctx, tx, t.ID, now().Add(-BackfillDays*24*time.Hour))
-			return err
+			if err := st.enq.EnqueueBackfill(ctx, tx, t.ID, now().Add(-BackfillDays*24*time.Hour)); err != nil {
+				return fmt.Errorf("enqueuing the backfill of search %q: %w", t.ID, err)
+			}
+			return nil
 		case follow.Paper:
 			return scheduleWorkLookup(ctx, tx, t.ID, now())
 		}

@@ -22,6 +22,24 @@ type MatchEnqueuer interface {
 	EnqueueMatch(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) error
 }
 
+// BackfillEnqueuer inserts the backfill job of a newly followed saved
+// search (normal form normalized, over the papers announced since since)
+// inside the follow's transaction, so the job exists exactly when the
+// follow does. A follow of a search whose job is still waiting or running
+// adds no second job. Package worker implements it with River's InsertTx,
+// unique per search; the job calls Store.BackfillSearch.
+type BackfillEnqueuer interface {
+	EnqueueBackfill(ctx context.Context, tx pgx.Tx, normalized string, since time.Time) error
+}
+
+// Enqueuer is every job a Store causes: match jobs of the keys it writes
+// and backfills of newly followed searches. Package worker's Enqueuer
+// implements it.
+type Enqueuer interface {
+	MatchEnqueuer
+	BackfillEnqueuer
+}
+
 // IdentityObserver learns from stored papers which researcher ids name the
 // same person: the ids listed on one author. It runs inside the ingest
 // transaction, after the papers are written, with the papers whose author
@@ -57,6 +75,13 @@ const MaxBatch = 10_000
 // validation and decoding happen before the lock is taken.
 const keyWritersLock int64 = 0x6b657973 // "keys"
 
+// WritersLock is keyWritersLock's id as pg_locks shows it (locktype
+// advisory, objid 1801812339, classid 0): an operator looking for who
+// holds up an ingest, and tests that hold it on purpose, use it. Holding
+// it stops every writer of papers and paper_keys until the holder's
+// transaction ends.
+const WritersLock = keyWritersLock
+
 // lockWriters takes keyWritersLock until tx ends.
 func lockWriters(ctx context.Context, tx pgx.Tx) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, keyWritersLock); err != nil {
@@ -86,7 +111,7 @@ type IngestResult struct {
 // reads the match watermark (HighSeq). Every write takes keyWritersLock.
 type Store struct {
 	db        *database.DB
-	enq       MatchEnqueuer
+	enq       Enqueuer
 	searches  searchCache
 	observers []IdentityObserver
 }
@@ -96,9 +121,9 @@ type Store struct {
 // writes.
 func (st *Store) ObserveIdentities(o IdentityObserver) { st.observers = append(st.observers, o) }
 
-// NewStore returns a Store writing to db and enqueuing match jobs through
-// enq.
-func NewStore(db *database.DB, enq MatchEnqueuer) *Store {
+// NewStore returns a Store writing to db and enqueuing its match and
+// backfill jobs through enq.
+func NewStore(db *database.DB, enq Enqueuer) *Store {
 	return &Store{db: db, enq: enq}
 }
 

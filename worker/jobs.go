@@ -18,6 +18,7 @@ import (
 	"followfeed/harvest"
 	"followfeed/match"
 	"followfeed/notify"
+	"followfeed/paper"
 )
 
 // Enqueuer inserts jobs for domain packages, always inside the caller's
@@ -71,6 +72,63 @@ func (w *MatchWorker) Work(ctx context.Context, job *river.Job[MatchArgs]) error
 	}
 	w.Logger.InfoContext(ctx, "matched batch", "from_seq", job.Args.FromSeq, "to_seq", job.Args.ToSeq,
 		"distinct_keys", res.Keys, "users", len(res.Users), "refreshed", res.Refreshed)
+	return nil
+}
+
+// EnqueueBackfill inserts the backfill job of a newly followed saved search
+// in tx (the follow's transaction). The job is unique per search while one
+// is available, scheduled, running or waiting for a retry: a second follow
+// of the same search meanwhile inserts nothing (the first job's rows serve
+// every follower). A search followed again after its job completed gets a
+// new one, which writes only the papers that have no row yet.
+func (e *Enqueuer) EnqueueBackfill(ctx context.Context, tx pgx.Tx, normalized string, since time.Time) error {
+	_, err := e.client.InsertTx(ctx, tx, BackfillArgs{Search: normalized, Since: since.UTC()}, nil)
+	return err
+}
+
+// BackfillArgs is the backfill of one newly followed saved search: its
+// matches among the papers announced since Since.
+type BackfillArgs struct {
+	// Search is the normal form (follow.Target.ID); jobs are unique by it.
+	Search string `json:"search" river:"unique"`
+	// Since is the start of the window, BackfillDays before the follow.
+	Since time.Time `json:"since"`
+}
+
+// Kind implements river.JobArgs.
+func (BackfillArgs) Kind() string { return "search_backfill" }
+
+// InsertOpts puts backfills on the match queue: like ingest and the match
+// job they are writers of paper_keys, serialised by the writers' lock, so
+// more workers would only wait on it. Unique per search (oneAtATime).
+func (BackfillArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueMatch, MaxAttempts: 25, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: oneAtATime}}
+}
+
+// BackfillWorker runs paper.Store.BackfillSearch and completes its job in
+// the same transaction (a follow inserting while it runs must find it
+// either running, and be waited for, or completed). A run is idempotent (it
+// writes only papers without a row for the search), so a retry after a
+// failure or a rescue is safe.
+type BackfillWorker struct {
+	river.WorkerDefaults[BackfillArgs]
+	Papers *paper.Store
+	Logger *slog.Logger
+}
+
+// Work implements river.Worker.
+func (w *BackfillWorker) Work(ctx context.Context, job *river.Job[BackfillArgs]) error {
+	start := time.Now()
+	n, err := w.Papers.BackfillSearch(ctx, job.Args.Search, job.Args.Since, func(tx pgx.Tx) error {
+		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		return err
+	})
+	if err != nil {
+		w.Logger.WarnContext(ctx, "saved-search backfill failed", "source", "backfill", "attempt", job.Attempt, "error", err)
+		return err
+	}
+	w.Logger.InfoContext(ctx, "saved search backfilled", "papers", n, "since", job.Args.Since.Format(time.DateOnly),
+		"took", time.Since(start).Round(time.Millisecond).String())
 	return nil
 }
 

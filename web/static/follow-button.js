@@ -12,7 +12,11 @@
   const src = document.currentScript && document.currentScript.src;
   const ORIGIN = src ? new URL(src, location.href).origin : location.origin;
   const KINDS = ['researcher', 'category', 'institution', 'paper', 'query'];
-  const VERBS = { paper: ['Follow this paper', 'Following this paper'], query: ['Alert me', 'Alert on'] };
+  // [off, on, accessible name's verb]; a search reads as typed.
+  const VERBS = {
+    paper: ['Follow this paper', 'Following this paper', 'Follow the paper'],
+    query: ['Alert me', 'Alert on', 'Alert me of new papers matching'],
+  };
   const MSG = {
     follow: 'Could not follow right now; try again.',
     unfollow: 'Could not unfollow right now; try again.',
@@ -270,10 +274,11 @@ button:disabled{opacity:.65}
       else b.removeAttribute('aria-busy');
       b.setAttribute('aria-pressed', String(on));
       b.textContent = st.loading || n === null ? verb : `${verb} · ${nf.format(n)}`;
-      const name = this._a('label') || st.name || this._a('target');
+      const q = this._a('kind') === 'query';
+      const name = this._a('label') || (!q && st.name) || this._a('target');
       const count = n === null ? '' : ` (${nf.format(n)} follower${n === 1 ? '' : 's'})`;
       // A toggle's name stays put; aria-pressed tells the state.
-      b.setAttribute('aria-label', `${verbs[0]} ${name}${count}`);
+      b.setAttribute('aria-label', `${verbs[2] || verbs[0]} ${name}${count}`);
     }
   }
 

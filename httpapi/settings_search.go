@@ -1,0 +1,99 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"followfeed/apperr"
+	"followfeed/follow"
+	"followfeed/paper"
+	"followfeed/search"
+)
+
+// The settings page's saved-search section: a GET form (?q=, so a preview
+// is a plain link that changes nothing and needs no CSRF token) shows what
+// the search would have found (previewQuery, as GET /v1/search/preview),
+// or where and why it cannot be used; "Follow this search" is a POST to
+// /settings/follows (action follow) with the page's CSRF token.
+
+// searchData is the section's state.
+type searchData struct {
+	// Input is the search as the reader typed it ("" before any).
+	Input string
+	Days  int
+	// Query is the normal form of a valid search, "" otherwise.
+	Query  string
+	Count  int
+	Papers []searchPaper
+	// Following: the reader follows Query already.
+	Following bool
+	// Error says why the search cannot be used ("This search cannot be
+	// used: at character 3: expected …") or that previews come too fast;
+	// Before, At and After
+	// are Input around the position (At is a no-break space past the end).
+	Error             string
+	Before, At, After string
+}
+
+// searchPaper is one preview line.
+type searchPaper struct{ Title, URL, Authors, Categories, Date string }
+
+// searchSection previews raw for viewer v (whose follows are fs) and
+// returns the section and the page's status: 200, 422 for a search that
+// cannot be used, 429 when previews come faster than the reader's API rate
+// limit (shared with GET /v1/search/preview).
+func (s *Settings) searchSection(r *http.Request, w http.ResponseWriter, v *viewer, raw string, fs []followJSON) (*searchData, int, error) {
+	d := &searchData{Input: raw, Days: paper.BackfillDays}
+	if strings.TrimSpace(raw) == "" {
+		d.Input = ""
+		return d, http.StatusOK, nil
+	}
+	if ok, retry := s.PerUser.Allow("u:" + v.sub); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(retry.Seconds()+0.999))))
+		d.Error = "Not previewed: you are previewing searches faster than your rate limit allows; wait a moment and try again."
+		d.Before = raw
+		return d, http.StatusTooManyRequests, nil
+	}
+	q, pv, err := previewQuery(r.Context(), s.Papers, raw, "q")
+	if err != nil {
+		var se *search.Error
+		if e, ok := apperr.As(err); !ok || e.Code != apperr.Invalid || !errors.As(err, &se) {
+			return nil, 0, err
+		}
+		d.Error = "This search cannot be used: " + se.Error()
+		d.Before, d.At, d.After = splitAt(raw, se.Pos)
+		return d, http.StatusUnprocessableEntity, nil
+	}
+	d.Query, d.Count = q.String(), pv.Count
+	for _, p := range pv.Newest {
+		names := authorNames(p)
+		if len(names) > 3 {
+			names = append(names[:3], "et al.")
+		}
+		d.Papers = append(d.Papers, searchPaper{Title: p.Title, URL: p.AbsURL, Authors: strings.Join(names, ", "),
+			Categories: strings.Join(p.Categories, ", "), Date: p.AnnouncedAt.Format("2 Jan 2006")})
+	}
+	for _, f := range fs {
+		if f.Kind == string(follow.Query) && f.ID == d.Query {
+			d.Following = true
+		}
+	}
+	return d, http.StatusOK, nil
+}
+
+// splitAt cuts s around its pos-th character (1-based): before, the
+// character, after. Past the end the character is a no-break space, so the
+// mark still shows where something was expected.
+func splitAt(s string, pos int) (before, at, after string) {
+	rs := []rune(s)
+	i := pos - 1
+	switch {
+	case i < 0:
+		i = 0
+	case i >= len(rs):
+		return s, "\u00a0", ""
+	}
+	return string(rs[:i]), string(rs[i]), string(rs[i+1:])
+}
