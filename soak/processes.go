@@ -371,7 +371,8 @@ func runProcesses(ctx context.Context, e *env, res *Result) error {
 		"with both apis %d + %d polls (%.0f req/s), none failed; the better one alone %.0f req/s (×%.2f: see the next figure)",
 		runs[2].perAPI[0], runs[2].perAPI[1], both, one, both/max(one, 1e-9))
 	res.figure("does throughput add up?", "not measurable on one %d-core machine: with one api alone the machine was already %.2f of %d cores busy "+
-		"(the api %s, PostgreSQL %s, PgBouncer %s, the soak's clients %s, the rest other processes), so a second api process on it can only share that CPU (×%.2f). "+
+		"(the api %s, PostgreSQL %s, PgBouncer %s, the soak's clients %s, the rest other processes), so a second api process on it only gets a share of the same CPU: "+
+		"the ratio (×%.2f here) says how that CPU was shared, not what a machine of its own would add. "+
 		"CPU per 304: api %.0f µs, PgBouncer %.0f µs, PostgreSQL %.0f µs. api processes on machines of their own add up until PgBouncer, one thread, "+
 		"reaches about %.0f req/s per instance, or PostgreSQL about %.0f req/s per core",
 		cpuCount(), busyOne, cpuCount(), cores(apiCPU/2, runs[0].elapsed), cores(pgCPU/2, runs[0].elapsed), cores(bouncerCPU/2, runs[0].elapsed),
