@@ -37,12 +37,34 @@ type Replica struct {
 	// kind: 0 down, 1 lagging.
 	lastWarn [2]atomic.Int64
 
-	stats ReplicaStats
+	stats [2]ReplicaStats // by ReadKind
 	stop  context.CancelFunc
 	done  sync.WaitGroup
 }
 
-// ReplicaStats counts where reads went. Every field is a running total.
+// ReadKind is the guarantee a read asked DB.Read for; stats are kept per
+// kind.
+type ReadKind int
+
+const (
+	// Checked reads carry a freshness check (feed renders, private and
+	// public): only they can be Stale.
+	Checked ReadKind = iota
+	// Bounded reads accept bounded staleness (follow status, previews):
+	// only they can be Lagging.
+	Bounded
+)
+
+// String is the kind's metric label: "checked" or "bounded".
+func (k ReadKind) String() string {
+	if k == Bounded {
+		return "bounded"
+	}
+	return "checked"
+}
+
+// ReplicaStats counts where reads of one ReadKind went. Every field is a
+// running total.
 type ReplicaStats struct {
 	// Replica counts reads answered by the replica.
 	Replica atomic.Uint64
@@ -118,8 +140,8 @@ func (db *DB) AttachReplica(dsn string, opt ReplicaOptions) error {
 // Replica returns the attached replica, or nil.
 func (db *DB) Replica() *Replica { return db.replica }
 
-// Stats returns the replica's running counters.
-func (r *Replica) Stats() *ReplicaStats { return &r.stats }
+// Stats returns the replica's running counters of reads of kind k.
+func (r *Replica) Stats(k ReadKind) *ReplicaStats { return &r.stats[k] }
 
 // Up reports whether the replica is currently used (not left alone after
 // an error).
@@ -197,8 +219,9 @@ func (r *Replica) warn(kind int, msg string) {
 	if now-last < int64(30*time.Second) || !r.lastWarn[kind].CompareAndSwap(last, now) {
 		return
 	}
-	r.logger.Warn(msg, "replica_reads", r.stats.Replica.Load(), "stale", r.stats.Stale.Load(),
-		"lagging", r.stats.Lagging.Load(), "errors", r.stats.Errors.Load(), "down", r.stats.Down.Load())
+	c, b := &r.stats[Checked], &r.stats[Bounded]
+	r.logger.Warn(msg, "replica_reads", c.Replica.Load()+b.Replica.Load(), "stale", c.Stale.Load(),
+		"lagging", b.Lagging.Load(), "errors", c.Errors.Load()+b.Errors.Load(), "down", c.Down.Load()+b.Down.Load())
 }
 
 // Fresh decides, inside the replica's read transaction (its snapshot),
@@ -230,12 +253,16 @@ var errStale = errors.New("replica snapshot older than the primary's answer")
 
 // read tries the replica; done says the read is answered (with err).
 func (r *Replica) read(ctx context.Context, fresh Fresh, fn func(tx pgx.Tx) error) (done bool, err error) {
+	st := &r.stats[Checked]
+	if fresh == nil {
+		st = &r.stats[Bounded]
+	}
 	switch {
 	case !r.Up():
-		r.stats.Down.Add(1)
+		st.Down.Add(1)
 		return false, nil
 	case fresh == nil && (r.lagging.Load() || !r.checked.Load()):
-		r.stats.Lagging.Add(1)
+		st.Lagging.Add(1)
 		return false, nil
 	}
 	err = pgx.BeginTxFunc(ctx, r.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
@@ -252,18 +279,18 @@ func (r *Replica) read(ctx context.Context, fresh Fresh, fn func(tx pgx.Tx) erro
 	})
 	switch {
 	case err == nil:
-		r.stats.Replica.Add(1)
+		st.Replica.Add(1)
 		return true, nil
 	case errors.Is(err, errStale):
-		r.stats.Stale.Add(1)
+		st.Stale.Add(1)
 		return false, nil
 	case ctx.Err() != nil:
 		return true, err
 	case isAnswer(err):
-		r.stats.Replica.Add(1)
+		st.Replica.Add(1)
 		return true, err
 	}
-	r.stats.Errors.Add(1)
+	st.Errors.Add(1)
 	r.failed(err)
 	return false, nil
 }

@@ -17,7 +17,8 @@ import (
 	"followfeed/internal/testapp"
 )
 
-// replicaReads reads followfeed_replica_reads_total{outcome} from /metrics.
+// replicaReads reads followfeed_replica_reads_total{outcome} from /metrics,
+// summed over both kinds of read (checked, bounded).
 func replicaReads(t *testing.T, base, outcome string) int {
 	t.Helper()
 	resp, err := http.Get(base + "/metrics")
@@ -26,11 +27,15 @@ func replicaReads(t *testing.T, base, outcome string) int {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	m := regexp.MustCompile(`followfeed_replica_reads_total\{outcome="` + outcome + `"\} (\d+)`).FindSubmatch(body)
-	if m == nil {
-		t.Fatalf("no replica reads metric for %s in /metrics", outcome)
+	ms := regexp.MustCompile(`followfeed_replica_reads_total\{outcome="`+outcome+`",read="(checked|bounded)"\} (\d+)`).FindAllSubmatch(body, -1)
+	if len(ms) != 2 {
+		t.Fatalf("want the replica reads metric for %s of both kinds in /metrics, found %d", outcome, len(ms))
 	}
-	n, _ := strconv.Atoi(string(m[1]))
+	n := 0
+	for _, m := range ms {
+		v, _ := strconv.Atoi(string(m[2]))
+		n += v
+	}
 	return n
 }
 

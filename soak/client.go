@@ -115,23 +115,56 @@ func (c *client) feedPath(ctx context.Context, token, format string) (string, er
 	return u.Path, nil
 }
 
+// reader makes a reader through the API: a token for sub (with email, a
+// verified address), a follow of category, and the path of their private
+// feed in format.
+func (c *client) reader(ctx context.Context, sub, email, category, format string) (token, feed string, err error) {
+	if token, err = mint(sub, email); err != nil {
+		return "", "", err
+	}
+	if _, err := c.must(ctx, "PUT", "/v1/me/follows/category/"+category, token, nil, 201, 200); err != nil {
+		return "", "", err
+	}
+	feed, err = c.feedPath(ctx, token, format)
+	return token, feed, err
+}
+
 // feedIDs fetches a JSON feed and returns the arXiv ids of its items.
 func (c *client) feedIDs(ctx context.Context, path string) (map[string]bool, error) {
 	r, err := c.must(ctx, "GET", path+"?limit=200", "", nil, 200)
 	if err != nil {
 		return nil, err
 	}
+	return parseFeedIDs(r.body)
+}
+
+// parseFeedIDs returns the arXiv ids of a JSON Feed's items.
+func parseFeedIDs(body []byte) (map[string]bool, error) {
+	items, err := parseFeedItems(body)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(items))
+	for _, id := range items {
+		out[id] = true
+	}
+	return out, nil
+}
+
+// parseFeedItems returns the arXiv ids of a JSON Feed's items in order,
+// repeats included.
+func parseFeedItems(body []byte) ([]string, error) {
 	var f struct {
 		Items []struct {
 			ID string `json:"id"`
 		} `json:"items"`
 	}
-	if err := json.Unmarshal(r.body, &f); err != nil {
+	if err := json.Unmarshal(body, &f); err != nil {
 		return nil, fmt.Errorf("feed is not JSON Feed: %w", err)
 	}
-	out := map[string]bool{}
+	out := make([]string, 0, len(f.Items))
 	for _, it := range f.Items {
-		out[strings.TrimPrefix(it.ID, "tag:arxiv.org,1991:")] = true
+		out = append(out, strings.TrimPrefix(it.ID, "tag:arxiv.org,1991:"))
 	}
 	return out, nil
 }

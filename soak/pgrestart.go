@@ -60,16 +60,11 @@ func runPostgresRestart(ctx context.Context, e *env, res *Result) error {
 	if err != nil {
 		return err
 	}
-	cl, err := newCluster(ctx, e)
+	cl, db, done, err := newClusterDB(ctx, e, "postgres-restart")
 	if err != nil {
 		return err
 	}
-	defer cl.Destroy()
-	db, err := newFreshDB(ctx, e, cl.URL("postgres"), "postgres-restart")
-	if err != nil {
-		return err
-	}
-	defer db.drop(ctx)
+	defer done()
 	srv, err := startProc(ctx, e.opts.Exe, "serve", e.baseEnv(db.url), e.logPath("postgres-restart", "serve"))
 	if err != nil {
 		return err

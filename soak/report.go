@@ -96,6 +96,8 @@ var titles = map[string]string{
 	"load":             "Load at scale S",
 	"worker-killed":    "Worker killed mid-harvest and mid-send",
 	"postgres-restart": "PostgreSQL restarted under traffic",
+	"replica":          "A streaming read replica lagging, stopped and started under traffic",
+	"processes":        "Two api processes through PgBouncer and two workers on one database",
 	"smtp-chaos":       "Misbehaving SMTP server",
 	"upstream-faults":  "Failing OAI-PMH and OpenAlex upstreams",
 	"hostile-input":    "Hostile input and access control (tests of make test)",

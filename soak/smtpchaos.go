@@ -248,18 +248,28 @@ func copyStrMap(m map[string]string) map[string]string {
 // pushPapers posts n papers (ids prefix.00001…) with a service token,
 // spread over cats.
 func pushPapers(ctx context.Context, c *client, prefix string, n int, cats []string) error {
+	_, err := pushRange(ctx, c, prefix, 0, n, cats)
+	return err
+}
+
+// pushRange posts the n papers prefix.{from+1…from+n} with a service token,
+// paper i in cats[i % len(cats)], and returns their ids by category.
+func pushRange(ctx context.Context, c *client, prefix string, from, n int, cats []string) (map[string][]string, error) {
 	tok, err := mint("soak-service", "", "papers:write")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var papers []pushPaper
-	for i := range n {
-		papers = append(papers, pushPaper{
+	ids := map[string][]string{}
+	for i := from; i < from+n; i++ {
+		p := pushPaper{
 			ArxivID: fmt.Sprintf("%s.%05d", prefix, i+1), Version: 1, Title: fmt.Sprintf("Pushed soak paper %d", i+1),
 			Abstract: "A paper pushed by the soak to give readers something to read.", Authors: []string{"Ada Soak", "Bo Tester"},
 			Categories: []string{cats[i%len(cats)]}, Published: time.Now().UTC().Format(time.RFC3339),
-		})
+		}
+		papers = append(papers, p)
+		ids[p.Categories[0]] = append(ids[p.Categories[0]], p.ArxivID)
 	}
 	_, err = c.must(ctx, "POST", "/v1/papers", tok, papers, 200, 201, 202)
-	return err
+	return ids, err
 }

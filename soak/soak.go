@@ -55,7 +55,7 @@ type Options struct {
 
 // Names returns the scenario names in the order they run.
 func Names() []string {
-	return []string{"load", "worker-killed", "postgres-restart", "smtp-chaos", "upstream-faults", "hostile-input"}
+	return []string{"load", "worker-killed", "postgres-restart", "replica", "processes", "smtp-chaos", "upstream-faults", "hostile-input"}
 }
 
 // scenarioFunc runs one scenario, filling res; an error means the scenario
@@ -67,6 +67,8 @@ func scenarios() map[string]scenarioFunc {
 		"load":             runLoad,
 		"worker-killed":    runWorkerKilled,
 		"postgres-restart": runPostgresRestart,
+		"replica":          runReplica,
+		"processes":        runProcesses,
 		"smtp-chaos":       runSMTPChaos,
 		"upstream-faults":  runUpstreamFaults,
 		"hostile-input":    runHostile,

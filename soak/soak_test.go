@@ -158,3 +158,100 @@ func TestHostileTagsInTheSources(t *testing.T) {
 		}
 	}
 }
+
+func TestParseMetrics(t *testing.T) {
+	text := `# HELP followfeed_replica_reads_total Reads by where they went.
+# TYPE followfeed_replica_reads_total counter
+followfeed_replica_reads_total{outcome="replica",read="checked"} 12
+followfeed_replica_reads_total{outcome="stale",read="checked"} 3
+followfeed_replica_up 1
+go_info{version="go1.26 (devel) x"} 1
+not a sample
+broken{a="b"} notanumber
+`
+	m := parseMetrics(text)
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"followfeed_replica_reads_total", []string{"outcome", "replica", "read", "checked"}, 12},
+		{"followfeed_replica_reads_total", []string{"read", "checked", "outcome", "stale"}, 3}, // label order does not matter
+		{"followfeed_replica_reads_total", []string{"outcome", "down", "read", "checked"}, 0},  // absent
+		{"followfeed_replica_up", nil, 1},
+		{"go_info", []string{"version", "go1.26 (devel) x"}, 1},
+	} {
+		if got := m.get(c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	if len(m) != 4 {
+		t.Errorf("parsed %d samples, want 4: %v", len(m), m)
+	}
+	later := parseMetrics(strings.Replace(text, "} 12", "} 20", 1))
+	if d := later.sub(m).get("followfeed_replica_reads_total", "outcome", "replica", "read", "checked"); d != 8 {
+		t.Errorf("increase %v, want 8", d)
+	}
+}
+
+// TestPromises: a request is owed exactly the batches matched before it
+// started, newest first, and the check names what a feed lacks.
+func TestPromises(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	p := &promises{}
+	p.add(promiseBatch{ids: map[string][]string{"cs.LG": {"a1", "a2"}, "cs.CV": {"v1"}}, matchedAt: t0})
+	p.add(promiseBatch{ids: map[string][]string{"cs.LG": {"b1"}}, matchedAt: t0.Add(time.Second)})
+	p.add(promiseBatch{ids: map[string][]string{"cs.LG": {"c1"}}, matchedAt: t0.Add(2 * time.Second)})
+	for _, c := range []struct {
+		at   time.Time
+		n    int
+		want []string
+	}{
+		{t0, 10, nil}, // matched at the very moment: not before
+		{t0.Add(time.Millisecond), 10, []string{"a2", "a1"}},
+		{t0.Add(1500 * time.Millisecond), 10, []string{"b1", "a2", "a1"}},
+		{t0.Add(time.Hour), 2, []string{"c1", "b1"}},
+	} {
+		if got := p.expected("cs.LG", c.at, c.n); !slices.Equal(got, c.want) {
+			t.Errorf("at %s, newest %d: %v, want %v", c.at.Sub(t0), c.n, got, c.want)
+		}
+	}
+	if got := p.expected("cs.CV", t0.Add(time.Hour), 10); !slices.Equal(got, []string{"v1"}) {
+		t.Errorf("cs.CV: %v", got)
+	}
+	have := map[string]bool{"c1": true, "a1": true}
+	if got := missingFrom(have, p.expected("cs.LG", t0.Add(time.Hour), 10)); !slices.Equal(got, []string{"b1", "a2"}) {
+		t.Errorf("missing %v, want [b1 a2]", got)
+	}
+	if got := missingFrom(nil, nil); len(got) != 0 {
+		t.Errorf("nothing owed, nothing missing: %v", got)
+	}
+}
+
+func TestLeaderLog(t *testing.T) {
+	l := &leaderLog{samples: 5, ids: []string{"w1", "w1", "w2", "w2", "w1"}}
+	ids, changes := l.summary()
+	if !slices.Equal(ids, []string{"w1", "w2"}) || changes != 2 {
+		t.Errorf("leaders %v, %d changes; want [w1 w2], 2", ids, changes)
+	}
+	l = &leaderLog{samples: 3, ids: []string{"w1", "w1", "w1"}}
+	if ids, changes := l.summary(); len(ids) != 1 || changes != 0 {
+		t.Errorf("one leader: %v, %d changes", ids, changes)
+	}
+}
+
+func TestPeriodicRun(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	p := &periodicRun{by: map[string]int{}}
+	p.add(t0, "w1")
+	if p.n != 1 || p.minGap != 0 || !p.first.Equal(t0) {
+		t.Fatalf("one insert: %+v", p)
+	}
+	for i, gap := range []time.Duration{2 * time.Second, 2100 * time.Millisecond, 300 * time.Millisecond, 2 * time.Second} {
+		t0 = t0.Add(gap)
+		p.add(t0, []string{"w1", "w2"}[i%2])
+	}
+	if p.n != 5 || p.minGap != 300*time.Millisecond || p.by["w1"] != 3 || p.by["w2"] != 2 {
+		t.Errorf("after five inserts: n %d, closest %s, by %v; want 5, 300ms, w1 3 w2 2", p.n, p.minGap, p.by)
+	}
+}

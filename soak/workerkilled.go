@@ -81,13 +81,7 @@ The worker is SIGKILLed as soon as the fake repository has served the third page
 	if err := forEach(ctx, 8, len(users), func(i int) error {
 		u := users[i]
 		var err error
-		if u.token, err = mint(u.sub, u.email); err != nil {
-			return err
-		}
-		if _, err := c.must(ctx, "PUT", "/v1/me/follows/category/"+u.category, u.token, nil, 201, 200); err != nil {
-			return err
-		}
-		u.feed, err = c.feedPath(ctx, u.token, "json")
+		u.token, u.feed, err = c.reader(ctx, u.sub, u.email, u.category, "json")
 		return err
 	}); err != nil {
 		return fmt.Errorf("creating users: %w", err)

@@ -148,7 +148,7 @@ type ReplicaCollector struct {
 // NewReplicaCollector returns the collector of r's counters.
 func NewReplicaCollector(r *database.Replica) *ReplicaCollector {
 	return &ReplicaCollector{r: r,
-		reads: prometheus.NewDesc("followfeed_replica_reads_total", "Reads by where they went: replica, or primary because the replica was stale, lagging, erroring or down.", []string{"outcome"}, nil),
+		reads: prometheus.NewDesc("followfeed_replica_reads_total", "Reads by where they went (outcome: replica, or primary because the replica was stale, lagging, erroring or down) and by kind (read: checked, i.e. feed renders with a freshness check, or bounded, i.e. follow status and previews).", []string{"outcome", "read"}, nil),
 		up:    prometheus.NewDesc("followfeed_replica_up", "1 while the read replica is used (not left alone after an error).", nil, nil),
 		lag:   prometheus.NewDesc("followfeed_replica_lagging", "1 while the lag monitor finds the replica behind the primary.", nil, nil),
 	}
@@ -163,12 +163,16 @@ func (c *ReplicaCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *ReplicaCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.r.Stats()
-	for _, o := range []struct {
-		name string
-		n    uint64
-	}{{"replica", st.Replica.Load()}, {"stale", st.Stale.Load()}, {"lagging", st.Lagging.Load()}, {"error", st.Errors.Load()}, {"down", st.Down.Load()}} {
-		ch <- prometheus.MustNewConstMetric(c.reads, prometheus.CounterValue, float64(o.n), o.name)
+	// Only checked reads can be stale, only bounded ones lagging; both
+	// series are there for each kind all the same (zero).
+	for _, k := range []database.ReadKind{database.Checked, database.Bounded} {
+		st := c.r.Stats(k)
+		for _, o := range []struct {
+			name string
+			n    uint64
+		}{{"replica", st.Replica.Load()}, {"stale", st.Stale.Load()}, {"lagging", st.Lagging.Load()}, {"error", st.Errors.Load()}, {"down", st.Down.Load()}} {
+			ch <- prometheus.MustNewConstMetric(c.reads, prometheus.CounterValue, float64(o.n), o.name, k.String())
+		}
 	}
 	b := func(v bool) float64 {
 		if v {

@@ -1,8 +1,9 @@
 // Package pgcluster runs throwaway PostgreSQL clusters for tests and the
 // soak: initdb into a temporary directory, a server on a free local port, a
-// streaming standby made with pg_basebackup -R. When the process is root the
-// server runs as the postgres user (runuser), as PostgreSQL requires. It is
-// never linked into the product binary.
+// streaming standby made with pg_basebackup -R, and a private PgBouncer in
+// front of a server. When the process is root the servers run as the
+// postgres user (runuser), as PostgreSQL and PgBouncer require. It is never
+// linked into the product binary.
 package pgcluster
 
 import (
@@ -64,27 +65,37 @@ func newDir() (*Cluster, error) {
 	if c.Port, err = FreePort(54400, 54599); err != nil {
 		return nil, err
 	}
-	if c.Dir, err = os.MkdirTemp("/tmp", dirPrefix); err != nil {
+	if c.Dir, c.runas, err = ownDir(); err != nil {
 		return nil, err
 	}
-	_ = os.Chmod(c.Dir, 0o755)
 	c.Data = filepath.Join(c.Dir, "data")
 	c.Log = filepath.Join(c.Dir, "server.log")
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			c.remove()
-			return nil, errors.New("running as root needs a postgres user to own the throwaway cluster")
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chown(c.Dir, uid, gid); err != nil {
-			c.remove()
-			return nil, err
-		}
-		c.runas = []string{"runuser", "-u", "postgres", "--"}
-	}
 	return c, nil
+}
+
+// ownDir makes a directory under /tmp named with dirPrefix for a server to
+// run in: when the process is root it belongs to the postgres user and
+// runas is the runuser prefix that runs commands as that user.
+func ownDir() (dir string, runas []string, err error) {
+	if dir, err = os.MkdirTemp("/tmp", dirPrefix); err != nil {
+		return "", nil, err
+	}
+	_ = os.Chmod(dir, 0o755)
+	if os.Geteuid() != 0 {
+		return dir, nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		removeDir(dir)
+		return "", nil, errors.New("running as root needs a postgres user to own the throwaway cluster")
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.Chown(dir, uid, gid); err != nil {
+		removeDir(dir)
+		return "", nil, err
+	}
+	return dir, []string{"runuser", "-u", "postgres", "--"}, nil
 }
 
 // New initialises and starts a cluster on a free port from 54400, with
@@ -142,6 +153,17 @@ func (c *Cluster) Stop(ctx context.Context, mode string) error {
 	return nil
 }
 
+// PID is the server's postmaster process id (the first line of
+// postmaster.pid), or 0 when it is not running.
+func (c *Cluster) PID() int {
+	b, err := os.ReadFile(filepath.Join(c.Data, "postmaster.pid"))
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+	return n
+}
+
 // URL returns a connection string for database db.
 func (c *Cluster) URL(db string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&connect_timeout=5", c.Port, db)
@@ -154,17 +176,25 @@ func (c *Cluster) Destroy() {
 }
 
 func (c *Cluster) run(ctx context.Context, name string, args ...string) (string, error) {
-	argv := append(slices.Clone(c.runas), name)
-	argv = append(argv, args...)
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = "/"
-	out, err := cmd.CombinedOutput()
+	out, err := asUser(ctx, c.runas, name, args...).CombinedOutput()
 	return string(out), err
 }
 
-func (c *Cluster) remove() {
-	if c.Dir != "" && strings.HasPrefix(c.Dir, filepath.Join("/tmp", dirPrefix)) {
-		_ = os.RemoveAll(c.Dir)
+// asUser is the command name args run through the runas prefix, from /.
+func asUser(ctx context.Context, runas []string, name string, args ...string) *exec.Cmd {
+	argv := append(slices.Clone(runas), name)
+	argv = append(argv, args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = "/"
+	return cmd
+}
+
+func (c *Cluster) remove() { removeDir(c.Dir) }
+
+// removeDir deletes dir, only if it is one of this package's.
+func removeDir(dir string) {
+	if dir != "" && strings.HasPrefix(dir, filepath.Join("/tmp", dirPrefix)) {
+		_ = os.RemoveAll(dir)
 	}
 }
 
