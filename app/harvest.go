@@ -10,7 +10,7 @@ import (
 
 func runHarvest(ctx context.Context, args []string, inv invocation) error {
 	getenv, stdout := inv.getenv, inv.stdout
-	fs := newFlags("harvest", stdout, "Runs one arXiv OAI-PMH harvest pass of ARXIV_SETS from ARXIV_OAI_URL, by hand.\nNew papers get their match jobs queued; running workers deliver them.")
+	fs := newFlags("harvest", stdout, "Runs one arXiv OAI-PMH harvest pass of ARXIV_SETS from ARXIV_OAI_URL, by hand.\nNew papers get their match jobs queued, and each set its completeness check; running workers do them.")
 	once := fs.Bool("once", false, "run one pass and exit (required: the periodic harvest runs inside serve and worker)")
 	enrich := fs.Bool("enrich", false, "also run one OpenAlex enrichment pass afterwards")
 	if err := parseFlags(fs, args); err != nil {

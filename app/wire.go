@@ -104,6 +104,7 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		OnRetry: onRetry,
 	})
 	s.harvester = harvest.NewHarvester(db, oai, s.papers, cfg.ArxivSets, logger, hooks.Now)
+	s.harvester.QueueFollowUps(s.enqueuer)
 	s.health = harvest.NewHealth(db, cfg.ArxivSets, logger, hooks.Now)
 	openalex := harvest.NewOpenAlexClient(harvest.OpenAlexConfig{
 		BaseURL: cfg.OpenAlexURL.String(),
@@ -240,7 +241,7 @@ func newVerifier(ctx context.Context, cfg *config.Config, logger *slog.Logger) (
 }
 
 // enrichInterval is how often papers due for an OpenAlex lookup are looked
-// up (a harvest that found new papers also asks at once).
+// up (a harvest run after which papers are due also asks at once).
 const enrichInterval = 15 * time.Minute
 
 // channelScheduleInterval is how often daily and weekly channels whose
@@ -274,6 +275,7 @@ func (s *Services) jobs(cfg *config.Config) []worker.Registration {
 			Every(time.Hour, func() river.JobArgs { return worker.ChannelPruneArgs{} }, true),
 		worker.Register(&worker.WebSubWorker{Publisher: feeds.NewPublisher(hub, httpclient.New(30*time.Second, 64<<10))}),
 		harvest,
+		worker.Register(&worker.CheckWorker{Harvester: s.harvester, Logger: s.logger}),
 		worker.Register(&worker.EnrichWorker{Enricher: s.enricher, Logger: s.logger}).
 			Every(enrichInterval, func() river.JobArgs { return worker.EnrichArgs{} }, false),
 	}

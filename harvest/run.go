@@ -30,8 +30,14 @@ type Harvester struct {
 	sets   []string
 	logger *slog.Logger
 	now    func() time.Time
+	// followUps queues the check and enrichment after a run (nil: the
+	// check runs inline).
+	followUps FollowUps
 	// Lookback is how far back the very first run of a set starts.
 	Lookback time.Duration
+	// CheckRequests is the most OAI-PMH requests one CheckSet call makes
+	// (DefaultCheckRequests when not positive).
+	CheckRequests int
 }
 
 // NewHarvester returns a Harvester of sets (e.g. "cs", "physics:hep-th").
@@ -42,7 +48,8 @@ func NewHarvester(db *database.DB, pager Pager, papers *paper.Store, sets []stri
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Harvester{db: db, pager: pager, papers: papers, sets: sets, logger: logger, now: now, Lookback: 48 * time.Hour}
+	return &Harvester{db: db, pager: pager, papers: papers, sets: sets, logger: logger, now: now, Lookback: 48 * time.Hour,
+		CheckRequests: DefaultCheckRequests}
 }
 
 // RunStats reports a harvest run.
@@ -52,7 +59,11 @@ type RunStats struct {
 
 // RunOnce harvests every configured set until its list is exhausted, the
 // context ends, or an error occurs. It returns the combined stats and the
-// first error; sets after a failed one are still harvested.
+// first error; sets after a failed one are still harvested. A set's run
+// that reaches the end of its list is recorded, in one transaction, with
+// its days queued for the completeness check and the follow-up jobs
+// (QueueFollowUps); without follow-ups the check runs here, after the
+// set's run, and its failures are only logged.
 func (h *Harvester) RunOnce(ctx context.Context) (RunStats, error) {
 	var total RunStats
 	var errs []error
@@ -83,7 +94,7 @@ type setState struct {
 
 func (h *Harvester) runSet(ctx context.Context, set string) (RunStats, error) {
 	var st RunStats
-	source := "arxiv-oai:" + set
+	source := OAISource(set)
 	state, err := h.loadState(ctx, source)
 	if err != nil {
 		return st, err
@@ -146,10 +157,12 @@ func (h *Harvester) runSet(ctx context.Context, set string) (RunStats, error) {
 			if newest.IsZero() || newest.Before(state.from) {
 				newest = state.from
 			}
-			if err := h.saveDone(ctx, source, newest, len(page.Papers)); err != nil {
+			if err := h.saveDone(ctx, set, state.from, newest, len(page.Papers)); err != nil {
 				return st, err
 			}
-			h.checkDays(ctx, set, state.from, newest)
+			if h.followUps == nil {
+				h.checkInline(ctx, set)
+			}
 			return st, nil
 		}
 		if err := h.saveProgress(ctx, source, state, len(page.Papers)); err != nil {
@@ -197,18 +210,49 @@ func (h *Harvester) saveProgress(ctx context.Context, source string, s setState,
 	return nil
 }
 
-func (h *Harvester) saveDone(ctx context.Context, source string, until time.Time, records int) error {
-	_, err := h.db.Pool.Exec(ctx, `
-		INSERT INTO harvest_state (source, harvested_until, run_from, resumption_token, pages, records, last_error, last_success_at, updated_at)
-		VALUES ($1, $2, NULL, NULL, 1, $3, NULL, $4, now())
-		ON CONFLICT (source) DO UPDATE SET harvested_until = $2, run_from = NULL, resumption_token = NULL,
-			pages = harvest_state.pages + 1, records = harvest_state.records + $3, last_error = NULL,
-			last_success_at = $4, updated_at = now()`,
-		source, until, records, h.now())
-	if err != nil {
-		return fmt.Errorf("saving harvest state of %s: %w", source, err)
+// saveDone records the end of set's run from..until: the state, the days
+// to check and the follow-up jobs, in one transaction.
+func (h *Harvester) saveDone(ctx context.Context, set string, from, until time.Time, records int) error {
+	source := OAISource(set)
+	_, check := h.pager.(IdentifierLister)
+	var due bool
+	if h.followUps != nil {
+		var err error
+		if due, err = h.enrichmentDue(ctx); err != nil {
+			return err
+		}
 	}
-	return nil
+	return h.db.InTx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `
+			INSERT INTO harvest_state (source, harvested_until, run_from, resumption_token, pages, records, last_error, last_success_at, updated_at)
+			VALUES ($1, $2, NULL, NULL, 1, $3, NULL, $4, now())
+			ON CONFLICT (source) DO UPDATE SET harvested_until = $2, run_from = NULL, resumption_token = NULL,
+				pages = harvest_state.pages + 1, records = harvest_state.records + $3, last_error = NULL,
+				last_success_at = $4, updated_at = now()`,
+			source, until, records, h.now())
+		if err != nil {
+			return fmt.Errorf("saving harvest state of %s: %w", source, err)
+		}
+		if check {
+			if err := h.checkDays(ctx, tx, source, from, until); err != nil {
+				return err
+			}
+		}
+		if h.followUps == nil {
+			return nil
+		}
+		if check {
+			if err := h.followUps.EnqueueCheck(ctx, tx, set); err != nil {
+				return fmt.Errorf("queueing the completeness check of %s: %w", source, err)
+			}
+		}
+		if due {
+			if err := h.followUps.EnqueueEnrichment(ctx, tx); err != nil {
+				return fmt.Errorf("queueing enrichment after %s: %w", source, err)
+			}
+		}
+		return nil
+	})
 }
 
 func (h *Harvester) saveError(ctx context.Context, source string, cause error) {

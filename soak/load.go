@@ -601,13 +601,14 @@ func cleanupLoad(ctx context.Context, e *env, pool *pgxpool.Pool, maxJob, maxDig
 	step("papers", `DELETE FROM papers WHERE arxiv_id LIKE $1`, loadPrefix+".%")
 	step("digests", `DELETE FROM digests WHERE id > $1 AND user_id = ANY($2)`, maxDigest, digestUsers)
 	step("river jobs", `DELETE FROM river.river_job WHERE id > $1 AND kind = ANY($2)`, maxJob,
-		[]string{"match_batch", "harvest_arxiv", "enrich_openalex", "websub_publish", "digest_schedule", "digest_send", "digest_instant", "email_confirm"})
+		[]string{"match_batch", "harvest_arxiv", "harvest_check", "enrich_openalex", "websub_publish", "digest_schedule", "digest_send", "digest_instant", "email_confirm"})
 	if hadHarvest {
 		step("harvest state", `UPDATE harvest_state SET harvested_until = $1, run_from = $2, resumption_token = $3, pages = $4, records = $5, last_error = $6
 			WHERE source = 'arxiv-oai:cs'`, harvestRow...)
 	} else {
 		step("harvest state", `DELETE FROM harvest_state WHERE source = 'arxiv-oai:cs'`)
 	}
+	step("completeness check queue", `DELETE FROM harvest_checks WHERE source = 'arxiv-oai:cs'`)
 	ids := make([]int64, len(saved))
 	freqs := make([]string, len(saved))
 	nexts := make([]*time.Time, len(saved))

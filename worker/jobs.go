@@ -149,8 +149,10 @@ func (HarvestArgs) InsertOpts() river.InsertOpts {
 var oneAtATime = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending,
 	rivertype.JobStateRetryable, rivertype.JobStateRunning, rivertype.JobStateScheduled}
 
-// HarvestWorker runs harvest.Harvester.RunOnce, then asks for enrichment of
-// what it found.
+// HarvestWorker runs harvest.Harvester.RunOnce. A set's run that reaches
+// the end of its list queues the set's completeness check (CheckArgs) and,
+// when papers are due, an enrichment pass (EnrichArgs) in the transaction
+// that records it, so neither depends on what is left of this job's time.
 type HarvestWorker struct {
 	river.WorkerDefaults[HarvestArgs]
 	Harvester *harvest.Harvester
@@ -182,13 +184,75 @@ func (w *HarvestWorker) Work(ctx context.Context, job *river.Job[HarvestArgs]) e
 		return err
 	}
 	w.Logger.InfoContext(ctx, "harvest run", attrs...)
-	if st.New > 0 {
-		if c := river.ClientFromContext[pgx.Tx](ctx); c != nil {
-			if _, err := c.Insert(ctx, EnrichArgs{}, nil); err != nil {
-				w.Logger.WarnContext(ctx, "enqueuing enrichment", "error", err)
-			}
-		}
+	return nil
+}
+
+// EnqueueCheck inserts the completeness check of set in tx (unique per
+// set: skipped while one is queued, running, snoozed or retrying).
+func (e *Enqueuer) EnqueueCheck(ctx context.Context, tx pgx.Tx, set string) error {
+	_, err := e.client.InsertTx(ctx, tx, CheckArgs{Set: set}, nil)
+	return err
+}
+
+// EnqueueEnrichment inserts an OpenAlex enrichment pass in tx (skipped
+// while one is queued, running or retrying).
+func (e *Enqueuer) EnqueueEnrichment(ctx context.Context, tx pgx.Tx) error {
+	_, err := e.client.InsertTx(ctx, tx, EnrichArgs{}, nil)
+	return err
+}
+
+// CheckArgs is the completeness check of one OAI-PMH set: the days its
+// harvest runs queued, compared with the repository's ListIdentifiers
+// (harvest.Harvester.CheckSet).
+type CheckArgs struct {
+	Set string `json:"set" river:"unique"`
+}
+
+// Kind implements river.JobArgs.
+func (CheckArgs) Kind() string { return "harvest_check" }
+
+// InsertOpts: one check per set at a time (unique by set while queued,
+// running, snoozed or waiting for a retry), on the harvest queue, so that a
+// process makes one OAI-PMH request at a time, at priority 2: a waiting
+// harvest run (priority 1) always goes before the check's next turn.
+func (CheckArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueHarvest, Priority: 2, MaxAttempts: 10,
+		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: oneAtATime}}
+}
+
+// CheckPause is how long a check that spent its budget waits for its next
+// turn (snoozed: the wait costs no attempt).
+const CheckPause = time.Second
+
+// CheckWorker runs harvest.Harvester.CheckSet.
+type CheckWorker struct {
+	river.WorkerDefaults[CheckArgs]
+	Harvester *harvest.Harvester
+	Logger    *slog.Logger
+}
+
+// Work implements river.Worker. Each turn does a bounded part of the check
+// (harvest.Harvester.CheckRequests requests, at most half the job's time)
+// and, with days left, snoozes for CheckPause, which lets a waiting harvest
+// run go first; a failure is retried by River with its back-off and
+// resumes at the page where it stopped. A failing check never marks the
+// set's harvest failing: the days' verdicts just wait for it.
+func (w *CheckWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error {
+	st, err := w.Harvester.CheckSet(ctx, job.Args.Set)
+	attrs := []any{"source", harvest.OAISource(job.Args.Set), "requests", st.Requests, "days", st.Days,
+		"missing", st.Missing, "reharvested", st.Reharvested, "dropped", st.Dropped}
+	switch {
+	case err != nil && job.Attempt >= job.MaxAttempts:
+		w.Logger.ErrorContext(ctx, "completeness check failed; giving up", append(attrs, "attempt", job.Attempt, "error", err)...)
+		return err
+	case err != nil:
+		w.Logger.WarnContext(ctx, "completeness check failed; will retry", append(attrs, "attempt", job.Attempt, "error", err)...)
+		return err
+	case st.More:
+		w.Logger.InfoContext(ctx, "completeness check continues", attrs...)
+		return river.JobSnooze(CheckPause)
 	}
+	w.Logger.InfoContext(ctx, "completeness check", attrs...)
 	return nil
 }
 
@@ -198,9 +262,11 @@ type EnrichArgs struct{}
 // Kind implements river.JobArgs.
 func (EnrichArgs) Kind() string { return "enrich_openalex" }
 
-// InsertOpts: one pass at a time, on the harvest queue.
+// InsertOpts: one pass at a time, on the enrich queue, apart from the
+// arXiv work: OpenAlex's retries never delay a harvest run or a check, and
+// neither of those delays an enrichment pass.
 func (EnrichArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueHarvest, MaxAttempts: 8, UniqueOpts: river.UniqueOpts{ByState: oneAtATime}}
+	return river.InsertOpts{Queue: QueueEnrich, MaxAttempts: 8, UniqueOpts: river.UniqueOpts{ByState: oneAtATime}}
 }
 
 // EnrichWorker runs harvest.Enricher.RunOnce.

@@ -22,11 +22,15 @@ import (
 )
 
 // Queue names. Each gets its own worker budget so a slow harvest never
-// delays matching or mail.
+// delays matching or mail. The harvest queue holds the arXiv work (runs
+// and completeness checks: one OAI-PMH request at a time per process), the
+// enrich queue the OpenAlex work, so neither upstream's slowness holds up
+// the other's.
 const (
 	QueueDefault = river.QueueDefault
 	QueueMatch   = "match"
 	QueueHarvest = "harvest"
+	QueueEnrich  = "enrich"
 	QueueMail    = "mail"
 )
 
@@ -134,6 +138,7 @@ func NewClient(deps Deps, s Settings) (*river.Client[pgx.Tx], error) {
 		QueueDefault: {MaxWorkers: 10},
 		QueueMatch:   {MaxWorkers: 2},
 		QueueHarvest: {MaxWorkers: 1},
+		QueueEnrich:  {MaxWorkers: 1},
 		QueueMail:    {MaxWorkers: MailWorkers},
 		QueuePush:    {MaxWorkers: PushWorkers},
 	}

@@ -59,7 +59,8 @@ type Repository struct {
 	total    int            // pages served
 	omit     map[string]int // record id → ListRecords runs still to leave it out of
 	withheld map[string]bool
-	idLists  int // ListIdentifiers requests served
+	idLists  int      // ListIdentifiers requests served
+	idFaults []string // faults of the next ListIdentifiers requests
 }
 
 // New returns a repository serving records() (called for every new run),
@@ -149,6 +150,16 @@ func (f *Repository) Plan(page int, faults ...string) {
 	f.faults[page] = faults
 }
 
+// PlanIdentifiers makes the next ListIdentifiers requests answer faults,
+// in order (FaultBadToken waits for a request with a resumption token);
+// later requests are served normally.
+// FaultCounts names them "ListIdentifiers: <fault>".
+func (f *Repository) PlanIdentifiers(faults ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.idFaults = faults
+}
+
 // ServedPages returns how many pages were served without a fault.
 func (f *Repository) ServedPages() int {
 	f.mu.Lock()
@@ -173,7 +184,7 @@ func (f *Repository) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	switch {
 	case q.Get("verb") == "ListIdentifiers":
-		f.listIdentifiers(w, q.Get("from"), q.Get("until"))
+		f.listIdentifiers(w, r)
 		return
 	case q.Get("verb") == "ListRecords" && q.Get("until") != "" && q.Get("resumptionToken") == "":
 		f.listDay(w, q.Get("from"), q.Get("until"))
@@ -215,24 +226,7 @@ func (f *Repository) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.Delay > 0 && !sleepCtx(r, f.Delay) {
 		return
 	}
-	switch fault {
-	case Fault500:
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
-	case Fault503:
-		w.Header().Set("Retry-After", "1")
-		http.Error(w, "busy", http.StatusServiceUnavailable)
-		return
-	case FaultHang:
-		if !sleepCtx(r, f.Hang) {
-			return
-		}
-	case FaultBadToken:
-		f.oaiError(w, "badResumptionToken", "The value of the resumptionToken argument is invalid or expired.")
-		return
-	case FaultInvalid:
-		w.Header().Set("Content-Type", "text/xml")
-		_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/"><ListRecords><record></ListRecords></OAI-PMH>`))
+	if f.fail(w, r, fault) {
 		return
 	}
 	body := f.page(page, size)
@@ -251,6 +245,31 @@ func (f *Repository) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			cb(page, total)
 		}
 	}
+}
+
+// fail answers a fault and returns true, or returns false for the caller
+// to serve the response: after holding it for Hang (FaultHang), to be
+// truncated (FaultTruncated), or without a fault.
+func (f *Repository) fail(w http.ResponseWriter, r *http.Request, fault string) bool {
+	switch fault {
+	case Fault500:
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return true
+	case Fault503:
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+		return true
+	case FaultHang:
+		return !sleepCtx(r, f.Hang)
+	case FaultBadToken:
+		f.oaiError(w, "badResumptionToken", "The value of the resumptionToken argument is invalid or expired.")
+		return true
+	case FaultInvalid:
+		w.Header().Set("Content-Type", "text/xml")
+		_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/"><ListRecords><record></ListRecords></OAI-PMH>`))
+		return true
+	}
+	return false
 }
 
 // sleepCtx waits d or until the client goes away (false).
@@ -315,17 +334,38 @@ func (f *Repository) page(page, size int) []byte {
 	return b.Bytes()
 }
 
-// listIdentifiers answers ListIdentifiers with every record in [from,
-// until], in one page.
-func (f *Repository) listIdentifiers(w http.ResponseWriter, from, until string) {
+// listIdentifiers answers ListIdentifiers with the records in [from,
+// until], pageSize headers per page; a resumption token
+// ("ids.<from>.<until>.<page>") carries the bounds and the next page.
+func (f *Repository) listIdentifiers(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	from, until, token := q.Get("from"), q.Get("until"), q.Get("resumptionToken")
 	f.mu.Lock()
 	f.idLists++
+	fault := ""
+	if len(f.idFaults) > 0 && (f.idFaults[0] != FaultBadToken || token != "") {
+		fault, f.idFaults = f.idFaults[0], f.idFaults[1:]
+		f.injected["ListIdentifiers: "+fault]++
+	}
 	f.mu.Unlock()
+	if f.fail(w, r, fault) {
+		return
+	}
+	page := 0
+	if token != "" {
+		var ok bool
+		if from, until, page, ok = parseIDToken(token); !ok {
+			f.oaiError(w, "badResumptionToken", "unknown token")
+			return
+		}
+	}
 	recs := f.between(from, until)
 	if len(recs) == 0 {
 		f.oaiError(w, "noRecordsMatch", "The combination of the values of the from, until, set and metadataPrefix arguments results in an empty list.")
 		return
 	}
+	first := min(page*f.pageSize, len(recs))
+	last := min(first+f.pageSize, len(recs))
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>
 <OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:schemaLocation="http://www.openarchives.org/OAI/2.0/ http://www.openarchives.org/OAI/2.0/OAI-PMH.xsd">
@@ -333,12 +373,32 @@ func (f *Repository) listIdentifiers(w http.ResponseWriter, from, until string) 
 <request verb="ListIdentifiers" metadataPrefix="arXivRaw">http://export.arxiv.org/oai2</request>
 <ListIdentifiers>
 `, time.Now().UTC().Format(time.RFC3339))
-	for _, r := range recs {
+	for _, r := range recs[first:last] {
 		fmt.Fprintf(&b, "<header>\n <identifier>oai:arXiv.org:%s</identifier>\n <datestamp>%s</datestamp>\n <setSpec>cs</setSpec>\n</header>\n", esc(r.ID), esc(r.Datestamp))
 	}
+	switch {
+	case last < len(recs):
+		fmt.Fprintf(&b, "<resumptionToken cursor=\"%d\" completeListSize=\"%d\">ids.%s.%s.%d</resumptionToken>\n", first, len(recs), from, until, page+1)
+	case page > 0:
+		fmt.Fprintf(&b, "<resumptionToken cursor=\"%d\" completeListSize=\"%d\"></resumptionToken>\n", first, len(recs))
+	}
 	b.WriteString("</ListIdentifiers>\n</OAI-PMH>\n")
+	body := b.Bytes()
+	if fault == FaultTruncated {
+		body = body[:len(body)/2]
+	}
 	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
-	_, _ = w.Write(b.Bytes())
+	_, _ = w.Write(body)
+}
+
+// parseIDToken reads a ListIdentifiers token: "ids.<from>.<until>.<page>".
+func parseIDToken(tok string) (from, until string, page int, ok bool) {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 4 || parts[0] != "ids" {
+		return "", "", 0, false
+	}
+	page, err := strconv.Atoi(parts[3])
+	return parts[1], parts[2], page, err == nil && page >= 1
 }
 
 // listDay answers a day-bounded ListRecords (until set) with every record

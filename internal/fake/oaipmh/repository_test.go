@@ -83,3 +83,48 @@ func TestFakeOAIFaults(t *testing.T) {
 		t.Errorf("fault counts %v", got)
 	}
 }
+
+// ListIdentifiers pages through a day as the harvester's client reads it,
+// with resumption tokens, and injects its planned faults in order.
+func TestFakeOAIListIdentifiersPagesAndFaults(t *testing.T) {
+	recs := oaipmh.MakeRecords("2911", 0, 12, []string{"cs.LG"}, "2026-11-29")
+	recs = append(recs, oaipmh.MakeRecords("2911", 12, 3, []string{"cs.LG"}, "2026-11-30")...)
+	oai := oaipmh.New(func() []oaipmh.Record { return recs }, 5)
+	oai.PlanIdentifiers(oaipmh.FaultTruncated, oaipmh.FaultBadToken)
+	srv := httptest.NewServer(oai)
+	defer srv.Close()
+	client := harvest.NewOAIClient(harvest.OAIConfig{BaseURL: srv.URL, Format: harvest.OAIFormatArXivRaw, PageDelay: -1, MaxRetries: -1})
+	first := harvest.ListRequest{From: "2026-11-29", Until: "2026-11-29", Set: "cs"}
+	if _, err := client.ListIdentifiers(t.Context(), first); err == nil || !strings.Contains(err.Error(), "malformed") {
+		t.Fatalf("first request: %v, want the truncated body refused", err)
+	}
+	var ids []string
+	req := first
+	for pages := 0; ; pages++ {
+		if pages > 5 {
+			t.Fatal("the token chain does not end")
+		}
+		page, err := client.ListIdentifiers(t.Context(), req)
+		if pages == 1 {
+			if err == nil || !strings.Contains(err.Error(), "badResumptionToken") {
+				t.Fatalf("first resumed request: %v, want badResumptionToken", err)
+			}
+			page, err = client.ListIdentifiers(t.Context(), req)
+		}
+		if err != nil {
+			t.Fatalf("page %d: %v", pages, err)
+		}
+		ids = append(ids, page.IDs...)
+		if page.ResumptionToken == "" {
+			break
+		}
+		req = harvest.ListRequest{ResumptionToken: page.ResumptionToken}
+	}
+	if len(ids) != 12 || ids[0] != "2911.00001" || ids[11] != "2911.00012" {
+		t.Fatalf("listed %v, want the 12 records of the 29th", ids)
+	}
+	got := oai.FaultCounts()
+	if got["ListIdentifiers: "+oaipmh.FaultTruncated] != 1 || got["ListIdentifiers: "+oaipmh.FaultBadToken] != 1 || oai.IdentifierLists() != 5 {
+		t.Errorf("fault counts %v after %d requests", got, oai.IdentifierLists())
+	}
+}
