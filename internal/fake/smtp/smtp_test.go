@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -277,9 +278,14 @@ func TestCleanupClosesConnections(t *testing.T) {
 
 // Answer sees the whole command and may refuse, drop or accept it.
 func TestAnswer(t *testing.T) {
+	// Answer runs on each connection's goroutine: the dropped connection's
+	// may still be ending while the next one starts.
+	var mu sync.Mutex
 	var calls []Call
 	s := Start(t, Options{Answer: func(c Call) Answer {
+		mu.Lock()
 		calls = append(calls, c)
+		mu.Unlock()
 		switch {
 		case c.Stage == StageRcpt && c.Rcpt == "refused@example.org":
 			return Answer{Err: &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such user"}}
@@ -311,7 +317,9 @@ func TestAnswer(t *testing.T) {
 	if got := s.WaitMessages(t, 1, 5*time.Second); len(got) != 1 || s.Accepted() != 1 {
 		t.Fatalf("%d messages, %d accepted; want the third only", len(got), s.Accepted())
 	}
+	mu.Lock()
 	last := calls[len(calls)-1]
+	mu.Unlock()
 	if last.Stage != StageData || last.N != 2 || last.From != "a@example.org" || strings.Join(last.To, ",") != "b@example.org" || string(last.Data) != body {
 		t.Errorf("last call %+v", last)
 	}
