@@ -2,6 +2,7 @@ package search
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -142,10 +143,15 @@ func isHyphen(r rune) bool { return r == '-' || r == '‐' || r == '‑' }
 // found as written and by its parts (when joined is set: documents, not
 // searches). Positions start at base. When stemmed
 // is false the stem is the folded word (author names are not stemmed).
+//
+// Words are substrings of the folded text (no copy) unless an apostrophe
+// was dropped from them, and stems come from stemCached: a paper's few
+// hundred words cost a handful of allocations.
 func tokenize(text string, base int32, stemmed, joined bool, out []token) ([]token, int32) {
 	text = fold(detex(text))
 	pos := base
-	var parts []string
+	var partsBuf [8]string
+	parts := partsBuf[:0]
 	flush := func() {
 		if len(parts) == 0 {
 			return
@@ -160,45 +166,106 @@ func tokenize(text string, base int32, stemmed, joined bool, out []token) ([]tok
 		}
 		parts = parts[:0]
 	}
+	// The word being read is text[start:i], after buf (its part before a
+	// dropped apostrophe, when dirty).
 	start := -1
-	var word strings.Builder
+	var buf []byte
+	dirty := false
+	word := func(end int) string {
+		if !dirty {
+			return text[start:end]
+		}
+		buf = append(buf, text[start:end]...)
+		w := string(buf)
+		buf, dirty = buf[:0], false
+		return w
+	}
 	prevHyphen := false
-	rs := []rune(text)
-	for i := 0; i < len(rs); i++ {
-		r := rs[i]
+	for i := 0; i < len(text); {
+		r, size := rune(text[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(text[i:])
+		}
+		next := i + size
 		switch {
 		case isWordRune(r):
 			if start < 0 {
 				start = i
 			}
-			word.WriteRune(r)
 			prevHyphen = false
-		case (r == '\'' || r == '’') && start >= 0 && i+1 < len(rs) && isWordRune(rs[i+1]):
+		case (r == '\'' || r == '’') && start >= 0 && wordRuneAt(text, next):
 			// inside a word: dropped
-		case isHyphen(r) && start >= 0 && i+1 < len(rs) && isWordRune(rs[i+1]) && !prevHyphen:
-			parts = append(parts, word.String())
-			word.Reset()
+			buf = append(buf, text[start:i]...)
+			dirty, start = true, next
+		case isHyphen(r) && start >= 0 && wordRuneAt(text, next) && !prevHyphen:
+			parts = append(parts, word(i))
+			start = next
 			prevHyphen = true
 		default:
 			if start >= 0 {
-				parts = append(parts, word.String())
-				word.Reset()
+				parts = append(parts, word(i))
 				start = -1
 			}
 			flush()
 			prevHyphen = false
 		}
+		i = next
 	}
 	if start >= 0 {
-		parts = append(parts, word.String())
+		parts = append(parts, word(len(text)))
 	}
 	flush()
 	return out, pos
 }
 
+// wordRuneAt reports whether a word rune starts at text[i].
+func wordRuneAt(text string, i int) bool {
+	if i >= len(text) {
+		return false
+	}
+	r := rune(text[i])
+	if r >= utf8.RuneSelf {
+		r, _ = utf8.DecodeRuneInString(text[i:])
+	}
+	return isWordRune(r)
+}
+
 func stemOr(w string, stemmed bool) string {
 	if stemmed {
-		return stem(w)
+		return stemCached(w)
 	}
 	return w
+}
+
+// stemCache memoises stem: a batch's papers repeat the same few thousand
+// words. It is bounded (emptied when full) and safe for concurrent use.
+var stemCache struct {
+	sync.RWMutex
+	m map[string]string
+}
+
+const maxStemCache = 1 << 17
+
+// stemCached is stem, remembered.
+func stemCached(w string) string {
+	stemCache.RLock()
+	s, ok := stemCache.m[w]
+	stemCache.RUnlock()
+	if ok {
+		return s
+	}
+	s = stem(w)
+	stemCache.Lock()
+	if stemCache.m == nil || len(stemCache.m) >= maxStemCache {
+		stemCache.m = make(map[string]string, 4096)
+	}
+	// Words are cut from whole texts: copy them, or the cache would keep
+	// the texts alive (stem returns its argument when it changes nothing).
+	k := strings.Clone(w)
+	if s == w {
+		s = k
+	}
+	stemCache.m[k] = s
+	stemCache.Unlock()
+	return s
 }
