@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -97,7 +98,7 @@ func (st *Store) searchKeys(ctx context.Context, tx pgx.Tx, batch []Paper, exist
 	}
 	qs, keys := st.searches.compile(norms)
 	var ids []string
-	var docs []*search.Doc
+	var texts []Paper
 	for _, p := range batch {
 		if p.Deleted {
 			continue
@@ -114,8 +115,10 @@ func (st *Store) searchKeys(ctx context.Context, tx pgx.Tx, batch []Paper, exist
 			}
 		}
 		ids = append(ids, p.ArxivID)
-		docs = append(docs, text.Doc())
+		texts = append(texts, text)
 	}
+	docs := make([]*search.Doc, len(texts))
+	parallel(len(texts), func(i int) { docs[i] = texts[i].Doc() })
 	out := make(map[string][]string, len(ids))
 	for i, hits := range search.MatchBatch(qs, docs) {
 		for _, qi := range hits {
@@ -123,6 +126,20 @@ func (st *Store) searchKeys(ctx context.Context, tx pgx.Tx, batch []Paper, exist
 		}
 	}
 	return out, nil
+}
+
+// parallel calls fn(0) … fn(n−1), a share of them on each core.
+func parallel(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), 1+n/500)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < n; i += workers {
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // BackfillDays is how far back a newly followed search looks, so that its

@@ -1,6 +1,7 @@
 package paper
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -404,7 +405,50 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 
 // writeKeys inserts key rows and returns their seq range. The caller holds
 // keyWritersLock (see there for why).
+//
+// The rows of papers this transaction inserted (NewPaper, not an event:
+// nothing else can have written a key for such a paper) are most of a
+// batch's, and with saved searches most of them are query: rows, hundreds
+// of thousands for a large batch: they go in with COPY, under a block of
+// seqs reserved at once, sorted by key so that paper_keys_key_seq_idx is
+// written leaf after leaf. The others go through INSERT … ON CONFLICT DO
+// NOTHING.
 func writeKeys(ctx context.Context, tx pgx.Tx, keys []keyRow) (from, to int64, err error) {
+	var fresh, rest []keyRow
+	for _, k := range keys {
+		if k.NewPaper && k.Event == "" {
+			fresh = append(fresh, k)
+		} else {
+			rest = append(rest, k)
+		}
+	}
+	if len(rest) > 0 {
+		if from, to, err = insertKeys(ctx, tx, rest); err != nil {
+			return 0, 0, err
+		}
+	}
+	if len(fresh) > 0 {
+		f, t, err := copyKeys(ctx, tx, fresh)
+		if err != nil {
+			return 0, 0, err
+		}
+		if from == 0 || f < from {
+			from = f
+		}
+		to = max(to, t)
+	}
+	if to == 0 {
+		return 0, 0, nil
+	}
+	if _, err := tx.Exec(ctx, `UPDATE match_state SET high_seq = $1 WHERE high_seq < $1`, to); err != nil {
+		return 0, 0, fmt.Errorf("advancing the match watermark: %w", err)
+	}
+	return from, to, nil
+}
+
+// insertKeys writes rows that may exist already and returns the seq range
+// of those written (0, 0 when none).
+func insertKeys(ctx context.Context, tx pgx.Tx, keys []keyRow) (from, to int64, err error) {
 	payload, err := json.Marshal(keys)
 	if err != nil {
 		return 0, 0, err
@@ -427,11 +471,52 @@ func writeKeys(ctx context.Context, tx pgx.Tx, keys []keyRow) (from, to int64, e
 	if err != nil {
 		return 0, 0, fmt.Errorf("writing %d match keys: %w", len(keys), err)
 	}
-	if to == 0 {
-		return 0, 0, nil
+	return from, to, nil
+}
+
+// copyKeys writes the key rows of papers this transaction inserted, which
+// no other row can conflict with (a repeated row is written once), and
+// returns their seq range. Seqs follow the rows' order.
+func copyKeys(ctx context.Context, tx pgx.Tx, keys []keyRow) (from, to int64, err error) {
+	type seqRow struct {
+		keyRow
+		seq int64
 	}
-	if _, err := tx.Exec(ctx, `UPDATE match_state SET high_seq = $1 WHERE high_seq < $1`, to); err != nil {
-		return 0, 0, fmt.Errorf("advancing the match watermark: %w", err)
+	rows := make([]seqRow, 0, len(keys))
+	seen := make(map[keyRow]bool, len(keys))
+	for _, k := range keys {
+		id := keyRow{PaperID: k.PaperID, Key: k.Key, Version: k.Version}
+		if !seen[id] {
+			seen[id] = true
+			rows = append(rows, seqRow{keyRow: k})
+		}
+	}
+	// A block of seqs, taken at once: every writer of paper_keys takes its
+	// seqs under keyWritersLock, so nothing can take one in between.
+	if err := tx.QueryRow(ctx, `SELECT setval('paper_key_seq', nextval('paper_key_seq') + $1 - 1)`, len(rows)).Scan(&to); err != nil {
+		return 0, 0, fmt.Errorf("reserving %d seqs: %w", len(rows), err)
+	}
+	from = to - int64(len(rows)) + 1
+	for i := range rows {
+		rows[i].seq = from + int64(i)
+	}
+	slices.SortFunc(rows, func(a, b seqRow) int {
+		if c := strings.Compare(a.Key, b.Key); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	n, err := tx.CopyFrom(ctx, pgx.Identifier{"paper_keys"},
+		[]string{"paper_id", "key", "version", "cross_list", "replacement", "new_paper", "event", "detail", "seq"},
+		pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
+			r := &rows[i]
+			return []any{r.PaperID, r.Key, r.Version, r.Cross, r.Replacement, r.NewPaper, r.Event, nullStr(r.Detail), r.seq}, nil
+		}))
+	if err != nil {
+		return 0, 0, fmt.Errorf("writing %d match keys of new papers: %w", len(rows), err)
+	}
+	if n != int64(len(rows)) {
+		return 0, 0, fmt.Errorf("wrote %d of %d match keys of new papers", n, len(rows))
 	}
 	return from, to, nil
 }

@@ -288,3 +288,35 @@ func TestPapersWithoutAuthorIDsAreQueuedForEnrichment(t *testing.T) {
 		t.Errorf("due for enrichment: %v, want the two papers without author ids", due)
 	}
 }
+
+// A batch with new papers (their keys are copied in under a block of
+// seqs) and a new version of a stored one (inserted row by row) writes
+// every key once, with distinct seqs inside the batch's range, and moves
+// the watermark to its end.
+func TestKeySeqsOfMixedBatch(t *testing.T) {
+	t.Parallel()
+	in, db := newStore(t)
+	ctx := context.Background()
+	if _, err := in.Ingest(ctx, []paper.Paper{testPaper("2202.02326v1")}, paper.SourcePush); err != nil {
+		t.Fatal(err)
+	}
+	res, err := in.Ingest(ctx, []paper.Paper{testPaper("2202.02326v2"), testPaper("2202.02327"), testPaper("2202.02328")}, paper.SourcePush)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.New != 2 || res.Replaced != 1 {
+		t.Fatalf("second batch: %+v", res)
+	}
+	rows := count(t, db, fmt.Sprintf(`SELECT count(*) FROM paper_keys WHERE seq BETWEEN %d AND %d`, res.FromSeq, res.ToSeq))
+	seqs := count(t, db, fmt.Sprintf(`SELECT count(DISTINCT seq) FROM paper_keys WHERE seq BETWEEN %d AND %d`, res.FromSeq, res.ToSeq))
+	copied := count(t, db, fmt.Sprintf(`SELECT count(*) FROM paper_keys WHERE new_paper AND seq BETWEEN %d AND %d`, res.FromSeq, res.ToSeq))
+	if rows != res.Keys || seqs != rows || copied == 0 || copied == rows {
+		t.Errorf("%d rows (%d new papers'), %d distinct seqs in %d..%d; the ingest wrote %d", rows, copied, seqs, res.FromSeq, res.ToSeq, res.Keys)
+	}
+	if high := count(t, db, `SELECT high_seq FROM match_state`); int64(high) != res.ToSeq {
+		t.Errorf("watermark %d, batch ends at %d", high, res.ToSeq)
+	}
+	if n := count(t, db, `SELECT max(seq) FROM paper_keys`); int64(n) != res.ToSeq {
+		t.Errorf("newest seq %d, batch ends at %d", n, res.ToSeq)
+	}
+}
