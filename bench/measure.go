@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,8 +27,10 @@ type Figure struct {
 
 // batchPapers makes n new papers drawn like the generated ones (skewed
 // primary categories, cross-lists, four authors from the researcher pool)
-// with ids no generated paper has.
-func batchPapers(n int, s Scale, seed uint64) []paper.Paper {
+// with ids no generated paper has, and titles and abstracts drawn from v
+// (realistic words and lengths, so saved searches match them as they
+// would real papers).
+func batchPapers(n int, s Scale, v *Vocabulary, seed uint64) []paper.Paper {
 	r := rand.New(rand.NewPCG(seed, 7))
 	cats := []string{}
 	seen := map[string]bool{}
@@ -47,17 +48,16 @@ func batchPapers(n int, s Scale, seed uint64) []paper.Paper {
 		k := int(math.Pow(float64(len(cats)), math.Pow(r.Float64(), steep)))
 		return min(max(k, 1), len(cats)) - 1
 	}
-	// The same abstract as the generated papers', so that feeds showing
-	// the batch weigh what feeds of the dataset weigh.
-	abstract := strings.Repeat("We study a problem of scale and measure it carefully; ", 40)
+	// Text from its own stream, so the categories and authors are those
+	// of the batch before it had realistic text.
+	text := rand.New(rand.NewPCG(seed, 8))
 	out := make([]paper.Paper, n)
 	for i := range out {
 		p := paper.Paper{
 			ArxivID:     fmt.Sprintf("2901.%05d", i+1),
-			Title:       fmt.Sprintf("Benchmark paper %d", i+1),
-			Abstract:    abstract[:min(s.AbstractChars, len(abstract))],
 			SubmittedAt: time.Date(2029, 1, 2, 0, 0, 0, 0, time.UTC),
 		}
+		p.Title, p.Abstract = v.Paper(text)
 		p.PrimaryCategory = cats[rank(1.5)]
 		p.Categories = []string{p.PrimaryCategory}
 		if r.Float64() < 0.6 {
@@ -88,13 +88,12 @@ type MatchResult struct {
 	FromSeq, ToSeq                    int64 // the batch's key rows
 }
 
-// MeasureMatch ingests a batch of n new papers through the real paper.Store
+// MeasureMatch ingests a batch of new papers (batchPapers) through the real paper.Store
 // (papers, keys, match job insert in one transaction) and then runs the
 // match job's query over its keys, timing both. Call RemoveBatch afterwards
 // so the dataset stays at its scale.
-func MeasureMatch(ctx context.Context, db *database.DB, in *paper.Store, m *match.Service, s Scale, n int) (MatchResult, error) {
+func MeasureMatch(ctx context.Context, db *database.DB, in *paper.Store, m *match.Service, papers []paper.Paper) (MatchResult, error) {
 	var res MatchResult
-	papers := batchPapers(n, s, 1)
 	start := time.Now()
 	ir, err := in.Ingest(ctx, papers, paper.SourcePush)
 	if err != nil {

@@ -10,12 +10,14 @@ import (
 
 // Report is the content of BENCHMARKS.md.
 type Report struct {
-	When       time.Time
-	Scale      Scale
-	Dataset    string // counts as built
-	Postgres   string
-	Figures    []Figure
-	Details    []string
+	When     time.Time
+	Scale    Scale
+	Dataset  string // counts as built
+	Postgres string
+	Figures  []Figure
+	Details  []string
+	// Sections are further Markdown sections, after the details.
+	Sections   []string
 	GenerateAt string
 }
 
@@ -41,6 +43,9 @@ func (r *Report) Write(w io.Writer) error {
 		for _, d := range r.Details {
 			fmt.Fprintf(&b, "- %s\n", d)
 		}
+	}
+	for _, sec := range r.Sections {
+		b.WriteString("\n" + sec)
 	}
 	b.WriteString("\nRerun with `make bench`; the first run builds the dataset (several minutes), later runs reuse it.\n")
 	_, err := io.WriteString(w, b.String())

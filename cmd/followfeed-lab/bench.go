@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 
 	"followfeed/app"
@@ -22,7 +23,8 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	out := fs.String("out", "BENCHMARKS.md", "where to write the report (- for stdout)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
 	memprofile := fs.String("memprofile", "", "write an allocation profile of the benchmark process to this file at the end")
-	skip := fs.String("skip", "", "comma-separated parts to leave out while iterating: digests, feeds")
+	skip := fs.String("skip", "", "comma-separated parts to leave out while iterating: digests, feeds, searches")
+	searches := fs.String("searches", "", "comma-separated numbers of saved searches to match the batch against (default 0,10000,30000,100000)")
 	product := productFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -86,7 +88,18 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	env := []string{"APP_ENV=development", "DATABASE_URL=" + cfg.DatabaseURL, "HTTP_ADDR=127.0.0.1:0", "HARVEST_INTERVAL=0",
 		"RATE_LIMIT_PER_IP=0", "RATE_LIMIT_PER_USER=0", "LOG_LEVEL=info", "MAIL_DIR=" + os.TempDir()}
 	defer svc.Close()
-	rep, err := bench.Run(ctx, bench.Deps{DB: db, Papers: svc.Papers(), Matcher: svc.Matcher(), Identities: svc.Identities(), Tokens: svc.FeedTokens(), Digester: svc.Digester(),
+	var sizes []int
+	for _, f := range strings.Split(*searches, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 || n > 1_000_000 {
+			return fmt.Errorf("--searches: %q is not a number of searches from 0 to 1000000", f)
+		}
+		sizes = append(sizes, n)
+	}
+	rep, err := bench.Run(ctx, bench.Deps{SearchSizes: sizes, DB: db, Papers: svc.Papers(), Matcher: svc.Matcher(), Identities: svc.Identities(), Tokens: svc.FeedTokens(), Digester: svc.Digester(),
 		Handler: handler, Exe: exe, Env: env, Log: stdout, Skip: skipSet(*skip)}, bench.ScaleS)
 	if err != nil {
 		return err

@@ -26,7 +26,7 @@ func TestHelpPrintsEveryCommand(t *testing.T) {
 
 func TestSubcommandHelpPrintsFlags(t *testing.T) {
 	for cmd, flags := range map[string][]string{
-		"bench": {"-out", "-cpuprofile", "-memprofile", "-skip", "-followfeed"},
+		"bench": {"-out", "-cpuprofile", "-memprofile", "-skip", "-searches", "-followfeed"},
 		"soak":  {"-out", "-duration", "-only", "-scale-db", "-tests", "-followfeed"},
 	} {
 		var out bytes.Buffer

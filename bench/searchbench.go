@@ -1,0 +1,376 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/account"
+	"followfeed/database"
+	"followfeed/follow"
+	"followfeed/paper"
+	"followfeed/search"
+)
+
+// Saved searches are added at measure time, like the late identity links:
+// the generated dataset has none, and RemoveSearches takes them off again
+// at the end of the run, so the dataset stays at scale S.
+
+// DefaultSearchSizes are the numbers of distinct saved searches the match
+// cost is measured at (0 is the batch without searches); 100,000 is the
+// target's.
+var DefaultSearchSizes = []int{0, 10_000, 30_000, 100_000}
+
+// searchesPerSampleReader is how many of the searches each sampled reader
+// follows, so that the measured feeds include query keys.
+const searchesPerSampleReader = 3
+
+// SearchCategories returns the followed categories with their follower
+// counts: drawn searches' cat: filters are weighted like the follows.
+func SearchCategories(ctx context.Context, db *database.DB) ([]WeightedCategory, error) {
+	rows, err := db.Pool.Query(ctx, `
+		SELECT substr(key, 10), followers FROM follow_counts
+		WHERE key >= 'category:' AND key < 'category;' AND followers > 0 ORDER BY key`)
+	if err != nil {
+		return nil, err
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (WeightedCategory, error) {
+		var c WeightedCategory
+		return c, r.Scan(&c.ID, &c.Followers)
+	})
+	if err == nil && len(out) == 0 {
+		err = fmt.Errorf("no category follows to weigh cat: filters by")
+	}
+	return out, err
+}
+
+// AddSearches makes searches[i] a saved search (a follow of kind query)
+// of followers[i], with its follow count, and bumps those readers' feeds,
+// in one transaction. It writes what follow.Service.Follow writes, without
+// the backfill (the dataset's papers have no text a search could match).
+func AddSearches(ctx context.Context, db *database.DB, searches []string, followers []int64) error {
+	keys := make([]string, len(searches))
+	for i, s := range searches {
+		keys[i] = follow.Target{Kind: follow.Query, ID: s}.Key()
+	}
+	return db.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO follows (user_id, key, kind, target)
+			SELECT u, k, 'query', t FROM unnest($1::bigint[], $2::text[], $3::text[]) AS x(u, k, t)
+			ON CONFLICT DO NOTHING`, followers, keys, searches); err != nil {
+			return fmt.Errorf("adding %d saved searches: %w", len(searches), err)
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO follow_counts (key, followers) SELECT k, count(*) FROM unnest($1::text[]) k GROUP BY k
+			ON CONFLICT (key) DO UPDATE SET followers = follow_counts.followers + excluded.followers`, keys); err != nil {
+			return fmt.Errorf("counting the followers of %d saved searches: %w", len(searches), err)
+		}
+		return account.BumpFeeds(ctx, tx, distinct(followers)...)
+	})
+}
+
+func distinct(ids []int64) []int64 {
+	s := slices.Clone(ids)
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+// RemoveSearches deletes every saved search and its follow count (the
+// dataset has none of its own) and the benchmark's leftovers of an
+// interrupted run.
+func RemoveSearches(ctx context.Context, db *database.DB) error {
+	ctx = context.WithoutCancel(ctx)
+	return db.InTx(ctx, func(tx pgx.Tx) error {
+		var users []int64
+		rows, err := tx.Query(ctx, `DELETE FROM follows WHERE kind = 'query' RETURNING user_id`)
+		if err != nil {
+			return err
+		}
+		if users, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM follow_counts WHERE key >= 'query:' AND key < 'query;'`); err != nil {
+			return err
+		}
+		return account.BumpFeeds(ctx, tx, distinct(users)...)
+	})
+}
+
+// SearchRun is the batch's ingest and match job with one number of saved
+// searches followed.
+type SearchRun struct {
+	Searches int
+	// Ingest and Match are the fastest of the repetitions (a shared
+	// machine adds, it never subtracts); All lists every repetition.
+	Ingest, Match time.Duration
+	All           []MatchResult
+	// QueryKeys are the query: key rows the ingest wrote, QueryKeyed the
+	// distinct searches among them.
+	QueryKeys, QueryKeyed int
+	// Warmup is the first ingest after the searches were added, of one
+	// paper: it parses the searches not yet compiled.
+	Warmup time.Duration
+	// Evaluate is search.MatchBatch over the batch's docs in this process,
+	// Docs building those docs: the in-Go part of the ingest.
+	Evaluate, Docs time.Duration
+	Load           string
+}
+
+// SearchResult reports MeasureSearches.
+type SearchResult struct {
+	Mix  SearchMix
+	Runs []SearchRun
+	// Feed renders of the sampled readers before any search was followed
+	// and with all of them, each following searchesPerSampleReader.
+	RenderBefore, RenderAfter [2]time.Duration // p50, p99
+	RenderLoad                [2]string
+	FeedQueryItems            int // feed items the sampled readers got through a search
+	Sampled                   int // readers whose feeds were rendered
+	Vocabulary                string
+}
+
+// loadAvg is the machine's load average (1, 5, 15 minutes), as /proc has it.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// MeasureSearches measures the batch against growing numbers of saved
+// searches (SearchSizes, each repeated reps times), then the sampled
+// readers' feeds with searches among their follows. It expects the batch
+// stored (MeasureMatch) and no saved searches; it leaves the batch stored
+// and removes the searches (deferred, also on error).
+func MeasureSearches(ctx context.Context, d Deps, s Scale, v *Vocabulary, batch []paper.Paper, sample []int64, reps int) (*SearchResult, error) {
+	res := &SearchResult{Sampled: len(sample), Vocabulary: v.String()}
+	paths, err := feedPaths(ctx, d, sample)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(d.Log, "bench: feeds of the sampled readers before saved searches")
+	res.RenderLoad[0] = loadAvg()
+	if res.RenderBefore, err = renderPercentiles(d, paths); err != nil {
+		return nil, err
+	}
+	cats, err := SearchCategories(ctx, d.DB)
+	if err != nil {
+		return nil, err
+	}
+	sizes := d.SearchSizes
+	if len(sizes) == 0 {
+		sizes = DefaultSearchSizes
+	}
+	sizes = slices.Sorted(slices.Values(sizes))
+	if sizes[0] != 0 {
+		sizes = append([]int{0}, sizes...)
+	}
+	largest := sizes[len(sizes)-1]
+	fmt.Fprintf(d.Log, "bench: drawing %d saved searches\n", largest)
+	searches, mix := DrawSearches(v, cats, s.Researchers, previewDocs(v, s, 3000, 2), largest, 3)
+	res.Mix = mix
+	if len(searches) < largest {
+		return nil, fmt.Errorf("drew only %d distinct searches of %d", len(searches), largest)
+	}
+	all, err := SampleUsers(ctx, d.DB, s.Users)
+	if err != nil {
+		return nil, err
+	}
+	// The sampled readers follow the first searches, three each; the rest
+	// go to readers spread over the table.
+	followers := make([]int64, len(searches))
+	for i := range followers {
+		if i < searchesPerSampleReader*len(sample) {
+			followers[i] = sample[i/searchesPerSampleReader]
+		} else {
+			followers[i] = all[(i*7919)%len(all)]
+		}
+	}
+	defer func() {
+		if err := RemoveSearches(ctx, d.DB); err != nil {
+			fmt.Fprintf(d.Log, "bench: removing the saved searches: %v\n", err)
+		}
+		_, _ = d.DB.Pool.Exec(context.WithoutCancel(ctx), "VACUUM ANALYZE follows, follow_counts")
+	}()
+	docs := make([]*search.Doc, len(batch))
+	for i := range batch {
+		p := batch[i]
+		if fe := p.Normalize(true); fe != nil {
+			return nil, fmt.Errorf("batch paper %d: %s: %s", i, fe.Field, fe.Reason)
+		}
+		docs[i] = p.Doc()
+	}
+	RemoveBatch(ctx, d.DB)
+	added := 0
+	for _, n := range sizes {
+		if n > added {
+			if err := AddSearches(ctx, d.DB, searches[added:n], followers[added:n]); err != nil {
+				return nil, err
+			}
+			added = n
+			if _, err := d.DB.Pool.Exec(ctx, "ANALYZE follows, follow_counts"); err != nil {
+				return nil, err
+			}
+		}
+		fmt.Fprintf(d.Log, "bench: the batch against %d saved searches\n", n)
+		run := SearchRun{Searches: n, Load: loadAvg()}
+		// One paper first: its ingest compiles the new searches.
+		start := time.Now()
+		if _, err := d.Papers.Ingest(ctx, batchPapers(1, s, v, 99), paper.SourcePush); err != nil {
+			return nil, err
+		}
+		run.Warmup = time.Since(start)
+		RemoveBatch(ctx, d.DB)
+		for range reps {
+			mr, err := MeasureMatch(ctx, d.DB, d.Papers, d.Matcher, batch)
+			if err != nil {
+				return nil, fmt.Errorf("the batch against %d searches: %w", n, err)
+			}
+			if err := d.DB.Pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT key) FROM paper_keys
+				WHERE seq BETWEEN $1 AND $2 AND key >= 'query:' AND key < 'query;'`, mr.FromSeq, mr.ToSeq).
+				Scan(&run.QueryKeys, &run.QueryKeyed); err != nil {
+				return nil, err
+			}
+			run.All = append(run.All, mr)
+			if run.Ingest == 0 || mr.Ingest < run.Ingest {
+				run.Ingest = mr.Ingest
+			}
+			if run.Match == 0 || mr.Match < run.Match {
+				run.Match = mr.Match
+			}
+			if n < largest || len(run.All) < reps {
+				RemoveBatch(ctx, d.DB)
+			}
+		}
+		// The ingest's evaluation, alone: the same searches and docs.
+		qs := make([]*search.Query, n)
+		for i := range qs {
+			if qs[i], err = follow.CompileQuery(searches[i]); err != nil {
+				return nil, err
+			}
+		}
+		start = time.Now()
+		for i := range batch {
+			_ = batch[i].Doc()
+		}
+		run.Docs = time.Since(start)
+		start = time.Now()
+		search.MatchBatch(qs, docs)
+		run.Evaluate = time.Since(start)
+		res.Runs = append(res.Runs, run)
+	}
+	// The batch stays, with its query keys: the feeds of the sampled
+	// readers include them.
+	for _, t := range []string{"user_feeds", "papers", "paper_keys"} {
+		if _, err := d.DB.Pool.Exec(ctx, "VACUUM ANALYZE "+t); err != nil {
+			return nil, err
+		}
+	}
+	if err := d.DB.Pool.QueryRow(ctx, `
+		SELECT count(*) FROM follows f JOIN LATERAL (
+			SELECT 1 FROM paper_keys k WHERE k.key = f.key ORDER BY k.seq DESC LIMIT 50) k ON true
+		WHERE f.kind = 'query' AND f.user_id = ANY($1)`, sample).Scan(&res.FeedQueryItems); err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(d.Log, "bench: feeds of the sampled readers with saved searches")
+	res.RenderLoad[1] = loadAvg()
+	if res.RenderAfter, err = renderPercentiles(d, paths); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func feedPaths(ctx context.Context, d Deps, users []int64) (FeedURLs, error) {
+	var paths FeedURLs
+	for _, u := range users {
+		tok, err := d.Tokens.Token(ctx, u)
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, "/feeds/"+tok+".atom")
+	}
+	return paths, nil
+}
+
+func renderPercentiles(d Deps, paths FeedURLs) ([2]time.Duration, error) {
+	ds, _, err := MeasureRender(d.Handler, paths)
+	if err != nil {
+		return [2]time.Duration{}, err
+	}
+	p50, p99 := Percentiles(ds)
+	return [2]time.Duration{p50, p99}, nil
+}
+
+// searchFigures turns MeasureSearches' result into the report's figures,
+// their "how measured" text and the growth table.
+func searchFigures(res *SearchResult, batchPapers int) (figs []Figure, details []string, section string) {
+	base := res.Runs[0]
+	baseCost := base.Ingest + base.Match
+	last := res.Runs[len(res.Runs)-1]
+	addedCost := func(r SearchRun) time.Duration { return r.Ingest + r.Match - baseCost }
+	figs = append(figs, Figure{
+		Name:   fmt.Sprintf("%d distinct saved searches against the 5,000-paper batch: ingest + match job, added to the same without searches", last.Searches),
+		Target: "≤ 2 s",
+		Result: fmt.Sprintf("+%.2f s (%.2f + %.2f s vs %.2f + %.2f s; %d query key rows)", addedCost(last).Seconds(),
+			last.Ingest.Seconds(), last.Match.Seconds(), base.Ingest.Seconds(), base.Match.Seconds(), last.QueryKeys),
+		Pass: addedCost(last) <= 2*time.Second,
+	})
+	var series []string
+	for _, r := range res.Runs[1:] {
+		series = append(series, fmt.Sprintf("%dk: +%.2f s", r.Searches/1000, addedCost(r).Seconds()))
+	}
+	figs = append(figs, Figure{Name: "the same, by number of saved searches", Target: "—", Result: strings.Join(series, ", "), Pass: true})
+	before, after := res.RenderBefore, res.RenderAfter
+	limit := max(before[1]*11/10, before[1]+time.Millisecond)
+	figs = append(figs, Figure{
+		Name:   fmt.Sprintf("private feed, full render, readers following %d saved searches each", searchesPerSampleReader),
+		Target: "p99 unchanged (≤ 110% of the same readers' without)",
+		Result: fmt.Sprintf("p50 %s, p99 %s (without: p50 %s, p99 %s)", ms(after[0]), ms(after[1]), ms(before[0]), ms(before[1])),
+		Pass:   after[1] <= limit,
+	})
+	m := res.Mix
+	pct := func(n int) float64 { return 100 * float64(n) / float64(max(m.Searches, 1)) }
+	details = append(details,
+		fmt.Sprintf("Saved searches: %d distinct, drawn (seeded) from the word distribution of the batch's text (see `bench/vocab.go`: %s) and parsed by the real parser (`follow.CompileQuery`; it refused %d drafts): "+
+			"terms 1/2/3/4: %.0f/%.0f/%.0f/%.0f%%, %.2f on average; %.0f%% with a cat: filter (%.0f%% of those two categories OR'ed), categories weighted by their followers; "+
+			"%.0f%% with a \"phrase\", %.0f%% with an -exclusion, %.0f%% with (a OR b), %.0f%% with ti:/abs:, %.0f%% with au:; %d distinct words. "+
+			"Each draft is tried on a preview of 3,000 other papers drawn like the batch's (the product's `GET /v1/search/preview`): one matching more than %.0f%% of them (a mid-size category's flow) gets another term, as a reader tunes it (%d were refined, %d dropped at four terms). "+
+			"As first drawn they matched %.2f%% of the preview on average, as followed %.3f%%.",
+			m.Searches, res.Vocabulary, m.Refused, pct(m.Terms[1]), pct(m.Terms[2]), pct(m.Terms[3]), pct(m.Terms[4]), m.TermsPerSearch,
+			pct(m.Cat), 100*float64(m.CatOr)/float64(max(m.Cat, 1)), pct(m.Phrase), pct(m.Negation), pct(m.Or), pct(m.Field), pct(m.Author), m.DistinctWords,
+			100*MaxShare, m.Refined, m.Abandoned, 100*m.DraftShare, 100*m.FinalShare),
+		fmt.Sprintf("Saved-search match: each number of searches is added as follows (kind query, one reader each; the %d sampled readers of the feed figures follow %d each) with their follow counts, "+
+			"then one 1-paper ingest compiles them (the product's compiled-search cache, as after a restart), then the 5,000-paper batch goes through the real `paper.Store.Ingest` "+
+			"(which evaluates it against every followed search with `search.MatchBatch` and writes a query: key row per match, in the ingest's transaction) and `match.Service.RunBatch`; "+
+			"the batch is deleted between repetitions, the fastest of each is reported; with 100k searches the batch stays for the feed renders. The searches are deleted at the end of the run.",
+			res.Sampled, searchesPerSampleReader),
+		fmt.Sprintf("Feeds with saved searches: the sampled readers' full renders (as above) before any search was followed (load %s) and with all %d followed and the batch's query keys stored (load %s); "+
+			"their query follows have %d items among their newest 50 each.", res.RenderLoad[0], last.Searches, res.RenderLoad[1], res.FeedQueryItems))
+	var b strings.Builder
+	b.WriteString("## How the saved-search cost grows\n\n")
+	b.WriteString("| saved searches | query key rows | searches with a match | ingest | match job | added to none | of which MatchBatch (in Go) | building the docs | first ingest after adding (compiles) | load average |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, r := range res.Runs {
+		fmt.Fprintf(&b, "| %d | %d | %d | %.2f s | %.2f s | %+.2f s | %s | %s | %s | %s |\n", r.Searches, r.QueryKeys, r.QueryKeyed,
+			r.Ingest.Seconds(), r.Match.Seconds(), addedCost(r).Seconds(), ms(r.Evaluate), ms(r.Docs), ms(r.Warmup), r.Load)
+	}
+	if len(res.Runs) >= 3 {
+		a, z := res.Runs[1], res.Runs[len(res.Runs)-1]
+		perRow := float64(addedCost(z)-addedCost(a)) / float64(max(z.QueryKeys-a.QueryKeys, 1))
+		perSearch := float64(addedCost(z)-addedCost(a)) / float64(z.Searches-a.Searches)
+		fmt.Fprintf(&b, "\nThe added cost grows linearly with the number of searches, through two terms: the evaluation (`search.MatchBatch`: per search, a few index look-ups and one check per candidate paper) "+
+			"and, dominating, one `paper_keys` row per match, %.1f per search per %d papers here (%.1f per paper at %dk searches). Between %dk and %dk searches it cost %.0f µs per added search, or %.0f µs per added query key row.\n",
+			float64(z.QueryKeys)/float64(z.Searches), batchPapers, float64(z.QueryKeys)/float64(batchPapers), z.Searches/1000, a.Searches/1000, z.Searches/1000, perSearch/1e3, perRow/1e3)
+	}
+	return figs, details, b.String()
+}

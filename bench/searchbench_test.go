@@ -1,0 +1,128 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+
+	"followfeed/app"
+	"followfeed/config"
+	"followfeed/follow"
+	"followfeed/httpapi"
+	"followfeed/internal/testdb"
+	"followfeed/search"
+)
+
+// The saved-search measurement at a tiny scale through the real services:
+// every size's ingest writes one query key row per match that MatchBatch
+// finds for the same searches, the sampled readers' feeds are rendered,
+// and at the end no saved search is left and, once the batch is removed,
+// the dataset is as it was.
+func TestMeasureSearchesLeavesTheDataset(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	s := Scale{Users: 60, CategoryFollow: 2, ResearcherFoll: 2, Papers: 2000, Researchers: 100, AuthorsPer: 2, AbstractChars: 100}
+	if err := Generate(ctx, db, s, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"MAIL_DIR": t.TempDir()}
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc, err := app.NewServices(ctx, cfg, db, logger, app.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	d := Deps{DB: db, Papers: svc.Papers(), Matcher: svc.Matcher(), Tokens: svc.FeedTokens(), Log: io.Discard,
+		Handler:     httpapi.NewHandler(httpapi.Options{Logger: logger, Routes: svc.Routes(cfg)}),
+		SearchSizes: []int{300, 900}}
+	if testing.Verbose() {
+		d.Log = os.Stderr
+	}
+	var papers, keys, follows int
+	counts := func() (int, int, int) {
+		var p, k, f int
+		if err := db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM papers), (SELECT count(*) FROM paper_keys), (SELECT count(*) FROM follows)`).Scan(&p, &k, &f); err != nil {
+			t.Fatal(err)
+		}
+		return p, k, f
+	}
+	papers, keys, follows = counts()
+	v, err := NewVocabulary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := batchPapers(300, s, v, 1)
+	if _, err := MeasureMatch(ctx, db, d.Papers, d.Matcher, batch); err != nil {
+		t.Fatal(err)
+	}
+	sample, err := SampleUsers(ctx, db, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := MeasureSearches(ctx, d, s, v, batch, sample, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Runs) != 3 || res.Runs[0].Searches != 0 || res.Runs[2].Searches != 900 {
+		t.Fatalf("runs %+v", res.Runs)
+	}
+	// What the ingest wrote is what MatchBatch finds for the same searches.
+	cats, err := SearchCategories(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drawn, _ := DrawSearches(v, cats, s.Researchers, previewDocs(v, s, 3000, 2), 900, 3)
+	docs := make([]*search.Doc, len(batch))
+	for i := range batch {
+		p := batch[i]
+		p.Normalize(true)
+		docs[i] = p.Doc()
+	}
+	for _, r := range res.Runs {
+		qs := make([]*search.Query, r.Searches)
+		for i := range qs {
+			if qs[i], err = follow.CompileQuery(drawn[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := 0
+		for _, h := range search.MatchBatch(qs, docs) {
+			want += len(h)
+		}
+		if r.QueryKeys != want {
+			t.Errorf("%d searches: %d query key rows, MatchBatch finds %d matches", r.Searches, r.QueryKeys, want)
+		}
+	}
+	if res.Runs[2].QueryKeys == 0 || res.Runs[2].QueryKeys <= res.Runs[1].QueryKeys {
+		t.Errorf("query key rows do not grow with the searches: %+v", res.Runs)
+	}
+	if res.RenderBefore[1] == 0 || res.RenderAfter[1] == 0 || res.FeedQueryItems == 0 {
+		t.Errorf("renders %v / %v, %d feed items through searches", res.RenderBefore, res.RenderAfter, res.FeedQueryItems)
+	}
+	active, err := func() ([]string, error) {
+		tx, err := db.Pool.Begin(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer tx.Rollback(ctx)
+		return follow.ActiveSearches(ctx, tx)
+	}()
+	if err != nil || len(active) != 0 {
+		t.Errorf("%d saved searches left (%v)", len(active), err)
+	}
+	RemoveBatch(ctx, db)
+	if p, k, f := counts(); p != papers || k != keys || f != follows {
+		t.Errorf("dataset after the run: %d papers, %d keys, %d follows; before: %d, %d, %d", p, k, f, papers, keys, follows)
+	}
+	figs, details, section := searchFigures(res, len(batch))
+	if len(figs) != 3 || len(details) != 3 || section == "" {
+		t.Errorf("figures %v, %d details", figs, len(details))
+	}
+}
