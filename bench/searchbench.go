@@ -345,10 +345,10 @@ func searchFigures(res *SearchResult, batchPapers int) (figs []Figure, details [
 			"terms 1/2/3/4: %.0f/%.0f/%.0f/%.0f%%, %.2f on average; %.0f%% with a cat: filter (%.0f%% of those two categories OR'ed), categories weighted by their followers; "+
 			"%.0f%% with a \"phrase\", %.0f%% with an -exclusion, %.0f%% with (a OR b), %.0f%% with ti:/abs:, %.0f%% with au:; %d distinct words. "+
 			"Each draft is tried on a preview of 3,000 other papers drawn like the batch's (the product's `GET /v1/search/preview`): one matching more than %.0f%% of them (a mid-size category's flow) gets another term, as a reader tunes it (%d were refined, %d dropped at four terms). "+
-			"As first drawn they matched %.2f%% of the preview on average, as followed %.3f%%.",
+			"As first drawn they matched %.2f%% of the preview on average (about %.0f query key rows per batch at this number), as followed %.3f%%.",
 			m.Searches, res.Vocabulary, m.Refused, pct(m.Terms[1]), pct(m.Terms[2]), pct(m.Terms[3]), pct(m.Terms[4]), m.TermsPerSearch,
 			pct(m.Cat), 100*float64(m.CatOr)/float64(max(m.Cat, 1)), pct(m.Phrase), pct(m.Negation), pct(m.Or), pct(m.Field), pct(m.Author), m.DistinctWords,
-			100*MaxShare, m.Refined, m.Abandoned, 100*m.DraftShare, 100*m.FinalShare),
+			100*MaxShare, m.Refined, m.Abandoned, 100*m.DraftShare, m.DraftShare*float64(batchPapers*m.Searches), 100*m.FinalShare),
 		fmt.Sprintf("Saved-search match: each number of searches is added as follows (kind query, one reader each; the %d sampled readers of the feed figures follow %d each) with their follow counts, "+
 			"then one 1-paper ingest compiles them (the product's compiled-search cache, as after a restart), then the 5,000-paper batch goes through the real `paper.Store.Ingest` "+
 			"(which evaluates it against every followed search with `search.MatchBatch` and writes a query: key row per match, in the ingest's transaction) and `match.Service.RunBatch`; "+

@@ -235,20 +235,16 @@ func (ix *batchIndex) eval(n *node) (bitset, bool) {
 		}
 		ix.release(k)
 		return o, true
-	case opAnd:
-		s, exact := ix.eval(n.kids[0])
-		for _, k := range n.kids[1:] {
-			ks, kexact := ix.eval(k)
-			s = ix.intersect(s, ks)
-			exact = exact && kexact
-		}
-		return s, exact
 	}
-	// opOr
+	// opAnd, opOr
 	s, exact := ix.eval(n.kids[0])
 	for _, k := range n.kids[1:] {
 		ks, kexact := ix.eval(k)
-		s = ix.union(s, ks)
+		if n.op == opAnd {
+			s = ix.intersect(s, ks)
+		} else {
+			s = ix.union(s, ks)
+		}
 		exact = exact && kexact
 	}
 	return s, exact
