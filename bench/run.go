@@ -45,9 +45,28 @@ type Deps struct {
 	SearchSizes []int
 }
 
+// runLock is the session advisory lock a benchmark run holds.
+const runLock int64 = 0x62656e6368 // "bench"
+
 // Run builds scale s when the database does not hold it yet, measures every
-// figure, and returns the report.
+// figure, and returns the report. It refuses to start while another run
+// holds the database (runLock).
 func Run(ctx context.Context, d Deps, s Scale) (*Report, error) {
+	// One run at a time per database: two runs would store, measure and
+	// delete each other's batch and searches.
+	conn, err := d.DB.Pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	var locked bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, runLock).Scan(&locked); err != nil {
+		return nil, err
+	}
+	if !locked {
+		return nil, fmt.Errorf("another benchmark is running against this database; wait for it to finish")
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, runLock) }()
 	seeded, err := Seeded(ctx, d.DB, s)
 	if err != nil {
 		return nil, err
