@@ -101,6 +101,11 @@ func MeasureMatch(ctx context.Context, db *database.DB, in *paper.Store, m *matc
 	}
 	res.Ingest = time.Since(start)
 	res.Papers, res.Keys, res.FromSeq, res.ToSeq = ir.New, ir.Keys, ir.FromSeq, ir.ToSeq
+	if ir.New != len(papers) {
+		// The batch (or part of it) was stored already: another run on the
+		// same database, whose figures and ours would both be wrong.
+		return res, fmt.Errorf("%d of the batch's %d papers were new: is another benchmark using this database?", ir.New, len(papers))
+	}
 	start = time.Now()
 	br, err := m.RunBatch(ctx, ir.FromSeq, ir.ToSeq, nil)
 	if err != nil {
