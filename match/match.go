@@ -65,53 +65,69 @@ func (s *Service) RunBatch(ctx context.Context, fromSeq, toSeq int64, finish fun
 type BatchResult struct {
 	FromSeq, ToSeq int64   // the batch's key rows
 	Keys           int     // distinct keys in the batch
-	Users          []int64 // users with a new match (a paper their follows newly select)
+	Users          []int64 // users with a new match (a paper their follows newly select), ascending
 	// Refreshed counts the users whose feed versions were bumped: Users,
 	// and followers of a replaced paper's keys whose follows skip
 	// replacements (no new match, but their feeds show the new version's
-	// title and dates, so a conditional GET must not answer 304).
+	// title and dates, so a conditional GET must not answer 304), and
+	// readers whose only new match is a paper they said is not by the
+	// person they follow.
 	Refreshed int
+	// Changed are the keys whose public feeds show a new paper: the
+	// batch's keys of first matches (not replacement rows) and, through
+	// the identity registry, every other key of their people and
+	// institutions (a public feed of one id shows the papers of all ids
+	// of its person). Unordered, each once.
+	Changed []string
 }
 
 // AffectedUsers runs inside the match job: it takes the distinct keys written
 // in seq range [fromSeq, toSeq], finds every user with a follow that matches
-// one of them (honouring the cross-list option; the replacement option
-// decides only whether the match is new, see BatchResult), and bumps those
-// users' feed versions. The cost grows with the
-// number of distinct keys and affected users, never with papers × followers.
+// one of them (through the identity registry; honouring the cross-list
+// option; the replacement option and "not this person" disputes decide only
+// whether the match is new, see BatchResult), and bumps those users' feed
+// versions. The cost grows with the number of distinct keys and affected
+// users, never with papers × followers.
 func (s *Service) AffectedUsers(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) (BatchResult, error) {
 	res := BatchResult{FromSeq: fromSeq, ToSeq: toSeq}
-	// The big join runs as its own read-only statement so PostgreSQL can
-	// parallelise it (a data-modifying CTE would forbid that); JIT costs
-	// more than it saves here.
-	if _, err := tx.Exec(ctx, `SET LOCAL jit = off; SET LOCAL work_mem = '32MB'`); err != nil {
+	// JIT costs more than it saves in these statements. Custom plans: the
+	// join's plan depends on how many keys the arrays hold (a merge join
+	// for thousands), which a generic plan, costed for ten, would get
+	// wrong once pgx's cached statement had run five times.
+	if _, err := tx.Exec(ctx, `SET LOCAL jit = off; SET LOCAL work_mem = '32MB'; SET LOCAL plan_cache_mode = force_custom_plan`); err != nil {
 		return res, err
 	}
-	// batch: BRIN range scan on seq, then the distinct keys (~3.4 per paper).
-	// The join probes follows_key_idx (index-only) once per distinct key;
-	// a popular category brings most users, which the hash aggregate
-	// deduplicates. Measured at scale S: 5,000 papers, 17k keys, 1.6M
-	// follower rows, 100k users in under a second (BENCHMARKS.md).
-	// matched: whether a follow newly selects a paper (replacement rows
-	// only for follows that include replacements); users without it follow
-	// a replaced paper's key and only need their feed version bumped.
-	// x: each batch key and, through the identity registry, every other
-	// key of the same person or institution (two primary-key / index-only
-	// probes of identity_keys per key; a category key has none), so a
-	// follow of any id of an author is affected by a paper carrying another.
+	ex, err := expandBatch(ctx, tx, fromSeq, toSeq)
+	if err != nil {
+		return res, err
+	}
+	res.Keys = ex.distinct
+	seen := make(map[string]bool, len(ex.keys))
+	for i, k := range ex.keys {
+		if !ex.replacement[i] && !seen[k] {
+			seen[k] = true
+			res.Changed = append(res.Changed, k)
+		}
+	}
+	// The big join runs as its own read-only statement over the expanded
+	// keys, passed back as arrays, so PostgreSQL can parallelise it: a
+	// merge join of the sorted keys with a parallel index-only scan of
+	// follows_key_idx, a partial hash aggregate per worker (a popular
+	// category brings most users, whom the aggregate deduplicates). In
+	// one statement with the expansion (a per-key LATERAL, as before)
+	// the planner had to probe follows_key_idx once per expanded key in
+	// one process, about twice as slow at scale S (docs/ARCHITECTURE.md,
+	// "Identity"); a data-modifying statement would forbid parallelism
+	// too. matched: whether a follow newly selects a paper (replacement
+	// rows only for follows that include replacements); users without
+	// it follow a replaced paper's key and only need their feed version
+	// bumped.
 	rows, err := tx.Query(ctx, `
 		SELECT f.user_id, bool_or(f.include_replacements OR NOT b.replacement) AS matched
-		FROM (SELECT DISTINCT key, cross_list, replacement
-		      FROM paper_keys WHERE seq BETWEEN $1 AND $2) b
-		CROSS JOIN LATERAL (
-			SELECT b.key AS key
-			UNION ALL
-			SELECT k2.key FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
-			WHERE k1.key = b.key AND k2.key <> b.key
-		) x
-		JOIN follows f ON f.key = x.key
+		FROM unnest($1::text[], $2::bool[], $3::bool[]) AS b(key, cross_list, replacement)
+		JOIN follows f ON f.key = b.key
 		WHERE (f.include_cross_lists OR NOT b.cross_list)
-		GROUP BY f.user_id`, fromSeq, toSeq)
+		GROUP BY f.user_id`, ex.keys, ex.crossList, ex.replacement)
 	if err != nil {
 		return res, fmt.Errorf("finding users affected by keys %d..%d: %w", fromSeq, toSeq, err)
 	}
@@ -129,20 +145,124 @@ func (s *Service) AffectedUsers(ctx context.Context, tx pgx.Tx, fromSeq, toSeq i
 		return res, fmt.Errorf("finding users affected by keys %d..%d: %w", fromSeq, toSeq, err)
 	}
 	slices.Sort(res.Users)
-	res.Refreshed = len(refreshed)
-	if err := tx.QueryRow(ctx, `
-		SELECT count(*) FROM (SELECT DISTINCT key FROM paper_keys WHERE seq BETWEEN $1 AND $2) k`,
-		fromSeq, toSeq).Scan(&res.Keys); err != nil {
-		return res, fmt.Errorf("counting keys %d..%d: %w", fromSeq, toSeq, err)
+	if len(ex.disputers) > 0 {
+		if res.Users, err = withoutDisputedOnly(ctx, tx, res.Users, ex.disputers, fromSeq, toSeq); err != nil {
+			return res, err
+		}
 	}
+	res.Refreshed = len(refreshed)
 	if len(refreshed) == 0 {
 		return res, nil
 	}
-	// One primary-key probe and a HOT update per affected user.
+	// One primary-key probe and a HOT update per affected user, in user
+	// order (the heap and the index are visited in order).
+	slices.Sort(refreshed)
 	if err := account.BumpFeeds(ctx, tx, refreshed...); err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+// batchKeys are a batch's keys expanded through the identity registry, as
+// parallel arrays (one element per distinct (key, cross_list, replacement)),
+// with the number of distinct keys before expansion and the users who
+// disputed a paper of the batch.
+type batchKeys struct {
+	keys                   []string
+	crossList, replacement []bool
+	distinct               int
+	disputers              []int64
+}
+
+// expandBatch reads the batch's key rows once (a BRIN range scan on seq)
+// and returns its batchKeys. x expands each distinct key to every other key
+// of the same person or institution (a primary-key probe and an index-only
+// scan of identity_keys per researcher or institution key; category keys
+// have no identity). d: the users who said of a paper of the batch "not
+// this person" (usually none; the disputes hash-join with the batch's
+// papers).
+func expandBatch(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) (batchKeys, error) {
+	var ex batchKeys
+	err := tx.QueryRow(ctx, `
+		WITH r AS MATERIALIZED (
+			SELECT paper_id, key, cross_list, replacement FROM paper_keys WHERE seq BETWEEN $1 AND $2
+		), b AS MATERIALIZED (
+			SELECT DISTINCT key, cross_list, replacement FROM r
+		), x AS MATERIALIZED (
+			SELECT DISTINCT x.key, b.cross_list, b.replacement
+			FROM b CROSS JOIN LATERAL (
+				SELECT b.key AS key
+				UNION ALL
+				SELECT k2.key FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
+				WHERE (b.key LIKE 'researcher:%' OR b.key LIKE 'institution:%')
+				  AND k1.key = b.key AND k2.key <> b.key
+			) x
+		)
+		SELECT (SELECT count(DISTINCT key) FROM b), a.keys, a.cross_lists, a.replacements,
+		       ARRAY(SELECT DISTINCT d.user_id FROM identity_disputes d WHERE d.paper_id IN (SELECT paper_id FROM r))
+		FROM (SELECT coalesce(array_agg(key), '{}') AS keys, coalesce(array_agg(cross_list), '{}') AS cross_lists,
+		             coalesce(array_agg(replacement), '{}') AS replacements FROM x) a`,
+		fromSeq, toSeq).Scan(&ex.distinct, &ex.keys, &ex.crossList, &ex.replacement, &ex.disputers)
+	if err != nil {
+		return ex, fmt.Errorf("expanding the keys %d..%d: %w", fromSeq, toSeq, err)
+	}
+	return ex, nil
+}
+
+// withoutDisputedOnly returns users without those of candidates (users who
+// disputed a paper of the batch) whose every new match in [fromSeq, toSeq]
+// is a paper they said is not by the person their follow means: feeds and
+// digests leave those out (matchedManySQL), so the batch is no new match
+// for them (no instant alert, no instant channel). Per candidate, an
+// EXISTS over its follows, each expanded through the registry like the
+// feed's, and the follow's rows in the batch (paper_keys_key_seq_idx range
+// scans), stopping at the first row that is not disputed for that follow's
+// person.
+func withoutDisputedOnly(ctx context.Context, tx pgx.Tx, users, candidates []int64, fromSeq, toSeq int64) ([]int64, error) {
+	var check []int64
+	for _, u := range candidates {
+		if _, ok := slices.BinarySearch(users, u); ok {
+			check = append(check, u)
+		}
+	}
+	if len(check) == 0 {
+		return users, nil
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT u.user_id FROM unnest($1::bigint[]) AS u(user_id)
+		WHERE EXISTS (
+			SELECT 1
+			FROM follows f
+			LEFT JOIN identity_keys k1 ON k1.key = f.key
+			CROSS JOIN LATERAL (
+				SELECT f.key AS key
+				UNION
+				SELECT k2.key FROM identity_keys k2 WHERE k2.identity_id = k1.identity_id
+			) x
+			JOIN paper_keys pk ON pk.key = x.key AND pk.seq BETWEEN $2 AND $3
+			WHERE f.user_id = u.user_id
+			  AND (f.include_cross_lists OR NOT pk.cross_list)
+			  AND (f.include_replacements OR NOT pk.replacement)
+			  AND NOT EXISTS (
+				SELECT 1 FROM identity_disputes d
+				WHERE d.user_id = u.user_id AND d.paper_id = pk.paper_id
+				  AND (d.follow_key = f.key
+				       OR d.follow_key IN (SELECT k3.key FROM identity_keys k3 WHERE k3.identity_id = k1.identity_id))))`,
+		check, fromSeq, toSeq)
+	if err != nil {
+		return nil, fmt.Errorf("checking disputed matches of %d users: %w", len(check), err)
+	}
+	confirmed, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("checking disputed matches of %d users: %w", len(check), err)
+	}
+	out := users[:0:0]
+	for _, u := range users {
+		if !slices.Contains(check, u) || slices.Contains(confirmed, u) {
+			out = append(out, u)
+		}
+	}
+	return out, nil
 }
 
 // Query selects a user's matched papers.
