@@ -16,21 +16,26 @@ import (
 // MaxPingURLs caps the feed URLs one batch announces to the hub.
 const MaxPingURLs = 3000
 
-// ChangedPublicURLs lists the public feeds whose content the key rows in
-// [fromSeq, toSeq] changed, in every format: every category and archive
-// feed, and the researcher and institution feeds somebody follows (the
-// others nobody is likely to subscribe to). Private feeds are never
-// announced: their URLs are secrets and a hub is a third party.
-func (s *Service) ChangedPublicURLs(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) ([]string, error) {
-	if s.hub == "" {
+// ChangedPublicURLs lists, in every format, the public feeds a match job's
+// batch changed, and no others: changed are its keys with a first match
+// and, through the identity registry, the other keys of their people and
+// institutions (match.BatchResult.Changed; a public feed of one id shows
+// the papers of every id of its person, match.PublicIn, so a paper
+// carrying s2:1 changes the feed of host:1 when the registry links the
+// two). Every category and archive feed among them is announced, and the
+// researcher and institution feeds somebody follows (the others nobody is
+// likely to subscribe to): a follow_counts primary-key probe each. Private
+// feeds are never announced: their URLs are secrets and a hub is a third
+// party.
+func (s *Service) ChangedPublicURLs(ctx context.Context, tx pgx.Tx, changed []string) ([]string, error) {
+	if s.hub == "" || len(changed) == 0 {
 		return nil, nil
 	}
 	rows, err := tx.Query(ctx, `
-		SELECT DISTINCT k.key FROM paper_keys k
-		WHERE k.seq BETWEEN $1 AND $2 AND NOT k.replacement
-		  AND (k.key LIKE 'category:%' OR k.key LIKE 'archive:%'
-		       OR EXISTS (SELECT 1 FROM follow_counts c WHERE c.key = k.key AND c.followers > 0))
-		ORDER BY 1 LIMIT $3`, fromSeq, toSeq, MaxPingURLs/len(Formats))
+		SELECT k.key FROM unnest($1::text[]) AS k(key)
+		WHERE k.key LIKE 'category:%' OR k.key LIKE 'archive:%'
+		   OR EXISTS (SELECT 1 FROM follow_counts c WHERE c.key = k.key AND c.followers > 0)
+		ORDER BY 1 LIMIT $2`, changed, MaxPingURLs/len(Formats))
 	if err != nil {
 		return nil, fmt.Errorf("listing changed public feeds: %w", err)
 	}
