@@ -350,6 +350,15 @@ func (s *Service) MatchedMany(ctx context.Context, qs []Query) ([]Result, error)
 // transaction (one snapshot): a feed render on the read replica
 // (database.DB.Read) runs it with the follows it shows.
 func MatchedIn(ctx context.Context, tx pgx.Tx, qs []Query) ([]Result, error) {
+	// Generic plans: these statements' parameters are arrays that the
+	// planner cannot see into, so a custom plan (PostgreSQL's choice, the
+	// generic one being costed for ten array elements) has the same shape
+	// and costs a millisecond of planning per render at scale S; the
+	// generic one is planned once per connection (pgx caches the
+	// prepared statements).
+	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
+		return nil, err
+	}
 	results, needReasons, err := selectMatches(ctx, tx, qs)
 	if err != nil {
 		return nil, err
@@ -714,36 +723,40 @@ func loadDetails(ctx context.Context, tx pgx.Tx, ids []int64, byID map[int64]*Pa
 }
 
 func loadReasons(ctx context.Context, tx pgx.Tx, userID int64, ids []int64) (map[int64][]follow.Target, error) {
-	// Each paper's keys by paper_keys' primary key (paper_id, ...), joined
-	// with the user's follows, in the order they were followed. The probe
-	// per paper is forced (unnest, and OFFSET 0 keeps the subquery from being
+	// fo: the user's follows, each expanded through the identity registry
+	// to every key of its person or institution (one primary-key probe and
+	// an index-only scan of identity_keys per follow, once per query), so
+	// a follow of another id of the author is a reason. Each paper's keys
+	// by paper_keys' primary key (paper_id, ...) are joined with it (a hash
+	// join in memory: expanding each paper key through the registry
+	// instead, as before, probed identity_keys twice per key, three to
+	// five times the cost for a 50-paper feed). The probe per paper is
+	// forced (unnest, and OFFSET 0 keeps the subquery from being
 	// flattened): left to itself the planner sometimes scanned a followed
 	// key's whole index range instead (150-600 ms for cs.LG against 3 ms).
 	//
-	// Each paper key is expanded through the identity registry (x) to the
-	// keys of the same person, so a follow of another id of the author is a
-	// reason; of several follows of one person (ik.identity_id) the first
-	// made is the one reason; a follow whose person the user disputed for
-	// the paper is none.
+	// Of several follows of one person (fo.ident) the first made is the
+	// one reason; a follow whose person the user disputed for the paper is
+	// none.
 	rows, err := tx.Query(ctx, `
+		WITH fo AS MATERIALIZED (
+			SELECT f.key, f.created_at, f.include_cross_lists, k1.identity_id AS ident, coalesce(k2.key, f.key) AS mkey
+			FROM follows f
+			LEFT JOIN identity_keys k1 ON k1.key = f.key
+			LEFT JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
+			WHERE f.user_id = $1
+		)
 		SELECT id, key, followed FROM (
-			SELECT DISTINCT ON (p.id, coalesce(ik.identity_id::text, f.key)) p.id, f.key, f.created_at AS followed
+			SELECT DISTINCT ON (p.id, coalesce(fo.ident::text, fo.key)) p.id, fo.key, fo.created_at AS followed
 			FROM unnest($2::bigint[]) AS p(id)
 			CROSS JOIN LATERAL (SELECT key, cross_list FROM paper_keys WHERE paper_id = p.id OFFSET 0) pk
-			CROSS JOIN LATERAL (
-				SELECT pk.key AS key
-				UNION ALL
-				SELECT k2.key FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
-				WHERE k1.key = pk.key AND k2.key <> pk.key
-			) x
-			JOIN follows f ON f.user_id = $1 AND f.key = x.key
-			LEFT JOIN identity_keys ik ON ik.key = f.key
-			WHERE (f.include_cross_lists OR NOT pk.cross_list)
+			JOIN fo ON fo.mkey = pk.key
+			WHERE (fo.include_cross_lists OR NOT pk.cross_list)
 			  AND NOT EXISTS (
 				SELECT 1 FROM identity_disputes d
 				WHERE d.user_id = $1 AND d.paper_id = p.id
-				  AND (d.follow_key = f.key OR d.follow_key IN (SELECT k3.key FROM identity_keys k3 WHERE k3.identity_id = ik.identity_id)))
-			ORDER BY p.id, coalesce(ik.identity_id::text, f.key), f.created_at, f.key
+				  AND (d.follow_key = fo.key OR d.follow_key IN (SELECT k3.key FROM identity_keys k3 WHERE k3.identity_id = fo.ident)))
+			ORDER BY p.id, coalesce(fo.ident::text, fo.key), fo.created_at, fo.key
 		) r
 		ORDER BY id, followed, key`, userID, ids)
 	if err != nil {
