@@ -328,3 +328,39 @@ func TestFeedLimitTotalAndDeletedPapers(t *testing.T) {
 		t.Errorf("public: %v %v", pub, err)
 	}
 }
+
+// TestAffectedUsersCombineEachKeysRows: the match job joins each key once
+// with flags for the rows the batch has of it, so a category that one
+// paper has as its primary and another as a cross-list reaches follows
+// without cross-lists, and a new version's cross-list only follows that
+// include both cross-lists (to be affected) and replacements (to match).
+func TestAffectedUsersCombineEachKeysRows(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	yes, no := true, false
+	all, noCross, eager, eagerNoCross := e.user("all"), e.user("no-cross"), e.user("eager"), e.user("eager-no-cross")
+	e.follow(all, "category", "cs.AI", follow.Options{})
+	e.follow(noCross, "category", "cs.AI", follow.Options{IncludeCrossLists: &no})
+	e.follow(eager, "category", "cs.AI", follow.Options{IncludeReplacements: &yes})
+	e.follow(eagerNoCross, "category", "cs.AI", follow.Options{IncludeCrossLists: &no, IncludeReplacements: &yes})
+	run := func(res *paper.IngestResult) match.BatchResult {
+		t.Helper()
+		br, err := e.m.RunBatch(e.ctx, res.FromSeq, res.ToSeq, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return br
+	}
+	br := run(e.ingest(p("2301.00001v1", "cs.LG", []string{"cs.LG", "cs.AI"}), p("2301.00002v1", "cs.AI", []string{"cs.AI"})))
+	if want := []int64{all, noCross, eager, eagerNoCross}; !slices.Equal(br.Users, want) || br.Refreshed != 4 {
+		t.Errorf("primary and cross-list: users %v refreshed %d, want %v and 4", br.Users, br.Refreshed, want)
+	}
+	br = run(e.ingest(p("2301.00001v2", "cs.LG", []string{"cs.LG", "cs.AI"})))
+	if !slices.Equal(br.Users, []int64{eager}) || br.Refreshed != 2 {
+		t.Errorf("a new version's cross-list: users %v refreshed %d, want [%d] and 2 (all, eager)", br.Users, br.Refreshed, eager)
+	}
+	br = run(e.ingest(p("2301.00002v2", "cs.AI", []string{"cs.AI"})))
+	if !slices.Equal(br.Users, []int64{eager, eagerNoCross}) || br.Refreshed != 4 {
+		t.Errorf("a new version's primary: users %v refreshed %d, want [%d %d] and 4", br.Users, br.Refreshed, eager, eagerNoCross)
+	}
+}
