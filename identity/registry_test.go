@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"slices"
@@ -461,8 +462,8 @@ func (e *env) followWith(uid int64, kind, id string, opts follow.Options) {
 // join: two ids of one person are one match for their follower, a
 // cross-list reaches only follows that include cross-lists, a new
 // version only follows that include replacements (the others are only
-// refreshed), and Changed lists every key of the people the batch
-// brought a first match to.
+// refreshed), and NewKeys lists the keys the batch brought a first
+// match to.
 func TestMatchJobExpandsKeysThroughTheRegistry(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -478,15 +479,13 @@ func TestMatchJobExpandsKeysThroughTheRegistry(t *testing.T) {
 	if !slices.Equal(b1.Users, []int64{twoIDs, fan}) || b1.Refreshed != 2 {
 		t.Errorf("first version: users %v refreshed %d, want [%d %d] and 2", b1.Users, b1.Refreshed, twoIDs, fan)
 	}
-	changed := slices.Sorted(slices.Values(b1.Changed))
-	want := []string{"archive:cs", "archive:stat", "category:cs.LG", "category:stat.ML",
-		"researcher:host:1", "researcher:openalex:A1", "researcher:s2:1"}
-	if !slices.Equal(changed, want) {
-		t.Errorf("changed %v, want %v", changed, want)
+	want := []string{"archive:cs", "archive:stat", "category:cs.LG", "category:stat.ML", "researcher:s2:1"}
+	if got := slices.Sorted(slices.Values(b1.NewKeys)); !slices.Equal(got, want) {
+		t.Errorf("new keys %v, want %v", got, want)
 	}
 	b2 := e.matchJob(e.ingest(testpaper.New("2202.02326v2", byAuthor("M. Wen", "s2:1"))))
-	if !slices.Equal(b2.Users, []int64{fan}) || b2.Refreshed != 2 || len(b2.Changed) != 0 {
-		t.Errorf("second version: users %v refreshed %d changed %v, want [%d], 2 and none", b2.Users, b2.Refreshed, b2.Changed, fan)
+	if !slices.Equal(b2.Users, []int64{fan}) || b2.Refreshed != 2 || len(b2.NewKeys) != 0 {
+		t.Errorf("second version: users %v refreshed %d new keys %v, want [%d], 2 and none", b2.Users, b2.Refreshed, b2.NewKeys, fan)
 	}
 	if got := e.feed(twoIDs); len(got) != 1 || len(got[0].Reasons) != 1 {
 		t.Errorf("two ids of one person: %+v", got)
@@ -536,5 +535,28 @@ func TestDisputedPaperIsNoNewMatch(t *testing.T) {
 	b = e.matchJob(e.ingest(testpaper.New("2202.02326v4", byAuthor("M. Wen", "openalex:A5023888391"))))
 	if !slices.Equal(b.Users, []int64{reader}) {
 		t.Errorf("a new version of the disputed paper through a category follow: users %v, want [%d]", b.Users, reader)
+	}
+}
+
+// When categories match most readers, the match job reads only the other
+// readers' follows for the researcher keys, still through the registry:
+// a follower of host:1 is matched by a paper carrying s2:1.
+func TestMatchJobReadsTheRestThroughTheRegistry(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.put(`{"ids": ["host:1", "s2:1"], "name": "Mingzhi Wen"}`)
+	var want []int64
+	for i := range 8 { // 8 of 10 readers: categories match 80% of them
+		u := e.user(fmt.Sprintf("cat-%d", i))
+		e.follow(u, "category", "cs.LG")
+		want = append(want, u)
+	}
+	fan := e.user("fan")
+	e.follow(fan, "researcher", "host:1")
+	stranger := e.user("stranger")
+	e.follow(stranger, "researcher", "host:2")
+	b := e.matchJob(e.ingest(testpaper.New("2202.02326", byAuthor("M. Wen", "s2:1"))))
+	if want = append(want, fan); !slices.Equal(b.Users, want) || b.Refreshed != 9 {
+		t.Errorf("users %v refreshed %d, want %v and 9", b.Users, b.Refreshed, want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -73,12 +74,11 @@ type BatchResult struct {
 	// readers whose only new match is a paper they said is not by the
 	// person they follow.
 	Refreshed int
-	// Changed are the keys whose public feeds show a new paper: the
-	// batch's keys of first matches (not replacement rows) and, through
-	// the identity registry, every other key of their people and
-	// institutions (a public feed of one id shows the papers of all ids
-	// of its person). Unordered, each once.
-	Changed []string
+	// NewKeys are the batch's keys with a first match (not only
+	// replacement rows), each once: the public feeds of these keys, and
+	// of the other keys of their people and institutions, show a new
+	// paper (feeds.Service.ChangedPublicURLs).
+	NewKeys []string
 }
 
 // AffectedUsers runs inside the match job: it takes the distinct keys written
@@ -97,61 +97,39 @@ func (s *Service) AffectedUsers(ctx context.Context, tx pgx.Tx, fromSeq, toSeq i
 	if _, err := tx.Exec(ctx, `SET LOCAL jit = off; SET LOCAL work_mem = '32MB'; SET LOCAL plan_cache_mode = force_custom_plan`); err != nil {
 		return res, err
 	}
-	ex, err := expandBatch(ctx, tx, fromSeq, toSeq)
+	b, err := readBatch(ctx, tx, fromSeq, toSeq)
 	if err != nil {
 		return res, err
 	}
-	res.Keys = ex.distinct
-	for i, k := range ex.keys {
-		if ex.primaryNew[i] || ex.crossNew[i] {
-			res.Changed = append(res.Changed, k)
+	res.Keys = len(b.keys)
+	for i, k := range b.keys {
+		if b.primaryNew[i] || b.crossNew[i] {
+			res.NewKeys = append(res.NewKeys, k)
 		}
 	}
-	// The big join runs as its own read-only statement over the expanded
-	// keys, passed back as arrays (in key order), so PostgreSQL can
-	// parallelise it: a merge join of the keys with a parallel index-only
-	// scan of follows_key_idx, a partial hash aggregate per worker (a
-	// popular category brings most users, whom the aggregate
-	// deduplicates). In one statement with the expansion (a per-key
-	// LATERAL, as before) the planner had to probe follows_key_idx once
-	// per expanded key in one process; a data-modifying statement would
-	// forbid parallelism too. One array element per key, with flags for
-	// the kinds of rows the batch has of it, so a category that papers
-	// list both as their primary and as a cross-list joins its followers
-	// once, not twice (a quarter fewer rows at scale S). A follow is
-	// affected when a row of its key reaches it (cross-lists only when it
-	// includes them); matched says whether one newly selects a paper
-	// (replacement rows only for follows that include replacements);
-	// users without it follow a replaced paper's key and only need their
-	// feed version bumped.
-	rows, err := tx.Query(ctx, `
-		SELECT f.user_id,
-		       bool_or(b.primary_new OR (f.include_replacements AND b.primary_replaced)
-		               OR (f.include_cross_lists AND (b.cross_new OR (f.include_replacements AND b.cross_replaced)))) AS matched
-		FROM unnest($1::text[], $2::bool[], $3::bool[], $4::bool[], $5::bool[])
-		     AS b(key, primary_new, primary_replaced, cross_new, cross_replaced)
-		JOIN follows f ON f.key = b.key
-		WHERE b.primary_new OR b.primary_replaced OR (f.include_cross_lists AND (b.cross_new OR b.cross_replaced))
-		GROUP BY f.user_id`, ex.keys, ex.primaryNew, ex.primaryReplaced, ex.crossNew, ex.crossReplaced)
-	if err != nil {
+	// Categories and archives first: a handful of keys that most readers
+	// follow (this domain's celebrities), so at scale S they alone match
+	// every reader the batch reaches. The many researcher (and other) keys
+	// are then expanded through the registry and joined only for the
+	// readers they did not match (see matchRest).
+	wide, narrow := b.split()
+	aff := affected{}
+	if err := aff.join(ctx, tx, wide, nil); err != nil {
 		return res, fmt.Errorf("finding users affected by keys %d..%d: %w", fromSeq, toSeq, err)
 	}
-	var refreshed []int64
-	var user int64
-	var matched bool
-	_, err = pgx.ForEachRow(rows, []any{&user, &matched}, func() error {
-		refreshed = append(refreshed, user)
+	if err := aff.matchRest(ctx, tx, narrow); err != nil {
+		return res, fmt.Errorf("finding users affected by keys %d..%d: %w", fromSeq, toSeq, err)
+	}
+	refreshed := make([]int64, 0, len(aff))
+	for u, matched := range aff {
+		refreshed = append(refreshed, u)
 		if matched {
-			res.Users = append(res.Users, user)
+			res.Users = append(res.Users, u)
 		}
-		return nil
-	})
-	if err != nil {
-		return res, fmt.Errorf("finding users affected by keys %d..%d: %w", fromSeq, toSeq, err)
 	}
 	slices.Sort(res.Users)
-	if len(ex.disputers) > 0 {
-		if res.Users, err = withoutDisputedOnly(ctx, tx, res.Users, ex.disputers, fromSeq, toSeq); err != nil {
+	if len(b.disputers) > 0 {
+		if res.Users, err = withoutDisputedOnly(ctx, tx, res.Users, b.disputers, fromSeq, toSeq); err != nil {
 			return res, err
 		}
 	}
@@ -168,45 +146,208 @@ func (s *Service) AffectedUsers(ctx context.Context, tx pgx.Tx, fromSeq, toSeq i
 	return res, nil
 }
 
-// batchKeys are a batch's keys expanded through the identity registry, as
-// parallel arrays (in key order: the join's sort then finds them sorted),
-// one element per key, with which rows of it
-// the batch has: of a paper's primary category or of anything else but a
-// cross-list (primary), of a cross-list (cross), of a first match (new) or
-// of a new version (replaced). With them, the number of distinct keys
-// before expansion and the users who disputed a paper of the batch.
+// affected maps each affected user to whether the batch is a new match
+// for them (see BatchResult).
+type affected map[int64]bool
+
+// joinSQL finds the followers of the keys in the arrays (a batchKeys
+// slice): a follow is affected when a row of its key reaches it
+// (cross-lists only when it includes them); matched says whether one newly
+// selects a paper (replacement rows only for follows that include
+// replacements); users without it follow a replaced paper's key and only
+// need their feed version bumped. With users ($6, not null) only their
+// follows are read (follows_pkey), hash-joined with the keys; without, it
+// is a merge join of the keys (sorted) with a parallel index-only scan of
+// follows_key_idx and a partial hash aggregate per worker: a read-only
+// statement of its own so that PostgreSQL can parallelise it (in one
+// statement with the expansion, a per-key LATERAL as before, it probed
+// follows_key_idx once per key in one process; a data-modifying statement
+// would forbid parallelism too).
+const joinSQL = `
+	SELECT f.user_id,
+	       bool_or(b.primary_new OR (f.include_replacements AND b.primary_replaced)
+	               OR (f.include_cross_lists AND (b.cross_new OR (f.include_replacements AND b.cross_replaced)))) AS matched
+	FROM unnest($1::text[], $2::bool[], $3::bool[], $4::bool[], $5::bool[])
+	     AS b(key, primary_new, primary_replaced, cross_new, cross_replaced)
+	JOIN follows f ON f.key = b.key
+	WHERE ($6::bigint[] IS NULL OR f.user_id = ANY($6))
+	  AND (b.primary_new OR b.primary_replaced OR (f.include_cross_lists AND (b.cross_new OR b.cross_replaced)))
+	GROUP BY f.user_id`
+
+// join adds the followers of the keys of ks (only users' follows when
+// users is not nil) to a.
+func (a affected) join(ctx context.Context, tx pgx.Tx, ks batchKeys, users []int64) error {
+	if len(ks.keys) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, joinSQL, ks.keys, ks.primaryNew, ks.primaryReplaced, ks.crossNew, ks.crossReplaced, users)
+	if err != nil {
+		return err
+	}
+	var user int64
+	var matched bool
+	_, err = pgx.ForEachRow(rows, []any{&user, &matched}, func() error {
+		a[user] = a[user] || matched
+		return nil
+	})
+	return err
+}
+
+// restByUserShare is the share of all users below which matchRest reads
+// the unmatched users' follows instead of the keys' followers: a reader's
+// few dozen follows cost one index descent, a key-ordered scan reads every
+// follow once.
+const restByUserShare = 0.2
+
+// matchRest adds to a the followers of the narrow keys (researchers,
+// institutions, searches, papers: many keys, few followers each; expanded
+// through the identity registry first) that a does not already count as
+// matched: for those, the batch is a new match whatever else it brings.
+// When they are few, their own follows are read and hash-joined with the
+// keys, and when there are none (at scale S, where categories match every
+// reader) nothing is read, not even the registry; otherwise the keys'
+// followers, as for the categories.
+func (a affected) matchRest(ctx context.Context, tx pgx.Tx, ks batchKeys) error {
+	if len(ks.keys) == 0 {
+		return nil
+	}
+	var matched []int64
+	for u, m := range a {
+		if m {
+			matched = append(matched, u)
+		}
+	}
+	// How many users there are: the planner's estimate, or a count when
+	// the table was never analysed (a new database).
+	var users float64
+	if err := tx.QueryRow(ctx, `
+		SELECT CASE WHEN reltuples > 0 THEN reltuples ELSE (SELECT count(*) FROM users) END
+		FROM pg_class WHERE oid = 'users'::regclass`).Scan(&users); err != nil {
+		return err
+	}
+	if len(matched) == 0 || float64(len(matched)) < (1-restByUserShare)*users {
+		x, err := ks.expand(ctx, tx)
+		if err != nil {
+			return err
+		}
+		return a.join(ctx, tx, x, nil)
+	}
+	// Every user matched already (the usual case at scale S): nothing to
+	// read. Else the others, by a hashed <> ALL over the users' primary
+	// key (the custom plan has the ids as a constant).
+	var all int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM users`).Scan(&all); err != nil || all <= len(matched) {
+		return err
+	}
+	slices.Sort(matched)
+	rows, err := tx.Query(ctx, `SELECT id FROM users WHERE id <> ALL($1) ORDER BY id`, matched)
+	if err != nil {
+		return err
+	}
+	rest, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil || len(rest) == 0 {
+		return err
+	}
+	x, err := ks.expand(ctx, tx)
+	if err != nil {
+		return err
+	}
+	return a.join(ctx, tx, x, rest)
+}
+
+// split returns the keys of categories and archives (wide: followed by
+// many) and the others (narrow).
+func (ks batchKeys) split() (wide, narrow batchKeys) {
+	for i, k := range ks.keys {
+		to := &narrow
+		if strings.HasPrefix(k, "category:") || strings.HasPrefix(k, "archive:") {
+			to = &wide
+		}
+		to.keys = append(to.keys, k)
+		to.primaryNew = append(to.primaryNew, ks.primaryNew[i])
+		to.primaryReplaced = append(to.primaryReplaced, ks.primaryReplaced[i])
+		to.crossNew = append(to.crossNew, ks.crossNew[i])
+		to.crossReplaced = append(to.crossReplaced, ks.crossReplaced[i])
+	}
+	return wide, narrow
+}
+
+// batchKeys are keys of a batch as parallel arrays (in key order: the
+// join's sort then finds them sorted), one element per key, with which rows
+// of it the batch has: of a paper's primary category or of anything else
+// but a cross-list (primary), of a cross-list (cross), of a first match
+// (new) or of a new version (replaced).
 type batchKeys struct {
 	keys                        []string
 	primaryNew, primaryReplaced []bool
 	crossNew, crossReplaced     []bool
-	distinct                    int
-	disputers                   []int64
 }
 
-// expandBatch reads the batch's key rows once (a BRIN range scan on seq)
-// and returns its batchKeys. b: the distinct keys with their flags, in key
-// order, so that x's probes of identity_keys (a primary-key probe and an
-// index-only scan per researcher or institution key; category keys have
-// no identity) walk the index in order (a sixth less time than in hash
-// order). Both sorts compare bytes (COLLATE "C", several times faster than
-// the database's collation; keys are ASCII, whose byte order is the
-// indexes' order under C.UTF-8 and the like, so the join's sort finds its
-// input sorted). x: each key and every other key of its person or institution,
-// with the flags of the batch keys that reach it. When anybody said of a
-// paper "not this person", the batch's paper ids too, to find those of
-// them who said it of a paper of the batch (disputers).
-func expandBatch(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) (batchKeys, error) {
-	var ex batchKeys
+// batch is what the match job reads of its key rows.
+type batch struct {
+	batchKeys
+	// disputers are the users who said of a paper of the batch "not this
+	// person".
+	disputers []int64
+}
+
+// readBatch reads the batch's key rows once (a BRIN range scan on seq):
+// the distinct keys with their flags, sorted bytewise (COLLATE "C",
+// several times faster than the database's collation; keys are ASCII,
+// whose byte order is the indexes' order under C.UTF-8 and the like, so
+// the join's sort finds its input sorted and the identity probes walk the
+// index in order) and, when anybody ever said of a paper "not this
+// person", the batch's paper ids, to find those of them who said it of a
+// paper of the batch.
+func readBatch(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) (batch, error) {
+	var b batch
 	var papers []int64
 	err := tx.QueryRow(ctx, `
 		WITH r AS MATERIALIZED (
 			SELECT paper_id, key, cross_list, replacement FROM paper_keys WHERE seq BETWEEN $1 AND $2
-		), b AS MATERIALIZED (
+		)
+		SELECT coalesce(array_agg(key), '{}'), coalesce(array_agg(pn), '{}'), coalesce(array_agg(pr), '{}'),
+		       coalesce(array_agg(cn), '{}'), coalesce(array_agg(cr), '{}'),
+		       CASE WHEN EXISTS (SELECT 1 FROM identity_disputes) THEN ARRAY(SELECT DISTINCT paper_id FROM r) END
+		FROM (
 			SELECT key,
 			       bool_or(NOT cross_list AND NOT replacement) AS pn, bool_or(NOT cross_list AND replacement) AS pr,
 			       bool_or(cross_list AND NOT replacement) AS cn, bool_or(cross_list AND replacement) AS cr
 			FROM r GROUP BY key ORDER BY key COLLATE "C"
-		), x AS MATERIALIZED (
+		) k`,
+		fromSeq, toSeq).Scan(&b.keys, &b.primaryNew, &b.primaryReplaced, &b.crossNew, &b.crossReplaced, &papers)
+	if err != nil {
+		return b, fmt.Errorf("reading the keys %d..%d: %w", fromSeq, toSeq, err)
+	}
+	if len(papers) == 0 {
+		return b, nil
+	}
+	// The match job's custom plan has the ids as a constant, which
+	// PostgreSQL hashes for = ANY: one pass over identity_disputes (it has
+	// no index on paper_id), not one per paper.
+	rows, err := tx.Query(ctx, `SELECT DISTINCT user_id FROM identity_disputes WHERE paper_id = ANY($1)`, papers)
+	if err != nil {
+		return b, fmt.Errorf("finding disputes of keys %d..%d: %w", fromSeq, toSeq, err)
+	}
+	if b.disputers, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+		return b, fmt.Errorf("finding disputes of keys %d..%d: %w", fromSeq, toSeq, err)
+	}
+	return b, nil
+}
+
+// expand returns ks with, through the identity registry, every other key
+// of the same person or institution, with the flags of the keys that reach
+// it, in the same order: a primary-key probe and an index-only scan of
+// identity_keys per researcher or institution key, in key order.
+func (ks batchKeys) expand(ctx context.Context, tx pgx.Tx) (batchKeys, error) {
+	var x batchKeys
+	err := tx.QueryRow(ctx, `
+		WITH b AS (
+			SELECT * FROM unnest($1::text[], $2::bool[], $3::bool[], $4::bool[], $5::bool[]) AS b(key, pn, pr, cn, cr)
+		)
+		SELECT coalesce(array_agg(key), '{}'), coalesce(array_agg(pn), '{}'), coalesce(array_agg(pr), '{}'),
+		       coalesce(array_agg(cn), '{}'), coalesce(array_agg(cr), '{}')
+		FROM (
 			SELECT key, bool_or(pn) AS pn, bool_or(pr) AS pr, bool_or(cn) AS cn, bool_or(cr) AS cr
 			FROM (
 				SELECT key, pn, pr, cn, cr FROM b
@@ -218,31 +359,13 @@ func expandBatch(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) (batchKey
 				) k1
 				JOIN identity_keys k2 ON k2.identity_id = k1.identity_id AND k2.key <> b.key
 			) e
-			GROUP BY key
-		)
-		SELECT (SELECT count(*) FROM b), a.keys, a.pn, a.pr, a.cn, a.cr,
-		       CASE WHEN EXISTS (SELECT 1 FROM identity_disputes) THEN ARRAY(SELECT DISTINCT paper_id FROM r) END
-		FROM (SELECT coalesce(array_agg(key), '{}') AS keys, coalesce(array_agg(pn), '{}') AS pn,
-		             coalesce(array_agg(pr), '{}') AS pr, coalesce(array_agg(cn), '{}') AS cn, coalesce(array_agg(cr), '{}') AS cr
-		      FROM (SELECT * FROM x ORDER BY key COLLATE "C") x) a`,
-		fromSeq, toSeq).Scan(&ex.distinct, &ex.keys, &ex.primaryNew, &ex.primaryReplaced, &ex.crossNew, &ex.crossReplaced, &papers)
+			GROUP BY key ORDER BY key COLLATE "C"
+		) x`, ks.keys, ks.primaryNew, ks.primaryReplaced, ks.crossNew, ks.crossReplaced,
+	).Scan(&x.keys, &x.primaryNew, &x.primaryReplaced, &x.crossNew, &x.crossReplaced)
 	if err != nil {
-		return ex, fmt.Errorf("expanding the keys %d..%d: %w", fromSeq, toSeq, err)
+		return x, fmt.Errorf("expanding %d keys through the registry: %w", len(ks.keys), err)
 	}
-	if len(papers) == 0 {
-		return ex, nil
-	}
-	// The match job's custom plan has the ids as a constant, which
-	// PostgreSQL hashes for = ANY: one pass over identity_disputes (it has
-	// no index on paper_id), not one per paper.
-	rows, err := tx.Query(ctx, `SELECT DISTINCT user_id FROM identity_disputes WHERE paper_id = ANY($1)`, papers)
-	if err != nil {
-		return ex, fmt.Errorf("finding disputes of keys %d..%d: %w", fromSeq, toSeq, err)
-	}
-	if ex.disputers, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
-		return ex, fmt.Errorf("finding disputes of keys %d..%d: %w", fromSeq, toSeq, err)
-	}
-	return ex, nil
+	return x, nil
 }
 
 // withoutDisputedOnly returns users without those of candidates (users who
