@@ -507,7 +507,8 @@ func (s *Service) MatchedMany(ctx context.Context, qs []Query) ([]Result, error)
 
 // MatchedIn is MatchedMany inside tx, which should be a repeatable-read
 // transaction (one snapshot): a feed render on the read replica
-// (database.DB.Read) runs it with the follows it shows.
+// (database.DB.Read) runs it with the follows it shows. It sets
+// plan_cache_mode = force_generic_plan for the rest of tx.
 func MatchedIn(ctx context.Context, tx pgx.Tx, qs []Query) ([]Result, error) {
 	// Generic plans: these statements' parameters are arrays that the
 	// planner cannot see into, so a custom plan (PostgreSQL's choice, the
