@@ -18,11 +18,13 @@ func BumpFeeds(ctx context.Context, tx pgx.Tx, userIDs ...int64) error {
 	if len(userIDs) == 0 {
 		return nil
 	}
-	// One primary-key probe and a HOT update (user_feeds' fillfactor) per
-	// user.
+	// A HOT update (user_feeds' fillfactor) per user: a primary-key probe
+	// each for a few users, a sequential scan with a hashed = ANY for the
+	// match job's tens of thousands (a quarter less CPU at scale S than
+	// an index probe per element of an unnest join). Callers with many
+	// users pass them sorted: the pages are then visited in order.
 	if _, err := tx.Exec(ctx, `
-		UPDATE user_feeds uf SET version = uf.version + 1, changed_at = now()
-		FROM unnest($1::bigint[]) AS a(user_id) WHERE uf.user_id = a.user_id`, userIDs); err != nil {
+		UPDATE user_feeds SET version = version + 1, changed_at = now() WHERE user_id = ANY($1)`, userIDs); err != nil {
 		return fmt.Errorf("bumping the feed versions of %d users: %w", len(userIDs), err)
 	}
 	return nil

@@ -140,7 +140,7 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	})
 	if cfg.WebSubHubURL != nil {
 		s.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
-			topics, err := s.feeds.ChangedPublicURLs(ctx, tx, res.FromSeq, res.ToSeq)
+			topics, err := s.feeds.ChangedPublicURLs(ctx, tx, res.NewKeys)
 			if err != nil {
 				return err
 			}

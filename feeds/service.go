@@ -410,6 +410,8 @@ func htmlURL(t follow.Target) string {
 		return "https://ror.org/" + strings.TrimPrefix(id, "ror:")
 	case strings.HasPrefix(id, "s2:"):
 		return "https://www.semanticscholar.org/author/" + strings.TrimPrefix(id, "s2:")
+	case strings.HasPrefix(id, "dblp:"):
+		return "https://dblp.org/pid/" + strings.TrimPrefix(id, "dblp:")
 	}
 	return ""
 }

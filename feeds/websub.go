@@ -16,21 +16,37 @@ import (
 // MaxPingURLs caps the feed URLs one batch announces to the hub.
 const MaxPingURLs = 3000
 
-// ChangedPublicURLs lists the public feeds whose content the key rows in
-// [fromSeq, toSeq] changed, in every format: every category and archive
-// feed, and the researcher and institution feeds somebody follows (the
-// others nobody is likely to subscribe to). Private feeds are never
-// announced: their URLs are secrets and a hub is a third party.
-func (s *Service) ChangedPublicURLs(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) ([]string, error) {
-	if s.hub == "" {
+// ChangedPublicURLs lists, in every format, the public feeds a match job's
+// batch changed, and no others. newKeys are the batch's keys with a first
+// match (match.BatchResult.NewKeys); a public feed of one id shows the
+// papers of every id of its person or institution (match.PublicIn), so
+// each key is expanded through the identity registry (a primary-key probe
+// and an index-only scan of identity_keys per researcher or institution
+// key, in key order): a paper carrying s2:1 changes the feed of host:1
+// when the registry links the two. Every category and archive feed among
+// them is announced, and the researcher and institution feeds somebody
+// follows (the others nobody is likely to subscribe to): a follow_counts
+// primary-key probe each. Private feeds are never announced: their URLs
+// are secrets and a hub is a third party.
+func (s *Service) ChangedPublicURLs(ctx context.Context, tx pgx.Tx, newKeys []string) ([]string, error) {
+	if s.hub == "" || len(newKeys) == 0 {
 		return nil, nil
 	}
 	rows, err := tx.Query(ctx, `
-		SELECT DISTINCT k.key FROM paper_keys k
-		WHERE k.seq BETWEEN $1 AND $2 AND NOT k.replacement
-		  AND (k.key LIKE 'category:%' OR k.key LIKE 'archive:%'
-		       OR EXISTS (SELECT 1 FROM follow_counts c WHERE c.key = k.key AND c.followers > 0))
-		ORDER BY 1 LIMIT $3`, fromSeq, toSeq, MaxPingURLs/len(Formats))
+		WITH b AS (SELECT key FROM unnest($1::text[]) AS b(key) ORDER BY key COLLATE "C"),
+		x AS (
+			SELECT key FROM b
+			UNION
+			SELECT k2.key FROM b CROSS JOIN LATERAL (
+				SELECT k1.identity_id FROM identity_keys k1
+				WHERE k1.key = b.key AND (b.key LIKE 'researcher:%' OR b.key LIKE 'institution:%')
+			) k1
+			JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
+		)
+		SELECT x.key FROM x
+		WHERE x.key LIKE 'category:%' OR x.key LIKE 'archive:%'
+		   OR EXISTS (SELECT 1 FROM follow_counts c WHERE c.key = x.key AND c.followers > 0)
+		ORDER BY 1 LIMIT $2`, newKeys, MaxPingURLs/len(Formats))
 	if err != nil {
 		return nil, fmt.Errorf("listing changed public feeds: %w", err)
 	}

@@ -32,7 +32,8 @@ const (
 
 // Target is a normalised follow target. ID is the canonical short form:
 //
-//	researcher:  "openalex:A5023888391", "orcid:0000-0002-1825-0097", "s2:1741101", "host:1955166"
+//	researcher:  "openalex:A5023888391", "orcid:0000-0002-1825-0097", "s2:1741101", "host:1955166",
+//	             "dblp:46/5782", "dblp:w/MingzhiWen"
 //	category:    "cs.LG" (a category) or "cs" (an archive-level follow)
 //	institution: "ror:03dbr7087", "openalex:I136199984"
 //
@@ -49,7 +50,7 @@ const maxIDLength = 200
 // Messages naming the accepted forms of each kind.
 const (
 	kindForms        = "the kinds are researcher, category, institution, query (a saved search) and paper (an arXiv id)"
-	researcherForms  = "researcher ids look like openalex:A5023888391, orcid:0000-0002-1825-0097, s2:1741101 or host:1955166 (a bare number is a host id)"
+	researcherForms  = "researcher ids look like openalex:A5023888391, orcid:0000-0002-1825-0097, s2:1741101, dblp:46/5782 or host:1955166 (a bare number is a host id)"
 	categoryForms    = "use an active arXiv category like cs.LG or a whole archive like cs"
 	institutionForms = "institution ids look like ror:03dbr7087 or openalex:I136199984 (https://ror.org/… and https://openalex.org/… links work too)"
 )
@@ -223,10 +224,12 @@ func badKey(key string, cause error) error {
 
 // ParseResearcherID normalises a researcher id, as ParseTarget does for kind
 // researcher: "openalex:A…", "orcid:XXXX-XXXX-XXXX-XXXX" (checksum
-// verified), "s2:…" or "host:…", from those forms (prefix in any case), from
-// openalex.org and orcid.org links, from a bare dashed ORCID iD, or from a
-// bare number (a host id). Leading zeros of numbers are dropped. Errors are
-// as for ParseTarget, with Field "id".
+// verified), "s2:…", "dblp:…" (a dblp person id, see parseDBLP) or
+// "host:…", from those forms (prefix in any case), from openalex.org,
+// orcid.org and dblp.org/pid/ links, from a bare dashed ORCID iD, or from a
+// bare number (a host id). Leading zeros of numbers are dropped (not in
+// dblp ids, where they are part of the id). Errors are as for ParseTarget,
+// with Field "id".
 func ParseResearcherID(s string) (string, error) {
 	id, err := cleanID(s, researcherForms)
 	if err != nil {
@@ -321,6 +324,15 @@ var researcherSchemes = []scheme{
 		parse:    parseORCID,
 	},
 	{name: "Semantic Scholar author id", example: "s2:1741101", prefixes: []string{"s2:"}, parse: numberParser("s2:")},
+	{
+		name:    "dblp person id",
+		example: "dblp:46/5782 or dblp:w/MingzhiWen",
+		prefixes: []string{
+			"https://dblp.org/pid/", "http://dblp.org/pid/",
+			"https://dblp.uni-trier.de/pid/", "http://dblp.uni-trier.de/pid/", "dblp:",
+		},
+		parse: parseDBLP,
+	},
 	{name: "host id", example: "host:1955166", prefixes: []string{"host:"}, parse: numberParser("host:")},
 }
 
@@ -438,6 +450,57 @@ func allDigits(s string) bool {
 	}
 	return true
 }
+
+// parseDBLP reads a dblp person id (a "pid", the part after
+// https://dblp.org/pid/ of an author's persistent bibliography URL, and
+// after "homepages/" in the key of the person's record in dblp's XML):
+//
+//	numeric: 1–3 digits "/" 1–8 digits, e.g. 46/5782, 04/8414, 331/0100
+//	legacy:  a lower-case letter "/" a name of ASCII letters and digits
+//	         starting with a letter, e.g. m/AndrewMcCallum, w/MingzhiWen
+//
+// either optionally followed by a disambiguation suffix "-" 1–4 digits
+// (177/9741-2). The id is kept as it is: dblp ids are case-sensitive and
+// their leading zeros are part of them. A trailing ".html" or ".xml" (of a
+// copied link) is dropped.
+func parseDBLP(s string) (string, error) {
+	for _, ext := range []string{".html", ".xml"} {
+		if strings.HasSuffix(s, ext) {
+			s = s[:len(s)-len(ext)]
+			break
+		}
+	}
+	head, name, ok := strings.Cut(s, "/")
+	if !ok {
+		return "", errShape
+	}
+	if base, suffix, has := strings.Cut(name, "-"); has {
+		if !allDigits(suffix) || len(suffix) > 4 {
+			return "", errShape
+		}
+		name = base
+	}
+	switch {
+	case allDigits(head) && len(head) <= 3:
+		if !allDigits(name) || len(name) > 8 {
+			return "", errShape
+		}
+	case len(head) == 1 && head[0] >= 'a' && head[0] <= 'z':
+		if name == "" || !isASCIILetter(name[0]) {
+			return "", errShape
+		}
+		for i := 1; i < len(name); i++ {
+			if !isASCIILetter(name[i]) && (name[i] < '0' || name[i] > '9') {
+				return "", errShape
+			}
+		}
+	default:
+		return "", errShape
+	}
+	return "dblp:" + s, nil
+}
+
+func isASCIILetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // orcidDashedLength is the length of "0000-0002-1825-0097".
 const orcidDashedLength = 19

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/xml"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -454,6 +455,77 @@ func TestWebSubHubLinkAndPing(t *testing.T) {
 	if _, body := get(t, links.Atom); bytes.Contains(body, []byte(`rel="hub"`)) {
 		t.Error("a private feed announces the hub")
 	}
+}
+
+// TestWebSubPingsOnlyTheFeedsABatchChanged: each match job announces
+// exactly the public feeds its papers changed — their categories and
+// archives, and the followed researcher and institution feeds that show
+// them, including a feed under another id of the same person or
+// institution (the registry links host:1955166 to the paper's s2: id, and
+// ror: to the paper's OpenAlex institution id) — and nothing else.
+func TestWebSubPingsOnlyTheFeedsABatchChanged(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	topics := map[string]bool{}
+	hub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		mu.Lock()
+		for _, u := range r.Form["hub.url"] {
+			topics[u] = true
+		}
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer hub.Close()
+	a, c := start(t, "WEBSUB_HUB_URL", hub.URL+"/hub")
+	svc := testapp.Token(t, "host", "", "papers:write")
+	c.Do("PUT", "/v1/researchers", svc, `[{"ids": ["host:1955166", "s2:1741101"], "name": "Mingzhi Wen"}]`)
+	c.Do("PUT", "/v1/institutions", svc, `[{"ids": ["ror:05ppvf150", "openalex:I4210166736"], "name": "Impactstory"}]`)
+	reader, other := testapp.Token(t, "reader", ""), testapp.Token(t, "other", "")
+	c.Do("PUT", "/v1/me/follows/researcher/host:1955166", reader, nil)
+	c.Do("PUT", "/v1/me/follows/institution/ror:05ppvf150", reader, nil)
+	c.Do("PUT", "/v1/me/follows/researcher/host:42", other, nil)
+	c.Do("PUT", "/v1/me/follows/category/cs.AI", other, nil)
+	urls := func(paths ...string) map[string]bool {
+		out := map[string]bool{}
+		for _, p := range paths {
+			for _, f := range []string{"atom", "rss", "json"} {
+				out[a.URL+p+"."+f] = true
+			}
+		}
+		return out
+	}
+	batch := func(push string, want map[string]bool) {
+		t.Helper()
+		mu.Lock()
+		clear(topics)
+		mu.Unlock()
+		if r := c.Do("POST", "/v1/papers", svc, push); r.Status != 200 {
+			t.Fatalf("push %d %s", r.Status, r.Body)
+		}
+		waitFor(t, "the hub ping", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for u := range want {
+				if !topics[u] {
+					return false
+				}
+			}
+			return true
+		})
+		time.Sleep(300 * time.Millisecond) // a ping of anything more would have come with these
+		mu.Lock()
+		defer mu.Unlock()
+		if !maps.Equal(topics, want) {
+			t.Errorf("pinged %v\nwant exactly %v", slices.Sorted(maps.Keys(topics)), slices.Sorted(maps.Keys(want)))
+		}
+	}
+	batch(`[{"arxiv_id": "2301.00001", "title": "T", "categories": ["cs.LG"], "primary_category": "cs.LG",
+	   "institutions": ["openalex:I4210166736"], "authors": [{"name": "M. Wen", "ids": ["s2:1741101"]}]}]`,
+		urls("/feeds/category/cs.LG", "/feeds/category/cs", "/feeds/researcher/host:1955166", "/feeds/institution/ror:05ppvf150"))
+	batch(`[{"arxiv_id": "2301.00002", "title": "U", "categories": ["math.ST"], "primary_category": "math.ST",
+	   "authors": [{"name": "Somebody", "ids": ["s2:5"]}]}]`,
+		urls("/feeds/category/math.ST", "/feeds/category/math"))
 }
 
 // importOPML does what a feed reader's import does: read the OPML's

@@ -291,3 +291,64 @@ func TestDigestNotThisPersonLink(t *testing.T) {
 		t.Errorf("forged link: %d", resp.StatusCode)
 	}
 }
+
+// dblp person ids carry a slash: URL-encoded (%2F) they work in every
+// route that takes an id — follows, lookups, splits, public feeds — and a
+// malformed one is a 422 naming the expected form.
+func TestDBLPIDsThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	t.Log("hostile: a malformed dblp person id is a 422 naming the expected form")
+	a, c := start(t)
+	svc := testapp.Token(t, "host-site", "", "papers:write")
+	reader := testapp.Token(t, "reader", "")
+	r := c.Do("PUT", "/v1/researchers", svc, `[{"ids": ["https://dblp.org/pid/46/5782.html", "dblp:w/MingzhiWen", "s2:1741101"], "name": "Mingzhi Wen"}]`)
+	if r.Status != 200 {
+		t.Fatalf("put %d %s", r.Status, r.Body)
+	}
+	if r := c.Do("PUT", "/v1/me/follows/researcher/dblp:46%2F5782", reader, nil); r.Status/100 != 2 {
+		t.Fatalf("follow %d %s", r.Status, r.Body)
+	}
+	push := `{"arxiv_id": "2202.02326v1", "title": "Towards Training Reproducible Deep Learning Models", "authors": [{"name": "M. Wen", "ids": ["s2:1741101"]}], "categories": ["cs.LG"], "primary_category": "cs.LG"}`
+	if r := c.Do("POST", "/v1/papers", svc, push, "Content-Type", "application/x-ndjson"); r.Status != 200 {
+		t.Fatalf("push %d %s", r.Status, r.Body)
+	}
+	var list struct {
+		Follows []struct{ ID, Name string }
+	}
+	c.Do("GET", "/v1/me/follows", reader, nil).JSON(t, &list)
+	if len(list.Follows) != 1 || list.Follows[0].ID != "dblp:46/5782" || list.Follows[0].Name != "Mingzhi Wen" {
+		t.Errorf("follow list %+v", list)
+	}
+	var got identityBody
+	r = c.Do("GET", "/v1/researchers/dblp:w%2FMingzhiWen", reader, nil)
+	r.JSON(t, &got)
+	// dblp ranks above Semantic Scholar for the canonical id.
+	if r.Status != 200 || got.ID != "dblp:46/5782" || got.Name != "Mingzhi Wen" || len(got.IDs) != 3 || got.Followers != 1 || !*got.Following {
+		t.Errorf("lookup: %d %s", r.Status, r.Body)
+	}
+	pub := c.Do("GET", "/feeds/researcher/dblp:46%2F5782.atom", "", nil)
+	if pub.Status != 200 || !strings.Contains(string(pub.Body), "Towards Training Reproducible") ||
+		!strings.Contains(string(pub.Body), `href="`+a.URL+`/feeds/researcher/dblp:46%2F5782.atom"`) ||
+		!strings.Contains(string(pub.Body), `href="https://dblp.org/pid/46/5782"`) {
+		t.Errorf("public feed: %d %.900s", pub.Status, pub.Body)
+	}
+	var links struct{ JSON string }
+	c.Do("GET", "/v1/me/feeds", reader, nil).JSON(t, &links)
+	if feed := c.Do("GET", strings.TrimPrefix(links.JSON, a.URL), "", nil); !strings.Contains(string(feed.Body), "Following: Mingzhi Wen") {
+		t.Errorf("private feed %s", feed.Body)
+	}
+	r = c.Do("DELETE", "/v1/researchers/s2:1741101/ids/dblp:w%2FMingzhiWen", svc, nil)
+	if r.JSON(t, &got); r.Status != 200 || len(got.IDs) != 2 {
+		t.Errorf("split %d %s", r.Status, r.Body)
+	}
+	for _, bad := range []string{"dblp:46%2F57a2", "dblp:4605%2F5782", "dblp:W%2FMingzhiWen", "dblp:46"} {
+		r := c.Do("PUT", "/v1/me/follows/researcher/"+bad, reader, nil)
+		if r.Status != 422 || !strings.Contains(string(r.Body), "dblp:46/5782") {
+			t.Errorf("follow %s: %d %s", bad, r.Status, r.Body)
+		}
+	}
+	r = c.Do("PUT", "/v1/researchers", svc, `[{"ids": ["dblp:46/5782/1"]}]`)
+	if r.Status != 422 || !strings.Contains(string(r.Body), "ids[0]") {
+		t.Errorf("bad dblp id in a batch: %d %s", r.Status, r.Body)
+	}
+}

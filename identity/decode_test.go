@@ -22,7 +22,13 @@ func TestDecodeRecordsReadsArraysAndNDJSON(t *testing.T) {
 			t.Errorf("%s: %+v", name, recs)
 		}
 	}
-	recs, err := identity.DecodeRecords(follow.Institution, strings.NewReader(`{"ids": ["https://ror.org/05ppvf150", "openalex:I4210166736"], "name": "Impactstory", "country": "us"}`))
+	// dblp person ids, numeric and legacy, as ids or links.
+	recs, err := identity.DecodeRecords(follow.Researcher, strings.NewReader(
+		`[{"ids": ["dblp:w/MingzhiWen", "https://dblp.org/pid/177/9741-2.html", "host:1955166"], "name": "Mingzhi Wen"}]`))
+	if err != nil || strings.Join(recs[0].IDs, ",") != "dblp:w/MingzhiWen,dblp:177/9741-2,host:1955166" {
+		t.Fatalf("dblp ids: %+v %v", recs, err)
+	}
+	recs, err = identity.DecodeRecords(follow.Institution, strings.NewReader(`{"ids": ["https://ror.org/05ppvf150", "openalex:I4210166736"], "name": "Impactstory", "country": "us"}`))
 	if err != nil || recs[0].Country != "US" || recs[0].IDs[0] != "ror:05ppvf150" {
 		t.Fatalf("%+v %v", recs, err)
 	}
@@ -34,7 +40,7 @@ func TestDecodeRecordsNamesEveryBadRecordAndField(t *testing.T) {
 	long := strings.Repeat("x", identity.MaxName+1)
 	body := strings.Join([]string{
 		`{"ids": ["host:1"], "name": "fine"}`,
-		`{"ids": ["dblp:homepages/w/MingzhiWen"]}`,    // unknown scheme
+		`{"ids": ["dblp:homepages/w/MingzhiWen"]}`,    // a dblp record key, not a person id
 		`{"ids": ["orcid:0000-0002-1825-0098"]}`,      // bad ORCID checksum
 		`{"ids": []}`,                                 // no ids
 		`{"ids": ["host:5"], "name": "` + long + `"}`, // name too long
@@ -42,13 +48,14 @@ func TestDecodeRecordsNamesEveryBadRecordAndField(t *testing.T) {
 		`{"ids": ["host:7"], "nmae": "typo"}`,         // unknown field
 		`{"ids": ["host:8"], "country": "US"}`,        // researchers have no country
 		`{"ids": "host:9"}`,                           // wrong type
+		`{"ids": ["scholar:abc"]}`,                    // unknown scheme
 	}, "\n")
 	_, err := identity.DecodeRecords(follow.Researcher, strings.NewReader(body))
 	ae, ok := apperr.As(err)
 	if !ok || ae.Code != apperr.Invalid {
 		t.Fatalf("want an Invalid error, got %v", err)
 	}
-	want := map[int]string{1: "ids[0]", 2: "ids[0]", 3: "ids", 4: "name", 5: "ids[1]", 6: "nmae", 7: "country", 8: "ids"}
+	want := map[int]string{1: "ids[0]", 2: "ids[0]", 3: "ids", 4: "name", 5: "ids[1]", 6: "nmae", 7: "country", 8: "ids", 9: "ids[0]"}
 	if len(ae.Details) != len(want) {
 		t.Fatalf("details %+v", ae.Details)
 	}

@@ -550,9 +550,9 @@ func bumpFollowers(ctx context.Context, tx pgx.Tx, keys []string) error {
 }
 
 // schemeOrder ranks id schemes for the canonical id: the person's own
-// ORCID iD first, then OpenAlex, Semantic Scholar, the host's; an
+// ORCID iD first, then OpenAlex, dblp, Semantic Scholar, the host's; an
 // institution's ROR id, then OpenAlex.
-var schemeOrder = []string{"orcid:", "ror:", "openalex:", "s2:", "host:"}
+var schemeOrder = []string{"orcid:", "ror:", "openalex:", "dblp:", "s2:", "host:"}
 
 // canonicalOf is the canonical id among keys: the best-ranked scheme, then
 // the smallest id.

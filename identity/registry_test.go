@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"slices"
@@ -442,5 +443,120 @@ func TestARORFollowMatchesPapersCarryingTheOpenAlexInstitutionID(t *testing.T) {
 	pub, err := e.m.Public(e.ctx, "institution:openalex:I4210166736", 10)
 	if err != nil || len(pub) != 1 {
 		t.Errorf("public feed of the other id: %d %v", len(pub), err)
+	}
+}
+
+// followWith follows with options.
+func (e *env) followWith(uid int64, kind, id string, opts follow.Options) {
+	e.t.Helper()
+	t, err := follow.ParseTarget(kind, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, _, err := e.follows.Follow(e.ctx, uid, t, opts); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// The match job expands a batch's keys through the registry before the
+// join: two ids of one person are one match for their follower, a
+// cross-list reaches only follows that include cross-lists, a new
+// version only follows that include replacements (the others are only
+// refreshed), and NewKeys lists the keys the batch brought a first
+// match to.
+func TestMatchJobExpandsKeysThroughTheRegistry(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.put(`{"ids": ["host:1", "s2:1", "openalex:A1"], "name": "Mingzhi Wen"}`)
+	yes, no := true, false
+	twoIDs, fan, primary, stranger := e.user("two-ids"), e.user("fan"), e.user("primary"), e.user("stranger")
+	e.follow(twoIDs, "researcher", "host:1")
+	e.follow(twoIDs, "researcher", "s2:1")
+	e.followWith(fan, "researcher", "openalex:A1", follow.Options{IncludeReplacements: &yes})
+	e.followWith(primary, "category", "stat.ML", follow.Options{IncludeCrossLists: &no})
+	e.follow(stranger, "researcher", "host:2")
+	b1 := e.matchJob(e.ingest(testpaper.New("2202.02326v1", byAuthor("M. Wen", "s2:1"))))
+	if !slices.Equal(b1.Users, []int64{twoIDs, fan}) || b1.Refreshed != 2 {
+		t.Errorf("first version: users %v refreshed %d, want [%d %d] and 2", b1.Users, b1.Refreshed, twoIDs, fan)
+	}
+	want := []string{"archive:cs", "archive:stat", "category:cs.LG", "category:stat.ML", "researcher:s2:1"}
+	if got := slices.Sorted(slices.Values(b1.NewKeys)); !slices.Equal(got, want) {
+		t.Errorf("new keys %v, want %v", got, want)
+	}
+	b2 := e.matchJob(e.ingest(testpaper.New("2202.02326v2", byAuthor("M. Wen", "s2:1"))))
+	if !slices.Equal(b2.Users, []int64{fan}) || b2.Refreshed != 2 || len(b2.NewKeys) != 0 {
+		t.Errorf("second version: users %v refreshed %d new keys %v, want [%d], 2 and none", b2.Users, b2.Refreshed, b2.NewKeys, fan)
+	}
+	if got := e.feed(twoIDs); len(got) != 1 || len(got[0].Reasons) != 1 {
+		t.Errorf("two ids of one person: %+v", got)
+	}
+}
+
+// "Not this person" holds in the match job too: a batch whose only match
+// for a reader is a paper they disputed for that person — an id of the
+// person added to it later, a new version — is no new match for them (no
+// instant alert, no instant channel), as their feed and digests leave it
+// out; another reader of the person still gets it, and a paper they did
+// not dispute in the same batch is a new match.
+func TestDisputedPaperIsNoNewMatch(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.put(`{"ids": ["host:1", "openalex:A5023888391"], "name": "Mingzhi Wen"}`)
+	yes := true
+	reader, other := e.user("reader"), e.user("other")
+	e.followWith(reader, "researcher", "host:1", follow.Options{IncludeReplacements: &yes})
+	e.follow(other, "researcher", "host:1")
+	e.ingest(testpaper.New("2202.02326v1", byAuthor("M. Wen", "openalex:A5023888391")))
+	if err := e.reg.NotThisPerson(e.ctx, reader, follow.Target{Kind: follow.Researcher, ID: "host:1"}, "2202.02326"); err != nil {
+		t.Fatal(err)
+	}
+	// Another id of the person on the disputed paper (a new key row).
+	b := e.matchJob(e.ingest(testpaper.New("2202.02326v1", byAuthor("M. Wen", "openalex:A5023888391", "orcid:0000-0002-1825-0097"))))
+	if !slices.Equal(b.Users, []int64{other}) {
+		t.Errorf("new id on the disputed paper: users %v, want [%d]", b.Users, other)
+	}
+	// A new version of it, for a follow that includes replacements.
+	b = e.matchJob(e.ingest(testpaper.New("2202.02326v2", byAuthor("M. Wen", "openalex:A5023888391"))))
+	if len(b.Users) != 0 {
+		t.Errorf("new version of the disputed paper: users %v, want none", b.Users)
+	}
+	// With a paper the reader did not dispute, the batch is a new match.
+	b = e.matchJob(e.ingest(testpaper.New("2202.02326v3", byAuthor("M. Wen", "openalex:A5023888391")),
+		testpaper.New("2203.00001", byAuthor("M. Wen", "orcid:0000-0002-1825-0097"))))
+	if !slices.Equal(b.Users, []int64{reader, other}) {
+		t.Errorf("with an undisputed paper: users %v, want [%d %d]", b.Users, reader, other)
+	}
+	if got := arxivIDs(e.feed(reader)); !slices.Equal(got, []string{"2203.00001"}) {
+		t.Errorf("reader's feed %v", got)
+	}
+	// A category follow (with replacements) still matches the disputed
+	// paper.
+	e.followWith(reader, "category", "cs.LG", follow.Options{IncludeReplacements: &yes})
+	b = e.matchJob(e.ingest(testpaper.New("2202.02326v4", byAuthor("M. Wen", "openalex:A5023888391"))))
+	if !slices.Equal(b.Users, []int64{reader}) {
+		t.Errorf("a new version of the disputed paper through a category follow: users %v, want [%d]", b.Users, reader)
+	}
+}
+
+// When categories match most readers, the match job reads only the other
+// readers' follows for the researcher keys, still through the registry:
+// a follower of host:1 is matched by a paper carrying s2:1.
+func TestMatchJobReadsTheRestThroughTheRegistry(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.put(`{"ids": ["host:1", "s2:1"], "name": "Mingzhi Wen"}`)
+	var want []int64
+	for i := range 8 { // 8 of 10 readers: categories match 80% of them
+		u := e.user(fmt.Sprintf("cat-%d", i))
+		e.follow(u, "category", "cs.LG")
+		want = append(want, u)
+	}
+	fan := e.user("fan")
+	e.follow(fan, "researcher", "host:1")
+	stranger := e.user("stranger")
+	e.follow(stranger, "researcher", "host:2")
+	b := e.matchJob(e.ingest(testpaper.New("2202.02326", byAuthor("M. Wen", "s2:1"))))
+	if want = append(want, fan); !slices.Equal(b.Users, want) || b.Refreshed != 9 {
+		t.Errorf("users %v refreshed %d, want %v and 9", b.Users, b.Refreshed, want)
 	}
 }

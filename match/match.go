@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -65,84 +66,362 @@ func (s *Service) RunBatch(ctx context.Context, fromSeq, toSeq int64, finish fun
 type BatchResult struct {
 	FromSeq, ToSeq int64   // the batch's key rows
 	Keys           int     // distinct keys in the batch
-	Users          []int64 // users with a new match (a paper their follows newly select)
+	Users          []int64 // users with a new match (a paper their follows newly select), ascending
 	// Refreshed counts the users whose feed versions were bumped: Users,
 	// and followers of a replaced paper's keys whose follows skip
 	// replacements (no new match, but their feeds show the new version's
-	// title and dates, so a conditional GET must not answer 304).
+	// title and dates, so a conditional GET must not answer 304), and
+	// readers whose only new match is a paper they said is not by the
+	// person they follow.
 	Refreshed int
+	// NewKeys are the batch's keys with a first match (not only
+	// replacement rows), each once: the public feeds of these keys, and
+	// of the other keys of their people and institutions, show a new
+	// paper (feeds.Service.ChangedPublicURLs).
+	NewKeys []string
 }
 
 // AffectedUsers runs inside the match job: it takes the distinct keys written
 // in seq range [fromSeq, toSeq], finds every user with a follow that matches
-// one of them (honouring the cross-list option; the replacement option
-// decides only whether the match is new, see BatchResult), and bumps those
-// users' feed versions. The cost grows with the
-// number of distinct keys and affected users, never with papers × followers.
+// one of them (through the identity registry; honouring the cross-list
+// option; the replacement option and "not this person" disputes decide only
+// whether the match is new, see BatchResult), and bumps those users' feed
+// versions. The cost grows with the number of distinct keys and affected
+// users, never with papers × followers.
 func (s *Service) AffectedUsers(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) (BatchResult, error) {
 	res := BatchResult{FromSeq: fromSeq, ToSeq: toSeq}
-	// The big join runs as its own read-only statement so PostgreSQL can
-	// parallelise it (a data-modifying CTE would forbid that); JIT costs
-	// more than it saves here.
-	if _, err := tx.Exec(ctx, `SET LOCAL jit = off; SET LOCAL work_mem = '32MB'`); err != nil {
+	// JIT costs more than it saves in these statements. Custom plans: the
+	// join's plan depends on how many keys the arrays hold (a merge join
+	// for thousands), which a generic plan, costed for ten, would get
+	// wrong once pgx's cached statement had run five times.
+	if _, err := tx.Exec(ctx, `SET LOCAL jit = off; SET LOCAL work_mem = '32MB'; SET LOCAL plan_cache_mode = force_custom_plan`); err != nil {
 		return res, err
 	}
-	// batch: BRIN range scan on seq, then the distinct keys (~3.4 per paper).
-	// The join probes follows_key_idx (index-only) once per distinct key;
-	// a popular category brings most users, which the hash aggregate
-	// deduplicates. Measured at scale S: 5,000 papers, 17k keys, 1.6M
-	// follower rows, 100k users in under a second (BENCHMARKS.md).
-	// matched: whether a follow newly selects a paper (replacement rows
-	// only for follows that include replacements); users without it follow
-	// a replaced paper's key and only need their feed version bumped.
-	// x: each batch key and, through the identity registry, every other
-	// key of the same person or institution (two primary-key / index-only
-	// probes of identity_keys per key; a category key has none), so a
-	// follow of any id of an author is affected by a paper carrying another.
-	rows, err := tx.Query(ctx, `
-		SELECT f.user_id, bool_or(f.include_replacements OR NOT b.replacement) AS matched
-		FROM (SELECT DISTINCT key, cross_list, replacement
-		      FROM paper_keys WHERE seq BETWEEN $1 AND $2) b
-		CROSS JOIN LATERAL (
-			SELECT b.key AS key
-			UNION ALL
-			SELECT k2.key FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
-			WHERE k1.key = b.key AND k2.key <> b.key
-		) x
-		JOIN follows f ON f.key = x.key
-		WHERE (f.include_cross_lists OR NOT b.cross_list)
-		GROUP BY f.user_id`, fromSeq, toSeq)
+	b, err := readBatch(ctx, tx, fromSeq, toSeq)
 	if err != nil {
+		return res, err
+	}
+	res.Keys = len(b.keys)
+	for i, k := range b.keys {
+		if b.primaryNew[i] || b.crossNew[i] {
+			res.NewKeys = append(res.NewKeys, k)
+		}
+	}
+	// Categories and archives first: a handful of keys that most readers
+	// follow (this domain's celebrities), so at scale S they alone match
+	// every reader the batch reaches. The many researcher (and other) keys
+	// are then expanded through the registry and joined only for the
+	// readers they did not match (see matchRest).
+	wide, narrow := b.split()
+	aff := affected{}
+	if err := aff.join(ctx, tx, wide, nil); err != nil {
 		return res, fmt.Errorf("finding users affected by keys %d..%d: %w", fromSeq, toSeq, err)
 	}
-	var refreshed []int64
-	var user int64
-	var matched bool
-	_, err = pgx.ForEachRow(rows, []any{&user, &matched}, func() error {
-		refreshed = append(refreshed, user)
-		if matched {
-			res.Users = append(res.Users, user)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := aff.matchRest(ctx, tx, narrow); err != nil {
 		return res, fmt.Errorf("finding users affected by keys %d..%d: %w", fromSeq, toSeq, err)
+	}
+	refreshed := make([]int64, 0, len(aff))
+	for u, matched := range aff {
+		refreshed = append(refreshed, u)
+		if matched {
+			res.Users = append(res.Users, u)
+		}
 	}
 	slices.Sort(res.Users)
-	res.Refreshed = len(refreshed)
-	if err := tx.QueryRow(ctx, `
-		SELECT count(*) FROM (SELECT DISTINCT key FROM paper_keys WHERE seq BETWEEN $1 AND $2) k`,
-		fromSeq, toSeq).Scan(&res.Keys); err != nil {
-		return res, fmt.Errorf("counting keys %d..%d: %w", fromSeq, toSeq, err)
+	if len(b.disputers) > 0 {
+		if res.Users, err = withoutDisputedOnly(ctx, tx, res.Users, b.disputers, fromSeq, toSeq); err != nil {
+			return res, err
+		}
 	}
+	res.Refreshed = len(refreshed)
 	if len(refreshed) == 0 {
 		return res, nil
 	}
-	// One primary-key probe and a HOT update per affected user.
+	// One primary-key probe and a HOT update per affected user, in user
+	// order (the heap and the index are visited in order).
+	slices.Sort(refreshed)
 	if err := account.BumpFeeds(ctx, tx, refreshed...); err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+// affected maps each affected user to whether the batch is a new match
+// for them (see BatchResult).
+type affected map[int64]bool
+
+// joinSQL finds the followers of the keys in the arrays (a batchKeys
+// slice): a follow is affected when a row of its key reaches it
+// (cross-lists only when it includes them); matched says whether one newly
+// selects a paper (replacement rows only for follows that include
+// replacements); users without it follow a replaced paper's key and only
+// need their feed version bumped. With users ($6, not null) only their
+// follows are read (follows_pkey), hash-joined with the keys; without, it
+// is a merge join of the keys (sorted) with a parallel index-only scan of
+// follows_key_idx and a partial hash aggregate per worker: a read-only
+// statement of its own so that PostgreSQL can parallelise it (in one
+// statement with the expansion, a per-key LATERAL as before, it probed
+// follows_key_idx once per key in one process; a data-modifying statement
+// would forbid parallelism too).
+const joinSQL = `
+	SELECT f.user_id,
+	       bool_or(b.primary_new OR (f.include_replacements AND b.primary_replaced)
+	               OR (f.include_cross_lists AND (b.cross_new OR (f.include_replacements AND b.cross_replaced)))) AS matched
+	FROM unnest($1::text[], $2::bool[], $3::bool[], $4::bool[], $5::bool[])
+	     AS b(key, primary_new, primary_replaced, cross_new, cross_replaced)
+	JOIN follows f ON f.key = b.key
+	WHERE ($6::bigint[] IS NULL OR f.user_id = ANY($6))
+	  AND (b.primary_new OR b.primary_replaced OR (f.include_cross_lists AND (b.cross_new OR b.cross_replaced)))
+	GROUP BY f.user_id`
+
+// join adds the followers of the keys of ks (only users' follows when
+// users is not nil) to a.
+func (a affected) join(ctx context.Context, tx pgx.Tx, ks batchKeys, users []int64) error {
+	if len(ks.keys) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, joinSQL, ks.keys, ks.primaryNew, ks.primaryReplaced, ks.crossNew, ks.crossReplaced, users)
+	if err != nil {
+		return err
+	}
+	var user int64
+	var matched bool
+	_, err = pgx.ForEachRow(rows, []any{&user, &matched}, func() error {
+		a[user] = a[user] || matched
+		return nil
+	})
+	return err
+}
+
+// restByUserShare is the share of all users below which matchRest reads
+// the unmatched users' follows instead of the keys' followers: a reader's
+// few dozen follows cost one index descent, a key-ordered scan reads every
+// follow once.
+const restByUserShare = 0.2
+
+// matchRest adds to a the followers of the narrow keys (researchers,
+// institutions, searches, papers: many keys, few followers each; expanded
+// through the identity registry first) that a does not already count as
+// matched: for those, the batch is a new match whatever else it brings.
+// When they are few, their own follows are read and hash-joined with the
+// keys, and when there are none (at scale S, where categories match every
+// reader) nothing is read, not even the registry; otherwise the keys'
+// followers, as for the categories.
+func (a affected) matchRest(ctx context.Context, tx pgx.Tx, ks batchKeys) error {
+	if len(ks.keys) == 0 {
+		return nil
+	}
+	var matched []int64
+	for u, m := range a {
+		if m {
+			matched = append(matched, u)
+		}
+	}
+	// How many users there are: the planner's estimate, or a count when
+	// the table was never analysed (a new database).
+	var users float64
+	if err := tx.QueryRow(ctx, `
+		SELECT CASE WHEN reltuples > 0 THEN reltuples ELSE (SELECT count(*) FROM users) END
+		FROM pg_class WHERE oid = 'users'::regclass`).Scan(&users); err != nil {
+		return err
+	}
+	if len(matched) == 0 || float64(len(matched)) < (1-restByUserShare)*users {
+		x, err := ks.expand(ctx, tx)
+		if err != nil {
+			return err
+		}
+		return a.join(ctx, tx, x, nil)
+	}
+	// Every user matched already (the usual case at scale S): nothing to
+	// read. Else the others, by a hashed <> ALL over the users' primary
+	// key (the custom plan has the ids as a constant).
+	var all int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM users`).Scan(&all); err != nil || all <= len(matched) {
+		return err
+	}
+	slices.Sort(matched)
+	rows, err := tx.Query(ctx, `SELECT id FROM users WHERE id <> ALL($1) ORDER BY id`, matched)
+	if err != nil {
+		return err
+	}
+	rest, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil || len(rest) == 0 {
+		return err
+	}
+	x, err := ks.expand(ctx, tx)
+	if err != nil {
+		return err
+	}
+	return a.join(ctx, tx, x, rest)
+}
+
+// split returns the keys of categories and archives (wide: followed by
+// many) and the others (narrow).
+func (ks batchKeys) split() (wide, narrow batchKeys) {
+	for i, k := range ks.keys {
+		to := &narrow
+		if strings.HasPrefix(k, "category:") || strings.HasPrefix(k, "archive:") {
+			to = &wide
+		}
+		to.keys = append(to.keys, k)
+		to.primaryNew = append(to.primaryNew, ks.primaryNew[i])
+		to.primaryReplaced = append(to.primaryReplaced, ks.primaryReplaced[i])
+		to.crossNew = append(to.crossNew, ks.crossNew[i])
+		to.crossReplaced = append(to.crossReplaced, ks.crossReplaced[i])
+	}
+	return wide, narrow
+}
+
+// batchKeys are keys of a batch as parallel arrays (in key order: the
+// join's sort then finds them sorted), one element per key, with which rows
+// of it the batch has: of a paper's primary category or of anything else
+// but a cross-list (primary), of a cross-list (cross), of a first match
+// (new) or of a new version (replaced).
+type batchKeys struct {
+	keys                        []string
+	primaryNew, primaryReplaced []bool
+	crossNew, crossReplaced     []bool
+}
+
+// batch is what the match job reads of its key rows.
+type batch struct {
+	batchKeys
+	// disputers are the users who said of a paper of the batch "not this
+	// person".
+	disputers []int64
+}
+
+// readBatch reads the batch's key rows once (a BRIN range scan on seq):
+// the distinct keys with their flags, sorted bytewise (COLLATE "C",
+// several times faster than the database's collation; keys are ASCII,
+// whose byte order is the indexes' order under C.UTF-8 and the like, so
+// the join's sort finds its input sorted and the identity probes walk the
+// index in order) and, when anybody ever said of a paper "not this
+// person", the batch's paper ids, to find those of them who said it of a
+// paper of the batch.
+func readBatch(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) (batch, error) {
+	var b batch
+	var papers []int64
+	err := tx.QueryRow(ctx, `
+		WITH r AS MATERIALIZED (
+			SELECT paper_id, key, cross_list, replacement FROM paper_keys WHERE seq BETWEEN $1 AND $2
+		)
+		SELECT coalesce(array_agg(key), '{}'), coalesce(array_agg(pn), '{}'), coalesce(array_agg(pr), '{}'),
+		       coalesce(array_agg(cn), '{}'), coalesce(array_agg(cr), '{}'),
+		       CASE WHEN EXISTS (SELECT 1 FROM identity_disputes) THEN ARRAY(SELECT DISTINCT paper_id FROM r) END
+		FROM (
+			SELECT key,
+			       bool_or(NOT cross_list AND NOT replacement) AS pn, bool_or(NOT cross_list AND replacement) AS pr,
+			       bool_or(cross_list AND NOT replacement) AS cn, bool_or(cross_list AND replacement) AS cr
+			FROM r GROUP BY key ORDER BY key COLLATE "C"
+		) k`,
+		fromSeq, toSeq).Scan(&b.keys, &b.primaryNew, &b.primaryReplaced, &b.crossNew, &b.crossReplaced, &papers)
+	if err != nil {
+		return b, fmt.Errorf("reading the keys %d..%d: %w", fromSeq, toSeq, err)
+	}
+	if len(papers) == 0 {
+		return b, nil
+	}
+	// The match job's custom plan has the ids as a constant, which
+	// PostgreSQL hashes for = ANY: one pass over identity_disputes (it has
+	// no index on paper_id), not one per paper.
+	rows, err := tx.Query(ctx, `SELECT DISTINCT user_id FROM identity_disputes WHERE paper_id = ANY($1)`, papers)
+	if err != nil {
+		return b, fmt.Errorf("finding disputes of keys %d..%d: %w", fromSeq, toSeq, err)
+	}
+	if b.disputers, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+		return b, fmt.Errorf("finding disputes of keys %d..%d: %w", fromSeq, toSeq, err)
+	}
+	return b, nil
+}
+
+// expand returns ks with, through the identity registry, every other key
+// of the same person or institution, with the flags of the keys that reach
+// it, in the same order: a primary-key probe and an index-only scan of
+// identity_keys per researcher or institution key, in key order.
+func (ks batchKeys) expand(ctx context.Context, tx pgx.Tx) (batchKeys, error) {
+	var x batchKeys
+	err := tx.QueryRow(ctx, `
+		WITH b AS (
+			SELECT * FROM unnest($1::text[], $2::bool[], $3::bool[], $4::bool[], $5::bool[]) AS b(key, pn, pr, cn, cr)
+		)
+		SELECT coalesce(array_agg(key), '{}'), coalesce(array_agg(pn), '{}'), coalesce(array_agg(pr), '{}'),
+		       coalesce(array_agg(cn), '{}'), coalesce(array_agg(cr), '{}')
+		FROM (
+			SELECT key, bool_or(pn) AS pn, bool_or(pr) AS pr, bool_or(cn) AS cn, bool_or(cr) AS cr
+			FROM (
+				SELECT key, pn, pr, cn, cr FROM b
+				UNION ALL
+				SELECT k2.key, b.pn, b.pr, b.cn, b.cr
+				FROM b CROSS JOIN LATERAL (
+					SELECT k1.identity_id FROM identity_keys k1
+					WHERE k1.key = b.key AND (b.key LIKE 'researcher:%' OR b.key LIKE 'institution:%')
+				) k1
+				JOIN identity_keys k2 ON k2.identity_id = k1.identity_id AND k2.key <> b.key
+			) e
+			GROUP BY key ORDER BY key COLLATE "C"
+		) x`, ks.keys, ks.primaryNew, ks.primaryReplaced, ks.crossNew, ks.crossReplaced,
+	).Scan(&x.keys, &x.primaryNew, &x.primaryReplaced, &x.crossNew, &x.crossReplaced)
+	if err != nil {
+		return x, fmt.Errorf("expanding %d keys through the registry: %w", len(ks.keys), err)
+	}
+	return x, nil
+}
+
+// withoutDisputedOnly returns users without those of candidates (users who
+// disputed a paper of the batch) whose every new match in [fromSeq, toSeq]
+// is a paper they said is not by the person their follow means: feeds and
+// digests leave those out (matchedManySQL), so the batch is no new match
+// for them (no instant alert, no instant channel). Per candidate, an
+// EXISTS over its follows, each expanded through the registry like the
+// feed's, and the follow's rows in the batch (paper_keys_key_seq_idx range
+// scans), stopping at the first row that is not disputed for that follow's
+// person.
+func withoutDisputedOnly(ctx context.Context, tx pgx.Tx, users, candidates []int64, fromSeq, toSeq int64) ([]int64, error) {
+	var check []int64
+	for _, u := range candidates {
+		if _, ok := slices.BinarySearch(users, u); ok {
+			check = append(check, u)
+		}
+	}
+	if len(check) == 0 {
+		return users, nil
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT u.user_id FROM unnest($1::bigint[]) AS u(user_id)
+		WHERE EXISTS (
+			SELECT 1
+			FROM follows f
+			LEFT JOIN identity_keys k1 ON k1.key = f.key
+			CROSS JOIN LATERAL (
+				SELECT f.key AS key
+				UNION
+				SELECT k2.key FROM identity_keys k2 WHERE k2.identity_id = k1.identity_id
+			) x
+			JOIN paper_keys pk ON pk.key = x.key AND pk.seq BETWEEN $2 AND $3
+			WHERE f.user_id = u.user_id
+			  AND (f.include_cross_lists OR NOT pk.cross_list)
+			  AND (f.include_replacements OR NOT pk.replacement)
+			  AND NOT EXISTS (
+				SELECT 1 FROM identity_disputes d
+				WHERE d.user_id = u.user_id AND d.paper_id = pk.paper_id
+				  AND (d.follow_key = f.key
+				       OR d.follow_key IN (SELECT k3.key FROM identity_keys k3 WHERE k3.identity_id = k1.identity_id))))`,
+		check, fromSeq, toSeq)
+	if err != nil {
+		return nil, fmt.Errorf("checking disputed matches of %d users: %w", len(check), err)
+	}
+	confirmed, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("checking disputed matches of %d users: %w", len(check), err)
+	}
+	out := users[:0:0]
+	for _, u := range users {
+		if !slices.Contains(check, u) || slices.Contains(confirmed, u) {
+			out = append(out, u)
+		}
+	}
+	return out, nil
 }
 
 // Query selects a user's matched papers.
@@ -228,8 +507,18 @@ func (s *Service) MatchedMany(ctx context.Context, qs []Query) ([]Result, error)
 
 // MatchedIn is MatchedMany inside tx, which should be a repeatable-read
 // transaction (one snapshot): a feed render on the read replica
-// (database.DB.Read) runs it with the follows it shows.
+// (database.DB.Read) runs it with the follows it shows. It sets
+// plan_cache_mode = force_generic_plan for the rest of tx.
 func MatchedIn(ctx context.Context, tx pgx.Tx, qs []Query) ([]Result, error) {
+	// Generic plans: these statements' parameters are arrays that the
+	// planner cannot see into, so a custom plan (PostgreSQL's choice, the
+	// generic one being costed for ten array elements) has the same shape
+	// and costs a millisecond of planning per render at scale S; the
+	// generic one is planned once per connection (pgx caches the
+	// prepared statements).
+	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
+		return nil, err
+	}
 	results, needReasons, err := selectMatches(ctx, tx, qs)
 	if err != nil {
 		return nil, err
@@ -594,36 +883,40 @@ func loadDetails(ctx context.Context, tx pgx.Tx, ids []int64, byID map[int64]*Pa
 }
 
 func loadReasons(ctx context.Context, tx pgx.Tx, userID int64, ids []int64) (map[int64][]follow.Target, error) {
-	// Each paper's keys by paper_keys' primary key (paper_id, ...), joined
-	// with the user's follows, in the order they were followed. The probe
-	// per paper is forced (unnest, and OFFSET 0 keeps the subquery from being
+	// fo: the user's follows, each expanded through the identity registry
+	// to every key of its person or institution (one primary-key probe and
+	// an index-only scan of identity_keys per follow, once per query), so
+	// a follow of another id of the author is a reason. Each paper's keys
+	// by paper_keys' primary key (paper_id, ...) are joined with it (a hash
+	// join in memory: expanding each paper key through the registry
+	// instead, as before, probed identity_keys twice per key, three to
+	// five times the cost for a 50-paper feed). The probe per paper is
+	// forced (unnest, and OFFSET 0 keeps the subquery from being
 	// flattened): left to itself the planner sometimes scanned a followed
 	// key's whole index range instead (150-600 ms for cs.LG against 3 ms).
 	//
-	// Each paper key is expanded through the identity registry (x) to the
-	// keys of the same person, so a follow of another id of the author is a
-	// reason; of several follows of one person (ik.identity_id) the first
-	// made is the one reason; a follow whose person the user disputed for
-	// the paper is none.
+	// Of several follows of one person (fo.ident) the first made is the
+	// one reason; a follow whose person the user disputed for the paper is
+	// none.
 	rows, err := tx.Query(ctx, `
+		WITH fo AS MATERIALIZED (
+			SELECT f.key, f.created_at, f.include_cross_lists, k1.identity_id AS ident, coalesce(k2.key, f.key) AS mkey
+			FROM follows f
+			LEFT JOIN identity_keys k1 ON k1.key = f.key
+			LEFT JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
+			WHERE f.user_id = $1
+		)
 		SELECT id, key, followed FROM (
-			SELECT DISTINCT ON (p.id, coalesce(ik.identity_id::text, f.key)) p.id, f.key, f.created_at AS followed
+			SELECT DISTINCT ON (p.id, coalesce(fo.ident::text, fo.key)) p.id, fo.key, fo.created_at AS followed
 			FROM unnest($2::bigint[]) AS p(id)
 			CROSS JOIN LATERAL (SELECT key, cross_list FROM paper_keys WHERE paper_id = p.id OFFSET 0) pk
-			CROSS JOIN LATERAL (
-				SELECT pk.key AS key
-				UNION ALL
-				SELECT k2.key FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
-				WHERE k1.key = pk.key AND k2.key <> pk.key
-			) x
-			JOIN follows f ON f.user_id = $1 AND f.key = x.key
-			LEFT JOIN identity_keys ik ON ik.key = f.key
-			WHERE (f.include_cross_lists OR NOT pk.cross_list)
+			JOIN fo ON fo.mkey = pk.key
+			WHERE (fo.include_cross_lists OR NOT pk.cross_list)
 			  AND NOT EXISTS (
 				SELECT 1 FROM identity_disputes d
 				WHERE d.user_id = $1 AND d.paper_id = p.id
-				  AND (d.follow_key = f.key OR d.follow_key IN (SELECT k3.key FROM identity_keys k3 WHERE k3.identity_id = ik.identity_id)))
-			ORDER BY p.id, coalesce(ik.identity_id::text, f.key), f.created_at, f.key
+				  AND (d.follow_key = fo.key OR d.follow_key IN (SELECT k3.key FROM identity_keys k3 WHERE k3.identity_id = fo.ident)))
+			ORDER BY p.id, coalesce(fo.ident::text, fo.key), fo.created_at, fo.key
 		) r
 		ORDER BY id, followed, key`, userID, ids)
 	if err != nil {

@@ -328,3 +328,102 @@ func TestFeedLimitTotalAndDeletedPapers(t *testing.T) {
 		t.Errorf("public: %v %v", pub, err)
 	}
 }
+
+// TestAffectedUsersCombineEachKeysRows: the match job joins each key once
+// with flags for the rows the batch has of it, so a category that one
+// paper has as its primary and another as a cross-list reaches follows
+// without cross-lists, and a new version's cross-list only follows that
+// include both cross-lists (to be affected) and replacements (to match).
+func TestAffectedUsersCombineEachKeysRows(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	yes, no := true, false
+	all, noCross, eager, eagerNoCross := e.user("all"), e.user("no-cross"), e.user("eager"), e.user("eager-no-cross")
+	e.follow(all, "category", "cs.AI", follow.Options{})
+	e.follow(noCross, "category", "cs.AI", follow.Options{IncludeCrossLists: &no})
+	e.follow(eager, "category", "cs.AI", follow.Options{IncludeReplacements: &yes})
+	e.follow(eagerNoCross, "category", "cs.AI", follow.Options{IncludeCrossLists: &no, IncludeReplacements: &yes})
+	run := func(res *paper.IngestResult) match.BatchResult {
+		t.Helper()
+		br, err := e.m.RunBatch(e.ctx, res.FromSeq, res.ToSeq, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return br
+	}
+	br := run(e.ingest(p("2301.00001v1", "cs.LG", []string{"cs.LG", "cs.AI"}), p("2301.00002v1", "cs.AI", []string{"cs.AI"})))
+	if want := []int64{all, noCross, eager, eagerNoCross}; !slices.Equal(br.Users, want) || br.Refreshed != 4 {
+		t.Errorf("primary and cross-list: users %v refreshed %d, want %v and 4", br.Users, br.Refreshed, want)
+	}
+	br = run(e.ingest(p("2301.00001v2", "cs.LG", []string{"cs.LG", "cs.AI"})))
+	if !slices.Equal(br.Users, []int64{eager}) || br.Refreshed != 2 {
+		t.Errorf("a new version's cross-list: users %v refreshed %d, want [%d] and 2 (all, eager)", br.Users, br.Refreshed, eager)
+	}
+	br = run(e.ingest(p("2301.00002v2", "cs.AI", []string{"cs.AI"})))
+	if !slices.Equal(br.Users, []int64{eager, eagerNoCross}) || br.Refreshed != 4 {
+		t.Errorf("a new version's primary: users %v refreshed %d, want [%d %d] and 4", br.Users, br.Refreshed, eager, eagerNoCross)
+	}
+}
+
+// TestAffectedUsersByCategoryThenTheRest: the match job joins category
+// keys first and the other keys only for the readers categories did not
+// match, reading their follows when they are few (here one of five) and
+// the keys' followers otherwise (three of five); both give every affected
+// reader once, with the right "new match", and bump each feed once.
+func TestAffectedUsersByCategoryThenTheRest(t *testing.T) {
+	t.Parallel()
+	for _, fans := range []int{4, 2} {
+		t.Run(fmt.Sprintf("%d category readers of 5", fans), func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			yes := true
+			var cat []int64
+			for i := range fans {
+				u := e.user(fmt.Sprintf("cat-%d", i))
+				e.follow(u, "category", "cs.LG", follow.Options{})
+				cat = append(cat, u)
+			}
+			eager := e.user("eager") // researcher and new versions of cs.AI
+			e.follow(eager, "researcher", "s2:42", follow.Options{})
+			e.follow(eager, "category", "cs.AI", follow.Options{})
+			var others []int64
+			for i := fans + 1; i < 5; i++ {
+				u := e.user(fmt.Sprintf("other-%d", i))
+				e.follow(u, "category", "math.AG", follow.Options{IncludeReplacements: &yes})
+				others = append(others, u)
+			}
+			e.ingest(p("2301.00009v1", "cs.AI", []string{"cs.AI"}))
+			res := e.ingest(p("2301.00001", "cs.LG", []string{"cs.LG"}), p("2301.00002", "math.NT", []string{"math.NT"}, "s2:42"),
+				p("2301.00009v2", "cs.AI", []string{"cs.AI"}))
+			before := map[int64]int64{}
+			for _, u := range append(append([]int64{eager}, cat...), others...) {
+				before[u] = e.version(u)
+			}
+			br, err := e.m.RunBatch(e.ctx, res.FromSeq, res.ToSeq, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := slices.Sorted(slices.Values(append([]int64{eager}, cat...)))
+			if !slices.Equal(br.Users, want) || br.Refreshed != len(want) {
+				t.Errorf("users %v refreshed %d, want %v and %d", br.Users, br.Refreshed, want, len(want))
+			}
+			for u, v := range before {
+				want := int64(1)
+				if slices.Contains(others, u) {
+					want = 0
+				}
+				if got := e.version(u) - v; got != want {
+					t.Errorf("user %d bumped %d times, want %d", u, got, want)
+				}
+			}
+		})
+	}
+}
+
+func (e *env) version(uid int64) int64 {
+	var v int64
+	if err := e.db.Pool.QueryRow(e.ctx, `SELECT version FROM user_feeds WHERE user_id = $1`, uid).Scan(&v); err != nil {
+		e.t.Fatal(err)
+	}
+	return v
+}
