@@ -41,26 +41,37 @@ type Options struct {
 	AppName string
 }
 
-// Open connects a pool to dsn and checks it with one round trip. It fails
-// fast (connect timeout 5 s) instead of hanging when the server is down.
-func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
+// poolConfig parses dsn (named by variable in errors) into a pool
+// configuration with opt applied, a connect timeout of at most
+// maxConnect, and health checks: a failed health check must not leave dead
+// connections in the pool after a server restart, so connections idle for
+// more than a few seconds are checked.
+func poolConfig(dsn, variable string, opt Options, maxConnect time.Duration) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("parsing DATABASE_URL: %w", err)
+		return nil, fmt.Errorf("parsing %s: %w", variable, err)
 	}
 	if opt.MaxConns > 0 {
 		cfg.MaxConns = opt.MaxConns
 	}
-	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > 5*time.Second {
-		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > maxConnect {
+		cfg.ConnConfig.ConnectTimeout = maxConnect
 	}
 	if opt.AppName != "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = opt.AppName
 	}
-	// A failed health check must not leave dead connections in the pool after
-	// a server restart: check connections idle for more than a few seconds.
 	cfg.HealthCheckPeriod = 5 * time.Second
 	cfg.MaxConnIdleTime = 5 * time.Minute
+	return cfg, nil
+}
+
+// Open connects a pool to dsn and checks it with one round trip. It fails
+// fast (connect timeout 5 s) instead of hanging when the server is down.
+func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
+	cfg, err := poolConfig(dsn, "DATABASE_URL", opt, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating pool: %w", err)

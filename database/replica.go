@@ -98,23 +98,12 @@ type ReplicaOptions struct {
 // use it. The replica need not be up: it is only a preference, and Open
 // of the replica does not ping. Close the DB to stop it.
 func (db *DB) AttachReplica(dsn string, opt ReplicaOptions) error {
-	cfg, err := pgxpool.ParseConfig(dsn)
+	// A replica that does not answer must cost a read little (the primary
+	// is the fallback): a shorter connect timeout than the primary's.
+	cfg, err := poolConfig(dsn, "DATABASE_REPLICA_URL", opt.Options, 2*time.Second)
 	if err != nil {
-		return fmt.Errorf("parsing DATABASE_REPLICA_URL: %w", err)
+		return err
 	}
-	if opt.MaxConns > 0 {
-		cfg.MaxConns = opt.MaxConns
-	}
-	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > 2*time.Second {
-		// A replica that does not answer must cost a read little: the
-		// primary is the fallback.
-		cfg.ConnConfig.ConnectTimeout = 2 * time.Second
-	}
-	if opt.AppName != "" {
-		cfg.ConnConfig.RuntimeParams["application_name"] = opt.AppName
-	}
-	cfg.HealthCheckPeriod = 5 * time.Second
-	cfg.MaxConnIdleTime = 5 * time.Minute
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return fmt.Errorf("creating replica pool: %w", err)
