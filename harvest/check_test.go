@@ -2,9 +2,11 @@ package harvest_test
 
 import (
 	"context"
+	"net/http/httptest"
 	"testing"
 	"time"
 
+	"followfeed/harvest"
 	"followfeed/internal/fake/oaipmh"
 	"followfeed/internal/testjobs"
 	"followfeed/worker"
@@ -109,5 +111,33 @@ func TestCheckTurnsEndBeforeTheirDeadlineAndResume(t *testing.T) {
 	}
 	if n := count(t, db, `SELECT count(*) FROM harvest_checks`); n != 0 {
 		t.Errorf("%d days still queued", n)
+	}
+}
+
+// RunSince, called again for the same job (the same since), does not run
+// again a set an earlier turn finished; a later job does.
+func TestRunSinceSkipsSetsAnEarlierTurnFinished(t *testing.T) {
+	t.Parallel()
+	recs := oaipmh.MakeRecords("2610", 0, 4, []string{"cs.LG"}, "2026-11-28")
+	repo := oaipmh.New(func() []oaipmh.Record { return recs }, 10)
+	in, db := newStore(t)
+	ts := httptest.NewServer(repo)
+	t.Cleanup(ts.Close)
+	client := harvest.NewOAIClient(harvest.OAIConfig{BaseURL: ts.URL, Format: harvest.OAIFormatArXivRaw, PageDelay: -1, MaxRetries: -1})
+	clock := healthNow
+	h := harvest.NewHarvester(db, client, in, []string{"cs", "math"}, nil, func() time.Time { return clock })
+	job := clock.Add(-time.Minute) // the job's creation time
+	if st, err := h.RunSince(context.Background(), job); err != nil || st.More || st.Pages != 2 {
+		t.Fatalf("first turn: %+v, %v; want both sets' page", st, err)
+	}
+	if st, err := h.RunSince(context.Background(), job); err != nil || st.Pages != 0 {
+		t.Fatalf("second turn of the same job: %+v, %v; want no request (both sets done)", st, err)
+	}
+	clock = clock.Add(time.Hour)
+	if st, err := h.RunSince(context.Background(), clock.Add(-time.Second)); err != nil || st.Pages != 2 {
+		t.Fatalf("a later job: %+v, %v; want both sets asked again", st, err)
+	}
+	if got := repo.ServedPages(); got != 4 {
+		t.Errorf("%d pages served, want 4", got)
 	}
 }

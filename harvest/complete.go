@@ -145,7 +145,11 @@ func (h *Harvester) CheckSet(ctx context.Context, set string) (CheckStats, error
 	if _, err := h.db.Pool.Exec(ctx, `DELETE FROM harvest_checks WHERE source = $1 AND day < $2`, source, oldest); err != nil {
 		return st, fmt.Errorf("pruning the completeness check of %s: %w", source, err)
 	}
-	budget := newCheckBudget(ctx, h.CheckRequests)
+	requests := h.CheckRequests
+	if requests <= 0 {
+		requests = DefaultCheckRequests
+	}
+	budget := newTurnBudget(ctx, requests)
 	for {
 		c, ok, err := h.nextCheck(ctx, source)
 		if err != nil || !ok {
@@ -162,18 +166,16 @@ func (h *Harvester) CheckSet(ctx context.Context, set string) (CheckStats, error
 	}
 }
 
-// checkBudget bounds one CheckSet call: a number of requests, and half the
-// time left on its context when it started.
-type checkBudget struct {
+// turnBudget bounds one turn of a job (a CheckSet or RunSince call): a
+// number of requests, and half the time left on its context when it
+// started.
+type turnBudget struct {
 	left  int
 	until time.Time // zero: no deadline
 }
 
-func newCheckBudget(ctx context.Context, requests int) checkBudget {
-	if requests <= 0 {
-		requests = DefaultCheckRequests
-	}
-	b := checkBudget{left: requests}
+func newTurnBudget(ctx context.Context, requests int) turnBudget {
+	b := turnBudget{left: requests}
 	if d, ok := ctx.Deadline(); ok {
 		b.until = time.Now().Add(time.Until(d) / 2)
 	}
@@ -181,7 +183,7 @@ func newCheckBudget(ctx context.Context, requests int) checkBudget {
 }
 
 // take spends one request, or says that the budget is spent.
-func (b *checkBudget) take() bool {
+func (b *turnBudget) take() bool {
 	if b.left <= 0 || !b.until.IsZero() && time.Now().After(b.until) {
 		return false
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -55,6 +56,11 @@ func NewHarvester(db *database.DB, pager Pager, papers *paper.Store, sets []stri
 // RunStats reports a harvest run.
 type RunStats struct {
 	Pages, Records, New, Replaced, Updated, Deleted, Skipped int
+	// More says that the call stopped because half its context's time was
+	// spent, with a set's list not yet exhausted: its progress (the
+	// resumption token) is saved, and RunSince with the same since resumes
+	// at the next page.
+	More bool
 }
 
 // RunOnce harvests every configured set until its list is exhausted, the
@@ -65,10 +71,22 @@ type RunStats struct {
 // (QueueFollowUps); without follow-ups the check runs here, after the
 // set's run, and its failures are only logged.
 func (h *Harvester) RunOnce(ctx context.Context) (RunStats, error) {
+	return h.RunSince(ctx, time.Time{})
+}
+
+// RunSince is RunOnce in turns, for a job that must end before its
+// deadline: a call starts no page once half its context's time is spent
+// (the first page of a call always goes), and then returns with More set;
+// sets whose run completed at or after since (an earlier turn of the same
+// job: pass its creation time) are not run again. Every page is stored
+// before the next is asked for, so no record is lost or fetched twice.
+func (h *Harvester) RunSince(ctx context.Context, since time.Time) (RunStats, error) {
 	var total RunStats
 	var errs []error
+	budget := newTurnBudget(ctx, math.MaxInt)
 	for _, set := range h.sets {
-		st, err := h.runSet(ctx, set)
+		st, err := h.runSet(ctx, set, since, &budget)
+		total.More = total.More || st.More
 		total.Pages += st.Pages
 		total.Records += st.Records
 		total.New += st.New
@@ -82,6 +100,9 @@ func (h *Harvester) RunOnce(ctx context.Context) (RunStats, error) {
 				break
 			}
 		}
+		if st.More {
+			break
+		}
 	}
 	return total, errors.Join(errs...)
 }
@@ -90,14 +111,18 @@ type setState struct {
 	until time.Time // harvested_until (zero: never)
 	from  time.Time // run_from of the run under way
 	token string
+	done  time.Time // last_success_at (zero: never)
 }
 
-func (h *Harvester) runSet(ctx context.Context, set string) (RunStats, error) {
+func (h *Harvester) runSet(ctx context.Context, set string, since time.Time, budget *turnBudget) (RunStats, error) {
 	var st RunStats
 	source := OAISource(set)
 	state, err := h.loadState(ctx, source)
 	if err != nil {
 		return st, err
+	}
+	if state.token == "" && !since.IsZero() && !state.done.Before(since) {
+		return st, nil // done in an earlier turn of this job
 	}
 	if state.token == "" {
 		state.from = state.until
@@ -108,6 +133,10 @@ func (h *Harvester) runSet(ctx context.Context, set string) (RunStats, error) {
 	newest := state.until
 	restarted := false
 	for {
+		if !budget.take() {
+			st.More = true
+			return st, nil
+		}
 		req := ListRequest{From: state.from.Format("2006-01-02"), Set: set}
 		if state.token != "" {
 			req = ListRequest{ResumptionToken: state.token}
@@ -175,10 +204,10 @@ func (h *Harvester) runSet(ctx context.Context, set string) (RunStats, error) {
 
 func (h *Harvester) loadState(ctx context.Context, source string) (setState, error) {
 	var s setState
-	var until, from *time.Time
+	var until, from, done *time.Time
 	var token *string
 	err := h.db.Pool.QueryRow(ctx, `
-		SELECT harvested_until, run_from, resumption_token FROM harvest_state WHERE source = $1`, source).Scan(&until, &from, &token)
+		SELECT harvested_until, run_from, resumption_token, last_success_at FROM harvest_state WHERE source = $1`, source).Scan(&until, &from, &token, &done)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, nil
 	}
@@ -193,6 +222,9 @@ func (h *Harvester) loadState(ctx context.Context, source string) (setState, err
 	}
 	if token != nil && from != nil {
 		s.token = *token
+	}
+	if done != nil {
+		s.done = *done
 	}
 	return s, nil
 }

@@ -297,3 +297,43 @@ func TestEnqueueCheckIsUniquePerSet(t *testing.T) {
 		t.Fatalf("check jobs per set: %v, want one each for cs and math", sets)
 	}
 }
+
+// A harvest run that does not fit in its job's time takes turns: each
+// stops starting pages after half the timeout and snoozes, the next resumes
+// at the page where it stopped, and the job completes at its first attempt
+// with every page asked for once (before, the run hit the deadline mid-page,
+// failed its attempt and resumed on a retry).
+func TestALongHarvestRunSnoozesBeforeItsDeadline(t *testing.T) {
+	t.Parallel()
+	today := time.Now().UTC().Format(time.DateOnly)
+	recs := oaipmh.MakeRecords("2608", 0, 50, []string{"cs.LG"}, today)
+	repo := oaipmh.New(func() []oaipmh.Record { return recs }, 10)
+	// Five pages of 400 ms do not fit in one turn of a 2 s job (turns
+	// start no page after 1 s).
+	repo.Delay = 400 * time.Millisecond
+	j := startHarvestJobs(t, repo, 2*time.Second, 2)
+	j.harvest(t)
+	testjobs.WaitCompleted(t, j.db.Pool, worker.HarvestArgs{}.Kind(), 1)
+
+	harvests := testjobs.List(t, j.db.Pool, worker.HarvestArgs{}.Kind())
+	if len(harvests) != 1 {
+		t.Fatalf("%d harvest jobs, want 1", len(harvests))
+	}
+	cleanRun(t, harvests[0])
+	var meta struct {
+		Snoozes int `json:"snoozes"`
+	}
+	_ = json.Unmarshal(harvests[0].Metadata, &meta)
+	if meta.Snoozes < 1 {
+		t.Errorf("the run snoozed %d times, want at least once (5 pages of 400 ms, turns of 1 s)", meta.Snoozes)
+	}
+	if got := repo.ServedPages(); got != 5 {
+		t.Errorf("%d ListRecords pages served, want 5 (each once)", got)
+	}
+	if n := testpaper.Count(t, j.db, `SELECT count(*) FROM papers`); n != 50 {
+		t.Errorf("%d papers stored, want 50", n)
+	}
+	if n := testpaper.Count(t, j.db, `SELECT count(*) FROM harvest_state WHERE source = 'arxiv-oai:cs' AND resumption_token IS NULL AND last_success_at IS NOT NULL`); n != 1 {
+		t.Errorf("the set's run is not recorded as done")
+	}
+}

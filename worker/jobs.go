@@ -165,9 +165,13 @@ type HarvestWorker struct {
 // is not retried: the same page would fail the same way, so the job is
 // cancelled and the next periodic run asks again; the source's status shows
 // the error meanwhile. Other unusable responses (truncated, not OAI-PMH) are
-// retried by River with its back-off.
+// retried by River with its back-off. A run longer than half the job's
+// timeout stops between pages and snoozes for HarvestPause (no attempt
+// spent): the next turn resumes at the page where it stopped and skips the
+// sets an earlier turn finished (harvest.Harvester.RunSince), so a slow
+// repository never times the job out mid-page.
 func (w *HarvestWorker) Work(ctx context.Context, job *river.Job[HarvestArgs]) error {
-	st, err := w.Harvester.RunOnce(ctx)
+	st, err := w.Harvester.RunSince(ctx, job.CreatedAt)
 	attrs := []any{"source", "arxiv-oai", "pages", st.Pages, "records", st.Records, "new", st.New,
 		"replaced", st.Replaced, "updated", st.Updated, "deleted", st.Deleted, "skipped", st.Skipped}
 	if err != nil {
@@ -183,9 +187,17 @@ func (w *HarvestWorker) Work(ctx context.Context, job *river.Job[HarvestArgs]) e
 		}
 		return err
 	}
+	if st.More {
+		w.Logger.InfoContext(ctx, "harvest run continues", attrs...)
+		return river.JobSnooze(HarvestPause)
+	}
 	w.Logger.InfoContext(ctx, "harvest run", attrs...)
 	return nil
 }
+
+// HarvestPause is how long a harvest run that spent half its job's time
+// waits for its next turn (snoozed: the wait costs no attempt).
+const HarvestPause = time.Second
 
 // EnqueueCheck inserts the completeness check of set in tx (unique per
 // set: skipped while one is queued, running, snoozed or retrying).
