@@ -179,12 +179,13 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 	}
 
 	opts := httpapi.Options{
-		Logger:        logger,
-		Registry:      reg,
-		Ready:         readiness(db),
-		AdminUser:     cfg.AdminUser,
-		AdminPassword: cfg.AdminPassword,
-		CORSOrigins:   cfg.CORSOrigins,
+		Logger:         logger,
+		Registry:       reg,
+		Ready:          readiness(db),
+		AdminUser:      cfg.AdminUser,
+		AdminPassword:  cfg.AdminPassword,
+		CORSOrigins:    cfg.CORSOrigins,
+		TrustedProxies: cfg.TrustedProxies,
 	}
 	if m.http() {
 		uiClient := runner

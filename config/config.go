@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/mail"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -96,6 +97,10 @@ type Config struct {
 	OpenAlexAPIKey string   // OPENALEX_API_KEY
 
 	CORSOrigins []string // CORS_ORIGINS
+	// TrustedProxies are the networks of reverse proxies whose
+	// X-Forwarded-For is believed (TRUSTED_PROXIES); empty: the header is
+	// ignored and the peer address is the client's.
+	TrustedProxies []netip.Prefix
 	// RateLimitPerIP and RateLimitPerUser are average requests per second
 	// (bursts of twice that); 0 disables the limit.
 	RateLimitPerIP   float64  // RATE_LIMIT_PER_IP
@@ -151,7 +156,7 @@ var Vars = []string{
 	"SHUTDOWN_TIMEOUT", "AUTH_JWKS_URL", "AUTH_PUBLIC_KEY_FILE", "AUTH_HS256_SECRET", "AUTH_ISSUER",
 	"AUTH_AUDIENCE", "AUTH_LEEWAY", "AUTH_MAX_TOKEN_LIFETIME", "SECRET_KEY", "SMTP_URL", "MAIL_FROM", "MAIL_DIR",
 	"MAIL_UNSUBSCRIBE_MAILTO", "DIGEST_SCHEDULE_INTERVAL", "JOB_TIMEOUT", "JOB_RESCUE_AFTER", "JOB_RETRY_MAX", "ARXIV_OAI_URL", "ARXIV_OAI_FORMAT", "ARXIV_SETS", "HARVEST_INTERVAL", "ARXIV_HOLIDAYS", "OPENALEX_URL",
-	"OPENALEX_MAILTO", "OPENALEX_API_KEY", "CORS_ORIGINS", "RATE_LIMIT_PER_IP", "RATE_LIMIT_PER_USER", "WEBSUB_HUB_URL", "CHANNEL_ALLOW_HOSTS", "ADMIN_USER", "ADMIN_PASSWORD",
+	"OPENALEX_MAILTO", "OPENALEX_API_KEY", "CORS_ORIGINS", "TRUSTED_PROXIES", "RATE_LIMIT_PER_IP", "RATE_LIMIT_PER_USER", "WEBSUB_HUB_URL", "CHANNEL_ALLOW_HOSTS", "ADMIN_USER", "ADMIN_PASSWORD",
 }
 
 // Load reads and validates the configuration. Problems are returned as one
@@ -332,6 +337,14 @@ func Load(getenv func(string) string) (*Config, error) {
 			l.fail("CORS_ORIGINS", fmt.Sprintf("%q is not an origin like https://papers.example.org", o))
 			break
 		}
+	}
+	for _, p := range l.list("TRUSTED_PROXIES", "") {
+		prefix, err := parsePrefix(p)
+		if err != nil {
+			l.fail("TRUSTED_PROXIES", fmt.Sprintf("%q is not an address or network like 10.0.0.0/8 or ::1", p))
+			break
+		}
+		c.TrustedProxies = append(c.TrustedProxies, prefix)
 	}
 	c.RateLimitPerIP = l.float("RATE_LIMIT_PER_IP", 50, 0, 1e6)
 	c.RateLimitPerUser = l.float("RATE_LIMIT_PER_USER", 10, 0, 1e6)
@@ -547,4 +560,19 @@ func redactErr(err error, dsn string) string {
 		}
 	}
 	return msg
+}
+
+// parsePrefix reads a network (10.0.0.0/8) or a single address (::1, as
+// its /32 or /128).
+func parsePrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		return p.Masked(), err
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
 }

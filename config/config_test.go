@@ -58,6 +58,8 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		{"bad mail from", map[string]string{"MAIL_FROM": "nobody"}, "MAIL_FROM"},
 		{"bad cors", map[string]string{"CORS_ORIGINS": "*"}, "CORS_ORIGINS"},
 		{"cors with path", map[string]string{"CORS_ORIGINS": "https://a.example/path"}, "CORS_ORIGINS"},
+		{"trusted proxy not an address", map[string]string{"TRUSTED_PROXIES": "proxy.internal"}, "TRUSTED_PROXIES"},
+		{"trusted proxy bad network", map[string]string{"TRUSTED_PROXIES": "10.0.0.0/33"}, "TRUSTED_PROXIES"},
 		{"harvest too often", map[string]string{"HARVEST_INTERVAL": "5s"}, "HARVEST_INTERVAL"},
 		{"rescue before timeout", map[string]string{"JOB_TIMEOUT": "20m", "JOB_RESCUE_AFTER": "15m"}, "JOB_RESCUE_AFTER"},
 		{"bad job timeout", map[string]string{"JOB_TIMEOUT": "forever"}, "JOB_TIMEOUT"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -161,6 +162,43 @@ func TestAdminUIRateLimitsFailedSignIns(t *testing.T) {
 	resp := adminDo(t, "GET", a.URL+"/admin/jobs/", config.DevAdminPassword, "", "")
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("the right password while limited: %d (Retry-After %q)", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}
+
+// TestAdminUIFailedSignInsArePerClientBehindATrustedProxy: behind a
+// reverse proxy every request comes from the proxy's address, so one
+// guesser locked every operator out (a review finding). With
+// TRUSTED_PROXIES the limit is per client named by X-Forwarded-For (read
+// from the right, past trusted hops); without it, the header is ignored,
+// so a guesser cannot dodge the limit by sending a new address each time.
+func TestAdminUIFailedSignInsArePerClientBehindATrustedProxy(t *testing.T) {
+	t.Log("hostile: limits")
+	t.Parallel()
+	a, _ := start(t, "TRUSTED_PROXIES", "127.0.0.1,10.0.0.0/8")
+	codes := map[int]int{}
+	for range 12 {
+		// The proxy chain: client 203.0.113.7, then an inner proxy 10.1.2.3.
+		codes[adminDo(t, "GET", a.URL+"/admin/jobs/", "wrong-password", "", "", "X-Forwarded-For", "203.0.113.7, 10.1.2.3").StatusCode]++
+	}
+	if codes[401] != 10 || codes[429] != 2 {
+		t.Errorf("12 wrong passwords from one client: %v, want 10 × 401 then 429", codes)
+	}
+	if resp := adminDo(t, "GET", a.URL+"/admin/jobs/", config.DevAdminPassword, "", "", "X-Forwarded-For", "198.51.100.9"); resp.StatusCode != 200 {
+		t.Errorf("another client behind the same proxy, right password: %d, want 200", resp.StatusCode)
+	}
+	// A spoofed leftmost entry does not help the locked-out client: the
+	// rightmost untrusted hop is what the proxy saw.
+	if resp := adminDo(t, "GET", a.URL+"/admin/jobs/", config.DevAdminPassword, "", "", "X-Forwarded-For", "192.0.2.1, 203.0.113.7"); resp.StatusCode != 429 {
+		t.Errorf("the limited client with a forged first hop: %d, want 429", resp.StatusCode)
+	}
+
+	b, _ := start(t)
+	codes = map[int]int{}
+	for i := range 12 {
+		codes[adminDo(t, "GET", b.URL+"/admin/jobs/", "wrong-password", "", "", "X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i+1)).StatusCode]++
+	}
+	if codes[401] != 10 || codes[429] != 2 {
+		t.Errorf("12 wrong passwords with a new X-Forwarded-For each, no trusted proxy: %v, want 10 × 401 then 429", codes)
 	}
 }
 

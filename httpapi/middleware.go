@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -173,12 +174,60 @@ func tokenSuffix(s string) string {
 
 // clientIP is the peer address without port. X-Forwarded-For is not trusted:
 // put a proxy's real-IP handling in front if one is used.
+// clientIP is the request's client address: the peer's, which forwardedFor
+// has replaced with the client's when the peer is a trusted proxy.
 func clientIP(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr
 	}
 	return host
+}
+
+// forwardedFor makes r.RemoteAddr the client's address when the request
+// comes through trusted reverse proxies: X-Forwarded-For is read from the
+// right (each proxy appends the address it received from), past every
+// trusted address, and the first other one is the client. A peer that is
+// not trusted is the client, whatever the header says (anyone can send
+// it), and so is a trusted peer whose header is missing or unparsable.
+func forwardedFor(next http.Handler, trusted []netip.Prefix) http.Handler {
+	if len(trusted) == 0 {
+		return next
+	}
+	isTrusted := func(a netip.Addr) bool {
+		a = a.Unmap()
+		for _, p := range trusted {
+			if p.Contains(a) {
+				return true
+			}
+		}
+		return false
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		peer, err := netip.ParseAddrPort(r.RemoteAddr)
+		if err != nil || !isTrusted(peer.Addr()) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		var hops []string
+		for _, h := range r.Header.Values("X-Forwarded-For") {
+			hops = append(hops, strings.Split(h, ",")...)
+		}
+		for i := len(hops) - 1; i >= 0; i-- {
+			a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+			if err != nil {
+				break // a malformed hop: believe nothing further left
+			}
+			if isTrusted(a) && i > 0 {
+				continue
+			}
+			r2 := r.WithContext(r.Context()) // a shallow copy
+			r2.RemoteAddr = netip.AddrPortFrom(a.Unmap(), 0).String()
+			next.ServeHTTP(w, r2)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // adminGuard protects the River UI: one user/password pair (compared in

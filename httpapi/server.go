@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,6 +38,10 @@ type Options struct {
 	Routes func(mux *http.ServeMux)
 	// CORSOrigins are the host origins allowed to call /v1 from browsers.
 	CORSOrigins []string
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client (config TRUSTED_PROXIES); per-address limits, the job UI's
+	// failed sign-ins and logs then see each client, not the proxy.
+	TrustedProxies []netip.Prefix
 }
 
 // NewHandler returns the root handler with observability around every route.
@@ -74,7 +79,7 @@ func NewHandler(o Options) http.Handler {
 	if o.Routes != nil {
 		o.Routes(mux)
 	}
-	return observe(cors(muxProblems(mux), o.CORSOrigins), o.Logger, newHTTPMetrics(o.Registry))
+	return forwardedFor(observe(cors(muxProblems(mux), o.CORSOrigins), o.Logger, newHTTPMetrics(o.Registry)), o.TrustedProxies)
 }
 
 // methodNotAllowed is the problem type of a 405: an HTTP matter, not a
