@@ -153,6 +153,12 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 		return err
 	}
 	defer svc.Close()
+	// Credentials stored before they were sealed at rest are sealed now.
+	if n, err := svc.channels.SealStored(ctx); err != nil {
+		return err
+	} else if n > 0 {
+		logger.Info("sealed stored channel credentials", "channels", n)
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

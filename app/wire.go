@@ -133,7 +133,7 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.channels = channels.NewService(channels.Config{
 		DB: db, Matcher: s.matcher, Follows: s.follows, Enqueuer: s.enqueuer,
 		Guard: channels.NewGuard(cfg.ChannelAllowHosts), Sender: s.sender, From: cfg.MailFrom,
-		BaseURL: cfg.PublicURL.String(), Logger: logger, Now: hooks.Now,
+		BaseURL: cfg.PublicURL.String(), Logger: logger, Now: hooks.Now, SecretKey: cfg.SecretKey,
 	})
 	s.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 		return s.channels.ScheduleInstant(ctx, tx, res.Users)

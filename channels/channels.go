@@ -70,8 +70,13 @@ type Channel struct {
 	DisabledReason string
 	FailingSince   time.Time // zero: healthy
 	CreatedAt      time.Time
-	secret         string
-	oldSecret      string
+	// CredentialsUnreadable says that a stored credential does not open
+	// under this SECRET_KEY (it was sealed under another): its deliveries
+	// fail saying so until the reader rotates the webhook's secret or
+	// enters the Slack/Discord URL or Matrix token again.
+	CredentialsUnreadable bool
+	secret                string
+	oldSecret             string
 }
 
 // Spec is what a reader sends to create or change a channel. On update,
@@ -118,6 +123,9 @@ type Config struct {
 	BaseURL  string // PUBLIC_URL, for the settings link in that mail
 	Logger   *slog.Logger
 	Now      func() time.Time
+	// SecretKey (SECRET_KEY) seals the signing secrets and access tokens
+	// stored in channels (see seal.go); it must not be empty.
+	SecretKey []byte
 }
 
 // Service owns channels, their events (the delivery ledger) and attempts:
@@ -134,9 +142,11 @@ type Service struct {
 	logger  *slog.Logger
 	now     func() time.Time
 	client  httpDoer
+	seal    *sealer
 }
 
-// NewService returns the channel service.
+// NewService returns the channel service. It panics without a
+// Config.SecretKey (the configuration always has one).
 func NewService(c Config) *Service {
 	if c.Now == nil {
 		c.Now = time.Now
@@ -147,9 +157,13 @@ func NewService(c Config) *Service {
 	if c.Guard == nil {
 		c.Guard = NewGuard(nil)
 	}
+	seal, err := newSealer(c.SecretKey)
+	if err != nil {
+		panic(err)
+	}
 	return &Service{db: c.DB, matcher: c.Matcher, follows: c.Follows, enq: c.Enqueuer, guard: c.Guard,
 		sender: c.Sender, from: c.From, base: strings.TrimSuffix(c.BaseURL, "/"), logger: c.Logger, now: c.Now,
-		client: c.Guard.Client()}
+		client: c.Guard.Client(), seal: seal}
 }
 
 // Hosts of the chat providers' incoming webhooks.
@@ -318,7 +332,8 @@ func (s *Service) Create(ctx context.Context, userID int64, spec Spec) (*Channel
 		return tx.QueryRow(ctx, `
 			INSERT INTO channels (user_id, type, url, room_id, access_token, mode, follows, secret, next_at, watermark)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, (SELECT high_seq FROM match_state))
-			RETURNING id`, userID, v.typ, v.url, v.roomID, v.accessToken, v.mode, v.follows, secret, next).Scan(&id)
+			RETURNING id`, userID, v.typ, s.seal.url(v.typ, userID, v.url), v.roomID, s.seal.seal(credToken, userID, v.accessToken), v.mode, v.follows,
+			s.seal.seal(credSecret, userID, secret), next).Scan(&id)
 	})
 	if err != nil {
 		return nil, err
@@ -334,7 +349,8 @@ func (s *Service) Create(ctx context.Context, userID int64, spec Spec) (*Channel
 const channelColumns = `id, user_id, type, url, room_id, access_token, mode, follows, secret, old_secret,
 	coalesce(old_secret_until, 'epoch'), enabled, disabled_reason, coalesce(failing_since, 'epoch'), created_at`
 
-func scanChannel(row pgx.Row) (*Channel, error) {
+// scanChannel reads a row of channelColumns, credentials opened.
+func (s *Service) scanChannel(row pgx.Row) (*Channel, error) {
 	var c Channel
 	var keys []string
 	var until, failing time.Time
@@ -356,13 +372,14 @@ func scanChannel(row pgx.Row) (*Channel, error) {
 	if failing.Unix() > 0 {
 		c.FailingSince = failing
 	}
+	s.seal.openChannel(&c)
 	return &c, nil
 }
 
 // Get returns the user's channel id, or an error wrapping
 // database.ErrNotFound (also for another reader's channel).
 func (s *Service) Get(ctx context.Context, userID, id int64) (*Channel, error) {
-	c, err := scanChannel(s.db.Pool.QueryRow(ctx, `SELECT `+channelColumns+` FROM channels WHERE id = $1 AND user_id = $2`, id, userID))
+	c, err := s.scanChannel(s.db.Pool.QueryRow(ctx, `SELECT `+channelColumns+` FROM channels WHERE id = $1 AND user_id = $2`, id, userID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, database.Missing("channel %d does not exist", id)
 	}
@@ -389,7 +406,7 @@ func (s *Service) List(ctx context.Context, userID int64) ([]*Channel, error) {
 	defer rows.Close()
 	out := []*Channel{}
 	for rows.Next() {
-		c, err := scanChannel(rows)
+		c, err := s.scanChannel(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -412,6 +429,13 @@ func (s *Service) Update(ctx context.Context, userID, id int64, spec Spec) (*Cha
 		if t, err := parseType(*spec.Type); err != nil || t != cur.Type {
 			return nil, apperr.InvalidField("type", "cannot change; create a new channel of the other type")
 		}
+	}
+	if cur.CredentialsUnreadable && cur.Type != Webhook && spec.URL == nil && spec.AccessToken == nil {
+		field := "url"
+		if cur.Type == Matrix {
+			field = "access_token"
+		}
+		return nil, apperr.InvalidField(field, "this channel's stored credential cannot be read (the server's SECRET_KEY changed); send it again with this change")
 	}
 	v := validated{typ: cur.Type, url: cur.URL, roomID: cur.RoomID, accessToken: cur.accessToken, mode: cur.Mode}
 	if cur.Follows != nil {
@@ -471,7 +495,7 @@ func (s *Service) Update(ctx context.Context, userID, id int64, spec Spec) (*Cha
 				disabled_reason = CASE WHEN $10 THEN '' ELSE disabled_reason END,
 				failing_since = CASE WHEN $10 AND NOT enabled THEN NULL ELSE failing_since END,
 				updated_at = now()
-			WHERE id = $1 AND user_id = $2`, id, userID, v.url, v.roomID, v.accessToken, v.mode, v.follows,
+			WHERE id = $1 AND user_id = $2`, id, userID, s.seal.url(v.typ, userID, v.url), v.roomID, s.seal.seal(credToken, userID, v.accessToken), v.mode, v.follows,
 			modeChanged, next, enabled)
 		return err
 	})
@@ -502,7 +526,8 @@ func (s *Service) RotateSecret(ctx context.Context, userID, id int64) (*Channel,
 	secret := NewSecret()
 	err := s.db.InTx(ctx, func(tx pgx.Tx) error {
 		var typ Type
-		if err := tx.QueryRow(ctx, `SELECT type FROM channels WHERE id = $1 AND user_id = $2 FOR UPDATE`, id, userID).Scan(&typ); err != nil {
+		var current string
+		if err := tx.QueryRow(ctx, `SELECT type, secret FROM channels WHERE id = $1 AND user_id = $2 FOR UPDATE`, id, userID).Scan(&typ, &current); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return database.Missing("channel %d does not exist", id)
 			}
@@ -511,9 +536,16 @@ func (s *Service) RotateSecret(ctx context.Context, userID, id int64) (*Channel,
 		if typ != Webhook {
 			return apperr.New(apperr.Conflict, "only webhook channels have a signing secret; this one is %s", typ)
 		}
+		// The previous secret keeps signing during the overlap, unless it
+		// no longer opens (sealed under another SECRET_KEY): then the new
+		// one signs alone.
+		old := current
+		if _, err := s.seal.open(credSecret, userID, current); err != nil {
+			old = ""
+		}
 		_, err := tx.Exec(ctx, `
-			UPDATE channels SET old_secret = secret, old_secret_until = $3, secret = $4, updated_at = now()
-			WHERE id = $1 AND user_id = $2`, id, userID, s.now().Add(RotationOverlap), secret)
+			UPDATE channels SET old_secret = $5, old_secret_until = $3, secret = $4, updated_at = now()
+			WHERE id = $1 AND user_id = $2`, id, userID, s.now().Add(RotationOverlap), s.seal.seal(credSecret, userID, secret), old)
 		return err
 	})
 	if err != nil {

@@ -118,7 +118,7 @@ func (s *Service) Deliver(ctx context.Context, eventID int64) error {
 	if err != nil {
 		return fmt.Errorf("reading event %d: %w", eventID, err)
 	}
-	c, err := scanChannel(s.db.Pool.QueryRow(ctx, `SELECT `+channelColumns+` FROM channels WHERE id = $1`, channelID))
+	c, err := s.scanChannel(s.db.Pool.QueryRow(ctx, `SELECT `+channelColumns+` FROM channels WHERE id = $1`, channelID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
@@ -131,6 +131,9 @@ func (s *Service) Deliver(ctx context.Context, eventID int64) error {
 	}
 	if !c.Enabled && typ != TypeTest {
 		return s.finish(ctx, eventID, StateFailed, 0, "channel disabled: "+c.DisabledReason)
+	}
+	if c.CredentialsUnreadable {
+		return s.finish(ctx, eventID, StateFailed, 0, errUnsealable.Error()+"; rotate the webhook's secret, or enter the channel's URL or access token again")
 	}
 	parts, err := messages(c.Type, []byte(body))
 	if err != nil {
@@ -370,17 +373,21 @@ func (s *Service) MailDisabled(ctx context.Context, channelID int64) error {
 	var typ Type
 	var target, reason, email string
 	var enabled bool
+	var userID int64
 	err := s.db.Pool.QueryRow(ctx, `
-		SELECT c.type, c.url, c.disabled_reason, c.enabled, coalesce(u.email, '')
+		SELECT c.type, c.url, c.disabled_reason, c.enabled, coalesce(u.email, ''), c.user_id
 		FROM channels c JOIN users u ON u.id = c.user_id
 		WHERE c.id = $1 AND u.email_confirmed_at IS NOT NULL
 		  AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email))`, channelID).
-		Scan(&typ, &target, &reason, &enabled, &email)
+		Scan(&typ, &target, &reason, &enabled, &email, &userID)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && (enabled || email == "") {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("reading disabled channel %d: %w", channelID, err)
+	}
+	if target, err = s.seal.open(credURL, userID, target); err != nil {
+		target = "" // sealed under another SECRET_KEY: the mail names no host
 	}
 	host := target
 	if u, err := url.Parse(target); err == nil {

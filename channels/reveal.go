@@ -73,5 +73,8 @@ func (s *Service) RevealSecret(ctx context.Context, userID int64, nonce string) 
 	if err != nil {
 		return nil, fmt.Errorf("opening a secret page: %w", err)
 	}
+	if r.Secret, err = s.seal.open(credSecret, userID, r.Secret); err != nil {
+		return nil, err
+	}
 	return &r, nil
 }
