@@ -104,9 +104,9 @@ type IngestResult struct {
 	Keys    int             `json:"keys"` // match-key rows written
 	// Hits counts the saved-search matches written (papers in search_hits
 	// rows; not in Keys).
-	Hits    int             `json:"-"`
-	FromSeq int64           `json:"-"`
-	ToSeq   int64           `json:"-"`
+	Hits    int   `json:"-"`
+	FromSeq int64 `json:"-"`
+	ToSeq   int64 `json:"-"`
 }
 
 // Store is the one writer of tables papers, paper_keys and match_state:
