@@ -128,7 +128,7 @@ func TestSavedSearchFollow(t *testing.T) {
 	// Following the same search again (another reader) writes no rows.
 	keys := func() int {
 		var n int
-		db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM paper_keys WHERE key = $1`, "query:"+norm).Scan(&n)
+		db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM search_matches WHERE key = $1`, "query:"+norm).Scan(&n)
 		return n
 	}
 	c.Do("PUT", "/v1/me/follows/query/"+url.PathEscape(norm), testapp.Token(t, "other", ""), nil)

@@ -291,8 +291,10 @@ type batch struct {
 	disputers []int64
 }
 
-// readBatch reads the batch's key rows once (a BRIN range scan on seq):
-// the distinct keys with their flags, sorted bytewise (COLLATE "C",
+// readBatch reads the batch's key rows once (a BRIN range scan on seq),
+// and its saved-search hits (search_hits_seq_idx; a row per search, its
+// key a batch key like any other, never a cross-list): the distinct keys
+// with their flags, sorted bytewise (COLLATE "C",
 // several times faster than the database's collation; keys are ASCII,
 // whose byte order is the indexes' order under C.UTF-8 and the like, so
 // the join's sort finds its input sorted and the identity probes walk the
@@ -313,7 +315,13 @@ func readBatch(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) (batch, err
 			SELECT key,
 			       bool_or(NOT cross_list AND NOT replacement) AS pn, bool_or(NOT cross_list AND replacement) AS pr,
 			       bool_or(cross_list AND NOT replacement) AS cn, bool_or(cross_list AND replacement) AS cr
-			FROM r GROUP BY key ORDER BY key COLLATE "C"
+			FROM (
+				SELECT key, cross_list, replacement FROM r
+				UNION ALL
+				SELECT key, false, replacement FROM search_hits
+				WHERE seq BETWEEN $1 AND $2
+			) r
+			GROUP BY key ORDER BY key COLLATE "C"
 		) k`,
 		fromSeq, toSeq).Scan(&b.keys, &b.primaryNew, &b.primaryReplaced, &b.crossNew, &b.crossReplaced, &papers)
 	if err != nil {
@@ -376,7 +384,8 @@ func (ks batchKeys) expand(ctx context.Context, tx pgx.Tx) (batchKeys, error) {
 // EXISTS over its follows, each expanded through the registry like the
 // feed's, and the follow's rows in the batch (paper_keys_key_seq_idx range
 // scans), stopping at the first row that is not disputed for that follow's
-// person.
+// person. A saved search's match (search_hits) is never disputed: a
+// candidate with one in the batch keeps it.
 func withoutDisputedOnly(ctx context.Context, tx pgx.Tx, users, candidates []int64, fromSeq, toSeq int64) ([]int64, error) {
 	var check []int64
 	for _, u := range candidates {
@@ -406,7 +415,12 @@ func withoutDisputedOnly(ctx context.Context, tx pgx.Tx, users, candidates []int
 				SELECT 1 FROM identity_disputes d
 				WHERE d.user_id = u.user_id AND d.paper_id = pk.paper_id
 				  AND (d.follow_key = f.key
-				       OR d.follow_key IN (SELECT k3.key FROM identity_keys k3 WHERE k3.identity_id = k1.identity_id))))`,
+				       OR d.follow_key IN (SELECT k3.key FROM identity_keys k3 WHERE k3.identity_id = k1.identity_id))))
+		   OR EXISTS (
+			SELECT 1
+			FROM follows f JOIN search_hits h ON h.key = f.key AND h.seq BETWEEN $2 AND $3
+			WHERE f.user_id = u.user_id AND f.key >= 'query:' AND f.key < 'query;'
+			  AND (f.include_replacements OR NOT h.replacement))`,
 		check, fromSeq, toSeq)
 	if err != nil {
 		return nil, fmt.Errorf("checking disputed matches of %d users: %w", len(check), err)
@@ -586,15 +600,20 @@ func newQueryArrays(qs []Query) queryArrays {
 // joins, not a correlated subquery: planning stays as cheap as before;
 // hits skip papers the user disputed for that person;
 // hits: for each expanded key, its newest rows in the window (index range
-// scan, LIMIT per key), with the follow that matched;
+// scan, LIMIT per key), with the follow that matched; a saved search's
+// (query: keys) are the papers of its newest search_hits rows in the
+// window instead (search_hits_pkey, the same range scan; its paper_keys
+// probe finds nothing), which share their row's seq: papers of one seq are
+// ordered by id;
 // c: the newest event per paper and the follows it hit (keys);
 // s: with a window start, papers first matched before it are not new; they
 // stay only for a replacement event (opted in). A paper first stored inside
 // the window cannot have such a match, so only older papers are probed. The
 // LATERAL ... LIMIT 1 probes that candidate's few key rows (primary key on
 // paper_id); a plain EXISTS lets the planner hash every earlier match of
-// every followed key instead. With only_key, "before" means before by that
-// follow: a paper another follow matched earlier is new to it (filtered
+// every followed key instead. A saved search's earlier matches are its
+// search_hits rows before the window (search_hits_pkey, the user's few
+// searches). With only_key, "before" means before by that follow: a paper another follow matched earlier is new to it (filtered
 // channels).
 // total counts what is kept (window functions run before LIMIT).
 const matchedManySQL = `
@@ -623,7 +642,7 @@ const matchedManySQL = `
 				WHERE fo.user_id = q.user_id AND (q.only_key = '' OR fo.key = q.only_key)
 				ORDER BY m.key, fo.created_at, fo.key
 			) fo CROSS JOIN LATERAL (
-				SELECT pk.paper_id, pk.seq, pk.replacement, pk.new_paper
+				(SELECT pk.paper_id, pk.seq, pk.replacement, pk.new_paper
 				FROM paper_keys pk
 				WHERE pk.key = fo.mkey AND pk.seq > q.after_seq AND pk.seq <= q.upto_seq
 				  AND (fo.include_cross_lists OR NOT pk.cross_list)
@@ -634,31 +653,48 @@ const matchedManySQL = `
 					  AND (d.follow_key = fo.key
 					       OR d.follow_key IN (SELECT k3.key FROM identity_keys k3 WHERE k3.identity_id = fo.ident))))
 				ORDER BY pk.seq DESC
-				LIMIT q.per_key
+				LIMIT q.per_key)
+				UNION ALL
+				(SELECT u.paper_id, h.seq, h.replacement, h.new_paper
+				FROM search_hits h CROSS JOIN LATERAL unnest(h.paper_ids) AS u(paper_id)
+				WHERE fo.mkey >= 'query:' AND fo.mkey < 'query;'
+				  AND h.key = fo.mkey AND h.seq > q.after_seq AND h.seq <= q.upto_seq
+				  AND (fo.include_replacements OR NOT h.replacement)
+				ORDER BY h.seq DESC
+				LIMIT q.per_key)
 			) k
 			GROUP BY k.paper_id
 		) c
 		LEFT JOIN LATERAL (
-			SELECT true AS seen
-			FROM paper_keys pk
-			CROSS JOIN LATERAL (
-				SELECT pk.key AS key
+			SELECT true AS seen FROM (
+				(SELECT 1
+				FROM paper_keys pk
+				CROSS JOIN LATERAL (
+					SELECT pk.key AS key
+					UNION ALL
+					SELECT k2.key FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
+					WHERE k1.key = pk.key AND k2.key <> pk.key
+				) x
+				JOIN follows fo ON fo.user_id = q.user_id AND fo.key = x.key
+				  AND (q.only_key = '' OR fo.key = q.only_key)
+				WHERE q.after_seq > 0 AND NOT c.new_in_window AND pk.paper_id = c.paper_id
+				  AND pk.seq <= q.after_seq AND NOT pk.replacement
+				  AND (fo.include_cross_lists OR NOT pk.cross_list))
 				UNION ALL
-				SELECT k2.key FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
-				WHERE k1.key = pk.key AND k2.key <> pk.key
+				(SELECT 1
+				FROM follows fo JOIN search_hits h ON h.key = fo.key
+				WHERE q.after_seq > 0 AND NOT c.new_in_window
+				  AND fo.user_id = q.user_id AND fo.key >= 'query:' AND fo.key < 'query;'
+				  AND (q.only_key = '' OR fo.key = q.only_key)
+				  AND h.seq <= q.after_seq AND NOT h.replacement AND c.paper_id = ANY(h.paper_ids))
 			) x
-			JOIN follows fo ON fo.user_id = q.user_id AND fo.key = x.key
-			  AND (q.only_key = '' OR fo.key = q.only_key)
-			WHERE q.after_seq > 0 AND NOT c.new_in_window AND pk.paper_id = c.paper_id
-			  AND pk.seq <= q.after_seq AND NOT pk.replacement
-			  AND (fo.include_cross_lists OR NOT pk.cross_list)
 			LIMIT 1
 		) s ON true
 		WHERE s.seen IS NULL OR c.replaced_in_window
-		ORDER BY c.seq DESC
+		ORDER BY c.seq DESC, c.paper_id DESC
 		LIMIT q.lim
 	) j
-	ORDER BY q.ord, j.seq DESC`
+	ORDER BY q.ord, j.seq DESC, j.paper_id DESC`
 
 // selectMatches runs matchedManySQL for qs and returns one Result per query
 // with ids, seqs, totals and, where the selection's keys suffice, reasons;
@@ -898,6 +934,11 @@ func loadReasons(ctx context.Context, tx pgx.Tx, userID int64, ids []int64) (map
 	// Of several follows of one person (fo.ident) the first made is the
 	// one reason; a follow whose person the user disputed for the paper is
 	// none.
+	//
+	// Saved searches are not in paper_keys: qh reads the search_hits rows
+	// of the user's own searches (search_hits_pkey, their few rows) that
+	// list one of the papers, never the other readers' searches that
+	// matched them.
 	rows, err := tx.Query(ctx, `
 		WITH fo AS MATERIALIZED (
 			SELECT f.key, f.created_at, f.include_cross_lists, k1.identity_id AS ident, coalesce(k2.key, f.key) AS mkey
@@ -905,11 +946,20 @@ func loadReasons(ctx context.Context, tx pgx.Tx, userID int64, ids []int64) (map
 			LEFT JOIN identity_keys k1 ON k1.key = f.key
 			LEFT JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
 			WHERE f.user_id = $1
+		), qh AS MATERIALIZED (
+			SELECT DISTINCT u.id, h.key
+			FROM fo JOIN search_hits h ON h.key = fo.key
+			CROSS JOIN LATERAL unnest(h.paper_ids) AS u(id)
+			WHERE fo.key >= 'query:' AND fo.key < 'query;' AND h.paper_ids && $2::bigint[] AND u.id = ANY($2)
 		)
 		SELECT id, key, followed FROM (
 			SELECT DISTINCT ON (p.id, coalesce(fo.ident::text, fo.key)) p.id, fo.key, fo.created_at AS followed
 			FROM unnest($2::bigint[]) AS p(id)
-			CROSS JOIN LATERAL (SELECT key, cross_list FROM paper_keys WHERE paper_id = p.id OFFSET 0) pk
+			CROSS JOIN LATERAL (
+				(SELECT key, cross_list FROM paper_keys WHERE paper_id = p.id OFFSET 0)
+				UNION ALL
+				SELECT key, false FROM qh WHERE qh.id = p.id
+			) pk
 			JOIN fo ON fo.mkey = pk.key
 			WHERE (fo.include_cross_lists OR NOT pk.cross_list)
 			  AND NOT EXISTS (

@@ -98,7 +98,7 @@ func TestBackfillIsAJob(t *testing.T) {
 		t.Fatalf("%d backfill jobs for two searches (one followed twice), want 2", len(jobs))
 	}
 	rows := func(s follow.Target) []string {
-		r, err := db.Pool.Query(ctx, `SELECT p.arxiv_id FROM paper_keys k JOIN papers p ON p.id = k.paper_id WHERE k.key = $1 ORDER BY 1`, s.Key())
+		r, err := db.Pool.Query(ctx, `SELECT p.arxiv_id FROM search_matches k JOIN papers p ON p.id = k.paper_id WHERE k.key = $1 ORDER BY 1`, s.Key())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,8 +19,10 @@ import (
 // Saved searches are match keys like any other: at ingest every new or
 // changed paper of the batch is evaluated against every distinct saved
 // search somebody follows (follow.ActiveSearches), with search.MatchBatch,
-// and a paper a search matches gets a "query:<normal form>" key row. Feeds,
-// digests, counts and ETags then work unchanged.
+// and the papers a search matches are listed in one search_hits row of its
+// key "query:<normal form>" per batch (hits.go), with a seq like key rows.
+// Feeds, digests, channels and the match job read those rows alongside
+// paper_keys (package match).
 
 // searchCache keeps compiled searches between batches: a batch parses only
 // the searches followed since the last one.
@@ -148,8 +150,9 @@ const BackfillDays = 30
 
 // BackfillSearch gives a newly followed saved search (its normal form) its
 // matches among the papers announced since since, in one transaction under
-// keyWritersLock: it evaluates the search against those papers that have no
-// row for its key yet, writes their key rows, bumps the search's followers'
+// keyWritersLock: it evaluates the search against those papers it has not
+// matched yet (no search_hits row lists them), writes one search_hits row
+// of those papers, bumps the search's followers'
 // feed versions (so their ETags change exactly when the matches land),
 // enqueues the match job of the rows (instant alerts, channels) and calls
 // done (the job's completion, which commits with the rows). It runs from
@@ -185,10 +188,14 @@ func (st *Store) BackfillSearch(ctx context.Context, normalized string, since ti
 		if err := lockWriters(ctx, tx); err != nil {
 			return err
 		}
-		var rows []keyRow
-		err := scanRecent(ctx, tx, since, key, func(id int64, p *Paper) {
-			if q.Match(p.Doc()) {
-				rows = append(rows, keyRow{PaperID: id, Key: key, Version: max(p.Version, 1)})
+		had, err := SearchHits(ctx, tx, key)
+		if err != nil {
+			return err
+		}
+		var ids []int64
+		err = scanRecent(ctx, tx, since, func(id int64, p *Paper) {
+			if _, ok := slices.BinarySearch(had, id); !ok && q.Match(p.Doc()) {
+				ids = append(ids, id)
 			}
 		})
 		if err != nil {
@@ -198,13 +205,13 @@ func (st *Store) BackfillSearch(ctx context.Context, normalized string, since ti
 		if err != nil {
 			return err
 		}
-		if len(rows) > 0 && len(followers) > 0 {
-			from, to, err := writeKeys(ctx, tx, rows)
+		if len(ids) > 0 && len(followers) > 0 {
+			from, to, err := writeKeys(ctx, tx, nil, hitSet{hitKind{key: key}: ids})
 			if err != nil {
 				return err
 			}
 			if to > 0 {
-				added = len(rows)
+				added = len(ids)
 				if err := account.BumpFeeds(ctx, tx, followers...); err != nil {
 					return err
 				}
@@ -240,7 +247,7 @@ func (st *Store) PreviewSearch(ctx context.Context, q *search.Query, since time.
 	var pv Preview
 	err := st.db.Read(ctx, nil, func(tx pgx.Tx) error {
 		pv = Preview{}
-		return scanRecent(ctx, tx, since, "", func(_ int64, p *Paper) {
+		return scanRecent(ctx, tx, since, func(_ int64, p *Paper) {
 			if q.Match(p.Doc()) {
 				pv.Count++
 				if len(pv.Newest) < limit {
@@ -261,17 +268,14 @@ const recentSQL = `
 	       p.abs_url, coalesce(p.announced_at, p.submitted_at, p.created_at)
 	FROM papers p
 	WHERE coalesce(p.announced_at, p.submitted_at, p.created_at) >= $1 AND p.deleted_at IS NULL
-	  AND ($2 = '' OR NOT EXISTS (SELECT 1 FROM paper_keys k WHERE k.paper_id = p.id AND k.key = $2))
 	ORDER BY coalesce(p.announced_at, p.submitted_at, p.created_at) DESC, p.id DESC`
 
 // scanRecent calls fn for every paper not withdrawn and announced since
-// since, newest first, without the ones that already have a row for
-// skipKey (when set). A month of arXiv is some 25,000 papers: a range
+// since, newest first. A month of arXiv is some 25,000 papers: a range
 // scan of papers_recent_idx (the WHERE and ORDER BY are its expression and
-// predicate, word for word), each paper evaluated in Go; the skipKey probe
-// is paper_keys' primary key.
-func scanRecent(ctx context.Context, tx pgx.Tx, since time.Time, skipKey string, fn func(id int64, p *Paper)) error {
-	rows, err := tx.Query(ctx, recentSQL, since, skipKey)
+// predicate, word for word), each paper evaluated in Go.
+func scanRecent(ctx context.Context, tx pgx.Tx, since time.Time, fn func(id int64, p *Paper)) error {
+	rows, err := tx.Query(ctx, recentSQL, since)
 	if err != nil {
 		return fmt.Errorf("reading recent papers: %w", err)
 	}

@@ -109,7 +109,7 @@ func TestSearchKeysAtIngestEqualMatch(t *testing.T) {
 		t.Helper()
 		got := map[string][]string{}
 		rows, err := db.Pool.Query(ctx, `
-			SELECT DISTINCT p.arxiv_id, substr(k.key, 7) FROM paper_keys k JOIN papers p ON p.id = k.paper_id
+			SELECT DISTINCT p.arxiv_id, substr(k.key, 7) FROM search_matches k JOIN papers p ON p.id = k.paper_id
 			WHERE k.key LIKE 'query:%'`)
 		if err != nil {
 			t.Fatal(err)
@@ -184,7 +184,7 @@ func TestSearchKeysAtIngestEqualMatch(t *testing.T) {
 				continue
 			}
 			var n int
-			if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM paper_keys k JOIN papers pp ON pp.id = k.paper_id
+			if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM search_matches k JOIN papers pp ON pp.id = k.paper_id
 				WHERE pp.arxiv_id = $1 AND k.key = $2`, p.ArxivID, "query:"+norm).Scan(&n); err != nil {
 				t.Fatal(err)
 			}

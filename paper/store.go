@@ -102,8 +102,11 @@ type IngestResult struct {
 	// Skipped lists records a lenient source sent that could not be used.
 	Skipped []apperr.Detail `json:"skipped,omitempty"`
 	Keys    int             `json:"keys"` // match-key rows written
-	FromSeq int64           `json:"-"`
-	ToSeq   int64           `json:"-"`
+	// Hits counts the saved-search matches written (papers in search_hits
+	// rows; not in Keys).
+	Hits    int   `json:"-"`
+	FromSeq int64 `json:"-"`
+	ToSeq   int64 `json:"-"`
 }
 
 // Store is the one writer of tables papers, paper_keys and match_state:
@@ -187,6 +190,9 @@ type stored struct {
 	paper   Paper
 	deleted bool
 	keys    map[string]bool
+	// searches are the saved-search keys with a search_hits row of the
+	// paper (kept apart from keys: they are not paper_keys rows).
+	searches map[string]bool
 }
 
 // keyRow is one paper_keys row to write.
@@ -284,6 +290,7 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 		}
 	}
 	var observed []Paper // papers with author ids new to them
+	hits := hitSet{}
 	for _, p := range batch {
 		if id, ok := inserted[p.ArxivID]; ok {
 			res.New++
@@ -294,7 +301,7 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 				keys = append(keys, keyRow{PaperID: id, Key: k.Key, Version: max(p.Version, 1), Cross: k.Cross, NewPaper: true})
 			}
 			for _, k := range queryKeys[p.ArxivID] {
-				keys = append(keys, keyRow{PaperID: id, Key: k, Version: max(p.Version, 1), NewPaper: true})
+				hits.add(hitKind{key: k, newPaper: true}, id)
 			}
 			continue
 		}
@@ -323,11 +330,8 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 			continue
 		}
 		var newKeys []keyRow
-		mergedKeys := merged.Keys()
-		for _, k := range queryKeys[p.ArxivID] {
-			mergedKeys = append(mergedKeys, Key{Key: k})
-		}
-		for _, k := range mergedKeys {
+		newHits := hits.addStored(old, queryKeys[p.ArxivID], replacing)
+		for _, k := range merged.Keys() {
 			switch {
 			case !old.keys[k.Key]:
 				newKeys = append(newKeys, keyRow{PaperID: old.id, Key: k.Key, Version: merged.Version, Cross: k.Cross, Replacement: false, NewPaper: false})
@@ -354,7 +358,7 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 		switch {
 		case replacing:
 			res.Replaced++
-		case changed || len(newKeys) > 0:
+		case changed || len(newKeys) > 0 || newHits:
 			res.Updated++
 		default:
 			res.Unchanged++
@@ -381,6 +385,9 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 		if _, err := tx.Exec(ctx, `DELETE FROM paper_keys WHERE paper_id = ANY($1)`, deletes); err != nil {
 			return fmt.Errorf("removing the keys of %d deleted papers: %w", len(deletes), err)
 		}
+		if err := removeHits(ctx, tx, deletes); err != nil {
+			return err
+		}
 	}
 	if len(observed) > 0 {
 		for _, o := range st.observers {
@@ -389,31 +396,29 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 			}
 		}
 	}
-	if len(keys) == 0 {
+	if len(keys) == 0 && len(hits) == 0 {
 		return nil
 	}
-	from, to, err := writeKeys(ctx, tx, keys)
+	from, to, err := writeKeys(ctx, tx, keys, hits)
 	if err != nil {
 		return err
 	}
-	res.Keys, res.FromSeq, res.ToSeq = len(keys), from, to
+	res.Keys, res.Hits, res.FromSeq, res.ToSeq = len(keys), hits.matches(), from, to
 	if err := st.enq.EnqueueMatch(ctx, tx, from, to); err != nil {
 		return fmt.Errorf("enqueuing match job for seq %d..%d: %w", from, to, err)
 	}
 	return nil
 }
 
-// writeKeys inserts key rows and returns their seq range. The caller holds
-// keyWritersLock (see there for why).
+// writeKeys inserts key rows and saved-search hits and returns their seq
+// range (hits.write). The caller holds keyWritersLock (see there for why).
 //
 // The rows of papers this transaction inserted (NewPaper, not an event:
 // nothing else can have written a key for such a paper) are most of a
-// batch's, and with saved searches most of them are query: rows, hundreds
-// of thousands for a large batch: they go in with COPY, under a block of
-// seqs reserved at once, sorted by key so that paper_keys_key_seq_idx is
-// written leaf after leaf. The others go through INSERT … ON CONFLICT DO
-// NOTHING.
-func writeKeys(ctx context.Context, tx pgx.Tx, keys []keyRow) (from, to int64, err error) {
+// batch's: they go in with COPY, under a block of seqs reserved at once,
+// sorted by key so that paper_keys_key_seq_idx is written leaf after leaf.
+// The others go through INSERT … ON CONFLICT DO NOTHING.
+func writeKeys(ctx context.Context, tx pgx.Tx, keys []keyRow, hits hitSet) (from, to int64, err error) {
 	var fresh, rest []keyRow
 	for _, k := range keys {
 		if k.NewPaper && k.Event == "" {
@@ -429,6 +434,16 @@ func writeKeys(ctx context.Context, tx pgx.Tx, keys []keyRow) (from, to int64, e
 	}
 	if len(fresh) > 0 {
 		f, t, err := copyKeys(ctx, tx, fresh)
+		if err != nil {
+			return 0, 0, err
+		}
+		if from == 0 || f < from {
+			from = f
+		}
+		to = max(to, t)
+	}
+	if len(hits) > 0 {
+		f, t, err := hits.write(ctx, tx)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -663,7 +678,7 @@ func loadForUpdate(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*st
 	}
 	var paperIDs []int64
 	for rows.Next() {
-		s := &stored{keys: map[string]bool{}}
+		s := &stored{keys: map[string]bool{}, searches: map[string]bool{}}
 		p := &s.paper
 		var authors []byte
 		if err := rows.Scan(&s.id, &p.ArxivID, &p.Version, &p.Title, &p.Abstract, &authors, &p.PrimaryCategory,
@@ -707,7 +722,11 @@ func loadForUpdate(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*st
 		}
 		byID[id].keys[key] = true
 	}
-	return out, krows.Err()
+	if err := krows.Err(); err != nil {
+		return nil, fmt.Errorf("loading keys of %d papers: %w", len(paperIDs), err)
+	}
+	krows.Close()
+	return out, loadSearches(ctx, tx, paperIDs, byID)
 }
 
 // merge combines what is stored with a newer (or equal) record of the same
