@@ -76,10 +76,7 @@ func WriteReports(w io.Writer, reps []*Report) error {
 		}
 	}
 	ratio := len(reps) > 1
-	header := []string{"figure", "target"}
-	for _, n := range names {
-		header = append(header, n)
-	}
+	header := append([]string{"figure", "target"}, names...)
 	if ratio {
 		header = append(header, last.Level.Name+"/"+first.Level.Name)
 	}
