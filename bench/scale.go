@@ -1,4 +1,4 @@
-// Package bench builds scale S (docs/ARCHITECTURE.md) from a seeded generator and
+// Package bench builds scales S and M (docs/ARCHITECTURE.md) from a seeded generator and
 // measures the performance targets against it, with the service's real code
 // paths. `followfeed-lab bench` (make bench) runs it and writes BENCHMARKS.md.
 package bench
