@@ -195,6 +195,9 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", msf(d)) }
 // msf is d in milliseconds.
 func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// msTarget formats a target duration as "15 ms".
+func msTarget(d time.Duration) string { return fmt.Sprintf("%g ms", msf(d)) }
+
 // seconds formats a target duration as "2 s" or "0.5 s".
 func seconds(d time.Duration) string { return fmt.Sprintf("%g s", d.Seconds()) }
 
