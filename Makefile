@@ -39,11 +39,13 @@ lint-openapi:
 build:
 	$(GO) build -o bin/followfeed ./cmd/followfeed && $(GO) build -o bin/followfeed-lab ./cmd/followfeed-lab
 
-## bench: build scale S (once, kept in database followfeed_bench) and measure
+## bench: build scales S and M (once each, kept in databases followfeed_bench and
+## followfeed_bench_m) and measure both side by side; pass flags with BENCH_FLAGS,
+## e.g. make bench BENCH_FLAGS="--scale S"
 bench:
 	@$(ENV); DATABASE_URL="$$(scripts/pg-ensure.sh followfeed_bench)"; export DATABASE_URL; \
 	 $(GO) build -o bin/followfeed ./cmd/followfeed && $(GO) build -o bin/followfeed-lab ./cmd/followfeed-lab && \
-	 bin/followfeed-lab bench --out BENCHMARKS.md
+	 bin/followfeed-lab bench --out BENCHMARKS.md $(BENCH_FLAGS)
 
 ## soak: reliability scenarios against the real binary (bin/followfeed) (needs scale S from
 ## `make bench` for the load scenario); rewrites RELIABILITY.md. Pass flags

@@ -18,11 +18,26 @@ import (
 
 // Figure is one measured number beside its target.
 type Figure struct {
+	// Key names the figure across scales (the side-by-side report's row);
+	// "" means Name does.
+	Key    string
 	Name   string
 	Target string
 	Result string
-	Pass   bool
-	Note   string
+	// Value is the figure's number (seconds, a rate, a p99 in ms, a
+	// share, MiB), what the side-by-side report divides for the ratio
+	// between scales; 0 means the figure has none.
+	Value float64
+	Pass  bool
+	Note  string
+}
+
+// key is the figure's row across scales.
+func (f Figure) key() string {
+	if f.Key != "" {
+		return f.Key
+	}
+	return f.Name
 }
 
 // batchPapers makes n new papers drawn like the generated ones (skewed

@@ -1,4 +1,4 @@
-// Package bench builds scale S (docs/ARCHITECTURE.md) from a seeded generator and
+// Package bench builds scales S and M (docs/ARCHITECTURE.md) from a seeded generator and
 // measures the performance targets against it, with the service's real code
 // paths. `followfeed-lab bench` (make bench) runs it and writes BENCHMARKS.md.
 package bench
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"followfeed/database"
 	"followfeed/follow"
@@ -33,6 +34,14 @@ type Scale struct {
 // and every researcher an identity with 2–3 ids (Identities).
 var ScaleS = Scale{Users: 100_000, CategoryFollow: 5, ResearcherFoll: 15, Papers: 1_000_000,
 	Researchers: 300_000, AuthorsPer: 4, AbstractChars: 1200, Identities: 2}
+
+// ScaleM is the scale M of docs/ARCHITECTURE.md: ten times S's readers with
+// S's per-reader follows (1M users, ~19M follows, the same Zipf skew), three
+// times its papers (3M, ~25M keys) and a researcher pool three times S's
+// (900k identities): the pool grows with the papers, so a researcher writes
+// as many papers as at S, and has about 10/3 as many followers.
+var ScaleM = Scale{Users: 1_000_000, CategoryFollow: 5, ResearcherFoll: 15, Papers: 3_000_000,
+	Researchers: 900_000, AuthorsPer: 4, AbstractChars: 1200, Identities: 2}
 
 // popular lists the categories that get most papers and followers first;
 // the rest of the taxonomy follows in id order. Ranks are drawn from a
@@ -60,8 +69,12 @@ func Seeded(ctx context.Context, db *database.DB, s Scale) (bool, error) {
 
 // Generate fills an empty, migrated database with scale s. The generator is
 // seeded (setseed), so every run builds the same data. It logs progress to
-// log and takes a few minutes at scale S on two cores.
+// log, takes a few minutes at scale S and about half an hour at scale M on two
+// shared cores (28 minutes, 16 GB), and records in bench_meta (written last, so a dataset whose build
+// was interrupted is never taken for a complete one) the scale, how long the
+// build took and the database's size on disk after it.
 func Generate(ctx context.Context, db *database.DB, s Scale, log io.Writer) error {
+	began := time.Now()
 	conn, err := db.Pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -73,7 +86,8 @@ func Generate(ctx context.Context, db *database.DB, s Scale, log io.Writer) erro
 		if err != nil {
 			return fmt.Errorf("generating %s: %w", name, err)
 		}
-		fmt.Fprintf(log, "  %-28s %9d rows  %6.1fs\n", name, tag.RowsAffected(), time.Since(start).Seconds())
+		fmt.Fprintf(log, "  %-28s %9d rows  %6.1fs  (%s in all)\n", name, tag.RowsAffected(), time.Since(start).Seconds(),
+			time.Since(began).Round(time.Second))
 		return nil
 	}
 	// Category ranks: popular first, then every other active category.
@@ -89,13 +103,18 @@ func Generate(ctx context.Context, db *database.DB, s Scale, log io.Writer) erro
 			cats, archives = append(cats, c.ID), append(archives, c.Archive)
 		}
 	}
-	steps := []struct {
+	monthly := papersPerMonth(s)
+	type sqlStep struct {
 		name string
 		sql  string
 		args []any
-	}{
-		{"session", `SET maintenance_work_mem = '512MB'`, nil},
-		{"session", `SET work_mem = '256MB'`, nil},
+	}
+	steps := []sqlStep{
+		// Index builds and the sorts of 25M key rows (scale M) want memory;
+		// two cores: one parallel worker beside the leader.
+		{"session", `SET maintenance_work_mem = '1GB'`, nil},
+		{"session", `SET max_parallel_maintenance_workers = 1`, nil},
+		{"session", `SET work_mem = '512MB'`, nil},
 		{"session", `SET synchronous_commit = off`, nil},
 		{"seed", `SELECT setseed(0.42)`, nil},
 		{"categories", `CREATE UNLOGGED TABLE bench_cats AS
@@ -115,6 +134,25 @@ func Generate(ctx context.Context, db *database.DB, s Scale, log io.Writer) erro
 			       CASE WHEN random() < 0.5 THEN 1 + floor(random() * 5000)::int END AS inst
 			FROM generate_series(1, $1) g`,
 			[]any{s.Papers, len(cats), s.Researchers, s.AuthorsPer}},
+	}
+	// Bulk loads are faster into a table without its B-trees and
+	// foreign keys: papers, their keys and the follows are loaded bare and
+	// indexed (sorted once, maintenance_work_mem) and checked (one join per
+	// foreign key) afterwards.
+	var rebuild []sqlStep
+	for _, table := range []string{"papers", "paper_keys", "follows"} {
+		drop, add, err := bareTable(ctx, conn, table)
+		if err != nil {
+			return err
+		}
+		for _, q := range drop {
+			steps = append(steps, sqlStep{"drop " + table + " indexes", q, nil})
+		}
+		for _, q := range add {
+			rebuild = append(rebuild, sqlStep{"index " + table, q, nil})
+		}
+	}
+	steps = append(steps, []sqlStep{
 		{"papers", `INSERT INTO papers (arxiv_id, version, title, abstract, authors, primary_category, categories,
 				institutions, submitted_at, updated_at, announced_at, abs_url, pdf_url, source)
 			SELECT aid, 1, 'Synthetic paper ' || p.n || ' on ' || c.id,
@@ -128,14 +166,11 @@ func Generate(ctx context.Context, db *database.DB, s Scale, log io.Writer) erro
 			JOIN bench_cats c ON c.rank = p.prim
 			LEFT JOIN bench_cats c1 ON c1.rank = p.cross1 AND c1.rank <> p.prim
 			LEFT JOIN bench_cats c2 ON c2.rank = p.cross2 AND c2.rank <> p.prim AND c2.rank IS DISTINCT FROM c1.rank
-			-- 20,000 papers a month from 2001: YYMM.NNNNN, all distinct.
-			CROSS JOIN LATERAL (SELECT to_char(20 + (p.n / 20000) / 12, 'FM00') || to_char(1 + (p.n / 20000) % 12, 'FM00')
-			                           || '.' || to_char(p.n % 20000 + 1, 'FM00000') AS aid,
-			                           timestamptz '2020-01-01' + p.n * interval '2 minutes' AS ts) x
-			ORDER BY p.n`, []any{s.AbstractChars}},
-		// Bulk loads are faster into a table without its B-trees.
-		{"drop key indexes", `ALTER TABLE paper_keys DROP CONSTRAINT paper_keys_pkey`, nil},
-		{"drop key indexes", `DROP INDEX paper_keys_key_seq_idx`, nil},
+			-- $2 papers a month from 2020-01: YYMM.NNNNN, all distinct.
+			CROSS JOIN LATERAL (SELECT to_char(20 + (p.n / $2) / 12, 'FM00') || to_char(1 + (p.n / $2) % 12, 'FM00')
+			                           || '.' || to_char(p.n % $2 + 1, 'FM00000') AS aid,
+			                           timestamptz '2020-01-01' + p.n * $3::interval AS ts) x
+			ORDER BY p.n`, []any{s.AbstractChars, monthly, fmt.Sprintf("%d seconds", 2_400_000/monthly)}},
 		// Keys in paper order, so seq (and the BRIN index) follow papers.
 		{"paper keys", `INSERT INTO paper_keys (paper_id, key, version, cross_list, replacement, new_paper, seq)
 			SELECT paper_id, key, 1, bool_and(cross_list), false, true, nextval('paper_key_seq')
@@ -152,8 +187,6 @@ func Generate(ctx context.Context, db *database.DB, s Scale, log io.Writer) erro
 			) k
 			GROUP BY paper_id, key
 			ORDER BY paper_id, key`, nil},
-		{"key primary key", `ALTER TABLE paper_keys ADD PRIMARY KEY (paper_id, key, version, event)`, nil},
-		{"key seq index", `CREATE INDEX paper_keys_key_seq_idx ON paper_keys (key, seq DESC) INCLUDE (paper_id, cross_list, replacement, new_paper)`, nil},
 		{"watermark", `UPDATE match_state SET high_seq = (SELECT max(seq) FROM paper_keys)`, nil},
 		{"users", `INSERT INTO users (sub, email, email_confirmed_at, timezone)
 			SELECT 'bench-user-' || g, 'reader' || g || '@example.org', now(),
@@ -161,27 +194,28 @@ func Generate(ctx context.Context, db *database.DB, s Scale, log io.Writer) erro
 			FROM generate_series(1, $1) g`, []any{s.Users}},
 		{"user feeds", `INSERT INTO user_feeds (user_id) SELECT id FROM users`, nil},
 		// random() in a select list is evaluated per row: each user draws
-		// their own skewed categories and researchers.
+		// their own skewed categories and researchers. DISTINCT ON keeps one
+		// follow per user and key (the primary key is built afterwards).
 		{"category follows", `INSERT INTO follows (user_id, key, kind, target)
 			SELECT DISTINCT ON (x.user_id, c.id) x.user_id, 'category:' || c.id, 'category', c.id
 			FROM (SELECT u.id AS user_id, least(floor(power($2::float, power(random(), 2)))::int, $2) AS r
 			      FROM users u CROSS JOIN generate_series(1, $1)) x
-			JOIN bench_cats c ON c.rank = x.r
-			ON CONFLICT DO NOTHING`, []any{s.CategoryFollow, len(cats)}},
+			JOIN bench_cats c ON c.rank = x.r`, []any{s.CategoryFollow, len(cats)}},
 		// Half the researcher follows use the host's id (the Follow
 		// button's), which papers never carry: they match through the
 		// identity registry (identitySteps).
 		{"researcher follows", `INSERT INTO follows (user_id, key, kind, target)
-			SELECT x.user_id, 'researcher:' || x.scheme || x.r, 'researcher', x.scheme || x.r
+			SELECT DISTINCT ON (x.user_id, x.scheme, x.r) x.user_id, 'researcher:' || x.scheme || x.r, 'researcher', x.scheme || x.r
 			FROM (SELECT u.id AS user_id, greatest(floor(power($2::float, random()))::int, 1) AS r,
 			             CASE WHEN random() < 0.5 THEN 'host:' ELSE 's2:' END AS scheme
-			      FROM users u CROSS JOIN generate_series(1, $1)) x
-			ON CONFLICT DO NOTHING`, []any{s.ResearcherFoll, s.Researchers}},
-		{"follow counts", `INSERT INTO follow_counts (key, followers) SELECT key, count(*) FROM follows GROUP BY key`, nil},
-		{"drop plan", `DROP TABLE bench_plan, bench_cats`, nil},
-		{"meta", `CREATE TABLE bench_meta AS SELECT $1::text AS scale, now() AS built_at`, []any{fmt.Sprint(s)}},
+			      FROM users u CROSS JOIN generate_series(1, $1)) x`, []any{s.ResearcherFoll, s.Researchers}},
+	}...)
+	steps = append(steps, rebuild...)
+	steps = append(steps, sqlStep{"follow counts", `INSERT INTO follow_counts (key, followers) SELECT key, count(*) FROM follows GROUP BY key`, nil})
+	for _, st := range identitySteps(s) {
+		steps = append(steps, sqlStep(st))
 	}
-	steps = append(steps[:len(steps)-1], append(identitySteps(s), steps[len(steps)-1])...) // before "meta"
+	steps = append(steps, sqlStep{"drop plan", `DROP TABLE bench_plan, bench_cats`, nil})
 	for _, st := range steps {
 		if err := step(st.name, st.sql, st.args...); err != nil {
 			return err
@@ -192,5 +226,68 @@ func Generate(ctx context.Context, db *database.DB, s Scale, log io.Writer) erro
 			return err
 		}
 	}
-	return nil
+	return step("meta", `CREATE TABLE bench_meta AS
+		SELECT $1::text AS scale, now() AS built_at, $2::float8 AS build_seconds, pg_database_size(current_database()) AS disk_bytes`,
+		fmt.Sprint(s), time.Since(began).Seconds())
+}
+
+// papersPerMonth is how many papers the generator gives each month: they
+// are spread over 50 months from 2020-01 (20,000 a month up to scale S's
+// million, more a month beyond), so arXiv ids (YYMM.NNNNN) stay below the
+// batch's (2901.*, batchPapers) and every generated paper is older.
+func papersPerMonth(s Scale) int { return max(20_000, (s.Papers+49)/50) }
+
+// bareTable returns the statements that drop table's indexes, primary and
+// unique keys and foreign keys, and those that make them again as the
+// migrations defined them (read from the catalog, so a later migration's
+// index is rebuilt too). A key another table's foreign key depends on is
+// kept, as are check constraints.
+func bareTable(ctx context.Context, conn *pgxpool.Conn, table string) (drop, add []string, err error) {
+	t := pgx.Identifier{table}.Sanitize()
+	rows, err := conn.Query(ctx, `
+		SELECT c.conname, pg_get_constraintdef(c.oid)
+		FROM pg_constraint c
+		WHERE c.conrelid = $1::regclass AND c.contype IN ('p', 'u', 'f')
+		  AND NOT EXISTS (SELECT 1 FROM pg_constraint r WHERE r.contype = 'f' AND r.conindid = c.conindid AND c.contype <> 'f')
+		ORDER BY c.contype = 'f', c.conname`, table)
+	if err != nil {
+		return nil, nil, err
+	}
+	type def struct{ name, sql string }
+	cons, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (def, error) {
+		var d def
+		return d, r.Scan(&d.name, &d.sql)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the constraints of %s: %w", table, err)
+	}
+	rows, err = conn.Query(ctx, `
+		SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid)
+		FROM pg_index i
+		WHERE i.indrelid = $1::regclass
+		  AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid AND c.conrelid = i.indrelid)
+		ORDER BY 1`, table)
+	if err != nil {
+		return nil, nil, err
+	}
+	idx, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (def, error) {
+		var d def
+		return d, r.Scan(&d.name, &d.sql)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the indexes of %s: %w", table, err)
+	}
+	for _, c := range cons {
+		drop = append(drop, "ALTER TABLE "+t+" DROP CONSTRAINT "+pgx.Identifier{c.name}.Sanitize())
+	}
+	for _, i := range idx {
+		drop = append(drop, "DROP INDEX "+i.name)
+		add = append(add, i.sql)
+	}
+	// Keys before foreign keys (cons is ordered so), indexes first: a
+	// foreign key's check is a join that can use them.
+	for _, c := range cons {
+		add = append(add, "ALTER TABLE "+t+" ADD CONSTRAINT "+pgx.Identifier{c.name}.Sanitize()+" "+c.sql)
+	}
+	return drop, add, nil
 }

@@ -26,7 +26,7 @@ func TestHelpPrintsEveryCommand(t *testing.T) {
 
 func TestSubcommandHelpPrintsFlags(t *testing.T) {
 	for cmd, flags := range map[string][]string{
-		"bench": {"-out", "-cpuprofile", "-memprofile", "-skip", "-searches", "-followfeed"},
+		"bench": {"-out", "-scale", "-build-only", "-cpuprofile", "-memprofile", "-skip", "-searches", "-followfeed"},
 		"soak":  {"-out", "-duration", "-only", "-scale-db", "-tests", "-followfeed"},
 	} {
 		var out bytes.Buffer
@@ -49,7 +49,8 @@ func TestSubcommandHelpPrintsFlags(t *testing.T) {
 }
 
 func TestUsageErrorsExitTwo(t *testing.T) {
-	for _, args := range [][]string{nil, {"serve"}, {"soak", "--only", "nope"}, {"soak", "--duration", "0s"}, {"bench", "extra"}} {
+	for _, args := range [][]string{nil, {"serve"}, {"soak", "--only", "nope"}, {"soak", "--duration", "0s"}, {"bench", "extra"},
+		{"bench", "--scale", "L"}, {"bench", "--scale", ","}, {"bench", "--skip", "feed"}, {"bench", "--searches", "ten"}} {
 		var out, stderr bytes.Buffer
 		err := run(context.Background(), args, func(string) string { return "" }, &out)
 		if code := exitCode(err, &stderr); code != 2 {
