@@ -3,8 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
-	"math"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"runtime"

@@ -106,7 +106,8 @@ type IngestResult struct {
 	ToSeq   int64           `json:"-"`
 }
 
-// Store is the one writer of tables papers, paper_keys and match_state:
+// Store is the one writer of tables papers, paper_keys, match_state and
+// key_seq_times:
 // it stores papers with their match keys (Ingest, Enrich), keeps the
 // enrichment schedule in papers (DueForEnrichment, PostponeEnrichment), and
 // reads the match watermark (HighSeq). Every write takes keyWritersLock.
