@@ -6,7 +6,8 @@
 //     revokes signed email links (Addresses);
 //   - suppressions: addresses that get no mail until confirmed again
 //     (Addresses.Suppress);
-//   - user_feeds: the feed version behind ETags (BumpFeeds) and the stored
+//   - user_feeds: the feed version, one half of a private feed's ETag (BumpFeeds;
+//     the other half is the newest seq of its keys, feeds.Validators), and the stored
 //     salt and hash of the private feed token (FeedTokens; package feeds
 //     keeps the token crypto).
 //

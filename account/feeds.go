@@ -12,17 +12,19 @@ import (
 )
 
 // BumpFeeds marks the users' feeds changed in tx (a new version, hence a
-// new ETag and Last-Modified): their follows were edited or new papers
-// matched. Users without a feed row are ignored.
+// new ETag and Last-Modified): something their feeds show changed without
+// a new key row of their follows (follows edited, an identity link or
+// dispute, a token rotated, a saved search's backfill). New key rows need
+// no bump: a private feed's validator also holds the newest seq of its
+// keys (feeds.Validators). Users without a feed row are ignored.
 func BumpFeeds(ctx context.Context, tx pgx.Tx, userIDs ...int64) error {
 	if len(userIDs) == 0 {
 		return nil
 	}
 	// A HOT update (user_feeds' fillfactor) per user: a primary-key probe
-	// each for a few users, a sequential scan with a hashed = ANY for the
-	// match job's tens of thousands (a quarter less CPU at scale S than
-	// an index probe per element of an unnest join). Callers with many
-	// users pass them sorted: the pages are then visited in order.
+	// each for a few users, a sequential scan with a hashed = ANY for
+	// thousands. Callers with many users pass them sorted: the pages are
+	// then visited in order.
 	if _, err := tx.Exec(ctx, `
 		UPDATE user_feeds SET version = version + 1, changed_at = now() WHERE user_id = ANY($1)`, userIDs); err != nil {
 		return fmt.Errorf("bumping the feed versions of %d users: %w", len(userIDs), err)
@@ -32,15 +34,20 @@ func BumpFeeds(ctx context.Context, tx pgx.Tx, userIDs ...int64) error {
 
 // FeedAtLeast is the freshness check of a private feed read on a replica
 // (database.DB.Read): the snapshot is fresh when the user's feed version in
-// it is at least version, the one the ETag was derived from on the
-// primary. Versions only grow, and every change a feed can show (a new
-// match, a follow edited, a token rotated) bumps it in the transaction that
-// makes the change, so such a snapshot holds everything that ETag promises.
-// One primary-key probe.
-func FeedAtLeast(userID, version int64) database.Fresh {
+// it is at least version and its match watermark (match_state.high_seq) at
+// least highSeq, the two the ETag was derived from on the primary. Both
+// only grow; every change a feed can show either bumps the version (a
+// follow edited, an identity link, a dispute, a token rotated) or writes
+// key rows, which advance the watermark in the transaction that writes
+// them (and rows at or below a watermark are all committed when it is), so
+// such a snapshot holds everything that ETag promises. Two primary-key
+// probes.
+func FeedAtLeast(userID, version, highSeq int64) database.Fresh {
 	return func(ctx context.Context, tx pgx.Tx) (bool, error) {
 		var ok bool
-		err := tx.QueryRow(ctx, `SELECT version >= $2 FROM user_feeds WHERE user_id = $1`, userID, version).Scan(&ok)
+		err := tx.QueryRow(ctx, `
+			SELECT f.version >= $2 AND m.high_seq >= $3 FROM user_feeds f, match_state m WHERE f.user_id = $1`,
+			userID, version, highSeq).Scan(&ok)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return false, nil
 		}
@@ -58,11 +65,15 @@ type FeedTokens struct {
 // NewFeedTokens returns the feed token storage over db.
 func NewFeedTokens(db *database.DB) *FeedTokens { return &FeedTokens{db: db} }
 
-// FeedState is what a feed token resolves to.
+// FeedState is what a feed token resolves to: the user's feed row and the
+// match watermark, read in one snapshot.
 type FeedState struct {
 	UserID    int64
 	Version   int64
 	ChangedAt time.Time
+	// HighSeq is match_state.high_seq: every key row with a seq at most
+	// this is committed in the snapshot the row was read in.
+	HighSeq int64
 }
 
 // Salt returns the user's token salt, nil when no token was issued yet, or
@@ -120,11 +131,13 @@ func (t *FeedTokens) Store(ctx context.Context, userID int64, salt, hash []byte,
 	return stored && err == nil, err
 }
 
-// Lookup resolves a token hash to its user's feed state with one probe of
-// the token_hash index; ok is false when no token has that hash.
+// Lookup resolves a token hash to its user's feed state and the match
+// watermark in one statement: a probe of the token_hash index and
+// match_state's one row. ok is false when no token has that hash.
 func (t *FeedTokens) Lookup(ctx context.Context, hash []byte) (st FeedState, ok bool, err error) {
 	err = t.db.Pool.QueryRow(ctx, `
-		SELECT user_id, version, changed_at FROM user_feeds WHERE token_hash = $1`, hash).Scan(&st.UserID, &st.Version, &st.ChangedAt)
+		SELECT f.user_id, f.version, f.changed_at, m.high_seq
+		FROM user_feeds f, match_state m WHERE f.token_hash = $1`, hash).Scan(&st.UserID, &st.Version, &st.ChangedAt, &st.HighSeq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return FeedState{}, false, nil
 	}

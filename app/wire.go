@@ -127,6 +127,9 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		Calendar: arxivcal.New(cfg.ArxivHolidays), Health: s.health,
 	})
 	s.confirms = notify.NewConfirmations(s.addrs, s.sender, cfg.MailFrom, cfg.PublicURL, hooks.Now)
+	// The match job looks for new matches only among these hooks'
+	// audiences (match.Service.AddAudience).
+	s.matcher.AddAudience(s.digester.InstantAudience)
 	s.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 		return s.digester.ScheduleInstant(ctx, tx, res.Users)
 	})
@@ -135,6 +138,7 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		Guard: channels.NewGuard(cfg.ChannelAllowHosts), Sender: s.sender, From: cfg.MailFrom,
 		BaseURL: cfg.PublicURL.String(), Logger: logger, Now: hooks.Now, SecretKey: cfg.SecretKey,
 	})
+	s.matcher.AddAudience(s.channels.InstantAudience)
 	s.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 		return s.channels.ScheduleInstant(ctx, tx, res.Users)
 	})

@@ -99,16 +99,41 @@ func batchPapers(n int, s Scale, v *Vocabulary, seed uint64) []paper.Paper {
 // MatchResult holds the match-job measurement.
 type MatchResult struct {
 	Papers, Keys, DistinctKeys, Users int
-	Ingest, Match                     time.Duration
-	FromSeq, ToSeq                    int64 // the batch's key rows
+	// Audience is how many readers the match job looked at (instant
+	// alerts and channels), Instant how many of them the benchmark gave
+	// instant alerts for the measurement.
+	Audience, Instant int
+	Ingest, Match     time.Duration
+	FromSeq, ToSeq    int64 // the batch's key rows
 }
+
+// InstantShare is the share of the readers with a confirmed address that
+// MeasureMatch gives instant alerts for its measurement (the generated
+// dataset has none): the match job's audience, whose follows it reads.
+const InstantShare = 0.10
 
 // MeasureMatch ingests a batch of new papers (batchPapers) through the real paper.Store
 // (papers, keys, match job insert in one transaction) and then runs the
-// match job's query over its keys, timing both. Call RemoveBatch afterwards
-// so the dataset stays at its scale.
+// match job (m, wired as the product wires it: its audience is the readers
+// with instant alerts or instant channels) over its keys, timing both. For
+// the measurement, InstantShare of the readers with a confirmed address
+// who have no digest settings get instant alerts (removed again by
+// RemoveBatch). Call RemoveBatch afterwards so the dataset stays at its
+// scale.
 func MeasureMatch(ctx context.Context, db *database.DB, in *paper.Store, m *match.Service, papers []paper.Paper) (MatchResult, error) {
 	var res MatchResult
+	tag, err := db.Pool.Exec(ctx, `
+		INSERT INTO digest_schedules (user_id, frequency, watermark)
+		SELECT id, 'instant', (SELECT high_seq FROM match_state) FROM users
+		WHERE email_confirmed_at IS NOT NULL AND id % $1 = 0
+		  AND NOT EXISTS (SELECT 1 FROM digest_schedules d WHERE d.user_id = users.id)`, int(math.Round(1/InstantShare)))
+	if err != nil {
+		return res, fmt.Errorf("giving readers instant alerts: %w", err)
+	}
+	res.Instant = int(tag.RowsAffected())
+	if _, err := db.Pool.Exec(ctx, `ANALYZE digest_schedules`); err != nil {
+		return res, err
+	}
 	start := time.Now()
 	ir, err := in.Ingest(ctx, papers, paper.SourcePush)
 	if err != nil {
@@ -132,12 +157,14 @@ func MeasureMatch(ctx context.Context, db *database.DB, in *paper.Store, m *matc
 		return res, err
 	}
 	res.Match = time.Since(start)
-	res.DistinctKeys, res.Users = br.Keys, len(br.Users)
+	res.DistinctKeys, res.Users, res.Audience = br.Keys, len(br.Users), br.Audience
 	return res, nil
 }
 
 // RemoveBatch deletes what MeasureMatch added.
 func RemoveBatch(ctx context.Context, db *database.DB) {
+	_, _ = db.Pool.Exec(context.WithoutCancel(ctx), `DELETE FROM digest_schedules WHERE frequency = 'instant' AND next_at IS NULL
+		AND watermark = (SELECT high_seq FROM match_state) AND user_id % $1 = 0`, int(math.Round(1/InstantShare)))
 	_, _ = db.Pool.Exec(context.WithoutCancel(ctx), `DELETE FROM papers WHERE arxiv_id LIKE '2901.%'`)
 	_, _ = db.Pool.Exec(context.WithoutCancel(ctx), `DELETE FROM river.river_job WHERE kind IN ('match_batch', 'digest_instant', 'websub_publish')`)
 }

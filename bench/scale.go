@@ -188,6 +188,7 @@ func Generate(ctx context.Context, db *database.DB, s Scale, log io.Writer) erro
 			GROUP BY paper_id, key
 			ORDER BY paper_id, key`, nil},
 		{"watermark", `UPDATE match_state SET high_seq = (SELECT max(seq) FROM paper_keys)`, nil},
+		{"watermark time", `INSERT INTO key_seq_times (to_seq, at) SELECT high_seq, now() FROM match_state ON CONFLICT DO NOTHING`, nil},
 		{"users", `INSERT INTO users (sub, email, email_confirmed_at, timezone)
 			SELECT 'bench-user-' || g, 'reader' || g || '@example.org', now(),
 			       (ARRAY['UTC','Europe/Amsterdam','America/New_York','Asia/Tokyo','Australia/Sydney'])[1 + g % 5]

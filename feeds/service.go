@@ -79,16 +79,29 @@ type Service struct {
 	base    *url.URL // PUBLIC_URL
 	hub     string   // WEBSUB_HUB_URL, "" for none
 	secret  []byte
+	valid   *Validators
 }
 
 // NewService returns the feed service. base is PUBLIC_URL; hub may be nil.
 func NewService(db *database.DB, tokens *Tokens, m *match.Service, f *follow.Service, base, hub *url.URL, secret []byte) *Service {
 	s := &Service{tokens: tokens, matcher: m, follows: f, db: db, base: base, secret: secret}
+	s.valid = NewValidators(m.Head, DefaultValidatorEntries)
 	if hub != nil {
 		s.hub = hub.String()
 	}
 	return s
 }
+
+// Validator returns the validator (ETag parts and Last-Modified) of the
+// private feeds of st's user: from this process's cache when st's version
+// and watermark are those it was computed at, else from one statement on
+// the primary (match.Service.Head).
+func (s *Service) Validator(ctx context.Context, st State) (Validator, error) {
+	return s.valid.Get(ctx, st)
+}
+
+// Validators returns the service's validator cache.
+func (s *Service) Validators() *Validators { return s.valid }
 
 // Tokens returns the token store the service resolves URLs with.
 func (s *Service) Tokens() *Tokens { return s.tokens }
@@ -167,17 +180,18 @@ func ParseLimit(s string) (int, error) {
 }
 
 // Private builds the private feed of the user behind token (resolved to st
-// by the caller). A per-follow request for something the user does not
-// follow is a not-found error.
+// by the caller; v is its Validator). A per-follow request for something
+// the user does not follow is a not-found error.
 //
 // The follows and the matches are read in one snapshot, on the read replica
-// when its snapshot holds at least st.Version (account.FeedAtLeast), else on
-// the primary: the feed is never older than the ETag it is served with.
-func (s *Service) Private(ctx context.Context, token string, st State, req Request) (Feed, error) {
+// when its snapshot holds at least v's version and watermark
+// (account.FeedAtLeast), else on the primary: the feed is never older than
+// the ETag it is served with.
+func (s *Service) Private(ctx context.Context, token string, st State, v Validator, req Request) (Feed, error) {
 	var follows []follow.Follow
 	var only *follow.Target
 	var res match.Result
-	err := s.db.Read(ctx, account.FeedAtLeast(st.UserID, st.Version), func(tx pgx.Tx) error {
+	err := s.db.Read(ctx, account.FeedAtLeast(st.UserID, v.Version, v.HighSeq), func(tx pgx.Tx) error {
 		var err error
 		only = nil
 		if follows, err = follow.AllIn(ctx, tx, st.UserID); err != nil {

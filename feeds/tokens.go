@@ -26,11 +26,13 @@ const tokenLen = len(TokenPrefix) + 43
 // belongs to nobody (never issued, or rotated away).
 var ErrUnknownToken = errors.New("unknown feed token")
 
-// State is what the conditional-GET fast path needs of a user's feeds.
+// State is what the conditional-GET fast path needs of a user's feeds: the
+// feed row and the match watermark, read in one statement.
 type State struct {
 	UserID    int64
 	Version   int64
 	ChangedAt time.Time
+	HighSeq   int64 // match_state.high_seq
 }
 
 // Tokens issues, rotates and resolves private feed tokens. A token is never
@@ -121,9 +123,9 @@ func (t *Tokens) issue(ctx context.Context, userID int64, onlyIfMissing bool) (s
 	return tok, nil
 }
 
-// Lookup resolves a token to its user's feed state with one primary-key
-// probe of the token_hash index; malformed tokens are refused without a
-// query. Unknown tokens give an error wrapping ErrUnknownToken.
+// Lookup resolves a token to its user's feed state with one statement (a
+// probe of the token_hash index and match_state's row); malformed tokens
+// are refused without a query. Unknown tokens give an error wrapping ErrUnknownToken.
 func (t *Tokens) Lookup(ctx context.Context, tok string) (State, error) {
 	if !WellFormed(tok) {
 		return State{}, ErrUnknownToken

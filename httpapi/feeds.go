@@ -120,9 +120,19 @@ func (h *FeedRoutes) private(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	etag := fmt.Sprintf(`W/"%s-%s-%d-%s-%d"`, renderVersion, scope, st.Version, format, limit)
-	serve(w, r, h.Logger, etag, st.ChangedAt, "private", format.ContentType(), func() ([]byte, error) {
-		feed, err := h.Feeds.Private(r.Context(), token, st, feeds.Request{Format: format, Limit: limit, Only: only})
+	// The validator: the feed version and the newest seq of the rows of
+	// the reader's follows (feeds.Validators), from this process's cache
+	// while the version and the watermark the lookup read are those it was
+	// computed at. A per-follow feed shares its reader's (conservative: a
+	// match of another follow changes it too).
+	v, err := h.Feeds.Validator(r.Context(), st)
+	if err != nil {
+		writeError(w, r, h.Logger, err)
+		return
+	}
+	etag := fmt.Sprintf(`W/"%s-%s-%d.%d-%s-%d"`, renderVersion, scope, v.Version, v.Seq, format, limit)
+	serve(w, r, h.Logger, etag, v.Modified, "private", format.ContentType(), func() ([]byte, error) {
+		feed, err := h.Feeds.Private(r.Context(), token, st, v, feeds.Request{Format: format, Limit: limit, Only: only})
 		if err != nil {
 			return nil, err
 		}

@@ -1,8 +1,10 @@
 // Package match answers "which papers match whom", with fan-out on read:
-// nothing per (user, paper) is ever materialised. The match job finds the
-// users a batch of new keys affects in one set-based query and bumps their
-// feed versions; feeds and digests compute a user's papers at read time with
-// Matched, with bounded work per followed key (see docs/ARCHITECTURE.md).
+// nothing per (user, paper) is ever materialised. The match job finds,
+// among the readers with instant delivery (the registered audiences), those
+// a batch of new keys gives a new match, in one set-based query; feeds and
+// digests compute a user's papers at read time with Matched, with bounded
+// work per followed key, and a private feed's validator from the newest
+// row of its keys (Head; see docs/ARCHITECTURE.md).
 package match
 
 import (
@@ -14,20 +16,27 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"followfeed/account"
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/paper"
 )
 
 // AffectedHook runs inside a match job's transaction with what the batch
-// changed (notify schedules instant alerts, feeds pings WebSub).
+// changed (notify schedules instant alerts, channels instant collections,
+// feeds pings WebSub).
 type AffectedHook func(ctx context.Context, tx pgx.Tx, res BatchResult) error
+
+// Audience returns, inside a match job's transaction, the users a hook
+// acts on when the batch is a new match for them (readers with instant
+// alerts, owners of instant channels): a small share of all readers, read
+// through an index. Order and duplicates do not matter.
+type Audience func(ctx context.Context, tx pgx.Tx) ([]int64, error)
 
 // Service runs matching queries.
 type Service struct {
-	db    *database.DB
-	hooks []AffectedHook
+	db        *database.DB
+	hooks     []AffectedHook
+	audiences []Audience
 }
 
 // NewService returns the matcher over db.
@@ -37,10 +46,18 @@ func NewService(db *database.DB) *Service { return &Service{db: db} }
 // runs; the Service is not safe for registering concurrently with RunBatch.
 func (s *Service) OnAffected(h AffectedHook) { s.hooks = append(s.hooks, h) }
 
-// RunBatch is the match job: in one transaction it bumps the feed versions of
-// every user the keys in [fromSeq, toSeq] affect, runs the hooks, and calls
-// finish (the worker completes its job there), so a retried job never
-// repeats half of its effects.
+// AddAudience registers users whose new matches a hook acts on: the match
+// job looks for new matches (BatchResult.Users) only among the union of
+// the registered audiences, so its cost grows with the batch's keys and
+// those users, not with every follower of the keys. Register before any
+// job runs, like OnAffected.
+func (s *Service) AddAudience(a Audience) { s.audiences = append(s.audiences, a) }
+
+// RunBatch is the match job: in one transaction it finds the audience's
+// users with a new match among the keys in [fromSeq, toSeq], runs the
+// hooks, and calls finish (the worker completes its job there), so a
+// retried job never repeats half of its effects. It writes no feed state:
+// the rows themselves change the private feeds' validators (Head).
 func (s *Service) RunBatch(ctx context.Context, fromSeq, toSeq int64, finish func(pgx.Tx) error) (BatchResult, error) {
 	var res BatchResult
 	err := s.db.InTx(ctx, func(tx pgx.Tx) error {
@@ -64,16 +81,17 @@ func (s *Service) RunBatch(ctx context.Context, fromSeq, toSeq int64, finish fun
 
 // BatchResult says what a match job found.
 type BatchResult struct {
-	FromSeq, ToSeq int64   // the batch's key rows
-	Keys           int     // distinct keys in the batch
-	Users          []int64 // users with a new match (a paper their follows newly select), ascending
-	// Refreshed counts the users whose feed versions were bumped: Users,
-	// and followers of a replaced paper's keys whose follows skip
-	// replacements (no new match, but their feeds show the new version's
-	// title and dates, so a conditional GET must not answer 304), and
-	// readers whose only new match is a paper they said is not by the
-	// person they follow.
-	Refreshed int
+	FromSeq, ToSeq int64 // the batch's key rows
+	Keys           int   // distinct keys in the batch
+	// Audience counts the users the registered audiences returned
+	// (distinct): the only ones whose follows the job read.
+	Audience int
+	// Users are the audience's users with a new match (a paper their
+	// follows newly select: replacement rows only for follows that
+	// include replacements, cross-lists only for those that include
+	// cross-lists, and not a paper they said is not by the person they
+	// follow), ascending.
+	Users []int64
 	// NewKeys are the batch's keys with a first match (not only
 	// replacement rows), each once: the public feeds of these keys, and
 	// of the other keys of their people and institutions, show a new
@@ -82,18 +100,18 @@ type BatchResult struct {
 }
 
 // AffectedUsers runs inside the match job: it takes the distinct keys written
-// in seq range [fromSeq, toSeq], finds every user with a follow that matches
-// one of them (through the identity registry; honouring the cross-list
-// option; the replacement option and "not this person" disputes decide only
-// whether the match is new, see BatchResult), and bumps those users' feed
-// versions. The cost grows with the number of distinct keys and affected
-// users, never with papers × followers.
+// in seq range [fromSeq, toSeq] and finds, among the registered audiences'
+// users, those with a follow that newly matches one of them (through the
+// identity registry; honouring the cross-list and replacement options and
+// "not this person" disputes, see BatchResult). The cost grows with the
+// number of distinct keys and the audience's follows, never with papers ×
+// followers.
 func (s *Service) AffectedUsers(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) (BatchResult, error) {
 	res := BatchResult{FromSeq: fromSeq, ToSeq: toSeq}
 	// JIT costs more than it saves in these statements. Custom plans: the
-	// join's plan depends on how many keys the arrays hold (a merge join
-	// for thousands), which a generic plan, costed for ten, would get
-	// wrong once pgx's cached statement had run five times.
+	// join's plan depends on how many keys and users the arrays hold,
+	// which a generic plan, costed for ten, would get wrong once pgx's
+	// cached statement had run five times.
 	if _, err := tx.Exec(ctx, `SET LOCAL jit = off; SET LOCAL work_mem = '32MB'; SET LOCAL plan_cache_mode = force_custom_plan`); err != nil {
 		return res, err
 	}
@@ -107,22 +125,36 @@ func (s *Service) AffectedUsers(ctx context.Context, tx pgx.Tx, fromSeq, toSeq i
 			res.NewKeys = append(res.NewKeys, k)
 		}
 	}
+	audience, err := s.audience(ctx, tx)
+	if err != nil {
+		return res, err
+	}
+	res.Audience = len(audience)
+	if len(audience) == 0 || len(b.keys) == 0 {
+		return res, nil
+	}
 	// Categories and archives first: a handful of keys that most readers
-	// follow (this domain's celebrities), so at scale S they alone match
-	// every reader the batch reaches. The many researcher (and other) keys
-	// are then expanded through the registry and joined only for the
-	// readers they did not match (see matchRest).
+	// follow (this domain's celebrities), so they alone match most of the
+	// audience the batch reaches. The many researcher (and other) keys are
+	// then expanded through the registry and joined only for the users
+	// they did not match.
+	// How many readers there are: the planner's estimate, or a count when
+	// the table was never analysed (a new database).
+	var all float64
+	if err := tx.QueryRow(ctx, `
+		SELECT CASE WHEN reltuples > 0 THEN reltuples ELSE (SELECT count(*) FROM users) END
+		FROM pg_class WHERE oid = 'users'::regclass`).Scan(&all); err != nil {
+		return res, err
+	}
 	wide, narrow := b.split()
 	aff := affected{}
-	if err := aff.join(ctx, tx, wide, nil); err != nil {
+	if err := aff.join(ctx, tx, wide, audience, all); err != nil {
 		return res, fmt.Errorf("finding users affected by keys %d..%d: %w", fromSeq, toSeq, err)
 	}
-	if err := aff.matchRest(ctx, tx, narrow); err != nil {
+	if err := aff.matchRest(ctx, tx, narrow, audience, all); err != nil {
 		return res, fmt.Errorf("finding users affected by keys %d..%d: %w", fromSeq, toSeq, err)
 	}
-	refreshed := make([]int64, 0, len(aff))
 	for u, matched := range aff {
-		refreshed = append(refreshed, u)
 		if matched {
 			res.Users = append(res.Users, u)
 		}
@@ -133,54 +165,76 @@ func (s *Service) AffectedUsers(ctx context.Context, tx pgx.Tx, fromSeq, toSeq i
 			return res, err
 		}
 	}
-	res.Refreshed = len(refreshed)
-	if len(refreshed) == 0 {
-		return res, nil
-	}
-	// One primary-key probe and a HOT update per affected user, in user
-	// order (the heap and the index are visited in order).
-	slices.Sort(refreshed)
-	if err := account.BumpFeeds(ctx, tx, refreshed...); err != nil {
-		return res, err
-	}
 	return res, nil
+}
+
+// audience is the union of the registered audiences, ascending.
+func (s *Service) audience(ctx context.Context, tx pgx.Tx) ([]int64, error) {
+	var out []int64
+	for _, a := range s.audiences {
+		us, err := a(ctx, tx)
+		if err != nil {
+			return nil, fmt.Errorf("reading the match job's audience: %w", err)
+		}
+		out = append(out, us...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 // affected maps each affected user to whether the batch is a new match
 // for them (see BatchResult).
 type affected map[int64]bool
 
-// joinSQL finds the followers of the keys in the arrays (a batchKeys
-// slice): a follow is affected when a row of its key reaches it
-// (cross-lists only when it includes them); matched says whether one newly
-// selects a paper (replacement rows only for follows that include
-// replacements); users without it follow a replaced paper's key and only
-// need their feed version bumped. With users ($6, not null) only their
-// follows are read (follows_pkey), hash-joined with the keys; without, it
-// is a merge join of the keys (sorted) with a parallel index-only scan of
-// follows_key_idx and a partial hash aggregate per worker: a read-only
-// statement of its own so that PostgreSQL can parallelise it (in one
-// statement with the expansion, a per-key LATERAL as before, it probed
-// follows_key_idx once per key in one process; a data-modifying statement
-// would forbid parallelism too).
+// joinSQL finds the followers among users ($6) of the keys in the arrays
+// (a batchKeys slice): a follow is affected when a row of its key reaches
+// it (cross-lists only when it includes them); matched says whether one
+// newly selects a paper (replacement rows only for follows that include
+// replacements). %s is the join of users with their follows: byUser or
+// byKey.
 const joinSQL = `
 	SELECT f.user_id,
 	       bool_or(b.primary_new OR (f.include_replacements AND b.primary_replaced)
 	               OR (f.include_cross_lists AND (b.cross_new OR (f.include_replacements AND b.cross_replaced)))) AS matched
-	FROM unnest($1::text[], $2::bool[], $3::bool[], $4::bool[], $5::bool[])
-	     AS b(key, primary_new, primary_replaced, cross_new, cross_replaced)
-	JOIN follows f ON f.key = b.key
-	WHERE ($6::bigint[] IS NULL OR f.user_id = ANY($6))
-	  AND (b.primary_new OR b.primary_replaced OR (f.include_cross_lists AND (b.cross_new OR b.cross_replaced)))
+	FROM %s
+	JOIN unnest($1::text[], $2::bool[], $3::bool[], $4::bool[], $5::bool[])
+	     AS b(key, primary_new, primary_replaced, cross_new, cross_replaced) ON b.key = f.key
+	WHERE (b.primary_new OR b.primary_replaced OR (f.include_cross_lists AND (b.cross_new OR b.cross_replaced)))
 	GROUP BY f.user_id`
 
-// join adds the followers of the keys of ks (only users' follows when
-// users is not nil) to a.
-func (a affected) join(ctx context.Context, tx pgx.Tx, ks batchKeys, users []int64) error {
-	if len(ks.keys) == 0 {
+// The two ways joinSQL reads follows. byUser: the users' own follows
+// (one scan of follows_pkey for the sorted ids, in a subquery of its own,
+// OFFSET 0, so that the planner cannot turn it around), hash-joined with
+// the keys: the cost grows with the users' follows. Left to itself the planner drove the join from the keys
+// instead (it estimates a category's followers at the average key's,
+// 97 for 2,290 at scale S) and read every follower of every category for
+// a thousand users (0.25–0.5 s for 4k matching rows). byKey: every
+// follower of the keys (follows_key_idx), kept when among the users: for
+// an audience that is most readers.
+const (
+	byUser = `(
+		SELECT f.user_id, f.key, f.include_cross_lists, f.include_replacements FROM follows f WHERE f.user_id = ANY($6) OFFSET 0
+	) f`
+	byKey = `follows f JOIN unnest($6::bigint[]) AS u(id) ON u.id = f.user_id`
+)
+
+var joinByUser, joinByKey = fmt.Sprintf(joinSQL, byUser), fmt.Sprintf(joinSQL, byKey)
+
+// byUserShare is the share of all readers below which join reads the
+// users' own follows rather than the keys' followers.
+const byUserShare = 0.2
+
+// join adds the followers among users of the keys of ks to a; all is how
+// many readers there are (the planner's estimate).
+func (a affected) join(ctx context.Context, tx pgx.Tx, ks batchKeys, users []int64, all float64) error {
+	if len(ks.keys) == 0 || len(users) == 0 {
 		return nil
 	}
-	rows, err := tx.Query(ctx, joinSQL, ks.keys, ks.primaryNew, ks.primaryReplaced, ks.crossNew, ks.crossReplaced, users)
+	q := joinByUser
+	if float64(len(users)) >= byUserShare*all {
+		q = joinByKey
+	}
+	rows, err := tx.Query(ctx, q, ks.keys, ks.primaryNew, ks.primaryReplaced, ks.crossNew, ks.crossReplaced, users)
 	if err != nil {
 		return err
 	}
@@ -193,66 +247,30 @@ func (a affected) join(ctx context.Context, tx pgx.Tx, ks batchKeys, users []int
 	return err
 }
 
-// restByUserShare is the share of all users below which matchRest reads
-// the unmatched users' follows instead of the keys' followers: a reader's
-// few dozen follows cost one index descent, a key-ordered scan reads every
-// follow once.
-const restByUserShare = 0.2
-
-// matchRest adds to a the followers of the narrow keys (researchers,
-// institutions, searches, papers: many keys, few followers each; expanded
-// through the identity registry first) that a does not already count as
-// matched: for those, the batch is a new match whatever else it brings.
-// When they are few, their own follows are read and hash-joined with the
-// keys, and when there are none (at scale S, where categories match every
-// reader) nothing is read, not even the registry; otherwise the keys'
-// followers, as for the categories.
-func (a affected) matchRest(ctx context.Context, tx pgx.Tx, ks batchKeys) error {
+// matchRest adds to a the followers among users of the narrow keys
+// (researchers, institutions, searches, papers: many keys, few followers
+// each; expanded through the identity registry first) that a does not
+// already count as matched: for those, the batch is a new match whatever
+// else it brings. When every user matched already, nothing is read, not
+// even the registry.
+func (a affected) matchRest(ctx context.Context, tx pgx.Tx, ks batchKeys, users []int64, all float64) error {
 	if len(ks.keys) == 0 {
 		return nil
 	}
-	var matched []int64
-	for u, m := range a {
-		if m {
-			matched = append(matched, u)
+	rest := make([]int64, 0, len(users))
+	for _, u := range users {
+		if !a[u] {
+			rest = append(rest, u)
 		}
 	}
-	// How many users there are: the planner's estimate, or a count when
-	// the table was never analysed (a new database).
-	var users float64
-	if err := tx.QueryRow(ctx, `
-		SELECT CASE WHEN reltuples > 0 THEN reltuples ELSE (SELECT count(*) FROM users) END
-		FROM pg_class WHERE oid = 'users'::regclass`).Scan(&users); err != nil {
-		return err
-	}
-	if len(matched) == 0 || float64(len(matched)) < (1-restByUserShare)*users {
-		x, err := ks.expand(ctx, tx)
-		if err != nil {
-			return err
-		}
-		return a.join(ctx, tx, x, nil)
-	}
-	// Every user matched already (the usual case at scale S): nothing to
-	// read. Else the others, by a hashed <> ALL over the users' primary
-	// key (the custom plan has the ids as a constant).
-	var all int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM users`).Scan(&all); err != nil || all <= len(matched) {
-		return err
-	}
-	slices.Sort(matched)
-	rows, err := tx.Query(ctx, `SELECT id FROM users WHERE id <> ALL($1) ORDER BY id`, matched)
-	if err != nil {
-		return err
-	}
-	rest, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil || len(rest) == 0 {
-		return err
+	if len(rest) == 0 {
+		return nil
 	}
 	x, err := ks.expand(ctx, tx)
 	if err != nil {
 		return err
 	}
-	return a.join(ctx, tx, x, rest)
+	return a.join(ctx, tx, x, rest, all)
 }
 
 // split returns the keys of categories and archives (wide: followed by

@@ -108,6 +108,7 @@ func setup(t *testing.T, opts fakesmtp.Options, dir string) *env {
 		Links: noLinks{}, Addresses: e.addrs,
 		From: &netmail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, BaseURL: base, Now: e.clk.Now})
 	e.confirms = notify.NewConfirmations(e.addrs, sender, &netmail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, base, e.clk.Now)
+	e.matcher.AddAudience(e.d.InstantAudience)
 	e.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 		return e.d.ScheduleInstant(ctx, tx, res.Users)
 	})

@@ -102,6 +102,26 @@ func (d *Digester) scheduleOnce(ctx context.Context) (queued int, more bool, err
 	return queued, more, err
 }
 
+// InstantAudience is the match job's audience for ScheduleInstant (in its
+// transaction): the readers ScheduleInstant may schedule, those who chose
+// instant alerts, have a confirmed and unsuppressed address and no alert
+// waiting (digest_schedules_instant_idx, then a primary-key probe of users
+// each).
+func (d *Digester) InstantAudience(ctx context.Context, tx pgx.Tx) ([]int64, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT d.user_id FROM digest_schedules d JOIN users u ON u.id = d.user_id
+		WHERE d.frequency = 'instant' AND d.instant_due_at IS NULL AND u.email_confirmed_at IS NOT NULL
+		  AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email))`)
+	if err != nil {
+		return nil, fmt.Errorf("reading the readers with instant alerts: %w", err)
+	}
+	users, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("reading the readers with instant alerts: %w", err)
+	}
+	return users, nil
+}
+
 // ScheduleInstant is the match job's hook: users among affected who chose
 // instant alerts (with a confirmed, unsuppressed address) and have none
 // waiting get an alert due InstantDelay from now. Matches while one waits

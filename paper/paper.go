@@ -1,7 +1,7 @@
 // Package paper owns arXiv papers as followfeed keeps them: the Paper and
 // Author types every source produces, their normalisation and validation,
 // the match keys a paper is found by, and the Store, the one writer of
-// tables papers, paper_keys and match_state. Sources (package harvest, the
+// tables papers, paper_keys, match_state and key_seq_times. Sources (package harvest, the
 // push endpoint) hand Papers to Store.Ingest, which stores them with their
 // keys and enqueues the match job in the same transaction; package match
 // reads them back with Load.

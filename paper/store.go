@@ -109,7 +109,8 @@ type IngestResult struct {
 	ToSeq   int64 `json:"-"`
 }
 
-// Store is the one writer of tables papers, paper_keys and match_state:
+// Store is the one writer of tables papers, paper_keys, match_state and
+// key_seq_times:
 // it stores papers with their match keys (Ingest, Enrich), keeps the
 // enrichment schedule in papers (DueForEnrichment, PostponeEnrichment), and
 // reads the match watermark (HighSeq). Every write takes keyWritersLock.
@@ -388,6 +389,18 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 		if err := removeHits(ctx, tx, deletes); err != nil {
 			return err
 		}
+		// Removed rows change what a snapshot holds below the watermark,
+		// so the watermark moves (a seq of its own, with no row): a
+		// private feed's validator, cached per watermark (feeds.Validators),
+		// is computed again, and two processes never hold different
+		// validators for the same watermark.
+		var seq int64
+		if err := tx.QueryRow(ctx, `SELECT nextval('paper_key_seq')`).Scan(&seq); err != nil {
+			return fmt.Errorf("taking a seq for %d withdrawals: %w", len(deletes), err)
+		}
+		if err := advanceWatermark(ctx, tx, seq); err != nil {
+			return err
+		}
 	}
 	if len(observed) > 0 {
 		for _, o := range st.observers {
@@ -455,10 +468,25 @@ func writeKeys(ctx context.Context, tx pgx.Tx, keys []keyRow, hits hitSet) (from
 	if to == 0 {
 		return 0, 0, nil
 	}
-	if _, err := tx.Exec(ctx, `UPDATE match_state SET high_seq = $1 WHERE high_seq < $1`, to); err != nil {
-		return 0, 0, fmt.Errorf("advancing the match watermark: %w", err)
+	if err := advanceWatermark(ctx, tx, to); err != nil {
+		return 0, 0, err
 	}
 	return from, to, nil
+}
+
+// advanceWatermark moves match_state.high_seq to to (a seq this transaction
+// took under keyWritersLock) and records when (key_seq_times: a private
+// feed's Last-Modified is when its newest row arrived). clock_timestamp,
+// not now(): the transaction may have started well before its rows were
+// written, and a time earlier than a change the reader already saw would
+// hide this one from If-Modified-Since.
+func advanceWatermark(ctx context.Context, tx pgx.Tx, to int64) error {
+	if _, err := tx.Exec(ctx, `
+		WITH m AS (UPDATE match_state SET high_seq = $1 WHERE high_seq < $1)
+		INSERT INTO key_seq_times (to_seq, at) VALUES ($1, clock_timestamp()) ON CONFLICT DO NOTHING`, to); err != nil {
+		return fmt.Errorf("advancing the match watermark: %w", err)
+	}
+	return nil
 }
 
 // insertKeys writes rows that may exist already and returns the seq range

@@ -99,7 +99,7 @@ func runProcesses(ctx context.Context, e *env, res *Result) error {
 		execMode = "default_query_exec_mode=cache_describe in the api's DATABASE_URL (PgBouncer before 1.21 cannot keep prepared statements in transaction mode)"
 	}
 	e.logf("processes: PgBouncer %s on port %d (transaction mode); api connections: %s", bouncer.Version, bouncer.Port, execMode)
-	res.Policy = `**Policies checked.** *Connections:* an ` + "`api`" + ` holds nothing outside a transaction (no LISTEN, no session advisory locks, no session settings), so it runs through PgBouncer in transaction mode; pgx's default statement cache prepares named statements on one server connection, which transaction pooling hands to another client, so before PgBouncer 1.21 the api's DATABASE_URL carries ` + "`default_query_exec_mode=cache_describe`" + ` (README "Scaling"). A ` + "`worker`" + ` needs a session for River's LISTEN/NOTIFY (or RIVER_POLL_ONLY=true). *One leader:* River elects one leader among the worker processes (` + "`river_leader`" + `); only the leader inserts periodic jobs (digest schedule, harvest, channel schedule and prune), each kind unique while one is queued or running. *Nothing twice:* River hands each job to one worker (` + "`FOR UPDATE SKIP LOCKED`" + `); a match batch covers its own seq range and bumps each affected reader's feed version once; a digest's window is reserved under the reader's row lock and its ledger row is unique per (reader, period). Verdict: through PgBouncer no request fails; with two api processes each serves at least 40% of the polls (the total is a figure, not a verdict: on one machine a second process can only share the CPU the first already keeps busy; the table gives each tier's CPU per request, from which what api processes on machines of their own add up to follows); one leader throughout, with periodic jobs no closer together than their interval; every match job completed once by one worker over disjoint seq ranges, and every reader's feed version moved exactly once per batch that matched them; every digest sent once, every Message-ID received once.`
+	res.Policy = `**Policies checked.** *Connections:* an ` + "`api`" + ` holds nothing outside a transaction (no LISTEN, no session advisory locks, no session settings), so it runs through PgBouncer in transaction mode; pgx's default statement cache prepares named statements on one server connection, which transaction pooling hands to another client, so before PgBouncer 1.21 the api's DATABASE_URL carries ` + "`default_query_exec_mode=cache_describe`" + ` (README "Scaling"). A ` + "`worker`" + ` needs a session for River's LISTEN/NOTIFY (or RIVER_POLL_ONLY=true). *One leader:* River elects one leader among the worker processes (` + "`river_leader`" + `); only the leader inserts periodic jobs (digest schedule, harvest, channel schedule and prune), each kind unique while one is queued or running. *Nothing twice:* River hands each job to one worker (` + "`FOR UPDATE SKIP LOCKED`" + `); a match batch covers its own seq range and writes no feed state (a private feed's ETag is the reader's feed version and the newest seq of the rows of their follows, computed by each api process and cached per watermark, so both apis answer the same ETag); a digest's window is reserved under the reader's row lock and its ledger row is unique per (reader, period). Verdict: through PgBouncer no request fails; with two api processes each serves at least 40% of the polls (the total is a figure, not a verdict: on one machine a second process can only share the CPU the first already keeps busy; the table gives each tier's CPU per request, from which what api processes on machines of their own add up to follows); one leader throughout, with periodic jobs no closer together than their interval; every match job completed once by one worker over disjoint seq ranges, no reader's feed version moved, and every reader's ETag changed exactly when a batch matched them, the same from both apis; every digest sent once, every Message-ID received once.`
 
 	day := time.Now().UTC().Format(time.DateOnly)
 	cats := []string{"cs.LG", "cs.CV", "cs.AI", "cs.CL", "stat.ML", "quant-ph"}
@@ -240,6 +240,10 @@ func runProcesses(ctx context.Context, e *env, res *Result) error {
 	if err != nil {
 		return err
 	}
+	etags0 := make([]string, len(users))
+	for i, u := range users {
+		etags0[i] = u.etag
+	}
 	var pushMu sync.Mutex
 	var batches []map[string][]string // ids by category, one per batch
 	var pushErrs []string
@@ -272,6 +276,21 @@ func runProcesses(ctx context.Context, e *env, res *Result) error {
 	versions1, err := feedVersions(ctx, db.pool)
 	if err != nil {
 		return err
+	}
+	// Every reader's ETag after the pushes, from both apis (each with its
+	// own validator cache, warmed by the polls before).
+	etags1 := make([][2]string, len(users))
+	if err := forEach(ctx, 8, len(users), func(i int) error {
+		for k := range 2 {
+			r, err := clients[k].must(ctx, "GET", users[i].feed, "", nil, 200)
+			if err != nil {
+				return err
+			}
+			etags1[i][k] = r.header.Get("ETag")
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("feed renders after the pushes: %w", err)
 	}
 
 	tag, err := db.pool.Exec(ctx, `
@@ -426,19 +445,21 @@ func runProcesses(ctx context.Context, e *env, res *Result) error {
 	}
 	var bumpBad int
 	var bumpEx []string
-	for _, u := range users {
-		got := versions1[u.id] - versions0[u.id]
-		if got != int64(wantBumps[u.category]) {
+	for i, u := range users {
+		moved := versions1[u.id] - versions0[u.id]
+		changed := etags1[i][0] != etags0[i]
+		if moved != 0 || changed != (wantBumps[u.category] > 0) || etags1[i][0] != etags1[i][1] {
 			bumpBad++
 			if len(bumpEx) < 3 {
-				bumpEx = append(bumpEx, fmt.Sprintf("%s (%s): version moved %d, %d batches matched", u.sub, u.category, got, wantBumps[u.category]))
+				bumpEx = append(bumpEx, fmt.Sprintf("%s (%s): feed version moved %d, ETag %s → %s (api 2: %s), %d batches matched",
+					u.sub, u.category, moved, etags0[i], etags1[i][0], etags1[i][1], wantBumps[u.category]))
 			}
 		}
 	}
 	res.figure("pushes", "%d batches of %d papers through both apis in %s (until every match job completed)", len(batches), pcPerBatch, secs(pushTook))
 	res.figure("match jobs", "%d, worked by %s", mb.n, formatCounts(mb.by))
 	res.check("every match batch done once", matched && mb.n > 0 && mb.bad == 0 && mb.overlaps == 0 && bumpBad == 0,
-		"%d match jobs: %d not completed on the first attempt by one worker, %d with overlapping seq ranges; %d of %d readers whose feed version did not move exactly once per batch that matched them %s",
+		"%d match jobs: %d not completed on the first attempt by one worker, %d with overlapping seq ranges; %d of %d readers whose feed version moved (the match job bumps none), whose ETag did not change exactly when a batch matched them, or whose ETag the two apis disagree on %s",
 		mb.n, mb.bad, mb.overlaps, bumpBad, len(users), strings.Join(bumpEx, "; "))
 
 	// Feeds, read through the second api.

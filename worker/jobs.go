@@ -71,7 +71,7 @@ func (w *MatchWorker) Work(ctx context.Context, job *river.Job[MatchArgs]) error
 		return fmt.Errorf("matching seq %d..%d: %w", job.Args.FromSeq, job.Args.ToSeq, err)
 	}
 	w.Logger.InfoContext(ctx, "matched batch", "from_seq", job.Args.FromSeq, "to_seq", job.Args.ToSeq,
-		"distinct_keys", res.Keys, "users", len(res.Users), "refreshed", res.Refreshed)
+		"distinct_keys", res.Keys, "audience", res.Audience, "users", len(res.Users))
 	return nil
 }
 

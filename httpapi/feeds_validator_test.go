@@ -1,0 +1,410 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"followfeed/database"
+	"followfeed/feeds"
+	"followfeed/follow"
+	"followfeed/httpapi"
+	"followfeed/internal/testapp"
+	"followfeed/match"
+)
+
+// jobsIdle waits until no match or backfill job is left to run: a saved
+// search's backfill writes key rows after its follow returned.
+func jobsIdle(t *testing.T, db *database.DB) {
+	t.Helper()
+	waitFor(t, "the match and backfill jobs", func() bool {
+		var n int
+		err := db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river.river_job
+			WHERE kind IN ('match_batch', 'search_backfill') AND state NOT IN ('completed', 'discarded', 'cancelled')`).Scan(&n)
+		return err == nil && n == 0
+	})
+}
+
+// served is one GET of a feed: what a reader stores.
+type served struct {
+	etag, modified string
+	body           string
+}
+
+// TestETagChangesExactlyWhenTheFeedDoes walks a reader's private feeds
+// through every kind of operation and, after each, compares "did the
+// rendered feed change" with "did the ETag change": they must agree (and
+// a conditional GET with the old ETag must answer 304 exactly when
+// neither did, with the old Last-Modified too), except where the test
+// names a conservative case: the ETag changes though the body does not.
+// Those are the cases the validator cannot see without rendering: a
+// per-reader validator serves every limit and every per-follow feed, so a
+// change outside a short feed's window (a new version of an older paper,
+// an identity link or a dispute about a paper below it) changes the short
+// feed's ETag too (docs/ARCHITECTURE.md, "Conditional GETs").
+//
+// Two service processes run on one database, each with its own validator
+// cache; the second polls only every other step, so its cache holds older
+// entries than the first's. After every step both must give the same ETag
+// and Last-Modified.
+func TestETagChangesExactlyWhenTheFeedDoes(t *testing.T) {
+	t.Parallel()
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
+	env := maps.Clone(a.Env)
+	b := testapp.Start(t, env)
+	db := openDB(t, a.DatabaseURL)
+	svc := testapp.Token(t, "host", "", "papers:write")
+	plain, eager := testapp.Token(t, "plain", ""), testapp.Token(t, "eager", "")
+
+	push := func(recs ...string) {
+		t.Helper()
+		r := c.Do("POST", "/v1/papers", svc, "["+strings.Join(recs, ",")+"]")
+		if r.Status != 200 {
+			t.Fatalf("push: %d %s", r.Status, r.Body)
+		}
+	}
+	rec := func(id, title, primary string, cats []string, authorIDs ...string) string {
+		ids := `[]`
+		if len(authorIDs) > 0 {
+			ids = `["` + strings.Join(authorIDs, `","`) + `"]`
+		}
+		return fmt.Sprintf(`{"arxiv_id": %q, "title": %q, "abstract": "About %s.", "authors": [{"name": "Ann Author", "ids": %s}],
+			"categories": ["%s"], "primary_category": %q, "published": "2026-01-02"}`, id, title, title, ids, strings.Join(cats, `","`), primary)
+	}
+	follow := func(tok, kind, id string, opts map[string]any) {
+		t.Helper()
+		if r := c.Do("PUT", "/v1/me/follows/"+kind+"/"+url.PathEscape(id), tok, opts); r.Status != 201 && r.Status != 200 {
+			t.Fatalf("follow %s %s: %d %s", kind, id, r.Status, r.Body)
+		}
+	}
+	no := false
+	yes := true
+	follow(plain, "category", "cs.LG", nil)
+	follow(plain, "category", "cs.AI", map[string]any{"include_cross_lists": no})
+	follow(plain, "researcher", "host:77", nil)
+	follow(plain, "paper", "2601.00050", nil)
+	follow(plain, "query", "graphene", nil)
+	follow(eager, "category", "cs.LG", map[string]any{"include_replacements": yes})
+	push(rec("2601.00001v1", "Old learning", "cs.LG", []string{"cs.LG"}),
+		rec("2601.00050v1", "Strings on branes", "hep-th", []string{"hep-th"}),
+		rec("2601.00060v1", "Old combinatorics", "math.CO", []string{"math.CO"}, "s2:900"),
+		rec("2601.00002v1", "Newer learning", "cs.LG", []string{"cs.LG"}))
+	jobsIdle(t, db)
+
+	type feed struct {
+		name, tok string
+		limit     int
+		url       string // on a, then on b
+	}
+	links := func(tok string) feedLinks {
+		var l feedLinks
+		c.Do("GET", "/v1/me/feeds", tok, nil).JSON(t, &l)
+		return l
+	}
+	fs := []*feed{{name: "plain", tok: plain}, {name: "plain, limit 2", tok: plain, limit: 2}, {name: "eager", tok: eager}}
+	setURL := func(f *feed) {
+		f.url = strings.TrimPrefix(links(f.tok).JSON, a.URL)
+		if f.limit > 0 {
+			f.url += fmt.Sprintf("?limit=%d", f.limit)
+		}
+	}
+	for _, f := range fs {
+		setURL(f)
+	}
+	fetch := func(base string, f *feed, headers ...string) (*http.Response, string) {
+		t.Helper()
+		resp, body := get(t, base+f.url, headers...)
+		return resp, string(body)
+	}
+	last := map[*feed]served{}
+	for _, f := range fs {
+		resp, body := fetch(a.URL, f)
+		last[f] = served{resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), body}
+	}
+
+	steps := []struct {
+		name string
+		do   func()
+		// conservative: feeds whose ETag may change though their body
+		// does not (see the test's comment).
+		conservative []string
+	}{
+		{name: "a new paper in a followed category", do: func() {
+			push(rec("2601.00003", "Fresh learning", "cs.LG", []string{"cs.LG"}))
+		}},
+		{name: "a new paper in an unfollowed category", do: func() {
+			push(rec("2601.00004", "Algebraic geometry", "math.AG", []string{"math.AG"}))
+		}},
+		{name: "a cross-list into a category followed with cross-lists", do: func() {
+			push(rec("2601.00005", "Statistics for learning", "math.ST", []string{"math.ST", "cs.LG"}))
+		}},
+		{name: "a cross-list into a category followed without cross-lists", do: func() {
+			push(rec("2601.00006", "Statistics for AI", "stat.ML", []string{"stat.ML", "cs.AI"}))
+		}},
+		{name: "a new version of a paper in every window", do: func() {
+			push(rec("2601.00005v2", "Statistics for learning, revised", "math.ST", []string{"math.ST", "cs.LG"}))
+		}},
+		{name: "a new version of a paper below the short feed's window", do: func() {
+			push(rec("2601.00001v2", "Old learning, revised", "cs.LG", []string{"cs.LG"}))
+		}, conservative: []string{"plain, limit 2"}},
+		{name: "the same record again", do: func() {
+			push(rec("2601.00001v2", "Old learning, revised", "cs.LG", []string{"cs.LG"}))
+		}},
+		{name: "a follow added", do: func() { follow(plain, "category", "math.NA", nil) }},
+		{name: "a follow removed", do: func() {
+			if r := c.Do("DELETE", "/v1/me/follows/category/math.NA", plain, nil); r.Status != 204 {
+				t.Fatalf("unfollow: %d %s", r.Status, r.Body)
+			}
+		}},
+		{name: "an identity link that makes an old paper match", do: func() {
+			r := c.Do("PUT", "/v1/researchers", svc, `[{"ids": ["host:77", "s2:900"], "name": "Ann Author"}]`)
+			if r.Status != 200 {
+				t.Fatalf("link: %d %s", r.Status, r.Body)
+			}
+		}, conservative: []string{"plain, limit 2"}},
+		{name: "a dispute", do: func() {
+			if r := c.Do("POST", "/v1/me/papers/2601.00060/not-this-person", plain, `{"id": "host:77"}`); r.Status != 204 {
+				t.Fatalf("not this person: %d %s", r.Status, r.Body)
+			}
+		}, conservative: []string{"plain, limit 2"}},
+		{name: "a saved search's match", do: func() {
+			push(rec("2601.00007", "Graphene detectors", "hep-ex", []string{"hep-ex"}))
+		}},
+		{name: "a followed paper's event", do: func() {
+			push(rec("2601.00050v2", "Strings on branes", "hep-th", []string{"hep-th"}))
+		}},
+		{name: "another reader's follow", do: func() { follow(eager, "category", "math.AG", nil) }},
+		{name: "nothing", do: func() {}},
+		{name: "a token rotation", do: func() {
+			if r := c.Do("POST", "/v1/me/feed-token", plain, nil); r.Status != 200 {
+				t.Fatalf("rotate: %d %s", r.Status, r.Body)
+			}
+			old := fs[0].url
+			for _, f := range fs[:2] {
+				setURL(f)
+			}
+			if resp, _ := get(t, a.URL+old); resp.StatusCode != 404 {
+				t.Errorf("the rotated token's feed: %d, want 404", resp.StatusCode)
+			}
+		}},
+	}
+	for i, st := range steps {
+		// Whole seconds apart: Last-Modified has a resolution of one.
+		time.Sleep(1100 * time.Millisecond)
+		st.do()
+		jobsIdle(t, db)
+		for _, f := range fs {
+			resp, body := fetch(a.URL, f)
+			now := served{resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), body}
+			if resp.StatusCode != 200 || now.etag == "" || now.modified == "" {
+				t.Fatalf("%s: %s: %d, ETag %q, Last-Modified %q", st.name, f.name, resp.StatusCode, now.etag, now.modified)
+			}
+			prev := last[f]
+			bodyChanged, etagChanged := now.body != prev.body, now.etag != prev.etag
+			conservative := slices.Contains(st.conservative, f.name)
+			switch {
+			case bodyChanged && !etagChanged:
+				t.Errorf("%s: %s: the feed changed, its ETag %s did not", st.name, f.name, now.etag)
+			case etagChanged && !bodyChanged && !conservative:
+				t.Errorf("%s: %s: the ETag changed (%s → %s), the feed did not", st.name, f.name, prev.etag, now.etag)
+			case conservative && !etagChanged:
+				t.Errorf("%s: %s: named conservative, but the ETag did not change: drop the exception", st.name, f.name)
+			}
+			// Last-Modified: later exactly when the ETag changed, never
+			// in the future.
+			lm, err := http.ParseTime(now.modified)
+			prevLM, _ := http.ParseTime(prev.modified)
+			switch {
+			case err != nil || lm.After(time.Now()):
+				t.Errorf("%s: %s: Last-Modified %q is not a time up to now", st.name, f.name, now.modified)
+			case etagChanged && !lm.After(prevLM):
+				t.Errorf("%s: %s: the ETag changed, Last-Modified stayed %s (was %s)", st.name, f.name, now.modified, prev.modified)
+			case !etagChanged && !lm.Equal(prevLM):
+				t.Errorf("%s: %s: Last-Modified moved from %s to %s, the ETag did not", st.name, f.name, prev.modified, now.modified)
+			}
+			// The validators the reader holds.
+			if st.name != "a token rotation" || f.name == "eager" {
+				for _, hd := range [][2]string{{"If-None-Match", prev.etag}, {"If-Modified-Since", prev.modified}} {
+					resp, _ := fetch(a.URL, f, hd[0], hd[1])
+					if want := map[bool]int{true: 200, false: 304}[etagChanged]; resp.StatusCode != want {
+						t.Errorf("%s: %s: %s from before: %d, want %d", st.name, f.name, hd[0], resp.StatusCode, want)
+					}
+				}
+			}
+			// The second process, every other step (its cache older).
+			if i%2 == 1 || i == len(steps)-1 {
+				resp, _ := fetch(b.URL, f, "If-None-Match", now.etag)
+				if resp.StatusCode != 304 || resp.Header.Get("ETag") != now.etag || resp.Header.Get("Last-Modified") != now.modified {
+					t.Errorf("%s: %s: the second process answers %d with ETag %s, Last-Modified %s; the first %s, %s",
+						st.name, f.name, resp.StatusCode, resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), now.etag, now.modified)
+				}
+			}
+			last[f] = now
+		}
+	}
+}
+
+// countingTracer records the statements a pool sends.
+type countingTracer struct {
+	mu  sync.Mutex
+	sql []string
+}
+
+func (c *countingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	c.mu.Lock()
+	c.sql = append(c.sql, d.SQL)
+	c.mu.Unlock()
+	return ctx
+}
+
+func (c *countingTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *countingTracer) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.sql
+	c.sql = nil
+	return out
+}
+
+// TestWarmConditionalGetIsOneStatement serves private feeds from the real
+// feed handler over a pool that records every statement: with the
+// validator cached, a conditional GET sends exactly one statement (the
+// token lookup: the token_hash index and match_state's row, as EXPLAIN
+// shows), and reads no follow or key row; after a new batch of keys the
+// first one computes the validator again (one more statement), the next is
+// one statement again. Two services (processes) over the database give
+// the same ETag whatever their caches hold.
+func TestWarmConditionalGetIsOneStatement(t *testing.T) {
+	t.Parallel()
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
+	reader := testapp.Token(t, "reader", "")
+	svc := testapp.Token(t, "host", "", "papers:write")
+	c.Do("PUT", "/v1/me/follows/category/cs.LG", reader, nil)
+	c.Do("PUT", "/v1/me/follows/researcher/openalex:A5023888391", reader, nil)
+	pushOne := func(id string) {
+		t.Helper()
+		r := c.Do("POST", "/v1/papers", svc, fmt.Sprintf(`[{"arxiv_id": %q, "title": "Paper %s", "authors": "Ann Author",
+			"categories": ["cs.LG"], "primary_category": "cs.LG", "published": "2026-01-02"}]`, id, id))
+		if r.Status != 200 {
+			t.Fatalf("push: %d %s", r.Status, r.Body)
+		}
+	}
+	pushOne("2601.00001")
+	var links feedLinks
+	c.Do("GET", "/v1/me/feeds", reader, nil).JSON(t, &links)
+	path := strings.TrimPrefix(links.Atom, a.URL)
+
+	handler := func() (http.Handler, *countingTracer) {
+		cfg, err := pgxpool.ParseConfig(a.DatabaseURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := &countingTracer{}
+		cfg.ConnConfig.Tracer = tr
+		pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		db := &database.DB{Pool: pool}
+		base, _ := url.Parse(a.URL)
+		secret := []byte("a test secret of at least thirty-two bytes")
+		fsvc := feeds.NewService(db, feeds.NewTokens(db, secret), match.NewService(db), follow.NewService(db), base, nil, secret)
+		mux := http.NewServeMux()
+		(&httpapi.FeedRoutes{Feeds: fsvc, Misses: httpapi.NewLimiter(0, 0), PerIP: httpapi.NewLimiter(0, 0)}).Register(mux)
+		return mux, tr
+	}
+	h1, tr1 := handler()
+	h2, _ := handler()
+	get := func(h http.Handler, etag string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("GET", path, nil)
+		if etag != "" {
+			req.Header.Set("If-None-Match", etag)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	first := get(h1, "")
+	etag := first.Header().Get("ETag")
+	if first.Code != 200 || etag == "" {
+		t.Fatalf("first GET: %d %s", first.Code, first.Body)
+	}
+	tr1.take()
+	for range 5 {
+		if r := get(h1, etag); r.Code != 304 {
+			t.Fatalf("conditional GET: %d", r.Code)
+		}
+	}
+	sqls := tr1.take()
+	if len(sqls) != 5 {
+		t.Fatalf("5 warm conditional GETs sent %d statements, want 5:\n%s", len(sqls), strings.Join(sqls, "\n---\n"))
+	}
+	for _, q := range sqls {
+		if strings.Contains(q, "paper_keys") || strings.Contains(q, "follows") || !strings.Contains(q, "token_hash") {
+			t.Fatalf("a warm conditional GET sent more than the token lookup:\n%s", q)
+		}
+	}
+	// The lookup's plan: an index probe of user_feeds by token_hash and
+	// match_state's one row, nothing else.
+	db := openDB(t, a.DatabaseURL)
+	rows, err := db.Pool.Query(context.Background(), "EXPLAIN (COSTS OFF) "+sqls[0], []byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(plan, "\n")
+	if !strings.Contains(joined, "Index Scan using user_feeds_token_hash_key") || strings.Count(joined, "Scan") != 2 {
+		t.Errorf("the token lookup's plan is not one index probe and match_state's row:\n%s", joined)
+	}
+
+	// The other process, cold: the same validator.
+	if r := get(h2, etag); r.Code != 304 || r.Header().Get("ETag") != etag {
+		t.Errorf("second service: %d with ETag %s, want 304 with %s", r.Code, r.Header().Get("ETag"), etag)
+	}
+
+	// A batch elsewhere moves the watermark: the first conditional GET
+	// computes the validator again (unchanged: nothing the reader follows),
+	// the next ones are one statement each.
+	r := c.Do("POST", "/v1/papers", svc, `[{"arxiv_id": "2601.00009", "title": "Elsewhere", "authors": "Ann Author",
+		"categories": ["math.AG"], "primary_category": "math.AG", "published": "2026-01-02"}]`)
+	if r.Status != 200 {
+		t.Fatalf("push: %d %s", r.Status, r.Body)
+	}
+	for i := range 3 {
+		if r := get(h1, etag); r.Code != 304 {
+			t.Fatalf("conditional GET after a batch elsewhere: %d", r.Code)
+		}
+		want := 1
+		if i == 0 {
+			want = 2
+		}
+		if got := tr1.take(); len(got) != want {
+			t.Errorf("conditional GET %d after the batch: %d statements, want %d:\n%s", i+1, len(got), want, strings.Join(got, "\n---\n"))
+		}
+	}
+	// A batch the reader follows: a new ETag, the same in both services.
+	pushOne("2601.00002")
+	r1, r2 := get(h1, etag), get(h2, etag)
+	if r1.Code != 200 || r2.Code != 200 || r1.Header().Get("ETag") == etag || r1.Header().Get("ETag") != r2.Header().Get("ETag") {
+		t.Errorf("after a new match: %d %s and %d %s (old %s)", r1.Code, r1.Header().Get("ETag"), r2.Code, r2.Header().Get("ETag"), etag)
+	}
+	if r1.Header().Get("Last-Modified") != r2.Header().Get("Last-Modified") {
+		t.Errorf("Last-Modified %s and %s", r1.Header().Get("Last-Modified"), r2.Header().Get("Last-Modified"))
+	}
+}

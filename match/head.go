@@ -1,0 +1,93 @@
+package match
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"followfeed/database"
+)
+
+// Head is what a private feed's validator is made of, read in one snapshot.
+type Head struct {
+	// Version and ChangedAt are the user's user_feeds row: what changes a
+	// feed without a new key row (follows edited, identity links, disputes,
+	// a token rotated) bumps them.
+	Version   int64
+	ChangedAt time.Time
+	// HighSeq is the snapshot's match watermark (match_state.high_seq):
+	// Seq covers every row at or below it.
+	HighSeq int64
+	// Seq is the newest seq of any row that can change what the user's
+	// feed shows (see headSQL), 0 when there is none; SeqAt is when it
+	// was written (key_seq_times), zero when unknown.
+	Seq   int64
+	SeqAt time.Time
+}
+
+// headSQL reads a user's Head in one statement. u: the feed row and the
+// watermark (two primary-key probes); fo: the user's follows expanded
+// through the identity registry exactly as matchedManySQL expands them
+// (one row per key, with the flags of the follow made first); heads: per
+// expanded key, the newest row a feed of that follow can show
+// (paper_keys_key_seq_idx, ORDER BY seq DESC LIMIT 1, index-only: the
+// index includes cross_list and paper_id), skipping cross-lists for
+// follows without them and papers the user said are not by that follow's
+// person, as the feed does. Replacement rows count for every follow: a
+// follow that skips new versions still shows the paper's new title and
+// dates. A saved search's matches are its search_hits rows (the second
+// branch: search_hits_pkey, newest first, one probe per followed search).
+// This CTE is the one place the rows behind H are read.
+//
+// Any new row a feed can show has the largest seq there is, so Seq grows
+// exactly when such a row arrives; the feed query reads the same rows.
+const headSQL = `
+	WITH u AS (
+		SELECT f.user_id, f.version, f.changed_at, m.high_seq,
+		       EXISTS (SELECT 1 FROM identity_disputes d WHERE d.user_id = f.user_id) AS disputes
+		FROM user_feeds f, match_state m WHERE f.user_id = $1
+	), fo AS (
+		SELECT DISTINCT ON (m.key) fo.key, fo.include_cross_lists, m.key AS mkey, k1.identity_id AS ident
+		FROM follows fo
+		LEFT JOIN identity_keys k1 ON k1.key = fo.key
+		LEFT JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
+		CROSS JOIN LATERAL (SELECT coalesce(k2.key, fo.key) AS key) m
+		WHERE fo.user_id = $1
+		ORDER BY m.key, fo.created_at, fo.key
+	), heads AS (
+		SELECT max(h.seq) AS seq
+		FROM u CROSS JOIN fo CROSS JOIN LATERAL (
+			(SELECT pk.seq FROM paper_keys pk
+			WHERE pk.key = fo.mkey AND (fo.include_cross_lists OR NOT pk.cross_list)
+			  AND (NOT u.disputes OR NOT EXISTS (
+				SELECT 1 FROM identity_disputes d
+				WHERE d.user_id = u.user_id AND d.paper_id = pk.paper_id
+				  AND (d.follow_key = fo.key
+				       OR d.follow_key IN (SELECT k3.key FROM identity_keys k3 WHERE k3.identity_id = fo.ident))))
+			ORDER BY pk.seq DESC LIMIT 1)
+			UNION ALL
+			(SELECT sh.seq FROM search_hits sh
+			WHERE fo.mkey >= 'query:' AND fo.mkey < 'query;' AND sh.key = fo.mkey
+			ORDER BY sh.seq DESC LIMIT 1)
+		) h
+	)
+	SELECT u.version, u.changed_at, u.high_seq, coalesce(heads.seq, 0),
+	       (SELECT t.at FROM key_seq_times t WHERE heads.seq > 0 AND t.to_seq >= heads.seq ORDER BY t.to_seq LIMIT 1)
+	FROM u CROSS JOIN heads`
+
+// Head reads the user's feed validator inputs on the primary (the replica's
+// renders are checked against it, account.FeedAtLeast): one statement, a
+// probe per followed key. An unknown user is an error wrapping
+// database.ErrNotFound.
+func (s *Service) Head(ctx context.Context, userID int64) (Head, error) {
+	var h Head
+	var at *time.Time
+	err := s.db.Pool.QueryRow(ctx, headSQL, userID).Scan(&h.Version, &h.ChangedAt, &h.HighSeq, &h.Seq, &at)
+	if err != nil {
+		return Head{}, database.NotFound(err, fmt.Sprintf("reading the feed head of user %d", userID))
+	}
+	if at != nil {
+		h.SeqAt = *at
+	}
+	return h, nil
+}
