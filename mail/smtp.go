@@ -315,8 +315,8 @@ func (s *SMTPSender) sendChunked(c *smtpConn, m *Message, msg *gomail.Msg) (repl
 	}
 	// The body first: a message that cannot be written fails before the
 	// transaction starts.
-	var body bytes.Buffer
-	if _, err := msg.WriteTo(&body); err != nil {
+	body := m.buffer()
+	if _, err := msg.WriteTo(body); err != nil {
 		return "", false, false, &SendError{Kind: Permanent, Err: fmt.Errorf("mail: render message %s: %w", m.MessageID, err)}
 	}
 	if !bytes.HasSuffix(body.Bytes(), []byte("\r\n")) {
