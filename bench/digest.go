@@ -140,11 +140,15 @@ func (r DigestRun) PerDigest() (machine, self, postgres time.Duration) {
 	return r.CPU.Machine / n, r.CPU.Self / n, r.PostgresDB / n
 }
 
+// msPrecise formats d in milliseconds with two decimals.
+func msPrecise(d time.Duration) string {
+	return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000)
+}
+
 // String summarises the run: rate, wall time, and the CPU per digest.
 func (r DigestRun) String() string {
 	m, s, p := r.PerDigest()
-	msf := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	return fmt.Sprintf("%.0f digests/s (%d in %.1f s, %d sent); CPU per digest: followfeed + SMTP sink %.2f ms, "+
-		"PostgreSQL (this database's backends) %.2f ms, whole machine %.2f ms",
-		r.Rate, r.Digests, r.Wall.Seconds(), r.Sent, msf(s), msf(p), msf(m))
+	return fmt.Sprintf("%.0f digests/s (%d in %.1f s, %d sent); CPU per digest: followfeed + SMTP sink %s, "+
+		"PostgreSQL (this database's backends) %s, whole machine %s",
+		r.Rate, r.Digests, r.Wall.Seconds(), r.Sent, msPrecise(s), msPrecise(p), msPrecise(m))
 }
