@@ -2,10 +2,13 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"followfeed/database"
 	"followfeed/notify"
@@ -45,6 +48,10 @@ func MeasureDigests(ctx context.Context, db *database.DB, d *notify.Digester, us
 	var firstErr error
 	var once sync.Once
 	var wg sync.WaitGroup
+	own0, err := databaseBackends(ctx, db)
+	if err != nil {
+		return DigestRun{}, err
+	}
 	cpu0 := readCPU()
 	start := time.Now()
 	for range workers {
@@ -71,18 +78,77 @@ func MeasureDigests(ctx context.Context, db *database.DB, d *notify.Digester, us
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu1 := readCPU()
+	own1, err := databaseBackends(ctx, db)
+	if err != nil {
+		return DigestRun{}, errors.Join(firstErr, err)
+	}
+	var ownPG time.Duration
+	for pid, t := range cpu1.pg {
+		if own0[pid] || own1[pid] {
+			ownPG += t - cpu0.pg[pid]
+		}
+	}
 	return DigestRun{
-		Rate: float64(len(ids)) / elapsed.Seconds(),
-		Sent: int(sent.Load()),
-		Wall: elapsed,
-		CPU:  readCPU().sub(cpu0),
+		Rate:       float64(len(ids)) / elapsed.Seconds(),
+		Digests:    len(ids),
+		Sent:       int(sent.Load()),
+		Wall:       elapsed,
+		CPU:        cpu1.sub(cpu0),
+		PostgresDB: ownPG,
 	}, firstErr
+}
+
+// databaseBackends are the processes of the PostgreSQL backends connected
+// to db's database now (the pool's connections, which live through a run):
+// on a server shared with other work, their CPU is the database's share
+// of the digests, which the sum over every postgres process overstates.
+// It misses the server's shared processes (WAL writer, checkpointer).
+func databaseBackends(ctx context.Context, db *database.DB) (map[int]bool, error) {
+	rows, err := db.Pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+	if err != nil {
+		return nil, fmt.Errorf("listing the database's backends: %w", err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return nil, fmt.Errorf("listing the database's backends: %w", err)
+	}
+	out := make(map[int]bool, len(pids))
+	for _, p := range pids {
+		out[int(p)] = true
+	}
+	return out, nil
 }
 
 // DigestRun is one measurement of MeasureDigests.
 type DigestRun struct {
-	Rate float64       // digests (sent or found empty) per second of wall time
-	Sent int           // digests handed to the SMTP server
-	Wall time.Duration // wall time of the run
-	CPU  cpuUse        // CPU time spent during the run, by whom
+	Rate    float64       // digests (sent or found empty) per second of wall time
+	Digests int           // digests built (sent or found empty)
+	Sent    int           // digests handed to the SMTP server
+	Wall    time.Duration // wall time of the run
+	CPU     cpuUse        // CPU time spent during the run, by whom
+	// PostgresDB is the CPU of the backends connected to the measured
+	// database (see databaseBackends), part of CPU.Postgres.
+	PostgresDB time.Duration
+}
+
+// PerDigest is the CPU time per digest of the run: the whole machine, this
+// process (the code under measurement and the in-process SMTP sink), and
+// the measured database's PostgreSQL backends.
+func (r DigestRun) PerDigest() (machine, self, postgres time.Duration) {
+	n := time.Duration(max(r.Digests, 1))
+	return r.CPU.Machine / n, r.CPU.Self / n, r.PostgresDB / n
+}
+
+// msPrecise formats d in milliseconds with two decimals.
+func msPrecise(d time.Duration) string {
+	return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000)
+}
+
+// String summarises the run: rate, wall time, and the CPU per digest.
+func (r DigestRun) String() string {
+	m, s, p := r.PerDigest()
+	return fmt.Sprintf("%.0f digests/s (%d in %.1f s, %d sent); CPU per digest: followfeed + SMTP sink %s, "+
+		"PostgreSQL (this database's backends) %s, whole machine %s",
+		r.Rate, r.Digests, r.Wall.Seconds(), r.Sent, msPrecise(s), msPrecise(p), msPrecise(m))
 }

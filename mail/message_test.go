@@ -344,3 +344,26 @@ func TestBodiesTravel8bitWhenLinesFit(t *testing.T) {
 		}
 	}
 }
+
+// TestFits8bit: the line limit is 998 octets (the last line too, with or
+// without its newline); NUL, a bare CR and invalid UTF-8 need encoding.
+func TestFits8bit(t *testing.T) {
+	long := strings.Repeat("é", 499) // 998 octets
+	for s, want := range map[string]bool{
+		"":                         true,
+		"a\nb\n":                   true,
+		long:                       true,
+		long + "\n" + long:         true,
+		long + "x":                 false,
+		"a\n" + long + "x":         false,
+		"a\n" + long + "x\nb":      false,
+		"a\x00b":                   false,
+		"a\r\nb":                   false,
+		"a\xffb":                   false,
+		strings.Repeat("a\n", 600): true,
+	} {
+		if got := fits8bit(s); got != want {
+			t.Errorf("fits8bit(%d octets ending %q) = %v, want %v", len(s), s[max(0, len(s)-3):], got, want)
+		}
+	}
+}

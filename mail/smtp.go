@@ -1,6 +1,7 @@
 package mail
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -196,17 +197,21 @@ func NewSMTPSender(rawURL string, opts SMTPOptions) (*SMTPSender, error) {
 }
 
 // Send delivers m to m.To: it takes an idle pooled connection (checked with
-// NOOP; a stale one is replaced by a fresh dial without error) or dials a new
-// one, runs MAIL/RCPT/DATA (bodies 8bit when the server offers 8BITMIME,
-// else quoted-printable; see Message.Bytes), and returns the server's final reply, e.g.
+// NOOP, or on a CHUNKING server by the MAIL command, saving a round trip; a
+// stale one is replaced by a fresh dial without error) or dials a new
+// one, runs MAIL/RCPT and sends the message in one BDAT chunk when the
+// server offers CHUNKING (RFC 3030), else with DATA (bodies 8bit when the
+// server offers 8BITMIME, else quoted-printable; see Message.Bytes), and
+// returns the server's final reply, e.g.
 // "250 2.0.0 OK: queued". After success the connection is reset (RSET) and
 // pooled; after any error it is closed. Failures are *SendError classified as
 // follows: any 4xx -> Temporary; connect/TLS/EHLO/AUTH failures and a
 // missing but required STARTTLS -> Temporary (Code set when the server
 // replied); 5xx to MAIL or to the DATA command -> Permanent; 5xx to RCPT or
-// to the final dot -> Permanent with Recipient; network error or timeout
-// before the final dot was written -> Temporary; no reply after the final dot
-// was written -> Ambiguous. See SMTPSender for how ctx is honoured.
+// to the final dot (BDAT: to the chunk) -> Permanent with Recipient; network
+// error or timeout before the final dot (the whole chunk) was written ->
+// Temporary; no reply after it was written -> Ambiguous. See SMTPSender for
+// how ctx is honoured.
 func (s *SMTPSender) Send(ctx context.Context, m *Message) (string, error) {
 	msg, err := m.build(false)
 	if err != nil {
@@ -232,6 +237,19 @@ func (s *SMTPSender) Send(ctx context.Context, m *Message) (string, error) {
 				s.release(c, true)
 				return "", &SendError{Kind: Permanent, Err: err}
 			}
+		}
+		if chunking, _ := c.sc.Extension("CHUNKING"); chunking {
+			reply, healthy, stale, err := s.sendChunked(c, m, msg)
+			s.release(c, healthy)
+			if stale && attempt < s.opts.MaxConns {
+				s.log.Debug("smtp pooled connection is stale, redialing", "err", err)
+				continue
+			}
+			if err != nil {
+				s.log.Warn("smtp send failed", "message_id", m.MessageID, "kind", err.Kind.String(), "code", err.Code, "err", err.Err)
+				return "", err
+			}
+			return reply, nil
 		}
 		sendErr := c.mc.SendWithSMTPClient(c.sc, msg)
 		if sendErr == nil {
@@ -259,6 +277,85 @@ func (s *SMTPSender) Send(ctx context.Context, m *Message) (string, error) {
 		s.log.Warn("smtp send failed", "message_id", m.MessageID, "kind", se.Kind.String(), "code", se.Code, "err", se.Err)
 		return "", se
 	}
+}
+
+// sendChunked runs one transaction on c with BDAT (RFC 3030 CHUNKING):
+// MAIL, RCPT, then the whole message as one "BDAT <size> LAST" chunk, and
+// RSET. The message is written as it is, without the DATA command's
+// byte-by-byte dot-stuffing on either side, which cost as much CPU as
+// building the message. It classifies failures as Send documents for DATA,
+// the chunk standing for the body and its reply for the reply to the final
+// dot. On a reused connection a network error before any SMTP reply to MAIL
+// means the pooled connection died while idle (nothing of the message was
+// sent): stale is then true and the caller redials. healthy says whether c
+// can go back to the pool: only after a delivery and a successful RSET.
+func (s *SMTPSender) sendChunked(c *smtpConn, m *Message, msg *gomail.Msg) (reply string, healthy, stale bool, se *SendError) {
+	fail := func(kind FailureKind, recipient bool, what string, err error) *SendError {
+		// recipient: the failure concerns the address (RCPT), or, for
+		// the chunk, only a 5xx reply does (as for DATA's final dot).
+		se := &SendError{Kind: kind, Recipient: recipient, Err: fmt.Errorf("send message %s via %s: %s: %w", m.MessageID, s.addr, what, err)}
+		var te *textproto.Error
+		if errors.As(err, &te) {
+			se.Code, se.Reply = te.Code, fmt.Sprintf("%03d %s", te.Code, te.Msg)
+			if te.Code >= 500 && te.Code < 600 {
+				se.Kind = Permanent
+			} else if what == "BDAT" {
+				se.Recipient = false
+			}
+		}
+		return se
+	}
+	from, err := msg.GetSender(false)
+	if err != nil {
+		return "", false, false, &SendError{Kind: Permanent, Err: fmt.Errorf("send message %s: %w", m.MessageID, err)}
+	}
+	rcpts, err := msg.GetRecipients()
+	if err != nil {
+		return "", false, false, &SendError{Kind: Permanent, Recipient: true, Err: fmt.Errorf("send message %s: %w", m.MessageID, err)}
+	}
+	// The body first: a message that cannot be written fails before the
+	// transaction starts.
+	body := m.buffer()
+	if _, err := msg.WriteTo(body); err != nil {
+		return "", false, false, &SendError{Kind: Permanent, Err: fmt.Errorf("mail: render message %s: %w", m.MessageID, err)}
+	}
+	if !bytes.HasSuffix(body.Bytes(), []byte("\r\n")) {
+		body.WriteString("\r\n") // as Bytes, and as DATA's dot-writer does
+	}
+	if err := c.sc.Mail(from); err != nil {
+		var te *textproto.Error
+		if c.reused && !errors.As(err, &te) {
+			return "", false, true, fail(Temporary, false, "pooled connection unusable", err)
+		}
+		return "", false, false, fail(Temporary, false, "MAIL FROM", err)
+	}
+	for _, rcpt := range rcpts {
+		if err := c.sc.Rcpt(rcpt); err != nil {
+			return "", false, false, fail(Temporary, true, "RCPT TO", err)
+		}
+	}
+	w := c.sc.Text.W
+	_, _ = fmt.Fprintf(w, "BDAT %d LAST\r\n", body.Len())
+	_, _ = w.Write(body.Bytes())
+	if err := w.Flush(); err != nil {
+		// The chunk did not reach the server whole: it cannot have been
+		// accepted.
+		return "", false, false, fail(Temporary, false, "connection lost before the end of the message was written", err)
+	}
+	_, text, err := c.sc.Text.ReadResponse(250)
+	if err != nil {
+		var te *textproto.Error
+		if errors.As(err, &te) {
+			return "", false, false, fail(Temporary, true, "BDAT", err) // 4xx temporary, 5xx permanent
+		}
+		if c.raw.lastWriteFailed.Load() {
+			return "", false, false, fail(Temporary, false, "connection lost before the end of the message was written", err)
+		}
+		return "", false, false, fail(Ambiguous, false, "no reply after the whole message was written; the server may have accepted it", err)
+	}
+	// Accepted. If only the RSET afterwards fails, the connection is
+	// dropped.
+	return "250 " + text, c.sc.Reset() == nil, false, nil
 }
 
 // classify turns go-mail's SendError for a transaction into a *SendError.

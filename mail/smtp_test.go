@@ -67,8 +67,18 @@ func smtpErr(code int, enh smtp.EnhancedCode, msg string) *smtp.SMTPError {
 	return &smtp.SMTPError{Code: code, EnhancedCode: enh, Message: msg}
 }
 
-func TestSMTPPlainDelivery(t *testing.T) {
-	srv := fakesmtp.Start(t, fakesmtp.Options{})
+// transports runs f with a server offering CHUNKING (the sender uses BDAT)
+// and with one that does not (DATA).
+func transports(t *testing.T, f func(t *testing.T, noChunking bool)) {
+	for _, noChunking := range []bool{false, true} {
+		t.Run(map[bool]string{false: "BDAT", true: "DATA"}[noChunking], func(t *testing.T) { f(t, noChunking) })
+	}
+}
+
+func TestSMTPPlainDelivery(t *testing.T) { transports(t, testSMTPPlainDelivery) }
+
+func testSMTPPlainDelivery(t *testing.T, noChunking bool) {
+	srv := fakesmtp.Start(t, fakesmtp.Options{NoChunking: noChunking})
 	s := newSender(t, srv.URL(), SMTPOptions{HeloName: "sender.followfeed.example"})
 	m := msgN(t, 1)
 	reply, err := s.Send(context.Background(), m)
@@ -238,7 +248,7 @@ func copyUntilRSET(dst, src net.Conn, kill bool) (int64, error) {
 			}
 			n += int64(k)
 			seen = append(seen, buf[:k]...)
-			if kill && bytes.Contains(seen, []byte("\r\n.\r\n")) && bytes.Contains(seen, []byte("RSET\r\n")) {
+			if kill && (bytes.Contains(seen, []byte("\r\n.\r\n")) || bytes.Contains(seen, []byte("BDAT "))) && bytes.Contains(seen, []byte("RSET\r\n")) {
 				time.Sleep(50 * time.Millisecond) // let the RSET reply through
 				return n, nil
 			}
@@ -380,35 +390,39 @@ func TestSMTPFaults(t *testing.T) {
 			return nil
 		}, Permanent, 553, false},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			srv := fakesmtp.Start(t, fakesmtp.Options{Fault: c.fault})
-			s := newSender(t, srv.URL(), SMTPOptions{})
-			_, err := s.Send(context.Background(), msgN(t, 1))
-			se := sendErr(t, err, c.kind)
-			if se.Code != c.code || se.Recipient != c.recipient {
-				t.Errorf("Code=%d Recipient=%v, want %d %v (%v)", se.Code, se.Recipient, c.code, c.recipient, err)
-			}
-			if !strings.HasPrefix(se.Reply, fmt.Sprint(c.code)+" ") || strings.Contains(se.Reply, "affected") {
-				t.Errorf("Reply = %q", se.Reply)
-			}
-			if len(srv.Messages()) != 0 {
-				t.Error("refused message recorded")
-			}
-			// The failed connection is dropped; the next send dials fresh.
-			if _, err := s.Send(context.Background(), msgN(t, 2)); err != nil {
-				t.Fatal(err)
-			}
-			srv.WaitMessages(t, 1, wait)
-			if n := srv.Connections(); n != 2 {
-				t.Errorf("Connections = %d, want 2", n)
-			}
-		})
-	}
+	transports(t, func(t *testing.T, noChunking bool) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				srv := fakesmtp.Start(t, fakesmtp.Options{Fault: c.fault, NoChunking: noChunking})
+				s := newSender(t, srv.URL(), SMTPOptions{})
+				_, err := s.Send(context.Background(), msgN(t, 1))
+				se := sendErr(t, err, c.kind)
+				if se.Code != c.code || se.Recipient != c.recipient {
+					t.Errorf("Code=%d Recipient=%v, want %d %v (%v)", se.Code, se.Recipient, c.code, c.recipient, err)
+				}
+				if !strings.HasPrefix(se.Reply, fmt.Sprint(c.code)+" ") || strings.Contains(se.Reply, "affected") {
+					t.Errorf("Reply = %q", se.Reply)
+				}
+				if len(srv.Messages()) != 0 {
+					t.Error("refused message recorded")
+				}
+				// The failed connection is dropped; the next send dials fresh.
+				if _, err := s.Send(context.Background(), msgN(t, 2)); err != nil {
+					t.Fatal(err)
+				}
+				srv.WaitMessages(t, 1, wait)
+				if n := srv.Connections(); n != 2 {
+					t.Errorf("Connections = %d, want 2", n)
+				}
+			})
+		}
+	})
 }
 
-func TestSMTPDropAfterDataIsAmbiguous(t *testing.T) {
-	srv := fakesmtp.Start(t, fakesmtp.Options{DropAfterData: func(n int) bool { return n == 1 }})
+func TestSMTPDropAfterDataIsAmbiguous(t *testing.T) { transports(t, testSMTPDropAfterDataIsAmbiguous) }
+
+func testSMTPDropAfterDataIsAmbiguous(t *testing.T, noChunking bool) {
+	srv := fakesmtp.Start(t, fakesmtp.Options{DropAfterData: func(n int) bool { return n == 1 }, NoChunking: noChunking})
 	s := newSender(t, srv.URL(), SMTPOptions{})
 	_, err := s.Send(context.Background(), msgN(t, 1))
 	se := sendErr(t, err, Ambiguous)

@@ -441,3 +441,35 @@ func (e *env) version(uid int64) int64 {
 	}
 	return v
 }
+
+// TestReasonsInFollowOrder: a paper matched by three follows has them as
+// reasons in the order the user made them (the follows list), not in the
+// order of their keys, in every kind of query; the ids-only window takes
+// them from the selection, whose keys come unsorted with their ranks.
+func TestReasonsInFollowOrder(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	u := e.user("reader")
+	// Made in the reverse of their keys' order.
+	e.follow(u, "researcher", "openalex:A5023888391", follow.Options{})
+	e.follow(u, "category", "cs.LG", follow.Options{})
+	e.follow(u, "category", "cs.AI", follow.Options{})
+	w0 := e.high()
+	e.ingest(p("2301.00001", "cs.LG", []string{"cs.LG", "cs.AI"}, "openalex:A5023888391"))
+	w1 := e.high()
+	want := []string{"researcher/openalex:A5023888391", "category/cs.LG", "category/cs.AI"}
+	for name, q := range map[string]match.Query{
+		"feed":             {UserID: u},
+		"window":           {UserID: u, AfterSeq: w0, UpToSeq: w1},
+		"window, ids only": {UserID: u, AfterSeq: w0, UpToSeq: w1, IDsOnly: true},
+	} {
+		got := e.matched(q)
+		if len(got) != 1 || !slices.Equal(reasons(got[0]), want) {
+			var rs [][]string
+			for _, p := range got {
+				rs = append(rs, reasons(p))
+			}
+			t.Errorf("%s: papers %v with reasons %v, want 2301.00001 with %v", name, ids(got), rs, want)
+		}
+	}
+}

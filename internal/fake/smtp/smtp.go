@@ -69,6 +69,10 @@ type Options struct {
 	// works with plain connections only) and refuse a message body with
 	// bytes above 127, as a 7-bit server would.
 	No8BitMIME bool
+	// NoChunking makes the server leave CHUNKING out of its EHLO reply
+	// (go-smtp always offers it; removed on the wire like No8BitMIME), so
+	// a client sends its messages with DATA instead of BDAT.
+	NoChunking bool
 	// Delay is slept before every reply to the final dot (before Fault's
 	// StageData error is sent, and before an accepted message is recorded).
 	Delay time.Duration
@@ -420,8 +424,15 @@ func (l *countingListener) Accept() (net.Conn, error) {
 		l.s.mu.Lock()
 		l.s.conns++
 		l.s.mu.Unlock()
+		var drop [][]byte
 		if l.s.opts.No8BitMIME {
-			c = no8BitMIMEConn{c}
+			drop = append(drop, []byte("250-8BITMIME\r\n"))
+		}
+		if l.s.opts.NoChunking {
+			drop = append(drop, []byte("250-CHUNKING\r\n"))
+		}
+		if len(drop) > 0 {
+			c = dropCapsConn{Conn: c, lines: drop}
 		}
 	}
 	return c, err
@@ -451,12 +462,20 @@ func (l *chanListener) Accept() (net.Conn, error) {
 func (l *chanListener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
 func (l *chanListener) Addr() net.Addr { return l.addr }
 
-// no8BitMIMEConn removes the 8BITMIME line of the server's EHLO reply. It
-// is never the reply's last line, so the reply stays well-formed.
-type no8BitMIMEConn struct{ net.Conn }
+// dropCapsConn removes lines (8BITMIME, CHUNKING) from the server's EHLO
+// reply. Neither is ever the reply's last line (SIZE is), so the reply
+// stays well-formed.
+type dropCapsConn struct {
+	net.Conn
+	lines [][]byte
+}
 
-func (c no8BitMIMEConn) Write(p []byte) (int, error) {
-	if q := bytes.ReplaceAll(p, []byte("250-8BITMIME\r\n"), nil); len(q) != len(p) {
+func (c dropCapsConn) Write(p []byte) (int, error) {
+	q := p
+	for _, l := range c.lines {
+		q = bytes.ReplaceAll(q, l, nil)
+	}
+	if len(q) != len(p) {
 		if _, err := c.Conn.Write(q); err != nil {
 			return 0, err
 		}
