@@ -46,7 +46,7 @@ func FeedAtLeast(userID, version, highSeq int64) database.Fresh {
 	return func(ctx context.Context, tx pgx.Tx) (bool, error) {
 		var ok bool
 		err := tx.QueryRow(ctx, `
-			SELECT f.version >= $2 AND m.high_seq >= $3 FROM user_feeds f, match_state m WHERE f.user_id = $1`,
+			SELECT f.version >= $2 AND (SELECT high_seq FROM match_state) >= $3 FROM user_feeds f WHERE f.user_id = $1`,
 			userID, version, highSeq).Scan(&ok)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return false, nil

@@ -26,7 +26,11 @@ type Head struct {
 }
 
 // headSQL reads a user's Head in one statement. u: the feed row and the
-// watermark (two primary-key probes); fo: the user's follows expanded
+// watermark (two probes; the watermark as a scalar subquery, which the
+// planner counts as one row whatever match_state's statistics say: joined
+// as a table never analysed it was costed at 2,200 rows, which multiplied
+// the heads' estimate past jit_above_cost and spent 0.6 s compiling every
+// recomputation); fo: the user's follows expanded
 // through the identity registry exactly as matchedManySQL expands them
 // (one row per key, with the flags of the follow made first); heads: per
 // expanded key, the newest row a feed of that follow can show
@@ -43,9 +47,9 @@ type Head struct {
 // exactly when such a row arrives; the feed query reads the same rows.
 const headSQL = `
 	WITH u AS (
-		SELECT f.user_id, f.version, f.changed_at, m.high_seq,
+		SELECT f.user_id, f.version, f.changed_at, (SELECT high_seq FROM match_state) AS high_seq,
 		       EXISTS (SELECT 1 FROM identity_disputes d WHERE d.user_id = f.user_id) AS disputes
-		FROM user_feeds f, match_state m WHERE f.user_id = $1
+		FROM user_feeds f WHERE f.user_id = $1
 	), fo AS (
 		SELECT DISTINCT ON (m.key) fo.key, fo.include_cross_lists, m.key AS mkey, k1.identity_id AS ident
 		FROM follows fo

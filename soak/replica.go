@@ -359,7 +359,21 @@ func runReplica(ctx context.Context, e *env, res *Result) error {
 				return err
 			}
 			t0 = time.Now()
-			_, err := rep.Exec(ctx, `SELECT pg_wal_replay_resume()`)
+			// The resume itself may be cancelled by the very replay it
+			// starts (its statement's snapshot conflicts, SQLSTATE
+			// 40001): then ask whether replay is still paused, and
+			// resume again if it is.
+			var err error
+			for range 10 {
+				if _, err = rep.Exec(ctx, `SELECT pg_wal_replay_resume()`); err == nil {
+					return nil
+				}
+				var paused bool
+				if qerr := rep.QueryRow(ctx, `SELECT pg_is_wal_replay_paused()`).Scan(&paused); qerr == nil && !paused {
+					return nil
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
 			return err
 		case 3:
 			rep.Close()
