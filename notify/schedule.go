@@ -102,6 +102,14 @@ func (d *Digester) scheduleOnce(ctx context.Context) (queued int, more bool, err
 	return queued, more, err
 }
 
+// instantDue says, of a digest_schedules row d and its users row u, that
+// a new match should schedule an instant alert: the reader chose instant
+// alerts, has none waiting, and has a confirmed, unsuppressed address. The
+// match job's audience (InstantAudience) and ScheduleInstant use the same
+// test, so the audience is exactly who may be scheduled.
+const instantDue = `d.frequency = 'instant' AND d.instant_due_at IS NULL AND u.email_confirmed_at IS NOT NULL
+		  AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email))`
+
 // InstantAudience is the match job's audience for ScheduleInstant (in its
 // transaction): the readers ScheduleInstant may schedule, those who chose
 // instant alerts, have a confirmed and unsuppressed address and no alert
@@ -110,8 +118,7 @@ func (d *Digester) scheduleOnce(ctx context.Context) (queued int, more bool, err
 func (d *Digester) InstantAudience(ctx context.Context, tx pgx.Tx) ([]int64, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT d.user_id FROM digest_schedules d JOIN users u ON u.id = d.user_id
-		WHERE d.frequency = 'instant' AND d.instant_due_at IS NULL AND u.email_confirmed_at IS NOT NULL
-		  AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email))`)
+		WHERE `+instantDue)
 	if err != nil {
 		return nil, fmt.Errorf("reading the readers with instant alerts: %w", err)
 	}
@@ -135,9 +142,7 @@ func (d *Digester) ScheduleInstant(ctx context.Context, tx pgx.Tx, affected []in
 	rows, err := tx.Query(ctx, `
 		UPDATE digest_schedules d SET instant_due_at = $2
 		FROM users u
-		WHERE d.user_id = ANY($1) AND u.id = d.user_id AND d.frequency = 'instant' AND d.instant_due_at IS NULL
-		  AND u.email_confirmed_at IS NOT NULL
-		  AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email))
+		WHERE d.user_id = ANY($1) AND u.id = d.user_id AND `+instantDue+`
 		RETURNING d.user_id`, affected, due)
 	if err != nil {
 		return fmt.Errorf("scheduling instant alerts: %w", err)
