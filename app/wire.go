@@ -127,9 +127,8 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		Calendar: arxivcal.New(cfg.ArxivHolidays), Health: s.health,
 	})
 	s.confirms = notify.NewConfirmations(s.addrs, s.sender, cfg.MailFrom, cfg.PublicURL, hooks.Now)
-	// The match job looks for new matches only among these hooks'
-	// audiences (match.Service.AddAudience).
-	s.matcher.AddAudience(s.digester.InstantAudience)
+	// The match job finds new matches only of readers with instant
+	// delivery (instant_follows); these hooks pick the readers they serve.
 	s.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 		return s.digester.ScheduleInstant(ctx, tx, res.Users)
 	})
@@ -138,7 +137,6 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		Guard: channels.NewGuard(cfg.ChannelAllowHosts), Sender: s.sender, From: cfg.MailFrom,
 		BaseURL: cfg.PublicURL.String(), Logger: logger, Now: hooks.Now, SecretKey: cfg.SecretKey,
 	})
-	s.matcher.AddAudience(s.channels.InstantAudience)
 	s.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 		return s.channels.ScheduleInstant(ctx, tx, res.Users)
 	})

@@ -99,12 +99,12 @@ func batchPapers(n int, s Scale, v *Vocabulary, seed uint64) []paper.Paper {
 // MatchResult holds the match-job measurement.
 type MatchResult struct {
 	Papers, Keys, DistinctKeys, Users int
-	// Audience is how many readers the match job looked at (instant
-	// alerts and channels), Instant how many of them the benchmark gave
-	// instant alerts for the measurement.
-	Audience, Instant int
-	Ingest, Match     time.Duration
-	FromSeq, ToSeq    int64 // the batch's key rows
+	// Instant is how many readers the benchmark gave instant alerts for
+	// the measurement, InstantFollows how many follows instant_follows
+	// then held (theirs: what the match job reads from, by key).
+	Instant, InstantFollows int
+	Ingest, Match           time.Duration
+	FromSeq, ToSeq          int64 // the batch's key rows
 }
 
 // InstantShare is the share of the readers with a confirmed address that
@@ -114,24 +114,38 @@ const InstantShare = 0.10
 
 // MeasureMatch ingests a batch of new papers (batchPapers) through the real paper.Store
 // (papers, keys, match job insert in one transaction) and then runs the
-// match job (m, wired as the product wires it: its audience is the readers
-// with instant alerts or instant channels) over its keys, timing both. For
-// the measurement, InstantShare of the readers with a confirmed address
-// who have no digest settings get instant alerts (removed again by
-// RemoveBatch). Call RemoveBatch afterwards so the dataset stays at its
-// scale.
+// match job (m, wired as the product wires it: it reads the follows of the
+// readers with instant alerts or instant channels, instant_follows) over
+// its keys, timing both. For the measurement, InstantShare of the readers
+// with a confirmed address who have no digest settings get instant alerts
+// (listed in bench_instant and removed again by RemoveBatch). Call
+// RemoveBatch afterwards so the dataset stays at its scale.
 func MeasureMatch(ctx context.Context, db *database.DB, in *paper.Store, m *match.Service, papers []paper.Paper) (MatchResult, error) {
 	var res MatchResult
-	tag, err := db.Pool.Exec(ctx, `
-		INSERT INTO digest_schedules (user_id, frequency, watermark)
-		SELECT id, 'instant', (SELECT high_seq FROM match_state) FROM users
-		WHERE email_confirmed_at IS NOT NULL AND id % $1 = 0
-		  AND NOT EXISTS (SELECT 1 FROM digest_schedules d WHERE d.user_id = users.id)`, int(math.Round(1/InstantShare)))
+	err := db.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS bench_instant (user_id bigint PRIMARY KEY)`); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `
+			WITH u AS (
+				INSERT INTO bench_instant (user_id)
+				SELECT id FROM users
+				WHERE email_confirmed_at IS NOT NULL AND id % $1 = 0
+				  AND NOT EXISTS (SELECT 1 FROM digest_schedules d WHERE d.user_id = users.id)
+				RETURNING user_id
+			)
+			INSERT INTO digest_schedules (user_id, frequency, watermark)
+			SELECT user_id, 'instant', (SELECT high_seq FROM match_state) FROM u`, int(math.Round(1/InstantShare)))
+		res.Instant = int(tag.RowsAffected())
+		return err
+	})
 	if err != nil {
 		return res, fmt.Errorf("giving readers instant alerts: %w", err)
 	}
-	res.Instant = int(tag.RowsAffected())
-	if _, err := db.Pool.Exec(ctx, `ANALYZE digest_schedules`); err != nil {
+	if _, err := db.Pool.Exec(ctx, `ANALYZE digest_schedules; ANALYZE instant_follows`); err != nil {
+		return res, err
+	}
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM instant_follows`).Scan(&res.InstantFollows); err != nil {
 		return res, err
 	}
 	start := time.Now()
@@ -157,14 +171,15 @@ func MeasureMatch(ctx context.Context, db *database.DB, in *paper.Store, m *matc
 		return res, err
 	}
 	res.Match = time.Since(start)
-	res.DistinctKeys, res.Users, res.Audience = br.Keys, len(br.Users), br.Audience
+	res.DistinctKeys, res.Users = br.Keys, len(br.Users)
 	return res, nil
 }
 
 // RemoveBatch deletes what MeasureMatch added.
 func RemoveBatch(ctx context.Context, db *database.DB) {
-	_, _ = db.Pool.Exec(context.WithoutCancel(ctx), `DELETE FROM digest_schedules WHERE frequency = 'instant' AND next_at IS NULL
-		AND watermark = (SELECT high_seq FROM match_state) AND user_id % $1 = 0`, int(math.Round(1/InstantShare)))
+	_, _ = db.Pool.Exec(context.WithoutCancel(ctx), `
+		WITH u AS (DELETE FROM bench_instant RETURNING user_id)
+		DELETE FROM digest_schedules WHERE user_id IN (SELECT user_id FROM u)`)
 	_, _ = db.Pool.Exec(context.WithoutCancel(ctx), `DELETE FROM papers WHERE arxiv_id LIKE '2901.%'`)
 	_, _ = db.Pool.Exec(context.WithoutCancel(ctx), `DELETE FROM river.river_job WHERE kind IN ('match_batch', 'digest_instant', 'websub_publish')`)
 }

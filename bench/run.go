@@ -170,10 +170,11 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 		Figure{Key: "ingest", Name: "ingest the same batch (papers + keys + match job, one transaction)", Target: "—",
 			Result: fmt.Sprintf("%.2f s", mr.Ingest.Seconds()), Value: mr.Ingest.Seconds(), Pass: true})
 	r.Details = append(r.Details, fmt.Sprintf("Match: %d new papers with %d key rows (%d distinct keys) go through the real `paper.Store`; "+
-		"then `match.Service.RunBatch` (the match job's transaction) reads the follows of its audience, %d readers (the readers with instant alerts or channels; "+
-		"for the measurement %d readers, one in %d, were given instant alerts), finds %d of them with a new match and schedules their alerts; it bumps no feed "+
-		"(a private feed's ETag follows the newest row of its keys). The batch is deleted at the end of the run.",
-		mr.Papers, mr.Keys, mr.DistinctKeys, mr.Audience, mr.Instant, int(math.Round(1/InstantShare)), mr.Users))
+		"then `match.Service.RunBatch` (the match job's transaction) reads, by key, the followers of its keys among the readers with instant alerts or channels "+
+		"(`instant_follows`, %d follows: for the measurement %d readers, one in %d, were given instant alerts), finds %d of them with a new match and schedules "+
+		"their alerts (one `digest_schedules` update and one River job each); it bumps no feed (a private feed's ETag follows the newest row of its keys). "+
+		"The batch is deleted at the end of the run.",
+		mr.Papers, mr.Keys, mr.DistinctKeys, mr.InstantFollows, mr.Instant, int(math.Round(1/InstantShare)), mr.Users))
 
 	// The batch wrote its keys (and the identity links bumped feed
 	// rows): vacuum now, or autovacuum (of an 8M-row table, eventually)

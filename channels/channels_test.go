@@ -72,7 +72,6 @@ func setup(t *testing.T, start time.Time) *env {
 	e.prefs = notify.NewPreferences(e.db, addrs, e.clk.Now)
 	e.ch = channels.NewService(channels.Config{DB: e.db, Matcher: e.matcher, Follows: e.follows, Enqueuer: enq,
 		Guard: channels.NewGuard([]string{"127.0.0.1"}), BaseURL: "https://followfeed.test", Now: e.clk.Now, SecretKey: testSecretKey})
-	e.matcher.AddAudience(e.ch.InstantAudience)
 	e.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 		return e.ch.ScheduleInstant(ctx, tx, res.Users)
 	})

@@ -30,21 +30,6 @@ const (
 	scheduleBatch = 1000
 )
 
-// InstantAudience is the match job's audience for ScheduleInstant (in its
-// transaction): the owners of enabled instant channels without a
-// collection waiting (channels_instant_idx).
-func (s *Service) InstantAudience(ctx context.Context, tx pgx.Tx) ([]int64, error) {
-	rows, err := tx.Query(ctx, `SELECT DISTINCT user_id FROM channels WHERE mode = 'instant' AND enabled AND due_at IS NULL`)
-	if err != nil {
-		return nil, fmt.Errorf("reading the owners of instant channels: %w", err)
-	}
-	users, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("reading the owners of instant channels: %w", err)
-	}
-	return users, nil
-}
-
 // ScheduleInstant is the match job's OnAffected hook: every enabled
 // instant channel of the affected users without a collection waiting gets
 // one, due now, in the match job's transaction. Matches while one waits

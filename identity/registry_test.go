@@ -47,22 +47,19 @@ func setup(t *testing.T) *env {
 	}
 	e := &env{t: t, ctx: context.Background(), db: db, papers: paper.NewStore(db, worker.NewEnqueuer(ins)),
 		follows: follow.NewService(db), m: match.NewService(db)}
-	// Every reader is the match job's audience here.
-	e.m.AddAudience(func(ctx context.Context, tx pgx.Tx) ([]int64, error) {
-		rows, err := tx.Query(ctx, `SELECT id FROM users`)
-		if err != nil {
-			return nil, err
-		}
-		return pgx.CollectRows(rows, pgx.RowTo[int64])
-	})
 	e.reg = identity.NewRegistry(db, e.follows)
 	e.papers.ObserveIdentities(e.reg)
 	return e
 }
 
+// user makes a reader with instant alerts: the match job's audience (its
+// follows are in instant_follows).
 func (e *env) user(sub string) int64 {
 	u, err := account.NewUsers(e.db).Ensure(e.ctx, &auth.Claims{Subject: sub})
 	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.db.Pool.Exec(e.ctx, `INSERT INTO digest_schedules (user_id, frequency) VALUES ($1, 'instant')`, u.ID); err != nil {
 		e.t.Fatal(err)
 	}
 	return u.ID

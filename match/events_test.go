@@ -2,7 +2,6 @@ package match_test
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
 	"followfeed/follow"
@@ -14,21 +13,7 @@ import (
 // eventRows lists the event rows of key as "event detail" strings, oldest
 // first.
 func (e *env) eventRows(key string) []string {
-	rows, err := e.db.Pool.Query(e.ctx, `
-		SELECT event || ' ' || coalesce(detail, '') FROM paper_keys WHERE key = $1 AND event <> '' ORDER BY seq`, key)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			e.t.Fatal(err)
-		}
-		out = append(out, strings.TrimSpace(s))
-	}
-	return out
+	return e.rows(`SELECT rtrim(event || ' ' || coalesce(detail, '')) FROM paper_keys WHERE key = $1 AND event <> '' ORDER BY seq`, key)
 }
 
 // The events of a followed paper: each is one key row, told once, with its

@@ -1,7 +1,7 @@
 // Package match answers "which papers match whom", with fan-out on read:
 // nothing per (user, paper) is ever materialised. The match job finds,
-// among the readers with instant delivery (the registered audiences), those
-// a batch of new keys gives a new match, in one set-based query; feeds and
+// among the readers with instant delivery (instant_follows), those a batch
+// of new keys gives a new match, in set-based queries by key; feeds and
 // digests compute a user's papers at read time with Matched, with bounded
 // work per followed key, and a private feed's validator from the newest
 // row of its keys (Head; see docs/ARCHITECTURE.md).
@@ -26,17 +26,10 @@ import (
 // feeds pings WebSub).
 type AffectedHook func(ctx context.Context, tx pgx.Tx, res BatchResult) error
 
-// Audience returns, inside a match job's transaction, the users a hook
-// acts on when the batch is a new match for them (readers with instant
-// alerts, owners of instant channels): a small share of all readers, read
-// through an index. Order and duplicates do not matter.
-type Audience func(ctx context.Context, tx pgx.Tx) ([]int64, error)
-
 // Service runs matching queries.
 type Service struct {
-	db        *database.DB
-	hooks     []AffectedHook
-	audiences []Audience
+	db    *database.DB
+	hooks []AffectedHook
 }
 
 // NewService returns the matcher over db.
@@ -45,13 +38,6 @@ func NewService(db *database.DB) *Service { return &Service{db: db} }
 // OnAffected registers a hook for RunBatch. Register hooks before any job
 // runs; the Service is not safe for registering concurrently with RunBatch.
 func (s *Service) OnAffected(h AffectedHook) { s.hooks = append(s.hooks, h) }
-
-// AddAudience registers users whose new matches a hook acts on: the match
-// job looks for new matches (BatchResult.Users) only among the union of
-// the registered audiences, so its cost grows with the batch's keys and
-// those users, not with every follower of the keys. Register before any
-// job runs, like OnAffected.
-func (s *Service) AddAudience(a Audience) { s.audiences = append(s.audiences, a) }
 
 // RunBatch is the match job: in one transaction it finds the audience's
 // users with a new match among the keys in [fromSeq, toSeq], runs the
@@ -83,10 +69,8 @@ func (s *Service) RunBatch(ctx context.Context, fromSeq, toSeq int64, finish fun
 type BatchResult struct {
 	FromSeq, ToSeq int64 // the batch's key rows
 	Keys           int   // distinct keys in the batch
-	// Audience counts the users the registered audiences returned
-	// (distinct): the only ones whose follows the job read.
-	Audience int
-	// Users are the audience's users with a new match (a paper their
+	// Users are the readers with instant delivery (instant alerts or an
+	// enabled instant channel: instant_follows) with a new match (a paper their
 	// follows newly select: replacement rows only for follows that
 	// include replacements, cross-lists only for those that include
 	// cross-lists, and not a paper they said is not by the person they
@@ -100,12 +84,14 @@ type BatchResult struct {
 }
 
 // AffectedUsers runs inside the match job: it takes the distinct keys written
-// in seq range [fromSeq, toSeq] and finds, among the registered audiences'
-// users, those with a follow that newly matches one of them (through the
+// in seq range [fromSeq, toSeq] and finds, among the readers with instant
+// delivery, those with a follow that newly matches one of them (through the
 // identity registry; honouring the cross-list and replacement options and
-// "not this person" disputes, see BatchResult). The cost grows with the
-// number of distinct keys and the audience's follows, never with papers ×
-// followers.
+// "not this person" disputes, see BatchResult). It reads instant_follows
+// (the follows of those readers, kept by triggers, see migration 00020) by
+// key: the cost grows with the number of distinct keys and their instant
+// followers, never with papers × followers, nor with the followers without
+// instant delivery.
 func (s *Service) AffectedUsers(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) (BatchResult, error) {
 	res := BatchResult{FromSeq: fromSeq, ToSeq: toSeq}
 	// JIT costs more than it saves in these statements. Custom plans: the
@@ -125,34 +111,35 @@ func (s *Service) AffectedUsers(ctx context.Context, tx pgx.Tx, fromSeq, toSeq i
 			res.NewKeys = append(res.NewKeys, k)
 		}
 	}
-	audience, err := s.audience(ctx, tx)
-	if err != nil {
-		return res, err
-	}
-	res.Audience = len(audience)
-	if len(audience) == 0 || len(b.keys) == 0 {
+	if len(b.keys) == 0 {
 		return res, nil
 	}
 	// Categories and archives first: a handful of keys that most readers
 	// follow (this domain's celebrities), so they alone match most of the
-	// audience the batch reaches. The many researcher (and other) keys are
-	// then expanded through the registry and joined only for the users
-	// they did not match.
-	// How many readers there are: the planner's estimate, or a count when
-	// the table was never analysed (a new database).
-	var all float64
-	if err := tx.QueryRow(ctx, `
-		SELECT CASE WHEN reltuples > 0 THEN reltuples ELSE (SELECT count(*) FROM users) END
-		FROM pg_class WHERE oid = 'users'::regclass`).Scan(&all); err != nil {
-		return res, err
-	}
+	// instant readers a batch reaches. The many researcher (and other)
+	// keys are then expanded through the registry (so a follow of any id
+	// of the person is reached) and joined only for the instant readers
+	// the categories did not match; when there are none, not even the
+	// registry is read.
 	wide, narrow := b.split()
 	aff := affected{}
-	if err := aff.join(ctx, tx, wide, audience, all); err != nil {
+	if err := aff.join(ctx, tx, wide, nil); err != nil {
 		return res, fmt.Errorf("finding users affected by keys %d..%d: %w", fromSeq, toSeq, err)
 	}
-	if err := aff.matchRest(ctx, tx, narrow, audience, all); err != nil {
-		return res, fmt.Errorf("finding users affected by keys %d..%d: %w", fromSeq, toSeq, err)
+	if len(narrow.keys) > 0 {
+		rest, err := aff.unmatched(ctx, tx)
+		if err != nil {
+			return res, err
+		}
+		if len(rest) > 0 {
+			x, err := narrow.expand(ctx, tx)
+			if err != nil {
+				return res, err
+			}
+			if err := aff.join(ctx, tx, x, rest); err != nil {
+				return res, fmt.Errorf("finding users affected by keys %d..%d: %w", fromSeq, toSeq, err)
+			}
+		}
 	}
 	for u, matched := range aff {
 		if matched {
@@ -168,73 +155,35 @@ func (s *Service) AffectedUsers(ctx context.Context, tx pgx.Tx, fromSeq, toSeq i
 	return res, nil
 }
 
-// audience is the union of the registered audiences, ascending.
-func (s *Service) audience(ctx context.Context, tx pgx.Tx) ([]int64, error) {
-	var out []int64
-	for _, a := range s.audiences {
-		us, err := a(ctx, tx)
-		if err != nil {
-			return nil, fmt.Errorf("reading the match job's audience: %w", err)
-		}
-		out = append(out, us...)
-	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
-}
-
 // affected maps each affected user to whether the batch is a new match
 // for them (see BatchResult).
 type affected map[int64]bool
 
-// joinSQL finds the followers among users ($6) of the keys in the arrays
-// (a batchKeys slice): a follow is affected when a row of its key reaches
-// it (cross-lists only when it includes them); matched says whether one
-// newly selects a paper (replacement rows only for follows that include
-// replacements). %s is the join of users with their follows: byUser or
-// byKey.
+// joinSQL finds the readers with instant delivery (all, or those of $6
+// when it is not NULL) who follow a key of the arrays (a batchKeys slice),
+// through instant_follows' primary key (key, user_id, including the
+// options: an index-only scan per key, in key order): a follow is affected
+// when a row of its key reaches it (cross-lists only when it includes
+// them); matched says whether one newly selects a paper (replacement rows
+// only for follows that include replacements).
 const joinSQL = `
 	SELECT f.user_id,
 	       bool_or(b.primary_new OR (f.include_replacements AND b.primary_replaced)
 	               OR (f.include_cross_lists AND (b.cross_new OR (f.include_replacements AND b.cross_replaced)))) AS matched
-	FROM %s
-	JOIN unnest($1::text[], $2::bool[], $3::bool[], $4::bool[], $5::bool[])
-	     AS b(key, primary_new, primary_replaced, cross_new, cross_replaced) ON b.key = f.key
+	FROM unnest($1::text[], $2::bool[], $3::bool[], $4::bool[], $5::bool[])
+	     AS b(key, primary_new, primary_replaced, cross_new, cross_replaced)
+	JOIN instant_follows f ON f.key = b.key
 	WHERE (b.primary_new OR b.primary_replaced OR (f.include_cross_lists AND (b.cross_new OR b.cross_replaced)))
+	  AND ($6::bigint[] IS NULL OR f.user_id = ANY ($6))
 	GROUP BY f.user_id`
 
-// The two ways joinSQL reads follows. byUser: the users' own follows
-// (one scan of follows_pkey for the sorted ids, in a subquery of its own,
-// OFFSET 0, so that the planner cannot turn it around), hash-joined with
-// the keys: the cost grows with the users' follows. Left to itself the planner drove the join from the keys
-// instead (it estimates a category's followers at the average key's,
-// 97 for 2,290 at scale S) and read every follower of every category for
-// a thousand users (0.25–0.5 s for 4k matching rows). byKey: every
-// follower of the keys (follows_key_idx), kept when among the users: for
-// an audience that is most readers.
-const (
-	byUser = `(
-		SELECT f.user_id, f.key, f.include_cross_lists, f.include_replacements FROM follows f WHERE f.user_id = ANY($6) OFFSET 0
-	) f`
-	byKey = `follows f JOIN unnest($6::bigint[]) AS u(id) ON u.id = f.user_id`
-)
-
-var joinByUser, joinByKey = fmt.Sprintf(joinSQL, byUser), fmt.Sprintf(joinSQL, byKey)
-
-// byUserShare is the share of all readers below which join reads the
-// users' own follows rather than the keys' followers.
-const byUserShare = 0.2
-
-// join adds the followers among users of the keys of ks to a; all is how
-// many readers there are (the planner's estimate).
-func (a affected) join(ctx context.Context, tx pgx.Tx, ks batchKeys, users []int64, all float64) error {
-	if len(ks.keys) == 0 || len(users) == 0 {
+// join adds the instant followers of the keys of ks to a: among users
+// only, when users is not nil.
+func (a affected) join(ctx context.Context, tx pgx.Tx, ks batchKeys, users []int64) error {
+	if len(ks.keys) == 0 {
 		return nil
 	}
-	q := joinByUser
-	if float64(len(users)) >= byUserShare*all {
-		q = joinByKey
-	}
-	rows, err := tx.Query(ctx, q, ks.keys, ks.primaryNew, ks.primaryReplaced, ks.crossNew, ks.crossReplaced, users)
+	rows, err := tx.Query(ctx, joinSQL, ks.keys, ks.primaryNew, ks.primaryReplaced, ks.crossNew, ks.crossReplaced, users)
 	if err != nil {
 		return err
 	}
@@ -247,30 +196,25 @@ func (a affected) join(ctx context.Context, tx pgx.Tx, ks batchKeys, users []int
 	return err
 }
 
-// matchRest adds to a the followers among users of the narrow keys
-// (researchers, institutions, searches, papers: many keys, few followers
-// each; expanded through the identity registry first) that a does not
-// already count as matched: for those, the batch is a new match whatever
-// else it brings. When every user matched already, nothing is read, not
-// even the registry.
-func (a affected) matchRest(ctx context.Context, tx pgx.Tx, ks batchKeys, users []int64, all float64) error {
-	if len(ks.keys) == 0 {
-		return nil
+// unmatched returns the readers with instant delivery for whom a holds no
+// new match (instant_readers(): two index-only scans).
+func (a affected) unmatched(ctx context.Context, tx pgx.Tx) ([]int64, error) {
+	rows, err := tx.Query(ctx, `SELECT instant_readers()`)
+	if err != nil {
+		return nil, fmt.Errorf("reading the readers with instant delivery: %w", err)
 	}
-	rest := make([]int64, 0, len(users))
-	for _, u := range users {
+	var rest []int64
+	var u int64
+	_, err = pgx.ForEachRow(rows, []any{&u}, func() error {
 		if !a[u] {
 			rest = append(rest, u)
 		}
-	}
-	if len(rest) == 0 {
 		return nil
-	}
-	x, err := ks.expand(ctx, tx)
+	})
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("reading the readers with instant delivery: %w", err)
 	}
-	return a.join(ctx, tx, x, rest, all)
+	return rest, nil
 }
 
 // split returns the keys of categories and archives (wide: followed by

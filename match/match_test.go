@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"followfeed/account"
 	"followfeed/auth"
 	"followfeed/database"
@@ -36,22 +34,19 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	m := match.NewService(db)
-	// Every reader is the match job's audience here (in the product, the
-	// readers with instant alerts or channels).
-	m.AddAudience(func(ctx context.Context, tx pgx.Tx) ([]int64, error) {
-		rows, err := tx.Query(ctx, `SELECT id FROM users`)
-		if err != nil {
-			return nil, err
-		}
-		return pgx.CollectRows(rows, pgx.RowTo[int64])
-	})
 	return &env{t: t, db: db, in: paper.NewStore(db, worker.NewEnqueuer(ins)), follows: follow.NewService(db),
 		m: m, ctx: context.Background()}
 }
 
+// user makes a reader with instant alerts: every reader is the match job's
+// audience here (in the product, the readers with instant alerts or
+// channels: their follows are in instant_follows).
 func (e *env) user(sub string) int64 {
 	u, err := account.NewUsers(e.db).Ensure(e.ctx, &auth.Claims{Subject: sub})
 	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.db.Pool.Exec(e.ctx, `INSERT INTO digest_schedules (user_id, frequency) VALUES ($1, 'instant')`, u.ID); err != nil {
 		e.t.Fatal(err)
 	}
 	return u.ID
@@ -365,8 +360,8 @@ func TestAffectedUsersCombineEachKeysRows(t *testing.T) {
 		return br
 	}
 	br := run(e.ingest(p("2301.00001v1", "cs.LG", []string{"cs.LG", "cs.AI"}), p("2301.00002v1", "cs.AI", []string{"cs.AI"})))
-	if want := []int64{all, noCross, eager, eagerNoCross}; !slices.Equal(br.Users, want) || br.Audience != 4 {
-		t.Errorf("primary and cross-list: users %v of %d, want %v of 4", br.Users, br.Audience, want)
+	if want := []int64{all, noCross, eager, eagerNoCross}; !slices.Equal(br.Users, want) {
+		t.Errorf("primary and cross-list: users %v, want %v", br.Users, want)
 	}
 	br = run(e.ingest(p("2301.00001v2", "cs.LG", []string{"cs.LG", "cs.AI"})))
 	if !slices.Equal(br.Users, []int64{eager}) {
@@ -378,11 +373,12 @@ func TestAffectedUsersCombineEachKeysRows(t *testing.T) {
 	}
 }
 
-// TestAffectedUsersOnlyAmongTheAudience: the match job joins category keys
-// first and the other keys (through the registry) only for the audience's
-// readers the categories did not match; it finds every affected reader of
-// the audience once, with the right "new match", reads nobody else's
-// follows and bumps no feed.
+// TestAffectedUsersOnlyAmongTheAudience: the match job finds every
+// affected reader with instant delivery once, with the right "new match",
+// through categories and through the registry, finds nobody without
+// instant delivery (whose follows instant_follows does not hold), and
+// bumps no feed. Instant delivery starts and stops here through the tables
+// the triggers watch (digest_schedules, channels).
 func TestAffectedUsersOnlyAmongTheAudience(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -407,24 +403,35 @@ func TestAffectedUsersOnlyAmongTheAudience(t *testing.T) {
 		before[u] = e.version(u)
 	}
 	for _, tc := range []struct {
-		name     string
-		audience []int64
-		want     []int64
+		name    string
+		alerts  []int64 // readers with instant alerts
+		channel []int64 // readers with an enabled instant channel
+		want    []int64
 	}{
-		{"everyone", everyone, slices.Sorted(slices.Values(append([]int64{eager}, cat...)))},
-		{"two category readers, the researcher's, another", []int64{cat[1], cat[0], eager, other, cat[1]}, []int64{cat[0], cat[1], eager}},
-		{"only the researcher's reader", []int64{eager}, []int64{eager}},
-		{"nobody affected", []int64{other}, nil},
-		{"nobody", nil, nil},
+		{"everyone", everyone, nil, slices.Sorted(slices.Values(append([]int64{eager}, cat...)))},
+		{"two category readers, the researcher's, another", []int64{cat[1], cat[0], eager, other}, nil, []int64{cat[0], cat[1], eager}},
+		{"only the researcher's reader, by channel", nil, []int64{eager}, []int64{eager}},
+		{"alerts and a channel", []int64{cat[2]}, []int64{cat[2], cat[3]}, []int64{cat[2], cat[3]}},
+		{"nobody affected", []int64{other}, nil, nil},
+		{"nobody", nil, nil, nil},
 	} {
-		m := match.NewService(e.db)
-		m.AddAudience(func(context.Context, pgx.Tx) ([]int64, error) { return tc.audience, nil })
-		br, err := m.RunBatch(e.ctx, res.FromSeq, res.ToSeq, nil)
+		if _, err := e.db.Pool.Exec(e.ctx, `
+			UPDATE digest_schedules SET frequency = CASE WHEN user_id = ANY($1) THEN 'instant' ELSE 'daily' END`, tc.alerts); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.db.Pool.Exec(e.ctx, `DELETE FROM channels`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.db.Pool.Exec(e.ctx, `
+			INSERT INTO channels (user_id, type, url, mode) SELECT u, 'webhook', 'https://hooks.example/x', 'instant' FROM unnest($1::bigint[]) u`, tc.channel); err != nil {
+			t.Fatal(err)
+		}
+		br, err := e.m.RunBatch(e.ctx, res.FromSeq, res.ToSeq, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(br.Users, tc.want) || br.Audience != len(slices.Compact(slices.Sorted(slices.Values(tc.audience)))) {
-			t.Errorf("%s: users %v of %d, want %v", tc.name, br.Users, br.Audience, tc.want)
+		if !slices.Equal(br.Users, tc.want) {
+			t.Errorf("%s: users %v, want %v", tc.name, br.Users, tc.want)
 		}
 	}
 	for u, v := range before {

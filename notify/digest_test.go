@@ -108,7 +108,6 @@ func setup(t *testing.T, opts fakesmtp.Options, dir string) *env {
 		Links: noLinks{}, Addresses: e.addrs,
 		From: &netmail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, BaseURL: base, Now: e.clk.Now})
 	e.confirms = notify.NewConfirmations(e.addrs, sender, &netmail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, base, e.clk.Now)
-	e.matcher.AddAudience(e.d.InstantAudience)
 	e.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 		return e.d.ScheduleInstant(ctx, tx, res.Users)
 	})
@@ -487,6 +486,31 @@ func TestInstantAlertsBatchABurst(t *testing.T) {
 	}
 	if n := len(e.smtp.Messages()); n != 2 {
 		t.Errorf("%d alerts in all, want 2", n)
+	}
+}
+
+// TestInstantAlertsOneJobForManyReaders: the match job queues one job for
+// the alerts of several readers; it sends each reader's alert once, and a
+// retry of it (or a late duplicate) sends nothing more and nothing early.
+func TestInstantAlertsOneJobForManyReaders(t *testing.T) {
+	t.Parallel()
+	e := setup(t, fakesmtp.Options{}, "")
+	a := e.reader("a", notify.Instant, "UTC", 7, "category/cs.LG")
+	b := e.reader("b", notify.Instant, "UTC", 7, "category/cs.LG")
+	daily := e.reader("daily", notify.Daily, "UTC", 7, "category/cs.LG")
+	e.push(testPaper("2301.00001", "cs.LG"))
+	if jobs := testjobs.Count(t, e.db.Pool, worker.InstantArgs{}.Kind(), rivertype.JobStateScheduled); jobs != 1 {
+		t.Fatalf("%d instant jobs for two readers, want 1", jobs)
+	}
+	outs, err := e.d.SendInstants(e.ctx, []int64{a, b, daily})
+	if err != nil || len(outs) != 2 {
+		t.Fatalf("outcomes %+v, %v: want two", outs, err)
+	}
+	if n := len(e.smtp.Messages()); n != 2 {
+		t.Fatalf("%d alerts, want 2", n)
+	}
+	if outs, err := e.d.SendInstants(e.ctx, []int64{a, b}); err != nil || len(outs) != 0 || len(e.smtp.Messages()) != 2 {
+		t.Errorf("the job again: outcomes %+v, %v, %d mails in all (want none more)", outs, err, len(e.smtp.Messages()))
 	}
 }
 

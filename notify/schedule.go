@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"followfeed/database"
 )
 
 // scheduleBatch bounds the users one scheduling transaction handles.
@@ -104,30 +102,9 @@ func (d *Digester) scheduleOnce(ctx context.Context) (queued int, more bool, err
 
 // instantDue says, of a digest_schedules row d and its users row u, that
 // a new match should schedule an instant alert: the reader chose instant
-// alerts, has none waiting, and has a confirmed, unsuppressed address. The
-// match job's audience (InstantAudience) and ScheduleInstant use the same
-// test, so the audience is exactly who may be scheduled.
+// alerts, has none waiting, and has a confirmed, unsuppressed address.
 const instantDue = `d.frequency = 'instant' AND d.instant_due_at IS NULL AND u.email_confirmed_at IS NOT NULL
 		  AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email))`
-
-// InstantAudience is the match job's audience for ScheduleInstant (in its
-// transaction): the readers ScheduleInstant may schedule, those who chose
-// instant alerts, have a confirmed and unsuppressed address and no alert
-// waiting (digest_schedules_instant_idx, then a primary-key probe of users
-// each).
-func (d *Digester) InstantAudience(ctx context.Context, tx pgx.Tx) ([]int64, error) {
-	rows, err := tx.Query(ctx, `
-		SELECT d.user_id FROM digest_schedules d JOIN users u ON u.id = d.user_id
-		WHERE `+instantDue)
-	if err != nil {
-		return nil, fmt.Errorf("reading the readers with instant alerts: %w", err)
-	}
-	users, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("reading the readers with instant alerts: %w", err)
-	}
-	return users, nil
-}
 
 // ScheduleInstant is the match job's hook: users among affected who chose
 // instant alerts (with a confirmed, unsuppressed address) and have none
@@ -154,37 +131,59 @@ func (d *Digester) ScheduleInstant(ctx context.Context, tx pgx.Tx, affected []in
 	return d.enq.EnqueueInstant(ctx, tx, users, due)
 }
 
-// SendInstant sends a user's waiting instant alert: everything matched since
-// their last mail. It is a ledger row like any digest ("instant:<watermark>"),
-// so a retried job never sends twice.
+// SendInstant sends a user's waiting instant alert: SendInstants of one.
 func (d *Digester) SendInstant(ctx context.Context, userID int64) error {
-	var id int64
-	err := d.db.InTx(ctx, func(tx pgx.Tx) error {
-		var freq string
-		var watermark int64
-		if err := tx.QueryRow(ctx, `
-			UPDATE digest_schedules SET instant_due_at = NULL WHERE user_id = $1
-			RETURNING frequency, watermark`, userID).Scan(&freq, &watermark); err != nil {
-			return database.NotFound(err, fmt.Sprintf("reading user %d", userID))
-		}
-		// A retry after a temporary failure resumes the alert it reserved.
-		err := tx.QueryRow(ctx, `
-			SELECT id FROM digests WHERE user_id = $1 AND kind = 'instant' AND state IN ($2, $3)
-			ORDER BY id LIMIT 1`, userID, StatePending, StateSending).Scan(&id)
-		if err == nil || !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		if Frequency(freq) != Instant {
-			return nil // changed their mind meanwhile
-		}
-		id, err = upsertDigest(ctx, tx, userID, "instant:"+strconv.FormatInt(watermark, 10), "instant", d.now())
-		return err
-	})
-	if err != nil || id == 0 {
-		return err
-	}
-	_, err = d.Send(ctx, id)
+	_, err := d.SendInstants(ctx, []int64{userID})
 	return err
+}
+
+// SendInstants sends the waiting instant alerts of users (one job's
+// batch): each is everything matched since the reader's last mail, a
+// ledger row like any digest ("instant:<watermark>"), and the alerts are
+// built together and sent one SMTP transaction each (SendBatch). A user
+// with no alert waiting (already sent by an earlier attempt, or never
+// scheduled) gets nothing, unless an earlier attempt reserved an alert it
+// could not finish: that one is resumed. So a retried job never sends
+// twice, nor early. The outcomes are SendBatch's; when some failed
+// temporarily the error wraps ErrRetry.
+func (d *Digester) SendInstants(ctx context.Context, userIDs []int64) ([]Outcome, error) {
+	var ids []int64
+	err := d.db.InTx(ctx, func(tx pgx.Tx) error {
+		ids = ids[:0]
+		for _, userID := range userIDs {
+			// A retry after a temporary failure resumes the alert it reserved.
+			var id int64
+			err := tx.QueryRow(ctx, `
+				SELECT id FROM digests WHERE user_id = $1 AND kind = 'instant' AND state IN ($2, $3)
+				ORDER BY id LIMIT 1`, userID, StatePending, StateSending).Scan(&id)
+			if err == nil {
+				ids = append(ids, id)
+			}
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("reading the instant alert of user %d: %w", userID, err)
+			}
+			var freq string
+			var watermark int64
+			err = tx.QueryRow(ctx, `
+				UPDATE digest_schedules SET instant_due_at = NULL WHERE user_id = $1 AND instant_due_at IS NOT NULL
+				RETURNING frequency, watermark`, userID).Scan(&freq, &watermark)
+			if errors.Is(err, pgx.ErrNoRows) || (err == nil && (id != 0 || Frequency(freq) != Instant)) {
+				continue // nothing waiting, the resumed alert holds it, or they changed their mind meanwhile
+			}
+			if err != nil {
+				return fmt.Errorf("reserving the instant alert of user %d: %w", userID, err)
+			}
+			if id, err = upsertDigest(ctx, tx, userID, "instant:"+strconv.FormatInt(watermark, 10), "instant", d.now()); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	return d.SendBatch(ctx, ids)
 }
 
 // scheduleConfirmed gives a user whose address was just confirmed (in tx)
