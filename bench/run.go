@@ -172,7 +172,7 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 	r.Details = append(r.Details, fmt.Sprintf("Match: %d new papers with %d key rows (%d distinct keys) go through the real `paper.Store`; "+
 		"then `match.Service.RunBatch` (the match job's transaction) reads, by key, the followers of its keys among the readers with instant alerts or channels "+
 		"(`instant_follows`, %d follows: for the measurement %d readers, one in %d, were given instant alerts), finds %d of them with a new match and schedules "+
-		"their alerts (one `digest_schedules` update and one River job each); it bumps no feed (a private feed's ETag follows the newest row of its keys). "+
+		"their alerts (one `digest_schedules` update each, one River job per 50); it bumps no feed (a private feed's ETag follows the newest row of its keys). "+
 		"The batch is deleted at the end of the run.",
 		mr.Papers, mr.Keys, mr.DistinctKeys, mr.InstantFollows, mr.Instant, int(math.Round(1/InstantShare)), mr.Users))
 
