@@ -486,26 +486,34 @@ func (s *Service) MatchedMany(ctx context.Context, qs []Query) ([]Result, error)
 // (database.DB.Read) runs it with the follows it shows. It sets
 // plan_cache_mode = force_generic_plan for the rest of tx.
 func MatchedIn(ctx context.Context, tx pgx.Tx, qs []Query) ([]Result, error) {
+	// Two round trips for any number of queries (three with paper
+	// follows' events): the selection, then the reasons it could not give
+	// and the papers' details together; on a shared machine each round
+	// trip is a wait for the other process to be scheduled.
+	//
 	// Generic plans: these statements' parameters are arrays that the
 	// planner cannot see into, so a custom plan (PostgreSQL's choice, the
 	// generic one being costed for ten array elements) has the same shape
 	// and costs a millisecond of planning per render at scale S; the
 	// generic one is planned once per connection (pgx caches the
 	// prepared statements).
-	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
+	var b pgx.Batch
+	b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
+	var results []Result
+	var needReasons map[int][]int64
+	queueSelect(&b, qs, func(r []Result, need map[int][]int64) { results, needReasons = r, need })
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		return nil, err
 	}
-	results, needReasons, err := selectMatches(ctx, tx, qs)
-	if err != nil {
-		return nil, err
-	}
-	if err := fillReasons(ctx, tx, qs, results, needReasons); err != nil {
-		return nil, err
+	b = pgx.Batch{}
+	queueReasons(&b, qs, results, needReasons)
+	queueDetails(&b, qs, results)
+	if b.Len() > 0 {
+		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+			return nil, err
+		}
 	}
 	if err := fillEvents(ctx, tx, qs, results); err != nil {
-		return nil, err
-	}
-	if err := fillDetails(ctx, tx, qs, results); err != nil {
 		return nil, err
 	}
 	return results, nil
@@ -663,78 +671,74 @@ const matchedManySQL = `
 	) j
 	ORDER BY q.ord, j.seq DESC, j.paper_id DESC`
 
-// selectMatches runs matchedManySQL for qs and returns one Result per query
-// with ids, seqs, totals and, where the selection's keys suffice, reasons;
-// needReasons lists, per query index, the papers whose reasons must be read
-// with loadReasons.
-func selectMatches(ctx context.Context, tx pgx.Tx, qs []Query) (results []Result, needReasons map[int][]int64, err error) {
+// queueSelect queues on b matchedManySQL for qs; when it has been read,
+// done gets one Result per query with ids, seqs, totals and, where the
+// selection's keys suffice, reasons, and needReasons: per query index, the
+// papers whose reasons must be read with queueLoadReasons.
+func queueSelect(b *pgx.Batch, qs []Query, done func(results []Result, needReasons map[int][]int64)) {
 	a := newQueryArrays(qs)
-	rows, err := tx.Query(ctx, matchedManySQL, a.users, a.only, a.after, a.upTo, a.perKey, a.limit)
-	if err != nil {
-		return nil, nil, fmt.Errorf("selecting matched papers of %d users: %w", len(qs), err)
-	}
-	defer rows.Close()
-	results = make([]Result, len(qs))
-	needReasons = map[int][]int64{}
-	targets := map[string]follow.Target{}
-	var (
-		ord, id, seq          int64
-		replaced, newInWindow bool
-		keys                  []string
-		ranks                 []int32
-		total                 int
-	)
-	for rows.Next() {
-		// Scanned into locals: a Paper handed to Scan would escape to
-		// the heap, once per row.
-		if err := rows.Scan(&ord, &id, &seq, &replaced, &newInWindow, &keys, &ranks, &total); err != nil {
-			return nil, nil, fmt.Errorf("reading matched paper: %w", err)
-		}
-		p := Paper{ID: id, Seq: seq, Replaced: replaced}
-		qi := int(ord - 1)
-		r := &results[qi]
-		if r.Papers == nil {
-			r.Papers = make([]Paper, 0, min(total, int(a.limit[qi])))
-		}
-		r.Total = total
-		// A paper first stored in the window has all its keys there,
-		// so the follows it hit are all its reasons; older papers (a
-		// replacement, an enrichment) are asked separately.
-		if newInWindow && qs[qi].IDsOnly && qs[qi].Only == nil {
-			sortByRank(keys, ranks)
-			p.Reasons = reasonsFromKeys(keys, targets)
-		} else {
-			needReasons[qi] = append(needReasons[qi], p.ID)
-		}
-		r.Papers = append(r.Papers, p)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("selecting matched papers of %d users: %w", len(qs), err)
-	}
-	return results, needReasons, nil
-}
-
-// fillReasons reads the reasons of the papers in needReasons (per query
-// index) and sets them in results.
-func fillReasons(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, needReasons map[int][]int64) error {
-	for qi, ids := range needReasons {
-		got, err := loadReasons(ctx, tx, qs[qi].UserID, ids)
-		if err != nil {
-			return err
-		}
-		for i := range results[qi].Papers {
-			p := &results[qi].Papers[i]
-			if rs, ok := got[p.ID]; ok || p.Reasons == nil {
-				p.Reasons = rs
+	b.Queue(matchedManySQL, a.users, a.only, a.after, a.upTo, a.perKey, a.limit).Query(func(rows pgx.Rows) error {
+		results := make([]Result, len(qs))
+		needReasons := map[int][]int64{}
+		targets := map[string]follow.Target{}
+		var (
+			ord, id, seq          int64
+			replaced, newInWindow bool
+			keys                  []string
+			ranks                 []int32
+			total                 int
+		)
+		for rows.Next() {
+			// Scanned into locals: a Paper handed to Scan would escape to
+			// the heap, once per row.
+			if err := rows.Scan(&ord, &id, &seq, &replaced, &newInWindow, &keys, &ranks, &total); err != nil {
+				return fmt.Errorf("reading matched paper: %w", err)
 			}
+			p := Paper{ID: id, Seq: seq, Replaced: replaced}
+			qi := int(ord - 1)
+			r := &results[qi]
+			if r.Papers == nil {
+				r.Papers = make([]Paper, 0, min(total, int(a.limit[qi])))
+			}
+			r.Total = total
+			// A paper first stored in the window has all its keys there,
+			// so the follows it hit are all its reasons; older papers (a
+			// replacement, an enrichment) are asked separately.
+			if newInWindow && qs[qi].IDsOnly && qs[qi].Only == nil {
+				sortByRank(keys, ranks)
+				p.Reasons = reasonsFromKeys(keys, targets)
+			} else {
+				needReasons[qi] = append(needReasons[qi], p.ID)
+			}
+			r.Papers = append(r.Papers, p)
 		}
-	}
-	return nil
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("selecting matched papers of %d users: %w", len(qs), err)
+		}
+		done(results, needReasons)
+		return nil
+	})
 }
 
-// fillDetails loads the papers of every query that is not IDsOnly, each
-// paper once however many queries selected it, and sets their details.
-func fillDetails(ctx context.Context, tx pgx.Tx, qs []Query, results []Result) error {
+// queueReasons queues on b the reads of the reasons of the papers in
+// needReasons (per query index, loadReasonsSQL), which set them in results.
+func queueReasons(b *pgx.Batch, qs []Query, results []Result, needReasons map[int][]int64) {
+	for qi, ids := range needReasons {
+		queueLoadReasons(b, qs[qi].UserID, ids, func(got map[int64][]follow.Target) {
+			for i := range results[qi].Papers {
+				p := &results[qi].Papers[i]
+				if rs, ok := got[p.ID]; ok || p.Reasons == nil {
+					p.Reasons = rs
+				}
+			}
+		})
+	}
+}
+
+// queueDetails queues on b the load of the papers of every query that is
+// not IDsOnly, each paper once however many queries selected it, which
+// sets their details in results.
+func queueDetails(b *pgx.Batch, qs []Query, results []Result) {
 	var ids []int64
 	seen := map[int64]bool{}
 	for qi, r := range results {
@@ -749,22 +753,19 @@ func fillDetails(ctx context.Context, tx pgx.Tx, qs []Query, results []Result) e
 		}
 	}
 	if len(ids) == 0 {
-		return nil
+		return
 	}
-	got, err := paper.Load(ctx, tx, ids, paper.AllFields)
-	if err != nil {
-		return err
-	}
-	for qi := range results {
-		if qs[qi].IDsOnly {
-			continue
+	paper.QueueLoad(b, ids, paper.AllFields, func(got map[int64]paper.Paper) {
+		for qi := range results {
+			if qs[qi].IDsOnly {
+				continue
+			}
+			for i := range results[qi].Papers {
+				p := &results[qi].Papers[i]
+				p.Paper = got[p.ID]
+			}
 		}
-		for i := range results[qi].Papers {
-			p := &results[qi].Papers[i]
-			p.Paper = got[p.ID]
-		}
-	}
-	return nil
+	})
 }
 
 // sortByRank orders keys by ranks (parallel, a paper's few matched keys),
@@ -902,28 +903,36 @@ func loadDetails(ctx context.Context, tx pgx.Tx, ids []int64, byID map[int64]*Pa
 	return nil
 }
 
-func loadReasons(ctx context.Context, tx pgx.Tx, userID int64, ids []int64) (map[int64][]follow.Target, error) {
-	// fo: the user's follows, each expanded through the identity registry
-	// to every key of its person or institution (one primary-key probe and
-	// an index-only scan of identity_keys per follow, once per query), so
-	// a follow of another id of the author is a reason. Each paper's keys
-	// by paper_keys' primary key (paper_id, ...) are joined with it (a hash
-	// join in memory: expanding each paper key through the registry
-	// instead, as before, probed identity_keys twice per key, three to
-	// five times the cost for a 50-paper feed). The probe per paper is
-	// forced (unnest, and OFFSET 0 keeps the subquery from being
-	// flattened): left to itself the planner sometimes scanned a followed
-	// key's whole index range instead (150-600 ms for cs.LG against 3 ms).
-	//
-	// Of several follows of one person (fo.ident) the first made is the
-	// one reason; a follow whose person the user disputed for the paper is
-	// none.
-	//
-	// Saved searches are not in paper_keys: qh reads the search_hits rows
-	// of the user's own searches (search_hits_pkey, their few rows) that
-	// list one of the papers, never the other readers' searches that
-	// matched them.
-	rows, err := tx.Query(ctx, `
+// loadReasonsSQL reads, for user $1, the follows that match each of the
+// papers $2 (queueLoadReasons).
+//
+// fo: the user's follows, each expanded through the identity registry
+// to every key of its person or institution (one primary-key probe and
+// an index-only scan of identity_keys per follow, once per query), so
+// a follow of another id of the author is a reason. Each paper's keys
+// by paper_keys' primary key (paper_id, key, ...; an index-only scan:
+// the heap rows of a paper's keys lie on as many pages as it has keys,
+// its rows being written in key order) are joined with it (a hash
+// join in memory: expanding each paper key through the registry
+// instead, as before, probed identity_keys twice per key, three to
+// five times the cost for a 50-paper feed). The probe per paper is
+// forced (unnest, and OFFSET 0 keeps the subquery from being
+// flattened): left to itself the planner sometimes scanned a followed
+// key's whole index range instead (150-600 ms for cs.LG against 3 ms).
+//
+// A follow without cross-lists reaches the paper only through a row of
+// the key that is not one: probed (paper_id, key) for those follows
+// alone, so the heap is read only for them.
+//
+// Of several follows of one person (fo.ident) the first made is the
+// one reason; a follow whose person the user disputed for the paper is
+// none.
+//
+// Saved searches are not in paper_keys: qh reads the search_hits rows
+// of the user's own searches (search_hits_pkey, their few rows) that
+// list one of the papers, never the other readers' searches that
+// matched them.
+const loadReasonsSQL = `
 		WITH fo AS MATERIALIZED (
 			SELECT f.key, f.created_at, f.include_cross_lists, k1.identity_id AS ident, coalesce(k2.key, f.key) AS mkey
 			FROM follows f
@@ -940,36 +949,46 @@ func loadReasons(ctx context.Context, tx pgx.Tx, userID int64, ids []int64) (map
 			SELECT DISTINCT ON (p.id, coalesce(fo.ident::text, fo.key)) p.id, fo.key, fo.created_at AS followed
 			FROM unnest($2::bigint[]) AS p(id)
 			CROSS JOIN LATERAL (
-				(SELECT key, cross_list FROM paper_keys WHERE paper_id = p.id OFFSET 0)
+				(SELECT key, true AS rows FROM paper_keys WHERE paper_id = p.id OFFSET 0)
 				UNION ALL
 				SELECT key, false FROM qh WHERE qh.id = p.id
 			) pk
 			JOIN fo ON fo.mkey = pk.key
-			WHERE (fo.include_cross_lists OR NOT pk.cross_list)
+			WHERE (fo.include_cross_lists OR NOT pk.rows OR EXISTS (
+				SELECT 1 FROM paper_keys c WHERE c.paper_id = p.id AND c.key = pk.key AND NOT c.cross_list))
 			  AND NOT EXISTS (
 				SELECT 1 FROM identity_disputes d
 				WHERE d.user_id = $1 AND d.paper_id = p.id
 				  AND (d.follow_key = fo.key OR d.follow_key IN (SELECT k3.key FROM identity_keys k3 WHERE k3.identity_id = fo.ident)))
 			ORDER BY p.id, coalesce(fo.ident::text, fo.key), fo.created_at, fo.key
 		) r
-		ORDER BY id, followed, key`, userID, ids)
-	if err != nil {
-		return nil, fmt.Errorf("loading match reasons: %w", err)
-	}
-	defer rows.Close()
-	out := map[int64][]follow.Target{}
-	for rows.Next() {
-		var id int64
-		var key string
-		var followed time.Time
-		if err := rows.Scan(&id, &key, &followed); err != nil {
-			return nil, err
+		ORDER BY id, followed, key`
+
+// queueLoadReasons queues on b the read of the user's reasons for the
+// papers ids (loadReasonsSQL); done gets, per paper, the user's follows that
+// match it, each once, in the order of the user's follows list.
+func queueLoadReasons(b *pgx.Batch, userID int64, ids []int64, done func(map[int64][]follow.Target)) {
+	b.Queue(loadReasonsSQL, userID, ids).Query(func(rows pgx.Rows) error {
+		out := map[int64][]follow.Target{}
+		var (
+			id       int64
+			key      string
+			followed time.Time
+		)
+		for rows.Next() {
+			if err := rows.Scan(&id, &key, &followed); err != nil {
+				return fmt.Errorf("reading match reasons: %w", err)
+			}
+			t, err := follow.TargetFromKey(key)
+			if err != nil {
+				continue
+			}
+			out[id] = append(out[id], t)
 		}
-		t, err := follow.TargetFromKey(key)
-		if err != nil {
-			continue
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("loading match reasons: %w", err)
 		}
-		out[id] = append(out[id], t)
-	}
-	return out, rows.Err()
+		done(out)
+		return nil
+	})
 }

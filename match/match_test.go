@@ -164,15 +164,21 @@ func TestCrossListOption(t *testing.T) {
 	if got := ids(e.matched(match.Query{UserID: all})); len(got) != 2 {
 		t.Errorf("with cross-lists: %v", got)
 	}
-	if got := ids(e.matched(match.Query{UserID: primaryOnly})); !slices.Equal(got, []string{"2301.00002"}) {
-		t.Errorf("without cross-lists: %v", got)
+	got := e.matched(match.Query{UserID: primaryOnly})
+	if !slices.Equal(ids(got), []string{"2301.00002"}) {
+		t.Fatalf("without cross-lists: %v", ids(got))
+	}
+	// The follow is the paper's reason: the reasons statement finds the key's row
+	// that is not a cross-list.
+	if !slices.Equal(reasons(got[0]), []string{"category/cs.AI"}) {
+		t.Errorf("without cross-lists, reasons %v", reasons(got[0]))
 	}
 }
 
 // TestCrossListFollowIsNoReasonForACrossListedPaper: a paper that matches
 // through one follow (cs.LG, its primary) and only cross-lists the category
 // of another follow that leaves cross-lists out (cs.AI) is shown with the
-// first follow as its only reason, in every kind of query: loadReasons must
+// first follow as its only reason, in every kind of query: the reasons statement must
 // apply the follow's cross-list option like the selection does.
 func TestCrossListFollowIsNoReasonForACrossListedPaper(t *testing.T) {
 	t.Parallel()

@@ -156,7 +156,7 @@ func TestSearchReasonsOnlyFromOwnSearches(t *testing.T) {
 	e.follow(other, "query", "diffusion graphs", follow.Options{})
 	e.ingest(titled("2611.00001v1", "Diffusion on graphs"))
 	// A new version makes the feed read reasons (not a paper new in the
-	// window), through loadReasons.
+	// window), through loadReasonsSQL.
 	e.ingest(titled("2611.00001v2", "Diffusion on graphs, revised"))
 	for _, q := range []match.Query{{UserID: reader}, {UserID: reader, IDsOnly: true}, {UserID: reader, AfterSeq: 1}} {
 		got := e.matched(q)

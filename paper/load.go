@@ -25,39 +25,51 @@ const (
 // time, in UTC; withdrawn papers are read like any other (their keys are
 // gone, so matching no longer finds them).
 func Load(ctx context.Context, tx pgx.Tx, ids []int64, f Fields) (map[int64]Paper, error) {
-	out := make(map[int64]Paper, len(ids))
 	if len(ids) == 0 {
-		return out, nil
+		return map[int64]Paper{}, nil
 	}
-	rows, err := tx.Query(ctx, `
+	var out map[int64]Paper
+	var b pgx.Batch
+	QueueLoad(&b, ids, f, func(got map[int64]Paper) { out = got })
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// QueueLoad queues on b the statement Load runs, so that a caller can send
+// it in one round trip with others of the same snapshot: when b's results
+// are read (pgx.BatchResults.Close), done gets the papers Load would
+// return, unless reading them failed (Close's error says why).
+func QueueLoad(b *pgx.Batch, ids []int64, f Fields, done func(map[int64]Paper)) {
+	b.Queue(`
 		SELECT id, arxiv_id, version, title, CASE WHEN $2 THEN '' ELSE abstract END, authors, primary_category, categories, institutions,
 		       coalesce(doi, ''), coalesce(journal_ref, ''), coalesce(comments, ''),
 		       coalesce(submitted_at, created_at), coalesce(updated_at, submitted_at, created_at),
 		       coalesce(announced_at, created_at), abs_url, pdf_url
-		FROM papers WHERE id = ANY($1)`, ids, f == WithoutAbstract)
-	if err != nil {
-		return nil, fmt.Errorf("loading %d papers: %w", len(ids), err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var p Paper
-		var authors []byte
-		if err := rows.Scan(&id, &p.ArxivID, &p.Version, &p.Title, &p.Abstract, &authors, &p.PrimaryCategory,
-			&p.Categories, &p.Institutions, &p.DOI, &p.JournalRef, &p.Comments, &p.SubmittedAt, &p.UpdatedAt,
-			&p.AnnouncedAt, &p.AbsURL, &p.PDFURL); err != nil {
-			return nil, fmt.Errorf("reading paper: %w", err)
+		FROM papers WHERE id = ANY($1)`, ids, f == WithoutAbstract).Query(func(rows pgx.Rows) error {
+		out := make(map[int64]Paper, len(ids))
+		for rows.Next() {
+			var id int64
+			var p Paper
+			var authors []byte
+			if err := rows.Scan(&id, &p.ArxivID, &p.Version, &p.Title, &p.Abstract, &authors, &p.PrimaryCategory,
+				&p.Categories, &p.Institutions, &p.DOI, &p.JournalRef, &p.Comments, &p.SubmittedAt, &p.UpdatedAt,
+				&p.AnnouncedAt, &p.AbsURL, &p.PDFURL); err != nil {
+				return fmt.Errorf("reading paper: %w", err)
+			}
+			if err := json.Unmarshal(authors, &p.Authors); err != nil {
+				return fmt.Errorf("reading authors of paper %d: %w", id, err)
+			}
+			p.SubmittedAt, p.UpdatedAt, p.AnnouncedAt = p.SubmittedAt.UTC(), p.UpdatedAt.UTC(), p.AnnouncedAt.UTC()
+			out[id] = p
 		}
-		if err := json.Unmarshal(authors, &p.Authors); err != nil {
-			return nil, fmt.Errorf("reading authors of paper %d: %w", id, err)
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("loading %d papers: %w", len(ids), err)
 		}
-		p.SubmittedAt, p.UpdatedAt, p.AnnouncedAt = p.SubmittedAt.UTC(), p.UpdatedAt.UTC(), p.AnnouncedAt.UTC()
-		out[id] = p
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("loading %d papers: %w", len(ids), err)
-	}
-	return out, nil
+		done(out)
+		return nil
+	})
 }
 
 // HighSeq returns the newest committed match-key seq: a watermark W such
