@@ -25,18 +25,27 @@ import (
 // paper_keys (package match).
 
 // searchCache keeps compiled searches between batches: a batch parses only
-// the searches followed since the last one.
+// the searches followed since the last one, and when the followed searches
+// are the same as the last batch's (as read, in the same order) it reuses
+// the last answer whole.
 type searchCache struct {
 	mu       sync.Mutex
 	compiled map[string]*search.Query
+	norms    []string
+	qs       []*search.Query
+	keys     []string
 }
 
 // compile returns the compiled forms of norms (normal forms of searches)
 // and their keys, in the same order; a search that no longer parses (a
-// category withdrawn from the taxonomy) is left out.
+// category withdrawn from the taxonomy) is left out. The slices returned
+// are shared between batches: callers must not modify them.
 func (c *searchCache) compile(norms []string) ([]*search.Query, []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if slices.Equal(norms, c.norms) {
+		return c.qs, c.keys
+	}
 	if c.compiled == nil {
 		c.compiled = map[string]*search.Query{}
 	}
@@ -55,7 +64,7 @@ func (c *searchCache) compile(norms []string) ([]*search.Query, []string) {
 		qs = append(qs, q)
 		keys = append(keys, follow.Target{Kind: follow.Query, ID: n}.Key())
 	}
-	c.compiled = next
+	c.compiled, c.norms, c.qs, c.keys = next, norms, qs, keys
 	return qs, keys
 }
 
@@ -88,15 +97,34 @@ func sameText(a, b Paper) bool {
 	return true
 }
 
+// searchMatches are the saved searches a batch's papers match: by arXiv
+// id, indices into keys (ascending), the keys of the followed searches.
+type searchMatches struct {
+	byPaper map[string][]int32
+	keys    []string
+}
+
+// of returns the keys of the searches the paper arxivID matches.
+func (m searchMatches) of(arxivID string) []string {
+	qis := m.byPaper[arxivID]
+	if len(qis) == 0 {
+		return nil
+	}
+	out := make([]string, len(qis))
+	for i, qi := range qis {
+		out[i] = m.keys[qi]
+	}
+	return out
+}
+
 // searchKeys evaluates the batch's new papers, and the stored ones whose
-// text a record changes, against every followed search, and returns each
-// paper's query keys by arXiv id. The caller holds keyWritersLock, so a
-// search followed after this read is backfilled by BackfillSearch (its
-// job takes the lock) after this batch commits.
-func (st *Store) searchKeys(ctx context.Context, tx pgx.Tx, batch []Paper, existing map[string]*stored, inserted map[string]int64) (map[string][]string, error) {
+// text a record changes, against every followed search. The caller holds
+// keyWritersLock, so a search followed after this read is backfilled by
+// BackfillSearch (its job takes the lock) after this batch commits.
+func (st *Store) searchKeys(ctx context.Context, tx pgx.Tx, batch []Paper, existing map[string]*stored, inserted map[string]int64) (searchMatches, error) {
 	norms, err := follow.ActiveSearches(ctx, tx)
 	if err != nil || len(norms) == 0 {
-		return nil, err
+		return searchMatches{}, err
 	}
 	qs, keys := st.searches.compile(norms)
 	var ids []string
@@ -121,13 +149,13 @@ func (st *Store) searchKeys(ctx context.Context, tx pgx.Tx, batch []Paper, exist
 	}
 	docs := make([]*search.Doc, len(texts))
 	parallel(len(texts), func(i int) { docs[i] = texts[i].Doc() })
-	out := make(map[string][]string, len(ids))
+	m := searchMatches{byPaper: make(map[string][]int32, len(ids)), keys: keys}
 	for i, hits := range search.MatchBatch(qs, docs) {
-		for _, qi := range hits {
-			out[ids[i]] = append(out[ids[i]], keys[qi])
+		if len(hits) > 0 {
+			m.byPaper[ids[i]] = hits
 		}
 	}
-	return out, nil
+	return m, nil
 }
 
 // parallel calls fn(0) … fn(n−1), a share of them on each core.

@@ -284,12 +284,16 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 	var deletes []int64
 	// Saved searches: only records from a source (inserted != nil); an
 	// enrichment adds ids, never text.
-	var queryKeys map[string][]string
+	var matched searchMatches
 	if inserted != nil {
-		if queryKeys, err = st.searchKeys(ctx, tx, batch, existing, inserted); err != nil {
+		if matched, err = st.searchKeys(ctx, tx, batch, existing, inserted); err != nil {
 			return err
 		}
 	}
+	// The matches of new papers, by search (indices into matched.keys):
+	// one hit row per search with a match, collected without a map
+	// operation per (search, paper).
+	freshHits := make([][]int64, len(matched.keys))
 	var observed []Paper // papers with author ids new to them
 	hits := hitSet{}
 	for _, p := range batch {
@@ -301,8 +305,8 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 			for _, k := range p.Keys() {
 				keys = append(keys, keyRow{PaperID: id, Key: k.Key, Version: max(p.Version, 1), Cross: k.Cross, NewPaper: true})
 			}
-			for _, k := range queryKeys[p.ArxivID] {
-				hits.add(hitKind{key: k, newPaper: true}, id)
+			for _, qi := range matched.byPaper[p.ArxivID] {
+				freshHits[qi] = append(freshHits[qi], id)
 			}
 			continue
 		}
@@ -331,7 +335,7 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 			continue
 		}
 		var newKeys []keyRow
-		newHits := hits.addStored(old, queryKeys[p.ArxivID], replacing)
+		newHits := hits.addStored(old, matched.of(p.ArxivID), replacing)
 		for _, k := range merged.Keys() {
 			switch {
 			case !old.keys[k.Key]:
@@ -371,6 +375,11 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 		keys = append(keys, newKeys...)
 		if slices.ContainsFunc(newKeys, func(r keyRow) bool { return !r.Replacement && strings.HasPrefix(r.Key, "researcher:") }) {
 			observed = append(observed, merged)
+		}
+	}
+	for qi, ids := range freshHits {
+		if len(ids) > 0 {
+			hits[hitKind{key: matched.keys[qi], newPaper: true}] = ids
 		}
 	}
 	if err := updatePapers(ctx, tx, updateIDs, updates); err != nil {

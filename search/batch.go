@@ -11,34 +11,36 @@ import (
 // match it, ascending. It gives exactly the answers of Query.Match.
 //
 // It does not try every pair. The batch's docs are indexed by their words
-// and categories (an inverted index: entry → the set of docs that have
-// it, as a bitset of the batch), and each search is evaluated once on
+// and categories (an inverted index: entry → the docs that have it, made
+// a bitset of the batch when used), and each search is evaluated once on
 // those sets: a word is its entry's set, AND, OR and NOT are word-wise
-// operations on bitsets (len(docs)/64 words each). Where the sets can only
-// bound the answer from above — a phrase (its words, not yet their order),
-// an abs: word (the index does not tell abstract from title), a NOT of
-// either — the docs in the bound are checked with Match. The cost per
-// search is a few bitset operations of len(docs)/64 words plus those
-// checks; building the index is one pass over the docs' entries. It grows
-// linearly with the number of searches and with the number of docs, not
-// with their product. Large sets of searches are shared among the cores.
+// operations on bitsets (len(docs)/64 words each). Where an entry only
+// bounds a term's docs from above — a phrase (its words, not yet their
+// order), an abs: word (the index does not tell abstract from title) —
+// the docs in the bound are checked against that term alone, once per
+// batch for every search that has the same term (searches share phrases),
+// so every set is exact and no search is checked doc by doc. The cost per
+// search is a few bitset operations of len(docs)/64 words; building the
+// index is one pass over the docs' words. It grows linearly with the
+// number of searches and with the number of docs, not with their product.
+// Large sets of searches are shared among the cores.
 func MatchBatch(queries []*Query, docs []*Doc) [][]int32 {
 	if len(queries) == 0 || len(docs) == 0 {
 		return make([][]int32, len(docs))
 	}
 	ix := newBatchIndex(docs)
 	// The searches are independent: a share of them per core, each with
-	// its own scratch, the index shared read-only.
+	// its own scratch and caches, the postings shared read-only.
 	workers := min(runtime.GOMAXPROCS(0), 1+len(queries)/minPerWorker)
 	if workers <= 1 {
-		return ix.match(queries, 0, docs)
+		return ix.match(queries, 0, len(docs))
 	}
 	parts := make([][][]int32, workers)
 	per := (len(queries) + workers - 1) / workers
 	var wg sync.WaitGroup
 	for w := range workers {
 		lo, hi := w*per, min((w+1)*per, len(queries))
-		wg.Go(func() { parts[w] = ix.fork().match(queries[lo:hi], lo, docs) })
+		wg.Go(func() { parts[w] = ix.fork().match(queries[lo:hi], lo, len(docs)) })
 	}
 	wg.Wait()
 	out := make([][]int32, len(docs))
@@ -61,18 +63,16 @@ func MatchBatch(queries []*Query, docs []*Doc) [][]int32 {
 // minPerWorker is the fewest searches worth a goroutine of their own.
 const minPerWorker = 2000
 
-// match evaluates queries (whose indices start at base) on the docs.
-func (ix *batchIndex) match(queries []*Query, base int, docs []*Doc) [][]int32 {
-	out := make([][]int32, len(docs))
+// match evaluates queries (whose indices start at base) on the n docs.
+func (ix *batchIndex) match(queries []*Query, base, n int) [][]int32 {
+	out := make([][]int32, n)
 	for i, q := range queries {
-		set, exact := ix.eval(q.root)
+		set := ix.eval(q.root)
 		for w, word := range set.b {
 			for word != 0 {
 				di := w*64 + bits.TrailingZeros64(word)
 				word &= word - 1
-				if exact || q.root.match(docs[di]) {
-					out[di] = append(out[di], int32(base+i))
-				}
+				out[di] = append(out[di], int32(base+i))
 			}
 		}
 		ix.release(set)
@@ -80,33 +80,85 @@ func (ix *batchIndex) match(queries []*Query, base int, docs []*Doc) [][]int32 {
 	return out
 }
 
-// bitset is a set of docs of the batch. Sets from the index are shared
-// (owned false) and never written; eval's results are owned scratch.
+// bitset is a set of docs of the batch. Sets from the index and its
+// caches are shared (owned false) and never written; eval's results are
+// owned scratch.
 type bitset struct {
 	b     []uint64
 	owned bool
 }
 
+// Kinds of entries of the batch index.
+const (
+	entryText   = iota // a stemmed word of the title or abstract
+	entryTitle         // a stemmed word of the title
+	entryAuthor        // a folded word of an author name
+	entryCat           // a category key
+	entryKinds
+)
+
+// postings are the docs (ascending) of one entry of the index.
+type postings []int32
+
 type batchIndex struct {
-	words    int // uint64 words per bitset
-	postings map[entry][]int32
-	// sets caches the bitsets of entries of more than dense docs; rarer
-	// entries are built into scratch when used (a few bits each).
-	sets  map[entry][]uint64
+	docs  []*Doc
+	words int // uint64 words per bitset
+	// entries maps an entry, by kind, to its number in postings.
+	entries  [entryKinds]map[string]int32
+	postings []postings
+	// sets caches the bitsets of entries (by number) of more than dense
+	// docs; rarer entries are built into scratch when used (a few bits).
+	sets [][]uint64
+	// exact caches the docs a term matches, for the terms an entry only
+	// bounds (phrases, abs: words), as found by checking the bound.
+	exact map[termKey][]uint64
 	empty []uint64
 	all   []uint64
 	free  [][]uint64
 }
 
+// termKey identifies a term: its field and its words.
+type termKey struct {
+	field Field
+	text  string
+}
+
 const dense = 16
 
 func newBatchIndex(docs []*Doc) *batchIndex {
-	ix := &batchIndex{words: (len(docs) + 63) / 64, postings: make(map[entry][]int32, 8*len(docs)), sets: map[entry][]uint64{}}
+	ix := &batchIndex{docs: docs, words: (len(docs) + 63) / 64, exact: map[termKey][]uint64{}}
+	for k := range ix.entries {
+		ix.entries[k] = make(map[string]int32, 4*len(docs))
+	}
+	add := func(kind int, term string, di int32) {
+		m := ix.entries[kind]
+		e, ok := m[term]
+		if !ok {
+			e = int32(len(ix.postings))
+			m[term] = e
+			ix.postings = append(ix.postings, nil)
+		}
+		ix.postings[e] = append(ix.postings[e], di)
+	}
 	for i, d := range docs {
-		for _, e := range d.entries {
-			ix.postings[e] = append(ix.postings[e], int32(i))
+		di := int32(i)
+		for _, w := range d.title.words {
+			add(entryTitle, w, di)
+			add(entryText, w, di)
+		}
+		for _, w := range d.abstract.words {
+			if !d.title.has(w) {
+				add(entryText, w, di)
+			}
+		}
+		for _, w := range d.authors.words {
+			add(entryAuthor, w, di)
+		}
+		for _, k := range d.cats {
+			add(entryCat, k, di)
 		}
 	}
+	ix.sets = make([][]uint64, len(ix.postings))
 	ix.empty = make([]uint64, ix.words)
 	ix.all = make([]uint64, ix.words)
 	for i := range docs {
@@ -118,7 +170,8 @@ func newBatchIndex(docs []*Doc) *batchIndex {
 // fork returns an index over the same postings with scratch and caches
 // of its own, for another goroutine.
 func (ix *batchIndex) fork() *batchIndex {
-	return &batchIndex{words: ix.words, postings: ix.postings, sets: map[entry][]uint64{}, empty: ix.empty, all: ix.all}
+	return &batchIndex{docs: ix.docs, words: ix.words, entries: ix.entries, postings: ix.postings,
+		sets: make([][]uint64, len(ix.postings)), exact: map[termKey][]uint64{}, empty: ix.empty, all: ix.all}
 }
 
 func (ix *batchIndex) scratch() bitset {
@@ -146,15 +199,16 @@ func (ix *batchIndex) own(s bitset) bitset {
 	return o
 }
 
-// set returns the docs that have entry e.
-func (ix *batchIndex) set(e entry) bitset {
-	ps := ix.postings[e]
-	if len(ps) == 0 {
+// set returns the docs that have the entry of kind and term.
+func (ix *batchIndex) set(kind int, term string) bitset {
+	e, ok := ix.entries[kind][term]
+	if !ok {
 		return bitset{b: ix.empty}
 	}
+	ps := ix.postings[e]
 	if len(ps) > dense {
-		b, ok := ix.sets[e]
-		if !ok {
+		b := ix.sets[e]
+		if b == nil {
 			b = make([]uint64, ix.words)
 			for _, di := range ps {
 				b[di/64] |= 1 << (di % 64)
@@ -197,55 +251,73 @@ func (ix *batchIndex) intersect(a, b bitset) bitset {
 func (ix *batchIndex) word(n *node, i int) (bitset, bool) {
 	switch n.field {
 	case Title:
-		return ix.set(entry{entryTitle, n.stems[i]}), true
+		return ix.set(entryTitle, n.stems[i]), true
 	case Abstract:
-		return ix.set(entry{entryText, n.stems[i]}), false
+		return ix.set(entryText, n.stems[i]), false
 	case Author:
-		return ix.set(entry{entryAuthor, n.folds[i]}), true
+		return ix.set(entryAuthor, n.folds[i]), true
 	}
-	return ix.union(ix.set(entry{entryText, n.stems[i]}), ix.set(entry{entryAuthor, n.folds[i]})), true
+	return ix.union(ix.set(entryText, n.stems[i]), ix.set(entryAuthor, n.folds[i])), true
 }
 
-// eval returns the docs n matches, or a superset of them and false.
-func (ix *batchIndex) eval(n *node) (bitset, bool) {
+// term returns the docs term n matches. A single word's entry is exact
+// (but for abs:); otherwise the docs of the bound (all of the term's
+// words in its field) are checked against n once, and the answer kept
+// for the other searches with the same term.
+func (ix *batchIndex) term(n *node) bitset {
+	s, exact := ix.word(n, 0)
+	if len(n.stems) == 1 && exact {
+		return s
+	}
+	k := termKey{n.field, n.text}
+	if b, ok := ix.exact[k]; ok {
+		ix.release(s)
+		return bitset{b: b}
+	}
+	for i := 1; i < len(n.stems); i++ {
+		w, _ := ix.word(n, i)
+		s = ix.intersect(s, w)
+	}
+	b := make([]uint64, ix.words)
+	for w, word := range s.b {
+		for word != 0 {
+			di := w*64 + bits.TrailingZeros64(word)
+			word &= word - 1
+			if n.match(ix.docs[di]) {
+				b[w] |= 1 << (di % 64)
+			}
+		}
+	}
+	ix.release(s)
+	ix.exact[k] = b
+	return bitset{b: b}
+}
+
+// eval returns the docs n matches.
+func (ix *batchIndex) eval(n *node) bitset {
 	switch n.op {
 	case opCat:
-		return ix.set(entry{entryCat, n.catKey}), true
+		return ix.set(entryCat, n.catKey)
 	case opTerm:
-		s, exact := ix.word(n, 0)
-		if len(n.stems) == 1 {
-			return s, exact
-		}
-		// A phrase: the docs with all its words (in its field), to be
-		// checked for their order.
-		for i := 1; i < len(n.stems); i++ {
-			w, _ := ix.word(n, i)
-			s = ix.intersect(s, w)
-		}
-		return s, false
+		return ix.term(n)
 	case opNot:
-		k, exact := ix.eval(n.kids[0])
-		if !exact {
-			ix.release(k)
-			return bitset{b: ix.all}, false
-		}
+		k := ix.eval(n.kids[0])
 		o := ix.scratch()
 		for i, w := range k.b {
 			o.b[i] = ix.all[i] &^ w
 		}
 		ix.release(k)
-		return o, true
+		return o
 	}
 	// opAnd, opOr
-	s, exact := ix.eval(n.kids[0])
+	s := ix.eval(n.kids[0])
 	for _, k := range n.kids[1:] {
-		ks, kexact := ix.eval(k)
+		ks := ix.eval(k)
 		if n.op == opAnd {
 			s = ix.intersect(s, ks)
 		} else {
 			s = ix.union(s, ks)
 		}
-		exact = exact && kexact
 	}
-	return s, exact
+	return s
 }

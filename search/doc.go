@@ -9,47 +9,63 @@ import "slices"
 type Doc struct {
 	title, abstract, authors field
 	cats                     []string
-	// entries are the doc's distinct index entries (see entry).
-	entries []entry
 }
 
-// field is the words of one field: each word's positions, ascending, in
-// one array (a word's span of it), so a paper costs a few allocations.
+// field is the words of one field: its distinct words (in the order they
+// first occur), each word's positions, ascending, as a span of one array,
+// and an index from word to its number, so a paper costs a few
+// allocations and one map operation per word.
 type field struct {
-	spans map[string]span
+	index map[string]int32
+	words []string
+	spans []span // spans[i]: the positions of words[i] in pos
 	pos   []int32
 }
 
 type span struct{ off, n int32 }
 
+// newField returns the field of toks, whose positions do not decrease.
 func newField(toks []token) field {
-	f := field{spans: make(map[string]span, len(toks))}
-	for _, t := range toks {
-		s := f.spans[t.stem]
-		s.n++
-		f.spans[t.stem] = s
+	f := field{index: make(map[string]int32, len(toks))}
+	nums := make([]int32, len(toks)) // each token's word number
+	for i, t := range toks {
+		w, ok := f.index[t.stem]
+		if !ok {
+			w = int32(len(f.words))
+			f.index[t.stem] = w
+			f.words = append(f.words, t.stem)
+			f.spans = append(f.spans, span{})
+		}
+		f.spans[w].n++
+		nums[i] = w
 	}
+	// A counting sort: each word's positions in token order, so ascending.
 	var off int32
-	for w, s := range f.spans {
-		f.spans[w] = span{off: off}
-		off += s.n
+	for i := range f.spans {
+		off, f.spans[i] = off+f.spans[i].n, span{off: off}
 	}
 	f.pos = make([]int32, len(toks))
-	for _, t := range toks {
-		s := f.spans[t.stem]
+	for i, t := range toks {
+		s := &f.spans[nums[i]]
 		f.pos[s.off+s.n] = t.pos
 		s.n++
-		f.spans[t.stem] = s
 	}
 	return f
 }
 
+// has reports whether w occurs in f.
+func (f *field) has(w string) bool {
+	_, ok := f.index[w]
+	return ok
+}
+
 // positions returns where w occurs in f, ascending.
 func (f *field) positions(w string) ([]int32, bool) {
-	s, ok := f.spans[w]
+	i, ok := f.index[w]
 	if !ok {
 		return nil, false
 	}
+	s := f.spans[i]
 	return f.pos[s.off : s.off+s.n], true
 }
 
@@ -67,7 +83,8 @@ func NewDoc(title, abstract string, authors []string, categoryKeys []string) *Do
 			d.cats = append(d.cats, k)
 		}
 	}
-	toks, _ := tokenize(title, 0, true, true, nil)
+	// One token buffer for the three fields, about the abstract's size.
+	toks, _ := tokenize(title, 0, true, true, make([]token, 0, 16+len(abstract)/5))
 	d.title = newField(toks)
 	toks, _ = tokenize(abstract, 0, true, true, toks[:0])
 	d.abstract = newField(toks)
@@ -78,37 +95,8 @@ func NewDoc(title, abstract string, authors []string, categoryKeys []string) *Do
 		pos += authorGap
 	}
 	d.authors = newField(toks)
-	d.entries = make([]entry, 0, 2*len(d.title.spans)+len(d.abstract.spans)+len(d.authors.spans)+len(d.cats))
-	for w := range d.title.spans {
-		d.entries = append(d.entries, entry{entryTitle, w}, entry{entryText, w})
-	}
-	for w := range d.abstract.spans {
-		if _, ok := d.title.spans[w]; !ok {
-			d.entries = append(d.entries, entry{entryText, w})
-		}
-	}
-	for w := range d.authors.spans {
-		d.entries = append(d.entries, entry{entryAuthor, w})
-	}
-	for _, k := range d.cats {
-		d.entries = append(d.entries, entry{entryCat, k})
-	}
 	return d
 }
-
-// An entry of the batch index (MatchBatch): a stemmed word of the title or
-// abstract, of the title alone, a folded author word, a category key.
-type entry struct {
-	kind byte
-	term string
-}
-
-const (
-	entryText   = 's'
-	entryTitle  = 't'
-	entryAuthor = 'a'
-	entryCat    = 'c'
-)
 
 // Match reports whether the search matches the paper: evaluated directly
 // on its text, term by term. MatchBatch gives the same answers for many

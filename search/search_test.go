@@ -217,9 +217,29 @@ func TestMatchBatchProperty(t *testing.T) {
 		}
 	}
 	r := rand.New(rand.NewPCG(1, 2))
+	// A few phrases read from the abstracts, each in many searches with
+	// other terms around it: MatchBatch checks a phrase's docs once per
+	// batch and shares the answer between those searches.
+	var phrases []string
+	for len(phrases) < 40 {
+		ws := strings.Fields(ps[r.IntN(len(ps))].Abstract)
+		if len(ws) < 2 {
+			continue
+		}
+		i := r.IntN(len(ws) - 1)
+		a, b := ws[i], ws[i+1]
+		if strings.ContainsAny(a+b, `\$"(){}:.,;[]`) || len(a) < 3 || len(b) < 3 {
+			continue
+		}
+		phrases = append(phrases, `"`+a+" "+b+`"`)
+	}
 	word := func() string {
 		w := vocab[r.IntN(len(vocab))]
-		switch r.IntN(8) {
+		switch r.IntN(10) {
+		case 8:
+			return phrases[r.IntN(len(phrases))]
+		case 9:
+			return "abs:" + vocab[r.IntN(40)]
 		case 0:
 			return "ti:" + w
 		case 1:
