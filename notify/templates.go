@@ -191,21 +191,28 @@ type Renderer struct {
 	papers  map[int64]*paperParts
 	reasons map[string][2]string // joined reasons → text, HTML
 	groups  map[string][2]string // group name → its heading's text, HTML
+	// perPaper is the most text and HTML written per paper shown so far
+	// (with the fixed parts spread over the papers), so that later
+	// digests size their buffers once.
+	perPaper [2]int
 }
 
-// numberedTitle is pp's title wrapped after the paper's number n ("n. ").
-func (pp *paperParts) numberedTitle(n int) string {
-	num := strconv.Itoa(n) + ". "
+// writeNumberedTitle writes pp's title wrapped after the paper's number n
+// ("n. ") to t.
+func (pp *paperParts) writeNumberedTitle(t *strings.Builder, n int) {
+	var buf [24]byte
+	num := append(strconv.AppendInt(buf[:0], int64(n), 10), ". "...)
 	w := len(num) // ASCII
 	rest, ok := pp.numbered[w]
 	if !ok {
-		rest = wrap(num, "   ", pp.title)[w:]
+		rest = wrap(string(num), "   ", pp.title)[w:]
 		if pp.numbered == nil {
 			pp.numbered = make(map[int]string, 2)
 		}
 		pp.numbered[w] = rest
 	}
-	return num + rest
+	t.Write(num)
+	t.WriteString(rest)
 }
 
 func (r *Renderer) parts(p DigestPaper) *paperParts {
@@ -310,7 +317,7 @@ func (r *Renderer) writePapers(t, h *strings.Builder, papers []DigestPaper) {
 		pp := r.parts(p)
 		rt, rh := r.reason(p.Reasons)
 		t.WriteString("\n\n")
-		t.WriteString(pp.numberedTitle(i + 1))
+		pp.writeNumberedTitle(t, i+1)
 		t.WriteString(pp.textBeforeReason)
 		t.WriteString(rt)
 		h.WriteString("\n")
@@ -382,10 +389,18 @@ func (r *Renderer) Digest(c DigestContent) (text, html string, err error) {
 		return "", "", errors.New(`notify: render digest: FeedURL is required for "and N more"`)
 	}
 	// Both parts are written straight into one buffer each, sized for
-	// the papers (about 320 and 720 bytes each) and the fixed parts.
+	// the papers (at least 320 and 720 bytes each, more when earlier
+	// digests of r needed more) and the fixed parts.
 	var t, h strings.Builder
-	t.Grow(320*shown + 2<<10)
-	h.Grow(720*shown + 6<<10)
+	perText, perHTML := max(r.perPaper[0], 320), max(r.perPaper[1], 720)
+	t.Grow(perText*shown + 2<<10)
+	h.Grow(perHTML*shown + 6<<10)
+	if shown > 0 {
+		defer func() {
+			r.perPaper[0] = max(r.perPaper[0], (t.Len()-2<<10)/shown+1)
+			r.perPaper[1] = max(r.perPaper[1], (h.Len()-6<<10)/shown+1)
+		}()
+	}
 	run := func(name string, data any) error {
 		if err := textTemplates.ExecuteTemplate(&t, "text-"+name, data); err != nil {
 			return fmt.Errorf("notify: render digest text-%s: %w", name, err)
