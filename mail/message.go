@@ -287,15 +287,41 @@ func fits8bit(s string) bool {
 	return true
 }
 
-// bodyWriter writes s in one piece (go-mail buffers each body; one write
-// sizes that buffer once), with "\n" turned into "\r\n" when crlf is set.
+// bodyWriter writes s, with "\n" turned into "\r\n" when crlf is set.
+// go-mail buffers each body in a bytes.Buffer: that buffer is sized for
+// the whole body first, and the lines are written into it as they are
+// (no converted copy of the body is made).
 func bodyWriter(s string, crlf bool) func(io.Writer) (int64, error) {
 	return func(w io.Writer) (int64, error) {
-		body := s
-		if crlf {
-			body = strings.ReplaceAll(s, "\n", "\r\n")
+		if !crlf {
+			n, err := io.WriteString(w, s)
+			return int64(n), err
 		}
-		n, err := io.WriteString(w, body)
-		return int64(n), err
+		if b, ok := w.(*bytes.Buffer); ok {
+			b.Grow(len(s) + strings.Count(s, "\n"))
+		}
+		var total int64
+		for len(s) > 0 {
+			line := s
+			i := strings.IndexByte(s, '\n')
+			if i >= 0 {
+				line = s[:i]
+			}
+			n, err := io.WriteString(w, line)
+			total += int64(n)
+			if err != nil {
+				return total, err
+			}
+			if i < 0 {
+				break
+			}
+			n, err = io.WriteString(w, "\r\n")
+			total += int64(n)
+			if err != nil {
+				return total, err
+			}
+			s = s[i+1:]
+		}
+		return total, nil
 	}
 }

@@ -163,7 +163,7 @@ type plannedGroup struct {
 	first   follow.Target // the follow the group is named after
 	key     string        // first.Key()
 	label   string
-	papers  []match.Paper // ids and reasons only
+	papers  []*match.Paper // into the Result's Papers: ids and reasons only
 	omitted int
 }
 
@@ -186,7 +186,8 @@ func planGroups(res match.Result, follows []follow.Follow) digestPlan {
 	}
 	index := map[string]int{}
 	shown, listed := 0, 0
-	for _, p := range res.Papers {
+	for pi := range res.Papers {
+		p := &res.Papers[pi]
 		if len(p.Reasons) == 0 {
 			continue
 		}
@@ -210,7 +211,7 @@ func planGroups(res match.Result, follows []follow.Follow) digestPlan {
 			continue
 		}
 		if g.papers == nil {
-			g.papers = make([]match.Paper, 0, MaxPerGroup)
+			g.papers = make([]*match.Paper, 0, MaxPerGroup)
 		}
 		g.papers = append(g.papers, p)
 		shown++

@@ -172,7 +172,11 @@ type groupView struct {
 // paperParts is a paper's rendering without its number and reason line,
 // which differ between digests.
 type paperParts struct {
-	title            string // one line, not wrapped
+	title string // one line, not wrapped
+	// numbered caches the title wrapped after a number ("7. "), without
+	// the number, by the number's width in runes: wrapping depends on the
+	// width only, and a digest numbers papers 1 to MaxPerGroup.
+	numbered         map[int]string
 	textAfterReason  string // meta and link lines, each after "\n"
 	textBeforeReason string // the authors line(s), after "\n"
 	htmlBeforeReason string // the row's opening, the title and the authors
@@ -186,6 +190,29 @@ type paperParts struct {
 type Renderer struct {
 	papers  map[int64]*paperParts
 	reasons map[string][2]string // joined reasons → text, HTML
+	groups  map[string][2]string // group name → its heading's text, HTML
+	// perPaper is the most text and HTML written per paper shown so far
+	// (with the fixed parts spread over the papers), so that later
+	// digests size their buffers once.
+	perPaper [2]int
+}
+
+// writeNumberedTitle writes pp's title wrapped after the paper's number n
+// ("n. ") to t.
+func (pp *paperParts) writeNumberedTitle(t *strings.Builder, n int) {
+	var buf [24]byte
+	num := append(strconv.AppendInt(buf[:0], int64(n), 10), ". "...)
+	w := len(num) // ASCII
+	rest, ok := pp.numbered[w]
+	if !ok {
+		rest = wrap(string(num), "   ", pp.title)[w:]
+		if pp.numbered == nil {
+			pp.numbered = make(map[int]string, 2)
+		}
+		pp.numbered[w] = rest
+	}
+	t.Write(num)
+	t.WriteString(rest)
 }
 
 func (r *Renderer) parts(p DigestPaper) *paperParts {
@@ -290,7 +317,7 @@ func (r *Renderer) writePapers(t, h *strings.Builder, papers []DigestPaper) {
 		pp := r.parts(p)
 		rt, rh := r.reason(p.Reasons)
 		t.WriteString("\n\n")
-		t.WriteString(wrap(strconv.Itoa(i+1)+". ", "   ", pp.title))
+		pp.writeNumberedTitle(t, i+1)
 		t.WriteString(pp.textBeforeReason)
 		t.WriteString(rt)
 		h.WriteString("\n")
@@ -362,10 +389,18 @@ func (r *Renderer) Digest(c DigestContent) (text, html string, err error) {
 		return "", "", errors.New(`notify: render digest: FeedURL is required for "and N more"`)
 	}
 	// Both parts are written straight into one buffer each, sized for
-	// the papers (about 320 and 720 bytes each) and the fixed parts.
+	// the papers (at least 320 and 720 bytes each, more when earlier
+	// digests of r needed more) and the fixed parts.
 	var t, h strings.Builder
-	t.Grow(320*shown + 2<<10)
-	h.Grow(720*shown + 6<<10)
+	perText, perHTML := max(r.perPaper[0], 320), max(r.perPaper[1], 720)
+	t.Grow(perText*shown + 2<<10)
+	h.Grow(perHTML*shown + 6<<10)
+	if shown > 0 {
+		defer func() {
+			r.perPaper[0] = max(r.perPaper[0], (t.Len()-2<<10)/shown+1)
+			r.perPaper[1] = max(r.perPaper[1], (h.Len()-6<<10)/shown+1)
+		}()
+	}
 	run := func(name string, data any) error {
 		if err := textTemplates.ExecuteTemplate(&t, "text-"+name, data); err != nil {
 			return fmt.Errorf("notify: render digest text-%s: %w", name, err)
@@ -380,12 +415,30 @@ func (r *Renderer) Digest(c DigestContent) (text, html string, err error) {
 	}
 	for _, g := range c.Groups {
 		gv := groupView{Name: oneLine(g.Name), Omitted: g.Omitted, FeedURL: c.FeedURL}
-		if err := run("group-head", gv); err != nil {
-			return "", "", err
+		// A group's heading depends on its name only: rendered once per
+		// name and Renderer.
+		head, ok := r.groups[gv.Name]
+		if !ok {
+			tl, hl := t.Len(), h.Len()
+			if err := run("group-head", gv); err != nil {
+				return "", "", err
+			}
+			head = [2]string{strings.Clone(t.String()[tl:]), strings.Clone(h.String()[hl:])}
+			if r.groups == nil {
+				r.groups = map[string][2]string{}
+			}
+			r.groups[gv.Name] = head
+		} else {
+			t.WriteString(head[0])
+			h.WriteString(head[1])
 		}
 		r.writePapers(&t, &h, g.Papers)
-		if err := run("group-foot", gv); err != nil {
-			return "", "", err
+		// The group's foot is empty in both parts unless papers were
+		// omitted (its templates are one {{if .Omitted}}).
+		if g.Omitted != 0 {
+			if err := run("group-foot", gv); err != nil {
+				return "", "", err
+			}
 		}
 	}
 	if err := run("foot", v); err != nil {
@@ -445,8 +498,38 @@ func morePapers(n int) string {
 }
 
 // oneLine collapses all whitespace (arXiv titles contain line breaks) to
-// single spaces.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// single spaces. A string that is one line already (most names and titles)
+// is returned as it is.
+func oneLine(s string) string {
+	if isOneLine(s) {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// isOneLine reports whether s has no leading, trailing or repeated
+// whitespace and no whitespace other than ' ' (ASCII only: any non-ASCII
+// byte sends s the slow way, which knows Unicode spaces).
+func isOneLine(s string) bool {
+	prevSpace := true // no leading space
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 0x80:
+			return false
+		case c == ' ':
+			if prevSpace {
+				return false
+			}
+			prevSpace = true
+		case c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r':
+			return false
+		default:
+			prevSpace = false
+		}
+	}
+	return !prevSpace || s == ""
+}
 
 func authorLine(authors []string) string {
 	var names []string
@@ -490,10 +573,11 @@ func metaLine(categories []string, published time.Time) string {
 // URL stays whole on a line of its own.
 func wrap(first, indent, s string) string {
 	var b strings.Builder
+	b.Grow(len(first) + len(s) + len(s)/textWidth*(len(indent)+1))
 	b.WriteString(first)
 	col := utf8.RuneCountInString(first)
 	lineEmpty := true
-	for _, w := range strings.Fields(s) {
+	for w := range strings.FieldsSeq(s) {
 		n := utf8.RuneCountInString(w)
 		if !lineEmpty && col+1+n > textWidth {
 			b.WriteString("\n")
