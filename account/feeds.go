@@ -42,17 +42,10 @@ func BumpFeeds(ctx context.Context, tx pgx.Tx, userIDs ...int64) error {
 // them (and rows at or below a watermark are all committed when it is), so
 // such a snapshot holds everything that ETag promises. Two primary-key
 // probes.
-func FeedAtLeast(userID, version, highSeq int64) database.Fresh {
-	return func(ctx context.Context, tx pgx.Tx) (bool, error) {
-		var ok bool
-		err := tx.QueryRow(ctx, `
-			SELECT f.version >= $2 AND (SELECT high_seq FROM match_state) >= $3 FROM user_feeds f WHERE f.user_id = $1`,
-			userID, version, highSeq).Scan(&ok)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return false, nil
-		}
-		return ok, err
-	}
+func FeedAtLeast(userID, version, highSeq int64) *database.Fresh {
+	return &database.Fresh{SQL: `
+		SELECT f.version >= $2 AND (SELECT high_seq FROM match_state) >= $3 FROM user_feeds f WHERE f.user_id = $1`,
+		Args: []any{userID, version, highSeq}}
 }
 
 // FeedTokens stores what identifies a user's private feed token: its salt

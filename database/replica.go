@@ -213,11 +213,17 @@ func (r *Replica) warn(kind int, msg string) {
 		"lagging", b.Lagging.Load(), "errors", c.Errors.Load()+b.Errors.Load(), "down", c.Down.Load()+b.Down.Load())
 }
 
-// Fresh decides, inside the replica's read transaction (its snapshot),
-// whether that snapshot has everything the caller's answer promises — for a
-// feed, at least the version its ETag was derived from on the primary. It
-// should cost one index probe.
-type Fresh func(ctx context.Context, tx pgx.Tx) (bool, error)
+// Fresh is the freshness check of a read on the replica: a statement that
+// decides, inside the replica's read transaction (its snapshot), whether that
+// snapshot has everything the caller's answer promises — for a feed, at
+// least the version its ETag was derived from on the primary. It must
+// return one row of one boolean, true when fresh; no row means not fresh. It
+// is sent with BEGIN and the read's first statements (DB.ReadBatch), so it
+// costs no round trip of its own, and should cost one index probe.
+type Fresh struct {
+	SQL  string
+	Args []any
+}
 
 // Read runs fn in a read-only repeatable-read transaction: on the replica
 // when one is attached, up, and fresh enough, else on the primary. fresh
@@ -227,21 +233,71 @@ type Fresh func(ctx context.Context, tx pgx.Tx) (bool, error)
 // scratch each time. An error of fn that is a domain answer (apperr,
 // ErrNotFound) is returned as is; any other replica error falls back to the
 // primary without failing the read.
-func (db *DB) Read(ctx context.Context, fresh Fresh, fn func(tx pgx.Tx) error) error {
+func (db *DB) Read(ctx context.Context, fresh *Fresh, fn func(tx pgx.Tx) error) error {
+	return db.ReadBatch(ctx, fresh, nil, fn)
+}
+
+// ReadBatch is Read whose transaction starts with the statements first
+// queues on b: BEGIN, the freshness check (on the replica) and they go to
+// the server in one round trip, and their results are read (b's callbacks
+// run) before fn is called with the transaction. first may be nil; like fn
+// it may run twice (replica, then primary) and its callbacks must set
+// their results from scratch. A replica snapshot that is not fresh
+// discards the results of first's statements: their callbacks after the
+// check are not run, nor is fn.
+func (db *DB) ReadBatch(ctx context.Context, fresh *Fresh, first func(b *pgx.Batch), fn func(tx pgx.Tx) error) error {
 	if r := db.replica; r != nil {
-		done, err := r.read(ctx, fresh, fn)
+		done, err := r.read(ctx, fresh, first, fn)
 		if done || ctx.Err() != nil {
 			return err
 		}
 	}
-	return pgx.BeginTxFunc(ctx, db.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+	return readTx(ctx, db.Pool, nil, first, fn)
+}
+
+// readTx runs a read-only repeatable-read transaction on pool: BEGIN,
+// fresh's check (errStale when it answers no) and first's statements in one
+// batch, then fn; it commits when fn returns nil and rolls back otherwise.
+func readTx(ctx context.Context, pool *pgxpool.Pool, fresh *Fresh, first func(b *pgx.Batch), fn func(tx pgx.Tx) error) error {
+	var b pgx.Batch
+	b.BeginTx(pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if fresh != nil {
+		b.Queue(fresh.SQL, fresh.Args...).QueryRow(func(row pgx.Row) error {
+			var ok bool
+			if err := row.Scan(&ok); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("checking the replica's freshness: %w", err)
+			}
+			if !ok {
+				return errStale
+			}
+			return nil
+		})
+	}
+	if first != nil {
+		first(&b)
+	}
+	br := pool.SendBatch(ctx, &b)
+	// tx owns the connection until it is committed or rolled back (also
+	// when the batch failed before BEGIN: then Rollback only releases
+	// it); the deferred Rollback, a no-op after Commit, also covers a
+	// panic of fn. Its error is dropped: a failed read has its own, and a
+	// committed one has none.
+	tx := br.Tx()
+	defer func() { _ = tx.Rollback(ctx) }()
+	if err := br.Close(); err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }
 
 // errStale ends a replica transaction whose snapshot is not fresh enough.
 var errStale = errors.New("replica snapshot older than the primary's answer")
 
 // read tries the replica; done says the read is answered (with err).
-func (r *Replica) read(ctx context.Context, fresh Fresh, fn func(tx pgx.Tx) error) (done bool, err error) {
+func (r *Replica) read(ctx context.Context, fresh *Fresh, first func(b *pgx.Batch), fn func(tx pgx.Tx) error) (done bool, err error) {
 	st := &r.stats[Checked]
 	if fresh == nil {
 		st = &r.stats[Bounded]
@@ -254,18 +310,7 @@ func (r *Replica) read(ctx context.Context, fresh Fresh, fn func(tx pgx.Tx) erro
 		st.Lagging.Add(1)
 		return false, nil
 	}
-	err = pgx.BeginTxFunc(ctx, r.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if fresh != nil {
-			ok, err := fresh(ctx, tx)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return errStale
-			}
-		}
-		return fn(tx)
-	})
+	err = readTx(ctx, r.pool, fresh, first, fn)
 	switch {
 	case err == nil:
 		st.Replica.Add(1)

@@ -191,12 +191,17 @@ func (s *Service) Private(ctx context.Context, token string, st State, v Validat
 	var follows []follow.Follow
 	var only *follow.Target
 	var res match.Result
-	err := s.db.Read(ctx, account.FeedAtLeast(st.UserID, v.Version, v.HighSeq), func(tx pgx.Tx) error {
-		var err error
+	var finish func(context.Context, pgx.Tx) ([]match.Result, error)
+	// BEGIN, the replica's freshness check, the follows and the selection
+	// go in one round trip; the selection is restricted by req.Only's key,
+	// which is the follow's if the user follows it (else the answer is a
+	// not-found and the selection is dropped).
+	first := func(b *pgx.Batch) {
+		follow.QueueAllIn(b, st.UserID, func(fs []follow.Follow) { follows = fs })
+		finish = match.QueueMatchedIn(b, []match.Query{{UserID: st.UserID, Only: req.Only, Limit: req.Limit}})
+	}
+	err := s.db.ReadBatch(ctx, account.FeedAtLeast(st.UserID, v.Version, v.HighSeq), first, func(tx pgx.Tx) error {
 		only = nil
-		if follows, err = follow.AllIn(ctx, tx, st.UserID); err != nil {
-			return err
-		}
 		if req.Only != nil {
 			for _, f := range follows {
 				if f.Key() == req.Only.Key() {
@@ -209,7 +214,7 @@ func (s *Service) Private(ctx context.Context, token string, st State, v Validat
 				return database.Missing("no such feed: you do not follow %s (any more)", req.Only.DisplayName())
 			}
 		}
-		rs, err := match.MatchedIn(ctx, tx, []match.Query{{UserID: st.UserID, Only: only, Limit: req.Limit}})
+		rs, err := finish(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -263,23 +268,18 @@ func (s *Service) PublicVersion(ctx context.Context, t follow.Target) (int64, ti
 
 // publicFresh is the freshness check of a public feed read on a replica:
 // its snapshot's newest row of the key is at least (seq, modified_at), what
-// the primary's PublicVersion answered.
-func publicFresh(t follow.Target, seq int64, changed time.Time) database.Fresh {
-	return func(ctx context.Context, tx pgx.Tx) (bool, error) {
-		v, c, err := publicVersion(ctx, tx, t)
-		if err != nil {
-			return false, err
-		}
-		return v > seq || (v == seq && !c.Before(changed)), nil
-	}
+// the primary's PublicVersion answered (a feed with no rows, version 0, is
+// as fresh as another with none).
+func publicFresh(t follow.Target, seq int64, changed time.Time) *database.Fresh {
+	return &database.Fresh{SQL: `
+		SELECT v > $2 OR (v = $2 AND (v = 0 OR changed >= $3))
+		FROM (` + publicVersionSQL + `) pv(v, changed)`,
+		Args: []any{t.Key(), seq, changed}}
 }
 
-func publicVersion(ctx context.Context, q interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}, t follow.Target) (int64, time.Time, error) {
-	var v int64
-	var changed time.Time
-	err := q.QueryRow(ctx, `
+// publicVersionSQL reads the version of the public feed of key $1 and when
+// it last changed (PublicVersion; 0 and the epoch for a feed with no rows).
+const publicVersionSQL = `
 		WITH ks AS (
 			SELECT $1::text AS key
 			UNION
@@ -295,9 +295,14 @@ func publicVersion(ctx context.Context, q interface {
 		)
 		SELECT coalesce((SELECT seq FROM newest), 0)
 		         + coalesce((SELECT (extract(epoch FROM updated_at) * 1000000)::bigint FROM ident), 0),
-		       greatest((SELECT modified_at FROM newest), (SELECT updated_at FROM ident), 'epoch'::timestamptz)`,
-		t.Key()).Scan(&v, &changed)
-	if err != nil {
+		       greatest((SELECT modified_at FROM newest), (SELECT updated_at FROM ident), 'epoch'::timestamptz)`
+
+func publicVersion(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, t follow.Target) (int64, time.Time, error) {
+	var v int64
+	var changed time.Time
+	if err := q.QueryRow(ctx, publicVersionSQL, t.Key()).Scan(&v, &changed); err != nil {
 		return 0, time.Time{}, fmt.Errorf("reading version of the feed of %s: %w", t, err)
 	}
 	if v == 0 {

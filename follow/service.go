@@ -356,11 +356,29 @@ func AllIn(ctx context.Context, tx pgx.Tx, userID int64) ([]Follow, error) {
 	return allFollows(ctx, tx, userID)
 }
 
+// QueueAllIn queues on b the statement AllIn runs, so that it shares a round
+// trip with the other statements of a snapshot (database.DB.ReadBatch):
+// when b's results are read, done gets the follows AllIn would return,
+// unless reading them failed (the batch's Close says why).
+func QueueAllIn(b *pgx.Batch, userID int64, done func([]Follow)) {
+	b.Queue(allFollowsSQL, userID).Query(func(rows pgx.Rows) error {
+		fs, err := collectFollows(rows)
+		if err != nil {
+			return fmt.Errorf("listing follows of user %d: %w", userID, err)
+		}
+		done(fs)
+		return nil
+	})
+}
+
+// allFollowsSQL lists user $1's follows, newest first.
+const allFollowsSQL = `
+		SELECT ` + followColumns + ` FROM follows WHERE user_id = $1 ORDER BY created_at DESC, key DESC`
+
 func allFollows(ctx context.Context, q interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
 }, userID int64) ([]Follow, error) {
-	rows, err := q.Query(ctx, `
-		SELECT `+followColumns+` FROM follows WHERE user_id = $1 ORDER BY created_at DESC, key DESC`, userID)
+	rows, err := q.Query(ctx, allFollowsSQL, userID)
 	if err != nil {
 		return nil, fmt.Errorf("listing follows of user %d: %w", userID, err)
 	}

@@ -408,3 +408,122 @@ func TestWarmConditionalGetIsOneStatement(t *testing.T) {
 		t.Errorf("Last-Modified %s and %s", r1.Header().Get("Last-Modified"), r2.Header().Get("Last-Modified"))
 	}
 }
+
+// roundTripTracer records every round trip a pool's connections make: a
+// statement sent alone (BEGIN and COMMIT included) or a batch (its
+// statements listed together). The prepare round trip pgx adds before a
+// batch whose statements a connection has not prepared yet is not counted,
+// so a count is exact on a connection that has served the same request
+// before.
+type roundTripTracer struct {
+	mu    sync.Mutex
+	trips []string
+}
+
+func (c *roundTripTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	c.add(strings.TrimSpace(d.SQL))
+	return ctx
+}
+
+func (c *roundTripTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *roundTripTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	sqls := make([]string, 0, d.Batch.Len())
+	for _, q := range d.Batch.QueuedQueries {
+		sqls = append(sqls, strings.TrimSpace(q.SQL))
+	}
+	c.add(fmt.Sprintf("batch of %d: %s", len(sqls), strings.Join(sqls, "\n  +++ ")))
+	return ctx
+}
+
+func (c *roundTripTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (c *roundTripTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+func (c *roundTripTracer) add(s string) {
+	c.mu.Lock()
+	c.trips = append(c.trips, s)
+	c.mu.Unlock()
+}
+
+func (c *roundTripTracer) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.trips
+	c.trips = nil
+	return out
+}
+
+// TestFullRenderRoundTrips serves private feeds (all follows, and one
+// follow's) from the real feed handler over a one-connection pool that
+// records every round trip: with the validator cached, a full render is
+// four: the token lookup, then in the read transaction BEGIN with the
+// follows and the selection in one batch, the reasons and the papers'
+// details in a second, and COMMIT. On a shared machine each round trip is
+// a wait for the server process to be scheduled, so the count must not
+// silently grow.
+func TestFullRenderRoundTrips(t *testing.T) {
+	t.Parallel()
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
+	reader := testapp.Token(t, "reader", "")
+	svc := testapp.Token(t, "host", "", "papers:write")
+	c.Do("PUT", "/v1/me/follows/category/cs.LG", reader, nil)
+	c.Do("PUT", "/v1/me/follows/researcher/openalex:A5023888391", reader, nil)
+	r := c.Do("POST", "/v1/papers", svc, `[{"arxiv_id": "2601.00001", "title": "Paper one", "authors": "Ann Author",
+		"categories": ["cs.LG"], "primary_category": "cs.LG", "published": "2026-01-02"},
+		{"arxiv_id": "2601.00002", "title": "Paper two", "authors": "Ann Author",
+		"categories": ["math.AG", "cs.LG"], "primary_category": "math.AG", "published": "2026-01-02"}]`)
+	if r.Status != 200 {
+		t.Fatalf("push: %d %s", r.Status, r.Body)
+	}
+	jobsIdle(t, openDB(t, a.DatabaseURL))
+	var links feedLinks
+	c.Do("GET", "/v1/me/feeds", reader, nil).JSON(t, &links)
+	path := strings.TrimPrefix(links.Atom, a.URL)
+
+	cfg, err := pgxpool.ParseConfig(a.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &roundTripTracer{}
+	cfg.ConnConfig.Tracer = tr
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	db := &database.DB{Pool: pool}
+	base, _ := url.Parse(a.URL)
+	secret := []byte("a test secret of at least thirty-two bytes")
+	fsvc := feeds.NewService(db, feeds.NewTokens(db, secret), match.NewService(db), follow.NewService(db), base, nil, secret)
+	mux := http.NewServeMux()
+	(&httpapi.FeedRoutes{Feeds: fsvc, Misses: httpapi.NewLimiter(0, 0), PerIP: httpapi.NewLimiter(0, 0)}).Register(mux)
+
+	for _, p := range []string{path, strings.TrimSuffix(path, ".atom") + "/category/cs.LG.atom"} {
+		get := func() *httptest.ResponseRecorder {
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, httptest.NewRequest("GET", p, nil))
+			return rec
+		}
+		// The first render computes the validator and prepares the
+		// statements on the connection.
+		if first := get(); first.Code != 200 || !strings.Contains(first.Body.String(), "Paper two") {
+			t.Fatalf("first GET %s: %d %s", p, first.Code, first.Body)
+		}
+		tr.take()
+		for range 3 {
+			if rec := get(); rec.Code != 200 || !strings.Contains(rec.Body.String(), "Paper one") {
+				t.Fatalf("GET %s: %d %s", p, rec.Code, rec.Body)
+			}
+			trips := tr.take()
+			if len(trips) != 4 {
+				t.Fatalf("a full render of %s made %d round trips, want 4:\n%s", p, len(trips), strings.Join(trips, "\n---\n"))
+			}
+			if !strings.Contains(trips[0], "token_hash") || !strings.HasPrefix(trips[1], "batch of 4: begin") ||
+				!strings.HasPrefix(trips[2], "batch of 2:") || trips[3] != "commit" {
+				t.Errorf("a full render of %s made other round trips than expected:\n%s", p, strings.Join(trips, "\n---\n"))
+			}
+		}
+	}
+}

@@ -486,6 +486,22 @@ func (s *Service) MatchedMany(ctx context.Context, qs []Query) ([]Result, error)
 // (database.DB.Read) runs it with the follows it shows. It sets
 // plan_cache_mode = force_generic_plan for the rest of tx.
 func MatchedIn(ctx context.Context, tx pgx.Tx, qs []Query) ([]Result, error) {
+	var b pgx.Batch
+	finish := QueueMatchedIn(&b, qs)
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return nil, err
+	}
+	return finish(ctx, tx)
+}
+
+// QueueMatchedIn is MatchedIn in two halves, so that its first round trip
+// carries the caller's other statements of the snapshot (and BEGIN:
+// database.DB.ReadBatch): it queues on b the statements MatchedIn sends
+// first (it sets plan_cache_mode = force_generic_plan for the rest of the
+// transaction b is sent in); once b has been sent in that transaction and
+// its results read without error, finish, called once with the
+// transaction, returns what MatchedIn would.
+func QueueMatchedIn(b *pgx.Batch, qs []Query) (finish func(ctx context.Context, tx pgx.Tx) ([]Result, error)) {
 	// Two round trips for any number of queries (three with paper
 	// follows' events): the selection, then the reasons it could not give
 	// and the papers' details together; on a shared machine each round
@@ -497,26 +513,24 @@ func MatchedIn(ctx context.Context, tx pgx.Tx, qs []Query) ([]Result, error) {
 	// and costs a millisecond of planning per render at scale S; the
 	// generic one is planned once per connection (pgx caches the
 	// prepared statements).
-	var b pgx.Batch
 	b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
 	var results []Result
 	var needReasons map[int][]int64
-	queueSelect(&b, qs, func(r []Result, need map[int][]int64) { results, needReasons = r, need })
-	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-		return nil, err
-	}
-	b = pgx.Batch{}
-	queueReasons(&b, qs, results, needReasons)
-	queueDetails(&b, qs, results)
-	if b.Len() > 0 {
-		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+	queueSelect(b, qs, func(r []Result, need map[int][]int64) { results, needReasons = r, need })
+	return func(ctx context.Context, tx pgx.Tx) ([]Result, error) {
+		var b pgx.Batch
+		queueReasons(&b, qs, results, needReasons)
+		queueDetails(&b, qs, results)
+		if b.Len() > 0 {
+			if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+				return nil, err
+			}
+		}
+		if err := fillEvents(ctx, tx, qs, results); err != nil {
 			return nil, err
 		}
+		return results, nil
 	}
-	if err := fillEvents(ctx, tx, qs, results); err != nil {
-		return nil, err
-	}
-	return results, nil
 }
 
 // queryArrays are the queries of a batch as the parallel arrays
