@@ -28,7 +28,7 @@ func MatchBatch(queries []*Query, docs []*Doc) [][]int32 {
 	if len(queries) == 0 || len(docs) == 0 {
 		return make([][]int32, len(docs))
 	}
-	ix := newBatchIndex(docs)
+	ix := newBatchIndex(sameVocab(docs))
 	// The searches are independent: a share of them per core, each with
 	// its own scratch and caches, the postings shared read-only.
 	workers := min(runtime.GOMAXPROCS(0), 1+len(queries)/minPerWorker)
@@ -56,6 +56,31 @@ func MatchBatch(queries []*Query, docs []*Doc) [][]int32 {
 		for _, p := range parts {
 			out[di] = append(out[di], p[di]...) // parts hold ascending ranges
 		}
+	}
+	return out
+}
+
+// sameVocab returns docs with their ids in one vocab: the one most of
+// them share (the others are rewritten into it, see vocab).
+func sameVocab(docs []*Doc) []*Doc {
+	v := docs[0].vocab
+	mixed := false
+	for _, d := range docs {
+		mixed = mixed || d.vocab != v
+	}
+	if !mixed {
+		return docs
+	}
+	count := map[*vocab]int{}
+	for _, d := range docs {
+		count[d.vocab]++
+		if count[d.vocab] > count[v] {
+			v = d.vocab
+		}
+	}
+	out := make([]*Doc, len(docs))
+	for i, d := range docs {
+		out[i] = d.in(v)
 	}
 	return out
 }
@@ -101,10 +126,13 @@ const (
 type postings []int32
 
 type batchIndex struct {
-	docs  []*Doc
+	docs  []*Doc // all of vocab
+	vocab *vocab
 	words int // uint64 words per bitset
-	// entries maps an entry, by kind, to its number in postings.
-	entries  [entryKinds]map[string]int32
+	// entries maps an entry, by kind, from its word's id to its number in
+	// postings plus one (0: no doc has it); ids past the end are of words
+	// added to the vocab after the index was built, which no doc has.
+	entries  [entryKinds][]int32
 	postings []postings
 	// sets caches the bitsets of entries (by number) of more than dense
 	// docs; rarer entries are built into scratch when used (a few bits).
@@ -126,32 +154,47 @@ type termKey struct {
 const dense = 16
 
 func newBatchIndex(docs []*Doc) *batchIndex {
-	ix := &batchIndex{docs: docs, words: (len(docs) + 63) / 64, exact: map[termKey][]uint64{}}
-	for k := range ix.entries {
-		ix.entries[k] = make(map[string]int32, 4*len(docs))
+	v := docs[0].vocab
+	ix := &batchIndex{docs: docs, vocab: v, words: (len(docs) + 63) / 64, exact: map[termKey][]uint64{}}
+	// Slices indexed by id, up to the docs' largest (4 bytes a word and
+	// kind: at most some 8 MB for a full vocab, zeroed per batch, where a
+	// map per kind cost a string hash per word of every doc).
+	n := 0
+	for _, d := range docs {
+		for _, f := range [...]*field{&d.title, &d.abstract, &d.authors} {
+			if len(f.ids) > 0 {
+				n = max(n, int(f.ids[len(f.ids)-1])+1)
+			}
+		}
+		if len(d.cats) > 0 {
+			n = max(n, int(d.cats[len(d.cats)-1])+1)
+		}
 	}
-	add := func(kind int, term string, di int32) {
+	for k := range ix.entries {
+		ix.entries[k] = make([]int32, n)
+	}
+	add := func(kind int, id uint32, di int32) {
 		m := ix.entries[kind]
-		e, ok := m[term]
-		if !ok {
+		e := m[id] - 1
+		if e < 0 {
 			e = int32(len(ix.postings))
-			m[term] = e
+			m[id] = e + 1
 			ix.postings = append(ix.postings, nil)
 		}
 		ix.postings[e] = append(ix.postings[e], di)
 	}
 	for i, d := range docs {
 		di := int32(i)
-		for _, w := range d.title.words {
+		for _, w := range d.title.ids {
 			add(entryTitle, w, di)
 			add(entryText, w, di)
 		}
-		for _, w := range d.abstract.words {
+		for _, w := range d.abstract.ids {
 			if !d.title.has(w) {
 				add(entryText, w, di)
 			}
 		}
-		for _, w := range d.authors.words {
+		for _, w := range d.authors.ids {
 			add(entryAuthor, w, di)
 		}
 		for _, k := range d.cats {
@@ -170,7 +213,7 @@ func newBatchIndex(docs []*Doc) *batchIndex {
 // fork returns an index over the same postings with scratch and caches
 // of its own, for another goroutine.
 func (ix *batchIndex) fork() *batchIndex {
-	return &batchIndex{docs: ix.docs, words: ix.words, entries: ix.entries, postings: ix.postings,
+	return &batchIndex{docs: ix.docs, vocab: ix.vocab, words: ix.words, entries: ix.entries, postings: ix.postings,
 		sets: make([][]uint64, len(ix.postings)), exact: map[termKey][]uint64{}, empty: ix.empty, all: ix.all}
 }
 
@@ -199,12 +242,17 @@ func (ix *batchIndex) own(s bitset) bitset {
 	return o
 }
 
-// set returns the docs that have the entry of kind and term.
-func (ix *batchIndex) set(kind int, term string) bitset {
-	e, ok := ix.entries[kind][term]
-	if !ok {
+// set returns the docs that have the entry of kind and word ids[i]
+// (none when ids is nil: a word the vocab lacks).
+func (ix *batchIndex) set(kind int, ids []uint32, i int) bitset {
+	if ids == nil {
 		return bitset{b: ix.empty}
 	}
+	id := ids[i]
+	if int(id) >= len(ix.entries[kind]) || ix.entries[kind][id] == 0 {
+		return bitset{b: ix.empty}
+	}
+	e := ix.entries[kind][id] - 1
 	ps := ix.postings[e]
 	if len(ps) > dense {
 		b := ix.sets[e]
@@ -245,19 +293,19 @@ func (ix *batchIndex) intersect(a, b bitset) bitset {
 	return a
 }
 
-// word returns the docs that have word i of term n in its field: exact
-// for a title, author or any-field word; for abs: the title-or-abstract
-// entry, a bound.
-func (ix *batchIndex) word(n *node, i int) (bitset, bool) {
+// word returns the docs that have word i of term n (whose ids are
+// stems and folds) in its field: exact for a title, author or any-field
+// word; for abs: the title-or-abstract entry, a bound.
+func (ix *batchIndex) word(n *node, stems, folds []uint32, i int) (bitset, bool) {
 	switch n.field {
 	case Title:
-		return ix.set(entryTitle, n.stems[i]), true
+		return ix.set(entryTitle, stems, i), true
 	case Abstract:
-		return ix.set(entryText, n.stems[i]), false
+		return ix.set(entryText, stems, i), false
 	case Author:
-		return ix.set(entryAuthor, n.folds[i]), true
+		return ix.set(entryAuthor, folds, i), true
 	}
-	return ix.union(ix.set(entryText, n.stems[i]), ix.set(entryAuthor, n.folds[i])), true
+	return ix.union(ix.set(entryText, stems, i), ix.set(entryAuthor, folds, i)), true
 }
 
 // term returns the docs term n matches. A single word's entry is exact
@@ -265,7 +313,8 @@ func (ix *batchIndex) word(n *node, i int) (bitset, bool) {
 // words in its field) are checked against n once, and the answer kept
 // for the other searches with the same term.
 func (ix *batchIndex) term(n *node) bitset {
-	s, exact := ix.word(n, 0)
+	stems, folds := n.cachedIDs(ix.vocab)
+	s, exact := ix.word(n, stems, folds, 0)
 	if len(n.stems) == 1 && exact {
 		return s
 	}
@@ -275,7 +324,7 @@ func (ix *batchIndex) term(n *node) bitset {
 		return bitset{b: b}
 	}
 	for i := 1; i < len(n.stems); i++ {
-		w, _ := ix.word(n, i)
+		w, _ := ix.word(n, stems, folds, i)
 		s = ix.intersect(s, w)
 	}
 	b := make([]uint64, ix.words)
@@ -283,7 +332,7 @@ func (ix *batchIndex) term(n *node) bitset {
 		for word != 0 {
 			di := w*64 + bits.TrailingZeros64(word)
 			word &= word - 1
-			if n.match(ix.docs[di]) {
+			if n.matchIDs(ix.docs[di], stems, folds) {
 				b[w] |= 1 << (di % 64)
 			}
 		}
@@ -297,7 +346,8 @@ func (ix *batchIndex) term(n *node) bitset {
 func (ix *batchIndex) eval(n *node) bitset {
 	switch n.op {
 	case opCat:
-		return ix.set(entryCat, n.catKey)
+		key, _ := n.cachedIDs(ix.vocab)
+		return ix.set(entryCat, key, 0)
 	case opTerm:
 		return ix.term(n)
 	case opNot:

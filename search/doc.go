@@ -1,67 +1,69 @@
 package search
 
-import "slices"
+import (
+	"slices"
+)
 
 // Doc is a paper's text as searches see it: title and abstract words
 // (stemmed), author name words (folded, not stemmed), and the paper's
-// category keys. Build it with NewDoc; it is read-only afterwards and safe
-// to share between goroutines.
+// category keys, all as ids of one vocab (see vocab). Build it with
+// NewDoc; it is read-only afterwards and safe to share between goroutines.
 type Doc struct {
+	vocab                    *vocab
 	title, abstract, authors field
-	cats                     []string
+	cats                     []uint32 // sorted, distinct
 }
 
-// field is the words of one field: its distinct words (in the order they
-// first occur), each word's positions, ascending, as a span of one array,
-// and an index from word to its number, so a paper costs a few
-// allocations and one map operation per word.
+// field is the words of one field: its distinct words' ids, ascending,
+// and each word's positions, ascending, as a span of one array, so a
+// paper costs a few allocations and a binary search finds a word.
 type field struct {
-	index map[string]int32
-	words []string
-	spans []span // spans[i]: the positions of words[i] in pos
+	ids   []uint32
+	spans []span // spans[i]: the positions of ids[i] in pos
 	pos   []int32
 }
 
 type span struct{ off, n int32 }
 
-// newField returns the field of toks, whose positions do not decrease.
-func newField(toks []token) field {
-	f := field{index: make(map[string]int32, len(toks))}
-	nums := make([]int32, len(toks)) // each token's word number
-	for i, t := range toks {
-		w, ok := f.index[t.stem]
-		if !ok {
-			w = int32(len(f.words))
-			f.index[t.stem] = w
-			f.words = append(f.words, t.stem)
-			f.spans = append(f.spans, span{})
+// newField returns the field of the words ids[i] at positions pos[i], in
+// any order (keys is scratch, returned grown for reuse).
+func newField(ids []uint32, pos []int32, keys []uint64) (field, []uint64) {
+	// Sorting id<<32|pos orders by word, each word's positions ascending.
+	keys = keys[:0]
+	for i, id := range ids {
+		keys = append(keys, uint64(id)<<32|uint64(uint32(pos[i])))
+	}
+	slices.Sort(keys)
+	f := field{pos: make([]int32, len(keys))}
+	n := 0
+	for i, k := range keys {
+		if i == 0 || k>>32 != keys[i-1]>>32 {
+			n++
 		}
-		f.spans[w].n++
-		nums[i] = w
 	}
-	// A counting sort: each word's positions in token order, so ascending.
-	var off int32
-	for i := range f.spans {
-		off, f.spans[i] = off+f.spans[i].n, span{off: off}
+	f.ids = make([]uint32, 0, n)
+	f.spans = make([]span, 0, n)
+	for i, k := range keys {
+		id := uint32(k >> 32)
+		if i == 0 || id != f.ids[len(f.ids)-1] {
+			f.ids = append(f.ids, id)
+			f.spans = append(f.spans, span{off: int32(i)})
+		}
+		f.spans[len(f.spans)-1].n++
+		f.pos[i] = int32(uint32(k))
 	}
-	f.pos = make([]int32, len(toks))
-	for i, t := range toks {
-		s := &f.spans[nums[i]]
-		f.pos[s.off+s.n] = t.pos
-		s.n++
-	}
-	return f
+	return f, keys
 }
 
-// has reports whether w occurs in f.
-func (f *field) has(w string) bool {
-	_, ok := f.index[w]
+// has reports whether id occurs in f.
+func (f *field) has(id uint32) bool {
+	_, ok := slices.BinarySearch(f.ids, id)
 	return ok
 }
 
-// positions returns where w occurs in f, ascending.
-func (f *field) positions(w string) ([]int32, bool) {
-	i, ok := f.index[w]
+// positions returns where id occurs in f, ascending.
+func (f *field) positions(id uint32) ([]int32, bool) {
+	i, ok := slices.BinarySearch(f.ids, id)
 	if !ok {
 		return nil, false
 	}
@@ -77,25 +79,68 @@ const authorGap = 1 << 10
 // names and category keys ("category:cs.LG", "archive:cs": the keys a
 // cat: filter resolves to).
 func NewDoc(title, abstract string, authors []string, categoryKeys []string) *Doc {
-	d := &Doc{}
+	v := currentVocab()
+	d := &Doc{vocab: v}
 	for _, k := range categoryKeys {
-		if !slices.Contains(d.cats, k) {
-			d.cats = append(d.cats, k)
+		d.cats = append(d.cats, v.intern(k))
+	}
+	slices.Sort(d.cats)
+	d.cats = slices.Compact(d.cats)
+	// One token buffer for the three fields, about the abstract's size;
+	// words are folded by tokenize and stemmed (and numbered) by v.
+	toks, _ := tokenize(title, 0, false, true, make([]token, 0, 16+len(abstract)/5))
+	ids := make([]uint32, 0, cap(toks))
+	pos := make([]int32, 0, cap(toks))
+	var keys []uint64
+	numbered := func(toks []token, stemmed bool) {
+		ids, pos = v.stemAll(toks, stemmed, ids[:0]), pos[:0]
+		for _, t := range toks {
+			pos = append(pos, t.pos)
 		}
 	}
-	// One token buffer for the three fields, about the abstract's size.
-	toks, _ := tokenize(title, 0, true, true, make([]token, 0, 16+len(abstract)/5))
-	d.title = newField(toks)
-	toks, _ = tokenize(abstract, 0, true, true, toks[:0])
-	d.abstract = newField(toks)
+	numbered(toks, true)
+	d.title, keys = newField(ids, pos, keys)
+	toks, _ = tokenize(abstract, 0, false, true, toks[:0])
+	numbered(toks, true)
+	d.abstract, keys = newField(ids, pos, keys)
 	toks = toks[:0]
-	var pos int32
+	var p int32
 	for _, a := range authors {
-		toks, pos = tokenize(a, pos, false, true, toks)
-		pos += authorGap
+		toks, p = tokenize(a, p, false, true, toks)
+		p += authorGap
 	}
-	d.authors = newField(toks)
+	numbered(toks, false)
+	d.authors, _ = newField(ids, pos, keys)
 	return d
+}
+
+// in returns d with its ids in v: d itself when they already are, else
+// a copy whose words are numbered by v (added to it as needed).
+func (d *Doc) in(v *vocab) *Doc {
+	if d.vocab == v {
+		return d
+	}
+	o := &Doc{vocab: v}
+	move := func(f *field) field {
+		ids := make([]uint32, 0, len(f.pos))
+		pos := make([]int32, 0, len(f.pos))
+		for i, id := range f.ids {
+			nid := v.intern(d.vocab.word(id))
+			s := f.spans[i]
+			for _, p := range f.pos[s.off : s.off+s.n] {
+				ids = append(ids, nid)
+				pos = append(pos, p)
+			}
+		}
+		nf, _ := newField(ids, pos, nil)
+		return nf
+	}
+	o.title, o.abstract, o.authors = move(&d.title), move(&d.abstract), move(&d.authors)
+	for _, c := range d.cats {
+		o.cats = append(o.cats, v.intern(d.vocab.word(c)))
+	}
+	slices.Sort(o.cats)
+	return o
 }
 
 // Match reports whether the search matches the paper: evaluated directly
@@ -122,33 +167,89 @@ func (n *node) match(d *Doc) bool {
 	case opNot:
 		return !n.kids[0].match(d)
 	case opCat:
-		return slices.Contains(d.cats, n.catKey)
+		id, ok := d.vocab.lookup(n.catKey)
+		if !ok {
+			return false
+		}
+		_, ok = slices.BinarySearch(d.cats, id)
+		return ok
 	}
-	switch n.field {
-	case Title:
-		return hasSeq(&d.title, n.stems)
-	case Abstract:
-		return hasSeq(&d.abstract, n.stems)
-	case Author:
-		return hasSeq(&d.authors, n.folds)
-	}
-	return hasSeq(&d.title, n.stems) || hasSeq(&d.abstract, n.stems) || hasSeq(&d.authors, n.folds)
+	var sb, fb [8]uint32
+	stems, folds := n.ids(d.vocab, sb[:0], fb[:0])
+	return n.matchIDs(d, stems, folds)
 }
 
-// hasSeq reports whether words occur in f at consecutive positions (one
-// word: anywhere).
-func hasSeq(f *field, words []string) bool {
-	first, ok := f.positions(words[0])
+// ids returns the ids in v of the term's stems and folded words, appended
+// to stems and folds; nil for either when v lacks one of its words (no
+// doc of v has them all). The folds are only looked up for the fields
+// that use them.
+func (n *node) ids(v *vocab, stems, folds []uint32) ([]uint32, []uint32) {
+	if n.field != Author {
+		stems = v.lookupAll(n.stems, stems)
+	}
+	if n.field == Author || n.field == All {
+		folds = v.lookupAll(n.folds, folds)
+	}
+	return stems, folds
+}
+
+// nodeIDs are a node's ids in one vocab: its term's stems and folds, or
+// its category key (as stems[0]).
+type nodeIDs struct {
+	vocab        *vocab
+	stems, folds []uint32
+}
+
+// cachedIDs is ids (of a term; of the key, for a category filter) in v,
+// remembered on n when v has all of them: a word v lacks may be added to
+// it by a later doc, so only complete answers are kept. Each batch looks
+// a search's words up once, the first batch of a vocab.
+func (n *node) cachedIDs(v *vocab) (stems, folds []uint32) {
+	if c := n.cache.Load(); c != nil && c.vocab == v {
+		return c.stems, c.folds
+	}
+	if n.op == opCat {
+		stems = v.lookupAll([]string{n.catKey}, nil)
+	} else {
+		stems, folds = n.ids(v, nil, nil)
+	}
+	if (stems != nil || n.field == Author) && (folds != nil || (n.field != Author && n.field != All)) {
+		n.cache.Store(&nodeIDs{vocab: v, stems: stems, folds: folds})
+	}
+	return stems, folds
+}
+
+// matchIDs is match for a term whose words have the ids stems and folds
+// (as returned by ids, in d's vocab).
+func (n *node) matchIDs(d *Doc, stems, folds []uint32) bool {
+	switch n.field {
+	case Title:
+		return hasSeq(&d.title, stems)
+	case Abstract:
+		return hasSeq(&d.abstract, stems)
+	case Author:
+		return hasSeq(&d.authors, folds)
+	}
+	return hasSeq(&d.title, stems) || hasSeq(&d.abstract, stems) || hasSeq(&d.authors, folds)
+}
+
+// hasSeq reports whether the words ids occur in f at consecutive
+// positions (one word: anywhere); nil ids occur nowhere.
+func hasSeq(f *field, ids []uint32) bool {
+	if len(ids) == 0 {
+		return false
+	}
+	first, ok := f.positions(ids[0])
 	if !ok {
 		return false
 	}
-	if len(words) == 1 {
+	if len(ids) == 1 {
 		return true
 	}
 	var restBuf [8][]int32
 	rest := restBuf[:0]
-	for _, w := range words[1:] {
-		ps, ok := f.positions(w)
+	for _, id := range ids[1:] {
+		ps, ok := f.positions(id)
 		if !ok {
 			return false
 		}

@@ -204,15 +204,72 @@ func TestMatchRealText(t *testing.T) {
 func TestMatchBatchProperty(t *testing.T) {
 	ps := loadPapers(t)
 	var docs []*Doc
-	var vocab []string
-	seen := map[string]bool{}
 	for _, p := range ps {
 		docs = append(docs, docOf(p))
+	}
+	checkMatchBatch(t, ps, docs, drawQueries(t, ps))
+}
+
+// TestMatchBatchVocabReplaced: when the process's vocab fills up while a
+// batch's docs are built (here after every few docs), the batch's docs
+// number their words in different vocabs, and MatchBatch and Match still
+// give the same answers, on docs of old vocabs too.
+func TestMatchBatchVocabReplaced(t *testing.T) {
+	old := maxVocab
+	maxVocab = 400
+	t.Cleanup(func() { maxVocab = old; current.Store(nil) })
+	current.Store(nil)
+	ps := loadPapers(t)
+	var docs []*Doc
+	vocabs := map[*vocab]bool{}
+	for _, p := range ps {
+		d := docOf(p)
+		docs = append(docs, d)
+		vocabs[d.vocab] = true
+	}
+	if len(vocabs) < 3 {
+		t.Fatalf("the docs use %d vocabs: the replacement is not exercised", len(vocabs))
+	}
+	checkMatchBatch(t, ps, docs, drawQueries(t, ps))
+}
+
+// TestMatchBatchCachedIDs: the searches remember their words' ids between
+// batches, and stay right when a later batch brings words the vocab did
+// not have yet, and when the vocab is replaced.
+func TestMatchBatchCachedIDs(t *testing.T) {
+	t.Cleanup(func() { current.Store(nil) })
+	current.Store(nil)
+	ps := loadPapers(t)
+	qs := drawQueries(t, ps)
+	half := len(ps) / 2
+	var docs []*Doc
+	for _, p := range ps[:half] {
+		docs = append(docs, docOf(p))
+	}
+	checkMatchBatch(t, ps[:half], docs, qs)
+	for _, p := range ps[half:] {
+		docs = append(docs, docOf(p))
+	}
+	checkMatchBatch(t, ps, docs, qs)
+	current.Store(nil)
+	docs = docs[:0]
+	for _, p := range ps[half:] {
+		docs = append(docs, docOf(p))
+	}
+	checkMatchBatch(t, ps[half:], docs, qs)
+}
+
+// drawQueries returns random searches over the fixtures' own words.
+func drawQueries(t *testing.T, ps []fixturePaper) []*Query {
+	t.Helper()
+	var pool []string
+	seen := map[string]bool{}
+	for _, p := range ps {
 		for _, w := range strings.Fields(p.Title + " " + p.Abstract + " " + strings.Join(p.Authors, " ")) {
 			w = strings.Trim(w, `.,;:()"$\{}[]`)
 			if len(w) > 2 && !seen[strings.ToLower(w)] && !strings.ContainsAny(w, `\$"(){}:`) {
 				seen[strings.ToLower(w)] = true
-				vocab = append(vocab, w)
+				pool = append(pool, w)
 			}
 		}
 	}
@@ -234,12 +291,12 @@ func TestMatchBatchProperty(t *testing.T) {
 		phrases = append(phrases, `"`+a+" "+b+`"`)
 	}
 	word := func() string {
-		w := vocab[r.IntN(len(vocab))]
+		w := pool[r.IntN(len(pool))]
 		switch r.IntN(10) {
 		case 8:
 			return phrases[r.IntN(len(phrases))]
 		case 9:
-			return "abs:" + vocab[r.IntN(40)]
+			return "abs:" + pool[r.IntN(40)]
 		case 0:
 			return "ti:" + w
 		case 1:
@@ -247,7 +304,7 @@ func TestMatchBatchProperty(t *testing.T) {
 		case 2:
 			return "au:" + w
 		case 3:
-			return `"` + w + " " + vocab[r.IntN(len(vocab))] + `"`
+			return `"` + w + " " + pool[r.IntN(len(pool))] + `"`
 		}
 		return w
 	}
@@ -272,6 +329,13 @@ func TestMatchBatchProperty(t *testing.T) {
 		}
 		qs = append(qs, q)
 	}
+	return qs
+}
+
+// checkMatchBatch checks that MatchBatch finds a paper of docs (those of
+// ps) exactly when Match on its text does.
+func checkMatchBatch(t *testing.T, ps []fixturePaper, docs []*Doc, qs []*Query) {
+	t.Helper()
 	got := MatchBatch(qs, docs)
 	matches := 0
 	for di, d := range docs {

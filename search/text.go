@@ -237,8 +237,9 @@ func stemOr(w string, stemmed bool) string {
 	return w
 }
 
-// stemCache memoises stem: a batch's papers repeat the same few thousand
-// words. It is bounded (emptied when full) and safe for concurrent use.
+// stemCache memoises stem for the words of searches being parsed (a Doc's
+// words are stemmed once per vocab instead, see vocab). It is bounded
+// (emptied when full) and safe for concurrent use.
 var stemCache struct {
 	sync.RWMutex
 	m map[string]string

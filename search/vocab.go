@@ -1,0 +1,173 @@
+package search
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// A vocab numbers words (folded words, their stems, category keys): a Doc
+// holds its fields as sorted word numbers (ids) of one vocab, so building
+// a Doc is one string lookup per token and MatchBatch indexes the batch by
+// id in slices instead of maps keyed by strings.
+//
+// The process's vocab (current) is bounded by being replaced, never
+// emptied: once it holds maxVocab words the next Doc starts a fresh one,
+// and the old one lives on as long as Docs made with it do. A Doc keeps
+// the vocab its ids belong to; ids of two vocabs are never compared:
+// Match looks a search's words up in the Doc's own vocab; MatchBatch
+// first rewrites the Docs of a batch that straddles a replacement into
+// the vocab most of them have (through the words' strings), so a
+// replacement changes no answer; a search remembers its words' ids only
+// with the vocab they belong to, and only once that vocab has them all
+// (node.cachedIDs). A vocab is safe for concurrent use.
+type vocab struct {
+	mu    sync.RWMutex
+	ids   map[string]uint32
+	words []string // words[id]
+	// stems[id] is the id of the stem of word id plus one; 0 when not
+	// known yet (the word was only seen unstemmed).
+	stems []uint32
+}
+
+// maxVocab is the number of words after which the process's vocab is
+// replaced by a new one (tens of MB of strings and map at this size;
+// author names and numbers keep adding words, so a long-running process
+// does fill it).
+var maxVocab = 1 << 19
+
+var current atomic.Pointer[vocab]
+
+func newVocab() *vocab {
+	return &vocab{ids: make(map[string]uint32, 1<<14)}
+}
+
+// currentVocab returns the vocab new Docs use, replacing it when full.
+func currentVocab() *vocab {
+	v := current.Load()
+	if v != nil && v.size() < maxVocab {
+		return v
+	}
+	nv := newVocab()
+	if current.CompareAndSwap(v, nv) {
+		return nv
+	}
+	return current.Load()
+}
+
+func (v *vocab) size() int {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return len(v.words)
+}
+
+// lookup returns the id of w, if v has it.
+func (v *vocab) lookup(w string) (uint32, bool) {
+	v.mu.RLock()
+	id, ok := v.ids[w]
+	v.mu.RUnlock()
+	return id, ok
+}
+
+// lookupAll appends the ids of words to out, or returns nil when v lacks
+// one of them.
+func (v *vocab) lookupAll(words []string, out []uint32) []uint32 {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	for _, w := range words {
+		id, ok := v.ids[w]
+		if !ok {
+			return nil
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+// word returns the word of id.
+func (v *vocab) word(id uint32) string {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.words[id]
+}
+
+// intern returns the id of w, adding it (v's size bound is currentVocab's
+// business: a vocab itself takes every word it is given).
+func (v *vocab) intern(w string) uint32 {
+	if id, ok := v.lookup(w); ok {
+		return id
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.add(w)
+}
+
+// add is intern with v locked.
+func (v *vocab) add(w string) uint32 {
+	if id, ok := v.ids[w]; ok {
+		return id
+	}
+	// Words are cut from whole texts: copy them, or v would keep the
+	// texts alive.
+	w = strings.Clone(w)
+	id := uint32(len(v.words))
+	v.ids[w] = id
+	v.words = append(v.words, w)
+	v.stems = append(v.stems, 0)
+	return id
+}
+
+// stemAll appends to ids the id of each token's stem (stemmed true) or
+// folded word (false), adding those v lacks: one read lock for the words
+// v has, the few others added after.
+func (v *vocab) stemAll(toks []token, stemmed bool, ids []uint32) []uint32 {
+	start := len(ids)
+	missing := false
+	v.mu.RLock()
+	for _, t := range toks {
+		id, ok := v.ids[t.fold]
+		if ok && stemmed {
+			id = v.stems[id] - 1 // ^0 when not known
+		} else if !ok {
+			id = ^uint32(0)
+		}
+		missing = missing || id == ^uint32(0)
+		ids = append(ids, id)
+	}
+	v.mu.RUnlock()
+	if missing {
+		for i, t := range toks {
+			if ids[start+i] != ^uint32(0) {
+				continue
+			}
+			if stemmed {
+				ids[start+i] = v.stemmed(t.fold)
+			} else {
+				ids[start+i] = v.intern(t.fold)
+			}
+		}
+	}
+	return ids
+}
+
+// stemmed returns the id of the stem of the folded word w (stem(w)),
+// adding both.
+func (v *vocab) stemmed(w string) uint32 {
+	v.mu.RLock()
+	id, ok := v.ids[w]
+	var s uint32
+	if ok {
+		s = v.stems[id]
+	}
+	v.mu.RUnlock()
+	if s != 0 {
+		return s - 1
+	}
+	st := stem(w)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	id = v.add(w)
+	sid := v.add(st)
+	v.stems[id] = sid + 1
+	return sid
+}
