@@ -255,29 +255,6 @@ func TestETagChangesExactlyWhenTheFeedDoes(t *testing.T) {
 	}
 }
 
-// countingTracer records the statements a pool sends.
-type countingTracer struct {
-	mu  sync.Mutex
-	sql []string
-}
-
-func (c *countingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	c.mu.Lock()
-	c.sql = append(c.sql, d.SQL)
-	c.mu.Unlock()
-	return ctx
-}
-
-func (c *countingTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (c *countingTracer) take() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := c.sql
-	c.sql = nil
-	return out
-}
-
 // TestWarmConditionalGetIsOneStatement serves private feeds from the real
 // feed handler over a pool that records every statement: with the
 // validator cached, a conditional GET sends exactly one statement (the
@@ -306,12 +283,12 @@ func TestWarmConditionalGetIsOneStatement(t *testing.T) {
 	c.Do("GET", "/v1/me/feeds", reader, nil).JSON(t, &links)
 	path := strings.TrimPrefix(links.Atom, a.URL)
 
-	handler := func() (http.Handler, *countingTracer) {
+	handler := func() (http.Handler, *roundTripTracer) {
 		cfg, err := pgxpool.ParseConfig(a.DatabaseURL)
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := &countingTracer{}
+		tr := &roundTripTracer{}
 		cfg.ConnConfig.Tracer = tr
 		pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 		if err != nil {

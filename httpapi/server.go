@@ -61,7 +61,19 @@ func NewHandler(o Options) http.Handler {
 		// Ten failed sign-ins a minute per address, then nothing is checked
 		// until the bucket refills.
 		failures := NewLimiter(10.0/60, 10)
-		mux.Handle(AdminPrefix+"/", adminGuard(o.Admin, o.AdminUser, o.AdminPassword, "followfeed jobs", failures))
+		guarded := adminGuard(o.Admin, o.AdminUser, o.AdminPassword, "followfeed jobs", failures)
+		// The subtree serves the methods the UI and its API use (as
+		// openapi.json documents); any other is a 405 before the
+		// credential is asked for.
+		mux.HandleFunc(AdminPrefix+"/", func(w http.ResponseWriter, r *http.Request) {
+			switch r.Method {
+			case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch:
+				guarded.ServeHTTP(w, r)
+			default:
+				w.Header().Set("Allow", "GET, HEAD, POST, PUT, PATCH")
+				(&refusal{ResponseWriter: w, r: r}).WriteHeader(http.StatusMethodNotAllowed)
+			}
+		})
 		// The bare prefix: GET is sent to the UI; any other method is a
 		// 405 (a problem document, see refusal), not the mux's redirect.
 		// The redirect asks for the credential too, so the spec's
