@@ -360,9 +360,9 @@ func (e *Enqueuer) EnqueueDigests(ctx context.Context, tx pgx.Tx, ids []int64) e
 
 // EnqueueInstant inserts instant-alert jobs for users, due at at,
 // DigestBatch users per job (the match job schedules the alerts of every
-// reader with instant alerts that a batch reaches, 100,000 at scale M: one
-// job each cost 14 µs a job to insert, more than everything else the match
-// job did), in bulk.
+// reader with instant alerts that a batch reaches, 100,000 at scale M; a
+// job per reader cost 14 µs each to insert, more than everything else the
+// match job did), in bulk.
 func (e *Enqueuer) EnqueueInstant(ctx context.Context, tx pgx.Tx, userIDs []int64, at time.Time) error {
 	if len(userIDs) == 0 {
 		return nil
