@@ -818,6 +818,58 @@ func TestChaosSMTPEveryDigestAccountedFor(t *testing.T) {
 	}
 }
 
+// TestInstantJobGivesUpAfterItsLastAttempt: an instant alert whose server
+// answers 4xx on every attempt stays pending while River will retry the
+// job, is resumed (not reserved again) by each retry, and is marked failed
+// (last reply kept) by the job's final attempt.
+func TestInstantJobGivesUpAfterItsLastAttempt(t *testing.T) {
+	t.Parallel()
+	e := setup(t, fakesmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
+		if stage == fakesmtp.StageRcpt {
+			return &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2}, Message: "mailbox full"}
+		}
+		return nil
+	}}, "")
+	uid := e.reader("eager", notify.Instant, "UTC", 7, "category/cs.LG")
+	e.push(testPaper("2301.00001", "cs.LG"))
+	w := &worker.InstantWorker{Digester: e.d}
+	job := func(attempt int) *river.Job[worker.InstantArgs] {
+		return &river.Job[worker.InstantArgs]{JobRow: &rivertype.JobRow{Attempt: attempt, MaxAttempts: 12},
+			Args: worker.InstantArgs{UserIDs: []int64{uid}}}
+	}
+	alerts := func() (ids []int64) {
+		rows, err := e.db.Pool.Query(e.ctx, `SELECT id FROM digests WHERE user_id = $1 AND kind = 'instant' ORDER BY id`, uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	for attempt := 10; attempt <= 11; attempt++ {
+		if err := w.Work(e.ctx, job(attempt)); !errors.Is(err, notify.ErrRetry) {
+			t.Fatalf("attempt %d: %v, want a retry", attempt, err)
+		}
+	}
+	ids := alerts()
+	if len(ids) != 1 {
+		t.Fatalf("%d instant alerts after two attempts, want one (resumed, not reserved again)", len(ids))
+	}
+	if st, reply := e.state(ids[0]); st != "pending" || !strings.Contains(reply, "452") {
+		t.Fatalf("after attempt 11: %s %q, want pending with the 452", st, reply)
+	}
+	if err := w.Work(e.ctx, job(12)); !errors.Is(err, notify.ErrRetry) {
+		t.Fatalf("attempt 12: %v, want the delivery error", err)
+	}
+	if st, reply := e.state(ids[0]); st != "failed" || !strings.Contains(reply, "452") || !strings.Contains(reply, "gave up after 12 attempts") {
+		t.Fatalf("after the last attempt: %s %q, want failed with the last reply and the reason", st, reply)
+	}
+	if n := len(e.smtp.Messages()); n != 0 {
+		t.Fatalf("%d messages delivered, want 0", n)
+	}
+}
+
 // TestSendJobGivesUpAfterItsLastAttempt: a digest whose server answers 4xx
 // on every attempt stays pending while River will retry, and is marked
 // failed (last reply kept) by the send job's final attempt; rows already
