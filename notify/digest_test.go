@@ -171,6 +171,16 @@ func (e *env) scheduled() []int64 {
 	return ids
 }
 
+// refuseRcpt is an SMTP server that answers every RCPT TO with reply.
+func refuseRcpt(reply *smtp.SMTPError) fakesmtp.Options {
+	return fakesmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
+		if stage == fakesmtp.StageRcpt {
+			return reply
+		}
+		return nil
+	}}
+}
+
 func (e *env) state(id int64) (state, reply string) {
 	e.db.Pool.QueryRow(e.ctx, `SELECT state, coalesce(smtp_reply, '') FROM digests WHERE id = $1`, id).Scan(&state, &reply)
 	return
@@ -317,12 +327,7 @@ func TestTransientFailureThenSuccessSendsOnce(t *testing.T) {
 
 func TestPermanentFailureSuppressesWithoutRetry(t *testing.T) {
 	t.Parallel()
-	e := setup(t, fakesmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
-		if stage == fakesmtp.StageRcpt {
-			return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox"}
-		}
-		return nil
-	}}, "")
+	e := setup(t, refuseRcpt(&smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox"}), "")
 	uid := e.reader("gone", notify.Daily, "UTC", 6, "category/cs.LG")
 	e.push(testPaper("2301.00001", "cs.LG"))
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
@@ -824,12 +829,7 @@ func TestChaosSMTPEveryDigestAccountedFor(t *testing.T) {
 // (last reply kept) by the job's final attempt.
 func TestInstantJobGivesUpAfterItsLastAttempt(t *testing.T) {
 	t.Parallel()
-	e := setup(t, fakesmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
-		if stage == fakesmtp.StageRcpt {
-			return &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2}, Message: "mailbox full"}
-		}
-		return nil
-	}}, "")
+	e := setup(t, refuseRcpt(&smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2}, Message: "mailbox full"}), "")
 	uid := e.reader("eager", notify.Instant, "UTC", 7, "category/cs.LG")
 	e.push(testPaper("2301.00001", "cs.LG"))
 	w := &worker.InstantWorker{Digester: e.d}
@@ -876,12 +876,7 @@ func TestInstantJobGivesUpAfterItsLastAttempt(t *testing.T) {
 // final are left alone.
 func TestSendJobGivesUpAfterItsLastAttempt(t *testing.T) {
 	t.Parallel()
-	e := setup(t, fakesmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
-		if stage == fakesmtp.StageRcpt {
-			return &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2}, Message: "mailbox full"}
-		}
-		return nil
-	}}, "")
+	e := setup(t, refuseRcpt(&smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2}, Message: "mailbox full"}), "")
 	e.reader("full", notify.Daily, "UTC", 6, "category/cs.LG")
 	e.reader("off", notify.Daily, "UTC", 6)
 	e.push(testPaper("2301.00001", "cs.LG"))
