@@ -283,28 +283,8 @@ func TestWarmConditionalGetIsOneStatement(t *testing.T) {
 	c.Do("GET", "/v1/me/feeds", reader, nil).JSON(t, &links)
 	path := strings.TrimPrefix(links.Atom, a.URL)
 
-	handler := func() (http.Handler, *roundTripTracer) {
-		cfg, err := pgxpool.ParseConfig(a.DatabaseURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr := &roundTripTracer{}
-		cfg.ConnConfig.Tracer = tr
-		pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(pool.Close)
-		db := &database.DB{Pool: pool}
-		base, _ := url.Parse(a.URL)
-		secret := []byte("a test secret of at least thirty-two bytes")
-		fsvc := feeds.NewService(db, feeds.NewTokens(db, secret), match.NewService(db), follow.NewService(db), base, nil, secret)
-		mux := http.NewServeMux()
-		(&httpapi.FeedRoutes{Feeds: fsvc, Misses: httpapi.NewLimiter(0, 0), PerIP: httpapi.NewLimiter(0, 0)}).Register(mux)
-		return mux, tr
-	}
-	h1, tr1 := handler()
-	h2, _ := handler()
+	h1, tr1 := tracedFeeds(t, a, 0)
+	h2, _ := tracedFeeds(t, a, 0)
 	get := func(h http.Handler, etag string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("GET", path, nil)
 		if etag != "" {
@@ -386,6 +366,34 @@ func TestWarmConditionalGetIsOneStatement(t *testing.T) {
 	}
 }
 
+// tracedFeeds is the feed routes of a service of their own (a process's
+// caches) over a pool of at most maxConns connections (0: pgx's default)
+// whose round trips the tracer records.
+func tracedFeeds(t *testing.T, a *testapp.App, maxConns int32) (http.Handler, *roundTripTracer) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(a.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &roundTripTracer{}
+	cfg.ConnConfig.Tracer = tr
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	db := &database.DB{Pool: pool}
+	base, _ := url.Parse(a.URL)
+	secret := []byte("a test secret of at least thirty-two bytes")
+	fsvc := feeds.NewService(db, feeds.NewTokens(db, secret), match.NewService(db), follow.NewService(db), base, nil, secret)
+	mux := http.NewServeMux()
+	(&httpapi.FeedRoutes{Feeds: fsvc, Misses: httpapi.NewLimiter(0, 0), PerIP: httpapi.NewLimiter(0, 0)}).Register(mux)
+	return mux, tr
+}
+
 // roundTripTracer records every round trip a pool's connections make: a
 // statement sent alone (BEGIN and COMMIT included) or a batch (its
 // statements listed together). The prepare round trip pgx adds before a
@@ -458,24 +466,7 @@ func TestFullRenderRoundTrips(t *testing.T) {
 	c.Do("GET", "/v1/me/feeds", reader, nil).JSON(t, &links)
 	path := strings.TrimPrefix(links.Atom, a.URL)
 
-	cfg, err := pgxpool.ParseConfig(a.DatabaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := &roundTripTracer{}
-	cfg.ConnConfig.Tracer = tr
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	db := &database.DB{Pool: pool}
-	base, _ := url.Parse(a.URL)
-	secret := []byte("a test secret of at least thirty-two bytes")
-	fsvc := feeds.NewService(db, feeds.NewTokens(db, secret), match.NewService(db), follow.NewService(db), base, nil, secret)
-	mux := http.NewServeMux()
-	(&httpapi.FeedRoutes{Feeds: fsvc, Misses: httpapi.NewLimiter(0, 0), PerIP: httpapi.NewLimiter(0, 0)}).Register(mux)
+	mux, tr := tracedFeeds(t, a, 1)
 
 	for _, p := range []string{path, strings.TrimSuffix(path, ".atom") + "/category/cs.LG.atom"} {
 		get := func() *httptest.ResponseRecorder {

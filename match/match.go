@@ -39,10 +39,10 @@ func NewService(db *database.DB) *Service { return &Service{db: db} }
 // runs; the Service is not safe for registering concurrently with RunBatch.
 func (s *Service) OnAffected(h AffectedHook) { s.hooks = append(s.hooks, h) }
 
-// RunBatch is the match job: in one transaction it finds the audience's
-// users with a new match among the keys in [fromSeq, toSeq], runs the
-// hooks, and calls finish (the worker completes its job there), so a
-// retried job never repeats half of its effects. It writes no feed state:
+// RunBatch is the match job: in one transaction it finds the readers with
+// instant delivery who have a new match among the keys in [fromSeq, toSeq]
+// (AffectedUsers), runs the hooks, and calls finish (the worker completes
+// its job there), so a retried job never repeats half of its effects. It writes no feed state:
 // the rows themselves change the private feeds' validators (Head).
 func (s *Service) RunBatch(ctx context.Context, fromSeq, toSeq int64, finish func(pgx.Tx) error) (BatchResult, error) {
 	var res BatchResult
