@@ -8,7 +8,17 @@ import (
 
 // MatchBatch evaluates every search against every doc and returns, per doc
 // (in the order of docs), the indices into queries of the searches that
-// match it, ascending. It gives exactly the answers of Query.Match.
+// match it, ascending. It gives exactly the answers of Query.Match. It is
+// NewSet(queries).Match(docs): a caller that evaluates the same searches
+// batch after batch keeps their Set instead.
+func MatchBatch(queries []*Query, docs []*Doc) [][]int32 {
+	return NewSet(queries).Match(docs)
+}
+
+// Match evaluates every search of s against every doc and returns, per
+// doc (in the order of docs), the numbers of the searches that match it,
+// ascending. It gives exactly the answers of Query.Match of the searches
+// s was built from.
 //
 // It does not try every pair. The batch's docs are indexed by their words
 // and categories (an inverted index: entry → the docs that have it, made
@@ -18,29 +28,31 @@ import (
 // bounds a term's docs from above — a phrase (its words, not yet their
 // order), an abs: word (the index does not tell abstract from title) —
 // the docs in the bound are checked against that term alone, once per
-// batch for every search that has the same term (searches share phrases),
+// batch for every search that has the same term (searches share terms),
 // so every set is exact and no search is checked doc by doc. The cost per
 // search is a few bitset operations of len(docs)/64 words; building the
 // index is one pass over the docs' words. It grows linearly with the
 // number of searches and with the number of docs, not with their product.
 // Large sets of searches are shared among the cores.
-func MatchBatch(queries []*Query, docs []*Doc) [][]int32 {
-	if len(queries) == 0 || len(docs) == 0 {
+func (s *Set) Match(docs []*Doc) [][]int32 {
+	n := s.Len()
+	if n == 0 || len(docs) == 0 {
 		return make([][]int32, len(docs))
 	}
 	ix := newBatchIndex(sameVocab(docs))
+	ids := s.idsIn(ix.vocab)
 	// The searches are independent: a share of them per core, each with
 	// its own scratch and caches, the postings shared read-only.
-	workers := min(runtime.GOMAXPROCS(0), 1+len(queries)/minPerWorker)
+	workers := min(runtime.GOMAXPROCS(0), 1+n/minPerWorker)
 	if workers <= 1 {
-		return ix.match(queries, 0, len(docs))
+		return ix.match(s, ids, 0, n)
 	}
 	parts := make([][][]int32, workers)
-	per := (len(queries) + workers - 1) / workers
+	per := (n + workers - 1) / workers
 	var wg sync.WaitGroup
 	for w := range workers {
-		lo, hi := w*per, min((w+1)*per, len(queries))
-		wg.Go(func() { parts[w] = ix.fork().match(queries[lo:hi], lo, len(docs)) })
+		lo, hi := w*per, min((w+1)*per, n)
+		wg.Go(func() { parts[w] = ix.fork().match(s, ids, lo, hi) })
 	}
 	wg.Wait()
 	out := make([][]int32, len(docs))
@@ -88,16 +100,45 @@ func sameVocab(docs []*Doc) []*Doc {
 // minPerWorker is the fewest searches worth a goroutine of their own.
 const minPerWorker = 2000
 
-// match evaluates queries (whose indices start at base) on the n docs.
-func (ix *batchIndex) match(queries []*Query, base, n int) [][]int32 {
-	out := make([][]int32, n)
-	for i, q := range queries {
-		set := ix.eval(q.root)
+// match evaluates searches lo … hi−1 of s (whose entries have the ids
+// ids) on the batch's docs.
+func (ix *batchIndex) match(s *Set, ids *setIDs, lo, hi int) [][]int32 {
+	out := make([][]int32, len(ix.docs))
+	var stack []bitset
+	for i := lo; i < hi; i++ {
+		stack = stack[:0]
+		for _, ins := range s.program(i) {
+			t := ins >> insShift
+			switch op(ins & insMask) {
+			case opTerm:
+				stack = append(stack, ix.term(s, ids, t))
+			case opCat:
+				key, _, _ := ids.term(s, t)
+				stack = append(stack, ix.set(entryCat, key, 0))
+			case opNot:
+				k := stack[len(stack)-1]
+				o := ix.scratch()
+				for j, w := range k.b {
+					o.b[j] = ix.all[j] &^ w
+				}
+				ix.release(k)
+				stack[len(stack)-1] = o
+			case opAnd:
+				top := len(stack) - 1
+				stack[top-1] = ix.intersect(stack[top-1], stack[top])
+				stack = stack[:top]
+			case opOr:
+				top := len(stack) - 1
+				stack[top-1] = ix.union(stack[top-1], stack[top])
+				stack = stack[:top]
+			}
+		}
+		set := stack[0]
 		for w, word := range set.b {
 			for word != 0 {
 				di := w*64 + bits.TrailingZeros64(word)
 				word &= word - 1
-				out[di] = append(out[di], int32(base+i))
+				out[di] = append(out[di], int32(i))
 			}
 		}
 		ix.release(set)
@@ -137,25 +178,20 @@ type batchIndex struct {
 	// sets caches the bitsets of entries (by number) of more than dense
 	// docs; rarer entries are built into scratch when used (a few bits).
 	sets [][]uint64
-	// exact caches the docs a term matches, for the terms an entry only
-	// bounds (phrases, abs: words), as found by checking the bound.
-	exact map[termKey][]uint64
+	// exact caches the docs a term (by number in the set) matches, for
+	// the terms an entry only bounds (phrases, abs: words), as found by
+	// checking the bound.
+	exact map[int32][]uint64
 	empty []uint64
 	all   []uint64
 	free  [][]uint64
-}
-
-// termKey identifies a term: its field and its words.
-type termKey struct {
-	field Field
-	text  string
 }
 
 const dense = 16
 
 func newBatchIndex(docs []*Doc) *batchIndex {
 	v := docs[0].vocab
-	ix := &batchIndex{docs: docs, vocab: v, words: (len(docs) + 63) / 64, exact: map[termKey][]uint64{}}
+	ix := &batchIndex{docs: docs, vocab: v, words: (len(docs) + 63) / 64, exact: map[int32][]uint64{}}
 	// Slices indexed by id, up to the docs' largest (4 bytes a word and
 	// kind: at most some 8 MB for a full vocab, zeroed per batch, where a
 	// map per kind cost a string hash per word of every doc).
@@ -214,7 +250,7 @@ func newBatchIndex(docs []*Doc) *batchIndex {
 // of its own, for another goroutine.
 func (ix *batchIndex) fork() *batchIndex {
 	return &batchIndex{docs: ix.docs, vocab: ix.vocab, words: ix.words, entries: ix.entries, postings: ix.postings,
-		sets: make([][]uint64, len(ix.postings)), exact: map[termKey][]uint64{}, empty: ix.empty, all: ix.all}
+		sets: make([][]uint64, len(ix.postings)), exact: map[int32][]uint64{}, empty: ix.empty, all: ix.all}
 }
 
 func (ix *batchIndex) scratch() bitset {
@@ -293,11 +329,11 @@ func (ix *batchIndex) intersect(a, b bitset) bitset {
 	return a
 }
 
-// word returns the docs that have word i of term n (whose ids are
-// stems and folds) in its field: exact for a title, author or any-field
-// word; for abs: the title-or-abstract entry, a bound.
-func (ix *batchIndex) word(n *node, stems, folds []uint32, i int) (bitset, bool) {
-	switch n.field {
+// word returns the docs that have word i of a term of field (whose ids
+// are stems and folds) in its field: exact for a title, author or
+// any-field word; for abs: the title-or-abstract entry, a bound.
+func (ix *batchIndex) word(field Field, stems, folds []uint32, i int) (bitset, bool) {
+	switch field {
 	case Title:
 		return ix.set(entryTitle, stems, i), true
 	case Abstract:
@@ -308,66 +344,36 @@ func (ix *batchIndex) word(n *node, stems, folds []uint32, i int) (bitset, bool)
 	return ix.union(ix.set(entryText, stems, i), ix.set(entryAuthor, folds, i)), true
 }
 
-// term returns the docs term n matches. A single word's entry is exact
-// (but for abs:); otherwise the docs of the bound (all of the term's
-// words in its field) are checked against n once, and the answer kept
-// for the other searches with the same term.
-func (ix *batchIndex) term(n *node) bitset {
-	stems, folds := n.cachedIDs(ix.vocab)
-	s, exact := ix.word(n, stems, folds, 0)
-	if len(n.stems) == 1 && exact {
-		return s
+// term returns the docs term t of s matches. A single word's entry is
+// exact (but for abs:); otherwise the docs of the bound (all of the
+// term's words in its field) are checked against the term once, and the
+// answer kept for the other searches with the same term.
+func (ix *batchIndex) term(s *Set, ids *setIDs, t int32) bitset {
+	field := Field(s.termFields[t])
+	stems, folds, words := ids.term(s, t)
+	b, exact := ix.word(field, stems, folds, 0)
+	if words == 1 && exact {
+		return b
 	}
-	k := termKey{n.field, n.text}
-	if b, ok := ix.exact[k]; ok {
-		ix.release(s)
-		return bitset{b: b}
+	if e, ok := ix.exact[t]; ok {
+		ix.release(b)
+		return bitset{b: e}
 	}
-	for i := 1; i < len(n.stems); i++ {
-		w, _ := ix.word(n, stems, folds, i)
-		s = ix.intersect(s, w)
+	for i := 1; i < words; i++ {
+		w, _ := ix.word(field, stems, folds, i)
+		b = ix.intersect(b, w)
 	}
-	b := make([]uint64, ix.words)
-	for w, word := range s.b {
+	e := make([]uint64, ix.words)
+	for w, word := range b.b {
 		for word != 0 {
 			di := w*64 + bits.TrailingZeros64(word)
 			word &= word - 1
-			if n.matchIDs(ix.docs[di], stems, folds) {
-				b[w] |= 1 << (di % 64)
+			if matchIDs(field, ix.docs[di], stems, folds) {
+				e[w] |= 1 << (di % 64)
 			}
 		}
 	}
-	ix.release(s)
-	ix.exact[k] = b
-	return bitset{b: b}
-}
-
-// eval returns the docs n matches.
-func (ix *batchIndex) eval(n *node) bitset {
-	switch n.op {
-	case opCat:
-		key, _ := n.cachedIDs(ix.vocab)
-		return ix.set(entryCat, key, 0)
-	case opTerm:
-		return ix.term(n)
-	case opNot:
-		k := ix.eval(n.kids[0])
-		o := ix.scratch()
-		for i, w := range k.b {
-			o.b[i] = ix.all[i] &^ w
-		}
-		ix.release(k)
-		return o
-	}
-	// opAnd, opOr
-	s := ix.eval(n.kids[0])
-	for _, k := range n.kids[1:] {
-		ks := ix.eval(k)
-		if n.op == opAnd {
-			s = ix.intersect(s, ks)
-		} else {
-			s = ix.union(s, ks)
-		}
-	}
-	return s
+	ix.release(b)
+	ix.exact[t] = e
+	return bitset{b: e}
 }

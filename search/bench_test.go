@@ -12,3 +12,19 @@ func BenchmarkNewDoc(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMatchSet evaluates the drawn searches (see drawQueries)
+// against the fixture papers, their Set kept between batches as ingest
+// keeps it.
+func BenchmarkMatchSet(b *testing.B) {
+	ps := loadPapers(b)
+	var docs []*Doc
+	for _, p := range ps {
+		docs = append(docs, docOf(p))
+	}
+	s := NewSet(drawQueries(b, ps))
+	b.ResetTimer()
+	for range b.N {
+		s.Match(docs)
+	}
+}

@@ -176,7 +176,7 @@ func (n *node) match(d *Doc) bool {
 	}
 	var sb, fb [8]uint32
 	stems, folds := n.ids(d.vocab, sb[:0], fb[:0])
-	return n.matchIDs(d, stems, folds)
+	return matchIDs(n.field, d, stems, folds)
 }
 
 // ids returns the ids in v of the term's stems and folded words, appended
@@ -193,36 +193,10 @@ func (n *node) ids(v *vocab, stems, folds []uint32) ([]uint32, []uint32) {
 	return stems, folds
 }
 
-// nodeIDs are a node's ids in one vocab: its term's stems and folds, or
-// its category key (as stems[0]).
-type nodeIDs struct {
-	vocab        *vocab
-	stems, folds []uint32
-}
-
-// cachedIDs is ids (of a term; of the key, for a category filter) in v,
-// remembered on n when v has all of them: a word v lacks may be added to
-// it by a later doc, so only complete answers are kept. Each batch looks
-// a search's words up once, the first batch of a vocab.
-func (n *node) cachedIDs(v *vocab) (stems, folds []uint32) {
-	if c := n.cache.Load(); c != nil && c.vocab == v {
-		return c.stems, c.folds
-	}
-	if n.op == opCat {
-		stems = v.lookupAll([]string{n.catKey}, nil)
-	} else {
-		stems, folds = n.ids(v, nil, nil)
-	}
-	if (stems != nil || n.field == Author) && (folds != nil || (n.field != Author && n.field != All)) {
-		n.cache.Store(&nodeIDs{vocab: v, stems: stems, folds: folds})
-	}
-	return stems, folds
-}
-
-// matchIDs is match for a term whose words have the ids stems and folds
-// (as returned by ids, in d's vocab).
-func (n *node) matchIDs(d *Doc, stems, folds []uint32) bool {
-	switch n.field {
+// matchIDs is match for a term of field whose words have the ids stems
+// and folds (as returned by node.ids, in d's vocab).
+func matchIDs(field Field, d *Doc, stems, folds []uint32) bool {
+	switch field {
 	case Title:
 		return hasSeq(&d.title, stems)
 	case Abstract:

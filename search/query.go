@@ -12,7 +12,6 @@ package search
 import (
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"unicode/utf8"
 
 	"followfeed/apperr"
@@ -71,9 +70,6 @@ type node struct {
 	// opCat: canonical id and match key.
 	catID, catKey string
 	pos           int // 1-based character position in the input
-	// cache holds the ids of the words (opTerm) or key (opCat) in the
-	// vocab of the last batch that had them all (see cachedIDs).
-	cache atomic.Pointer[nodeIDs]
 }
 
 // Query is a parsed, normalised search. Its String is the normal form:

@@ -233,34 +233,45 @@ func TestMatchBatchVocabReplaced(t *testing.T) {
 	checkMatchBatch(t, ps, docs, drawQueries(t, ps))
 }
 
-// TestMatchBatchCachedIDs: the searches remember their words' ids between
-// batches, and stay right when a later batch brings words the vocab did
-// not have yet, and when the vocab is replaced.
+// TestMatchBatchCachedIDs: a set remembers its words' ids between
+// batches (Set.Match), and stays right when a later batch brings words
+// the vocab did not have yet, and when the vocab is replaced.
 func TestMatchBatchCachedIDs(t *testing.T) {
 	t.Cleanup(func() { current.Store(nil) })
 	current.Store(nil)
 	ps := loadPapers(t)
 	qs := drawQueries(t, ps)
+	set := NewSet(qs)
 	half := len(ps) / 2
 	var docs []*Doc
 	for _, p := range ps[:half] {
 		docs = append(docs, docOf(p))
 	}
-	checkMatchBatch(t, ps[:half], docs, qs)
+	checkSet(t, ps[:half], docs, qs, set)
+	first := set.ids
+	if first == nil || len(first.incomplete) == 0 {
+		t.Fatal("the first half's vocab has every word of the searches: the later lookups are not exercised")
+	}
 	for _, p := range ps[half:] {
 		docs = append(docs, docOf(p))
 	}
-	checkMatchBatch(t, ps, docs, qs)
+	checkSet(t, ps, docs, qs, set)
+	if set.ids == first || set.ids.vocab != first.vocab || len(set.ids.incomplete) >= len(first.incomplete) {
+		t.Fatal("the second batch did not look up again the words the first lacked")
+	}
 	current.Store(nil)
 	docs = docs[:0]
 	for _, p := range ps[half:] {
 		docs = append(docs, docOf(p))
 	}
-	checkMatchBatch(t, ps[half:], docs, qs)
+	checkSet(t, ps[half:], docs, qs, set)
+	if set.ids.vocab == first.vocab {
+		t.Fatal("the set kept the ids of the replaced vocab")
+	}
 }
 
 // drawQueries returns random searches over the fixtures' own words.
-func drawQueries(t *testing.T, ps []fixturePaper) []*Query {
+func drawQueries(t testing.TB, ps []fixturePaper) []*Query {
 	t.Helper()
 	var pool []string
 	seen := map[string]bool{}
@@ -336,7 +347,19 @@ func drawQueries(t *testing.T, ps []fixturePaper) []*Query {
 // ps) exactly when Match on its text does.
 func checkMatchBatch(t *testing.T, ps []fixturePaper, docs []*Doc, qs []*Query) {
 	t.Helper()
-	got := MatchBatch(qs, docs)
+	checkAnswers(t, ps, docs, qs, MatchBatch(qs, docs))
+}
+
+// checkSet is checkMatchBatch for the set of qs, kept between calls.
+func checkSet(t *testing.T, ps []fixturePaper, docs []*Doc, qs []*Query, set *Set) {
+	t.Helper()
+	checkAnswers(t, ps, docs, qs, set.Match(docs))
+}
+
+// checkAnswers checks that got lists, per doc, the searches of qs whose
+// Match is true on it.
+func checkAnswers(t *testing.T, ps []fixturePaper, docs []*Doc, qs []*Query, got [][]int32) {
+	t.Helper()
 	matches := 0
 	for di, d := range docs {
 		var want []int32

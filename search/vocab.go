@@ -1,7 +1,6 @@
 package search
 
 import (
-	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -18,20 +17,20 @@ import (
 // Match looks a search's words up in the Doc's own vocab; MatchBatch
 // first rewrites the Docs of a batch that straddles a replacement into
 // the vocab most of them have (through the words' strings), so a
-// replacement changes no answer; a search remembers its words' ids only
-// with the vocab they belong to, and only once that vocab has them all
-// (node.cachedIDs). A vocab is safe for concurrent use.
+// replacement changes no answer; a Set remembers its words' ids with the
+// vocab they belong to, and looks up again those that vocab lacked
+// (Set.idsIn). The words are a wordTable (no pointer per word: a vocab
+// lives as long as the process). A vocab is safe for concurrent use.
 type vocab struct {
 	mu    sync.RWMutex
-	ids   map[string]uint32
-	words []string // words[id]
+	words wordTable
 	// stems[id] is the id of the stem of word id plus one; 0 when not
 	// known yet (the word was only seen unstemmed).
 	stems []uint32
 }
 
 // maxVocab is the number of words after which the process's vocab is
-// replaced by a new one (tens of MB of strings and map at this size;
+// replaced by a new one (some 10 MB of words and hash table at this size;
 // author names and numbers keep adding words, so a long-running process
 // does fill it).
 var maxVocab = 1 << 19
@@ -39,7 +38,7 @@ var maxVocab = 1 << 19
 var current atomic.Pointer[vocab]
 
 func newVocab() *vocab {
-	return &vocab{ids: make(map[string]uint32, 1<<14)}
+	return &vocab{words: newWordTable(1 << 14)}
 }
 
 // currentVocab returns the vocab new Docs use, replacing it when full.
@@ -58,13 +57,13 @@ func currentVocab() *vocab {
 func (v *vocab) size() int {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	return len(v.words)
+	return v.words.len()
 }
 
 // lookup returns the id of w, if v has it.
 func (v *vocab) lookup(w string) (uint32, bool) {
 	v.mu.RLock()
-	id, ok := v.ids[w]
+	id, ok := v.words.lookup(w)
 	v.mu.RUnlock()
 	return id, ok
 }
@@ -75,7 +74,7 @@ func (v *vocab) lookupAll(words []string, out []uint32) []uint32 {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	for _, w := range words {
-		id, ok := v.ids[w]
+		id, ok := v.words.lookup(w)
 		if !ok {
 			return nil
 		}
@@ -84,11 +83,11 @@ func (v *vocab) lookupAll(words []string, out []uint32) []uint32 {
 	return out
 }
 
-// word returns the word of id.
+// word returns the word of id (a copy: it keeps nothing of v alive).
 func (v *vocab) word(id uint32) string {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	return v.words[id]
+	return string(v.words.word(id))
 }
 
 // intern returns the id of w, adding it (v's size bound is currentVocab's
@@ -104,16 +103,10 @@ func (v *vocab) intern(w string) uint32 {
 
 // add is intern with v locked.
 func (v *vocab) add(w string) uint32 {
-	if id, ok := v.ids[w]; ok {
-		return id
+	id, added := v.words.add(w)
+	if added {
+		v.stems = append(v.stems, 0)
 	}
-	// Words are cut from whole texts: copy them, or v would keep the
-	// texts alive.
-	w = strings.Clone(w)
-	id := uint32(len(v.words))
-	v.ids[w] = id
-	v.words = append(v.words, w)
-	v.stems = append(v.stems, 0)
 	return id
 }
 
@@ -125,7 +118,7 @@ func (v *vocab) stemAll(toks []token, stemmed bool, ids []uint32) []uint32 {
 	missing := false
 	v.mu.RLock()
 	for _, t := range toks {
-		id, ok := v.ids[t.fold]
+		id, ok := v.words.lookup(t.fold)
 		if ok && stemmed {
 			id = v.stems[id] - 1 // ^0 when not known
 		} else if !ok {
@@ -154,7 +147,7 @@ func (v *vocab) stemAll(toks []token, stemmed bool, ids []uint32) []uint32 {
 // adding both.
 func (v *vocab) stemmed(w string) uint32 {
 	v.mu.RLock()
-	id, ok := v.ids[w]
+	id, ok := v.words.lookup(w)
 	var s uint32
 	if ok {
 		s = v.stems[id]
