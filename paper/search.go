@@ -24,48 +24,82 @@ import (
 // Feeds, digests, channels and the match job read those rows alongside
 // paper_keys (package match).
 
-// searchCache keeps compiled searches between batches: a batch parses only
-// the searches followed since the last one, and when the followed searches
-// are the same as the last batch's (as read, in the same order) it reuses
-// the last answer whole.
+// searchCache keeps the followed searches compiled between batches, as
+// one search.Set (no pointer per search, term or word: the process keeps
+// it for good, and a large pointer-rich heap slows every request while
+// the garbage collector marks it): a batch parses only the searches
+// followed since the last one, and when the followed searches are the
+// same as the last batch's (as read, in the same order) it reuses the
+// last set whole.
 type searchCache struct {
-	mu       sync.Mutex
-	compiled map[string]*search.Query
-	norms    []string
-	qs       []*search.Query
-	keys     []string
+	mu  sync.Mutex
+	set *search.Set
+	// refused are the normal forms of the last read that no longer parse
+	// (a category withdrawn from the taxonomy), by position in the read:
+	// left out of set.
+	refused []refusedSearch
 }
 
-// compile returns the compiled forms of norms (normal forms of searches)
-// and their keys, in the same order; a search that no longer parses (a
-// category withdrawn from the taxonomy) is left out. The slices returned
-// are shared between batches: callers must not modify them.
-func (c *searchCache) compile(norms []string) ([]*search.Query, []string) {
+type refusedSearch struct {
+	at   int
+	norm string
+}
+
+// compile returns the set of the searches of norms (normal forms of
+// searches), in the same order, leaving out a search that no longer
+// parses. The set is shared between batches (it is read-only).
+func (c *searchCache) compile(norms []string) *search.Set {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if slices.Equal(norms, c.norms) {
-		return c.qs, c.keys
+	if c.same(norms) {
+		return c.set
 	}
-	if c.compiled == nil {
-		c.compiled = map[string]*search.Query{}
-	}
-	next := make(map[string]*search.Query, len(norms))
-	qs := make([]*search.Query, 0, len(norms))
-	keys := make([]string, 0, len(norms))
-	for _, n := range norms {
-		q, ok := c.compiled[n]
-		if !ok {
-			var err error
-			if q, err = follow.CompileQuery(n); err != nil {
-				continue
-			}
+	// The searches compiled already, by normal form: only while building.
+	var had map[string]int
+	if c.set != nil {
+		had = make(map[string]int, c.set.Len())
+		for i := range c.set.Len() {
+			had[c.set.String(i)] = i
 		}
-		next[n] = q
-		qs = append(qs, q)
-		keys = append(keys, follow.Target{Kind: follow.Query, ID: n}.Key())
 	}
-	c.compiled, c.norms, c.qs, c.keys = next, norms, qs, keys
-	return qs, keys
+	var b search.SetBuilder
+	var refused []refusedSearch
+	for at, n := range norms {
+		if i, ok := had[n]; ok {
+			b.AddFrom(c.set, i)
+			continue
+		}
+		q, err := follow.CompileQuery(n)
+		if err != nil {
+			refused = append(refused, refusedSearch{at: at, norm: n})
+			continue
+		}
+		b.Add(q)
+	}
+	c.set, c.refused = b.Set(), refused
+	return c.set
+}
+
+// same reports whether norms are the searches of the last compile.
+func (c *searchCache) same(norms []string) bool {
+	if c.set == nil || len(norms) != c.set.Len()+len(c.refused) {
+		return false
+	}
+	i, r := 0, 0
+	for at, n := range norms {
+		if r < len(c.refused) && c.refused[r].at == at {
+			if c.refused[r].norm != n {
+				return false
+			}
+			r++
+			continue
+		}
+		if c.set.String(i) != n {
+			return false
+		}
+		i++
+	}
+	return true
 }
 
 // Doc returns the paper's text as saved searches see it.
@@ -98,10 +132,23 @@ func sameText(a, b Paper) bool {
 }
 
 // searchMatches are the saved searches a batch's papers match: by arXiv
-// id, indices into keys (ascending), the keys of the followed searches.
+// id, numbers in set (ascending), the followed searches.
 type searchMatches struct {
 	byPaper map[string][]int32
-	keys    []string
+	set     *search.Set
+}
+
+// len returns the number of followed searches.
+func (m searchMatches) len() int {
+	if m.set == nil {
+		return 0
+	}
+	return m.set.Len()
+}
+
+// key returns the match key of search qi.
+func (m searchMatches) key(qi int) string {
+	return follow.Target{Kind: follow.Query, ID: m.set.String(qi)}.Key()
 }
 
 // of returns the keys of the searches the paper arxivID matches.
@@ -112,7 +159,7 @@ func (m searchMatches) of(arxivID string) []string {
 	}
 	out := make([]string, len(qis))
 	for i, qi := range qis {
-		out[i] = m.keys[qi]
+		out[i] = m.key(int(qi))
 	}
 	return out
 }
@@ -126,7 +173,7 @@ func (st *Store) searchKeys(ctx context.Context, tx pgx.Tx, batch []Paper, exist
 	if err != nil || len(norms) == 0 {
 		return searchMatches{}, err
 	}
-	qs, keys := st.searches.compile(norms)
+	set := st.searches.compile(norms)
 	var ids []string
 	var texts []Paper
 	for _, p := range batch {
@@ -149,8 +196,8 @@ func (st *Store) searchKeys(ctx context.Context, tx pgx.Tx, batch []Paper, exist
 	}
 	docs := make([]*search.Doc, len(texts))
 	parallel(len(texts), func(i int) { docs[i] = texts[i].Doc() })
-	m := searchMatches{byPaper: make(map[string][]int32, len(ids)), keys: keys}
-	for i, hits := range search.MatchBatch(qs, docs) {
+	m := searchMatches{byPaper: make(map[string][]int32, len(ids)), set: set}
+	for i, hits := range set.Match(docs) {
 		if len(hits) > 0 {
 			m.byPaper[ids[i]] = hits
 		}

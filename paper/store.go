@@ -290,10 +290,10 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 			return err
 		}
 	}
-	// The matches of new papers, by search (indices into matched.keys):
+	// The matches of new papers, by search (numbers in matched.set):
 	// one hit row per search with a match, collected without a map
 	// operation per (search, paper).
-	freshHits := make([][]int64, len(matched.keys))
+	freshHits := make([][]int64, matched.len())
 	var observed []Paper // papers with author ids new to them
 	hits := hitSet{}
 	for _, p := range batch {
@@ -379,7 +379,7 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 	}
 	for qi, ids := range freshHits {
 		if len(ids) > 0 {
-			hits[hitKind{key: matched.keys[qi], newPaper: true}] = ids
+			hits[hitKind{key: matched.key(qi), newPaper: true}] = ids
 		}
 	}
 	if err := updatePapers(ctx, tx, updateIDs, updates); err != nil {
