@@ -363,7 +363,7 @@ func searchFigures(res *SearchResult, batchPapers int) (figs []Figure, details [
 			100*MaxShare, m.Refined, m.Abandoned, 100*m.DraftShare, m.DraftShare*float64(batchPapers*m.Searches), 100*m.FinalShare),
 		fmt.Sprintf("Saved-search match: each number of searches is added as follows (kind query, one reader each; the %d sampled readers of the feed figures follow %d each) with their follow counts, "+
 			"then one 1-paper ingest compiles them (the product's compiled-search cache, as after a restart), then the 5,000-paper batch goes through the real `paper.Store.Ingest` "+
-			"(which evaluates it against every followed search with `search.MatchBatch` and writes one `search_hits` row per search with a match, listing its papers, in the ingest's transaction) and `match.Service.RunBatch`; "+
+			"(which evaluates it against every followed search, compiled into one `search.Set` kept between batches, with `Set.Match`, and writes one `search_hits` row per search with a match, listing its papers, in the ingest's transaction) and `match.Service.RunBatch`; "+
 			"the batch is deleted between repetitions, the fastest of each is reported; with 100k searches the batch stays for the feed renders. The searches are deleted at the end of the run.",
 			res.Sampled, searchesPerSampleReader),
 		fmt.Sprintf("Feeds with saved searches: the sampled readers' full renders (as above) before any search was followed (load %s) and with all %d followed and the batch's query keys stored (load %s); "+
@@ -371,7 +371,7 @@ func searchFigures(res *SearchResult, batchPapers int) (figs []Figure, details [
 			searchesPerSampleReader*res.Sampled, res.FeedQueryItems))
 	var b strings.Builder
 	b.WriteString("## How the saved-search cost grows\n\n")
-	b.WriteString("| saved searches | matches | search_hits rows | searches with a match | ingest | match job | added to none | of which MatchBatch (in Go) | building the docs | first ingest after adding (compiles) | load average |\n")
+	b.WriteString("| saved searches | matches | search_hits rows | searches with a match | ingest | match job | added to none | of which Set.Match (in Go) | building the docs | first ingest after adding (compiles) | load average |\n")
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range res.Runs {
 		fmt.Fprintf(&b, "| %d | %d | %d | %d | %.2f s | %.2f s | %+.2f s | %s | %s | %s | %s |\n", r.Searches, r.QueryKeys, r.QueryRows, r.QueryKeyed,
@@ -389,7 +389,7 @@ func searchFigures(res *SearchResult, batchPapers int) (figs []Figure, details [
 		fmt.Fprintf(&b, "\nThe matches grow linearly with the searches (%.1f per search per %d papers here; %.0f per paper at %dk searches, against %.0f key rows per paper), "+
 			"and so does the added cost: about %.2f s + %.1f µs per search (least squares over the sizes above). A search's matches of the batch are one `search_hits` row "+
 			"(%d rows at %dk searches, %.1f papers each; `COPY`, one primary-key and one seq B-tree entry each) and each matched paper one `paper_search_hits` row; "+
-			"the rest is the evaluation (`search.MatchBatch`: a few bitset operations of %d/64 words per search, %s at %dk searches, %.1f µs per search), "+
+			"the rest is the evaluation (`search.Set.Match`, timed alone over a set built beforehand as the ingest keeps it: a few bitset operations of %d/64 words per search, %s at %dk searches, %.1f µs per search), "+
 			"building the batch's docs and the match job's extra keys (one per search with a match).\n",
 			float64(last.QueryKeys)/float64(last.Searches), batchPapers, float64(last.QueryKeys)/float64(batchPapers), last.Searches/1000,
 			float64(base.All[0].Keys)/float64(batchPapers), icept, slope*1e6, last.QueryRows, last.Searches/1000,

@@ -3,7 +3,8 @@
 // phrases", implicit AND, OR, NOT or -term, parentheses, the field prefixes
 // ti: abs: au: cat: all:), evaluating it on a paper's text (Doc, Match), and
 // matching a batch of papers against many searches at once with an inverted
-// index (MatchBatch). Terms match stemmed English words, ignoring case and
+// index (MatchBatch, or Set.Match for a compiled set of searches kept
+// between batches). Terms match stemmed English words, ignoring case and
 // accents; hyphenated words match as written and by their parts; LaTeX in
 // titles and abstracts does not break words. The package is pure: category
 // names are resolved by the caller's Categories.
