@@ -1,0 +1,94 @@
+package notify
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/golden from the current rendering")
+
+// goldenDigests are the digests whose renderings testdata/golden holds:
+// the sample, empty ones (plain, without an announcement, with the harvest
+// behind), one without a feed, one with "Not by …?" links, and one whose
+// user-controlled strings are hostile (markup, quotes, CR/LF).
+func goldenDigests() map[string]DigestContent {
+	pub := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	empty := DigestContent{Heading: "Your weekly papers", ManageURL: manageURL, UnsubscribeURL: unsubURL}
+	noAnn := empty
+	noAnn.NoAnnouncement = true
+	behind := empty
+	behind.HarvestBehind = "The arXiv harvest is 14 hours behind"
+	behindWithPapers := sampleDigest()
+	behindWithPapers.HarvestBehind = "The arXiv harvest is 3 hours behind"
+	noFeed := sampleDigest()
+	noFeed.FeedURL, noFeed.Omitted = "", 0
+	for i := range noFeed.Groups {
+		noFeed.Groups[i].Omitted = 0
+	}
+	disputes := sampleDigest()
+	disputes.Groups[0].Papers[0].Researchers = []ReasonFollow{{ID: "r1", Name: "Mingzhi Wen", DisputeURL: "https://followfeed.example/dispute?f=r1&sig=x"}}
+	hostile := DigestContent{
+		Heading:        "Your daily papers <script>alert(1)</script> \"q\" 'a' &amp;\r\nBcc: x@evil.example",
+		Total:          3,
+		Omitted:        1,
+		FeedURL:        "https://followfeed.example/feeds/a.atom?x=\"><script>alert(2)</script>",
+		ManageURL:      "https://followfeed.example/settings?u=1&sig=\"'<>",
+		UnsubscribeURL: "javascript:alert(3)",
+		HarvestBehind:  "behind <b>\"x\"</b>\r\n",
+		Groups: []DigestGroup{{
+			Name:    "<script>alert('label')</script> \"Wen\"\r\nX-Header: y",
+			Omitted: 2,
+			Papers: []DigestPaper{{
+				Title:       "<script>alert(\"title\")</script> & 'quotes'\r\nSubject: spoofed",
+				Authors:     []string{"<img src=x onerror=alert(1)>", "O'Brien \"Bob\"\r\nTo: z"},
+				AbsURL:      "https://arxiv.org/abs/2611.00009?q=\"><script>",
+				PDFURL:      "javascript:alert(4)",
+				Reasons:     []string{"<b>label</b>", "cs.LG\r\n"},
+				Categories:  []string{"cs.LG<script>"},
+				Published:   pub,
+				Researchers: []ReasonFollow{{ID: "r2", Name: "<i>Wen</i>\r\n\"", DisputeURL: "https://followfeed.example/d?f=\"'<>"}},
+			}},
+		}},
+	}
+	return map[string]DigestContent{
+		"sample": sampleDigest(), "empty": empty, "no-announcement": noAnn, "behind": behind,
+		"behind-with-papers": behindWithPapers, "no-feed": noFeed, "disputes": disputes, "hostile": hostile,
+	}
+}
+
+// TestRenderDigestGolden: the digests render byte for byte as recorded in
+// testdata/golden (written with -update-golden by the template rendering
+// that the Go writers of the head and foot replaced), alone and through one
+// shared Renderer.
+func TestRenderDigestGolden(t *testing.T) {
+	var shared Renderer
+	for name, c := range goldenDigests() {
+		text, html, err := RenderDigest(c)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		st, sh, err := shared.Digest(c)
+		if err != nil || st != text || sh != html {
+			t.Errorf("%s: a shared Renderer renders it otherwise (%v)", name, err)
+		}
+		for ext, got := range map[string]string{".txt": text, ".html": html} {
+			path := filepath.Join("testdata", "golden", name+ext)
+			if *updateGolden {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != string(want) {
+				t.Errorf("%s differs from the golden rendering:\n%s\n---- want\n%s", path, got, want)
+			}
+		}
+	}
+}
