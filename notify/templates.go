@@ -109,7 +109,6 @@ var templateFS embed.FS
 
 var templateFuncs = map[string]any{
 	"wrap": wrap,
-	"rule": func(s string) string { return strings.Repeat("-", min(textWidth, max(3, utf8.RuneCountInString(s)))) },
 	"more": morePapers,
 }
 
@@ -151,7 +150,8 @@ func DigestSubject(c DigestContent) string {
 	return s
 }
 
-// digestView is what the digest templates see.
+// digestView is what the digest's head and foot see (the HTML templates,
+// textHead and textFoot).
 type digestView struct {
 	DigestContent
 	Summary   string // "7 new papers"
@@ -160,8 +160,9 @@ type digestView struct {
 	Nothing   string // the line of an empty digest
 }
 
-// groupView is what a group's heading and "and N more" templates see; its
-// papers are written in Go between them (Renderer.writePapers): a template
+// groupView is what a group's heading and "and N more" see (the HTML
+// templates, textGroupHead and textGroupFoot); its papers are written in
+// Go between them (Renderer.writePapers): a template
 // interpolation per field and paper made rendering 40 times slower.
 type groupView struct {
 	Name    string
@@ -190,7 +191,7 @@ type paperParts struct {
 type Renderer struct {
 	papers  map[int64]*paperParts
 	reasons map[string][2]string // joined reasons → text, HTML
-	groups  map[string][2]string // group name → its heading's text, HTML
+	groups  map[string]string    // group name → its heading's HTML
 	// perPaper is the most text and HTML written per paper shown so far
 	// (with the fixed parts spread over the papers), so that later
 	// digests size their buffers once.
@@ -401,47 +402,47 @@ func (r *Renderer) Digest(c DigestContent) (text, html string, err error) {
 			r.perPaper[1] = max(r.perPaper[1], (h.Len()-6<<10)/shown+1)
 		}()
 	}
-	run := func(name string, data any) error {
-		if err := textTemplates.ExecuteTemplate(&t, "text-"+name, data); err != nil {
-			return fmt.Errorf("notify: render digest text-%s: %w", name, err)
-		}
+	execHTMLPart := func(name string, data any) error {
 		if err := htmlTemplates.ExecuteTemplate(&h, "html-"+name, data); err != nil {
 			return fmt.Errorf("notify: render digest html-%s: %w", name, err)
 		}
 		return nil
 	}
-	if err := run("head", v); err != nil {
+	textHead(&t, &v)
+	if err := execHTMLPart("head", v); err != nil {
 		return "", "", err
 	}
 	for _, g := range c.Groups {
 		gv := groupView{Name: oneLine(g.Name), Omitted: g.Omitted, FeedURL: c.FeedURL}
-		// A group's heading depends on its name only: rendered once per
-		// name and Renderer.
+		// A group's heading depends on its name only: its HTML is
+		// rendered once per name and Renderer.
+		textGroupHead(&t, gv)
 		head, ok := r.groups[gv.Name]
 		if !ok {
-			tl, hl := t.Len(), h.Len()
-			if err := run("group-head", gv); err != nil {
+			hl := h.Len()
+			if err := execHTMLPart("group-head", gv); err != nil {
 				return "", "", err
 			}
-			head = [2]string{strings.Clone(t.String()[tl:]), strings.Clone(h.String()[hl:])}
+			head = strings.Clone(h.String()[hl:])
 			if r.groups == nil {
-				r.groups = map[string][2]string{}
+				r.groups = map[string]string{}
 			}
 			r.groups[gv.Name] = head
 		} else {
-			t.WriteString(head[0])
-			h.WriteString(head[1])
+			h.WriteString(head)
 		}
 		r.writePapers(&t, &h, g.Papers)
 		// The group's foot is empty in both parts unless papers were
-		// omitted (its templates are one {{if .Omitted}}).
+		// omitted (its HTML template is one {{if .Omitted}}).
+		textGroupFoot(&t, gv)
 		if g.Omitted != 0 {
-			if err := run("group-foot", gv); err != nil {
+			if err := execHTMLPart("group-foot", gv); err != nil {
 				return "", "", err
 			}
 		}
 	}
-	if err := run("foot", v); err != nil {
+	textFoot(&t, &v)
+	if err := execHTMLPart("foot", v); err != nil {
 		return "", "", err
 	}
 	return t.String(), h.String(), nil
@@ -574,6 +575,12 @@ func metaLine(categories []string, published time.Time) string {
 func wrap(first, indent, s string) string {
 	var b strings.Builder
 	b.Grow(len(first) + len(s) + len(s)/textWidth*(len(indent)+1))
+	wrapTo(&b, first, indent, s)
+	return b.String()
+}
+
+// wrapTo writes wrap(first, indent, s) to b.
+func wrapTo(b *strings.Builder, first, indent, s string) {
 	b.WriteString(first)
 	col := utf8.RuneCountInString(first)
 	lineEmpty := true
@@ -593,5 +600,4 @@ func wrap(first, indent, s string) string {
 		col += n
 		lineEmpty = false
 	}
-	return b.String()
 }
