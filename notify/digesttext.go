@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"bytes"
 	"strings"
 	"unicode/utf8"
 )
@@ -14,7 +15,7 @@ import (
 
 // textHead writes the heading, the summary ("7 new papers"), the harvest
 // notice when there is one, and the line of an empty digest.
-func textHead(t *strings.Builder, v *digestView) {
+func textHead(t *bytes.Buffer, v *digestView) {
 	wrapTo(t, "", "", v.Heading)
 	t.WriteString("\n")
 	t.WriteString(v.Summary)
@@ -29,7 +30,7 @@ func textHead(t *strings.Builder, v *digestView) {
 }
 
 // textGroupHead writes a group's name, underlined, after two blank lines.
-func textGroupHead(t *strings.Builder, g groupView) {
+func textGroupHead(t *bytes.Buffer, g groupView) {
 	t.WriteString("\n\n\n")
 	wrapTo(t, "", "", g.Name)
 	t.WriteString("\n")
@@ -39,7 +40,7 @@ func textGroupHead(t *strings.Builder, g groupView) {
 // textGroupFoot writes the group's "…and N more papers from <group> in
 // your feed:" and the feed's URL, indented under the papers, when papers
 // were omitted; else nothing.
-func textGroupFoot(t *strings.Builder, g groupView) {
+func textGroupFoot(t *bytes.Buffer, g groupView) {
 	if g.Omitted == 0 {
 		return
 	}
@@ -53,7 +54,7 @@ func textGroupFoot(t *strings.Builder, g groupView) {
 // papers were omitted, then the signature: why the reader gets the mail,
 // the feed, "Manage preferences" and "Unsubscribe", each URL on its own
 // line. The part ends with a line end.
-func textFoot(t *strings.Builder, v *digestView) {
+func textFoot(t *bytes.Buffer, v *digestView) {
 	if v.Omitted != 0 {
 		t.WriteString("\n\n\n")
 		wrapTo(t, "", "", "…and "+morePapers(v.Omitted)+" in your feed:")

@@ -4,9 +4,36 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 )
+
+// TestDigestReusedReusesItsBuffers: once a Renderer rendered a digest,
+// DigestReused renders the next one (of the same size) into the same
+// memory, allocating a small part of its bodies.
+func TestDigestReusedReusesItsBuffers(t *testing.T) {
+	c := benchContent()
+	var r Renderer
+	text, html, err := r.DigestReused(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := len(text) + len(html)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	text2, html2, err := r.DigestReused(c)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(size/4) {
+		t.Errorf("the second digest allocated %d bytes for %d bytes of bodies", alloc, size)
+	}
+	if want, wantHTML, _ := RenderDigest(c); text2 != want || html2 != wantHTML {
+		t.Error("the second digest renders otherwise than RenderDigest")
+	}
+}
 
 var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/golden from the current rendering")
 
@@ -73,6 +100,10 @@ func TestRenderDigestGolden(t *testing.T) {
 		st, sh, err := shared.Digest(c)
 		if err != nil || st != text || sh != html {
 			t.Errorf("%s: a shared Renderer renders it otherwise (%v)", name, err)
+		}
+		rt, rh, err := shared.DigestReused(c)
+		if err != nil || rt != text || rh != html {
+			t.Errorf("%s: DigestReused renders it otherwise (%v)", name, err)
 		}
 		for ext, got := range map[string]string{".txt": text, ".html": html} {
 			path := filepath.Join("testdata", "golden", name+ext)

@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"bytes"
 	"embed"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	texttemplate "text/template"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // DigestContent is everything a digest email shows; the caller has selected
@@ -192,6 +194,7 @@ type Renderer struct {
 	papers  map[int64]*paperParts
 	reasons map[string][2]string // joined reasons → text, HTML
 	groups  map[string]string    // group name → its heading's HTML
+	bodies  [2]bytes.Buffer      // DigestReused's text and HTML
 	// perPaper is the most text and HTML written per paper shown so far
 	// (with the fixed parts spread over the papers), so that later
 	// digests size their buffers once.
@@ -200,7 +203,7 @@ type Renderer struct {
 
 // writeNumberedTitle writes pp's title wrapped after the paper's number n
 // ("n. ") to t.
-func (pp *paperParts) writeNumberedTitle(t *strings.Builder, n int) {
+func (pp *paperParts) writeNumberedTitle(t *bytes.Buffer, n int) {
 	var buf [24]byte
 	num := append(strconv.AppendInt(buf[:0], int64(n), 10), ". "...)
 	w := len(num) // ASCII
@@ -313,7 +316,7 @@ func newPaperParts(p DigestPaper) *paperParts {
 // writePapers writes a group's papers, numbered from 1, to both parts: in the
 // text each is preceded by a blank line, in the HTML each table row starts
 // a line.
-func (r *Renderer) writePapers(t, h *strings.Builder, papers []DigestPaper) {
+func (r *Renderer) writePapers(t, h *bytes.Buffer, papers []DigestPaper) {
 	for i, p := range papers {
 		pp := r.parts(p)
 		rt, rh := r.reason(p.Reasons)
@@ -363,8 +366,41 @@ func RenderDigest(c DigestContent) (text, html string, err error) {
 
 // Digest is RenderDigest, reusing what r rendered before.
 func (r *Renderer) Digest(c DigestContent) (text, html string, err error) {
+	var t, h bytes.Buffer
+	if err := r.digest(&t, &h, c); err != nil {
+		return "", "", err
+	}
+	// t and h are not written again: their bytes can be the strings (as
+	// strings.Builder.String does).
+	return bufferString(&t), bufferString(&h), nil
+}
+
+// DigestReused is Digest, writing both parts into two buffers that r keeps
+// from one DigestReused to the next: the strings it returns share r's
+// buffers and are valid only until r's next DigestReused, which overwrites
+// them. A send job, which renders, sends and forgets one digest after the
+// other, so allocates no bodies per digest (about 130 KB for 100 papers).
+func (r *Renderer) DigestReused(c DigestContent) (text, html string, err error) {
+	t, h := &r.bodies[0], &r.bodies[1]
+	t.Reset()
+	h.Reset()
+	if err := r.digest(t, h, c); err != nil {
+		return "", "", err
+	}
+	return bufferString(t), bufferString(h), nil
+}
+
+// bufferString returns b's contents as a string without copying them: the
+// string is valid while b is neither written nor reset.
+func bufferString(b *bytes.Buffer) string {
+	return unsafe.String(unsafe.SliceData(b.Bytes()), b.Len())
+}
+
+// digest writes c's plain-text part to t and its HTML part to h (see
+// RenderDigest).
+func (r *Renderer) digest(t, h *bytes.Buffer, c DigestContent) error {
 	if c.ManageURL == "" || c.UnsubscribeURL == "" {
-		return "", "", errors.New("notify: render digest: ManageURL and UnsubscribeURL are required")
+		return errors.New("notify: render digest: ManageURL and UnsubscribeURL are required")
 	}
 	v := digestView{DigestContent: c, Summary: "No new papers", Notice: c.BehindNotice(),
 		Nothing: "Nothing new matched your follows this time. We will write again when there is something to read."}
@@ -387,12 +423,11 @@ func (r *Renderer) Digest(c DigestContent) (text, html string, err error) {
 		shown += len(g.Papers)
 	}
 	if needFeed && c.FeedURL == "" {
-		return "", "", errors.New(`notify: render digest: FeedURL is required for "and N more"`)
+		return errors.New(`notify: render digest: FeedURL is required for "and N more"`)
 	}
 	// Both parts are written straight into one buffer each, sized for
 	// the papers (at least 320 and 720 bytes each, more when earlier
 	// digests of r needed more) and the fixed parts.
-	var t, h strings.Builder
 	perText, perHTML := max(r.perPaper[0], 320), max(r.perPaper[1], 720)
 	t.Grow(perText*shown + 2<<10)
 	h.Grow(perHTML*shown + 6<<10)
@@ -403,27 +438,27 @@ func (r *Renderer) Digest(c DigestContent) (text, html string, err error) {
 		}()
 	}
 	execHTMLPart := func(name string, data any) error {
-		if err := htmlTemplates.ExecuteTemplate(&h, "html-"+name, data); err != nil {
+		if err := htmlTemplates.ExecuteTemplate(h, "html-"+name, data); err != nil {
 			return fmt.Errorf("notify: render digest html-%s: %w", name, err)
 		}
 		return nil
 	}
-	textHead(&t, &v)
+	textHead(t, &v)
 	if err := execHTMLPart("head", v); err != nil {
-		return "", "", err
+		return err
 	}
 	for _, g := range c.Groups {
 		gv := groupView{Name: oneLine(g.Name), Omitted: g.Omitted, FeedURL: c.FeedURL}
 		// A group's heading depends on its name only: its HTML is
 		// rendered once per name and Renderer.
-		textGroupHead(&t, gv)
+		textGroupHead(t, gv)
 		head, ok := r.groups[gv.Name]
 		if !ok {
 			hl := h.Len()
 			if err := execHTMLPart("group-head", gv); err != nil {
-				return "", "", err
+				return err
 			}
-			head = strings.Clone(h.String()[hl:])
+			head = string(h.Bytes()[hl:])
 			if r.groups == nil {
 				r.groups = map[string]string{}
 			}
@@ -431,21 +466,21 @@ func (r *Renderer) Digest(c DigestContent) (text, html string, err error) {
 		} else {
 			h.WriteString(head)
 		}
-		r.writePapers(&t, &h, g.Papers)
+		r.writePapers(t, h, g.Papers)
 		// The group's foot is empty in both parts unless papers were
 		// omitted (its HTML template is one {{if .Omitted}}).
-		textGroupFoot(&t, gv)
+		textGroupFoot(t, gv)
 		if g.Omitted != 0 {
 			if err := execHTMLPart("group-foot", gv); err != nil {
-				return "", "", err
+				return err
 			}
 		}
 	}
-	textFoot(&t, &v)
+	textFoot(t, &v)
 	if err := execHTMLPart("foot", v); err != nil {
-		return "", "", err
+		return err
 	}
-	return t.String(), h.String(), nil
+	return nil
 }
 
 // RenderConfirm returns the subject (ConfirmSubject) and the plain-text and
@@ -580,7 +615,10 @@ func wrap(first, indent, s string) string {
 }
 
 // wrapTo writes wrap(first, indent, s) to b.
-func wrapTo(b *strings.Builder, first, indent, s string) {
+func wrapTo[W interface {
+	WriteString(string) (int, error)
+	WriteByte(byte) error
+}](b W, first, indent, s string) {
 	b.WriteString(first)
 	col := utf8.RuneCountInString(first)
 	lineEmpty := true
