@@ -1,11 +1,14 @@
 package mail
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/textproto"
@@ -23,7 +26,8 @@ import (
 type SMTPOptions struct {
 	// Timeout bounds the TCP connect and every single network read or write
 	// afterwards (so every SMTP command's reply, the TLS handshake, each
-	// chunk of the body). Default 30s.
+	// write of the body: with BDAT a message goes out in one or two writes,
+	// over TLS in records of up to 16 KB). Default 30s.
 	Timeout time.Duration
 	// MaxConns is the most connections open at once (in use or idle), which
 	// is also the most messages in flight. Default 4.
@@ -333,7 +337,7 @@ func (s *SMTPSender) sendChunked(c *smtpConn, m *Message, eightBit bool) (reply 
 	}
 	w := c.sc.Text.W
 	_, _ = fmt.Fprintf(w, "BDAT %d LAST\r\n", body.Len())
-	_, _ = body.WriteTo(w)
+	writeChunk(w, body)
 	if err := w.Flush(); err != nil {
 		// The chunk did not reach the server whole: it cannot have been
 		// accepted.
@@ -353,6 +357,31 @@ func (s *SMTPSender) sendChunked(c *smtpConn, m *Message, eightBit bool) (reply 
 	// Accepted. If only the RSET afterwards fails, the connection is
 	// dropped.
 	return "250 " + text, c.sc.Reset() == nil, false, nil
+}
+
+// chunkBuffers holds the buffers in which writeChunk assembles messages.
+var chunkBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// writeChunk writes body to w (the connection's 4 KB bufio.Writer). A
+// wire body is assembled in a pooled buffer first and handed over whole:
+// written line by line it would go out in 4 KB syscalls, which cost a
+// tenth of a digest's CPU. A write error shows at w's Flush.
+func writeChunk(w *bufio.Writer, body interface {
+	Len() int
+	WriteTo(io.Writer) (int64, error)
+}) {
+	if _, ok := body.(*wire); !ok {
+		_, _ = body.WriteTo(w) // a bytes.Buffer writes itself whole
+		return
+	}
+	buf := chunkBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	buf.Grow(body.Len())
+	_, _ = body.WriteTo(buf)
+	_, _ = w.Write(buf.Bytes())
+	if buf.Cap() <= 4<<20 { // a rare huge message is not kept
+		chunkBuffers.Put(buf)
+	}
 }
 
 // classify turns go-mail's SendError for a transaction into a *SendError.
