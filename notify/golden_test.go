@@ -1,10 +1,14 @@
 package notify
 
 import (
+	"bytes"
 	"flag"
+	htmltemplate "html/template"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -120,6 +124,80 @@ func TestRenderDigestGolden(t *testing.T) {
 			if got != string(want) {
 				t.Errorf("%s differs from the golden rendering:\n%s\n---- want\n%s", path, got, want)
 			}
+		}
+	}
+}
+
+// TestRenderDigestHostile: markup in a paper's title, authors, reasons and
+// categories, in a follow label and in URLs is escaped in the HTML part (no
+// element, no javascript: link), and their CR/LF break no line in either
+// part.
+func TestRenderDigestHostile(t *testing.T) {
+	text, html, err := RenderDigest(goldenDigests()["hostile"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lower := strings.ToLower(html)
+	for _, bad := range []string{"<script", "<img", "<b>", "<i>", "javascript:"} {
+		if strings.Contains(lower, bad) {
+			t.Errorf("HTML part contains %q", bad)
+		}
+	}
+	for _, want := range []string{"&lt;script&gt;alert(&#34;title&#34;)&lt;/script&gt; &amp; &#39;quotes&#39; Subject: spoofed", "&lt;script&gt;alert(&#39;label&#39;)&lt;/script&gt; &#34;Wen&#34; X-Header: y", `href="#ZgotmplZ"`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("HTML part lacks %q", want)
+		}
+	}
+	for name, part := range map[string]string{"text": text, "HTML": html} {
+		for _, injected := range []string{"Subject: spoofed", "X-Header: y", "To: z"} {
+			if i := strings.Index(part, injected); i < 0 || i > 0 && part[i-1] == '\n' {
+				t.Errorf("%s part: %q missing or at the start of a line", name, injected)
+			}
+		}
+	}
+	if !strings.Contains(text, `<script>alert("title")</script> & 'quotes' Subject: spoofed`) {
+		t.Error("text part does not show the title as it is, on one line")
+	}
+}
+
+// TestHTMLEscapingAsHTMLTemplate: htmlText and htmlURL escape as
+// html/template does in text and in href="…", over hostile and random
+// strings.
+func TestHTMLEscapingAsHTMLTemplate(t *testing.T) {
+	tmpl := htmltemplate.Must(htmltemplate.New("").Parse(`<p>{{.}}</p><a href="{{.}}">x</a>`))
+	samples := []string{
+		"", "plain", "<script>alert('x')</script>", `"quoted" & 'single' + plus`, "line\r\nbreak\x00nul",
+		"javascript:alert(1)", "JavaScript:x", "data:text/html,<b>", "mailto:a@b.example?subject=x y", "HTTPS://Example.org/a b?c=d&e=f#g",
+		"https://x.example/%41%zz%4", "https://x.example/(paren)[br]{curly}|pipe\\back^caret`tick", "/relative:path", "?q=1:2", "#frag",
+		"https://x.example/é ü 🚀", "\xff\xfe invalid utf-8 \xc3", "\ufdd0\ufffe", "%", "a%2", "%2g",
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		b := make([]byte, rnd.IntN(24))
+		for i := range b {
+			b[i] = byte(rnd.IntN(256))
+			if rnd.IntN(3) > 0 { // mostly ASCII
+				b[i] &= 0x7f
+			}
+		}
+		if rnd.IntN(4) == 0 {
+			b = append([]byte("https://"), b...)
+		}
+		samples = append(samples, string(b))
+	}
+	for _, s := range samples {
+		var want strings.Builder
+		if err := tmpl.Execute(&want, s); err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		got.WriteString("<p>")
+		htmlText(&got, s)
+		got.WriteString(`</p><a href="`)
+		htmlURL(&got, s)
+		got.WriteString(`">x</a>`)
+		if got.String() != want.String() {
+			t.Errorf("%q:\n got %q\nwant %q", s, got.String(), want.String())
 		}
 	}
 }
