@@ -179,9 +179,11 @@ type groupView struct {
 type paperParts struct {
 	title string // one line, not wrapped
 	// numbered caches the title wrapped after a number ("7. "), without
-	// the number, by the number's width in runes: wrapping depends on the
-	// width only, and a digest numbers papers 1 to MaxPerGroup.
-	numbered         map[int]string
+	// the number, by the number's width in runes less 3 (numbers 1 to
+	// 999): wrapping depends on the width only, and a digest numbers
+	// papers 1 to MaxPerGroup.
+	numbered         [3]string
+	numberedDone     [3]bool
 	textAfterReason  string // meta and link lines, each after "\n"
 	textBeforeReason string // the authors line(s), after "\n"
 	htmlBeforeReason string // the row's opening, the title and the authors
@@ -208,13 +210,14 @@ func (pp *paperParts) writeNumberedTitle(t *bytes.Buffer, n int) {
 	var buf [24]byte
 	num := append(strconv.AppendInt(buf[:0], int64(n), 10), ". "...)
 	w := len(num) // ASCII
-	rest, ok := pp.numbered[w]
-	if !ok {
-		rest = wrap(string(num), "   ", pp.title)[w:]
-		if pp.numbered == nil {
-			pp.numbered = make(map[int]string, 2)
+	var rest string
+	if i := w - 3; i < len(pp.numbered) {
+		if !pp.numberedDone[i] {
+			pp.numbered[i], pp.numberedDone[i] = wrap(string(num), "   ", pp.title)[w:], true
 		}
-		pp.numbered[w] = rest
+		rest = pp.numbered[i]
+	} else {
+		rest = wrap(string(num), "   ", pp.title)[w:]
 	}
 	t.Write(num)
 	t.WriteString(rest)
@@ -262,7 +265,10 @@ func newPaperParts(p DigestPaper) *paperParts {
 	if authors != "" {
 		pp.textBeforeReason = "\n" + wrap("   ", "   ", authors)
 	}
+	// The builders are sized for what they will hold (HTML escaping
+	// may add a little more), so they grow at most once.
 	var t strings.Builder
+	t.Grow(len(meta) + len(meta)/textWidth*4 + len(abs) + len(pdf) + 40)
 	if meta != "" {
 		t.WriteString("\n" + wrap("   ", "   ", meta))
 	}
@@ -280,6 +286,7 @@ func newPaperParts(p DigestPaper) *paperParts {
 	// and the part can travel unencoded (see Message.Bytes).
 	esc := htmlstd.EscapeString
 	var h strings.Builder
+	h.Grow(200 + len(abs) + len(pp.title) + len(authors) + (len(pp.title)+len(authors))/8)
 	h.WriteString(`<tr><td style="padding:12px 20px;border-bottom:1px solid #e5e7eb">`)
 	if abs != "" {
 		h.WriteString("\n" + `<a href="` + esc(abs) + `" style="font-size:17px;font-weight:bold;color:#1d4ed8;text-decoration:none">` + esc(pp.title) + `</a>`)
@@ -299,6 +306,7 @@ func newPaperParts(p DigestPaper) *paperParts {
 		links = append(links, `<a href="`+esc(pdf)+`" style="color:#1d4ed8">PDF</a>`)
 	}
 	h.Reset()
+	h.Grow(160 + len(meta) + len(meta)/8 + len(abs) + len(pdf))
 	if meta != "" || len(links) > 0 {
 		line := esc(meta)
 		if len(links) > 0 {
@@ -332,9 +340,16 @@ func (r *Renderer) writePapers(t, h *bytes.Buffer, papers []DigestPaper) {
 		// rendered here rather than with the paper's shared parts.
 		for _, rf := range p.Researchers {
 			if u := safeURL(rf.DisputeURL); u != "" {
-				t.WriteString("\n" + wrap("   ", "   ", "Not by "+oneLine(rf.Name)+"? Tell us:") + "\n   " + u)
-				h.WriteString("\n" + `<div style="font-size:13px"><a href="` + htmlstd.EscapeString(u) + `" style="color:#6b7280">Not by ` +
-					htmlstd.EscapeString(oneLine(rf.Name)) + `?</a></div>`)
+				name := oneLine(rf.Name)
+				t.WriteString("\n")
+				wrapTo(t, "   ", "   ", "Not by "+name+"? Tell us:")
+				t.WriteString("\n   ")
+				t.WriteString(u)
+				h.WriteString("\n" + `<div style="font-size:13px"><a href="`)
+				h.WriteString(htmlstd.EscapeString(u))
+				h.WriteString(`" style="color:#6b7280">Not by `)
+				h.WriteString(htmlstd.EscapeString(name))
+				h.WriteString(`?</a></div>`)
 			}
 		}
 		t.WriteString(pp.textAfterReason)
