@@ -197,7 +197,9 @@ type paperParts struct {
 type Renderer struct {
 	papers  map[int64]*paperParts
 	reasons map[string][2]string // joined reasons → text, HTML
-	bodies  [2]bytes.Buffer      // DigestReused's text and HTML
+	// reasonKey is the scratch buffer reason builds its key in.
+	reasonKey []byte
+	bodies    [2]bytes.Buffer // DigestReused's text and HTML
 	// perPaper is the most text and HTML written per paper shown so far
 	// (with the fixed parts spread over the papers), so that later
 	// digests size their buffers once.
@@ -238,8 +240,17 @@ func (r *Renderer) parts(p DigestPaper) *paperParts {
 }
 
 func (r *Renderer) reason(reasons []string) (text, html string) {
-	key := strings.Join(reasons, "\x1f")
-	if v, ok := r.reasons[key]; ok {
+	// The key (the reasons joined by US) is built in r's scratch buffer:
+	// a lookup by string(bytes) does not allocate, only a new entry does.
+	key := r.reasonKey[:0]
+	for i, reason := range reasons {
+		if i > 0 {
+			key = append(key, '\x1f')
+		}
+		key = append(key, reason...)
+	}
+	r.reasonKey = key
+	if v, ok := r.reasons[string(key)]; ok {
 		return v[0], v[1]
 	}
 	if line := reasonLine(reasons); line != "" {
@@ -249,7 +260,7 @@ func (r *Renderer) reason(reasons []string) (text, html string) {
 	if r.reasons == nil {
 		r.reasons = map[string][2]string{}
 	}
-	r.reasons[key] = [2]string{text, html}
+	r.reasons[string(key)] = [2]string{text, html}
 	return text, html
 }
 
