@@ -72,21 +72,44 @@ var errBadRecipient = errors.New("invalid recipient address")
 // mimeBoundary) instead of go-mail's random one. It returns an error naming
 // the field when a required field is missing or a header value is unusable.
 func (m *Message) Bytes() ([]byte, error) {
-	msg, err := m.build(false)
+	enc, err := m.check(false)
 	if err != nil {
 		return nil, err
 	}
-	buf := m.buffer()
-	if _, err := msg.WriteTo(buf); err != nil {
-		return nil, fmt.Errorf("mail: render message %s: %w", m.MessageID, err)
+	body, _, err := m.chunk(enc == gomail.NoEncoding)
+	if err != nil {
+		return nil, err
 	}
-	out := buf.Bytes()
-	if !bytes.HasSuffix(out, []byte("\r\n")) {
-		// SMTP (the DATA dot-writer) terminates the last line anyway; doing it
-		// here keeps Bytes identical to what the server receives.
-		out = append(out, '\r', '\n')
+	out := bytes.NewBuffer(make([]byte, 0, body.Len()))
+	_, _ = body.WriteTo(out) // a bytes.Buffer does not fail
+	return out.Bytes(), nil
+}
+
+// chunk returns m as SMTPSender sends it in one BDAT chunk (its length
+// and its bytes: what Bytes returns) and the go-mail Msg that rendered it: with 8bit bodies
+// when eightBit is set, else quoted-printable.
+func (m *Message) chunk(eightBit bool) (interface {
+	Len() int
+	WriteTo(io.Writer) (int64, error)
+}, *gomail.Msg, error) {
+	if eightBit {
+		return m.wire()
 	}
-	return out, nil
+	msg, err := m.build(true)
+	if err != nil {
+		return nil, nil, err
+	}
+	body := m.buffer()
+	if _, err := msg.WriteTo(body); err != nil {
+		return nil, nil, fmt.Errorf("mail: render message %s: %w", m.MessageID, err)
+	}
+	if !bytes.HasSuffix(body.Bytes(), []byte("\r\n")) {
+		// SMTP (the DATA dot-writer) terminates the last line anyway;
+		// doing it here keeps Bytes identical to what the server
+		// receives.
+		body.WriteString("\r\n")
+	}
+	return body, msg, nil
 }
 
 // buffer returns an empty buffer sized for m's rendering (the bodies with
@@ -97,41 +120,166 @@ func (m *Message) buffer() *bytes.Buffer {
 	return bytes.NewBuffer(make([]byte, 0, n+n/16+4<<10))
 }
 
+// wire is a message whose bodies travel 8bit, ready to be written as
+// Bytes returns it: go-mail's rendering of the message with empty bodies
+// (the headers, the MIME boundaries and part headers: the frame), and the
+// places in it where the bodies go. Writing it copies each body once, with
+// CRLF line ends, straight to the destination; go-mail would copy each
+// body into a buffer of its own first, then into the message's.
+type wire struct {
+	frame      []byte
+	at         [2]int // offsets in frame of the text and the HTML body
+	text, html string
+	length     int // of the whole message, as WriteTo writes it
+}
+
+// wire returns m's 8bit rendering, and the go-mail Msg that wrote its
+// frame (for its sender and recipients). m must have passed check with
+// bodies that fit 8bit.
+func (m *Message) wire() (*wire, *gomail.Msg, error) {
+	w := &wire{text: m.Text, html: m.HTML, at: [2]int{-1, -1}}
+	var frame bytes.Buffer
+	frame.Grow(2 << 10)
+	// go-mail calls a part's body writer once it has written the part's
+	// headers to the output (frame), and copies to the output what the
+	// writer wrote: nothing, here.
+	mark := func(i int) func(io.Writer) (int64, error) {
+		return func(io.Writer) (int64, error) {
+			w.at[i] = frame.Len()
+			return 0, nil
+		}
+	}
+	html := mark(1)
+	if m.HTML == "" {
+		html = nil
+	}
+	msg, err := m.newMsg(gomail.NoEncoding, mark(0), html)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := msg.WriteTo(&frame); err != nil {
+		return nil, nil, fmt.Errorf("mail: render message %s: %w", m.MessageID, err)
+	}
+	w.frame = frame.Bytes()
+	if w.at[0] < 0 || (m.HTML != "" && w.at[1] < w.at[0]) {
+		return nil, nil, fmt.Errorf("mail: render message %s: go-mail did not write the bodies in order", m.MessageID)
+	}
+	if m.HTML == "" {
+		w.at[1], w.html = len(w.frame), ""
+	}
+	w.length = len(w.frame) + crlfLen(w.text) + crlfLen(w.html)
+	if !w.endsCRLF() {
+		w.length += 2
+	}
+	return w, msg, nil
+}
+
+// crlfLen is the length of s with every "\n" written as "\r\n".
+func crlfLen(s string) int { return len(s) + strings.Count(s, "\n") }
+
+// endsCRLF reports whether the frame with the bodies spliced in ends with
+// a line end: whether its last non-empty piece does. The bodies have no CR
+// (fits8bit), so a body written with CRLF line ends ends with one exactly
+// when it ends with "\n".
+func (w *wire) endsCRLF() bool {
+	crlf := []byte("\r\n")
+	switch {
+	case len(w.frame) > w.at[1]:
+		return bytes.HasSuffix(w.frame, crlf)
+	case w.html != "":
+		return strings.HasSuffix(w.html, "\n")
+	case w.at[1] > w.at[0]:
+		return bytes.HasSuffix(w.frame[:w.at[1]], crlf)
+	case w.text != "":
+		return strings.HasSuffix(w.text, "\n")
+	}
+	return bytes.HasSuffix(w.frame[:w.at[0]], crlf)
+}
+
+// Len is the length of the message WriteTo writes.
+func (w *wire) Len() int { return w.length }
+
+// WriteTo writes the message to dst: the frame with the bodies spliced in,
+// their lines ending in CRLF, and a final CRLF when the message would end
+// without one (as the DATA dot-writer adds it; see Bytes).
+func (w *wire) WriteTo(dst io.Writer) (int64, error) {
+	var total int64
+	for i, piece := range [...][]byte{w.frame[:w.at[0]], nil, w.frame[w.at[0]:w.at[1]], nil, w.frame[w.at[1]:]} {
+		var n int64
+		var err error
+		switch i {
+		case 1:
+			n, err = writeCRLF(dst, w.text)
+		case 3:
+			n, err = writeCRLF(dst, w.html)
+		default:
+			var k int
+			k, err = dst.Write(piece)
+			n = int64(k)
+		}
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	if !w.endsCRLF() {
+		n, err := io.WriteString(dst, "\r\n")
+		return total + int64(n), err
+	}
+	return total, nil
+}
+
 // build validates m and returns a fresh go-mail Msg for it, with 8bit
 // bodies when they fit and onlyQP is false (see Bytes). Each call returns a
 // new Msg because go-mail's WriteTo mutates the Msg it writes.
 func (m *Message) build(onlyQP bool) (*gomail.Msg, error) {
+	enc, err := m.check(onlyQP)
+	if err != nil {
+		return nil, err
+	}
+	// Unencoded bodies are written as they are, so their lines get their
+	// CRLF here (the SMTP dot-writer would add the CRs; Bytes must not
+	// differ); quoted-printable makes CRLF itself.
+	crlf := enc == gomail.NoEncoding
+	var html func(io.Writer) (int64, error)
+	if m.HTML != "" {
+		html = bodyWriter(m.HTML, crlf)
+	}
+	return m.newMsg(enc, bodyWriter(m.Text, crlf), html)
+}
+
+// check validates m and returns the encoding of its bodies: none (8bit)
+// when they fit and onlyQP is false, else quoted-printable.
+func (m *Message) check(onlyQP bool) (gomail.Encoding, error) {
 	if m == nil {
-		return nil, errors.New("mail: message is nil")
+		return "", errors.New("mail: message is nil")
 	}
 	if err := validMessageID(m.MessageID); err != nil {
-		return nil, fmt.Errorf("mail: message MessageID %q: %w", m.MessageID, err)
+		return "", fmt.Errorf("mail: message MessageID %q: %w", m.MessageID, err)
 	}
 	id := m.MessageID
 	if m.From == nil || m.From.Address == "" {
-		return nil, fmt.Errorf("mail: message %s: From is required", id)
+		return "", fmt.Errorf("mail: message %s: From is required", id)
 	}
 	if _, err := netmail.ParseAddress(m.From.String()); err != nil {
-		return nil, fmt.Errorf("mail: message %s: From %q: %w", id, m.From.Address, err)
+		return "", fmt.Errorf("mail: message %s: From %q: %w", id, m.From.Address, err)
 	}
-	to, err := netmail.ParseAddress(m.To)
-	if err != nil {
-		return nil, fmt.Errorf("mail: message %s: To %q: %w: %w", id, m.To, errBadRecipient, err)
+	if _, err := netmail.ParseAddress(m.To); err != nil {
+		return "", fmt.Errorf("mail: message %s: To %q: %w: %w", id, m.To, errBadRecipient, err)
 	}
 	if m.Date.IsZero() {
-		return nil, fmt.Errorf("mail: message %s: Date is required (output must be deterministic)", id)
+		return "", fmt.Errorf("mail: message %s: Date is required (output must be deterministic)", id)
 	}
 	if m.Text == "" {
-		return nil, fmt.Errorf("mail: message %s: Text is required", id)
+		return "", fmt.Errorf("mail: message %s: Text is required", id)
 	}
 	if strings.ContainsAny(m.Subject, "\r\n") {
-		return nil, fmt.Errorf("mail: message %s: Subject contains a line break", id)
+		return "", fmt.Errorf("mail: message %s: Subject contains a line break", id)
 	}
 	if m.ListID != "" && !printableASCII(m.ListID) {
-		return nil, fmt.Errorf("mail: message %s: ListID %q must be printable ASCII", id, m.ListID)
+		return "", fmt.Errorf("mail: message %s: ListID %q must be printable ASCII", id, m.ListID)
 	}
 
-	boundary := mimeBoundary(m)
 	// 8bit skips quoted-printable's per-byte encoding and its "=3D"s, a
 	// quarter of the cost of handing a digest over, and makes the message
 	// smaller.
@@ -139,10 +287,22 @@ func (m *Message) build(onlyQP bool) (*gomail.Msg, error) {
 	if !onlyQP && fits8bit(m.Text) && fits8bit(m.HTML) {
 		enc = gomail.NoEncoding
 	}
+	return enc, nil
+}
+
+// newMsg returns a go-mail Msg for m (validated by build) with the bodies
+// in encoding enc written by text and, when not nil, html (the HTML
+// alternative).
+func (m *Message) newMsg(enc gomail.Encoding, text, html func(io.Writer) (int64, error)) (*gomail.Msg, error) {
+	id := m.MessageID
+	to, err := netmail.ParseAddress(m.To)
+	if err != nil {
+		return nil, fmt.Errorf("mail: message %s: To %q: %w: %w", id, m.To, errBadRecipient, err)
+	}
 	msg := gomail.NewMsg(
 		gomail.WithCharset(gomail.CharsetUTF8),
 		gomail.WithEncoding(enc),
-		gomail.WithBoundary(boundary),
+		gomail.WithBoundary(mimeBoundary(m)),
 		gomail.WithNoDefaultUserAgent(),
 	)
 	msg.FromMailAddress(m.From)
@@ -160,13 +320,9 @@ func (m *Message) build(onlyQP bool) (*gomail.Msg, error) {
 	if err := setUnsubscribe(msg, m.UnsubscribeURL, m.UnsubscribeMailto); err != nil {
 		return nil, fmt.Errorf("mail: message %s: %w", id, err)
 	}
-	// Unencoded bodies are written as they are, so their lines get their
-	// CRLF here (the SMTP dot-writer would add the CRs; Bytes must not
-	// differ); quoted-printable makes CRLF itself.
-	crlf := enc == gomail.NoEncoding
-	msg.SetBodyWriter(gomail.TypeTextPlain, bodyWriter(m.Text, crlf))
-	if m.HTML != "" {
-		msg.AddAlternativeWriter(gomail.TypeTextHTML, bodyWriter(m.HTML, crlf))
+	msg.SetBodyWriter(gomail.TypeTextPlain, text)
+	if html != nil {
+		msg.AddAlternativeWriter(gomail.TypeTextHTML, html)
 	}
 	return msg, nil
 }
@@ -298,30 +454,35 @@ func bodyWriter(s string, crlf bool) func(io.Writer) (int64, error) {
 			return int64(n), err
 		}
 		if b, ok := w.(*bytes.Buffer); ok {
-			b.Grow(len(s) + strings.Count(s, "\n"))
+			b.Grow(crlfLen(s))
 		}
-		var total int64
-		for len(s) > 0 {
-			line := s
-			i := strings.IndexByte(s, '\n')
-			if i >= 0 {
-				line = s[:i]
-			}
-			n, err := io.WriteString(w, line)
-			total += int64(n)
-			if err != nil {
-				return total, err
-			}
-			if i < 0 {
-				break
-			}
-			n, err = io.WriteString(w, "\r\n")
-			total += int64(n)
-			if err != nil {
-				return total, err
-			}
-			s = s[i+1:]
-		}
-		return total, nil
+		return writeCRLF(w, s)
 	}
+}
+
+// writeCRLF writes s to w with every "\n" written as "\r\n".
+func writeCRLF(w io.Writer, s string) (int64, error) {
+	var total int64
+	for len(s) > 0 {
+		line := s
+		i := strings.IndexByte(s, '\n')
+		if i >= 0 {
+			line = s[:i]
+		}
+		n, err := io.WriteString(w, line)
+		total += int64(n)
+		if err != nil {
+			return total, err
+		}
+		if i < 0 {
+			break
+		}
+		n, err = io.WriteString(w, "\r\n")
+		total += int64(n)
+		if err != nil {
+			return total, err
+		}
+		s = s[i+1:]
+	}
+	return total, nil
 }

@@ -367,3 +367,62 @@ func TestFits8bit(t *testing.T) {
 		}
 	}
 }
+
+// goMailBytes is the message as go-mail writes it whole, bodies included
+// (as Bytes did before it spliced 8bit bodies into go-mail's frame).
+func goMailBytes(t *testing.T, m *Message) []byte {
+	t.Helper()
+	msg, err := m.build(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if _, err := msg.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasSuffix(b.Bytes(), []byte("\r\n")) {
+		b.WriteString("\r\n")
+	}
+	return b.Bytes()
+}
+
+// Bytes writes 8bit bodies into go-mail's frame itself: the result is
+// byte for byte what go-mail writes with the bodies, for bodies with and
+// without a final line end, text only or with HTML, ASCII or not.
+func TestBytesSplicedEqualsGoMail(t *testing.T) {
+	base := sampleMessage(t, "digest.7.daily-2026-11-29@followfeed.example")
+	variants := map[string]func(m *Message){
+		"sample":           func(*Message) {},
+		"text only":        func(m *Message) { m.HTML = "" },
+		"no final newline": func(m *Message) { m.Text = strings.TrimRight(m.Text, "\n"); m.HTML = strings.TrimRight(m.HTML, "\n") },
+		"text only, no final newline": func(m *Message) {
+			m.HTML, m.Text = "", strings.TrimRight(m.Text, "\n")
+		},
+		"one line each": func(m *Message) { m.Text, m.HTML = "x", "<p>y</p>" },
+		"blank lines":   func(m *Message) { m.Text, m.HTML = "\n\na\n\n", "\n" },
+		"ascii, minimal": func(m *Message) {
+			m.Subject, m.To, m.ListID, m.UnsubscribeURL, m.UnsubscribeMailto, m.AutoSubmitted = "Hello", "r@example.org", "", "", "", false
+		},
+		"long subject":    func(m *Message) { m.Subject = strings.Repeat("Ünïcode subject words ", 12) },
+		"mailto only":     func(m *Message) { m.UnsubscribeURL = "" },
+		"header-ish body": func(m *Message) { m.Text = "From: x\nSubject: y\n\n--followfeed-x\n" },
+	}
+	for name, change := range variants {
+		m := *base
+		change(&m)
+		got, err := m.Bytes()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if want := goMailBytes(t, &m); !bytes.Equal(got, want) {
+			t.Errorf("%s: Bytes differs from go-mail's rendering:\n%q\n----\n%q", name, got, want)
+		}
+		w, _, err := m.wire()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Len() != len(got) {
+			t.Errorf("%s: wire.Len() = %d, writes %d", name, w.Len(), len(got))
+		}
+	}
+}

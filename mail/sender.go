@@ -10,7 +10,9 @@ import (
 // Sender delivers one message; implementations are safe for concurrent use.
 // A nil error means the message was handed over (SMTP: the server replied
 // 250 to the final dot); reply then describes that hand-over. Every non-nil
-// error from the Senders of this package is a *SendError.
+// error from the Senders of this package is a *SendError. Send keeps
+// neither m nor its strings after it returns: the caller may reuse the
+// memory of the bodies for the next message (notify does).
 type Sender interface {
 	Send(ctx context.Context, m *Message) (reply string, err error)
 }

@@ -56,3 +56,38 @@ func BenchmarkMessageBytes100(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRenderDigest100Reused renders as a send job does: through one
+// Renderer, into the buffers of the previous digest.
+func BenchmarkRenderDigest100Reused(b *testing.B) {
+	c := benchContent()
+	var r Renderer
+	for b.Loop() {
+		if _, _, err := r.DigestReused(c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDigestMessage100Shared is what a send job does per digest
+// before the socket: render through a shared Renderer into its reused
+// buffers, then build the MIME message (Message.Bytes writes it as
+// SMTPSender sends it, but into a new buffer: SMTPSender writes it to the
+// connection).
+func BenchmarkDigestMessage100Shared(b *testing.B) {
+	c := benchContent()
+	var r Renderer
+	from := &netmail.Address{Address: "digest@followfeed.test"}
+	for b.Loop() {
+		text, html, err := r.DigestReused(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m := &mail.Message{From: from, To: "a@example.org", Subject: DigestSubject(c), Text: text, HTML: html,
+			MessageID: "digest.1.x@followfeed.test", Date: time.Now(), ListID: "followfeed digests <digests.followfeed.test>",
+			UnsubscribeURL: c.UnsubscribeURL, AutoSubmitted: true}
+		if _, err := m.Bytes(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,75 @@
+package notify
+
+import (
+	"bytes"
+	"strings"
+	"unicode/utf8"
+)
+
+// The plain-text part of a digest is written by the functions below, in
+// turn around each group's papers (Renderer.writePapers): textHead,
+// textGroupHead and textGroupFoot per group, textFoot. They were text
+// templates; written in Go they cost a digest no reflection. Lines are
+// wrapped at textWidth by wrapTo; URLs always stand alone, in full. An
+// example of the whole part is testdata/golden/sample.txt.
+
+// textHead writes the heading, the summary ("7 new papers"), the harvest
+// notice when there is one, and the line of an empty digest.
+func textHead(t *bytes.Buffer, v *digestView) {
+	wrapTo(t, "", "", v.Heading)
+	t.WriteString("\n")
+	t.WriteString(v.Summary)
+	if v.Notice != "" {
+		t.WriteString("\n\n")
+		wrapTo(t, "", "", v.Notice)
+	}
+	if v.Total == 0 {
+		t.WriteString("\n\n")
+		wrapTo(t, "", "", v.Nothing)
+	}
+}
+
+// textGroupHead writes a group's name, underlined, after two blank lines.
+func textGroupHead(t *bytes.Buffer, g groupView) {
+	t.WriteString("\n\n\n")
+	wrapTo(t, "", "", g.Name)
+	t.WriteString("\n")
+	t.WriteString(strings.Repeat("-", min(textWidth, max(3, utf8.RuneCountInString(g.Name)))))
+}
+
+// textGroupFoot writes the group's "…and N more papers from <group> in
+// your feed:" and the feed's URL, indented under the papers, when papers
+// were omitted; else nothing.
+func textGroupFoot(t *bytes.Buffer, g groupView) {
+	if g.Omitted == 0 {
+		return
+	}
+	t.WriteString("\n\n")
+	wrapTo(t, "   ", "   ", "…and "+morePapers(g.Omitted)+" from "+g.Name+" in your feed:")
+	t.WriteString("\n   ")
+	t.WriteString(g.FeedURL)
+}
+
+// textFoot writes the digest's "…and N more papers in your feed:" when
+// papers were omitted, then the signature: why the reader gets the mail,
+// the feed, "Manage preferences" and "Unsubscribe", each URL on its own
+// line. The part ends with a line end.
+func textFoot(t *bytes.Buffer, v *digestView) {
+	if v.Omitted != 0 {
+		t.WriteString("\n\n\n")
+		wrapTo(t, "", "", "…and "+morePapers(v.Omitted)+" in your feed:")
+		t.WriteString("\n")
+		t.WriteString(v.FeedURL)
+	}
+	t.WriteString("\n\n\n-- \n") // "-- " starts a signature (RFC 3676)
+	wrapTo(t, "", "", "You get this email because you follow authors or categories on followfeed.")
+	if v.FeedURL != "" {
+		t.WriteString("\n\nYour feed (Atom):\n")
+		t.WriteString(v.FeedURL)
+	}
+	t.WriteString("\n\nManage preferences:\n")
+	t.WriteString(v.ManageURL)
+	t.WriteString("\n\nUnsubscribe:\n")
+	t.WriteString(v.UnsubscribeURL)
+	t.WriteString("\n")
+}
