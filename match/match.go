@@ -473,7 +473,32 @@ func (s *Service) Matched(ctx context.Context, q Query) (Result, error) {
 // reasons the selection could not give, then the details of the papers of
 // queries that want them.
 func (s *Service) MatchedMany(ctx context.Context, qs []Query) ([]Result, error) {
-	return s.snapshot(ctx, qs, matchedManyIn)
+	return s.snapshot(ctx, qs, func(ctx context.Context, tx pgx.Tx, qs []Query) ([]Result, error) {
+		rs, _, err := matchedManyIn(ctx, tx, qs, nil)
+		return rs, err
+	})
+}
+
+// MatchedManyFollows is MatchedMany that also returns, read in the same
+// snapshot, the follows of users and of the queries' users (each list
+// newest first, as follow.Service.AllMany; users without follows absent),
+// which the selection of bounded windows reads anyway: digests group their
+// papers by them.
+func (s *Service) MatchedManyFollows(ctx context.Context, qs []Query, users []int64) ([]Result, map[int64][]follow.Follow, error) {
+	var follows map[int64][]follow.Follow
+	rs, err := s.snapshot(ctx, qs, func(ctx context.Context, tx pgx.Tx, qs []Query) ([]Result, error) {
+		rs, expanded, err := matchedManyIn(ctx, tx, qs, users)
+		follows = make(map[int64][]follow.Follow, len(expanded))
+		for u, es := range expanded {
+			fs := make([]follow.Follow, len(es))
+			for i, e := range es {
+				fs[i] = e.Follow
+			}
+			follows[u] = fs
+		}
+		return rs, err
+	})
+	return rs, follows, err
 }
 
 // snapshot runs in(qs) in a repeatable-read transaction.
@@ -489,8 +514,9 @@ func (s *Service) snapshot(ctx context.Context, qs []Query, in func(context.Cont
 
 // matchedManyIn is MatchedIn with the queries of a bounded window answered
 // by the windowed path (window.go): the same results, with each distinct
-// key of a window read once for the batch.
-func matchedManyIn(ctx context.Context, tx pgx.Tx, qs []Query) ([]Result, error) {
+// key of a window read once for the batch. It also returns the follows of
+// users and of those queries' users.
+func matchedManyIn(ctx context.Context, tx pgx.Tx, qs []Query, users []int64) ([]Result, map[int64][]follow.Expanded, error) {
 	w := &windowed{qs: qs}
 	var perUser []int
 	for i, q := range qs {
@@ -500,8 +526,9 @@ func matchedManyIn(ctx context.Context, tx pgx.Tx, qs []Query) ([]Result, error)
 			perUser = append(perUser, i)
 		}
 	}
-	if len(w.idx) == 0 {
-		return MatchedIn(ctx, tx, qs)
+	if len(w.idx) == 0 && len(users) == 0 {
+		rs, err := MatchedIn(ctx, tx, qs)
+		return rs, nil, err
 	}
 	results := make([]Result, len(qs))
 	needReasons := map[int][]int64{}
@@ -517,20 +544,20 @@ func matchedManyIn(ctx context.Context, tx pgx.Tx, qs []Query) ([]Result, error)
 	b := &pgx.Batch{}
 	b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
 	queueSubset(b, qs, perUser, results, needReasons)
-	w.queueFollows(b)
+	w.queueFollows(b, users)
 	if err := send(b); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	b = &pgx.Batch{}
 	w.queueRows(b)
 	if err := send(b); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	users, only, after, papers := w.merge()
+	pu, only, after, papers := w.merge()
 	seen := map[int]bool{}
 	b = &pgx.Batch{}
 	if len(papers) > 0 {
-		b.Queue(seenSQL, users, only, after, papers).Query(func(rows pgx.Rows) error {
+		b.Queue(seenSQL, pu, only, after, papers).Query(func(rows pgx.Rows) error {
 			var n int32
 			_, err := pgx.ForEachRow(rows, []any{&n}, func() error {
 				seen[int(n)] = true
@@ -544,10 +571,11 @@ func matchedManyIn(ctx context.Context, tx pgx.Tx, qs []Query) ([]Result, error)
 	}
 	queueSubset(b, qs, w.redo, results, needReasons)
 	if err := send(b); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	w.results(seen, results, needReasons)
-	return finishMatched(ctx, tx, qs, results, needReasons)
+	rs, err := finishMatched(ctx, tx, qs, results, needReasons)
+	return rs, w.follows, err
 }
 
 // queueSubset queues on b matchedManySQL for the queries of qs at idx,

@@ -33,18 +33,6 @@ import (
 // follows, then their keys' rows), and a third when there are papers to
 // probe or queries to send the per-user way.
 
-// windowFollowsSQL lists the follows of users $1 with their rank in each
-// user's follows list (created_at, key, as matchedManySQL ranks them) and,
-// when the registry knows the key, every key of its person or institution
-// (the key included): one primary-key probe of identity_keys per follow
-// and an index-only scan of its identity's keys.
-const windowFollowsSQL = `
-	SELECT f.user_id, f.key, f.include_cross_lists, f.include_replacements,
-	       dense_rank() OVER (PARTITION BY f.user_id ORDER BY f.created_at, f.key)::int,
-	       (SELECT array_agg(k2.key) FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
-	        WHERE k1.key = f.key)
-	FROM follows f WHERE f.user_id = ANY($1)`
-
 // windowDisputesSQL lists what users $1 said is not by the person they
 // follow.
 const windowDisputesSQL = `SELECT user_id, follow_key, paper_id FROM identity_disputes WHERE user_id = ANY($1)`
@@ -83,20 +71,19 @@ const seenSQL = `
 	CROSS JOIN LATERAL (SELECT q.paper_id, false AS new_in_window) c
 	WHERE ` + seenProbeSQL
 
-// windowFollow is one follow of a user as the windowed path needs it.
-type windowFollow struct {
-	key         string
-	cross, repl bool
-	rank        int32
-	keys        []string // its person's or institution's keys; nil: key alone
+// expansion is the keys f reaches.
+func expansion(f *follow.Expanded) []string {
+	if f.Keys == nil {
+		return []string{f.Key}
+	}
+	return f.Keys
 }
 
-// expansion is the keys a follow reaches.
-func (f *windowFollow) expansion() []string {
-	if f.keys == nil {
-		return []string{f.key}
-	}
-	return f.keys
+// owner is the follow a key goes with, and its rank in the user's follows
+// list (1 for the oldest: created_at, key, as matchedManySQL ranks them).
+type owner struct {
+	f    *follow.Expanded
+	rank int32
 }
 
 // keyRow is one row of a key in a window.
@@ -125,9 +112,9 @@ type windowCand struct {
 // windowed is the windowed path's state over one batch.
 type windowed struct {
 	qs       []Query
-	idx      []int // the queries of qs it answers
-	follows  map[int64][]windowFollow
-	disputes map[[2]int64][]string // (user, paper): follow keys
+	idx      []int                       // the queries of qs it answers
+	follows  map[int64][]follow.Expanded // newest first
+	disputes map[[2]int64][]string       // (user, paper): follow keys
 	windows  map[[2]int64]map[string]*windowKey
 	cands    map[int][]windowCand // per query index
 	redo     []int                // queries a truncated key makes go the per-user way
@@ -137,39 +124,16 @@ type windowed struct {
 func bounded(q Query) bool { return q.AfterSeq > 0 || q.UpToSeq > 0 }
 
 // queueFollows queues on b the reads of the follows and disputes of w's
-// users.
-func (w *windowed) queueFollows(b *pgx.Batch) {
-	var users []int64
+// users and of users.
+func (w *windowed) queueFollows(b *pgx.Batch, users []int64) {
+	users = slices.Clone(users)
 	for _, qi := range w.idx {
 		if u := w.qs[qi].UserID; !slices.Contains(users, u) {
 			users = append(users, u)
 		}
 	}
-	w.follows = map[int64][]windowFollow{}
 	w.disputes = map[[2]int64][]string{}
-	b.Queue(windowFollowsSQL, users).Query(func(rows pgx.Rows) error {
-		var (
-			user        int64
-			key         string
-			cross, repl bool
-			rank        int32
-			keys        []string
-		)
-		for rows.Next() {
-			keys = nil
-			if err := rows.Scan(&user, &key, &cross, &repl, &rank, &keys); err != nil {
-				return fmt.Errorf("reading follows: %w", err)
-			}
-			w.follows[user] = append(w.follows[user], windowFollow{key: key, cross: cross, repl: repl, rank: rank, keys: keys})
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("reading the follows of %d users: %w", len(users), err)
-		}
-		for _, fs := range w.follows {
-			slices.SortFunc(fs, func(a, b windowFollow) int { return int(a.rank - b.rank) })
-		}
-		return nil
-	})
+	follow.QueueExpandedMany(b, users, func(m map[int64][]follow.Expanded) { w.follows = m })
 	b.Queue(windowDisputesSQL, users).Query(func(rows pgx.Rows) error {
 		var user, paperID int64
 		var key string
@@ -187,28 +151,28 @@ func (w *windowed) queueFollows(b *pgx.Batch) {
 
 // owners returns the keys q's follows reach, each with the follow it goes
 // with (of two follows reaching a key, the one made first), in the order
-// the follows reach them.
-func (w *windowed) owners(q Query) ([]string, []*windowFollow) {
+// of the follows, oldest first.
+func (w *windowed) owners(q Query) ([]string, []owner) {
 	fs := w.follows[q.UserID]
 	only := ""
 	if q.Only != nil {
 		only = q.Only.Key()
 	}
 	var keys []string
-	var owner []*windowFollow
-	for i := range fs {
+	var owners []owner
+	for i := len(fs) - 1; i >= 0; i-- {
 		f := &fs[i]
-		if only != "" && f.key != only {
+		if only != "" && f.Key != only {
 			continue
 		}
-		for _, k := range f.expansion() {
+		for _, k := range expansion(f) {
 			if !slices.Contains(keys, k) {
 				keys = append(keys, k)
-				owner = append(owner, f)
+				owners = append(owners, owner{f, int32(len(fs) - i)})
 			}
 		}
 	}
-	return keys, owner
+	return keys, owners
 }
 
 // queueRows queues on b the reads of the rows, in their windows, of the
@@ -314,7 +278,7 @@ func (w *windowed) merge() (users []int64, only []string, after, papers []int64)
 	for _, qi := range w.idx {
 		q := w.qs[qi]
 		m := w.windows[windowOf(q)]
-		keys, owner := w.owners(q)
+		keys, owners := w.owners(q)
 		byPaper := map[int64]int{}
 		var cs []windowCand
 		add := func(r keyRow, rank int32) {
@@ -333,17 +297,18 @@ func (w *windowed) merge() (users []int64, only []string, after, papers []int64)
 		}
 		redo := false
 		for ki, k := range keys {
-			wk, f := m[k], owner[ki]
+			wk, o := m[k], owners[ki]
+			f := o.f
 			n := 0
 			for _, r := range wk.rows {
 				if n == maxWindowRowsPerKey {
 					break
 				}
-				if (!f.cross && r.cross) || (!f.repl && r.replacement) || w.disputed(q.UserID, r.paperID, f) {
+				if (!f.IncludeCrossLists && r.cross) || (!f.IncludeReplacements && r.replacement) || w.disputed(q.UserID, r.paperID, f) {
 					continue
 				}
 				n++
-				add(r, f.rank)
+				add(r, o.rank)
 			}
 			if wk.truncated && n < len(wk.rows) {
 				redo = true
@@ -353,11 +318,11 @@ func (w *windowed) merge() (users []int64, only []string, after, papers []int64)
 				if n == maxWindowRowsPerKey {
 					break
 				}
-				if !f.repl && r.replacement {
+				if !f.IncludeReplacements && r.replacement {
 					continue
 				}
 				n++
-				add(r, f.rank)
+				add(r, o.rank)
 			}
 			if wk.truncated && n < len(wk.hits) {
 				redo = true
@@ -383,10 +348,10 @@ func (w *windowed) merge() (users []int64, only []string, after, papers []int64)
 }
 
 // disputed says whether the user said paper is not by the person of f.
-func (w *windowed) disputed(user, paperID int64, f *windowFollow) bool {
+func (w *windowed) disputed(user, paperID int64, f *follow.Expanded) bool {
 	ds := w.disputes[[2]int64{user, paperID}]
 	for _, d := range ds {
-		if slices.Contains(f.expansion(), d) {
+		if slices.Contains(expansion(f), d) {
 			return true
 		}
 	}
@@ -424,10 +389,7 @@ func (w *windowed) results(seen map[int]bool, results []Result, needReasons map[
 		r.Total = len(kept)
 		kept = kept[:min(len(kept), limit)]
 		r.Papers = make([]Paper, 0, len(kept))
-		byRank := map[int32]string{}
-		for _, f := range w.follows[q.UserID] {
-			byRank[f.rank] = f.key
-		}
+		fs := w.follows[q.UserID]
 		for _, c := range kept {
 			p := Paper{ID: c.id, Seq: c.seq, Replaced: c.seen || !c.first}
 			if c.newIn && q.IDsOnly && q.Only == nil {
@@ -435,7 +397,7 @@ func (w *windowed) results(seen map[int]bool, results []Result, needReasons map[
 				// the order of their follows.
 				keys := make([]string, 0, len(c.ranks))
 				for _, rk := range c.ranks {
-					keys = append(keys, byRank[rk])
+					keys = append(keys, fs[len(fs)-int(rk)].Key)
 				}
 				p.Reasons = reasonsFromKeys(keys, targets)
 			} else {

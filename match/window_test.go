@@ -145,6 +145,11 @@ func windowedEqualsPerUser(t *testing.T, minPapers int) {
 			add("query", words[rnd.IntN(len(words))])
 		}
 	}
+	// Follows made at once (an import): the list's order, and so which
+	// follow a key goes with, falls to the keys.
+	if _, err := e.db.Pool.Exec(e.ctx, `UPDATE follows SET created_at = '2026-11-01' WHERE user_id % 3 = 0`); err != nil {
+		t.Fatal(err)
+	}
 	marks := []int64{e.high()}
 	n := 0
 	for batch := range 5 {
@@ -208,13 +213,39 @@ func windowedEqualsPerUser(t *testing.T, minPapers int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := match.PerUserMatchedMany(e.m, e.ctx, batch)
+		// With the follows: of the queries' users and of others.
+		withFollows, fs, err := e.m.MatchedManyFollows(e.ctx, batch, users[:3])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(withFollows, got) {
+			t.Errorf("MatchedManyFollows's results differ from MatchedMany's")
+		}
+		want := map[int64]bool{}
+		for _, u := range users[:3] {
+			want[u] = true
+		}
+		for _, q := range batch {
+			want[q.UserID] = true
+		}
+		var wantUsers []int64
+		for u := range want {
+			wantUsers = append(wantUsers, u)
+		}
+		all, err := e.follows.AllMany(e.ctx, wantUsers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(fs, all) {
+			t.Errorf("MatchedManyFollows's follows differ from AllMany's")
+		}
+		perUser, err := match.PerUserMatchedMany(e.m, e.ctx, batch)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range batch {
-			if !reflect.DeepEqual(got[i], want[i]) {
-				t.Errorf("query %+v:\n got %s\nwant %s", batch[i], describe(got[i]), describe(want[i]))
+			if !reflect.DeepEqual(got[i], perUser[i]) {
+				t.Errorf("query %+v:\n got %s\nwant %s", batch[i], describe(got[i]), describe(perUser[i]))
 			}
 		}
 	}
