@@ -100,14 +100,21 @@ type windowKey struct {
 	truncated bool
 }
 
-// windowCand is a paper one query's follows select in its window.
+// windowCand is a paper one query's follows select in its window (small:
+// a digest batch has some 20,000, sorted per query).
 type windowCand struct {
-	id, seq                  int64
+	id, seq int64
+	// ranks: the ranks of the follows whose rows hit it, in rank order (the
+	// keys are read in the order of their follows), a list in
+	// windowed.ranks from head to tail (1-based indices; 0: none).
+	head, tail               int32
+	seenIdx                  int32 // its seen probe's ordinal; 0: none
 	first, replacedIn, newIn bool
-	ranks                    []int32
 	seen                     bool
-	seenIdx                  int
 }
+
+// rankLink is one element of a candidate's list of ranks.
+type rankLink struct{ rank, next int32 }
 
 // windowed is the windowed path's state over one batch.
 type windowed struct {
@@ -117,6 +124,7 @@ type windowed struct {
 	disputes map[[2]int64][]string       // (user, paper): follow keys
 	windows  map[[2]int64]map[string]*windowKey
 	cands    map[int][]windowCand // per query index
+	ranks    []rankLink           // the candidates' lists of ranks
 	redo     []int                // queries a truncated key makes go the per-user way
 }
 
@@ -275,11 +283,12 @@ func windowOf(q Query) [2]int64 {
 // start, paper).
 func (w *windowed) merge() (users []int64, only []string, after, papers []int64) {
 	w.cands = map[int][]windowCand{}
+	byPaper := map[int64]int{}
 	for _, qi := range w.idx {
 		q := w.qs[qi]
 		m := w.windows[windowOf(q)]
 		keys, owners := w.owners(q)
-		byPaper := map[int64]int{}
+		clear(byPaper)
 		var cs []windowCand
 		add := func(r keyRow, rank int32) {
 			i, ok := byPaper[r.paperID]
@@ -293,7 +302,14 @@ func (w *windowed) merge() (users []int64, only []string, after, papers []int64)
 			c.first = c.first || !r.replacement
 			c.replacedIn = c.replacedIn || r.replacement
 			c.newIn = c.newIn || r.fresh
-			c.ranks = append(c.ranks, rank)
+			w.ranks = append(w.ranks, rankLink{rank: rank})
+			l := int32(len(w.ranks))
+			if c.tail == 0 {
+				c.head = l
+			} else {
+				w.ranks[c.tail-1].next = l
+			}
+			c.tail = l
 		}
 		redo := false
 		for ki, k := range keys {
@@ -338,7 +354,7 @@ func (w *windowed) merge() (users []int64, only []string, after, papers []int64)
 		}
 		for i := range cs {
 			if q.AfterSeq > 0 && !cs[i].newIn {
-				cs[i].seenIdx = len(papers) + 1
+				cs[i].seenIdx = int32(len(papers) + 1)
 				users, only, after, papers = append(users, q.UserID), append(only, only1), append(after, q.AfterSeq), append(papers, cs[i].id)
 			}
 		}
@@ -363,11 +379,12 @@ func (w *windowed) disputed(user, paperID int64, f *follow.Expanded) bool {
 // them).
 func (w *windowed) results(seen map[int]bool, results []Result, needReasons map[int][]int64) {
 	targets := map[string]follow.Target{}
+	var keys []string
 	for qi, cs := range w.cands {
 		q := w.qs[qi]
 		kept := cs[:0]
 		for _, c := range cs {
-			c.seen = c.seenIdx > 0 && seen[c.seenIdx]
+			c.seen = c.seenIdx > 0 && seen[int(c.seenIdx)]
 			if !c.seen || c.replacedIn {
 				kept = append(kept, c)
 			}
@@ -393,11 +410,9 @@ func (w *windowed) results(seen map[int]bool, results []Result, needReasons map[
 		for _, c := range kept {
 			p := Paper{ID: c.id, Seq: c.seq, Replaced: c.seen || !c.first}
 			if c.newIn && q.IDsOnly && q.Only == nil {
-				// c.ranks are in rank order: the keys are read in
-				// the order of their follows.
-				keys := make([]string, 0, len(c.ranks))
-				for _, rk := range c.ranks {
-					keys = append(keys, fs[len(fs)-int(rk)].Key)
+				keys = keys[:0]
+				for l := c.head; l != 0; l = w.ranks[l-1].next {
+					keys = append(keys, fs[len(fs)-int(w.ranks[l-1].rank)].Key)
 				}
 				p.Reasons = reasonsFromKeys(keys, targets)
 			} else {
