@@ -467,11 +467,12 @@ func (s *Service) Matched(ctx context.Context, q Query) (Result, error) {
 	return rs[0], nil
 }
 
-// MatchedMany is Matched for several queries (users) at once, in one
-// statement: digests are built in batches. Results are in the order of qs.
-// It reads in one repeatable-read snapshot: select the matches, load the
-// reasons the selection could not give, then the details of the papers of
-// queries that want them.
+// MatchedMany is Matched for several queries (users) at once: digests and
+// channels are built in batches. Results are in the order of qs. It reads
+// in one repeatable-read snapshot: select the matches (the queries with a
+// bounded window set-based over the batch, window.go; the others, "ever",
+// in one matchedManySQL statement), load the reasons the selection could
+// not give, then the details of the papers of queries that want them.
 func (s *Service) MatchedMany(ctx context.Context, qs []Query) ([]Result, error) {
 	return s.snapshot(ctx, qs, func(ctx context.Context, tx pgx.Tx, qs []Query) ([]Result, error) {
 		rs, _, err := matchedManyIn(ctx, tx, qs, nil)
@@ -615,10 +616,11 @@ func finishMatched(ctx context.Context, tx pgx.Tx, qs []Query, results []Result,
 	return results, nil
 }
 
-// MatchedIn is MatchedMany inside tx, which should be a repeatable-read
-// transaction (one snapshot): a feed render on the read replica
-// (database.DB.Read) runs it with the follows it shows. It sets
-// plan_cache_mode = force_generic_plan for the rest of tx.
+// MatchedIn gives MatchedMany's results inside tx, which should be a
+// repeatable-read transaction (one snapshot), selecting every query with
+// the per-user statement (matchedManySQL, one round trip): a feed render on
+// the read replica (database.DB.Read) runs it with the follows it shows. It
+// sets plan_cache_mode = force_generic_plan for the rest of tx.
 func MatchedIn(ctx context.Context, tx pgx.Tx, qs []Query) ([]Result, error) {
 	var b pgx.Batch
 	finish := QueueMatchedIn(&b, qs)
@@ -692,7 +694,8 @@ func newQueryArrays(qs []Query) queryArrays {
 	return a
 }
 
-// matchedManySQL selects the matched papers of a batch of queries.
+// matchedManySQL selects the matched papers of a batch of queries: feeds'
+// ("ever"), and the reference the windowed path (window.go) must equal.
 //
 // Per query (user), in a LATERAL subquery so that every sort and aggregate
 // works on one user's few hundred rows rather than on the whole batch's tens

@@ -13,8 +13,9 @@ import (
 // window (digests, channels), computed set-based over the batch. The
 // queries of a batch mostly share a window and, the follows being
 // Zipf-distributed, most of their keys (a digest batch of 50 readers
-// expands to ~2,000 keys, ~1,400 distinct, whose rows in a day's window
-// are ~1,900 rather than the ~25,000 the per-user statement reads). So
+// expands to ~2,000 keys, ~1,400 distinct, whose rows in a window of
+// 8,000 key rows are ~1,900 rather than the ~25,000 the per-user statement
+// reads, at scale S). So
 // PostgreSQL reads each distinct key's rows in a window once, and the
 // per-user work matchedManySQL does (the follow each key goes with, the
 // cross-list, replacement and dispute filters, grouping by paper, the
