@@ -121,7 +121,7 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		return nil, err
 	}
 	s.digester = notify.NewDigester(notify.DigesterConfig{
-		DB: db, Matcher: s.matcher, Follows: s.follows, Sender: s.sender, Enqueuer: s.enqueuer,
+		DB: db, Matcher: s.matcher, Sender: s.sender, Enqueuer: s.enqueuer,
 		Links: feedLinks{s.feeds}, Addresses: s.addrs, From: cfg.MailFrom, BaseURL: cfg.PublicURL,
 		Mailto: cfg.MailUnsubscribeMailto, Logger: logger, Now: hooks.Now,
 		Calendar: arxivcal.New(cfg.ArxivHolidays), Health: s.health,

@@ -388,29 +388,72 @@ func allFollows(ctx context.Context, q interface {
 // AllMany returns the follows of several users at once, each list newest
 // first; users without follows are absent.
 func (s *Service) AllMany(ctx context.Context, userIDs []int64) (map[int64][]Follow, error) {
-	rows, err := s.db.Pool.Query(ctx, `
-		SELECT user_id, `+followColumns+` FROM follows WHERE user_id = ANY($1)
-		ORDER BY user_id, created_at DESC, key DESC`, userIDs)
-	if err != nil {
-		return nil, fmt.Errorf("listing follows of %d users: %w", len(userIDs), err)
+	var b pgx.Batch
+	var got map[int64][]Expanded
+	QueueExpandedMany(&b, userIDs, func(m map[int64][]Expanded) { got = m })
+	if err := s.db.Pool.SendBatch(ctx, &b).Close(); err != nil {
+		return nil, err
 	}
-	defer rows.Close()
-	out := map[int64][]Follow{}
-	for rows.Next() {
-		var uid int64
-		var f Follow
-		var key string
-		if err := rows.Scan(&uid, &key, &f.IncludeCrossLists, &f.IncludeReplacements, &f.Label, &f.CreatedAt, &f.Name); err != nil {
-			return nil, fmt.Errorf("reading follow: %w", err)
+	out := make(map[int64][]Follow, len(got))
+	for u, es := range got {
+		fs := make([]Follow, len(es))
+		for i, e := range es {
+			fs[i] = e.Follow
 		}
-		t, err := TargetFromKey(key)
-		if err != nil {
-			return nil, fmt.Errorf("reading follow key %q: %w", key, err)
-		}
-		f.Target = t
-		out[uid] = append(out[uid], f)
+		out[u] = fs
 	}
-	return out, rows.Err()
+	return out, nil
+}
+
+// Expanded is a follow with its stored key and, when the identity registry
+// knows the key, every key of its person or institution (Keys, the key
+// included; nil otherwise): the keys whose papers it matches.
+type Expanded struct {
+	Follow
+	Key  string
+	Keys []string
+}
+
+// expandedManySQL lists the follows of users $1, each list newest first,
+// with the registry's name and keys of each: one primary-key probe of
+// identity_keys per follow (joined, not a subquery per column), the
+// identity's row and an index-only scan of its keys.
+const expandedManySQL = `
+	SELECT f.user_id, f.key, f.include_cross_lists, f.include_replacements, coalesce(f.label, ''), f.created_at,
+	       coalesce(i.name, ''),
+	       CASE WHEN k1.identity_id IS NOT NULL THEN ARRAY(SELECT k2.key FROM identity_keys k2 WHERE k2.identity_id = k1.identity_id) END
+	FROM follows f
+	LEFT JOIN identity_keys k1 ON k1.key = f.key
+	LEFT JOIN identities i ON i.id = k1.identity_id
+	WHERE f.user_id = ANY($1)
+	ORDER BY f.user_id, f.created_at DESC, f.key DESC`
+
+// QueueExpandedMany queues on b the read of the follows of several users at
+// once, each list newest first (as AllMany), with their keys; once b has
+// been read, done has them (users without follows absent).
+func QueueExpandedMany(b *pgx.Batch, userIDs []int64, done func(map[int64][]Expanded)) {
+	b.Queue(expandedManySQL, userIDs).Query(func(rows pgx.Rows) error {
+		out := map[int64][]Expanded{}
+		for rows.Next() {
+			var uid int64
+			var e Expanded
+			f := &e.Follow
+			if err := rows.Scan(&uid, &e.Key, &f.IncludeCrossLists, &f.IncludeReplacements, &f.Label, &f.CreatedAt, &f.Name, &e.Keys); err != nil {
+				return fmt.Errorf("reading follow: %w", err)
+			}
+			t, err := TargetFromKey(e.Key)
+			if err != nil {
+				return fmt.Errorf("reading follow key %q: %w", e.Key, err)
+			}
+			f.Target = t
+			out[uid] = append(out[uid], e)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("listing follows of %d users: %w", len(userIDs), err)
+		}
+		done(out)
+		return nil
+	})
 }
 
 // followColumns are a follow's columns and, by one primary-key probe of

@@ -450,8 +450,9 @@ type Result struct {
 }
 
 // maxWindowRowsPerKey bounds the rows read per followed key in a window: a
-// day of cs.LG is a few hundred.
-const maxWindowRowsPerKey = 10_000
+// day of cs.LG is a few hundred. A variable only so that a test can make
+// the cap bind (SetWindowRowsPerKey); nothing else changes it.
+var maxWindowRowsPerKey = 10_000
 
 // Matched returns the user's matched papers in the query's window, newest
 // match first, each paper once with every reason. Feeds and digests both
@@ -466,25 +467,160 @@ func (s *Service) Matched(ctx context.Context, q Query) (Result, error) {
 	return rs[0], nil
 }
 
-// MatchedMany is Matched for several queries (users) at once, in one
-// statement: digests are built in batches. Results are in the order of qs.
-// It reads in one repeatable-read snapshot: select the matches, load the
-// reasons the selection could not give, then the details of the papers of
-// queries that want them.
+// MatchedMany is Matched for several queries (users) at once: digests and
+// channels are built in batches. Results are in the order of qs. It reads
+// in one repeatable-read snapshot: select the matches (the queries with a
+// bounded window set-based over the batch, window.go; the others, "ever",
+// in one matchedManySQL statement), load the reasons the selection could
+// not give, then the details of the papers of queries that want them.
 func (s *Service) MatchedMany(ctx context.Context, qs []Query) ([]Result, error) {
+	return s.snapshot(ctx, qs, func(ctx context.Context, tx pgx.Tx, qs []Query) ([]Result, error) {
+		rs, _, err := matchedManyIn(ctx, tx, qs, nil)
+		return rs, err
+	})
+}
+
+// MatchedManyFollows is MatchedMany that also returns, read in the same
+// snapshot, the follows of users and of the queries' users (each list
+// newest first, as follow.Service.AllMany; users without follows absent),
+// which the selection of bounded windows reads anyway: digests group their
+// papers by them.
+func (s *Service) MatchedManyFollows(ctx context.Context, qs []Query, users []int64) ([]Result, map[int64][]follow.Follow, error) {
+	var follows map[int64][]follow.Follow
+	rs, err := s.snapshot(ctx, qs, func(ctx context.Context, tx pgx.Tx, qs []Query) ([]Result, error) {
+		rs, expanded, err := matchedManyIn(ctx, tx, qs, users)
+		follows = make(map[int64][]follow.Follow, len(expanded))
+		for u, es := range expanded {
+			fs := make([]follow.Follow, len(es))
+			for i, e := range es {
+				fs[i] = e.Follow
+			}
+			follows[u] = fs
+		}
+		return rs, err
+	})
+	return rs, follows, err
+}
+
+// snapshot runs in(qs) in a repeatable-read transaction.
+func (s *Service) snapshot(ctx context.Context, qs []Query, in func(context.Context, pgx.Tx, []Query) ([]Result, error)) ([]Result, error) {
 	var results []Result
 	err := s.db.InTxIso(ctx, pgx.RepeatableRead, func(tx pgx.Tx) error {
 		var err error
-		results, err = MatchedIn(ctx, tx, qs)
+		results, err = in(ctx, tx, qs)
 		return err
 	})
 	return results, err
 }
 
-// MatchedIn is MatchedMany inside tx, which should be a repeatable-read
-// transaction (one snapshot): a feed render on the read replica
-// (database.DB.Read) runs it with the follows it shows. It sets
-// plan_cache_mode = force_generic_plan for the rest of tx.
+// matchedManyIn is MatchedIn with the queries of a bounded window answered
+// by the windowed path (window.go): the same results, with each distinct
+// key of a window read once for the batch. It also returns the follows of
+// users and of those queries' users.
+func matchedManyIn(ctx context.Context, tx pgx.Tx, qs []Query, users []int64) ([]Result, map[int64][]follow.Expanded, error) {
+	w := &windowed{qs: qs}
+	var perUser []int
+	for i, q := range qs {
+		if bounded(q) {
+			w.idx = append(w.idx, i)
+		} else {
+			perUser = append(perUser, i)
+		}
+	}
+	if len(w.idx) == 0 && len(users) == 0 {
+		rs, err := MatchedIn(ctx, tx, qs)
+		return rs, nil, err
+	}
+	results := make([]Result, len(qs))
+	needReasons := map[int][]int64{}
+	send := func(b *pgx.Batch) error {
+		if b.Len() == 0 {
+			return nil
+		}
+		return tx.SendBatch(ctx, b).Close()
+	}
+	// The follows first (and the per-user selection of the other
+	// queries), then the rows of their keys, then the seen probes (and the
+	// per-user selection of the queries a truncated key sends that way).
+	b := &pgx.Batch{}
+	b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
+	queueSubset(b, qs, perUser, results, needReasons)
+	w.queueFollows(b, users)
+	if err := send(b); err != nil {
+		return nil, nil, err
+	}
+	b = &pgx.Batch{}
+	w.queueRows(b)
+	if err := send(b); err != nil {
+		return nil, nil, err
+	}
+	pu, only, after, papers := w.merge()
+	seen := map[int]bool{}
+	b = &pgx.Batch{}
+	if len(papers) > 0 {
+		b.Queue(seenSQL, pu, only, after, papers).Query(func(rows pgx.Rows) error {
+			var n int32
+			_, err := pgx.ForEachRow(rows, []any{&n}, func() error {
+				seen[int(n)] = true
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("probing %d papers' earlier matches: %w", len(papers), err)
+			}
+			return nil
+		})
+	}
+	queueSubset(b, qs, w.redo, results, needReasons)
+	if err := send(b); err != nil {
+		return nil, nil, err
+	}
+	w.results(seen, results, needReasons)
+	rs, err := finishMatched(ctx, tx, qs, results, needReasons)
+	return rs, w.follows, err
+}
+
+// queueSubset queues on b matchedManySQL for the queries of qs at idx,
+// which sets their results and needReasons (by index into qs).
+func queueSubset(b *pgx.Batch, qs []Query, idx []int, results []Result, needReasons map[int][]int64) {
+	if len(idx) == 0 {
+		return
+	}
+	sub := make([]Query, len(idx))
+	for j, i := range idx {
+		sub[j] = qs[i]
+	}
+	queueSelect(b, sub, func(rs []Result, need map[int][]int64) {
+		for j, r := range rs {
+			results[idx[j]] = r
+		}
+		for j, ids := range need {
+			needReasons[idx[j]] = ids
+		}
+	})
+}
+
+// finishMatched reads the reasons the selection could not give and the
+// details of the papers of queries that want them, then the events.
+func finishMatched(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, needReasons map[int][]int64) ([]Result, error) {
+	var b pgx.Batch
+	queueReasons(&b, qs, results, needReasons)
+	queueDetails(&b, qs, results)
+	if b.Len() > 0 {
+		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+			return nil, err
+		}
+	}
+	if err := fillEvents(ctx, tx, qs, results); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// MatchedIn gives MatchedMany's results inside tx, which should be a
+// repeatable-read transaction (one snapshot), selecting every query with
+// the per-user statement (matchedManySQL, one round trip): a feed render on
+// the read replica (database.DB.Read) runs it with the follows it shows. It
+// sets plan_cache_mode = force_generic_plan for the rest of tx.
 func MatchedIn(ctx context.Context, tx pgx.Tx, qs []Query) ([]Result, error) {
 	var b pgx.Batch
 	finish := QueueMatchedIn(&b, qs)
@@ -518,18 +654,7 @@ func QueueMatchedIn(b *pgx.Batch, qs []Query) (finish func(ctx context.Context, 
 	var needReasons map[int][]int64
 	queueSelect(b, qs, func(r []Result, need map[int][]int64) { results, needReasons = r, need })
 	return func(ctx context.Context, tx pgx.Tx) ([]Result, error) {
-		var b pgx.Batch
-		queueReasons(&b, qs, results, needReasons)
-		queueDetails(&b, qs, results)
-		if b.Len() > 0 {
-			if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-				return nil, err
-			}
-		}
-		if err := fillEvents(ctx, tx, qs, results); err != nil {
-			return nil, err
-		}
-		return results, nil
+		return finishMatched(ctx, tx, qs, results, needReasons)
 	}
 }
 
@@ -563,13 +688,14 @@ func newQueryArrays(qs []Query) queryArrays {
 		// paper's newest event row is among its key's newest rows.
 		a.perKey[i] = int32(q.Limit)
 		if q.AfterSeq > 0 || q.UpToSeq > 0 {
-			a.perKey[i] = maxWindowRowsPerKey
+			a.perKey[i] = int32(maxWindowRowsPerKey)
 		}
 	}
 	return a
 }
 
-// matchedManySQL selects the matched papers of a batch of queries.
+// matchedManySQL selects the matched papers of a batch of queries: feeds'
+// ("ever"), and the reference the windowed path (window.go) must equal.
 //
 // Per query (user), in a LATERAL subquery so that every sort and aggregate
 // works on one user's few hundred rows rather than on the whole batch's tens
@@ -618,29 +744,7 @@ const matchedManySQL = `
 	FROM q CROSS JOIN LATERAL (
 		SELECT c.paper_id, c.seq, (c.seen IS NOT NULL OR NOT c.first_in_window) AS replaced,
 		       c.new_in_window, c.keys, c.ranks, count(*) OVER () AS total
-		FROM (SELECT c.*, CASE WHEN q.after_seq > 0 AND NOT c.new_in_window THEN (SELECT true FROM (
-				(SELECT 1
-				FROM paper_keys pk
-				CROSS JOIN LATERAL (
-					SELECT pk.key AS key
-					UNION ALL
-					SELECT k2.key FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
-					WHERE k1.key = pk.key AND k2.key <> pk.key
-				) x
-				JOIN follows fo ON fo.user_id = q.user_id AND fo.key = x.key
-				  AND (q.only_key = '' OR fo.key = q.only_key)
-				WHERE q.after_seq > 0 AND NOT c.new_in_window AND pk.paper_id = c.paper_id
-				  AND pk.seq <= q.after_seq AND NOT pk.replacement
-				  AND (fo.include_cross_lists OR NOT pk.cross_list))
-				UNION ALL
-				(SELECT 1
-				FROM follows fo JOIN search_hits h ON h.key = fo.key
-				WHERE q.after_seq > 0 AND NOT c.new_in_window
-				  AND fo.user_id = q.user_id AND fo.key >= 'query:' AND fo.key < 'query;'
-				  AND (q.only_key = '' OR fo.key = q.only_key)
-				  AND h.seq <= q.after_seq AND NOT h.replacement AND c.paper_id = ANY(h.paper_ids))
-			) x
-			LIMIT 1) END AS seen FROM (
+		FROM (SELECT c.*, CASE WHEN q.after_seq > 0 AND NOT c.new_in_window THEN ` + seenProbeSQL + ` END AS seen FROM (
 			SELECT k.paper_id, max(k.seq) AS seq,
 			       bool_or(NOT k.replacement) AS first_in_window,
 			       bool_or(k.replacement) AS replaced_in_window,
@@ -685,6 +789,34 @@ const matchedManySQL = `
 		LIMIT q.lim
 	) j
 	ORDER BY q.ord, j.seq DESC, j.paper_id DESC`
+
+// seenProbeSQL is true when user q.user_id's follows (only q.only_key's
+// when it is not ”) matched candidate c.paper_id before the window start
+// q.after_seq, NULL otherwise: matchedManySQL's and seenSQL's probe (see
+// matchedManySQL).
+const seenProbeSQL = `(SELECT true FROM (
+				(SELECT 1
+				FROM paper_keys pk
+				CROSS JOIN LATERAL (
+					SELECT pk.key AS key
+					UNION ALL
+					SELECT k2.key FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
+					WHERE k1.key = pk.key AND k2.key <> pk.key
+				) x
+				JOIN follows fo ON fo.user_id = q.user_id AND fo.key = x.key
+				  AND (q.only_key = '' OR fo.key = q.only_key)
+				WHERE q.after_seq > 0 AND NOT c.new_in_window AND pk.paper_id = c.paper_id
+				  AND pk.seq <= q.after_seq AND NOT pk.replacement
+				  AND (fo.include_cross_lists OR NOT pk.cross_list))
+				UNION ALL
+				(SELECT 1
+				FROM follows fo JOIN search_hits h ON h.key = fo.key
+				WHERE q.after_seq > 0 AND NOT c.new_in_window
+				  AND fo.user_id = q.user_id AND fo.key >= 'query:' AND fo.key < 'query;'
+				  AND (q.only_key = '' OR fo.key = q.only_key)
+				  AND h.seq <= q.after_seq AND NOT h.replacement AND c.paper_id = ANY(h.paper_ids))
+			) x
+			LIMIT 1)`
 
 // queueSelect queues on b matchedManySQL for qs; when it has been read,
 // done gets one Result per query with ids, seqs, totals and, where the

@@ -30,7 +30,7 @@ func withCalendar(t *testing.T, e *env, dir string, health notify.HarvestHealth)
 		t.Fatal(err)
 	}
 	base, _ := netmail.Parse("https://followfeed.test")
-	e.d = notify.NewDigester(notify.DigesterConfig{DB: e.db, Matcher: e.matcher, Follows: e.follows, Sender: mail.NewDirSender(dir),
+	e.d = notify.NewDigester(notify.DigesterConfig{DB: e.db, Matcher: e.matcher, Sender: mail.NewDirSender(dir),
 		Enqueuer: worker.NewEnqueuer(ins), Links: noLinks{}, Addresses: e.addrs,
 		From: &stdmail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, BaseURL: base, Now: e.clk.Now,
 		Calendar: arxivcal.New(nil), Health: health})

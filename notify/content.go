@@ -24,19 +24,15 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 			qRow = append(qRow, i)
 		}
 	}
+	// The follows come with the selection (its snapshot): it reads them
+	// anyway.
 	results := make([]match.Result, len(rows))
-	if len(qs) > 0 {
-		rs, err := d.matcher.MatchedMany(ctx, qs)
-		if err != nil {
-			return nil, err
-		}
-		for j, r := range rs {
-			results[qRow[j]] = r
-		}
-	}
-	follows, err := d.follows.AllMany(ctx, users)
+	rs, follows, err := d.matcher.MatchedManyFollows(ctx, qs, users)
 	if err != nil {
 		return nil, err
+	}
+	for j, r := range rs {
+		results[qRow[j]] = r
 	}
 	plans := make([]digestPlan, len(rows))
 	var shown []int64

@@ -104,7 +104,7 @@ func setup(t *testing.T, opts fakesmtp.Options, dir string) *env {
 		t.Cleanup(func() { s.Close() })
 		sender = s
 	}
-	e.d = notify.NewDigester(notify.DigesterConfig{DB: e.db, Matcher: e.matcher, Follows: e.follows, Sender: sender, Enqueuer: enq,
+	e.d = notify.NewDigester(notify.DigesterConfig{DB: e.db, Matcher: e.matcher, Sender: sender, Enqueuer: enq,
 		Links: noLinks{}, Addresses: e.addrs,
 		From: &netmail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, BaseURL: base, Now: e.clk.Now})
 	e.confirms = notify.NewConfirmations(e.addrs, sender, &netmail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, base, e.clk.Now)
@@ -988,7 +988,7 @@ func TestUnrenderableDigestFailsAlone(t *testing.T) {
 	}
 	defer sender.Close()
 	base, _ := url.Parse("https://followfeed.test")
-	d := notify.NewDigester(notify.DigesterConfig{DB: e.db, Matcher: e.matcher, Follows: e.follows, Sender: sender,
+	d := notify.NewDigester(notify.DigesterConfig{DB: e.db, Matcher: e.matcher, Sender: sender,
 		Links: linksExcept{ann}, Addresses: e.addrs,
 		From: &netmail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, BaseURL: base, Now: e.clk.Now})
 	outs, err := d.SendBatch(e.ctx, ids)

@@ -12,7 +12,6 @@ import (
 	"followfeed/account"
 	"followfeed/arxivcal"
 	"followfeed/database"
-	"followfeed/follow"
 	"followfeed/mail"
 	"followfeed/match"
 )
@@ -68,7 +67,6 @@ type Links interface {
 type Digester struct {
 	db      *database.DB
 	matcher *match.Service
-	follows *follow.Service
 	sender  mail.Sender
 	enq     DigestEnqueuer
 	links   Links
@@ -86,7 +84,6 @@ type Digester struct {
 type DigesterConfig struct {
 	DB       *database.DB
 	Matcher  *match.Service
-	Follows  *follow.Service
 	Sender   mail.Sender
 	Enqueuer DigestEnqueuer
 	Links    Links
@@ -114,7 +111,7 @@ func NewDigester(c DigesterConfig) *Digester {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Digester{db: c.DB, matcher: c.Matcher, follows: c.Follows, sender: c.Sender, enq: c.Enqueuer, links: c.Links,
+	return &Digester{db: c.DB, matcher: c.Matcher, sender: c.Sender, enq: c.Enqueuer, links: c.Links,
 		addrs: c.Addresses, from: c.From, base: c.BaseURL, mailto: c.Mailto, logger: c.Logger, now: c.Now,
 		cal: c.Calendar, health: c.Health}
 }
