@@ -481,7 +481,8 @@ func (s *Service) MatchedMany(ctx context.Context, qs []Query) ([]Result, error)
 }
 
 // MatchedManyFollows is MatchedMany that also returns, read in the same
-// snapshot, the follows of users and of the queries' users (each list
+// snapshot, the follows of users and of the users of the queries with a
+// bounded window (not of the other queries' users: pass them in users; each list
 // newest first, as follow.Service.AllMany; users without follows absent),
 // which the selection of bounded windows reads anyway: digests group their
 // papers by them.

@@ -46,8 +46,9 @@ type refusedSearch struct {
 }
 
 // compile returns the set of the searches of norms (normal forms of
-// searches), in the same order, leaving out a search that no longer
-// parses. The set is shared between batches (it is read-only).
+// searches, as stored), in the same order and each named by its text as
+// read (Set.String), leaving out a search that no longer parses. The set
+// is shared between batches (it is read-only).
 func (c *searchCache) compile(norms []string) *search.Set {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -74,7 +75,9 @@ func (c *searchCache) compile(norms []string) *search.Set {
 			refused = append(refused, refusedSearch{at: at, norm: n})
 			continue
 		}
-		b.Add(q)
+		// Named as read: its hits go under the key its followers follow,
+		// even where parsing it again gives another normal form.
+		b.AddAs(q, n)
 	}
 	c.set, c.refused = b.Set(), refused
 	return c.set

@@ -52,3 +52,27 @@ func TestSearchCacheCompile(t *testing.T) {
 		t.Fatalf("the paper matches searches %v, want [1 2] (spectral abs:momentum, graph neural)", got)
 	}
 }
+
+// A stored search that parses into another normal form today (here its
+// case and spacing; in production a category alias a newer taxonomy
+// resolves) keeps the text it was read with: its hits go under the key
+// its followers follow, and the same read still reuses the set.
+func TestSearchCacheKeepsTheStoredText(t *testing.T) {
+	var c searchCache
+	stored := []string{"Graph   NEURAL", "spectral abs:momentum"}
+	s := c.compile(stored)
+	if !slices.Equal(setNorms(s), stored) {
+		t.Fatalf("set names %q, want the stored texts %q", setNorms(s), stored)
+	}
+	m := searchMatches{set: s}
+	if got, want := m.key(0), "query:Graph   NEURAL"; got != want {
+		t.Fatalf("match key %q, want %q (the followed key)", got, want)
+	}
+	if c.compile(slices.Clone(stored)) != s {
+		t.Fatal("the same read did not reuse the set")
+	}
+	d := (&Paper{Title: "Graph neural networks", PrimaryCategory: "cs.LG", Categories: []string{"cs.LG"}}).Doc()
+	if got := s.Match([]*search.Doc{d})[0]; !slices.Equal(got, []int32{0}) {
+		t.Fatalf("the paper matches searches %v, want [0]", got)
+	}
+}

@@ -45,9 +45,9 @@ const (
 // Len returns the number of searches in s.
 func (s *Set) Len() int { return len(s.normEnds) }
 
-// String returns the normal form of search i (Query.String of the search
-// it was built from), a substring of s's arena: it keeps all of s's
-// normal forms alive while referenced.
+// String returns the name of search i: the one given to SetBuilder.AddAs,
+// else its normal form (Query.String of the search it was built from); a
+// substring of s's arena, it keeps all of s's names alive while referenced.
 func (s *Set) String(i int) string { return s.norms[start(s.normEnds, i):s.normEnds[i]] }
 
 // start is where item i of an array of ends starts.
@@ -88,10 +88,16 @@ type SetBuilder struct {
 	buf   [2][]string
 }
 
-// Add appends the search q.
-func (b *SetBuilder) Add(q *Query) {
+// Add appends the search q, named by its normal form.
+func (b *SetBuilder) Add(q *Query) { b.AddAs(q, q.norm) }
+
+// AddAs appends the search q under name (Set.String's answer for it). A
+// caller that parsed q from a stored normal form names it by that text: a
+// stored form parsed again can read otherwise (a category alias resolved
+// by a newer taxonomy), and the match keys must be the followed ones.
+func (b *SetBuilder) AddAs(q *Query, name string) {
 	b.addNode(q.root)
-	b.end(q.norm)
+	b.end(name)
 }
 
 func (b *SetBuilder) addNode(n *node) {
@@ -112,8 +118,8 @@ func (b *SetBuilder) addNode(n *node) {
 	}
 }
 
-// AddFrom appends search i of s (the same search: s.String(i), the same
-// answers) without parsing it again.
+// AddFrom appends search i of s (the same search: the same name,
+// s.String(i), and the same answers) without parsing it again.
 func (b *SetBuilder) AddFrom(s *Set, i int) {
 	for _, ins := range s.program(i) {
 		o := op(ins & insMask)
@@ -141,7 +147,7 @@ func (b *SetBuilder) AddFrom(s *Set, i int) {
 
 func (b *SetBuilder) ins(o op, t int32) { b.s.prog = append(b.s.prog, t<<insShift|int32(o)) }
 
-// end closes the search being added, whose normal form is norm.
+// end closes the search being added, whose name is norm.
 func (b *SetBuilder) end(norm string) {
 	b.s.progEnds = append(b.s.progEnds, uint32(len(b.s.prog)))
 	b.norms = append(b.norms, norm...)
