@@ -270,7 +270,10 @@ button:disabled{opacity:.65}
       const verbs = VERBS[this._a('kind')] || ['Follow', 'Following'];
       const verb = on ? verbs[1] : verbs[0];
       b.disabled = st.loading;
-      if (st.loading) b.setAttribute('aria-busy', 'true');
+      // Busy too while a click's change is being sent and its count
+      // re-read (the optimistic state is shown meanwhile): a click then
+      // is ignored, and the button says so rather than looking settled.
+      if (st.loading || this._busy) b.setAttribute('aria-busy', 'true');
       else b.removeAttribute('aria-busy');
       b.setAttribute('aria-pressed', String(on));
       b.textContent = st.loading || n === null ? verb : `${verb} · ${nf.format(n)}`;
