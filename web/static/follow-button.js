@@ -270,9 +270,7 @@ button:disabled{opacity:.65}
       const verbs = VERBS[this._a('kind')] || ['Follow', 'Following'];
       const verb = on ? verbs[1] : verbs[0];
       b.disabled = st.loading;
-      // Busy too while a click's change is being sent and its count
-      // re-read (the optimistic state is shown meanwhile): a click then
-      // is ignored, and the button says so rather than looking settled.
+      // Busy while a click is sent too (clicks then are ignored).
       if (st.loading || this._busy) b.setAttribute('aria-busy', 'true');
       else b.removeAttribute('aria-busy');
       b.setAttribute('aria-pressed', String(on));
