@@ -394,15 +394,21 @@ func (s *Service) AllMany(ctx context.Context, userIDs []int64) (map[int64][]Fol
 	if err := s.db.Pool.SendBatch(ctx, &b).Close(); err != nil {
 		return nil, err
 	}
-	out := make(map[int64][]Follow, len(got))
-	for u, es := range got {
+	return Unexpanded(got), nil
+}
+
+// Unexpanded returns the follows of m without their keys, per user and in
+// the same order.
+func Unexpanded(m map[int64][]Expanded) map[int64][]Follow {
+	out := make(map[int64][]Follow, len(m))
+	for u, es := range m {
 		fs := make([]Follow, len(es))
 		for i, e := range es {
 			fs[i] = e.Follow
 		}
 		out[u] = fs
 	}
-	return out, nil
+	return out
 }
 
 // Expanded is a follow with its stored key and, when the identity registry

@@ -85,13 +85,17 @@ func (m *Message) Bytes() ([]byte, error) {
 	return out.Bytes(), nil
 }
 
+// chunkBody is a message ready for BDAT: its length, and its bytes as
+// WriteTo writes them (a *wire, or a bytes.Buffer of the rendering).
+type chunkBody interface {
+	Len() int
+	WriteTo(io.Writer) (int64, error)
+}
+
 // chunk returns m as SMTPSender sends it in one BDAT chunk (its length
 // and its bytes: what Bytes returns) and the go-mail Msg that rendered it: with 8bit bodies
 // when eightBit is set, else quoted-printable.
-func (m *Message) chunk(eightBit bool) (interface {
-	Len() int
-	WriteTo(io.Writer) (int64, error)
-}, *gomail.Msg, error) {
+func (m *Message) chunk(eightBit bool) (chunkBody, *gomail.Msg, error) {
 	if eightBit {
 		return m.wire()
 	}

@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/textproto"
@@ -366,10 +365,7 @@ var chunkBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // wire body is assembled in a pooled buffer first and handed over whole:
 // written line by line it would go out in 4 KB syscalls, which cost a
 // tenth of a digest's CPU. A write error shows at w's Flush.
-func writeChunk(w *bufio.Writer, body interface {
-	Len() int
-	WriteTo(io.Writer) (int64, error)
-}) {
+func writeChunk(w *bufio.Writer, body chunkBody) {
 	if _, ok := body.(*wire); !ok {
 		_, _ = body.WriteTo(w) // a bytes.Buffer writes itself whole
 		return

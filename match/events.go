@@ -41,10 +41,7 @@ func fillEvents(ctx context.Context, tx pgx.Tx, qs []Query, results []Result) er
 		if len(ids) == 0 {
 			continue
 		}
-		upTo := qs[qi].UpToSeq
-		if upTo <= 0 {
-			upTo = 1<<63 - 1
-		}
+		upTo := qs[qi].window()[1]
 		rows, err := tx.Query(ctx, `
 			SELECT paper_id, key, version, event, coalesce(detail, ''), seq FROM paper_keys
 			WHERE paper_id = ANY($1) AND key = ANY($2) AND event <> '' AND seq > $3 AND seq <= $4

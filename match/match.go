@@ -490,14 +490,7 @@ func (s *Service) MatchedManyFollows(ctx context.Context, qs []Query, users []in
 	var follows map[int64][]follow.Follow
 	rs, err := s.snapshot(ctx, qs, func(ctx context.Context, tx pgx.Tx, qs []Query) ([]Result, error) {
 		rs, expanded, err := matchedManyIn(ctx, tx, qs, users)
-		follows = make(map[int64][]follow.Follow, len(expanded))
-		for u, es := range expanded {
-			fs := make([]follow.Follow, len(es))
-			for i, e := range es {
-				fs[i] = e.Follow
-			}
-			follows[u] = fs
-		}
+		follows = follow.Unexpanded(expanded)
 		return rs, err
 	})
 	return rs, follows, err
@@ -673,14 +666,9 @@ func newQueryArrays(qs []Query) queryArrays {
 	a := queryArrays{users: make([]int64, n), only: make([]string, n), after: make([]int64, n), upTo: make([]int64, n),
 		perKey: make([]int32, n), limit: make([]int32, n)}
 	for i, q := range qs {
-		if q.Limit <= 0 {
-			q.Limit = 50
-		}
+		q.Limit = q.limit()
 		a.users[i], a.after[i], a.limit[i] = q.UserID, q.AfterSeq, int32(q.Limit)
-		a.upTo[i] = q.UpToSeq
-		if a.upTo[i] <= 0 {
-			a.upTo[i] = 1<<63 - 1
-		}
+		a.upTo[i] = q.window()[1]
 		if q.Only != nil {
 			a.only[i] = q.Only.Key()
 		}
@@ -688,7 +676,7 @@ func newQueryArrays(qs []Query) queryArrays {
 		// them); for "ever" the newest Limit per key suffice, since a
 		// paper's newest event row is among its key's newest rows.
 		a.perKey[i] = int32(q.Limit)
-		if q.AfterSeq > 0 || q.UpToSeq > 0 {
+		if bounded(q) {
 			a.perKey[i] = int32(maxWindowRowsPerKey)
 		}
 	}
@@ -970,7 +958,7 @@ func (s *Service) Public(ctx context.Context, key string, limit int) ([]Paper, e
 // replica's in database.DB.Read).
 func PublicIn(ctx context.Context, tx pgx.Tx, key string, limit int) ([]Paper, error) {
 	if limit <= 0 {
-		limit = 50
+		limit = defaultLimit
 	}
 	var out []Paper
 	err := func() error {

@@ -1,7 +1,9 @@
 package match
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -132,6 +134,26 @@ type windowed struct {
 // bounded says whether q has a bounded window (the windowed path's).
 func bounded(q Query) bool { return q.AfterSeq > 0 || q.UpToSeq > 0 }
 
+// defaultLimit is the number of papers a query with no Limit returns.
+const defaultLimit = 50
+
+// limit is q's cap on the papers returned: Limit, or defaultLimit.
+func (q Query) limit() int {
+	if q.Limit <= 0 {
+		return defaultLimit
+	}
+	return q.Limit
+}
+
+// window is q's window as (after, up to], no upper bound as the largest seq.
+func (q Query) window() [2]int64 {
+	upTo := q.UpToSeq
+	if upTo <= 0 {
+		upTo = math.MaxInt64
+	}
+	return [2]int64{q.AfterSeq, upTo}
+}
+
 // queueFollows queues on b the reads of the follows and disputes of w's
 // users and of users.
 func (w *windowed) queueFollows(b *pgx.Batch, users []int64) {
@@ -190,7 +212,7 @@ func (w *windowed) queueRows(b *pgx.Batch) {
 	w.windows = map[[2]int64]map[string]*windowKey{}
 	for _, qi := range w.idx {
 		q := w.qs[qi]
-		win := windowOf(q)
+		win := q.window()
 		m := w.windows[win]
 		if m == nil {
 			m = map[string]*windowKey{}
@@ -241,8 +263,8 @@ func (w *windowed) queueRows(b *pgx.Batch) {
 					if len(rs) >= maxWindowRowsPerKey {
 						wk.truncated = true
 					}
-					if !slices.IsSortedFunc(rs, func(a, b keyRow) int { return cmpDesc(a.seq, b.seq) }) {
-						slices.SortStableFunc(rs, func(a, b keyRow) int { return cmpDesc(a.seq, b.seq) })
+					if !slices.IsSortedFunc(rs, func(a, b keyRow) int { return cmp.Compare(b.seq, a.seq) }) {
+						slices.SortStableFunc(rs, func(a, b keyRow) int { return cmp.Compare(b.seq, a.seq) })
 					}
 				}
 				return nil
@@ -255,26 +277,7 @@ func (w *windowed) queueRows(b *pgx.Batch) {
 	}
 }
 
-func cmpDesc(a, b int64) int {
-	switch {
-	case a > b:
-		return -1
-	case a < b:
-		return 1
-	}
-	return 0
-}
-
 func isQueryKey(k string) bool { return k >= "query:" && k < "query;" }
-
-// windowOf is q's window as (after, up to].
-func windowOf(q Query) [2]int64 {
-	upTo := q.UpToSeq
-	if upTo <= 0 {
-		upTo = 1<<63 - 1
-	}
-	return [2]int64{q.AfterSeq, upTo}
-}
 
 // merge selects each query's candidates from its keys' rows, with
 // matchedManySQL's rules: per key, the follow it goes with filters its
@@ -287,7 +290,7 @@ func (w *windowed) merge() (users []int64, only []string, after, papers []int64)
 	byPaper := map[int64]int{}
 	for _, qi := range w.idx {
 		q := w.qs[qi]
-		m := w.windows[windowOf(q)]
+		m := w.windows[q.window()]
 		keys, owners := w.owners(q)
 		clear(byPaper)
 		var cs []windowCand
@@ -394,15 +397,12 @@ func (w *windowed) results(seen map[int]bool, results []Result, needReasons map[
 			continue
 		}
 		slices.SortFunc(kept, func(a, b windowCand) int {
-			if c := cmpDesc(a.seq, b.seq); c != 0 {
+			if c := cmp.Compare(b.seq, a.seq); c != 0 {
 				return c
 			}
-			return cmpDesc(a.id, b.id)
+			return cmp.Compare(b.id, a.id)
 		})
-		limit := q.Limit
-		if limit <= 0 {
-			limit = 50
-		}
+		limit := q.limit()
 		r := &results[qi]
 		r.Total = len(kept)
 		kept = kept[:min(len(kept), limit)]
