@@ -75,21 +75,6 @@ func NewSettings(s Settings, secret []byte) *Settings {
 	return &s
 }
 
-// Register adds the routes to mux.
-func (s *Settings) Register(mux *http.ServeMux) {
-	mux.Handle("GET /{$}", http.RedirectHandler("/settings", http.StatusSeeOther))
-	mux.HandleFunc("GET /about", s.about)
-	mux.HandleFunc("GET /login", s.login)
-	mux.HandleFunc("POST /login", s.login)
-	mux.HandleFunc("POST /logout", s.logout)
-	mux.HandleFunc("GET /settings", s.page)
-	mux.HandleFunc("POST /settings/follows", s.postFollow)
-	mux.HandleFunc("POST /settings/feed-token", s.postRotate)
-	mux.HandleFunc("POST /settings/email", s.postEmail)
-	s.registerChannels(mux)
-	mux.HandleFunc("POST /settings/not-this-person", s.postNotThisPerson)
-}
-
 // viewer is who is looking at the settings: a session user, or a manage
 // link limited to the email settings.
 type viewer struct {

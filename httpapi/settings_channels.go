@@ -22,13 +22,6 @@ import (
 // shown": reloading it, or going back to it, never submits the form again
 // (no second channel, no second rotation).
 
-// registerChannels adds the channel form routes.
-func (s *Settings) registerChannels(mux *http.ServeMux) {
-	mux.HandleFunc("POST /settings/channels", s.postChannelAdd)
-	mux.HandleFunc("POST /settings/channels/{id}", s.postChannel)
-	mux.HandleFunc("GET /settings/channels/secret/{nonce}", s.secretPage)
-}
-
 // channelsData is the section's data.
 type channelsData struct {
 	CSRF    string
