@@ -132,7 +132,7 @@ func (p *EmailPages) dispute(w http.ResponseWriter, r *http.Request) {
 
 func (p *EmailPages) badLink(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, auth.ErrBadLink) {
-		renderPage(w, r, p.Logger, http.StatusNotFound, "message.html", page{Title: "This link is not valid",
+		renderPage(w, r, p.Logger, statusFor(err), "message.html", page{Title: "This link is not valid",
 			Lines: []string{"It may be incomplete (mail programs sometimes break long links) or it was replaced by a newer one.",
 				"Open the link from your most recent followfeed mail, or change your settings after signing in on the site."}})
 		return
