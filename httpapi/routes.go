@@ -18,11 +18,12 @@ import (
 // Around every table, NewHandler puts the same chain, outermost first:
 //
 //	forwardedFor  the client's address behind TRUSTED_PROXIES
-//	observe       the access log line, the request metrics, a panic as a 500
+//	observe       nosniff, the access log line, the request metrics, a panic as a 500
 //	cors          CORS headers and preflights for the host origins, on /v1/ only
 //	muxProblems   the mux's own 404 and 405 (with Allow) as problem documents
 //
-// A new surface is a table here and its name in Product.routes.
+// A new surface is a table here (a method of Product, whose handlers are a
+// field of Product) and that table in Product.routes.
 
 // route is one line of a route table.
 type route struct {

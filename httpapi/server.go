@@ -1,7 +1,7 @@
 // Package httpapi is followfeed's HTTP surface: the JSON API under /v1, feeds,
-// pages, and the operations endpoints. It translates HTTP to calls of the
-// domain packages and their errors back to statuses (problem.go); it holds no
-// business rules of its own.
+// pages, and the operations endpoints, each a route table in routes.go. It
+// translates HTTP to calls of the domain packages and their errors back to
+// statuses (problem.go); it holds no business rules of its own.
 package httpapi
 
 import (
