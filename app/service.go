@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -100,52 +101,27 @@ func runMigrate(ctx context.Context, args []string, inv invocation) error {
 
 // runService runs the long-lived process of mode until ctx is cancelled.
 func runService(ctx context.Context, args []string, inv invocation, m mode) error {
-	getenv, stdout := inv.getenv, inv.stdout
-	fs := newFlags(m.String(), stdout, map[mode]string{
-		modeServe:  "Runs the HTTP server and the job workers in one process.",
-		modeAPI:    "Runs only the HTTP server; jobs are inserted for workers elsewhere.",
-		modeWorker: "Runs only the job workers, with /healthz, /readyz and /metrics on HTTP_ADDR.",
-	}[m])
-	migrate := fs.Bool("migrate", false, "apply pending migrations before starting")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	cfg, err := config.Load(getenv)
+	cfg, migrate, err := serviceConfig(args, inv, m)
 	if err != nil {
 		return err
 	}
-	logger := NewLogger(cfg, stdout).With("process", m.String())
+	logger := NewLogger(cfg, inv.stdout).With("process", m.String())
 
 	// Listen first: a taken or invalid address is reported before anything
 	// touches the database.
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	ln, err := listen(cfg)
 	if err != nil {
-		return &config.Error{Var: "HTTP_ADDR", Reason: fmt.Sprintf("cannot listen on %q: %v", cfg.HTTPAddr, err)}
+		return err
 	}
 	defer ln.Close()
-	if cfg.PublicURLDefaulted {
-		cfg.PublicURL.Host = reachableAddr(ln.Addr())
-	}
 
 	db, err := OpenDB(ctx, cfg, m.String())
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-
-	if *migrate {
-		if _, err := migrations.Up(ctx, db.Pool, logger); err != nil {
-			return err
-		}
-	} else if err := checkSchema(ctx, db); err != nil {
+	if err := prepareDB(ctx, cfg, db, m, migrate, logger); err != nil {
 		return err
-	}
-	if m.http() {
-		// Only the HTTP routes read through db.Read; workers stay on the
-		// primary.
-		if err := attachReplica(cfg, db, m.String(), logger); err != nil {
-			return err
-		}
 	}
 
 	svc, err := NewServices(ctx, cfg, db, logger, inv.hooks)
@@ -160,30 +136,105 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 		logger.Info("sealed stored channel credentials", "channels", n)
 	}
 
+	runner, err := startJobs(ctx, cfg, db, svc, m, logger)
+	if err != nil {
+		return err
+	}
+	h, err := serviceHandler(ctx, cfg, db, svc, runner, m, logger)
+	if err != nil {
+		return err
+	}
+	srv := httpapi.NewServer(cfg.HTTPAddr, h, logger)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	logListening(cfg, ln.Addr(), m, logger)
+	return waitThenStop(ctx, cfg, srv, serveErr, runner, logger)
+}
+
+// serviceConfig reads the command line of mode (its one flag: -migrate)
+// and the configuration.
+func serviceConfig(args []string, inv invocation, m mode) (*config.Config, bool, error) {
+	fs := newFlags(m.String(), inv.stdout, map[mode]string{
+		modeServe:  "Runs the HTTP server and the job workers in one process.",
+		modeAPI:    "Runs only the HTTP server; jobs are inserted for workers elsewhere.",
+		modeWorker: "Runs only the job workers, with /healthz, /readyz and /metrics on HTTP_ADDR.",
+	}[m])
+	migrate := fs.Bool("migrate", false, "apply pending migrations before starting")
+	if err := parseFlags(fs, args); err != nil {
+		return nil, false, err
+	}
+	cfg, err := config.Load(inv.getenv)
+	if err != nil {
+		return nil, false, err
+	}
+	return cfg, *migrate, nil
+}
+
+// listen opens HTTP_ADDR; a PUBLIC_URL left unset becomes the address
+// listened on.
+func listen(cfg *config.Config) (net.Listener, error) {
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, &config.Error{Var: "HTTP_ADDR", Reason: fmt.Sprintf("cannot listen on %q: %v", cfg.HTTPAddr, err)}
+	}
+	if cfg.PublicURLDefaulted {
+		cfg.PublicURL.Host = reachableAddr(ln.Addr())
+	}
+	return ln, nil
+}
+
+// prepareDB applies the pending migrations (migrate) or refuses a schema
+// that is not current, and attaches the read replica to an HTTP process.
+func prepareDB(ctx context.Context, cfg *config.Config, db *database.DB, m mode, migrate bool, logger *slog.Logger) error {
+	if migrate {
+		if _, err := migrations.Up(ctx, db.Pool, logger); err != nil {
+			return err
+		}
+	} else if err := checkSchema(ctx, db); err != nil {
+		return err
+	}
+	if m.http() {
+		// Only the HTTP routes read through db.Read; workers stay on the
+		// primary.
+		if err := attachReplica(cfg, db, m.String(), logger); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startJobs starts the River client that works the jobs, in a mode that
+// works them; nil in the API mode.
+func startJobs(ctx context.Context, cfg *config.Config, db *database.DB, svc *Services, m mode, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
+	if !m.working() {
+		return nil, nil
+	}
+	runner, err := worker.NewClient(worker.Deps{Pool: db.Pool, Logger: logger, Jobs: svc.jobs(cfg)}, worker.Settings{
+		SoftStop:         softStop(cfg.ShutdownWait),
+		JobTimeout:       cfg.JobTimeout,
+		RescueStuckAfter: cfg.RescueStuckAfter,
+		RetryMax:         cfg.JobRetryMax,
+		PollOnly:         cfg.RiverPollOnly,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := runner.Start(ctx); err != nil {
+		return nil, fmt.Errorf("starting River: %w", err)
+	}
+	return runner, nil
+}
+
+// serviceHandler is the process's HTTP handler: the operations endpoints
+// with their metrics, and in an HTTP mode the River UI (on runner, or on
+// the inserter when this process works no jobs) and the product routes.
+func serviceHandler(ctx context.Context, cfg *config.Config, db *database.DB, svc *Services, runner *river.Client[pgx.Tx], m mode, logger *slog.Logger) (http.Handler, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		worker.NewJobsCollector(db.Pool), worker.NewSourcesCollector(svc.Health()))
 	if r := db.Replica(); r != nil {
 		reg.MustRegister(worker.NewReplicaCollector(r))
 	}
-
-	var runner *river.Client[pgx.Tx]
-	if m.working() {
-		runner, err = worker.NewClient(worker.Deps{Pool: db.Pool, Logger: logger, Jobs: svc.jobs(cfg)}, worker.Settings{
-			SoftStop:         softStop(cfg.ShutdownWait),
-			JobTimeout:       cfg.JobTimeout,
-			RescueStuckAfter: cfg.RescueStuckAfter,
-			RetryMax:         cfg.JobRetryMax,
-			PollOnly:         cfg.RiverPollOnly,
-		})
-		if err != nil {
-			return err
-		}
-		if err := runner.Start(ctx); err != nil {
-			return fmt.Errorf("starting River: %w", err)
-		}
-	}
-
 	opts := httpapi.Options{
 		Logger:         logger,
 		Registry:       reg,
@@ -204,20 +255,22 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 			Prefix:    httpapi.AdminPrefix,
 		})
 		if err != nil {
-			return fmt.Errorf("creating River UI: %w", err)
+			return nil, fmt.Errorf("creating River UI: %w", err)
 		}
 		if err := ui.Start(ctx); err != nil {
-			return fmt.Errorf("starting River UI: %w", err)
+			return nil, fmt.Errorf("starting River UI: %w", err)
 		}
 		opts.Admin = ui
 		opts.Routes = svc.Routes(cfg)
 	}
+	return httpapi.NewHandler(opts), nil
+}
 
-	srv := httpapi.NewServer(cfg.HTTPAddr, httpapi.NewHandler(opts), logger)
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	base := "http://" + ln.Addr().String()
-	logger.Info("listening", "addr", ln.Addr().String(), "url", base, "public_url", cfg.PublicURL.String(), "env", string(cfg.Env))
+// logListening says where the process listens and, in an HTTP mode, where
+// the job UI is and (in development) how to try the API.
+func logListening(cfg *config.Config, addr net.Addr, m mode, logger *slog.Logger) {
+	base := "http://" + addr.String()
+	logger.Info("listening", "addr", addr.String(), "url", base, "public_url", cfg.PublicURL.String(), "env", string(cfg.Env))
 	if cfg.AdminPassword != "" && m.http() {
 		logger.Info("job UI", "url", base+httpapi.AdminPrefix+"/", "user", cfg.AdminUser)
 	}
@@ -226,7 +279,13 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 		logger.Info("try it", "token", "bin/followfeed token --sub me",
 			"then", "curl -H 'Authorization: Bearer <token>' "+base+"/v1/me")
 	}
+}
 
+// waitThenStop waits until ctx is cancelled or the server fails (serveErr;
+// then the jobs stop at once). After a cancel it shuts down gracefully:
+// stop accepting, let in-flight requests and running jobs finish within
+// SHUTDOWN_TIMEOUT, then give up on them.
+func waitThenStop(ctx context.Context, cfg *config.Config, srv *http.Server, serveErr <-chan error, runner *river.Client[pgx.Tx], logger *slog.Logger) error {
 	select {
 	case err := <-serveErr:
 		if runner != nil {
@@ -236,8 +295,6 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 	case <-ctx.Done():
 	}
 
-	// Graceful shutdown: stop accepting, let in-flight requests and running
-	// jobs finish within SHUTDOWN_TIMEOUT, then give up on them.
 	logger.Info("shutting down", "timeout", cfg.ShutdownWait)
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownWait)
 	defer cancel()

@@ -283,9 +283,9 @@ func (s *Services) jobs(cfg *config.Config) []worker.Registration {
 	}
 }
 
-// Routes returns a function that registers every product route (API,
-// feeds, settings pages, email links, embed, static files, OpenAPI) on a
-// mux, for httpapi.Options.Routes.
+// Routes returns a function that registers every product route (the
+// route tables of httpapi.Product: the API, feeds, pages) on a mux, for
+// httpapi.Options.Routes.
 func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 	api := &httpapi.API{
 		Logger:     s.logger,
@@ -324,14 +324,6 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 			return auth.MintDemo([]byte(config.DevDemoHS256Secret), time.Now(), cfg.Auth.Issuer, cfg.Auth.Audience)
 		}
 	}
-	return func(mux *http.ServeMux) {
-		settings.Register(mux)
-		embed.Register(mux)
-		api.Register(mux)
-		feedRoutes.Register(mux)
-		emailPages.Register(mux)
-		status.Register(mux)
-		httpapi.RegisterStatic(mux)
-		httpapi.RegisterOpenAPI(mux)
-	}
+	product := &httpapi.Product{API: api, Feeds: feedRoutes, Status: status, Email: emailPages, Settings: settings, Embed: embed}
+	return product.Register
 }

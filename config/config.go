@@ -174,6 +174,29 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 	prod := c.Env == Production
 
+	// Each step reads a group of variables and records their problems;
+	// More lists them in the order of the steps.
+	l.database(c, prod)
+	l.server(c, prod)
+	l.auth(c, prod)
+	l.secretKey(c, prod)
+	l.mail(c, prod)
+	l.jobs(c)
+	l.sources(c)
+	l.clients(c, prod)
+	l.admin(c, prod)
+
+	if len(l.errs) > 0 {
+		first := l.errs[0]
+		first.More = l.errs[1:]
+		return nil, first
+	}
+	return c, nil
+}
+
+// database reads DATABASE_URL (required in production), DB_MAX_CONNS,
+// DATABASE_REPLICA_URL and RIVER_POLL_ONLY.
+func (l *loader) database(c *Config, prod bool) {
 	c.DatabaseURL = l.required(prod, "DATABASE_URL", DevDatabaseURL)
 	if c.DatabaseURL != "" {
 		if _, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
@@ -194,7 +217,11 @@ func Load(getenv func(string) string) (*Config, error) {
 	default:
 		l.fail("RIVER_POLL_ONLY", fmt.Sprintf("%q is not true or false", v))
 	}
+}
 
+// server reads HTTP_ADDR, PUBLIC_URL (required and https in production),
+// the log settings and SHUTDOWN_TIMEOUT.
+func (l *loader) server(c *Config, prod bool) {
 	c.HTTPAddr = l.str("HTTP_ADDR", "127.0.0.1:8080")
 	if err := checkAddr(c.HTTPAddr); err != nil {
 		l.fail("HTTP_ADDR", err.Error())
@@ -222,7 +249,13 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 	c.LogFormat = l.oneOf("LOG_FORMAT", defFormat, "text", "json")
 	c.ShutdownWait = l.duration("SHUTDOWN_TIMEOUT", 25*time.Second, time.Second, 10*time.Minute)
+}
 
+// auth reads how the host's tokens are verified (AUTH_*). Production
+// needs a key source, refuses the development secret and a JWKS over
+// http, and with an identity provider's keys needs AUTH_AUDIENCE and
+// AUTH_ISSUER.
+func (l *loader) auth(c *Config, prod bool) {
 	jwksSchemes := []string{"http", "https"}
 	if prod {
 		// The keys that sign readers in must not be replaceable in transit.
@@ -261,7 +294,11 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 	c.Auth.Leeway = l.duration("AUTH_LEEWAY", 30*time.Second, 0, 60*time.Second)
 	c.Auth.MaxTokenLifetime = l.duration("AUTH_MAX_TOKEN_LIFETIME", 24*time.Hour, time.Minute, 30*24*time.Hour)
+}
 
+// secretKey reads SECRET_KEY: required in production, never a development
+// secret there nor AUTH_HS256_SECRET (read by auth before it).
+func (l *loader) secretKey(c *Config, prod bool) {
 	secret := l.required(prod, "SECRET_KEY", DevSecretKey)
 	switch {
 	case secret != "" && len(secret) < 32:
@@ -274,7 +311,11 @@ func Load(getenv func(string) string) (*Config, error) {
 		l.fail("SECRET_KEY", "must differ from AUTH_HS256_SECRET, which the host also knows")
 	}
 	c.SecretKey = []byte(secret)
+}
 
+// mail reads SMTP_URL (in production, TLS to any relay off this machine),
+// MAIL_FROM, MAIL_DIR and MAIL_UNSUBSCRIBE_MAILTO.
+func (l *loader) mail(c *Config, prod bool) {
 	c.SMTPURL = l.url("SMTP_URL", "", false, "smtp", "smtps")
 	if prod && c.SMTPURL != nil && !isLoopback(c.SMTPURL.Hostname()) {
 		// Digests carry signed unsubscribe and feed links; a relay on
@@ -298,7 +339,10 @@ func Load(getenv func(string) string) (*Config, error) {
 			l.fail("MAIL_UNSUBSCRIBE_MAILTO", "not an email address")
 		}
 	}
+}
 
+// jobs reads DIGEST_SCHEDULE_INTERVAL and the job run limits (JOB_*).
+func (l *loader) jobs(c *Config) {
 	c.DigestScheduleInterval = l.duration("DIGEST_SCHEDULE_INTERVAL", 5*time.Minute, time.Second, time.Hour)
 	c.JobTimeout = l.duration("JOB_TIMEOUT", 10*time.Minute, time.Second, 2*time.Hour)
 	c.RescueStuckAfter = l.duration("JOB_RESCUE_AFTER", c.JobTimeout+5*time.Minute, 2*time.Second, 24*time.Hour)
@@ -306,7 +350,11 @@ func Load(getenv func(string) string) (*Config, error) {
 		l.fail("JOB_RESCUE_AFTER", fmt.Sprintf("must be longer than JOB_TIMEOUT (%s), or running jobs would be rescued", c.JobTimeout))
 	}
 	c.JobRetryMax = l.duration("JOB_RETRY_MAX", time.Hour, time.Second, 24*time.Hour)
+}
 
+// sources reads the arXiv harvest (ARXIV_*, HARVEST_INTERVAL) and
+// OpenAlex (OPENALEX_*) settings.
+func (l *loader) sources(c *Config) {
 	c.ArxivOAIURL = l.url("ARXIV_OAI_URL", "https://oaipmh.arxiv.org/oai", false, "http", "https")
 	c.ArxivSets = l.list("ARXIV_SETS", "cs")
 	switch f := l.str("ARXIV_OAI_FORMAT", "arXivRaw"); strings.ToLower(f) {
@@ -329,7 +377,12 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.OpenAlexURL = l.url("OPENALEX_URL", "https://api.openalex.org", false, "http", "https")
 	c.OpenAlexMailto = l.str("OPENALEX_MAILTO", "")
 	c.OpenAlexAPIKey = l.str("OPENALEX_API_KEY", "")
+}
 
+// clients reads who may reach the service and what it may reach:
+// CORS_ORIGINS, TRUSTED_PROXIES, the rate limits, WEBSUB_HUB_URL and
+// CHANNEL_ALLOW_HOSTS (refused in production).
+func (l *loader) clients(c *Config, prod bool) {
 	c.CORSOrigins = l.list("CORS_ORIGINS", "")
 	for _, o := range c.CORSOrigins {
 		u, err := url.Parse(o)
@@ -358,7 +411,11 @@ func Load(getenv func(string) string) (*Config, error) {
 			l.fail("CHANNEL_ALLOW_HOSTS", fmt.Sprintf("%q is not a host name or IP address (no scheme or port)", h))
 		}
 	}
+}
 
+// admin reads the job UI's credential (ADMIN_USER, ADMIN_PASSWORD): in
+// production never the development password, and at least 12 characters.
+func (l *loader) admin(c *Config, prod bool) {
 	c.AdminUser = l.str("ADMIN_USER", "admin")
 	adminDefault := ""
 	if !prod {
@@ -371,13 +428,6 @@ func Load(getenv func(string) string) (*Config, error) {
 	case prod && c.AdminPassword != "" && len(c.AdminPassword) < 12:
 		l.fail("ADMIN_PASSWORD", "too short for production: use at least 12 characters")
 	}
-
-	if len(l.errs) > 0 {
-		first := l.errs[0]
-		first.More = l.errs[1:]
-		return nil, first
-	}
-	return c, nil
 }
 
 // isLoopback reports whether host names this machine (localhost or a

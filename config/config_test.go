@@ -3,6 +3,8 @@ package config
 import (
 	"errors"
 	"maps"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -143,5 +145,46 @@ func TestProductionRefusesPlainSMTPToAnotherHost(t *testing.T) {
 	delete(e, "SECRET_KEY")
 	if _, err := Load(env(e)); err != nil {
 		t.Errorf("development refuses tls=none: %v", err)
+	}
+}
+
+// TestEveryVariableIsDocumented: Vars is exactly what Load reads (in
+// development and in production), and the README's configuration table
+// and .env.example name every one of them.
+func TestEveryVariableIsDocumented(t *testing.T) {
+	read := map[string]bool{}
+	for _, mode := range []string{"development", "production"} {
+		Load(func(k string) string {
+			read[k] = true
+			if k == "APP_ENV" {
+				return mode
+			}
+			return ""
+		})
+	}
+	for _, v := range Vars {
+		if !read[v] {
+			t.Errorf("Vars lists %s, which Load does not read", v)
+		}
+		delete(read, v)
+	}
+	for v := range read {
+		t.Errorf("Load reads %s, which Vars does not list", v)
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile("../.env.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range Vars {
+		if !regexp.MustCompile("(?m)^\\| [^|]*`" + v + "`[^|]*\\|").Match(readme) {
+			t.Errorf("README.md's configuration table has no row for %s", v)
+		}
+		if !regexp.MustCompile(`(?m)^(# )?` + v + `=`).Match(example) {
+			t.Errorf(".env.example does not list %s", v)
+		}
 	}
 }

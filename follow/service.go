@@ -350,15 +350,9 @@ func (s *Service) All(ctx context.Context, userID int64) ([]Follow, error) {
 	return allFollows(ctx, s.db.Pool, userID)
 }
 
-// AllIn is All inside tx, e.g. a replica's read transaction (database.DB.Read)
-// that renders a feed in one snapshot.
-func AllIn(ctx context.Context, tx pgx.Tx, userID int64) ([]Follow, error) {
-	return allFollows(ctx, tx, userID)
-}
-
-// QueueAllIn queues on b the statement AllIn runs, so that it shares a round
+// QueueAllIn queues on b the statement All runs, so that it shares a round
 // trip with the other statements of a snapshot (database.DB.ReadBatch):
-// when b's results are read, done gets the follows AllIn would return,
+// when b's results are read, done gets the follows All would return,
 // unless reading them failed (the batch's Close says why).
 func QueueAllIn(b *pgx.Batch, userID int64, done func([]Follow)) {
 	b.Queue(allFollowsSQL, userID).Query(func(rows pgx.Rows) error {

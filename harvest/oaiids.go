@@ -69,22 +69,6 @@ func (c *OAIClient) ListIdentifiers(ctx context.Context, req ListRequest) (*Iden
 	return page, nil
 }
 
-// ParseListIdentifiers parses one ListIdentifiers response body, with
-// ListIdentifiers' outcomes (and the same hostile-input rules as
-// ParseListRecords: no DOCTYPE, capped size).
-func ParseListIdentifiers(body []byte) (*IdentifierPage, error) {
-	page, oaiErr, err := oaiParseIDs(body)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("parsing OAI-PMH ListIdentifiers: %w", err)
-	case oaiErr != nil && oaiErr.Code == "noRecordsMatch":
-		return &IdentifierPage{IDs: []string{}, CompleteListSize: 0}, nil
-	case oaiErr != nil:
-		return nil, fmt.Errorf("parsing OAI-PMH ListIdentifiers: %w", oaiErr)
-	}
-	return page, nil
-}
-
 func oaiParseIDs(body []byte) (*IdentifierPage, *OAIError, error) {
 	var env oaiIDEnvelope
 	if err := oaiDecode(body, &env); err != nil {

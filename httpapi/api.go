@@ -50,23 +50,6 @@ type API struct {
 	PerUser *Limiter
 }
 
-// Register adds the /v1 routes to mux.
-func (a *API) Register(mux *http.ServeMux) {
-	mux.Handle("GET /v1/me", a.userRoute(a.getMe))
-	mux.Handle("PATCH /v1/me", a.userRoute(a.patchMe))
-	mux.Handle("GET /v1/me/follows", a.userRoute(a.listFollows))
-	mux.Handle("PUT /v1/me/follows/{kind}/{id}", a.userRoute(a.putFollow))
-	mux.Handle("DELETE /v1/me/follows/{kind}/{id}", a.userRoute(a.deleteFollow))
-	mux.Handle("GET /v1/me/feeds", a.userRoute(a.getFeeds))
-	mux.Handle("GET /v1/search/preview", a.userRoute(a.previewSearch))
-	mux.Handle("POST /v1/me/feed-token", a.userRoute(a.rotateFeedToken))
-	mux.Handle("POST /v1/me/email-links/revoke", a.userRoute(a.revokeEmailLinks))
-	a.registerChannels(mux)
-	mux.Handle("GET /v1/follows/{kind}/{id}", a.ipLimited(http.HandlerFunc(a.followStatus)))
-	mux.Handle("POST /v1/papers", a.ipLimited(http.HandlerFunc(a.postPapers)))
-	a.registerIdentity(mux)
-}
-
 // ---- authentication ----
 
 // bearer verifies the Authorization header. It returns (nil, nil) when the

@@ -12,18 +12,6 @@ import (
 	"followfeed/follow"
 )
 
-// registerChannels adds the push-channel routes.
-func (a *API) registerChannels(mux *http.ServeMux) {
-	mux.Handle("GET /v1/me/channels", a.userRoute(a.listChannels))
-	mux.Handle("POST /v1/me/channels", a.userRoute(a.createChannel))
-	mux.Handle("GET /v1/me/channels/{id}", a.userRoute(a.getChannel))
-	mux.Handle("PATCH /v1/me/channels/{id}", a.userRoute(a.patchChannel))
-	mux.Handle("DELETE /v1/me/channels/{id}", a.userRoute(a.deleteChannel))
-	mux.Handle("POST /v1/me/channels/{id}/test", a.userRoute(a.testChannel))
-	mux.Handle("POST /v1/me/channels/{id}/rotate-secret", a.userRoute(a.rotateChannelSecret))
-	mux.Handle("GET /v1/me/channels/{id}/deliveries", a.userRoute(a.channelDeliveries))
-}
-
 type channelFollowJSON struct {
 	Kind string `json:"kind"`
 	ID   string `json:"id"`

@@ -29,12 +29,6 @@ type Embed struct {
 	PublicURL string
 }
 
-// Register adds /embed/follow-button.js, its versioned twin and /embed/demo.
-func (e *Embed) Register(mux *http.ServeMux) {
-	mux.HandleFunc("GET /embed/{file}", e.script)
-	mux.HandleFunc("GET /embed/demo", e.demo)
-}
-
 // script serves /embed/follow-button.js (cached 5 minutes, for hosts that
 // want the latest) and /embed/follow-button.<hash>.js (immutable).
 func (e *Embed) script(w http.ResponseWriter, r *http.Request) {

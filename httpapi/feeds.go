@@ -34,13 +34,6 @@ type FeedRoutes struct {
 	PerIP  *Limiter
 }
 
-// Register adds the feed routes to mux.
-func (h *FeedRoutes) Register(mux *http.ServeMux) {
-	mux.HandleFunc("GET /feeds/{file}", h.private)
-	mux.HandleFunc("GET /feeds/{token}/{kind}/{file}", h.private)
-	mux.HandleFunc("GET /feeds/{kind}/{file}", h.public)
-}
-
 // splitExt splits "cs.LG.atom" into ("cs.LG", "atom").
 func splitExt(file string) (string, string) {
 	i := strings.LastIndexByte(file, '.')

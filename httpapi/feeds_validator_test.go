@@ -390,7 +390,7 @@ func tracedFeeds(t *testing.T, a *testapp.App, maxConns int32) (http.Handler, *r
 	secret := []byte("a test secret of at least thirty-two bytes")
 	fsvc := feeds.NewService(db, feeds.NewTokens(db, secret), match.NewService(db), follow.NewService(db), base, nil, secret)
 	mux := http.NewServeMux()
-	(&httpapi.FeedRoutes{Feeds: fsvc, Misses: httpapi.NewLimiter(0, 0), PerIP: httpapi.NewLimiter(0, 0)}).Register(mux)
+	(&httpapi.Product{Feeds: &httpapi.FeedRoutes{Feeds: fsvc, Misses: httpapi.NewLimiter(0, 0), PerIP: httpapi.NewLimiter(0, 0)}}).Register(mux)
 	return mux, tr
 }
 

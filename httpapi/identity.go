@@ -12,21 +12,8 @@ import (
 	"followfeed/paper"
 )
 
-// registerIdentity adds the identity registry's routes: the host's writes
-// (service token), public lookups, a reader's "not this person".
-func (a *API) registerIdentity(mux *http.ServeMux) {
-	for _, k := range []follow.Kind{follow.Researcher, follow.Institution} {
-		base := "/v1/" + string(k) + "s"
-		mux.Handle("PUT "+base, a.ipLimited(a.putIdentities(k)))
-		mux.Handle("GET "+base+"/{id}", a.ipLimited(a.getIdentity(k)))
-		mux.Handle("DELETE "+base+"/{id}/ids/{other}", a.ipLimited(a.splitIdentity(k)))
-	}
-	mux.Handle("GET /v1/researchers/{id}/disputes", a.ipLimited(http.HandlerFunc(a.listDisputes)))
-	mux.Handle("POST /v1/me/papers/{arxiv_id}/not-this-person", a.userRoute(a.notThisPerson))
-}
-
 // putIdentities stores the host's researcher or institution records.
-func (a *API) putIdentities(kind follow.Kind) http.Handler {
+func (a *API) putIdentities(kind follow.Kind) http.HandlerFunc {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !a.service(w, r, "registering "+string(kind)+"s") {
 			return
@@ -78,7 +65,7 @@ func toIdentityJSON(i identity.Identity) identityJSON {
 }
 
 // getIdentity is public; a user token adds "following".
-func (a *API) getIdentity(kind follow.Kind) http.Handler {
+func (a *API) getIdentity(kind follow.Kind) http.HandlerFunc {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := identity.ParseID(kind, r.PathValue("id"))
 		if err != nil {
@@ -128,7 +115,7 @@ func (a *API) optionalUser(w http.ResponseWriter, r *http.Request) (userID int64
 }
 
 // splitIdentity takes an id off a researcher or institution (service).
-func (a *API) splitIdentity(kind follow.Kind) http.Handler {
+func (a *API) splitIdentity(kind follow.Kind) http.HandlerFunc {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !a.service(w, r, "splitting "+string(kind)+"s") {
 			return

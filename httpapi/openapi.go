@@ -11,11 +11,9 @@ import (
 //go:embed openapi.json
 var OpenAPIDocument []byte
 
-// RegisterOpenAPI serves OpenAPIDocument at GET /openapi.json.
-func RegisterOpenAPI(mux *http.ServeMux) {
-	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "public, max-age=300")
-		_, _ = w.Write(OpenAPIDocument)
-	})
+// serveOpenAPI serves OpenAPIDocument (GET /openapi.json).
+func serveOpenAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, _ = w.Write(OpenAPIDocument)
 }

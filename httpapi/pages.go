@@ -93,16 +93,6 @@ type EmailPages struct {
 	PerIP      *Limiter
 }
 
-// Register adds the routes to mux.
-func (p *EmailPages) Register(mux *http.ServeMux) {
-	mux.HandleFunc("GET /unsubscribe/{token}", p.unsubscribePage)
-	mux.HandleFunc("POST /unsubscribe/{token}", p.unsubscribe)
-	mux.HandleFunc("GET /confirm/{token}", p.confirmPage)
-	mux.HandleFunc("POST /confirm/{token}", p.confirm)
-	mux.HandleFunc("GET /not-this-person/{token}", p.disputePage)
-	mux.HandleFunc("POST /not-this-person/{token}", p.dispute)
-}
-
 // disputePage shows a digest's "Not by …?" link as a page with a button.
 func (p *EmailPages) disputePage(w http.ResponseWriter, r *http.Request) {
 	if p.limited(w, r) {
@@ -142,7 +132,7 @@ func (p *EmailPages) dispute(w http.ResponseWriter, r *http.Request) {
 
 func (p *EmailPages) badLink(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, auth.ErrBadLink) {
-		renderPage(w, r, p.Logger, http.StatusNotFound, "message.html", page{Title: "This link is not valid",
+		renderPage(w, r, p.Logger, statusFor(err), "message.html", page{Title: "This link is not valid",
 			Lines: []string{"It may be incomplete (mail programs sometimes break long links) or it was replaced by a newer one.",
 				"Open the link from your most recent followfeed mail, or change your settings after signing in on the site."}})
 		return
@@ -212,19 +202,15 @@ func (p *EmailPages) confirm(w http.ResponseWriter, r *http.Request) {
 		Lines: []string{"Digests will go to " + email + "."}, Link: "/settings", LinkText: "Your settings"})
 }
 
-// RegisterStatic serves web's assets under /static/: with the right
+// serveStatic serves web's assets under /static/: with the right
 // ?v=<hash> they are immutable for a year, otherwise cached for 5 minutes.
-// It also serves /favicon.ico (cached for 5 minutes).
-func RegisterStatic(mux *http.ServeMux) {
-	mux.HandleFunc("GET /favicon.ico", serveFavicon)
-	mux.HandleFunc("GET /static/{file}", func(w http.ResponseWriter, r *http.Request) {
-		body, version, err := web.Asset(r.PathValue("file"))
-		if err != nil {
-			http.NotFound(w, r)
-			return
-		}
-		serveAsset(w, r, r.PathValue("file"), body, version, r.URL.Query().Get("v") == version)
-	})
+func serveStatic(w http.ResponseWriter, r *http.Request) {
+	body, version, err := web.Asset(r.PathValue("file"))
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	serveAsset(w, r, r.PathValue("file"), body, version, r.URL.Query().Get("v") == version)
 }
 
 func serveAsset(w http.ResponseWriter, r *http.Request, name string, body []byte, version string, immutable bool) {

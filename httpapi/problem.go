@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"followfeed/apperr"
+	"followfeed/auth"
 	"followfeed/database"
 )
 
-// statusOf is the one table mapping domain error codes to HTTP statuses.
+// statusOf is the one table mapping domain error codes to HTTP statuses;
+// problemFor adds a missing row, a bad signed link and an outage.
 var statusOf = map[apperr.Code]int{
 	apperr.BadRequest:   http.StatusBadRequest,
 	apperr.Invalid:      http.StatusUnprocessableEntity,
@@ -74,6 +76,10 @@ func writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err
 	writeProblem(w, p)
 }
 
+// statusFor is the status problemFor gives err: what writeError answers,
+// and what an HTML page answers when it shows err itself.
+func statusFor(err error) int { return problemFor(err).Status }
+
 func problemFor(err error) Problem {
 	if e, ok := apperr.As(err); ok {
 		status, known := statusOf[e.Code]
@@ -85,6 +91,10 @@ func problemFor(err error) Problem {
 	if errors.Is(err, database.ErrNotFound) {
 		return Problem{Type: ProblemType(apperr.NotFound), Title: titles[apperr.NotFound], Status: http.StatusNotFound,
 			Detail: "the requested resource does not exist"}
+	}
+	if errors.Is(err, auth.ErrBadLink) {
+		return Problem{Type: ProblemType(apperr.NotFound), Title: titles[apperr.NotFound], Status: http.StatusNotFound,
+			Detail: "this link is not valid: it may be incomplete, or a newer one replaced it"}
 	}
 	if database.IsUnavailable(err) || errors.Is(err, context.DeadlineExceeded) {
 		return Problem{Type: ProblemType(apperr.Unavailable), Title: titles[apperr.Unavailable], Status: http.StatusServiceUnavailable,

@@ -1,7 +1,7 @@
 // Package httpapi is followfeed's HTTP surface: the JSON API under /v1, feeds,
-// pages, and the operations endpoints. It translates HTTP to calls of the
-// domain packages and their errors back to statuses (problem.go); it holds no
-// business rules of its own.
+// pages, and the operations endpoints, each a route table in routes.go. It
+// translates HTTP to calls of the domain packages and their errors back to
+// statuses (problem.go); it holds no business rules of its own.
 package httpapi
 
 import (
@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"followfeed/apperr"
 )
@@ -34,7 +33,8 @@ type Options struct {
 	Admin         http.Handler
 	AdminUser     string
 	AdminPassword string
-	// Routes registers the product routes on the mux (API, feeds, pages).
+	// Routes registers the product routes on the mux (Product.Register:
+	// the API, feeds and pages).
 	Routes func(mux *http.ServeMux)
 	// CORSOrigins are the host origins allowed to call /v1 from browsers.
 	CORSOrigins []string
@@ -42,56 +42,6 @@ type Options struct {
 	// the client (config TRUSTED_PROXIES); per-address limits, the job UI's
 	// failed sign-ins and logs then see each client, not the proxy.
 	TrustedProxies []netip.Prefix
-}
-
-// NewHandler returns the root handler with observability around every route.
-func NewHandler(o Options) http.Handler {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", readyHandler(o.Ready))
-	if o.Registry != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{Registry: o.Registry}))
-	}
-	if o.Admin != nil && o.AdminPassword != "" {
-		// Ten failed sign-ins a minute per address, then nothing is checked
-		// until the bucket refills.
-		failures := NewLimiter(10.0/60, 10)
-		guarded := adminGuard(o.Admin, o.AdminUser, o.AdminPassword, "followfeed jobs", failures)
-		// The subtree serves the methods the UI and its API use (as
-		// openapi.json documents); any other is a 405 before the
-		// credential is asked for.
-		mux.HandleFunc(AdminPrefix+"/", func(w http.ResponseWriter, r *http.Request) {
-			switch r.Method {
-			case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch:
-				guarded.ServeHTTP(w, r)
-			default:
-				w.Header().Set("Allow", "GET, HEAD, POST, PUT, PATCH")
-				(&refusal{ResponseWriter: w, r: r}).WriteHeader(http.StatusMethodNotAllowed)
-			}
-		})
-		// The bare prefix: GET is sent to the UI; any other method is a
-		// 405 (a problem document, see refusal), not the mux's redirect.
-		// The redirect asks for the credential too, so the spec's
-		// /admin/jobs answers what /admin/jobs/{page} does to strangers.
-		redirect := adminGuard(http.RedirectHandler(AdminPrefix+"/", http.StatusMovedPermanently), o.AdminUser, o.AdminPassword, "followfeed jobs", failures)
-		mux.HandleFunc(AdminPrefix, func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != http.MethodGet && r.Method != http.MethodHead {
-				w.Header().Set("Allow", "GET, HEAD")
-				(&refusal{ResponseWriter: w, r: r}).WriteHeader(http.StatusMethodNotAllowed)
-				return
-			}
-			redirect.ServeHTTP(w, r)
-		})
-	}
-	if o.Routes != nil {
-		o.Routes(mux)
-	}
-	return forwardedFor(observe(cors(muxProblems(mux), o.CORSOrigins), o.Logger, newHTTPMetrics(o.Registry)), o.TrustedProxies)
 }
 
 // methodNotAllowed is the problem type of a 405: an HTTP matter, not a

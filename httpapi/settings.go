@@ -75,21 +75,6 @@ func NewSettings(s Settings, secret []byte) *Settings {
 	return &s
 }
 
-// Register adds the routes to mux.
-func (s *Settings) Register(mux *http.ServeMux) {
-	mux.Handle("GET /{$}", http.RedirectHandler("/settings", http.StatusSeeOther))
-	mux.HandleFunc("GET /about", s.about)
-	mux.HandleFunc("GET /login", s.login)
-	mux.HandleFunc("POST /login", s.login)
-	mux.HandleFunc("POST /logout", s.logout)
-	mux.HandleFunc("GET /settings", s.page)
-	mux.HandleFunc("POST /settings/follows", s.postFollow)
-	mux.HandleFunc("POST /settings/feed-token", s.postRotate)
-	mux.HandleFunc("POST /settings/email", s.postEmail)
-	s.registerChannels(mux)
-	mux.HandleFunc("POST /settings/not-this-person", s.postNotThisPerson)
-}
-
 // viewer is who is looking at the settings: a session user, or a manage
 // link limited to the email settings.
 type viewer struct {
@@ -346,7 +331,7 @@ func (s *Settings) page(w http.ResponseWriter, r *http.Request) {
 	v, err := s.who(r, manage)
 	if err != nil {
 		if errors.Is(err, auth.ErrBadLink) {
-			renderPage(w, r, s.Logger, http.StatusNotFound, "message.html", page{Title: "This link is not valid",
+			renderPage(w, r, s.Logger, statusFor(err), "message.html", page{Title: "This link is not valid",
 				Lines: []string{"Open the settings link from your most recent followfeed mail, or sign in on the site."}})
 			return
 		}
@@ -463,6 +448,8 @@ func (s *Settings) formViewer(w http.ResponseWriter, r *http.Request, allowManag
 		return nil
 	}
 	if v == nil {
+		// Signed out, or a manage link that no longer holds (its page,
+		// GET /settings?token=, says the link is not valid): sign in.
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 		return nil
 	}
@@ -483,7 +470,7 @@ func (s *Settings) post(w http.ResponseWriter, r *http.Request, allowManage bool
 	done, err := act(v)
 	if err != nil {
 		if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
-			// Show the form again with the problem.
+			// Show the form again with the problem, and its status.
 			d, derr := s.data(r, v)
 			if derr != nil {
 				writeError(w, r, s.Logger, derr)
@@ -493,7 +480,7 @@ func (s *Settings) post(w http.ResponseWriter, r *http.Request, allowManage bool
 			if e.Field != "" {
 				msg = e.Field + ": " + e.Message
 			}
-			renderPage(w, r, s.Logger, http.StatusUnprocessableEntity, "settings.html", page{Title: "Settings", SignedIn: !v.emailOnly,
+			renderPage(w, r, s.Logger, statusFor(err), "settings.html", page{Title: "Settings", SignedIn: !v.emailOnly,
 				CSRF: v.csrf, Flash: "Not saved — " + msg, Scripts: []string{"/static/settings.js?v=" + assetVersion("settings.js")}, Data: d})
 			return
 		}

@@ -22,13 +22,6 @@ import (
 // shown": reloading it, or going back to it, never submits the form again
 // (no second channel, no second rotation).
 
-// registerChannels adds the channel form routes.
-func (s *Settings) registerChannels(mux *http.ServeMux) {
-	mux.HandleFunc("POST /settings/channels", s.postChannelAdd)
-	mux.HandleFunc("POST /settings/channels/{id}", s.postChannel)
-	mux.HandleFunc("GET /settings/channels/secret/{nonce}", s.secretPage)
-}
-
 // channelsData is the section's data.
 type channelsData struct {
 	CSRF    string
@@ -202,9 +195,10 @@ type channelAction struct {
 }
 
 // channelPost runs a channel form for a signed-in reader (manage links
-// cannot), after the CSRF check. Invalid input re-renders the page with
+// cannot), after the CSRF check. Invalid input or a conflict (the channel
+// limit, rotating a channel without a secret) re-renders the page with
 // the message next to the form it came from (errorFor: 0 the add form, or
-// the channel id) and 422.
+// the channel id) and the error's status (statusFor: 422, 409).
 func (s *Settings) channelPost(w http.ResponseWriter, r *http.Request, errorFor int64, act func(v *viewer) (channelAction, error)) {
 	v := s.formViewer(w, r, false)
 	if v == nil {
@@ -212,13 +206,14 @@ func (s *Settings) channelPost(w http.ResponseWriter, r *http.Request, errorFor 
 	}
 	res, err := act(v)
 	var fe *fieldError
+	status := http.StatusOK
 	if err != nil {
 		e, ok := apperr.As(err)
 		if !ok || e.Code != apperr.Invalid && e.Code != apperr.Conflict {
 			writeError(w, r, s.Logger, err)
 			return
 		}
-		fe = &fieldError{Field: e.Field, Message: e.Message}
+		fe, status = &fieldError{Field: e.Field, Message: e.Message}, statusFor(err)
 	}
 	if fe == nil && res.reveal != 0 {
 		nonce, err := s.Channels.OfferSecret(r.Context(), v.userID, res.reveal, res.rotated)
@@ -244,7 +239,7 @@ func (s *Settings) channelPost(w http.ResponseWriter, r *http.Request, errorFor 
 		d.Channels.Types = options(channelTypeLabels, d.Channels.Add.Type)
 		d.Channels.Modes = options(channelModeLabels, d.Channels.Add.Mode)
 	}
-	renderPage(w, r, s.Logger, http.StatusUnprocessableEntity, "settings.html", page{Title: "Settings", SignedIn: true, CSRF: v.csrf,
+	renderPage(w, r, s.Logger, status, "settings.html", page{Title: "Settings", SignedIn: true, CSRF: v.csrf,
 		Flash: "Not saved — see the channels section.", Scripts: []string{"/static/settings.js?v=" + assetVersion("settings.js")}, Data: d})
 }
 
@@ -272,7 +267,7 @@ func (s *Settings) secretPage(w http.ResponseWriter, r *http.Request) {
 			writeError(w, r, s.Logger, err)
 			return
 		}
-		status, flash = http.StatusNotFound, "Not shown again: "+e.Message+"."
+		status, flash = statusFor(err), "Not shown again: "+e.Message+"."
 	} else {
 		shown = &shownSecret{ID: rv.ChannelID, Target: rv.URL, Secret: rv.Secret, Rotated: rv.Rotated}
 		flash = channelFlashes["channel-webhook"]

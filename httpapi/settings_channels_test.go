@@ -217,7 +217,9 @@ func TestSettingsPageManagesChannels(t *testing.T) {
 		}
 	}
 	matrixPath := fmt.Sprintf("%s/settings/channels/%d", a.URL, list().Channels[1].ID)
-	if resp, page := testapp.Form(t, b, "POST", matrixPath, url.Values{"csrf": {csrf}, "action": {"rotate"}}); resp.StatusCode != 422 || !strings.Contains(page, "only webhook channels") {
+	// A conflict is shown beside its form with the API's status (409).
+	if resp, page := testapp.Form(t, b, "POST", matrixPath, url.Values{"csrf": {csrf}, "action": {"rotate"}}); resp.StatusCode != 409 ||
+		!strings.Contains(page, "only webhook channels") || !strings.Contains(page, fmt.Sprintf(`id="channel-%d-error"`, list().Channels[1].ID)) {
 		t.Errorf("rotating a Matrix channel: %d", resp.StatusCode)
 	}
 	if resp, _ := testapp.Form(t, b, "POST", chPath, url.Values{"csrf": {csrf}, "action": {"explode"}}); resp.StatusCode != 422 {
@@ -238,5 +240,21 @@ func TestSettingsPageManagesChannels(t *testing.T) {
 	resp, _ = testapp.Form(t, b, "POST", chPath, url.Values{"csrf": {csrf}, "action": {"delete"}})
 	if resp.StatusCode != 303 || len(list().Channels) != 1 {
 		t.Errorf("delete: %d, %d left", resp.StatusCode, len(list().Channels))
+	}
+
+	// At the limit (the page was opened below it: another tab added the
+	// tenth), the add form's post is the API's 409: the page again, saying
+	// so.
+	for i := len(list().Channels); i < 10; i++ {
+		if r := c.Do("POST", "/v1/me/channels", tok, map[string]any{"type": "webhook", "url": fmt.Sprintf("%s/hook%d", rc.URL, i)}); r.Status != 201 {
+			t.Fatalf("channel %d: %d %s", i+1, r.Status, r.Body)
+		}
+	}
+	resp, page = testapp.Form(t, b, "POST", a.URL+"/settings/channels", url.Values{"csrf": {csrf}, "type": {"webhook"}, "url": {rc.URL + "/eleventh"}})
+	if resp.StatusCode != 409 || !strings.Contains(page, "Not saved — see the channels section.") || !strings.Contains(page, "You have the most channels allowed") {
+		t.Errorf("an eleventh channel: %d", resp.StatusCode)
+	}
+	if n := len(list().Channels); n != 10 {
+		t.Errorf("%d channels after the refused eleventh", n)
 	}
 }

@@ -64,7 +64,7 @@ func (s *Settings) searchSection(r *http.Request, w http.ResponseWriter, v *view
 		}
 		d.Error = "This search cannot be used: " + se.Error()
 		d.Before, d.At, d.After = splitAt(raw, se.Pos)
-		return d, http.StatusUnprocessableEntity, nil
+		return d, statusFor(err), nil
 	}
 	d.Query, d.Count = q.String(), pv.Count
 	for _, p := range pv.Newest {

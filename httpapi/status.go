@@ -23,12 +23,6 @@ type StatusRoutes struct {
 	Now      func() time.Time // nil: time.Now
 }
 
-// Register adds the routes to mux.
-func (s *StatusRoutes) Register(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v1/status", s.statusJSON)
-	mux.HandleFunc("GET /status", s.statusPage)
-}
-
 type statusDayJSON struct {
 	Day          string `json:"day"`
 	Records      int    `json:"records"`

@@ -1,0 +1,244 @@
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"followfeed/follow"
+)
+
+// Every route the service serves is a line of one table below, one table
+// per surface: the JSON API, feeds, pages, and the operations endpoints.
+// A line is a ServeMux pattern (method and path; a path alone is every
+// method) and its handler, wrapped in the middleware that route gets.
+// Around every table, NewHandler puts the same chain, outermost first:
+//
+//	forwardedFor  the client's address behind TRUSTED_PROXIES
+//	observe       nosniff, the access log line, the request metrics, a panic as a 500
+//	cors          CORS headers and preflights for the host origins, on /v1/ only
+//	muxProblems   the mux's own 404 and 405 (with Allow) as problem documents
+//
+// A new surface is a table here (a method of Product, whose handlers are a
+// field of Product) and that table in Product.routes.
+
+// route is one line of a route table.
+type route struct {
+	pattern string // "GET /v1/me"; a path alone is a route of every method
+	handler http.Handler
+}
+
+// handle adds routes to mux.
+func handle(mux *http.ServeMux, routes []route) {
+	for _, rt := range routes {
+		mux.Handle(rt.pattern, rt.handler)
+	}
+}
+
+// NewHandler returns the root handler: the operations endpoints, the
+// product's routes (Options.Routes) and the chain above around them.
+func NewHandler(o Options) http.Handler {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	mux := http.NewServeMux()
+	handle(mux, adminRoutes(o))
+	if o.Routes != nil {
+		o.Routes(mux)
+	}
+	return forwardedFor(observe(cors(muxProblems(mux), o.CORSOrigins), o.Logger, newHTTPMetrics(o.Registry)), o.TrustedProxies)
+}
+
+// Product is the handlers of the product's surfaces, which app builds from
+// the domain services. Register is its Options.Routes. The routes of a nil
+// field are registered all the same (a test that needs one surface sets
+// one field) and must not be requested.
+type Product struct {
+	API      *API
+	Feeds    *FeedRoutes
+	Status   *StatusRoutes
+	Email    *EmailPages
+	Settings *Settings
+	Embed    *Embed
+}
+
+// Register adds the routes of every product surface to mux.
+func (p *Product) Register(mux *http.ServeMux) { handle(mux, p.routes()) }
+
+// routes is the tables of every product surface, in one list.
+func (p *Product) routes() []route {
+	return slices.Concat(p.apiRoutes(), p.feedRoutes(), p.pageRoutes())
+}
+
+// bare is a route with no middleware of its own: the handler checks
+// what it needs itself (a per-IP limit, the session, the CSRF token).
+func bare(h http.HandlerFunc) http.Handler { return h }
+
+// apiRoutes is the JSON API: every /v1 route, and the document that
+// describes the service's routes. Its middleware:
+//
+//	user    a signed-in user's bearer token (a service token is a 403), the
+//	        per-IP and per-user limits, the handler's error as a problem
+//	        (API.userRoute)
+//	public  the per-IP limit (API.ipLimited); the handler reads a token
+//	        itself where one counts (a service token's writes, the follow
+//	        status of a signed-in user)
+func (p *Product) apiRoutes() []route {
+	a, st := p.API, p.Status
+	user := a.userRoute
+	public := func(h http.HandlerFunc) http.Handler { return a.ipLimited(h) }
+	return []route{
+		{"GET /v1/me", user(a.getMe)},
+		{"PATCH /v1/me", user(a.patchMe)},
+		{"GET /v1/me/follows", user(a.listFollows)},
+		{"PUT /v1/me/follows/{kind}/{id}", user(a.putFollow)},
+		{"DELETE /v1/me/follows/{kind}/{id}", user(a.deleteFollow)},
+		{"GET /v1/me/feeds", user(a.getFeeds)},
+		{"POST /v1/me/feed-token", user(a.rotateFeedToken)},
+		{"POST /v1/me/email-links/revoke", user(a.revokeEmailLinks)},
+		{"GET /v1/search/preview", user(a.previewSearch)},
+
+		// Push channels (channels.go).
+		{"GET /v1/me/channels", user(a.listChannels)},
+		{"POST /v1/me/channels", user(a.createChannel)},
+		{"GET /v1/me/channels/{id}", user(a.getChannel)},
+		{"PATCH /v1/me/channels/{id}", user(a.patchChannel)},
+		{"DELETE /v1/me/channels/{id}", user(a.deleteChannel)},
+		{"POST /v1/me/channels/{id}/test", user(a.testChannel)},
+		{"POST /v1/me/channels/{id}/rotate-secret", user(a.rotateChannelSecret)},
+		{"GET /v1/me/channels/{id}/deliveries", user(a.channelDeliveries)},
+
+		// The Follow button's count and state, and the host's papers
+		// (service token).
+		{"GET /v1/follows/{kind}/{id}", public(a.followStatus)},
+		{"POST /v1/papers", public(a.postPapers)},
+
+		// The identity registry (identity.go): the host's writes (service
+		// token), public lookups, a user's "not this person".
+		{"PUT /v1/researchers", public(a.putIdentities(follow.Researcher))},
+		{"GET /v1/researchers/{id}", public(a.getIdentity(follow.Researcher))},
+		{"DELETE /v1/researchers/{id}/ids/{other}", public(a.splitIdentity(follow.Researcher))},
+		{"PUT /v1/institutions", public(a.putIdentities(follow.Institution))},
+		{"GET /v1/institutions/{id}", public(a.getIdentity(follow.Institution))},
+		{"DELETE /v1/institutions/{id}/ids/{other}", public(a.splitIdentity(follow.Institution))},
+		{"GET /v1/researchers/{id}/disputes", public(a.listDisputes)},
+		{"POST /v1/me/papers/{arxiv_id}/not-this-person", user(a.notThisPerson)},
+
+		// The sources' health (status.go; its own per-IP limit).
+		{"GET /v1/status", bare(st.statusJSON)},
+		{"GET /openapi.json", bare(serveOpenAPI)},
+	}
+}
+
+// feedRoutes is the feeds: a user's private feeds (the token is the
+// credential) with the OPML list of them, and the public feeds of a
+// category, researcher or institution. Each handler takes its per-IP
+// token first, and a private feed's unknown tokens count against
+// FeedRoutes.Misses. Their hub links (WebSub) come from package feeds.
+func (p *Product) feedRoutes() []route {
+	f := p.Feeds
+	return []route{
+		{"GET /feeds/{file}", bare(f.private)},                // {token}.atom|rss|json|opml
+		{"GET /feeds/{token}/{kind}/{file}", bare(f.private)}, // one follow: {id}.atom|rss|json
+		{"GET /feeds/{kind}/{file}", bare(f.public)},          // category/cs.LG.atom, ...
+	}
+}
+
+// pageRoutes is the HTML pages and their assets. The settings pages check
+// the session cookie (or a mail's manage link) and, on every POST, the
+// CSRF token themselves; sign-in, the mail links and the status page take
+// their per-IP token first.
+func (p *Product) pageRoutes() []route {
+	s, e, m, st := p.Settings, p.Embed, p.Email, p.Status
+	return []route{
+		{"GET /{$}", http.RedirectHandler("/settings", http.StatusSeeOther)},
+		{"GET /about", bare(s.about)},
+		{"GET /login", bare(s.login)},
+		{"POST /login", bare(s.login)},
+		{"POST /logout", bare(s.logout)},
+
+		// Settings (settings.go), its channel forms (settings_channels.go).
+		{"GET /settings", bare(s.page)},
+		{"POST /settings/follows", bare(s.postFollow)},
+		{"POST /settings/feed-token", bare(s.postRotate)},
+		{"POST /settings/email", bare(s.postEmail)},
+		{"POST /settings/channels", bare(s.postChannelAdd)},
+		{"POST /settings/channels/{id}", bare(s.postChannel)},
+		{"GET /settings/channels/secret/{nonce}", bare(s.secretPage)},
+		{"POST /settings/not-this-person", bare(s.postNotThisPerson)},
+
+		// The links in mail (pages.go): a GET shows a button, the POST acts.
+		{"GET /unsubscribe/{token}", bare(m.unsubscribePage)},
+		{"POST /unsubscribe/{token}", bare(m.unsubscribe)},
+		{"GET /confirm/{token}", bare(m.confirmPage)},
+		{"POST /confirm/{token}", bare(m.confirm)},
+		{"GET /not-this-person/{token}", bare(m.disputePage)},
+		{"POST /not-this-person/{token}", bare(m.dispute)},
+
+		{"GET /status", bare(st.statusPage)},
+
+		// The Follow button's script, its versioned twin and its demo
+		// (embed.go); the pages' assets.
+		{"GET /embed/{file}", bare(e.script)},
+		{"GET /embed/demo", bare(e.demo)},
+		{"GET /static/{file}", bare(serveStatic)},
+		{"GET /favicon.ico", bare(serveFavicon)},
+	}
+}
+
+// adminRoutes is the operations endpoints, which every process serves (a
+// worker's HTTP_ADDR too): liveness, readiness, the metrics (with a
+// Registry) and the River UI (with Admin and an ADMIN_PASSWORD) behind
+// adminGuard: basic auth, failed sign-ins limited per address, no
+// cross-origin writes, never framed.
+func adminRoutes(o Options) []route {
+	table := []route{
+		{"GET /healthz", bare(healthz)},
+		{"GET /readyz", readyHandler(o.Ready)},
+	}
+	if o.Registry != nil {
+		table = append(table, route{"GET /metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{Registry: o.Registry})})
+	}
+	if o.Admin == nil || o.AdminPassword == "" {
+		return table
+	}
+	// Ten failed sign-ins a minute per address, then nothing is checked
+	// until the bucket refills.
+	failures := NewLimiter(10.0/60, 10)
+	guard := func(h http.Handler) http.Handler {
+		return adminGuard(h, o.AdminUser, o.AdminPassword, "followfeed jobs", failures)
+	}
+	return append(table,
+		// The subtree serves the methods the UI and its API use (as
+		// openapi.json documents); any other is a 405 before the
+		// credential is asked for.
+		route{AdminPrefix + "/", only(guard(o.Admin), "GET", "HEAD", "POST", "PUT", "PATCH")},
+		// The bare prefix: GET is sent to the UI; any other method is a
+		// 405 (a problem document, see refusal), not the mux's redirect.
+		// The redirect asks for the credential too, so the spec's
+		// /admin/jobs answers what /admin/jobs/{page} does to strangers.
+		route{AdminPrefix, only(guard(http.RedirectHandler(AdminPrefix+"/", http.StatusMovedPermanently)), "GET", "HEAD")},
+	)
+}
+
+// only serves methods with h and answers any other with a 405 problem
+// whose Allow header lists them: the mux's own 405 cannot, for a pattern
+// without a method.
+func only(h http.Handler, methods ...string) http.Handler {
+	allow := strings.Join(methods, ", ")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !slices.Contains(methods, r.Method) {
+			w.Header().Set("Allow", allow)
+			(&refusal{ResponseWriter: w, r: r}).WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
