@@ -6,6 +6,10 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+
+	"followfeed/follow"
+	"followfeed/identity/registrysql"
+	"followfeed/paper"
 )
 
 // batch is what the match job reads of its key rows.
@@ -29,36 +33,15 @@ type batch struct {
 func readBatch(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) (batch, error) {
 	var b batch
 	var papers []int64
-	err := tx.QueryRow(ctx, `
-		WITH r AS MATERIALIZED (
-			SELECT paper_id, key, cross_list, replacement FROM paper_keys WHERE seq BETWEEN $1 AND $2
-		)
-		SELECT coalesce(array_agg(key), '{}'), coalesce(array_agg(pn), '{}'), coalesce(array_agg(pr), '{}'),
-		       coalesce(array_agg(cn), '{}'), coalesce(array_agg(cr), '{}'),
-		       CASE WHEN EXISTS (SELECT 1 FROM identity_disputes) THEN ARRAY(SELECT DISTINCT paper_id FROM r) END
-		FROM (
-			SELECT key,
-			       bool_or(NOT cross_list AND NOT replacement) AS pn, bool_or(NOT cross_list AND replacement) AS pr,
-			       bool_or(cross_list AND NOT replacement) AS cn, bool_or(cross_list AND replacement) AS cr
-			FROM (
-				SELECT key, cross_list, replacement FROM r
-				UNION ALL
-				SELECT key, false, replacement FROM search_hits
-				WHERE seq BETWEEN $1 AND $2
-			) r
-			GROUP BY key ORDER BY key COLLATE "C"
-		) k`,
-		fromSeq, toSeq).Scan(&b.keys, &b.primaryNew, &b.primaryReplaced, &b.crossNew, &b.crossReplaced, &papers)
+	err := tx.QueryRow(ctx, batchSQL, fromSeq, toSeq).Scan(&b.keys, &b.primaryNew, &b.primaryReplaced, &b.crossNew, &b.crossReplaced, &papers)
 	if err != nil {
 		return b, fmt.Errorf("reading the keys %d..%d: %w", fromSeq, toSeq, err)
 	}
 	if len(papers) == 0 {
 		return b, nil
 	}
-	// The match job's custom plan has the ids as a constant, which
-	// PostgreSQL hashes for = ANY: one pass over identity_disputes (it has
-	// no index on paper_id), not one per paper.
-	rows, err := tx.Query(ctx, `SELECT DISTINCT user_id FROM identity_disputes WHERE paper_id = ANY($1)`, papers)
+	// The match job's custom plan has the ids as a constant (DisputersSQL).
+	rows, err := tx.Query(ctx, registrysql.DisputersSQL, papers)
 	if err != nil {
 		return b, fmt.Errorf("finding disputes of keys %d..%d: %w", fromSeq, toSeq, err)
 	}
@@ -68,13 +51,44 @@ func readBatch(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) (batch, err
 	return b, nil
 }
 
+// batchSQL is readBatch's first statement: the batch's keys with their
+// flags and, when anybody disputed anything, its papers.
+const batchSQL = `
+		WITH r AS MATERIALIZED (
+			SELECT paper_id, key, cross_list, replacement FROM ` + paper.KeysTable + ` WHERE seq BETWEEN $1 AND $2
+		)
+		SELECT coalesce(array_agg(key), '{}'), coalesce(array_agg(pn), '{}'), coalesce(array_agg(pr), '{}'),
+		       coalesce(array_agg(cn), '{}'), coalesce(array_agg(cr), '{}'),
+		       CASE WHEN ` + registrysql.AnyDisputesSQL + ` THEN ARRAY(SELECT DISTINCT paper_id FROM r) END
+		FROM (
+			SELECT key,
+			       bool_or(NOT cross_list AND NOT replacement) AS pn, bool_or(NOT cross_list AND replacement) AS pr,
+			       bool_or(cross_list AND NOT replacement) AS cn, bool_or(cross_list AND replacement) AS cr
+			FROM (
+				SELECT key, cross_list, replacement FROM r
+				UNION ALL
+				SELECT key, false, replacement FROM ` + paper.HitsTable + `
+				WHERE seq BETWEEN $1 AND $2
+			) r
+			GROUP BY key ORDER BY key COLLATE "C"
+		) k`
+
 // expand returns ks with, through the identity registry, every other key
 // of the same person or institution, with the flags of the keys that reach
 // it, in the same order: a primary-key probe and an index-only scan of
 // identity_keys per researcher or institution key, in key order.
 func (ks batchKeys) expand(ctx context.Context, tx pgx.Tx) (batchKeys, error) {
 	var x batchKeys
-	err := tx.QueryRow(ctx, `
+	err := tx.QueryRow(ctx, expandSQL, ks.keys, ks.primaryNew, ks.primaryReplaced, ks.crossNew, ks.crossReplaced).
+		Scan(&x.keys, &x.primaryNew, &x.primaryReplaced, &x.crossNew, &x.crossReplaced)
+	if err != nil {
+		return x, fmt.Errorf("expanding %d keys through the registry: %w", len(ks.keys), err)
+	}
+	return x, nil
+}
+
+// expandSQL is expand's statement.
+var expandSQL = `
 		WITH b AS (
 			SELECT * FROM unnest($1::text[], $2::bool[], $3::bool[], $4::bool[], $5::bool[]) AS b(key, pn, pr, cn, cr)
 		)
@@ -86,20 +100,10 @@ func (ks batchKeys) expand(ctx context.Context, tx pgx.Tx) (batchKeys, error) {
 				SELECT key, pn, pr, cn, cr FROM b
 				UNION ALL
 				SELECT k2.key, b.pn, b.pr, b.cn, b.cr
-				FROM b CROSS JOIN LATERAL (
-					SELECT k1.identity_id FROM identity_keys k1
-					WHERE k1.key = b.key AND (b.key LIKE 'researcher:%' OR b.key LIKE 'institution:%')
-				) k1
-				JOIN identity_keys k2 ON k2.identity_id = k1.identity_id AND k2.key <> b.key
+				FROM b ` + registrysql.LinkedKeys("b.key") + ` AND k2.key <> b.key
 			) e
 			GROUP BY key ORDER BY key COLLATE "C"
-		) x`, ks.keys, ks.primaryNew, ks.primaryReplaced, ks.crossNew, ks.crossReplaced,
-	).Scan(&x.keys, &x.primaryNew, &x.primaryReplaced, &x.crossNew, &x.crossReplaced)
-	if err != nil {
-		return x, fmt.Errorf("expanding %d keys through the registry: %w", len(ks.keys), err)
-	}
-	return x, nil
-}
+		) x`
 
 // withoutDisputedOnly returns users without those of candidates (users who
 // disputed a paper of the batch) whose every new match in [fromSeq, toSeq]
@@ -121,32 +125,7 @@ func withoutDisputedOnly(ctx context.Context, tx pgx.Tx, users, candidates []int
 	if len(check) == 0 {
 		return users, nil
 	}
-	rows, err := tx.Query(ctx, `
-		SELECT u.user_id FROM unnest($1::bigint[]) AS u(user_id)
-		WHERE EXISTS (
-			SELECT 1
-			FROM follows f
-			LEFT JOIN identity_keys k1 ON k1.key = f.key
-			CROSS JOIN LATERAL (
-				SELECT f.key AS key
-				UNION
-				SELECT k2.key FROM identity_keys k2 WHERE k2.identity_id = k1.identity_id
-			) x
-			JOIN paper_keys pk ON pk.key = x.key AND pk.seq BETWEEN $2 AND $3
-			WHERE f.user_id = u.user_id
-			  AND (f.include_cross_lists OR NOT pk.cross_list)
-			  AND (f.include_replacements OR NOT pk.replacement)
-			  AND NOT EXISTS (
-				SELECT 1 FROM identity_disputes d
-				WHERE d.user_id = u.user_id AND d.paper_id = pk.paper_id
-				  AND (d.follow_key = f.key
-				       OR d.follow_key IN (SELECT k3.key FROM identity_keys k3 WHERE k3.identity_id = k1.identity_id))))
-		   OR EXISTS (
-			SELECT 1
-			FROM follows f JOIN search_hits h ON h.key = f.key AND h.seq BETWEEN $2 AND $3
-			WHERE f.user_id = u.user_id AND f.key >= 'query:' AND f.key < 'query;'
-			  AND (f.include_replacements OR NOT h.replacement))`,
-		check, fromSeq, toSeq)
+	rows, err := tx.Query(ctx, disputedOnlySQL, check, fromSeq, toSeq)
 	if err != nil {
 		return nil, fmt.Errorf("checking disputed matches of %d users: %w", len(check), err)
 	}
@@ -162,3 +141,27 @@ func withoutDisputedOnly(ctx context.Context, tx pgx.Tx, users, candidates []int
 	}
 	return out, nil
 }
+
+// disputedOnlySQL is withoutDisputedOnly's statement: of the users $1,
+// those with a match in [$2, $3] that is not disputed.
+var disputedOnlySQL = `
+		SELECT u.user_id FROM unnest($1::bigint[]) AS u(user_id)
+		WHERE EXISTS (
+			SELECT 1
+			FROM ` + follow.FollowsTable + ` f
+			` + registrysql.Key("f.key") + `
+			CROSS JOIN LATERAL (
+				SELECT f.key AS key
+				UNION
+				` + registrysql.IdentityKeys("k1.identity_id") + `
+			) x
+			JOIN ` + paper.KeysTable + ` pk ON pk.key = x.key AND pk.seq BETWEEN $2 AND $3
+			WHERE f.user_id = u.user_id
+			  AND (f.include_cross_lists OR NOT pk.cross_list)
+			  AND (f.include_replacements OR NOT pk.replacement)
+			  AND NOT ` + registrysql.Disputed("u.user_id", "pk.paper_id", "f.key", "k1.identity_id") + `)
+		   OR EXISTS (
+			SELECT 1
+			FROM ` + follow.FollowsTable + ` f JOIN ` + paper.HitsTable + ` h ON h.key = f.key AND h.seq BETWEEN $2 AND $3
+			WHERE f.user_id = u.user_id AND f.key >= 'query:' AND f.key < 'query;'
+			  AND (f.include_replacements OR NOT h.replacement))`

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/identity/registrysql"
 	"followfeed/paper"
 )
 
@@ -23,6 +24,18 @@ func (s *Service) Public(ctx context.Context, key string, limit int) ([]Paper, e
 	return out, err
 }
 
+// publicSQL reads the newest first-match rows (at most $2 of each) of key
+// $1 and the other keys of its person or institution, at most 4 × $2.
+var publicSQL = `
+			SELECT pk.paper_id, pk.seq
+			FROM (` + registrysql.PersonKeys("$1") + `) ks
+			CROSS JOIN LATERAL (
+				SELECT paper_id, seq FROM ` + paper.KeysTable + ` pk
+				WHERE pk.key = ks.key AND NOT pk.replacement
+				ORDER BY pk.seq DESC LIMIT $2
+			) pk
+			ORDER BY pk.seq DESC LIMIT $2 * 4`
+
 // PublicIn is Public inside tx (a repeatable-read transaction, e.g. the read
 // replica's in database.DB.Read).
 func PublicIn(ctx context.Context, tx pgx.Tx, key string, limit int) ([]Paper, error) {
@@ -33,18 +46,7 @@ func PublicIn(ctx context.Context, tx pgx.Tx, key string, limit int) ([]Paper, e
 	err := func() error {
 		// The newest rows of every key of the key's person or
 		// institution (the identity registry), merged.
-		rows, err := tx.Query(ctx, `
-			SELECT pk.paper_id, pk.seq
-			FROM (SELECT $1::text AS key
-			      UNION
-			      SELECT k2.key FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
-			      WHERE k1.key = $1) ks
-			CROSS JOIN LATERAL (
-				SELECT paper_id, seq FROM paper_keys pk
-				WHERE pk.key = ks.key AND NOT pk.replacement
-				ORDER BY pk.seq DESC LIMIT $2
-			) pk
-			ORDER BY pk.seq DESC LIMIT $2 * 4`, key, limit)
+		rows, err := tx.Query(ctx, publicSQL, key, limit)
 		if err != nil {
 			return fmt.Errorf("selecting papers of %s: %w", key, err)
 		}

@@ -8,6 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/follow"
+	"followfeed/identity/registrysql"
+	"followfeed/paper"
 )
 
 // queueReasons queues on b the reads of the reasons of the papers in
@@ -90,16 +92,15 @@ func reasonsFromKeys(keys []string, parsed map[string]follow.Target) []follow.Ta
 // of the user's own searches (search_hits_pkey, their few rows) that
 // list one of the papers, never the other readers' searches that
 // matched them.
-const loadReasonsSQL = `
+var loadReasonsSQL = `
 		WITH fo AS MATERIALIZED (
 			SELECT f.key, f.created_at, f.include_cross_lists, k1.identity_id AS ident, coalesce(k2.key, f.key) AS mkey
-			FROM follows f
-			LEFT JOIN identity_keys k1 ON k1.key = f.key
-			LEFT JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
+			FROM ` + follow.FollowsTable + ` f
+			` + registrysql.Expand("f.key") + `
 			WHERE f.user_id = $1
 		), qh AS MATERIALIZED (
 			SELECT DISTINCT u.id, h.key
-			FROM fo JOIN search_hits h ON h.key = fo.key
+			FROM fo JOIN ` + paper.HitsTable + ` h ON h.key = fo.key
 			CROSS JOIN LATERAL unnest(h.paper_ids) AS u(id)
 			WHERE fo.key >= 'query:' AND fo.key < 'query;' AND h.paper_ids && $2::bigint[] AND u.id = ANY($2)
 		)
@@ -107,17 +108,14 @@ const loadReasonsSQL = `
 			SELECT DISTINCT ON (p.id, coalesce(fo.ident::text, fo.key)) p.id, fo.key, fo.created_at AS followed
 			FROM unnest($2::bigint[]) AS p(id)
 			CROSS JOIN LATERAL (
-				(SELECT key, true AS rows FROM paper_keys WHERE paper_id = p.id OFFSET 0)
+				(SELECT key, true AS rows FROM ` + paper.KeysTable + ` WHERE paper_id = p.id OFFSET 0)
 				UNION ALL
 				SELECT key, false FROM qh WHERE qh.id = p.id
 			) pk
 			JOIN fo ON fo.mkey = pk.key
 			WHERE (fo.include_cross_lists OR NOT pk.rows OR EXISTS (
-				SELECT 1 FROM paper_keys c WHERE c.paper_id = p.id AND c.key = pk.key AND NOT c.cross_list))
-			  AND NOT EXISTS (
-				SELECT 1 FROM identity_disputes d
-				WHERE d.user_id = $1 AND d.paper_id = p.id
-				  AND (d.follow_key = fo.key OR d.follow_key IN (SELECT k3.key FROM identity_keys k3 WHERE k3.identity_id = fo.ident)))
+				SELECT 1 FROM ` + paper.KeysTable + ` c WHERE c.paper_id = p.id AND c.key = pk.key AND NOT c.cross_list))
+			  AND NOT ` + registrysql.Disputed("$1", "p.id", "fo.key", "fo.ident") + `
 			ORDER BY p.id, coalesce(fo.ident::text, fo.key), fo.created_at, fo.key
 		) r
 		ORDER BY id, followed, key`

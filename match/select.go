@@ -6,6 +6,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/follow"
+	"followfeed/identity/registrysql"
+	"followfeed/paper"
 )
 
 // queryArrays are the queries of a batch as the parallel arrays
@@ -79,9 +81,9 @@ func newQueryArrays(qs []Query) queryArrays {
 // searches). With only_key, "before" means before by that follow: a paper another follow matched earlier is new to it (filtered
 // channels).
 // total counts what is kept (window functions run before LIMIT).
-const matchedManySQL = `
+var matchedManySQL = `
 	WITH q AS (
-		SELECT u.*, EXISTS (SELECT 1 FROM identity_disputes d WHERE d.user_id = u.user_id) AS disputes
+		SELECT u.*, ` + registrysql.Disputes("u.user_id") + ` AS disputes
 		FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::int[], $6::int[])
 		WITH ORDINALITY AS u(user_id, only_key, after_seq, upto_seq, per_key, lim, ord)
 	)
@@ -99,28 +101,23 @@ const matchedManySQL = `
 				SELECT DISTINCT ON (m.key) fo.key, fo.created_at, fo.include_cross_lists, fo.include_replacements,
 				       m.key AS mkey, k1.identity_id AS ident,
 				       dense_rank() OVER (ORDER BY fo.created_at, fo.key)::int AS rank
-				FROM follows fo
-				LEFT JOIN identity_keys k1 ON k1.key = fo.key
-				LEFT JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
+				FROM ` + follow.FollowsTable + ` fo
+				` + registrysql.Expand("fo.key") + `
 				CROSS JOIN LATERAL (SELECT coalesce(k2.key, fo.key) AS key) m
 				WHERE fo.user_id = q.user_id AND (q.only_key = '' OR fo.key = q.only_key)
 				ORDER BY m.key, fo.created_at, fo.key
 			) fo CROSS JOIN LATERAL (
 				(SELECT pk.paper_id, pk.seq, pk.replacement, pk.new_paper
-				FROM paper_keys pk
+				FROM ` + paper.KeysTable + ` pk
 				WHERE pk.key = fo.mkey AND pk.seq > q.after_seq AND pk.seq <= q.upto_seq
 				  AND (fo.include_cross_lists OR NOT pk.cross_list)
 				  AND (fo.include_replacements OR NOT pk.replacement)
-				  AND (NOT q.disputes OR NOT EXISTS (
-					SELECT 1 FROM identity_disputes d
-					WHERE d.user_id = q.user_id AND d.paper_id = pk.paper_id
-					  AND (d.follow_key = fo.key
-					       OR d.follow_key IN (SELECT k3.key FROM identity_keys k3 WHERE k3.identity_id = fo.ident))))
+				  AND (NOT q.disputes OR NOT ` + registrysql.Disputed("q.user_id", "pk.paper_id", "fo.key", "fo.ident") + `)
 				ORDER BY pk.seq DESC
 				LIMIT q.per_key)
 				UNION ALL
 				(SELECT u.paper_id, h.seq, h.replacement, h.new_paper
-				FROM search_hits h CROSS JOIN LATERAL unnest(h.paper_ids) AS u(paper_id)
+				FROM ` + paper.HitsTable + ` h CROSS JOIN LATERAL unnest(h.paper_ids) AS u(paper_id)
 				WHERE fo.mkey >= 'query:' AND fo.mkey < 'query;'
 				  AND h.key = fo.mkey AND h.seq > q.after_seq AND h.seq <= q.upto_seq
 				  AND (fo.include_replacements OR NOT h.replacement)
@@ -139,23 +136,22 @@ const matchedManySQL = `
 // when it is not ”) matched candidate c.paper_id before the window start
 // q.after_seq, NULL otherwise: matchedManySQL's and seenSQL's probe (see
 // matchedManySQL).
-const seenProbeSQL = `(SELECT true FROM (
+var seenProbeSQL = `(SELECT true FROM (
 				(SELECT 1
-				FROM paper_keys pk
+				FROM ` + paper.KeysTable + ` pk
 				CROSS JOIN LATERAL (
 					SELECT pk.key AS key
 					UNION ALL
-					SELECT k2.key FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
-					WHERE k1.key = pk.key AND k2.key <> pk.key
+					` + registrysql.Keys("pk.key") + ` AND k2.key <> pk.key
 				) x
-				JOIN follows fo ON fo.user_id = q.user_id AND fo.key = x.key
+				JOIN ` + follow.FollowsTable + ` fo ON fo.user_id = q.user_id AND fo.key = x.key
 				  AND (q.only_key = '' OR fo.key = q.only_key)
 				WHERE q.after_seq > 0 AND NOT c.new_in_window AND pk.paper_id = c.paper_id
 				  AND pk.seq <= q.after_seq AND NOT pk.replacement
 				  AND (fo.include_cross_lists OR NOT pk.cross_list))
 				UNION ALL
 				(SELECT 1
-				FROM follows fo JOIN search_hits h ON h.key = fo.key
+				FROM ` + follow.FollowsTable + ` fo JOIN ` + paper.HitsTable + ` h ON h.key = fo.key
 				WHERE q.after_seq > 0 AND NOT c.new_in_window
 				  AND fo.user_id = q.user_id AND fo.key >= 'query:' AND fo.key < 'query;'
 				  AND (q.only_key = '' OR fo.key = q.only_key)

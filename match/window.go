@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/follow"
+	"followfeed/identity/registrysql"
+	"followfeed/paper"
 )
 
 // The windowed path: MatchedMany's answer for the queries with a bounded
@@ -36,39 +38,10 @@ import (
 // follows, then their keys' rows), and a third when there are papers to
 // probe or queries to send the per-user way.
 
-// windowDisputesSQL lists what users $1 said is not by the person they
-// follow.
-const windowDisputesSQL = `SELECT user_id, follow_key, paper_id FROM identity_disputes WHERE user_id = ANY($1)`
-
-// windowRowsSQL reads, for each key of $1 (sorted: the index is walked in
-// order), its newest rows in the window ($2, $3], at most $4
-// (paper_keys_key_seq_idx, index-only).
-const windowRowsSQL = `
-	SELECT k.i::int, pk.paper_id, pk.seq, pk.cross_list, pk.replacement, pk.new_paper
-	FROM unnest($1::text[]) WITH ORDINALITY AS k(key, i)
-	CROSS JOIN LATERAL (
-		SELECT pk.paper_id, pk.seq, pk.cross_list, pk.replacement, pk.new_paper FROM paper_keys pk
-		WHERE pk.key = k.key AND pk.seq > $2 AND pk.seq <= $3
-		ORDER BY pk.seq DESC LIMIT $4
-	) pk`
-
-// windowHitsSQL reads, for each saved search key of $1, the papers of its
-// newest search_hits rows in the window ($2, $3], at most $4
-// (search_hits_pkey), as matchedManySQL does.
-const windowHitsSQL = `
-	SELECT k.i::int, h.paper_id, h.seq, false, h.replacement, h.new_paper
-	FROM unnest($1::text[]) WITH ORDINALITY AS k(key, i)
-	CROSS JOIN LATERAL (
-		SELECT u.paper_id, h.seq, h.replacement, h.new_paper
-		FROM search_hits h CROSS JOIN LATERAL unnest(h.paper_ids) WITH ORDINALITY AS u(paper_id, o)
-		WHERE h.key = k.key AND h.seq > $2 AND h.seq <= $3
-		ORDER BY h.seq DESC, u.o LIMIT $4
-	) h`
-
 // seenSQL says which candidates (user $1, only key $2, window start $3,
 // paper $4, by ordinality) the user's follows matched before the window
 // (seenProbeSQL).
-const seenSQL = `
+var seenSQL = `
 	SELECT q.n::int FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[])
 	     WITH ORDINALITY AS q(user_id, only_key, after_seq, paper_id, n)
 	CROSS JOIN LATERAL (SELECT q.paper_id, false AS new_in_window) c
@@ -165,7 +138,7 @@ func (w *windowed) queueFollows(b *pgx.Batch, users []int64) {
 	}
 	w.disputes = map[[2]int64][]string{}
 	follow.QueueExpandedMany(b, users, func(m map[int64][]follow.Expanded) { w.follows = m })
-	b.Queue(windowDisputesSQL, users).Query(func(rows pgx.Rows) error {
+	b.Queue(registrysql.DisputesOfSQL, users).Query(func(rows pgx.Rows) error {
 		var user, paperID int64
 		var key string
 		_, err := pgx.ForEachRow(rows, []any{&user, &key, &paperID}, func() error {
@@ -270,9 +243,9 @@ func (w *windowed) queueRows(b *pgx.Batch) {
 				return nil
 			})
 		}
-		read(windowRowsSQL, keys, false)
+		read(paper.KeyRowsInWindowSQL, keys, false)
 		if len(queries) > 0 {
-			read(windowHitsSQL, queries, true)
+			read(paper.HitsInWindowSQL, queries, true)
 		}
 	}
 }
