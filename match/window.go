@@ -209,45 +209,50 @@ func (w *windowed) queueRows(b *pgx.Batch) {
 		}
 		slices.Sort(keys)
 		slices.Sort(queries)
-		read := func(sql string, keys []string, hits bool) {
-			b.Queue(sql, keys, win[0], win[1], maxWindowRowsPerKey).Query(func(rows pgx.Rows) error {
-				var (
-					i int32
-					r keyRow
-				)
-				_, err := pgx.ForEachRow(rows, []any{&i, &r.paperID, &r.seq, &r.cross, &r.replacement, &r.fresh}, func() error {
-					wk := m[keys[i-1]]
-					if hits {
-						wk.hits = append(wk.hits, r)
-					} else {
-						wk.rows = append(wk.rows, r)
-					}
-					return nil
-				})
-				if err != nil {
-					return fmt.Errorf("reading the rows of %d keys in %d..%d: %w", len(keys), win[0], win[1], err)
-				}
-				for _, k := range keys {
-					wk := m[k]
-					rs := wk.rows
-					if hits {
-						rs = wk.hits
-					}
-					if len(rs) >= maxWindowRowsPerKey {
-						wk.truncated = true
-					}
-					if !slices.IsSortedFunc(rs, func(a, b keyRow) int { return cmp.Compare(b.seq, a.seq) }) {
-						slices.SortStableFunc(rs, func(a, b keyRow) int { return cmp.Compare(b.seq, a.seq) })
-					}
-				}
-				return nil
-			})
-		}
-		read(paper.KeyRowsInWindowSQL, keys, false)
+		queueKeyRows(b, paper.KeyRowsInWindowSQL, win, m, keys, false)
 		if len(queries) > 0 {
-			read(paper.HitsInWindowSQL, queries, true)
+			queueKeyRows(b, paper.HitsInWindowSQL, win, m, queries, true)
 		}
 	}
+}
+
+// queueKeyRows queues on b sql (paper.KeyRowsInWindowSQL, or with hits
+// paper.HitsInWindowSQL) for keys (sorted) in window win, which sets
+// their rows (or hits) in m, newest first, and marks the keys whose rows
+// reached the cap truncated.
+func queueKeyRows(b *pgx.Batch, sql string, win [2]int64, m map[string]*windowKey, keys []string, hits bool) {
+	b.Queue(sql, keys, win[0], win[1], maxWindowRowsPerKey).Query(func(rows pgx.Rows) error {
+		var (
+			i int32
+			r keyRow
+		)
+		_, err := pgx.ForEachRow(rows, []any{&i, &r.paperID, &r.seq, &r.cross, &r.replacement, &r.fresh}, func() error {
+			wk := m[keys[i-1]]
+			if hits {
+				wk.hits = append(wk.hits, r)
+			} else {
+				wk.rows = append(wk.rows, r)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("reading the rows of %d keys in %d..%d: %w", len(keys), win[0], win[1], err)
+		}
+		for _, k := range keys {
+			wk := m[k]
+			rs := wk.rows
+			if hits {
+				rs = wk.hits
+			}
+			if len(rs) >= maxWindowRowsPerKey {
+				wk.truncated = true
+			}
+			if !slices.IsSortedFunc(rs, func(a, b keyRow) int { return cmp.Compare(b.seq, a.seq) }) {
+				slices.SortStableFunc(rs, func(a, b keyRow) int { return cmp.Compare(b.seq, a.seq) })
+			}
+		}
+		return nil
+	})
 }
 
 func isQueryKey(k string) bool { return k >= "query:" && k < "query;" }
@@ -263,64 +268,7 @@ func (w *windowed) merge() (users []int64, only []string, after, papers []int64)
 	byPaper := map[int64]int{}
 	for _, qi := range w.idx {
 		q := w.qs[qi]
-		m := w.windows[q.window()]
-		keys, owners := w.owners(q)
-		clear(byPaper)
-		var cs []windowCand
-		add := func(r keyRow, rank int32) {
-			i, ok := byPaper[r.paperID]
-			if !ok {
-				i = len(cs)
-				byPaper[r.paperID] = i
-				cs = append(cs, windowCand{id: r.paperID, seq: r.seq})
-			}
-			c := &cs[i]
-			c.seq = max(c.seq, r.seq)
-			c.first = c.first || !r.replacement
-			c.replacedIn = c.replacedIn || r.replacement
-			c.newIn = c.newIn || r.fresh
-			w.ranks = append(w.ranks, rankLink{rank: rank})
-			l := int32(len(w.ranks))
-			if c.tail == 0 {
-				c.head = l
-			} else {
-				w.ranks[c.tail-1].next = l
-			}
-			c.tail = l
-		}
-		redo := false
-		for ki, k := range keys {
-			wk, o := m[k], owners[ki]
-			f := o.f
-			n := 0
-			for _, r := range wk.rows {
-				if n == maxWindowRowsPerKey {
-					break
-				}
-				if (!f.IncludeCrossLists && r.cross) || (!f.IncludeReplacements && r.replacement) || w.disputed(q.UserID, r.paperID, f) {
-					continue
-				}
-				n++
-				add(r, o.rank)
-			}
-			if wk.truncated && n < len(wk.rows) {
-				redo = true
-			}
-			n = 0
-			for _, r := range wk.hits {
-				if n == maxWindowRowsPerKey {
-					break
-				}
-				if !f.IncludeReplacements && r.replacement {
-					continue
-				}
-				n++
-				add(r, o.rank)
-			}
-			if wk.truncated && n < len(wk.hits) {
-				redo = true
-			}
-		}
+		cs, redo := w.candidates(q, byPaper)
 		if redo {
 			w.redo = append(w.redo, qi)
 			continue
@@ -338,6 +286,69 @@ func (w *windowed) merge() (users []int64, only []string, after, papers []int64)
 		w.cands[qi] = cs
 	}
 	return users, only, after, papers
+}
+
+// candidates returns q's candidates, from the rows of the keys its follows
+// reach (byPaper is scratch space), and whether a truncated key makes q go
+// the per-user way (redo) instead.
+func (w *windowed) candidates(q Query, byPaper map[int64]int) (cs []windowCand, redo bool) {
+	m := w.windows[q.window()]
+	keys, owners := w.owners(q)
+	clear(byPaper)
+	add := func(r keyRow, rank int32) {
+		i, ok := byPaper[r.paperID]
+		if !ok {
+			i = len(cs)
+			byPaper[r.paperID] = i
+			cs = append(cs, windowCand{id: r.paperID, seq: r.seq})
+		}
+		c := &cs[i]
+		c.seq = max(c.seq, r.seq)
+		c.first = c.first || !r.replacement
+		c.replacedIn = c.replacedIn || r.replacement
+		c.newIn = c.newIn || r.fresh
+		w.ranks = append(w.ranks, rankLink{rank: rank})
+		l := int32(len(w.ranks))
+		if c.tail == 0 {
+			c.head = l
+		} else {
+			w.ranks[c.tail-1].next = l
+		}
+		c.tail = l
+	}
+	for ki, k := range keys {
+		wk, o := m[k], owners[ki]
+		f := o.f
+		n := 0
+		for _, r := range wk.rows {
+			if n == maxWindowRowsPerKey {
+				break
+			}
+			if (!f.IncludeCrossLists && r.cross) || (!f.IncludeReplacements && r.replacement) || w.disputed(q.UserID, r.paperID, f) {
+				continue
+			}
+			n++
+			add(r, o.rank)
+		}
+		if wk.truncated && n < len(wk.rows) {
+			redo = true
+		}
+		n = 0
+		for _, r := range wk.hits {
+			if n == maxWindowRowsPerKey {
+				break
+			}
+			if !f.IncludeReplacements && r.replacement {
+				continue
+			}
+			n++
+			add(r, o.rank)
+		}
+		if wk.truncated && n < len(wk.hits) {
+			redo = true
+		}
+	}
+	return cs, redo
 }
 
 // disputed says whether the user said paper is not by the person of f.
