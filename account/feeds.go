@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -32,22 +31,6 @@ func BumpFeeds(ctx context.Context, tx pgx.Tx, userIDs ...int64) error {
 	return nil
 }
 
-// FeedAtLeast is the freshness check of a private feed read on a replica
-// (database.DB.Read): the snapshot is fresh when the user's feed version in
-// it is at least version and its match watermark (match_state.high_seq) at
-// least highSeq, the two the ETag was derived from on the primary. Both
-// only grow; every change a feed can show either bumps the version (a
-// follow edited, an identity link, a dispute, a token rotated) or writes
-// key rows, which advance the watermark in the transaction that writes
-// them (and rows at or below a watermark are all committed when it is), so
-// such a snapshot holds everything that ETag promises. Two primary-key
-// probes.
-func FeedAtLeast(userID, version, highSeq int64) *database.Fresh {
-	return &database.Fresh{SQL: `
-		SELECT f.version >= $2 AND (SELECT high_seq FROM match_state) >= $3 FROM user_feeds f WHERE f.user_id = $1`,
-		Args: []any{userID, version, highSeq}}
-}
-
 // FeedTokens stores what identifies a user's private feed token: its salt
 // (to derive the token again) and the hash it is looked up by. The token
 // itself is never stored; package feeds derives and hashes it.
@@ -57,17 +40,6 @@ type FeedTokens struct {
 
 // NewFeedTokens returns the feed token storage over db.
 func NewFeedTokens(db *database.DB) *FeedTokens { return &FeedTokens{db: db} }
-
-// FeedState is what a feed token resolves to: the user's feed row and the
-// match watermark, read in one snapshot.
-type FeedState struct {
-	UserID    int64
-	Version   int64
-	ChangedAt time.Time
-	// HighSeq is match_state.high_seq: every key row with a seq at most
-	// this is committed in the snapshot the row was read in.
-	HighSeq int64
-}
 
 // Salt returns the user's token salt, nil when no token was issued yet, or
 // an error wrapping database.ErrNotFound for an unknown user.
@@ -122,20 +94,4 @@ func (t *FeedTokens) Store(ctx context.Context, userID int64, salt, hash []byte,
 		return BumpFeeds(ctx, tx, userID)
 	})
 	return stored && err == nil, err
-}
-
-// Lookup resolves a token hash to its user's feed state and the match
-// watermark in one statement: a probe of the token_hash index and
-// match_state's one row. ok is false when no token has that hash.
-func (t *FeedTokens) Lookup(ctx context.Context, hash []byte) (st FeedState, ok bool, err error) {
-	err = t.db.Pool.QueryRow(ctx, `
-		SELECT f.user_id, f.version, f.changed_at, m.high_seq
-		FROM user_feeds f, match_state m WHERE f.token_hash = $1`, hash).Scan(&st.UserID, &st.Version, &st.ChangedAt, &st.HighSeq)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return FeedState{}, false, nil
-	}
-	if err != nil {
-		return FeedState{}, false, fmt.Errorf("looking up feed token: %w", err)
-	}
-	return st, true, nil
 }

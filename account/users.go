@@ -135,7 +135,7 @@ func (us *Users) confirmVerifiedEmail(ctx context.Context, id int64, email strin
 		u, err = scanUser(tx.QueryRow(ctx, `
 			UPDATE users u SET email_confirmed_at = now(), updated_at = now()
 			WHERE u.id = $1 AND lower(u.email) = lower($2) AND u.email_confirmed_at IS NULL
-			  AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email))
+			  AND NOT `+SuppressedSQL+`
 			RETURNING `+userColumns, id, email))
 		if errors.Is(err, pgx.ErrNoRows) {
 			u = nil

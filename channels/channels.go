@@ -12,11 +12,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/account"
 	"followfeed/apperr"
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/mail"
 	"followfeed/match"
+	"followfeed/paper"
 )
 
 // Type is a kind of channel.
@@ -315,7 +317,7 @@ func (s *Service) Create(ctx context.Context, userID int64, spec Spec) (*Channel
 	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
 		// The user's row lock serialises concurrent creates, so the count
 		// below cannot be passed by two at once.
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, userID); err != nil {
+		if err := account.LockUser(ctx, tx, userID); err != nil {
 			return err
 		}
 		var n int
@@ -331,7 +333,7 @@ func (s *Service) Create(ctx context.Context, userID int64, spec Spec) (*Channel
 		}
 		return tx.QueryRow(ctx, `
 			INSERT INTO channels (user_id, type, url, room_id, access_token, mode, follows, secret, next_at, watermark)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, (SELECT high_seq FROM match_state))
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, `+paper.HighSeqSQL+`)
 			RETURNING id`, userID, v.typ, s.seal.url(v.typ, userID, v.url), v.roomID, s.seal.seal(credToken, userID, v.accessToken), v.mode, v.follows,
 			s.seal.seal(credSecret, userID, secret), next).Scan(&id)
 	})

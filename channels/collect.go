@@ -16,6 +16,7 @@ import (
 	"followfeed/follow"
 	"followfeed/match"
 	"followfeed/notify"
+	"followfeed/paper"
 )
 
 // Window limits.
@@ -122,23 +123,13 @@ func (s *Service) nextWindow(ctx context.Context, tx pgx.Tx, userID int64, mode 
 	if mode == Instant {
 		return nil, nil
 	}
-	var tz string
-	var st notify.DigestSettings
-	var weekday int
-	if err := tx.QueryRow(ctx, `
-		SELECT u.timezone, coalesce(d.hour, 7), coalesce(d.weekday, 1)
-		FROM users u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1`, userID).
-		Scan(&tz, &st.Hour, &weekday); err != nil {
+	st, loc, err := notify.UserSchedule(ctx, tx, userID)
+	if err != nil {
 		return nil, database.NotFound(err, fmt.Sprintf("reading the digest time of user %d", userID))
 	}
-	st.Weekday = time.Weekday(weekday)
 	st.Frequency = notify.Daily
 	if mode == Weekly {
 		st.Frequency = notify.Weekly
-	}
-	loc, err := time.LoadLocation(tz)
-	if err != nil {
-		loc = time.UTC
 	}
 	next := notify.NextOccurrence(s.now(), loc, st)
 	return &next, nil
@@ -176,9 +167,9 @@ func (s *Service) Collect(ctx context.Context, channelID int64) (events int, err
 		if !enabled {
 			return nil
 		}
-		var high int64
-		if err := tx.QueryRow(ctx, `SELECT high_seq FROM match_state`).Scan(&high); err != nil {
-			return fmt.Errorf("reading high_seq: %w", err)
+		high, err := paper.HighSeqIn(ctx, tx)
+		if err != nil {
+			return err
 		}
 		if high <= watermark {
 			return nil

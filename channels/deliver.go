@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/account"
 	"followfeed/database"
 	"followfeed/internal/httpclient"
 	"followfeed/internal/text"
@@ -376,9 +377,8 @@ func (s *Service) MailDisabled(ctx context.Context, channelID int64) error {
 	var userID int64
 	err := s.db.Pool.QueryRow(ctx, `
 		SELECT c.type, c.url, c.disabled_reason, c.enabled, coalesce(u.email, ''), c.user_id
-		FROM channels c JOIN users u ON u.id = c.user_id
-		WHERE c.id = $1 AND u.email_confirmed_at IS NOT NULL
-		  AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email))`, channelID).
+		FROM channels c JOIN `+account.UsersTable+` u ON u.id = c.user_id
+		WHERE c.id = $1 AND `+account.ReachableSQL, channelID).
 		Scan(&typ, &target, &reason, &enabled, &email, &userID)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && (enabled || email == "") {
 		return nil

@@ -16,6 +16,7 @@ import (
 	"followfeed/apperr"
 	"followfeed/database"
 	"followfeed/follow"
+	"followfeed/identity/registrysql"
 	"followfeed/match"
 	"followfeed/paper"
 )
@@ -179,13 +180,28 @@ func ParseLimit(s string) (int, error) {
 	return n, nil
 }
 
+// feedAtLeast is the freshness check of a private feed read on a replica
+// (database.DB.Read): the snapshot is fresh when the user's feed version in
+// it is at least version and its high seq at least highSeq, the two the
+// ETag was derived from on the primary. Both only grow; every change a
+// feed can show either bumps the version (a follow edited, an identity
+// link, a dispute, a token rotated) or writes key rows, which advance the
+// high seq in the transaction that writes them (and rows at or below the
+// high seq are all committed when it is), so such a snapshot holds
+// everything that ETag promises. Two primary-key probes.
+func feedAtLeast(userID, version, highSeq int64) *database.Fresh {
+	return &database.Fresh{SQL: `
+		SELECT f.version >= $2 AND ` + paper.HighSeqSQL + ` >= $3 FROM ` + account.FeedsTable + ` f WHERE f.user_id = $1`,
+		Args: []any{userID, version, highSeq}}
+}
+
 // Private builds the private feed of the user behind token (resolved to st
 // by the caller; v is its Validator). A per-follow request for something
 // the user does not follow is a not-found error.
 //
 // The follows and the matches are read in one snapshot, on the read replica
 // when its snapshot holds at least v's version and watermark
-// (account.FeedAtLeast), else on the primary: the feed is never older than
+// (feedAtLeast), else on the primary: the feed is never older than
 // the ETag it is served with.
 func (s *Service) Private(ctx context.Context, token string, st State, v Validator, req Request) (Feed, error) {
 	var follows []follow.Follow
@@ -200,7 +216,7 @@ func (s *Service) Private(ctx context.Context, token string, st State, v Validat
 		follow.QueueAllIn(b, st.UserID, func(fs []follow.Follow) { follows = fs })
 		finish = match.QueueMatchedIn(b, []match.Query{{UserID: st.UserID, Only: req.Only, Limit: req.Limit}})
 	}
-	err := s.db.ReadBatch(ctx, account.FeedAtLeast(st.UserID, v.Version, v.HighSeq), first, func(tx pgx.Tx) error {
+	err := s.db.ReadBatch(ctx, feedAtLeast(st.UserID, v.Version, v.HighSeq), first, func(tx pgx.Tx) error {
 		only = nil
 		if req.Only != nil {
 			for _, f := range follows {
@@ -271,26 +287,26 @@ func (s *Service) PublicVersion(ctx context.Context, t follow.Target) (int64, ti
 // the primary's PublicVersion answered (a feed with no rows, version 0, is
 // as fresh as another with none).
 func publicFresh(t follow.Target, seq int64, changed time.Time) *database.Fresh {
-	return &database.Fresh{SQL: `
-		SELECT v > $2 OR (v = $2 AND (v = 0 OR changed >= $3))
-		FROM (` + publicVersionSQL + `) pv(v, changed)`,
-		Args: []any{t.Key(), seq, changed}}
+	return &database.Fresh{SQL: publicFreshSQL, Args: []any{t.Key(), seq, changed}}
 }
+
+// publicFreshSQL is publicFresh's statement.
+var publicFreshSQL = `
+		SELECT v > $2 OR (v = $2 AND (v = 0 OR changed >= $3))
+		FROM (` + publicVersionSQL + `) pv(v, changed)`
 
 // publicVersionSQL reads the version of the public feed of key $1 and when
 // it last changed (PublicVersion; 0 and the epoch for a feed with no rows).
-const publicVersionSQL = `
+var publicVersionSQL = `
 		WITH ks AS (
-			SELECT $1::text AS key
-			UNION
-			SELECT k2.key FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id WHERE k1.key = $1
+			` + registrysql.PersonKeys("$1") + `
 		), ident AS (
-			SELECT i.updated_at FROM identity_keys k JOIN identities i ON i.id = k.identity_id WHERE k.key = $1
+			SELECT i.updated_at FROM ` + registrysql.IdentityOf("$1") + `
 		), newest AS (
 			SELECT pk.seq, p.modified_at
 			FROM ks CROSS JOIN LATERAL (
-				SELECT seq, paper_id FROM paper_keys pk WHERE pk.key = ks.key ORDER BY pk.seq DESC LIMIT 1) pk
-			JOIN papers p ON p.id = pk.paper_id
+				SELECT seq, paper_id FROM ` + paper.KeysTable + ` pk WHERE pk.key = ks.key ORDER BY pk.seq DESC LIMIT 1) pk
+			JOIN ` + paper.PapersTable + ` p ON p.id = pk.paper_id
 			ORDER BY pk.seq DESC LIMIT 1
 		)
 		SELECT coalesce((SELECT seq FROM newest), 0)

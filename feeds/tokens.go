@@ -7,11 +7,15 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"followfeed/account"
 	"followfeed/database"
+	"followfeed/paper"
 )
 
 // TokenPrefix starts every private feed token, so secret scanners (and our
@@ -42,13 +46,14 @@ type State struct {
 // token.
 // The salt and hash are stored by account.FeedTokens.
 type Tokens struct {
+	db     *database.DB
 	store  *account.FeedTokens
 	secret []byte
 }
 
 // NewTokens returns the token store; secret is SECRET_KEY.
 func NewTokens(db *database.DB, secret []byte) *Tokens {
-	return &Tokens{store: account.NewFeedTokens(db), secret: secret}
+	return &Tokens{db: db, store: account.NewFeedTokens(db), secret: secret}
 }
 
 func (t *Tokens) derive(userID int64, salt []byte) string {
@@ -123,21 +128,30 @@ func (t *Tokens) issue(ctx context.Context, userID int64, onlyIfMissing bool) (s
 	return tok, nil
 }
 
-// Lookup resolves a token to its user's feed state with one statement (a
-// probe of the token_hash index and match_state's row); malformed tokens
-// are refused without a query. Unknown tokens give an error wrapping ErrUnknownToken.
+// lookupSQL resolves token hash $1 to its user's feed row and the high seq
+// in one statement: a probe of user_feeds_token_hash_idx and match_state's
+// one row (the conditional GET's fast path: Validators then usually needs
+// no other statement).
+const lookupSQL = `
+		SELECT f.user_id, f.version, f.changed_at, m.high_seq
+		FROM ` + account.FeedsTable + ` f, ` + paper.HighSeqTable + ` m WHERE f.token_hash = $1`
+
+// Lookup resolves a token to its user's feed state with one statement
+// (lookupSQL); malformed tokens are refused without a query. Unknown
+// tokens give an error wrapping ErrUnknownToken.
 func (t *Tokens) Lookup(ctx context.Context, tok string) (State, error) {
 	if !WellFormed(tok) {
 		return State{}, ErrUnknownToken
 	}
-	st, ok, err := t.store.Lookup(ctx, hashToken(tok))
-	if err != nil {
-		return State{}, err
-	}
-	if !ok {
+	var st State
+	err := t.db.Pool.QueryRow(ctx, lookupSQL, hashToken(tok)).Scan(&st.UserID, &st.Version, &st.ChangedAt, &st.HighSeq)
+	if errors.Is(err, pgx.ErrNoRows) {
 		return State{}, ErrUnknownToken
 	}
-	return State(st), nil
+	if err != nil {
+		return State{}, fmt.Errorf("looking up feed token: %w", err)
+	}
+	return st, nil
 }
 
 // WellFormed reports whether s looks like a token we issue.

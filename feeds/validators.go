@@ -18,7 +18,7 @@ const DefaultValidatorEntries = 1 << 20
 // Seq (never HighSeq, which moves with every batch of anybody's keys), the
 // Last-Modified is Modified. HighSeq is the watermark it was computed at:
 // a replica renders the feed only when its snapshot has at least Version
-// and HighSeq (account.FeedAtLeast).
+// and HighSeq (feedAtLeast).
 type Validator struct {
 	Version, HighSeq, Seq int64
 	Modified              time.Time
@@ -26,7 +26,7 @@ type Validator struct {
 
 // Validators caches each user's validator for the (version, watermark) it
 // was computed at, so that a conditional GET whose token lookup
-// (account.FeedTokens.Lookup: the feed row and the watermark in one
+// (Tokens.Lookup: the feed row and the watermark in one
 // statement) finds both unchanged costs no further query. When either
 // moved, the next request computes it again (match.Service.Head: one
 // statement, a probe per followed key). Every input of the head is fixed

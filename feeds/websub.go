@@ -11,10 +11,25 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/follow"
+	"followfeed/identity/registrysql"
 )
 
 // MaxPingURLs caps the feed URLs one batch announces to the hub.
 const MaxPingURLs = 3000
+
+// changedPublicSQL lists the keys of the public feeds the keys $1 change
+// that a ping announces, at most $2 (ChangedPublicURLs).
+var changedPublicSQL = `
+		WITH b AS (SELECT key FROM unnest($1::text[]) AS b(key) ORDER BY key COLLATE "C"),
+		x AS (
+			SELECT key FROM b
+			UNION
+			SELECT k2.key FROM b ` + registrysql.LinkedKeys("b.key") + `
+		)
+		SELECT x.key FROM x
+		WHERE x.key LIKE 'category:%' OR x.key LIKE 'archive:%'
+		   OR ` + follow.FollowedSQL("x.key") + `
+		ORDER BY 1 LIMIT $2`
 
 // ChangedPublicURLs lists, in every format, the public feeds a match job's
 // batch changed, and no others. newKeys are the batch's keys with a first
@@ -32,21 +47,7 @@ func (s *Service) ChangedPublicURLs(ctx context.Context, tx pgx.Tx, newKeys []st
 	if s.hub == "" || len(newKeys) == 0 {
 		return nil, nil
 	}
-	rows, err := tx.Query(ctx, `
-		WITH b AS (SELECT key FROM unnest($1::text[]) AS b(key) ORDER BY key COLLATE "C"),
-		x AS (
-			SELECT key FROM b
-			UNION
-			SELECT k2.key FROM b CROSS JOIN LATERAL (
-				SELECT k1.identity_id FROM identity_keys k1
-				WHERE k1.key = b.key AND (b.key LIKE 'researcher:%' OR b.key LIKE 'institution:%')
-			) k1
-			JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
-		)
-		SELECT x.key FROM x
-		WHERE x.key LIKE 'category:%' OR x.key LIKE 'archive:%'
-		   OR EXISTS (SELECT 1 FROM follow_counts c WHERE c.key = x.key AND c.followers > 0)
-		ORDER BY 1 LIMIT $2`, newKeys, MaxPingURLs/len(Formats))
+	rows, err := tx.Query(ctx, changedPublicSQL, newKeys, MaxPingURLs/len(Formats))
 	if err != nil {
 		return nil, fmt.Errorf("listing changed public feeds: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"followfeed/account"
 	"followfeed/apperr"
 	"followfeed/database"
+	"followfeed/identity/registrysql"
 )
 
 // MaxFollows is how many follows one user may have.
@@ -149,7 +150,7 @@ func (s *Service) Follow(ctx context.Context, userID int64, t Target, o Options)
 		o.IncludeReplacements = &yes
 	}
 	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
-		if err := lockUser(ctx, tx, userID); err != nil {
+		if err := account.LockUser(ctx, tx, userID); err != nil {
 			return err
 		}
 		var exists bool
@@ -192,13 +193,9 @@ func (s *Service) Follow(ctx context.Context, userID int64, t Target, o Options)
 	return f, created, nil
 }
 
-func upsertFollow(ctx context.Context, tx pgx.Tx, userID int64, t Target, o Options) (Follow, bool, *string, error) {
-	f := Follow{Target: t}
-	var created bool
-	var label *string
-	// (xmax = 0) is true only for a freshly inserted row: the standard way to
-	// tell an insert from a conflict update in one statement.
-	err := tx.QueryRow(ctx, `
+// upsertFollowSQL writes a follow and returns it with the registry's name
+// of its target.
+var upsertFollowSQL = `
 		INSERT INTO follows (user_id, key, kind, target, include_cross_lists, include_replacements, label)
 		VALUES ($1, $2, $3, $4, coalesce($5, true), coalesce($6, false), nullif($7, ''))
 		ON CONFLICT (user_id, key) DO UPDATE SET
@@ -206,7 +203,15 @@ func upsertFollow(ctx context.Context, tx pgx.Tx, userID int64, t Target, o Opti
 			include_replacements = coalesce($6, follows.include_replacements),
 			label                = CASE WHEN $7::text IS NULL THEN follows.label ELSE nullif($7, '') END
 		RETURNING include_cross_lists, include_replacements, label, created_at, (xmax = 0),
-			coalesce((SELECT i.name FROM identity_keys ik JOIN identities i ON i.id = ik.identity_id WHERE ik.key = follows.key), '')`,
+			coalesce(` + registrysql.NameOf("follows.key") + `, '')`
+
+func upsertFollow(ctx context.Context, tx pgx.Tx, userID int64, t Target, o Options) (Follow, bool, *string, error) {
+	f := Follow{Target: t}
+	var created bool
+	var label *string
+	// (xmax = 0) is true only for a freshly inserted row: the standard way to
+	// tell an insert from a conflict update in one statement.
+	err := tx.QueryRow(ctx, upsertFollowSQL,
 		userID, t.Key(), string(t.Kind), t.ID, o.IncludeCrossLists, o.IncludeReplacements, o.Label,
 	).Scan(&f.IncludeCrossLists, &f.IncludeReplacements, &label, &f.CreatedAt, &created, &f.Name)
 	if err != nil {
@@ -220,7 +225,7 @@ func upsertFollow(ctx context.Context, tx pgx.Tx, userID int64, t Target, o Opti
 func (s *Service) Unfollow(ctx context.Context, userID int64, t Target) (removed bool, err error) {
 	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
 		// Same lock order as Follow (user, follow, count): no deadlocks.
-		if err := lockUser(ctx, tx, userID); err != nil {
+		if err := account.LockUser(ctx, tx, userID); err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, `DELETE FROM follows WHERE user_id = $1 AND key = $2`, userID, t.Key())
@@ -239,6 +244,18 @@ func (s *Service) Unfollow(ctx context.Context, userID int64, t Target) (removed
 	return removed, err
 }
 
+// statusSQL reads key $1's registry name, its follower count (per person)
+// and whether user $2 follows it (Status).
+var statusSQL = `
+		WITH ks AS (
+			` + registrysql.PersonKeys("$1") + `
+		)
+		SELECT coalesce(` + registrysql.NameOf("$1") + `, ''),
+		       CASE WHEN (SELECT count(*) FROM ks) = 1
+		            THEN coalesce((SELECT followers FROM follow_counts WHERE key = $1), 0)
+		            ELSE (SELECT count(DISTINCT f.user_id) FROM follows f WHERE f.key IN (SELECT key FROM ks)) END,
+		       EXISTS (SELECT 1 FROM follows f WHERE f.user_id = $2 AND f.key IN (SELECT key FROM ks))`
+
 // Status returns the follower count of t and, when userID is not 0, whether
 // that user follows it. A researcher or institution counts as a person
 // (package identity): readers following any id of theirs, each once, the
@@ -252,19 +269,7 @@ func (s *Service) Status(ctx context.Context, t Target, userID int64) (Status, e
 	var st Status
 	var following bool
 	err := s.db.Read(ctx, nil, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, `
-		WITH ks AS (
-			SELECT $1::text AS key
-			UNION
-			SELECT k2.key FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
-			WHERE k1.key = $1
-		)
-		SELECT coalesce((SELECT i.name FROM identity_keys k JOIN identities i ON i.id = k.identity_id WHERE k.key = $1), ''),
-		       CASE WHEN (SELECT count(*) FROM ks) = 1
-		            THEN coalesce((SELECT followers FROM follow_counts WHERE key = $1), 0)
-		            ELSE (SELECT count(DISTINCT f.user_id) FROM follows f WHERE f.key IN (SELECT key FROM ks)) END,
-		       EXISTS (SELECT 1 FROM follows f WHERE f.user_id = $2 AND f.key IN (SELECT key FROM ks))`,
-			t.Key(), userID).Scan(&st.Name, &st.Followers, &following)
+		return tx.QueryRow(ctx, statusSQL, t.Key(), userID).Scan(&st.Name, &st.Followers, &following)
 	})
 	if err != nil {
 		return Status{}, fmt.Errorf("reading follow status of %s: %w", t, err)
@@ -275,23 +280,28 @@ func (s *Service) Status(ctx context.Context, t Target, userID int64) (Status, e
 	return st, nil
 }
 
+// nameSQL reads the registry's name of key $1, empty when it has none.
+var nameSQL = `
+		SELECT coalesce(` + registrysql.NameOf("$1") + `, '')`
+
 // Name returns the registry's name of t (a researcher or institution), or
 // "" when none is known.
 func (s *Service) Name(ctx context.Context, t Target) (string, error) {
 	var name string
-	err := s.db.Pool.QueryRow(ctx, `
-		SELECT coalesce((SELECT i.name FROM identity_keys k JOIN identities i ON i.id = k.identity_id WHERE k.key = $1), '')`,
-		t.Key()).Scan(&name)
+	err := s.db.Pool.QueryRow(ctx, nameSQL, t.Key()).Scan(&name)
 	if err != nil {
 		return "", fmt.Errorf("reading the name of %s: %w", t, err)
 	}
 	return name, nil
 }
 
+// getFollowSQL reads user $1's follow of key $2.
+var getFollowSQL = `SELECT ` + followColumns + ` FROM follows WHERE user_id = $1 AND key = $2`
+
 // Get returns one follow of the user, or a database.Missing error saying
 // the user does not follow t.
 func (s *Service) Get(ctx context.Context, userID int64, t Target) (Follow, error) {
-	rows, err := s.db.Pool.Query(ctx, `SELECT `+followColumns+` FROM follows WHERE user_id = $1 AND key = $2`, userID, t.Key())
+	rows, err := s.db.Pool.Query(ctx, getFollowSQL, userID, t.Key())
 	if err != nil {
 		return Follow{}, fmt.Errorf("reading follow %s of user %d: %w", t, userID, err)
 	}
@@ -304,6 +314,15 @@ func (s *Service) Get(ctx context.Context, userID int64, t Target) (Follow, erro
 	}
 	return fs[0], nil
 }
+
+// listFollowsSQL reads a page of user $1's follows, newest first: at most
+// $4, after (created_at $3, key $2) unless $2 is empty.
+// follows_user_created_idx serves both the filter and the order.
+var listFollowsSQL = `
+		SELECT ` + followColumns + ` FROM follows
+		WHERE user_id = $1 AND ($2::text = '' OR (created_at, key) < ($3, $2))
+		ORDER BY created_at DESC, key DESC
+		LIMIT $4`
 
 // List returns a page of the user's follows, newest first. cursor is "" for
 // the first page or a Page.Next; limit is clamped to 1..500 (default 100).
@@ -323,12 +342,7 @@ func (s *Service) List(ctx context.Context, userID int64, cursor string, limit i
 			return Page{}, apperr.InvalidField("cursor", "not a cursor from a previous page's \"next\"")
 		}
 	}
-	// follows_user_created_idx serves both the filter and the order.
-	rows, err := s.db.Pool.Query(ctx, `
-		SELECT `+followColumns+` FROM follows
-		WHERE user_id = $1 AND ($2::text = '' OR (created_at, key) < ($3, $2))
-		ORDER BY created_at DESC, key DESC
-		LIMIT $4`, userID, afterKey, after, limit+1)
+	rows, err := s.db.Pool.Query(ctx, listFollowsSQL, userID, afterKey, after, limit+1)
 	if err != nil {
 		return Page{}, fmt.Errorf("listing follows of user %d: %w", userID, err)
 	}
@@ -366,7 +380,7 @@ func QueueAllIn(b *pgx.Batch, userID int64, done func([]Follow)) {
 }
 
 // allFollowsSQL lists user $1's follows, newest first.
-const allFollowsSQL = `
+var allFollowsSQL = `
 		SELECT ` + followColumns + ` FROM follows WHERE user_id = $1 ORDER BY created_at DESC, key DESC`
 
 func allFollows(ctx context.Context, q interface {
@@ -418,13 +432,12 @@ type Expanded struct {
 // with the registry's name and keys of each: one primary-key probe of
 // identity_keys per follow (joined, not a subquery per column), the
 // identity's row and an index-only scan of its keys.
-const expandedManySQL = `
+var expandedManySQL = `
 	SELECT f.user_id, f.key, f.include_cross_lists, f.include_replacements, coalesce(f.label, ''), f.created_at,
 	       coalesce(i.name, ''),
-	       CASE WHEN k1.identity_id IS NOT NULL THEN ARRAY(SELECT k2.key FROM identity_keys k2 WHERE k2.identity_id = k1.identity_id) END
+	       CASE WHEN k1.identity_id IS NOT NULL THEN ARRAY(` + registrysql.IdentityKeys("k1.identity_id") + `) END
 	FROM follows f
-	LEFT JOIN identity_keys k1 ON k1.key = f.key
-	LEFT JOIN identities i ON i.id = k1.identity_id
+	` + registrysql.Record("f.key") + `
 	WHERE f.user_id = ANY($1)
 	ORDER BY f.user_id, f.created_at DESC, f.key DESC`
 
@@ -458,8 +471,8 @@ func QueueExpandedMany(b *pgx.Batch, userIDs []int64, done func(map[int64][]Expa
 
 // followColumns are a follow's columns and, by one primary-key probe of
 // identity_keys per follow, the registry's name of its target.
-const followColumns = `key, include_cross_lists, include_replacements, coalesce(label, ''), created_at,
-	coalesce((SELECT i.name FROM identity_keys ik JOIN identities i ON i.id = ik.identity_id WHERE ik.key = follows.key), '')`
+var followColumns = `key, include_cross_lists, include_replacements, coalesce(label, ''), created_at,
+	coalesce(` + registrysql.NameOf("follows.key") + `, '')`
 
 func collectFollows(rows pgx.Rows) ([]Follow, error) {
 	var out []Follow
@@ -480,20 +493,6 @@ func collectFollows(rows pgx.Rows) ([]Follow, error) {
 		return nil, fmt.Errorf("reading follows: %w", err)
 	}
 	return out, nil
-}
-
-// lockUser takes the user's row lock, serialising that user's follow
-// changes (and with them the MaxFollows check).
-func lockUser(ctx context.Context, tx pgx.Tx, userID int64) error {
-	var id int64
-	err := tx.QueryRow(ctx, `SELECT id FROM users WHERE id = $1 FOR UPDATE`, userID).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("user %d: %w", userID, database.ErrNotFound)
-	}
-	if err != nil {
-		return fmt.Errorf("locking user %d: %w", userID, err)
-	}
-	return nil
 }
 
 // bumpFeed marks the user's feeds changed (new ETag).

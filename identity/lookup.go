@@ -12,6 +12,7 @@ import (
 	"followfeed/apperr"
 	"followfeed/database"
 	"followfeed/follow"
+	"followfeed/paper"
 )
 
 // Identity is one researcher or institution as the registry knows it.
@@ -151,7 +152,7 @@ func (r *Registry) Disputes(ctx context.Context, id string, limit int) ([]Disput
 		SELECT p.arxiv_id, p.title, d.follow_key, d.created_at
 		FROM identity_keys k JOIN identity_keys k2 ON k2.identity_id = k.identity_id
 		JOIN identity_disputes d ON d.follow_key = k2.key
-		JOIN papers p ON p.id = d.paper_id
+		JOIN `+paper.PapersTable+` p ON p.id = d.paper_id
 		WHERE k.key = $1
 		ORDER BY d.created_at DESC, p.arxiv_id LIMIT $2`, key, limit)
 	if err != nil {
@@ -183,14 +184,13 @@ func (r *Registry) NotThisPerson(ctx context.Context, userID int64, t follow.Tar
 		return apperr.InvalidField("kind", "only a researcher follow can be told a paper is not by them")
 	}
 	return r.db.InTx(ctx, func(tx pgx.Tx) error {
-		var followed bool
-		var paperID int64
-		err := tx.QueryRow(ctx, `
-			SELECT EXISTS (SELECT 1 FROM follows WHERE user_id = $1 AND key = $2),
-			       coalesce((SELECT id FROM papers WHERE arxiv_id = $3 AND deleted_at IS NULL), 0)`,
-			userID, t.Key(), arxivID).Scan(&followed, &paperID)
+		followed, err := follow.Follows(ctx, tx, userID, t.Key())
 		if err != nil {
-			return fmt.Errorf("checking dispute of %s by user %d: %w", arxivID, userID, err)
+			return err
+		}
+		paperID, err := paper.LiveID(ctx, tx, arxivID)
+		if err != nil {
+			return err
 		}
 		if !followed {
 			return database.Missing("you do not follow %s; name one of your researcher follows", t.ID)

@@ -537,13 +537,9 @@ func bumpFollowers(ctx context.Context, tx pgx.Tx, keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	rows, err := tx.Query(ctx, `SELECT DISTINCT user_id FROM follows WHERE key = ANY($1)`, keys)
+	users, err := follow.FollowersOf(ctx, tx, keys)
 	if err != nil {
-		return fmt.Errorf("finding followers of %d keys: %w", len(keys), err)
-	}
-	users, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return fmt.Errorf("finding followers of %d keys: %w", len(keys), err)
+		return err
 	}
 	slices.Sort(users)
 	return account.BumpFeeds(ctx, tx, users...)
@@ -591,7 +587,7 @@ func jsonStrings(ss []string) (string, error) {
 // merged profile under its survivor. follows_key_idx serves the range.
 func (r *Registry) UnresolvedAuthors(ctx context.Context, limit int) ([]string, error) {
 	rows, err := r.db.Pool.Query(ctx, `
-		SELECT DISTINCT f.target FROM follows f
+		SELECT DISTINCT f.target FROM `+follow.FollowsTable+` f
 		WHERE f.key >= 'researcher:openalex:A' AND f.key < 'researcher:openalex:B' AND f.key LIKE 'researcher:openalex:A%'
 		  AND NOT EXISTS (SELECT 1 FROM identity_keys k WHERE k.key = f.key)
 		LIMIT $1`, limit)

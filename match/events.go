@@ -42,10 +42,7 @@ func fillEvents(ctx context.Context, tx pgx.Tx, qs []Query, results []Result) er
 			continue
 		}
 		upTo := qs[qi].window()[1]
-		rows, err := tx.Query(ctx, `
-			SELECT paper_id, key, version, event, coalesce(detail, ''), seq FROM paper_keys
-			WHERE paper_id = ANY($1) AND key = ANY($2) AND event <> '' AND seq > $3 AND seq <= $4
-			ORDER BY seq DESC`, ids, keys, qs[qi].AfterSeq, upTo)
+		rows, err := tx.Query(ctx, paper.EventsSQL, ids, keys, qs[qi].AfterSeq, upTo)
 		if err != nil {
 			return fmt.Errorf("loading paper events: %w", err)
 		}

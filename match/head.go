@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	"followfeed/account"
 	"followfeed/database"
+	"followfeed/follow"
+	"followfeed/identity/registrysql"
+	"followfeed/paper"
 )
 
 // Head is what a private feed's validator is made of, read in one snapshot.
@@ -45,42 +49,37 @@ type Head struct {
 //
 // Any new row a feed can show has the largest seq there is, so Seq grows
 // exactly when such a row arrives; the feed query reads the same rows.
-const headSQL = `
+var headSQL = `
 	WITH u AS (
-		SELECT f.user_id, f.version, f.changed_at, (SELECT high_seq FROM match_state) AS high_seq,
-		       EXISTS (SELECT 1 FROM identity_disputes d WHERE d.user_id = f.user_id) AS disputes
-		FROM user_feeds f WHERE f.user_id = $1
+		SELECT f.user_id, f.version, f.changed_at, ` + paper.HighSeqSQL + ` AS high_seq,
+		       ` + registrysql.Disputes("f.user_id") + ` AS disputes
+		FROM ` + account.FeedsTable + ` f WHERE f.user_id = $1
 	), fo AS (
 		SELECT DISTINCT ON (m.key) fo.key, fo.include_cross_lists, m.key AS mkey, k1.identity_id AS ident
-		FROM follows fo
-		LEFT JOIN identity_keys k1 ON k1.key = fo.key
-		LEFT JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
+		FROM ` + follow.FollowsTable + ` fo
+		` + registrysql.Expand("fo.key") + `
 		CROSS JOIN LATERAL (SELECT coalesce(k2.key, fo.key) AS key) m
 		WHERE fo.user_id = $1
 		ORDER BY m.key, fo.created_at, fo.key
 	), heads AS (
 		SELECT max(h.seq) AS seq
 		FROM u CROSS JOIN fo CROSS JOIN LATERAL (
-			(SELECT pk.seq FROM paper_keys pk
+			(SELECT pk.seq FROM ` + paper.KeysTable + ` pk
 			WHERE pk.key = fo.mkey AND (fo.include_cross_lists OR NOT pk.cross_list)
-			  AND (NOT u.disputes OR NOT EXISTS (
-				SELECT 1 FROM identity_disputes d
-				WHERE d.user_id = u.user_id AND d.paper_id = pk.paper_id
-				  AND (d.follow_key = fo.key
-				       OR d.follow_key IN (SELECT k3.key FROM identity_keys k3 WHERE k3.identity_id = fo.ident))))
+			  AND (NOT u.disputes OR NOT ` + registrysql.Disputed("u.user_id", "pk.paper_id", "fo.key", "fo.ident") + `)
 			ORDER BY pk.seq DESC LIMIT 1)
 			UNION ALL
-			(SELECT sh.seq FROM search_hits sh
+			(SELECT sh.seq FROM ` + paper.HitsTable + ` sh
 			WHERE fo.mkey >= 'query:' AND fo.mkey < 'query;' AND sh.key = fo.mkey
 			ORDER BY sh.seq DESC LIMIT 1)
 		) h
 	)
 	SELECT u.version, u.changed_at, u.high_seq, coalesce(heads.seq, 0),
-	       (SELECT t.at FROM key_seq_times t WHERE heads.seq > 0 AND t.to_seq >= heads.seq ORDER BY t.to_seq LIMIT 1)
+	       ` + paper.SeqTimeSQL("heads.seq") + `
 	FROM u CROSS JOIN heads`
 
 // Head reads the user's feed validator inputs on the primary (the replica's
-// renders are checked against it, account.FeedAtLeast): one statement, a
+// renders are checked against it, feeds' freshness check): one statement, a
 // probe per followed key. An unknown user is an error wrapping
 // database.ErrNotFound.
 func (s *Service) Head(ctx context.Context, userID int64) (Head, error) {

@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/follow"
+	"followfeed/identity/registrysql"
+	"followfeed/paper"
 )
 
 // The windowed path: MatchedMany's answer for the queries with a bounded
@@ -36,39 +38,10 @@ import (
 // follows, then their keys' rows), and a third when there are papers to
 // probe or queries to send the per-user way.
 
-// windowDisputesSQL lists what users $1 said is not by the person they
-// follow.
-const windowDisputesSQL = `SELECT user_id, follow_key, paper_id FROM identity_disputes WHERE user_id = ANY($1)`
-
-// windowRowsSQL reads, for each key of $1 (sorted: the index is walked in
-// order), its newest rows in the window ($2, $3], at most $4
-// (paper_keys_key_seq_idx, index-only).
-const windowRowsSQL = `
-	SELECT k.i::int, pk.paper_id, pk.seq, pk.cross_list, pk.replacement, pk.new_paper
-	FROM unnest($1::text[]) WITH ORDINALITY AS k(key, i)
-	CROSS JOIN LATERAL (
-		SELECT pk.paper_id, pk.seq, pk.cross_list, pk.replacement, pk.new_paper FROM paper_keys pk
-		WHERE pk.key = k.key AND pk.seq > $2 AND pk.seq <= $3
-		ORDER BY pk.seq DESC LIMIT $4
-	) pk`
-
-// windowHitsSQL reads, for each saved search key of $1, the papers of its
-// newest search_hits rows in the window ($2, $3], at most $4
-// (search_hits_pkey), as matchedManySQL does.
-const windowHitsSQL = `
-	SELECT k.i::int, h.paper_id, h.seq, false, h.replacement, h.new_paper
-	FROM unnest($1::text[]) WITH ORDINALITY AS k(key, i)
-	CROSS JOIN LATERAL (
-		SELECT u.paper_id, h.seq, h.replacement, h.new_paper
-		FROM search_hits h CROSS JOIN LATERAL unnest(h.paper_ids) WITH ORDINALITY AS u(paper_id, o)
-		WHERE h.key = k.key AND h.seq > $2 AND h.seq <= $3
-		ORDER BY h.seq DESC, u.o LIMIT $4
-	) h`
-
 // seenSQL says which candidates (user $1, only key $2, window start $3,
 // paper $4, by ordinality) the user's follows matched before the window
 // (seenProbeSQL).
-const seenSQL = `
+var seenSQL = `
 	SELECT q.n::int FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[])
 	     WITH ORDINALITY AS q(user_id, only_key, after_seq, paper_id, n)
 	CROSS JOIN LATERAL (SELECT q.paper_id, false AS new_in_window) c
@@ -165,7 +138,7 @@ func (w *windowed) queueFollows(b *pgx.Batch, users []int64) {
 	}
 	w.disputes = map[[2]int64][]string{}
 	follow.QueueExpandedMany(b, users, func(m map[int64][]follow.Expanded) { w.follows = m })
-	b.Queue(windowDisputesSQL, users).Query(func(rows pgx.Rows) error {
+	b.Queue(registrysql.DisputesOfSQL, users).Query(func(rows pgx.Rows) error {
 		var user, paperID int64
 		var key string
 		_, err := pgx.ForEachRow(rows, []any{&user, &key, &paperID}, func() error {
@@ -236,45 +209,50 @@ func (w *windowed) queueRows(b *pgx.Batch) {
 		}
 		slices.Sort(keys)
 		slices.Sort(queries)
-		read := func(sql string, keys []string, hits bool) {
-			b.Queue(sql, keys, win[0], win[1], maxWindowRowsPerKey).Query(func(rows pgx.Rows) error {
-				var (
-					i int32
-					r keyRow
-				)
-				_, err := pgx.ForEachRow(rows, []any{&i, &r.paperID, &r.seq, &r.cross, &r.replacement, &r.fresh}, func() error {
-					wk := m[keys[i-1]]
-					if hits {
-						wk.hits = append(wk.hits, r)
-					} else {
-						wk.rows = append(wk.rows, r)
-					}
-					return nil
-				})
-				if err != nil {
-					return fmt.Errorf("reading the rows of %d keys in %d..%d: %w", len(keys), win[0], win[1], err)
-				}
-				for _, k := range keys {
-					wk := m[k]
-					rs := wk.rows
-					if hits {
-						rs = wk.hits
-					}
-					if len(rs) >= maxWindowRowsPerKey {
-						wk.truncated = true
-					}
-					if !slices.IsSortedFunc(rs, func(a, b keyRow) int { return cmp.Compare(b.seq, a.seq) }) {
-						slices.SortStableFunc(rs, func(a, b keyRow) int { return cmp.Compare(b.seq, a.seq) })
-					}
-				}
-				return nil
-			})
-		}
-		read(windowRowsSQL, keys, false)
+		queueKeyRows(b, paper.KeyRowsInWindowSQL, win, m, keys, false)
 		if len(queries) > 0 {
-			read(windowHitsSQL, queries, true)
+			queueKeyRows(b, paper.HitsInWindowSQL, win, m, queries, true)
 		}
 	}
+}
+
+// queueKeyRows queues on b sql (paper.KeyRowsInWindowSQL, or with hits
+// paper.HitsInWindowSQL) for keys (sorted) in window win, which sets
+// their rows (or hits) in m, newest first, and marks the keys whose rows
+// reached the cap truncated.
+func queueKeyRows(b *pgx.Batch, sql string, win [2]int64, m map[string]*windowKey, keys []string, hits bool) {
+	b.Queue(sql, keys, win[0], win[1], maxWindowRowsPerKey).Query(func(rows pgx.Rows) error {
+		var (
+			i int32
+			r keyRow
+		)
+		_, err := pgx.ForEachRow(rows, []any{&i, &r.paperID, &r.seq, &r.cross, &r.replacement, &r.fresh}, func() error {
+			wk := m[keys[i-1]]
+			if hits {
+				wk.hits = append(wk.hits, r)
+			} else {
+				wk.rows = append(wk.rows, r)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("reading the rows of %d keys in %d..%d: %w", len(keys), win[0], win[1], err)
+		}
+		for _, k := range keys {
+			wk := m[k]
+			rs := wk.rows
+			if hits {
+				rs = wk.hits
+			}
+			if len(rs) >= maxWindowRowsPerKey {
+				wk.truncated = true
+			}
+			if !slices.IsSortedFunc(rs, func(a, b keyRow) int { return cmp.Compare(b.seq, a.seq) }) {
+				slices.SortStableFunc(rs, func(a, b keyRow) int { return cmp.Compare(b.seq, a.seq) })
+			}
+		}
+		return nil
+	})
 }
 
 func isQueryKey(k string) bool { return k >= "query:" && k < "query;" }
@@ -290,64 +268,7 @@ func (w *windowed) merge() (users []int64, only []string, after, papers []int64)
 	byPaper := map[int64]int{}
 	for _, qi := range w.idx {
 		q := w.qs[qi]
-		m := w.windows[q.window()]
-		keys, owners := w.owners(q)
-		clear(byPaper)
-		var cs []windowCand
-		add := func(r keyRow, rank int32) {
-			i, ok := byPaper[r.paperID]
-			if !ok {
-				i = len(cs)
-				byPaper[r.paperID] = i
-				cs = append(cs, windowCand{id: r.paperID, seq: r.seq})
-			}
-			c := &cs[i]
-			c.seq = max(c.seq, r.seq)
-			c.first = c.first || !r.replacement
-			c.replacedIn = c.replacedIn || r.replacement
-			c.newIn = c.newIn || r.fresh
-			w.ranks = append(w.ranks, rankLink{rank: rank})
-			l := int32(len(w.ranks))
-			if c.tail == 0 {
-				c.head = l
-			} else {
-				w.ranks[c.tail-1].next = l
-			}
-			c.tail = l
-		}
-		redo := false
-		for ki, k := range keys {
-			wk, o := m[k], owners[ki]
-			f := o.f
-			n := 0
-			for _, r := range wk.rows {
-				if n == maxWindowRowsPerKey {
-					break
-				}
-				if (!f.IncludeCrossLists && r.cross) || (!f.IncludeReplacements && r.replacement) || w.disputed(q.UserID, r.paperID, f) {
-					continue
-				}
-				n++
-				add(r, o.rank)
-			}
-			if wk.truncated && n < len(wk.rows) {
-				redo = true
-			}
-			n = 0
-			for _, r := range wk.hits {
-				if n == maxWindowRowsPerKey {
-					break
-				}
-				if !f.IncludeReplacements && r.replacement {
-					continue
-				}
-				n++
-				add(r, o.rank)
-			}
-			if wk.truncated && n < len(wk.hits) {
-				redo = true
-			}
-		}
+		cs, redo := w.candidates(q, byPaper)
 		if redo {
 			w.redo = append(w.redo, qi)
 			continue
@@ -365,6 +286,69 @@ func (w *windowed) merge() (users []int64, only []string, after, papers []int64)
 		w.cands[qi] = cs
 	}
 	return users, only, after, papers
+}
+
+// candidates returns q's candidates, from the rows of the keys its follows
+// reach (byPaper is scratch space), and whether a truncated key makes q go
+// the per-user way (redo) instead.
+func (w *windowed) candidates(q Query, byPaper map[int64]int) (cs []windowCand, redo bool) {
+	m := w.windows[q.window()]
+	keys, owners := w.owners(q)
+	clear(byPaper)
+	add := func(r keyRow, rank int32) {
+		i, ok := byPaper[r.paperID]
+		if !ok {
+			i = len(cs)
+			byPaper[r.paperID] = i
+			cs = append(cs, windowCand{id: r.paperID, seq: r.seq})
+		}
+		c := &cs[i]
+		c.seq = max(c.seq, r.seq)
+		c.first = c.first || !r.replacement
+		c.replacedIn = c.replacedIn || r.replacement
+		c.newIn = c.newIn || r.fresh
+		w.ranks = append(w.ranks, rankLink{rank: rank})
+		l := int32(len(w.ranks))
+		if c.tail == 0 {
+			c.head = l
+		} else {
+			w.ranks[c.tail-1].next = l
+		}
+		c.tail = l
+	}
+	for ki, k := range keys {
+		wk, o := m[k], owners[ki]
+		f := o.f
+		n := 0
+		for _, r := range wk.rows {
+			if n == maxWindowRowsPerKey {
+				break
+			}
+			if (!f.IncludeCrossLists && r.cross) || (!f.IncludeReplacements && r.replacement) || w.disputed(q.UserID, r.paperID, f) {
+				continue
+			}
+			n++
+			add(r, o.rank)
+		}
+		if wk.truncated && n < len(wk.rows) {
+			redo = true
+		}
+		n = 0
+		for _, r := range wk.hits {
+			if n == maxWindowRowsPerKey {
+				break
+			}
+			if !f.IncludeReplacements && r.replacement {
+				continue
+			}
+			n++
+			add(r, o.rank)
+		}
+		if wk.truncated && n < len(wk.hits) {
+			redo = true
+		}
+	}
+	return cs, redo
 }
 
 // disputed says whether the user said paper is not by the person of f.

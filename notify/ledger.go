@@ -7,7 +7,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/account"
 	"followfeed/database"
+	"followfeed/paper"
 )
 
 // State is where a digest stands in the ledger (column digests.state,
@@ -207,9 +209,9 @@ func (d *Digester) reserve(ctx context.Context, ids []int64) (rows []digestRow, 
 		r, err := tx.Query(ctx, `
 			SELECT g.id, g.user_id, g.period, g.kind, g.state, g.from_seq, g.to_seq, g.attempts,
 			       coalesce(u.email, ''), u.email_confirmed_at IS NOT NULL,
-			       EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email)),
+			       `+account.SuppressedSQL+`,
 			       u.timezone, d.frequency, d.send_empty, d.skip_no_announcement, u.link_epoch
-			FROM digests g JOIN users u ON u.id = g.user_id JOIN digest_schedules d ON d.user_id = g.user_id
+			FROM digests g JOIN `+account.UsersTable+` u ON u.id = g.user_id JOIN digest_schedules d ON d.user_id = g.user_id
 			WHERE g.id = ANY($1)
 			ORDER BY g.id
 			FOR UPDATE OF g, u, d`, ids)
@@ -286,7 +288,7 @@ func (d *Digester) reserve(ctx context.Context, ids []int64) (rows []digestRow, 
 		rr, err := tx.Query(ctx, `
 			WITH w AS (
 				UPDATE digests g SET from_seq = d.watermark,
-					to_seq = greatest((SELECT high_seq FROM match_state), d.watermark)
+					to_seq = greatest(`+paper.HighSeqSQL+`, d.watermark)
 				FROM digest_schedules d WHERE g.id = ANY($1) AND d.user_id = g.user_id
 				RETURNING g.id, g.user_id, g.from_seq, g.to_seq
 			), moved AS (

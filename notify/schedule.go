@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"followfeed/account"
 )
 
 // scheduleBatch bounds the users one scheduling transaction handles.
@@ -40,7 +42,7 @@ func (d *Digester) scheduleOnce(ctx context.Context) (queued int, more bool, err
 		// the users row) proceed without waiting.
 		rows, err := tx.Query(ctx, `
 			SELECT d.user_id, u.timezone, d.frequency, d.hour, d.weekday, d.next_at
-			FROM digest_schedules d JOIN users u ON u.id = d.user_id
+			FROM digest_schedules d JOIN `+account.UsersTable+` u ON u.id = d.user_id
 			WHERE d.next_at <= $1
 			ORDER BY d.next_at LIMIT $2
 			FOR UPDATE OF d, u SKIP LOCKED`, now, scheduleBatch)
@@ -103,8 +105,7 @@ func (d *Digester) scheduleOnce(ctx context.Context) (queued int, more bool, err
 // instantDue says, of a digest_schedules row d and its users row u, that
 // a new match should schedule an instant alert: the reader chose instant
 // alerts, has none waiting, and has a confirmed, unsuppressed address.
-const instantDue = `d.frequency = 'instant' AND d.instant_due_at IS NULL AND u.email_confirmed_at IS NOT NULL
-		  AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email))`
+const instantDue = `d.frequency = 'instant' AND d.instant_due_at IS NULL AND ` + account.ReachableSQL
 
 // ScheduleInstant is the match job's hook: users among affected who chose
 // instant alerts (with a confirmed, unsuppressed address) and have none
@@ -118,7 +119,7 @@ func (d *Digester) ScheduleInstant(ctx context.Context, tx pgx.Tx, affected []in
 	due := d.now().Add(InstantDelay)
 	rows, err := tx.Query(ctx, `
 		UPDATE digest_schedules d SET instant_due_at = $2
-		FROM users u
+		FROM `+account.UsersTable+` u
 		WHERE d.user_id = ANY($1) AND u.id = d.user_id AND `+instantDue+`
 		RETURNING d.user_id`, affected, due)
 	if err != nil {
@@ -190,20 +191,33 @@ func (d *Digester) SendInstants(ctx context.Context, userIDs []int64) ([]Outcome
 // a next digest time, when daily or weekly digests are chosen and none is
 // set: an unconfirmed address has none.
 func scheduleConfirmed(ctx context.Context, tx pgx.Tx, userID int64, now time.Time) error {
+	s, loc, err := UserSchedule(ctx, tx, userID)
+	if err != nil {
+		return fmt.Errorf("reading digest settings of user %d: %w", userID, err)
+	}
+	if s.Frequency != Daily && s.Frequency != Weekly {
+		return nil
+	}
+	_, err = tx.Exec(ctx, `UPDATE digest_schedules SET next_at = $2 WHERE user_id = $1 AND next_at IS NULL`,
+		userID, NextOccurrence(now, loc, s))
+	return err
+}
+
+// UserSchedule reads in tx the user's digest schedule (Frequency, Hour
+// and Weekday; without a digest_schedules row, the columns' defaults: off,
+// 7 o'clock, Monday) and time zone (UTC when it is unknown to this
+// process): the times a digest or a daily or weekly channel window closes.
+// An unknown user is pgx.ErrNoRows.
+func UserSchedule(ctx context.Context, tx pgx.Tx, userID int64) (DigestSettings, *time.Location, error) {
 	var tz, freq string
 	var s DigestSettings
 	var weekday int
 	if err := tx.QueryRow(ctx, `
 		SELECT u.timezone, coalesce(d.frequency, 'off'), coalesce(d.hour, 7), coalesce(d.weekday, 1)
-		FROM users u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1`, userID).
+		FROM `+account.UsersTable+` u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1`, userID).
 		Scan(&tz, &freq, &s.Hour, &weekday); err != nil {
-		return fmt.Errorf("reading digest settings of user %d: %w", userID, err)
+		return DigestSettings{}, nil, err
 	}
 	s.Frequency, s.Weekday = Frequency(freq), time.Weekday(weekday)
-	if s.Frequency != Daily && s.Frequency != Weekly {
-		return nil
-	}
-	_, err := tx.Exec(ctx, `UPDATE digest_schedules SET next_at = $2 WHERE user_id = $1 AND next_at IS NULL`,
-		userID, NextOccurrence(now, zone(tz), s))
-	return err
+	return s, zone(tz), nil
 }

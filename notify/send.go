@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"strings"
 
+	"followfeed/account"
 	"followfeed/database"
 	"followfeed/mail"
+	"followfeed/paper"
 )
 
 // Outcome is what became of one digest.
@@ -183,9 +185,9 @@ func (d *Digester) Preview(ctx context.Context, userID int64) (DigestContent, er
 	row := digestRow{userID: userID, kind: "manual"}
 	var from, to int64
 	err := d.db.Pool.QueryRow(ctx, `
-		SELECT coalesce(d.watermark, 0), (SELECT high_seq FROM match_state), u.timezone, coalesce(d.frequency, 'off'),
+		SELECT coalesce(d.watermark, 0), `+paper.HighSeqSQL+`, u.timezone, coalesce(d.frequency, 'off'),
 		       u.link_epoch, coalesce(u.email, '')
-		FROM users u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1`, userID).Scan(&from, &to, &row.tz, &row.freq, &row.epoch, &row.email)
+		FROM `+account.UsersTable+` u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1`, userID).Scan(&from, &to, &row.tz, &row.freq, &row.epoch, &row.email)
 	if err != nil {
 		return DigestContent{}, database.NotFound(err, fmt.Sprintf("reading user %d", userID))
 	}

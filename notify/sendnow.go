@@ -9,7 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/account"
 	"followfeed/database"
+	"followfeed/paper"
 )
 
 // NowStatus says what SendNow did.
@@ -89,9 +91,9 @@ func (d *Digester) SendNow(ctx context.Context, userID int64, force bool) (NowRe
 			SELECT u.timezone, coalesce(d.frequency, 'off'), d.next_at, coalesce(d.watermark, 0),
 			       coalesce(d.hour, 7), coalesce(d.weekday, 1), coalesce(d.send_empty, false),
 			       coalesce(u.email, ''), u.email_confirmed_at IS NOT NULL,
-			       EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email)),
-			       (SELECT high_seq FROM match_state)
-			FROM users u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1
+			       `+account.SuppressedSQL+`,
+			       `+paper.HighSeqSQL+`
+			FROM `+account.UsersTable+` u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1
 			FOR UPDATE OF u`,
 			userID).Scan(&tz, &freq, &next, &watermark, &hour, &weekday, &sendEmpty, &email, &confirmed, &suppressed, &high); err != nil {
 			return database.NotFound(err, fmt.Sprintf("reading user %d", userID))

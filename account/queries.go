@@ -1,0 +1,55 @@
+package account
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/database"
+)
+
+// The SQL other packages read account's tables with, in statements that
+// must stay one statement (a snapshot, a round trip, a lock over both
+// packages' rows): account writes these tables, the readers only read them
+// through the names below (docs/ARCHITECTURE.md, Rules).
+
+// UsersTable is the users table, for a statement that joins a user's row
+// (conventionally aliased u, by id, its primary key) or locks it (FOR
+// UPDATE OF u: the user's row lock, which serialises a user's changes
+// across packages). Readers may use id, email, email_confirmed_at,
+// timezone and link_epoch; account alone writes them.
+const UsersTable = "users"
+
+// FeedsTable is user_feeds, one row per user with a private feed: user_id
+// (its primary key), version and changed_at (bumped by BumpFeeds), and
+// token_hash (user_feeds_token_hash_idx): what a private feed's validator
+// and the token lookup read.
+const FeedsTable = "user_feeds"
+
+// SuppressedSQL is true when the address of users row u is suppressed (it
+// bounced or unsubscribed): a primary-key probe of suppressions.
+const SuppressedSQL = `EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email))`
+
+// ReachableSQL is true when users row u has a confirmed, unsuppressed
+// address: the only kind anything is mailed to.
+const ReachableSQL = `u.email_confirmed_at IS NOT NULL AND NOT ` + SuppressedSQL
+
+// UsersSuppressionsSQL is users u, each with the suppression s of its
+// address (a LEFT JOIN: s.reason is NULL when it is not suppressed).
+const UsersSuppressionsSQL = UsersTable + ` u LEFT JOIN suppressions s ON s.email = lower(u.email)`
+
+// LockUser takes user id's row lock in tx, serialising that user's
+// changes (follows, channels) with each other and with whatever else holds
+// it. An unknown user is an error wrapping database.ErrNotFound.
+func LockUser(ctx context.Context, tx pgx.Tx, id int64) error {
+	err := tx.QueryRow(ctx, `SELECT id FROM users WHERE id = $1 FOR UPDATE`, id).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("user %d: %w", id, database.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("locking user %d: %w", id, err)
+	}
+	return nil
+}
