@@ -8,6 +8,7 @@ package rankeval
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -103,8 +104,9 @@ type Result struct {
 	Elapsed  time.Duration
 }
 
-// Run evaluates every method on every month of o.Months.
-func Run(o Options) (*Result, error) {
+// Run evaluates every method on every month of o.Months; it stops early
+// with ctx's error when ctx is done.
+func Run(ctx context.Context, o Options) (*Result, error) {
 	start := time.Now()
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
@@ -112,6 +114,9 @@ func Run(o Options) (*Result, error) {
 	res := &Result{Metrics: make([]Metrics, len(Methods))}
 	var examples int
 	for _, s := range o.Months {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		m, err := parseMonth(s)
 		if err != nil {
 			return nil, err

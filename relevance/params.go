@@ -65,12 +65,12 @@ func DefaultParams() Params {
 		// A click is weaker evidence than a paper the followed person
 		// wrote: at equal weight, five "more" clicks on co-authors' papers
 		// pulled the co-authors' other topics above the user's own papers
-		// on the validation months (a tenth kept them neutral there). A
-		// "less" weighs three own papers (on the positives' scale, see
+		// on the validation months (a tenth kept them near neutral there).
+		// A "less" weighs one own paper (on the positives' scale, see
 		// learn): five "less" clicks on a topic the followed person also
 		// writes about take it out of the top (TestLessMovesATopicOutOfTheTop).
 		SourceWeight: [numSources]float32{
-			Own: 1, Followed: 1, More: 0.1, Saved: 0.1, Less: 3, Background: 1,
+			Own: 1, Followed: 1, More: 0.1, Saved: 0.1, Less: 1, Background: 1,
 		},
 		PersonBoost:      1,
 		CoauthorBoost:    0.5,

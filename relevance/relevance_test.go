@@ -165,8 +165,8 @@ func TestLessMovesATopicOutOfTheTop(t *testing.T) {
 
 	cold := Train(DefaultParams(), prof, slices.Concat(examples(Own, ownV), examples(Background, bgV)))
 	top := ranked(cold, cands)[:10]
-	if n := countIn(top, idsOf(pulsar)); n < 3 {
-		t.Fatalf("cold start: %d pulsar papers in the top 10 (%q); the test needs them there first", n, top)
+	if n := countIn(top[:5], idsOf(pulsar)); n < 2 {
+		t.Fatalf("cold start: %d pulsar papers in the top 5 (%q); the test needs them there first", n, top)
 	}
 	if n := countIn(top, idsOf(other)); n > 0 {
 		t.Errorf("cold start: %d papers of other topics in the top 10", n)

@@ -1,6 +1,7 @@
 package relevance
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -28,6 +29,14 @@ const (
 	Background
 	numSources
 )
+
+// String is the source's name ("Own", "More", …).
+func (s Source) String() string {
+	if s < numSources {
+		return [...]string{"Own", "Followed", "More", "Saved", "Less", "Background"}[s]
+	}
+	return fmt.Sprintf("Source(%d)", uint8(s))
+}
 
 // Positive reports whether examples from s are positive.
 func (s Source) Positive() bool { return s <= Saved }
@@ -200,6 +209,11 @@ func learn(p Params, skip map[uint32]int, examples []Example) ([]uint32, []float
 		x := sparse{idx: make([]int32, 0, len(v.feats)), val: make([]float32, 0, len(v.feats))}
 		for i, f := range v.feats {
 			if _, ok := skip[f]; ok {
+				continue
+			}
+			if e.Source == Less && v.ns[i] == nsAuthor {
+				// "Less like this" is about what the paper is about: who
+				// wrote it is the follows' business ("not this person").
 				continue
 			}
 			j, ok := local[f]
