@@ -382,7 +382,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 }
 
 func TestUnmarshalHostile(t *testing.T) {
-	t.Log("hostile: a truncated, altered or foreign model encoding is an error, never a panic or a half-decoded model")
+	t.Log("hostile: decoders") // a truncated, altered or foreign model encoding is an error, never a panic or a half-decoded model
 	m, _, vs := trained(t)
 	enc, _ := m.MarshalBinary()
 	for n := range len(enc) {
@@ -440,7 +440,7 @@ func FuzzUnmarshalBinary(f *testing.F) {
 }
 
 func TestHostilePapers(t *testing.T) {
-	t.Log("hostile: empty, huge and odd-unicode papers give bounded vectors with finite scores, never a panic")
+	t.Log("hostile: limits") // empty, huge and odd-unicode papers give bounded vectors with finite scores, never a panic
 	m, c, _ := trained(t)
 	huge := strings.Repeat("lensing galaxy \\emph{shear} ", 1<<17) // 3.5 MB
 	for _, p := range []*Paper{
