@@ -485,7 +485,7 @@ func SplitRawAuthors(s string, max int) []string {
 	}
 	var names []string
 	for _, piece := range pieces {
-		name := text.Collapse(oaiStripParens(piece), upstreamMaxNameRunes)
+		name := text.Collapse(text.StripParens(piece), upstreamMaxNameRunes)
 		name = strings.TrimPrefix(name, "and ")
 		switch {
 		case name == "", name == "et al", name == "et al.", name == "others":
@@ -500,28 +500,6 @@ func SplitRawAuthors(s string, max int) []string {
 		names = append(names, name)
 	}
 	return names
-}
-
-// oaiStripParens removes parenthesised text (affiliations, footnote marks).
-func oaiStripParens(s string) string {
-	if !strings.ContainsAny(s, "()") {
-		return s
-	}
-	var b strings.Builder
-	depth := 0
-	for _, r := range s {
-		switch {
-		case r == '(':
-			depth++
-		case r == ')':
-			if depth > 0 {
-				depth--
-			}
-		case depth == 0:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 func oaiShort(s string) string {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode"
 
+	"followfeed/internal/text"
 	"followfeed/search"
 )
 
@@ -45,7 +46,7 @@ var groupWords = map[string]bool{
 // and "Jun Wang"): the price of matching "A. Person" with "Alice Person".
 // A name with no letter or digit has the key "".
 func NameKey(name string) string {
-	s := search.Fold(stripParens(name))
+	s := search.Fold(text.StripParens(name))
 	// "Surname, Given": the part after the comma is the given names unless
 	// it is a suffix.
 	if i := strings.IndexByte(s, ','); i >= 0 {
@@ -115,28 +116,4 @@ func firstRune(s string) (string, bool) {
 		}
 	}
 	return s, s != ""
-}
-
-// stripParens removes parenthesised text (affiliations, footnote marks),
-// nested or not; an unclosed parenthesis removes the rest.
-func stripParens(s string) string {
-	if !strings.ContainsAny(s, "()") {
-		return s
-	}
-	var b strings.Builder
-	depth := 0
-	for _, r := range s {
-		switch {
-		case r == '(':
-			depth++
-		case r == ')':
-			if depth > 0 {
-				depth--
-			}
-			b.WriteByte(' ')
-		case depth == 0:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }

@@ -313,9 +313,11 @@ func TestExplainInstitutionsCitationsLikesAndWords(t *testing.T) {
 	}
 }
 
-// trained is a model of realistic size: a person with 40 papers, a
-// background of 300, feedback.
-func trained(t testing.TB) (*Model, *Corpus, []*Vector) {
+// trainingSet is a user of realistic size: following a person with 40
+// papers (abstracts of 150 words), a background of 300, five "more" and
+// ten "less"; it returns the profile, the examples (newest first), the
+// corpus and the background's vectors.
+func trainingSet() (Profile, []Example, *Corpus, []*Vector) {
 	w := newWorld()
 	c := NewCorpus(DefaultParams())
 	var own []*Paper
@@ -329,9 +331,15 @@ func trained(t testing.TB) (*Model, *Corpus, []*Vector) {
 		p.Abstract = w.abstract(150)
 	}
 	ownV, bgV := vectors(c, own), vectors(c, bg)
-	fb := slices.Concat(examples(More, bgV[:5]), examples(Less, bgV[5:15]))
+	ex := slices.Concat(examples(More, bgV[:5]), examples(Less, bgV[5:15]), examples(Own, ownV), examples(Background, bgV))
 	prof := Profile{People: []Person{{Name: ann, Self: true}}, Institutions: []string{"ror:1"}, Papers: []string{"2401.00003"}}
-	return Train(DefaultParams(), prof, slices.Concat(fb, examples(Own, ownV), examples(Background, bgV))), c, bgV
+	return prof, ex, c, bgV
+}
+
+// trained is the model of trainingSet.
+func trained(testing.TB) (*Model, *Corpus, []*Vector) {
+	prof, ex, c, bgV := trainingSet()
+	return Train(DefaultParams(), prof, ex), c, bgV
 }
 
 func TestTrainIsDeterministic(t *testing.T) {
@@ -554,21 +562,7 @@ func BenchmarkScore(b *testing.B) {
 }
 
 func BenchmarkTrain(b *testing.B) {
-	w := newWorld()
-	c := NewCorpus(DefaultParams())
-	var own []*Paper
-	for i := range 40 {
-		p := w.paper([]string{"lensing", "galaxy"}[i%2], ann, fmt.Sprintf("Co Author%d", i%7))
-		p.Abstract = w.abstract(150)
-		own = append(own, p)
-	}
-	bg := w.background(300)
-	for _, p := range bg {
-		p.Abstract = w.abstract(150)
-	}
-	ownV, bgV := vectors(c, own), vectors(c, bg)
-	ex := slices.Concat(examples(More, bgV[:5]), examples(Less, bgV[5:15]), examples(Own, ownV), examples(Background, bgV))
-	prof := Profile{People: []Person{{Name: ann, Self: true}}}
+	prof, ex, _, _ := trainingSet()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
