@@ -21,8 +21,11 @@
 // learned word, author and category weights it adds fixed weights from the
 // follows themselves: a followed person's papers, their co-authors' (from
 // the followed persons' own papers), a followed institution's, and a paper
-// citing a followed paper. Train retrains from scratch: a few milliseconds
-// for a few hundred examples (BenchmarkTrain).
+// citing a followed paper. Train retrains from scratch, well within a
+// click's minute: BenchmarkTrain (355 examples with abstracts) takes 6–35
+// ms on a shared 2-core machine. Feedback teaches what papers are about and
+// weighs less than the follows (Params.SourceWeight: the parameters were
+// chosen on the validation months of followfeed-lab rank-eval).
 //
 // A Model is a value: MarshalBinary gives a few kilobytes for one bytea
 // row, carrying its format Version; Score costs a table lookup per feature

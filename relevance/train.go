@@ -42,7 +42,8 @@ func (s Source) String() string {
 func (s Source) Positive() bool { return s <= Saved }
 
 // Example is one training example: a paper's vector and where it comes
-// from.
+// from. Train takes examples newest first: the model keeps the words of
+// the newest 64 marked or followed papers for Explain's "like … papers".
 type Example struct {
 	Vector *Vector
 	Source Source
