@@ -10,7 +10,7 @@ STATICCHECK_VERSION := v0.8.2
 # .env (optional, see .env.example) is exported to every command.
 ENV := set -a; [ ! -f .env ] || . ./.env; set +a
 
-.PHONY: run test build vet fmt bench soak clean-db
+.PHONY: run test build vet fmt bench soak rank-eval clean-db
 
 ## run: start followfeed (HTTP + workers) with development defaults
 run:
@@ -57,6 +57,16 @@ soak:
 	 DATABASE_URL="$$(scripts/pg-ensure.sh followfeed_bench)"; export DATABASE_URL; \
 	 $(GO) build -o bin/followfeed ./cmd/followfeed && $(GO) build -o bin/followfeed-lab ./cmd/followfeed-lab && \
 	 bin/followfeed-lab soak --out RELIABILITY.md --tests var/soak-tests.json $(SOAK_FLAGS)
+
+## rank-eval: the ranking's quality on real arXiv listings (followfeed-lab rank-eval on
+## RANK_EVAL_DATA/astro-ph-listings; ../shared/datasets/arxiv-metadata when it exists);
+## rewrites BENCHMARKS.md's ranking section only. Pass flags with RANK_EVAL_FLAGS, e.g.
+## make rank-eval RANK_EVAL_FLAGS="--split validation"
+RANK_EVAL_DATA ?= ../shared/datasets/arxiv-metadata
+rank-eval:
+	@[ -d "$(RANK_EVAL_DATA)/astro-ph-listings" ] || { echo "make rank-eval: no $(RANK_EVAL_DATA)/astro-ph-listings; pass RANK_EVAL_DATA=DIR (the arxiv-metadata dataset)" >&2; exit 1; }; \
+	 $(GO) build -o bin/followfeed-lab ./cmd/followfeed-lab && \
+	 bin/followfeed-lab rank-eval --data "$(RANK_EVAL_DATA)" --out BENCHMARKS.md $(RANK_EVAL_FLAGS)
 
 ## clean-db: stop and delete the private cluster under ./var/pg
 clean-db:

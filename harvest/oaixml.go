@@ -395,7 +395,7 @@ func oaiFillArXivRaw(p *paper.Paper, m *oaiArXivRaw) {
 			p.SubmittedAt = date
 		}
 	}
-	for _, name := range oaiSplitRawAuthors(m.Authors, upstreamMaxAuthors) {
+	for _, name := range SplitRawAuthors(m.Authors, upstreamMaxAuthors) {
 		p.Authors = append(p.Authors, paper.Author{Name: name})
 	}
 }
@@ -440,10 +440,13 @@ func oaiValidCategory(c string) bool {
 // rather than being names themselves.
 var oaiNameSuffixes = map[string]bool{"Jr": true, "Jr.": true, "Sr": true, "Sr.": true, "II": true, "III": true, "IV": true}
 
-// oaiSplitRawAuthors splits arXivRaw's free-text author list on commas and
-// the word "and" outside parentheses, dropping parenthesised affiliations,
-// "et al." and empty pieces, and re-attaching suffixes such as "Jr.".
-func oaiSplitRawAuthors(s string, max int) []string {
+// SplitRawAuthors splits a free-text author list as arXivRaw and arXiv's
+// listings write it ("A. One (MIT), B. Two and C. Three ((1) X, (2) Y)")
+// into at most max names: on commas, semicolons, the word "and" and "&"
+// outside parentheses, dropping parenthesised affiliations, "et al." and
+// empty pieces, and re-attaching suffixes such as "Jr.". The names are
+// as written (package relevance's NameKey compares spellings).
+func SplitRawAuthors(s string, max int) []string {
 	s = text.Collapse(s, -1)
 	var pieces []string
 	depth, start := 0, 0
@@ -461,10 +464,16 @@ func oaiSplitRawAuthors(s string, max int) []string {
 				start = i + 1
 			}
 		case ' ':
-			if depth == 0 && strings.HasPrefix(s[i:], " and ") {
-				pieces = append(pieces, s[start:i])
-				start = i + len(" and ")
-				i += len(" and ") - 1
+			if depth > 0 {
+				break
+			}
+			for _, sep := range [...]string{" and ", " & "} {
+				if strings.HasPrefix(s[i:], sep) {
+					pieces = append(pieces, s[start:i])
+					start = i + len(sep)
+					i += len(sep) - 1
+					break
+				}
 			}
 		}
 		if len(pieces) > 2*max {
@@ -476,7 +485,7 @@ func oaiSplitRawAuthors(s string, max int) []string {
 	}
 	var names []string
 	for _, piece := range pieces {
-		name := text.Collapse(oaiStripParens(piece), upstreamMaxNameRunes)
+		name := text.Collapse(text.StripParens(piece), upstreamMaxNameRunes)
 		name = strings.TrimPrefix(name, "and ")
 		switch {
 		case name == "", name == "et al", name == "et al.", name == "others":
@@ -491,28 +500,6 @@ func oaiSplitRawAuthors(s string, max int) []string {
 		names = append(names, name)
 	}
 	return names
-}
-
-// oaiStripParens removes parenthesised text (affiliations, footnote marks).
-func oaiStripParens(s string) string {
-	if !strings.ContainsAny(s, "()") {
-		return s
-	}
-	var b strings.Builder
-	depth := 0
-	for _, r := range s {
-		switch {
-		case r == '(':
-			depth++
-		case r == ')':
-			if depth > 0 {
-				depth--
-			}
-		case depth == 0:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 func oaiShort(s string) string {

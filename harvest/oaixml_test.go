@@ -342,7 +342,7 @@ func TestParseListRecordsSkipsUnidentifiableRecords(t *testing.T) {
 	}
 }
 
-func TestOAISplitRawAuthors(t *testing.T) {
+func TestSplitRawAuthors(t *testing.T) {
 	cases := map[string][]string{
 		"D.V. Shetty, S.J. Yennello, and G.A. Souliotis": {"D.V. Shetty", "S.J. Yennello", "G.A. Souliotis"},
 		"Valeria M. Rosa and Patricio S. letelier":       {"Valeria M. Rosa", "Patricio S. letelier"},
@@ -350,17 +350,18 @@ func TestOAISplitRawAuthors(t *testing.T) {
 		"A. Smith (MIT, USA), B. Jones (1 and 2) ((1) X, (2) Y)": {"A. Smith", "B. Jones"},
 		"John Smith, Jr., Jane\n  Roe; C. Anderson and others":   {"John Smith Jr.", "Jane Roe", "C. Anderson"},
 		"A. Alexander, et al.":                                   {"A. Alexander"},
+		"C.G. Tinney & I.N. Reid (AAO & JPL)":                    {"C.G. Tinney", "I.N. Reid"},
 		"X and and Y":                                            {"X", "Y"},
 		"":                                                       nil,
 		" , and ,":                                               nil,
 		"ATLAS Collaboration: G. Aad (CPPM), B. Abbott ((2) Oklahoma)": {"ATLAS Collaboration: G. Aad", "B. Abbott"},
 	}
 	for in, want := range cases {
-		if got := oaiSplitRawAuthors(in, 100); !slices.Equal(got, want) {
-			t.Errorf("oaiSplitRawAuthors(%q) = %q, want %q", in, got, want)
+		if got := SplitRawAuthors(in, 100); !slices.Equal(got, want) {
+			t.Errorf("SplitRawAuthors(%q) = %q, want %q", in, got, want)
 		}
 	}
-	if got := oaiSplitRawAuthors(strings.Repeat("A. B, ", 20), 5); len(got) != 5 {
+	if got := SplitRawAuthors(strings.Repeat("A. B, ", 20), 5); len(got) != 5 {
 		t.Errorf("cap: got %d names", len(got))
 	}
 }

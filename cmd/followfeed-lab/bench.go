@@ -111,7 +111,23 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	if *buildOnly {
 		return nil
 	}
-	if err := writeReport(*out, stdout, func(w io.Writer) error { return bench.WriteReports(w, reps) }); err != nil {
+	// Sections other commands write into the report (bench.KeptSections:
+	// the ranking's quality) are carried over.
+	var kept []string
+	if old, err := os.ReadFile(*out); err == nil && *out != "-" {
+		kept = bench.KeptSections(string(old))
+	}
+	if err := writeReport(*out, stdout, func(w io.Writer) error {
+		if err := bench.WriteReports(w, reps); err != nil {
+			return err
+		}
+		for _, k := range kept {
+			if _, err := io.WriteString(w, "\n"+k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	for _, r := range reps {

@@ -1,7 +1,9 @@
 // Command followfeed-lab measures and stresses followfeed: `bench` builds
 // scale S and writes BENCHMARKS.md, `soak` runs the reliability scenarios
-// against the product binary and writes RELIABILITY.md. It is not part of
-// the product: the followfeed binary does not contain it.
+// against the product binary and writes RELIABILITY.md, `rank-eval`
+// measures the ranking on real arXiv listings and writes its section of
+// BENCHMARKS.md. It is not part of the product: the followfeed binary does
+// not contain it.
 package main
 
 import (

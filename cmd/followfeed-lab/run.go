@@ -18,6 +18,7 @@ Usage:
 Commands:
   bench      build scale S and measure the targets of BENCHMARKS.md
   soak       run the reliability scenarios against the followfeed binary and write RELIABILITY.md
+  rank-eval  evaluate the ranking on real arXiv listings and write BENCHMARKS.md's ranking section
 
 Configuration comes from environment variables, as for followfeed (README.md).
 Run 'followfeed-lab <command> --help' for a command's flags.
@@ -39,6 +40,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return runBench(ctx, rest, getenv, stdout)
 	case "soak":
 		return runSoak(ctx, rest, getenv, stdout)
+	case "rank-eval":
+		return runRankEval(ctx, rest, getenv, stdout)
 	default:
 		return &cli.UsageError{Msg: fmt.Sprintf("unknown command %q; see 'followfeed-lab --help'", cmd)}
 	}

@@ -50,3 +50,29 @@ func Collapse(s string, maxRunes int) string {
 	}
 	return s
 }
+
+// StripParens removes parenthesised text (affiliations, footnote marks),
+// nested or not, leaving a space where each closing parenthesis was (so
+// "A. Person(1)B" keeps two words); an unclosed parenthesis removes the
+// rest. Callers collapse the spaces (Collapse) when they matter.
+func StripParens(s string) string {
+	if !strings.ContainsAny(s, "()") {
+		return s
+	}
+	var b strings.Builder
+	depth := 0
+	for _, r := range s {
+		switch {
+		case r == '(':
+			depth++
+		case r == ')':
+			if depth > 0 {
+				depth--
+			}
+			b.WriteByte(' ')
+		case depth == 0:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

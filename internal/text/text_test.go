@@ -67,3 +67,18 @@ func TestCollapse(t *testing.T) {
 		}
 	}
 }
+
+func TestStripParens(t *testing.T) {
+	for in, want := range map[string]string{
+		"A. Person":                  "A. Person",
+		"A. Person (MIT)":            "A. Person  ",
+		"B. Jones ((1) X, (2) Y) Jr": "B. Jones     Jr",
+		"Smith(1)Jones":              "Smith Jones",
+		"open (never closed":         "open ",
+		"stray ) paren":              "stray   paren",
+	} {
+		if got := StripParens(in); got != want {
+			t.Errorf("StripParens(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

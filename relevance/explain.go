@@ -1,0 +1,258 @@
+package relevance
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"unicode"
+
+	"followfeed/search"
+)
+
+// ReasonKind is what a Reason is about.
+type ReasonKind string
+
+// The kinds of reasons, in the order Explain gives them.
+const (
+	// ReasonPerson: an author is a followed person (Name).
+	ReasonPerson ReasonKind = "person"
+	// ReasonCoauthor: an author (Name) is a co-author of a followed
+	// person (Of; empty when that person is the user: "your co-author").
+	ReasonCoauthor ReasonKind = "coauthor"
+	// ReasonInstitution: the paper is from a followed institution (ID).
+	ReasonInstitution ReasonKind = "institution"
+	// ReasonCites: the paper cites a followed paper (ID).
+	ReasonCites ReasonKind = "cites"
+	// ReasonMarked: the paper is like papers the user marked "more" or
+	// saved (Papers).
+	ReasonMarked ReasonKind = "marked"
+	// ReasonLikeFollowed: the paper is like followed papers (Papers).
+	ReasonLikeFollowed ReasonKind = "like_followed"
+	// ReasonWords: the words that weigh most for the paper (Words).
+	ReasonWords ReasonKind = "words"
+)
+
+// Reason is one reason a paper ranks for a user, as structured data (the
+// JSON form is the API's) and as text (Text).
+type Reason struct {
+	Kind ReasonKind `json:"kind"`
+	// Name is the person's or co-author's name as the paper writes it.
+	Name string `json:"name,omitempty"`
+	// Of is the followed person a co-author wrote with ("" when it is the
+	// user).
+	Of string `json:"of,omitempty"`
+	// ID is the followed institution's or cited paper's id.
+	ID string `json:"id,omitempty"`
+	// Papers are the ids of the marked or followed papers it is like.
+	Papers []string `json:"papers,omitempty"`
+	// Words are the words (as the paper writes them, folded) that weigh
+	// most.
+	Words []string `json:"words,omitempty"`
+	// Weight is the reason's part of the score (for a like, the cosine).
+	Weight float32 `json:"weight"`
+}
+
+// Text is r as a short phrase for people: "by Ann One, whom you follow",
+// "with your co-author Ann One", "from an institution you follow", "cites
+// a paper you follow", "like 3 papers you marked", "about galaxy and
+// cluster".
+func (r Reason) Text() string {
+	switch r.Kind {
+	case ReasonPerson:
+		return "by " + r.Name + ", whom you follow"
+	case ReasonCoauthor:
+		if r.Of == "" {
+			return "with your co-author " + r.Name
+		}
+		return "with " + r.Name + ", a co-author of " + r.Of
+	case ReasonInstitution:
+		return "from an institution you follow"
+	case ReasonCites:
+		return "cites a paper you follow"
+	case ReasonMarked:
+		return "like " + papers(len(r.Papers)) + " you marked"
+	case ReasonLikeFollowed:
+		return "like " + papers(len(r.Papers)) + " you follow"
+	case ReasonWords:
+		switch len(r.Words) {
+		case 0:
+			return ""
+		case 1:
+			return "about " + r.Words[0]
+		}
+		return "about " + strings.Join(r.Words[:len(r.Words)-1], ", ") + " and " + r.Words[len(r.Words)-1]
+	}
+	return ""
+}
+
+func papers(n int) string {
+	if n == 1 {
+		return "a paper"
+	}
+	return fmt.Sprintf("%d papers", n)
+}
+
+// maxReasonNames bounds the persons and co-authors one explanation names.
+const maxReasonNames = 3
+
+// maxReasonWords is how many words a words reason names.
+const maxReasonWords = 3
+
+// Explain returns why the paper of v ranks for m: its followed persons
+// and co-authors (the first few, in author order), followed institutions
+// and cited followed papers, the marked and followed papers it is like,
+// and the words that weigh most for it (positive weights only). It is for
+// the few papers shown, not the hot loop: it allocates.
+func (m *Model) Explain(v *Vector) []Reason {
+	var out []Reason
+	p := &v.paper
+	names := 0
+	seen := map[string]bool{}
+	for _, a := range p.Authors {
+		k := NameKey(a)
+		if k == "" || seen[k] || names == maxReasonNames {
+			continue
+		}
+		seen[k] = true
+		w, kd, of, ok := m.weight(hash(nsAuthor, k))
+		if !ok {
+			continue
+		}
+		x := v.value(hash(nsAuthor, k))
+		switch kd {
+		case kindPerson:
+			out = append(out, Reason{Kind: ReasonPerson, Name: a, Weight: w * x})
+			names++
+		case kindCoauthor:
+			r := Reason{Kind: ReasonCoauthor, Name: a, Weight: w * x}
+			if int(of) < len(m.people) && !m.people[of].self {
+				r.Of = m.people[of].name
+			}
+			out = append(out, r)
+			names++
+		}
+	}
+	for _, id := range distinct(p.Institutions, nil) {
+		if w, kd, _, ok := m.weight(hash(nsInstitution, id)); ok && kd == kindInstitution {
+			out = append(out, Reason{Kind: ReasonInstitution, ID: id, Weight: w * v.value(hash(nsInstitution, id))})
+			break
+		}
+	}
+	for _, id := range distinct(p.Cites, nil) {
+		if w, kd, _, ok := m.weight(hash(nsCite, id)); ok && kd == kindCited {
+			out = append(out, Reason{Kind: ReasonCites, ID: id, Weight: w * v.value(hash(nsCite, id))})
+			break
+		}
+	}
+	for _, k := range [...]kind{kindMarked, kindFollowedPaper} {
+		r := Reason{Kind: ReasonMarked}
+		if k == kindFollowedPaper {
+			r.Kind = ReasonLikeFollowed
+		}
+		for _, l := range m.likes {
+			if l.kind != k || l.id == p.ID && p.ID != "" {
+				continue
+			}
+			if c := l.cosine(v); c >= m.likeThreshold && c > 0 {
+				r.Papers = append(r.Papers, l.id)
+				r.Weight = max(r.Weight, c)
+			}
+		}
+		if len(r.Papers) > 0 {
+			out = append(out, r)
+		}
+	}
+	if r, ok := m.words(v); ok {
+		out = append(out, r)
+	}
+	return out
+}
+
+// cosine is the cosine between l's words and the same words of v (v's
+// words are of unit length already).
+func (l *like) cosine(v *Vector) float32 {
+	var dot, norm float64
+	for i, f := range l.feats {
+		x := float64(l.vals[i]) / 255
+		norm += x * x
+		dot += x * float64(v.value(f))
+	}
+	if norm == 0 {
+		return 0
+	}
+	return float32(dot / math.Sqrt(norm))
+}
+
+// words returns the reason naming the words of v with the largest
+// positive parts of the score, as the paper writes them.
+func (m *Model) words(v *Vector) (Reason, bool) {
+	type part struct {
+		f uint32
+		x float32
+	}
+	var parts []part
+	for i, f := range v.feats {
+		if v.ns[i] != nsWord {
+			continue
+		}
+		if w, _, _, ok := m.weight(f); ok && w*v.vals[i] > 0 && !functionWords[f] {
+			parts = append(parts, part{f, w * v.vals[i]})
+		}
+	}
+	if len(parts) == 0 {
+		return Reason{}, false
+	}
+	slices.SortStableFunc(parts, func(a, b part) int {
+		switch {
+		case a.x > b.x:
+			return -1
+		case a.x < b.x:
+			return 1
+		}
+		return int(int64(a.f) - int64(b.f))
+	})
+	parts = parts[:min(len(parts), maxReasonWords)]
+	// Each word feature's first spelling in the title, else the abstract.
+	spelling := map[uint32]string{}
+	for _, text := range []string{v.paper.Title, v.paper.Abstract} {
+		for _, w := range strings.FieldsFunc(search.Fold(text), notWordRune) {
+			// The word itself spells its first stem (a hyphenated word's
+			// joined form); its parts keep their stems.
+			for i, s := range search.Stems(w, nil) {
+				f := hash(nsWord, s)
+				if _, ok := spelling[f]; ok {
+					continue
+				}
+				if i == 0 {
+					spelling[f] = w
+				} else {
+					spelling[f] = s
+				}
+			}
+		}
+	}
+	r := Reason{Kind: ReasonWords}
+	for _, pt := range parts {
+		if s, ok := spelling[pt.f]; ok {
+			r.Words = append(r.Words, s)
+			r.Weight += pt.x
+		}
+	}
+	return r, len(r.Words) > 0
+}
+
+// functionWords are words too common to say what a paper is about: a
+// words reason never names them (they still weigh in the score).
+var functionWords = func() map[uint32]bool {
+	m := map[uint32]bool{}
+	for _, w := range strings.Fields("a an the of in on for and or to with by from at as is are be been was were " +
+		"we our us this that these those its it via using use new into than then not no") {
+		for _, s := range search.Stems(w, nil) {
+			m[hash(nsWord, s)] = true
+		}
+	}
+	return m
+}()
+
+func notWordRune(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' }

@@ -1,0 +1,583 @@
+package relevance
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// topics are the words of a few subjects; a paper's title draws from one.
+var topics = map[string][]string{
+	"lensing":   {"weak", "lensing", "shear", "cluster", "mass", "maps", "dark", "halo", "cosmic", "convergence"},
+	"pulsar":    {"pulsar", "timing", "neutron", "star", "radio", "glitch", "magnetar", "spin", "millisecond", "binary"},
+	"exoplanet": {"exoplanet", "transit", "atmosphere", "hot", "jupiter", "radial", "velocity", "host", "orbit", "planetary"},
+	"solar":     {"solar", "flare", "coronal", "loop", "sunspot", "magnetic", "chromosphere", "wind", "eruption", "prominence"},
+	"dust":      {"interstellar", "dust", "grain", "extinction", "polarisation", "infrared", "emission", "molecular", "cloud", "ice"},
+	"galaxy":    {"galaxy", "merger", "stellar", "population", "bulge", "disc", "kinematics", "redshift", "survey", "morphology"},
+}
+
+var generic = []string{"a", "study", "of", "new", "observations", "the", "on", "and", "model", "evidence"}
+
+// world makes papers: titles of a topic's words, authors given.
+type world struct {
+	rng *rand.Rand
+	n   int
+}
+
+func newWorld() *world { return &world{rng: rand.New(rand.NewPCG(7, 7))} }
+
+func (w *world) paper(topic string, authors ...string) *Paper {
+	w.n++
+	words := topics[topic]
+	var t []string
+	for range 6 {
+		t = append(t, words[w.rng.IntN(len(words))])
+	}
+	t = append(t, generic[w.rng.IntN(len(generic))], generic[w.rng.IntN(len(generic))])
+	w.rng.Shuffle(len(t), func(i, j int) { t[i], t[j] = t[j], t[i] })
+	if len(authors) == 0 {
+		authors = []string{w.stranger(), w.stranger()}
+	}
+	return &Paper{ID: fmt.Sprintf("2401.%05d", w.n), Title: strings.Join(t, " "), Authors: authors, Categories: []string{"astro-ph." + topic}}
+}
+
+// abstract is n words of a Zipf-distributed vocabulary of 20,000: a real
+// abstract's 100-odd distinct words, most of them rare.
+func (w *world) abstract(n int) string {
+	z := rand.NewZipf(rand.New(rand.NewPCG(w.rng.Uint64(), 1)), 1.1, 1, 20000)
+	var b strings.Builder
+	for range n {
+		fmt.Fprintf(&b, "w%d ", z.Uint64())
+	}
+	return b.String()
+}
+
+func (w *world) stranger() string {
+	return fmt.Sprintf("%c. Stranger%d", 'A'+rune(w.rng.IntN(26)), w.rng.IntN(100000))
+}
+
+// background is n papers of every topic by strangers.
+func (w *world) background(n int) []*Paper {
+	var out []*Paper
+	names := slices.Sorted(func(yield func(string) bool) {
+		for k := range topics {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for i := range n {
+		out = append(out, w.paper(names[i%len(names)]))
+	}
+	return out
+}
+
+func vectors(c *Corpus, ps []*Paper) []*Vector {
+	c.Add(ps...)
+	out := make([]*Vector, len(ps))
+	for i, p := range ps {
+		out[i] = c.Vector(p)
+	}
+	return out
+}
+
+func examples(src Source, vs []*Vector) []Example {
+	var out []Example
+	for _, v := range vs {
+		out = append(out, Example{Vector: v, Source: src})
+	}
+	return out
+}
+
+// ranked returns the candidates' ids by m's score, best first.
+func ranked(m *Model, cands []*Vector) []string {
+	order := slices.Clone(cands)
+	slices.SortStableFunc(order, func(a, b *Vector) int {
+		sa, sb := m.Score(a), m.Score(b)
+		switch {
+		case sa > sb:
+			return -1
+		case sa < sb:
+			return 1
+		}
+		return 0
+	})
+	ids := make([]string, len(order))
+	for i, v := range order {
+		ids[i] = v.paper.ID
+	}
+	return ids
+}
+
+func idsOf(ps []*Paper) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.ID)
+	}
+	return out
+}
+
+func countIn(ids []string, set []string) int {
+	n := 0
+	for _, id := range ids {
+		if slices.Contains(set, id) {
+			n++
+		}
+	}
+	return n
+}
+
+const ann = "Ann One"
+
+// TestLessMovesATopicOutOfTheTop: a user follows Ann One, who writes about
+// lensing and pulsars; the user marks five pulsar papers "less": the next
+// pulsar papers leave the top of the ranking, below every lensing one.
+func TestLessMovesATopicOutOfTheTop(t *testing.T) {
+	w := newWorld()
+	c := NewCorpus(DefaultParams())
+	var own []*Paper
+	for range 4 {
+		own = append(own, w.paper("lensing", ann, w.stranger()), w.paper("pulsar", ann, w.stranger()))
+	}
+	bg := w.background(120)
+	var lensing, pulsar, other []*Paper
+	for range 5 {
+		lensing = append(lensing, w.paper("lensing"))
+		pulsar = append(pulsar, w.paper("pulsar"))
+	}
+	for _, tp := range []string{"exoplanet", "solar", "dust", "galaxy"} {
+		for range 5 {
+			other = append(other, w.paper(tp))
+		}
+	}
+	var marked []*Paper
+	for range 5 {
+		marked = append(marked, w.paper("pulsar"))
+	}
+	ownV, bgV, markedV := vectors(c, own), vectors(c, bg), vectors(c, marked)
+	cands := vectors(c, slices.Concat(lensing, pulsar, other))
+	prof := Profile{People: []Person{{Name: ann}}}
+
+	cold := Train(DefaultParams(), prof, slices.Concat(examples(Own, ownV), examples(Background, bgV)))
+	top := ranked(cold, cands)[:10]
+	if n := countIn(top[:5], idsOf(pulsar)); n < 2 {
+		t.Fatalf("cold start: %d pulsar papers in the top 5 (%q); the test needs them there first", n, top)
+	}
+	if n := countIn(top, idsOf(other)); n > 0 {
+		t.Errorf("cold start: %d papers of other topics in the top 10", n)
+	}
+
+	after := Train(DefaultParams(), prof, slices.Concat(examples(Less, markedV), examples(Own, ownV), examples(Background, bgV)))
+	order := ranked(after, cands)
+	if n := countIn(order[:5], idsOf(pulsar)); n > 0 {
+		t.Errorf("after 5 pulsar papers marked less: %d pulsar papers in the top 5: %q", n, order[:10])
+	}
+	lastLensing, firstPulsar := 0, len(order)
+	for i, id := range order {
+		if slices.Contains(idsOf(lensing), id) {
+			lastLensing = i
+		}
+		if slices.Contains(idsOf(pulsar), id) {
+			firstPulsar = min(firstPulsar, i)
+		}
+	}
+	if firstPulsar < lastLensing {
+		t.Errorf("after less: a pulsar paper at %d ranks above a lensing one at %d", firstPulsar, lastLensing)
+	}
+}
+
+// TestMoreLiftsATopic: papers about a topic marked "more" lift the next
+// papers of that topic above papers of the topics the user never said
+// anything about.
+func TestMoreLiftsATopic(t *testing.T) {
+	w := newWorld()
+	c := NewCorpus(DefaultParams())
+	own := []*Paper{w.paper("lensing", ann), w.paper("lensing", ann), w.paper("lensing", ann)}
+	bg := w.background(120)
+	marked := []*Paper{w.paper("solar"), w.paper("solar"), w.paper("solar"), w.paper("solar")}
+	var solar, other []*Paper
+	for range 5 {
+		solar = append(solar, w.paper("solar"))
+		other = append(other, w.paper("dust"), w.paper("exoplanet"))
+	}
+	ownV, bgV, markedV := vectors(c, own), vectors(c, bg), vectors(c, marked)
+	cands := vectors(c, slices.Concat(other, solar))
+	prof := Profile{People: []Person{{Name: ann}}}
+	base := slices.Concat(examples(Own, ownV), examples(Background, bgV))
+	before := ranked(Train(DefaultParams(), prof, base), cands)
+	after := ranked(Train(DefaultParams(), prof, slices.Concat(examples(More, markedV), base)), cands)
+	if n, was := countIn(after[:5], idsOf(solar)), countIn(before[:5], idsOf(solar)); n < 3 || n <= was {
+		t.Errorf("after 4 solar papers marked more: %d of 5 solar papers in the top 5 (before: %d): %q", n, was, after)
+	}
+}
+
+// TestColdStartRanksACoauthorFirst: from follows alone, a paper by a
+// co-author of the followed person, on words the person never used, ranks
+// above unrelated papers, and says why.
+func TestColdStartRanksACoauthorFirst(t *testing.T) {
+	w := newWorld()
+	c := NewCorpus(DefaultParams())
+	own := []*Paper{
+		w.paper("lensing", ann, "Bea Two"),
+		w.paper("lensing", "A. One", "B. Two", "C. Three"),
+		w.paper("lensing", ann, "Cy Three"),
+	}
+	bg := w.background(100)
+	byCoauthor := w.paper("solar", "Zed Nobody", "B. Two")
+	var unrelated []*Paper
+	for range 30 {
+		unrelated = append(unrelated, w.paper("solar"), w.paper("dust"))
+	}
+	ownV, bgV := vectors(c, own), vectors(c, bg)
+	cands := vectors(c, append(unrelated, byCoauthor))
+	for _, self := range []bool{false, true} {
+		m := Train(DefaultParams(), Profile{People: []Person{{Name: ann, Self: self}}}, slices.Concat(examples(Own, ownV), examples(Background, bgV)))
+		if got := ranked(m, cands)[0]; got != byCoauthor.ID {
+			t.Errorf("self %v: first is %s, want the co-author's paper %s", self, got, byCoauthor.ID)
+		}
+		want := "with B. Two, a co-author of Ann One"
+		if self {
+			want = "with your co-author B. Two"
+		}
+		rs := m.Explain(cands[len(cands)-1])
+		if len(rs) == 0 || rs[0].Kind != ReasonCoauthor || rs[0].Text() != want {
+			t.Errorf("self %v: reasons %+v, want first %q", self, rs, want)
+		}
+		// Bea Two and B. Two are one co-author, of two papers: 1 + ln 2.
+		wgt, k, _, _ := m.weight(hash(nsAuthor, "two b"))
+		if k != kindCoauthor || wgt < DefaultParams().CoauthorBoost*float32(1+math.Log(2))-0.01 {
+			t.Errorf("co-author weight %v (kind %d)", wgt, k)
+		}
+	}
+}
+
+// TestAFollowedPersonsNameIsNotLearned: every Own example names the
+// followed person, so their feature carries PersonBoost alone.
+func TestAFollowedPersonsNameIsNotLearned(t *testing.T) {
+	w := newWorld()
+	c := NewCorpus(DefaultParams())
+	own := vectors(c, []*Paper{w.paper("lensing", ann), w.paper("pulsar", "A. One"), w.paper("dust", ann, "X. Y")})
+	bg := vectors(c, w.background(50))
+	m := Train(DefaultParams(), Profile{People: []Person{{Name: ann}}}, slices.Concat(examples(Own, own), examples(Background, bg)))
+	wgt, k, of, ok := m.weight(hash(nsAuthor, "one a"))
+	if !ok || k != kindPerson || of != 0 || math.Abs(float64(wgt-DefaultParams().PersonBoost)) > 1e-3 {
+		t.Errorf("the followed person's weight: %v kind %d of %d (ok %v), want PersonBoost alone", wgt, k, of, ok)
+	}
+	v := c.Vector(w.paper("solar", "Ann One", "Q. Q"))
+	rs := m.Explain(v)
+	if len(rs) == 0 || rs[0].Text() != "by Ann One, whom you follow" {
+		t.Errorf("reasons %+v", rs)
+	}
+}
+
+func TestExplainInstitutionsCitationsLikesAndWords(t *testing.T) {
+	w := newWorld()
+	c := NewCorpus(DefaultParams())
+	followedPaper := w.paper("dust")
+	followedPaper.ID = "2301.00001"
+	marked := []*Paper{w.paper("pulsar"), w.paper("pulsar"), w.paper("pulsar")}
+	marked[0].Title = "pulsar timing glitch of a millisecond magnetar"
+	marked[1].Title = "a glitch in the timing of a radio pulsar"
+	marked[2].Title = "millisecond pulsar glitches"
+	bg := vectors(c, w.background(60))
+	fv, mv := vectors(c, []*Paper{followedPaper}), vectors(c, marked)
+	prof := Profile{Institutions: []string{"ror:03dbr7087"}, Papers: []string{"2301.00001"}}
+	m := Train(DefaultParams(), prof, slices.Concat(examples(More, mv), examples(Followed, fv), examples(Background, bg)))
+	cand := &Paper{ID: "2402.00001", Title: "Glitches in millisecond pulsar timing", Institutions: []string{"ror:03dbr7087", "ror:x"}, Cites: []string{"2301.00001", "2301.00001"}}
+	c.Add(cand)
+	rs := m.Explain(c.Vector(cand))
+	var texts []string
+	for _, r := range rs {
+		texts = append(texts, r.Text())
+	}
+	want := []string{"from an institution you follow", "cites a paper you follow", "like 3 papers you marked"}
+	if len(texts) < 4 || !slices.Equal(texts[:3], want) || rs[3].Kind != ReasonWords || !strings.HasPrefix(texts[3], "about ") {
+		t.Fatalf("reasons %q, want %q then the words", texts, want)
+	}
+	if !slices.Contains(rs[3].Words, "pulsar") || !slices.Contains(rs[3].Words, "millisecond") {
+		t.Errorf("words %q, want them as the title writes them", rs[3].Words)
+	}
+	if rs[0].ID != "ror:03dbr7087" || rs[1].ID != "2301.00001" || len(rs[2].Papers) != 3 {
+		t.Errorf("structured reasons %+v", rs)
+	}
+	if got := (Reason{Kind: ReasonMarked, Papers: []string{"x"}}).Text(); got != "like a paper you marked" {
+		t.Errorf("one marked paper: %q", got)
+	}
+	if got := (Reason{Kind: ReasonWords, Words: []string{"a", "b", "c"}}).Text(); got != "about a, b and c" {
+		t.Errorf("words: %q", got)
+	}
+}
+
+// trainingSet is a user of realistic size: following a person with 40
+// papers (abstracts of 150 words), a background of 300, five "more" and
+// ten "less"; it returns the profile, the examples (newest first), the
+// corpus and the background's vectors.
+func trainingSet() (Profile, []Example, *Corpus, []*Vector) {
+	w := newWorld()
+	c := NewCorpus(DefaultParams())
+	var own []*Paper
+	for i := range 40 {
+		p := w.paper([]string{"lensing", "galaxy"}[i%2], ann, fmt.Sprintf("Co Author%d", i%7), w.stranger())
+		p.Abstract = w.abstract(150)
+		own = append(own, p)
+	}
+	bg := w.background(300)
+	for _, p := range bg {
+		p.Abstract = w.abstract(150)
+	}
+	ownV, bgV := vectors(c, own), vectors(c, bg)
+	ex := slices.Concat(examples(More, bgV[:5]), examples(Less, bgV[5:15]), examples(Own, ownV), examples(Background, bgV))
+	prof := Profile{People: []Person{{Name: ann, Self: true}}, Institutions: []string{"ror:1"}, Papers: []string{"2401.00003"}}
+	return prof, ex, c, bgV
+}
+
+// trained is the model of trainingSet.
+func trained(testing.TB) (*Model, *Corpus, []*Vector) {
+	prof, ex, c, bgV := trainingSet()
+	return Train(DefaultParams(), prof, ex), c, bgV
+}
+
+func TestTrainIsDeterministic(t *testing.T) {
+	a, _, _ := trained(t)
+	b, _, _ := trained(t)
+	ea, _ := a.MarshalBinary()
+	eb, _ := b.MarshalBinary()
+	if !bytes.Equal(ea, eb) {
+		t.Error("two trainings on the same examples differ")
+	}
+	if a.Len() == 0 || a.Len() > DefaultParams().MaxLearned+DefaultParams().MaxCoauthors+10 {
+		t.Errorf("model of %d features", a.Len())
+	}
+}
+
+func TestMarshalRoundTrip(t *testing.T) {
+	m, _, vs := trained(t)
+	enc, err := m.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("model: %d features, %d bytes", m.Len(), len(enc))
+	if len(enc) > 16<<10 {
+		t.Errorf("encoded model is %d bytes, want a few KB", len(enc))
+	}
+	var d Model
+	if err := d.UnmarshalBinary(enc); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := d.MarshalBinary()
+	if !bytes.Equal(enc, again) {
+		t.Error("encoding the decoded model gives other bytes")
+	}
+	for _, v := range vs {
+		if m.Score(v) != d.Score(v) {
+			t.Fatalf("score %v before, %v after the round trip", m.Score(v), d.Score(v))
+		}
+		if a, b := fmt.Sprint(m.Explain(v)), fmt.Sprint(d.Explain(v)); a != b {
+			t.Fatalf("reasons differ: %s / %s", a, b)
+		}
+	}
+	// Another version is refused as such.
+	old := slices.Clone(enc)
+	old[len(magic)] = Version + 1
+	if err := d.UnmarshalBinary(old); !errors.Is(err, ErrVersion) {
+		t.Errorf("another version: %v, want ErrVersion", err)
+	}
+}
+
+func TestUnmarshalHostile(t *testing.T) {
+	t.Log("hostile: decoders") // a truncated, altered or foreign model encoding is an error, never a panic or a half-decoded model
+	m, _, vs := trained(t)
+	enc, _ := m.MarshalBinary()
+	for n := range len(enc) {
+		var d Model
+		if err := d.UnmarshalBinary(enc[:n]); err == nil {
+			t.Fatalf("a prefix of %d of %d bytes decoded", n, len(enc))
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		b := slices.Clone(enc)
+		for range 1 + rng.IntN(4) {
+			b[rng.IntN(len(b))] ^= byte(1 + rng.IntN(255))
+		}
+		var d Model
+		if d.UnmarshalBinary(b) == nil {
+			for _, v := range vs[:3] {
+				_ = d.Score(v)
+				_ = d.Explain(v)
+			}
+		}
+	}
+	var d Model
+	for _, b := range [][]byte{nil, []byte("ffrm"), []byte("{\"json\":1}"), append([]byte("ffrm\x01"), bytes.Repeat([]byte{0xff}, 20)...)} {
+		if d.UnmarshalBinary(b) == nil {
+			t.Errorf("%q decoded", b)
+		}
+	}
+	if d.Score(vs[0]) != 0 || d.Explain(vs[0]) != nil {
+		t.Error("a failed decode changed the model")
+	}
+}
+
+func FuzzUnmarshalBinary(f *testing.F) {
+	m, _, vs := trained(f)
+	enc, _ := m.MarshalBinary()
+	f.Add(enc)
+	f.Add([]byte("ffrm\x01"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var d Model
+		if d.UnmarshalBinary(b) != nil {
+			return
+		}
+		s := d.Score(vs[0])
+		if math.IsNaN(float64(s)) {
+			t.Errorf("NaN score")
+		}
+		_ = d.Explain(vs[0])
+		again, _ := d.MarshalBinary()
+		var e Model
+		if err := e.UnmarshalBinary(again); err != nil {
+			t.Errorf("re-encoding a decoded model: %v", err)
+		}
+	})
+}
+
+func TestHostilePapers(t *testing.T) {
+	t.Log("hostile: limits") // empty, huge and odd-unicode papers give bounded vectors with finite scores, never a panic
+	m, c, _ := trained(t)
+	huge := strings.Repeat("lensing galaxy \\emph{shear} ", 1<<17) // 3.5 MB
+	for _, p := range []*Paper{
+		{},
+		{Title: "", Abstract: "", Authors: []string{"", "()"}, Categories: []string{""}},
+		{Title: huge, Abstract: huge, Authors: slices.Repeat([]string{"A. B"}, 100000)},
+		{Title: "\xff\xfe\xfd", Abstract: "\u202egalaxy\u202c \u200b\u200b lensing\u0301\u0301\u0301 ﬁeld ＬＥＮＳＩＮＧ", Authors: []string{"\u0000Ann\u0000One", "日本 太郎"}},
+		{Title: strings.Repeat("\u0301", 5000), Authors: []string{strings.Repeat("(", 5000)}},
+		{Title: "$\\alpha$-helix \\\\ {\\\"o}", Cites: slices.Repeat([]string{"x"}, 10000)},
+	} {
+		c.Add(p)
+		v := c.Vector(p)
+		if v.Len() > 2*maxAbstractBytes {
+			t.Errorf("%d features", v.Len())
+		}
+		s := m.Score(v)
+		if math.IsNaN(float64(s)) || math.IsInf(float64(s), 0) {
+			t.Errorf("score %v", s)
+		}
+		_ = m.Explain(v)
+		for _, x := range v.vals {
+			if math.IsNaN(float64(x)) {
+				t.Fatal("NaN feature")
+			}
+		}
+	}
+	if v := c.Vector(&Paper{}); v.Len() != 0 || m.Score(v) != m.bias {
+		t.Errorf("an empty paper: %d features, score %v", v.Len(), m.Score(v))
+	}
+	var zero Model
+	if zero.Score(c.Vector(&Paper{Title: "lensing"})) != 0 {
+		t.Error("the zero model scores")
+	}
+	if m := Train(DefaultParams(), Profile{}, nil); m.Len() != 0 {
+		t.Errorf("a model of nothing has %d features", m.Len())
+	}
+}
+
+func TestScoreAllocatesNothing(t *testing.T) {
+	m, _, vs := trained(t)
+	if n := testing.AllocsPerRun(100, func() {
+		for _, v := range vs {
+			_ = m.Score(v)
+		}
+	}); n != 0 {
+		t.Errorf("Score allocates %v times a run", n)
+	}
+}
+
+func TestScoreIsTheDotProduct(t *testing.T) {
+	m, _, vs := trained(t)
+	for _, v := range vs[:50] {
+		want := float64(m.bias)
+		for i, f := range v.feats {
+			if w, _, _, ok := m.weight(f); ok {
+				want += float64(w) * float64(v.vals[i])
+			}
+		}
+		if got := m.Score(v); math.Abs(float64(got)-want) > 1e-4 {
+			t.Fatalf("Score %v, the dot product %v", got, want)
+		}
+	}
+}
+
+func TestVectorWeighsWordsByTFIDF(t *testing.T) {
+	c := NewCorpus(DefaultParams())
+	var ps []*Paper
+	for i := range 20 {
+		ps = append(ps, &Paper{Title: fmt.Sprintf("the galaxy %d", i)})
+	}
+	ps = append(ps, &Paper{Title: "the lensing of the galaxy"})
+	c.Add(ps...)
+	v := c.Vector(ps[len(ps)-1])
+	the, lens := v.value(hash(nsWord, "the")), v.value(hash(nsWord, "lens"))
+	if !(lens > the && the > 0) {
+		t.Errorf("the %v, lensing %v: the rare word must weigh more", the, lens)
+	}
+	var norm float64
+	for i, x := range v.vals {
+		if v.ns[i] == nsWord {
+			norm += float64(x) * float64(x)
+		}
+	}
+	if math.Abs(norm-1) > 1e-5 {
+		t.Errorf("the words' norm² is %v, want 1", norm)
+	}
+	if got, want := c.IDF("lens"), math.Log(22.0/2)+1; math.Abs(got-want) > 1e-9 {
+		t.Errorf("IDF(lens) = %v, want %v", got, want)
+	}
+	c.Prune(2)
+	if got, want := c.IDF("lens"), math.Log(22.0)+1; math.Abs(got-want) > 1e-9 {
+		t.Errorf("IDF(lens) after Prune(2) = %v, want %v (a word never seen)", got, want)
+	}
+}
+
+func BenchmarkScore(b *testing.B) {
+	m, _, vs := trained(b)
+	var n int
+	for _, v := range vs {
+		n += v.Len()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var s float32
+	for i := range b.N {
+		s += m.Score(vs[i%len(vs)])
+	}
+	_ = s
+	b.ReportMetric(float64(n)/float64(len(vs)), "features/paper")
+	b.ReportMetric(float64(m.Len()), "features/model")
+}
+
+func BenchmarkTrain(b *testing.B) {
+	prof, ex, _, _ := trainingSet()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		_ = Train(DefaultParams(), prof, ex)
+	}
+	b.ReportMetric(float64(len(ex)), "examples")
+}
+
+func BenchmarkVector(b *testing.B) {
+	w := newWorld()
+	c := NewCorpus(DefaultParams())
+	p := w.paper("lensing")
+	p.Abstract = w.abstract(150)
+	b.ReportAllocs()
+	for range b.N {
+		_ = c.Vector(p)
+	}
+}
