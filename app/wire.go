@@ -15,6 +15,7 @@ import (
 	"followfeed/account"
 	"followfeed/arxivcal"
 	"followfeed/auth"
+	"followfeed/catalog"
 	"followfeed/channels"
 	"followfeed/config"
 	"followfeed/database"
@@ -27,7 +28,6 @@ import (
 	"followfeed/mail"
 	"followfeed/match"
 	"followfeed/notify"
-	"followfeed/paper"
 	"followfeed/worker"
 )
 
@@ -46,7 +46,7 @@ type Services struct {
 	confirms  *notify.Confirmations
 	follows   *follow.Service
 	registry  *identity.Registry
-	papers    *paper.Store
+	papers    *catalog.Store
 	matcher   *match.Service
 	prefs     *notify.Preferences
 	harvester *harvest.Harvester
@@ -82,7 +82,7 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.users = account.NewUsers(db)
 	s.addrs = account.NewAddresses(db, s.signer, cfg.PublicURL, s.enqueuer)
 	s.follows = follow.NewService(db)
-	s.papers = paper.NewStore(db, s.enqueuer)
+	s.papers = catalog.NewStore(db, s.enqueuer)
 	s.follows.OnFollow(s.papers.BackfillHook(hooks.Now))
 	s.registry = identity.NewRegistry(db, s.follows)
 	s.papers.ObserveIdentities(s.registry)
@@ -164,7 +164,7 @@ func (s *Services) Close() {
 }
 
 // Papers is the paper store (the path every new paper takes).
-func (s *Services) Papers() *paper.Store { return s.papers }
+func (s *Services) Papers() *catalog.Store { return s.papers }
 
 // Matcher is the match service (match jobs and the user-match query).
 func (s *Services) Matcher() *match.Service { return s.matcher }

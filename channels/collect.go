@@ -183,7 +183,7 @@ func (s *Service) Collect(ctx context.Context, channelID int64) (events int, err
 		if high <= watermark {
 			return nil
 		}
-		// Seq order is commit order (paper.Store), so nothing can later
+		// Seq order is commit order (catalog.Store), so nothing can later
 		// appear at or below high: the window is complete.
 		found, err := s.windowPapers(ctx, userID, keys, watermark, high)
 		if err != nil {

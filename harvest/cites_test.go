@@ -10,6 +10,7 @@ import (
 
 	"followfeed/account"
 	"followfeed/auth"
+	"followfeed/catalog"
 	"followfeed/follow"
 	"followfeed/harvest"
 	"followfeed/internal/fake/openalex"
@@ -38,7 +39,7 @@ func TestEnrichmentTellsAFollowedPaperItIsCited(t *testing.T) {
 	cited := testPaper("2609.00010", func(p *paper.Paper) { p.Title = "The state of OA" })
 	citing := testPaper("2609.00020")
 	unrelated := testPaper("2609.00030")
-	if _, err := in.Ingest(ctx, []paper.Paper{cited, citing, unrelated}, paper.SourceOAI); err != nil {
+	if _, err := in.Ingest(ctx, []paper.Paper{cited, citing, unrelated}, catalog.SourceOAI); err != nil {
 		t.Fatal(err)
 	}
 	u, err := account.NewUsers(db).Ensure(ctx, &auth.Claims{Subject: "reader"})
@@ -100,7 +101,7 @@ func TestEnrichmentTellsAFollowedPaperItIsCited(t *testing.T) {
 	late := testPaper("2609.00040", func(p *paper.Paper) {
 		p.Authors = []paper.Author{{Name: "Grace Hopper", IDs: []string{"orcid:0000-0002-1825-0097"}}}
 	})
-	if _, err := in.Ingest(ctx, []paper.Paper{late}, paper.SourcePush); err != nil {
+	if _, err := in.Ingest(ctx, []paper.Paper{late}, catalog.SourcePush); err != nil {
 		t.Fatal(err)
 	}
 	due, _ := in.DueForEnrichment(ctx, time.Now(), 10)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"followfeed/catalog"
 	"followfeed/paper"
 )
 
@@ -59,11 +60,11 @@ const authorsPerRun = 50
 
 // Enricher adds OpenAlex author and institution ids to harvested papers. It
 // decides what to look up and how to apply it; the papers and their
-// enrichment schedule are written through the paper.Store (whose identity
+// enrichment schedule are written through the catalog.Store (whose identity
 // observer links each author's OpenAlex id and ORCID in the same
 // transaction), the institutions through the IdentitySink.
 type Enricher struct {
-	papers     *paper.Store
+	papers     *catalog.Store
 	lookup     Lookup
 	policy     EnrichPolicy
 	logger     *slog.Logger
@@ -82,7 +83,7 @@ func (e *Enricher) ReportTo(h *Health) { e.health = h }
 func (e *Enricher) OnIdentities(sink IdentitySink) { e.identities = sink }
 
 // NewEnricher returns an Enricher. now may be nil (time.Now).
-func NewEnricher(papers *paper.Store, lookup Lookup, policy EnrichPolicy, logger *slog.Logger, now func() time.Time) *Enricher {
+func NewEnricher(papers *catalog.Store, lookup Lookup, policy EnrichPolicy, logger *slog.Logger, now func() time.Time) *Enricher {
 	if now == nil {
 		now = time.Now
 	}

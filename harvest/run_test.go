@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/harvest"
 	"followfeed/internal/fake/oaipmh"
@@ -229,7 +230,7 @@ func TestEnrichmentAddsIdsAndRetriesTheUnknown(t *testing.T) {
 			p.Authors = append(p.Authors, paper.Author{Name: a.Author.DisplayName})
 		}
 	})
-	if _, err := in.Ingest(ctx, []paper.Paper{known, testPaper("2202.09999")}, paper.SourceOAI); err != nil {
+	if _, err := in.Ingest(ctx, []paper.Paper{known, testPaper("2202.09999")}, catalog.SourceOAI); err != nil {
 		t.Fatal(err)
 	}
 	ts := openAlexServer(t, "2202.02326")

@@ -16,6 +16,7 @@ import (
 
 	"followfeed/account"
 	"followfeed/auth"
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/harvest"
@@ -32,7 +33,7 @@ type env struct {
 	t       *testing.T
 	ctx     context.Context
 	db      *database.DB
-	papers  *paper.Store
+	papers  *catalog.Store
 	follows *follow.Service
 	reg     *identity.Registry
 	m       *match.Service
@@ -45,7 +46,7 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: context.Background(), db: db, papers: paper.NewStore(db, worker.NewEnqueuer(ins)),
+	e := &env{t: t, ctx: context.Background(), db: db, papers: catalog.NewStore(db, worker.NewEnqueuer(ins)),
 		follows: follow.NewService(db), m: match.NewService(db)}
 	e.reg = identity.NewRegistry(db, e.follows)
 	e.papers.ObserveIdentities(e.reg)
@@ -93,9 +94,9 @@ func (e *env) put(body string) *identity.PutResult {
 	return res
 }
 
-func (e *env) ingest(ps ...paper.Paper) *paper.IngestResult {
+func (e *env) ingest(ps ...paper.Paper) *catalog.IngestResult {
 	e.t.Helper()
-	res, err := e.papers.Ingest(e.ctx, ps, paper.SourcePush)
+	res, err := e.papers.Ingest(e.ctx, ps, catalog.SourcePush)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func (e *env) ingest(ps ...paper.Paper) *paper.IngestResult {
 }
 
 // matchJob runs the match job's query over an ingest's key rows.
-func (e *env) matchJob(res *paper.IngestResult) match.BatchResult {
+func (e *env) matchJob(res *catalog.IngestResult) match.BatchResult {
 	e.t.Helper()
 	var batch match.BatchResult
 	err := e.db.InTx(e.ctx, func(tx pgx.Tx) error {
@@ -353,7 +354,7 @@ func TestEnrichmentFromRecordedOpenAlexFeedsTheRegistry(t *testing.T) {
 			p.Authors = append(p.Authors, paper.Author{Name: a.Author.DisplayName})
 		}
 	})
-	if _, err := e.papers.Ingest(e.ctx, []paper.Paper{p}, paper.SourceOAI); err != nil {
+	if _, err := e.papers.Ingest(e.ctx, []paper.Paper{p}, catalog.SourceOAI); err != nil {
 		t.Fatal(err)
 	}
 	reader := e.user("reader")

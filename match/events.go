@@ -11,7 +11,7 @@ import (
 	"followfeed/paper"
 )
 
-// Event is one event of a followed paper (see paper/events.go): Kind is
+// Event is one event of a followed paper (see catalog/events.go): Kind is
 // paper.EventVersion, EventPublished, EventWithdrawn or EventCites, Paper
 // the follow it reached the reader through.
 type Event struct {

@@ -1,4 +1,12 @@
-package paper
+// Package catalog owns the stored papers: the one writer of tables papers,
+// paper_keys, match_state, key_seq_times, search_hits and
+// paper_search_hits. Sources (package harvest, the push endpoint) hand
+// papers (package paper) to Store.Ingest, which stores them with their
+// match keys and saved-search hits under a seq and enqueues the match job
+// in the same transaction; OpenAlex enrichment goes through Store.Enrich, a
+// newly followed search's first matches through Store.BackfillSearch.
+// Package match reads papers back with Load and the seqs up to HighSeq.
+package catalog
 
 import (
 	"cmp"
@@ -14,6 +22,7 @@ import (
 	"followfeed/apperr"
 	"followfeed/database"
 	"followfeed/follow"
+	"followfeed/paper"
 )
 
 // MatchEnqueuer inserts the match job of newly written keys, inside the
@@ -46,7 +55,7 @@ type Enqueuer interface {
 // transaction, after the papers are written, with the papers whose author
 // ids are new. Package identity implements it.
 type IdentityObserver interface {
-	ObservePapers(ctx context.Context, tx pgx.Tx, papers []Paper) error
+	ObservePapers(ctx context.Context, tx pgx.Tx, papers []paper.Paper) error
 }
 
 // Source says where papers came from; pushed papers are validated strictly.
@@ -109,11 +118,12 @@ type IngestResult struct {
 	ToSeq   int64 `json:"-"`
 }
 
-// Store is the one writer of tables papers, paper_keys, match_state and
-// key_seq_times:
-// it stores papers with their match keys (Ingest, Enrich), keeps the
-// enrichment schedule in papers (DueForEnrichment, PostponeEnrichment), and
-// reads the match watermark (HighSeq). Every write takes keyWritersLock.
+// Store is the one writer of tables papers, paper_keys, match_state,
+// key_seq_times, search_hits and paper_search_hits: it stores papers with
+// their match keys and saved-search hits (Ingest, Enrich, BackfillSearch),
+// keeps the enrichment schedule in papers (DueForEnrichment,
+// PostponeEnrichment), and reads the high seq (HighSeq). Every write of
+// keys or hits takes keyWritersLock.
 type Store struct {
 	db        *database.DB
 	enq       Enqueuer
@@ -138,7 +148,7 @@ func NewStore(db *database.DB, enq Enqueuer) *Store {
 // field, reason) and nothing is written; from a harvest source, invalid
 // records are skipped and listed in the result. Ingesting the same records
 // twice changes nothing the second time and enqueues no job.
-func (st *Store) Ingest(ctx context.Context, papers []Paper, src Source) (*IngestResult, error) {
+func (st *Store) Ingest(ctx context.Context, papers []paper.Paper, src Source) (*IngestResult, error) {
 	if len(papers) > MaxBatch {
 		return nil, apperr.New(apperr.TooLarge, "at most %d papers per request; got %d", MaxBatch, len(papers))
 	}
@@ -146,7 +156,7 @@ func (st *Store) Ingest(ctx context.Context, papers []Paper, src Source) (*Inges
 	strict := src == SourcePush
 	var problems []apperr.Detail
 	byID := map[string]int{}
-	var batch []Paper
+	var batch []paper.Paper
 	for i := range papers {
 		p := papers[i]
 		if fe := p.Normalize(strict); fe != nil {
@@ -175,7 +185,7 @@ func (st *Store) Ingest(ctx context.Context, papers []Paper, src Source) (*Inges
 		return res, nil
 	}
 	// Rows are locked and written in arxiv_id order.
-	slices.SortFunc(batch, func(a, b Paper) int { return strings.Compare(a.ArxivID, b.ArxivID) })
+	slices.SortFunc(batch, func(a, b paper.Paper) int { return strings.Compare(a.ArxivID, b.ArxivID) })
 	err := st.db.InTx(ctx, func(tx pgx.Tx) error {
 		return st.apply(ctx, tx, batch, src, res)
 	})
@@ -188,7 +198,7 @@ func (st *Store) Ingest(ctx context.Context, papers []Paper, src Source) (*Inges
 // stored is what the database holds of a paper.
 type stored struct {
 	id      int64
-	paper   Paper
+	paper   paper.Paper
 	deleted bool
 	keys    map[string]bool
 	// searches are the saved-search keys with a search_hits row of the
@@ -208,7 +218,7 @@ type keyRow struct {
 	Detail      string `json:"detail,omitempty"` // what the event's reader is told
 }
 
-func (st *Store) apply(ctx context.Context, tx pgx.Tx, batch []Paper, src Source, res *IngestResult) error {
+func (st *Store) apply(ctx context.Context, tx pgx.Tx, batch []paper.Paper, src Source, res *IngestResult) error {
 	if err := lockWriters(ctx, tx); err != nil {
 		return err
 	}
@@ -220,7 +230,7 @@ func (st *Store) apply(ctx context.Context, tx pgx.Tx, batch []Paper, src Source
 	if err != nil {
 		return err
 	}
-	var fresh []Paper
+	var fresh []paper.Paper
 	for _, p := range batch {
 		if _, ok := existing[p.ArxivID]; !ok && !p.Deleted {
 			if p.Version == 0 {
@@ -258,9 +268,9 @@ func (st *Store) apply(ctx context.Context, tx pgx.Tx, batch []Paper, src Source
 // caller; inserted are the papers this transaction just created): merged
 // papers, new key rows, withdrawals, and the match job of the keys written.
 // The caller holds keyWritersLock.
-func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing map[string]*stored, inserted map[string]int64, res *IngestResult) error {
+func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []paper.Paper, existing map[string]*stored, inserted map[string]int64, res *IngestResult) error {
 	var keys []keyRow
-	var updates []Paper
+	var updates []paper.Paper
 	// Followed papers (kind paper) get event rows (events.go).
 	storedIDs := make([]string, 0, len(existing))
 	ids := make(map[string]int64, len(existing)+len(inserted))
@@ -294,12 +304,12 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 	// one hit row per search with a match, collected without a map
 	// operation per (search, paper).
 	freshHits := make([][]int64, matched.len())
-	var observed []Paper // papers with author ids new to them
+	var observed []paper.Paper // papers with author ids new to them
 	hits := hitSet{}
 	for _, p := range batch {
 		if id, ok := inserted[p.ArxivID]; ok {
 			res.New++
-			if p.hasResearcherIDs() {
+			if hasResearcherIDs(&p) {
 				observed = append(observed, p)
 			}
 			for _, k := range p.Keys() {
@@ -575,40 +585,40 @@ func copyKeys(ctx context.Context, tx pgx.Tx, keys []keyRow) (from, to int64, er
 
 // paperRow is the JSON shape papers are written in (jsonb_to_recordset).
 type paperRow struct {
-	ID              int64      `json:"id,omitempty"`
-	ArxivID         string     `json:"arxiv_id"`
-	Version         int        `json:"version"`
-	Title           string     `json:"title"`
-	Abstract        string     `json:"abstract"`
-	Authors         []Author   `json:"authors"`
-	PrimaryCategory string     `json:"primary_category"`
-	Categories      []string   `json:"categories"`
-	Institutions    []string   `json:"institutions"`
-	DOI             *string    `json:"doi"`
-	JournalRef      *string    `json:"journal_ref"`
-	Comments        *string    `json:"comments"`
-	SubmittedAt     *time.Time `json:"submitted_at"`
-	UpdatedAt       *time.Time `json:"updated_at"`
-	AnnouncedAt     *time.Time `json:"announced_at"`
-	AbsURL          string     `json:"abs_url"`
-	PDFURL          string     `json:"pdf_url"`
-	Source          string     `json:"source"`
-	EnrichAfter     *time.Time `json:"enrich_after"`
+	ID              int64          `json:"id,omitempty"`
+	ArxivID         string         `json:"arxiv_id"`
+	Version         int            `json:"version"`
+	Title           string         `json:"title"`
+	Abstract        string         `json:"abstract"`
+	Authors         []paper.Author `json:"authors"`
+	PrimaryCategory string         `json:"primary_category"`
+	Categories      []string       `json:"categories"`
+	Institutions    []string       `json:"institutions"`
+	DOI             *string        `json:"doi"`
+	JournalRef      *string        `json:"journal_ref"`
+	Comments        *string        `json:"comments"`
+	SubmittedAt     *time.Time     `json:"submitted_at"`
+	UpdatedAt       *time.Time     `json:"updated_at"`
+	AnnouncedAt     *time.Time     `json:"announced_at"`
+	AbsURL          string         `json:"abs_url"`
+	PDFURL          string         `json:"pdf_url"`
+	Source          string         `json:"source"`
+	EnrichAfter     *time.Time     `json:"enrich_after"`
 }
 
-func toRow(p Paper, src Source) paperRow {
+func toRow(p paper.Paper, src Source) paperRow {
 	r := paperRow{ArxivID: p.ArxivID, Version: p.Version, Title: p.Title, Abstract: p.Abstract, Authors: p.Authors,
 		PrimaryCategory: p.PrimaryCategory, Categories: p.Categories, Institutions: p.Institutions,
 		DOI: nullStr(p.DOI), JournalRef: nullStr(p.JournalRef), Comments: nullStr(p.Comments),
 		SubmittedAt: nullTime(p.SubmittedAt), UpdatedAt: nullTime(p.UpdatedAt), AnnouncedAt: nullTime(p.AnnouncedAt),
 		AbsURL: p.AbsURL, PDFURL: p.PDFURL, Source: string(src)}
 	if r.Authors == nil {
-		r.Authors = []Author{}
+		r.Authors = []paper.Author{}
 	}
 	if r.Institutions == nil {
 		r.Institutions = []string{}
 	}
-	if src != "" && !p.hasResearcherIDs() {
+	if src != "" && !hasResearcherIDs(&p) {
 		// A new paper whose authors come without ids (OAI-PMH never has
 		// them; the host may push names only): ask OpenAlex, or
 		// researcher and institution follows could never match it.
@@ -618,7 +628,8 @@ func toRow(p Paper, src Source) paperRow {
 	return r
 }
 
-func (p *Paper) hasResearcherIDs() bool {
+// hasResearcherIDs reports whether any author of p carries a researcher id.
+func hasResearcherIDs(p *paper.Paper) bool {
 	for _, a := range p.Authors {
 		if len(a.IDs) > 0 {
 			return true
@@ -632,7 +643,7 @@ const recordsetColumns = `id bigint, arxiv_id text, version int, title text, abs
 	submitted_at timestamptz, updated_at timestamptz, announced_at timestamptz, abs_url text, pdf_url text, source text,
 	enrich_after timestamptz`
 
-func insertPapers(ctx context.Context, tx pgx.Tx, papers []Paper, src Source) (map[string]int64, error) {
+func insertPapers(ctx context.Context, tx pgx.Tx, papers []paper.Paper, src Source) (map[string]int64, error) {
 	out := map[string]int64{}
 	if len(papers) == 0 {
 		return out, nil
@@ -671,7 +682,7 @@ func insertPapers(ctx context.Context, tx pgx.Tx, papers []Paper, src Source) (m
 	return out, nil
 }
 
-func updatePapers(ctx context.Context, tx pgx.Tx, ids []int64, papers []Paper) error {
+func updatePapers(ctx context.Context, tx pgx.Tx, ids []int64, papers []paper.Paper) error {
 	if len(papers) == 0 {
 		return nil
 	}
@@ -770,7 +781,7 @@ func loadForUpdate(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*st
 // paper. The incoming record wins field by field, but never erases what it
 // does not know: authors without ids keep the ids enrichment found for the
 // same name, institutions accumulate, and empty fields keep stored values.
-func merge(old, in Paper) Paper {
+func merge(old, in paper.Paper) paper.Paper {
 	m := in
 	if m.Version == 0 || m.Version < old.Version {
 		m.Version = old.Version
@@ -799,13 +810,13 @@ func merge(old, in Paper) Paper {
 		idsByName := map[string][]string{}
 		for _, a := range old.Authors {
 			if len(a.IDs) > 0 {
-				idsByName[NameKey(a.Name)] = a.IDs
+				idsByName[paper.NameKey(a.Name)] = a.IDs
 			}
 		}
-		authors := make([]Author, len(m.Authors))
+		authors := make([]paper.Author, len(m.Authors))
 		for i, a := range m.Authors {
-			authors[i] = Author{Name: a.Name, IDs: slices.Clone(a.IDs)}
-			for _, id := range idsByName[NameKey(a.Name)] {
+			authors[i] = paper.Author{Name: a.Name, IDs: slices.Clone(a.IDs)}
+			for _, id := range idsByName[paper.NameKey(a.Name)] {
 				if !slices.Contains(authors[i].IDs, id) {
 					authors[i].IDs = append(authors[i].IDs, id)
 				}
@@ -823,12 +834,7 @@ func merge(old, in Paper) Paper {
 	return m
 }
 
-// NameKey is the form in which author names compare: lowercase, whitespace
-// collapsed. Merging keeps ids across records by it; enrichment matches
-// OpenAlex authors by it first.
-func NameKey(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
-
-func samePaper(a, b Paper) bool {
+func samePaper(a, b paper.Paper) bool {
 	ja, _ := json.Marshal(toRow(a, ""))
 	jb, _ := json.Marshal(toRow(b, ""))
 	return string(ja) == string(jb)
