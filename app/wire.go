@@ -28,6 +28,7 @@ import (
 	"followfeed/mail"
 	"followfeed/match"
 	"followfeed/notify"
+	"followfeed/openalex"
 	"followfeed/worker"
 )
 
@@ -106,14 +107,14 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.harvester = harvest.NewHarvester(db, oai, s.papers, cfg.ArxivSets, logger, hooks.Now)
 	s.harvester.QueueFollowUps(s.enqueuer)
 	s.health = harvest.NewHealth(db, cfg.ArxivSets, logger, hooks.Now)
-	openalex := harvest.NewOpenAlexClient(harvest.OpenAlexConfig{
+	works := openalex.NewClient(openalex.Config{
 		BaseURL: cfg.OpenAlexURL.String(),
 		Mailto:  cfg.OpenAlexMailto,
 		APIKey:  cfg.OpenAlexAPIKey,
-		Client:  httpclient.New(time.Minute, harvest.OpenAlexMaxBodyBytes),
+		Client:  httpclient.New(time.Minute, openalex.MaxBodyBytes),
 		OnRetry: onRetry,
 	})
-	s.enricher = harvest.NewEnricher(s.papers, openalex, harvest.DefaultEnrichPolicy, logger, nil)
+	s.enricher = harvest.NewEnricher(s.papers, works, harvest.DefaultEnrichPolicy, logger, nil)
 	s.enricher.ReportTo(s.health)
 	s.enricher.OnIdentities(s.registry.OpenAlexSink())
 	s.feeds = feeds.NewService(db, feeds.NewTokens(db, cfg.SecretKey), s.matcher, s.follows, cfg.PublicURL, cfg.WebSubHubURL, cfg.SecretKey)

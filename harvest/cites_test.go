@@ -13,8 +13,9 @@ import (
 	"followfeed/catalog"
 	"followfeed/follow"
 	"followfeed/harvest"
-	"followfeed/internal/fake/openalex"
+	fakeopenalex "followfeed/internal/fake/openalex"
 	"followfeed/match"
+	"followfeed/openalex"
 	"followfeed/paper"
 )
 
@@ -53,14 +54,14 @@ func TestEnrichmentTellsAFollowedPaperItIsCited(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fake := openalex.New(map[string]openalex.Work{
-		"2609.00010": {ID: "https://openalex.org/W1560783210", Authors: []openalex.Author{{Name: "Ada Lovelace", ID: "A5000000001"}}},
-		"2609.00030": {Authors: []openalex.Author{{Name: "Ada Lovelace", ID: "A5000000001"}}},
+	fake := fakeopenalex.New(map[string]fakeopenalex.Work{
+		"2609.00010": {ID: "https://openalex.org/W1560783210", Authors: []fakeopenalex.Author{{Name: "Ada Lovelace", ID: "A5000000001"}}},
+		"2609.00030": {Authors: []fakeopenalex.Author{{Name: "Ada Lovelace", ID: "A5000000001"}}},
 	})
 	fake.AddRecorded("2609.00020", work)
 	ts := httptest.NewServer(fake)
 	t.Cleanup(ts.Close)
-	client := harvest.NewOpenAlexClient(harvest.OpenAlexConfig{BaseURL: ts.URL, MaxRetries: -1})
+	client := openalex.NewClient(openalex.Config{BaseURL: ts.URL, MaxRetries: -1})
 	now := time.Now()
 	e := harvest.NewEnricher(in, client, harvest.EnrichPolicy{FirstRetry: time.Hour, MaxAttempts: 2, Batch: 100}, nil,
 		func() time.Time { return now })

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"followfeed/catalog"
+	"followfeed/openalex"
 	"followfeed/paper"
 )
 
@@ -27,17 +28,18 @@ type EnrichPolicy struct {
 // about a month in all.
 var DefaultEnrichPolicy = EnrichPolicy{FirstRetry: 6 * time.Hour, MaxAttempts: 8, Batch: 500}
 
-// Lookup finds OpenAlex data for arXiv ids (OpenAlexClient implements it).
+// Lookup finds OpenAlex data for arXiv ids (openalex.Client implements it).
 type Lookup interface {
-	LookupArxiv(ctx context.Context, arxivIDs []string) (map[string]Enrichment, error)
+	LookupArxiv(ctx context.Context, arxivIDs []string) (map[string]openalex.Enrichment, error)
 }
 
 // IdentitySink stores what OpenAlex says about institutions and
-// authors (the identity registry, wired in package app).
+// authors (the identity registry's identity.OpenAlexSink, wired in package
+// app).
 type IdentitySink interface {
 	// ObserveInstitutions stores which ids are one institution, its name
 	// and country.
-	ObserveInstitutions(ctx context.Context, institutions []Institution) error
+	ObserveInstitutions(ctx context.Context, institutions []openalex.Institution) error
 	// UnresolvedAuthors returns up to limit OpenAlex author ids
 	// ("openalex:A…") that readers follow and the registry does not know.
 	UnresolvedAuthors(ctx context.Context, limit int) ([]string, error)
@@ -45,13 +47,13 @@ type IdentitySink interface {
 	// (unknown to OpenAlex; remembered so it is not asked again), or the
 	// author, whose ID differs from asked when OpenAlex merged the profile
 	// into it (then asked is linked to the survivor).
-	ObserveAuthor(ctx context.Context, asked string, a OpenAlexAuthor, found bool) error
+	ObserveAuthor(ctx context.Context, asked string, a openalex.Author, found bool) error
 }
 
-// AuthorLookup asks OpenAlex about one author (OpenAlexClient implements
+// AuthorLookup asks OpenAlex about one author (openalex.Client implements
 // it). A Lookup that does not implement it resolves no followed authors.
 type AuthorLookup interface {
-	LookupAuthor(ctx context.Context, id string) (OpenAlexAuthor, bool, error)
+	LookupAuthor(ctx context.Context, id string) (openalex.Author, bool, error)
 }
 
 // authorsPerRun bounds the followed OpenAlex author ids one run resolves
@@ -185,7 +187,7 @@ func (e *Enricher) runOnce(ctx context.Context) (EnrichStats, error) {
 	}
 	st.Keys = res.Keys
 	if e.identities != nil {
-		var insts []Institution
+		var insts []openalex.Institution
 		for _, f := range found {
 			insts = append(insts, f.InstitutionRecords...)
 		}
@@ -206,7 +208,7 @@ func (e *Enricher) runOnce(ctx context.Context) (EnrichStats, error) {
 }
 
 // foundIDs are the keys of found.
-func foundIDs(found map[string]Enrichment) []string {
+func foundIDs(found map[string]openalex.Enrichment) []string {
 	ids := make([]string, 0, len(found))
 	for id := range found {
 		ids = append(ids, id)
@@ -218,7 +220,7 @@ func foundIDs(found map[string]Enrichment) []string {
 // same name first, then same surname and initial, then the same position
 // when both lists are equally long. Institutions are added; the work id and
 // its references are handed to the store (citation events).
-func applyEnrichment(p *paper.Paper, e Enrichment) {
+func applyEnrichment(p *paper.Paper, e openalex.Enrichment) {
 	used := make([]bool, len(e.Authors))
 	match := func(i int, same func(a, b string) bool) bool {
 		for j, oa := range e.Authors {

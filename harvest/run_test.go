@@ -21,7 +21,8 @@ import (
 	"followfeed/database"
 	"followfeed/harvest"
 	"followfeed/internal/fake/oaipmh"
-	"followfeed/internal/fake/openalex"
+	fakeopenalex "followfeed/internal/fake/openalex"
+	"followfeed/openalex"
 	"followfeed/paper"
 )
 
@@ -203,7 +204,7 @@ func openAlexServer(t *testing.T, arxivID string) *httptest.Server {
 	if err := json.Unmarshal(mustRead("testdata/openalex/work-W2741809807.json"), &work); err != nil {
 		t.Fatal(err)
 	}
-	fake := openalex.New(nil)
+	fake := fakeopenalex.New(nil)
 	fake.AddRecorded(arxivID, work)
 	ts := httptest.NewServer(fake)
 	t.Cleanup(ts.Close)
@@ -234,7 +235,7 @@ func TestEnrichmentAddsIdsAndRetriesTheUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts := openAlexServer(t, "2202.02326")
-	client := harvest.NewOpenAlexClient(harvest.OpenAlexConfig{BaseURL: ts.URL, MaxRetries: -1})
+	client := openalex.NewClient(openalex.Config{BaseURL: ts.URL, MaxRetries: -1})
 	now := time.Now()
 	e := harvest.NewEnricher(in, client, harvest.EnrichPolicy{FirstRetry: time.Hour, MaxAttempts: 2, Batch: 100}, nil,
 		func() time.Time { return now })

@@ -21,10 +21,11 @@ import (
 	"followfeed/follow"
 	"followfeed/harvest"
 	"followfeed/identity"
-	"followfeed/internal/fake/openalex"
+	fakeopenalex "followfeed/internal/fake/openalex"
 	"followfeed/internal/testdb"
 	"followfeed/internal/testpaper"
 	"followfeed/match"
+	"followfeed/openalex"
 	"followfeed/paper"
 	"followfeed/worker"
 )
@@ -361,11 +362,11 @@ func TestEnrichmentFromRecordedOpenAlexFeedsTheRegistry(t *testing.T) {
 	e.follow(reader, "institution", "ror:05ppvf150")
 	e.follow(reader, "researcher", "orcid:0000-0001-6187-6610")
 
-	fake := openalex.New(nil)
+	fake := fakeopenalex.New(nil)
 	fake.AddRecorded("2202.02326", work)
 	ts := httptest.NewServer(fake)
 	t.Cleanup(ts.Close)
-	client := harvest.NewOpenAlexClient(harvest.OpenAlexConfig{BaseURL: ts.URL, MaxRetries: -1})
+	client := openalex.NewClient(openalex.Config{BaseURL: ts.URL, MaxRetries: -1})
 	en := harvest.NewEnricher(e.papers, client, harvest.EnrichPolicy{FirstRetry: time.Hour, MaxAttempts: 2, Batch: 10}, nil, nil)
 	en.OnIdentities(e.reg.OpenAlexSink())
 	if _, err := en.RunOnce(e.ctx); err != nil {
@@ -398,11 +399,11 @@ func TestEnrichmentLinksMergedOpenAlexProfilesToTheSurvivor(t *testing.T) {
 	e.follow(reader, "researcher", "openalex:A1000000002") // unknown to OpenAlex
 	e.ingest(testpaper.New("2202.02326", byAuthor("Jason Priem", "openalex:A5023888391")))
 
-	fake := openalex.New(nil)
-	fake.AddAuthor(openalex.AuthorProfile{ID: "A5023888391", Name: "Jason Priem", ORCID: "0000-0001-6187-6610"}, "A1000000001")
+	fake := fakeopenalex.New(nil)
+	fake.AddAuthor(fakeopenalex.AuthorProfile{ID: "A5023888391", Name: "Jason Priem", ORCID: "0000-0001-6187-6610"}, "A1000000001")
 	ts := httptest.NewServer(fake)
 	t.Cleanup(ts.Close)
-	client := harvest.NewOpenAlexClient(harvest.OpenAlexConfig{BaseURL: ts.URL, MaxRetries: -1})
+	client := openalex.NewClient(openalex.Config{BaseURL: ts.URL, MaxRetries: -1})
 	en := harvest.NewEnricher(e.papers, client, harvest.EnrichPolicy{FirstRetry: time.Hour, MaxAttempts: 2, Batch: 10}, nil, nil)
 	en.OnIdentities(e.reg.OpenAlexSink())
 	v := e.version(reader)
