@@ -18,7 +18,7 @@ import (
 
 // NewStore returns a paper store on a fresh test database whose ingests
 // enqueue real River match jobs, and the database.
-func NewStore(t *testing.T) (*catalog.Store, *database.DB) {
+func NewStore(t testing.TB) (*catalog.Store, *database.DB) {
 	t.Helper()
 	db := testdb.New(t)
 	ins, err := worker.NewInserter(db.Pool, nil)
