@@ -269,8 +269,39 @@ func (st *Store) apply(ctx context.Context, tx pgx.Tx, batch []paper.Paper, src 
 // papers, new key rows, withdrawals, and the match job of the keys written.
 // The caller holds keyWritersLock.
 func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []paper.Paper, existing map[string]*stored, inserted map[string]int64, res *IngestResult) error {
-	var keys []keyRow
-	var updates []paper.Paper
+	c, err := st.collectChanges(ctx, tx, batch, existing, inserted, res)
+	if err != nil {
+		return err
+	}
+	if err := updatePapers(ctx, tx, c.updateIDs, c.updates); err != nil {
+		return err
+	}
+	if err := withdraw(ctx, tx, c.deletes); err != nil {
+		return err
+	}
+	if err := st.observe(ctx, tx, c.observed); err != nil {
+		return err
+	}
+	return st.writeMatches(ctx, tx, c.keys, c.hits, res)
+}
+
+// changes is what one write stores, sorted out of its batch before any of
+// it is written.
+type changes struct {
+	keys      []keyRow // in the order they take their seqs
+	hits      hitSet
+	freshHits [][]int64     // new papers' hits, by search number (searchMatches.set)
+	observed  []paper.Paper // papers with author ids new to them
+	updates   []paper.Paper // merged records that changed a stored paper
+	updateIDs []int64       // their papers.id
+	deletes   []int64       // stored papers the source withdrew
+}
+
+// collectChanges reads what the batch's changes depend on (which of its
+// stored papers somebody follows, the followed papers its references cite,
+// the saved searches its papers match) and sorts every record of the batch
+// into changes, counting it in res.
+func (st *Store) collectChanges(ctx context.Context, tx pgx.Tx, batch []paper.Paper, existing map[string]*stored, inserted map[string]int64, res *IngestResult) (changes, error) {
 	// Followed papers (kind paper) get event rows (events.go).
 	storedIDs := make([]string, 0, len(existing))
 	ids := make(map[string]int64, len(existing)+len(inserted))
@@ -283,151 +314,188 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []paper.Paper, exis
 	}
 	followed, err := follow.FollowedPapers(ctx, tx, storedIDs)
 	if err != nil {
-		return err
+		return changes{}, err
 	}
 	cites, err := citeEvents(ctx, tx, batch, ids)
 	if err != nil {
-		return err
+		return changes{}, err
 	}
-	keys = append(keys, cites...)
-	var updateIDs []int64
-	var deletes []int64
 	// Saved searches: only records from a source (inserted != nil); an
 	// enrichment adds ids, never text.
 	var matched searchMatches
 	if inserted != nil {
 		if matched, err = st.searchKeys(ctx, tx, batch, existing, inserted); err != nil {
-			return err
+			return changes{}, err
 		}
 	}
-	// The matches of new papers, by search (numbers in matched.set):
-	// one hit row per search with a match, collected without a map
-	// operation per (search, paper).
-	freshHits := make([][]int64, matched.len())
-	var observed []paper.Paper // papers with author ids new to them
-	hits := hitSet{}
+	c := changes{keys: cites, hits: hitSet{}, freshHits: make([][]int64, matched.len())}
 	for _, p := range batch {
 		if id, ok := inserted[p.ArxivID]; ok {
-			res.New++
-			if hasResearcherIDs(&p) {
-				observed = append(observed, p)
-			}
-			for _, k := range p.Keys() {
-				keys = append(keys, keyRow{PaperID: id, Key: k.Key, Version: max(p.Version, 1), Cross: k.Cross, NewPaper: true})
-			}
-			for _, qi := range matched.byPaper[p.ArxivID] {
-				freshHits[qi] = append(freshHits[qi], id)
-			}
+			c.addNew(p, id, matched, res)
 			continue
 		}
 		old, ok := existing[p.ArxivID]
-		if !ok { // a deleted record of a paper we never had
-			res.Unchanged++
-			continue
-		}
-		if p.Deleted {
-			if old.deleted {
-				res.Unchanged++
-			} else {
-				res.Deleted++
-				deletes = append(deletes, old.id)
-				if followed[p.ArxivID] {
-					// Written after the paper's keys are removed (below).
-					keys = append(keys, withdrawnEvent(old.id, old.paper))
-				}
-			}
-			continue
-		}
-		merged := merge(old.paper, p)
-		replacing := merged.Version > old.paper.Version
-		if p.Version != 0 && p.Version < old.paper.Version {
-			res.Unchanged++ // an older version arriving late
-			continue
-		}
-		var newKeys []keyRow
-		newHits := hits.addStored(old, matched.of(p.ArxivID), replacing)
-		for _, k := range merged.Keys() {
-			switch {
-			case !old.keys[k.Key]:
-				newKeys = append(newKeys, keyRow{PaperID: old.id, Key: k.Key, Version: merged.Version, Cross: k.Cross, Replacement: false, NewPaper: false})
-			case replacing:
-				newKeys = append(newKeys, keyRow{PaperID: old.id, Key: k.Key, Version: merged.Version, Cross: k.Cross, Replacement: true, NewPaper: false})
-			}
-		}
-		if replacing {
-			// Keys the new version no longer has still get a replacement
-			// row: followers who opted in hear about the new version.
-			for k := range old.keys {
-				if isEventKey(k) {
-					continue // a paper follow hears of events only
-				}
-				if !slices.ContainsFunc(newKeys, func(r keyRow) bool { return r.Key == k }) {
-					newKeys = append(newKeys, keyRow{PaperID: old.id, Key: k, Version: merged.Version, Cross: false, Replacement: true, NewPaper: false})
-				}
-			}
-		}
-		if followed[p.ArxivID] && !old.deleted {
-			newKeys = append(newKeys, paperEvents(old.id, old.paper, merged)...)
-		}
-		changed := !samePaper(old.paper, merged) || old.deleted
 		switch {
-		case replacing:
-			res.Replaced++
-		case changed || len(newKeys) > 0 || newHits:
-			res.Updated++
-		default:
+		case !ok: // a deleted record of a paper we never had
 			res.Unchanged++
-		}
-		if changed {
-			updates = append(updates, merged)
-			updateIDs = append(updateIDs, old.id)
-		}
-		keys = append(keys, newKeys...)
-		if slices.ContainsFunc(newKeys, func(r keyRow) bool { return !r.Replacement && strings.HasPrefix(r.Key, "researcher:") }) {
-			observed = append(observed, merged)
+		case p.Deleted:
+			c.addWithdrawal(old, followed[p.ArxivID], res)
+		default:
+			c.addRecord(p, old, matched, followed[p.ArxivID], res)
 		}
 	}
-	for qi, ids := range freshHits {
+	for qi, ids := range c.freshHits {
 		if len(ids) > 0 {
-			hits[hitKind{key: matched.key(qi), newPaper: true}] = ids
+			c.hits[hitKind{key: matched.key(qi), newPaper: true}] = ids
 		}
 	}
-	if err := updatePapers(ctx, tx, updateIDs, updates); err != nil {
+	return c, nil
+}
+
+// addNew adds paper p, which this write inserted as id: every key row of
+// it (all new) and its search hits. The hits go by search number, one row
+// per search with a match, without a map operation per (search, paper).
+func (c *changes) addNew(p paper.Paper, id int64, matched searchMatches, res *IngestResult) {
+	res.New++
+	if hasResearcherIDs(&p) {
+		c.observed = append(c.observed, p)
+	}
+	for _, k := range p.Keys() {
+		c.keys = append(c.keys, keyRow{PaperID: id, Key: k.Key, Version: max(p.Version, 1), Cross: k.Cross, NewPaper: true})
+	}
+	for _, qi := range matched.byPaper[p.ArxivID] {
+		c.freshHits[qi] = append(c.freshHits[qi], id)
+	}
+}
+
+// addWithdrawal adds the source's withdrawal of the stored paper old
+// (withdraw removes its keys and hits) and, when somebody follows it
+// (followed), its withdrawn event, written after its keys are removed. A
+// paper withdrawn already is unchanged.
+func (c *changes) addWithdrawal(old *stored, followed bool, res *IngestResult) {
+	if old.deleted {
+		res.Unchanged++
+		return
+	}
+	res.Deleted++
+	c.deletes = append(c.deletes, old.id)
+	if followed {
+		c.keys = append(c.keys, withdrawnEvent(old.id, old.paper))
+	}
+}
+
+// addRecord adds record p of the stored paper old (from a source or an
+// enrichment): the merged paper when it differs from old, its new key rows
+// and search hits (replacements too when p is a new version), the events
+// of a followed paper, and the merged paper for the identity observers
+// when it brings researcher ids new to it. An older version than old's is
+// unchanged.
+func (c *changes) addRecord(p paper.Paper, old *stored, matched searchMatches, followed bool, res *IngestResult) {
+	merged := merge(old.paper, p)
+	replacing := merged.Version > old.paper.Version
+	if p.Version != 0 && p.Version < old.paper.Version {
+		res.Unchanged++ // an older version arriving late
+		return
+	}
+	newHits := c.hits.addStored(old, matched.of(p.ArxivID), replacing)
+	newKeys := storedKeyRows(old, merged, replacing)
+	if followed && !old.deleted {
+		newKeys = append(newKeys, paperEvents(old.id, old.paper, merged)...)
+	}
+	changed := !samePaper(old.paper, merged) || old.deleted
+	switch {
+	case replacing:
+		res.Replaced++
+	case changed || len(newKeys) > 0 || newHits:
+		res.Updated++
+	default:
+		res.Unchanged++
+	}
+	if changed {
+		c.updates = append(c.updates, merged)
+		c.updateIDs = append(c.updateIDs, old.id)
+	}
+	c.keys = append(c.keys, newKeys...)
+	if slices.ContainsFunc(newKeys, func(r keyRow) bool { return !r.Replacement && strings.HasPrefix(r.Key, "researcher:") }) {
+		c.observed = append(c.observed, merged)
+	}
+}
+
+// storedKeyRows returns the key rows merged, the new record of the stored
+// paper old, adds: a row of each key old lacks and, with a new version
+// (replacing), a replacement row of each key it keeps.
+func storedKeyRows(old *stored, merged paper.Paper, replacing bool) []keyRow {
+	var rows []keyRow
+	for _, k := range merged.Keys() {
+		switch {
+		case !old.keys[k.Key]:
+			rows = append(rows, keyRow{PaperID: old.id, Key: k.Key, Version: merged.Version, Cross: k.Cross, Replacement: false, NewPaper: false})
+		case replacing:
+			rows = append(rows, keyRow{PaperID: old.id, Key: k.Key, Version: merged.Version, Cross: k.Cross, Replacement: true, NewPaper: false})
+		}
+	}
+	if replacing {
+		// Keys the new version no longer has still get a replacement
+		// row: followers who opted in hear about the new version.
+		for k := range old.keys {
+			if isEventKey(k) {
+				continue // a paper follow hears of events only
+			}
+			if !slices.ContainsFunc(rows, func(r keyRow) bool { return r.Key == k }) {
+				rows = append(rows, keyRow{PaperID: old.id, Key: k, Version: merged.Version, Cross: false, Replacement: true, NewPaper: false})
+			}
+		}
+	}
+	return rows
+}
+
+// withdraw marks the papers ids withdrawn and removes their keys and search
+// hits, so no feed or digest query needs to look at papers to leave them
+// out. Should one ever come back, its keys are new again and its followers
+// hear of it once more.
+func withdraw(ctx context.Context, tx pgx.Tx, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `UPDATE papers SET deleted_at = now(), modified_at = now() WHERE id = ANY($1)`, ids); err != nil {
+		return fmt.Errorf("marking %d papers deleted: %w", len(ids), err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM paper_keys WHERE paper_id = ANY($1)`, ids); err != nil {
+		return fmt.Errorf("removing the keys of %d deleted papers: %w", len(ids), err)
+	}
+	if err := removeHits(ctx, tx, ids); err != nil {
 		return err
 	}
-	if len(deletes) > 0 {
-		// A withdrawn paper loses its keys, so no feed or digest query
-		// needs to look at papers to leave it out. Should it ever come back,
-		// its keys are new again and its followers hear of it once more.
-		if _, err := tx.Exec(ctx, `UPDATE papers SET deleted_at = now(), modified_at = now() WHERE id = ANY($1)`, deletes); err != nil {
-			return fmt.Errorf("marking %d papers deleted: %w", len(deletes), err)
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM paper_keys WHERE paper_id = ANY($1)`, deletes); err != nil {
-			return fmt.Errorf("removing the keys of %d deleted papers: %w", len(deletes), err)
-		}
-		if err := removeHits(ctx, tx, deletes); err != nil {
-			return err
-		}
-		// Removed rows change what a snapshot holds below the watermark,
-		// so the watermark moves (a seq of its own, with no row): a
-		// private feed's validator, cached per watermark (feeds.Validators),
-		// is computed again, and two processes never hold different
-		// validators for the same watermark.
-		var seq int64
-		if err := tx.QueryRow(ctx, `SELECT nextval('paper_key_seq')`).Scan(&seq); err != nil {
-			return fmt.Errorf("taking a seq for %d withdrawals: %w", len(deletes), err)
-		}
-		if err := advanceWatermark(ctx, tx, seq); err != nil {
-			return err
+	// Removed rows change what a snapshot holds below the watermark,
+	// so the watermark moves (a seq of its own, with no row): a
+	// private feed's validator, cached per watermark (feeds.Validators),
+	// is computed again, and two processes never hold different
+	// validators for the same watermark.
+	var seq int64
+	if err := tx.QueryRow(ctx, `SELECT nextval('paper_key_seq')`).Scan(&seq); err != nil {
+		return fmt.Errorf("taking a seq for %d withdrawals: %w", len(ids), err)
+	}
+	return advanceWatermark(ctx, tx, seq)
+}
+
+// observe shows every identity observer the papers with author ids new to
+// them.
+func (st *Store) observe(ctx context.Context, tx pgx.Tx, papers []paper.Paper) error {
+	if len(papers) == 0 {
+		return nil
+	}
+	for _, o := range st.observers {
+		if err := o.ObservePapers(ctx, tx, papers); err != nil {
+			return fmt.Errorf("linking the author ids of %d papers: %w", len(papers), err)
 		}
 	}
-	if len(observed) > 0 {
-		for _, o := range st.observers {
-			if err := o.ObservePapers(ctx, tx, observed); err != nil {
-				return fmt.Errorf("linking the author ids of %d papers: %w", len(observed), err)
-			}
-		}
-	}
+	return nil
+}
+
+// writeMatches writes the key rows and search hits (writeKeys), records
+// them in res and enqueues the match job of their seqs; with neither it
+// does nothing.
+func (st *Store) writeMatches(ctx context.Context, tx pgx.Tx, keys []keyRow, hits hitSet, res *IngestResult) error {
 	if len(keys) == 0 && len(hits) == 0 {
 		return nil
 	}
