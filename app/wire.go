@@ -15,6 +15,7 @@ import (
 	"followfeed/account"
 	"followfeed/arxivcal"
 	"followfeed/auth"
+	"followfeed/catalog"
 	"followfeed/channels"
 	"followfeed/config"
 	"followfeed/database"
@@ -27,7 +28,7 @@ import (
 	"followfeed/mail"
 	"followfeed/match"
 	"followfeed/notify"
-	"followfeed/paper"
+	"followfeed/openalex"
 	"followfeed/worker"
 )
 
@@ -46,7 +47,7 @@ type Services struct {
 	confirms  *notify.Confirmations
 	follows   *follow.Service
 	registry  *identity.Registry
-	papers    *paper.Store
+	papers    *catalog.Store
 	matcher   *match.Service
 	prefs     *notify.Preferences
 	harvester *harvest.Harvester
@@ -82,7 +83,7 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.users = account.NewUsers(db)
 	s.addrs = account.NewAddresses(db, s.signer, cfg.PublicURL, s.enqueuer)
 	s.follows = follow.NewService(db)
-	s.papers = paper.NewStore(db, s.enqueuer)
+	s.papers = catalog.NewStore(db, s.enqueuer)
 	s.follows.OnFollow(s.papers.BackfillHook(hooks.Now))
 	s.registry = identity.NewRegistry(db, s.follows)
 	s.papers.ObserveIdentities(s.registry)
@@ -106,14 +107,14 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.harvester = harvest.NewHarvester(db, oai, s.papers, cfg.ArxivSets, logger, hooks.Now)
 	s.harvester.QueueFollowUps(s.enqueuer)
 	s.health = harvest.NewHealth(db, cfg.ArxivSets, logger, hooks.Now)
-	openalex := harvest.NewOpenAlexClient(harvest.OpenAlexConfig{
+	works := openalex.NewClient(openalex.Config{
 		BaseURL: cfg.OpenAlexURL.String(),
 		Mailto:  cfg.OpenAlexMailto,
 		APIKey:  cfg.OpenAlexAPIKey,
-		Client:  httpclient.New(time.Minute, harvest.OpenAlexMaxBodyBytes),
+		Client:  httpclient.New(time.Minute, openalex.MaxBodyBytes),
 		OnRetry: onRetry,
 	})
-	s.enricher = harvest.NewEnricher(s.papers, openalex, harvest.DefaultEnrichPolicy, logger, nil)
+	s.enricher = harvest.NewEnricher(s.papers, works, harvest.DefaultEnrichPolicy, logger, nil)
 	s.enricher.ReportTo(s.health)
 	s.enricher.OnIdentities(s.registry.OpenAlexSink())
 	s.feeds = feeds.NewService(db, feeds.NewTokens(db, cfg.SecretKey), s.matcher, s.follows, cfg.PublicURL, cfg.WebSubHubURL, cfg.SecretKey)
@@ -164,7 +165,7 @@ func (s *Services) Close() {
 }
 
 // Papers is the paper store (the path every new paper takes).
-func (s *Services) Papers() *paper.Store { return s.papers }
+func (s *Services) Papers() *catalog.Store { return s.papers }
 
 // Matcher is the match service (match jobs and the user-match query).
 func (s *Services) Matcher() *match.Service { return s.matcher }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/match"
@@ -112,7 +113,7 @@ type MatchResult struct {
 // dataset has none): the match job's audience, whose follows it reads.
 const InstantShare = 0.10
 
-// MeasureMatch ingests a batch of new papers (batchPapers) through the real paper.Store
+// MeasureMatch ingests a batch of new papers (batchPapers) through the real catalog.Store
 // (papers, keys, match job insert in one transaction) and then runs the
 // match job (m, wired as the product wires it: it reads the follows of the
 // readers with instant alerts or instant channels, instant_follows) over
@@ -120,7 +121,7 @@ const InstantShare = 0.10
 // with a confirmed address who have no digest settings get instant alerts
 // (listed in bench_instant and removed again by RemoveBatch). Call
 // RemoveBatch afterwards so the dataset stays at its scale.
-func MeasureMatch(ctx context.Context, db *database.DB, in *paper.Store, m *match.Service, papers []paper.Paper) (MatchResult, error) {
+func MeasureMatch(ctx context.Context, db *database.DB, in *catalog.Store, m *match.Service, papers []paper.Paper) (MatchResult, error) {
 	var res MatchResult
 	err := db.InTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS bench_instant (user_id bigint PRIMARY KEY)`); err != nil {
@@ -149,7 +150,7 @@ func MeasureMatch(ctx context.Context, db *database.DB, in *paper.Store, m *matc
 		return res, err
 	}
 	start := time.Now()
-	ir, err := in.Ingest(ctx, papers, paper.SourcePush)
+	ir, err := in.Ingest(ctx, papers, catalog.SourcePush)
 	if err != nil {
 		return res, err
 	}

@@ -11,19 +11,19 @@ import (
 	"sort"
 	"time"
 
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/feeds"
 	"followfeed/identity"
 	"followfeed/match"
 	"followfeed/notify"
-	"followfeed/paper"
 	"followfeed/worker"
 )
 
 // Deps are the real services the benchmark drives.
 type Deps struct {
 	DB      *database.DB
-	Papers  *paper.Store
+	Papers  *catalog.Store
 	Matcher *match.Service
 	// Identities is the identity registry (LinkLate).
 	Identities *identity.Registry
@@ -169,7 +169,7 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 			Result: fmt.Sprintf("%.2f s", mr.Match.Seconds()), Value: mr.Match.Seconds(), Pass: mr.Match <= l.Targets.Match},
 		Figure{Key: "ingest", Name: "ingest the same batch (papers + keys + match job, one transaction)", Target: "—",
 			Result: fmt.Sprintf("%.2f s", mr.Ingest.Seconds()), Value: mr.Ingest.Seconds(), Pass: true})
-	r.Details = append(r.Details, fmt.Sprintf("Match: %d new papers with %d key rows (%d distinct keys) go through the real `paper.Store`; "+
+	r.Details = append(r.Details, fmt.Sprintf("Match: %d new papers with %d key rows (%d distinct keys) go through the real `catalog.Store`; "+
 		"then `match.Service.RunBatch` (the match job's transaction) reads, by key, the followers of its keys among the readers with instant alerts or channels "+
 		"(`instant_follows`, %d follows: for the measurement %d readers, one in %d, were given instant alerts), finds %d of them with a new match and schedules "+
 		"their alerts (one `digest_schedules` update each, one River job per 50); it bumps no feed (a private feed's ETag follows the newest row of its keys). "+

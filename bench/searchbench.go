@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/account"
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/paper"
@@ -233,7 +234,7 @@ func MeasureSearches(ctx context.Context, d Deps, s Scale, v *Vocabulary, batch 
 		run := SearchRun{Searches: n, Load: loadAvg()}
 		// One paper first: its ingest compiles the new searches.
 		start := time.Now()
-		if _, err := d.Papers.Ingest(ctx, batchPapers(1, s, v, 99), paper.SourcePush); err != nil {
+		if _, err := d.Papers.Ingest(ctx, batchPapers(1, s, v, 99), catalog.SourcePush); err != nil {
 			return nil, err
 		}
 		run.Warmup = time.Since(start)
@@ -362,7 +363,7 @@ func searchFigures(res *SearchResult, batchPapers int) (figs []Figure, details [
 			pct(m.Cat), 100*float64(m.CatOr)/float64(max(m.Cat, 1)), pct(m.Phrase), pct(m.Negation), pct(m.Or), pct(m.Field), pct(m.Author), m.DistinctWords,
 			100*MaxShare, m.Refined, m.Abandoned, 100*m.DraftShare, m.DraftShare*float64(batchPapers*m.Searches), 100*m.FinalShare),
 		fmt.Sprintf("Saved-search match: each number of searches is added as follows (kind query, one reader each; the %d sampled readers of the feed figures follow %d each) with their follow counts, "+
-			"then one 1-paper ingest compiles them (the product's compiled-search cache, as after a restart), then the 5,000-paper batch goes through the real `paper.Store.Ingest` "+
+			"then one 1-paper ingest compiles them (the product's compiled-search cache, as after a restart), then the 5,000-paper batch goes through the real `catalog.Store.Ingest` "+
 			"(which evaluates it against every followed search, compiled into one `search.Set` kept between batches, with `Set.Match`, and writes one `search_hits` row per search with a match, listing its papers, in the ingest's transaction) and `match.Service.RunBatch`; "+
 			"the batch is deleted between repetitions, the fastest of each is reported; with 100k searches the batch stays for the feed renders. The searches are deleted at the end of the run.",
 			res.Sampled, searchesPerSampleReader),

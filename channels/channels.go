@@ -14,11 +14,11 @@ import (
 
 	"followfeed/account"
 	"followfeed/apperr"
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/mail"
 	"followfeed/match"
-	"followfeed/paper"
 )
 
 // Type is a kind of channel.
@@ -333,7 +333,7 @@ func (s *Service) Create(ctx context.Context, userID int64, spec Spec) (*Channel
 		}
 		return tx.QueryRow(ctx, `
 			INSERT INTO channels (user_id, type, url, room_id, access_token, mode, follows, secret, next_at, watermark)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, `+paper.HighSeqSQL+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, `+catalog.HighSeqSQL+`)
 			RETURNING id`, userID, v.typ, s.seal.url(v.typ, userID, v.url), v.roomID, s.seal.seal(credToken, userID, v.accessToken), v.mode, v.follows,
 			s.seal.seal(credSecret, userID, secret), next).Scan(&id)
 	})

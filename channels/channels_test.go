@@ -18,6 +18,7 @@ import (
 
 	"followfeed/account"
 	"followfeed/auth"
+	"followfeed/catalog"
 	"followfeed/channels"
 	"followfeed/database"
 	"followfeed/follow"
@@ -46,7 +47,7 @@ type env struct {
 	t       *testing.T
 	ctx     context.Context
 	db      *database.DB
-	papers  *paper.Store
+	papers  *catalog.Store
 	follows *follow.Service
 	matcher *match.Service
 	prefs   *notify.Preferences
@@ -64,7 +65,7 @@ func setup(t *testing.T, start time.Time) *env {
 		t.Fatal(err)
 	}
 	enq := worker.NewEnqueuer(ins)
-	e.papers = paper.NewStore(e.db, enq)
+	e.papers = catalog.NewStore(e.db, enq)
 	e.follows = follow.NewService(e.db)
 	e.matcher = match.NewService(e.db)
 	base, _ := url.Parse("https://followfeed.test")
@@ -126,7 +127,7 @@ func testPaper(id, cat string, authorIDs ...string) paper.Paper {
 }
 
 // match runs the match job of an ingest result (as the worker would).
-func (e *env) match(res *paper.IngestResult) {
+func (e *env) match(res *catalog.IngestResult) {
 	e.t.Helper()
 	if res.Keys == 0 {
 		return
@@ -138,7 +139,7 @@ func (e *env) match(res *paper.IngestResult) {
 
 func (e *env) push(ps ...paper.Paper) {
 	e.t.Helper()
-	res, err := e.papers.Ingest(e.ctx, ps, paper.SourcePush)
+	res, err := e.papers.Ingest(e.ctx, ps, catalog.SourcePush)
 	if err != nil {
 		e.t.Fatal(err)
 	}

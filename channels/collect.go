@@ -12,11 +12,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/match"
 	"followfeed/notify"
-	"followfeed/paper"
 )
 
 // Window limits.
@@ -167,14 +167,14 @@ func (s *Service) Collect(ctx context.Context, channelID int64) (events int, err
 		if !enabled {
 			return nil
 		}
-		high, err := paper.HighSeqIn(ctx, tx)
+		high, err := catalog.HighSeqIn(ctx, tx)
 		if err != nil {
 			return err
 		}
 		if high <= watermark {
 			return nil
 		}
-		// Seq order is commit order (paper.Store), so nothing can later
+		// Seq order is commit order (catalog.Store), so nothing can later
 		// appear at or below high: the window is complete.
 		found, err := s.windowPapers(ctx, userID, keys, watermark, high)
 		if err != nil {

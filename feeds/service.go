@@ -14,6 +14,7 @@ import (
 
 	"followfeed/account"
 	"followfeed/apperr"
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/identity/registrysql"
@@ -191,7 +192,7 @@ func ParseLimit(s string) (int, error) {
 // everything that ETag promises. Two primary-key probes.
 func feedAtLeast(userID, version, highSeq int64) *database.Fresh {
 	return &database.Fresh{SQL: `
-		SELECT f.version >= $2 AND ` + paper.HighSeqSQL + ` >= $3 FROM ` + account.FeedsTable + ` f WHERE f.user_id = $1`,
+		SELECT f.version >= $2 AND ` + catalog.HighSeqSQL + ` >= $3 FROM ` + account.FeedsTable + ` f WHERE f.user_id = $1`,
 		Args: []any{userID, version, highSeq}}
 }
 
@@ -305,8 +306,8 @@ var publicVersionSQL = `
 		), newest AS (
 			SELECT pk.seq, p.modified_at
 			FROM ks CROSS JOIN LATERAL (
-				SELECT seq, paper_id FROM ` + paper.KeysTable + ` pk WHERE pk.key = ks.key ORDER BY pk.seq DESC LIMIT 1) pk
-			JOIN ` + paper.PapersTable + ` p ON p.id = pk.paper_id
+				SELECT seq, paper_id FROM ` + catalog.KeysTable + ` pk WHERE pk.key = ks.key ORDER BY pk.seq DESC LIMIT 1) pk
+			JOIN ` + catalog.PapersTable + ` p ON p.id = pk.paper_id
 			ORDER BY pk.seq DESC LIMIT 1
 		)
 		SELECT coalesce((SELECT seq FROM newest), 0)

@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/account"
+	"followfeed/catalog"
 	"followfeed/database"
-	"followfeed/paper"
 )
 
 // TokenPrefix starts every private feed token, so secret scanners (and our
@@ -134,7 +134,7 @@ func (t *Tokens) issue(ctx context.Context, userID int64, onlyIfMissing bool) (s
 // no other statement).
 const lookupSQL = `
 		SELECT f.user_id, f.version, f.changed_at, m.high_seq
-		FROM ` + account.FeedsTable + ` f, ` + paper.HighSeqTable + ` m WHERE f.token_hash = $1`
+		FROM ` + account.FeedsTable + ` f, ` + catalog.HighSeqTable + ` m WHERE f.token_hash = $1`
 
 // Lookup resolves a token to its user's feed state with one statement
 // (lookupSQL); malformed tokens are refused without a query. Unknown

@@ -101,7 +101,7 @@ func interestName(t Target) (string, bool) {
 }
 
 // ActiveSearches returns the normal forms of every saved search somebody
-// follows, inside tx: package paper evaluates new papers against them at
+// follows, inside tx: package catalog evaluates new papers against them at
 // ingest. It reads follow_counts' primary key over the query: range.
 func ActiveSearches(ctx context.Context, tx pgx.Tx) ([]string, error) {
 	rows, err := tx.Query(ctx, `
@@ -148,7 +148,7 @@ func HoldFollowers(ctx context.Context, tx pgx.Tx, t Target) ([]int64, error) {
 }
 
 // FollowedPapers returns, inside tx, which of arxivIDs (normalised ids)
-// somebody follows as kind paper: package paper writes those papers' events
+// somebody follows as kind paper: package catalog writes those papers' events
 // at ingest. One probe of follow_counts' primary key per id.
 func FollowedPapers(ctx context.Context, tx pgx.Tx, arxivIDs []string) (map[string]bool, error) {
 	out := map[string]bool{}

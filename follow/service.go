@@ -112,7 +112,7 @@ type Service struct {
 }
 
 // FollowHook runs inside the transaction of a follow that Follow created
-// (not of an update): package paper enqueues a new saved search's backfill
+// (not of an update): package catalog enqueues a new saved search's backfill
 // job there, so the job exists exactly when the follow does. A hook must
 // stay cheap: it runs while the user's row is locked.
 type FollowHook func(ctx context.Context, tx pgx.Tx, userID int64, t Target) error

@@ -10,10 +10,12 @@ import (
 
 	"followfeed/account"
 	"followfeed/auth"
+	"followfeed/catalog"
 	"followfeed/follow"
 	"followfeed/harvest"
-	"followfeed/internal/fake/openalex"
+	fakeopenalex "followfeed/internal/fake/openalex"
 	"followfeed/match"
+	"followfeed/openalex"
 	"followfeed/paper"
 )
 
@@ -38,7 +40,7 @@ func TestEnrichmentTellsAFollowedPaperItIsCited(t *testing.T) {
 	cited := testPaper("2609.00010", func(p *paper.Paper) { p.Title = "The state of OA" })
 	citing := testPaper("2609.00020")
 	unrelated := testPaper("2609.00030")
-	if _, err := in.Ingest(ctx, []paper.Paper{cited, citing, unrelated}, paper.SourceOAI); err != nil {
+	if _, err := in.Ingest(ctx, []paper.Paper{cited, citing, unrelated}, catalog.SourceOAI); err != nil {
 		t.Fatal(err)
 	}
 	u, err := account.NewUsers(db).Ensure(ctx, &auth.Claims{Subject: "reader"})
@@ -52,14 +54,14 @@ func TestEnrichmentTellsAFollowedPaperItIsCited(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fake := openalex.New(map[string]openalex.Work{
-		"2609.00010": {ID: "https://openalex.org/W1560783210", Authors: []openalex.Author{{Name: "Ada Lovelace", ID: "A5000000001"}}},
-		"2609.00030": {Authors: []openalex.Author{{Name: "Ada Lovelace", ID: "A5000000001"}}},
+	fake := fakeopenalex.New(map[string]fakeopenalex.Work{
+		"2609.00010": {ID: "https://openalex.org/W1560783210", Authors: []fakeopenalex.Author{{Name: "Ada Lovelace", ID: "A5000000001"}}},
+		"2609.00030": {Authors: []fakeopenalex.Author{{Name: "Ada Lovelace", ID: "A5000000001"}}},
 	})
 	fake.AddRecorded("2609.00020", work)
 	ts := httptest.NewServer(fake)
 	t.Cleanup(ts.Close)
-	client := harvest.NewOpenAlexClient(harvest.OpenAlexConfig{BaseURL: ts.URL, MaxRetries: -1})
+	client := openalex.NewClient(openalex.Config{BaseURL: ts.URL, MaxRetries: -1})
 	now := time.Now()
 	e := harvest.NewEnricher(in, client, harvest.EnrichPolicy{FirstRetry: time.Hour, MaxAttempts: 2, Batch: 100}, nil,
 		func() time.Time { return now })
@@ -100,7 +102,7 @@ func TestEnrichmentTellsAFollowedPaperItIsCited(t *testing.T) {
 	late := testPaper("2609.00040", func(p *paper.Paper) {
 		p.Authors = []paper.Author{{Name: "Grace Hopper", IDs: []string{"orcid:0000-0002-1825-0097"}}}
 	})
-	if _, err := in.Ingest(ctx, []paper.Paper{late}, paper.SourcePush); err != nil {
+	if _, err := in.Ingest(ctx, []paper.Paper{late}, catalog.SourcePush); err != nil {
 		t.Fatal(err)
 	}
 	due, _ := in.DueForEnrichment(ctx, time.Now(), 10)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"followfeed/paper"
+	"followfeed/catalog"
 )
 
 // This file is the completeness check: the repository's own list of each
@@ -229,8 +229,8 @@ func (h *Harvester) checkStep(ctx context.Context, lister IdentifierLister, set 
 	if c.phase == phaseReharvest {
 		var page *Page
 		if page, err = h.pager.ListRecords(ctx, req); err == nil {
-			var res *paper.IngestResult
-			if res, err = h.papers.Ingest(ctx, page.Papers, paper.SourceOAI); err == nil {
+			var res *catalog.IngestResult
+			if res, err = h.papers.Ingest(ctx, page.Papers, catalog.SourceOAI); err == nil {
 				st.Reharvested += res.New
 				next = page.ResumptionToken
 			}

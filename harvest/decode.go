@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"followfeed/apperr"
+	"followfeed/catalog"
 	"followfeed/internal/text"
 	"followfeed/paper"
 )
@@ -65,8 +66,8 @@ func DecodePush(r io.Reader) ([]paper.Paper, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(raws) > paper.MaxBatch {
-		return nil, apperr.New(apperr.TooLarge, "at most %d papers per request; split the batch", paper.MaxBatch)
+	if len(raws) > catalog.MaxBatch {
+		return nil, apperr.New(apperr.TooLarge, "at most %d papers per request; split the batch", catalog.MaxBatch)
 	}
 	papers := make([]paper.Paper, 0, len(raws))
 	var problems []apperr.Detail
@@ -131,7 +132,7 @@ func splitArray(br *bufio.Reader) ([]json.RawMessage, error) {
 			return nil, apperr.New(apperr.BadRequest, "the body is not valid JSON after %d papers: %v", len(out), err)
 		}
 		out = append(out, raw)
-		if len(out) > paper.MaxBatch {
+		if len(out) > catalog.MaxBatch {
 			return out, nil
 		}
 	}
@@ -158,7 +159,7 @@ func splitLines(br *bufio.Reader) ([]json.RawMessage, error) {
 				return nil, apperr.New(apperr.BadRequest, "NDJSON line %d is not valid JSON", line)
 			}
 			out = append(out, json.RawMessage(t))
-			if len(out) > paper.MaxBatch {
+			if len(out) > catalog.MaxBatch {
 				return out, nil
 			}
 		}

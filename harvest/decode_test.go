@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"followfeed/apperr"
+	"followfeed/catalog"
 	"followfeed/harvest"
-	"followfeed/paper"
 )
 
 const hostPaper = `{"arxiv_id": "2202.02326v2", "title": "Towards Training Reproducible Deep Learning Models",
@@ -108,7 +108,7 @@ func TestTwoHundredMalformedInputsNeverPanicOrWrite(t *testing.T) {
 	for i, body := range bodies {
 		papers, err := harvest.DecodePush(strings.NewReader(body))
 		if err == nil {
-			_, err = in.Ingest(context.Background(), papers, paper.SourcePush)
+			_, err = in.Ingest(context.Background(), papers, catalog.SourcePush)
 		}
 		code := apperr.CodeOf(err)
 		if code != apperr.BadRequest && code != apperr.Invalid && code != apperr.TooLarge {
@@ -129,7 +129,7 @@ func TestDecodePushLimits(t *testing.T) {
 		t.Errorf("over 20 MiB: %v", err)
 	}
 	var sb strings.Builder
-	for i := range paper.MaxBatch + 1 {
+	for i := range catalog.MaxBatch + 1 {
 		fmt.Fprintf(&sb, `{"arxiv_id":"2301.%05d","title":"t","primary_category":"cs.LG"}`+"\n", i)
 	}
 	if _, err := harvest.DecodePush(strings.NewReader(sb.String())); apperr.CodeOf(err) != apperr.TooLarge {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"followfeed/catalog"
+	"followfeed/openalex"
 	"followfeed/paper"
 )
 
@@ -26,17 +28,18 @@ type EnrichPolicy struct {
 // about a month in all.
 var DefaultEnrichPolicy = EnrichPolicy{FirstRetry: 6 * time.Hour, MaxAttempts: 8, Batch: 500}
 
-// Lookup finds OpenAlex data for arXiv ids (OpenAlexClient implements it).
+// Lookup finds OpenAlex data for arXiv ids (openalex.Client implements it).
 type Lookup interface {
-	LookupArxiv(ctx context.Context, arxivIDs []string) (map[string]Enrichment, error)
+	LookupArxiv(ctx context.Context, arxivIDs []string) (map[string]openalex.Enrichment, error)
 }
 
 // IdentitySink stores what OpenAlex says about institutions and
-// authors (the identity registry, wired in package app).
+// authors (the identity registry's identity.OpenAlexSink, wired in package
+// app).
 type IdentitySink interface {
 	// ObserveInstitutions stores which ids are one institution, its name
 	// and country.
-	ObserveInstitutions(ctx context.Context, institutions []Institution) error
+	ObserveInstitutions(ctx context.Context, institutions []openalex.Institution) error
 	// UnresolvedAuthors returns up to limit OpenAlex author ids
 	// ("openalex:A…") that readers follow and the registry does not know.
 	UnresolvedAuthors(ctx context.Context, limit int) ([]string, error)
@@ -44,13 +47,13 @@ type IdentitySink interface {
 	// (unknown to OpenAlex; remembered so it is not asked again), or the
 	// author, whose ID differs from asked when OpenAlex merged the profile
 	// into it (then asked is linked to the survivor).
-	ObserveAuthor(ctx context.Context, asked string, a OpenAlexAuthor, found bool) error
+	ObserveAuthor(ctx context.Context, asked string, a openalex.Author, found bool) error
 }
 
-// AuthorLookup asks OpenAlex about one author (OpenAlexClient implements
+// AuthorLookup asks OpenAlex about one author (openalex.Client implements
 // it). A Lookup that does not implement it resolves no followed authors.
 type AuthorLookup interface {
-	LookupAuthor(ctx context.Context, id string) (OpenAlexAuthor, bool, error)
+	LookupAuthor(ctx context.Context, id string) (openalex.Author, bool, error)
 }
 
 // authorsPerRun bounds the followed OpenAlex author ids one run resolves
@@ -59,11 +62,11 @@ const authorsPerRun = 50
 
 // Enricher adds OpenAlex author and institution ids to harvested papers. It
 // decides what to look up and how to apply it; the papers and their
-// enrichment schedule are written through the paper.Store (whose identity
+// enrichment schedule are written through the catalog.Store (whose identity
 // observer links each author's OpenAlex id and ORCID in the same
 // transaction), the institutions through the IdentitySink.
 type Enricher struct {
-	papers     *paper.Store
+	papers     *catalog.Store
 	lookup     Lookup
 	policy     EnrichPolicy
 	logger     *slog.Logger
@@ -82,7 +85,7 @@ func (e *Enricher) ReportTo(h *Health) { e.health = h }
 func (e *Enricher) OnIdentities(sink IdentitySink) { e.identities = sink }
 
 // NewEnricher returns an Enricher. now may be nil (time.Now).
-func NewEnricher(papers *paper.Store, lookup Lookup, policy EnrichPolicy, logger *slog.Logger, now func() time.Time) *Enricher {
+func NewEnricher(papers *catalog.Store, lookup Lookup, policy EnrichPolicy, logger *slog.Logger, now func() time.Time) *Enricher {
 	if now == nil {
 		now = time.Now
 	}
@@ -184,7 +187,7 @@ func (e *Enricher) runOnce(ctx context.Context) (EnrichStats, error) {
 	}
 	st.Keys = res.Keys
 	if e.identities != nil {
-		var insts []Institution
+		var insts []openalex.Institution
 		for _, f := range found {
 			insts = append(insts, f.InstitutionRecords...)
 		}
@@ -205,7 +208,7 @@ func (e *Enricher) runOnce(ctx context.Context) (EnrichStats, error) {
 }
 
 // foundIDs are the keys of found.
-func foundIDs(found map[string]Enrichment) []string {
+func foundIDs(found map[string]openalex.Enrichment) []string {
 	ids := make([]string, 0, len(found))
 	for id := range found {
 		ids = append(ids, id)
@@ -217,7 +220,7 @@ func foundIDs(found map[string]Enrichment) []string {
 // same name first, then same surname and initial, then the same position
 // when both lists are equally long. Institutions are added; the work id and
 // its references are handed to the store (citation events).
-func applyEnrichment(p *paper.Paper, e Enrichment) {
+func applyEnrichment(p *paper.Paper, e openalex.Enrichment) {
 	used := make([]bool, len(e.Authors))
 	match := func(i int, same func(a, b string) bool) bool {
 		for j, oa := range e.Authors {

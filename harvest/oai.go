@@ -12,6 +12,7 @@ import (
 
 	"followfeed/apperr"
 	"followfeed/internal/httpclient"
+	"followfeed/internal/upstream"
 	"followfeed/paper"
 )
 
@@ -209,7 +210,7 @@ func (c *OAIClient) ListRecords(ctx context.Context, req ListRequest) (*Page, er
 	if err := c.pace(ctx); err != nil {
 		return nil, fmt.Errorf("fetching OAI-PMH page: waiting between pages: %w", err)
 	}
-	resp, err := fetch(ctx, c.get, u)
+	resp, err := upstream.Fetch(ctx, c.get, u)
 	c.markDone()
 	if err != nil {
 		return nil, fmt.Errorf("fetching OAI-PMH page: %w", err)
@@ -280,7 +281,7 @@ func oaiValidSetSpec(s string) bool {
 			return false
 		}
 		for _, r := range part {
-			if !(r < utf8.RuneSelf && (upstreamIsAlnum(byte(r)) || strings.ContainsRune("-_.!~*'()", r))) {
+			if !(r < utf8.RuneSelf && (upstream.IsAlnum(byte(r)) || strings.ContainsRune("-_.!~*'()", r))) {
 				return false
 			}
 		}

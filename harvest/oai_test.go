@@ -7,79 +7,20 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"followfeed/apperr"
+	"followfeed/internal/fake/recorder"
 )
 
-func readTestdata(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+var readTestdata = recorder.Testdata
 
-// sleepRecorder stands in for time.Sleep: it records the waits and returns
-// at once (or ctx's error).
-type sleepRecorder struct {
-	mu    sync.Mutex
-	waits []time.Duration
-}
-
-func (s *sleepRecorder) Sleep(ctx context.Context, d time.Duration) error {
-	s.mu.Lock()
-	s.waits = append(s.waits, d)
-	s.mu.Unlock()
-	return ctx.Err()
-}
-
-func (s *sleepRecorder) Waits() []time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.waits)
-}
-
-// oaiServer serves handler and counts requests.
-type oaiServer struct {
-	*httptest.Server
-	requests atomic.Int32
-	mu       sync.Mutex
-	queries  []url.Values
-}
-
-func newOAIServer(t *testing.T, handler func(w http.ResponseWriter, r *http.Request, n int)) *oaiServer {
-	t.Helper()
-	s := &oaiServer{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := int(s.requests.Add(1))
-		s.mu.Lock()
-		s.queries = append(s.queries, r.URL.Query())
-		s.mu.Unlock()
-		handler(w, r, n)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *oaiServer) Queries() []url.Values {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.queries)
-}
-
-func newTestOAIClient(baseURL string, sleep *sleepRecorder, cfg OAIConfig) *OAIClient {
+func newTestOAIClient(baseURL string, sleep *recorder.Sleeps, cfg OAIConfig) *OAIClient {
 	cfg.BaseURL = baseURL + "/oai"
 	cfg.Sleep = sleep.Sleep
 	if cfg.PageDelay == 0 {
@@ -97,7 +38,7 @@ func serveXML(w http.ResponseWriter, status int, body []byte) {
 func TestOAIListRecordsPaging(t *testing.T) {
 	rawPage := readTestdata(t, "oai/listrecords-arXivRaw-with-resumptiontoken.xml")
 	lastPage := readTestdata(t, "oai/listrecords-arXiv-complete-list.xml")
-	srv := newOAIServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+	srv := recorder.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		switch r.URL.Query().Get("resumptionToken") {
 		case "":
 			serveXML(w, 200, rawPage)
@@ -109,7 +50,7 @@ func TestOAIListRecordsPaging(t *testing.T) {
 			serveXML(w, 200, readTestdata(t, "oai/error-badResumptionToken.xml"))
 		}
 	})
-	sleep := &sleepRecorder{}
+	sleep := &recorder.Sleeps{}
 	c := newTestOAIClient(srv.URL, sleep, OAIConfig{Format: OAIFormatArXivRaw, PageDelay: 3 * time.Second})
 	fixed := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c.now = func() time.Time { return fixed }
@@ -158,7 +99,7 @@ func TestOAIListRecordsRetriesRecorded503(t *testing.T) {
 	if len(exchanges) != 2 || exchanges[0].Status != 503 {
 		t.Fatalf("unexpected recording: %+v", exchanges)
 	}
-	srv := newOAIServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+	srv := recorder.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		ex := exchanges[min(n, len(exchanges))-1]
 		for i := 0; i+1 < len(ex.RawHeaders); i += 2 {
 			switch strings.ToLower(ex.RawHeaders[i]) {
@@ -170,7 +111,7 @@ func TestOAIListRecordsRetriesRecorded503(t *testing.T) {
 		w.WriteHeader(ex.Status)
 		_, _ = w.Write([]byte(ex.Response))
 	})
-	sleep := &sleepRecorder{}
+	sleep := &recorder.Sleeps{}
 	c := newTestOAIClient(srv.URL, sleep, OAIConfig{})
 	page, err := c.ListRecords(context.Background(), ListRequest{From: "2015-01-01", Until: "2015-01-03"})
 	if err != nil {
@@ -179,7 +120,7 @@ func TestOAIListRecordsRetriesRecorded503(t *testing.T) {
 	if len(page.Papers) != 2 || page.Papers[0].ArxivID != "1412.8544" {
 		t.Errorf("papers = %+v", page.Papers)
 	}
-	if n := srv.requests.Load(); n != 2 {
+	if n := srv.Requests(); n != 2 {
 		t.Errorf("%d requests, want 2", n)
 	}
 	if got := sleep.Waits(); !slices.Equal(got, []time.Duration{10 * time.Second}) {
@@ -279,8 +220,8 @@ func TestOAIListRecordsRetryPolicy(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := newOAIServer(t, tc.handler)
-			sleep := &sleepRecorder{}
+			srv := recorder.NewServer(t, tc.handler)
+			sleep := &recorder.Sleeps{}
 			c := newTestOAIClient(srv.URL, sleep, tc.cfg)
 			page, err := c.ListRecords(context.Background(), ListRequest{})
 			if tc.wantErr == nil {
@@ -290,7 +231,7 @@ func TestOAIListRecordsRetryPolicy(t *testing.T) {
 			} else if !errors.Is(err, tc.wantErr) {
 				t.Errorf("err = %v, want %v", err, tc.wantErr)
 			}
-			if n := srv.requests.Load(); n != tc.wantReqs {
+			if n := srv.Requests(); n != tc.wantReqs {
 				t.Errorf("%d requests, want %d", n, tc.wantReqs)
 			}
 			if got := sleep.Waits(); !slices.Equal(got, tc.wantWaits) {
@@ -331,11 +272,11 @@ func TestOAIListRecordsOAIErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(fmt.Sprint(tc.file, tc.status), func(t *testing.T) {
 			body := readTestdata(t, tc.file)
-			srv := newOAIServer(t, func(w http.ResponseWriter, r *http.Request, n int) { serveXML(w, tc.status, body) })
-			c := newTestOAIClient(srv.URL, &sleepRecorder{}, OAIConfig{})
+			srv := recorder.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int) { serveXML(w, tc.status, body) })
+			c := newTestOAIClient(srv.URL, &recorder.Sleeps{}, OAIConfig{})
 			page, err := c.ListRecords(context.Background(), ListRequest{ResumptionToken: "3"})
 			tc.check(t, page, err)
-			if n := srv.requests.Load(); n != 1 {
+			if n := srv.Requests(); n != 1 {
 				t.Errorf("%d requests, want 1", n)
 			}
 		})
@@ -343,7 +284,7 @@ func TestOAIListRecordsOAIErrors(t *testing.T) {
 }
 
 func TestOAIListRecordsInvalidRequest(t *testing.T) {
-	srv := newOAIServer(t, func(w http.ResponseWriter, r *http.Request, n int) { w.WriteHeader(500) })
+	srv := recorder.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int) { w.WriteHeader(500) })
 	for name, tc := range map[string]struct {
 		cfg OAIConfig
 		req ListRequest
@@ -356,7 +297,7 @@ func TestOAIListRecordsInvalidRequest(t *testing.T) {
 		"token w/ format": {OAIConfig{Format: "oai_dc"}, ListRequest{ResumptionToken: "x"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			c := newTestOAIClient(srv.URL, &sleepRecorder{}, tc.cfg)
+			c := newTestOAIClient(srv.URL, &recorder.Sleeps{}, tc.cfg)
 			_, err := c.ListRecords(context.Background(), tc.req)
 			if apperr.CodeOf(err) != apperr.Invalid {
 				t.Errorf("err = %v, want apperr.Invalid", err)
@@ -367,14 +308,14 @@ func TestOAIListRecordsInvalidRequest(t *testing.T) {
 	if _, err := c.ListRecords(context.Background(), ListRequest{}); apperr.CodeOf(err) != apperr.Invalid {
 		t.Errorf("ftp BaseURL: err = %v, want apperr.Invalid", err)
 	}
-	if n := srv.requests.Load(); n != 0 {
+	if n := srv.Requests(); n != 0 {
 		t.Errorf("%d requests made for invalid input", n)
 	}
 }
 
 func TestOAIListRecordsContextAndBodyCap(t *testing.T) {
 	t.Log("hostile: limits")
-	srv := newOAIServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+	srv := recorder.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		if r.URL.Query().Get("resumptionToken") == "big" {
 			serveXML(w, 200, bytes.Repeat([]byte(" "), 2048))
 			return
@@ -392,7 +333,7 @@ func TestOAIListRecordsContextAndBodyCap(t *testing.T) {
 		t.Errorf("cancelled while waiting: err = %v, want context.Canceled", err)
 	}
 
-	c = newTestOAIClient(srv.URL, &sleepRecorder{}, OAIConfig{})
+	c = newTestOAIClient(srv.URL, &recorder.Sleeps{}, OAIConfig{})
 	c.get.MaxBody = 1024
 	if _, err := c.ListRecords(context.Background(), ListRequest{ResumptionToken: "big"}); !errors.Is(err, ErrMalformed) {
 		t.Errorf("oversized body: err = %v, want ErrMalformed", err)

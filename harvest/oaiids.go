@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"followfeed/internal/text"
+	"followfeed/internal/upstream"
 )
 
 // This file is the OAI-PMH ListIdentifiers verb: the repository's own list
@@ -49,7 +50,7 @@ func (c *OAIClient) ListIdentifiers(ctx context.Context, req ListRequest) (*Iden
 	if err := c.pace(ctx); err != nil {
 		return nil, fmt.Errorf("fetching OAI-PMH identifiers: waiting between pages: %w", err)
 	}
-	resp, err := fetch(ctx, c.get, u)
+	resp, err := upstream.Fetch(ctx, c.get, u)
 	c.markDone()
 	if err != nil {
 		return nil, fmt.Errorf("fetching OAI-PMH identifiers: %w", err)

@@ -13,6 +13,7 @@ import (
 
 	"followfeed/apperr"
 	"followfeed/internal/text"
+	"followfeed/internal/upstream"
 	"followfeed/paper"
 )
 
@@ -317,9 +318,9 @@ func oaiArxivID(identifier, metaID string) (string, bool) {
 	s := strings.TrimSpace(identifier)
 	const prefix = "oai:arxiv.org:"
 	if len(s) > len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
-		return upstreamCleanArxivID(s[len(prefix):])
+		return upstream.CleanArxivID(s[len(prefix):])
 	}
-	return upstreamCleanArxivID(metaID)
+	return upstream.CleanArxivID(metaID)
 }
 
 // oaiDate parses a YYYY-MM-DD (or full UTC) datestamp to UTC; zero if bad.
@@ -362,10 +363,10 @@ func oaiFillArXiv(p *paper.Paper, m *oaiArXiv) {
 	p.UpdatedAt = oaiDate(m.Updated)
 	p.Categories, p.PrimaryCategory = oaiCategories(m.Categories)
 	for _, a := range m.Authors {
-		if len(p.Authors) == upstreamMaxAuthors {
+		if len(p.Authors) == upstream.MaxAuthors {
 			break
 		}
-		name := text.Collapse(a.Forenames+" "+a.Keyname+" "+a.Suffix, upstreamMaxNameRunes)
+		name := text.Collapse(a.Forenames+" "+a.Keyname+" "+a.Suffix, upstream.MaxNameRunes)
 		if name != "" {
 			p.Authors = append(p.Authors, paper.Author{Name: name})
 		}
@@ -395,7 +396,7 @@ func oaiFillArXivRaw(p *paper.Paper, m *oaiArXivRaw) {
 			p.SubmittedAt = date
 		}
 	}
-	for _, name := range SplitRawAuthors(m.Authors, upstreamMaxAuthors) {
+	for _, name := range SplitRawAuthors(m.Authors, upstream.MaxAuthors) {
 		p.Authors = append(p.Authors, paper.Author{Name: name})
 	}
 }
@@ -429,7 +430,7 @@ func oaiCategories(s string) ([]string, string) {
 
 func oaiValidCategory(c string) bool {
 	for i := 0; i < len(c); i++ {
-		if b := c[i]; !upstreamIsAlnum(b) && b != '.' && b != '-' && b != '_' {
+		if b := c[i]; !upstream.IsAlnum(b) && b != '.' && b != '-' && b != '_' {
 			return false
 		}
 	}
@@ -485,7 +486,7 @@ func SplitRawAuthors(s string, max int) []string {
 	}
 	var names []string
 	for _, piece := range pieces {
-		name := text.Collapse(text.StripParens(piece), upstreamMaxNameRunes)
+		name := text.Collapse(text.StripParens(piece), upstream.MaxNameRunes)
 		name = strings.TrimPrefix(name, "and ")
 		switch {
 		case name == "", name == "et al", name == "et al.", name == "others":

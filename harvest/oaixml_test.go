@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"followfeed/apperr"
+	"followfeed/internal/upstream"
 	"followfeed/paper"
 )
 
@@ -299,7 +300,7 @@ func TestParseListRecordsSizeCaps(t *testing.T) {
 	}
 
 	var authors strings.Builder
-	for i := range upstreamMaxAuthors + 10 {
+	for i := range upstream.MaxAuthors + 10 {
 		fmt.Fprintf(&authors, "<author><keyname>K%d</keyname><forenames>F</forenames></author>", i)
 	}
 	body := `<OAI-PMH><ListRecords><record><header><identifier>oai:arXiv.org:2001.00001</identifier></header>` +
@@ -317,7 +318,7 @@ func TestParseListRecordsSizeCaps(t *testing.T) {
 	if n := utf8.RuneCountInString(p.Abstract); n > oaiMaxAbstractRunes {
 		t.Errorf("abstract has %d runes", n)
 	}
-	if len(p.Authors) != upstreamMaxAuthors || p.Authors[0].Name != "F K0" {
+	if len(p.Authors) != upstream.MaxAuthors || p.Authors[0].Name != "F K0" {
 		t.Errorf("%d authors, first %q", len(p.Authors), p.Authors[0].Name)
 	}
 	if p.DOI != "" || !slices.Equal(p.Categories, []string{"cs.LG"}) {
@@ -366,28 +367,6 @@ func TestSplitRawAuthors(t *testing.T) {
 	}
 }
 
-func TestUpstreamCleanArxivID(t *testing.T) {
-	cases := map[string]string{
-		"2202.02326":          "2202.02326",
-		" 2202.02326v12 ":     "2202.02326",
-		"hep-th/9504118v1":    "hep-th/9504118",
-		"math.GT/0309136":     "math.GT/0309136",
-		"0704.0001":           "0704.0001",
-		"":                    "",
-		"no-digits":           "",
-		"2202.02326 junk":     "",
-		"../../etc/passwd1":   "",
-		"a|b1":                "",
-		"2202.02326,2101.001": "",
-	}
-	for in, want := range cases {
-		got, ok := upstreamCleanArxivID(in)
-		if got != want || ok != (want != "") {
-			t.Errorf("upstreamCleanArxivID(%q) = %q, %v; want %q", in, got, ok, want)
-		}
-	}
-}
-
 // FuzzParseListRecords checks that no input makes the parser panic, and that
 // a successful parse only yields identified, capped, valid-UTF-8 papers.
 // Seeds: testdata/fuzz/FuzzParseListRecords.
@@ -410,7 +389,7 @@ func FuzzParseListRecords(f *testing.F) {
 					t.Fatalf("paper without ArxivID: %+v", p)
 				}
 				if utf8.RuneCountInString(p.Title) > oaiMaxTitleRunes || utf8.RuneCountInString(p.Abstract) > oaiMaxAbstractRunes ||
-					len(p.Authors) > upstreamMaxAuthors || len(p.Categories) > oaiMaxCategories {
+					len(p.Authors) > upstream.MaxAuthors || len(p.Categories) > oaiMaxCategories {
 					t.Fatalf("caps exceeded: %d title runes, %d authors", utf8.RuneCountInString(p.Title), len(p.Authors))
 				}
 				for _, s := range append([]string{p.ArxivID, p.Title, p.Abstract, p.Comments, p.JournalRef, p.DOI}, authorNames(p.Authors)...) {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/catalog"
 	"followfeed/database"
-	"followfeed/paper"
 )
 
 // Pager fetches OAI-PMH ListRecords pages (OAIClient implements it).
@@ -27,7 +27,7 @@ type Pager interface {
 type Harvester struct {
 	db     *database.DB
 	pager  Pager
-	papers *paper.Store
+	papers *catalog.Store
 	sets   []string
 	logger *slog.Logger
 	now    func() time.Time
@@ -42,7 +42,7 @@ type Harvester struct {
 }
 
 // NewHarvester returns a Harvester of sets (e.g. "cs", "physics:hep-th").
-func NewHarvester(db *database.DB, pager Pager, papers *paper.Store, sets []string, logger *slog.Logger, now func() time.Time) *Harvester {
+func NewHarvester(db *database.DB, pager Pager, papers *catalog.Store, sets []string, logger *slog.Logger, now func() time.Time) *Harvester {
 	if now == nil {
 		now = time.Now
 	}
@@ -153,7 +153,7 @@ func (h *Harvester) runSet(ctx context.Context, set string, since time.Time, bud
 			h.saveError(ctx, source, err)
 			return st, err
 		}
-		res, err := h.papers.Ingest(ctx, page.Papers, paper.SourceOAI)
+		res, err := h.papers.Ingest(ctx, page.Papers, catalog.SourceOAI)
 		if err != nil {
 			h.saveError(ctx, source, err)
 			return st, err

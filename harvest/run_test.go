@@ -17,10 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/harvest"
 	"followfeed/internal/fake/oaipmh"
-	"followfeed/internal/fake/openalex"
+	fakeopenalex "followfeed/internal/fake/openalex"
+	"followfeed/openalex"
 	"followfeed/paper"
 )
 
@@ -202,7 +204,7 @@ func openAlexServer(t *testing.T, arxivID string) *httptest.Server {
 	if err := json.Unmarshal(mustRead("testdata/openalex/work-W2741809807.json"), &work); err != nil {
 		t.Fatal(err)
 	}
-	fake := openalex.New(nil)
+	fake := fakeopenalex.New(nil)
 	fake.AddRecorded(arxivID, work)
 	ts := httptest.NewServer(fake)
 	t.Cleanup(ts.Close)
@@ -229,11 +231,11 @@ func TestEnrichmentAddsIdsAndRetriesTheUnknown(t *testing.T) {
 			p.Authors = append(p.Authors, paper.Author{Name: a.Author.DisplayName})
 		}
 	})
-	if _, err := in.Ingest(ctx, []paper.Paper{known, testPaper("2202.09999")}, paper.SourceOAI); err != nil {
+	if _, err := in.Ingest(ctx, []paper.Paper{known, testPaper("2202.09999")}, catalog.SourceOAI); err != nil {
 		t.Fatal(err)
 	}
 	ts := openAlexServer(t, "2202.02326")
-	client := harvest.NewOpenAlexClient(harvest.OpenAlexConfig{BaseURL: ts.URL, MaxRetries: -1})
+	client := openalex.NewClient(openalex.Config{BaseURL: ts.URL, MaxRetries: -1})
 	now := time.Now()
 	e := harvest.NewEnricher(in, client, harvest.EnrichPolicy{FirstRetry: time.Hour, MaxAttempts: 2, Batch: 100}, nil,
 		func() time.Time { return now })

@@ -16,13 +16,13 @@ import (
 	"followfeed/account"
 	"followfeed/apperr"
 	"followfeed/auth"
+	"followfeed/catalog"
 	"followfeed/channels"
 	"followfeed/feeds"
 	"followfeed/follow"
 	"followfeed/harvest"
 	"followfeed/identity"
 	"followfeed/notify"
-	"followfeed/paper"
 )
 
 // TokenVerifier checks a bearer token (auth.Verifier implements it).
@@ -37,7 +37,7 @@ type API struct {
 	Users     *account.Users
 	Addresses *account.Addresses
 	Follows   *follow.Service
-	Papers    *paper.Store
+	Papers    *catalog.Store
 	// Identities is the researcher and institution registry.
 	Identities *identity.Registry
 	// Health, when set, records every push's outcome (source push).
@@ -389,7 +389,7 @@ func (a *API) postPapers(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Logger, err)
 		return
 	}
-	res, err := a.Papers.Ingest(r.Context(), papers, paper.SourcePush)
+	res, err := a.Papers.Ingest(r.Context(), papers, catalog.SourcePush)
 	if err != nil {
 		a.recordPush(r, 0, err)
 		writeError(w, r, a.Logger, err)

@@ -8,6 +8,7 @@ import (
 
 	"followfeed/account"
 	"followfeed/apperr"
+	"followfeed/catalog"
 	"followfeed/follow"
 	"followfeed/paper"
 	"followfeed/search"
@@ -26,23 +27,23 @@ type previewPaperJSON struct {
 }
 
 // previewQuery compiles raw (a saved search as a reader typed it) and
-// previews it over the last paper.BackfillDays days: how many papers match
+// previews it over the last catalog.BackfillDays days: how many papers match
 // and the newest previewSize. The JSON route and the settings page share
 // it. A search that cannot be used is an apperr Invalid naming field, with
 // the position (Details[0].Index) and what was expected, wrapping the
 // *search.Error.
-func previewQuery(ctx context.Context, papers *paper.Store, raw, field string) (*search.Query, paper.Preview, error) {
+func previewQuery(ctx context.Context, papers *catalog.Store, raw, field string) (*search.Query, catalog.Preview, error) {
 	q, err := follow.CompileQuery(raw)
 	if err != nil {
 		var se *search.Error
 		if errors.As(err, &se) {
-			return nil, paper.Preview{}, se.AppError(field)
+			return nil, catalog.Preview{}, se.AppError(field)
 		}
-		return nil, paper.Preview{}, apperr.InvalidField(field, "%v", err)
+		return nil, catalog.Preview{}, apperr.InvalidField(field, "%v", err)
 	}
-	pv, err := papers.PreviewSearch(ctx, q, time.Now().Add(-paper.BackfillDays*24*time.Hour), previewSize)
+	pv, err := papers.PreviewSearch(ctx, q, time.Now().Add(-catalog.BackfillDays*24*time.Hour), previewSize)
 	if err != nil {
-		return nil, paper.Preview{}, err
+		return nil, catalog.Preview{}, err
 	}
 	return q, pv, nil
 }
@@ -57,7 +58,7 @@ func authorNames(p paper.Paper) []string {
 }
 
 // previewSearch serves GET /v1/search/preview?q=: how many papers of the
-// last paper.BackfillDays days the search matches, and the newest ten.
+// last catalog.BackfillDays days the search matches, and the newest ten.
 func (a *API) previewSearch(w http.ResponseWriter, r *http.Request, _ *account.User) error {
 	q, pv, err := previewQuery(r.Context(), a.Papers, r.URL.Query().Get("q"), "q")
 	if err != nil {
@@ -68,7 +69,7 @@ func (a *API) previewSearch(w http.ResponseWriter, r *http.Request, _ *account.U
 		Days   int                `json:"days"`
 		Count  int                `json:"count"`
 		Papers []previewPaperJSON `json:"papers"`
-	}{Query: q.String(), Days: paper.BackfillDays, Count: pv.Count, Papers: make([]previewPaperJSON, 0, len(pv.Newest))}
+	}{Query: q.String(), Days: catalog.BackfillDays, Count: pv.Count, Papers: make([]previewPaperJSON, 0, len(pv.Newest))}
 	for _, p := range pv.Newest {
 		out.Papers = append(out.Papers, previewPaperJSON{ArxivID: p.ArxivID, Title: p.Title, Authors: authorNames(p),
 			Categories: p.Categories, URL: p.AbsURL, AnnouncedAt: p.AnnouncedAt})

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"followfeed/catalog"
 	"followfeed/internal/testapp"
 	"followfeed/internal/testjobs"
-	"followfeed/paper"
 	"followfeed/worker"
 )
 
@@ -75,7 +75,7 @@ func TestSavedSearchFollow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holder.Rollback(t.Context())
-	if _, err := holder.Exec(t.Context(), `SELECT pg_advisory_xact_lock($1)`, paper.WritersLock); err != nil {
+	if _, err := holder.Exec(t.Context(), `SELECT pg_advisory_xact_lock($1)`, catalog.WritersLock); err != nil {
 		t.Fatal(err)
 	}
 	began := time.Now()

@@ -16,6 +16,7 @@ import (
 	"followfeed/account"
 	"followfeed/apperr"
 	"followfeed/auth"
+	"followfeed/catalog"
 	"followfeed/channels"
 	"followfeed/feeds"
 	"followfeed/follow"
@@ -51,7 +52,7 @@ type Settings struct {
 	// Identities records "not this person" (the preview's buttons).
 	Identities *identity.Registry
 	// Papers previews saved searches (the search section).
-	Papers *paper.Store
+	Papers *catalog.Store
 	// PerUser limits search previews per reader (the API's per-user
 	// limiter, so the page and GET /v1/search/preview share one budget).
 	PerUser *Limiter
@@ -400,7 +401,7 @@ func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
 	if v.emailOnly {
 		return d, nil
 	}
-	d.Search = &searchData{Days: paper.BackfillDays}
+	d.Search = &searchData{Days: catalog.BackfillDays}
 	fs, err := s.Follows.All(ctx, v.userID)
 	if err != nil {
 		return nil, err

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"followfeed/apperr"
+	"followfeed/catalog"
 	"followfeed/follow"
-	"followfeed/paper"
 	"followfeed/search"
 )
 
@@ -45,7 +45,7 @@ type searchPaper struct{ Title, URL, Authors, Categories, Date string }
 // cannot be used, 429 when previews come faster than the reader's API rate
 // limit (shared with GET /v1/search/preview).
 func (s *Settings) searchSection(r *http.Request, w http.ResponseWriter, v *viewer, raw string, fs []followJSON) (*searchData, int, error) {
-	d := &searchData{Input: raw, Days: paper.BackfillDays}
+	d := &searchData{Input: raw, Days: catalog.BackfillDays}
 	if strings.TrimSpace(raw) == "" {
 		d.Input = ""
 		return d, http.StatusOK, nil

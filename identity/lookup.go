@@ -10,9 +10,9 @@ import (
 
 	"followfeed/account"
 	"followfeed/apperr"
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/follow"
-	"followfeed/paper"
 )
 
 // Identity is one researcher or institution as the registry knows it.
@@ -152,7 +152,7 @@ func (r *Registry) Disputes(ctx context.Context, id string, limit int) ([]Disput
 		SELECT p.arxiv_id, p.title, d.follow_key, d.created_at
 		FROM identity_keys k JOIN identity_keys k2 ON k2.identity_id = k.identity_id
 		JOIN identity_disputes d ON d.follow_key = k2.key
-		JOIN `+paper.PapersTable+` p ON p.id = d.paper_id
+		JOIN `+catalog.PapersTable+` p ON p.id = d.paper_id
 		WHERE k.key = $1
 		ORDER BY d.created_at DESC, p.arxiv_id LIMIT $2`, key, limit)
 	if err != nil {
@@ -188,7 +188,7 @@ func (r *Registry) NotThisPerson(ctx context.Context, userID int64, t follow.Tar
 		if err != nil {
 			return err
 		}
-		paperID, err := paper.LiveID(ctx, tx, arxivID)
+		paperID, err := catalog.LiveID(ctx, tx, arxivID)
 		if err != nil {
 			return err
 		}

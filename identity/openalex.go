@@ -4,20 +4,25 @@ import (
 	"context"
 
 	"followfeed/follow"
-	"followfeed/harvest"
+	"followfeed/openalex"
 )
 
-// OpenAlexSink returns what OpenAlex enrichment feeds the registry
-// through (harvest.Enricher.OnIdentities): institutions (an institution's
-// ROR and OpenAlex ids are one, with OpenAlex's name and country) and the
-// followed OpenAlex author ids it resolves (a merged profile is linked to
-// its survivor). Authorships reach the registry through the stored papers
-// (ObservePapers).
-func (r *Registry) OpenAlexSink() harvest.IdentitySink { return openAlexSink{r} }
+// OpenAlexSink is what OpenAlex enrichment feeds the registry through
+// (package harvest's Enricher.OnIdentities; it implements
+// harvest.IdentitySink): institutions (an institution's ROR and OpenAlex
+// ids are one, with OpenAlex's name and country) and the followed OpenAlex
+// author ids it resolves (a merged profile is linked to its survivor).
+// Authorships reach the registry through the stored papers
+// (ObservePapers). It takes OpenAlex's own types (package openalex), so
+// the registry imports no harvester.
+type OpenAlexSink struct{ r *Registry }
 
-type openAlexSink struct{ r *Registry }
+// OpenAlexSink returns the registry's OpenAlexSink.
+func (r *Registry) OpenAlexSink() OpenAlexSink { return OpenAlexSink{r} }
 
-func (s openAlexSink) ObserveInstitutions(ctx context.Context, insts []harvest.Institution) error {
+// ObserveInstitutions records each institution's ids as one institution,
+// with OpenAlex's name and country.
+func (s OpenAlexSink) ObserveInstitutions(ctx context.Context, insts []openalex.Institution) error {
 	recs := make([]Record, 0, len(insts))
 	for _, in := range insts {
 		recs = append(recs, Record{Kind: follow.Institution, IDs: in.IDs, Name: in.Name, Country: in.Country})
@@ -25,7 +30,8 @@ func (s openAlexSink) ObserveInstitutions(ctx context.Context, insts []harvest.I
 	return s.r.Observe(ctx, SourceOpenAlex, recs)
 }
 
-func (s openAlexSink) UnresolvedAuthors(ctx context.Context, limit int) ([]string, error) {
+// UnresolvedAuthors is Registry.UnresolvedAuthors.
+func (s OpenAlexSink) UnresolvedAuthors(ctx context.Context, limit int) ([]string, error) {
 	return s.r.UnresolvedAuthors(ctx, limit)
 }
 
@@ -33,7 +39,7 @@ func (s openAlexSink) UnresolvedAuthors(ctx context.Context, limit int) ([]strin
 // answers it with (the survivor of a merge, with its ORCID and name), or
 // registers it alone, unnamed, when OpenAlex does not know it (so it is
 // not asked again).
-func (s openAlexSink) ObserveAuthor(ctx context.Context, asked string, a harvest.OpenAlexAuthor, found bool) error {
+func (s OpenAlexSink) ObserveAuthor(ctx context.Context, asked string, a openalex.Author, found bool) error {
 	rec := Record{Kind: follow.Researcher, IDs: []string{asked}}
 	if found {
 		rec.IDs = append(rec.IDs, a.ID)

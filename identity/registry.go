@@ -121,7 +121,7 @@ func (r *Registry) Observe(ctx context.Context, src Source, records []Record) er
 	})
 }
 
-// ObservePapers implements paper.IdentityObserver: inside the ingest
+// ObservePapers implements catalog.IdentityObserver: inside the ingest
 // transaction, the researcher ids listed on one author of a stored paper
 // are linked as one person (OpenAlex enrichment puts an author's OpenAlex
 // id and ORCID there; a pushed paper the host's ids), named after the

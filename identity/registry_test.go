@@ -16,14 +16,16 @@ import (
 
 	"followfeed/account"
 	"followfeed/auth"
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/harvest"
 	"followfeed/identity"
-	"followfeed/internal/fake/openalex"
+	fakeopenalex "followfeed/internal/fake/openalex"
 	"followfeed/internal/testdb"
 	"followfeed/internal/testpaper"
 	"followfeed/match"
+	"followfeed/openalex"
 	"followfeed/paper"
 	"followfeed/worker"
 )
@@ -32,7 +34,7 @@ type env struct {
 	t       *testing.T
 	ctx     context.Context
 	db      *database.DB
-	papers  *paper.Store
+	papers  *catalog.Store
 	follows *follow.Service
 	reg     *identity.Registry
 	m       *match.Service
@@ -45,7 +47,7 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: context.Background(), db: db, papers: paper.NewStore(db, worker.NewEnqueuer(ins)),
+	e := &env{t: t, ctx: context.Background(), db: db, papers: catalog.NewStore(db, worker.NewEnqueuer(ins)),
 		follows: follow.NewService(db), m: match.NewService(db)}
 	e.reg = identity.NewRegistry(db, e.follows)
 	e.papers.ObserveIdentities(e.reg)
@@ -93,9 +95,9 @@ func (e *env) put(body string) *identity.PutResult {
 	return res
 }
 
-func (e *env) ingest(ps ...paper.Paper) *paper.IngestResult {
+func (e *env) ingest(ps ...paper.Paper) *catalog.IngestResult {
 	e.t.Helper()
-	res, err := e.papers.Ingest(e.ctx, ps, paper.SourcePush)
+	res, err := e.papers.Ingest(e.ctx, ps, catalog.SourcePush)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -103,7 +105,7 @@ func (e *env) ingest(ps ...paper.Paper) *paper.IngestResult {
 }
 
 // matchJob runs the match job's query over an ingest's key rows.
-func (e *env) matchJob(res *paper.IngestResult) match.BatchResult {
+func (e *env) matchJob(res *catalog.IngestResult) match.BatchResult {
 	e.t.Helper()
 	var batch match.BatchResult
 	err := e.db.InTx(e.ctx, func(tx pgx.Tx) error {
@@ -353,18 +355,18 @@ func TestEnrichmentFromRecordedOpenAlexFeedsTheRegistry(t *testing.T) {
 			p.Authors = append(p.Authors, paper.Author{Name: a.Author.DisplayName})
 		}
 	})
-	if _, err := e.papers.Ingest(e.ctx, []paper.Paper{p}, paper.SourceOAI); err != nil {
+	if _, err := e.papers.Ingest(e.ctx, []paper.Paper{p}, catalog.SourceOAI); err != nil {
 		t.Fatal(err)
 	}
 	reader := e.user("reader")
 	e.follow(reader, "institution", "ror:05ppvf150")
 	e.follow(reader, "researcher", "orcid:0000-0001-6187-6610")
 
-	fake := openalex.New(nil)
+	fake := fakeopenalex.New(nil)
 	fake.AddRecorded("2202.02326", work)
 	ts := httptest.NewServer(fake)
 	t.Cleanup(ts.Close)
-	client := harvest.NewOpenAlexClient(harvest.OpenAlexConfig{BaseURL: ts.URL, MaxRetries: -1})
+	client := openalex.NewClient(openalex.Config{BaseURL: ts.URL, MaxRetries: -1})
 	en := harvest.NewEnricher(e.papers, client, harvest.EnrichPolicy{FirstRetry: time.Hour, MaxAttempts: 2, Batch: 10}, nil, nil)
 	en.OnIdentities(e.reg.OpenAlexSink())
 	if _, err := en.RunOnce(e.ctx); err != nil {
@@ -397,11 +399,11 @@ func TestEnrichmentLinksMergedOpenAlexProfilesToTheSurvivor(t *testing.T) {
 	e.follow(reader, "researcher", "openalex:A1000000002") // unknown to OpenAlex
 	e.ingest(testpaper.New("2202.02326", byAuthor("Jason Priem", "openalex:A5023888391")))
 
-	fake := openalex.New(nil)
-	fake.AddAuthor(openalex.AuthorProfile{ID: "A5023888391", Name: "Jason Priem", ORCID: "0000-0001-6187-6610"}, "A1000000001")
+	fake := fakeopenalex.New(nil)
+	fake.AddAuthor(fakeopenalex.AuthorProfile{ID: "A5023888391", Name: "Jason Priem", ORCID: "0000-0001-6187-6610"}, "A1000000001")
 	ts := httptest.NewServer(fake)
 	t.Cleanup(ts.Close)
-	client := harvest.NewOpenAlexClient(harvest.OpenAlexConfig{BaseURL: ts.URL, MaxRetries: -1})
+	client := openalex.NewClient(openalex.Config{BaseURL: ts.URL, MaxRetries: -1})
 	en := harvest.NewEnricher(e.papers, client, harvest.EnrichPolicy{FirstRetry: time.Hour, MaxAttempts: 2, Batch: 10}, nil, nil)
 	en.OnIdentities(e.reg.OpenAlexSink())
 	v := e.version(reader)

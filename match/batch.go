@@ -7,9 +7,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/catalog"
 	"followfeed/follow"
 	"followfeed/identity/registrysql"
-	"followfeed/paper"
 )
 
 // batch is what the match job reads of its key rows.
@@ -55,7 +55,7 @@ func readBatch(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) (batch, err
 // flags and, when anybody disputed anything, its papers.
 const batchSQL = `
 		WITH r AS MATERIALIZED (
-			SELECT paper_id, key, cross_list, replacement FROM ` + paper.KeysTable + ` WHERE seq BETWEEN $1 AND $2
+			SELECT paper_id, key, cross_list, replacement FROM ` + catalog.KeysTable + ` WHERE seq BETWEEN $1 AND $2
 		)
 		SELECT coalesce(array_agg(key), '{}'), coalesce(array_agg(pn), '{}'), coalesce(array_agg(pr), '{}'),
 		       coalesce(array_agg(cn), '{}'), coalesce(array_agg(cr), '{}'),
@@ -67,7 +67,7 @@ const batchSQL = `
 			FROM (
 				SELECT key, cross_list, replacement FROM r
 				UNION ALL
-				SELECT key, false, replacement FROM ` + paper.HitsTable + `
+				SELECT key, false, replacement FROM ` + catalog.HitsTable + `
 				WHERE seq BETWEEN $1 AND $2
 			) r
 			GROUP BY key ORDER BY key COLLATE "C"
@@ -155,13 +155,13 @@ var disputedOnlySQL = `
 				UNION
 				` + registrysql.IdentityKeys("k1.identity_id") + `
 			) x
-			JOIN ` + paper.KeysTable + ` pk ON pk.key = x.key AND pk.seq BETWEEN $2 AND $3
+			JOIN ` + catalog.KeysTable + ` pk ON pk.key = x.key AND pk.seq BETWEEN $2 AND $3
 			WHERE f.user_id = u.user_id
 			  AND (f.include_cross_lists OR NOT pk.cross_list)
 			  AND (f.include_replacements OR NOT pk.replacement)
 			  AND NOT ` + registrysql.Disputed("u.user_id", "pk.paper_id", "f.key", "k1.identity_id") + `)
 		   OR EXISTS (
 			SELECT 1
-			FROM ` + follow.FollowsTable + ` f JOIN ` + paper.HitsTable + ` h ON h.key = f.key AND h.seq BETWEEN $2 AND $3
+			FROM ` + follow.FollowsTable + ` f JOIN ` + catalog.HitsTable + ` h ON h.key = f.key AND h.seq BETWEEN $2 AND $3
 			WHERE f.user_id = u.user_id AND f.key >= 'query:' AND f.key < 'query;'
 			  AND (f.include_replacements OR NOT h.replacement))`

@@ -7,11 +7,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/catalog"
 	"followfeed/follow"
 	"followfeed/paper"
 )
 
-// Event is one event of a followed paper (see paper/events.go): Kind is
+// Event is one event of a followed paper (see catalog/events.go): Kind is
 // paper.EventVersion, EventPublished, EventWithdrawn or EventCites, Paper
 // the follow it reached the reader through.
 type Event struct {
@@ -42,7 +43,7 @@ func fillEvents(ctx context.Context, tx pgx.Tx, qs []Query, results []Result) er
 			continue
 		}
 		upTo := qs[qi].window()[1]
-		rows, err := tx.Query(ctx, paper.EventsSQL, ids, keys, qs[qi].AfterSeq, upTo)
+		rows, err := tx.Query(ctx, catalog.EventsSQL, ids, keys, qs[qi].AfterSeq, upTo)
 		if err != nil {
 			return fmt.Errorf("loading paper events: %w", err)
 		}

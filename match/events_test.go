@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"followfeed/catalog"
 	"followfeed/follow"
 	"followfeed/internal/testpaper"
 	"followfeed/match"
@@ -93,7 +94,7 @@ func TestPaperFollowEvents(t *testing.T) {
 	// Withdrawal (an OAI-PMH deleted record): the paper's key rows go, its
 	// followers are told.
 	w := e.high()
-	res, err := e.in.Ingest(e.ctx, []paper.Paper{{ArxivID: "2609.00010", Deleted: true}}, paper.SourceOAI)
+	res, err := e.in.Ingest(e.ctx, []paper.Paper{{ArxivID: "2609.00010", Deleted: true}}, catalog.SourceOAI)
 	if err != nil || res.Deleted != 1 {
 		t.Fatalf("withdrawal: %+v %v", res, err)
 	}

@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"followfeed/account"
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/identity/registrysql"
-	"followfeed/paper"
 )
 
 // Head is what a private feed's validator is made of, read in one snapshot.
@@ -51,7 +51,7 @@ type Head struct {
 // exactly when such a row arrives; the feed query reads the same rows.
 var headSQL = `
 	WITH u AS (
-		SELECT f.user_id, f.version, f.changed_at, ` + paper.HighSeqSQL + ` AS high_seq,
+		SELECT f.user_id, f.version, f.changed_at, ` + catalog.HighSeqSQL + ` AS high_seq,
 		       ` + registrysql.Disputes("f.user_id") + ` AS disputes
 		FROM ` + account.FeedsTable + ` f WHERE f.user_id = $1
 	), fo AS (
@@ -64,18 +64,18 @@ var headSQL = `
 	), heads AS (
 		SELECT max(h.seq) AS seq
 		FROM u CROSS JOIN fo CROSS JOIN LATERAL (
-			(SELECT pk.seq FROM ` + paper.KeysTable + ` pk
+			(SELECT pk.seq FROM ` + catalog.KeysTable + ` pk
 			WHERE pk.key = fo.mkey AND (fo.include_cross_lists OR NOT pk.cross_list)
 			  AND (NOT u.disputes OR NOT ` + registrysql.Disputed("u.user_id", "pk.paper_id", "fo.key", "fo.ident") + `)
 			ORDER BY pk.seq DESC LIMIT 1)
 			UNION ALL
-			(SELECT sh.seq FROM ` + paper.HitsTable + ` sh
+			(SELECT sh.seq FROM ` + catalog.HitsTable + ` sh
 			WHERE fo.mkey >= 'query:' AND fo.mkey < 'query;' AND sh.key = fo.mkey
 			ORDER BY sh.seq DESC LIMIT 1)
 		) h
 	)
 	SELECT u.version, u.changed_at, u.high_seq, coalesce(heads.seq, 0),
-	       ` + paper.SeqTimeSQL("heads.seq") + `
+	       ` + catalog.SeqTimeSQL("heads.seq") + `
 	FROM u CROSS JOIN heads`
 
 // Head reads the user's feed validator inputs on the primary (the replica's

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/paper"
@@ -301,7 +302,7 @@ func queueDetails(b *pgx.Batch, qs []Query, results []Result) {
 	if len(ids) == 0 {
 		return
 	}
-	paper.QueueLoad(b, ids, paper.AllFields, func(got map[int64]paper.Paper) {
+	catalog.QueueLoad(b, ids, catalog.AllFields, func(got map[int64]paper.Paper) {
 		for qi := range results {
 			if qs[qi].IDsOnly {
 				continue
@@ -317,7 +318,7 @@ func queueDetails(b *pgx.Batch, qs []Query, results []Result) {
 // LoadPapers returns the details of papers by id (which fields: f), in the
 // order of ids; unknown ids are skipped. Seq, Reasons and Replaced are left
 // zero: digests select with Query.IDsOnly and load the few papers they show.
-func (s *Service) LoadPapers(ctx context.Context, ids []int64, f paper.Fields) ([]Paper, error) {
+func (s *Service) LoadPapers(ctx context.Context, ids []int64, f catalog.Fields) ([]Paper, error) {
 	byID := make(map[int64]*Paper, len(ids))
 	for _, id := range ids {
 		byID[id] = &Paper{ID: id}
@@ -336,8 +337,8 @@ func (s *Service) LoadPapers(ctx context.Context, ids []int64, f paper.Fields) (
 }
 
 // loadDetails fills in the paper.Paper of each byID[id] for ids, in tx.
-func loadDetails(ctx context.Context, tx pgx.Tx, ids []int64, byID map[int64]*Paper, f paper.Fields) error {
-	got, err := paper.Load(ctx, tx, ids, f)
+func loadDetails(ctx context.Context, tx pgx.Tx, ids []int64, byID map[int64]*Paper, f catalog.Fields) error {
+	got, err := catalog.Load(ctx, tx, ids, f)
 	if err != nil {
 		return err
 	}

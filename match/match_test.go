@@ -9,6 +9,7 @@ import (
 
 	"followfeed/account"
 	"followfeed/auth"
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/internal/testdb"
@@ -20,7 +21,7 @@ import (
 type env struct {
 	t       *testing.T
 	db      *database.DB
-	in      *paper.Store
+	in      *catalog.Store
 	follows *follow.Service
 	m       *match.Service
 	ctx     context.Context
@@ -34,7 +35,7 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	m := match.NewService(db)
-	return &env{t: t, db: db, in: paper.NewStore(db, worker.NewEnqueuer(ins)), follows: follow.NewService(db),
+	return &env{t: t, db: db, in: catalog.NewStore(db, worker.NewEnqueuer(ins)), follows: follow.NewService(db),
 		m: m, ctx: context.Background()}
 }
 
@@ -63,8 +64,8 @@ func (e *env) follow(uid int64, kind, id string, opts follow.Options) {
 }
 
 // ingest stores papers and returns the watermark after them.
-func (e *env) ingest(ps ...paper.Paper) *paper.IngestResult {
-	res, err := e.in.Ingest(e.ctx, ps, paper.SourcePush)
+func (e *env) ingest(ps ...paper.Paper) *catalog.IngestResult {
+	res, err := e.in.Ingest(e.ctx, ps, catalog.SourcePush)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -319,7 +320,7 @@ func TestFeedLimitTotalAndDeletedPapers(t *testing.T) {
 		}
 	}
 	// A withdrawn paper leaves the feed.
-	e.in.Ingest(e.ctx, []paper.Paper{{ArxivID: r.Papers[0].ArxivID, Deleted: true}}, paper.SourceOAI)
+	e.in.Ingest(e.ctx, []paper.Paper{{ArxivID: r.Papers[0].ArxivID, Deleted: true}}, catalog.SourceOAI)
 	for _, pp := range e.matched(match.Query{UserID: u, Limit: 50}) {
 		if pp.ArxivID == r.Papers[0].ArxivID {
 			t.Errorf("deleted paper %s still in the feed", pp.ArxivID)
@@ -357,7 +358,7 @@ func TestAffectedUsersCombineEachKeysRows(t *testing.T) {
 	e.follow(noCross, "category", "cs.AI", follow.Options{IncludeCrossLists: &no})
 	e.follow(eager, "category", "cs.AI", follow.Options{IncludeReplacements: &yes})
 	e.follow(eagerNoCross, "category", "cs.AI", follow.Options{IncludeCrossLists: &no, IncludeReplacements: &yes})
-	run := func(res *paper.IngestResult) match.BatchResult {
+	run := func(res *catalog.IngestResult) match.BatchResult {
 		t.Helper()
 		br, err := e.m.RunBatch(e.ctx, res.FromSeq, res.ToSeq, nil)
 		if err != nil {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/catalog"
 	"followfeed/identity/registrysql"
-	"followfeed/paper"
 )
 
 // Public returns the newest papers carrying key (a public feed: everything
@@ -30,7 +30,7 @@ var publicSQL = `
 			SELECT pk.paper_id, pk.seq
 			FROM (` + registrysql.PersonKeys("$1") + `) ks
 			CROSS JOIN LATERAL (
-				SELECT paper_id, seq FROM ` + paper.KeysTable + ` pk
+				SELECT paper_id, seq FROM ` + catalog.KeysTable + ` pk
 				WHERE pk.key = ks.key AND NOT pk.replacement
 				ORDER BY pk.seq DESC LIMIT $2
 			) pk
@@ -66,7 +66,7 @@ func PublicIn(ctx context.Context, tx pgx.Tx, key string, limit int) ([]Paper, e
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("selecting papers of %s: %w", key, err)
 		}
-		if err := loadDetails(ctx, tx, ids, byID, paper.AllFields); err != nil {
+		if err := loadDetails(ctx, tx, ids, byID, catalog.AllFields); err != nil {
 			return err
 		}
 		for _, id := range ids {

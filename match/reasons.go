@@ -7,9 +7,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/catalog"
 	"followfeed/follow"
 	"followfeed/identity/registrysql"
-	"followfeed/paper"
 )
 
 // queueReasons queues on b the reads of the reasons of the papers in
@@ -100,7 +100,7 @@ var loadReasonsSQL = `
 			WHERE f.user_id = $1
 		), qh AS MATERIALIZED (
 			SELECT DISTINCT u.id, h.key
-			FROM fo JOIN ` + paper.HitsTable + ` h ON h.key = fo.key
+			FROM fo JOIN ` + catalog.HitsTable + ` h ON h.key = fo.key
 			CROSS JOIN LATERAL unnest(h.paper_ids) AS u(id)
 			WHERE fo.key >= 'query:' AND fo.key < 'query;' AND h.paper_ids && $2::bigint[] AND u.id = ANY($2)
 		)
@@ -108,13 +108,13 @@ var loadReasonsSQL = `
 			SELECT DISTINCT ON (p.id, coalesce(fo.ident::text, fo.key)) p.id, fo.key, fo.created_at AS followed
 			FROM unnest($2::bigint[]) AS p(id)
 			CROSS JOIN LATERAL (
-				(SELECT key, true AS rows FROM ` + paper.KeysTable + ` WHERE paper_id = p.id OFFSET 0)
+				(SELECT key, true AS rows FROM ` + catalog.KeysTable + ` WHERE paper_id = p.id OFFSET 0)
 				UNION ALL
 				SELECT key, false FROM qh WHERE qh.id = p.id
 			) pk
 			JOIN fo ON fo.mkey = pk.key
 			WHERE (fo.include_cross_lists OR NOT pk.rows OR EXISTS (
-				SELECT 1 FROM ` + paper.KeysTable + ` c WHERE c.paper_id = p.id AND c.key = pk.key AND NOT c.cross_list))
+				SELECT 1 FROM ` + catalog.KeysTable + ` c WHERE c.paper_id = p.id AND c.key = pk.key AND NOT c.cross_list))
 			  AND NOT ` + registrysql.Disputed("$1", "p.id", "fo.key", "fo.ident") + `
 			ORDER BY p.id, coalesce(fo.ident::text, fo.key), fo.created_at, fo.key
 		) r

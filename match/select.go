@@ -5,9 +5,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/catalog"
 	"followfeed/follow"
 	"followfeed/identity/registrysql"
-	"followfeed/paper"
 )
 
 // queryArrays are the queries of a batch as the parallel arrays
@@ -108,7 +108,7 @@ var matchedManySQL = `
 				ORDER BY m.key, fo.created_at, fo.key
 			) fo CROSS JOIN LATERAL (
 				(SELECT pk.paper_id, pk.seq, pk.replacement, pk.new_paper
-				FROM ` + paper.KeysTable + ` pk
+				FROM ` + catalog.KeysTable + ` pk
 				WHERE pk.key = fo.mkey AND pk.seq > q.after_seq AND pk.seq <= q.upto_seq
 				  AND (fo.include_cross_lists OR NOT pk.cross_list)
 				  AND (fo.include_replacements OR NOT pk.replacement)
@@ -117,7 +117,7 @@ var matchedManySQL = `
 				LIMIT q.per_key)
 				UNION ALL
 				(SELECT u.paper_id, h.seq, h.replacement, h.new_paper
-				FROM ` + paper.HitsTable + ` h CROSS JOIN LATERAL unnest(h.paper_ids) AS u(paper_id)
+				FROM ` + catalog.HitsTable + ` h CROSS JOIN LATERAL unnest(h.paper_ids) AS u(paper_id)
 				WHERE fo.mkey >= 'query:' AND fo.mkey < 'query;'
 				  AND h.key = fo.mkey AND h.seq > q.after_seq AND h.seq <= q.upto_seq
 				  AND (fo.include_replacements OR NOT h.replacement)
@@ -138,7 +138,7 @@ var matchedManySQL = `
 // matchedManySQL).
 var seenProbeSQL = `(SELECT true FROM (
 				(SELECT 1
-				FROM ` + paper.KeysTable + ` pk
+				FROM ` + catalog.KeysTable + ` pk
 				CROSS JOIN LATERAL (
 					SELECT pk.key AS key
 					UNION ALL
@@ -151,7 +151,7 @@ var seenProbeSQL = `(SELECT true FROM (
 				  AND (fo.include_cross_lists OR NOT pk.cross_list))
 				UNION ALL
 				(SELECT 1
-				FROM ` + follow.FollowsTable + ` fo JOIN ` + paper.HitsTable + ` h ON h.key = fo.key
+				FROM ` + follow.FollowsTable + ` fo JOIN ` + catalog.HitsTable + ` h ON h.key = fo.key
 				WHERE q.after_seq > 0 AND NOT c.new_in_window
 				  AND fo.user_id = q.user_id AND fo.key >= 'query:' AND fo.key < 'query;'
 				  AND (q.only_key = '' OR fo.key = q.only_key)

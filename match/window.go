@@ -8,9 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/catalog"
 	"followfeed/follow"
 	"followfeed/identity/registrysql"
-	"followfeed/paper"
 )
 
 // The windowed path: MatchedMany's answer for the queries with a bounded
@@ -209,15 +209,15 @@ func (w *windowed) queueRows(b *pgx.Batch) {
 		}
 		slices.Sort(keys)
 		slices.Sort(queries)
-		queueKeyRows(b, paper.KeyRowsInWindowSQL, win, m, keys, false)
+		queueKeyRows(b, catalog.KeyRowsInWindowSQL, win, m, keys, false)
 		if len(queries) > 0 {
-			queueKeyRows(b, paper.HitsInWindowSQL, win, m, queries, true)
+			queueKeyRows(b, catalog.HitsInWindowSQL, win, m, queries, true)
 		}
 	}
 }
 
-// queueKeyRows queues on b sql (paper.KeyRowsInWindowSQL, or with hits
-// paper.HitsInWindowSQL) for keys (sorted) in window win, which sets
+// queueKeyRows queues on b sql (catalog.KeyRowsInWindowSQL, or with hits
+// catalog.HitsInWindowSQL) for keys (sorted) in window win, which sets
 // their rows (or hits) in m, newest first, and marks the keys whose rows
 // reached the cap truncated.
 func queueKeyRows(b *pgx.Batch, sql string, win [2]int64, m map[string]*windowKey, keys []string, hits bool) {

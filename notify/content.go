@@ -6,9 +6,9 @@ import (
 	"slices"
 	"time"
 
+	"followfeed/catalog"
 	"followfeed/follow"
 	"followfeed/match"
-	"followfeed/paper"
 )
 
 // build selects and groups the papers of each row's window, with one
@@ -46,7 +46,7 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 			}
 		}
 	}
-	papers, err := d.matcher.LoadPapers(ctx, shown, paper.WithoutAbstract)
+	papers, err := d.matcher.LoadPapers(ctx, shown, catalog.WithoutAbstract)
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,7 @@ import (
 
 	"followfeed/account"
 	"followfeed/auth"
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/follow"
 	fakesmtp "followfeed/internal/fake/smtp"
@@ -54,7 +55,7 @@ type env struct {
 	t        *testing.T
 	ctx      context.Context
 	db       *database.DB
-	in       *paper.Store
+	in       *catalog.Store
 	follows  *follow.Service
 	matcher  *match.Service
 	prefs    *notify.Preferences
@@ -85,7 +86,7 @@ func setup(t *testing.T, opts fakesmtp.Options, dir string) *env {
 		t.Fatal(err)
 	}
 	enq := worker.NewEnqueuer(ins)
-	e.in = paper.NewStore(e.db, enq)
+	e.in = catalog.NewStore(e.db, enq)
 	e.follows = follow.NewService(e.db)
 	e.matcher = match.NewService(e.db)
 	base, _ := url.Parse("https://followfeed.test")
@@ -139,7 +140,7 @@ func (e *env) reader(sub string, freq notify.Frequency, tz string, hour int, fol
 
 // push ingests papers and runs their match job (as the worker would).
 func (e *env) push(ps ...paper.Paper) {
-	res, err := e.in.Ingest(e.ctx, ps, paper.SourcePush)
+	res, err := e.in.Ingest(e.ctx, ps, catalog.SourcePush)
 	if err != nil {
 		e.t.Fatal(err)
 	}

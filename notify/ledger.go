@@ -8,8 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/account"
+	"followfeed/catalog"
 	"followfeed/database"
-	"followfeed/paper"
 )
 
 // State is where a digest stands in the ledger (column digests.state,
@@ -288,7 +288,7 @@ func (d *Digester) reserve(ctx context.Context, ids []int64) (rows []digestRow, 
 		rr, err := tx.Query(ctx, `
 			WITH w AS (
 				UPDATE digests g SET from_seq = d.watermark,
-					to_seq = greatest(`+paper.HighSeqSQL+`, d.watermark)
+					to_seq = greatest(`+catalog.HighSeqSQL+`, d.watermark)
 				FROM digest_schedules d WHERE g.id = ANY($1) AND d.user_id = g.user_id
 				RETURNING g.id, g.user_id, g.from_seq, g.to_seq
 			), moved AS (

@@ -13,9 +13,9 @@ import (
 
 	"followfeed/account"
 	"followfeed/apperr"
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/internal/text"
-	"followfeed/paper"
 )
 
 // Frequency is how often a user gets digests.
@@ -148,10 +148,10 @@ func (p *Preferences) Update(ctx context.Context, userID int64, patch ProfilePat
 		// the schedule row is created the first time settings are saved.
 		_, err = tx.Exec(ctx, `
 			INSERT INTO digest_schedules AS d (user_id, frequency, hour, weekday, send_empty, next_at, watermark, skip_no_announcement)
-			VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN `+paper.HighSeqSQL+` ELSE 0 END, $8)
+			VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN `+catalog.HighSeqSQL+` ELSE 0 END, $8)
 			ON CONFLICT (user_id) DO UPDATE SET
 				frequency = $2, hour = $3, weekday = $4, send_empty = $5, next_at = $6, skip_no_announcement = $8,
-				watermark = CASE WHEN $7 THEN `+paper.HighSeqSQL+` ELSE d.watermark END`,
+				watermark = CASE WHEN $7 THEN `+catalog.HighSeqSQL+` ELSE d.watermark END`,
 			userID, string(next.Digest.Frequency), next.Digest.Hour,
 			int(next.Digest.Weekday), next.Digest.SendEmpty, nullTime(next.NextDigestAt), !wasOn && next.Digest.Frequency != Off,
 			next.Digest.SkipNoAnnouncement)

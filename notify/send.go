@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"followfeed/account"
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/mail"
-	"followfeed/paper"
 )
 
 // Outcome is what became of one digest.
@@ -185,7 +185,7 @@ func (d *Digester) Preview(ctx context.Context, userID int64) (DigestContent, er
 	row := digestRow{userID: userID, kind: "manual"}
 	var from, to int64
 	err := d.db.Pool.QueryRow(ctx, `
-		SELECT coalesce(d.watermark, 0), `+paper.HighSeqSQL+`, u.timezone, coalesce(d.frequency, 'off'),
+		SELECT coalesce(d.watermark, 0), `+catalog.HighSeqSQL+`, u.timezone, coalesce(d.frequency, 'off'),
 		       u.link_epoch, coalesce(u.email, '')
 		FROM `+account.UsersTable+` u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1`, userID).Scan(&from, &to, &row.tz, &row.freq, &row.epoch, &row.email)
 	if err != nil {

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/account"
+	"followfeed/catalog"
 	"followfeed/database"
-	"followfeed/paper"
 )
 
 // NowStatus says what SendNow did.
@@ -92,7 +92,7 @@ func (d *Digester) SendNow(ctx context.Context, userID int64, force bool) (NowRe
 			       coalesce(d.hour, 7), coalesce(d.weekday, 1), coalesce(d.send_empty, false),
 			       coalesce(u.email, ''), u.email_confirmed_at IS NOT NULL,
 			       `+account.SuppressedSQL+`,
-			       `+paper.HighSeqSQL+`
+			       `+catalog.HighSeqSQL+`
 			FROM `+account.UsersTable+` u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1
 			FOR UPDATE OF u`,
 			userID).Scan(&tz, &freq, &next, &watermark, &hour, &weekday, &sendEmpty, &email, &confirmed, &suppressed, &high); err != nil {

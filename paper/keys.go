@@ -1,6 +1,9 @@
 package paper
 
-import "followfeed/follow"
+import (
+	"followfeed/follow"
+	"followfeed/search"
+)
 
 // Key is one match key of a paper.
 type Key struct {
@@ -35,4 +38,18 @@ func (p *Paper) Keys() []Key {
 		add(follow.Target{Kind: follow.Institution, ID: id}.Key())
 	}
 	return out
+}
+
+// Doc returns the paper's text as saved searches see it.
+func (p *Paper) Doc() *search.Doc {
+	names := make([]string, len(p.Authors))
+	for i, a := range p.Authors {
+		names[i] = a.Name
+	}
+	cks := follow.CategoryKeys(p.PrimaryCategory, p.Categories)
+	keys := make([]string, len(cks))
+	for i, k := range cks {
+		keys[i] = k.Key
+	}
+	return search.NewDoc(p.Title, p.Abstract, names, keys)
 }

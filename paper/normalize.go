@@ -319,3 +319,8 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// NameKey is the form in which author names compare: lowercase, whitespace
+// collapsed. Merging keeps ids across records by it; enrichment matches
+// OpenAlex authors by it first.
+func NameKey(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }

@@ -1,10 +1,9 @@
-// Package paper owns arXiv papers as followfeed keeps them: the Paper and
+// Package paper says what an arXiv paper is to followfeed: the Paper and
 // Author types every source produces, their normalisation and validation,
-// the match keys a paper is found by, and the Store, the one writer of
-// tables papers, paper_keys, match_state and key_seq_times. Sources (package harvest, the
-// push endpoint) hand Papers to Store.Ingest, which stores them with their
-// keys and enqueues the match job in the same transaction; package match
-// reads them back with Load.
+// the match keys a paper is found by (Keys), its text as saved searches
+// read it (Doc), and the kinds of event a followed paper has. It touches no
+// database: package catalog stores papers (catalog.Store.Ingest) and reads
+// them back (catalog.Load).
 package paper
 
 import (
@@ -40,12 +39,12 @@ type Paper struct {
 	// feeds, and nothing else of it is used.
 	Deleted bool
 	// OpenAlexID is the paper's OpenAlex work ("W2741809807"), known from
-	// enrichment: Store.Enrich stores it (no other write erases it), and a
+	// enrichment: catalog.Store.Enrich stores it (no other write erases it), and a
 	// citing paper's References are resolved to followed papers through it.
 	OpenAlexID string
 	// References are the OpenAlex works the paper cites ("W…"), from
-	// enrichment. They are not stored: Store.Enrich turns the followed
-	// papers among them into citation events (events.go).
+	// enrichment. They are not stored: catalog.Store.Enrich turns the followed
+	// papers among them into citation events.
 	References []string
 }
 
@@ -70,3 +69,22 @@ func (p *Paper) AuthorName(researcherID string) (string, bool) {
 	}
 	return "", false
 }
+
+// The event kinds of a followed paper (kind paper), as paper_keys.event
+// stores them ("" for an ordinary key row; package catalog writes the
+// rows). An event's paper is the feed item: the followed paper itself for
+// its own events, the citing paper for EventCites.
+const (
+	// EventVersion is a new version of the followed paper; the detail is
+	// the arXiv comments when the new version changed them.
+	EventVersion = "version"
+	// EventPublished is a DOI or journal reference appearing on the
+	// followed paper; the detail is the journal reference, else "doi:<DOI>".
+	EventPublished = "published"
+	// EventWithdrawn is the source withdrawing the followed paper.
+	EventWithdrawn = "withdrawn"
+	// EventCites is a newly enriched paper whose OpenAlex referenced_works
+	// include the followed paper's work; the row is the citing paper's and
+	// the detail is the followed paper's title.
+	EventCites = "cites"
+)

@@ -16,10 +16,11 @@ import (
 	"followfeed/database"
 	"followfeed/harvest"
 	"followfeed/internal/fake/oaipmh"
-	"followfeed/internal/fake/openalex"
+	fakeopenalex "followfeed/internal/fake/openalex"
 	"followfeed/internal/testjobs"
 	"followfeed/internal/testpaper"
 	"followfeed/match"
+	"followfeed/openalex"
 	"followfeed/worker"
 )
 
@@ -32,7 +33,7 @@ type harvestJobs struct {
 	client    *river.Client[pgx.Tx]
 	harvester *harvest.Harvester
 	health    *harvest.Health
-	openalex  *openalex.Server
+	openalex  *fakeopenalex.Server
 }
 
 func startHarvestJobs(t *testing.T, repo *oaipmh.Repository, jobTimeout time.Duration, checkRequests int) *harvestJobs {
@@ -40,13 +41,13 @@ func startHarvestJobs(t *testing.T, repo *oaipmh.Repository, jobTimeout time.Dur
 	store, db := testpaper.NewStore(t)
 	oai := httptest.NewServer(repo)
 	t.Cleanup(oai.Close)
-	oa := openalex.New(nil)
+	oa := fakeopenalex.New(nil)
 	oaSrv := httptest.NewServer(oa)
 	t.Cleanup(oaSrv.Close)
 	client := harvest.NewOAIClient(harvest.OAIConfig{BaseURL: oai.URL, Format: harvest.OAIFormatArXivRaw, PageDelay: -1, MaxRetries: -1})
 	h := harvest.NewHarvester(db, client, store, []string{"cs"}, nil, nil)
 	h.CheckRequests = checkRequests
-	enricher := harvest.NewEnricher(store, harvest.NewOpenAlexClient(harvest.OpenAlexConfig{BaseURL: oaSrv.URL, MaxRetries: -1}),
+	enricher := harvest.NewEnricher(store, openalex.NewClient(openalex.Config{BaseURL: oaSrv.URL, MaxRetries: -1}),
 		harvest.DefaultEnrichPolicy, nil, nil)
 	rc, err := worker.NewClient(worker.Deps{Pool: db.Pool, Logger: discard, Jobs: []worker.Registration{
 		worker.Register(&worker.HarvestWorker{Harvester: h, Logger: discard}),

@@ -13,16 +13,16 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
+	"followfeed/catalog"
 	"followfeed/channels"
 	"followfeed/feeds"
 	"followfeed/harvest"
 	"followfeed/match"
 	"followfeed/notify"
-	"followfeed/paper"
 )
 
 // Enqueuer inserts jobs for domain packages, always inside the caller's
-// transaction. It implements paper.MatchEnqueuer and the other small
+// transaction. It implements catalog.MatchEnqueuer and the other small
 // enqueuer interfaces the domain packages define.
 type Enqueuer struct {
 	client *river.Client[pgx.Tx]
@@ -105,14 +105,14 @@ func (BackfillArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueMatch, MaxAttempts: 25, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: oneAtATime}}
 }
 
-// BackfillWorker runs paper.Store.BackfillSearch and completes its job in
+// BackfillWorker runs catalog.Store.BackfillSearch and completes its job in
 // the same transaction (a follow inserting while it runs must find it
 // either running, and be waited for, or completed). A run is idempotent (it
 // writes only papers without a row for the search), so a retry after a
 // failure or a rescue is safe.
 type BackfillWorker struct {
 	river.WorkerDefaults[BackfillArgs]
-	Papers *paper.Store
+	Papers *catalog.Store
 	Logger *slog.Logger
 }
 

@@ -30,13 +30,13 @@ var Owner = map[string]string{
 	"identity_splits":   "identity",
 	"identity_disputes": "identity",
 
-	"papers":            "paper",
-	"paper_keys":        "paper",
-	"match_state":       "paper",
-	"key_seq_times":     "paper",
-	"search_hits":       "paper",
-	"paper_search_hits": "paper",
-	"search_matches":    "paper", // a view over search_hits and paper_search_hits
+	"papers":            "catalog",
+	"paper_keys":        "catalog",
+	"match_state":       "catalog",
+	"key_seq_times":     "catalog",
+	"search_hits":       "catalog",
+	"paper_search_hits": "catalog",
+	"search_matches":    "catalog", // a view over search_hits and paper_search_hits
 
 	"harvest_state":  "harvest",
 	"harvest_days":   "harvest",

@@ -136,7 +136,7 @@ func TestNamed(t *testing.T) {
 			t.Errorf("Named(%q) = %q, want %q", c.sql, got, c.want)
 		}
 	}
-	if OwnerOf("river.river_job") != "worker" || OwnerOf("r") != "" || OwnerOf("paper_keys") != "paper" {
+	if OwnerOf("river.river_job") != "worker" || OwnerOf("r") != "" || OwnerOf("paper_keys") != "catalog" {
 		t.Error("OwnerOf: River's tables are worker's, a CTE nobody's, paper_keys paper's")
 	}
 	for _, c := range []struct {

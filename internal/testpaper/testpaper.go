@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/internal/testdb"
 	"followfeed/internal/testjobs"
@@ -17,14 +18,14 @@ import (
 
 // NewStore returns a paper store on a fresh test database whose ingests
 // enqueue real River match jobs, and the database.
-func NewStore(t *testing.T) (*paper.Store, *database.DB) {
+func NewStore(t testing.TB) (*catalog.Store, *database.DB) {
 	t.Helper()
 	db := testdb.New(t)
 	ins, err := worker.NewInserter(db.Pool, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return paper.NewStore(db, worker.NewEnqueuer(ins)), db
+	return catalog.NewStore(db, worker.NewEnqueuer(ins)), db
 }
 
 // New returns a valid paper with arXiv id id (a version suffix is kept) in

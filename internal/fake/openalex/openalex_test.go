@@ -6,16 +6,16 @@ import (
 	"testing"
 	"time"
 
-	"followfeed/harvest"
-	"followfeed/internal/fake/openalex"
+	fakeopenalex "followfeed/internal/fake/openalex"
+	"followfeed/openalex"
 )
 
 func TestFakeOpenAlexParsesWithTheClient(t *testing.T) {
-	known := map[string]openalex.Work{"2910.00001": {Authors: []openalex.Author{{Name: "Ada Soak0", ID: "A590000001", Inst: "I7000001"}}}}
-	srv := httptest.NewServer(openalex.New(known, openalex.Fault500))
+	known := map[string]fakeopenalex.Work{"2910.00001": {Authors: []fakeopenalex.Author{{Name: "Ada Soak0", ID: "A590000001", Inst: "I7000001"}}}}
+	srv := httptest.NewServer(fakeopenalex.New(known, fakeopenalex.Fault500))
 	defer srv.Close()
 	slept := 0
-	client := harvest.NewOpenAlexClient(harvest.OpenAlexConfig{BaseURL: srv.URL,
+	client := openalex.NewClient(openalex.Config{BaseURL: srv.URL,
 		Sleep: func(context.Context, time.Duration) error { slept++; return nil }})
 	got, err := client.LookupArxiv(t.Context(), []string{"2910.00001", "2910.00002"})
 	if err != nil {

@@ -1,4 +1,11 @@
-package harvest
+// Package openalex is the OpenAlex client: LookupArxiv finds arXiv papers'
+// works (authors with their researcher ids, institutions, the work id and
+// its references), LookupAuthor an author's current profile, ParseWorks
+// reads a /works response. It knows OpenAlex's wire format and nothing of
+// followfeed's domain or database: package harvest's enricher applies what
+// it finds to stored papers, and package identity records its
+// institutions and authors.
+package openalex
 
 import (
 	"context"
@@ -12,15 +19,23 @@ import (
 	"followfeed/apperr"
 	"followfeed/internal/httpclient"
 	"followfeed/internal/text"
-	"followfeed/paper"
+	"followfeed/internal/upstream"
+)
+
+// ErrMalformed and ErrUpstream are the upstream clients' sentinel errors
+// (package internal/upstream; package harvest's have the same values),
+// which the errors of LookupArxiv, LookupAuthor and ParseWorks wrap.
+var (
+	ErrMalformed = upstream.ErrMalformed
+	ErrUpstream  = upstream.ErrUpstream
 )
 
 const (
-	// OpenAlexBatchSize is how many arXiv ids LookupArxiv puts in one request.
-	OpenAlexBatchSize = 50
-	// OpenAlexMaxBodyBytes is the largest /works response accepted (16 MiB);
+	// BatchSize is how many arXiv ids LookupArxiv puts in one request.
+	BatchSize = 50
+	// MaxBodyBytes is the largest /works response accepted (16 MiB);
 	// a larger one is rejected with ErrMalformed.
-	OpenAlexMaxBodyBytes = 16 << 20
+	MaxBodyBytes = 16 << 20
 
 	// openAlexPerPage exceeds the batch size so that a DOI OpenAlex holds
 	// twice (duplicate works happen) cannot push another DOI off the page.
@@ -37,9 +52,9 @@ const (
 	openAlexArxivDOIPrefix = "10.48550/arxiv."
 )
 
-// OpenAlexConfig configures an OpenAlexClient. The zero value of every field
+// Config configures an Client. The zero value of every field
 // selects its default.
-type OpenAlexConfig struct {
+type Config struct {
 	// BaseURL is the API root; default https://api.openalex.org.
 	BaseURL string
 	// Mailto is sent as the mailto parameter (OpenAlex's polite pool) when set.
@@ -49,7 +64,7 @@ type OpenAlexConfig struct {
 	// redacted from returned errors.
 	APIKey string
 	// Client does the HTTP requests; default a client with a 1-minute
-	// timeout. Bodies are capped at OpenAlexMaxBodyBytes whatever the client.
+	// timeout. Bodies are capped at MaxBodyBytes whatever the client.
 	Client *http.Client
 	// MaxRetries is how many times one request is retried after HTTP 429,
 	// 5xx or a network error; default 4, negative for no retries.
@@ -62,18 +77,18 @@ type OpenAlexConfig struct {
 	OnRetry func(rawURL string, attempt, maxRetries int, wait time.Duration, err error)
 }
 
-// OpenAlexClient looks arXiv papers up in OpenAlex to learn their authors'
+// Client looks arXiv papers up in OpenAlex to learn their authors'
 // researcher ids and their institutions. It is safe for concurrent use.
-type OpenAlexClient struct {
+type Client struct {
 	baseURL string
 	mailto  string
 	apiKey  string
 	get     *httpclient.Getter
 }
 
-// NewOpenAlexClient returns a client using cfg, with defaults filled in. It
+// NewClient returns a client using cfg, with defaults filled in. It
 // does no I/O; an invalid BaseURL is reported by LookupArxiv.
-func NewOpenAlexClient(cfg OpenAlexConfig) *OpenAlexClient {
+func NewClient(cfg Config) *Client {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = openAlexDefaultBaseURL
 	}
@@ -93,7 +108,7 @@ func NewOpenAlexClient(cfg OpenAlexConfig) *OpenAlexClient {
 	if cfg.Mailto != "" {
 		ua += " (mailto:" + cfg.Mailto + ")"
 	}
-	return &OpenAlexClient{
+	return &Client{
 		baseURL: strings.TrimRight(cfg.BaseURL, "/"),
 		mailto:  cfg.Mailto,
 		apiKey:  cfg.APIKey,
@@ -102,7 +117,7 @@ func NewOpenAlexClient(cfg OpenAlexConfig) *OpenAlexClient {
 			MaxRetries: cfg.MaxRetries,
 			Backoff:    openAlexFirstBackoff,
 			MaxWait:    openAlexMaxWait,
-			MaxBody:    OpenAlexMaxBodyBytes,
+			MaxBody:    MaxBodyBytes,
 			UserAgent:  ua,
 			Accept:     "application/json",
 			Sleep:      cfg.Sleep,
@@ -117,7 +132,7 @@ type Enrichment struct {
 	// Authors are in authorship order. Name is OpenAlex's display name (its
 	// raw author name when that is missing; empty only if both are); IDs
 	// holds "openalex:A…" and "orcid:XXXX-XXXX-XXXX-XXXX" when known.
-	Authors []paper.Author
+	Authors []WorkAuthor
 	// Institutions are every institution of every authorship, deduplicated,
 	// in first-seen order: "ror:…" (lowercase) then "openalex:I…" for each.
 	Institutions []string
@@ -132,6 +147,12 @@ type Enrichment struct {
 	InstitutionRecords []Institution
 }
 
+// WorkAuthor is one author as a work lists them.
+type WorkAuthor struct {
+	Name string
+	IDs  []string // "openalex:A…", "orcid:XXXX-XXXX-XXXX-XXXX"
+}
+
 // Institution is one institution as OpenAlex describes it.
 type Institution struct {
 	IDs     []string // "ror:…", "openalex:I…"
@@ -141,7 +162,7 @@ type Institution struct {
 
 // identify adds what every OpenAlex request carries to q: the contact
 // address (OpenAlex's polite pool) and the API key, when configured.
-func (c *OpenAlexClient) identify(q url.Values) {
+func (c *Client) identify(q url.Values) {
 	if c.mailto != "" {
 		q.Set("mailto", c.mailto)
 	}
@@ -151,7 +172,7 @@ func (c *OpenAlexClient) identify(q url.Values) {
 }
 
 // LookupArxiv looks arXiv ids up by their DataCite DOI
-// (10.48550/arXiv.<id>), OpenAlexBatchSize ids per request, and returns
+// (10.48550/arXiv.<id>), BatchSize ids per request, and returns
 // what was found keyed by the caller's id with any version suffix removed
 // ("2202.02326v2" -> "2202.02326"). Ids OpenAlex does not know, and strings
 // that are not plausible arXiv ids, are simply absent. HTTP 429, 5xx and
@@ -159,7 +180,7 @@ func (c *OpenAlexClient) identify(q url.Values) {
 // Retry-After (capped at 5 minutes); when retries run out, or on another
 // 4xx, the error wraps ErrUpstream. A body that is not a valid /works
 // response wraps ErrMalformed. On any error no partial result is returned.
-func (c *OpenAlexClient) LookupArxiv(ctx context.Context, arxivIDs []string) (map[string]Enrichment, error) {
+func (c *Client) LookupArxiv(ctx context.Context, arxivIDs []string) (map[string]Enrichment, error) {
 	// want maps the lowercased id (as it appears in a DOI) to the caller's id.
 	want := make(map[string]string, len(arxivIDs))
 	var order []string
@@ -168,7 +189,7 @@ func (c *OpenAlexClient) LookupArxiv(ctx context.Context, arxivIDs []string) (ma
 		if len(s) > 6 && strings.EqualFold(s[:6], "arxiv:") {
 			s = s[6:]
 		}
-		id, ok := upstreamCleanArxivID(s)
+		id, ok := upstream.CleanArxivID(s)
 		if !ok {
 			continue
 		}
@@ -180,8 +201,8 @@ func (c *OpenAlexClient) LookupArxiv(ctx context.Context, arxivIDs []string) (ma
 		order = append(order, low)
 	}
 	out := make(map[string]Enrichment)
-	for start := 0; start < len(order); start += OpenAlexBatchSize {
-		batch := order[start:min(start+OpenAlexBatchSize, len(order))]
+	for start := 0; start < len(order); start += BatchSize {
+		batch := order[start:min(start+BatchSize, len(order))]
 		works, err := c.lookupBatch(ctx, batch)
 		if err != nil {
 			return nil, fmt.Errorf("looking up %d arXiv ids in OpenAlex: %w", len(batch), err)
@@ -203,7 +224,7 @@ func (c *OpenAlexClient) LookupArxiv(ctx context.Context, arxivIDs []string) (ma
 	return out, nil
 }
 
-func (c *OpenAlexClient) lookupBatch(ctx context.Context, lowIDs []string) (map[string]Enrichment, error) {
+func (c *Client) lookupBatch(ctx context.Context, lowIDs []string) (map[string]Enrichment, error) {
 	u, err := url.Parse(c.baseURL + "/works")
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, apperr.InvalidField("BaseURL", "must be an http(s) URL, got %q", c.baseURL)
@@ -218,7 +239,7 @@ func (c *OpenAlexClient) lookupBatch(ctx context.Context, lowIDs []string) (map[
 	q.Set("select", "id,doi,authorships,referenced_works")
 	c.identify(q)
 	u.RawQuery = q.Encode()
-	resp, err := fetch(ctx, c.get, u.String())
+	resp, err := upstream.Fetch(ctx, c.get, u.String())
 	if err != nil {
 		return nil, err
 	}
@@ -235,12 +256,12 @@ func (c *OpenAlexClient) lookupBatch(ctx context.Context, lowIDs []string) (map[
 // more authors wins. Only id, doi, authorships and referenced_works are read; any DOI is kept
 // (LookupArxiv picks the arXiv ones). The work's id and its
 // referenced_works are read too (citation events of followed papers). A body that is not JSON, lacks
-// "results", has fields of the wrong type or exceeds OpenAlexMaxBodyBytes
+// "results", has fields of the wrong type or exceeds MaxBodyBytes
 // gives an error wrapping ErrMalformed. Author names are valid UTF-8,
 // whitespace-collapsed and capped; at most 5000 authors are kept per work.
 func ParseWorks(body []byte) (map[string]Enrichment, error) {
-	if len(body) > OpenAlexMaxBodyBytes {
-		return nil, fmt.Errorf("parsing OpenAlex works: %w: body of %d bytes exceeds the %d-byte cap", ErrMalformed, len(body), OpenAlexMaxBodyBytes)
+	if len(body) > MaxBodyBytes {
+		return nil, fmt.Errorf("parsing OpenAlex works: %w: body of %d bytes exceeds the %d-byte cap", ErrMalformed, len(body), MaxBodyBytes)
 	}
 	var env struct {
 		Results json.RawMessage `json:"results"`
@@ -310,10 +331,10 @@ func openAlexEnrichment(w *openAlexWork) Enrichment {
 	}
 	for i := range w.Authorships {
 		as := &w.Authorships[i]
-		if len(e.Authors) < upstreamMaxAuthors {
-			name := text.Collapse(as.Author.DisplayName, upstreamMaxNameRunes)
+		if len(e.Authors) < upstream.MaxAuthors {
+			name := text.Collapse(as.Author.DisplayName, upstream.MaxNameRunes)
 			if name == "" {
-				name = text.Collapse(as.RawAuthorName, upstreamMaxNameRunes)
+				name = text.Collapse(as.RawAuthorName, upstream.MaxNameRunes)
 			}
 			var ids []string
 			if id, ok := openAlexEntityID(as.Author.ID, 'A'); ok {
@@ -323,7 +344,7 @@ func openAlexEnrichment(w *openAlexWork) Enrichment {
 				ids = append(ids, "orcid:"+orcid)
 			}
 			if name != "" || len(ids) > 0 {
-				e.Authors = append(e.Authors, paper.Author{Name: name, IDs: ids})
+				e.Authors = append(e.Authors, WorkAuthor{Name: name, IDs: ids})
 			}
 		}
 		for _, inst := range as.Institutions {
@@ -345,7 +366,7 @@ func openAlexEnrichment(w *openAlexWork) Enrichment {
 					cc = ""
 				}
 				e.InstitutionRecords = append(e.InstitutionRecords, Institution{IDs: ids,
-					Name: text.Collapse(inst.DisplayName, upstreamMaxNameRunes), Country: cc})
+					Name: text.Collapse(inst.DisplayName, upstream.MaxNameRunes), Country: cc})
 			}
 		}
 	}
@@ -407,7 +428,7 @@ func openAlexROR(s string) (string, bool) {
 		return "", false
 	}
 	for i := 0; i < len(id); i++ {
-		if !upstreamIsAlnum(id[i]) {
+		if !upstream.IsAlnum(id[i]) {
 			return "", false
 		}
 	}
@@ -439,15 +460,15 @@ func openAlexArxivIDFromDOI(doi string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	id, ok := upstreamCleanArxivID(rest)
+	id, ok := upstream.CleanArxivID(rest)
 	if !ok {
 		return "", false
 	}
 	return strings.ToLower(id), true
 }
 
-// OpenAlexAuthor is an author as OpenAlex's /authors/{id} answers.
-type OpenAlexAuthor struct {
+// Author is an author as OpenAlex's /authors/{id} answers.
+type Author struct {
 	// ID is the author's id now, "openalex:A…": another id than the one
 	// asked when OpenAlex merged that profile into this one.
 	ID    string
@@ -460,28 +481,28 @@ type OpenAlexAuthor struct {
 // (following its redirect), so the result's ID differs from id then. An
 // author OpenAlex does not know is found false. Errors are as for
 // LookupArxiv.
-func (c *OpenAlexClient) LookupAuthor(ctx context.Context, id string) (OpenAlexAuthor, bool, error) {
+func (c *Client) LookupAuthor(ctx context.Context, id string) (Author, bool, error) {
 	short, ok := openAlexEntityID(strings.TrimPrefix(id, "openalex:"), 'A')
 	if !ok {
-		return OpenAlexAuthor{}, false, fmt.Errorf("looking up OpenAlex author %q: not an OpenAlex author id", id)
+		return Author{}, false, fmt.Errorf("looking up OpenAlex author %q: not an OpenAlex author id", id)
 	}
 	u, err := url.Parse(c.baseURL + "/authors/" + short)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return OpenAlexAuthor{}, false, apperr.InvalidField("BaseURL", "must be an http(s) URL, got %q", c.baseURL)
+		return Author{}, false, apperr.InvalidField("BaseURL", "must be an http(s) URL, got %q", c.baseURL)
 	}
 	q := u.Query()
 	q.Set("select", "id,display_name,orcid")
 	c.identify(q)
 	u.RawQuery = q.Encode()
-	resp, err := fetch(ctx, c.get, u.String())
+	resp, err := upstream.Fetch(ctx, c.get, u.String())
 	if err != nil {
-		return OpenAlexAuthor{}, false, fmt.Errorf("looking up OpenAlex author %s: %w", short, err)
+		return Author{}, false, fmt.Errorf("looking up OpenAlex author %s: %w", short, err)
 	}
 	if resp.Status == 404 {
-		return OpenAlexAuthor{}, false, nil
+		return Author{}, false, nil
 	}
 	if resp.Status/100 != 2 {
-		return OpenAlexAuthor{}, false, fmt.Errorf("looking up OpenAlex author %s: %w", short, resp.StatusError())
+		return Author{}, false, fmt.Errorf("looking up OpenAlex author %s: %w", short, resp.StatusError())
 	}
 	var body struct {
 		ID          string `json:"id"`
@@ -489,13 +510,13 @@ func (c *OpenAlexClient) LookupAuthor(ctx context.Context, id string) (OpenAlexA
 		ORCID       string `json:"orcid"`
 	}
 	if err := json.Unmarshal(resp.Body, &body); err != nil {
-		return OpenAlexAuthor{}, false, fmt.Errorf("parsing OpenAlex author %s: %w: %w", short, ErrMalformed, err)
+		return Author{}, false, fmt.Errorf("parsing OpenAlex author %s: %w: %w", short, ErrMalformed, err)
 	}
 	now, ok := openAlexEntityID(body.ID, 'A')
 	if !ok {
-		return OpenAlexAuthor{}, false, fmt.Errorf("parsing OpenAlex author %s: %w: no author id in the response", short, ErrMalformed)
+		return Author{}, false, fmt.Errorf("parsing OpenAlex author %s: %w: no author id in the response", short, ErrMalformed)
 	}
-	a := OpenAlexAuthor{ID: "openalex:" + now, Name: text.Collapse(body.DisplayName, upstreamMaxNameRunes)}
+	a := Author{ID: "openalex:" + now, Name: text.Collapse(body.DisplayName, upstream.MaxNameRunes)}
 	if orcid, ok := openAlexORCID(body.ORCID); ok {
 		a.ORCID = "orcid:" + orcid
 	}

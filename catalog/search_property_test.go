@@ -1,4 +1,4 @@
-package paper_test
+package catalog_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"followfeed/account"
 	"followfeed/auth"
+	"followfeed/catalog"
 	"followfeed/follow"
 	"followfeed/paper"
 )
@@ -130,7 +131,7 @@ func TestSearchKeysAtIngestEqualMatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback(ctx)
-		stored, err := paper.Load(ctx, tx, ids, paper.AllFields)
+		stored, err := catalog.Load(ctx, tx, ids, catalog.AllFields)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +159,7 @@ func TestSearchKeysAtIngestEqualMatch(t *testing.T) {
 			t.Fatalf("%s: only %d matches: the property is not exercised", stage, matches)
 		}
 	}
-	if _, err := in.Ingest(ctx, batch, paper.SourcePush); err != nil {
+	if _, err := in.Ingest(ctx, batch, catalog.SourcePush); err != nil {
 		t.Fatal(err)
 	}
 	check("first ingest")
@@ -172,7 +173,7 @@ func TestSearchKeysAtIngestEqualMatch(t *testing.T) {
 		p.Title = batch[(i+1)%len(batch)].Title
 		v2 = append(v2, p)
 	}
-	if _, err := in.Ingest(ctx, v2, paper.SourcePush); err != nil {
+	if _, err := in.Ingest(ctx, v2, catalog.SourcePush); err != nil {
 		t.Fatal(err)
 	}
 	// Every search the new text matches now has a row for the paper.

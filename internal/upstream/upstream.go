@@ -1,4 +1,9 @@
-package harvest
+// Package upstream is what the clients of followfeed's upstream sources
+// (package harvest's OAI-PMH client, package openalex) share: their
+// sentinel errors, the GET that reports an oversized body as malformed, the
+// lenient reading of arXiv ids in upstream records, and the caps on
+// authors. It imports no domain package.
+package upstream
 
 import (
 	"context"
@@ -24,10 +29,6 @@ var (
 	// that is not worth retrying (4xx other than 429). It is
 	// httpclient.ErrUpstream, which the retrying getter wraps.
 	ErrUpstream = httpclient.ErrUpstream
-	// ErrBadResumptionToken is matched (errors.Is) by the *OAIError of an
-	// OAI-PMH badResumptionToken error: the token expired or is unknown, and
-	// the harvest must restart with From set to the last datestamp it stored.
-	ErrBadResumptionToken = errors.New("OAI-PMH resumption token rejected")
 	// ErrTooLarge is matched (errors.Is) by the ErrMalformed error of a
 	// response larger than the body cap, counted after decompression (a
 	// gzip body that inflates past it): the same page would fail the same
@@ -36,15 +37,16 @@ var (
 	ErrTooLarge = httpclient.ErrBodyTooLarge
 )
 
-// Caps both clients apply to authors.
+// Caps both clients apply to authors: the most authors kept per record,
+// and the most characters of a name.
 const (
-	upstreamMaxAuthors   = 5000
-	upstreamMaxNameRunes = 500
+	MaxAuthors   = 5000
+	MaxNameRunes = 500
 )
 
-// fetch GETs rawURL with g and maps an oversized body to ErrMalformed, as
+// Fetch GETs rawURL with g and maps an oversized body to ErrMalformed, as
 // both clients document.
-func fetch(ctx context.Context, g *httpclient.Getter, rawURL string) (*httpclient.Response, error) {
+func Fetch(ctx context.Context, g *httpclient.Getter, rawURL string) (*httpclient.Response, error) {
 	resp, err := g.Get(ctx, rawURL)
 	if errors.Is(err, httpclient.ErrBodyTooLarge) {
 		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
@@ -52,11 +54,11 @@ func fetch(ctx context.Context, g *httpclient.Getter, rawURL string) (*httpclien
 	return resp, err
 }
 
-// upstreamCleanArxivID trims s, strips a trailing version ("v2"), and
+// CleanArxivID trims s, strips a trailing version ("v2"), and
 // accepts it if it looks like an arXiv id: 1–64 bytes of letters, digits,
 // '.', '-' and '/', with at least one digit. It is deliberately lenient about
 // the exact scheme so a future id format is not dropped.
-func upstreamCleanArxivID(s string) (string, bool) {
+func CleanArxivID(s string) (string, bool) {
 	s = strings.TrimSpace(s)
 	if s == "" || len(s) > 64 {
 		return "", false
@@ -67,7 +69,7 @@ func upstreamCleanArxivID(s string) (string, bool) {
 		switch {
 		case b >= '0' && b <= '9':
 			digit = true
-		case upstreamIsAlnum(b) || b == '.' || b == '-' || b == '/':
+		case IsAlnum(b) || b == '.' || b == '-' || b == '/':
 		default:
 			return "", false
 		}
@@ -87,6 +89,7 @@ func upstreamCleanArxivID(s string) (string, bool) {
 	return s, true
 }
 
-func upstreamIsAlnum(b byte) bool {
+// IsAlnum reports whether b is an ASCII letter or digit.
+func IsAlnum(b byte) bool {
 	return b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
 }

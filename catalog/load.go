@@ -1,4 +1,4 @@
-package paper
+package catalog
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"followfeed/paper"
 )
 
 // Fields says how much of a paper Load reads.
@@ -24,13 +26,13 @@ const (
 // absent from the result. Dates a source never gave are the row's creation
 // time, in UTC; withdrawn papers are read like any other (their keys are
 // gone, so matching no longer finds them).
-func Load(ctx context.Context, tx pgx.Tx, ids []int64, f Fields) (map[int64]Paper, error) {
+func Load(ctx context.Context, tx pgx.Tx, ids []int64, f Fields) (map[int64]paper.Paper, error) {
 	if len(ids) == 0 {
-		return map[int64]Paper{}, nil
+		return map[int64]paper.Paper{}, nil
 	}
-	var out map[int64]Paper
+	var out map[int64]paper.Paper
 	var b pgx.Batch
-	QueueLoad(&b, ids, f, func(got map[int64]Paper) { out = got })
+	QueueLoad(&b, ids, f, func(got map[int64]paper.Paper) { out = got })
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		return nil, err
 	}
@@ -41,17 +43,17 @@ func Load(ctx context.Context, tx pgx.Tx, ids []int64, f Fields) (map[int64]Pape
 // it in one round trip with others of the same snapshot: when b's results
 // are read (pgx.BatchResults.Close), done gets the papers Load would
 // return, unless reading them failed (Close's error says why).
-func QueueLoad(b *pgx.Batch, ids []int64, f Fields, done func(map[int64]Paper)) {
+func QueueLoad(b *pgx.Batch, ids []int64, f Fields, done func(map[int64]paper.Paper)) {
 	b.Queue(`
 		SELECT id, arxiv_id, version, title, CASE WHEN $2 THEN '' ELSE abstract END, authors, primary_category, categories, institutions,
 		       coalesce(doi, ''), coalesce(journal_ref, ''), coalesce(comments, ''),
 		       coalesce(submitted_at, created_at), coalesce(updated_at, submitted_at, created_at),
 		       coalesce(announced_at, created_at), abs_url, pdf_url
 		FROM papers WHERE id = ANY($1)`, ids, f == WithoutAbstract).Query(func(rows pgx.Rows) error {
-		out := make(map[int64]Paper, len(ids))
+		out := make(map[int64]paper.Paper, len(ids))
 		for rows.Next() {
 			var id int64
-			var p Paper
+			var p paper.Paper
 			var authors []byte
 			if err := rows.Scan(&id, &p.ArxivID, &p.Version, &p.Title, &p.Abstract, &authors, &p.PrimaryCategory,
 				&p.Categories, &p.Institutions, &p.DOI, &p.JournalRef, &p.Comments, &p.SubmittedAt, &p.UpdatedAt,

@@ -1,4 +1,4 @@
-package paper_test
+package catalog_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"followfeed/account"
 	"followfeed/auth"
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/internal/testjobs"
@@ -43,7 +44,7 @@ func TestBackfillIsAJob(t *testing.T) {
 		testPaper("2609.00003", at(29*day), titled("Diffusion models, a month ago")),
 		testPaper("2609.00004", at(3*day), titled("Transformers for tables")),
 		testPaper("2607.00005", at(45*day), titled("Diffusion models, long ago")),
-	}, paper.SourcePush); err != nil {
+	}, catalog.SourcePush); err != nil {
 		t.Fatal(err)
 	}
 	users := account.NewUsers(db)
@@ -75,7 +76,7 @@ func TestBackfillIsAJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holder.Rollback(ctx)
-	if _, err := holder.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, paper.WritersLock); err != nil {
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, catalog.WritersLock); err != nil {
 		t.Fatal(err)
 	}
 	quick, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -147,7 +148,7 @@ func TestBackfillIsAJob(t *testing.T) {
 	if len(got.Papers) != 3 {
 		t.Errorf("the second follower's matches: %d papers, want 3", len(got.Papers))
 	}
-	if n, err := store.BackfillSearch(ctx, search.ID, now.Add(-paper.BackfillDays*day), nil); err != nil || n != 0 {
+	if n, err := store.BackfillSearch(ctx, search.ID, now.Add(-catalog.BackfillDays*day), nil); err != nil || n != 0 {
 		t.Errorf("a second backfill: %d papers, %v; want 0", n, err)
 	}
 
@@ -174,7 +175,7 @@ func TestBackfillIsAJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holder.Rollback(ctx)
-	if _, err := holder.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, paper.WritersLock); err != nil {
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, catalog.WritersLock); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := follows.Follow(ctx, a, late, follow.Options{}); err != nil {
@@ -229,7 +230,7 @@ func TestBackfillIsAJob(t *testing.T) {
 
 // runJobs starts a River client working backfill and match jobs until the
 // test ends.
-func runJobs(t *testing.T, db *database.DB, store *paper.Store) {
+func runJobs(t *testing.T, db *database.DB, store *catalog.Store) {
 	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	client, err := worker.NewClient(worker.Deps{Pool: db.Pool, Logger: logger, Jobs: []worker.Registration{

@@ -1,4 +1,12 @@
-package paper
+// Package catalog owns the stored papers: the one writer of tables papers,
+// paper_keys, match_state, key_seq_times, search_hits and
+// paper_search_hits. Sources (package harvest, the push endpoint) hand
+// papers (package paper) to Store.Ingest, which stores them with their
+// match keys and saved-search hits under a seq and enqueues the match job
+// in the same transaction; OpenAlex enrichment goes through Store.Enrich, a
+// newly followed search's first matches through Store.BackfillSearch.
+// Package match reads papers back with Load and the seqs up to HighSeq.
+package catalog
 
 import (
 	"cmp"
@@ -14,6 +22,7 @@ import (
 	"followfeed/apperr"
 	"followfeed/database"
 	"followfeed/follow"
+	"followfeed/paper"
 )
 
 // MatchEnqueuer inserts the match job of newly written keys, inside the
@@ -46,7 +55,7 @@ type Enqueuer interface {
 // transaction, after the papers are written, with the papers whose author
 // ids are new. Package identity implements it.
 type IdentityObserver interface {
-	ObservePapers(ctx context.Context, tx pgx.Tx, papers []Paper) error
+	ObservePapers(ctx context.Context, tx pgx.Tx, papers []paper.Paper) error
 }
 
 // Source says where papers came from; pushed papers are validated strictly.
@@ -109,11 +118,12 @@ type IngestResult struct {
 	ToSeq   int64 `json:"-"`
 }
 
-// Store is the one writer of tables papers, paper_keys, match_state and
-// key_seq_times:
-// it stores papers with their match keys (Ingest, Enrich), keeps the
-// enrichment schedule in papers (DueForEnrichment, PostponeEnrichment), and
-// reads the match watermark (HighSeq). Every write takes keyWritersLock.
+// Store is the one writer of tables papers, paper_keys, match_state,
+// key_seq_times, search_hits and paper_search_hits: it stores papers with
+// their match keys and saved-search hits (Ingest, Enrich, BackfillSearch),
+// keeps the enrichment schedule in papers (DueForEnrichment,
+// PostponeEnrichment), and reads the high seq (HighSeq). Every write of
+// keys or hits takes keyWritersLock.
 type Store struct {
 	db        *database.DB
 	enq       Enqueuer
@@ -138,7 +148,7 @@ func NewStore(db *database.DB, enq Enqueuer) *Store {
 // field, reason) and nothing is written; from a harvest source, invalid
 // records are skipped and listed in the result. Ingesting the same records
 // twice changes nothing the second time and enqueues no job.
-func (st *Store) Ingest(ctx context.Context, papers []Paper, src Source) (*IngestResult, error) {
+func (st *Store) Ingest(ctx context.Context, papers []paper.Paper, src Source) (*IngestResult, error) {
 	if len(papers) > MaxBatch {
 		return nil, apperr.New(apperr.TooLarge, "at most %d papers per request; got %d", MaxBatch, len(papers))
 	}
@@ -146,7 +156,7 @@ func (st *Store) Ingest(ctx context.Context, papers []Paper, src Source) (*Inges
 	strict := src == SourcePush
 	var problems []apperr.Detail
 	byID := map[string]int{}
-	var batch []Paper
+	var batch []paper.Paper
 	for i := range papers {
 		p := papers[i]
 		if fe := p.Normalize(strict); fe != nil {
@@ -175,7 +185,7 @@ func (st *Store) Ingest(ctx context.Context, papers []Paper, src Source) (*Inges
 		return res, nil
 	}
 	// Rows are locked and written in arxiv_id order.
-	slices.SortFunc(batch, func(a, b Paper) int { return strings.Compare(a.ArxivID, b.ArxivID) })
+	slices.SortFunc(batch, func(a, b paper.Paper) int { return strings.Compare(a.ArxivID, b.ArxivID) })
 	err := st.db.InTx(ctx, func(tx pgx.Tx) error {
 		return st.apply(ctx, tx, batch, src, res)
 	})
@@ -188,7 +198,7 @@ func (st *Store) Ingest(ctx context.Context, papers []Paper, src Source) (*Inges
 // stored is what the database holds of a paper.
 type stored struct {
 	id      int64
-	paper   Paper
+	paper   paper.Paper
 	deleted bool
 	keys    map[string]bool
 	// searches are the saved-search keys with a search_hits row of the
@@ -208,7 +218,7 @@ type keyRow struct {
 	Detail      string `json:"detail,omitempty"` // what the event's reader is told
 }
 
-func (st *Store) apply(ctx context.Context, tx pgx.Tx, batch []Paper, src Source, res *IngestResult) error {
+func (st *Store) apply(ctx context.Context, tx pgx.Tx, batch []paper.Paper, src Source, res *IngestResult) error {
 	if err := lockWriters(ctx, tx); err != nil {
 		return err
 	}
@@ -220,7 +230,7 @@ func (st *Store) apply(ctx context.Context, tx pgx.Tx, batch []Paper, src Source
 	if err != nil {
 		return err
 	}
-	var fresh []Paper
+	var fresh []paper.Paper
 	for _, p := range batch {
 		if _, ok := existing[p.ArxivID]; !ok && !p.Deleted {
 			if p.Version == 0 {
@@ -258,9 +268,40 @@ func (st *Store) apply(ctx context.Context, tx pgx.Tx, batch []Paper, src Source
 // caller; inserted are the papers this transaction just created): merged
 // papers, new key rows, withdrawals, and the match job of the keys written.
 // The caller holds keyWritersLock.
-func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing map[string]*stored, inserted map[string]int64, res *IngestResult) error {
-	var keys []keyRow
-	var updates []Paper
+func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []paper.Paper, existing map[string]*stored, inserted map[string]int64, res *IngestResult) error {
+	c, err := st.collectChanges(ctx, tx, batch, existing, inserted, res)
+	if err != nil {
+		return err
+	}
+	if err := updatePapers(ctx, tx, c.updateIDs, c.updates); err != nil {
+		return err
+	}
+	if err := withdraw(ctx, tx, c.deletes); err != nil {
+		return err
+	}
+	if err := st.observe(ctx, tx, c.observed); err != nil {
+		return err
+	}
+	return st.writeMatches(ctx, tx, c.keys, c.hits, res)
+}
+
+// changes is what one write stores, sorted out of its batch before any of
+// it is written.
+type changes struct {
+	keys      []keyRow // in the order they take their seqs
+	hits      hitSet
+	freshHits [][]int64     // new papers' hits, by search number (searchMatches.set)
+	observed  []paper.Paper // papers with author ids new to them
+	updates   []paper.Paper // merged records that changed a stored paper
+	updateIDs []int64       // their papers.id
+	deletes   []int64       // stored papers the source withdrew
+}
+
+// collectChanges reads what the batch's changes depend on (which of its
+// stored papers somebody follows, the followed papers its references cite,
+// the saved searches its papers match) and sorts every record of the batch
+// into changes, counting it in res.
+func (st *Store) collectChanges(ctx context.Context, tx pgx.Tx, batch []paper.Paper, existing map[string]*stored, inserted map[string]int64, res *IngestResult) (changes, error) {
 	// Followed papers (kind paper) get event rows (events.go).
 	storedIDs := make([]string, 0, len(existing))
 	ids := make(map[string]int64, len(existing)+len(inserted))
@@ -273,151 +314,188 @@ func (st *Store) write(ctx context.Context, tx pgx.Tx, batch []Paper, existing m
 	}
 	followed, err := follow.FollowedPapers(ctx, tx, storedIDs)
 	if err != nil {
-		return err
+		return changes{}, err
 	}
 	cites, err := citeEvents(ctx, tx, batch, ids)
 	if err != nil {
-		return err
+		return changes{}, err
 	}
-	keys = append(keys, cites...)
-	var updateIDs []int64
-	var deletes []int64
 	// Saved searches: only records from a source (inserted != nil); an
 	// enrichment adds ids, never text.
 	var matched searchMatches
 	if inserted != nil {
 		if matched, err = st.searchKeys(ctx, tx, batch, existing, inserted); err != nil {
-			return err
+			return changes{}, err
 		}
 	}
-	// The matches of new papers, by search (numbers in matched.set):
-	// one hit row per search with a match, collected without a map
-	// operation per (search, paper).
-	freshHits := make([][]int64, matched.len())
-	var observed []Paper // papers with author ids new to them
-	hits := hitSet{}
+	c := changes{keys: cites, hits: hitSet{}, freshHits: make([][]int64, matched.len())}
 	for _, p := range batch {
 		if id, ok := inserted[p.ArxivID]; ok {
-			res.New++
-			if p.hasResearcherIDs() {
-				observed = append(observed, p)
-			}
-			for _, k := range p.Keys() {
-				keys = append(keys, keyRow{PaperID: id, Key: k.Key, Version: max(p.Version, 1), Cross: k.Cross, NewPaper: true})
-			}
-			for _, qi := range matched.byPaper[p.ArxivID] {
-				freshHits[qi] = append(freshHits[qi], id)
-			}
+			c.addNew(p, id, matched, res)
 			continue
 		}
 		old, ok := existing[p.ArxivID]
-		if !ok { // a deleted record of a paper we never had
-			res.Unchanged++
-			continue
-		}
-		if p.Deleted {
-			if old.deleted {
-				res.Unchanged++
-			} else {
-				res.Deleted++
-				deletes = append(deletes, old.id)
-				if followed[p.ArxivID] {
-					// Written after the paper's keys are removed (below).
-					keys = append(keys, withdrawnEvent(old.id, old.paper))
-				}
-			}
-			continue
-		}
-		merged := merge(old.paper, p)
-		replacing := merged.Version > old.paper.Version
-		if p.Version != 0 && p.Version < old.paper.Version {
-			res.Unchanged++ // an older version arriving late
-			continue
-		}
-		var newKeys []keyRow
-		newHits := hits.addStored(old, matched.of(p.ArxivID), replacing)
-		for _, k := range merged.Keys() {
-			switch {
-			case !old.keys[k.Key]:
-				newKeys = append(newKeys, keyRow{PaperID: old.id, Key: k.Key, Version: merged.Version, Cross: k.Cross, Replacement: false, NewPaper: false})
-			case replacing:
-				newKeys = append(newKeys, keyRow{PaperID: old.id, Key: k.Key, Version: merged.Version, Cross: k.Cross, Replacement: true, NewPaper: false})
-			}
-		}
-		if replacing {
-			// Keys the new version no longer has still get a replacement
-			// row: followers who opted in hear about the new version.
-			for k := range old.keys {
-				if isEventKey(k) {
-					continue // a paper follow hears of events only
-				}
-				if !slices.ContainsFunc(newKeys, func(r keyRow) bool { return r.Key == k }) {
-					newKeys = append(newKeys, keyRow{PaperID: old.id, Key: k, Version: merged.Version, Cross: false, Replacement: true, NewPaper: false})
-				}
-			}
-		}
-		if followed[p.ArxivID] && !old.deleted {
-			newKeys = append(newKeys, paperEvents(old.id, old.paper, merged)...)
-		}
-		changed := !samePaper(old.paper, merged) || old.deleted
 		switch {
-		case replacing:
-			res.Replaced++
-		case changed || len(newKeys) > 0 || newHits:
-			res.Updated++
-		default:
+		case !ok: // a deleted record of a paper we never had
 			res.Unchanged++
-		}
-		if changed {
-			updates = append(updates, merged)
-			updateIDs = append(updateIDs, old.id)
-		}
-		keys = append(keys, newKeys...)
-		if slices.ContainsFunc(newKeys, func(r keyRow) bool { return !r.Replacement && strings.HasPrefix(r.Key, "researcher:") }) {
-			observed = append(observed, merged)
+		case p.Deleted:
+			c.addWithdrawal(old, followed[p.ArxivID], res)
+		default:
+			c.addRecord(p, old, matched, followed[p.ArxivID], res)
 		}
 	}
-	for qi, ids := range freshHits {
+	for qi, ids := range c.freshHits {
 		if len(ids) > 0 {
-			hits[hitKind{key: matched.key(qi), newPaper: true}] = ids
+			c.hits[hitKind{key: matched.key(qi), newPaper: true}] = ids
 		}
 	}
-	if err := updatePapers(ctx, tx, updateIDs, updates); err != nil {
+	return c, nil
+}
+
+// addNew adds paper p, which this write inserted as id: every key row of
+// it (all new) and its search hits. The hits go by search number, one row
+// per search with a match, without a map operation per (search, paper).
+func (c *changes) addNew(p paper.Paper, id int64, matched searchMatches, res *IngestResult) {
+	res.New++
+	if hasResearcherIDs(&p) {
+		c.observed = append(c.observed, p)
+	}
+	for _, k := range p.Keys() {
+		c.keys = append(c.keys, keyRow{PaperID: id, Key: k.Key, Version: max(p.Version, 1), Cross: k.Cross, NewPaper: true})
+	}
+	for _, qi := range matched.byPaper[p.ArxivID] {
+		c.freshHits[qi] = append(c.freshHits[qi], id)
+	}
+}
+
+// addWithdrawal adds the source's withdrawal of the stored paper old
+// (withdraw removes its keys and hits) and, when somebody follows it
+// (followed), its withdrawn event, written after its keys are removed. A
+// paper withdrawn already is unchanged.
+func (c *changes) addWithdrawal(old *stored, followed bool, res *IngestResult) {
+	if old.deleted {
+		res.Unchanged++
+		return
+	}
+	res.Deleted++
+	c.deletes = append(c.deletes, old.id)
+	if followed {
+		c.keys = append(c.keys, withdrawnEvent(old.id, old.paper))
+	}
+}
+
+// addRecord adds record p of the stored paper old (from a source or an
+// enrichment): the merged paper when it differs from old, its new key rows
+// and search hits (replacements too when p is a new version), the events
+// of a followed paper, and the merged paper for the identity observers
+// when it brings researcher ids new to it. An older version than old's is
+// unchanged.
+func (c *changes) addRecord(p paper.Paper, old *stored, matched searchMatches, followed bool, res *IngestResult) {
+	merged := merge(old.paper, p)
+	replacing := merged.Version > old.paper.Version
+	if p.Version != 0 && p.Version < old.paper.Version {
+		res.Unchanged++ // an older version arriving late
+		return
+	}
+	newHits := c.hits.addStored(old, matched.of(p.ArxivID), replacing)
+	newKeys := storedKeyRows(old, merged, replacing)
+	if followed && !old.deleted {
+		newKeys = append(newKeys, paperEvents(old.id, old.paper, merged)...)
+	}
+	changed := !samePaper(old.paper, merged) || old.deleted
+	switch {
+	case replacing:
+		res.Replaced++
+	case changed || len(newKeys) > 0 || newHits:
+		res.Updated++
+	default:
+		res.Unchanged++
+	}
+	if changed {
+		c.updates = append(c.updates, merged)
+		c.updateIDs = append(c.updateIDs, old.id)
+	}
+	c.keys = append(c.keys, newKeys...)
+	if slices.ContainsFunc(newKeys, func(r keyRow) bool { return !r.Replacement && strings.HasPrefix(r.Key, "researcher:") }) {
+		c.observed = append(c.observed, merged)
+	}
+}
+
+// storedKeyRows returns the key rows merged, the new record of the stored
+// paper old, adds: a row of each key old lacks and, with a new version
+// (replacing), a replacement row of each key it keeps.
+func storedKeyRows(old *stored, merged paper.Paper, replacing bool) []keyRow {
+	var rows []keyRow
+	for _, k := range merged.Keys() {
+		switch {
+		case !old.keys[k.Key]:
+			rows = append(rows, keyRow{PaperID: old.id, Key: k.Key, Version: merged.Version, Cross: k.Cross, Replacement: false, NewPaper: false})
+		case replacing:
+			rows = append(rows, keyRow{PaperID: old.id, Key: k.Key, Version: merged.Version, Cross: k.Cross, Replacement: true, NewPaper: false})
+		}
+	}
+	if replacing {
+		// Keys the new version no longer has still get a replacement
+		// row: followers who opted in hear about the new version.
+		for k := range old.keys {
+			if isEventKey(k) {
+				continue // a paper follow hears of events only
+			}
+			if !slices.ContainsFunc(rows, func(r keyRow) bool { return r.Key == k }) {
+				rows = append(rows, keyRow{PaperID: old.id, Key: k, Version: merged.Version, Cross: false, Replacement: true, NewPaper: false})
+			}
+		}
+	}
+	return rows
+}
+
+// withdraw marks the papers ids withdrawn and removes their keys and search
+// hits, so no feed or digest query needs to look at papers to leave them
+// out. Should one ever come back, its keys are new again and its followers
+// hear of it once more.
+func withdraw(ctx context.Context, tx pgx.Tx, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `UPDATE papers SET deleted_at = now(), modified_at = now() WHERE id = ANY($1)`, ids); err != nil {
+		return fmt.Errorf("marking %d papers deleted: %w", len(ids), err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM paper_keys WHERE paper_id = ANY($1)`, ids); err != nil {
+		return fmt.Errorf("removing the keys of %d deleted papers: %w", len(ids), err)
+	}
+	if err := removeHits(ctx, tx, ids); err != nil {
 		return err
 	}
-	if len(deletes) > 0 {
-		// A withdrawn paper loses its keys, so no feed or digest query
-		// needs to look at papers to leave it out. Should it ever come back,
-		// its keys are new again and its followers hear of it once more.
-		if _, err := tx.Exec(ctx, `UPDATE papers SET deleted_at = now(), modified_at = now() WHERE id = ANY($1)`, deletes); err != nil {
-			return fmt.Errorf("marking %d papers deleted: %w", len(deletes), err)
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM paper_keys WHERE paper_id = ANY($1)`, deletes); err != nil {
-			return fmt.Errorf("removing the keys of %d deleted papers: %w", len(deletes), err)
-		}
-		if err := removeHits(ctx, tx, deletes); err != nil {
-			return err
-		}
-		// Removed rows change what a snapshot holds below the watermark,
-		// so the watermark moves (a seq of its own, with no row): a
-		// private feed's validator, cached per watermark (feeds.Validators),
-		// is computed again, and two processes never hold different
-		// validators for the same watermark.
-		var seq int64
-		if err := tx.QueryRow(ctx, `SELECT nextval('paper_key_seq')`).Scan(&seq); err != nil {
-			return fmt.Errorf("taking a seq for %d withdrawals: %w", len(deletes), err)
-		}
-		if err := advanceWatermark(ctx, tx, seq); err != nil {
-			return err
+	// Removed rows change what a snapshot holds below the watermark,
+	// so the watermark moves (a seq of its own, with no row): a
+	// private feed's validator, cached per watermark (feeds.Validators),
+	// is computed again, and two processes never hold different
+	// validators for the same watermark.
+	var seq int64
+	if err := tx.QueryRow(ctx, `SELECT nextval('paper_key_seq')`).Scan(&seq); err != nil {
+		return fmt.Errorf("taking a seq for %d withdrawals: %w", len(ids), err)
+	}
+	return advanceWatermark(ctx, tx, seq)
+}
+
+// observe shows every identity observer the papers with author ids new to
+// them.
+func (st *Store) observe(ctx context.Context, tx pgx.Tx, papers []paper.Paper) error {
+	if len(papers) == 0 {
+		return nil
+	}
+	for _, o := range st.observers {
+		if err := o.ObservePapers(ctx, tx, papers); err != nil {
+			return fmt.Errorf("linking the author ids of %d papers: %w", len(papers), err)
 		}
 	}
-	if len(observed) > 0 {
-		for _, o := range st.observers {
-			if err := o.ObservePapers(ctx, tx, observed); err != nil {
-				return fmt.Errorf("linking the author ids of %d papers: %w", len(observed), err)
-			}
-		}
-	}
+	return nil
+}
+
+// writeMatches writes the key rows and search hits (writeKeys), records
+// them in res and enqueues the match job of their seqs; with neither it
+// does nothing.
+func (st *Store) writeMatches(ctx context.Context, tx pgx.Tx, keys []keyRow, hits hitSet, res *IngestResult) error {
 	if len(keys) == 0 && len(hits) == 0 {
 		return nil
 	}
@@ -575,40 +653,40 @@ func copyKeys(ctx context.Context, tx pgx.Tx, keys []keyRow) (from, to int64, er
 
 // paperRow is the JSON shape papers are written in (jsonb_to_recordset).
 type paperRow struct {
-	ID              int64      `json:"id,omitempty"`
-	ArxivID         string     `json:"arxiv_id"`
-	Version         int        `json:"version"`
-	Title           string     `json:"title"`
-	Abstract        string     `json:"abstract"`
-	Authors         []Author   `json:"authors"`
-	PrimaryCategory string     `json:"primary_category"`
-	Categories      []string   `json:"categories"`
-	Institutions    []string   `json:"institutions"`
-	DOI             *string    `json:"doi"`
-	JournalRef      *string    `json:"journal_ref"`
-	Comments        *string    `json:"comments"`
-	SubmittedAt     *time.Time `json:"submitted_at"`
-	UpdatedAt       *time.Time `json:"updated_at"`
-	AnnouncedAt     *time.Time `json:"announced_at"`
-	AbsURL          string     `json:"abs_url"`
-	PDFURL          string     `json:"pdf_url"`
-	Source          string     `json:"source"`
-	EnrichAfter     *time.Time `json:"enrich_after"`
+	ID              int64          `json:"id,omitempty"`
+	ArxivID         string         `json:"arxiv_id"`
+	Version         int            `json:"version"`
+	Title           string         `json:"title"`
+	Abstract        string         `json:"abstract"`
+	Authors         []paper.Author `json:"authors"`
+	PrimaryCategory string         `json:"primary_category"`
+	Categories      []string       `json:"categories"`
+	Institutions    []string       `json:"institutions"`
+	DOI             *string        `json:"doi"`
+	JournalRef      *string        `json:"journal_ref"`
+	Comments        *string        `json:"comments"`
+	SubmittedAt     *time.Time     `json:"submitted_at"`
+	UpdatedAt       *time.Time     `json:"updated_at"`
+	AnnouncedAt     *time.Time     `json:"announced_at"`
+	AbsURL          string         `json:"abs_url"`
+	PDFURL          string         `json:"pdf_url"`
+	Source          string         `json:"source"`
+	EnrichAfter     *time.Time     `json:"enrich_after"`
 }
 
-func toRow(p Paper, src Source) paperRow {
+func toRow(p paper.Paper, src Source) paperRow {
 	r := paperRow{ArxivID: p.ArxivID, Version: p.Version, Title: p.Title, Abstract: p.Abstract, Authors: p.Authors,
 		PrimaryCategory: p.PrimaryCategory, Categories: p.Categories, Institutions: p.Institutions,
 		DOI: nullStr(p.DOI), JournalRef: nullStr(p.JournalRef), Comments: nullStr(p.Comments),
 		SubmittedAt: nullTime(p.SubmittedAt), UpdatedAt: nullTime(p.UpdatedAt), AnnouncedAt: nullTime(p.AnnouncedAt),
 		AbsURL: p.AbsURL, PDFURL: p.PDFURL, Source: string(src)}
 	if r.Authors == nil {
-		r.Authors = []Author{}
+		r.Authors = []paper.Author{}
 	}
 	if r.Institutions == nil {
 		r.Institutions = []string{}
 	}
-	if src != "" && !p.hasResearcherIDs() {
+	if src != "" && !hasResearcherIDs(&p) {
 		// A new paper whose authors come without ids (OAI-PMH never has
 		// them; the host may push names only): ask OpenAlex, or
 		// researcher and institution follows could never match it.
@@ -618,7 +696,8 @@ func toRow(p Paper, src Source) paperRow {
 	return r
 }
 
-func (p *Paper) hasResearcherIDs() bool {
+// hasResearcherIDs reports whether any author of p carries a researcher id.
+func hasResearcherIDs(p *paper.Paper) bool {
 	for _, a := range p.Authors {
 		if len(a.IDs) > 0 {
 			return true
@@ -632,7 +711,7 @@ const recordsetColumns = `id bigint, arxiv_id text, version int, title text, abs
 	submitted_at timestamptz, updated_at timestamptz, announced_at timestamptz, abs_url text, pdf_url text, source text,
 	enrich_after timestamptz`
 
-func insertPapers(ctx context.Context, tx pgx.Tx, papers []Paper, src Source) (map[string]int64, error) {
+func insertPapers(ctx context.Context, tx pgx.Tx, papers []paper.Paper, src Source) (map[string]int64, error) {
 	out := map[string]int64{}
 	if len(papers) == 0 {
 		return out, nil
@@ -671,7 +750,7 @@ func insertPapers(ctx context.Context, tx pgx.Tx, papers []Paper, src Source) (m
 	return out, nil
 }
 
-func updatePapers(ctx context.Context, tx pgx.Tx, ids []int64, papers []Paper) error {
+func updatePapers(ctx context.Context, tx pgx.Tx, ids []int64, papers []paper.Paper) error {
 	if len(papers) == 0 {
 		return nil
 	}
@@ -770,7 +849,7 @@ func loadForUpdate(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*st
 // paper. The incoming record wins field by field, but never erases what it
 // does not know: authors without ids keep the ids enrichment found for the
 // same name, institutions accumulate, and empty fields keep stored values.
-func merge(old, in Paper) Paper {
+func merge(old, in paper.Paper) paper.Paper {
 	m := in
 	if m.Version == 0 || m.Version < old.Version {
 		m.Version = old.Version
@@ -799,13 +878,13 @@ func merge(old, in Paper) Paper {
 		idsByName := map[string][]string{}
 		for _, a := range old.Authors {
 			if len(a.IDs) > 0 {
-				idsByName[NameKey(a.Name)] = a.IDs
+				idsByName[paper.NameKey(a.Name)] = a.IDs
 			}
 		}
-		authors := make([]Author, len(m.Authors))
+		authors := make([]paper.Author, len(m.Authors))
 		for i, a := range m.Authors {
-			authors[i] = Author{Name: a.Name, IDs: slices.Clone(a.IDs)}
-			for _, id := range idsByName[NameKey(a.Name)] {
+			authors[i] = paper.Author{Name: a.Name, IDs: slices.Clone(a.IDs)}
+			for _, id := range idsByName[paper.NameKey(a.Name)] {
 				if !slices.Contains(authors[i].IDs, id) {
 					authors[i].IDs = append(authors[i].IDs, id)
 				}
@@ -823,12 +902,7 @@ func merge(old, in Paper) Paper {
 	return m
 }
 
-// NameKey is the form in which author names compare: lowercase, whitespace
-// collapsed. Merging keeps ids across records by it; enrichment matches
-// OpenAlex authors by it first.
-func NameKey(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
-
-func samePaper(a, b Paper) bool {
+func samePaper(a, b paper.Paper) bool {
 	ja, _ := json.Marshal(toRow(a, ""))
 	jb, _ := json.Marshal(toRow(b, ""))
 	return string(ja) == string(jb)

@@ -1,4 +1,4 @@
-package paper
+package catalog
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"followfeed/paper"
 )
 
 // The enrichment schedule lives in papers: enrich_after is when a paper is
@@ -40,7 +42,7 @@ func (st *Store) DueForEnrichment(ctx context.Context, now time.Time, limit int)
 // OpenAlexID is stored, and its References give the followed papers it
 // cites their EventCites rows, each once. Every paper among
 // arxivIDs is marked done (enrich_after cleared), changed or not.
-func (st *Store) Enrich(ctx context.Context, arxivIDs []string, apply func(p *Paper)) (*IngestResult, error) {
+func (st *Store) Enrich(ctx context.Context, arxivIDs []string, apply func(p *paper.Paper)) (*IngestResult, error) {
 	res := &IngestResult{Received: len(arxivIDs)}
 	if len(arxivIDs) == 0 {
 		return res, nil
@@ -53,14 +55,14 @@ func (st *Store) Enrich(ctx context.Context, arxivIDs []string, apply func(p *Pa
 		if err != nil {
 			return err
 		}
-		var batch []Paper
+		var batch []paper.Paper
 		var works, workPapers []string
 		for _, s := range existing {
 			p := s.paper
 			// Deep copies: merge compares against the stored paper.
-			p.Authors = make([]Author, len(s.paper.Authors))
+			p.Authors = make([]paper.Author, len(s.paper.Authors))
 			for i, a := range s.paper.Authors {
-				p.Authors[i] = Author{Name: a.Name, IDs: slices.Clone(a.IDs)}
+				p.Authors[i] = paper.Author{Name: a.Name, IDs: slices.Clone(a.IDs)}
 			}
 			p.Institutions = slices.Clone(s.paper.Institutions)
 			apply(&p)

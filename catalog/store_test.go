@@ -1,4 +1,4 @@
-package paper_test
+package catalog_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/apperr"
+	"followfeed/catalog"
 	"followfeed/internal/testpaper"
 	"followfeed/paper"
 )
@@ -30,7 +31,7 @@ func TestIngestIsIdempotent(t *testing.T) {
 	batch := []paper.Paper{testPaper("2202.02326"), testPaper("astro-ph/9901001", func(p *paper.Paper) {
 		p.PrimaryCategory, p.Categories = "astro-ph", []string{"astro-ph"}
 	})}
-	res, err := in.Ingest(ctx, batch, paper.SourcePush)
+	res, err := in.Ingest(ctx, batch, catalog.SourcePush)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestIngestIsIdempotent(t *testing.T) {
 		t.Fatalf("first ingest: %+v, jobs %d", res, matchJobs(t, db))
 	}
 	keys := count(t, db, `SELECT count(*) FROM paper_keys`)
-	res, err = in.Ingest(ctx, batch, paper.SourcePush)
+	res, err = in.Ingest(ctx, batch, catalog.SourcePush)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestReplacementAndEnrichmentWriteOnlyWhatIsNew(t *testing.T) {
 	t.Parallel()
 	in, db := newStore(t)
 	ctx := context.Background()
-	if _, err := in.Ingest(ctx, []paper.Paper{testPaper("2202.02326v1")}, paper.SourceOAI); err != nil {
+	if _, err := in.Ingest(ctx, []paper.Paper{testPaper("2202.02326v1")}, catalog.SourceOAI); err != nil {
 		t.Fatal(err)
 	}
 	before := count(t, db, `SELECT count(*) FROM paper_keys`)
@@ -66,7 +67,7 @@ func TestReplacementAndEnrichmentWriteOnlyWhatIsNew(t *testing.T) {
 	res, err := in.Ingest(ctx, []paper.Paper{testPaper("2202.02326", func(p *paper.Paper) {
 		p.Authors = []paper.Author{{Name: "Ada Lovelace", IDs: []string{"openalex:A5023888391"}}}
 		p.Institutions = []string{"ror:03dbr7087"}
-	})}, paper.SourcePush)
+	})}, catalog.SourcePush)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestReplacementAndEnrichmentWriteOnlyWhatIsNew(t *testing.T) {
 	}
 
 	// A later OAI record without ids must not erase them.
-	res, err = in.Ingest(ctx, []paper.Paper{testPaper("2202.02326v1")}, paper.SourceOAI)
+	res, err = in.Ingest(ctx, []paper.Paper{testPaper("2202.02326v1")}, catalog.SourceOAI)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestReplacementAndEnrichmentWriteOnlyWhatIsNew(t *testing.T) {
 	}
 
 	// v2 replaces: every key gets a replacement row.
-	res, err = in.Ingest(ctx, []paper.Paper{testPaper("2202.02326v2", func(p *paper.Paper) { p.Title = "Better title" })}, paper.SourceOAI)
+	res, err = in.Ingest(ctx, []paper.Paper{testPaper("2202.02326v2", func(p *paper.Paper) { p.Title = "Better title" })}, catalog.SourceOAI)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestReplacementAndEnrichmentWriteOnlyWhatIsNew(t *testing.T) {
 		t.Errorf("%d replacement rows, want %d", n, all)
 	}
 	// v1 arriving late changes nothing.
-	res, _ = in.Ingest(ctx, []paper.Paper{testPaper("2202.02326v1")}, paper.SourceOAI)
+	res, _ = in.Ingest(ctx, []paper.Paper{testPaper("2202.02326v1")}, catalog.SourceOAI)
 	if res.Unchanged != 1 || count(t, db, `SELECT version FROM papers`) != 2 {
 		t.Errorf("stale version: %+v", res)
 	}
@@ -112,8 +113,8 @@ func TestDeletedRecordsAreWithdrawn(t *testing.T) {
 	t.Parallel()
 	in, db := newStore(t)
 	ctx := context.Background()
-	in.Ingest(ctx, []paper.Paper{testPaper("2202.02326")}, paper.SourceOAI)
-	res, err := in.Ingest(ctx, []paper.Paper{{ArxivID: "2202.02326", Deleted: true}, {ArxivID: "2101.00001", Deleted: true}}, paper.SourceOAI)
+	in.Ingest(ctx, []paper.Paper{testPaper("2202.02326")}, catalog.SourceOAI)
+	res, err := in.Ingest(ctx, []paper.Paper{{ArxivID: "2202.02326", Deleted: true}, {ArxivID: "2101.00001", Deleted: true}}, catalog.SourceOAI)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestInvalidPushWritesNothing(t *testing.T) {
 		testPaper("not-an-id"),
 		testPaper("2202.02327", func(p *paper.Paper) { p.Authors[0].IDs = []string{"orcid:0000-0002-1825-0098"} }),
 		testPaper("2202.02328", func(p *paper.Paper) { p.Title = "" }),
-	}, paper.SourcePush)
+	}, catalog.SourcePush)
 	e, ok := apperr.As(err)
 	if !ok || e.Code != apperr.Invalid || len(e.Details) != 3 {
 		t.Fatalf("want 3 problems, got %v", err)
@@ -145,7 +146,7 @@ func TestInvalidPushWritesNothing(t *testing.T) {
 		t.Errorf("%d papers written from an invalid batch", n)
 	}
 	// The same from a harvest: the invalid ones are skipped, the rest stored.
-	res, err := in.Ingest(context.Background(), []paper.Paper{testPaper("2202.02326"), testPaper("not-an-id")}, paper.SourceOAI)
+	res, err := in.Ingest(context.Background(), []paper.Paper{testPaper("2202.02326"), testPaper("not-an-id")}, catalog.SourceOAI)
 	if err != nil || res.New != 1 || len(res.Skipped) != 1 {
 		t.Errorf("lenient: %+v %v", res, err)
 	}
@@ -154,7 +155,7 @@ func TestInvalidPushWritesNothing(t *testing.T) {
 func TestBatchLimit(t *testing.T) {
 	t.Parallel()
 	in, _ := newStore(t)
-	_, err := in.Ingest(context.Background(), make([]paper.Paper, paper.MaxBatch+1), paper.SourcePush)
+	_, err := in.Ingest(context.Background(), make([]paper.Paper, catalog.MaxBatch+1), catalog.SourcePush)
 	if apperr.CodeOf(err) != apperr.TooLarge {
 		t.Errorf("want TooLarge, got %v", err)
 	}
@@ -216,7 +217,7 @@ func TestConcurrentWritersNeverLetAWatermarkReaderSkip(t *testing.T) {
 						p.Authors = []paper.Author{{Name: "X", IDs: []string{fmt.Sprintf("s2:%d", g*1000+b+1)}}}
 					}))
 				}
-				if _, err := in.Ingest(ctx, batch, paper.SourcePush); err != nil {
+				if _, err := in.Ingest(ctx, batch, catalog.SourcePush); err != nil {
 					errs <- err
 					return
 				}
@@ -254,7 +255,7 @@ func TestIngestUnavailableDatabase(t *testing.T) {
 	t.Parallel()
 	in, db := newStore(t)
 	db.Close()
-	_, err := in.Ingest(context.Background(), []paper.Paper{testPaper("2202.02326")}, paper.SourcePush)
+	_, err := in.Ingest(context.Background(), []paper.Paper{testPaper("2202.02326")}, catalog.SourcePush)
 	if err == nil || errors.Is(err, context.Canceled) {
 		t.Fatalf("want an error from a closed pool, got %v", err)
 	}
@@ -270,10 +271,10 @@ func TestPapersWithoutAuthorIDsAreQueuedForEnrichment(t *testing.T) {
 	withIDs := func(p *paper.Paper) {
 		p.Authors = []paper.Author{{Name: "Ada Lovelace", IDs: []string{"host:42"}}}
 	}
-	if _, err := in.Ingest(ctx, []paper.Paper{testPaper("2202.00001"), testPaper("2202.00002", withIDs)}, paper.SourceOAI); err != nil {
+	if _, err := in.Ingest(ctx, []paper.Paper{testPaper("2202.00001"), testPaper("2202.00002", withIDs)}, catalog.SourceOAI); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := in.Ingest(ctx, []paper.Paper{testPaper("2202.00003"), testPaper("2202.00004", withIDs)}, paper.SourcePush); err != nil {
+	if _, err := in.Ingest(ctx, []paper.Paper{testPaper("2202.00003"), testPaper("2202.00004", withIDs)}, catalog.SourcePush); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := db.Pool.Query(ctx, `SELECT arxiv_id FROM papers WHERE enrich_after IS NOT NULL ORDER BY arxiv_id`)
@@ -297,10 +298,10 @@ func TestKeySeqsOfMixedBatch(t *testing.T) {
 	t.Parallel()
 	in, db := newStore(t)
 	ctx := context.Background()
-	if _, err := in.Ingest(ctx, []paper.Paper{testPaper("2202.02326v1")}, paper.SourcePush); err != nil {
+	if _, err := in.Ingest(ctx, []paper.Paper{testPaper("2202.02326v1")}, catalog.SourcePush); err != nil {
 		t.Fatal(err)
 	}
-	res, err := in.Ingest(ctx, []paper.Paper{testPaper("2202.02326v2"), testPaper("2202.02327"), testPaper("2202.02328")}, paper.SourcePush)
+	res, err := in.Ingest(ctx, []paper.Paper{testPaper("2202.02326v2"), testPaper("2202.02327"), testPaper("2202.02328")}, catalog.SourcePush)
 	if err != nil {
 		t.Fatal(err)
 	}

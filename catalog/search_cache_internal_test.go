@@ -1,9 +1,10 @@
-package paper
+package catalog
 
 import (
 	"slices"
 	"testing"
 
+	"followfeed/paper"
 	"followfeed/search"
 )
 
@@ -45,8 +46,8 @@ func TestSearchCacheCompile(t *testing.T) {
 		t.Fatalf("a read with the refused search elsewhere: %q (reused: %v), want %q", setNorms(s3), s3 == s2, want)
 	}
 	// The set answers as the parsed searches do.
-	d := (&Paper{Title: "Graph neural networks", Abstract: "Spectral methods with momentum.", PrimaryCategory: "cs.LG",
-		Categories: []string{"cs.LG"}, Authors: []Author{{Name: "Ana Núñez"}}}).Doc()
+	d := (&paper.Paper{Title: "Graph neural networks", Abstract: "Spectral methods with momentum.", PrimaryCategory: "cs.LG",
+		Categories: []string{"cs.LG"}, Authors: []paper.Author{{Name: "Ana Núñez"}}}).Doc()
 	got := c.compile(third).Match([]*search.Doc{d})[0]
 	if !slices.Equal(got, []int32{1, 2}) {
 		t.Fatalf("the paper matches searches %v, want [1 2] (spectral abs:momentum, graph neural)", got)
@@ -71,7 +72,7 @@ func TestSearchCacheKeepsTheStoredText(t *testing.T) {
 	if c.compile(slices.Clone(stored)) != s {
 		t.Fatal("the same read did not reuse the set")
 	}
-	d := (&Paper{Title: "Graph neural networks", PrimaryCategory: "cs.LG", Categories: []string{"cs.LG"}}).Doc()
+	d := (&paper.Paper{Title: "Graph neural networks", PrimaryCategory: "cs.LG", Categories: []string{"cs.LG"}}).Doc()
 	if got := s.Match([]*search.Doc{d})[0]; !slices.Equal(got, []int32{0}) {
 		t.Fatalf("the paper matches searches %v, want [0]", got)
 	}

@@ -1,4 +1,4 @@
-package paper
+package catalog
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"followfeed/account"
 	"followfeed/follow"
+	"followfeed/paper"
 	"followfeed/search"
 )
 
@@ -105,23 +106,9 @@ func (c *searchCache) same(norms []string) bool {
 	return true
 }
 
-// Doc returns the paper's text as saved searches see it.
-func (p *Paper) Doc() *search.Doc {
-	names := make([]string, len(p.Authors))
-	for i, a := range p.Authors {
-		names[i] = a.Name
-	}
-	cks := follow.CategoryKeys(p.PrimaryCategory, p.Categories)
-	keys := make([]string, len(cks))
-	for i, k := range cks {
-		keys[i] = k.Key
-	}
-	return search.NewDoc(p.Title, p.Abstract, names, keys)
-}
-
 // sameText reports whether two records of a paper read the same to a
 // search (title, abstract, author names, categories).
-func sameText(a, b Paper) bool {
+func sameText(a, b paper.Paper) bool {
 	if a.Title != b.Title || a.Abstract != b.Abstract || a.PrimaryCategory != b.PrimaryCategory ||
 		!slices.Equal(a.Categories, b.Categories) || len(a.Authors) != len(b.Authors) {
 		return false
@@ -171,14 +158,14 @@ func (m searchMatches) of(arxivID string) []string {
 // text a record changes, against every followed search. The caller holds
 // keyWritersLock, so a search followed after this read is backfilled by
 // BackfillSearch (its job takes the lock) after this batch commits.
-func (st *Store) searchKeys(ctx context.Context, tx pgx.Tx, batch []Paper, existing map[string]*stored, inserted map[string]int64) (searchMatches, error) {
+func (st *Store) searchKeys(ctx context.Context, tx pgx.Tx, batch []paper.Paper, existing map[string]*stored, inserted map[string]int64) (searchMatches, error) {
 	norms, err := follow.ActiveSearches(ctx, tx)
 	if err != nil || len(norms) == 0 {
 		return searchMatches{}, err
 	}
 	set := st.searches.compile(norms)
 	var ids []string
-	var texts []Paper
+	var texts []paper.Paper
 	for _, p := range batch {
 		if p.Deleted {
 			continue
@@ -271,7 +258,7 @@ func (st *Store) BackfillSearch(ctx context.Context, normalized string, since ti
 			return err
 		}
 		var ids []int64
-		err = scanRecent(ctx, tx, since, func(id int64, p *Paper) {
+		err = scanRecent(ctx, tx, since, func(id int64, p *paper.Paper) {
 			if _, ok := slices.BinarySearch(had, id); !ok && q.Match(p.Doc()) {
 				ids = append(ids, id)
 			}
@@ -314,7 +301,7 @@ type Preview struct {
 	// Count is how many papers of the window match.
 	Count int
 	// Newest are the newest matches (by announcement), at most the limit.
-	Newest []Paper
+	Newest []paper.Paper
 }
 
 // PreviewSearch evaluates q against the papers announced since since and
@@ -325,7 +312,7 @@ func (st *Store) PreviewSearch(ctx context.Context, q *search.Query, since time.
 	var pv Preview
 	err := st.db.Read(ctx, nil, func(tx pgx.Tx) error {
 		pv = Preview{}
-		return scanRecent(ctx, tx, since, func(_ int64, p *Paper) {
+		return scanRecent(ctx, tx, since, func(_ int64, p *paper.Paper) {
 			if q.Match(p.Doc()) {
 				pv.Count++
 				if len(pv.Newest) < limit {
@@ -352,7 +339,7 @@ const recentSQL = `
 // since, newest first. A month of arXiv is some 25,000 papers: a range
 // scan of papers_recent_idx (the WHERE and ORDER BY are its expression and
 // predicate, word for word), each paper evaluated in Go.
-func scanRecent(ctx context.Context, tx pgx.Tx, since time.Time, fn func(id int64, p *Paper)) error {
+func scanRecent(ctx context.Context, tx pgx.Tx, since time.Time, fn func(id int64, p *paper.Paper)) error {
 	rows, err := tx.Query(ctx, recentSQL, since)
 	if err != nil {
 		return fmt.Errorf("reading recent papers: %w", err)
@@ -360,7 +347,7 @@ func scanRecent(ctx context.Context, tx pgx.Tx, since time.Time, fn func(id int6
 	defer rows.Close()
 	for rows.Next() {
 		var id int64
-		var p Paper
+		var p paper.Paper
 		var authors []byte
 		if err := rows.Scan(&id, &p.ArxivID, &p.Version, &p.Title, &p.Abstract, &authors, &p.PrimaryCategory,
 			&p.Categories, &p.AbsURL, &p.AnnouncedAt); err != nil {

@@ -1,4 +1,4 @@
-package paper
+package catalog
 
 import (
 	"context"
@@ -10,34 +10,19 @@ import (
 
 	"followfeed/follow"
 	"followfeed/internal/text"
+	"followfeed/paper"
 )
 
 // Events of followed papers (kind paper) are key rows too: the key is the
-// follow's, "paper:<arXiv id>", and the row's event says what happened.
-// Store writes them in the transaction that learns of the event, only for
-// papers somebody follows (follow.FollowedPapers), so feeds, digests,
-// channels, counts and ETags treat them like any other match. They are
-// replacement rows (a paper follow always includes replacements), so a
-// reader who already saw the paper is still told.
+// follow's, "paper:<arXiv id>", and the row's event (paper.EventVersion,
+// …) says what happened. Store writes them in the transaction that learns
+// of the event, only for papers somebody follows (follow.FollowedPapers),
+// so feeds, digests, channels, counts and ETags treat them like any other
+// match. They are replacement rows (a paper follow always includes
+// replacements), so a user who already saw the paper is still told.
 //
 // The row's paper is the feed item: the followed paper itself for its own
-// events, the citing paper for EventCites.
-
-// The event kinds of paper_keys.event ("" for an ordinary key row).
-const (
-	// EventVersion is a new version of the followed paper; the detail is
-	// the arXiv comments when the new version changed them.
-	EventVersion = "version"
-	// EventPublished is a DOI or journal reference appearing on the
-	// followed paper; the detail is the journal reference, else "doi:<DOI>".
-	EventPublished = "published"
-	// EventWithdrawn is the source withdrawing the followed paper.
-	EventWithdrawn = "withdrawn"
-	// EventCites is a newly enriched paper whose OpenAlex referenced_works
-	// include the followed paper's work; the row is the citing paper's and
-	// the detail is the followed paper's title.
-	EventCites = "cites"
-)
+// events, the citing paper for paper.EventCites.
 
 // maxEventDetail caps what an event row carries (arXiv comments can be
 // long; a reason line should not be).
@@ -46,7 +31,7 @@ const maxEventDetail = 300
 // paperEvents returns the event rows of one followed paper's record: old is
 // what was stored, merged what is stored now (same paper id). A record that
 // changes nothing gives none.
-func paperEvents(id int64, old, merged Paper) []keyRow {
+func paperEvents(id int64, old, merged paper.Paper) []keyRow {
 	key := follow.Target{Kind: follow.Paper, ID: old.ArxivID}.Key()
 	var out []keyRow
 	if merged.Version > old.Version {
@@ -54,7 +39,7 @@ func paperEvents(id int64, old, merged Paper) []keyRow {
 		if merged.Comments != old.Comments {
 			detail = text.Truncate(merged.Comments, maxEventDetail)
 		}
-		out = append(out, keyRow{PaperID: id, Key: key, Version: merged.Version, Replacement: true, Event: EventVersion, Detail: detail})
+		out = append(out, keyRow{PaperID: id, Key: key, Version: merged.Version, Replacement: true, Event: paper.EventVersion, Detail: detail})
 	}
 	// Published once: the first DOI or journal reference (the other one
 	// arriving later is no news).
@@ -63,7 +48,7 @@ func paperEvents(id int64, old, merged Paper) []keyRow {
 		if detail == "" {
 			detail = "doi:" + merged.DOI
 		}
-		out = append(out, keyRow{PaperID: id, Key: key, Version: merged.Version, Replacement: true, Event: EventPublished,
+		out = append(out, keyRow{PaperID: id, Key: key, Version: merged.Version, Replacement: true, Event: paper.EventPublished,
 			Detail: text.Truncate(detail, maxEventDetail)})
 	}
 	return out
@@ -71,9 +56,9 @@ func paperEvents(id int64, old, merged Paper) []keyRow {
 
 // withdrawnEvent is the event row of a followed paper's withdrawal, written
 // after its other key rows are removed.
-func withdrawnEvent(id int64, old Paper) keyRow {
+func withdrawnEvent(id int64, old paper.Paper) keyRow {
 	return keyRow{PaperID: id, Key: follow.Target{Kind: follow.Paper, ID: old.ArxivID}.Key(), Version: max(old.Version, 1),
-		Replacement: true, Event: EventWithdrawn}
+		Replacement: true, Event: paper.EventWithdrawn}
 }
 
 // citedPaper is a followed paper with a known OpenAlex work.
@@ -84,7 +69,7 @@ type citedPaper struct {
 // citeEvents returns the EventCites rows of the batch's papers whose
 // References include a followed paper's OpenAlex work (ids maps arXiv ids
 // to papers.id). A paper citing itself is no event.
-func citeEvents(ctx context.Context, tx pgx.Tx, batch []Paper, ids map[string]int64) ([]keyRow, error) {
+func citeEvents(ctx context.Context, tx pgx.Tx, batch []paper.Paper, ids map[string]int64) ([]keyRow, error) {
 	var works []string
 	for _, p := range batch {
 		works = append(works, p.References...)
@@ -136,7 +121,7 @@ func citeEvents(ctx context.Context, tx pgx.Tx, batch []Paper, ids map[string]in
 			}
 			seen[c.arxivID] = true
 			out = append(out, keyRow{PaperID: id, Key: follow.Target{Kind: follow.Paper, ID: c.arxivID}.Key(),
-				Version: max(p.Version, 1), Replacement: true, Event: EventCites, Detail: text.Truncate(c.title, maxEventDetail)})
+				Version: max(p.Version, 1), Replacement: true, Event: paper.EventCites, Detail: text.Truncate(c.title, maxEventDetail)})
 		}
 	}
 	return out, nil

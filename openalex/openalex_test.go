@@ -1,11 +1,10 @@
-package harvest
+package openalex
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"followfeed/paper"
 	"net/http"
 	"reflect"
 	"slices"
@@ -13,7 +12,12 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"followfeed/internal/fake/recorder"
+	"followfeed/internal/upstream"
 )
+
+var readTestdata = recorder.Testdata
 
 // recordedWorkAsArxivList wraps the recorded work W2741809807 in a /works
 // list envelope. The work is a PeerJ article (DOI 10.7717/peerj.4375); its
@@ -39,7 +43,7 @@ func recordedWorkAsArxivList(t testing.TB) []byte {
 }
 
 var recordedWorkEnrichment = Enrichment{
-	Authors: []paper.Author{
+	Authors: []WorkAuthor{
 		{Name: "Heather Piwowar", IDs: []string{"openalex:A5048491430", "orcid:0000-0003-1613-5981"}},
 		{Name: "Jason Priem", IDs: []string{"openalex:A5023888391", "orcid:0000-0001-6187-6610"}},
 		{Name: "Vincent Larivière", IDs: []string{"openalex:A5068542997", "orcid:0000-0002-2733-0689"}},
@@ -138,7 +142,7 @@ func TestParseWorksMalformed(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ParseWorks(make([]byte, OpenAlexMaxBodyBytes+1)); !errors.Is(err, ErrMalformed) {
+	if _, err := ParseWorks(make([]byte, MaxBodyBytes+1)); !errors.Is(err, ErrMalformed) {
 		t.Errorf("oversized: err = %v", err)
 	}
 }
@@ -161,7 +165,7 @@ func TestParseWorksEdgeCases(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]Enrichment{"10.48550/arxiv.2101.00001": {
-		Authors: []paper.Author{
+		Authors: []WorkAuthor{
 			{Name: "Raw Name"},
 			{Name: "", IDs: []string{"openalex:A1", "orcid:0000-0002-1694-233X"}},
 			{Name: "Wrong Kind"},
@@ -198,8 +202,8 @@ func TestOpenAlexArxivIDFromDOI(t *testing.T) {
 // openAlexTestServer answers /works?filter=doi:a|b|… with one work per DOI
 // it is given, except DOIs whose id ends in "7" (unknown to OpenAlex). It
 // fails the test on a request that breaks the documented query shape.
-func openAlexTestServer(t *testing.T) *oaiServer {
-	return newOAIServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+func openAlexTestServer(t *testing.T) *recorder.Server {
+	return recorder.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		q := r.URL.Query()
 		if r.URL.Path != "/works" || q.Get("select") != "id,doi,authorships,referenced_works" || q.Get("per-page") != "100" ||
 			q.Get("mailto") != "ops@example.org" || q.Get("api_key") != "k3y" {
@@ -207,7 +211,7 @@ func openAlexTestServer(t *testing.T) *oaiServer {
 		}
 		filter, ok := strings.CutPrefix(q.Get("filter"), "doi:")
 		dois := strings.Split(filter, "|")
-		if !ok || len(dois) == 0 || len(dois) > OpenAlexBatchSize {
+		if !ok || len(dois) == 0 || len(dois) > BatchSize {
 			t.Errorf("bad filter %q (%d DOIs)", q.Get("filter"), len(dois))
 		}
 		var results []any
@@ -233,8 +237,8 @@ func openAlexTestServer(t *testing.T) *oaiServer {
 
 func TestOpenAlexLookupArxivBatching(t *testing.T) {
 	srv := openAlexTestServer(t)
-	sleep := &sleepRecorder{}
-	c := NewOpenAlexClient(OpenAlexConfig{BaseURL: srv.URL + "/", Mailto: "ops@example.org", APIKey: "k3y", Sleep: sleep.Sleep})
+	sleep := &recorder.Sleeps{}
+	c := NewClient(Config{BaseURL: srv.URL + "/", Mailto: "ops@example.org", APIKey: "k3y", Sleep: sleep.Sleep})
 
 	var ids []string
 	for i := range 118 {
@@ -245,7 +249,7 @@ func TestOpenAlexLookupArxivBatching(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := srv.requests.Load(); n != 3 {
+	if n := srv.Requests(); n != 3 {
 		t.Errorf("%d requests, want 3 (120 distinct ids, ≤50 per request)", n)
 	}
 	total := 0
@@ -282,14 +286,14 @@ func TestOpenAlexLookupArxivBatching(t *testing.T) {
 func TestOpenAlexLookupArxivRecorded(t *testing.T) {
 	arxivList := recordedWorkAsArxivList(t)
 	searchPage := readTestdata(t, "openalex/works-search-attention-mechanism-page1.json")
-	srv := newOAIServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+	srv := recorder.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		if strings.Contains(r.URL.Query().Get("filter"), "1706.03762") {
 			_, _ = w.Write(arxivList)
 			return
 		}
 		_, _ = w.Write(searchPage)
 	})
-	c := NewOpenAlexClient(OpenAlexConfig{BaseURL: srv.URL, Sleep: (&sleepRecorder{}).Sleep})
+	c := NewClient(Config{BaseURL: srv.URL, Sleep: (&recorder.Sleeps{}).Sleep})
 	got, err := c.LookupArxiv(context.Background(), []string{"arXiv:1706.03762v7"})
 	if err != nil {
 		t.Fatal(err)
@@ -311,7 +315,7 @@ func TestOpenAlexLookupArxivRetries(t *testing.T) {
 	okBody := recordedWorkAsArxivList(t)
 	cases := []struct {
 		name      string
-		cfg       OpenAlexConfig
+		cfg       Config
 		handler   func(w http.ResponseWriter, r *http.Request, n int)
 		wantErr   error
 		wantReqs  int32
@@ -339,7 +343,7 @@ func TestOpenAlexLookupArxivRetries(t *testing.T) {
 		wantWaits: []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second},
 	}, {
 		name: "MaxRetries 1",
-		cfg:  OpenAlexConfig{MaxRetries: 1},
+		cfg:  Config{MaxRetries: 1},
 		handler: func(w http.ResponseWriter, r *http.Request, n int) {
 			w.WriteHeader(503)
 		},
@@ -364,11 +368,11 @@ func TestOpenAlexLookupArxivRetries(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := newOAIServer(t, tc.handler)
-			sleep := &sleepRecorder{}
+			srv := recorder.NewServer(t, tc.handler)
+			sleep := &recorder.Sleeps{}
 			tc.cfg.BaseURL = srv.URL
 			tc.cfg.Sleep = sleep.Sleep
-			got, err := NewOpenAlexClient(tc.cfg).LookupArxiv(context.Background(), []string{"1706.03762"})
+			got, err := NewClient(tc.cfg).LookupArxiv(context.Background(), []string{"1706.03762"})
 			if tc.wantErr == nil {
 				if err != nil || len(got["1706.03762"].Authors) != 9 {
 					t.Errorf("got %v, %v", got, err)
@@ -376,7 +380,7 @@ func TestOpenAlexLookupArxivRetries(t *testing.T) {
 			} else if !errors.Is(err, tc.wantErr) || got != nil {
 				t.Errorf("got %v, err %v; want %v", got, err, tc.wantErr)
 			}
-			if n := srv.requests.Load(); n != tc.wantReqs {
+			if n := srv.Requests(); n != tc.wantReqs {
 				t.Errorf("%d requests, want %d", n, tc.wantReqs)
 			}
 			if w := sleep.Waits(); !slices.Equal(w, tc.wantWaits) {
@@ -387,16 +391,16 @@ func TestOpenAlexLookupArxivRetries(t *testing.T) {
 }
 
 func TestOpenAlexLookupArxivNoRequestAndRedaction(t *testing.T) {
-	srv := newOAIServer(t, func(w http.ResponseWriter, r *http.Request, n int) {})
-	c := NewOpenAlexClient(OpenAlexConfig{BaseURL: srv.URL})
+	srv := recorder.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int) {})
+	c := NewClient(Config{BaseURL: srv.URL})
 	got, err := c.LookupArxiv(context.Background(), []string{"", "  ", "x y"})
-	if err != nil || len(got) != 0 || srv.requests.Load() != 0 {
-		t.Errorf("no valid ids: got %v, %v after %d requests", got, err, srv.requests.Load())
+	if err != nil || len(got) != 0 || srv.Requests() != 0 {
+		t.Errorf("no valid ids: got %v, %v after %d requests", got, err, srv.Requests())
 	}
 
 	// A network error must not leak the API key through *url.Error's URL.
 	srv.Close()
-	c = NewOpenAlexClient(OpenAlexConfig{BaseURL: srv.URL, APIKey: "s3cret-key", MaxRetries: -1})
+	c = NewClient(Config{BaseURL: srv.URL, APIKey: "s3cret-key", MaxRetries: -1})
 	_, err = c.LookupArxiv(context.Background(), []string{"2101.00001"})
 	if !errors.Is(err, ErrUpstream) || strings.Contains(err.Error(), "s3cret-key") {
 		t.Errorf("err = %v; want ErrUpstream without the key", err)
@@ -420,11 +424,11 @@ func FuzzParseWorks(f *testing.F) {
 			if !strings.HasPrefix(doi, "10.") || doi != strings.ToLower(doi) {
 				t.Fatalf("bad key %q", doi)
 			}
-			if len(e.Authors) > upstreamMaxAuthors {
+			if len(e.Authors) > upstream.MaxAuthors {
 				t.Fatalf("%d authors", len(e.Authors))
 			}
 			for _, a := range e.Authors {
-				if !utf8.ValidString(a.Name) || utf8.RuneCountInString(a.Name) > upstreamMaxNameRunes {
+				if !utf8.ValidString(a.Name) || utf8.RuneCountInString(a.Name) > upstream.MaxNameRunes {
 					t.Fatalf("bad name %q", a.Name)
 				}
 				for _, id := range a.IDs {
