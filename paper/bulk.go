@@ -45,8 +45,10 @@ const bulkBatch = 20_000
 // (Normalize) and are written as given; nothing is compared with stored
 // papers (an arXiv id stored already fails the load on its unique key);
 // no saved-search matches are looked for, no identity observer sees the
-// papers, no event rows are written and no match job is enqueued, so the
-// load reaches no follower: their feeds show the papers as any stored ones.
+// papers, no event rows are written and no match job is enqueued (no
+// instant alert, instant channel or WebSub ping hears of them; feeds and
+// digests whose follows and windows cover their seqs show them, as any
+// stored papers).
 func BulkLoad(ctx context.Context, tx pgx.Tx, papers iter.Seq[Paper], src Source) (BulkResult, error) {
 	var res BulkResult
 	if src != SourceOAI && src != SourcePush {
@@ -55,7 +57,6 @@ func BulkLoad(ctx context.Context, tx pgx.Tx, papers iter.Seq[Paper], src Source
 	if err := lockWriters(ctx, tx); err != nil {
 		return res, err
 	}
-	var authors []byte
 	var keys []keyRow
 	err := database.Batches(papers, bulkBatch, func(batch []Paper) error {
 		ids, err := database.NextIDs(ctx, tx, "papers", "id", len(batch))
@@ -70,7 +71,8 @@ func BulkLoad(ctx context.Context, tx pgx.Tx, papers iter.Seq[Paper], src Source
 				p := &batch[i]
 				p.Version = max(p.Version, 1)
 				r := toRow(*p, src)
-				if authors, err = json.Marshal(r.Authors); err != nil {
+				authors, err := json.Marshal(r.Authors)
+				if err != nil {
 					return nil, err
 				}
 				start := len(keys)
