@@ -22,8 +22,9 @@ const bulkBatch = 50_000
 // must be valid (DecodeRecords' checks: normalised ids of Kind, no id in
 // two records); an id already linked fails the load on identity_keys'
 // primary key. It skips what Put does beyond the rows: no merge with
-// stored identities, no split records cleared, no follower feed bumps
-// (nobody follows a dataset that is still being built).
+// stored identities, no split records cleared, no feed bumps (a follower
+// of a key it links gets no new ETag for it: load before the follows, or
+// bump with account.BumpFeeds).
 func BulkLoad(ctx context.Context, tx pgx.Tx, records iter.Seq[Record], src Source) (int, error) {
 	if src.rank() == 0 {
 		return 0, fmt.Errorf("loading identities: unknown source %q", src)
