@@ -20,28 +20,33 @@ import (
 // senders taking batch digests at a time, as the mail queue runs the send
 // jobs (worker.DigestBatch rows per job). Every window covers (fromSeq,
 // toSeq]. The rows are of kind 'manual' (as `followfeed digest --now`
-// makes); the readers get daily digests with send_empty on, so every one is
-// sent.
+// makes), written with their windows by notify.PutManualDigests; the
+// readers get daily digests with send_empty on (notify.PutDigestSettings:
+// no digest time, so no scheduled digest follows), so every one is sent.
 func MeasureDigests(ctx context.Context, db *database.DB, d *notify.Digester, users []int64, fromSeq, toSeq int64, workers, batch int) (DigestRun, error) {
-	run := time.Now().UnixNano()
+	run := fmt.Sprintf("bench:%d", time.Now().UnixNano())
 	// The readers take daily digests, empty ones too: a by-hand digest of
 	// a reader whose digests are off is skipped, not sent.
-	if _, err := db.Pool.Exec(ctx, `
-		INSERT INTO digest_schedules (user_id, frequency, send_empty) SELECT u, 'daily', true FROM unnest($1::bigint[]) AS u
-		ON CONFLICT (user_id) DO UPDATE SET frequency = 'daily', send_empty = true`, users); err != nil {
-		return DigestRun{}, fmt.Errorf("turning the bench readers' digests on: %w", err)
-	}
-	ids := make([]int64, len(users))
+	ds := make([]notify.ManualDigest, len(users))
 	for i, u := range users {
-		err := db.Pool.QueryRow(ctx, `
-			INSERT INTO digests (user_id, period, kind, from_seq, to_seq) VALUES ($1, $2, 'manual', $3, $4) RETURNING id`,
-			u, fmt.Sprintf("bench:%d", run), fromSeq-1, toSeq).Scan(&ids[i])
-		if err != nil {
-			return DigestRun{}, err
+		ds[i] = notify.ManualDigest{UserID: u, Period: run, FromSeq: fromSeq - 1, ToSeq: toSeq}
+	}
+	var ids []int64
+	if err := db.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := notify.PutDigestSettings(ctx, tx, users, notify.Daily, true); err != nil {
+			return fmt.Errorf("turning the bench readers' digests on: %w", err)
 		}
+		var err error
+		ids, err = notify.PutManualDigests(ctx, tx, ds)
+		return err
+	}); err != nil {
+		return DigestRun{}, err
 	}
 	defer func() {
-		_, _ = db.Pool.Exec(context.WithoutCancel(ctx), `DELETE FROM digests WHERE period = $1`, fmt.Sprintf("bench:%d", run))
+		_ = db.InTx(context.WithoutCancel(ctx), func(tx pgx.Tx) error {
+			_, err := notify.DeleteDigests(context.WithoutCancel(ctx), tx, ids)
+			return err
+		})
 	}()
 	var next atomic.Int64
 	var sent atomic.Int64

@@ -14,6 +14,7 @@ import (
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/match"
+	"followfeed/notify"
 	"followfeed/paper"
 )
 
@@ -70,7 +71,7 @@ func batchPapers(n int, s Scale, v *Vocabulary, seed uint64) []paper.Paper {
 	out := make([]paper.Paper, n)
 	for i := range out {
 		p := paper.Paper{
-			ArxivID:     fmt.Sprintf("2901.%05d", i+1),
+			ArxivID:     fmt.Sprintf("%s%05d", batchPrefix, i+1),
 			SubmittedAt: time.Date(2029, 1, 2, 0, 0, 0, 0, time.UTC),
 		}
 		p.Title, p.Abstract = v.Paper(text)
@@ -96,6 +97,10 @@ func batchPapers(n int, s Scale, v *Vocabulary, seed uint64) []paper.Paper {
 	}
 	return out
 }
+
+// batchPrefix begins the arXiv ids of batchPapers: a month after every
+// generated paper's (papersPerMonth).
+const batchPrefix = "2901."
 
 // MatchResult holds the match-job measurement.
 type MatchResult struct {
@@ -127,17 +132,22 @@ func MeasureMatch(ctx context.Context, db *database.DB, in *catalog.Store, m *ma
 		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS bench_instant (user_id bigint PRIMARY KEY)`); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `
-			WITH u AS (
-				INSERT INTO bench_instant (user_id)
-				SELECT id FROM users
-				WHERE email_confirmed_at IS NOT NULL AND id % $1 = 0
-				  AND NOT EXISTS (SELECT 1 FROM digest_schedules d WHERE d.user_id = users.id)
-				RETURNING user_id
-			)
-			INSERT INTO digest_schedules (user_id, frequency, watermark)
-			SELECT user_id, 'instant', (SELECT high_seq FROM match_state) FROM u`, int(math.Round(1/InstantShare)))
-		res.Instant = int(tag.RowsAffected())
+		// Who gets them is the benchmark's to choose (a read), and
+		// bench_instant, its own table, remembers them for RemoveBatch.
+		rows, err := tx.Query(ctx, `
+			INSERT INTO bench_instant (user_id)
+			SELECT id FROM users
+			WHERE email_confirmed_at IS NOT NULL AND id % $1 = 0
+			  AND NOT EXISTS (SELECT 1 FROM digest_schedules d WHERE d.user_id = users.id)
+			RETURNING user_id`, int(math.Round(1/InstantShare)))
+		if err != nil {
+			return err
+		}
+		users, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		res.Instant, err = notify.PutDigestSettings(ctx, tx, users, notify.Instant, false)
 		return err
 	})
 	if err != nil {
@@ -176,13 +186,33 @@ func MeasureMatch(ctx context.Context, db *database.DB, in *catalog.Store, m *ma
 	return res, nil
 }
 
-// RemoveBatch deletes what MeasureMatch added.
+// RemoveBatch deletes what MeasureMatch added: the readers' instant
+// alerts (notify.DeleteSchedules: they had no settings before), the batch
+// (catalog.DeletePrefix) and its jobs.
 func RemoveBatch(ctx context.Context, db *database.DB) {
-	_, _ = db.Pool.Exec(context.WithoutCancel(ctx), `
-		WITH u AS (DELETE FROM bench_instant RETURNING user_id)
-		DELETE FROM digest_schedules WHERE user_id IN (SELECT user_id FROM u)`)
-	_, _ = db.Pool.Exec(context.WithoutCancel(ctx), `DELETE FROM papers WHERE arxiv_id LIKE '2901.%'`)
-	_, _ = db.Pool.Exec(context.WithoutCancel(ctx), `DELETE FROM river.river_job WHERE kind IN ('match_batch', 'digest_instant', 'websub_publish')`)
+	ctx = context.WithoutCancel(ctx)
+	_ = db.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS bench_instant (user_id bigint PRIMARY KEY)`); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `DELETE FROM bench_instant RETURNING user_id`)
+		if err != nil {
+			return err
+		}
+		users, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		_, err = notify.DeleteSchedules(ctx, tx, users)
+		return err
+	})
+	_ = db.InTx(ctx, func(tx pgx.Tx) error {
+		_, err := catalog.DeletePrefix(ctx, tx, batchPrefix)
+		return err
+	})
+	// River's own table (package worker's): the match job MeasureMatch ran
+	// itself and what its hooks queued.
+	_, _ = db.Pool.Exec(ctx, `DELETE FROM river.river_job WHERE kind IN ('match_batch', 'digest_instant', 'websub_publish')`)
 }
 
 // SampleUsers returns n user ids spread evenly over the table.

@@ -67,59 +67,57 @@ func Seeded(ctx context.Context, db *database.DB, s Scale) (bool, error) {
 	return got == fmt.Sprint(s), err
 }
 
-// Generate fills an empty, migrated database with scale s. The generator is
-// seeded (setseed), so every run builds the same data. It logs progress to
-// log, takes a few minutes at scale S and about half an hour at scale M on two
-// shared cores (28 minutes, 16 GB), and records in bench_meta (written last, so a dataset whose build
-// was interrupted is never taken for a complete one) the scale, how long the
+// Generate fills an empty, migrated database with scale s. The draws are
+// PostgreSQL's random() after setseed, in one session, so every run builds
+// the same data; the rows are written by the owners' bulk loaders
+// (catalog.BulkLoad, account.BulkLoad, follow.BulkLoad, identity.BulkLoad:
+// COPY, no jobs, no feed bumps) on a second connection, and the follower
+// counts by follow.RecountAll. It logs progress to log, takes a few
+// minutes at scale S and about ten at scale M on two shared cores, and
+// records in bench_meta (written last, so a dataset whose build was
+// interrupted is never taken for a complete one) the scale, how long the
 // build took and the database's size on disk after it.
 func Generate(ctx context.Context, db *database.DB, s Scale, log io.Writer) error {
-	began := time.Now()
-	conn, err := db.Pool.Acquire(ctx)
-	if err != nil {
+	g := &generator{s: s, log: log, began: time.Now()}
+	var err error
+	// draw holds the seeded session: every random() of the build is
+	// drawn there, in the order of the statements below.
+	if g.draw, err = db.Pool.Acquire(ctx); err != nil {
 		return err
 	}
-	defer conn.Release()
-	step := func(name string, sql string, args ...any) error {
-		start := time.Now()
-		tag, err := conn.Exec(ctx, sql, args...)
-		if err != nil {
-			return fmt.Errorf("generating %s: %w", name, err)
-		}
-		fmt.Fprintf(log, "  %-28s %9d rows  %6.1fs  (%s in all)\n", name, tag.RowsAffected(), time.Since(start).Seconds(),
-			time.Since(began).Round(time.Second))
-		return nil
+	defer g.draw.Release()
+	if g.load, err = db.Pool.Acquire(ctx); err != nil {
+		return err
 	}
+	defer g.load.Release()
 	// Category ranks: popular first, then every other active category.
-	var cats, archives []string
 	seen := map[string]bool{}
 	for _, id := range popular {
 		if c, ok := follow.LookupCategory(id); ok && c.Active {
-			cats, archives, seen[id] = append(cats, c.ID), append(archives, c.Archive), true
+			g.cats, g.archives, seen[id] = append(g.cats, c.ID), append(g.archives, c.Archive), true
 		}
 	}
 	for _, c := range follow.ActiveCategories() {
 		if !seen[c.ID] {
-			cats, archives = append(cats, c.ID), append(archives, c.Archive)
+			g.cats, g.archives = append(g.cats, c.ID), append(g.archives, c.Archive)
 		}
 	}
-	monthly := papersPerMonth(s)
-	type sqlStep struct {
-		name string
-		sql  string
-		args []any
+	for _, conn := range []*pgxpool.Conn{g.draw, g.load} {
+		// Index builds, the sorts of 25M key rows (scale M) and of the
+		// follow draws want memory; two cores: one parallel worker
+		// beside the leader.
+		for _, set := range []string{`SET maintenance_work_mem = '1GB'`, `SET max_parallel_maintenance_workers = 1`,
+			`SET work_mem = '512MB'`, `SET synchronous_commit = off`} {
+			if _, err := conn.Exec(ctx, set); err != nil {
+				return err
+			}
+		}
 	}
-	steps := []sqlStep{
-		// Index builds and the sorts of 25M key rows (scale M) want memory;
-		// two cores: one parallel worker beside the leader.
-		{"session", `SET maintenance_work_mem = '1GB'`, nil},
-		{"session", `SET max_parallel_maintenance_workers = 1`, nil},
-		{"session", `SET work_mem = '512MB'`, nil},
-		{"session", `SET synchronous_commit = off`, nil},
+	for _, st := range []sqlStep{
 		{"seed", `SELECT setseed(0.42)`, nil},
 		{"categories", `CREATE UNLOGGED TABLE bench_cats AS
 			SELECT ord::int AS rank, id, archive FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(id, archive, ord)`,
-			[]any{cats, archives}},
+			[]any{g.cats, g.archives}},
 		// Papers: the primary category is drawn log-uniformly over ranks
 		// (steepened), cross-lists uniformly-ish, authors log-uniformly over
 		// the researcher pool (prolific researchers are few).
@@ -133,7 +131,11 @@ func Generate(ctx context.Context, db *database.DB, s Scale, log io.Writer) erro
 			             FROM generate_series(1, $4) WHERE g > 0) AS authors,
 			       CASE WHEN random() < 0.5 THEN 1 + floor(random() * 5000)::int END AS inst
 			FROM generate_series(1, $1) g`,
-			[]any{s.Papers, len(cats), s.Researchers, s.AuthorsPer}},
+			[]any{s.Papers, len(g.cats), s.Researchers, s.AuthorsPer}},
+	} {
+		if err := g.exec(ctx, g.draw, st); err != nil {
+			return err
+		}
 	}
 	// Bulk loads are faster into a table without its B-trees and
 	// foreign keys: papers, their keys and the follows are loaded bare and
@@ -141,95 +143,102 @@ func Generate(ctx context.Context, db *database.DB, s Scale, log io.Writer) erro
 	// foreign key) afterwards.
 	var rebuild []sqlStep
 	for _, table := range []string{"papers", "paper_keys", "follows"} {
-		drop, add, err := bareTable(ctx, conn, table)
+		drop, add, err := bareTable(ctx, g.load, table)
 		if err != nil {
 			return err
 		}
 		for _, q := range drop {
-			steps = append(steps, sqlStep{"drop " + table + " indexes", q, nil})
+			if err := g.exec(ctx, g.load, sqlStep{"drop " + table + " indexes", q, nil}); err != nil {
+				return err
+			}
 		}
 		for _, q := range add {
 			rebuild = append(rebuild, sqlStep{"index " + table, q, nil})
 		}
 	}
-	steps = append(steps, []sqlStep{
-		{"papers", `INSERT INTO papers (arxiv_id, version, title, abstract, authors, primary_category, categories,
-				institutions, submitted_at, updated_at, announced_at, abs_url, pdf_url, source)
-			SELECT aid, 1, 'Synthetic paper ' || p.n || ' on ' || c.id,
-			       left(repeat('We study a problem of scale and measure it carefully; ', 40), $1),
-			       (SELECT jsonb_agg(jsonb_build_object('name', 'Researcher ' || a, 'ids', jsonb_build_array('s2:' || a)))
-			          FROM unnest(p.authors) a),
-			       c.id, array_remove(ARRAY[c.id, c1.id, c2.id], NULL),
-			       CASE WHEN p.inst IS NULL THEN '{}' ELSE ARRAY['openalex:I' || p.inst] END,
-			       ts, ts, ts, 'https://arxiv.org/abs/' || aid, 'https://arxiv.org/pdf/' || aid, 'push'
-			FROM bench_plan p
-			JOIN bench_cats c ON c.rank = p.prim
-			LEFT JOIN bench_cats c1 ON c1.rank = p.cross1 AND c1.rank <> p.prim
-			LEFT JOIN bench_cats c2 ON c2.rank = p.cross2 AND c2.rank <> p.prim AND c2.rank IS DISTINCT FROM c1.rank
-			-- $2 papers a month from 2020-01: YYMM.NNNNN, all distinct.
-			CROSS JOIN LATERAL (SELECT to_char(20 + (p.n / $2) / 12, 'FM00') || to_char(1 + (p.n / $2) % 12, 'FM00')
-			                           || '.' || to_char(p.n % $2 + 1, 'FM00000') AS aid,
-			                           timestamptz '2020-01-01' + p.n * $3::interval AS ts) x
-			ORDER BY p.n`, []any{s.AbstractChars, monthly, fmt.Sprintf("%d seconds", 2_400_000/monthly)}},
-		// Keys in paper order, so seq (and the BRIN index) follow papers.
-		{"paper keys", `INSERT INTO paper_keys (paper_id, key, version, cross_list, replacement, new_paper, seq)
-			SELECT paper_id, key, 1, bool_and(cross_list), false, true, nextval('paper_key_seq')
-			FROM (
-				SELECT p.id AS paper_id, 'category:' || c AS key, c <> p.primary_category AS cross_list
-				FROM papers p, unnest(p.categories) c
-				UNION ALL
-				SELECT p.id, 'archive:' || bc.archive, bc.id <> p.primary_category
-				FROM papers p, unnest(p.categories) c JOIN bench_cats bc ON bc.id = c
-				UNION ALL
-				SELECT p.id, 'researcher:' || (a->'ids'->>0), false FROM papers p, jsonb_array_elements(p.authors) a
-				UNION ALL
-				SELECT p.id, 'institution:' || i, false FROM papers p, unnest(p.institutions) i
-			) k
-			GROUP BY paper_id, key
-			ORDER BY paper_id, key`, nil},
-		{"watermark", `UPDATE match_state SET high_seq = (SELECT max(seq) FROM paper_keys)`, nil},
-		{"watermark time", `INSERT INTO key_seq_times (to_seq, at) SELECT high_seq, now() FROM match_state ON CONFLICT DO NOTHING`, nil},
-		{"users", `INSERT INTO users (sub, email, email_confirmed_at, timezone)
-			SELECT 'bench-user-' || g, 'reader' || g || '@example.org', now(),
-			       (ARRAY['UTC','Europe/Amsterdam','America/New_York','Asia/Tokyo','Australia/Sydney'])[1 + g % 5]
-			FROM generate_series(1, $1) g`, []any{s.Users}},
-		{"user feeds", `INSERT INTO user_feeds (user_id) SELECT id FROM users`, nil},
-		// random() in a select list is evaluated per row: each user draws
-		// their own skewed categories and researchers. DISTINCT ON keeps one
-		// follow per user and key (the primary key is built afterwards).
-		{"category follows", `INSERT INTO follows (user_id, key, kind, target)
-			SELECT DISTINCT ON (x.user_id, c.id) x.user_id, 'category:' || c.id, 'category', c.id
-			FROM (SELECT u.id AS user_id, least(floor(power($2::float, power(random(), 2)))::int, $2) AS r
-			      FROM users u CROSS JOIN generate_series(1, $1)) x
-			JOIN bench_cats c ON c.rank = x.r`, []any{s.CategoryFollow, len(cats)}},
-		// Half the researcher follows use the host's id (the Follow
-		// button's), which papers never carry: they match through the
-		// identity registry (identitySteps).
-		{"researcher follows", `INSERT INTO follows (user_id, key, kind, target)
-			SELECT DISTINCT ON (x.user_id, x.scheme, x.r) x.user_id, 'researcher:' || x.scheme || x.r, 'researcher', x.scheme || x.r
-			FROM (SELECT u.id AS user_id, greatest(floor(power($2::float, random()))::int, 1) AS r,
-			             CASE WHEN random() < 0.5 THEN 'host:' ELSE 's2:' END AS scheme
-			      FROM users u CROSS JOIN generate_series(1, $1)) x`, []any{s.ResearcherFoll, s.Researchers}},
-	}...)
-	steps = append(steps, rebuild...)
-	steps = append(steps, sqlStep{"follow counts", `INSERT INTO follow_counts (key, followers) SELECT key, count(*) FROM follows GROUP BY key`, nil})
-	for _, st := range identitySteps(s) {
-		steps = append(steps, sqlStep(st))
-	}
-	steps = append(steps, sqlStep{"drop plan", `DROP TABLE bench_plan, bench_cats`, nil})
-	for _, st := range steps {
-		if err := step(st.name, st.sql, st.args...); err != nil {
+	for _, l := range []loader{{"papers and keys", g.papers}, {"users and feeds", g.users},
+		{"category follows", g.categoryFollows}, {"researcher follows", g.researcherFollows}} {
+		if err := g.loadStep(ctx, l); err != nil {
 			return err
 		}
+	}
+	for _, st := range rebuild {
+		if err := g.exec(ctx, g.load, st); err != nil {
+			return err
+		}
+	}
+	for _, l := range []loader{{"follow counts", g.followCounts}, {"identities and keys", g.identities}} {
+		if err := g.loadStep(ctx, l); err != nil {
+			return err
+		}
+	}
+	if err := g.exec(ctx, g.draw, sqlStep{"drop plan", `DROP TABLE bench_plan, bench_cats`, nil}); err != nil {
+		return err
 	}
 	for _, t := range []string{"papers", "paper_keys", "users", "user_feeds", "follows", "follow_counts", "identities", "identity_keys"} {
-		if err := step("analyze "+t, "VACUUM ANALYZE "+t); err != nil {
+		if err := g.exec(ctx, g.load, sqlStep{"analyze " + t, "VACUUM ANALYZE " + t, nil}); err != nil {
 			return err
 		}
 	}
-	return step("meta", `CREATE TABLE bench_meta AS
+	return g.exec(ctx, g.load, sqlStep{"meta", `CREATE TABLE bench_meta AS
 		SELECT $1::text AS scale, now() AS built_at, $2::float8 AS build_seconds, pg_database_size(current_database()) AS disk_bytes`,
-		fmt.Sprint(s), time.Since(began).Seconds())
+		[]any{fmt.Sprint(s), time.Since(g.began).Seconds()}})
+}
+
+// generator is one run of Generate.
+type generator struct {
+	s              Scale
+	log            io.Writer
+	began          time.Time
+	draw, load     *pgxpool.Conn
+	cats, archives []string // by rank (bench_cats)
+}
+
+// sqlStep is a statement of the generator's own (its session, its
+// tables, the indexes it drops and rebuilds).
+type sqlStep struct {
+	name string
+	sql  string
+	args []any
+}
+
+// exec runs st on conn and logs it.
+func (g *generator) exec(ctx context.Context, conn *pgxpool.Conn, st sqlStep) error {
+	start := time.Now()
+	tag, err := conn.Exec(ctx, st.sql, st.args...)
+	if err != nil {
+		return fmt.Errorf("generating %s: %w", st.name, err)
+	}
+	g.logStep(st.name, tag.RowsAffected(), start)
+	return nil
+}
+
+func (g *generator) logStep(name string, rows int64, start time.Time) {
+	fmt.Fprintf(g.log, "  %-28s %9d rows  %6.1fs  (%s in all)\n", name, rows, time.Since(start).Seconds(),
+		time.Since(g.began).Round(time.Second))
+}
+
+// loader is a step of the generator that writes product tables: through
+// their owners' loaders, in tx; it returns how many rows it wrote.
+type loader struct {
+	name string
+	load func(ctx context.Context, tx pgx.Tx) (int64, error)
+}
+
+// loadStep runs l in a transaction of the load connection and logs it.
+func (g *generator) loadStep(ctx context.Context, l loader) error {
+	start := time.Now()
+	var rows int64
+	err := pgx.BeginFunc(ctx, g.load, func(tx pgx.Tx) error {
+		var err error
+		rows, err = l.load(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("generating %s: %w", l.name, err)
+	}
+	g.logStep(l.name, rows, start)
+	return nil
 }
 
 // papersPerMonth is how many papers the generator gives each month: they

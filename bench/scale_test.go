@@ -7,8 +7,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"followfeed/database"
 	"followfeed/internal/testdb"
 )
@@ -17,21 +15,13 @@ import (
 // loads bare, as the catalog defines them.
 func schemaOf(t *testing.T, db *database.DB) []string {
 	t.Helper()
-	rows, err := db.Pool.Query(context.Background(), `
+	return testdb.Strings(t, db, `
 		SELECT indrelid::regclass || ': ' || pg_get_indexdef(indexrelid) FROM pg_index
 		WHERE indrelid IN ('papers'::regclass, 'paper_keys'::regclass, 'follows'::regclass)
 		UNION ALL
 		SELECT conrelid::regclass || ': ' || conname || ' ' || pg_get_constraintdef(oid) || ' ' || convalidated FROM pg_constraint
 		WHERE conrelid IN ('papers'::regclass, 'paper_keys'::regclass, 'follows'::regclass)
 		ORDER BY 1`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // The real generator at a tiny scale: it gives back every index and

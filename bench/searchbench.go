@@ -52,23 +52,28 @@ func SearchCategories(ctx context.Context, db *database.DB) ([]WeightedCategory,
 
 // AddSearches makes searches[i] a saved search (a follow of kind query)
 // of followers[i], with its follow count, and bumps those readers' feeds,
-// in one transaction. It writes what follow.Service.Follow writes, without
-// the backfill (the dataset's papers have no text a search could match).
+// in one transaction: what follow.Service.Follow writes, through the
+// owners' bulk functions (follow.BulkLoad, follow.Recount,
+// account.BumpFeeds), without the backfill (the dataset's papers have no
+// text a search could match). A follower following the same search twice
+// follows it once.
 func AddSearches(ctx context.Context, db *database.DB, searches []string, followers []int64) error {
+	seen := make(map[follow.BulkFollow]bool, len(searches))
+	var fs []follow.BulkFollow
 	keys := make([]string, len(searches))
 	for i, s := range searches {
-		keys[i] = follow.Target{Kind: follow.Query, ID: s}.Key()
+		f := follow.BulkFollow{UserID: followers[i], Target: follow.Target{Kind: follow.Query, ID: s}}
+		keys[i] = f.Target.Key()
+		if !seen[f] {
+			seen[f] = true
+			fs = append(fs, f)
+		}
 	}
 	return db.InTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO follows (user_id, key, kind, target)
-			SELECT u, k, 'query', t FROM unnest($1::bigint[], $2::text[], $3::text[]) AS x(u, k, t)
-			ON CONFLICT DO NOTHING`, followers, keys, searches); err != nil {
-			return fmt.Errorf("adding %d saved searches: %w", len(searches), err)
+		if _, err := follow.BulkLoad(ctx, tx, slices.Values(fs)); err != nil {
+			return fmt.Errorf("adding %d saved searches: %w", len(fs), err)
 		}
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO follow_counts (key, followers) SELECT k, count(*) FROM unnest($1::text[]) k GROUP BY k
-			ON CONFLICT (key) DO UPDATE SET followers = follow_counts.followers + excluded.followers`, keys); err != nil {
+		if err := follow.Recount(ctx, tx, keys); err != nil {
 			return fmt.Errorf("counting the followers of %d saved searches: %w", len(searches), err)
 		}
 		return account.BumpFeeds(ctx, tx, distinct(followers)...)
@@ -81,30 +86,18 @@ func distinct(ids []int64) []int64 {
 	return slices.Compact(s)
 }
 
-// RemoveSearches deletes every saved search, its follow count and its
-// matches (the dataset has none of its own) and the benchmark's leftovers
-// of an interrupted run.
+// RemoveSearches deletes every saved search (follow.RemoveKind: the
+// follows, their counts, their followers' feed bumps) and its matches
+// (catalog.RemoveSearchHits): the dataset has none of its own, so this
+// also takes off the benchmark's leftovers of an interrupted run.
 func RemoveSearches(ctx context.Context, db *database.DB) error {
 	ctx = context.WithoutCancel(ctx)
 	return db.InTx(ctx, func(tx pgx.Tx) error {
-		var users []int64
-		rows, err := tx.Query(ctx, `DELETE FROM follows WHERE kind = 'query' RETURNING user_id`)
-		if err != nil {
+		if _, err := follow.RemoveKind(ctx, tx, follow.Query); err != nil {
 			return err
 		}
-		if users, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM follow_counts WHERE key >= 'query:' AND key < 'query;'`); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM search_hits`); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM paper_search_hits`); err != nil {
-			return err
-		}
-		return account.BumpFeeds(ctx, tx, distinct(users)...)
+		_, err := catalog.RemoveSearchHits(ctx, tx)
+		return err
 	})
 }
 

@@ -19,7 +19,8 @@ import (
 // every size's ingest writes one query key row per match that MatchBatch
 // finds for the same searches, the sampled readers' feeds are rendered,
 // and at the end no saved search is left and, once the batch is removed,
-// the dataset is as it was.
+// the dataset is as it was. The match measurement gives readers instant
+// alerts, and the digests of its window are all sent, before that.
 func TestMeasureSearchesLeavesTheDataset(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
@@ -59,12 +60,33 @@ func TestMeasureSearchesLeavesTheDataset(t *testing.T) {
 		t.Fatal(err)
 	}
 	batch := batchPapers(300, s, v, 1)
-	if _, err := MeasureMatch(ctx, db, d.Papers, d.Matcher, batch); err != nil {
+	mr, err := MeasureMatch(ctx, db, d.Papers, d.Matcher, batch)
+	if err != nil {
 		t.Fatal(err)
+	}
+	instant := func() int {
+		var n int
+		if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM digest_schedules WHERE frequency = 'instant'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if mr.Instant == 0 || instant() != mr.Instant {
+		t.Errorf("%d readers given instant alerts, %d schedules say so", mr.Instant, instant())
 	}
 	sample, err := SampleUsers(ctx, db, 10)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The digests of a window through the real Digester (to MAIL_DIR):
+	// every one is sent, and their ledger rows are gone afterwards.
+	run, err := MeasureDigests(ctx, db, svc.Digester(), sample, mr.FromSeq, mr.ToSeq, 2, 3)
+	if err != nil || run.Digests != len(sample) || run.Sent != len(sample) {
+		t.Errorf("digests: %+v, %v", run, err)
+	}
+	var ledger int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM digests`).Scan(&ledger); err != nil || ledger != 0 {
+		t.Errorf("%d ledger rows left (%v)", ledger, err)
 	}
 	res, err := MeasureSearches(ctx, d, s, v, batch, sample, 1)
 	if err != nil {
@@ -118,8 +140,9 @@ func TestMeasureSearchesLeavesTheDataset(t *testing.T) {
 		t.Errorf("%d saved searches left (%v)", len(active), err)
 	}
 	RemoveBatch(ctx, db)
-	if p, k, f := counts(); p != papers || k != keys || f != follows {
-		t.Errorf("dataset after the run: %d papers, %d keys, %d follows; before: %d, %d, %d", p, k, f, papers, keys, follows)
+	if p, k, f := counts(); p != papers || k != keys || f != follows || instant() != 0 {
+		t.Errorf("dataset after the run: %d papers, %d keys, %d follows, %d instant readers; before: %d, %d, %d, none",
+			p, k, f, instant(), papers, keys, follows)
 	}
 	figs, details, section := searchFigures(res, len(batch))
 	if len(figs) != 3 || len(details) != 3 || section == "" {

@@ -397,7 +397,7 @@ func (s *Service) MailDisabled(ctx context.Context, channelID int64) error {
 	msg := &mail.Message{
 		From: s.from, To: email, Date: now, AutoSubmitted: true,
 		Subject: fmt.Sprintf("followfeed: your %s channel to %s was disabled", typ, host),
-		Text: fmt.Sprintf("Deliveries to your %s channel (%s) have failed for more than 24 hours, so it was disabled.\n\n"+
+		Text: fmt.Appendf(nil, "Deliveries to your %s channel (%s) have failed for more than 24 hours, so it was disabled.\n\n"+
 			"Last error: %s\n\nFix the receiver, send a test from %s/settings, then enable the channel there "+
 			"(or PATCH /v1/me/channels/%d with {\"enabled\": true}). Papers matched meanwhile are in your feed.\n",
 			typ, host, reason, s.base, channelID),

@@ -24,8 +24,13 @@ type Message struct {
 	From    *netmail.Address // header From and envelope sender
 	To      string           // one recipient: "reader@example.org" or "Name <reader@example.org>"
 	Subject string
-	Text    string // plain-text body (required)
-	HTML    string // HTML body; when set the mail is multipart/alternative
+	// Text is the plain-text body (required) and HTML the HTML body (when
+	// set, the mail is multipart/alternative), both UTF-8 with "\n" line
+	// ends. A Message only reads them, and a Sender keeps neither after
+	// Send returns: the caller may then write the memory again (notify
+	// renders each digest into the buffers of the one before).
+	Text []byte
+	HTML []byte
 	// MessageID is the Message-ID without angle brackets, e.g.
 	// "digest.42.daily-2026-11-29@followfeed.example". The caller chooses it
 	// deterministically: it names the .eml file and seeds the MIME boundary.
@@ -133,7 +138,7 @@ func (m *Message) buffer() *bytes.Buffer {
 type wire struct {
 	frame      []byte
 	at         [2]int // offsets in frame of the text and the HTML body
-	text, html string
+	text, html []byte
 	length     int // of the whole message, as WriteTo writes it
 }
 
@@ -154,7 +159,7 @@ func (m *Message) wire() (*wire, *gomail.Msg, error) {
 		}
 	}
 	html := mark(1)
-	if m.HTML == "" {
+	if len(m.HTML) == 0 {
 		html = nil
 	}
 	msg, err := m.newMsg(gomail.NoEncoding, mark(0), html)
@@ -165,11 +170,11 @@ func (m *Message) wire() (*wire, *gomail.Msg, error) {
 		return nil, nil, fmt.Errorf("mail: render message %s: %w", m.MessageID, err)
 	}
 	w.frame = frame.Bytes()
-	if w.at[0] < 0 || (m.HTML != "" && w.at[1] < w.at[0]) {
+	if w.at[0] < 0 || (len(m.HTML) > 0 && w.at[1] < w.at[0]) {
 		return nil, nil, fmt.Errorf("mail: render message %s: go-mail did not write the bodies in order", m.MessageID)
 	}
-	if m.HTML == "" {
-		w.at[1], w.html = len(w.frame), ""
+	if len(m.HTML) == 0 {
+		w.at[1], w.html = len(w.frame), nil
 	}
 	w.length = len(w.frame) + crlfLen(w.text) + crlfLen(w.html)
 	if !w.endsCRLF() {
@@ -179,7 +184,7 @@ func (m *Message) wire() (*wire, *gomail.Msg, error) {
 }
 
 // crlfLen is the length of s with every "\n" written as "\r\n".
-func crlfLen(s string) int { return len(s) + strings.Count(s, "\n") }
+func crlfLen(s []byte) int { return len(s) + bytes.Count(s, []byte("\n")) }
 
 // endsCRLF reports whether the frame with the bodies spliced in ends with
 // a line end: whether its last non-empty piece does. The bodies have no CR
@@ -190,12 +195,12 @@ func (w *wire) endsCRLF() bool {
 	switch {
 	case len(w.frame) > w.at[1]:
 		return bytes.HasSuffix(w.frame, crlf)
-	case w.html != "":
-		return strings.HasSuffix(w.html, "\n")
+	case len(w.html) > 0:
+		return bytes.HasSuffix(w.html, []byte("\n"))
 	case w.at[1] > w.at[0]:
 		return bytes.HasSuffix(w.frame[:w.at[1]], crlf)
-	case w.text != "":
-		return strings.HasSuffix(w.text, "\n")
+	case len(w.text) > 0:
+		return bytes.HasSuffix(w.text, []byte("\n"))
 	}
 	return bytes.HasSuffix(w.frame[:w.at[0]], crlf)
 }
@@ -246,7 +251,7 @@ func (m *Message) build(onlyQP bool) (*gomail.Msg, error) {
 	// differ); quoted-printable makes CRLF itself.
 	crlf := enc == gomail.NoEncoding
 	var html func(io.Writer) (int64, error)
-	if m.HTML != "" {
+	if len(m.HTML) > 0 {
 		html = bodyWriter(m.HTML, crlf)
 	}
 	return m.newMsg(enc, bodyWriter(m.Text, crlf), html)
@@ -274,7 +279,7 @@ func (m *Message) check(onlyQP bool) (gomail.Encoding, error) {
 	if m.Date.IsZero() {
 		return "", fmt.Errorf("mail: message %s: Date is required (output must be deterministic)", id)
 	}
-	if m.Text == "" {
+	if len(m.Text) == 0 {
 		return "", fmt.Errorf("mail: message %s: Text is required", id)
 	}
 	if strings.ContainsAny(m.Subject, "\r\n") {
@@ -379,10 +384,12 @@ func setUnsubscribe(msg *gomail.Msg, rawURL, mailto string) error {
 // leaves [0-9a-z-] alone, so checking the raw bodies is sufficient.
 func mimeBoundary(m *Message) string {
 	var b string
+	var buf [len(boundaryPrefix) + 32]byte // the boundary as bytes, for the bodies
 	for attempt := range maxBoundaryAttempts {
 		sum := sha256.Sum256([]byte(m.MessageID + "\x00" + strconv.Itoa(attempt)))
 		b = boundaryPrefix + hex.EncodeToString(sum[:16])
-		if !strings.Contains(m.Text, b) && !strings.Contains(m.HTML, b) && !strings.Contains(m.Subject, b) {
+		bb := append(buf[:0], b...)
+		if !bytes.Contains(m.Text, bb) && !bytes.Contains(m.HTML, bb) && !strings.Contains(m.Subject, b) {
 			return b
 		}
 	}
@@ -428,14 +435,14 @@ func headerSafeURI(s string) bool {
 
 // fits8bit reports whether s can travel as an 8bit body: valid UTF-8, no NUL
 // or bare CR, and no line longer than 998 octets (RFC 5322 2.1.1).
-func fits8bit(s string) bool {
+func fits8bit(s []byte) bool {
 	// IndexByte rather than ContainsAny: it scans a 100 KB body in
 	// vectorised blocks, ContainsAny byte by byte.
-	if strings.IndexByte(s, 0) >= 0 || strings.IndexByte(s, '\r') >= 0 || !utf8.ValidString(s) {
+	if bytes.IndexByte(s, 0) >= 0 || bytes.IndexByte(s, '\r') >= 0 || !utf8.Valid(s) {
 		return false
 	}
 	for len(s) > 0 {
-		i := strings.IndexByte(s, '\n')
+		i := bytes.IndexByte(s, '\n')
 		if i < 0 {
 			return len(s) <= 998
 		}
@@ -451,10 +458,10 @@ func fits8bit(s string) bool {
 // go-mail buffers each body in a bytes.Buffer: that buffer is sized for
 // the whole body first, and the lines are written into it as they are
 // (no converted copy of the body is made).
-func bodyWriter(s string, crlf bool) func(io.Writer) (int64, error) {
+func bodyWriter(s []byte, crlf bool) func(io.Writer) (int64, error) {
 	return func(w io.Writer) (int64, error) {
 		if !crlf {
-			n, err := io.WriteString(w, s)
+			n, err := w.Write(s)
 			return int64(n), err
 		}
 		if b, ok := w.(*bytes.Buffer); ok {
@@ -465,15 +472,15 @@ func bodyWriter(s string, crlf bool) func(io.Writer) (int64, error) {
 }
 
 // writeCRLF writes s to w with every "\n" written as "\r\n".
-func writeCRLF(w io.Writer, s string) (int64, error) {
+func writeCRLF(w io.Writer, s []byte) (int64, error) {
 	var total int64
 	for len(s) > 0 {
 		line := s
-		i := strings.IndexByte(s, '\n')
+		i := bytes.IndexByte(s, '\n')
 		if i >= 0 {
 			line = s[:i]
 		}
-		n, err := io.WriteString(w, line)
+		n, err := w.Write(line)
 		total += int64(n)
 		if err != nil {
 			return total, err

@@ -21,12 +21,12 @@ const unsubURL = "https://followfeed.example/unsubscribe?u=42&sig=c2lnbmF0dXJl"
 // unicode, a long title, markup to escape.
 var sampleText, sampleHTML = mustRead("testdata/digest.txt"), mustRead("testdata/digest.html")
 
-func mustRead(name string) string {
+func mustRead(name string) []byte {
 	b, err := os.ReadFile(name)
 	if err != nil {
 		panic(err)
 	}
-	return string(b)
+	return b
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -149,10 +149,10 @@ func TestBytesStructureAndHeaders(t *testing.T) {
 		t.Error("go-mail's default User-Agent is set")
 	}
 
-	if body["text/plain"] != strings.ReplaceAll(m.Text, "\r\n", "\n") {
+	if body["text/plain"] != strings.ReplaceAll(string(m.Text), "\r\n", "\n") {
 		t.Errorf("decoded text part differs from Message.Text:\n%q\n%q", body["text/plain"], m.Text)
 	}
-	if body["text/html"] != m.HTML {
+	if body["text/html"] != string(m.HTML) {
 		t.Error("decoded HTML part differs from Message.HTML")
 	}
 	for _, want := range []string{"Déjà vu: <b>bold</b> claims & counter-claims", "🚀", "Kurt Gödel"} {
@@ -198,8 +198,8 @@ func TestBytesDeterministic(t *testing.T) {
 func TestBoundaryAvoidsBodyContent(t *testing.T) {
 	m := sampleMessage(t, "digest.3@followfeed.example")
 	first := mimeBoundary(m)
-	m.Text += "\n--" + first + "\n"
-	if b := mimeBoundary(m); b == first || strings.Contains(m.Text, b) {
+	m.Text = append(bytes.Clone(m.Text), "\n--"+first+"\n"...)
+	if b := mimeBoundary(m); b == first || bytes.Contains(m.Text, []byte(b)) {
 		t.Errorf("boundary %q not re-derived although the text contains it", b)
 	}
 	raw, err := m.Bytes()
@@ -218,7 +218,7 @@ func TestBytesOptionalHeaders(t *testing.T) {
 	m.UnsubscribeURL = "http://localhost:8080/unsubscribe?u=1"
 	m.AutoSubmitted = false
 	m.ListID = ""
-	m.HTML = ""
+	m.HTML = nil
 	raw, err := m.Bytes()
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +267,7 @@ func TestBytesInvalid(t *testing.T) {
 		{"no date", func(m *Message) { m.Date = time.Time{} }, false},
 		{"no from", func(m *Message) { m.From = nil }, false},
 		{"bad to", func(m *Message) { m.To = "not an address" }, true},
-		{"no text", func(m *Message) { m.Text = "" }, false},
+		{"no text", func(m *Message) { m.Text = nil }, false},
 		{"subject newline", func(m *Message) { m.Subject = "a\r\nBcc: x@y" }, false},
 		{"list id non-ascii", func(m *Message) { m.ListID = "dïgests <d.example>" }, false},
 		{"unsubscribe not absolute", func(m *Message) { m.UnsubscribeURL = "/unsubscribe" }, false},
@@ -319,7 +319,7 @@ func partEncodings(t *testing.T, raw []byte) map[string]string {
 func TestBodiesTravel8bitWhenLinesFit(t *testing.T) {
 	m := sampleMessage(t, "digest.1.x@followfeed.example")
 	long := *m
-	long.HTML = strings.Replace(m.HTML, "</body>", "<p>"+strings.Repeat("é", 600)+"</p></body>", 1)
+	long.HTML = bytes.Replace(m.HTML, []byte("</body>"), []byte("<p>"+strings.Repeat("é", 600)+"</p></body>"), 1)
 	for _, tc := range []struct {
 		m    *Message
 		want string
@@ -339,7 +339,7 @@ func TestBodiesTravel8bitWhenLinesFit(t *testing.T) {
 			}
 		}
 		_, got := parts(t, raw)
-		if got["text/plain"] != strings.ReplaceAll(tc.m.Text, "\r\n", "\n") || got["text/html"] != tc.m.HTML {
+		if got["text/plain"] != strings.ReplaceAll(string(tc.m.Text), "\r\n", "\n") || got["text/html"] != string(tc.m.HTML) {
 			t.Errorf("%s bodies do not decode to the message's text", tc.want)
 		}
 	}
@@ -362,7 +362,7 @@ func TestFits8bit(t *testing.T) {
 		"a\xffb":                   false,
 		strings.Repeat("a\n", 600): true,
 	} {
-		if got := fits8bit(s); got != want {
+		if got := fits8bit([]byte(s)); got != want {
 			t.Errorf("fits8bit(%d octets ending %q) = %v, want %v", len(s), s[max(0, len(s)-3):], got, want)
 		}
 	}
@@ -393,19 +393,19 @@ func TestBytesSplicedEqualsGoMail(t *testing.T) {
 	base := sampleMessage(t, "digest.7.daily-2026-11-29@followfeed.example")
 	variants := map[string]func(m *Message){
 		"sample":           func(*Message) {},
-		"text only":        func(m *Message) { m.HTML = "" },
-		"no final newline": func(m *Message) { m.Text = strings.TrimRight(m.Text, "\n"); m.HTML = strings.TrimRight(m.HTML, "\n") },
+		"text only":        func(m *Message) { m.HTML = nil },
+		"no final newline": func(m *Message) { m.Text = bytes.TrimRight(m.Text, "\n"); m.HTML = bytes.TrimRight(m.HTML, "\n") },
 		"text only, no final newline": func(m *Message) {
-			m.HTML, m.Text = "", strings.TrimRight(m.Text, "\n")
+			m.HTML, m.Text = nil, bytes.TrimRight(m.Text, "\n")
 		},
-		"one line each": func(m *Message) { m.Text, m.HTML = "x", "<p>y</p>" },
-		"blank lines":   func(m *Message) { m.Text, m.HTML = "\n\na\n\n", "\n" },
+		"one line each": func(m *Message) { m.Text, m.HTML = []byte("x"), []byte("<p>y</p>") },
+		"blank lines":   func(m *Message) { m.Text, m.HTML = []byte("\n\na\n\n"), []byte("\n") },
 		"ascii, minimal": func(m *Message) {
 			m.Subject, m.To, m.ListID, m.UnsubscribeURL, m.UnsubscribeMailto, m.AutoSubmitted = "Hello", "r@example.org", "", "", "", false
 		},
 		"long subject":    func(m *Message) { m.Subject = strings.Repeat("Ünïcode subject words ", 12) },
 		"mailto only":     func(m *Message) { m.UnsubscribeURL = "" },
-		"header-ish body": func(m *Message) { m.Text = "From: x\nSubject: y\n\n--followfeed-x\n" },
+		"header-ish body": func(m *Message) { m.Text = []byte("From: x\nSubject: y\n\n--followfeed-x\n") },
 	}
 	for name, change := range variants {
 		m := *base

@@ -44,7 +44,7 @@ func (c *Confirmations) SendConfirmation(ctx context.Context, userID int64, emai
 		return err
 	}
 	h := account.EmailHash(email)
-	_, err = c.sender.Send(ctx, &mail.Message{From: c.from, To: email, Subject: subject, Text: text, HTML: html,
+	_, err = c.sender.Send(ctx, &mail.Message{From: c.from, To: email, Subject: subject, Text: []byte(text), HTML: []byte(html),
 		MessageID: fmt.Sprintf("confirm.%d.%d.%x@%s", userID, epoch, h, c.base.Hostname()), Date: c.now(), AutoSubmitted: true})
 	return err
 }

@@ -34,7 +34,7 @@ func TestDigestReusedReusesItsBuffers(t *testing.T) {
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(size/4) {
 		t.Errorf("the second digest allocated %d bytes for %d bytes of bodies", alloc, size)
 	}
-	if want, wantHTML, _ := RenderDigest(c); text2 != want || html2 != wantHTML {
+	if want, wantHTML, _ := RenderDigest(c); string(text2) != want || string(html2) != wantHTML {
 		t.Error("the second digest renders otherwise than RenderDigest")
 	}
 }
@@ -106,7 +106,7 @@ func TestRenderDigestGolden(t *testing.T) {
 			t.Errorf("%s: a shared Renderer renders it otherwise (%v)", name, err)
 		}
 		rt, rh, err := shared.DigestReused(c)
-		if err != nil || rt != text || rh != html {
+		if err != nil || string(rt) != text || string(rh) != html {
 			t.Errorf("%s: DigestReused renders it otherwise (%v)", name, err)
 		}
 		for ext, got := range map[string]string{".txt": text, ".html": html} {

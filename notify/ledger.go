@@ -194,131 +194,200 @@ func (l *outcomes) flush(ctx context.Context) error {
 // their users' locks, in bulk. It returns the rows to build, in the order
 // of ids, the final state of those with nothing left to do, and the ids
 // left for a later round: a user's rows are reserved one at a time, since
-// each window starts where the previous one ends.
+// each window starts where the previous one ends. One transaction of at
+// most four statements: the users' schedule rows, the locked read, the
+// final states (when any) and the windows (when any are new).
 func (d *Digester) reserve(ctx context.Context, ids []int64) (rows []digestRow, done map[int64]State, later []int64, err error) {
 	err = d.db.InTx(ctx, func(tx pgx.Tx) error {
-		rows, done, later = nil, map[int64]State{}, nil
-		// Every digest's user gets a schedule row (one made only by a
-		// by-hand digest may lack it), which the reservation locks and
-		// moves the watermark of.
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO digest_schedules (user_id) SELECT DISTINCT user_id FROM digests WHERE id = ANY($1)
-			ON CONFLICT (user_id) DO NOTHING`, ids); err != nil {
-			return fmt.Errorf("creating the schedules of %d digests' users: %w", len(ids), err)
-		}
-		r, err := tx.Query(ctx, `
-			SELECT g.id, g.user_id, g.period, g.kind, g.state, g.from_seq, g.to_seq, g.attempts,
-			       coalesce(u.email, ''), u.email_confirmed_at IS NOT NULL,
-			       `+account.SuppressedSQL+`,
-			       u.timezone, d.frequency, d.send_empty, d.skip_no_announcement, u.link_epoch
-			FROM digests g JOIN `+account.UsersTable+` u ON u.id = g.user_id JOIN digest_schedules d ON d.user_id = g.user_id
-			WHERE g.id = ANY($1)
-			ORDER BY g.id
-			FOR UPDATE OF g, u, d`, ids)
-		if err != nil {
-			return fmt.Errorf("reading %d digests: %w", len(ids), err)
-		}
-		byID := map[int64]digestRow{}
-		for r.Next() {
-			var row digestRow
-			if err := r.Scan(&row.id, &row.userID, &row.period, &row.kind, &row.state, &row.from, &row.to,
-				&row.attempts, &row.email, &row.confirmed, &row.suppressed, &row.tz, &row.freq, &row.sendEmpty, &row.skipNoAnn, &row.epoch); err != nil {
-				r.Close()
-				return err
-			}
-			byID[row.id] = row
-		}
-		r.Close()
-		if err := r.Err(); err != nil {
+		if err := ensureSchedules(ctx, tx, ids); err != nil {
 			return err
 		}
-		var finalIDs, reserveIDs []int64
-		var finalStates []State
-		var finalReasons []string
-		users := map[int64]bool{}
-		for _, id := range ids {
-			row, ok := byID[id]
-			if !ok {
-				return fmt.Errorf("digest %d: %w", id, database.ErrNotFound)
-			}
-			final := func(state State, reason string) {
-				done[id] = state
-				finalIDs, finalStates, finalReasons = append(finalIDs, id), append(finalStates, state), append(finalReasons, reason)
-			}
-			switch {
-			case row.state.Final():
-				done[id] = row.state
-			case row.state == StateSending:
-				// The process died while this digest was being handed to
-				// the SMTP server: it may have been delivered. At most once.
-				final(StateUnknown, "interrupted while sending; not resent")
-			case row.email == "":
-				final(StateSkipped, "no email address")
-			case !row.confirmed:
-				final(StateSkipped, "email address not confirmed")
-			case row.suppressed:
-				final(StateSkipped, "address suppressed (bounced or unsubscribed)")
-			case row.freq == Off:
-				final(StateSkipped, "digests turned off")
-			case users[row.userID]:
-				later = append(later, id)
-			default:
-				users[row.userID] = true
-				if row.to == nil {
-					reserveIDs = append(reserveIDs, id)
-				}
-				rows = append(rows, row)
-			}
-		}
-		if len(finalIDs) > 0 {
-			if _, err := tx.Exec(ctx, `
-				UPDATE digests g SET state = f.state,
-					smtp_reply = CASE WHEN f.state = $4 THEN coalesce(g.smtp_reply || ' ', '') || '(' || f.reason || ')' ELSE f.reason END,
-					updated_at = now()
-				FROM unnest($1::bigint[], $2::text[], $3::text[]) AS f(id, state, reason) WHERE g.id = f.id`,
-				finalIDs, finalStates, finalReasons, StateUnknown); err != nil {
-				return fmt.Errorf("recording %d digests: %w", len(finalIDs), err)
-			}
-		}
-		if len(reserveIDs) == 0 {
-			return nil
-		}
-		// Reserve (watermark, high_seq] and move each watermark past it now,
-		// so no other digest of the user can include these papers.
-		rr, err := tx.Query(ctx, `
-			WITH w AS (
-				UPDATE digests g SET from_seq = d.watermark,
-					to_seq = greatest(`+catalog.HighSeqSQL+`, d.watermark)
-				FROM digest_schedules d WHERE g.id = ANY($1) AND d.user_id = g.user_id
-				RETURNING g.id, g.user_id, g.from_seq, g.to_seq
-			), moved AS (
-				UPDATE digest_schedules d SET watermark = w.to_seq FROM w
-				WHERE d.user_id = w.user_id AND d.watermark < w.to_seq
-			)
-			SELECT id, from_seq, to_seq FROM w`, reserveIDs)
+		byID, err := lockDigests(ctx, tx, ids)
 		if err != nil {
-			return fmt.Errorf("reserving the windows of %d digests: %w", len(reserveIDs), err)
-		}
-		windows := map[int64][2]int64{}
-		for rr.Next() {
-			var id, from, to int64
-			if err := rr.Scan(&id, &from, &to); err != nil {
-				rr.Close()
-				return err
-			}
-			windows[id] = [2]int64{from, to}
-		}
-		rr.Close()
-		if err := rr.Err(); err != nil {
 			return err
 		}
-		for i := range rows {
-			if w, ok := windows[rows[i].id]; ok {
-				from, to := w[0], w[1]
-				rows[i].from, rows[i].to = &from, &to
-			}
+		var t triage
+		if t, err = triageDigests(ids, byID); err != nil {
+			return err
 		}
-		return nil
+		rows, done, later = t.rows, t.done, t.later
+		if err := t.final.record(ctx, tx); err != nil {
+			return err
+		}
+		return reserveWindows(ctx, tx, t.reserve, rows)
 	})
 	return rows, done, later, err
+}
+
+// ensureSchedules gives every digest's user a schedule row (one made only
+// by a by-hand digest may lack it), which the reservation locks and moves
+// the watermark of.
+func ensureSchedules(ctx context.Context, tx pgx.Tx, ids []int64) error {
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO digest_schedules (user_id) SELECT DISTINCT user_id FROM digests WHERE id = ANY($1)
+		ON CONFLICT (user_id) DO NOTHING`, ids); err != nil {
+		return fmt.Errorf("creating the schedules of %d digests' users: %w", len(ids), err)
+	}
+	return nil
+}
+
+// lockDigests reads the ledger rows ids with what deciding them needs (the
+// user's address and its state, the schedule's settings), locking the
+// digest, user and schedule rows until tx ends.
+func lockDigests(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]digestRow, error) {
+	r, err := tx.Query(ctx, `
+		SELECT g.id, g.user_id, g.period, g.kind, g.state, g.from_seq, g.to_seq, g.attempts,
+		       coalesce(u.email, ''), u.email_confirmed_at IS NOT NULL,
+		       `+account.SuppressedSQL+`,
+		       u.timezone, d.frequency, d.send_empty, d.skip_no_announcement, u.link_epoch
+		FROM digests g JOIN `+account.UsersTable+` u ON u.id = g.user_id JOIN digest_schedules d ON d.user_id = g.user_id
+		WHERE g.id = ANY($1)
+		ORDER BY g.id
+		FOR UPDATE OF g, u, d`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("reading %d digests: %w", len(ids), err)
+	}
+	byID := map[int64]digestRow{}
+	for r.Next() {
+		var row digestRow
+		if err := r.Scan(&row.id, &row.userID, &row.period, &row.kind, &row.state, &row.from, &row.to,
+			&row.attempts, &row.email, &row.confirmed, &row.suppressed, &row.tz, &row.freq, &row.sendEmpty, &row.skipNoAnn, &row.epoch); err != nil {
+			r.Close()
+			return nil, err
+		}
+		byID[row.id] = row
+	}
+	r.Close()
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	return byID, nil
+}
+
+// triage is what reserve decided about each row: rows to build now (in
+// the order of ids), those of them whose window is still to be reserved,
+// rows with nothing left to do (done; final holds those whose new state
+// is to be written) and rows of a user already in this round (later).
+type triage struct {
+	rows    []digestRow
+	reserve []int64
+	done    map[int64]State
+	final   finalStates
+	later   []int64
+}
+
+// triageDigests decides each of ids (read into byID): a row in a final
+// state is done; one left "sending" by a process that died is unknown (it
+// may have been delivered: at most once); one whose address or settings
+// rule mail out is skipped; of a user's rows, one per round is built.
+func triageDigests(ids []int64, byID map[int64]digestRow) (triage, error) {
+	t := triage{done: map[int64]State{}}
+	users := map[int64]bool{}
+	for _, id := range ids {
+		row, ok := byID[id]
+		if !ok {
+			return t, fmt.Errorf("digest %d: %w", id, database.ErrNotFound)
+		}
+		final := func(state State, reason string) {
+			t.done[id] = state
+			t.final.add(id, state, reason)
+		}
+		switch {
+		case row.state.Final():
+			t.done[id] = row.state
+		case row.state == StateSending:
+			// The process died while this digest was being handed to
+			// the SMTP server: it may have been delivered. At most once.
+			final(StateUnknown, "interrupted while sending; not resent")
+		case row.email == "":
+			final(StateSkipped, "no email address")
+		case !row.confirmed:
+			final(StateSkipped, "email address not confirmed")
+		case row.suppressed:
+			final(StateSkipped, "address suppressed (bounced or unsubscribed)")
+		case row.freq == Off:
+			final(StateSkipped, "digests turned off")
+		case users[row.userID]:
+			t.later = append(t.later, id)
+		default:
+			users[row.userID] = true
+			if row.to == nil {
+				t.reserve = append(t.reserve, id)
+			}
+			t.rows = append(t.rows, row)
+		}
+	}
+	return t, nil
+}
+
+// finalStates are ledger rows to close, with the reason each is closed
+// for (appended to the SMTP reply of an unknown one, the reply otherwise).
+type finalStates struct {
+	ids     []int64
+	states  []State
+	reasons []string
+}
+
+func (f *finalStates) add(id int64, state State, reason string) {
+	f.ids, f.states, f.reasons = append(f.ids, id), append(f.states, state), append(f.reasons, reason)
+}
+
+// record writes the final states in one statement (none when there are
+// none).
+func (f *finalStates) record(ctx context.Context, tx pgx.Tx) error {
+	if len(f.ids) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `
+		UPDATE digests g SET state = f.state,
+			smtp_reply = CASE WHEN f.state = $4 THEN coalesce(g.smtp_reply || ' ', '') || '(' || f.reason || ')' ELSE f.reason END,
+			updated_at = now()
+		FROM unnest($1::bigint[], $2::text[], $3::text[]) AS f(id, state, reason) WHERE g.id = f.id`,
+		f.ids, f.states, f.reasons, StateUnknown); err != nil {
+		return fmt.Errorf("recording %d digests: %w", len(f.ids), err)
+	}
+	return nil
+}
+
+// reserveWindows reserves (watermark, high_seq] for the rows ids (none:
+// no statement) and moves each watermark past it, so no other digest of
+// the user can include these papers, then sets the windows on rows.
+func reserveWindows(ctx context.Context, tx pgx.Tx, ids []int64, rows []digestRow) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	rr, err := tx.Query(ctx, `
+		WITH w AS (
+			UPDATE digests g SET from_seq = d.watermark,
+				to_seq = greatest(`+catalog.HighSeqSQL+`, d.watermark)
+			FROM digest_schedules d WHERE g.id = ANY($1) AND d.user_id = g.user_id
+			RETURNING g.id, g.user_id, g.from_seq, g.to_seq
+		), moved AS (
+			UPDATE digest_schedules d SET watermark = w.to_seq FROM w
+			WHERE d.user_id = w.user_id AND d.watermark < w.to_seq
+		)
+		SELECT id, from_seq, to_seq FROM w`, ids)
+	if err != nil {
+		return fmt.Errorf("reserving the windows of %d digests: %w", len(ids), err)
+	}
+	windows := map[int64][2]int64{}
+	for rr.Next() {
+		var id, from, to int64
+		if err := rr.Scan(&id, &from, &to); err != nil {
+			rr.Close()
+			return err
+		}
+		windows[id] = [2]int64{from, to}
+	}
+	rr.Close()
+	if err := rr.Err(); err != nil {
+		return err
+	}
+	for i := range rows {
+		if w, ok := windows[rows[i].id]; ok {
+			from, to := w[0], w[1]
+			rows[i].from, rows[i].to = &from, &to
+		}
+	}
+	return nil
 }

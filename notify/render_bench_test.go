@@ -49,7 +49,7 @@ func BenchmarkRenderDigest100Shared(b *testing.B) {
 func BenchmarkMessageBytes100(b *testing.B) {
 	c := benchContent()
 	text, html, _ := RenderDigest(c)
-	m := &mail.Message{From: &netmail.Address{Address: "digest@followfeed.test"}, To: "a@example.org", Subject: "x", Text: text, HTML: html, MessageID: "digest.1.x@followfeed.test", Date: time.Now()}
+	m := &mail.Message{From: &netmail.Address{Address: "digest@followfeed.test"}, To: "a@example.org", Subject: "x", Text: []byte(text), HTML: []byte(html), MessageID: "digest.1.x@followfeed.test", Date: time.Now()}
 	for b.Loop() {
 		if _, err := m.Bytes(); err != nil {
 			b.Fatal(err)

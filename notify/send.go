@@ -156,8 +156,9 @@ func (d *Digester) deliver(ctx context.Context, row digestRow, content DigestCon
 	}
 }
 
-// message renders c for row's reader. Its bodies share r's buffers
-// (Renderer.DigestReused): the message is sent before r renders the next.
+// message renders c for row's reader. Its bodies are r's buffers
+// (Renderer.DigestReused): the message is sent, and forgotten, before r
+// renders the next.
 func (d *Digester) message(row digestRow, c DigestContent, r *Renderer) (*mail.Message, error) {
 	text, html, err := r.DigestReused(c)
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	texttemplate "text/template"
 	"time"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // DigestContent is everything a digest email shows; the caller has selected
@@ -399,30 +398,25 @@ func (r *Renderer) Digest(c DigestContent) (text, html string, err error) {
 	if err := r.digest(&t, &h, c); err != nil {
 		return "", "", err
 	}
-	// t and h are not written again: their bytes can be the strings (as
-	// strings.Builder.String does).
-	return bufferString(&t), bufferString(&h), nil
+	return t.String(), h.String(), nil
 }
 
 // DigestReused is Digest, writing both parts into two buffers that r keeps
-// from one DigestReused to the next: the strings it returns share r's
-// buffers and are valid only until r's next DigestReused, which overwrites
-// them. A send job, which renders, sends and forgets one digest after the
-// other, so allocates no bodies per digest (about 130 KB for 100 papers).
-func (r *Renderer) DigestReused(c DigestContent) (text, html string, err error) {
+// from one DigestReused to the next, and handing out those buffers' bytes:
+// they are valid only until r's next DigestReused, which writes them
+// again. A caller that keeps a part longer copies it. A send job, which
+// renders, sends and forgets one digest after the other (a mail.Message
+// takes its bodies as bytes, and a mail.Sender keeps none after Send
+// returns), so allocates no bodies per digest (about 130 KB for 100
+// papers).
+func (r *Renderer) DigestReused(c DigestContent) (text, html []byte, err error) {
 	t, h := &r.bodies[0], &r.bodies[1]
 	t.Reset()
 	h.Reset()
 	if err := r.digest(t, h, c); err != nil {
-		return "", "", err
+		return nil, nil, err
 	}
-	return bufferString(t), bufferString(h), nil
-}
-
-// bufferString returns b's contents as a string without copying them: the
-// string is valid while b is neither written nor reset.
-func bufferString(b *bytes.Buffer) string {
-	return unsafe.String(unsafe.SliceData(b.Bytes()), b.Len())
+	return t.Bytes(), h.Bytes(), nil
 }
 
 // digest writes c's plain-text part to t and its HTML part to h (see

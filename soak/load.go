@@ -15,11 +15,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"followfeed/bench"
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/internal/fake/oaipmh"
 	"followfeed/internal/fake/openalex"
 	fakesmtp "followfeed/internal/fake/smtp"
+	"followfeed/notify"
 )
 
 // Load mix and sizes.
@@ -131,7 +133,10 @@ func runLoad(ctx context.Context, e *env, res *Result) error {
 		res.figure("other sessions on the database at the start", "%s", strings.Join(others, ", "))
 	}
 	// Leftovers of an interrupted run.
-	if _, err := pool.Exec(ctx, `DELETE FROM papers WHERE arxiv_id LIKE $1`, loadPrefix+".%"); err != nil {
+	if err := db.InTx(ctx, func(tx pgx.Tx) error {
+		_, err := catalog.DeletePrefix(ctx, tx, loadPrefix+".")
+		return err
+	}); err != nil {
 		return err
 	}
 
@@ -234,6 +239,11 @@ func runLoad(ctx context.Context, e *env, res *Result) error {
 				annMu.Unlock()
 			}
 			batch := digestUsers[b*loadDigestBatch : min((b+1)*loadDigestBatch, len(digestUsers))]
+			// Aging on purpose, in the soak's own SQL: a daily digest
+			// due now, over the papers since the soak began. The
+			// product's settings (notify.Preferences) schedule the next
+			// digest at the user's hour and start its window at the
+			// high seq; cleanupLoad puts the saved settings back.
 			if tag, err := pool.Exec(lctx, `
 				INSERT INTO digest_schedules (user_id, frequency, next_at, watermark) SELECT unnest($1::bigint[]), 'daily', now(), $2
 				ON CONFLICT (user_id) DO UPDATE SET frequency = 'daily', next_at = now(), watermark = $2`, batch, baseSeq); err == nil {
@@ -497,9 +507,16 @@ func nextFollowOp(rng *rand.Rand, u *loadUser, cats []follow.CategoryInfo) (stri
 	}
 }
 
-// restoreFollows removes, through the API, every follow of the sampled users
-// that they did not have before the soak, and checks the result.
-func restoreFollows(ctx context.Context, c *client, pool *pgxpool.Pool, users []*loadUser) (int, error) {
+// extraFollow is a follow of a sampled user that the user did not have
+// before the soak.
+type extraFollow struct {
+	u *loadUser
+	t follow.Target
+}
+
+// extraFollows reads the sampled users' follows and returns those they did
+// not have before the soak, and how many of those they had are there.
+func extraFollows(ctx context.Context, pool *pgxpool.Pool, users []*loadUser) (extras []extraFollow, have int, err error) {
 	ids := make([]int64, len(users))
 	byID := map[int64]*loadUser{}
 	for i, u := range users {
@@ -508,20 +525,14 @@ func restoreFollows(ctx context.Context, c *client, pool *pgxpool.Pool, users []
 	}
 	rows, err := pool.Query(ctx, `SELECT user_id, key FROM follows WHERE user_id = ANY($1)`, ids)
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
-	type extra struct {
-		u *loadUser
-		t follow.Target
-	}
-	var extras []extra
-	have := 0
+	defer rows.Close()
 	for rows.Next() {
 		var id int64
 		var key string
 		if err := rows.Scan(&id, &key); err != nil {
-			rows.Close()
-			return 0, err
+			return nil, 0, err
 		}
 		u := byID[id]
 		if u.had[key] {
@@ -530,12 +541,20 @@ func restoreFollows(ctx context.Context, c *client, pool *pgxpool.Pool, users []
 		}
 		t, err := follow.TargetFromKey(key)
 		if err != nil {
-			rows.Close()
-			return 0, err
+			return nil, 0, err
 		}
-		extras = append(extras, extra{u, t})
+		extras = append(extras, extraFollow{u, t})
 	}
-	rows.Close()
+	return extras, have, rows.Err()
+}
+
+// restoreFollows removes, through the API, every follow of the sampled users
+// that they did not have before the soak, and checks the result.
+func restoreFollows(ctx context.Context, c *client, pool *pgxpool.Pool, users []*loadUser) (int, error) {
+	extras, have, err := extraFollows(ctx, pool, users)
+	if err != nil {
+		return 0, err
+	}
 	err = forEach(ctx, 8, len(extras), func(i int) error {
 		x := extras[i]
 		_, err := c.must(ctx, "DELETE", "/v1/me/follows/"+string(x.t.Kind)+"/"+x.t.ID, x.u.token, nil, 204)
@@ -545,8 +564,10 @@ func restoreFollows(ctx context.Context, c *client, pool *pgxpool.Pool, users []
 		return 0, err
 	}
 	want := 0
-	for _, u := range users {
+	ids := make([]int64, len(users))
+	for i, u := range users {
 		want += len(u.had)
+		ids[i] = u.id
 	}
 	n, err := count(ctx, pool, `SELECT count(*) FROM follows WHERE user_id = ANY($1)`, ids)
 	if err != nil {
@@ -559,38 +580,37 @@ func restoreFollows(ctx context.Context, c *client, pool *pgxpool.Pool, users []
 }
 
 // dropExtraFollows is the fallback of restoreFollows when the run was cut
-// short: it deletes the sampled users' follows they did not have before and
-// lowers their follower counts to match. It does nothing after a complete
-// run, which removed them through the API.
+// short (the API may be gone): it unfollows, through follow.Service, the
+// sampled users' follows they did not have before, which also lowers
+// their follower counts. It does nothing after a complete run, which
+// removed them through the API.
 func dropExtraFollows(ctx context.Context, e *env, pool *pgxpool.Pool, users []*loadUser) {
-	var uids []int64
-	var keys []string
-	for _, u := range users {
-		for k := range u.had {
-			uids, keys = append(uids, u.id), append(keys, k)
-		}
-	}
-	ids := make([]int64, len(users))
-	for i, u := range users {
-		ids[i] = u.id
-	}
-	tag, err := pool.Exec(ctx, `
-		WITH before AS (SELECT * FROM unnest($2::bigint[], $3::text[]) AS b(user_id, key)),
-		gone AS (
-			DELETE FROM follows f WHERE f.user_id = ANY($1)
-			  AND NOT EXISTS (SELECT 1 FROM before b WHERE b.user_id = f.user_id AND b.key = f.key)
-			RETURNING f.key
-		)
-		UPDATE follow_counts c SET followers = greatest(c.followers - g.n, 0)
-		FROM (SELECT key, count(*) AS n FROM gone GROUP BY key) g WHERE c.key = g.key`, ids, uids, keys)
+	extras, _, err := extraFollows(ctx, pool, users)
 	if err != nil {
 		e.logf("load: cleanup: follows: %v", err)
-	} else if tag.RowsAffected() > 0 {
-		e.logf("load: cleanup: removed follows of an interrupted run directly (%d keys' counts adjusted)", tag.RowsAffected())
+		return
+	}
+	svc := follow.NewService(&database.DB{Pool: pool})
+	for _, x := range extras {
+		if _, err := svc.Unfollow(ctx, x.u.id, x.t); err != nil {
+			e.logf("load: cleanup: unfollowing %s of user %d: %v", x.t, x.u.id, err)
+			return
+		}
+	}
+	if len(extras) > 0 {
+		e.logf("load: cleanup: unfollowed %d follows of an interrupted run", len(extras))
 	}
 }
 
-// cleanupLoad removes what the load added to the scale-S database.
+// cleanupLoad removes what the load added to the scale-S database: its
+// papers (catalog.DeletePrefix) and ledger rows (notify.DeleteDigests)
+// through their owners. The rest is put back as it was saved before the
+// run, in SQL of the soak's own, as nothing in the product sets state to
+// a given value: River's jobs of the run (package worker's tables), the
+// harvest's progress and completeness-check queue of the fake repository
+// (harvest's: the next real harvest resumes where the dataset's left off)
+// and the digest settings the load made due (notify's: frequency, next
+// time and watermark restored, not recomputed).
 func cleanupLoad(ctx context.Context, e *env, pool *pgxpool.Pool, maxJob, maxDigest int64, digestUsers []int64, saved []savedDigest,
 	hadHarvest bool, harvestRow []any) {
 	step := func(what, sql string, args ...any) {
@@ -598,8 +618,27 @@ func cleanupLoad(ctx context.Context, e *env, pool *pgxpool.Pool, maxJob, maxDig
 			e.logf("load: cleanup: %s: %v", what, err)
 		}
 	}
-	step("papers", `DELETE FROM papers WHERE arxiv_id LIKE $1`, loadPrefix+".%")
-	step("digests", `DELETE FROM digests WHERE id > $1 AND user_id = ANY($2)`, maxDigest, digestUsers)
+	db := &database.DB{Pool: pool}
+	if err := db.InTx(ctx, func(tx pgx.Tx) error {
+		_, err := catalog.DeletePrefix(ctx, tx, loadPrefix+".")
+		return err
+	}); err != nil {
+		e.logf("load: cleanup: papers: %v", err)
+	}
+	if err := db.InTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT id FROM digests WHERE id > $1 AND user_id = ANY($2)`, maxDigest, digestUsers)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		_, err = notify.DeleteDigests(ctx, tx, ids)
+		return err
+	}); err != nil {
+		e.logf("load: cleanup: digests: %v", err)
+	}
 	step("river jobs", `DELETE FROM river.river_job WHERE id > $1 AND kind = ANY($2)`, maxJob,
 		[]string{"match_batch", "harvest_arxiv", "harvest_check", "enrich_openalex", "websub_publish", "digest_schedule", "digest_send", "digest_instant", "email_confirm"})
 	if hadHarvest {

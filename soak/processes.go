@@ -293,6 +293,10 @@ func runProcesses(ctx context.Context, e *env, res *Result) error {
 		return fmt.Errorf("feed renders after the pushes: %w", err)
 	}
 
+	// Aging on purpose, in the soak's own SQL: every reader's daily digest
+	// due now, its window from seq 0 (every pushed paper). The product's
+	// settings (notify.Preferences) schedule it at the reader's hour,
+	// hours away, and start its window at the high seq.
 	tag, err := db.pool.Exec(ctx, `
 		INSERT INTO digest_schedules (user_id, frequency, next_at, watermark) SELECT id, 'daily', now(), 0 FROM users WHERE sub LIKE 'soak-pc-%'
 		ON CONFLICT (user_id) DO UPDATE SET frequency = 'daily', next_at = now(), watermark = 0`)

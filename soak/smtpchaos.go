@@ -68,6 +68,9 @@ func runSMTPChaos(ctx context.Context, e *env, res *Result) error {
 	}); err != nil || !ok {
 		return fmt.Errorf("the pushed papers were not matched within 2 minutes (%v)", err)
 	}
+	// Aging on purpose, in the soak's own SQL: every reader's daily digest
+	// due now. The product's settings (notify.Preferences) schedule it at
+	// the reader's hour, hours away.
 	if _, err := db.pool.Exec(ctx, `
 		INSERT INTO digest_schedules (user_id, frequency, next_at) SELECT id, 'daily', now() FROM users
 		ON CONFLICT (user_id) DO UPDATE SET frequency = 'daily', next_at = now()`); err != nil {

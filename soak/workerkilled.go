@@ -138,6 +138,9 @@ The worker is SIGKILLed as soon as the fake repository has served the third page
 	}
 	e.logf("worker-killed: harvest finished %s after the kill", secs(harvestRecovery))
 
+	// Aging on purpose, in the soak's own SQL: every reader's daily digest
+	// due now. The product's settings (notify.Preferences) schedule it at
+	// the reader's hour, hours away.
 	tag, err := db.pool.Exec(ctx, `
 		INSERT INTO digest_schedules (user_id, frequency, next_at) SELECT id, 'daily', now() FROM users WHERE sub LIKE 'soak-wk-%'
 		ON CONFLICT (user_id) DO UPDATE SET frequency = 'daily', next_at = now()`)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver pgtestdb uses
 	"github.com/peterldowns/pgtestdb"
 
@@ -115,4 +116,19 @@ func Admin(t testing.TB) *database.DB {
 	}
 	t.Cleanup(db.Close)
 	return db
+}
+
+// Strings runs a query of one text column and returns its values, failing
+// the test on an error.
+func Strings(t testing.TB, db *database.DB, sql string, args ...any) []string {
+	t.Helper()
+	rows, err := db.Pool.Query(context.Background(), sql, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return out
 }

@@ -1,0 +1,119 @@
+package notify
+
+import (
+	"context"
+	"fmt"
+	"followfeed/catalog"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The lab's loaders: what the benchmark writes to digest_schedules and
+// digests goes through these. People's settings go through Preferences,
+// scheduled digests through Digester.Schedule and SendNow.
+
+// PutDigestSettings sets the users' digest frequency and send_empty in
+// one statement, in tx, creating their schedule rows where missing: for
+// lab datasets (the benchmark's readers), as Preferences.Update would
+// set them but without its checks (no address is required) and without
+// a digest time: next_at is cleared for off and instant and kept
+// otherwise (none for a new row), so no scheduled digest is due because
+// of it; the caller sends by hand (PutManualDigests). A user whose digests
+// were off (or who had no row) starts from the high seq (no backlog), as with Update. Instant delivery that starts or stops
+// updates instant_follows (its triggers). It returns how many rows it
+// wrote.
+func PutDigestSettings(ctx context.Context, tx pgx.Tx, userIDs []int64, f Frequency, sendEmpty bool) (int, error) {
+	switch f {
+	case Off, Instant, Daily, Weekly:
+	default:
+		return 0, fmt.Errorf("setting the digests of %d users: unknown frequency %q", len(userIDs), f)
+	}
+	tag, err := tx.Exec(ctx, `
+		INSERT INTO digest_schedules AS d (user_id, frequency, send_empty, watermark)
+		SELECT u, $2, $3, `+catalog.HighSeqSQL+` FROM unnest($1::bigint[]) AS u
+		ON CONFLICT (user_id) DO UPDATE SET frequency = $2, send_empty = $3,
+			next_at = CASE WHEN $2 IN ('off', 'instant') THEN NULL ELSE d.next_at END,
+			watermark = CASE WHEN d.frequency = 'off' AND $2 <> 'off' THEN excluded.watermark ELSE d.watermark END`,
+		userIDs, string(f), sendEmpty)
+	if err != nil {
+		return 0, fmt.Errorf("setting the digests of %d users: %w", len(userIDs), err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// DeleteSchedules removes the users' schedule rows, in tx: they read as a
+// user who never saved digest settings (digests off, the defaults), and
+// instant delivery stops (instant_follows, its triggers). For taking lab
+// settings off a dataset again. Ledger rows stay. It returns how many rows
+// it removed.
+func DeleteSchedules(ctx context.Context, tx pgx.Tx, userIDs []int64) (int, error) {
+	tag, err := tx.Exec(ctx, `DELETE FROM digest_schedules WHERE user_id = ANY($1)`, userIDs)
+	if err != nil {
+		return 0, fmt.Errorf("removing the digest schedules of %d users: %w", len(userIDs), err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// ManualDigest is a by-hand digest with its window given: the papers of
+// seqs (FromSeq, ToSeq].
+type ManualDigest struct {
+	UserID         int64
+	Period         string
+	FromSeq, ToSeq int64
+}
+
+// PutManualDigests writes ledger rows of kind manual, pending, with their
+// windows as given, in one statement, in tx, and returns their ids in the
+// order of ds: for lab measurements (the benchmark's digests of a chosen
+// window). Digester.SendBatch sends them as any other row, except that
+// their windows are not reserved again: the users' watermarks do not
+// move. A (user, period) already in the ledger fails the statement (its
+// unique key).
+func PutManualDigests(ctx context.Context, tx pgx.Tx, ds []ManualDigest) ([]int64, error) {
+	users, periods := make([]int64, len(ds)), make([]string, len(ds))
+	froms, tos := make([]int64, len(ds)), make([]int64, len(ds))
+	for i, d := range ds {
+		users[i], periods[i], froms[i], tos[i] = d.UserID, d.Period, d.FromSeq, d.ToSeq
+	}
+	rows, err := tx.Query(ctx, `
+		INSERT INTO digests (user_id, period, kind, from_seq, to_seq)
+		SELECT u, p, 'manual', f, t FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[]) AS x(u, p, f, t)
+		RETURNING id, user_id, period`, users, periods, froms, tos)
+	if err != nil {
+		return nil, fmt.Errorf("writing %d digests: %w", len(ds), err)
+	}
+	type up struct {
+		user   int64
+		period string
+	}
+	byRow := make(map[up]int64, len(ds))
+	for rows.Next() {
+		var id int64
+		var k up
+		if err := rows.Scan(&id, &k.user, &k.period); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		byRow[k] = id
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("writing %d digests: %w", len(ds), err)
+	}
+	ids := make([]int64, len(ds))
+	for i, d := range ds {
+		ids[i] = byRow[up{d.UserID, d.Period}]
+	}
+	return ids, nil
+}
+
+// DeleteDigests deletes the ledger rows ids, in tx, whatever their state:
+// for taking lab rows off a dataset again (a deleted row's period can be
+// sent once more). It returns how many it deleted.
+func DeleteDigests(ctx context.Context, tx pgx.Tx, ids []int64) (int, error) {
+	tag, err := tx.Exec(ctx, `DELETE FROM digests WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return 0, fmt.Errorf("deleting %d digests: %w", len(ids), err)
+	}
+	return int(tag.RowsAffected()), nil
+}
