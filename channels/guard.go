@@ -31,7 +31,14 @@ var ErrInternalAddress = errors.New("refusing to connect to an internal address"
 
 // blocked are the IPv4 and IPv6 ranges a delivery never connects to, beyond
 // what netip's predicates (loopback, private, link-local, multicast,
-// unspecified) cover. IPv4-mapped IPv6 addresses are unmapped first.
+// unspecified) cover. IPv4-mapped IPv6 addresses are unmapped first. The
+// IPv4 list follows IANA's IPv4 Special-Purpose Address Registry (every
+// block that is not globally reachable, and 192.0.0.0/24 whole). IPv6 is
+// refused outside 2000::/3, the only space IANA assigns global unicast
+// from, so that special-purpose blocks assigned there (such as SRv6's
+// 5f00::/16 in 2024) are refused before this list learns their names; inside
+// it, the IPv6 registry's blocks that are not globally reachable or embed an
+// IPv4 address.
 var blocked = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),          // "this network"
 	netip.MustParsePrefix("100.64.0.0/10"),      // CGNAT (RFC 6598)
@@ -42,28 +49,33 @@ var blocked = []netip.Prefix{
 	netip.MustParsePrefix("198.51.100.0/24"),    // TEST-NET-2
 	netip.MustParsePrefix("203.0.113.0/24"),     // TEST-NET-3
 	netip.MustParsePrefix("240.0.0.0/4"),        // reserved, incl. broadcast
-	netip.MustParsePrefix("::/128"),             // unspecified
-	netip.MustParsePrefix("::/96"),              // IPv4-compatible (deprecated)
-	netip.MustParsePrefix("64:ff9b::/96"),       // NAT64: reaches any IPv4 address
-	netip.MustParsePrefix("64:ff9b:1::/48"),     // local-use NAT64
-	netip.MustParsePrefix("100::/64"),           // discard
-	netip.MustParsePrefix("2001:db8::/32"),      // documentation
-	netip.MustParsePrefix("2002::/16"),          // 6to4: embeds any IPv4 address
-	netip.MustParsePrefix("fc00::/7"),           // unique local (incl. fd00:ec2::254 metadata)
-	netip.MustParsePrefix("fe80::/10"),          // link-local
-	netip.MustParsePrefix("fec0::/10"),          // site-local (deprecated)
-	netip.MustParsePrefix("ff00::/8"),           // multicast
-	netip.MustParsePrefix("2001::/32"),          // Teredo: embeds an IPv4 address
-	netip.MustParsePrefix("2001:10::/28"),       // ORCHID
 	netip.MustParsePrefix("255.255.255.255/32"), // broadcast
+	// Outside 2000::/3. 0000::/3: unspecified, loopback, IPv4-compatible
+	// ::/96 (deprecated), IPv4-translated ::ffff:0:0:0/96 (RFC 2765), NAT64
+	// 64:ff9b::/96 (reaches any IPv4 address) and local-use 64:ff9b:1::/48,
+	// discard 100::/64, the dummy prefix 100:0:0:1::/64 (RFC 9780).
+	netip.MustParsePrefix("::/3"),
+	netip.MustParsePrefix("4000::/2"), // reserved, incl. SRv6 SIDs 5f00::/16 (RFC 9602): an operator's network functions
+	// 8000::/1: reserved, unique local fc00::/7 (incl. fd00:ec2::254
+	// metadata), link-local fe80::/10, site-local fec0::/10 (deprecated),
+	// multicast ff00::/8.
+	netip.MustParsePrefix("8000::/1"),
+	// Inside 2000::/3.
+	netip.MustParsePrefix("2001::/32"),     // Teredo: embeds an IPv4 address
+	netip.MustParsePrefix("2001:2::/48"),   // benchmarking (RFC 5180)
+	netip.MustParsePrefix("2001:10::/28"),  // ORCHID (deprecated)
+	netip.MustParsePrefix("2001:db8::/32"), // documentation
+	netip.MustParsePrefix("2002::/16"),     // 6to4: embeds any IPv4 address
+	netip.MustParsePrefix("3fff::/20"),     // documentation (RFC 9637)
 }
 
 // Internal reports whether a is an address deliveries never connect to:
 // loopback, private (RFC 1918, IPv6 ULA), link-local (with the cloud
 // metadata address 169.254.169.254), CGNAT, multicast, unspecified,
-// documentation, reserved, and IPv6 forms that embed or reach IPv4
-// (IPv4-mapped, IPv4-compatible, NAT64, 6to4, Teredo). An invalid address
-// is internal.
+// benchmarking, documentation, reserved (in IPv6, everything outside global
+// unicast 2000::/3, SRv6 SIDs included), and IPv6 forms that embed or reach
+// IPv4 (IPv4-mapped, IPv4-compatible, IPv4-translated, NAT64, 6to4,
+// Teredo). An invalid address is internal.
 func Internal(a netip.Addr) bool {
 	if !a.IsValid() {
 		return true
