@@ -12,6 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 
 	"followfeed/apperr"
 )
@@ -119,10 +122,12 @@ func (g *Guard) Allowed(host string) bool {
 	return g.allow[strings.ToLower(strings.Trim(host, "[]"))]
 }
 
-// CheckURL validates a target URL given by a reader, for field: an absolute
-// https URL (http only for allowed hosts) without credentials, whose host,
-// when an IP literal or a local name, is not internal. Every failure is an
-// apperr.Invalid naming field (a 422). It returns the parsed URL.
+// CheckURL validates a target URL given by a user, for field: an absolute
+// https URL (http only for allowed hosts) without credentials or fragment
+// whose host, read as the client dials it (IDNA-mapped, trailing dots
+// ignored), is not an internal address, a local name or a number spelled
+// unlike an IP address. Every failure is an apperr.Invalid naming field (a
+// 422). It returns the parsed URL.
 func (g *Guard) CheckURL(field, raw string) (*url.URL, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
@@ -154,13 +159,17 @@ func (g *Guard) CheckURL(field, raw string) (*url.URL, error) {
 	if allowed {
 		return u, nil
 	}
-	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+	name, err := dialedName(host)
+	if err != nil {
+		return nil, apperr.InvalidField(field, "has a host name that is not a valid internationalised domain name (%s)", host)
+	}
+	if a, err := netip.ParseAddr(name); err == nil {
 		if Internal(a) {
 			return nil, apperr.InvalidField(field, "points at an internal address (%s); use a public host name", host)
 		}
 		return u, nil
 	}
-	lh := strings.ToLower(strings.TrimSuffix(host, "."))
+	lh := strings.TrimRight(name, ".")
 	if lh == "localhost" || strings.HasSuffix(lh, ".localhost") || strings.HasSuffix(lh, ".local") ||
 		strings.HasSuffix(lh, ".internal") || !strings.Contains(lh, ".") {
 		return nil, apperr.InvalidField(field, "names a local host (%s); use a public host name", host)
@@ -169,6 +178,19 @@ func (g *Guard) CheckURL(field, raw string) (*url.URL, error) {
 		return nil, apperr.InvalidField(field, "spells an IP address in a non-standard form (%s); use a host name", host)
 	}
 	return u, nil
+}
+
+// dialedName is host as the client dials it, lower-cased: net/http maps a
+// name that is not ASCII with IDNA's lookup profile (so full-width
+// "ｌｏｃａｌｈｏｓｔ" or "１２７.０.０.１" reach localhost and 127.0.0.1), and
+// a name it cannot map is not one a delivery can reach.
+func dialedName(host string) (string, error) {
+	for i := 0; i < len(host); i++ {
+		if host[i] >= utf8.RuneSelf {
+			return idna.Lookup.ToASCII(host)
+		}
+	}
+	return strings.ToLower(host), nil
 }
 
 // numericHost recognises hosts made only of digits, dots and hex (such as

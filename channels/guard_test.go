@@ -255,6 +255,19 @@ func TestCheckURL(t *testing.T) {
 		{"https://10.0.0.1.5/hook", "non-standard form"},
 		{"http://127.0.0.2/hook", "must use https"},
 		{"https://[::ffff:7f00:1]/hook", "internal address"},
+		// The host as the client dials it: net/http maps a name that is not
+		// ASCII with IDNA (full-width letters and digits, the ideographic
+		// full stop), and a resolver ignores trailing dots.
+		{"https://bücher.example.org/h", ""},
+		{"https://ＥＸＡＭＰＬＥ.org/h", ""},
+		{"https://ｆｏｏ.ｌｏｃａｌ/hook", "names a local host"},
+		{"https://printer。local/hook", "names a local host"},
+		{"https://ＬＯＣＡＬＨＯＳＴ/hook", "names a local host"},
+		{"https://１２７.０.０.１/hook", "internal address"},
+		{"https://１６９.２５４.１６９.２５４/latest/meta-data", "internal address"},
+		{"https://localhost../hook", "names a local host"},
+		{"https://printer.local../hook", "names a local host"},
+		{"https://\u05d0a.org/h", "not a valid internationalised domain name"},
 		{"https://[fe80::1%25eth0]/hook", "internal address"},
 	} {
 		u, err := g.CheckURL("url", c.url)
@@ -285,7 +298,9 @@ func TestConnectTimeCheckFollowsResolution(t *testing.T) {
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
 	g := NewGuard(nil)
 	c := g.Client()
-	for _, host := range []string{"localhost", "127.0.0.1", "[::ffff:127.0.0.1]", "[::1]"} {
+	// "１２７.０.０.１" is dialled as 127.0.0.1: net/http maps it with IDNA
+	// (CheckURL reads hosts the same way).
+	for _, host := range []string{"localhost", "127.0.0.1", "[::ffff:127.0.0.1]", "[::1]", "１２７.０.０.１"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+host+":"+port+"/", nil)
 		_, err := c.Do(req)
