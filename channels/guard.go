@@ -170,15 +170,33 @@ func (g *Guard) CheckURL(field, raw string) (*url.URL, error) {
 		return u, nil
 	}
 	lh := strings.TrimRight(name, ".")
-	if lh == "localhost" || strings.HasSuffix(lh, ".localhost") || strings.HasSuffix(lh, ".local") ||
-		strings.HasSuffix(lh, ".internal") || !strings.Contains(lh, ".") {
+	tld := lh[strings.LastIndexByte(lh, '.')+1:]
+	if !strings.Contains(lh, ".") || localTLDs[tld] {
 		return nil, apperr.InvalidField(field, "names a local host (%s); use a public host name", host)
+	}
+	if reservedTLDs[tld] {
+		return nil, apperr.InvalidField(field, "is under .%s, a name public DNS never resolves (%s); use a public host name", tld, host)
 	}
 	if _, err := numericHost(lh); err == nil {
 		return nil, apperr.InvalidField(field, "spells an IP address in a non-standard form (%s); use a host name", host)
 	}
 	return u, nil
 }
+
+// localTLDs are the top-level names that only the operator's own host or
+// network resolves, as single-label names (no dot: search domains, LLMNR)
+// are: localhost (RFC 6761: loopback), local (mDNS, RFC 6762), internal
+// (ICANN's private-use name) and arpa, the infrastructure domain, whose
+// names are the home network's (home.arpa, RFC 8375), the local
+// resolver's (resolver.arpa, RFC 9462) or reverse-mapping ones.
+var localTLDs = map[string]bool{"localhost": true, "local": true, "internal": true, "arpa": true}
+
+// reservedTLDs are the special-use names public DNS never answers (RFC
+// 6761: test, invalid, example; onion, RFC 7686; alt, RFC 9476): an answer
+// for one comes from the operator's own resolver, and a delivery there
+// otherwise fails until the channel is disabled. (example.com, .net and
+// .org are public names.)
+var reservedTLDs = map[string]bool{"test": true, "invalid": true, "example": true, "onion": true, "alt": true}
 
 // dialedName is host as the client dials it, lower-cased: net/http maps a
 // name that is not ASCII with IDNA's lookup profile (so full-width

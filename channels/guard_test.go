@@ -199,7 +199,9 @@ func TestInternal(t *testing.T) {
 // TestCheckURL: a target is an absolute https URL without credentials or
 // fragment whose host is neither an internal address, nor a local name
 // (one label; localhost and *.localhost, RFC 6761; *.local, mDNS, RFC
-// 6762; *.internal, ICANN's private-use name), nor a number spelled
+// 6762; *.internal, ICANN's private-use name; *.arpa, home.arpa and
+// resolver.arpa among them), nor a special-use name public DNS never
+// answers (.test, .invalid, .example, .onion, .alt), nor a number spelled
 // unlike an IP address; an allow-listed host may be anything over http or
 // https. Every refusal is a 422 of the field with a message saying what
 // to do.
@@ -248,6 +250,23 @@ func TestCheckURL(t *testing.T) {
 		{"https://metadata.google.internal/computeMetadata/v1/", "names a local host"},
 		{"https://db.internal./hook", "names a local host"},
 		{"https://2130706433/hook", "names a local host"},
+		{"https://router.home.arpa/hook", "names a local host"},
+		{"https://nas.Home.Arpa./hook", "names a local host"},
+		{"https://x.resolver.arpa/hook", "names a local host"},
+		{"https://ipv4only.arpa/hook", "names a local host"},
+		{"https://1.0.0.127.in-addr.arpa/hook", "names a local host"},
+		{"https://hooks.test/hook", "under .test, a name public DNS never resolves"},
+		{"https://hooks.invalid/hook", "under .invalid"},
+		{"https://hooks.example/hook", "under .example"},
+		{"https://duckduckgogg42xjoc72x3sjasowoarfbgcmvfimaftt6twagswzczad.onion/", "under .onion"},
+		{"https://x.alt/hook", "under .alt"},
+		{"https://example.com/hook", ""},
+		{"https://www.example.net/hook", ""},
+		{"https://test.example.org/hook", ""},
+		{"https://arpa.example.org/hook", ""},
+		{"https://home.arpa.example.org/hook", ""},
+		{"https://local.example.com/hook", ""},
+		{"https://onion.example.org/hook", ""},
 		{"https://0x7f.0.0.1/hook", "non-standard form"},
 		{"https://127.1/hook", "non-standard form"},
 		{"https://0177.0.0.1/hook", "non-standard form"},
