@@ -199,6 +199,17 @@ func moved(t *testing.T, db *database.DB, before counts, want ...string) {
 	}
 }
 
+// readOn runs one read (read) and checks that fn ran once, on where, and
+// that exactly counter moved; it returns the newest mark fn saw.
+func readOn(t *testing.T, db *database.DB, f *database.Fresh, where, counter string) (newest int) {
+	t.Helper()
+	c := countsOf(db)
+	runs, newest := read(t, db, f)
+	wantRuns(t, runs, where)
+	moved(t, db, c, counter)
+	return newest
+}
+
 func wantRuns(t *testing.T, got []string, want ...string) {
 	t.Helper()
 	if strings.Join(got, ",") != strings.Join(want, ",") {
@@ -220,49 +231,31 @@ func TestReplica(t *testing.T) {
 	t.Run("checked reads: fresh on the replica, stale on the primary", func(t *testing.T) {
 		db, _ := p.attach(t, database.ReplicaOptions{LagEvery: noMonitor})
 		n := p.marks
-		c := countsOf(db)
-		runs, got := read(t, db, fresh(n))
-		wantRuns(t, runs, "replica")
-		if got != n {
+		if got := readOn(t, db, fresh(n), "replica", "checked.replica"); got != n {
 			t.Errorf("the replica saw mark %d, want %d", got, n)
 		}
-		moved(t, db, c, "checked.replica")
 
 		// Replay paused, a new mark on the primary: a read that must show
 		// it is not fresh on the replica; fn runs once, on the primary.
 		p.replay(t, true)
 		defer p.replay(t, false)
 		n = p.mark(t)
-		c = countsOf(db)
-		runs, got = read(t, db, fresh(n))
-		wantRuns(t, runs, "primary")
-		if got != n {
+		if got := readOn(t, db, fresh(n), "primary", "checked.stale"); got != n {
 			t.Errorf("the primary saw mark %d, want %d", got, n)
 		}
-		moved(t, db, c, "checked.stale")
 		// A read that needs only an older mark is still fresh there.
-		c = countsOf(db)
-		runs, got = read(t, db, fresh(n-1))
-		wantRuns(t, runs, "replica")
-		if got != n-1 {
+		if got := readOn(t, db, fresh(n-1), "replica", "checked.replica"); got != n-1 {
 			t.Errorf("the paused replica saw mark %d, want %d", got, n-1)
 		}
-		moved(t, db, c, "checked.replica")
 		// A check that answers no row is not fresh either.
-		c = countsOf(db)
-		runs, _ = read(t, db, &database.Fresh{SQL: `SELECT true FROM marks WHERE n = $1`, Args: []any{n}})
-		wantRuns(t, runs, "primary")
-		moved(t, db, c, "checked.stale")
+		readOn(t, db, &database.Fresh{SQL: `SELECT true FROM marks WHERE n = $1`, Args: []any{n}}, "primary", "checked.stale")
 		if !db.Replica().Up() {
 			t.Error("a stale replica was left alone: staleness is no error")
 		}
 
 		p.replay(t, false)
 		p.caughtUp(t)
-		c = countsOf(db)
-		runs, _ = read(t, db, fresh(n))
-		wantRuns(t, runs, "replica")
-		moved(t, db, c, "checked.replica")
+		readOn(t, db, fresh(n), "replica", "checked.replica")
 	})
 
 	t.Run("ReadBatch: first's results only from a fresh snapshot", func(t *testing.T) {
@@ -315,19 +308,13 @@ func TestReplica(t *testing.T) {
 		r := db.Replica()
 		// Before the monitor's first comparison (two periods) the replica's
 		// lag is unknown: the primary answers.
-		c := countsOf(db)
-		runs, _ := read(t, db, nil)
-		wantRuns(t, runs, "primary")
-		moved(t, db, c, "bounded.lagging")
+		readOn(t, db, nil, "primary", "bounded.lagging")
 
 		waitFor(t, "a bounded read on the replica", func() bool {
 			runs, _ := read(t, db, nil)
 			return runs[0] == "replica"
 		})
-		c = countsOf(db)
-		runs, _ = read(t, db, nil)
-		wantRuns(t, runs, "replica")
-		moved(t, db, c, "bounded.replica")
+		readOn(t, db, nil, "replica", "bounded.replica")
 
 		// Replay paused and the primary writing: within two periods the
 		// monitor finds the replica behind; bounded reads go to the
@@ -337,27 +324,17 @@ func TestReplica(t *testing.T) {
 		old := p.marks
 		p.mark(t)
 		waitFor(t, "the monitor to find the replica lagging", r.Lagging)
-		c = countsOf(db)
-		runs, got := read(t, db, nil)
-		wantRuns(t, runs, "primary")
-		if got != p.marks {
+		if got := readOn(t, db, nil, "primary", "bounded.lagging"); got != p.marks {
 			t.Errorf("the bounded read saw mark %d, want %d", got, p.marks)
 		}
-		moved(t, db, c, "bounded.lagging")
-		c = countsOf(db)
-		runs, _ = read(t, db, fresh(old))
-		wantRuns(t, runs, "replica")
-		moved(t, db, c, "checked.replica")
+		readOn(t, db, fresh(old), "replica", "checked.replica")
 		if !strings.Contains(log.String(), "replica is lagging") {
 			t.Errorf("no warn line about the lag in:\n%s", log)
 		}
 
 		p.replay(t, false)
 		waitFor(t, "the monitor to find the replica caught up", func() bool { return !r.Lagging() })
-		c = countsOf(db)
-		runs, _ = read(t, db, nil)
-		wantRuns(t, runs, "replica")
-		moved(t, db, c, "bounded.replica")
+		readOn(t, db, nil, "replica", "bounded.replica")
 		if !r.Up() {
 			t.Error("the lag monitor left the replica alone: lag is no error")
 		}
@@ -390,23 +367,14 @@ func TestReplica(t *testing.T) {
 			t.Errorf("no warn line about the replica in:\n%s", log)
 		}
 		// Left alone: every read of either kind goes to the primary.
-		c = countsOf(db)
-		runs, _ = read(t, db, fresh(p.marks))
-		wantRuns(t, runs, "primary")
-		moved(t, db, c, "checked.down")
-		c = countsOf(db)
-		runs, _ = read(t, db, nil)
-		wantRuns(t, runs, "primary")
-		moved(t, db, c, "bounded.down")
+		readOn(t, db, fresh(p.marks), "primary", "checked.down")
+		readOn(t, db, nil, "primary", "bounded.down")
 		// After DownFor it is tried again.
 		waitFor(t, "the replica to be tried again", r.Up)
 		if waited := time.Since(start); waited < downFor {
 			t.Errorf("the replica was tried again after %v, before DownFor (%v)", waited, downFor)
 		}
-		c = countsOf(db)
-		runs, _ = read(t, db, fresh(p.marks))
-		wantRuns(t, runs, "replica")
-		moved(t, db, c, "checked.replica")
+		readOn(t, db, fresh(p.marks), "replica", "checked.replica")
 
 		// An error of both servers is the primary's.
 		c = countsOf(db)
@@ -475,14 +443,8 @@ func TestReplica(t *testing.T) {
 		// go to the primary.
 		db, _ := attachAt(t, p.primary.URL("postgres"), fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port),
 			database.ReplicaOptions{LagEvery: noMonitor, DownFor: time.Hour})
-		c := countsOf(db)
-		runs, _ := read(t, db, fresh(p.marks))
-		wantRuns(t, runs, "primary")
-		moved(t, db, c, "checked.errors")
-		c = countsOf(db)
-		runs, _ = read(t, db, nil)
-		wantRuns(t, runs, "primary")
-		moved(t, db, c, "bounded.down")
+		readOn(t, db, fresh(p.marks), "primary", "checked.errors")
+		readOn(t, db, nil, "primary", "bounded.down")
 	})
 
 	t.Run("no replica: the primary, in one read-only repeatable-read snapshot", func(t *testing.T) {
