@@ -12,6 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 
 	"followfeed/apperr"
 )
@@ -31,7 +34,14 @@ var ErrInternalAddress = errors.New("refusing to connect to an internal address"
 
 // blocked are the IPv4 and IPv6 ranges a delivery never connects to, beyond
 // what netip's predicates (loopback, private, link-local, multicast,
-// unspecified) cover. IPv4-mapped IPv6 addresses are unmapped first.
+// unspecified) cover. IPv4-mapped IPv6 addresses are unmapped first. The
+// IPv4 list follows IANA's IPv4 Special-Purpose Address Registry (every
+// block that is not globally reachable, and 192.0.0.0/24 whole). IPv6 is
+// refused outside 2000::/3, the only space IANA assigns global unicast
+// from, so that special-purpose blocks assigned there (such as SRv6's
+// 5f00::/16 in 2024) are refused before this list learns their names; inside
+// it, the IPv6 registry's blocks that are not globally reachable or embed an
+// IPv4 address.
 var blocked = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),          // "this network"
 	netip.MustParsePrefix("100.64.0.0/10"),      // CGNAT (RFC 6598)
@@ -42,28 +52,33 @@ var blocked = []netip.Prefix{
 	netip.MustParsePrefix("198.51.100.0/24"),    // TEST-NET-2
 	netip.MustParsePrefix("203.0.113.0/24"),     // TEST-NET-3
 	netip.MustParsePrefix("240.0.0.0/4"),        // reserved, incl. broadcast
-	netip.MustParsePrefix("::/128"),             // unspecified
-	netip.MustParsePrefix("::/96"),              // IPv4-compatible (deprecated)
-	netip.MustParsePrefix("64:ff9b::/96"),       // NAT64: reaches any IPv4 address
-	netip.MustParsePrefix("64:ff9b:1::/48"),     // local-use NAT64
-	netip.MustParsePrefix("100::/64"),           // discard
-	netip.MustParsePrefix("2001:db8::/32"),      // documentation
-	netip.MustParsePrefix("2002::/16"),          // 6to4: embeds any IPv4 address
-	netip.MustParsePrefix("fc00::/7"),           // unique local (incl. fd00:ec2::254 metadata)
-	netip.MustParsePrefix("fe80::/10"),          // link-local
-	netip.MustParsePrefix("fec0::/10"),          // site-local (deprecated)
-	netip.MustParsePrefix("ff00::/8"),           // multicast
-	netip.MustParsePrefix("2001::/32"),          // Teredo: embeds an IPv4 address
-	netip.MustParsePrefix("2001:10::/28"),       // ORCHID
 	netip.MustParsePrefix("255.255.255.255/32"), // broadcast
+	// Outside 2000::/3. 0000::/3: unspecified, loopback, IPv4-compatible
+	// ::/96 (deprecated), IPv4-translated ::ffff:0:0:0/96 (RFC 2765), NAT64
+	// 64:ff9b::/96 (reaches any IPv4 address) and local-use 64:ff9b:1::/48,
+	// discard 100::/64, the dummy prefix 100:0:0:1::/64 (RFC 9780).
+	netip.MustParsePrefix("::/3"),
+	netip.MustParsePrefix("4000::/2"), // reserved, incl. SRv6 SIDs 5f00::/16 (RFC 9602): an operator's network functions
+	// 8000::/1: reserved, unique local fc00::/7 (incl. fd00:ec2::254
+	// metadata), link-local fe80::/10, site-local fec0::/10 (deprecated),
+	// multicast ff00::/8.
+	netip.MustParsePrefix("8000::/1"),
+	// Inside 2000::/3.
+	netip.MustParsePrefix("2001::/32"),     // Teredo: embeds an IPv4 address
+	netip.MustParsePrefix("2001:2::/48"),   // benchmarking (RFC 5180)
+	netip.MustParsePrefix("2001:10::/28"),  // ORCHID (deprecated)
+	netip.MustParsePrefix("2001:db8::/32"), // documentation
+	netip.MustParsePrefix("2002::/16"),     // 6to4: embeds any IPv4 address
+	netip.MustParsePrefix("3fff::/20"),     // documentation (RFC 9637)
 }
 
 // Internal reports whether a is an address deliveries never connect to:
 // loopback, private (RFC 1918, IPv6 ULA), link-local (with the cloud
 // metadata address 169.254.169.254), CGNAT, multicast, unspecified,
-// documentation, reserved, and IPv6 forms that embed or reach IPv4
-// (IPv4-mapped, IPv4-compatible, NAT64, 6to4, Teredo). An invalid address
-// is internal.
+// benchmarking, documentation, reserved (in IPv6, everything outside global
+// unicast 2000::/3, SRv6 SIDs included), and IPv6 forms that embed or reach
+// IPv4 (IPv4-mapped, IPv4-compatible, IPv4-translated, NAT64, 6to4,
+// Teredo). An invalid address is internal.
 func Internal(a netip.Addr) bool {
 	if !a.IsValid() {
 		return true
@@ -107,10 +122,12 @@ func (g *Guard) Allowed(host string) bool {
 	return g.allow[strings.ToLower(strings.Trim(host, "[]"))]
 }
 
-// CheckURL validates a target URL given by a reader, for field: an absolute
-// https URL (http only for allowed hosts) without credentials, whose host,
-// when an IP literal or a local name, is not internal. Every failure is an
-// apperr.Invalid naming field (a 422). It returns the parsed URL.
+// CheckURL validates a target URL given by a user, for field: an absolute
+// https URL (http only for allowed hosts) without credentials or fragment
+// whose host, read as the client dials it (IDNA-mapped, trailing dots
+// ignored), is not an internal address, a local name or a number spelled
+// unlike an IP address. Every failure is an apperr.Invalid naming field (a
+// 422). It returns the parsed URL.
 func (g *Guard) CheckURL(field, raw string) (*url.URL, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
@@ -142,21 +159,56 @@ func (g *Guard) CheckURL(field, raw string) (*url.URL, error) {
 	if allowed {
 		return u, nil
 	}
-	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+	name, err := dialedName(host)
+	if err != nil {
+		return nil, apperr.InvalidField(field, "has a host name that is not a valid internationalised domain name (%s)", host)
+	}
+	if a, err := netip.ParseAddr(name); err == nil {
 		if Internal(a) {
 			return nil, apperr.InvalidField(field, "points at an internal address (%s); use a public host name", host)
 		}
 		return u, nil
 	}
-	lh := strings.ToLower(strings.TrimSuffix(host, "."))
-	if lh == "localhost" || strings.HasSuffix(lh, ".localhost") || strings.HasSuffix(lh, ".local") ||
-		strings.HasSuffix(lh, ".internal") || !strings.Contains(lh, ".") {
+	lh := strings.TrimRight(name, ".")
+	tld := lh[strings.LastIndexByte(lh, '.')+1:]
+	if !strings.Contains(lh, ".") || localTLDs[tld] {
 		return nil, apperr.InvalidField(field, "names a local host (%s); use a public host name", host)
+	}
+	if reservedTLDs[tld] {
+		return nil, apperr.InvalidField(field, "is under .%s, a name public DNS never resolves (%s); use a public host name", tld, host)
 	}
 	if _, err := numericHost(lh); err == nil {
 		return nil, apperr.InvalidField(field, "spells an IP address in a non-standard form (%s); use a host name", host)
 	}
 	return u, nil
+}
+
+// localTLDs are the top-level names that only the operator's own host or
+// network resolves, as single-label names (no dot: search domains, LLMNR)
+// are: localhost (RFC 6761: loopback), local (mDNS, RFC 6762), internal
+// (ICANN's private-use name) and arpa, the infrastructure domain, whose
+// names are the home network's (home.arpa, RFC 8375), the local
+// resolver's (resolver.arpa, RFC 9462) or reverse-mapping ones.
+var localTLDs = map[string]bool{"localhost": true, "local": true, "internal": true, "arpa": true}
+
+// reservedTLDs are the special-use names public DNS never answers (RFC
+// 6761: test, invalid, example; onion, RFC 7686; alt, RFC 9476): an answer
+// for one comes from the operator's own resolver, and a delivery there
+// otherwise fails until the channel is disabled. (example.com, .net and
+// .org are public names.)
+var reservedTLDs = map[string]bool{"test": true, "invalid": true, "example": true, "onion": true, "alt": true}
+
+// dialedName is host as the client dials it, lower-cased: net/http maps a
+// name that is not ASCII with IDNA's lookup profile (so full-width
+// "ｌｏｃａｌｈｏｓｔ" or "１２７.０.０.１" reach localhost and 127.0.0.1), and
+// a name it cannot map is not one a delivery can reach.
+func dialedName(host string) (string, error) {
+	for i := 0; i < len(host); i++ {
+		if host[i] >= utf8.RuneSelf {
+			return idna.Lookup.ToASCII(host)
+		}
+	}
+	return strings.ToLower(host), nil
 }
 
 // numericHost recognises hosts made only of digits, dots and hex (such as

@@ -2,12 +2,15 @@ package search
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"followfeed/apperr"
 )
 
 // testCats resolves a few categories the way package follow does.
@@ -77,6 +80,13 @@ func TestNormalForm(t *testing.T) {
 	}
 }
 
+// TestParseErrors walks every refusal of Parse with the position (a
+// character count, not bytes) and the words of its message. Three
+// refusals in the parser are not reachable from any input and are not
+// listed: "expected the end of the search" (or and and stop only at the
+// end or at a ")"), primary's ")" and "expected a term, not …" (and,
+// unary and the prefixes hand primary only words, phrases, prefixes and
+// "(").
 func TestParseErrors(t *testing.T) {
 	t.Log("hostile: bad searches are errors with a position and what was expected")
 	for _, c := range []struct {
@@ -84,24 +94,80 @@ func TestParseErrors(t *testing.T) {
 		pos  int
 		want string
 	}{
-		{`"diffusion model`, 1, `closing "`},
-		{`(graph OR tree`, 1, `expected a )`},
-		{`graph)`, 6, `closes no (`},
-		{`xx:graph`, 1, `unknown field "xx:"`},
-		{`-survey`, 1, `only exclusions`},
-		{`the`, 1, `common`},
-		{`the OR graph`, 1, `common`},
-		{`cat:cs.LG`, 1, `categories alone`},
-		{`cat:cs.ZZ graph`, 5, `not an active arXiv category`},
-		{`graph OR`, 9, `after OR`},
-		{`graph -`, 7, `no letters or digits`},
-		{`""`, 1, `inside the quotes`},
+		// Length, counted in characters; the position is one past the limit.
+		{strings.Repeat("graph ", 51), 301, `at most 300 characters; this one has 306`},
+		{strings.Repeat("é", 301), 301, `at most 300 characters; this one has 301`},
+		// Nothing to search.
 		{``, 1, `expected a search`},
-		{`$$`, 1, `no letters or digits`},
-		{strings.Repeat("graph ", 51), 301, `at most 300 characters`},
-		{"graph tree node edge path cycle clique cut flow match color walk cover span rank sort heap", 87, `at most 16 terms`},
-		{`ti: graph`, 1, `right after ti:`},
+		{"  	　", 1, `expected a search`},
+		// The lexer.
+		{`"diffusion model`, 1, `closing "`},
+		{`graph “diffusion model`, 7, `closing "`},
+		{`xx:graph`, 1, `unknown field "xx:"`},
+		{`graph Title:attention`, 7, `unknown field "Title:"`},
+		// Parentheses.
+		{`(graph OR tree`, 1, `expected a ) to close the ( here`},
+		{`graph)`, 6, `this ) closes no ( before it`},
+		{`Müller)`, 7, `this ) closes no ( before it`}, // characters, not bytes
 		{`()`, 2, `inside the parentheses`},
+		{`)`, 1, `expected a term`},
+		{`(((((((((graph)))))))))`, 9, `nest at most 8 deep`},
+		// AND, OR, NOT and -.
+		{`AND graph`, 1, `expected a term before AND`},
+		{`graph OR AND x`, 10, `expected a term before AND`},
+		{`graph AND`, 10, `expected a term after AND`},
+		{`graph AND OR tree`, 11, `expected a term after AND`},
+		{`(graph AND)`, 11, `expected a term after AND`},
+		{`OR graph`, 1, `expected a term before OR`},
+		{`(OR graph)`, 2, `expected a term before OR`},
+		{`graph OR`, 9, `expected a term after OR`},
+		{`graph OR OR tree`, 10, `expected a term after OR`},
+		{`(graph OR) tree`, 10, `expected a term after OR`},
+		{`graph NOT`, 10, `expected a term to exclude after NOT`},
+		{`NOT OR graph`, 5, `expected a term to exclude after NOT`},
+		{`-NOT graph`, 2, `expected a term to exclude after -`},
+		// Field prefixes.
+		{`ti: graph`, 1, `right after ti:`},
+		{`graph abs:`, 7, `right after abs:`},
+		{`ti:)`, 1, `right after ti:`},
+		{`cat: graph`, 1, `expected a category right after cat:`},
+		{`cat:"cs.LG" graph`, 1, `expected a category right after cat:`},
+		{`graph cat:`, 7, `expected a category right after cat:`},
+		{`cat:cs.ZZ graph`, 5, `"cs.ZZ" is not an active arXiv category`},
+		// Terms without a word.
+		{`""`, 1, `expected a word inside the quotes`},
+		{`graph ti:" "`, 10, `expected a word inside the quotes`},
+		{`$$`, 1, `"$$" has no letters or digits`},
+		{`graph -`, 7, `"-" has no letters or digits`},
+		// Too many terms: the position is the first one past the limit.
+		{"graph tree node edge path cycle clique cut flow match color walk cover span rank sort heap", 87, `at most 16 terms (words and cat: filters); this one has 17`},
+		{`"a b c d e f g h i j k l m n o p" graph`, 35, `this one has 17`},
+		// Too broad: stop words and single letters or digits (broad).
+		{`the`, 1, `only common words`},
+		{`x`, 1, `only common words`},
+		{`5`, 1, `only common words`},
+		{`é`, 1, `only common words`}, // one letter once folded
+		{`ABS:x`, 1, `only common words`},
+		{`the of x`, 1, `only common words`},
+		{`graph (the x)`, 8, `only common words`},
+		{`the OR graph`, 1, `more specific word than "the"`},
+		{`x OR y`, 1, `more specific word than "x"`},
+		{`graph OR x`, 10, `more specific word than "x"`},
+		{`graph OR β`, 10, `more specific word than "β"`},
+		{`graph -(x OR y)`, 9, `more specific word than "x"`},
+		{`graph -the`, 7, `more specific word to exclude`},
+		{`graph NOT x`, 7, `more specific word to exclude`},
+		{`graph -7`, 7, `more specific word to exclude`},
+		// Only exclusions, only categories.
+		{`-survey`, 1, `only exclusions`},
+		{`-survey OR -review`, 1, `only exclusions`},
+		{`graph OR -survey`, 1, `only exclusions`},
+		{`-cat:cs.LG`, 1, `only exclusions`},
+		{`cat:cs.LG`, 1, `categories alone`},
+		{`cat:cs.LG -survey`, 1, `categories alone`},
+		{`graph OR cat:cs`, 1, `categories alone`},
+		// The normal form's length: ß folds to ss.
+		{strings.Repeat("ß", 201), 1, `longer than 400 characters once written out`},
 	} {
 		_, err := Parse(c.in, testCats{})
 		e, ok := err.(*Error)
@@ -112,6 +178,57 @@ func TestParseErrors(t *testing.T) {
 		if e.Pos != c.pos || !strings.Contains(e.Message, c.want) {
 			t.Errorf("Parse(%q) = at %d %q, want at %d …%s…", c.in, e.Pos, e.Message, c.pos, c.want)
 		}
+	}
+}
+
+// TestBroadWordsAreDroppedOrRefused: a stop word or a single letter or
+// digit matches nearly every paper, so broad drops it from an AND and
+// refuses it alone, as an alternative or excluded (TestParseErrors); a
+// quoted one is what the user asked for and stays, and two characters are
+// not broad.
+func TestBroadWordsAreDroppedOrRefused(t *testing.T) {
+	for in, want := range map[string]string{
+		`x graph`:        `graph`,
+		`graph x y`:      `graph`,
+		`au:x graph`:     `graph`,
+		`graph 2`:        `graph`,
+		`the graph of I`: `graph`,
+		`"x"`:            `"x"`,
+		`"the" graph`:    `"the" graph`,
+		`5G`:             `5g`,
+		`xy`:             `xy`,
+		`x-ray`:          `x-ray`,
+		`graph OR xy`:    `graph OR xy`,
+	} {
+		if q := mustParse(t, in); q.String() != want {
+			t.Errorf("Parse(%q) = %q, want %q", in, q.String(), want)
+		}
+	}
+	for _, w := range []string{"x", "Z", "7", "é", "β", "the", "And", "via"} {
+		if !broad(fold(w)) {
+			t.Errorf("broad(%q) = false", w)
+		}
+	}
+	for _, w := range []string{"xy", "5g", "ml", "graph"} {
+		if broad(w) {
+			t.Errorf("broad(%q) = true", w)
+		}
+	}
+}
+
+// TestErrorAsAppError: a refusal reaches the API as a 422 of the field
+// whose detail carries the position and the reason.
+func TestErrorAsAppError(t *testing.T) {
+	_, err := Parse(`graph OR x`, testCats{})
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("Parse: %v", err)
+	}
+	ae := e.AppError("query")
+	if ae.Code != apperr.Invalid || ae.Field != "query" || len(ae.Details) != 1 ||
+		ae.Details[0].Index != 10 || ae.Details[0].Field != "query" || ae.Details[0].Reason != e.Message ||
+		!strings.Contains(ae.Message, "at character 10: ") || !errors.Is(ae, e) {
+		t.Errorf("AppError = %+v", ae)
 	}
 }
 

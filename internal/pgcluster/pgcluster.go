@@ -62,7 +62,7 @@ func newDir() (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{Bin: bin}
-	if c.Port, err = FreePort(54400, 54599); err != nil {
+	if c.Port, err = FreePort(firstPort, lastPort); err != nil {
 		return nil, err
 	}
 	if c.Dir, c.runas, err = ownDir(); err != nil {
@@ -110,7 +110,7 @@ func New(ctx context.Context) (*Cluster, error) {
 		c.remove()
 		return nil, fmt.Errorf("initdb: %v: %s", err, LastBytes(out, 400))
 	}
-	if err := c.Start(ctx); err != nil {
+	if err := c.startNew(ctx); err != nil {
 		c.remove()
 		return nil, err
 	}
@@ -129,11 +129,41 @@ func (c *Cluster) Standby(ctx context.Context) (*Cluster, error) {
 		s.remove()
 		return nil, fmt.Errorf("pg_basebackup: %v: %s", err, LastBytes(out, 400))
 	}
-	if err := s.Start(ctx); err != nil {
+	if err := s.startNew(ctx); err != nil {
 		s.remove()
 		return nil, err
 	}
 	return s, nil
+}
+
+// The ports clusters are started on.
+const firstPort, lastPort = 54400, 54599
+
+// startNew starts a new cluster's server for the first time. Its port was
+// free when newDir chose it, but every cluster takes the first free port,
+// so another one made at the same time (a parallel test, another package's
+// test binary, the soak) may have bound it since: the server then moves to
+// the port that is first free now, a few times at most.
+func (c *Cluster) startNew(ctx context.Context) error {
+	for tries := 1; ; tries++ {
+		err := c.Start(ctx)
+		if err == nil || tries == 5 || !portTaken(c.Port) {
+			return err
+		}
+		if c.Port, err = FreePort(firstPort, lastPort); err != nil {
+			return err
+		}
+	}
+}
+
+// portTaken reports whether something listens on port of 127.0.0.1.
+func portTaken(port int) bool {
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return true
+	}
+	ln.Close()
+	return false
 }
 
 // Start starts the server and waits until it accepts connections.

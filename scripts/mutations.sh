@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# mutations.sh [PATTERN] — small mutations of core lines, each of which must
+# fail the tests of its own package (not only those of a package above it).
+#
+# Every mutation is an exact text substitution in one file that must match
+# exactly once: when the source changed so that it matches no more (or
+# twice), the script fails and the mutation must be brought up to date. They
+# are applied one at a time to a scratch copy of the working tree (its
+# tracked and untracked files, not the ignored ones), never to the tree
+# itself, and each runs only its package's tests (go test -count=1 ./pkg/).
+# Every package is first tested unmutated. PATTERN (an extended regular
+# expression) runs only the mutations whose name matches it.
+#
+# It prints a table: mutation, package, caught / MISSED / BROKEN (the mutant
+# did not compile). It exits non-zero when one is missed or broken, when a
+# substitution no longer applies, or when a package fails unmutated.
+set -euo pipefail
+export LC_ALL=C # substitutions count bytes
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+pattern="${1:-}"
+
+names=() pkgs=() files=() olds=() news=()
+# mutation NAME PACKAGE FILE OLD NEW
+mutation() { names+=("$1") pkgs+=("$2") files+=("$3") olds+=("$4") news+=("$5"); }
+
+# The validator cache (feeds/validators.go).
+mutation validator-ignores-high-seq feeds feeds/validators.go \
+	'ok && e.version == st.Version && e.highSeq == st.HighSeq {' 'ok && e.version == st.Version {'
+mutation validator-modified-earlier feeds feeds/validators.go 'at.After(mod)' 'at.Before(mod)'
+mutation validator-older-head-replaces feeds feeds/validators.go 'old.version < e.version ||' 'old.version != e.version ||'
+mutation validator-over-capacity feeds feeds/validators.go 'len(sh.m) >= v.perShard {' 'len(sh.m) > v.perShard {'
+# The SSRF guard (channels/guard.go).
+mutation guard-no-unmap channels channels/guard.go 'a = a.Unmap().WithZone("")' 'a = a.WithZone("")'
+mutation guard-single-label channels channels/guard.go 'if !strings.Contains(lh, ".") || localTLDs[tld] {' 'if localTLDs[tld] {'
+mutation guard-no-cgnat channels channels/guard.go $'\tnetip.MustParsePrefix("100.64.0.0/10"),      // CGNAT (RFC 6598)\n' ''
+mutation guard-no-ipv6-reserved channels channels/guard.go 'netip.MustParsePrefix("4000::/2"),' 'netip.MustParsePrefix("4000::/128"),'
+mutation guard-no-6to4 channels channels/guard.go $'\tnetip.MustParsePrefix("2002::/16"),     // 6to4: embeds any IPv4 address\n' ''
+mutation guard-no-idna channels channels/guard.go 'return idna.Lookup.ToASCII(host)' '_ = idna.Lookup; return strings.ToLower(host), nil'
+mutation guard-arpa-public channels channels/guard.go ', "arpa": true}' '}'
+mutation guard-dial-unchecked channels channels/guard.go 'if err != nil || Internal(a) {' 'if err != nil || !a.IsValid() {'
+# JWT verification (auth/jwt.go).
+mutation jwt-lifetime-from-now auth auth/jwt.go $'\tif tc.IssuedAt != nil {\n\t\tstart = tc.IssuedAt.Time\n\t}\n' ''
+mutation jwt-no-leeway auth auth/jwt.go $'\t\tjwt.WithLeeway(v.leeway),\n' ''
+mutation jwt-cap-off-by-one auth auth/jwt.go 'life > v.maxLife {' 'life > v.maxLife+time.Second {'
+# The search parser (search/query.go).
+mutation search-one-letter-words search search/query.go 'utf8.RuneCountInString(fold) < 2 }' 'utf8.RuneCountInString(fold) < 1 }'
+mutation search-common-alternative search search/query.go $'\t\t\tif n.op == opOr {\n\t\t\t\treturn nil, &Error{Pos: k.pos' $'\t\t\tif false {\n\t\t\t\treturn nil, &Error{Pos: k.pos'
+mutation search-exclusions-only search search/query.go 'if !positive(root) {' 'if false {'
+# The read replica (database/replica.go).
+mutation replica-freshness-flipped database database/replica.go $'\t\t\tif !ok {\n\t\t\t\treturn errStale' $'\t\t\tif ok {\n\t\t\t\treturn errStale'
+mutation replica-bounded-before-check database database/replica.go '(r.lagging.Load() || !r.checked.Load())' 'r.lagging.Load()'
+mutation replica-lag-flipped database database/replica.go 'pg_current_wal_lsn()) < $1::pg_lsn' 'pg_current_wal_lsn()) > $1::pg_lsn'
+mutation replica-answer-is-failure database database/replica.go $'\tcase isAnswer(err):' $'\tcase false:'
+mutation replica-down-ignored database database/replica.go $'\tcase !r.Up():' $'\tcase false:'
+mutation replica-one-kind database database/replica.go $'\tif fresh == nil {\n\t\tst = &r.stats[Bounded]\n\t}\n' ''
+
+# substitute FILE OLD NEW: replaces the one occurrence of OLD in FILE.
+substitute() {
+	local f=$1 old=$2 new=$3 s rest n
+	IFS= read -r -d '' s <"$f" || true
+	rest=${s//"$old"/}
+	n=$(((${#s} - ${#rest}) / ${#old}))
+	if [ "$n" -ne 1 ]; then
+		echo "mutations: ${f#"$scratch"/tree/}: the text to mutate matches $n times, not once; bring the mutation up to date:" >&2
+		printf '%s\n' "$old" >&2
+		return 1
+	fi
+	printf '%s' "${s/"$old"/"$new"}" >"$f"
+}
+
+DATABASE_URL="$("$root/scripts/pg-ensure.sh" postgres)"
+export DATABASE_URL
+scratch="$(mktemp -d "${TMPDIR:-/tmp}/followfeed-mutations.XXXXXX")"
+trap 'rm -rf "$scratch"' EXIT
+mkdir "$scratch/tree" "$scratch/orig" "$scratch/logs"
+(cd "$root" && git ls-files -z -co --exclude-standard | tar --null --ignore-failed-read -T - -cf -) | tar -xf - -C "$scratch/tree"
+cd "$scratch/tree"
+
+picked=()
+for i in "${!names[@]}"; do
+	if [ -z "$pattern" ] || [[ ${names[$i]} =~ $pattern ]]; then
+		picked+=("$i")
+	fi
+done
+[ ${#picked[@]} -gt 0 ] || { echo "mutations: no mutation matches $pattern" >&2; exit 1; }
+
+# Every substitution must apply before anything runs.
+for i in "${picked[@]}"; do
+	f=${files[$i]}
+	[ -f "$scratch/orig/${f//\//_}" ] || cp "$f" "$scratch/orig/${f//\//_}"
+	substitute "$f" "${olds[$i]}" "${news[$i]}" || exit 1
+	cp "$scratch/orig/${f//\//_}" "$f"
+done
+
+# -trimpath: the scratch tree's path changes every run; without it nothing
+# it builds would come from the build cache.
+gotest() { go test -trimpath -count=1 -timeout 5m "./$1/" >"$2" 2>&1; }
+
+for pkg in $(printf '%s\n' "${picked[@]}" | while read -r i; do echo "${pkgs[$i]}"; done | sort -u); do
+	echo "mutations: testing $pkg unmutated" >&2
+	if ! gotest "$pkg" "$scratch/logs/$pkg.baseline"; then
+		tail -n 30 "$scratch/logs/$pkg.baseline" >&2
+		echo "mutations: $pkg fails its tests unmutated" >&2
+		exit 1
+	fi
+done
+
+bad=0
+results=()
+for i in "${picked[@]}"; do
+	name=${names[$i]} pkg=${pkgs[$i]} f=${files[$i]} log="$scratch/logs/${names[$i]}"
+	echo "mutations: $name" >&2
+	substitute "$f" "${olds[$i]}" "${news[$i]}"
+	if gotest "$pkg" "$log"; then
+		verdict=MISSED
+	elif grep -q -e '\[build failed\]' -e '\[setup failed\]' "$log"; then
+		verdict=BROKEN
+	else
+		verdict=caught
+	fi
+	cp "$scratch/orig/${f//\//_}" "$f"
+	if [ "$verdict" != caught ]; then
+		bad=1
+		tail -n 20 "$log" >&2
+	fi
+	results+=("$(printf '%-32s %-10s %s' "$name" "$pkg" "$verdict")")
+done
+
+printf '%-32s %-10s %s\n' mutation package result
+printf '%s\n' "${results[@]}"
+if [ "$bad" -ne 0 ]; then
+	echo "mutations: some mutations were not caught by their package's tests" >&2
+fi
+exit "$bad"
