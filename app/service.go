@@ -162,14 +162,14 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		worker.NewJobsCollector(db.Pool), worker.NewSourcesCollector(svc.Health()))
+		worker.NewJobsCollector(svc.inserter), worker.NewSourcesCollector(svc.Health()))
 	if r := db.Replica(); r != nil {
 		reg.MustRegister(worker.NewReplicaCollector(r))
 	}
 
 	var runner *river.Client[pgx.Tx]
 	if m.working() {
-		runner, err = worker.NewClient(worker.Deps{Pool: db.Pool, Logger: logger, Jobs: svc.jobs(cfg)}, worker.Settings{
+		runner, err = worker.NewClient(worker.Deps{Pool: db.Pool, Logger: logger, Jobs: svc.jobs(cfg), Metrics: reg}, worker.Settings{
 			SoftStop:         softStop(cfg.ShutdownWait),
 			JobTimeout:       cfg.JobTimeout,
 			RescueStuckAfter: cfg.RescueStuckAfter,

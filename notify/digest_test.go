@@ -25,7 +25,6 @@ import (
 
 	"github.com/emersion/go-smtp"
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
 	"followfeed/account"
@@ -832,11 +831,8 @@ func TestInstantJobGivesUpAfterItsLastAttempt(t *testing.T) {
 	e := setup(t, refuseRcpt(&smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2}, Message: "mailbox full"}), "")
 	uid := e.reader("eager", notify.Instant, "UTC", 7, "category/cs.LG")
 	e.push(testPaper("2301.00001", "cs.LG"))
-	w := &worker.InstantWorker{Digester: e.d}
-	job := func(attempt int) *river.Job[worker.InstantArgs] {
-		return &river.Job[worker.InstantArgs]{JobRow: &rivertype.JobRow{Attempt: attempt, MaxAttempts: 12},
-			Args: worker.InstantArgs{UserIDs: []int64{uid}}}
-	}
+	job := testjobs.NewAttempts(t, e.db.Pool, slog.New(slog.DiscardHandler), &worker.InstantWorker{Digester: e.d},
+		worker.InstantArgs{UserIDs: []int64{uid}})
 	alerts := func() (ids []int64) {
 		rows, err := e.db.Pool.Query(e.ctx, `SELECT id FROM digests WHERE user_id = $1 AND kind = 'instant' ORDER BY id`, uid)
 		if err != nil {
@@ -848,7 +844,7 @@ func TestInstantJobGivesUpAfterItsLastAttempt(t *testing.T) {
 		return ids
 	}
 	for attempt := 10; attempt <= 11; attempt++ {
-		if err := w.Work(e.ctx, job(attempt)); !errors.Is(err, notify.ErrRetry) {
+		if _, err := job.Work(attempt); !errors.Is(err, notify.ErrRetry) {
 			t.Fatalf("attempt %d: %v, want a retry", attempt, err)
 		}
 	}
@@ -859,8 +855,8 @@ func TestInstantJobGivesUpAfterItsLastAttempt(t *testing.T) {
 	if st, reply := e.state(ids[0]); st != "pending" || !strings.Contains(reply, "452") {
 		t.Fatalf("after attempt 11: %s %q, want pending with the 452", st, reply)
 	}
-	if err := w.Work(e.ctx, job(12)); !errors.Is(err, notify.ErrRetry) {
-		t.Fatalf("attempt 12: %v, want the delivery error", err)
+	if res, err := job.Work(12); !errors.Is(err, notify.ErrRetry) || res.Job.State != rivertype.JobStateDiscarded {
+		t.Fatalf("attempt 12: %v, want the delivery error and the job discarded", err)
 	}
 	if st, reply := e.state(ids[0]); st != "failed" || !strings.Contains(reply, "452") || !strings.Contains(reply, "gave up after 12 attempts") {
 		t.Fatalf("after the last attempt: %s %q, want failed with the last reply and the reason", st, reply)
@@ -885,12 +881,10 @@ func TestSendJobGivesUpAfterItsLastAttempt(t *testing.T) {
 	if len(ids) != 2 {
 		t.Fatalf("%d digests scheduled, want 2", len(ids))
 	}
-	w := &worker.DigestWorker{Digester: e.d, Logger: slog.New(slog.DiscardHandler)}
-	job := func(attempt int) *river.Job[worker.DigestArgs] {
-		return &river.Job[worker.DigestArgs]{JobRow: &rivertype.JobRow{Attempt: attempt, MaxAttempts: 12},
-			Args: worker.DigestArgs{DigestIDs: ids}}
-	}
-	if err := w.Work(e.ctx, job(11)); !errors.Is(err, notify.ErrRetry) {
+	discard := slog.New(slog.DiscardHandler)
+	job := testjobs.NewAttempts(t, e.db.Pool, discard, &worker.DigestWorker{Digester: e.d, Logger: discard},
+		worker.DigestArgs{DigestIDs: ids})
+	if _, err := job.Work(11); !errors.Is(err, notify.ErrRetry) {
 		t.Fatalf("attempt 11: %v, want a retry", err)
 	}
 	states := func() map[string]string {
@@ -904,8 +898,8 @@ func TestSendJobGivesUpAfterItsLastAttempt(t *testing.T) {
 	if s := states(); len(s) != 2 || !strings.Contains(s["pending"], "452") || s["skipped"] == "" {
 		t.Fatalf("after attempt 11: %v, want one pending (452) and one skipped (nothing new)", s)
 	}
-	if err := w.Work(e.ctx, job(12)); !errors.Is(err, notify.ErrRetry) {
-		t.Fatalf("attempt 12: %v, want the delivery error", err)
+	if res, err := job.Work(12); !errors.Is(err, notify.ErrRetry) || res.Job.State != rivertype.JobStateDiscarded {
+		t.Fatalf("attempt 12: %v, want the delivery error and the job discarded", err)
 	}
 	s := states()
 	if len(s) != 2 || s["skipped"] == "" || !strings.Contains(s["failed"], "452") || !strings.Contains(s["failed"], "gave up after 12 attempts") {
