@@ -373,13 +373,15 @@ func TestConnectionDroppedAfterDataIsNotResent(t *testing.T) {
 // The send completes and is recorded; the retried job sends nothing.
 func TestCancelledMidSendDoesNotDuplicate(t *testing.T) {
 	t.Parallel()
-	e := setup(t, fakesmtp.Options{Delay: 700 * time.Millisecond}, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The server has read the whole body: the context ends while it takes
+	// 700 ms to answer (DropAfterData is asked then, before the Delay).
+	e := setup(t, fakesmtp.Options{Delay: 700 * time.Millisecond, DropAfterData: func(int) bool { cancel(); return false }}, "")
 	e.reader("r", notify.Daily, "UTC", 6, "category/cs.LG")
 	e.push(testPaper("2301.00001", "cs.LG"))
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
 	id := e.scheduled()[0]
-	ctx, cancel := context.WithCancel(e.ctx)
-	go func() { time.Sleep(300 * time.Millisecond); cancel() }()
 	out, err := e.d.Send(ctx, id)
 	if err != nil || out.State != notify.StateSent {
 		t.Fatalf("cancelled mid-send: %+v %v", out, err)
@@ -742,7 +744,7 @@ func TestChaosSMTPEveryDigestAccountedFor(t *testing.T) {
 			case stage == fakesmtp.StageData && x < 0.05:
 				return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "content rejected"}
 			case stage == fakesmtp.StageMail && x > 0.97:
-				time.Sleep(300 * time.Millisecond) // slow, not too slow
+				time.Sleep(300 * time.Millisecond) // a slow server, not too slow: the fault is the slowness
 			}
 			return nil
 		},
