@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
 	"github.com/riverqueue/river/rivertype"
 
 	"followfeed/database"
@@ -21,6 +24,7 @@ import (
 	"followfeed/internal/testpaper"
 	"followfeed/internal/testwait"
 	"followfeed/match"
+	"followfeed/migrations"
 	"followfeed/worker"
 )
 
@@ -280,16 +284,19 @@ func TestEnqueueCheckIsUniquePerSet(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sets := map[string]int{}
-	for _, job := range testjobs.List(t, db.Pool, worker.CheckArgs{}.Kind()) {
+	opts := &rivertest.RequireInsertedOpts{Schema: migrations.RiverSchema, Queue: worker.QueueHarvest, Priority: 2}
+	jobs := rivertest.RequireManyInserted(context.Background(), t, riverpgxv5.New(db.Pool),
+		[]rivertest.ExpectedJob{{Args: worker.CheckArgs{}, Opts: opts}, {Args: worker.CheckArgs{}, Opts: opts}})
+	var sets []string
+	for _, job := range jobs {
 		var args worker.CheckArgs
 		if err := json.Unmarshal(job.EncodedArgs, &args); err != nil {
 			t.Fatal(err)
 		}
-		sets[args.Set]++
+		sets = append(sets, args.Set)
 	}
-	if len(sets) != 2 || sets["cs"] != 1 || sets["math"] != 1 {
-		t.Fatalf("check jobs per set: %v, want one each for cs and math", sets)
+	if !slices.Equal(sets, []string{"cs", "math"}) {
+		t.Fatalf("check jobs for sets %v, want one each for cs and math", sets)
 	}
 }
 
