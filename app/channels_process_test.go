@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"followfeed/internal/testdb"
+	"followfeed/internal/testwait"
 )
 
 // TestKilledWorkerLosesNoChannelEvent: a worker process is killed (SIGKILL)
@@ -87,16 +88,11 @@ func TestKilledWorkerLosesNoChannelEvent(t *testing.T) {
 
 	_, base2, _ := startProcess(t, env, "serve")
 	// River's rescuer looks every 30 s for jobs running past JOB_RESCUE_AFTER.
-	deadline := time.Now().Add(75 * time.Second)
-	for {
-		_, body := call(base2, "GET", "/v1/me/channels/"+itoa(ch.ID)+"/deliveries", "")
-		if strings.Contains(string(body), `"event_state":"delivered"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the event was not delivered after the kill: %s", body)
-		}
-		time.Sleep(200 * time.Millisecond)
+	if !testwait.Until(75*time.Second, func() bool {
+		_, body = call(base2, "GET", "/v1/me/channels/"+itoa(ch.ID)+"/deliveries", "")
+		return strings.Contains(string(body), `"event_state":"delivered"`)
+	}) {
+		t.Fatalf("the event was not delivered after the kill: %s", body)
 	}
 	mu.Lock()
 	defer mu.Unlock()

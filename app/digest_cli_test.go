@@ -171,7 +171,7 @@ func TestDigestCommandSendsOncePerPeriod(t *testing.T) {
 			t.Errorf("digest without --now does not print %q:\n%s", want, out)
 		}
 	}
-	time.Sleep(500 * time.Millisecond)
+	mailed(t, w.db)
 	if n := len(w.smtpd.Messages()); n != 0 {
 		t.Fatalf("digest without --now sent %d mails", n)
 	}
@@ -190,7 +190,7 @@ func TestDigestCommandSendsOncePerPeriod(t *testing.T) {
 		!strings.Contains(second, "next digest due Tue 1 Dec 2026 07:00 CET") {
 		t.Errorf("second --now: %q, want nothing new, and tomorrow's digest due", second)
 	}
-	time.Sleep(500 * time.Millisecond)
+	mailed(t, w.db)
 	if n := len(w.smtpd.Messages()); n != 1 {
 		t.Fatalf("%d mails after two --now runs, want 1", n)
 	}
@@ -214,7 +214,7 @@ func TestDigestCommandSendsOncePerPeriod(t *testing.T) {
 		next := w.nextAt(t)
 		return next != nil && next.Equal(time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC))
 	})
-	time.Sleep(2 * time.Second)
+	settled(t, w.db)
 	if n := len(w.smtpd.Messages()); n != 1 {
 		t.Fatalf("%d mails after today's scheduled time, want still 1", n)
 	}
@@ -243,7 +243,7 @@ func TestDigestCommandSendsOncePerPeriod(t *testing.T) {
 			}
 		}
 	}
-	time.Sleep(time.Second)
+	settled(t, w.db)
 	if n := len(w.smtpd.Messages()); n != 2 {
 		t.Errorf("%d mails in all, want 2", n)
 	}
@@ -280,7 +280,7 @@ func TestBouncedAddressResumesAfterReconfirmation(t *testing.T) {
 	// The next day: nothing, neither scheduled nor forced by hand.
 	w.push(t, "2301.00022", "Paper after the bounce")
 	w.clk.Set(time.Date(2026, 12, 1, 7, 0, 30, 0, w.loc))
-	time.Sleep(3 * time.Second)
+	settled(t, w.db)
 	if n := len(w.smtpd.Messages()); n != 0 {
 		t.Fatalf("%d mails to a suppressed address", n)
 	}
@@ -389,7 +389,7 @@ func TestDigestNowNeverRepeatsNorLoses(t *testing.T) {
 	}
 	noMail := func(when string) {
 		t.Helper()
-		time.Sleep(300 * time.Millisecond)
+		mailed(t, w.db)
 		if n := len(w.smtpd.Messages()); n != mails {
 			t.Fatalf("%s: %d mails, want %d", when, n, mails)
 		}

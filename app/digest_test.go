@@ -21,6 +21,7 @@ import (
 	fakesmtp "followfeed/internal/fake/smtp"
 	"followfeed/internal/testapp"
 	"followfeed/internal/testjobs"
+	"followfeed/internal/testwait"
 	"followfeed/worker"
 )
 
@@ -114,13 +115,13 @@ func TestDailyDigestEndToEnd(t *testing.T) {
 	}
 	defer db.Close()
 	testjobs.WaitCompleted(t, db.Pool, worker.MatchArgs{}.Kind(), 1)
-	time.Sleep(2 * time.Second)
+	settled(t, db)
 	if n := len(smtpd.Messages()); n != 0 {
 		t.Fatalf("%d mails before 07:00", n)
 	}
 	clk.Set(time.Date(2026, 11, 30, 7, 0, 30, 0, amsterdam))
 	msgs := smtpd.WaitMessages(t, 1, 20*time.Second)
-	time.Sleep(2 * time.Second) // the scheduler runs again every second: still one
+	settled(t, db) // the scheduler runs again every second: still one
 	if n := len(smtpd.Messages()); n != 1 {
 		t.Fatalf("%d digests for one day, want 1", n)
 	}
@@ -237,7 +238,7 @@ func TestDailyDigestEndToEnd(t *testing.T) {
 	// More papers and the next morning: nothing is sent.
 	c.Do("POST", "/v1/papers", svc, `[{"arxiv_id": "2301.00002", "title": "Third", "primary_category": "cs.LG"}]`)
 	clk.Set(time.Date(2026, 12, 1, 7, 0, 30, 0, amsterdam))
-	time.Sleep(3 * time.Second)
+	settled(t, db)
 	if n := len(smtpd.Messages()); n != 1 {
 		t.Fatalf("%d mails after unsubscribing, want still 1", n)
 	}
@@ -264,11 +265,22 @@ func block(s, from, end string) string {
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.For(t, 20*time.Second, what, cond)
+}
+
+// settled waits until the service has sent what it is going to: its match
+// jobs done, a run of the digest scheduler that started after now
+// finished, and the mail jobs it queued done (mailed). A count of mail
+// after it is final.
+func settled(t *testing.T, db *database.DB) {
+	t.Helper()
+	testjobs.WaitIdle(t, db.Pool, worker.MatchArgs{}.Kind())
+	testjobs.WaitRan(t, db.Pool, worker.ScheduleDigestsArgs{}.Kind(), time.Now())
+	mailed(t, db)
+}
+
+// mailed waits until no mail job is queued or running.
+func mailed(t *testing.T, db *database.DB) {
+	t.Helper()
+	testjobs.WaitIdle(t, db.Pool, worker.DigestArgs{}.Kind(), worker.InstantArgs{}.Kind(), worker.ConfirmArgs{}.Kind())
 }

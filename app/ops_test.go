@@ -13,6 +13,7 @@ import (
 	"followfeed/internal/testapp"
 	"followfeed/internal/testdb"
 	"followfeed/internal/testjobs"
+	"followfeed/internal/testwait"
 	"followfeed/worker"
 
 	"github.com/riverqueue/river/rivertype"
@@ -44,17 +45,21 @@ func TestOperationsEndpoints(t *testing.T) {
 		t.Errorf("readyz: %d %s", code, body)
 	}
 	getURL(t, a.URL+"/v1/follows/category/cs.LG")
-	// A pushed paper queues a match job: its count appears by kind and state.
+	// A pushed paper queues a match job, which this process runs: its run
+	// is counted by kind and outcome, with its duration.
 	svc := testapp.Token(t, "host", "", "papers:write")
 	if r := a.Client(t).Do("POST", "/v1/papers", svc, `[{"arxiv_id": "2301.00001", "title": "T", "primary_category": "cs.LG"}]`); r.Status != 200 {
 		t.Fatalf("ingest: %d %s", r.Status, r.Body)
 	}
-	code, body := getURL(t, a.URL+"/metrics")
-	if !regexp.MustCompile(`(?m)^followfeed_river_jobs\{kind="match_batch",state="(available|running|completed)"\} 1$`).MatchString(body) {
-		t.Errorf("metrics lack the match job's count by kind and state:\n%s", grepLines(body, "followfeed_river_jobs"))
+	var code int
+	var body string
+	ran := regexp.MustCompile(`(?m)^followfeed_river_job_runs_total\{kind="match_batch",outcome="completed"\} 1$`)
+	if !testwait.Until(testjobs.Timeout, func() bool { code, body = getURL(t, a.URL+"/metrics"); return ran.MatchString(body) }) {
+		t.Errorf("metrics lack the match job's run by kind and outcome:\n%s", grepLines(body, "followfeed_river_job"))
 	}
 	for _, want := range []string{`followfeed_http_requests_total{code="200",method="GET",route="GET /v1/follows/{kind}/{id}"}`,
-		"followfeed_http_request_duration_seconds_bucket", "followfeed_river_jobs_scrape_ok 1", "go_goroutines"} {
+		"followfeed_http_request_duration_seconds_bucket", `followfeed_river_job_run_seconds_count{kind="match_batch"} 1`,
+		"followfeed_river_jobs_scrape_ok 1", "go_goroutines"} {
 		if code != 200 || !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)
 		}
@@ -166,9 +171,15 @@ func TestAPIAndWorkerRunApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	// Nothing signals a job the api process does not run: a second gives a
+	// working client (it would be told of the insert at once) its chance.
 	time.Sleep(time.Second)
 	if jobs := testjobs.List(t, db.Pool, worker.MatchArgs{}.Kind()); len(jobs) != 1 || jobs[0].State != rivertype.JobStateAvailable {
 		t.Fatalf("the api process ran the match job, or inserted none: %+v", jobs)
+	}
+	// Its /metrics counts the job River holds, by kind and state.
+	if _, body := getURL(t, api.URL+"/metrics"); !strings.Contains(body, "\nfollowfeed_river_jobs{kind=\"match_batch\",state=\"available\"} 1\n") {
+		t.Errorf("the api's metrics lack the waiting match job:\n%s", grepLines(body, "followfeed_river_jobs"))
 	}
 	w := testapp.Start(t, wenv, "worker")
 	testjobs.WaitCompleted(t, db.Pool, worker.MatchArgs{}.Kind(), 1)

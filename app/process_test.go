@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"followfeed/internal/testdb"
+	"followfeed/internal/testwait"
 )
 
 // binary is the followfeed command built once for the process tests.
@@ -258,10 +259,7 @@ func TestTokenMintedByTheCommandWorksAgainstTheService(t *testing.T) {
 		out := logs.String()
 		return strings.Contains(out, "token --sub") && strings.Contains(out, base+"/v1/me")
 	}
-	for deadline := time.Now().Add(5 * time.Second); !hinted() && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if !hinted() {
+	if !testwait.Until(5*time.Second, hinted) {
 		t.Errorf("start-up output does not say how to try the service:\n%s", logs.String())
 	}
 }
@@ -288,6 +286,8 @@ func TestSIGTERMLetsTheRequestInFlightFinish(t *testing.T) {
 	fmt.Fprintf(conn, "PUT /v1/me/follows/category/cs.LG HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n",
 		host, strings.TrimSpace(string(tok)), len(body))
 	fmt.Fprint(conn, body[:5]) // the handler is now waiting for the rest
+	// The server must have read the headers and be in the handler when
+	// SIGTERM comes; nothing crosses the process boundary to say so.
 	time.Sleep(300 * time.Millisecond)
 
 	start := time.Now()
@@ -295,18 +295,17 @@ func TestSIGTERMLetsTheRequestInFlightFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The listener closes promptly: new connections are refused.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	if !testwait.Until(5*time.Second, func() bool {
 		c, err := net.DialTimeout("tcp", host, 200*time.Millisecond)
-		if err != nil {
-			break
+		if err == nil {
+			c.Close()
 		}
-		c.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("server still accepts connections 5s after SIGTERM")
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err != nil
+	}) {
+		t.Fatal("server still accepts connections 5s after SIGTERM")
 	}
+	// The request stays in flight a while after the listener closed: the
+	// shutdown must wait for it, not merely outrun it.
 	time.Sleep(500 * time.Millisecond)
 	fmt.Fprint(conn, body[5:])
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)

@@ -136,11 +136,14 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 		logger.Info("sealed stored channel credentials", "channels", n)
 	}
 
-	runner, err := startJobs(ctx, cfg, db, svc, m, logger)
+	// One registry for the process: River's job metrics subscribe to the
+	// client before it starts, so no run is missed.
+	reg := prometheus.NewRegistry()
+	runner, err := startJobs(ctx, cfg, db, svc, m, reg, logger)
 	if err != nil {
 		return err
 	}
-	h, err := serviceHandler(ctx, cfg, db, svc, runner, m, logger)
+	h, err := serviceHandler(ctx, cfg, db, svc, runner, m, reg, logger)
 	if err != nil {
 		return err
 	}
@@ -205,11 +208,11 @@ func prepareDB(ctx context.Context, cfg *config.Config, db *database.DB, m mode,
 
 // startJobs starts the River client that works the jobs, in a mode that
 // works them; nil in the API mode.
-func startJobs(ctx context.Context, cfg *config.Config, db *database.DB, svc *Services, m mode, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
+func startJobs(ctx context.Context, cfg *config.Config, db *database.DB, svc *Services, m mode, reg *prometheus.Registry, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
 	if !m.working() {
 		return nil, nil
 	}
-	runner, err := worker.NewClient(worker.Deps{Pool: db.Pool, Logger: logger, Jobs: svc.jobs(cfg)}, worker.Settings{
+	runner, err := worker.NewClient(worker.Deps{Pool: db.Pool, Logger: logger, Jobs: svc.jobs(cfg), Metrics: reg}, worker.Settings{
 		SoftStop:         softStop(cfg.ShutdownWait),
 		JobTimeout:       cfg.JobTimeout,
 		RescueStuckAfter: cfg.RescueStuckAfter,
@@ -228,10 +231,9 @@ func startJobs(ctx context.Context, cfg *config.Config, db *database.DB, svc *Se
 // serviceHandler is the process's HTTP handler: the operations endpoints
 // with their metrics, and in an HTTP mode the River UI (on runner, or on
 // the inserter when this process works no jobs) and the product routes.
-func serviceHandler(ctx context.Context, cfg *config.Config, db *database.DB, svc *Services, runner *river.Client[pgx.Tx], m mode, logger *slog.Logger) (http.Handler, error) {
-	reg := prometheus.NewRegistry()
+func serviceHandler(ctx context.Context, cfg *config.Config, db *database.DB, svc *Services, runner *river.Client[pgx.Tx], m mode, reg *prometheus.Registry, logger *slog.Logger) (http.Handler, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		worker.NewJobsCollector(db.Pool), worker.NewSourcesCollector(svc.Health()))
+		worker.NewJobsCollector(svc.inserter), worker.NewSourcesCollector(svc.Health()))
 	if r := db.Replica(); r != nil {
 		reg.MustRegister(worker.NewReplicaCollector(r))
 	}

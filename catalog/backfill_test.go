@@ -16,6 +16,8 @@ import (
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/internal/testjobs"
+	"followfeed/internal/testpaper"
+	"followfeed/internal/testwait"
 	"followfeed/match"
 	"followfeed/paper"
 	"followfeed/worker"
@@ -61,10 +63,12 @@ func TestBackfillIsAJob(t *testing.T) {
 	search := follow.Target{Kind: follow.Query, ID: "diffusion models"}
 	dropped := follow.Target{Kind: follow.Query, ID: "transformers"}
 	late := follow.Target{Kind: follow.Query, ID: "graphs"}
-	// The last phase holds b's follow of late open after its hooks ran.
-	hold := make(chan struct{})
+	// The last phase holds b's follow of late open after its hooks ran
+	// (held says it got there).
+	hold, held := make(chan struct{}), make(chan struct{})
 	follows.OnFollow(func(ctx context.Context, _ pgx.Tx, user int64, t follow.Target) error {
 		if user == b && t == late {
+			close(held)
 			<-hold
 		}
 		return nil
@@ -135,10 +139,8 @@ func TestBackfillIsAJob(t *testing.T) {
 	if got := rows(dropped); len(got) != 0 {
 		t.Errorf("a search nobody follows any more was backfilled: %v", got)
 	}
-	for deadline := time.Now().Add(10 * time.Second); version(a) == va || version(b) == vb; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("feed versions not bumped 10 s after the backfill: a %d→%d, b %d→%d", va, version(a), vb, version(b))
-		}
+	if !testwait.Until(10*time.Second, func() bool { return version(a) != va && version(b) != vb }) {
+		t.Fatalf("feed versions not bumped 10 s after the backfill: a %d→%d, b %d→%d", va, version(a), vb, version(b))
 	}
 	t.Logf("backfilled and both followers' feed versions bumped %v after the lock was released", time.Since(released).Round(time.Millisecond))
 	got, err := match.NewService(db).Matched(ctx, match.Query{UserID: b})
@@ -183,10 +185,8 @@ func TestBackfillIsAJob(t *testing.T) {
 	}
 	waitJobs := func(what string, n int, states ...rivertype.JobState) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); testjobs.Count(t, db.Pool, kind, states...) != n; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("waiting for %s: %d jobs %v", what, testjobs.Count(t, db.Pool, kind, states...), states)
-			}
+		if !testwait.Until(10*time.Second, func() bool { return testjobs.Count(t, db.Pool, kind, states...) == n }) {
+			t.Fatalf("waiting for %s: %d jobs %v", what, testjobs.Count(t, db.Pool, kind, states...), states)
 		}
 	}
 	waitJobs("the fourth job to run", 1, rivertype.JobStateRunning)
@@ -200,12 +200,22 @@ func TestBackfillIsAJob(t *testing.T) {
 		followed <- err
 	}()
 	// b's follow has run its hooks (and left the job alone) once it waits
-	// on hold; let the job scan meanwhile.
-	time.Sleep(200 * time.Millisecond)
+	// on hold; then the job scans, and waits for b's follow (a lock).
+	select {
+	case <-held:
+	case err := <-followed:
+		t.Fatalf("b's follow ended before its hooks held it: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("b's follow did not reach its hooks in 10 s")
+	}
 	if err := holder.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	if !testwait.Until(10*time.Second, func() bool {
+		return testpaper.Count(t, db, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) > 0
+	}) {
+		t.Fatal("the job did not come to wait for b's follow in progress")
+	}
 	if n := testjobs.Count(t, db.Pool, kind); n != 4 {
 		t.Fatalf("%d backfill jobs, want 4: b's follow inserted one while the search's job ran", n)
 	}

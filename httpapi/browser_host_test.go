@@ -15,6 +15,7 @@ import (
 	"followfeed/httpapi"
 	"followfeed/internal/browser"
 	"followfeed/internal/testapp"
+	"followfeed/internal/testwait"
 )
 
 // hostSite serves a host's profile page on 127.0.0.2 (another origin than
@@ -55,17 +56,11 @@ func buttonStatus(ctx context.Context, sel string) string {
 
 func waitStatus(t *testing.T, ctx context.Context, sel, want string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s := buttonStatus(ctx, sel)
-		if strings.Contains(s, want) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status of %s: %q, want %q", sel, s, want)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var s string
+	if !testwait.Until(10*time.Second, func() bool { s = buttonStatus(ctx, sel); return strings.Contains(s, want) }) {
+		t.Fatalf("status of %s: %q, want %q", sel, s, want)
 	}
+	return s
 }
 
 // TestFollowButtonOnAHostPage drives the button as a host embeds it: a page

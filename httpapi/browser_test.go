@@ -14,6 +14,7 @@ import (
 	"followfeed/config"
 	"followfeed/internal/browser"
 	"followfeed/internal/testapp"
+	"followfeed/internal/testwait"
 )
 
 // buttonState reads the Follow button inside its shadow root.
@@ -33,17 +34,15 @@ func buttonState(ctx context.Context, sel string) (text, pressed string, err err
 // waitButton waits until the button's text starts with want.
 func waitButton(t *testing.T, ctx context.Context, sel, want string) (string, string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		text, pressed, err := buttonState(ctx, sel)
-		if err == nil && strings.HasPrefix(text, want) {
-			return text, pressed
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("button %s: %q (pressed %q, err %v), want %q…", sel, text, pressed, err, want)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var text, pressed string
+	var err error
+	if !testwait.Until(10*time.Second, func() bool {
+		text, pressed, err = buttonState(ctx, sel)
+		return err == nil && strings.HasPrefix(text, want)
+	}) {
+		t.Fatalf("button %s: %q (pressed %q, err %v), want %q…", sel, text, pressed, err, want)
 	}
+	return text, pressed
 }
 
 func clickButton(ctx context.Context, sel string) error {
@@ -115,16 +114,15 @@ func submitTo(ctx context.Context, button, sel string) error {
 	if err := chromedp.Do(ctx, chromedp.Click(button)); err != nil {
 		return err
 	}
-	for deadline := time.Now().Add(15 * time.Second); ; {
-		fresh, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__oldPage !== true && document.readyState === 'complete'`))
-		if err == nil && fresh {
-			return chromedp.Do(ctx, chromedp.WaitVisible(sel))
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no new page after clicking %s (last error %v)", button, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var err error
+	if !testwait.Until(15*time.Second, func() bool {
+		var fresh bool
+		fresh, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__oldPage !== true && document.readyState === 'complete'`))
+		return err == nil && fresh
+	}) {
+		return fmt.Errorf("no new page after clicking %s (last error %v)", button, err)
 	}
+	return chromedp.Do(ctx, chromedp.WaitVisible(sel))
 }
 
 // TestSettingsPageInABrowser: after the /login handoff, unfollow from the
@@ -213,6 +211,8 @@ func TestUnsubscribePageInABrowser(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(link), chromedp.WaitVisible(`#unsubscribe`)); err != nil {
 		t.Fatal(err)
 	}
+	// A script of the page would post once it has loaded: nothing signals
+	// that none will, so the page gets a moment to.
 	time.Sleep(300 * time.Millisecond)
 	if me := string(c.Do("GET", "/v1/me", tok, nil).Body); !strings.Contains(me, `"frequency":"daily"`) {
 		t.Fatalf("loading the page unsubscribed: %s", me)

@@ -18,6 +18,8 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"followfeed/internal/testapp"
+	"followfeed/internal/testjobs"
+	"followfeed/worker"
 )
 
 // receiver is an independent HTTP receiver on 127.0.0.1 that records what
@@ -476,7 +478,9 @@ func TestFailingChannelIsDisabledAndItsOwnerMailed(t *testing.T) {
 		c.Do("GET", fmt.Sprintf("/v1/me/channels/%d/deliveries", ch404.ID), tok, nil).JSON(t, &ds)
 		return len(ds.Deliveries) == 1 && ds.Deliveries[0].EventState == "failed"
 	})
-	time.Sleep(1500 * time.Millisecond)
+	// A retry would leave the job waiting for it (River's back-off from
+	// JOB_RETRY_MAX 1 s): once the delivery jobs are idle, the count is final.
+	testjobs.WaitIdle(t, db.Pool, worker.ChannelDeliverArgs{}.Kind())
 	if n := len(gone.got()); n != 1 {
 		t.Errorf("a 404 was retried: %d requests", n)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/mmcdole/gofeed"
 
 	"followfeed/internal/testapp"
+	"followfeed/internal/testwait"
 )
 
 // paperWant is what every feed must say about one paper of feedFixture.
@@ -157,16 +158,13 @@ func TestEveryFeedKindInEveryFormat(t *testing.T) {
 						}
 						continue
 					}
-					deadline := time.Now().Add(10 * time.Second)
-					for {
+					var code int
+					if !testwait.Until(10*time.Second, func() bool {
 						r, _ := get(t, url, "If-None-Match", etags[url])
-						if r.StatusCode == 200 {
-							break
-						}
-						if time.Now().After(deadline) {
-							t.Fatalf("%s (%s): still %d for the ETag from before the new version", k.name, url, r.StatusCode)
-						}
-						time.Sleep(50 * time.Millisecond)
+						code = r.StatusCode
+						return code == 200
+					}) {
+						t.Fatalf("%s (%s): still %d for the ETag from before the new version", k.name, url, code)
 					}
 				}
 			}

@@ -17,6 +17,8 @@ import (
 	"github.com/mmcdole/gofeed"
 
 	"followfeed/internal/testapp"
+	"followfeed/internal/testjobs"
+	"followfeed/worker"
 )
 
 type feedLinks struct {
@@ -476,6 +478,7 @@ func TestWebSubPingsOnlyTheFeedsABatchChanged(t *testing.T) {
 	}))
 	defer hub.Close()
 	a, c := start(t, "WEBSUB_HUB_URL", hub.URL+"/hub")
+	db := openDB(t, a.DatabaseURL)
 	svc := testapp.Token(t, "host", "", "papers:write")
 	c.Do("PUT", "/v1/researchers", svc, `[{"ids": ["host:1955166", "s2:1741101"], "name": "Mingzhi Wen"}]`)
 	c.Do("PUT", "/v1/institutions", svc, `[{"ids": ["ror:05ppvf150", "openalex:I4210166736"], "name": "Impactstory"}]`)
@@ -511,7 +514,9 @@ func TestWebSubPingsOnlyTheFeedsABatchChanged(t *testing.T) {
 			}
 			return true
 		})
-		time.Sleep(300 * time.Millisecond) // a ping of anything more would have come with these
+		// A ping of anything more would come from these match jobs' WebSub
+		// jobs: once they are idle, the topics are final.
+		testjobs.WaitIdle(t, db.Pool, worker.MatchArgs{}.Kind(), worker.WebSubArgs{}.Kind())
 		mu.Lock()
 		defer mu.Unlock()
 		if !maps.Equal(topics, want) {

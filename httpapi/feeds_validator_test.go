@@ -21,19 +21,16 @@ import (
 	"followfeed/follow"
 	"followfeed/httpapi"
 	"followfeed/internal/testapp"
+	"followfeed/internal/testjobs"
 	"followfeed/match"
+	"followfeed/worker"
 )
 
 // jobsIdle waits until no match or backfill job is left to run: a saved
 // search's backfill writes key rows after its follow returned.
 func jobsIdle(t *testing.T, db *database.DB) {
 	t.Helper()
-	waitFor(t, "the match and backfill jobs", func() bool {
-		var n int
-		err := db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river.river_job
-			WHERE kind IN ('match_batch', 'search_backfill') AND state NOT IN ('completed', 'discarded', 'cancelled')`).Scan(&n)
-		return err == nil && n == 0
-	})
+	testjobs.WaitIdle(t, db.Pool, worker.MatchArgs{}.Kind(), worker.BackfillArgs{}.Kind())
 }
 
 // served is one GET of a feed: what a reader stores.

@@ -12,6 +12,7 @@ import (
 	"followfeed/database"
 	"followfeed/internal/testapp"
 	"followfeed/internal/testjobs"
+	"followfeed/internal/testwait"
 	"followfeed/worker"
 )
 
@@ -36,23 +37,12 @@ func feedVersion(t *testing.T, db *database.DB, sub string) int64 {
 // papers as soon as its ingest commits).
 func matchIdle(t *testing.T, db *database.DB) {
 	t.Helper()
-	waitFor(t, "the match jobs", func() bool {
-		var n int
-		err := db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river.river_job
-			WHERE kind = 'match_batch' AND state NOT IN ('completed', 'discarded', 'cancelled')`).Scan(&n)
-		return err == nil && n == 0
-	})
+	testjobs.WaitIdle(t, db.Pool, worker.MatchArgs{}.Kind())
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.For(t, 15*time.Second, what, cond)
 }
 
 // TestPushedPapersReachFollowersThroughTheMatchJob: POST /v1/papers commits

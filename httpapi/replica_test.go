@@ -15,11 +15,13 @@ import (
 
 	"followfeed/internal/pgcluster"
 	"followfeed/internal/testapp"
+	"followfeed/internal/testwait"
 )
 
 // replicaReads reads followfeed_replica_reads_total{outcome} from /metrics,
 // summed over both kinds of read (checked, bounded).
-func replicaReads(t *testing.T, base, outcome string) int {
+// metrics is the service's /metrics.
+func metrics(t *testing.T, base string) string {
 	t.Helper()
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
@@ -27,6 +29,12 @@ func replicaReads(t *testing.T, base, outcome string) int {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
+	return string(body)
+}
+
+func replicaReads(t *testing.T, base, outcome string) int {
+	t.Helper()
+	body := []byte(metrics(t, base))
 	ms := regexp.MustCompile(`followfeed_replica_reads_total\{outcome="`+outcome+`",read="(checked|bounded)"\} (\d+)`).FindAllSubmatch(body, -1)
 	if len(ms) != 2 {
 		t.Fatalf("want the replica reads metric for %s of both kinds in /metrics, found %d", outcome, len(ms))
@@ -145,7 +153,9 @@ func TestReadReplica(t *testing.T) {
 	// A follow on the primary: within the lag monitor's bound (two
 	// periods of 1 s) follow status reads the primary.
 	c.Do("PUT", "/v1/me/follows/category/cs.CV", reader, nil)
-	time.Sleep(2500 * time.Millisecond)
+	testwait.For(t, 2500*time.Millisecond, "the lag monitor to find the replica behind", func() bool {
+		return strings.Contains(metrics(t, a.URL), "\nfollowfeed_replica_lagging 1\n")
+	})
 	c.Do("GET", "/v1/follows/category/cs.CV", reader, nil).JSON(t, &st)
 	if st.Following == nil || !*st.Following {
 		t.Errorf("follow status while the replica lags: %+v, want following", st)

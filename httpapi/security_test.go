@@ -155,6 +155,8 @@ func TestNoUserSuppliedURLIsFetched(t *testing.T) {
 	if r := c.Do("GET", "/v1/me", signed, nil); r.Status != 401 {
 		t.Errorf("token with jku: %d", r.Status)
 	}
+	// Nothing signals a fetch that does not happen: one from a goroutine
+	// (a job, a key set refresh) would come within half a second.
 	time.Sleep(500 * time.Millisecond)
 	if n := hits.Load(); n != 0 {
 		t.Fatalf("the server fetched a user-supplied URL %d times", n)

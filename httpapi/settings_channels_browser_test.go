@@ -12,6 +12,7 @@ import (
 
 	"followfeed/internal/browser"
 	"followfeed/internal/testapp"
+	"followfeed/internal/testwait"
 )
 
 // choose sets a select's value as a person would, firing its change event.
@@ -173,15 +174,16 @@ func TestChannelsOnTheSettingsPageInABrowser(t *testing.T) {
 	if strings.Contains(text(ctx, t, `main`), "whsec_") {
 		t.Error("the secret is still shown after another action")
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(text(ctx, t, hookLi+` p.last`), "delivered") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no delivery on the page: %q", text(ctx, t, hookLi+` p.last`))
+	if !testwait.Until(15*time.Second, func() bool {
+		if strings.Contains(text(ctx, t, hookLi+` p.last`), "delivered") {
+			return true
 		}
-		time.Sleep(200 * time.Millisecond)
 		if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(`#channels`)); err != nil {
 			t.Fatal(err)
 		}
+		return false
+	}) {
+		t.Fatalf("no delivery on the page: %q", text(ctx, t, hookLi+` p.last`))
 	}
 	if err := chromedp.Do(ctx, chromedp.Click(hookLi+` details.deliveries summary`), chromedp.WaitVisible(hookLi+` details.deliveries table`)); err != nil {
 		t.Fatal(err)

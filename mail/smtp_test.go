@@ -17,6 +17,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	fakesmtp "followfeed/internal/fake/smtp"
+	"followfeed/internal/testwait"
 )
 
 const wait = 5 * time.Second
@@ -148,19 +149,11 @@ func TestSMTPIdleTimeoutClosesConnections(t *testing.T) {
 	if _, err := s.Send(context.Background(), msgN(t, 1)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(wait)
-	for {
+	testwait.For(t, wait, "the idle connection to be closed", func() bool {
 		s.mu.Lock()
-		n := len(s.idle)
-		s.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("idle connection not closed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer s.mu.Unlock()
+		return len(s.idle) == 0
+	})
 	if _, err := s.Send(context.Background(), msgN(t, 2)); err != nil {
 		t.Fatal(err)
 	}
@@ -179,6 +172,7 @@ func TestSMTPStaleConnectionIsRedialed(t *testing.T) {
 	}
 	defer ln.Close()
 	var proxied sync.WaitGroup
+	hungUp := make(chan struct{}) // the first connection, after its RSET
 	go func() {
 		first := true
 		for {
@@ -199,6 +193,9 @@ func TestSMTPStaleConnectionIsRedialed(t *testing.T) {
 				_, _ = copyConn(c, up)
 				c.Close()
 				<-done
+				if kill {
+					close(hungUp)
+				}
 			}(c, up, first)
 			first = false
 		}
@@ -207,7 +204,11 @@ func TestSMTPStaleConnectionIsRedialed(t *testing.T) {
 	if _, err := s.Send(context.Background(), msgN(t, 1)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // let the proxy hang up
+	select {
+	case <-hungUp:
+	case <-time.After(wait):
+		t.Fatal("the proxy did not hang up after the first transaction")
+	}
 	if _, err := s.Send(context.Background(), msgN(t, 2)); err != nil {
 		t.Fatalf("send on a stale pooled connection: %v", err)
 	}
@@ -249,7 +250,9 @@ func copyUntilRSET(dst, src net.Conn, kill bool) (int64, error) {
 			n += int64(k)
 			seen = append(seen, buf[:k]...)
 			if kill && (bytes.Contains(seen, []byte("\r\n.\r\n")) || bytes.Contains(seen, []byte("BDAT "))) && bytes.Contains(seen, []byte("RSET\r\n")) {
-				time.Sleep(50 * time.Millisecond) // let the RSET reply through
+				// The RSET's reply travels on the other copy, which this one
+				// cannot see: it gets a moment before the hang-up.
+				time.Sleep(50 * time.Millisecond)
 				return n, nil
 			}
 		}
@@ -454,7 +457,7 @@ func TestSMTPSlowFinalReplyIsAmbiguous(t *testing.T) {
 func TestSMTPSlowMailIsTemporary(t *testing.T) {
 	srv := fakesmtp.Start(t, fakesmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
 		if stage == fakesmtp.StageMail && n == 1 {
-			time.Sleep(1500 * time.Millisecond)
+			time.Sleep(1500 * time.Millisecond) // the server is slow: the sender's Timeout is 200 ms
 		}
 		return nil
 	}})

@@ -25,7 +25,6 @@ import (
 
 	"github.com/emersion/go-smtp"
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
 	"followfeed/account"
@@ -375,13 +374,15 @@ func TestConnectionDroppedAfterDataIsNotResent(t *testing.T) {
 // The send completes and is recorded; the retried job sends nothing.
 func TestCancelledMidSendDoesNotDuplicate(t *testing.T) {
 	t.Parallel()
-	e := setup(t, fakesmtp.Options{Delay: 700 * time.Millisecond}, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The server has read the whole body: the context ends while it takes
+	// 700 ms to answer (DropAfterData is asked then, before the Delay).
+	e := setup(t, fakesmtp.Options{Delay: 700 * time.Millisecond, DropAfterData: func(int) bool { cancel(); return false }}, "")
 	e.reader("r", notify.Daily, "UTC", 6, "category/cs.LG")
 	e.push(testPaper("2301.00001", "cs.LG"))
 	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
 	id := e.scheduled()[0]
-	ctx, cancel := context.WithCancel(e.ctx)
-	go func() { time.Sleep(300 * time.Millisecond); cancel() }()
 	out, err := e.d.Send(ctx, id)
 	if err != nil || out.State != notify.StateSent {
 		t.Fatalf("cancelled mid-send: %+v %v", out, err)
@@ -744,7 +745,7 @@ func TestChaosSMTPEveryDigestAccountedFor(t *testing.T) {
 			case stage == fakesmtp.StageData && x < 0.05:
 				return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "content rejected"}
 			case stage == fakesmtp.StageMail && x > 0.97:
-				time.Sleep(300 * time.Millisecond) // slow, not too slow
+				time.Sleep(300 * time.Millisecond) // a slow server, not too slow: the fault is the slowness
 			}
 			return nil
 		},
@@ -833,11 +834,8 @@ func TestInstantJobGivesUpAfterItsLastAttempt(t *testing.T) {
 	e := setup(t, refuseRcpt(&smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2}, Message: "mailbox full"}), "")
 	uid := e.reader("eager", notify.Instant, "UTC", 7, "category/cs.LG")
 	e.push(testPaper("2301.00001", "cs.LG"))
-	w := &worker.InstantWorker{Digester: e.d}
-	job := func(attempt int) *river.Job[worker.InstantArgs] {
-		return &river.Job[worker.InstantArgs]{JobRow: &rivertype.JobRow{Attempt: attempt, MaxAttempts: 12},
-			Args: worker.InstantArgs{UserIDs: []int64{uid}}}
-	}
+	job := testjobs.NewAttempts(t, e.db.Pool, slog.New(slog.DiscardHandler), &worker.InstantWorker{Digester: e.d},
+		worker.InstantArgs{UserIDs: []int64{uid}})
 	alerts := func() (ids []int64) {
 		rows, err := e.db.Pool.Query(e.ctx, `SELECT id FROM digests WHERE user_id = $1 AND kind = 'instant' ORDER BY id`, uid)
 		if err != nil {
@@ -849,7 +847,7 @@ func TestInstantJobGivesUpAfterItsLastAttempt(t *testing.T) {
 		return ids
 	}
 	for attempt := 10; attempt <= 11; attempt++ {
-		if err := w.Work(e.ctx, job(attempt)); !errors.Is(err, notify.ErrRetry) {
+		if _, err := job.Work(attempt); !errors.Is(err, notify.ErrRetry) {
 			t.Fatalf("attempt %d: %v, want a retry", attempt, err)
 		}
 	}
@@ -860,8 +858,8 @@ func TestInstantJobGivesUpAfterItsLastAttempt(t *testing.T) {
 	if st, reply := e.state(ids[0]); st != "pending" || !strings.Contains(reply, "452") {
 		t.Fatalf("after attempt 11: %s %q, want pending with the 452", st, reply)
 	}
-	if err := w.Work(e.ctx, job(12)); !errors.Is(err, notify.ErrRetry) {
-		t.Fatalf("attempt 12: %v, want the delivery error", err)
+	if res, err := job.Work(12); !errors.Is(err, notify.ErrRetry) || res.Job.State != rivertype.JobStateDiscarded {
+		t.Fatalf("attempt 12: %v, want the delivery error and the job discarded", err)
 	}
 	if st, reply := e.state(ids[0]); st != "failed" || !strings.Contains(reply, "452") || !strings.Contains(reply, "gave up after 12 attempts") {
 		t.Fatalf("after the last attempt: %s %q, want failed with the last reply and the reason", st, reply)
@@ -886,12 +884,10 @@ func TestSendJobGivesUpAfterItsLastAttempt(t *testing.T) {
 	if len(ids) != 2 {
 		t.Fatalf("%d digests scheduled, want 2", len(ids))
 	}
-	w := &worker.DigestWorker{Digester: e.d, Logger: slog.New(slog.DiscardHandler)}
-	job := func(attempt int) *river.Job[worker.DigestArgs] {
-		return &river.Job[worker.DigestArgs]{JobRow: &rivertype.JobRow{Attempt: attempt, MaxAttempts: 12},
-			Args: worker.DigestArgs{DigestIDs: ids}}
-	}
-	if err := w.Work(e.ctx, job(11)); !errors.Is(err, notify.ErrRetry) {
+	discard := slog.New(slog.DiscardHandler)
+	job := testjobs.NewAttempts(t, e.db.Pool, discard, &worker.DigestWorker{Digester: e.d, Logger: discard},
+		worker.DigestArgs{DigestIDs: ids})
+	if _, err := job.Work(11); !errors.Is(err, notify.ErrRetry) {
 		t.Fatalf("attempt 11: %v, want a retry", err)
 	}
 	states := func() map[string]string {
@@ -905,8 +901,8 @@ func TestSendJobGivesUpAfterItsLastAttempt(t *testing.T) {
 	if s := states(); len(s) != 2 || !strings.Contains(s["pending"], "452") || s["skipped"] == "" {
 		t.Fatalf("after attempt 11: %v, want one pending (452) and one skipped (nothing new)", s)
 	}
-	if err := w.Work(e.ctx, job(12)); !errors.Is(err, notify.ErrRetry) {
-		t.Fatalf("attempt 12: %v, want the delivery error", err)
+	if res, err := job.Work(12); !errors.Is(err, notify.ErrRetry) || res.Job.State != rivertype.JobStateDiscarded {
+		t.Fatalf("attempt 12: %v, want the delivery error and the job discarded", err)
 	}
 	s := states()
 	if len(s) != 2 || s["skipped"] == "" || !strings.Contains(s["failed"], "452") || !strings.Contains(s["failed"], "gave up after 12 attempts") {

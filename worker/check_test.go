@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
 	"github.com/riverqueue/river/rivertype"
 
 	"followfeed/database"
@@ -19,7 +22,9 @@ import (
 	fakeopenalex "followfeed/internal/fake/openalex"
 	"followfeed/internal/testjobs"
 	"followfeed/internal/testpaper"
+	"followfeed/internal/testwait"
 	"followfeed/match"
+	"followfeed/migrations"
 	"followfeed/openalex"
 	"followfeed/worker"
 )
@@ -34,6 +39,7 @@ type harvestJobs struct {
 	harvester *harvest.Harvester
 	health    *harvest.Health
 	openalex  *fakeopenalex.Server
+	events    *testjobs.Events
 }
 
 func startHarvestJobs(t *testing.T, repo *oaipmh.Repository, jobTimeout time.Duration, checkRequests int) *harvestJobs {
@@ -60,6 +66,7 @@ func startHarvestJobs(t *testing.T, repo *oaipmh.Repository, jobTimeout time.Dur
 		t.Fatal(err)
 	}
 	h.QueueFollowUps(worker.NewEnqueuer(rc))
+	events := testjobs.Subscribe(t, rc)
 	if err := rc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +75,7 @@ func startHarvestJobs(t *testing.T, repo *oaipmh.Repository, jobTimeout time.Dur
 		defer cancel()
 		_ = worker.Stop(ctx, rc)
 	})
-	return &harvestJobs{db: db, client: rc, harvester: h, health: harvest.NewHealth(db, []string{"cs"}, nil, nil), openalex: oa}
+	return &harvestJobs{db: db, client: rc, harvester: h, health: harvest.NewHealth(db, []string{"cs"}, nil, nil), openalex: oa, events: events}
 }
 
 // harvest queues one harvest run.
@@ -89,15 +96,10 @@ func (j *harvestJobs) status(t *testing.T) harvest.SourceStatus {
 	return st[0]
 }
 
-// waitFor polls cond for up to a minute.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// completed waits until n jobs of kind have completed.
+func (j *harvestJobs) completed(t *testing.T, kind string, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	j.events.Wait(t, river.EventKindJobCompleted, kind, n)
 }
 
 // dayOf is the status of date, or nil.
@@ -131,7 +133,7 @@ func TestCompletenessCheckRunsAsItsOwnJob(t *testing.T) {
 	repo := oaipmh.New(func() []oaipmh.Record { return recs }, 10)
 	j := startHarvestJobs(t, repo, 20*time.Second, 2)
 	j.harvest(t)
-	testjobs.WaitCompleted(t, j.db.Pool, worker.CheckArgs{}.Kind(), 1)
+	j.completed(t, worker.CheckArgs{}.Kind(), 1)
 
 	harvests := testjobs.List(t, j.db.Pool, worker.HarvestArgs{}.Kind())
 	checks := testjobs.List(t, j.db.Pool, worker.CheckArgs{}.Kind())
@@ -166,7 +168,7 @@ func TestCompletenessCheckRunsAsItsOwnJob(t *testing.T) {
 	if n := testpaper.Count(t, j.db, `SELECT count(*) FROM harvest_checks`); n != 0 {
 		t.Errorf("%d days still queued for the check", n)
 	}
-	testjobs.WaitCompleted(t, j.db.Pool, worker.EnrichArgs{}.Kind(), 1)
+	j.completed(t, worker.EnrichArgs{}.Kind(), 1)
 	if n := testpaper.Count(t, j.db, `SELECT count(*) FROM papers WHERE enrich_attempts = 1`); n != 30 {
 		t.Errorf("%d papers looked up in OpenAlex, want 30", n)
 	}
@@ -186,12 +188,9 @@ func TestACheckThatTimesOutNoLongerFailsTheHarvest(t *testing.T) {
 	repo.PlanIdentifiers(oaipmh.FaultHang, oaipmh.FaultHang)
 	j := startHarvestJobs(t, repo, 5*time.Second, harvest.DefaultCheckRequests)
 	j.harvest(t)
-	testjobs.WaitCompleted(t, j.db.Pool, worker.HarvestArgs{}.Kind(), 1)
-	testjobs.WaitCompleted(t, j.db.Pool, worker.EnrichArgs{}.Kind(), 1)
-	waitFor(t, "a failed attempt of the check", func() bool {
-		c := testjobs.List(t, j.db.Pool, worker.CheckArgs{}.Kind())
-		return len(c) == 1 && len(c[0].Errors) > 0
-	})
+	j.completed(t, worker.HarvestArgs{}.Kind(), 1)
+	j.completed(t, worker.EnrichArgs{}.Kind(), 1)
+	j.events.Wait(t, river.EventKindJobFailed, worker.CheckArgs{}.Kind(), 1)
 	cleanRun(t, testjobs.List(t, j.db.Pool, worker.HarvestArgs{}.Kind())[0])
 	s := j.status(t)
 	if s.Failing() || s.LastSuccess.IsZero() || s.Errors != 0 {
@@ -208,7 +207,7 @@ func TestACheckThatTimesOutNoLongerFailsTheHarvest(t *testing.T) {
 		t.Errorf("the check's error: %q, want its timeout", check.Errors[0].Error)
 	}
 
-	testjobs.WaitCompleted(t, j.db.Pool, worker.CheckArgs{}.Kind(), 1)
+	j.completed(t, worker.CheckArgs{}.Kind(), 1)
 	check = testjobs.List(t, j.db.Pool, worker.CheckArgs{}.Kind())[0]
 	if check.Attempt < 3 || len(check.Errors) != 2 {
 		t.Errorf("the check completed at attempt %d with %d errors, want after the two hung requests", check.Attempt, len(check.Errors))
@@ -236,26 +235,26 @@ func TestAnIncompleteDayIsReharvestedWithoutStarvingTheRun(t *testing.T) {
 	j := startHarvestJobs(t, repo, 20*time.Second, 1)
 	j.harvester.Lookback = 5 * 24 * time.Hour
 	j.harvest(t)
-	testjobs.WaitCompleted(t, j.db.Pool, worker.HarvestArgs{}.Kind(), 1)
+	j.completed(t, worker.HarvestArgs{}.Kind(), 1)
 	if n := testpaper.Count(t, j.db, `SELECT count(*) FROM papers`); n != len(recs)-2 {
 		t.Fatalf("the run stored %d papers, want all but the 2 left out", n)
 	}
 	oldest := today.Add(-5 * 24 * time.Hour).Format(time.DateOnly)
-	waitFor(t, "the oldest day found incomplete", func() bool {
+	testwait.For(t, time.Minute, "the oldest day found incomplete", func() bool {
 		d := dayOf(j.status(t), oldest)
 		return d != nil && d.Completeness() == "2 missing, re-harvesting"
 	})
 	// A second run while the check has days to go: it is not held up
 	// behind them, and it queues no second check.
 	j.harvest(t)
-	testjobs.WaitCompleted(t, j.db.Pool, worker.HarvestArgs{}.Kind(), 2)
+	j.completed(t, worker.HarvestArgs{}.Kind(), 2)
 	if n := testpaper.Count(t, j.db, `SELECT count(*) FROM harvest_checks`); n == 0 {
 		t.Fatal("the check ended before the second run: nothing shows the run was not held up")
 	}
 	if n := testjobs.Count(t, j.db.Pool, worker.CheckArgs{}.Kind()); n != 1 {
 		t.Fatalf("%d check jobs, want one for the set", n)
 	}
-	testjobs.WaitCompleted(t, j.db.Pool, worker.CheckArgs{}.Kind(), 1)
+	j.completed(t, worker.CheckArgs{}.Kind(), 1)
 	if n := testpaper.Count(t, j.db, `SELECT count(*) FROM papers`); n != len(recs) {
 		t.Fatalf("%d papers after the check, want all %d", n, len(recs))
 	}
@@ -286,16 +285,19 @@ func TestEnqueueCheckIsUniquePerSet(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sets := map[string]int{}
-	for _, job := range testjobs.List(t, db.Pool, worker.CheckArgs{}.Kind()) {
+	opts := &rivertest.RequireInsertedOpts{Schema: migrations.RiverSchema, Queue: worker.QueueHarvest, Priority: 2}
+	jobs := rivertest.RequireManyInserted(context.Background(), t, riverpgxv5.New(db.Pool),
+		[]rivertest.ExpectedJob{{Args: worker.CheckArgs{}, Opts: opts}, {Args: worker.CheckArgs{}, Opts: opts}})
+	var sets []string
+	for _, job := range jobs {
 		var args worker.CheckArgs
 		if err := json.Unmarshal(job.EncodedArgs, &args); err != nil {
 			t.Fatal(err)
 		}
-		sets[args.Set]++
+		sets = append(sets, args.Set)
 	}
-	if len(sets) != 2 || sets["cs"] != 1 || sets["math"] != 1 {
-		t.Fatalf("check jobs per set: %v, want one each for cs and math", sets)
+	if !slices.Equal(sets, []string{"cs", "math"}) {
+		t.Fatalf("check jobs for sets %v, want one each for cs and math", sets)
 	}
 }
 
@@ -314,7 +316,7 @@ func TestALongHarvestRunSnoozesBeforeItsDeadline(t *testing.T) {
 	repo.Delay = 400 * time.Millisecond
 	j := startHarvestJobs(t, repo, 2*time.Second, 2)
 	j.harvest(t)
-	testjobs.WaitCompleted(t, j.db.Pool, worker.HarvestArgs{}.Kind(), 1)
+	j.completed(t, worker.HarvestArgs{}.Kind(), 1)
 
 	harvests := testjobs.List(t, j.db.Pool, worker.HarvestArgs{}.Kind())
 	if len(harvests) != 1 {

@@ -66,9 +66,8 @@ func (w *MatchWorker) Work(ctx context.Context, job *river.Job[MatchArgs]) error
 		return err
 	})
 	if err != nil {
-		w.Logger.WarnContext(ctx, "match batch failed", "from_seq", job.Args.FromSeq, "to_seq", job.Args.ToSeq,
-			"attempt", job.Attempt, "error", err)
-		return fmt.Errorf("matching seq %d..%d: %w", job.Args.FromSeq, job.Args.ToSeq, err)
+		return failed(fmt.Errorf("matching seq %d..%d: %w", job.Args.FromSeq, job.Args.ToSeq, err),
+			"from_seq", job.Args.FromSeq, "to_seq", job.Args.ToSeq)
 	}
 	w.Logger.InfoContext(ctx, "matched batch", "from_seq", job.Args.FromSeq, "to_seq", job.Args.ToSeq,
 		"distinct_keys", res.Keys, "users", len(res.Users))
@@ -124,8 +123,7 @@ func (w *BackfillWorker) Work(ctx context.Context, job *river.Job[BackfillArgs])
 		return err
 	})
 	if err != nil {
-		w.Logger.WarnContext(ctx, "saved-search backfill failed", "source", "backfill", "attempt", job.Attempt, "error", err)
-		return err
+		return failed(err, "source", "backfill", "since", job.Args.Since.Format(time.DateOnly))
 	}
 	w.Logger.InfoContext(ctx, "saved search backfilled", "papers", n, "since", job.Args.Since.Format(time.DateOnly),
 		"took", time.Since(start).Round(time.Millisecond).String())
@@ -174,18 +172,11 @@ func (w *HarvestWorker) Work(ctx context.Context, job *river.Job[HarvestArgs]) e
 	st, err := w.Harvester.RunSince(ctx, job.CreatedAt)
 	attrs := []any{"source", "arxiv-oai", "pages", st.Pages, "records", st.Records, "new", st.New,
 		"replaced", st.Replaced, "updated", st.Updated, "deleted", st.Deleted, "skipped", st.Skipped}
+	if errors.Is(err, harvest.ErrTooLarge) {
+		return river.JobCancel(failed(err, attrs...))
+	}
 	if err != nil {
-		attrs = append(attrs, "attempt", job.Attempt, "error", err)
-		switch {
-		case errors.Is(err, harvest.ErrTooLarge):
-			w.Logger.ErrorContext(ctx, "harvest run failed; not retried", attrs...)
-			return river.JobCancel(err)
-		case job.Attempt >= job.MaxAttempts:
-			w.Logger.ErrorContext(ctx, "harvest run failed; giving up", attrs...)
-		default:
-			w.Logger.WarnContext(ctx, "harvest run failed; will retry", attrs...)
-		}
-		return err
+		return failed(err, attrs...)
 	}
 	if st.More {
 		w.Logger.InfoContext(ctx, "harvest run continues", attrs...)
@@ -254,12 +245,8 @@ func (w *CheckWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 	attrs := []any{"source", harvest.OAISource(job.Args.Set), "requests", st.Requests, "days", st.Days,
 		"missing", st.Missing, "reharvested", st.Reharvested, "dropped", st.Dropped}
 	switch {
-	case err != nil && job.Attempt >= job.MaxAttempts:
-		w.Logger.ErrorContext(ctx, "completeness check failed; giving up", append(attrs, "attempt", job.Attempt, "error", err)...)
-		return err
 	case err != nil:
-		w.Logger.WarnContext(ctx, "completeness check failed; will retry", append(attrs, "attempt", job.Attempt, "error", err)...)
-		return err
+		return failed(err, attrs...)
 	case st.More:
 		w.Logger.InfoContext(ctx, "completeness check continues", attrs...)
 		return river.JobSnooze(CheckPause)
@@ -294,15 +281,11 @@ func (w *EnrichWorker) Work(ctx context.Context, job *river.Job[EnrichArgs]) err
 	st, err := w.Enricher.RunOnce(ctx)
 	attrs := []any{"source", harvest.SourceOpenAlex, "looked", st.Looked, "found", st.Found, "missing", st.Missing,
 		"given_up", st.GivenUp, "keys", st.Keys}
-	switch {
-	case err == nil:
-		w.Logger.InfoContext(ctx, "enrichment run", attrs...)
-	case job.Attempt >= job.MaxAttempts:
-		w.Logger.ErrorContext(ctx, "enrichment run failed; giving up", append(attrs, "attempt", job.Attempt, "error", err)...)
-	default:
-		w.Logger.WarnContext(ctx, "enrichment run failed; will retry", append(attrs, "attempt", job.Attempt, "error", err)...)
+	if err != nil {
+		return failed(err, attrs...)
 	}
-	return err
+	w.Logger.InfoContext(ctx, "enrichment run", attrs...)
+	return nil
 }
 
 // EnqueueWebSub inserts a hub ping for topics in tx.
@@ -404,11 +387,12 @@ type ScheduleDigestsWorker struct {
 func (w *ScheduleDigestsWorker) Work(ctx context.Context, job *river.Job[ScheduleDigestsArgs]) error {
 	n, err := w.Digester.Schedule(ctx)
 	if err != nil {
-		w.Logger.WarnContext(ctx, "digest scheduling failed", "queued", n, "attempt", job.Attempt, "error", err)
-	} else if n > 0 {
+		return failed(err, "queued", n)
+	}
+	if n > 0 {
 		w.Logger.InfoContext(ctx, "digests scheduled", "queued", n)
 	}
-	return err
+	return nil
 }
 
 // DigestArgs sends digest ledger rows.
@@ -433,27 +417,18 @@ type DigestWorker struct {
 }
 
 // Work implements river.Worker. A retry resends only the rows still
-// pending: the ledger makes SendBatch idempotent. After the last attempt the
-// rows still pending are marked failed, so none is left waiting for ever.
+// pending: the ledger makes SendBatch idempotent. When River gives the job
+// up the rows still pending are marked failed (onGiveUp), so none is left
+// waiting for ever.
 func (w *DigestWorker) Work(ctx context.Context, job *river.Job[DigestArgs]) error {
 	outs, err := w.Digester.SendBatch(ctx, job.Args.DigestIDs)
 	for _, out := range outs {
 		w.Logger.InfoContext(ctx, "digest", "id", out.DigestID, "state", out.State, "papers", out.Papers)
 	}
-	if err != nil {
-		w.Logger.WarnContext(ctx, "digest batch", "digests", len(job.Args.DigestIDs), "attempt", job.Attempt, "error", err)
-		if job.Attempt >= job.MaxAttempts {
-			// River discards the job after this attempt: the ledger must
-			// say what became of the rows it still held.
-			reason := fmt.Sprintf("gave up after %d attempts", job.Attempt)
-			n, gerr := w.Digester.GiveUp(context.WithoutCancel(ctx), job.Args.DigestIDs, reason)
-			if gerr != nil {
-				return errors.Join(err, gerr)
-			}
-			w.Logger.ErrorContext(ctx, "digests failed for good", "digests", n, "reason", reason, "error", err)
-		}
-	}
-	return err
+	return onGiveUp(failed(err, "digests", len(job.Args.DigestIDs)), func(ctx context.Context, reason string) error {
+		_, err := w.Digester.GiveUp(ctx, job.Args.DigestIDs, reason)
+		return err
+	})
 }
 
 // InstantArgs sends the waiting instant alerts of up to DigestBatch users.
@@ -472,7 +447,8 @@ func (InstantArgs) InsertOpts() river.InsertOpts {
 }
 
 // InstantWorker runs notify.Digester.SendInstants for a batch of users;
-// after the last attempt it fails the alerts still pending (GiveUp).
+// when River gives the job up, the alerts it reserved and could not send are
+// failed (notify.Digester.GiveUp), not left pending.
 type InstantWorker struct {
 	river.WorkerDefaults[InstantArgs]
 	Digester *notify.Digester
@@ -485,19 +461,14 @@ func (w *InstantWorker) Work(ctx context.Context, job *river.Job[InstantArgs]) e
 		users = append(users, job.Args.UserID)
 	}
 	outs, err := w.Digester.SendInstants(ctx, users)
-	if err != nil && job.Attempt >= job.MaxAttempts {
-		// River discards the job after this attempt: the alerts it
-		// reserved and could not send are failed, not left pending.
-		var ids []int64
-		for _, o := range outs {
-			ids = append(ids, o.DigestID)
+	return onGiveUp(failed(err, "users", len(users)), func(ctx context.Context, reason string) error {
+		ids := make([]int64, len(outs))
+		for i, o := range outs {
+			ids[i] = o.DigestID
 		}
-		reason := fmt.Sprintf("gave up after %d attempts", job.Attempt)
-		if _, gerr := w.Digester.GiveUp(context.WithoutCancel(ctx), ids, reason); gerr != nil {
-			return errors.Join(err, gerr)
-		}
-	}
-	return err
+		_, err := w.Digester.GiveUp(ctx, ids, reason)
+		return err
+	})
 }
 
 // ConfirmArgs mails the double opt-in link of a new address.
@@ -581,7 +552,7 @@ type ChannelCollectWorker struct {
 // Work implements river.Worker.
 func (w *ChannelCollectWorker) Work(ctx context.Context, job *river.Job[ChannelCollectArgs]) error {
 	_, err := w.Channels.Collect(ctx, job.Args.ChannelID)
-	return err
+	return failed(err, "channel", job.Args.ChannelID)
 }
 
 // ChannelDeliverArgs delivers one channel event.
@@ -610,23 +581,19 @@ type ChannelDeliverWorker struct {
 }
 
 // Work implements river.Worker. A 429's Retry-After snoozes the job for
-// that long; other temporary failures return the error for River's
-// back-off. After the last attempt the event is failed in the ledger.
+// that long (but on the last attempt, which fails); other temporary
+// failures return the error for River's back-off. When River gives the job
+// up the event is failed in the ledger (onGiveUp).
 func (w *ChannelDeliverWorker) Work(ctx context.Context, job *river.Job[ChannelDeliverArgs]) error {
 	err := w.Channels.Deliver(ctx, job.Args.EventID)
-	if err == nil {
-		return nil
-	}
-	w.Logger.WarnContext(ctx, "channel delivery will be retried", "event", job.Args.EventID, "attempt", job.Attempt, "error", err)
-	if job.Attempt >= job.MaxAttempts {
-		reason := fmt.Sprintf("gave up after %d attempts: %v", job.Attempt, err)
-		return errors.Join(err, w.Channels.GiveUp(context.WithoutCancel(ctx), job.Args.EventID, reason))
-	}
 	var re *channels.RetryError
-	if errors.As(err, &re) && re.After > 0 {
+	if errors.As(err, &re) && re.After > 0 && job.Attempt < job.MaxAttempts {
+		w.Logger.WarnContext(ctx, "channel delivery rate limited; snoozed", "event", job.Args.EventID, "after", re.After, "error", err)
 		return river.JobSnooze(re.After)
 	}
-	return err
+	return onGiveUp(failed(err, "event", job.Args.EventID), func(ctx context.Context, reason string) error {
+		return w.Channels.GiveUp(ctx, job.Args.EventID, reason+": "+err.Error())
+	})
 }
 
 // ChannelDisabledArgs mails the owner of a channel that was disabled.
@@ -675,11 +642,12 @@ type ChannelScheduleWorker struct {
 func (w *ChannelScheduleWorker) Work(ctx context.Context, job *river.Job[ChannelScheduleArgs]) error {
 	n, err := w.Channels.ScheduleWindows(ctx)
 	if err != nil {
-		w.Logger.WarnContext(ctx, "channel scheduling failed", "source", "channels", "queued", n, "error", err)
-	} else if n > 0 {
+		return failed(err, "queued", n)
+	}
+	if n > 0 {
 		w.Logger.InfoContext(ctx, "channel windows scheduled", "queued", n)
 	}
-	return err
+	return nil
 }
 
 // ChannelPruneArgs is the periodic pruning of old channel events.
@@ -704,9 +672,10 @@ type ChannelPruneWorker struct {
 func (w *ChannelPruneWorker) Work(ctx context.Context, job *river.Job[ChannelPruneArgs]) error {
 	n, err := w.Channels.Prune(ctx)
 	if err != nil {
-		w.Logger.WarnContext(ctx, "channel pruning failed", "source", "channels", "deleted", n, "error", err)
-	} else if n > 0 {
+		return failed(err, "deleted", n)
+	}
+	if n > 0 {
 		w.Logger.InfoContext(ctx, "channel events pruned", "deleted", n)
 	}
-	return err
+	return nil
 }

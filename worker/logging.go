@@ -3,74 +3,50 @@ package worker
 import (
 	"context"
 	"log/slog"
-	"strings"
 )
 
-// RiverLogger is logger as River should get it: River's routine INFO lines
-// ("Producer job counts" every few seconds, "JobScheduler: Ran
-// successfully", leadership and start/stop notices) become DEBUG, while
-// the lines that say a job failed become WARN ("Job errored; retrying",
-// "Job panicked", "Notifier unhealthy") or ERROR ("Job errored" after the
-// last attempt: River gives the job up). WARN and ERROR lines stay as they
-// are. NewClient and NewInserter apply it; the River UI is not affected.
-// A nil logger stays nil (River then uses its default).
+// RiverLogger is logger as River gets it (NewClient, NewInserter): River's
+// own lines at WARN and above only, unless logger is enabled at DEBUG
+// (LOG_LEVEL=debug), when River gets logger unchanged.
+//
+// River's INFO lines are its routine (client started and stopped,
+// "Producer job counts", maintenance services' "Ran successfully",
+// leadership changes) and its per-attempt "Job errored" / "Job panicked"
+// lines; an operator needs none of them: the failed attempts are logged once
+// each by failureLog, with the job's own attributes, at WARN while River
+// retries and ERROR when it gives up. What River logs at WARN and ERROR is
+// what an operator must see and nothing else says: database errors of its
+// producers, completer, elector and maintenance services, a job stuck past
+// its timeout, a soft stop that had to cancel jobs, dropped notifications,
+// a remote cancellation. A nil logger stays nil (River then uses its
+// default). The River UI is not affected.
 func RiverLogger(logger *slog.Logger) *slog.Logger {
-	if logger == nil {
-		return nil
+	if logger == nil || logger.Enabled(context.Background(), slog.LevelDebug) {
+		return logger
 	}
-	return slog.New(&riverHandler{inner: logger.Handler()})
+	return slog.New(&minLevel{inner: logger.Handler(), min: slog.LevelWarn})
 }
 
-type riverHandler struct{ inner slog.Handler }
-
-// riverLevel is the level a River record of level l and message msg is
-// logged at.
-func riverLevel(l slog.Level, msg string) slog.Level {
-	if l != slog.LevelInfo {
-		return l
-	}
-	switch {
-	case strings.HasSuffix(msg, ": Job errored"):
-		return slog.LevelError // the last attempt failed: River discards the job
-	case strings.Contains(msg, "Job errored"), strings.Contains(msg, "Job panicked"),
-		strings.Contains(msg, "unhealthy"), strings.Contains(msg, "Hard stop"):
-		return slog.LevelWarn
-	}
-	return slog.LevelDebug
+// minLevel passes on the records of level min and above to inner.
+type minLevel struct {
+	inner slog.Handler
+	min   slog.Level
 }
 
-// Enabled implements slog.Handler: an INFO record may become WARN, so it is
-// wanted whenever WARN is.
-func (h *riverHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	if l == slog.LevelInfo {
-		return h.inner.Enabled(ctx, slog.LevelDebug) || h.inner.Enabled(ctx, slog.LevelWarn)
-	}
-	return h.inner.Enabled(ctx, l)
+// Enabled implements slog.Handler.
+func (h *minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.inner.Enabled(ctx, l)
 }
 
 // Handle implements slog.Handler.
-func (h *riverHandler) Handle(ctx context.Context, r slog.Record) error {
-	l := riverLevel(r.Level, r.Message)
-	if l == r.Level {
-		return h.inner.Handle(ctx, r)
-	}
-	if !h.inner.Enabled(ctx, l) {
-		return nil
-	}
-	nr := slog.NewRecord(r.Time, l, r.Message, r.PC)
-	r.Attrs(func(a slog.Attr) bool {
-		nr.AddAttrs(a)
-		return true
-	})
-	return h.inner.Handle(ctx, nr)
-}
+func (h *minLevel) Handle(ctx context.Context, r slog.Record) error { return h.inner.Handle(ctx, r) }
 
 // WithAttrs implements slog.Handler.
-func (h *riverHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &riverHandler{inner: h.inner.WithAttrs(attrs)}
+func (h *minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &minLevel{inner: h.inner.WithAttrs(attrs), min: h.min}
 }
 
 // WithGroup implements slog.Handler.
-func (h *riverHandler) WithGroup(name string) slog.Handler {
-	return &riverHandler{inner: h.inner.WithGroup(name)}
+func (h *minLevel) WithGroup(name string) slog.Handler {
+	return &minLevel{inner: h.inner.WithGroup(name), min: h.min}
 }

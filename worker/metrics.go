@@ -2,31 +2,50 @@ package worker
 
 import (
 	"context"
-	"followfeed/database"
+	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
+	"followfeed/database"
 	"followfeed/harvest"
 )
 
-// JobsCollector exports River job counts by kind and state
-// (followfeed_river_jobs{kind,state}) as read from the database at scrape
-// time. A scrape that cannot reach the database exports nothing rather than
-// failing the whole /metrics response.
+// JobsCollector exports what River holds, read through River's JobList at
+// scrape time (so every replica reports the same):
+// followfeed_river_jobs{kind,state}, the jobs of every state but completed
+// (available, pending, scheduled, retryable, running: the backlog; and
+// discarded and cancelled, which River keeps for days), counted up to
+// jobsCountCap per state; completed jobs are counted by the process that
+// worked them (followfeed_river_job_runs_total, jobRuns).
+// followfeed_river_jobs_scrape_ok is 0, and nothing else is exported, when
+// River could not be asked, rather than failing the whole /metrics response.
 type JobsCollector struct {
-	pool *pgxpool.Pool
-	desc *prometheus.Desc
-	up   *prometheus.Desc
+	client *river.Client[pgx.Tx]
+	desc   *prometheus.Desc
+	up     *prometheus.Desc
 }
 
-// NewJobsCollector returns a collector over pool's River schema.
-func NewJobsCollector(pool *pgxpool.Pool) *JobsCollector {
+// jobsCountCap is where followfeed_river_jobs stops counting a state: one
+// JobList page. A state that holds more is an incident the metric already
+// shows; the scrape stays one bounded query per state.
+const jobsCountCap = 10_000
+
+// jobsStates are the states followfeed_river_jobs counts.
+var jobsStates = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateScheduled,
+	rivertype.JobStateRetryable, rivertype.JobStateRunning, rivertype.JobStateDiscarded, rivertype.JobStateCancelled}
+
+// NewJobsCollector returns a collector over the jobs client can list (an
+// insert-only client will do).
+func NewJobsCollector(client *river.Client[pgx.Tx]) *JobsCollector {
 	return &JobsCollector{
-		pool: pool,
-		desc: prometheus.NewDesc("followfeed_river_jobs", "River jobs by kind and state.", []string{"kind", "state"}, nil),
-		up:   prometheus.NewDesc("followfeed_river_jobs_scrape_ok", "1 when the River job counts could be read.", nil, nil),
+		client: client,
+		desc: prometheus.NewDesc("followfeed_river_jobs", fmt.Sprintf("River jobs by kind and state, every state but completed, up to %d per state.", jobsCountCap),
+			[]string{"kind", "state"}, nil),
+		up: prometheus.NewDesc("followfeed_river_jobs_scrape_ok", "1 when the River job counts could be read.", nil, nil),
 	}
 }
 
@@ -40,28 +59,94 @@ func (c *JobsCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *JobsCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	// river_job is indexed on (state, queue, priority, scheduled_at, id); a
-	// GROUP BY over it is a sequential scan of a table River keeps small by
-	// deleting finished jobs after a day.
-	rows, err := c.pool.Query(ctx, `SELECT kind, state::text, count(*) FROM river.river_job GROUP BY 1, 2`)
-	if err != nil {
-		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+	type key struct{ kind, state string }
+	counts := map[key]int{}
+	for _, state := range jobsStates {
+		res, err := c.client.JobList(ctx, river.NewJobListParams().States(state).First(jobsCountCap))
+		if err != nil {
+			ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+			return
+		}
+		for _, j := range res.Jobs {
+			counts[key{j.Kind, string(state)}]++
+		}
+	}
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), k.kind, k.state)
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+}
+
+// jobRuns counts the job runs of one working client from River's event
+// subscription (Client.Subscribe), in the process that ran them:
+// followfeed_river_job_runs_total{kind,outcome} (outcome completed, retried:
+// failed and River runs it again, discarded: failed at its last attempt,
+// cancelled, snoozed, interrupted: stopped by the client's shutdown),
+// followfeed_river_job_run_seconds{kind} (how long the worker ran, River's
+// RunDuration) and followfeed_river_job_queue_wait_seconds{kind} (from the
+// job's scheduled time to its start).
+type jobRuns struct {
+	runs      *prometheus.CounterVec
+	run, wait *prometheus.HistogramVec
+}
+
+// runEvents is the subscription's buffer: River drops (and logs at WARN)
+// the events of a full one, and completes jobs in batches of thousands.
+const runEvents = 10_000
+
+// countRuns registers c's jobRuns with reg and counts c's events until c
+// stops (River then closes the subscription).
+func countRuns(c *river.Client[pgx.Tx], reg prometheus.Registerer) error {
+	buckets := prometheus.ExponentialBuckets(0.005, 4, 10) // 5 ms to 22 min
+	m := &jobRuns{
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "followfeed_river_job_runs_total",
+			Help: "Job runs this process finished, by kind and outcome (completed, retried, discarded, cancelled, snoozed, interrupted)."}, []string{"kind", "outcome"}),
+		run: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "followfeed_river_job_run_seconds",
+			Help: "How long this process's job runs took, by kind.", Buckets: buckets}, []string{"kind"}),
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "followfeed_river_job_queue_wait_seconds",
+			Help: "How long jobs waited from their scheduled time to their start in this process, by kind.", Buckets: buckets}, []string{"kind"}),
+	}
+	for _, col := range []prometheus.Collector{m.runs, m.run, m.wait} {
+		if err := reg.Register(col); err != nil {
+			return fmt.Errorf("registering the job metrics: %w", err)
+		}
+	}
+	events, _ := c.SubscribeConfig(&river.SubscribeConfig{ChanSize: runEvents, Kinds: []river.EventKind{
+		river.EventKindJobCompleted, river.EventKindJobFailed, river.EventKindJobCancelled,
+		river.EventKindJobSnoozed, river.EventKindJobInterrupted}})
+	go func() {
+		for e := range events {
+			m.count(e)
+		}
+	}()
+	return nil
+}
+
+// count records one finished run.
+func (m *jobRuns) count(e *river.Event) {
+	var outcome string
+	switch e.Kind {
+	case river.EventKindJobCompleted:
+		outcome = "completed"
+	case river.EventKindJobFailed:
+		outcome = "retried"
+		if e.Job.State == rivertype.JobStateDiscarded {
+			outcome = "discarded"
+		}
+	case river.EventKindJobCancelled:
+		outcome = "cancelled"
+	case river.EventKindJobSnoozed:
+		outcome = "snoozed"
+	case river.EventKindJobInterrupted:
+		outcome = "interrupted"
+	default:
 		return
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var kind, state string
-		var n int64
-		if err := rows.Scan(&kind, &state, &n); err != nil {
-			break
-		}
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), kind, state)
+	m.runs.WithLabelValues(e.Job.Kind, outcome).Inc()
+	if e.JobStats != nil {
+		m.run.WithLabelValues(e.Job.Kind).Observe(e.JobStats.RunDuration.Seconds())
+		m.wait.WithLabelValues(e.Job.Kind).Observe(e.JobStats.QueueWaitDuration.Seconds())
 	}
-	ok := 1.0
-	if rows.Err() != nil {
-		ok = 0
-	}
-	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, ok)
 }
 
 // SourceStatuser reports the health of every source (harvest.Health

@@ -1,8 +1,11 @@
 // Package worker owns everything River: the job kinds, their thin workers
-// (each calls one domain method), the queues, the periodic schedule, and the
+// (each calls one domain method), the queues, the periodic schedule, the
 // Enqueuer through which domain packages insert jobs inside their own
-// transactions. Domain packages never import River; they import the small
-// interfaces they define, which Enqueuer implements.
+// transactions, the one middleware that logs failed attempts and runs the
+// domain's give-up actions (failureLog), River's own logger (RiverLogger)
+// and the job metrics (JobsCollector from River's job list, jobRuns from
+// its event subscription). Domain packages never import River; they import
+// the small interfaces they define, which Enqueuer implements.
 package worker
 
 import (
@@ -14,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
@@ -99,6 +103,9 @@ type Deps struct {
 	Pool   *pgxpool.Pool
 	Logger *slog.Logger
 	Jobs   []Registration
+	// Metrics, when set, gets the client's job outcome and duration
+	// metrics (jobRuns).
+	Metrics prometheus.Registerer
 }
 
 // Registration adds one worker (and optionally a periodic job) to a client.
@@ -122,9 +129,39 @@ func (r Registration) Every(interval time.Duration, args func() river.JobArgs, r
 	return r
 }
 
+// Config is the River configuration every working client of this package
+// starts from: River's schema, its logger (RiverLogger), the retry policy,
+// the job timeout and rescue delay, and the failure middleware (failureLog:
+// every failed attempt logged once, the give-up actions). NewClient adds the
+// queues, workers and periodic jobs; a test gives it to rivertest.NewWorker
+// to work one job as the service would. A nil logger is slog.Default().
+func Config(logger *slog.Logger, s Settings) *river.Config {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	if s.JobTimeout == 0 {
+		s.JobTimeout, s.RescueStuckAfter = JobTimeout, RescueStuckJobsAfter
+	}
+	if s.RetryMax == 0 {
+		s.RetryMax = RetryMax
+	}
+	return &river.Config{
+		Logger:               RiverLogger(logger),
+		Schema:               migrations.RiverSchema,
+		JobTimeout:           s.JobTimeout,
+		RescueStuckJobsAfter: s.RescueStuckAfter,
+		RetryPolicy:          retryPolicy{max: s.RetryMax},
+		Middleware:           []rivertype.Middleware{&failureLog{logger: logger}},
+		SoftStopTimeout:      s.SoftStop,
+		TestOnly:             s.TestOnly,
+		PollOnly:             s.PollOnly,
+	}
+}
+
 // NewClient returns a River client that works every queue with the given
-// registrations. Start it with Start; stop it with Stop, which waits up to
-// Settings.SoftStop for running jobs.
+// registrations (on Config). Start it with Start; stop it with Stop, which
+// waits up to Settings.SoftStop for running jobs. With deps.Metrics the
+// client's job outcomes and durations are counted there (jobRuns).
 func NewClient(deps Deps, s Settings) (*river.Client[pgx.Tx], error) {
 	workers := river.NewWorkers()
 	var periodic []*river.PeriodicJob
@@ -148,27 +185,16 @@ func NewClient(deps Deps, s Settings) (*river.Client[pgx.Tx], error) {
 			queues[k] = q
 		}
 	}
-	if s.JobTimeout == 0 {
-		s.JobTimeout, s.RescueStuckAfter = JobTimeout, RescueStuckJobsAfter
-	}
-	if s.RetryMax == 0 {
-		s.RetryMax = RetryMax
-	}
-	c, err := river.NewClient(riverpgxv5.New(deps.Pool), &river.Config{
-		Logger:               RiverLogger(deps.Logger),
-		Schema:               migrations.RiverSchema,
-		Queues:               queues,
-		Workers:              workers,
-		PeriodicJobs:         periodic,
-		JobTimeout:           s.JobTimeout,
-		RescueStuckJobsAfter: s.RescueStuckAfter,
-		RetryPolicy:          retryPolicy{max: s.RetryMax},
-		SoftStopTimeout:      s.SoftStop,
-		TestOnly:             s.TestOnly,
-		PollOnly:             s.PollOnly,
-	})
+	cfg := Config(deps.Logger, s)
+	cfg.Queues, cfg.Workers, cfg.PeriodicJobs = queues, workers, periodic
+	c, err := river.NewClient(riverpgxv5.New(deps.Pool), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating River client: %w", err)
+	}
+	if deps.Metrics != nil {
+		if err := countRuns(c, deps.Metrics); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }

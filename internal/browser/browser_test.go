@@ -22,6 +22,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"followfeed/internal/browser"
+	"followfeed/internal/testwait"
 )
 
 // buttonJS is the element under test, read on every request so that the test
@@ -281,17 +282,11 @@ func read(ctx context.Context, t *testing.T) state {
 // waitState polls until ok holds, or fails the test after 10 s.
 func waitState(ctx context.Context, t *testing.T, what string, ok func(state) bool) state {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s := read(ctx, t)
-		if ok(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s; the button is %+v", what, s)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var s state
+	if !testwait.Until(10*time.Second, func() bool { s = read(ctx, t); return ok(s) }) {
+		t.Fatalf("waiting for %s; the button is %+v", what, s)
 	}
+	return s
 }
 
 // loaded waits until the element has read its state from the API.
@@ -414,23 +409,19 @@ func TestFollowButtonSignedOut(t *testing.T) {
 	// A click goes to the sign-in page with the way back.
 	pageURL := srv.URL + "/page/out"
 	click(ctx, t)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		loc, err := chromedp.Run(ctx, chromedp.Location())
-		if err == nil && strings.HasPrefix(loc, srv.URL+"/signin") {
-			u, _ := url.Parse(loc)
-			if got := u.Query().Get("return"); got != pageURL {
-				t.Fatalf("return = %q; want %q (%s)", got, pageURL, loc)
-			}
-			if !strings.Contains(loc, "return="+url.QueryEscape(pageURL)) {
-				t.Fatalf("return not encoded: %s", loc)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no navigation to /signin; at %s (%v)", loc, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var loc string
+	if !testwait.Until(10*time.Second, func() bool {
+		loc, err = chromedp.Run(ctx, chromedp.Location())
+		return err == nil && strings.HasPrefix(loc, srv.URL+"/signin")
+	}) {
+		t.Fatalf("no navigation to /signin; at %s (%v)", loc, err)
+	}
+	u, _ := url.Parse(loc)
+	if got := u.Query().Get("return"); got != pageURL {
+		t.Fatalf("return = %q; want %q (%s)", got, pageURL, loc)
+	}
+	if !strings.Contains(loc, "return="+url.QueryEscape(pageURL)) {
+		t.Fatalf("return not encoded: %s", loc)
 	}
 
 	// Without a signin-url, the status line says what to do.
@@ -622,6 +613,8 @@ func TestFollowButtonFailure(t *testing.T) {
 	s := waitState(ctx, t, "the optimistic follow", func(s state) bool { return s.Pressed == "true" })
 	expect(t, s, "Following · 13", "true", "Follow Mingzhi Wen (13 followers)")
 	click(ctx, t)
+	// A click the button took would show within a frame or two; nothing
+	// signals one it ignored.
 	time.Sleep(100 * time.Millisecond)
 	expect(t, read(ctx, t), "Following · 13", "true", "")
 	close(gate)
@@ -700,25 +693,20 @@ console.error("bad", 42); setTimeout(() => { throw new Error("uncaught boom"); }
 	}
 	t.Cleanup(func() { t.Logf("recorded:\n%s", strings.Join(b.ConsoleErrors(), "\n")) })
 	want := []string{"console.warning: careful", "console.error: bad 42", "uncaught boom", "Content Security Policy"}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		all := strings.Join(b.ConsoleErrors(), "\n")
-		missing := ""
+	var all, missing string
+	if !testwait.Until(10*time.Second, func() bool {
+		all, missing = strings.Join(b.ConsoleErrors(), "\n"), ""
 		for _, w := range want {
 			if !strings.Contains(all, w) {
 				missing = w
 			}
 		}
-		if missing == "" {
-			if strings.Contains(all, "fine") {
-				t.Fatalf("logs recorded as errors:\n%s", all)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("missing %q in:\n%s", missing, all)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return missing == ""
+	}) {
+		t.Fatalf("missing %q in:\n%s", missing, all)
+	}
+	if strings.Contains(all, "fine") {
+		t.Fatalf("logs recorded as errors:\n%s", all)
 	}
 
 	path := b.Screenshot(ctx, t, "noisy/page")
@@ -734,22 +722,19 @@ console.error("bad", 42); setTimeout(() => { throw new Error("uncaught boom"); }
 // waitColors waits until the button has the background and text colours.
 func waitColors(ctx context.Context, t *testing.T, scheme, bg, color string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](`(() => {
+	var c map[string]string
+	if !testwait.Until(5*time.Second, func() bool {
+		var err error
+		c, err = chromedp.Run(ctx, chromedp.Evaluate[map[string]string](`(() => {
   const cs = getComputedStyle(document.querySelector('followfeed-button').shadowRoot.querySelector('button'));
   return {bg: cs.backgroundColor, color: cs.color};
 })()`))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c["bg"] == bg && c["color"] == color {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s scheme: button colours %v; want background %s, text %s", scheme, c, bg, color)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return c["bg"] == bg && c["color"] == color
+	}) {
+		t.Fatalf("%s scheme: button colours %v; want background %s, text %s", scheme, c, bg, color)
 	}
 }
 

@@ -131,7 +131,7 @@ func TestBouncerTransactionMode(t *testing.T) {
 		}
 		t.Logf("pgx's default exec mode: %d of 400 transactions failed, e.g. %v", len(errs), errs[0])
 	}
-	time.Sleep(1100 * time.Millisecond) // stats_period
+	time.Sleep(1100 * time.Millisecond) // PgBouncer updates its figures every stats_period (1 s): one must pass
 	st, err := b.Stats(ctx, "postgres")
 	if err != nil {
 		t.Fatal(err)
