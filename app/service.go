@@ -166,6 +166,9 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 	if r := db.Replica(); r != nil {
 		reg.MustRegister(worker.NewReplicaCollector(r))
 	}
+	if svc.fediverse != nil {
+		reg.MustRegister(worker.NewFediverseCollector(svc.fediverse))
+	}
 
 	var runner *river.Client[pgx.Tx]
 	if m.working() {
