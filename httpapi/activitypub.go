@@ -180,7 +180,7 @@ func (h *ActivityPubRoutes) actor(w http.ResponseWriter, r *http.Request) {
 	renderPage(w, r, h.Logger, http.StatusOK, "actor.html", page{Title: info.Name, Data: p, Meta: []meta{},
 		Links: []pageLink{
 			{Rel: "alternate", Type: fediverse.ContentTypeActivity, Href: info.ID},
-			{Rel: "alternate", Type: feeds.ContentTypeAtom, Href: p.Feeds["atom"]},
+			{Rel: "alternate", Type: "application/atom+xml", Href: p.Feeds["atom"]},
 		}})
 }
 
