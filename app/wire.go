@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -151,7 +152,7 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		// The actors of the public feeds the batch changed get a fan-out
 		// job; nothing is sent inside the match job.
 		s.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
-			return s.fediverse.MatchHook(ctx, tx, res.NewKeys)
+			return s.fediverse.MatchHook(ctx, tx, slices.Concat(res.NewKeys, res.ReplacedKeys))
 		})
 	}
 	if cfg.WebSubHubURL != nil {

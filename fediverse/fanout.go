@@ -30,12 +30,12 @@ const fanoutChunk = 100
 
 // MatchHook is the match job's OnAffected hook: in the match job's
 // transaction it marks due the actors with followers whose public feed the
-// batch changed (newKeys: match.BatchResult.NewKeys; a researcher's or
-// institution's actor speaks for every id of its identity) and queues the
-// fan-out job. It sends nothing: its cost is one statement over the
-// actors with followers, whatever their followers.
-func (s *Service) MatchHook(ctx context.Context, tx pgx.Tx, newKeys []string) error {
-	if len(newKeys) == 0 {
+// batch changed (keys: match.BatchResult's NewKeys and ReplacedKeys; a
+// researcher's or institution's actor speaks for every id of its
+// identity) and queues the fan-out job. It sends nothing: its cost is one
+// statement over the actors with followers, whatever their followers.
+func (s *Service) MatchHook(ctx context.Context, tx pgx.Tx, keys []string) error {
+	if len(keys) == 0 {
 		return nil
 	}
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, fanoutLock); err != nil {
@@ -55,7 +55,7 @@ func (s *Service) MatchHook(ctx context.Context, tx pgx.Tx, newKeys []string) er
 				UNION ALL
 				SELECT k2.key FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
 				WHERE k1.key = a.key) x
-			JOIN b ON b.key = x.key)`, newKeys, s.now())
+			JOIN b ON b.key = x.key)`, keys, s.now())
 	if err != nil {
 		return fmt.Errorf("marking ActivityPub actors due: %w", err)
 	}

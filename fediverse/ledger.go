@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/channels"
 	"followfeed/internal/text"
 )
 
@@ -228,6 +229,9 @@ type outcome struct {
 	status   int // 0: no response
 	response string
 	err      error
+	// refused: the guard refused the inbox (not https, an internal
+	// address): never retried.
+	refused bool
 }
 
 // verdicts of an outcome.
@@ -240,7 +244,7 @@ const (
 
 func (o outcome) verdict() string {
 	switch {
-	case o.err != nil && strings.Contains(o.err.Error(), "internal address"):
+	case o.refused || o.err != nil && errors.Is(o.err, channels.ErrInternalAddress):
 		return failed
 	case o.err != nil:
 		return retry
@@ -257,7 +261,8 @@ func (o outcome) verdict() string {
 // post sends one signed activity.
 func (s *Service) post(ctx context.Context, inbox string, p pending) outcome {
 	if _, err := s.guard.CheckURL("inbox", inbox); err != nil {
-		return outcome{err: fmt.Errorf("refusing to deliver to an internal address: %v", err), response: err.Error()}
+		msg := "refused by the guard (internal address or plain http): " + err.Error()
+		return outcome{err: errors.New(msg), response: text.Truncate(msg, 500), refused: true}
 	}
 	k, err := s.signingKey(ctx)
 	if err != nil {
@@ -270,7 +275,11 @@ func (s *Service) post(ctx context.Context, inbox string, p pending) outcome {
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return outcome{err: err, response: text.Truncate(err.Error(), 500)}
+		o := outcome{err: err, response: text.Truncate(err.Error(), 500)}
+		if errors.Is(err, channels.ErrInternalAddress) {
+			o.response = "refused: the host resolves to an internal address"
+		}
+		return o
 	}
 	defer resp.Body.Close()
 	buf := make([]byte, 512)

@@ -58,8 +58,9 @@ type Server struct {
 	received []Received
 	rejected []string // why requests were refused
 	// failing answers every inbox POST with this status while > 0.
-	failing int
+	failing  int
 	attempts int
+	requests int
 	notify   chan struct{}
 }
 
@@ -130,7 +131,17 @@ func (s *Server) publicPEM() string {
 	return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
 }
 
+// Requests counts every request that reached the fake (GETs too).
+func (s *Server) Requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.requests++
+	s.mu.Unlock()
 	switch {
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/users/"):
 		name := strings.TrimPrefix(r.URL.Path, "/users/")
