@@ -34,6 +34,8 @@ const fanoutChunk = 100
 // researcher's or institution's actor speaks for every id of its
 // identity) and queues the fan-out job. It sends nothing: its cost is one
 // statement over the actors with followers, whatever their followers.
+// Category and archive actors are left alone without CategoryNotes (their
+// daily summary reads their window).
 func (s *Service) MatchHook(ctx context.Context, tx pgx.Tx, keys []string) error {
 	if len(keys) == 0 {
 		return nil
@@ -48,6 +50,7 @@ func (s *Service) MatchHook(ctx context.Context, tx pgx.Tx, keys []string) error
 		WITH b AS (SELECT DISTINCT key FROM unnest($1::text[]) AS b(key))
 		UPDATE ap_actors a SET due_at = $2
 		WHERE a.due_at IS NULL
+		  AND ($3 OR NOT (a.key LIKE 'category:%' OR a.key LIKE 'archive:%'))
 		  AND EXISTS (SELECT 1 FROM ap_followers f WHERE f.actor_key = a.key)
 		  AND EXISTS (
 			SELECT 1 FROM (
@@ -55,7 +58,7 @@ func (s *Service) MatchHook(ctx context.Context, tx pgx.Tx, keys []string) error
 				UNION ALL
 				SELECT k2.key FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
 				WHERE k1.key = a.key) x
-			JOIN b ON b.key = x.key)`, keys, s.now())
+			JOIN b ON b.key = x.key)`, keys, s.now(), s.catNotes)
 	if err != nil {
 		return fmt.Errorf("marking ActivityPub actors due: %w", err)
 	}

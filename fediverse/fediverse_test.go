@@ -263,6 +263,16 @@ func TestOneActorPerIdentity(t *testing.T) {
 		t.Fatalf("actors %+v and %+v", a, b)
 	}
 	e.follow("alice", "host_1955166")
+	// A Follow naming another id's URL of the person is a Follow of the
+	// one actor.
+	alias := map[string]any{"@context": "https://www.w3.org/ns/activitystreams", "id": e.peer.ActorID("bob") + "#f",
+		"type": "Follow", "actor": e.peer.ActorID("bob"), "object": e.base + fediverse.ActorPrefix + "host_1955166"}
+	if err := e.receive("bob", "host_1955166", alias); err != nil {
+		t.Fatalf("a Follow of an alias: %v", err)
+	}
+	if n := e.count(`SELECT count(DISTINCT actor_key) FROM ap_followers`); n != 1 {
+		t.Errorf("the follows went to %d actors, want one", n)
+	}
 	// The ORCID iD arrives: it would now be canonical, but the actor keeps
 	// its URL (its followers know it by that).
 	if _, err := e.registry.Put(e.ctx, []identity.Record{{Kind: follow.Researcher, IDs: []string{"host:1955166", "orcid:0000-0002-1825-0097"}}}); err != nil {

@@ -374,7 +374,13 @@ func (s *Service) follow(ctx context.Context, inboxActor *ActorInfo, a *incoming
 	var info ActorInfo
 	if inboxActor != nil {
 		if object != inboxActor.ID {
-			return apperr.New(apperr.BadRequest, "this is the inbox of %s; the Follow names %s", inboxActor.ID, object)
+			// An alias of the same actor (another id of the person) is it.
+			t, ok := s.actorTarget(ctx, object)
+			other, err := s.Resolve(ctx, t)
+			if !ok || err != nil || other.ID != inboxActor.ID {
+				return apperr.New(apperr.BadRequest, "this is the inbox of %s; the Follow names %s", inboxActor.ID, object)
+			}
+			object = inboxActor.ID
 		}
 		info = *inboxActor
 	} else {
