@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"slices"
 	"strings"
 	"time"
 
@@ -186,9 +187,21 @@ func (s *Service) followerInboxes(ctx context.Context, tx pgx.Tx, key string) ([
 // publishPapers turns papers (newest first) into notes of the actor of
 // key, oldest first: a Create per paper the actor never posted (at most one
 // note per paper and actor: ap_notes_actor_paper_idx), an Update per new
-// version of one it did. It returns the activities written.
+// version of one it did. It returns the activities written. The statements
+// are set-wise (ids reserved from the sequences, rows written through
+// unnest): a handful per actor, whatever its papers.
 func (s *Service) publishPapers(ctx context.Context, tx pgx.Tx, key string, papers []match.Paper) (int, error) {
-	if len(papers) == 0 {
+	var fresh, replaced []match.Paper
+	for i := len(papers) - 1; i >= 0; i-- {
+		switch p := papers[i]; {
+		case p.ArxivID == "": // not loaded: gone meanwhile
+		case p.Replaced:
+			replaced = append(replaced, p)
+		default:
+			fresh = append(fresh, p)
+		}
+	}
+	if len(fresh)+len(replaced) == 0 {
 		return 0, nil
 	}
 	t, err := follow.TargetFromKey(key)
@@ -196,59 +209,109 @@ func (s *Service) publishPapers(ctx context.Context, tx pgx.Tx, key string, pape
 		return 0, err
 	}
 	actor := s.ActorURL(t)
+	type posted struct {
+		note *Note
+		id   int64
+		typ  string
+	}
+	var out []posted
+	now := s.now()
+	if len(fresh) > 0 {
+		ids, err := reserve(ctx, tx, "ap_notes", len(fresh))
+		if err != nil {
+			return 0, err
+		}
+		byID := map[int64]*Note{}
+		objects, paperIDs, versions := make([]string, len(fresh)), make([]int64, len(fresh)), make([]int32, len(fresh))
+		for i, p := range fresh {
+			n := s.paperNote(ids[i], actor, p.Paper, now, false)
+			byID[ids[i]] = n
+			objects[i], paperIDs[i], versions[i] = string(jsonBytes(n)), p.ID, int32(max(p.Version, 1))
+		}
+		rows, err := tx.Query(ctx, `
+			INSERT INTO ap_notes (id, actor_key, paper_id, version, object, published_at)
+			SELECT i, $2, p, v, o, $6 FROM unnest($1::bigint[], $3::bigint[], $4::int[], $5::text[]) AS x(i, p, v, o)
+			ON CONFLICT (actor_key, paper_id) WHERE paper_id IS NOT NULL DO NOTHING
+			RETURNING id`, ids, key, paperIDs, versions, objects, now)
+		if err != nil {
+			return 0, fmt.Errorf("writing the notes of %s: %w", key, err)
+		}
+		written, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return 0, err
+		}
+		slices.Sort(written)
+		for _, id := range written {
+			out = append(out, posted{note: byID[id], id: id, typ: "Create"})
+		}
+	}
+	if len(replaced) > 0 {
+		paperIDs, versions := make([]int64, len(replaced)), make([]int32, len(replaced))
+		byPaper := map[int64]match.Paper{}
+		for i, p := range replaced {
+			paperIDs[i], versions[i] = p.ID, int32(p.Version)
+			byPaper[p.ID] = p
+		}
+		// A new version of a paper this actor never posted updates nothing.
+		rows, err := tx.Query(ctx, `
+			UPDATE ap_notes n SET version = x.v FROM unnest($2::bigint[], $3::int[]) AS x(p, v)
+			WHERE n.actor_key = $1 AND n.paper_id = x.p AND n.version < x.v AND n.deleted_at IS NULL
+			RETURNING n.id, n.paper_id, n.published_at`, key, paperIDs, versions)
+		if err != nil {
+			return 0, fmt.Errorf("updating the notes of %s: %w", key, err)
+		}
+		var ids []int64
+		var objects []string
+		var id, pid int64
+		var published time.Time
+		if _, err := pgx.ForEachRow(rows, []any{&id, &pid, &published}, func() error {
+			n := s.paperNote(id, actor, byPaper[pid].Paper, published, true)
+			out = append(out, posted{note: n, id: id, typ: "Update"})
+			ids, objects = append(ids, id), append(objects, string(jsonBytes(n)))
+			return nil
+		}); err != nil {
+			return 0, err
+		}
+		if len(ids) > 0 {
+			if _, err := tx.Exec(ctx, `UPDATE ap_notes n SET object = x.o FROM unnest($1::bigint[], $2::text[]) AS x(i, o) WHERE n.id = x.i`,
+				ids, objects); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if len(out) == 0 {
+		return 0, nil
+	}
+	ids, err := reserve(ctx, tx, "ap_activities", len(out))
+	if err != nil {
+		return 0, err
+	}
+	types, noteIDs, bodies := make([]string, len(out)), make([]int64, len(out)), make([]string, len(out))
+	for i, p := range out {
+		a := Activity{Context: asContext, ID: s.activityURL(ids[i]), Type: p.typ, Actor: actor, Published: p.note.Published,
+			To: p.note.To, Cc: p.note.Cc, Object: noteWithoutContext(p.note)}
+		types[i], noteIDs[i], bodies[i] = p.typ, p.id, string(jsonBytes(a))
+	}
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO ap_activities (id, actor_key, type, note_id, body, created_at)
+		SELECT i, $2, t, n, b, $6 FROM unnest($1::bigint[], $3::text[], $4::bigint[], $5::text[]) AS x(i, t, n, b)`,
+		ids, key, types, noteIDs, bodies, now); err != nil {
+		return 0, fmt.Errorf("writing the activities of %s: %w", key, err)
+	}
 	inboxes, err := s.followerInboxes(ctx, tx, key)
 	if err != nil {
 		return 0, err
 	}
-	var activities []int64
-	for i := len(papers) - 1; i >= 0; i-- {
-		p := papers[i]
-		if p.ArxivID == "" {
-			continue // not loaded: gone meanwhile
-		}
-		var noteID int64
-		typ := "Create"
-		if !p.Replaced {
-			err := tx.QueryRow(ctx, `
-				INSERT INTO ap_notes (actor_key, paper_id, version, object, published_at) VALUES ($1, $2, $3, '', $4)
-				ON CONFLICT (actor_key, paper_id) WHERE paper_id IS NOT NULL DO NOTHING RETURNING id`,
-				key, p.ID, max(p.Version, 1), s.now()).Scan(&noteID)
-			if errors.Is(err, pgx.ErrNoRows) {
-				continue // posted before
-			}
-			if err != nil {
-				return 0, fmt.Errorf("writing the note of %s for %s: %w", p.ArxivID, key, err)
-			}
-		} else {
-			typ = "Update"
-			err := tx.QueryRow(ctx, `
-				UPDATE ap_notes SET version = $3 WHERE actor_key = $1 AND paper_id = $2 AND version < $3 AND deleted_at IS NULL
-				RETURNING id`, key, p.ID, p.Version).Scan(&noteID)
-			if errors.Is(err, pgx.ErrNoRows) {
-				continue // a new version of a paper this actor never posted
-			}
-			if err != nil {
-				return 0, err
-			}
-		}
-		var published time.Time
-		if err := tx.QueryRow(ctx, `SELECT published_at FROM ap_notes WHERE id = $1`, noteID).Scan(&published); err != nil {
-			return 0, err
-		}
-		note := s.paperNote(noteID, actor, p.Paper, published, typ == "Update")
-		if _, err := tx.Exec(ctx, `UPDATE ap_notes SET object = $2 WHERE id = $1`, noteID, string(jsonBytes(note))); err != nil {
-			return 0, err
-		}
-		id, err := s.writeActivity(ctx, tx, key, typ, &noteID, func(id string) any {
-			return Activity{Context: asContext, ID: id, Type: typ, Actor: actor, Published: note.Published,
-				To: note.To, Cc: note.Cc, Object: noteWithoutContext(note)}
-		})
-		if err != nil {
-			return 0, err
-		}
-		activities = append(activities, id)
+	return len(out), s.deliver(ctx, tx, ids, inboxes)
+}
+
+// reserve takes n ids of table's serial id column at once.
+func reserve(ctx context.Context, tx pgx.Tx, table string, n int) ([]int64, error) {
+	rows, err := tx.Query(ctx, `SELECT nextval(pg_get_serial_sequence($1, 'id')) FROM generate_series(1, $2)`, table, n)
+	if err != nil {
+		return nil, fmt.Errorf("reserving %d ids of %s: %w", n, table, err)
 	}
-	return len(activities), s.deliver(ctx, tx, activities, inboxes)
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
 // writeActivity is publish without deliveries (the caller delivers a

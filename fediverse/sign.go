@@ -12,10 +12,12 @@ import (
 	"followfeed/internal/httpclient"
 )
 
-// Outgoing requests are signed as Mastodon signs and expects them:
-// draft-cavage HTTP Signatures, rsa-sha256, over (request-target), host,
-// date and, for a POST, digest (SHA-256 of the body, RFC 3230) and
-// content-type, in the Signature header.
+// Outgoing requests are signed as Mastodon expects them: draft-cavage HTTP
+// Signatures with RSA-SHA256 (go-fed/httpsig names the algorithm hs2019,
+// which Mastodon verifies with the key's RSA-SHA256 as it does
+// rsa-sha256), over (request-target), host, date and, for a POST, digest
+// (SHA-256 of the body, RFC 3230) and content-type, in the Signature
+// header.
 var (
 	postHeaders = []string{httpsig.RequestTarget, "host", "date", "digest", "content-type"}
 	getHeaders  = []string{httpsig.RequestTarget, "host", "date"}
