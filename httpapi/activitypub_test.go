@@ -239,3 +239,63 @@ func TestFediverseExchange(t *testing.T) {
 		t.Errorf("the peer rejected followfeed's requests: %v", rej)
 	}
 }
+
+// TestFediverseInboxOverHTTP: the inbox's answers as a fediverse server
+// sees them: 401 with WWW-Authenticate for an unsigned activity, 400 for
+// malformed JSON-LD, 413 for an oversized body, 403 for a blocked domain,
+// 404 for an unknown handle; and with ACTIVITYPUB off (the default) none of
+// the routes exists.
+func TestFediverseInboxOverHTTP(t *testing.T) {
+	t.Parallel()
+	t.Log("hostile: the inbox answers 401, 400, 413, 403 and 404 to unsigned, malformed, oversized, blocked and misaddressed activities")
+	a, _, peer := startFediverse(t, "ACTIVITYPUB_BLOCKED_DOMAINS", "blocked.example")
+	post := func(path, body string, signed bool) (int, http.Header) {
+		t.Helper()
+		var req *http.Request
+		if signed {
+			var err error
+			var act map[string]any
+			_ = json.Unmarshal([]byte(body), &act)
+			if req, _, err = peer.Signed("alice", a.URL+path, act); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			req, _ = http.NewRequest("POST", a.URL+path, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/activity+json")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header
+	}
+	follow := `{"@context": "https://www.w3.org/ns/activitystreams", "id": "` + peer.ActorID("alice") + `#f", "type": "Follow", "actor": "` +
+		peer.ActorID("alice") + `", "object": "` + a.URL + `/ap/actors/cs.LG"}`
+	if st, h := post("/ap/actors/cs.LG/inbox", follow, false); st != 401 || !strings.HasPrefix(h.Get("WWW-Authenticate"), "Signature") {
+		t.Errorf("unsigned: %d %v", st, h.Get("WWW-Authenticate"))
+	}
+	if st, _ := post("/ap/inbox", `{"type": "Follow", "actor": `, false); st != 400 {
+		t.Errorf("malformed: %d", st)
+	}
+	if st, _ := post("/ap/inbox", `{"type": "Note", "content": "`+strings.Repeat("x", 300<<10)+`"}`, false); st != 413 {
+		t.Errorf("oversized: %d", st)
+	}
+	blocked := `{"@context": "https://www.w3.org/ns/activitystreams", "id": "https://m.blocked.example/f", "type": "Follow", "actor": "https://m.blocked.example/users/x", "object": "` + a.URL + `/ap/actors/cs.LG"}`
+	if st, _ := post("/ap/inbox", blocked, true); st != 403 {
+		t.Errorf("blocked domain: %d", st)
+	}
+	if st, _ := post("/ap/actors/cs.NOPE/inbox", follow, true); st != 404 {
+		t.Errorf("unknown actor: %d", st)
+	}
+	if st, _ := post("/ap/actors/cs.LG/inbox", follow, true); st != 202 {
+		t.Errorf("a genuine Follow: %d", st)
+	}
+
+	off, _ := start(t)
+	for _, path := range []string{"/.well-known/webfinger?resource=acct:cs.LG@x", "/ap/actors/cs.LG", "/nodeinfo/2.1"} {
+		if st, _, _ := apGet(t, off.URL+path, "application/activity+json"); st != 404 {
+			t.Errorf("ACTIVITYPUB off: GET %s answered %d", path, st)
+		}
+	}
+}
