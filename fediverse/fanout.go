@@ -95,19 +95,11 @@ func (s *Service) Fanout(ctx context.Context, finish func(pgx.Tx) error) (int, e
 		err = s.db.InTx(ctx, func(tx pgx.Tx) error {
 			n, handled = 0, 0
 			// ap_actors_due_idx; SKIP LOCKED lets a second fan-out work on.
-			rows, err := tx.Query(ctx, `
+			due, err := lockActors(ctx, tx, `
 				SELECT key, watermark FROM ap_actors WHERE due_at IS NOT NULL
 				ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED`, fanoutChunk)
 			if err != nil {
 				return fmt.Errorf("reading due actors: %w", err)
-			}
-			var due []dueActor
-			var a dueActor
-			if _, err := pgx.ForEachRow(rows, []any{&a.key, &a.watermark}, func() error {
-				due = append(due, a)
-				return nil
-			}); err != nil {
-				return err
 			}
 			handled = len(due)
 			for _, a := range due {
@@ -149,6 +141,21 @@ func (s *Service) Fanout(ctx context.Context, finish func(pgx.Tx) error) (int, e
 			return total, err
 		}
 	}
+}
+
+// lockActors reads (and, by the statement's FOR UPDATE, locks) actors.
+func lockActors(ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]dueActor, error) {
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	var due []dueActor
+	var a dueActor
+	_, err = pgx.ForEachRow(rows, []any{&a.key, &a.watermark}, func() error {
+		due = append(due, a)
+		return nil
+	})
+	return due, err
 }
 
 // perPaper reports whether the actor of key publishes a note per paper.

@@ -190,20 +190,9 @@ func (s *Service) verify(ctx context.Context, r Signed) (*verified, error) {
 		}
 		return nil
 	}
-	k, gone, err := s.signerKey(ctx, p.keyID)
+	k, gone, err := s.checkedKey(ctx, p.keyID, check)
 	if err != nil || gone != "" {
 		return &verified{gone: gone}, err
-	}
-	if err := check(k); err != nil {
-		if s.now().Sub(k.FetchedAt) < keyRefetchAfter {
-			return nil, err
-		}
-		if k, err = s.remoteKeyFor(ctx, p.keyID, true); err != nil {
-			return nil, unauthorized("the key %s cannot be fetched: %v", p.keyID, err)
-		}
-		if err := check(k); err != nil {
-			return nil, err
-		}
 	}
 	sum := sha256.Sum256([]byte(raw))
 	return &verified{key: k, seen: sum[:]}, nil
@@ -227,6 +216,29 @@ func (s *Service) signerKey(ctx context.Context, keyID string) (*remoteKey, stri
 	}
 	if !sameOrigin(k.Owner, keyID) {
 		return nil, "", unauthorized("the key %s is owned by %s, on another server", keyID, k.Owner)
+	}
+	return k, "", nil
+}
+
+// checkedKey returns the key keyID names once check(key) passes: with the
+// cached key, else (when that one is older than keyRefetchAfter, so its
+// owner may have rotated it) with the key fetched again. gone is the key's
+// owner URL when that answered 410 Gone (signerKey).
+func (s *Service) checkedKey(ctx context.Context, keyID string, check func(*remoteKey) error) (*remoteKey, string, error) {
+	k, gone, err := s.signerKey(ctx, keyID)
+	if err != nil || gone != "" {
+		return nil, gone, err
+	}
+	if err := check(k); err != nil {
+		if s.now().Sub(k.FetchedAt) < keyRefetchAfter {
+			return nil, "", err
+		}
+		if k, err = s.remoteKeyFor(ctx, keyID, true); err != nil {
+			return nil, "", unauthorized("the key %s cannot be fetched: %v", keyID, err)
+		}
+		if err := check(k); err != nil {
+			return nil, "", err
+		}
 	}
 	return k, "", nil
 }

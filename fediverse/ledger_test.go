@@ -278,6 +278,29 @@ func TestKeyRotation(t *testing.T) {
 	}
 }
 
+// TestRemoteKeyRotation: a peer that rotated its key is verified with the
+// new one once the cached key is older than a minute (fetched again), and
+// refused while it is fresher (no refetch storm from bad signatures).
+func TestRemoteKeyRotation(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.follow("alice", "cs.LG") // caches alice's key
+	if err := e.peer.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	like := func(n int) map[string]any {
+		return map[string]any{"@context": "https://www.w3.org/ns/activitystreams", "id": fmt.Sprintf("%s#like/%d", e.peer.ActorID("alice"), n),
+			"type": "Like", "actor": e.peer.ActorID("alice"), "object": "https://example.org/x"}
+	}
+	if err := e.receive("alice", "", like(1)); apperr.CodeOf(err) != apperr.Unauthorized {
+		t.Errorf("a new key within a minute of the cached one: %v, want 401", err)
+	}
+	e.clk.Add(2 * time.Minute)
+	if err := e.receive("alice", "", like(2)); err != nil {
+		t.Errorf("after the peer's rotation: %v", err)
+	}
+}
+
 // TestRFC9421Signatures: a peer signing with RFC 9421 (Signature-Input,
 // Content-Digest, rsa-v1_5-sha256) is verified; a tampered one is not.
 func TestRFC9421Signatures(t *testing.T) {

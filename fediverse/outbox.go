@@ -146,22 +146,14 @@ func (s *Service) Summaries(ctx context.Context) (int, error) {
 		var handled int
 		err := s.db.InTx(ctx, func(tx pgx.Tx) error {
 			handled = 0
-			rows, err := tx.Query(ctx, `
+			due, err := lockActors(ctx, tx, `
 				SELECT a.key, a.watermark FROM ap_actors a
 				WHERE (a.key LIKE 'category:%' OR a.key LIKE 'archive:%')
 				  AND (a.summary_at IS NULL OR a.summary_at <= $1)
 				  AND EXISTS (SELECT 1 FROM ap_followers f WHERE f.actor_key = a.key)
 				ORDER BY a.key LIMIT $2 FOR UPDATE SKIP LOCKED`, s.now().Add(-SummaryEvery), fanoutChunk)
 			if err != nil {
-				return err
-			}
-			var due []dueActor
-			var a dueActor
-			if _, err := pgx.ForEachRow(rows, []any{&a.key, &a.watermark}, func() error {
-				due = append(due, a)
-				return nil
-			}); err != nil {
-				return err
+				return fmt.Errorf("reading category actors: %w", err)
 			}
 			handled = len(due)
 			for _, a := range due {

@@ -211,20 +211,11 @@ func (s *Service) verify9421(ctx context.Context, r Signed) (*verified, error) {
 	if err != nil {
 		return nil, unauthorized("%v", err)
 	}
-	k, gone, err := s.signerKey(ctx, sig.keyID)
+	k, gone, err := s.checkedKey(ctx, sig.keyID, func(k *remoteKey) error {
+		return check9421(k.public, sig.alg, base, sig.signature)
+	})
 	if err != nil || gone != "" {
 		return &verified{gone: gone}, err
-	}
-	if err := check9421(k.public, sig.alg, base, sig.signature); err != nil {
-		if s.now().Sub(k.FetchedAt) < keyRefetchAfter {
-			return nil, err
-		}
-		if k, err = s.remoteKeyFor(ctx, sig.keyID, true); err != nil {
-			return nil, unauthorized("the key %s cannot be fetched: %v", sig.keyID, err)
-		}
-		if err := check9421(k.public, sig.alg, base, sig.signature); err != nil {
-			return nil, err
-		}
 	}
 	sum := sha256.Sum256([]byte(r.Header.Get("Signature")))
 	return &verified{key: k, seen: sum[:]}, nil

@@ -75,6 +75,25 @@ func Start() (*Server, error) {
 	return s, nil
 }
 
+// Rotate gives the fake a new key pair (its actors' documents serve the
+// new public key from now on).
+func (s *Server) Rotate() error {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.key = key
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Server) privateKey() *rsa.PrivateKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.key
+}
+
 // ActorID is the id of the fake's actor name ("alice").
 func (s *Server) ActorID(name string) string { return s.URL + "/users/" + name }
 
@@ -127,7 +146,7 @@ func (s *Server) Wait(timeout time.Duration, cond func([]Received) bool) error {
 }
 
 func (s *Server) publicPEM() string {
-	der, _ := x509.MarshalPKIXPublicKey(&s.key.PublicKey)
+	der, _ := x509.MarshalPKIXPublicKey(&s.privateKey().PublicKey)
 	return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
 }
 
@@ -331,7 +350,7 @@ func (s *Server) SignRequest(name string, req *http.Request) {
 		"content-type: " + req.Header.Get("Content-Type"),
 	}
 	h := sha256.Sum256([]byte(strings.Join(lines, "\n")))
-	sig, _ := rsa.SignPKCS1v15(rand.Reader, s.key, crypto.SHA256, h[:])
+	sig, _ := rsa.SignPKCS1v15(rand.Reader, s.privateKey(), crypto.SHA256, h[:])
 	req.Header.Set("Signature", fmt.Sprintf(`keyId="%s#main-key",algorithm="rsa-sha256",headers="(request-target) host date digest content-type",signature="%s"`,
 		s.ActorID(name), base64.StdEncoding.EncodeToString(sig)))
 }
