@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -60,15 +59,42 @@ func (s *Service) publish(ctx context.Context, tx pgx.Tx, actorKey, typ string, 
 	return id, s.deliver(ctx, tx, []int64{id}, inboxIDs)
 }
 
-// deliver adds the deliveries of activities to inboxIDs and queues the
-// inboxes' jobs, in tx.
+// deliver adds the deliveries of activities to inboxIDs (disabled and
+// blocked ones skipped) and queues a delivery job for each inbox that has
+// none, in tx. The inboxes' rows are locked first, in id order, and held
+// until commit: DeliverInbox's last check (idle) takes the same lock, so
+// either it sees these deliveries and goes on, or it has marked the inbox
+// idle before and this queues a new job. (The deliveries' foreign key
+// takes a weaker lock on the inbox row that idle's FOR UPDATE would also
+// wait for; the explicit lock does not depend on it.)
 func (s *Service) deliver(ctx context.Context, tx pgx.Tx, activities, inboxIDs []int64) error {
 	if len(activities) == 0 || len(inboxIDs) == 0 {
 		return nil
 	}
-	live, err := s.liveInboxes(ctx, tx, inboxIDs)
-	if err != nil || len(live) == 0 {
+	// FOR UPDATE waits for a concurrent idle() and reads the row as it
+	// committed it.
+	rows, err := tx.Query(ctx, `
+		SELECT id, host, queued FROM ap_inboxes WHERE id = ANY($1) AND disabled_at IS NULL ORDER BY id FOR UPDATE`, inboxIDs)
+	if err != nil {
+		return fmt.Errorf("locking inboxes: %w", err)
+	}
+	var live, queue []int64
+	var id int64
+	var host string
+	var queued bool
+	if _, err := pgx.ForEachRow(rows, []any{&id, &host, &queued}, func() error {
+		if !s.BlockedHost(host) {
+			live = append(live, id)
+			if !queued {
+				queue = append(queue, id)
+			}
+		}
+		return nil
+	}); err != nil {
 		return err
+	}
+	if len(live) == 0 {
+		return nil
 	}
 	// One statement for every (activity, inbox): a batch's notes to 1,000
 	// inboxes are a few thousand rows, written set-wise.
@@ -78,37 +104,13 @@ func (s *Service) deliver(ctx context.Context, tx pgx.Tx, activities, inboxIDs [
 		ON CONFLICT DO NOTHING`, live, activities, s.now()); err != nil {
 		return fmt.Errorf("writing deliveries: %w", err)
 	}
-	// An inbox whose job is queued or running gets no second one: the job
-	// reads pending rows until none is left (see DeliverInbox's end).
-	rows, err := tx.Query(ctx, `
-		UPDATE ap_inboxes SET queued = true WHERE id = ANY($1) AND NOT queued RETURNING id`, live)
-	if err != nil {
+	if len(queue) == 0 {
+		return nil // their jobs, queued or running, read pending rows until none is left
+	}
+	if _, err := tx.Exec(ctx, `UPDATE ap_inboxes SET queued = true WHERE id = ANY($1)`, queue); err != nil {
 		return fmt.Errorf("queueing inboxes: %w", err)
 	}
-	queue, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil || len(queue) == 0 {
-		return err
-	}
-	slices.Sort(queue)
 	return s.enq.EnqueueDeliveries(ctx, tx, queue)
-}
-
-// liveInboxes are those of ids neither disabled nor on a blocked domain.
-func (s *Service) liveInboxes(ctx context.Context, tx pgx.Tx, ids []int64) ([]int64, error) {
-	rows, err := tx.Query(ctx, `SELECT id, host FROM ap_inboxes WHERE id = ANY($1) AND disabled_at IS NULL ORDER BY id`, ids)
-	if err != nil {
-		return nil, fmt.Errorf("reading inboxes: %w", err)
-	}
-	var live []int64
-	var id int64
-	var host string
-	_, err = pgx.ForEachRow(rows, []any{&id, &host}, func() error {
-		if !s.BlockedHost(host) {
-			live = append(live, id)
-		}
-		return nil
-	})
-	return live, err
 }
 
 func (s *Service) activityURL(id int64) string { return s.abs(fmt.Sprintf("%s%d", ActivityPrefix, id)) }
@@ -260,6 +262,10 @@ func (o outcome) verdict() string {
 
 // post sends one signed activity.
 func (s *Service) post(ctx context.Context, inbox string, p pending) outcome {
+	if s.BlockedHost(hostOf(inbox)) {
+		msg := "refused: " + hostOf(inbox) + " is in ACTIVITYPUB_BLOCKED_DOMAINS"
+		return outcome{err: errors.New(msg), response: msg, refused: true}
+	}
 	if _, err := s.guard.CheckURL("inbox", inbox); err != nil {
 		msg := "refused by the guard (internal address or plain http): " + err.Error()
 		return outcome{err: errors.New(msg), response: text.Truncate(msg, 500), refused: true}
