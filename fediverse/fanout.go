@@ -44,22 +44,7 @@ func (s *Service) MatchHook(ctx context.Context, tx pgx.Tx, keys []string) error
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, fanoutLock); err != nil {
 		return err
 	}
-	// Driven by the actors (a few thousand at most), each expanded
-	// through the registry (a primary-key probe and an index-only scan of
-	// identity_keys), against the batch's keys hashed once.
-	tag, err := tx.Exec(ctx, `
-		WITH b AS (SELECT DISTINCT key FROM unnest($1::text[]) AS b(key))
-		UPDATE ap_actors a SET due_at = $2
-		WHERE a.due_at IS NULL
-		  AND ($3 OR NOT (a.key LIKE 'category:%' OR a.key LIKE 'archive:%'))
-		  AND EXISTS (SELECT 1 FROM ap_followers f WHERE f.actor_key = a.key)
-		  AND EXISTS (
-			SELECT 1 FROM (
-				SELECT a.key AS key
-				UNION ALL
-				SELECT k2.key FROM identity_keys k1 JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
-				WHERE k1.key = a.key) x
-			JOIN b ON b.key = x.key)`, keys, s.now(), s.catNotes)
+	tag, err := tx.Exec(ctx, hookSQL, keys, s.now(), s.catNotes)
 	if err != nil {
 		return fmt.Errorf("marking ActivityPub actors due: %w", err)
 	}
@@ -68,6 +53,30 @@ func (s *Service) MatchHook(ctx context.Context, tx pgx.Tx, keys []string) error
 	}
 	return s.enq.EnqueueFanout(ctx, tx)
 }
+
+// hookSQL marks due the actors with followers ($3: category and archive
+// actors too) whose identity has a key among $1 (MatchHook). Set-based:
+// the candidate actors (a few thousand at most) are expanded through the
+// registry (a primary-key probe and an index-only scan of identity_keys
+// each) and hash-joined with the batch's keys once. A correlated EXISTS
+// per actor, as first written, scanned the batch's 17,000 keys once per
+// actor: 37 s for 1,000 actors (EXPLAIN ANALYZE).
+const hookSQL = `
+		WITH cand AS (
+			SELECT a.key FROM ap_actors a
+			WHERE a.due_at IS NULL
+			  AND ($3 OR NOT (a.key LIKE 'category:%' OR a.key LIKE 'archive:%'))
+			  AND EXISTS (SELECT 1 FROM ap_followers f WHERE f.actor_key = a.key)
+		), x AS (
+			SELECT key AS actor, key FROM cand
+			UNION ALL
+			SELECT c.key, k2.key FROM cand c
+			JOIN identity_keys k1 ON k1.key = c.key
+			JOIN identity_keys k2 ON k2.identity_id = k1.identity_id
+		), hit AS (
+			SELECT DISTINCT x.actor FROM x JOIN (SELECT DISTINCT key FROM unnest($1::text[]) AS b(key)) b ON b.key = x.key
+		)
+		UPDATE ap_actors a SET due_at = $2 FROM hit WHERE a.key = hit.actor AND a.due_at IS NULL`
 
 // dueActor is an actor the fan-out handles.
 type dueActor struct {
