@@ -438,3 +438,46 @@ func mustInserter(t *testing.T, db *database.DB) *river.Client[pgx.Tx] {
 	}
 	return ins
 }
+
+// TestHookWaitsForAFanoutHoldingTheActor: a batch's hook that comes while
+// the fan-out holds a due actor (about to clear due_at with a window that
+// ends before this batch) waits for it and marks the actor due again, so
+// the batch's papers are not left behind (the soak found them waiting for
+// the next batch).
+func TestHookWaitsForAFanoutHoldingTheActor(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *fediverse.Config) { c.CategoryNotes = true })
+	e.follow("alice", "cs.LG")
+	if _, err := e.db.Pool.Exec(e.ctx, `UPDATE ap_actors SET due_at = now()`); err != nil {
+		t.Fatal(err)
+	}
+	fanout, err := e.db.Pool.Begin(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fanout.Rollback(e.ctx)
+	if _, err := fanout.Exec(e.ctx, `SELECT key FROM ap_actors WHERE key = 'category:cs.LG' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- e.db.InTx(e.ctx, func(tx pgx.Tx) error { return e.svc.MatchHook(e.ctx, tx, []string{"category:cs.LG"}) })
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the hook returned (%v) while the fan-out held the actor: it skipped it", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if _, err := fanout.Exec(e.ctx, `UPDATE ap_actors SET due_at = NULL, watermark = watermark + 1 WHERE key = 'category:cs.LG'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := fanout.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count(`SELECT count(*) FROM ap_actors WHERE key = 'category:cs.LG' AND due_at IS NOT NULL`); n != 1 {
+		t.Error("after the fan-out cleared it, the batch's hook did not mark the actor due again")
+	}
+}

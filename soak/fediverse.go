@@ -94,12 +94,14 @@ func runFediverseOutage(ctx context.Context, e *env, res *Result) error {
 		return err
 	}
 	healthyWant := len(want)
-	okHealthy, err := waitFor(ctx, bound, time.Second, func() (bool, error) {
+	healthyStart := time.Now()
+	okHealthy, err := waitFor(ctx, time.Minute, 200*time.Millisecond, func() (bool, error) {
 		return count4(peer.Received(), "Create") >= healthyWant, nil
 	})
 	if err != nil {
 		return err
 	}
+	healthyTook := time.Since(healthyStart)
 	beforeOutage := peer.Attempts()
 	peer.Fail(http.StatusServiceUnavailable)
 	outageStart := time.Now()
@@ -186,7 +188,7 @@ func runFediverseOutage(ctx context.Context, e *env, res *Result) error {
 
 	res.figure("follows", "%d (3 users, 2 actors, one shared inbox)", len(follows))
 	res.figure("notes expected", "%d (%d papers to the category actor, %d to the researcher's)", len(want), healthy+during, len(want)-healthy-during)
-	res.figure("before the outage", "%d notes expected, all delivered while healthy: %v", healthyWant, okHealthy)
+	res.figure("before the outage", "%d notes expected; all received %s after the last push: %v", healthyWant, secs(healthyTook), okHealthy)
 	res.figure("outage", "%s of 503s, with a SIGKILL of serve halfway (%d deliveries pending then); %d attempts refused", secs(outage), pendingAtKill, failedAttempts)
 	res.figure("recovery", "%s from the peer's recovery until nothing was pending (bound %s)", secs(recovery), bound)
 	res.figure("ledger (final)", "%d delivered, %d failed, %d pending; %d inboxes disabled", delivered, failed, pending, disabled)
@@ -196,6 +198,7 @@ func runFediverseOutage(ctx context.Context, e *env, res *Result) error {
 		"%d notes under two activity ids, %d unexpected; %d resends of one activity (allowed: at least once, same id)", dupNotes, unexpected, dupActivities)
 	res.check("the ledger is settled", pending == 0 && failed == 0 && disabled == 0 && open == 0,
 		"%d pending, %d failed deliveries, %d disabled inboxes, %d delivery jobs open", pending, failed, disabled, open)
+	res.check("delivered promptly while healthy", okHealthy, "the %d notes of the healthy phase arrived within a minute of its last push: %v (%s)", healthyWant, okHealthy, secs(healthyTook))
 	res.check("the outage was retried", failedAttempts > 0, "%d refused attempts during the outage", failedAttempts)
 	res.check("the peer rejected nothing", len(peer.Rejected()) == 0, "%d requests refused by the peer's verification %v", len(peer.Rejected()), first(peer.Rejected(), 3))
 	res.Summary = fmt.Sprintf("%d notes, %s outage with a SIGKILL: %d lost, %d doubled, %d resends of the same activity; recovered in %s",
