@@ -148,6 +148,7 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 			DB: db, BaseURL: cfg.PublicURL, Guard: channels.NewGuard(cfg.ChannelAllowHosts), Enqueuer: s.enqueuer,
 			Identities: s.registry, Names: s.follows, Matcher: s.matcher, HighSeq: s.papers.HighSeq,
 			Blocked: cfg.ActivityPubBlockedDomains, CategoryNotes: cfg.ActivityPubCategoryNotes, Logger: logger, Now: hooks.Now,
+			SecretKey: cfg.SecretKey,
 		})
 		// The actors of the public feeds the batch changed get a fan-out
 		// job; nothing is sent inside the match job.

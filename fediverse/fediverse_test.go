@@ -94,7 +94,8 @@ func setup(t *testing.T, mods ...func(*fediverse.Config)) *env {
 	e.base = srv.URL
 	base, _ := url.Parse(srv.URL)
 	cfg := fediverse.Config{DB: e.db, BaseURL: base, Guard: channels.NewGuard([]string{"127.0.0.1"}), Enqueuer: enq,
-		Identities: e.registry, Names: follows, Matcher: e.matcher, HighSeq: e.papers.HighSeq, Now: e.clk.Now}
+		Identities: e.registry, Names: follows, Matcher: e.matcher, HighSeq: e.papers.HighSeq, Now: e.clk.Now,
+		SecretKey: []byte("0123456789abcdef0123456789abcdef")}
 	for _, m := range mods {
 		m(&cfg)
 	}

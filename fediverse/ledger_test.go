@@ -268,6 +268,10 @@ func TestKeyRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	after, _ := e.svc.ActorDocument(e.ctx, e.actor("cs.LG"))
+	// The private keys are sealed at rest (SECRET_KEY), the public ones not.
+	if n := e.count(`SELECT count(*) FROM ap_keys WHERE private_pem LIKE 'enc1:%' AND private_pem NOT LIKE '%PRIVATE KEY%' AND public_pem LIKE '-----BEGIN PUBLIC KEY%'`); n != 2 {
+		t.Errorf("%d of the 2 keys sealed", n)
+	}
 	if after.PublicKey.PublicKeyPem == before.PublicKey.PublicKeyPem || after.PublicKey.ID != before.PublicKey.ID {
 		t.Fatal("the rotation did not change the published key")
 	}

@@ -70,6 +70,9 @@ type Config struct {
 	// Client overrides the Guard's client (tests of the guard itself never
 	// set it).
 	Client *http.Client
+	// SecretKey (SECRET_KEY) seals the instance's private key at rest
+	// (channels.Sealer); without one (some tests) it is stored in clear.
+	SecretKey []byte
 }
 
 // Service is the fediverse side of followfeed: actors, their inboxes,
@@ -90,6 +93,7 @@ type Service struct {
 	logger     *slog.Logger
 	now        func() time.Time
 	metrics    *Metrics
+	sealer     *channels.Sealer // nil: private keys stored in clear
 
 	keyMu  sync.Mutex
 	key    *instanceKey
@@ -116,8 +120,16 @@ func NewService(c Config) *Service {
 			blocked = append(blocked, d)
 		}
 	}
+	var sealer *channels.Sealer
+	if len(c.SecretKey) > 0 {
+		var err error
+		if sealer, err = channels.NewSealer(c.SecretKey, "followfeed activitypub keys v1"); err != nil {
+			panic(fmt.Sprintf("fediverse: %v", err)) // not reached: the key is not empty
+		}
+	}
 	return &Service{
-		db: c.DB, base: c.BaseURL, host: c.BaseURL.Host, guard: c.Guard, client: client, enq: c.Enqueuer,
+		sealer: sealer,
+		db:     c.DB, base: c.BaseURL, host: c.BaseURL.Host, guard: c.Guard, client: client, enq: c.Enqueuer,
 		identities: c.Identities, names: c.Names, matcher: c.Matcher, high: c.HighSeq, blocked: blocked, catNotes: c.CategoryNotes,
 		logger: c.Logger, now: c.Now, metrics: newMetrics(),
 	}
@@ -152,6 +164,9 @@ type instanceKey struct {
 	private *rsa.PrivateKey
 	public  string // PEM
 }
+
+// keyKind is the sealed private key's kind (its additional data).
+const keyKind = "activitypub-private-key"
 
 // keyReload is how long a process uses the key it read before reading
 // again (a rotation in another process reaches it within this).
@@ -188,6 +203,11 @@ func (s *Service) loadKey(ctx context.Context) (*instanceKey, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.sealer != nil {
+		if priv, err = s.sealer.Open(keyKind, 0, priv); err != nil {
+			return nil, fmt.Errorf("ap_keys %d: %w (rotate it: followfeed activitypub rotate-key)", k.id, err)
+		}
+	}
 	block, _ := pem.Decode([]byte(priv))
 	if block == nil {
 		return nil, fmt.Errorf("ap_keys %d: the private key is not PEM", k.id)
@@ -220,6 +240,9 @@ func (s *Service) addKey(ctx context.Context, retire bool) (int, error) {
 		return 0, err
 	}
 	priv := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	if s.sealer != nil {
+		priv = s.sealer.Seal(keyKind, 0, priv)
+	}
 	pub := string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}))
 	var id int
 	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
