@@ -218,6 +218,20 @@ func TestFediverseExchange(t *testing.T) {
 		t.Errorf("outbox page: %d %v", st, pg)
 	}
 
+	// The metrics count the follower and the deliveries (the Accept, the Create).
+	mresp, err := http.Get(a.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	for _, want := range []string{"followfeed_activitypub_followers 1\n", `followfeed_activitypub_deliveries_total{outcome="delivered"} 2` + "\n",
+		"followfeed_activitypub_pending_deliveries 0\n", `followfeed_river_jobs{kind="activitypub_deliver",state="completed"}`} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+
 	// Undo the Follow: the next paper is not delivered.
 	undo := map[string]any{"@context": "https://www.w3.org/ns/activitystreams", "id": peer.ActorID("alice") + "#undo/1",
 		"type": "Undo", "actor": peer.ActorID("alice"), "object": follow}
