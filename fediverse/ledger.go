@@ -120,7 +120,10 @@ func (s *Service) noteURL(id int64) string     { return s.abs(fmt.Sprintf("%s%d"
 // again later (River's back-off).
 type RetryError struct{ Err error }
 
+// Error is the cause's message.
 func (e *RetryError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
 func (e *RetryError) Unwrap() error { return e.Err }
 
 // pending is one delivery to make.
