@@ -35,6 +35,7 @@ Commands:
   token      mint a development JWT: token --sub ID [--email E] [--scope S] [--ttl D]
   harvest    run one arXiv OAI-PMH harvest pass: harvest --once [--enrich]
   digest     print (or with --now send) a user's next digest: digest --user SUB [--now]
+  activitypub  rotate the fediverse actors' signing key: activitypub rotate-key
 
 Configuration comes from environment variables; see README.md or .env.example.
 Run 'followfeed <command> --help' for a command's flags.
@@ -89,6 +90,8 @@ func RunWith(ctx context.Context, args []string, getenv func(string) string, std
 		return runHarvest(ctx, rest, inv)
 	case "digest":
 		return runDigest(ctx, rest, inv)
+	case "activitypub":
+		return runActivityPub(ctx, rest, inv)
 	default:
 		return &UsageError{Msg: fmt.Sprintf("unknown command %q; see 'followfeed --help'", cmd)}
 	}

@@ -237,6 +237,10 @@ func serviceHandler(ctx context.Context, cfg *config.Config, db *database.DB, sv
 	if r := db.Replica(); r != nil {
 		reg.MustRegister(worker.NewReplicaCollector(r))
 	}
+	if svc.fediverse != nil {
+		reg.MustRegister(worker.NewFediverseCollector(svc.fediverse))
+	}
+
 	opts := httpapi.Options{
 		Logger:         logger,
 		Registry:       reg,

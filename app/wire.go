@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,6 +20,7 @@ import (
 	"followfeed/channels"
 	"followfeed/config"
 	"followfeed/database"
+	"followfeed/fediverse"
 	"followfeed/feeds"
 	"followfeed/follow"
 	"followfeed/harvest"
@@ -58,6 +60,7 @@ type Services struct {
 	digester  *notify.Digester
 	signer    *auth.LinkSigner
 	channels  *channels.Service
+	fediverse *fediverse.Service // nil unless ACTIVITYPUB=on
 	now       func() time.Time
 }
 
@@ -141,6 +144,19 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 		return s.channels.ScheduleInstant(ctx, tx, res.Users)
 	})
+	if cfg.ActivityPub {
+		s.fediverse = fediverse.NewService(fediverse.Config{
+			DB: db, BaseURL: cfg.PublicURL, Guard: channels.NewGuard(cfg.ChannelAllowHosts), Enqueuer: s.enqueuer,
+			Identities: s.registry, Names: s.follows, Matcher: s.matcher, HighSeq: s.papers.HighSeq,
+			Blocked: cfg.ActivityPubBlockedDomains, CategoryNotes: cfg.ActivityPubCategoryNotes, Logger: logger, Now: hooks.Now,
+			SecretKey: cfg.SecretKey,
+		})
+		// The actors of the public feeds the batch changed get a fan-out
+		// job; nothing is sent inside the match job.
+		s.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
+			return s.fediverse.MatchHook(ctx, tx, slices.Concat(res.NewKeys, res.ReplacedKeys))
+		})
+	}
 	if cfg.WebSubHubURL != nil {
 		s.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 			topics, err := s.feeds.ChangedPublicURLs(ctx, tx, res.NewKeys)
@@ -261,7 +277,7 @@ func (s *Services) jobs(cfg *config.Config) []worker.Registration {
 	if cfg.WebSubHubURL != nil {
 		hub = cfg.WebSubHubURL.String()
 	}
-	return []worker.Registration{
+	regs := []worker.Registration{
 		worker.Register(&worker.MatchWorker{Match: s.matcher, Logger: s.logger}),
 		worker.Register(&worker.BackfillWorker{Papers: s.papers, Logger: s.logger}),
 		worker.Register(&worker.ScheduleDigestsWorker{Digester: s.digester, Logger: s.logger}).
@@ -282,6 +298,20 @@ func (s *Services) jobs(cfg *config.Config) []worker.Registration {
 		worker.Register(&worker.EnrichWorker{Enricher: s.enricher, Logger: s.logger}).
 			Every(enrichInterval, func() river.JobArgs { return worker.EnrichArgs{} }, false),
 	}
+	if s.fediverse != nil {
+		regs = append(regs,
+			// The periodic fan-out only catches what a hook's job could not
+			// (it finds nothing due in the ordinary case).
+			worker.Register(&worker.APFanoutWorker{Fediverse: s.fediverse, Logger: s.logger}).
+				Every(time.Minute, func() river.JobArgs { return worker.APFanoutArgs{} }, false),
+			worker.Register(&worker.APDeliverWorker{Fediverse: s.fediverse, Logger: s.logger}),
+			worker.Register(&worker.APSummaryWorker{Fediverse: s.fediverse, Logger: s.logger}).
+				Every(time.Hour, func() river.JobArgs { return worker.APSummaryArgs{} }, true),
+			worker.Register(&worker.APHousekeepingWorker{Fediverse: s.fediverse, Logger: s.logger}).
+				Every(10*time.Minute, func() river.JobArgs { return worker.APHousekeepingArgs{} }, false),
+		)
+	}
+	return regs
 }
 
 // Routes returns a function that registers every product route (the
@@ -326,5 +356,9 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 		}
 	}
 	product := &httpapi.Product{API: api, Feeds: feedRoutes, Status: status, Email: emailPages, Settings: settings, Embed: embed}
+	if s.fediverse != nil {
+		product.Fediverse = &httpapi.ActivityPubRoutes{Logger: s.logger, Fediverse: s.fediverse, Feeds: s.feeds, PerIP: api.PerIP,
+			Version: version()}
+	}
 	return product.Register
 }

@@ -38,8 +38,8 @@ type Deps struct {
 	Env []string
 	Log io.Writer
 	// Skip names figures not to measure ("digests"; "feeds": the feed
-	// query, renders, 304s and memory; "searches": saved searches), to
-	// iterate on one part.
+	// query, renders, 304s and memory; "searches": saved searches;
+	// "fediverse": the fediverse's fan-out), to iterate on one part.
 	Skip map[string]bool
 	// SearchSizes are the numbers of saved searches the batch is matched
 	// against (nil: DefaultSearchSizes); the largest is the target's.
@@ -175,6 +175,17 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 		"their alerts (one `digest_schedules` update each, one River job per 50); it bumps no feed (a private feed's ETag follows the newest row of its keys). "+
 		"The batch is deleted at the end of the run.",
 		mr.Papers, mr.Keys, mr.DistinctKeys, mr.InstantFollows, mr.Instant, int(math.Round(1/InstantShare)), mr.Users))
+
+	if !d.Skip["fediverse"] {
+		fmt.Fprintln(d.Log, "bench: the batch's notes to 10,000 fediverse followers on 1,000 shared inboxes")
+		fr, err := MeasureFediverse(ctx, d.DB, d.Matcher, d.Identities, d.Papers, mr.FromSeq, mr.ToSeq, FediverseFollowers, FediverseInboxes)
+		if err != nil {
+			return nil, fmt.Errorf("measuring the fediverse: %w", err)
+		}
+		figs, detail := fediverseFigures(fr, mr, l.Targets.Match)
+		r.Figures = append(r.Figures, figs...)
+		r.Details = append(r.Details, detail)
+	}
 
 	// The batch wrote its keys (and the identity links bumped feed
 	// rows): vacuum now, or autovacuum (of an 8M-row table, eventually)

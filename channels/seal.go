@@ -48,10 +48,16 @@ type sealer struct {
 
 // newSealer derives the sealing key from secretKey (SECRET_KEY).
 func newSealer(secretKey []byte) (*sealer, error) {
+	return newSealerFor(secretKey, "followfeed channel credentials v1")
+}
+
+// newSealerFor derives a sealing key for purpose (HKDF's info: keys of
+// different purposes differ) from secretKey.
+func newSealerFor(secretKey []byte, purpose string) (*sealer, error) {
 	if len(secretKey) == 0 {
-		return nil, errors.New("channels: a SECRET_KEY is needed to store channel credentials")
+		return nil, errors.New("channels: a SECRET_KEY is needed to store credentials")
 	}
-	key, err := hkdf.Key(sha256.New, secretKey, nil, "followfeed channel credentials v1", 32)
+	key, err := hkdf.Key(sha256.New, secretKey, nil, purpose, 32)
 	if err != nil {
 		return nil, err
 	}

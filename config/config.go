@@ -112,6 +112,18 @@ type Config struct {
 	// only: production refuses it).
 	ChannelAllowHosts []string
 
+	// ActivityPub turns on the fediverse actors of public feeds
+	// (ACTIVITYPUB=on|off, off by default).
+	ActivityPub bool
+	// ActivityPubBlockedDomains are domains (and their subdomains) whose
+	// Follows are refused and which get no deliveries
+	// (ACTIVITYPUB_BLOCKED_DOMAINS).
+	ActivityPubBlockedDomains []string
+	// ActivityPubCategoryNotes makes category and archive actors post one
+	// note per paper instead of a daily summary
+	// (ACTIVITYPUB_CATEGORY_NOTES=on|off, off by default).
+	ActivityPubCategoryNotes bool
+
 	AdminUser     string // ADMIN_USER
 	AdminPassword string // ADMIN_PASSWORD (empty: River UI disabled)
 }
@@ -156,7 +168,8 @@ var Vars = []string{
 	"SHUTDOWN_TIMEOUT", "AUTH_JWKS_URL", "AUTH_PUBLIC_KEY_FILE", "AUTH_HS256_SECRET", "AUTH_ISSUER",
 	"AUTH_AUDIENCE", "AUTH_LEEWAY", "AUTH_MAX_TOKEN_LIFETIME", "SECRET_KEY", "SMTP_URL", "MAIL_FROM", "MAIL_DIR",
 	"MAIL_UNSUBSCRIBE_MAILTO", "DIGEST_SCHEDULE_INTERVAL", "JOB_TIMEOUT", "JOB_RESCUE_AFTER", "JOB_RETRY_MAX", "ARXIV_OAI_URL", "ARXIV_OAI_FORMAT", "ARXIV_SETS", "HARVEST_INTERVAL", "ARXIV_HOLIDAYS", "OPENALEX_URL",
-	"OPENALEX_MAILTO", "OPENALEX_API_KEY", "CORS_ORIGINS", "TRUSTED_PROXIES", "RATE_LIMIT_PER_IP", "RATE_LIMIT_PER_USER", "WEBSUB_HUB_URL", "CHANNEL_ALLOW_HOSTS", "ADMIN_USER", "ADMIN_PASSWORD",
+	"OPENALEX_MAILTO", "OPENALEX_API_KEY", "CORS_ORIGINS", "TRUSTED_PROXIES", "RATE_LIMIT_PER_IP", "RATE_LIMIT_PER_USER", "WEBSUB_HUB_URL", "CHANNEL_ALLOW_HOSTS",
+	"ACTIVITYPUB", "ACTIVITYPUB_BLOCKED_DOMAINS", "ACTIVITYPUB_CATEGORY_NOTES", "ADMIN_USER", "ADMIN_PASSWORD",
 }
 
 // Load reads and validates the configuration. Problems are returned as one
@@ -184,6 +197,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	l.jobs(c)
 	l.sources(c)
 	l.clients(c, prod)
+	l.activityPub(c, prod)
 	l.admin(c, prod)
 
 	if len(l.errs) > 0 {
@@ -410,6 +424,25 @@ func (l *loader) clients(c *Config, prod bool) {
 		if strings.ContainsAny(h, "/:@ ") && !strings.HasPrefix(h, "[") && strings.Count(h, ":") < 2 {
 			l.fail("CHANNEL_ALLOW_HOSTS", fmt.Sprintf("%q is not a host name or IP address (no scheme or port)", h))
 		}
+	}
+}
+
+// activityPub reads the fediverse's settings (ACTIVITYPUB,
+// ACTIVITYPUB_CATEGORY_NOTES, ACTIVITYPUB_BLOCKED_DOMAINS): off by default,
+// and in production only behind an https PUBLIC_URL.
+func (l *loader) activityPub(c *Config, prod bool) {
+	c.ActivityPub = l.oneOf("ACTIVITYPUB", "off", "on", "off") == "on"
+	c.ActivityPubCategoryNotes = l.oneOf("ACTIVITYPUB_CATEGORY_NOTES", "off", "on", "off") == "on"
+	for _, d := range l.list("ACTIVITYPUB_BLOCKED_DOMAINS", "") {
+		d = strings.ToLower(strings.Trim(d, "."))
+		if d == "" || strings.ContainsAny(d, "/:@ *") {
+			l.fail("ACTIVITYPUB_BLOCKED_DOMAINS", fmt.Sprintf("%q is not a domain like spam.example (no scheme, port or wildcard: a domain covers its subdomains)", d))
+			continue
+		}
+		c.ActivityPubBlockedDomains = append(c.ActivityPubBlockedDomains, d)
+	}
+	if c.ActivityPub && prod && c.PublicURL != nil && c.PublicURL.Scheme != "https" {
+		l.fail("ACTIVITYPUB", "needs an https PUBLIC_URL in production: fediverse servers fetch actors over https only")
 	}
 }
 

@@ -31,9 +31,13 @@ type page struct {
 	Action   string
 	Data     any
 	Meta     []meta
+	// Links are <link> elements of the head (an actor page's alternates).
+	Links []pageLink
 }
 
 type meta struct{ Name, Content string }
+
+type pageLink struct{ Rel, Type, Href string }
 
 // contentSecurityPolicy forbids inline scripts and styles and every origin
 // but our own. frameAncestors is "'none'" except for the embed demo.

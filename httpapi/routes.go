@@ -63,6 +63,9 @@ type Product struct {
 	Email    *EmailPages
 	Settings *Settings
 	Embed    *Embed
+	// Fediverse is the ActivityPub surface; nil when ACTIVITYPUB is off,
+	// and then none of its routes exists.
+	Fediverse *ActivityPubRoutes
 }
 
 // Register adds the routes of every product surface to mux.
@@ -70,7 +73,11 @@ func (p *Product) Register(mux *http.ServeMux) { handle(mux, p.routes()) }
 
 // routes is the tables of every product surface, in one list.
 func (p *Product) routes() []route {
-	return slices.Concat(p.apiRoutes(), p.feedRoutes(), p.pageRoutes())
+	rs := slices.Concat(p.apiRoutes(), p.feedRoutes(), p.pageRoutes())
+	if p.Fediverse != nil {
+		rs = append(rs, p.Fediverse.fediverseRoutes()...)
+	}
+	return rs
 }
 
 // bare is a route with no middleware of its own: the handler checks

@@ -60,6 +60,10 @@ type BatchResult struct {
 	// of the other keys of their people and institutions, show a new
 	// paper (feeds.Service.ChangedPublicURLs).
 	NewKeys []string
+	// ReplacedKeys are the batch's keys with replacement rows (a new
+	// version of a paper that had the key), each once: the fediverse
+	// updates the notes of those papers.
+	ReplacedKeys []string
 }
 
 // AffectedUsers runs inside the match job: it takes the distinct keys written
@@ -88,6 +92,9 @@ func (s *Service) AffectedUsers(ctx context.Context, tx pgx.Tx, fromSeq, toSeq i
 	for i, k := range b.keys {
 		if b.primaryNew[i] || b.crossNew[i] {
 			res.NewKeys = append(res.NewKeys, k)
+		}
+		if b.primaryReplaced[i] || b.crossReplaced[i] {
+			res.ReplacedKeys = append(res.ReplacedKeys, k)
 		}
 	}
 	if len(b.keys) == 0 {

@@ -100,6 +100,7 @@ var titles = map[string]string{
 	"processes":        "Two api processes through PgBouncer and two workers on one database",
 	"smtp-chaos":       "Misbehaving SMTP server",
 	"upstream-faults":  "Failing OAI-PMH and OpenAlex upstreams",
+	"fediverse-outage": "A fediverse inbox failing and recovering",
 	"hostile-input":    "Hostile input and access control (tests of make test)",
 }
 

@@ -178,6 +178,8 @@ func NewClient(deps Deps, s Settings) (*river.Client[pgx.Tx], error) {
 		QueueEnrich:  {MaxWorkers: 1},
 		QueueMail:    {MaxWorkers: MailWorkers},
 		QueuePush:    {MaxWorkers: PushWorkers},
+		// The fediverse's queue (worker/fediverse.go).
+		QueueActivityPub: {MaxWorkers: ActivityPubWorkers},
 	}
 	if s.FetchPollInterval > 0 {
 		for k, q := range queues {

@@ -29,7 +29,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	buildOnly := fs.Bool("build-only", false, "build the selected scales' missing datasets and measure nothing (no report)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
 	memprofile := fs.String("memprofile", "", "write an allocation profile of the benchmark process to this file at the end")
-	skip := fs.String("skip", "", "comma-separated parts to leave out while iterating: digests, feeds, searches")
+	skip := fs.String("skip", "", "comma-separated parts to leave out while iterating: digests, feeds, searches, fediverse")
 	searches := fs.String("searches", "", "comma-separated numbers of saved searches to match the batch against (default 0,10000,30000,100000); measured at the smallest selected scale only")
 	product := productFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -45,8 +45,8 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	skipped := skipSet(*skip)
 	for p := range skipped {
-		if p != "digests" && p != "feeds" && p != "searches" {
-			return &cli.UsageError{Msg: fmt.Sprintf("--skip: %q is not a part: use digests, feeds or searches", p)}
+		if p != "digests" && p != "feeds" && p != "searches" && p != "fediverse" {
+			return &cli.UsageError{Msg: fmt.Sprintf("--skip: %q is not a part: use digests, feeds, searches or fediverse", p)}
 		}
 	}
 	cfg, err := config.Load(getenv)

@@ -28,6 +28,15 @@ func Expand(key string) string {
 		LEFT JOIN identity_keys k2 ON k2.identity_id = k1.identity_id`
 }
 
+// Joined is Expand's inner form: k1, key's row, and k2, each key of its
+// identity (key included), joined to each row of the caller's; no row for
+// a key the registry does not know. A primary-key probe and an index-only
+// scan of identity_keys_identity_idx per row.
+func Joined(key string) string {
+	return `JOIN identity_keys k1 ON k1.key = ` + key + `
+			JOIN identity_keys k2 ON k2.identity_id = k1.identity_id`
+}
+
 // Record is Key with i joined: k1's identity (name, updated_at, …), NULL
 // when the registry does not know key. A primary-key probe each.
 func Record(key string) string {

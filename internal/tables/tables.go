@@ -54,6 +54,16 @@ var Owner = map[string]string{
 	"channel_attempts": "channels",
 	"channel_papers":   "channels",
 	"channel_reveals":  "channels",
+
+	"ap_keys":            "fediverse",
+	"ap_actors":          "fediverse",
+	"ap_inboxes":         "fediverse",
+	"ap_followers":       "fediverse",
+	"ap_notes":           "fediverse",
+	"ap_activities":      "fediverse",
+	"ap_deliveries":      "fediverse",
+	"ap_remote_keys":     "fediverse",
+	"ap_seen_signatures": "fediverse",
 }
 
 // RiverSchema's tables (river.river_job, …) are River's: only package

@@ -1,0 +1,59 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+
+	"followfeed/config"
+)
+
+// version is the module version the binary was built from ("devel" for a
+// build from a work tree), which NodeInfo reports.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// runActivityPub is `followfeed activitypub rotate-key`: a new instance
+// signing key becomes every actor's key (servers fetch it again when a
+// signature no longer verifies with the one they cached).
+func runActivityPub(ctx context.Context, args []string, inv invocation) error {
+	fs := newFlags("activitypub", inv.stdout, "activitypub rotate-key: replaces the ActivityPub signing key of every actor\n"+
+		"(the old key is retired; fediverse servers fetch the new one when a signature no longer verifies).")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 || fs.Arg(0) != "rotate-key" {
+		return &UsageError{Msg: "activitypub: the only subcommand is rotate-key"}
+	}
+	cfg, err := config.Load(inv.getenv)
+	if err != nil {
+		return err
+	}
+	if !cfg.ActivityPub {
+		return &UsageError{Msg: "activitypub: ACTIVITYPUB is off; set ACTIVITYPUB=on"}
+	}
+	logger := NewLogger(cfg, inv.stdout)
+	db, err := OpenDB(ctx, cfg, "activitypub")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := checkSchema(ctx, db); err != nil {
+		return err
+	}
+	svc, err := NewServices(ctx, cfg, db, logger, inv.hooks)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	id, err := svc.fediverse.RotateKey(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(inv.stdout, "ActivityPub key %d is now every actor's key\n", id)
+	return nil
+}

@@ -1,0 +1,376 @@
+// Package fediverse is a fake fediverse server for tests and the soak: an
+// independent implementation of the peer side of ActivityPub. It has its
+// own RSA key pair and actors, serves their actor documents, a personal
+// inbox each and a shared inbox, signs what it sends the way Mastodon does
+// (draft-cavage, rsa-sha256 over (request-target) host date digest
+// content-type), and verifies everything it receives with the standard
+// library's crypto written here (not go-fed/httpsig, which followfeed signs
+// with): the Signature over the headers it names, the Digest of the body,
+// the key fetched from the keyId. Its inboxes can be made to fail.
+package fediverse
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Received is one activity an inbox accepted, after its signature and
+// digest verified.
+type Received struct {
+	Inbox    string // the path: "/inbox" (shared) or "/users/NAME/inbox"
+	KeyID    string
+	Activity map[string]any
+	Body     []byte
+}
+
+// Type is the activity's type.
+func (r Received) Type() string { s, _ := r.Activity["type"].(string); return s }
+
+// ID is the activity's id.
+func (r Received) ID() string { s, _ := r.Activity["id"].(string); return s }
+
+// Object is the activity's object as a map (nil for a reference).
+func (r Received) Object() map[string]any { m, _ := r.Activity["object"].(map[string]any); return m }
+
+// Server is the fake.
+type Server struct {
+	*httptest.Server
+	key    *rsa.PrivateKey
+	client *http.Client
+
+	mu       sync.Mutex
+	received []Received
+	rejected []string // why requests were refused
+	// failing answers every inbox POST with this status while > 0.
+	failing  int
+	attempts int
+	requests int
+	notify   chan struct{}
+}
+
+// Start starts a fake server on 127.0.0.1 with a fresh key.
+func Start() (*Server, error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{key: key, client: &http.Client{Timeout: 10 * time.Second}, notify: make(chan struct{}, 1)}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s, nil
+}
+
+// Rotate gives the fake a new key pair (its actors' documents serve the
+// new public key from now on).
+func (s *Server) Rotate() error {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.key = key
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Server) privateKey() *rsa.PrivateKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.key
+}
+
+// ActorID is the id of the fake's actor name ("alice").
+func (s *Server) ActorID(name string) string { return s.URL + "/users/" + name }
+
+// SharedInbox is the fake's shared inbox URL.
+func (s *Server) SharedInbox() string { return s.URL + "/inbox" }
+
+// Fail makes every inbox POST answer status (503, 410, …) until Fail(0).
+func (s *Server) Fail(status int) {
+	s.mu.Lock()
+	s.failing = status
+	s.mu.Unlock()
+}
+
+// Attempts counts the inbox POSTs that reached the fake (failed ones too).
+func (s *Server) Attempts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attempts
+}
+
+// Received returns the verified activities so far.
+func (s *Server) Received() []Received {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Received(nil), s.received...)
+}
+
+// Rejected returns why requests were refused (bad signatures, digests).
+func (s *Server) Rejected() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.rejected...)
+}
+
+// Wait returns once cond holds for the received activities, or an error
+// after timeout.
+func (s *Server) Wait(timeout time.Duration, cond func([]Received) bool) error {
+	deadline := time.After(timeout)
+	for {
+		if cond(s.Received()) {
+			return nil
+		}
+		select {
+		case <-s.notify:
+		case <-time.After(200 * time.Millisecond):
+		case <-deadline:
+			return fmt.Errorf("fake fediverse: condition not met after %s (received %d, rejected %v)", timeout, len(s.Received()), s.Rejected())
+		}
+	}
+}
+
+func (s *Server) publicPEM() string {
+	der, _ := x509.MarshalPKIXPublicKey(&s.privateKey().PublicKey)
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+}
+
+// Requests counts every request that reached the fake (GETs too).
+func (s *Server) Requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.requests++
+	s.mu.Unlock()
+	switch {
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/users/"):
+		name := strings.TrimPrefix(r.URL.Path, "/users/")
+		id := s.ActorID(name)
+		w.Header().Set("Content-Type", "application/activity+json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"@context":          []string{"https://www.w3.org/ns/activitystreams", "https://w3id.org/security/v1"},
+			"id":                id,
+			"type":              "Person",
+			"preferredUsername": name,
+			"inbox":             id + "/inbox",
+			"outbox":            id + "/outbox",
+			"endpoints":         map[string]string{"sharedInbox": s.SharedInbox()},
+			"publicKey":         map[string]string{"id": id + "#main-key", "owner": id, "publicKeyPem": s.publicPEM()},
+		})
+	case r.Method == http.MethodPost && (r.URL.Path == "/inbox" || strings.HasSuffix(r.URL.Path, "/inbox")):
+		s.inbox(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (s *Server) reject(w http.ResponseWriter, why string) {
+	s.mu.Lock()
+	s.rejected = append(s.rejected, why)
+	s.mu.Unlock()
+	http.Error(w, why, http.StatusUnauthorized)
+}
+
+func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		http.Error(w, "read", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.attempts++
+	failing := s.failing
+	s.mu.Unlock()
+	if failing > 0 {
+		http.Error(w, "failing on purpose", failing)
+		return
+	}
+	keyID, err := s.verify(r, body)
+	if err != nil {
+		s.reject(w, err.Error())
+		return
+	}
+	var a map[string]any
+	if err := json.Unmarshal(body, &a); err != nil {
+		s.reject(w, "not JSON: "+err.Error())
+		return
+	}
+	s.mu.Lock()
+	s.received = append(s.received, Received{Inbox: r.URL.Path, KeyID: keyID, Activity: a, Body: body})
+	s.mu.Unlock()
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// verify checks a draft-cavage signature with crypto/rsa: the Digest of
+// the body, a Date within an hour, the signed headers (which must include
+// (request-target), host, date and digest), and the signature with the key
+// its keyId serves. It returns the keyId.
+func (s *Server) verify(r *http.Request, body []byte) (string, error) {
+	sum := sha256.Sum256(body)
+	if got, want := r.Header.Get("Digest"), "SHA-256="+base64.StdEncoding.EncodeToString(sum[:]); got != want {
+		return "", fmt.Errorf("digest %q, want %q", got, want)
+	}
+	d, err := http.ParseTime(r.Header.Get("Date"))
+	if err != nil || time.Since(d).Abs() > time.Hour {
+		return "", fmt.Errorf("date %q", r.Header.Get("Date"))
+	}
+	params := map[string]string{}
+	for _, part := range strings.Split(r.Header.Get("Signature"), ",") {
+		k, v, ok := strings.Cut(part, "=")
+		if ok {
+			params[strings.TrimSpace(k)] = strings.Trim(v, `"`)
+		}
+	}
+	headers := strings.Fields(params["headers"])
+	need := map[string]bool{"(request-target)": true, "host": true, "date": true, "digest": true}
+	var lines []string
+	for _, h := range headers {
+		delete(need, h)
+		switch h {
+		case "(request-target)":
+			lines = append(lines, "(request-target): "+strings.ToLower(r.Method)+" "+r.URL.RequestURI())
+		case "host":
+			lines = append(lines, "host: "+r.Host)
+		default:
+			lines = append(lines, h+": "+r.Header.Get(h))
+		}
+	}
+	if len(need) > 0 {
+		return "", fmt.Errorf("signature does not cover %v", need)
+	}
+	if params["algorithm"] != "rsa-sha256" && params["algorithm"] != "hs2019" {
+		return "", fmt.Errorf("algorithm %q", params["algorithm"])
+	}
+	sig, err := base64.StdEncoding.DecodeString(params["signature"])
+	if err != nil {
+		return "", errors.New("signature not base64")
+	}
+	pub, err := s.fetchKey(r.Context(), params["keyId"])
+	if err != nil {
+		return "", err
+	}
+	h := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	if err := rsa.VerifyPKCS1v15(pub, crypto.SHA256, h[:], sig); err != nil {
+		return "", fmt.Errorf("signature by %s does not verify", params["keyId"])
+	}
+	return params["keyId"], nil
+}
+
+// fetchKey dereferences a keyId: the actor document, whose publicKey must
+// have that id.
+func (s *Server) fetchKey(ctx context.Context, keyID string) (*rsa.PublicKey, error) {
+	u, _, _ := strings.Cut(keyID, "#")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/activity+json")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetching key %s: %w", keyID, err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/activity+json") && !strings.HasPrefix(ct, "application/ld+json") {
+		return nil, fmt.Errorf("key %s served as %q", keyID, ct)
+	}
+	var doc struct {
+		PublicKey struct{ ID, Owner, PublicKeyPem string } `json:"publicKey"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		return nil, fmt.Errorf("key %s: %w", keyID, err)
+	}
+	if doc.PublicKey.ID != keyID {
+		return nil, fmt.Errorf("the actor's key is %s, not %s", doc.PublicKey.ID, keyID)
+	}
+	block, _ := pem.Decode([]byte(doc.PublicKey.PublicKeyPem))
+	if block == nil {
+		return nil, fmt.Errorf("key %s is not PEM", keyID)
+	}
+	k, err := x509.ParsePKIXPublicKey(block.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	pub, ok := k.(*rsa.PublicKey)
+	if !ok {
+		return nil, fmt.Errorf("key %s is not RSA", keyID)
+	}
+	return pub, nil
+}
+
+// Signed returns a POST of activity to inbox signed as Mastodon signs:
+// Date, Digest (SHA-256), and a Signature (rsa-sha256) over
+// (request-target) host date digest content-type by name's key.
+func (s *Server) Signed(name, inbox string, activity any) (*http.Request, []byte, error) {
+	body, err := json.Marshal(activity)
+	if err != nil {
+		return nil, nil, err
+	}
+	req, err := http.NewRequest(http.MethodPost, inbox, bytes.NewReader(body))
+	if err != nil {
+		return nil, nil, err
+	}
+	sum := sha256.Sum256(body)
+	req.Header.Set("Content-Type", "application/activity+json")
+	req.Header.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	req.Header.Set("Digest", "SHA-256="+base64.StdEncoding.EncodeToString(sum[:]))
+	s.SignRequest(name, req)
+	return req, body, nil
+}
+
+// SignRequest (re)signs req's current headers as name.
+func (s *Server) SignRequest(name string, req *http.Request) {
+	lines := []string{
+		"(request-target): " + strings.ToLower(req.Method) + " " + req.URL.RequestURI(),
+		"host: " + req.URL.Host,
+		"date: " + req.Header.Get("Date"),
+		"digest: " + req.Header.Get("Digest"),
+		"content-type: " + req.Header.Get("Content-Type"),
+	}
+	h := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	sig, _ := rsa.SignPKCS1v15(rand.Reader, s.privateKey(), crypto.SHA256, h[:])
+	req.Header.Set("Signature", fmt.Sprintf(`keyId="%s#main-key",algorithm="rsa-sha256",headers="(request-target) host date digest content-type",signature="%s"`,
+		s.ActorID(name), base64.StdEncoding.EncodeToString(sig)))
+}
+
+// Send signs and POSTs activity to inbox as name and returns the status.
+func (s *Server) Send(name, inbox string, activity any) (int, string, error) {
+	req, _, err := s.Signed(name, inbox, activity)
+	if err != nil {
+		return 0, "", err
+	}
+	return s.Do(req)
+}
+
+// Do sends a request and returns its status and body.
+func (s *Server) Do(req *http.Request) (int, string, error) {
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	return resp.StatusCode, string(b), nil
+}
