@@ -330,17 +330,17 @@ func (a *Addresses) Reconfirm(ctx context.Context, userID int64) error {
 	})
 }
 
-// Caps on confirmation mails, over the last 24 hours: a reader cannot use
+// Caps on confirmation mails, over the last 24 hours: a user cannot use
 // them to mail-bomb an address (their own changes, or many accounts
 // naming one victim).
 const (
-	MaxConfirmationsPerReader  = 10
+	MaxConfirmationsPerUser    = 10
 	MaxConfirmationsPerAddress = 3
 	confirmationWindow         = 24 * time.Hour
 )
 
 // capConfirmations records a confirmation mail to email for userID in tx,
-// or refuses it (apperr.RateLimited) when the reader or the address had
+// or refuses it (apperr.RateLimited) when the user or the address had
 // their share in the last day. The counts live in the database, so the
 // caps hold across processes; an advisory lock on the address serialises
 // concurrent requests naming it (the caller holds the user's row lock).
@@ -363,7 +363,7 @@ func capConfirmations(ctx context.Context, tx pgx.Tx, userID int64, email string
 	case perAddr >= MaxConfirmationsPerAddress:
 		return apperr.New(apperr.RateLimited, "%s already got %d confirmation mails in the last 24 hours; use the link in one of them, or try again tomorrow",
 			text.Truncate(addr, 80), perAddr)
-	case perUser >= MaxConfirmationsPerReader:
+	case perUser >= MaxConfirmationsPerUser:
 		return apperr.New(apperr.RateLimited, "your account asked for %d confirmation mails in the last 24 hours, the most it may; try again tomorrow", perUser)
 	}
 	if _, err := tx.Exec(ctx, `
@@ -380,7 +380,7 @@ func capConfirmations(ctx context.Context, tx pgx.Tx, userID int64, email string
 // SetContact writes the user's address and time zone in tx (the caller
 // has validated both and holds the user's row lock). A new address starts
 // unconfirmed, revokes earlier email links and gets a confirmation mail
-// queued (refused with apperr.RateLimited beyond MaxConfirmationsPerReader
+// queued (refused with apperr.RateLimited beyond MaxConfirmationsPerUser
 // or MaxConfirmationsPerAddress a day). It reports whether the address
 // changed (compared without regard to case).
 func (a *Addresses) SetContact(ctx context.Context, tx pgx.Tx, userID int64, email, timezone string) (emailChanged bool, err error) {

@@ -13,7 +13,7 @@ import (
 // BumpFeeds marks the users' feeds changed in tx (a new version, hence a
 // new ETag and Last-Modified): something their feeds show changed without
 // a new key row of their follows (follows edited, an identity link or
-// dispute, a token rotated, a saved search's backfill). New key rows need
+// dispute, a token rotated, a query's backfill). New key rows need
 // no bump: a private feed's validator also holds the newest seq of its
 // keys (feeds.Validators). Users without a feed row are ignored.
 func BumpFeeds(ctx context.Context, tx pgx.Tx, userIDs ...int64) error {

@@ -22,7 +22,7 @@ import (
 )
 
 // digestWorld is a running service (with an injected clock and a real SMTP
-// server) and one reader with a confirmed address, following cs.LG, daily
+// server) and one user with a confirmed address, following cs.LG, daily
 // digests at 07:00 in Amsterdam; the clock starts at 06:00 on Monday 30
 // November 2026.
 type digestWorld struct {
@@ -34,7 +34,7 @@ type digestWorld struct {
 	loc    *time.Location
 	sub    string
 	email  string
-	reader string // the reader's token
+	reader string // the user's token
 	svc    string // a service token that may push papers
 	pushed int    // match jobs expected so far
 }
@@ -85,7 +85,7 @@ func (w *digestWorld) push(t *testing.T, idTitles ...string) {
 	testjobs.WaitCompleted(t, w.db.Pool, worker.MatchArgs{}.Kind(), w.pushed)
 }
 
-// me is the reader's GET /v1/me.
+// me is the user's GET /v1/me.
 func (w *digestWorld) me(t *testing.T) (m struct {
 	Email          string `json:"email"`
 	EmailConfirmed bool   `json:"email_confirmed"`
@@ -104,7 +104,7 @@ func (w *digestWorld) me(t *testing.T) (m struct {
 	return m
 }
 
-// ledger counts the reader's digest rows by state.
+// ledger counts the user's digest rows by state.
 func (w *digestWorld) ledger(t *testing.T) map[string]int {
 	t.Helper()
 	rows, err := w.db.Pool.Query(context.Background(), `
@@ -313,7 +313,7 @@ func TestBouncedAddressResumesAfterReconfirmation(t *testing.T) {
 	if resp.StatusCode != 303 || !strings.HasPrefix(resp.Header.Get("Location"), "/settings?done=confirm") {
 		t.Fatalf("saving the address again: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	// The reader's verified token does not count as confirming a
+	// The user's verified token does not count as confirming a
 	// suppressed address: only the link does.
 	if m := w.me(t); m.EmailConfirmed || m.Suppressed != "bounce" {
 		t.Fatalf("after asking to reconfirm: %+v, want unconfirmed and still suppressed", m)
@@ -355,11 +355,11 @@ func TestBouncedAddressResumesAfterReconfirmation(t *testing.T) {
 }
 
 // TestDigestNowNeverRepeatsNorLoses: `digest --now` sends whenever there is
-// something new and only then, never what the reader's settings rule out,
-// and says what happened each time. A daily reader's digest sent early
+// something new and only then, never what the user's settings rule out,
+// and says what happened each time. A daily user's digest sent early
 // moves the schedule on, so the next --now sends what came since, and
 // moves it at most one period (later ones are by-hand digests); a forced
-// empty digest does not hide a later paper; a reader with digests off gets
+// empty digest does not hide a later paper; a user with digests off gets
 // nothing and is told what waits.
 func TestDigestNowNeverRepeatsNorLoses(t *testing.T) {
 	t.Parallel()

@@ -72,7 +72,7 @@ func parts(t *testing.T, raw []byte) (*mail.Message, map[string]string) {
 	return msg, out
 }
 
-// TestDailyDigestEndToEnd: a reader with follows and a confirmed address
+// TestDailyDigestEndToEnd: a user with follows and a confirmed address
 // gets exactly one daily digest at 07:00 in their time zone, through the
 // real scheduler, River worker and SMTP; the digest's one-click unsubscribe
 // POST stops the next one.

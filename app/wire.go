@@ -131,8 +131,8 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		Calendar: arxivcal.New(cfg.ArxivHolidays), Health: s.health,
 	})
 	s.confirms = notify.NewConfirmations(s.addrs, s.sender, cfg.MailFrom, cfg.PublicURL, hooks.Now)
-	// The match job finds new matches only of readers with instant
-	// delivery (instant_follows); these hooks pick the readers they serve.
+	// The match job finds new matches only of users with instant
+	// delivery (instant_follows); these hooks pick the users they serve.
 	s.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 		return s.digester.ScheduleInstant(ctx, tx, res.Users)
 	})
@@ -234,7 +234,7 @@ func newVerifier(ctx context.Context, cfg *config.Config, logger *slog.Logger) (
 	}
 	if !cfg.IsProduction() {
 		// The /embed/demo page's token: its own key, never the host's
-		// secret, and only for the demo reader.
+		// secret, and only for the demo user.
 		vc.DemoHS256Secret = []byte(config.DevDemoHS256Secret)
 	}
 	if cfg.Auth.JWKSURL != nil {
@@ -348,7 +348,7 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 		DevLogin: !cfg.IsProduction(), HostOrigins: cfg.CORSOrigins, PerIP: api.PerIP, PerUser: api.PerUser}, cfg.SecretKey)
 	embed := &httpapi.Embed{Logger: s.logger, FrameOrigins: cfg.CORSOrigins, PublicURL: cfg.PublicURL.String()}
 	if !cfg.IsProduction() {
-		// The demo page signs its button in as the demo reader, with the
+		// The demo page signs its button in as the demo user, with the
 		// development-only demo key: a token it hands out is worth nothing
 		// anywhere else, even when AUTH_HS256_SECRET is a real host's.
 		embed.DemoToken = func() (string, error) {

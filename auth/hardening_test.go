@@ -106,7 +106,7 @@ func TestPEMRSAKeyVerifiesOneFamily(t *testing.T) {
 	}
 }
 
-// TestDemoKey: the development demo key signs in the demo reader and no
+// TestDemoKey: the development demo key signs in the demo user and no
 // one else, and only with its kid.
 func TestDemoKey(t *testing.T) {
 	t.Log("hostile: tokens")

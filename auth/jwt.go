@@ -101,7 +101,7 @@ type VerifierConfig struct {
 	MaxLifetime time.Duration
 	// DemoHS256Secret, when set, is a development-only key: it verifies
 	// HS256 tokens whose header names kid DemoKeyID, and then only for the
-	// subject DemoSubject (the /embed/demo page's reader).
+	// subject DemoSubject (the /embed/demo page's user).
 	DemoHS256Secret []byte
 }
 

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The /proc readers see CPU time being spent: this process's, its child's,
+// The /proc users see CPU time being spent: this process's, its child's,
 // and the machine's.
 func TestProcessCPU(t *testing.T) {
 	if runtime.GOOS != "linux" {

@@ -21,12 +21,12 @@ import (
 // jobs (worker.DigestBatch rows per job). Every window covers (fromSeq,
 // toSeq]. The rows are of kind 'manual' (as `followfeed digest --now`
 // makes), written with their windows by notify.PutManualDigests; the
-// readers get daily digests with send_empty on (notify.PutDigestSettings:
+// users get daily digests with send_empty on (notify.PutDigestSettings:
 // no digest time, so no scheduled digest follows), so every one is sent.
 func MeasureDigests(ctx context.Context, db *database.DB, d *notify.Digester, users []int64, fromSeq, toSeq int64, workers, batch int) (DigestRun, error) {
 	run := fmt.Sprintf("bench:%d", time.Now().UnixNano())
-	// The readers take daily digests, empty ones too: a by-hand digest of
-	// a reader whose digests are off is skipped, not sent.
+	// The users take daily digests, empty ones too: a by-hand digest of
+	// a user whose digests are off is skipped, not sent.
 	ds := make([]notify.ManualDigest, len(users))
 	for i, u := range users {
 		ds[i] = notify.ManualDigest{UserID: u, Period: run, FromSeq: fromSeq - 1, ToSeq: toSeq}
@@ -34,7 +34,7 @@ func MeasureDigests(ctx context.Context, db *database.DB, d *notify.Digester, us
 	var ids []int64
 	if err := db.InTx(ctx, func(tx pgx.Tx) error {
 		if _, err := notify.PutDigestSettings(ctx, tx, users, notify.Daily, true); err != nil {
-			return fmt.Errorf("turning the bench readers' digests on: %w", err)
+			return fmt.Errorf("turning the bench users' digests on: %w", err)
 		}
 		var err error
 		ids, err = notify.PutManualDigests(ctx, tx, ds)

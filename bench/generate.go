@@ -161,7 +161,7 @@ func (g *generator) users(ctx context.Context, tx pgx.Tx) (int64, error) {
 	zones := []string{"UTC", "Europe/Amsterdam", "America/New_York", "Asia/Tokyo", "Australia/Sydney"}
 	ids, err := account.BulkLoad(ctx, tx, func(yield func(account.BulkUser) bool) {
 		for n := 1; n <= g.s.Users; n++ {
-			if !yield(account.BulkUser{Sub: fmt.Sprintf("bench-user-%d", n), Email: fmt.Sprintf("reader%d@example.org", n),
+			if !yield(account.BulkUser{Sub: fmt.Sprintf("bench-user-%d", n), Email: fmt.Sprintf("user%d@example.org", n),
 				Confirmed: true, Timezone: zones[n%len(zones)]}) {
 				return
 			}

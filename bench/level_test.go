@@ -58,7 +58,7 @@ func TestWriteReportsSideBySide(t *testing.T) {
 		Figures: []Figure{
 			{Key: "match", Name: "match a batch", Target: "≤ 2 s", Result: "0.55 s", Value: 0.55, Pass: true},
 			{Key: "digests", Name: "digests", Target: "≥ 300 / s", Result: "310 / s", Value: 310, Pass: true},
-			{Name: "saved searches", Target: "≤ 2 s", Result: "+9.03 s", Pass: false},
+			{Name: "queries", Target: "≤ 2 s", Result: "+9.03 s", Pass: false},
 		},
 		Details:  []string{"S detail"},
 		Sections: []string{"## S only\n"}}
@@ -78,7 +78,7 @@ func TestWriteReportsSideBySide(t *testing.T) {
 		"| figure | target | S | M | M/S | S verdict | M verdict |",
 		"| match a batch | ≤ 2 s | 0.55 s | 4.40 s | ×8.00 | pass | **fail** |",
 		"| digests | S: ≥ 300 / s; M: ≥ 1,000 / s | 310 / s | 620 / s | ×2.00 | pass | **fail** |",
-		"| saved searches | ≤ 2 s | +9.03 s | — | — | **fail** | — |",
+		"| queries | ≤ 2 s | +9.03 s | — | — | **fail** | — |",
 		"- scale S: 100 users; built in 4m5s, 2.0 GiB on disk after the build, 3.0 GiB when this run began.",
 		"- scale M: 1000 users; build time not recorded",
 		"### Scale S\n\n- S detail", "### Scale M\n\n- M detail", "## S only",

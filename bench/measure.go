@@ -45,7 +45,7 @@ func (f Figure) key() string {
 // batchPapers makes n new papers drawn like the generated ones (skewed
 // primary categories, cross-lists, four authors from the researcher pool)
 // with ids no generated paper has, and titles and abstracts drawn from v
-// (realistic words and lengths, so saved searches match them as they
+// (realistic words and lengths, so queries match them as they
 // would real papers).
 func batchPapers(n int, s Scale, v *Vocabulary, seed uint64) []paper.Paper {
 	r := rand.New(rand.NewPCG(seed, 7))
@@ -105,7 +105,7 @@ const batchPrefix = "2901."
 // MatchResult holds the match-job measurement.
 type MatchResult struct {
 	Papers, Keys, DistinctKeys, Users int
-	// Instant is how many readers the benchmark gave instant alerts for
+	// Instant is how many users the benchmark gave instant alerts for
 	// the measurement, InstantFollows how many follows instant_follows
 	// then held (theirs: what the match job reads from, by key).
 	Instant, InstantFollows int
@@ -113,7 +113,7 @@ type MatchResult struct {
 	FromSeq, ToSeq          int64 // the batch's key rows
 }
 
-// InstantShare is the share of the readers with a confirmed address that
+// InstantShare is the share of the users with a confirmed address that
 // MeasureMatch gives instant alerts for its measurement (the generated
 // dataset has none): the match job's audience, whose follows it reads.
 const InstantShare = 0.10
@@ -121,8 +121,8 @@ const InstantShare = 0.10
 // MeasureMatch ingests a batch of new papers (batchPapers) through the real catalog.Store
 // (papers, keys, match job insert in one transaction) and then runs the
 // match job (m, wired as the product wires it: it reads the follows of the
-// readers with instant alerts or instant channels, instant_follows) over
-// its keys, timing both. For the measurement, InstantShare of the readers
+// users with instant alerts or instant channels, instant_follows) over
+// its keys, timing both. For the measurement, InstantShare of the users
 // with a confirmed address who have no digest settings get instant alerts
 // (listed in bench_instant and removed again by RemoveBatch). Call
 // RemoveBatch afterwards so the dataset stays at its scale.
@@ -151,7 +151,7 @@ func MeasureMatch(ctx context.Context, db *database.DB, in *catalog.Store, m *ma
 		return err
 	})
 	if err != nil {
-		return res, fmt.Errorf("giving readers instant alerts: %w", err)
+		return res, fmt.Errorf("giving users instant alerts: %w", err)
 	}
 	if _, err := db.Pool.Exec(ctx, `ANALYZE digest_schedules; ANALYZE instant_follows`); err != nil {
 		return res, err
@@ -186,7 +186,7 @@ func MeasureMatch(ctx context.Context, db *database.DB, in *catalog.Store, m *ma
 	return res, nil
 }
 
-// RemoveBatch deletes what MeasureMatch added: the readers' instant
+// RemoveBatch deletes what MeasureMatch added: the users' instant
 // alerts (notify.DeleteSchedules: they had no settings before), the batch
 // (catalog.DeletePrefix) and its jobs.
 func RemoveBatch(ctx context.Context, db *database.DB) {

@@ -119,7 +119,7 @@ func WriteReports(w io.Writer, reps []*Report) error {
 		"compare the bare `net/http` handler's req/s in the 304 row before comparing two runs.\n")
 	if ratio {
 		fmt.Fprintf(&b, "The %s/%s column divides the figures' numbers (seconds, rates, p99s, the 304 share, MiB): above 1 is more of it at %s. "+
-			"A figure measured at one scale only (the saved searches, whose cost grows with the number of searches and the batch, not with the readers) has — at the others.\n",
+			"A figure measured at one scale only (the queries, whose cost grows with the number of searches and the batch, not with the users) has — at the others.\n",
 			last.Level.Name, first.Level.Name, last.Level.Name)
 	}
 	if len(first.Details) > 0 || len(last.Details) > 0 {

@@ -38,10 +38,10 @@ type Deps struct {
 	Env []string
 	Log io.Writer
 	// Skip names figures not to measure ("digests"; "feeds": the feed
-	// query, renders, 304s and memory; "searches": saved searches;
+	// query, renders, 304s and memory; "searches": queries;
 	// "fediverse": the fediverse's fan-out), to iterate on one part.
 	Skip map[string]bool
-	// SearchSizes are the numbers of saved searches the batch is matched
+	// SearchSizes are the numbers of queries the batch is matched
 	// against (nil: DefaultSearchSizes); the largest is the target's.
 	SearchSizes []int
 }
@@ -165,13 +165,13 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 		return nil, fmt.Errorf("measuring the match job: %w", err)
 	}
 	r.Figures = append(r.Figures,
-		Figure{Key: "match", Name: "match a 5,000-paper batch (the match job, its audience the readers with instant delivery)", Target: "≤ " + seconds(l.Targets.Match),
+		Figure{Key: "match", Name: "match a 5,000-paper batch (the match job, its audience the users with instant delivery)", Target: "≤ " + seconds(l.Targets.Match),
 			Result: fmt.Sprintf("%.2f s", mr.Match.Seconds()), Value: mr.Match.Seconds(), Pass: mr.Match <= l.Targets.Match},
 		Figure{Key: "ingest", Name: "ingest the same batch (papers + keys + match job, one transaction)", Target: "—",
 			Result: fmt.Sprintf("%.2f s", mr.Ingest.Seconds()), Value: mr.Ingest.Seconds(), Pass: true})
 	r.Details = append(r.Details, fmt.Sprintf("Match: %d new papers with %d key rows (%d distinct keys) go through the real `catalog.Store`; "+
-		"then `match.Service.RunBatch` (the match job's transaction) reads, by key, the followers of its keys among the readers with instant alerts or channels "+
-		"(`instant_follows`, %d follows: for the measurement %d readers, one in %d, were given instant alerts), finds %d of them with a new match and schedules "+
+		"then `match.Service.RunBatch` (the match job's transaction) reads, by key, the followers of its keys among the users with instant alerts or channels "+
+		"(`instant_follows`, %d follows: for the measurement %d users, one in %d, were given instant alerts), finds %d of them with a new match and schedules "+
 		"their alerts (one `digest_schedules` update each, one River job per 50); it bumps no feed (a private feed's ETag follows the newest row of its keys). "+
 		"The batch is deleted at the end of the run.",
 		mr.Papers, mr.Keys, mr.DistinctKeys, mr.InstantFollows, mr.Instant, int(math.Round(1/InstantShare)), mr.Users))
@@ -255,7 +255,7 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 	if !d.Skip["searches"] {
 		res, err := MeasureSearches(ctx, d, s, vocab, batch, sample, 2)
 		if err != nil {
-			return nil, fmt.Errorf("measuring saved searches: %w", err)
+			return nil, fmt.Errorf("measuring queries: %w", err)
 		}
 		figs, details, section := searchFigures(res, len(batch))
 		r.Figures = append(r.Figures, figs...)

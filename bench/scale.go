@@ -35,8 +35,8 @@ type Scale struct {
 var ScaleS = Scale{Users: 100_000, CategoryFollow: 5, ResearcherFoll: 15, Papers: 1_000_000,
 	Researchers: 300_000, AuthorsPer: 4, AbstractChars: 1200, Identities: 2}
 
-// ScaleM is the scale M of docs/ARCHITECTURE.md: ten times S's readers with
-// S's per-reader follows (1M users, ~19M follows, the same Zipf skew), three
+// ScaleM is the scale M of docs/ARCHITECTURE.md: ten times S's users with
+// S's per-user follows (1M users, ~19M follows, the same Zipf skew), three
 // times its papers (3M, ~25M keys) and a researcher pool three times S's
 // (900k identities): the pool grows with the papers, so a researcher writes
 // as many papers as at S, and has about 10/3 as many followers.

@@ -26,7 +26,7 @@ func schemaOf(t *testing.T, db *database.DB) []string {
 
 // The real generator at a tiny scale: it gives back every index and
 // constraint it dropped for the load, records the build in bench_meta
-// (scale, build time, disk size), builds every reader their follows
+// (scale, build time, disk size), builds every user their follows
 // without duplicates, spreads arXiv ids below the batch's, and Seeded
 // then recognises the scale and no other.
 func TestGenerateRestoresSchemaAndRecordsTheBuild(t *testing.T) {

@@ -18,18 +18,18 @@ import (
 	"followfeed/search"
 )
 
-// Saved searches are added at measure time, like the late identity links:
+// Queries are added at measure time, like the late identity links:
 // the generated dataset has none, and RemoveSearches takes them off again
 // at the end of the run, so the dataset stays at scale S.
 
-// DefaultSearchSizes are the numbers of distinct saved searches the match
+// DefaultSearchSizes are the numbers of distinct queries the match
 // cost is measured at (0 is the batch without searches); 100,000 is the
 // target's.
 var DefaultSearchSizes = []int{0, 10_000, 30_000, 100_000}
 
-// searchesPerSampleReader is how many of the searches each sampled reader
+// searchesPerSampleUser is how many of the searches each sampled user
 // follows, so that the measured feeds include query keys.
-const searchesPerSampleReader = 3
+const searchesPerSampleUser = 3
 
 // SearchCategories returns the followed categories with their follower
 // counts: drawn searches' cat: filters are weighted like the follows.
@@ -50,8 +50,8 @@ func SearchCategories(ctx context.Context, db *database.DB) ([]WeightedCategory,
 	return out, err
 }
 
-// AddSearches makes searches[i] a saved search (a follow of kind query)
-// of followers[i], with its follow count, and bumps those readers' feeds,
+// AddSearches makes searches[i] a query (a follow of kind query)
+// of followers[i], with its follow count, and bumps those users' feeds,
 // in one transaction: what follow.Service.Follow writes, through the
 // owners' bulk functions (follow.BulkLoad, follow.Recount,
 // account.BumpFeeds), without the backfill (the dataset's papers have no
@@ -71,10 +71,10 @@ func AddSearches(ctx context.Context, db *database.DB, searches []string, follow
 	}
 	return db.InTx(ctx, func(tx pgx.Tx) error {
 		if _, err := follow.BulkLoad(ctx, tx, slices.Values(fs)); err != nil {
-			return fmt.Errorf("adding %d saved searches: %w", len(fs), err)
+			return fmt.Errorf("adding %d queries: %w", len(fs), err)
 		}
 		if err := follow.Recount(ctx, tx, keys); err != nil {
-			return fmt.Errorf("counting the followers of %d saved searches: %w", len(searches), err)
+			return fmt.Errorf("counting the followers of %d queries: %w", len(searches), err)
 		}
 		return account.BumpFeeds(ctx, tx, distinct(followers)...)
 	})
@@ -86,7 +86,7 @@ func distinct(ids []int64) []int64 {
 	return slices.Compact(s)
 }
 
-// RemoveSearches deletes every saved search (follow.RemoveKind: the
+// RemoveSearches deletes every query (follow.RemoveKind: the
 // follows, their counts, their followers' feed bumps) and its matches
 // (catalog.RemoveSearchHits): the dataset has none of its own, so this
 // also takes off the benchmark's leftovers of an interrupted run.
@@ -109,7 +109,7 @@ type SearchRun struct {
 	// machine adds, it never subtracts); All lists every repetition.
 	Ingest, Match time.Duration
 	All           []MatchResult
-	// QueryKeys are the saved-search matches the ingest wrote (papers in
+	// QueryKeys are the query matches the ingest wrote (papers in
 	// search_hits rows), QueryRows those rows, QueryKeyed the distinct
 	// searches among them.
 	QueryKeys, QueryRows, QueryKeyed int
@@ -126,12 +126,12 @@ type SearchRun struct {
 type SearchResult struct {
 	Mix  SearchMix
 	Runs []SearchRun
-	// Feed renders of the sampled readers before any search was followed
-	// and with all of them, each following searchesPerSampleReader.
+	// Feed renders of the sampled users before any search was followed
+	// and with all of them, each following searchesPerSampleUser.
 	RenderBefore, RenderAfter [2]time.Duration // p50, p99
 	RenderLoad                [2]string
-	FeedQueryItems            int // feed items the sampled readers got through a search
-	Sampled                   int // readers whose feeds were rendered
+	FeedQueryItems            int // feed items the sampled users got through a search
+	Sampled                   int // users whose feeds were rendered
 	Vocabulary                string
 }
 
@@ -150,8 +150,8 @@ func loadAvg() string {
 
 // MeasureSearches measures the batch against growing numbers of saved
 // searches (SearchSizes, each repeated reps times), then the sampled
-// readers' feeds with searches among their follows. It expects the batch
-// stored (MeasureMatch) and no saved searches; it leaves the batch stored
+// users' feeds with searches among their follows. It expects the batch
+// stored (MeasureMatch) and no queries; it leaves the batch stored
 // and removes the searches (deferred, also on error).
 func MeasureSearches(ctx context.Context, d Deps, s Scale, v *Vocabulary, batch []paper.Paper, sample []int64, reps int) (*SearchResult, error) {
 	res := &SearchResult{Sampled: len(sample), Vocabulary: v.String()}
@@ -159,7 +159,7 @@ func MeasureSearches(ctx context.Context, d Deps, s Scale, v *Vocabulary, batch 
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintln(d.Log, "bench: feeds of the sampled readers before saved searches")
+	fmt.Fprintln(d.Log, "bench: feeds of the sampled users before queries")
 	res.RenderLoad[0] = loadAvg()
 	if res.RenderBefore, err = renderPercentiles(d, paths); err != nil {
 		return nil, err
@@ -177,7 +177,7 @@ func MeasureSearches(ctx context.Context, d Deps, s Scale, v *Vocabulary, batch 
 		sizes = append([]int{0}, sizes...)
 	}
 	largest := sizes[len(sizes)-1]
-	fmt.Fprintf(d.Log, "bench: drawing %d saved searches\n", largest)
+	fmt.Fprintf(d.Log, "bench: drawing %d queries\n", largest)
 	searches, mix := DrawSearches(v, cats, s.Researchers, previewDocs(v, s, 3000, 2), largest, 3)
 	res.Mix = mix
 	if len(searches) < largest {
@@ -187,19 +187,19 @@ func MeasureSearches(ctx context.Context, d Deps, s Scale, v *Vocabulary, batch 
 	if err != nil {
 		return nil, err
 	}
-	// The sampled readers follow the first searches, three each; the rest
-	// go to readers spread over the table.
+	// The sampled users follow the first searches, three each; the rest
+	// go to users spread over the table.
 	followers := make([]int64, len(searches))
 	for i := range followers {
-		if i < searchesPerSampleReader*len(sample) {
-			followers[i] = sample[i/searchesPerSampleReader]
+		if i < searchesPerSampleUser*len(sample) {
+			followers[i] = sample[i/searchesPerSampleUser]
 		} else {
 			followers[i] = all[(i*7919)%len(all)]
 		}
 	}
 	defer func() {
 		if err := RemoveSearches(ctx, d.DB); err != nil {
-			fmt.Fprintf(d.Log, "bench: removing the saved searches: %v\n", err)
+			fmt.Fprintf(d.Log, "bench: removing the queries: %v\n", err)
 		}
 		_, _ = d.DB.Pool.Exec(context.WithoutCancel(ctx), "VACUUM ANALYZE follows, follow_counts")
 	}()
@@ -223,7 +223,7 @@ func MeasureSearches(ctx context.Context, d Deps, s Scale, v *Vocabulary, batch 
 				return nil, err
 			}
 		}
-		fmt.Fprintf(d.Log, "bench: the batch against %d saved searches\n", n)
+		fmt.Fprintf(d.Log, "bench: the batch against %d queries\n", n)
 		run := SearchRun{Searches: n, Load: loadAvg()}
 		// One paper first: its ingest compiles the new searches.
 		start := time.Now()
@@ -275,7 +275,7 @@ func MeasureSearches(ctx context.Context, d Deps, s Scale, v *Vocabulary, batch 
 		res.Runs = append(res.Runs, run)
 	}
 	// The batch stays, with its query keys: the feeds of the sampled
-	// readers include them.
+	// users include them.
 	for _, t := range []string{"user_feeds", "papers", "paper_keys", "search_hits", "paper_search_hits"} {
 		if _, err := d.DB.Pool.Exec(ctx, "VACUUM ANALYZE "+t); err != nil {
 			return nil, err
@@ -288,7 +288,7 @@ func MeasureSearches(ctx context.Context, d Deps, s Scale, v *Vocabulary, batch 
 		WHERE f.kind = 'query' AND f.user_id = ANY($1)`, sample).Scan(&res.FeedQueryItems); err != nil {
 		return nil, err
 	}
-	fmt.Fprintln(d.Log, "bench: feeds of the sampled readers with saved searches")
+	fmt.Fprintln(d.Log, "bench: feeds of the sampled users with queries")
 	res.RenderLoad[1] = loadAvg()
 	if res.RenderAfter, err = renderPercentiles(d, paths); err != nil {
 		return nil, err
@@ -325,7 +325,7 @@ func searchFigures(res *SearchResult, batchPapers int) (figs []Figure, details [
 	last := res.Runs[len(res.Runs)-1]
 	addedCost := func(r SearchRun) time.Duration { return r.Ingest + r.Match - baseCost }
 	figs = append(figs, Figure{
-		Name:   fmt.Sprintf("%d distinct saved searches against the 5,000-paper batch: ingest + match job, added to the same without searches", last.Searches),
+		Name:   fmt.Sprintf("%d distinct queries against the 5,000-paper batch: ingest + match job, added to the same without searches", last.Searches),
 		Target: "≤ 2 s",
 		Result: fmt.Sprintf("+%.2f s (%.2f + %.2f s vs %.2f + %.2f s; %d matches in %d search_hits rows)", addedCost(last).Seconds(),
 			last.Ingest.Seconds(), last.Match.Seconds(), base.Ingest.Seconds(), base.Match.Seconds(), last.QueryKeys, last.QueryRows),
@@ -335,37 +335,37 @@ func searchFigures(res *SearchResult, batchPapers int) (figs []Figure, details [
 	for _, r := range res.Runs[1:] {
 		series = append(series, fmt.Sprintf("%dk: +%.2f s", r.Searches/1000, addedCost(r).Seconds()))
 	}
-	figs = append(figs, Figure{Name: "the same, by number of saved searches", Target: "—", Result: strings.Join(series, ", "), Pass: true})
+	figs = append(figs, Figure{Name: "the same, by number of queries", Target: "—", Result: strings.Join(series, ", "), Pass: true})
 	before, after := res.RenderBefore, res.RenderAfter
 	limit := max(before[1]*11/10, before[1]+time.Millisecond)
 	figs = append(figs, Figure{
-		Name:   fmt.Sprintf("private feed, full render, readers following %d saved searches each", searchesPerSampleReader),
-		Target: "p99 unchanged (≤ 110% of the same readers' without)",
+		Name:   fmt.Sprintf("private feed, full render, users following %d queries each", searchesPerSampleUser),
+		Target: "p99 unchanged (≤ 110% of the same users' without)",
 		Result: fmt.Sprintf("p50 %s, p99 %s (without: p50 %s, p99 %s)", ms(after[0]), ms(after[1]), ms(before[0]), ms(before[1])),
 		Pass:   after[1] <= limit,
 	})
 	m := res.Mix
 	pct := func(n int) float64 { return 100 * float64(n) / float64(max(m.Searches, 1)) }
 	details = append(details,
-		fmt.Sprintf("Saved searches: %d distinct, drawn (seeded) from the word distribution of the batch's text (see `bench/vocab.go`: %s) and parsed by the real parser (`follow.CompileQuery`; it refused %d drafts): "+
+		fmt.Sprintf("Queries: %d distinct, drawn (seeded) from the word distribution of the batch's text (see `bench/vocab.go`: %s) and parsed by the real parser (`follow.CompileQuery`; it refused %d drafts): "+
 			"terms 1/2/3/4: %.0f/%.0f/%.0f/%.0f%%, %.2f on average; %.0f%% with a cat: filter (%.0f%% of those two categories OR'ed), categories weighted by their followers; "+
 			"%.0f%% with a \"phrase\", %.0f%% with an -exclusion, %.0f%% with (a OR b), %.0f%% with ti:/abs:, %.0f%% with au:; %d distinct words. "+
-			"Each draft is tried on a preview of 3,000 other papers drawn like the batch's (the product's `GET /v1/search/preview`): one matching more than %.0f%% of them (a mid-size category's flow) gets another term, as a reader tunes it (%d were refined, %d dropped at four terms). "+
+			"Each draft is tried on a preview of 3,000 other papers drawn like the batch's (the product's `GET /v1/search/preview`): one matching more than %.0f%% of them (a mid-size category's flow) gets another term, as a user tunes it (%d were refined, %d dropped at four terms). "+
 			"As first drawn they matched %.2f%% of the preview on average (about %.0f query key rows per batch at this number), as followed %.3f%%.",
 			m.Searches, res.Vocabulary, m.Refused, pct(m.Terms[1]), pct(m.Terms[2]), pct(m.Terms[3]), pct(m.Terms[4]), m.TermsPerSearch,
 			pct(m.Cat), 100*float64(m.CatOr)/float64(max(m.Cat, 1)), pct(m.Phrase), pct(m.Negation), pct(m.Or), pct(m.Field), pct(m.Author), m.DistinctWords,
 			100*MaxShare, m.Refined, m.Abandoned, 100*m.DraftShare, m.DraftShare*float64(batchPapers*m.Searches), 100*m.FinalShare),
-		fmt.Sprintf("Saved-search match: each number of searches is added as follows (kind query, one reader each; the %d sampled readers of the feed figures follow %d each) with their follow counts, "+
+		fmt.Sprintf("Query match: each number of searches is added as follows (kind query, one user each; the %d sampled users of the feed figures follow %d each) with their follow counts, "+
 			"then one 1-paper ingest compiles them (the product's compiled-search cache, as after a restart), then the 5,000-paper batch goes through the real `catalog.Store.Ingest` "+
 			"(which evaluates it against every followed search, compiled into one `search.Set` kept between batches, with `Set.Match`, and writes one `search_hits` row per search with a match, listing its papers, in the ingest's transaction) and `match.Service.RunBatch`; "+
 			"the batch is deleted between repetitions, the fastest of each is reported; with 100k searches the batch stays for the feed renders. The searches are deleted at the end of the run.",
-			res.Sampled, searchesPerSampleReader),
-		fmt.Sprintf("Feeds with saved searches: the sampled readers' full renders (as above) before any search was followed (load %s) and with all %d followed and the batch's query keys stored (load %s); "+
+			res.Sampled, searchesPerSampleUser),
+		fmt.Sprintf("Feeds with queries: the sampled users' full renders (as above) before any search was followed (load %s) and with all %d followed and the batch's query keys stored (load %s); "+
 			"their %d query follows had %d matched papers in all (at most 50 counted per follow).", res.RenderLoad[0], last.Searches, res.RenderLoad[1],
-			searchesPerSampleReader*res.Sampled, res.FeedQueryItems))
+			searchesPerSampleUser*res.Sampled, res.FeedQueryItems))
 	var b strings.Builder
-	b.WriteString("## How the saved-search cost grows\n\n")
-	b.WriteString("| saved searches | matches | search_hits rows | searches with a match | ingest | match job | added to none | of which Set.Match (in Go) | building the docs | first ingest after adding (compiles) | load average |\n")
+	b.WriteString("## How the query cost grows\n\n")
+	b.WriteString("| queries | matches | search_hits rows | searches with a match | ingest | match job | added to none | of which Set.Match (in Go) | building the docs | first ingest after adding (compiles) | load average |\n")
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range res.Runs {
 		fmt.Fprintf(&b, "| %d | %d | %d | %d | %.2f s | %.2f s | %+.2f s | %s | %s | %s | %s |\n", r.Searches, r.QueryKeys, r.QueryRows, r.QueryKeyed,

@@ -15,11 +15,11 @@ import (
 	"followfeed/search"
 )
 
-// The saved-search measurement at a tiny scale through the real services:
+// The query measurement at a tiny scale through the real services:
 // every size's ingest writes one query key row per match that MatchBatch
-// finds for the same searches, the sampled readers' feeds are rendered,
-// and at the end no saved search is left and, once the batch is removed,
-// the dataset is as it was. The match measurement gives readers instant
+// finds for the same searches, the sampled users' feeds are rendered,
+// and at the end no query is left and, once the batch is removed,
+// the dataset is as it was. The match measurement gives users instant
 // alerts, and the digests of its window are all sent, before that.
 func TestMeasureSearchesLeavesTheDataset(t *testing.T) {
 	t.Parallel()
@@ -72,7 +72,7 @@ func TestMeasureSearchesLeavesTheDataset(t *testing.T) {
 		return n
 	}
 	if mr.Instant == 0 || instant() != mr.Instant {
-		t.Errorf("%d readers given instant alerts, %d schedules say so", mr.Instant, instant())
+		t.Errorf("%d users given instant alerts, %d schedules say so", mr.Instant, instant())
 	}
 	sample, err := SampleUsers(ctx, db, 10)
 	if err != nil {
@@ -137,11 +137,11 @@ func TestMeasureSearchesLeavesTheDataset(t *testing.T) {
 		return follow.ActiveSearches(ctx, tx)
 	}()
 	if err != nil || len(active) != 0 {
-		t.Errorf("%d saved searches left (%v)", len(active), err)
+		t.Errorf("%d queries left (%v)", len(active), err)
 	}
 	RemoveBatch(ctx, db)
 	if p, k, f := counts(); p != papers || k != keys || f != follows || instant() != 0 {
-		t.Errorf("dataset after the run: %d papers, %d keys, %d follows, %d instant readers; before: %d, %d, %d, none",
+		t.Errorf("dataset after the run: %d papers, %d keys, %d follows, %d instant users; before: %d, %d, %d, none",
 			p, k, f, instant(), papers, keys, follows)
 	}
 	figs, details, section := searchFigures(res, len(batch))

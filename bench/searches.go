@@ -12,7 +12,7 @@ import (
 	"followfeed/search"
 )
 
-// WeightedCategory is a category and how many readers follow it: cat:
+// WeightedCategory is a category and how many users follow it: cat:
 // filters of drawn searches are weighted like the follows.
 type WeightedCategory struct {
 	ID        string
@@ -43,7 +43,7 @@ type SearchMix struct {
 	DistinctCategories     int
 }
 
-// The shape of drawn searches, in the proportions saved-search services
+// The shape of drawn searches, in the proportions query services
 // report (short queries, mostly AND of a few words).
 var termWeights = []float64{1: 0.25, 2: 0.35, 3: 0.25, 4: 0.15}
 
@@ -55,7 +55,7 @@ const (
 	orShare       = 0.15 // of searches with 3+ terms: (a OR b) c …
 	fieldShare    = 0.06 // of the terms: ti: or abs:
 	authorShare   = 0.03 // of searches: au:"researcher N" and the rest
-	// MaxShare is the broadest search a reader keeps: one that the
+	// MaxShare is the broadest search a user keeps: one that the
 	// preview (GET /v1/search/preview) shows matching more of the recent
 	// papers gets another term, as the preview is there for. 2% of arXiv
 	// is some 20 papers a day, the flow of a mid-size category.
@@ -172,11 +172,11 @@ func (s *searchDrawer) draft() *draft {
 	return d
 }
 
-// DrawSearches draws n distinct saved searches, as the normal forms the
+// DrawSearches draws n distinct queries, as the normal forms the
 // parser gives (follow.CompileQuery): 1–4 terms drawn from v (content
 // words by frequency, recurring phrases, ti:/abs: fields, au: names of the
 // researcher pool, OR, -exclusions), a quarter with cat: filters weighted
-// by cats' followers. A draft the parser refuses is skipped, as a reader
+// by cats' followers. A draft the parser refuses is skipped, as a user
 // would be refused; one drawn twice counts once. Drafts are tried on
 // preview (papers like the batch's, not the batch): one matching more
 // than MaxShare of them gets another term, up to four, and is dropped if
@@ -286,7 +286,7 @@ func DrawSearches(v *Vocabulary, cats []WeightedCategory, researchers int, previ
 }
 
 // previewDocs returns n papers drawn like the batch's (another seed), as
-// searches see them: the recent papers a reader previews a search on.
+// searches see them: the recent papers a user previews a search on.
 func previewDocs(v *Vocabulary, s Scale, n int, seed uint64) []*search.Doc {
 	ps := batchPapers(n, s, v, seed)
 	out := make([]*search.Doc, 0, n)

@@ -14,7 +14,7 @@ import (
 	"unicode/utf8"
 )
 
-// The measured batch's titles and abstracts, and the saved searches run
+// The measured batch's titles and abstracts, and the queries run
 // against it, come from one word distribution estimated from real
 // abstracts (testdata/abstracts.json: the arXiv and OpenAlex records of
 // the shared fixtures, see testdata/SOURCES.md). The generated dataset's

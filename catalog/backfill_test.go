@@ -23,7 +23,7 @@ import (
 	"followfeed/worker"
 )
 
-// TestBackfillIsAJob: following a saved search commits at once even while
+// TestBackfillIsAJob: following a query commits at once even while
 // another transaction holds the writers' lock (an ingest, a backfill): the
 // follow only enqueues a search_backfill job, one per search however many
 // follow it meanwhile. A real River client then works the job: the last 30

@@ -30,7 +30,7 @@ type BulkResult struct {
 const bulkBatch = 20_000
 
 // BulkLoad writes papers, each with its match keys, with COPY, in tx, and
-// moves the watermark past them: for generating datasets (the
+// moves the high seq past them: for generating datasets (the
 // benchmark's), not for what a source sends. It holds keyWritersLock
 // until tx ends, like Ingest. Papers get ids from the papers sequence in
 // their order (database.NextIDs), the row Ingest writes for a new paper
@@ -45,7 +45,7 @@ const bulkBatch = 20_000
 // It skips everything else Ingest does: papers must be normalised already
 // (Normalize) and are written as given; nothing is compared with stored
 // papers (an arXiv id stored already fails the load on its unique key);
-// no saved-search matches are looked for, no identity observer sees the
+// no query matches are looked for, no identity observer sees the
 // papers, no event rows are written and no match job is enqueued (no
 // instant alert, instant channel or WebSub ping hears of them; feeds and
 // digests whose follows and windows cover their seqs show them, as any
@@ -115,17 +115,17 @@ func BulkLoad(ctx context.Context, tx pgx.Tx, papers iter.Seq[paper.Paper], src 
 	if err != nil || res.ToSeq == 0 {
 		return res, err
 	}
-	return res, advanceWatermark(ctx, tx, res.ToSeq)
+	return res, advanceHighSeq(ctx, tx, res.ToSeq)
 }
 
 // DeletePrefix deletes the papers whose arXiv id starts with prefix
-// ("2901."), in tx, with their key rows and saved-search matches (the
+// ("2901."), in tx, with their key rows and query matches (the
 // foreign keys' cascades; paper_search_hits' trigger takes the papers out
 // of the search_hits rows that list them), and returns how many it
 // deleted: for taking generated papers off a dataset again (the
 // benchmark's batch, the soak's harvest). It holds keyWritersLock until tx
-// ends. Removed rows change what a snapshot holds below the watermark, so,
-// as after a withdrawal, the watermark moves (a seq of its own, with no
+// ends. Removed rows change what a snapshot holds below the high seq, so,
+// as after a withdrawal, the high seq moves (a seq of its own, with no
 // row) when any paper was deleted. Unlike a withdrawal it keeps nothing of
 // the papers and tells no follower. An empty prefix is an error, not every
 // paper.
@@ -147,14 +147,14 @@ func DeletePrefix(ctx context.Context, tx pgx.Tx, prefix string) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	return n, moveWatermark(ctx, tx)
+	return n, bumpHighSeq(ctx, tx)
 }
 
-// RemoveSearchHits deletes every saved-search match (search_hits and
+// RemoveSearchHits deletes every query match (search_hits and
 // paper_search_hits), in tx, and returns how many search_hits rows it
-// deleted: for taking generated saved searches off a dataset again (the
+// deleted: for taking generated queries off a dataset again (the
 // benchmark's), with their follows (follow.RemoveKind). It holds
-// keyWritersLock until tx ends and moves the watermark as DeletePrefix
+// keyWritersLock until tx ends and moves the high seq as DeletePrefix
 // does.
 func RemoveSearchHits(ctx context.Context, tx pgx.Tx) (int, error) {
 	if err := lockWriters(ctx, tx); err != nil {
@@ -164,26 +164,26 @@ func RemoveSearchHits(ctx context.Context, tx pgx.Tx) (int, error) {
 	// finds no row to take the papers out of.
 	tag, err := tx.Exec(ctx, `DELETE FROM search_hits`)
 	if err != nil {
-		return 0, fmt.Errorf("deleting the saved-search matches: %w", err)
+		return 0, fmt.Errorf("deleting the query matches: %w", err)
 	}
 	pt, err := tx.Exec(ctx, `DELETE FROM paper_search_hits`)
 	if err != nil {
-		return 0, fmt.Errorf("deleting the papers' saved-search matches: %w", err)
+		return 0, fmt.Errorf("deleting the papers' query matches: %w", err)
 	}
 	if tag.RowsAffected() == 0 && pt.RowsAffected() == 0 {
 		return 0, nil
 	}
-	return int(tag.RowsAffected()), moveWatermark(ctx, tx)
+	return int(tag.RowsAffected()), bumpHighSeq(ctx, tx)
 }
 
-// moveWatermark advances the watermark by a seq of its own, with no row:
-// a private feed's validator, cached per watermark (feeds.Validators), is
+// bumpHighSeq advances the high seq by a seq of its own, with no row:
+// a private feed's validator, cached per high seq (feeds.Validators), is
 // computed again after rows below it were removed. The caller holds
 // keyWritersLock.
-func moveWatermark(ctx context.Context, tx pgx.Tx) error {
+func bumpHighSeq(ctx context.Context, tx pgx.Tx) error {
 	var seq int64
 	if err := tx.QueryRow(ctx, `SELECT nextval('paper_key_seq')`).Scan(&seq); err != nil {
 		return fmt.Errorf("taking a seq for removed rows: %w", err)
 	}
-	return advanceWatermark(ctx, tx, seq)
+	return advanceHighSeq(ctx, tx, seq)
 }

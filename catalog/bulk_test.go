@@ -86,7 +86,7 @@ func highSeq(t *testing.T, db *database.DB) (high int64, times []int64) {
 // BulkLoad stores the rows Ingest stores for new papers, and its keys,
 // with seqs that follow the papers' order and, within a paper, the keys'
 // order; it moves the watermark once, to the last seq; and it does
-// nothing else Ingest does: no match job, no saved-search matches.
+// nothing else Ingest does: no match job, no query matches.
 func TestBulkLoadWritesWhatIngestWrites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -158,9 +158,9 @@ func TestBulkLoadWritesWhatIngestWrites(t *testing.T) {
 }
 
 // DeletePrefix deletes the papers of the prefix only (LIKE's wildcards in
-// it are plain characters), with their keys and their saved-search
+// it are plain characters), with their keys and their query
 // matches, and moves the watermark past the removal; an empty prefix
-// deletes nothing. RemoveSearchHits deletes every saved-search match and
+// deletes nothing. RemoveSearchHits deletes every query match and
 // moves the watermark only when there was one.
 func TestDeletePrefixAndRemoveSearchHits(t *testing.T) {
 	t.Parallel()
@@ -204,7 +204,7 @@ func TestDeletePrefixAndRemoveSearchHits(t *testing.T) {
 		t.Errorf("%d keys of deleted papers", n)
 	}
 	if n := count(t, db, `SELECT count(*) FROM search_hits h, unnest(h.paper_ids) id WHERE id NOT IN (SELECT id FROM papers)`); n != 0 {
-		t.Errorf("%d saved-search matches of deleted papers", n)
+		t.Errorf("%d query matches of deleted papers", n)
 	}
 	if n := count(t, db, `SELECT count(*) FROM search_hits`); n != 1 {
 		t.Errorf("%d search_hits rows left, want the kept paper's", n)

@@ -11,12 +11,12 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Saved-search matches are stored one row per (search, batch, kind of
+// Query matches are stored one row per (search, batch, kind of
 // match) in search_hits, with the matched papers as an array, instead of a
 // paper_keys row per (search, paper): at 100,000 followed searches a
 // 5,000-paper batch has some 400,000 matches in 27,000 rows. Each row takes
 // one seq from paper_key_seq under keyWritersLock, so seq windows (the
-// match job, digests, channels) and match_state's watermark cover them like
+// match job, digests, channels) and match_state.high_seq cover them like
 // key rows; its papers share that seq. paper_search_hits lists, per paper,
 // the seqs of the rows that name it (migrations/sql/00016_search_hits.sql).
 

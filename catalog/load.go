@@ -74,12 +74,12 @@ func QueueLoad(b *pgx.Batch, ids []int64, f Fields, done func(map[int64]paper.Pa
 	})
 }
 
-// HighSeq returns the newest committed match-key seq: a watermark W such
-// that no row with seq <= W can commit later (see keyWritersLock).
+// HighSeq returns the high seq, the newest committed match-key seq: no
+// row with a seq at or below it can commit later (see keyWritersLock).
 func (st *Store) HighSeq(ctx context.Context) (int64, error) {
 	var w int64
 	if err := st.db.Pool.QueryRow(ctx, `SELECT high_seq FROM match_state`).Scan(&w); err != nil {
-		return 0, fmt.Errorf("reading match watermark: %w", err)
+		return 0, fmt.Errorf("reading the high seq: %w", err)
 	}
 	return w, nil
 }

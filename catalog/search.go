@@ -17,7 +17,7 @@ import (
 	"followfeed/search"
 )
 
-// Saved searches are match keys like any other: at ingest every new or
+// Queries are match keys like any other: at ingest every new or
 // changed paper of the batch is evaluated against every distinct saved
 // search somebody follows (follow.ActiveSearches), with search.MatchBatch,
 // and the papers a search matches are listed in one search_hits row of its
@@ -121,7 +121,7 @@ func sameText(a, b paper.Paper) bool {
 	return true
 }
 
-// searchMatches are the saved searches a batch's papers match: by arXiv
+// searchMatches are the queries a batch's papers match: by arXiv
 // id, numbers in set (ascending), the followed searches.
 type searchMatches struct {
 	byPaper map[string][]int32
@@ -213,7 +213,7 @@ func parallel(n int, fn func(i int)) {
 // feed is not empty on the first day.
 const BackfillDays = 30
 
-// BackfillSearch gives a newly followed saved search (its normal form) its
+// BackfillSearch gives a newly followed query (its normal form) its
 // matches among the papers announced since since, in one transaction under
 // keyWritersLock: it evaluates the search against those papers it has not
 // matched yet (no search_hits row lists them), writes one search_hits row
@@ -363,7 +363,7 @@ func scanRecent(ctx context.Context, tx pgx.Tx, since time.Time, fn func(id int6
 }
 
 // BackfillHook returns the follow.Service hook that, inside the follow's
-// transaction, enqueues the backfill of a newly followed saved search over
+// transaction, enqueues the backfill of a newly followed query over
 // the BackfillDays days before now (now may be nil: time.Now; the job runs
 // BackfillSearch moments later, so the follow waits neither on
 // keyWritersLock nor on the scan), and makes a newly followed paper without

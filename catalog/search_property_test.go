@@ -17,7 +17,7 @@ import (
 	"followfeed/paper"
 )
 
-// TestSearchKeysAtIngestEqualMatch is the saved-search property through the
+// TestSearchKeysAtIngestEqualMatch is the query property through the
 // database: a few hundred random searches over the fixtures' own words
 // (titles, abstracts and authors of recorded arXiv and OpenAlex responses,
 // copied from search/testdata) are followed, the fixtures are ingested, and
@@ -164,7 +164,7 @@ func TestSearchKeysAtIngestEqualMatch(t *testing.T) {
 	}
 	check("first ingest")
 	// New versions whose titles take another paper's words: the searches
-	// they now match get rows (rows of the old text stay: a reader was
+	// they now match get rows (rows of the old text stay: a user was
 	// told then).
 	var v2 []paper.Paper
 	for i := 0; i < len(batch); i += 3 {

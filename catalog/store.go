@@ -2,7 +2,7 @@
 // paper_keys, match_state, key_seq_times, search_hits and
 // paper_search_hits. Sources (package harvest, the push endpoint) hand
 // papers (package paper) to Store.Ingest, which stores them with their
-// match keys and saved-search hits under a seq and enqueues the match job
+// match keys and query hits under a seq and enqueues the match job
 // in the same transaction; OpenAlex enrichment goes through Store.Enrich, a
 // newly followed search's first matches through Store.BackfillSearch.
 // Package match reads papers back with Load and the seqs up to HighSeq.
@@ -75,7 +75,7 @@ const MaxBatch = 10_000
 // of papers and paper_keys, which gives two guarantees:
 //
 //   - seq order equals commit order: seq values are taken under the lock and
-//     the lock is released at commit, so a reader that has seen every row up
+//     the lock is released at commit, so a user that has seen every row up
 //     to seq W never later finds a committed row with seq <= W;
 //   - concurrent batches sharing papers cannot deadlock or race on the
 //     read-merge-write of a paper.
@@ -111,7 +111,7 @@ type IngestResult struct {
 	// Skipped lists records a lenient source sent that could not be used.
 	Skipped []apperr.Detail `json:"skipped,omitempty"`
 	Keys    int             `json:"keys"` // match-key rows written
-	// Hits counts the saved-search matches written (papers in search_hits
+	// Hits counts the query matches written (papers in search_hits
 	// rows; not in Keys).
 	Hits    int   `json:"-"`
 	FromSeq int64 `json:"-"`
@@ -120,7 +120,7 @@ type IngestResult struct {
 
 // Store is the one writer of tables papers, paper_keys, match_state,
 // key_seq_times, search_hits and paper_search_hits: it stores papers with
-// their match keys and saved-search hits (Ingest, Enrich, BackfillSearch),
+// their match keys and query hits (Ingest, Enrich, BackfillSearch),
 // keeps the enrichment schedule in papers (DueForEnrichment,
 // PostponeEnrichment), and reads the high seq (HighSeq). Every write of
 // keys or hits takes keyWritersLock.
@@ -201,7 +201,7 @@ type stored struct {
 	paper   paper.Paper
 	deleted bool
 	keys    map[string]bool
-	// searches are the saved-search keys with a search_hits row of the
+	// searches are the query keys with a search_hits row of the
 	// paper (kept apart from keys: they are not paper_keys rows).
 	searches map[string]bool
 }
@@ -215,7 +215,7 @@ type keyRow struct {
 	Replacement bool   `json:"replacement"`
 	NewPaper    bool   `json:"new_paper"`        // written with the paper's first insert
 	Event       string `json:"event"`            // a followed paper's event (events.go), "" otherwise
-	Detail      string `json:"detail,omitempty"` // what the event's reader is told
+	Detail      string `json:"detail,omitempty"` // what the event's user is told
 }
 
 func (st *Store) apply(ctx context.Context, tx pgx.Tx, batch []paper.Paper, src Source, res *IngestResult) error {
@@ -299,7 +299,7 @@ type changes struct {
 
 // collectChanges reads what the batch's changes depend on (which of its
 // stored papers somebody follows, the followed papers its references cite,
-// the saved searches its papers match) and sorts every record of the batch
+// the queries its papers match) and sorts every record of the batch
 // into changes, counting it in res.
 func (st *Store) collectChanges(ctx context.Context, tx pgx.Tx, batch []paper.Paper, existing map[string]*stored, inserted map[string]int64, res *IngestResult) (changes, error) {
 	// Followed papers (kind paper) get event rows (events.go).
@@ -320,7 +320,7 @@ func (st *Store) collectChanges(ctx context.Context, tx pgx.Tx, batch []paper.Pa
 	if err != nil {
 		return changes{}, err
 	}
-	// Saved searches: only records from a source (inserted != nil); an
+	// Queries: only records from a source (inserted != nil); an
 	// enrichment adds ids, never text.
 	var matched searchMatches
 	if inserted != nil {
@@ -466,16 +466,16 @@ func withdraw(ctx context.Context, tx pgx.Tx, ids []int64) error {
 	if err := removeHits(ctx, tx, ids); err != nil {
 		return err
 	}
-	// Removed rows change what a snapshot holds below the watermark,
-	// so the watermark moves (a seq of its own, with no row): a
-	// private feed's validator, cached per watermark (feeds.Validators),
+	// Removed rows change what a snapshot holds below the high seq,
+	// so the high seq moves (a seq of its own, with no row): a
+	// private feed's validator, cached per high seq (feeds.Validators),
 	// is computed again, and two processes never hold different
-	// validators for the same watermark.
+	// validators for the same high seq.
 	var seq int64
 	if err := tx.QueryRow(ctx, `SELECT nextval('paper_key_seq')`).Scan(&seq); err != nil {
 		return fmt.Errorf("taking a seq for %d withdrawals: %w", len(ids), err)
 	}
-	return advanceWatermark(ctx, tx, seq)
+	return advanceHighSeq(ctx, tx, seq)
 }
 
 // observe shows every identity observer the papers with author ids new to
@@ -510,7 +510,7 @@ func (st *Store) writeMatches(ctx context.Context, tx pgx.Tx, keys []keyRow, hit
 	return nil
 }
 
-// writeKeys inserts key rows and saved-search hits and returns their seq
+// writeKeys inserts key rows and query hits and returns their seq
 // range (hits.write). The caller holds keyWritersLock (see there for why).
 //
 // The rows of papers this transaction inserted (NewPaper, not an event:
@@ -555,23 +555,23 @@ func writeKeys(ctx context.Context, tx pgx.Tx, keys []keyRow, hits hitSet) (from
 	if to == 0 {
 		return 0, 0, nil
 	}
-	if err := advanceWatermark(ctx, tx, to); err != nil {
+	if err := advanceHighSeq(ctx, tx, to); err != nil {
 		return 0, 0, err
 	}
 	return from, to, nil
 }
 
-// advanceWatermark moves match_state.high_seq to to (a seq this transaction
+// advanceHighSeq moves match_state.high_seq to to (a seq this transaction
 // took under keyWritersLock) and records when (key_seq_times: a private
 // feed's Last-Modified is when its newest row arrived). clock_timestamp,
 // not now(): the transaction may have started well before its rows were
-// written, and a time earlier than a change the reader already saw would
+// written, and a time earlier than a change the user already saw would
 // hide this one from If-Modified-Since.
-func advanceWatermark(ctx context.Context, tx pgx.Tx, to int64) error {
+func advanceHighSeq(ctx context.Context, tx pgx.Tx, to int64) error {
 	if _, err := tx.Exec(ctx, `
 		WITH m AS (UPDATE match_state SET high_seq = $1 WHERE high_seq < $1)
 		INSERT INTO key_seq_times (to_seq, at) VALUES ($1, clock_timestamp()) ON CONFLICT DO NOTHING`, to); err != nil {
-		return fmt.Errorf("advancing the match watermark: %w", err)
+		return fmt.Errorf("advancing the high seq: %w", err)
 	}
 	return nil
 }

@@ -162,9 +162,9 @@ func TestBatchLimit(t *testing.T) {
 }
 
 // TestConcurrentWritersNeverLetAWatermarkReaderSkip runs 8 ingesting
-// goroutines against a reader that repeatedly takes the watermark W and
+// goroutines against a user that repeatedly takes the watermark W and
 // reads the rows with seq in (previous W, W]. If seq order differed from
-// commit order, a row with a small seq could commit after the reader moved
+// commit order, a row with a small seq could commit after the user moved
 // past it and would never be read. Every row must be read exactly once.
 func TestConcurrentWritersNeverLetAWatermarkReaderSkip(t *testing.T) {
 	t.Parallel()

@@ -38,18 +38,18 @@ type Mode string
 // The modes.
 const (
 	Instant Mode = "instant" // within a minute of the match job
-	Daily   Mode = "daily"   // once a day at the reader's digest hour
-	Weekly  Mode = "weekly"  // once a week at the reader's digest hour and weekday
+	Daily   Mode = "daily"   // once a day at the user's digest hour
+	Weekly  Mode = "weekly"  // once a week at the user's digest hour and weekday
 )
 
-// MaxPerUser is how many channels one reader may have.
+// MaxPerUser is how many channels one user may have.
 const MaxPerUser = 10
 
 // RotationOverlap is how long the previous secret keeps signing after a
 // rotation.
 const RotationOverlap = 24 * time.Hour
 
-// Channel is one push target of a reader.
+// Channel is one push target of a user.
 type Channel struct {
 	ID     int64
 	UserID int64
@@ -59,7 +59,7 @@ type Channel struct {
 	RoomID      string // Matrix
 	accessToken string // Matrix; never leaves the package
 	Mode        Mode
-	// Follows restricts the channel to some of the reader's follows; nil
+	// Follows restricts the channel to some of the user's follows; nil
 	// means all of them.
 	Follows []follow.Target
 	// Secret is set only in the result of Create and RotateSecret: it is
@@ -74,14 +74,14 @@ type Channel struct {
 	CreatedAt      time.Time
 	// CredentialsUnreadable says that a stored credential does not open
 	// under this SECRET_KEY (it was sealed under another): its deliveries
-	// fail saying so until the reader rotates the webhook's secret or
+	// fail saying so until the user rotates the webhook's secret or
 	// enters the Slack/Discord URL or Matrix token again.
 	CredentialsUnreadable bool
 	secret                string
 	oldSecret             string
 }
 
-// Spec is what a reader sends to create or change a channel. On update,
+// Spec is what a user sends to create or change a channel. On update,
 // nil fields stay as they are.
 type Spec struct {
 	Type        *string
@@ -379,7 +379,7 @@ func (s *Service) scanChannel(row pgx.Row) (*Channel, error) {
 }
 
 // Get returns the user's channel id, or an error wrapping
-// database.ErrNotFound (also for another reader's channel).
+// database.ErrNotFound (also for another user's channel).
 func (s *Service) Get(ctx context.Context, userID, id int64) (*Channel, error) {
 	c, err := s.scanChannel(s.db.Pool.QueryRow(ctx, `SELECT `+channelColumns+` FROM channels WHERE id = $1 AND user_id = $2`, id, userID))
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -80,7 +80,7 @@ func setup(t *testing.T, start time.Time) *env {
 	return e
 }
 
-// reader creates a user in time zone tz with digest hour and weekday (the
+// user creates a user in time zone tz with digest hour and weekday (the
 // digest itself off: channels keep their own schedule) and follows.
 func (e *env) reader(sub, tz string, hour int, weekday string, follows ...string) int64 {
 	e.t.Helper()
@@ -214,14 +214,14 @@ func (r *receivers) papers(name string) []string {
 	return slices.Clone(r.got[name])
 }
 
-// TestDailyAndWeeklyChannelsGetTheirWindowAtTheReadersHour drives the
+// TestDailyAndWeeklyChannelsGetTheirWindowAtTheUsersHour drives the
 // scheduler with an injected clock through eight days, every 15 minutes,
-// for a reader in Tokyo whose digest hour is 09:00 and weekday Friday: the
+// for a user in Tokyo whose digest hour is 09:00 and weekday Friday: the
 // daily channel collects at 09:00 Tokyo each day (00:00 UTC) and gets the
 // papers matched since its last window, nothing before its hour; the
 // weekly channel collects only on Friday at 09:00 and gets the whole
 // week's papers, each once.
-func TestDailyAndWeeklyChannelsGetTheirWindowAtTheReadersHour(t *testing.T) {
+func TestDailyAndWeeklyChannelsGetTheirWindowAtTheUsersHour(t *testing.T) {
 	t.Parallel()
 	tokyo, _ := time.LoadLocation("Asia/Tokyo")
 	start := time.Date(2026, 11, 30, 10, 0, 0, 0, tokyo) // Monday 10:00 in Tokyo, just after the hour
@@ -292,9 +292,9 @@ func TestDailyAndWeeklyChannelsGetTheirWindowAtTheReadersHour(t *testing.T) {
 }
 
 // TestAPaperReachesEachChannelOnce: a paper matched again later — an
-// OpenAlex enrichment adds a researcher the reader follows (new key rows,
-// a new match job that affects the reader again), the same record pushed
-// again, a new version — is not sent a second time; each of the reader's
+// OpenAlex enrichment adds a researcher the user follows (new key rows,
+// a new match job that affects the user again), the same record pushed
+// again, a new version — is not sent a second time; each of the user's
 // two channels gets it exactly once, and later papers still flow.
 func TestAPaperReachesEachChannelOnce(t *testing.T) {
 	t.Parallel()
@@ -314,7 +314,7 @@ func TestAPaperReachesEachChannelOnce(t *testing.T) {
 	}
 
 	// Enrichment: the author turns out to be a followed researcher. The
-	// match job affects the reader again (their feed changes: a new reason).
+	// match job affects the user again (their feed changes: a new reason).
 	res, err := e.papers.Enrich(e.ctx, []string{"2611.01234"}, func(p *paper.Paper) {
 		p.Authors[0].IDs = []string{"openalex:A5023888391"}
 	})
@@ -396,10 +396,10 @@ func TestPruneRemovesOldFinalEvents(t *testing.T) {
 	}
 }
 
-// TestAFilteredChannelGetsAPaperWhenItsFollowFirstMatches: the reader
+// TestAFilteredChannelGetsAPaperWhenItsFollowFirstMatches: the user
 // follows cs.LG and a researcher. A channel limited to the researcher does
 // not get a cs.LG paper by someone else, but gets it when enrichment later
-// finds the researcher among its authors, although the reader's cs.LG
+// finds the researcher among its authors, although the user's cs.LG
 // follow matched it before; a paper that arrives with the researcher comes
 // at once. A channel limited to both follows gets the first paper once
 // (cs.LG, then the researcher in a later window: the ledger), and so does

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
-	_ "time/tzdata" // readers' time zones on machines without zoneinfo
+	_ "time/tzdata" // users' time zones on machines without zoneinfo
 
 	"github.com/jackc/pgx/v5"
 
@@ -22,7 +22,7 @@ import (
 // Window limits.
 const (
 	// MaxPapersPerWindow is how many of a window's newest papers one
-	// collection sends; older ones beyond it stay in the reader's feed.
+	// collection sends; older ones beyond it stay in the user's feed.
 	MaxPapersPerWindow = 500
 	// PapersPerEvent splits a window into events (webhook bodies) of at
 	// most this many papers.
@@ -117,7 +117,7 @@ func (s *Service) ScheduleWindows(ctx context.Context) (int, error) {
 }
 
 // nextWindow is when a daily or weekly channel's next window closes: the
-// reader's digest hour (and weekday) in their time zone, the same times as
+// user's digest hour (and weekday) in their time zone, the same times as
 // their digests; nil for an instant channel.
 func (s *Service) nextWindow(ctx context.Context, tx pgx.Tx, userID int64, mode Mode) (*time.Time, error) {
 	if mode == Instant {
@@ -140,10 +140,10 @@ func (s *Service) nextWindow(ctx context.Context, tx pgx.Tx, userID int64, mode 
 // the channel in it, writes them as events of at most PapersPerEvent
 // papers, records them in the channel's ledger (channel_papers), moves the
 // watermark and queues one delivery job per event, all in one transaction.
-// A channel for all follows gets the papers the reader's follows first
+// A channel for all follows gets the papers the user's follows first
 // matched in the window, as their feed and digest do. A channel limited to
 // some follows gets a paper the first time one of those follows matches
-// it, whatever the reader's other follows matched before (a cs.LG paper
+// it, whatever the user's other follows matched before (a cs.LG paper
 // reaches a researcher's channel when enrichment finds the researcher),
 // and the ledger keeps it to once per channel when two of its follows
 // match in different windows. New versions a follow opted into pass the
@@ -184,7 +184,7 @@ func (s *Service) Collect(ctx context.Context, channelID int64) (events int, err
 		if err != nil {
 			return err
 		}
-		// Reasons read as in the reader's feeds and digests: their label,
+		// Reasons read as in the user's feeds and digests: their label,
 		// else the registry's name (follow.ReasonLabels).
 		var labels map[string]string
 		if len(found) > 0 {
@@ -229,10 +229,10 @@ func (s *Service) Collect(ctx context.Context, channelID int64) (events int, err
 
 // windowPapers is the window (after, upTo] of a channel of user carrying
 // keys (nil: every follow), newest first, at most MaxPapersPerWindow, no
-// deleted papers. For all follows it is the reader's own window (one
+// deleted papers. For all follows it is the user's own window (one
 // query, as digests run it). For some, one query per key (match.Query.Only,
 // all in one statement), so that each follow's first match counts rather
-// than the reader's; a paper two keys matched comes once, with the newest
+// than the user's; a paper two keys matched comes once, with the newest
 // seq. Each per-key query costs what a per-follow feed's does.
 func (s *Service) windowPapers(ctx context.Context, userID int64, keys []string, after, upTo int64) ([]match.Paper, error) {
 	var qs []match.Query
@@ -360,7 +360,7 @@ var samplePaper = PaperJSON{
 
 // Test queues a test event (type channel.test, one sample paper) on the
 // user's channel and returns its webhook id. A disabled channel is tested
-// too, so a reader can check a fix before enabling it again.
+// too, so a user can check a fix before enabling it again.
 func (s *Service) Test(ctx context.Context, userID, id int64) (string, error) {
 	var wid string
 	err := s.db.InTx(ctx, func(tx pgx.Tx) error {

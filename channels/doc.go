@@ -1,4 +1,4 @@
-// Package channels delivers matched papers to where readers work: signed
+// Package channels delivers matched papers to where users work: signed
 // webhooks (Standard Webhooks), Slack incoming webhooks (Block Kit),
 // Discord webhooks (embeds) and Matrix rooms (client-server API). It owns
 // the tables channels, channel_events (the delivery ledger: one row per
@@ -6,7 +6,7 @@
 // channel was sent) and channel_reveals (one-time pages of new secrets).
 //
 // Flow: the match job's OnAffected hook (ScheduleInstant) or the periodic
-// scheduler (ScheduleWindows, daily and weekly channels at the reader's
+// scheduler (ScheduleWindows, daily and weekly channels at the user's
 // digest time) queues a collection; Collect takes the channel's window
 // (watermark, high_seq] of matches (for a channel limited to some follows,
 // each follow's own first matches), writes events and their delivery jobs,

@@ -13,7 +13,7 @@ import (
 
 // Event types a channel receives.
 const (
-	TypeMatched = "papers.matched" // new papers matched the reader's follows
+	TypeMatched = "papers.matched" // new papers matched the user's follows
 	TypeTest    = "channel.test"   // POST /v1/me/channels/{id}/test
 )
 
@@ -47,7 +47,7 @@ type LinksJSON struct {
 	PDF string `json:"pdf,omitempty"`
 }
 
-// Reason is a follow of the reader that matched the paper.
+// Reason is a follow of the user that matched the paper.
 type Reason struct {
 	Kind string `json:"kind"`
 	ID   string `json:"id"`

@@ -22,7 +22,7 @@ import (
 // post to someone's room. They are sealed with AES-256-GCM under a key
 // derived from SECRET_KEY (HKDF-SHA256, its own purpose string), with the
 // owner's user id and the kind of credential as additional data: a sealed
-// value copied to another reader's channel, or from a token column to a
+// value copied to another user's channel, or from a token column to a
 // secret column, does not open. Values written before sealing existed
 // (no sealedPrefix) are read as they are and sealed by SealStored.
 

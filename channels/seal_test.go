@@ -13,10 +13,10 @@ var testSecretKey = []byte("channels-test-secret-key-0123456789abcdef")
 
 // TestChannelCredentialsAreSealedAtRest: a webhook's signing secrets and a
 // Matrix access token were stored in clear, so a database dump was enough
-// to forge signed events or post to readers' rooms (a review finding).
+// to forge signed events or post to users' rooms (a review finding).
 // Now the columns hold AES-GCM sealed values bound to their owner; values
 // stored in clear before are still read, and SealStored seals them; a
-// sealed value moved to another reader's channel, or read under another
+// sealed value moved to another user's channel, or read under another
 // SECRET_KEY, does not open.
 func TestChannelCredentialsAreSealedAtRest(t *testing.T) {
 	t.Log("hostile: secrets")
@@ -82,7 +82,7 @@ func TestChannelCredentialsAreSealedAtRest(t *testing.T) {
 		t.Errorf("the Slack channel reads back as %+v, %v", got, err)
 	}
 
-	// A sealed secret copied to another reader's channel does not open.
+	// A sealed secret copied to another user's channel does not open.
 	burl := e.rcv.URL + "/bob"
 	bhook, err := e.ch.Create(e.ctx, bob, channels.Spec{Type: &typ, URL: &burl, Mode: &mode})
 	if err != nil {

@@ -38,7 +38,7 @@ const (
 	DevDatabaseURL   = "postgres://postgres@127.0.0.1:5432/followfeed?sslmode=disable"
 	// DevDemoHS256Secret signs the token the /embed/demo page hands its
 	// Follow button in development; the verifier accepts it only for the
-	// demo reader and only outside production (never AUTH_HS256_SECRET,
+	// demo user and only outside production (never AUTH_HS256_SECRET,
 	// which may be a real host's secret).
 	DevDemoHS256Secret = "followfeed-embed-demo-hs256-key-development-only-never-secret"
 )
@@ -272,7 +272,7 @@ func (l *loader) server(c *Config, prod bool) {
 func (l *loader) auth(c *Config, prod bool) {
 	jwksSchemes := []string{"http", "https"}
 	if prod {
-		// The keys that sign readers in must not be replaceable in transit.
+		// The keys that sign users in must not be replaceable in transit.
 		jwksSchemes = []string{"https"}
 	}
 	c.Auth.JWKSURL = l.url("AUTH_JWKS_URL", "", false, jwksSchemes...)
@@ -298,7 +298,7 @@ func (l *loader) auth(c *Config, prod bool) {
 	if prod && (l.str("AUTH_JWKS_URL", "") != "" || c.Auth.PublicKeyFile != "") {
 		// An identity provider signs tokens for many applications with the
 		// same keys: without aud and iss, a token issued to any of them
-		// would sign readers in here (RFC 8725 sections 3.9-3.11).
+		// would sign users in here (RFC 8725 sections 3.9-3.11).
 		if c.Auth.Audience == "" {
 			l.fail("AUTH_AUDIENCE", "required in production with AUTH_JWKS_URL or AUTH_PUBLIC_KEY_FILE: the aud your identity provider puts in tokens for followfeed")
 		}

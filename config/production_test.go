@@ -56,7 +56,7 @@ func TestProductionRefusesDevelopmentSecrets(t *testing.T) {
 
 // TestProductionAsymmetricKeysNeedAudienceAndIssuer: with JWKS or PEM
 // keys, a token the same identity provider issued to another application
-// would sign readers in unless aud and iss are checked (RFC 8725 §3.9-3.11).
+// would sign users in unless aud and iss are checked (RFC 8725 §3.9-3.11).
 func TestProductionAsymmetricKeysNeedAudienceAndIssuer(t *testing.T) {
 	t.Log("hostile: production-config")
 	for _, tc := range []struct {

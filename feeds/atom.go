@@ -243,7 +243,7 @@ const xmlHeader = `<?xml version="1.0" encoding="UTF-8"?>` + "\n"
 // per author (a single "arXiv" author when there are none), <summary
 // type="text"> (when set), <content type="html"> holding the HTML body
 // described at Item.bodyHTML (the abstract's paragraphs, the Content line,
-// the Abstract and PDF links; readers prefer content over summary), <link rel="alternate" type="text/html" href=AbsURL>, the PDF as
+// the Abstract and PDF links; feed readers prefer content over summary), <link rel="alternate" type="text/html" href=AbsURL>, the PDF as
 // <link rel="related" type="application/pdf" title="pdf" href=PDFURL>, and a
 // <category term=...> per category.
 func RenderAtom(f Feed) ([]byte, error) {

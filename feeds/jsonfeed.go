@@ -102,7 +102,7 @@ func jsonItemCost(_ *Feed, it *Item) (int, error) {
 // described at Item.bodyHTML, when there is one), date_published and
 // date_modified (RFC 3339, UTC), authors [{"name"}], tags (categories), and
 // the PDF again as an attachment {"url", "mime_type":"application/pdf",
-// "title":"PDF"} so readers that list attachments offer it for download.
+// "title":"PDF"} so feed readers that list attachments offer it for download.
 // Empty optional members are omitted.
 func RenderJSON(f Feed) ([]byte, error) {
 	return renderCapped(f, docFormat{doc: jsonDoc, itemCost: jsonItemCost})

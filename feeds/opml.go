@@ -7,9 +7,9 @@ import (
 
 // OPMLOutline is one subscription in an OPML document.
 type OPMLOutline struct {
-	// Title is shown by the reader; if empty, XMLURL is used.
+	// Title is shown by the feed reader; if empty, XMLURL is used.
 	Title string
-	// XMLURL is the feed URL (required by readers to subscribe).
+	// XMLURL is the feed URL (required by feed readers to subscribe).
 	XMLURL string
 	// HTMLURL is the human page for the feed; omitted when "".
 	HTMLURL string
@@ -41,7 +41,7 @@ type opmlOutline struct {
 }
 
 // RenderOPML renders an OPML 2.0 subscription list for import into feed
-// readers, byte-identical for identical input:
+// feed readers, byte-identical for identical input:
 //
 //	<opml version="2.0">
 //	  <head><title/><dateCreated/><ownerName/></head>
@@ -52,7 +52,7 @@ type opmlOutline struct {
 // numeric zone, in UTC (the RFC 822 form OPML asks for), and is omitted when
 // created is zero; ownerName and htmlUrl are omitted when empty; text and
 // title fall back to xmlUrl when Title is empty. type is "rss" for every
-// outline whatever the feed format, as readers expect. Text is sanitised as
+// outline whatever the feed format, as feed readers expect. Text is sanitised as
 // for Feed. OPML documents are not subject to MaxBytes.
 func RenderOPML(title string, owner string, created time.Time, outlines []OPMLOutline) ([]byte, error) {
 	doc := opmlDoc{

@@ -1,4 +1,4 @@
-// Package feeds produces followfeed's syndication documents: private per-reader
+// Package feeds produces followfeed's syndication documents: private per-user
 // feeds and public per-researcher, per-category and per-institution feeds in
 // Atom, RSS 2.0 and JSON Feed 1.1, plus OPML subscription lists.
 //
@@ -318,7 +318,7 @@ func paragraphs(s string) []string {
 // each paragraph of the abstract in its own <p>, the Content line
 // ("Following: …") in its own <p>, then one <p> with the links,
 // "<a href=AbsURL>Abstract</a> · <a href=PDFURL>PDF</a>" (each when set).
-// Every piece of text is HTML-escaped, so readers display exactly the
+// Every piece of text is HTML-escaped, so feed readers display exactly the
 // original text; nothing from the paper is ever markup.
 func (it *Item) bodyHTML() string {
 	var b strings.Builder
@@ -347,7 +347,7 @@ func (it *Item) bodyHTML() string {
 }
 
 // authorLine is every author in one string, "A, B and C" style as arXiv's
-// own RSS does ("A, B, C"): readers that show one creator show them all.
+// own RSS does ("A, B, C"): feed readers that show one creator show them all.
 func authorLine(authors []string) string { return strings.Join(authors, ", ") }
 
 // ---------------------------------------------------------------------------

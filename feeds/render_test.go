@@ -436,7 +436,7 @@ func wantBody(summary, content, abs, pdf string) string {
 
 var tagRE = regexp.MustCompile(`<[^>]*>`)
 
-// htmlText turns an RSS description fragment back into the text a reader
+// htmlText turns an RSS description fragment back into the text a feed reader
 // displays: paragraphs become lines, tags go, entities are decoded.
 func htmlText(s string) string {
 	s = strings.ReplaceAll(s, "</p><p>", "\n")
@@ -946,12 +946,12 @@ func TestBodyHTMLParagraphs(t *testing.T) {
 	}
 }
 
-// TestGoldensShowWhatReadersNeed reads the RSS and Atom golden files as a
-// feed reader does (gofeed) and checks what readers display, so a golden
+// TestGoldensShowWhatUsersNeed reads the RSS and Atom golden files as a
+// feed reader does (gofeed) and checks what feed readers display, so a golden
 // cannot be regenerated into something wrong unnoticed: every author of
 // each paper (RSS: in its one dc:creator, as newsboat and Miniflux show
 // only one), and the abstract and PDF links in the HTML content.
-func TestGoldensShowWhatReadersNeed(t *testing.T) {
+func TestGoldensShowWhatUsersNeed(t *testing.T) {
 	src := sampleFeed()
 	for _, name := range []string{"sample.rss", "sample.atom"} {
 		raw, err := os.ReadFile(filepath.Join("testdata", "render", name))

@@ -102,7 +102,7 @@ func rssItemCost(_ *Feed, it *Item) (int, error) {
 // type="application/rss+xml"> and <atom:link rel="hub"> (each when set).
 // Each item has <guid isPermaLink="false">ID</guid>, title (plain text), link
 // (AbsURL), one <dc:creator> with every author, comma-separated, as arXiv's
-// own RSS does (readers such as newsboat and Miniflux show only one creator;
+// own RSS does (feed readers such as newsboat and Miniflux show only one creator;
 // RSS <author> must be an e-mail address), a <category> per category,
 // pubDate (Published), and a description that is the HTML body described at
 // Item.bodyHTML: the abstract's paragraphs, the Content line, and the

@@ -96,7 +96,7 @@ func NewService(db *database.DB, tokens *Tokens, m *match.Service, f *follow.Ser
 
 // Validator returns the validator (ETag parts and Last-Modified) of the
 // private feeds of st's user: from this process's cache when st's version
-// and watermark are those it was computed at, else from one statement on
+// and high seq are those it was computed at, else from one statement on
 // the primary (match.Service.Head).
 func (s *Service) Validator(ctx context.Context, st State) (Validator, error) {
 	return s.valid.Get(ctx, st)
@@ -201,7 +201,7 @@ func feedAtLeast(userID, version, highSeq int64) *database.Fresh {
 // the user does not follow is a not-found error.
 //
 // The follows and the matches are read in one snapshot, on the read replica
-// when its snapshot holds at least v's version and watermark
+// when its snapshot holds at least v's version and high seq
 // (feedAtLeast), else on the primary: the feed is never older than
 // the ETag it is served with.
 func (s *Service) Private(ctx context.Context, token string, st State, v Validator, req Request) (Feed, error) {
@@ -459,7 +459,7 @@ func ItemID(arxivID string) string { return "tag:arxiv.org,1991:" + arxivID }
 // EventItemID is the id of a paper's item when a followed paper's event put
 // it in the feed (event is match.Paper.EventID: "v3", "published",
 // "withdrawn", "cites:2202.02326"): each event is its own item, which a feed
-// reader shows once, and it is as stable as ItemID.
+// feed reader shows once, and it is as stable as ItemID.
 func EventItemID(arxivID, event string) string {
 	if event == "" {
 		return ItemID(arxivID)

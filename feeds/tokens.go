@@ -31,7 +31,7 @@ const tokenLen = len(TokenPrefix) + 43
 var ErrUnknownToken = errors.New("unknown feed token")
 
 // State is what the conditional-GET fast path needs of a user's feeds: the
-// feed row and the match watermark, read in one statement.
+// feed row and the high seq, read in one statement.
 type State struct {
 	UserID    int64
 	Version   int64

@@ -16,7 +16,7 @@ const DefaultValidatorEntries = 1 << 20
 
 // Validator is a private feed's validator: the ETag is made of Version and
 // Seq (never HighSeq, which moves with every batch of anybody's keys), the
-// Last-Modified is Modified. HighSeq is the watermark it was computed at:
+// Last-Modified is Modified. HighSeq is the high seq it was computed at:
 // a replica renders the feed only when its snapshot has at least Version
 // and HighSeq (feedAtLeast).
 type Validator struct {
@@ -24,14 +24,14 @@ type Validator struct {
 	Modified              time.Time
 }
 
-// Validators caches each user's validator for the (version, watermark) it
+// Validators caches each user's validator for the (version, high seq) it
 // was computed at, so that a conditional GET whose token lookup
-// (Tokens.Lookup: the feed row and the watermark in one
+// (Tokens.Lookup: the feed row and the high seq in one
 // statement) finds both unchanged costs no further query. When either
 // moved, the next request computes it again (match.Service.Head: one
 // statement, a probe per followed key). Every input of the head is fixed
-// by (version, watermark): what changes a feed without key rows bumps the
-// version, key rows and their removal advance the watermark. So two
+// by (version, high seq): what changes a feed without key rows bumps the
+// version, key rows and their removal advance the high seq. So two
 // processes, each with its own cache, give the same validator for the
 // same state, whatever each has cached.
 //
@@ -69,8 +69,8 @@ func NewValidators(head func(ctx context.Context, userID int64) (match.Head, err
 }
 
 // Get returns the validator of st's user: the cached one when it was
-// computed at st's version and watermark, else a fresh one (read on the
-// primary, possibly at a newer version or watermark than st's: it is then
+// computed at st's version and high seq, else a fresh one (read on the
+// primary, possibly at a newer version or high seq than st's: it is then
 // the one cached and returned).
 func (v *Validators) Get(ctx context.Context, st State) (Validator, error) {
 	sh := &v.shards[uint64(st.UserID)%validatorShards]

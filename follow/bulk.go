@@ -30,7 +30,7 @@ const bulkBatch = 100_000
 // beyond the row: it takes no user's lock and checks no MaxFollows, keeps
 // no follower counts (RecountAll or Recount afterwards), bumps no feed
 // (account.BumpFeeds, for users who had one) and runs no FollowHook (no
-// saved-search backfill). Users with instant delivery get the follows in
+// query backfill). Users with instant delivery get the follows in
 // instant_follows too (its triggers, one statement per COPY).
 func BulkLoad(ctx context.Context, tx pgx.Tx, follows iter.Seq[BulkFollow]) (int64, error) {
 	var n int64
@@ -100,7 +100,7 @@ func Recount(ctx context.Context, tx pgx.Tx, keys []string) error {
 // counts of their keys (rows, not decrements: nobody follows those keys
 // afterwards), and bumps the feeds of the users who had one, as Unfollow
 // does for each: for taking generated follows off a dataset again (the
-// benchmark's saved searches). It returns how many follows it deleted.
+// benchmark's queries). It returns how many follows it deleted.
 func RemoveKind(ctx context.Context, tx pgx.Tx, kind Kind) (int, error) {
 	rows, err := tx.Query(ctx, `
 		WITH gone AS (DELETE FROM follows WHERE kind = $1 RETURNING user_id, key),

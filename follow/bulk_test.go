@@ -73,7 +73,7 @@ func bulkLoad(t *testing.T, db *database.DB, fs []follow.BulkFollow) (int64, err
 
 // BulkLoad writes the rows Follow writes for each target (key, kind,
 // target, the default options), and nothing else: no follower counts, no
-// feed bump; a reader with instant delivery gets the follows mirrored in
+// feed bump; a user with instant delivery gets the follows mirrored in
 // instant_follows; a follow stored already fails the load.
 func TestBulkLoadWritesWhatFollowWrites(t *testing.T) {
 	t.Parallel()

@@ -33,7 +33,7 @@ func TestQueryTargets(t *testing.T) {
 }
 
 func TestQueryTargetErrors(t *testing.T) {
-	t.Log("hostile: a bad saved search is a 422 naming the position and what was expected")
+	t.Log("hostile: a bad query is a 422 naming the position and what was expected")
 	for in, want := range map[string]string{
 		`"unbalanced`:            `at character 1: expected a closing "`,
 		`graph cat:cs.ZZ`:        `at character 11: "cs.ZZ" is not an active arXiv category`,

@@ -90,8 +90,8 @@ type Status struct {
 	// Name is the registry's name of a researcher or institution, "" when
 	// unknown (show the target's DisplayName then).
 	Name string
-	// Followers counts readers following the target, each once: for a
-	// researcher or institution, readers following any of its ids.
+	// Followers counts users following the target, each once: for a
+	// researcher or institution, users following any of its ids.
 	Followers int64
 	// Following is nil when nobody is signed in.
 	Following *bool
@@ -112,7 +112,7 @@ type Service struct {
 }
 
 // FollowHook runs inside the transaction of a follow that Follow created
-// (not of an update): package catalog enqueues a new saved search's backfill
+// (not of an update): package catalog enqueues a new query's backfill
 // job there, so the job exists exactly when the follow does. A hook must
 // stay cheap: it runs while the user's row is locked.
 type FollowHook func(ctx context.Context, tx pgx.Tx, userID int64, t Target) error
@@ -258,7 +258,7 @@ var statusSQL = `
 
 // Status returns the follower count of t and, when userID is not 0, whether
 // that user follows it. A researcher or institution counts as a person
-// (package identity): readers following any id of theirs, each once, the
+// (package identity): users following any id of theirs, each once, the
 // same number under every id; "following" is true whichever id the user
 // followed. A target the registry does not link to other ids costs two
 // primary-key lookups (follow_counts, follows); a linked one counts
@@ -507,7 +507,7 @@ func encodeCursor(t time.Time, key string) string {
 }
 
 // maxKeyBytes bounds a follow key in bytes: follows.key holds at most 420
-// characters (a saved search's key is the longest), of at most 4 bytes each.
+// characters (a query's key is the longest), of at most 4 bytes each.
 const maxKeyBytes = 4 * 420
 
 func decodeCursor(c string) (time.Time, string, error) {

@@ -1,4 +1,4 @@
-// Package follow parses and normalises what readers follow — researchers,
+// Package follow parses and normalises what users follow — researchers,
 // arXiv categories and institutions — and derives the match keys that new
 // papers are matched to follows by. It is pure: the only data it reads is the
 // arXiv taxonomy compiled into the binary.
@@ -22,7 +22,7 @@ const (
 	Researcher  Kind = "researcher"
 	Category    Kind = "category"
 	Institution Kind = "institution"
-	// Query is a saved search (package search); its ID is the search's
+	// Query is a query (package search); its ID is the search's
 	// normal form.
 	Query Kind = "query"
 	// Paper is one arXiv paper's events (new version, publication,
@@ -49,7 +49,7 @@ const maxIDLength = 200
 
 // Messages naming the accepted forms of each kind.
 const (
-	kindForms        = "the kinds are researcher, category, institution, query (a saved search) and paper (an arXiv id)"
+	kindForms        = "the kinds are researcher, category, institution, query (a query) and paper (an arXiv id)"
 	researcherForms  = "researcher ids look like openalex:A5023888391, orcid:0000-0002-1825-0097, s2:1741101, dblp:46/5782 or host:1955166 (a bare number is a host id)"
 	categoryForms    = "use an active arXiv category like cs.LG or a whole archive like cs"
 	institutionForms = "institution ids look like ror:03dbr7087 or openalex:I136199984 (https://ror.org/… and https://openalex.org/… links work too)"
@@ -141,7 +141,7 @@ func (t Target) String() string {
 // It is the one name of an archive everywhere: settings, feed titles, and
 // (through ReasonName) feed items and digests.
 func (t Target) DisplayName() string {
-	if name, ok := interestName(t); ok {
+	if name, ok := queryOrPaperName(t); ok {
 		return name
 	}
 	if t.IsArchive() {

@@ -41,7 +41,7 @@ type IdentitySink interface {
 	// and country.
 	ObserveInstitutions(ctx context.Context, institutions []openalex.Institution) error
 	// UnresolvedAuthors returns up to limit OpenAlex author ids
-	// ("openalex:A…") that readers follow and the registry does not know.
+	// ("openalex:A…") that users follow and the registry does not know.
 	UnresolvedAuthors(ctx context.Context, limit int) ([]string, error)
 	// ObserveAuthor stores what OpenAlex answered for asked: found false
 	// (unknown to OpenAlex; remembered so it is not asked again), or the

@@ -247,7 +247,7 @@ func (h *Health) Status(ctx context.Context) ([]SourceStatus, error) {
 // HarvestBehind says whether the arXiv harvest is behind now: some set's
 // last run failed, or its last success is more than BehindLag ago (or it
 // never succeeded although it was tried). It returns a sentence for
-// readers ("" when the harvest is current).
+// users ("" when the harvest is current).
 func (h *Health) HarvestBehind(ctx context.Context) (string, error) {
 	st, err := h.Status(ctx)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"followfeed/internal/testapp"
 )
 
-// following asks the API whether tok's reader follows kind/id (id as a
+// following asks the API whether tok's user follows kind/id (id as a
 // host would put it in the button's target).
 func following(t *testing.T, c *testapp.Client, tok, kind, id string) bool {
 	t.Helper()
@@ -155,7 +155,7 @@ func TestFollowButtonPaperAndQueryOnTheDemoPage(t *testing.T) {
 	}
 }
 
-// TestSettingsSavedSearchInABrowser: on the settings page a reader types a
+// TestSettingsSavedSearchInABrowser: on the settings page a user types a
 // search and previews it (the count and newest matches, as the JSON
 // preview says), follows it with "Follow this search" (the follow list and
 // soon the feed have it), and a bad search comes back in the page saying at

@@ -108,7 +108,7 @@ func paperLine(id, title, cat string) string {
 	return fmt.Sprintf(`{"arxiv_id": %q, "title": %q, "authors": [{"name": "Ada Lovelace"}], "abstract": "An abstract.", "categories": [%q], "primary_category": %q}`, id, title, cat, cat)
 }
 
-// TestWebhookChannelDeliversSignedMatchesAtLeastOnce: a reader's instant
+// TestWebhookChannelDeliversSignedMatchesAtLeastOnce: a user's instant
 // webhook gets a new match through the match job, signed per Standard
 // Webhooks (checked with the reference library); the receiver fails once
 // (503) and the retry carries the same webhook-id; the ledger shows both

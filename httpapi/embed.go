@@ -22,7 +22,7 @@ type Embed struct {
 	Logger *slog.Logger
 	// FrameOrigins may frame the demo (CORS_ORIGINS); nobody else.
 	FrameOrigins []string
-	// DemoToken mints a token for the demo's signed-in reader; nil in
+	// DemoToken mints a token for the demo's signed-in user; nil in
 	// production, where the demo shows the signed-out button.
 	DemoToken func() (string, error)
 	// PublicURL makes the snippet on the demo page absolute.

@@ -19,10 +19,10 @@ import (
 )
 
 // renderVersion is part of every ETag: bump it when rendering changes, so
-// readers refetch.
+// feed readers refetch.
 const renderVersion = "r2"
 
-// feedMaxAge is how long readers and caches may reuse a feed.
+// feedMaxAge is how long feed readers and caches may reuse a feed.
 const feedMaxAge = 5 * time.Minute
 
 // FeedRoutes serve private and public feeds.
@@ -114,9 +114,9 @@ func (h *FeedRoutes) private(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The validator: the feed version and the newest seq of the rows of
-	// the reader's follows (feeds.Validators), from this process's cache
+	// the user's follows (feeds.Validators), from this process's cache
 	// while the version and the watermark the lookup read are those it was
-	// computed at. A per-follow feed shares its reader's (conservative: a
+	// computed at. A per-follow feed shares its user's (conservative: a
 	// match of another follow changes it too).
 	v, err := h.Feeds.Validator(r.Context(), st)
 	if err != nil {
@@ -171,10 +171,10 @@ func (h *FeedRoutes) public(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.Logger, err)
 		return
 	}
-	// Saved searches and paper follows are a reader's own interests: they
+	// Queries and paper follows are a user's own: they
 	// have private feeds only (a public one would show what someone tracks).
 	if t.Kind != follow.Researcher && t.Kind != follow.Category && t.Kind != follow.Institution {
-		h.notFound(w, r, "no such feed: public feeds exist for researchers, categories and institutions; a saved search or a followed paper has a private feed (GET /v1/me/feeds)")
+		h.notFound(w, r, "no such feed: public feeds exist for researchers, categories and institutions; a query or a followed paper has a private feed (GET /v1/me/feeds)")
 		return
 	}
 	limit, err := feeds.ParseLimit(r.URL.Query().Get("limit"))

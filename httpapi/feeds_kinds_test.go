@@ -145,7 +145,7 @@ func TestEveryFeedKindInEveryFormat(t *testing.T) {
 			dejaVu.title = "Déjà vu, revisited"
 			dejaVu.updated = time.Date(2022, 3, 1, 12, 30, 0, 0, time.UTC)
 			// The new version changes what every feed showing the paper
-			// shows (none of the follows includes replacements): a reader's
+			// shows (none of the follows includes replacements): a user's
 			// conditional GET with the old ETag must get it (once the
 			// match job has run), not a 304. The astro-ph feed is the
 			// control: unchanged, it must still answer 304.
@@ -454,11 +454,11 @@ func TestNotModifiedWithoutTheFeedQuery(t *testing.T) {
 	}
 }
 
-// TestInterestsHaveNoPublicFeed: a saved search or a followed paper is a
-// reader's own interest, so /feeds/query/… and /feeds/paper/… are 404s with
+// TestQueriesAndPapersHaveNoPublicFeed: a query or a followed paper is a
+// user's own, so /feeds/query/… and /feeds/paper/… are 404s with
 // a message that points at the private feeds, while a category's public
 // feed still answers.
-func TestInterestsHaveNoPublicFeed(t *testing.T) {
+func TestQueriesAndPapersHaveNoPublicFeed(t *testing.T) {
 	t.Parallel()
 	_, c := start(t)
 	for _, path := range []string{"/feeds/query/au:muller.atom", "/feeds/paper/2202.02326.rss", "/feeds/paper/astro-ph%2F9901001.json"} {

@@ -29,7 +29,7 @@ type feedLinks struct {
 	}
 }
 
-// feedFixture: a reader following cs.LG and a researcher, and three pushed
+// feedFixture: a user following cs.LG and a researcher, and three pushed
 // papers, two of which match.
 func feedFixture(t *testing.T) (*testapp.App, *testapp.Client, string, feedLinks) {
 	t.Helper()

@@ -33,20 +33,20 @@ func jobsIdle(t *testing.T, db *database.DB) {
 	testjobs.WaitIdle(t, db.Pool, worker.MatchArgs{}.Kind(), worker.BackfillArgs{}.Kind())
 }
 
-// served is one GET of a feed: what a reader stores.
+// served is one GET of a feed: what a feed reader stores.
 type served struct {
 	etag, modified string
 	body           string
 }
 
-// TestETagChangesExactlyWhenTheFeedDoes walks a reader's private feeds
+// TestETagChangesExactlyWhenTheFeedDoes walks a user's private feeds
 // through every kind of operation and, after each, compares "did the
 // rendered feed change" with "did the ETag change": they must agree (and
 // a conditional GET with the old ETag must answer 304 exactly when
 // neither did, with the old Last-Modified too), except where the test
 // names a conservative case: the ETag changes though the body does not.
 // Those are the cases the validator cannot see without rendering: a
-// per-reader validator serves every limit and every per-follow feed, so a
+// per-user validator serves every limit and every per-follow feed, so a
 // change outside a short feed's window (a new version of an older paper,
 // an identity link or a dispute about a paper below it) changes the short
 // feed's ETag too (docs/ARCHITECTURE.md, "Conditional GETs").
@@ -175,13 +175,13 @@ func TestETagChangesExactlyWhenTheFeedDoes(t *testing.T) {
 				t.Fatalf("not this person: %d %s", r.Status, r.Body)
 			}
 		}, conservative: []string{"plain, limit 2"}},
-		{name: "a saved search's match", do: func() {
+		{name: "a query's match", do: func() {
 			push(rec("2601.00007", "Graphene detectors", "hep-ex", []string{"hep-ex"}))
 		}},
 		{name: "a followed paper's event", do: func() {
 			push(rec("2601.00050v2", "Strings on branes", "hep-th", []string{"hep-th"}))
 		}},
-		{name: "another reader's follow", do: func() { follow(eager, "category", "math.AG", nil) }},
+		{name: "another user's follow", do: func() { follow(eager, "category", "math.AG", nil) }},
 		{name: "nothing", do: func() {}},
 		{name: "a token rotation", do: func() {
 			if r := c.Do("POST", "/v1/me/feed-token", plain, nil); r.Status != 200 {
@@ -230,7 +230,7 @@ func TestETagChangesExactlyWhenTheFeedDoes(t *testing.T) {
 			case !etagChanged && !lm.Equal(prevLM):
 				t.Errorf("%s: %s: Last-Modified moved from %s to %s, the ETag did not", st.name, f.name, prev.modified, now.modified)
 			}
-			// The validators the reader holds.
+			// The validators the user holds.
 			if st.name != "a token rotation" || f.name == "eager" {
 				for _, hd := range [][2]string{{"If-None-Match", prev.etag}, {"If-Modified-Since", prev.modified}} {
 					resp, _ := fetch(a.URL, f, hd[0], hd[1])
@@ -333,7 +333,7 @@ func TestWarmConditionalGetIsOneStatement(t *testing.T) {
 	}
 
 	// A batch elsewhere moves the watermark: the first conditional GET
-	// computes the validator again (unchanged: nothing the reader follows),
+	// computes the validator again (unchanged: nothing the user follows),
 	// the next ones are one statement each.
 	r := c.Do("POST", "/v1/papers", svc, `[{"arxiv_id": "2601.00009", "title": "Elsewhere", "authors": "Ann Author",
 		"categories": ["math.AG"], "primary_category": "math.AG", "published": "2026-01-02"}]`)
@@ -352,7 +352,7 @@ func TestWarmConditionalGetIsOneStatement(t *testing.T) {
 			t.Errorf("conditional GET %d after the batch: %d statements, want %d:\n%s", i+1, len(got), want, strings.Join(got, "\n---\n"))
 		}
 	}
-	// A batch the reader follows: a new ETag, the same in both services.
+	// A batch the user follows: a new ETag, the same in both services.
 	pushOne("2601.00002")
 	r1, r2 := get(h1, etag), get(h2, etag)
 	if r1.Code != 200 || r2.Code != 200 || r1.Header().Get("ETag") == etag || r1.Header().Get("ETag") != r2.Header().Get("ETag") {

@@ -27,7 +27,7 @@ func FuzzRequests(f *testing.F) {
 		testapp.Token(f, "fuzz-reader", "reader@example.org"),
 		testapp.Token(f, "fuzz-site", "", auth.ScopePapersWrite),
 	}
-	// The reader follows something, so feed and follow routes hit rows.
+	// The user follows something, so feed and follow routes hit rows.
 	c := a.Client(f)
 	if r := c.Do(http.MethodPut, "/v1/me/follows/category/cs.LG", tokens[1], nil); r.Status >= 300 {
 		f.Fatalf("seeding a follow: %d %s", r.Status, r.Body)

@@ -376,7 +376,7 @@ var demoToken = regexp.MustCompile(`name="followfeed-demo-token" content="([^"]+
 
 // TestDemoTokenUsesItsOwnKey: the /embed/demo page's token is signed with
 // the development-only demo key, not AUTH_HS256_SECRET, and signs in the
-// demo reader only.
+// demo user only.
 func TestDemoTokenUsesItsOwnKey(t *testing.T) {
 	t.Log("hostile: tokens")
 	t.Parallel()
@@ -433,7 +433,7 @@ func TestConfirmationMailCaps(t *testing.T) {
 	if s := patch(c2, testapp.Token(t, "trudy", ""), "Victim@Example.org"); s != 429 {
 		t.Errorf("another account, same victim: %d", s)
 	}
-	// Per reader: ten confirmation mails a day, whatever the addresses.
+	// Per user: ten confirmation mails a day, whatever the addresses.
 	eve := testapp.Token(t, "eve", "")
 	var last int
 	for i := range 11 {

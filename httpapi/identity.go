@@ -142,7 +142,7 @@ func (a *API) splitIdentity(kind follow.Kind) http.HandlerFunc {
 	})
 }
 
-// listDisputes lists readers' "not this person" for the host (service).
+// listDisputes lists users' "not this person" for the host (service).
 func (a *API) listDisputes(w http.ResponseWriter, r *http.Request) {
 	if !a.service(w, r, "listing disputed attributions") {
 		return
@@ -171,7 +171,7 @@ func (a *API) listDisputes(w http.ResponseWriter, r *http.Request) {
 	}{ds})
 }
 
-// notThisPerson: the signed-in reader says the paper is not by the
+// notThisPerson: the signed-in user says the paper is not by the
 // researcher their follow {"id": …} means. 204.
 func (a *API) notThisPerson(w http.ResponseWriter, r *http.Request, u *account.User) error {
 	arxivID, _, err := paper.ParseArxivID(r.PathValue("arxiv_id"))

@@ -22,7 +22,7 @@ type identityBody struct {
 }
 
 // The whole path through the service: the host registers a person, a
-// reader who followed the host's id gets the papers pushed earlier under
+// user who followed the host's id gets the papers pushed earlier under
 // the OpenAlex id, names come from the registry everywhere, and lookups
 // and the Follow button agree whichever id they use.
 func TestRegistryRoutesLinkIDsIntoOnePerson(t *testing.T) {
@@ -57,7 +57,7 @@ func TestRegistryRoutesLinkIDsIntoOnePerson(t *testing.T) {
 		t.Error("the link did not bump the follower's feed")
 	}
 
-	// Lookups under every id: one person, counted once per reader.
+	// Lookups under every id: one person, counted once per user.
 	for _, id := range []string{"host:1955166", "1955166", "s2:1741101", "https:%2F%2Fopenalex.org%2FA5023888391"} {
 		var got identityBody
 		r := c.Do("GET", "/v1/researchers/"+id, reader, nil)
@@ -81,7 +81,7 @@ func TestRegistryRoutesLinkIDsIntoOnePerson(t *testing.T) {
 		t.Errorf("unknown id: %d", r.Status)
 	}
 
-	// Names where the reader reads: the follow list, the private feed's
+	// Names where the user reads: the follow list, the private feed's
 	// reason, the public feed's title.
 	var list struct {
 		Follows []struct{ ID, Name string }
@@ -109,7 +109,7 @@ func TestRegistryRoutesLinkIDsIntoOnePerson(t *testing.T) {
 		t.Errorf("public feed under another id: %d %.600s", pub.Status, pub.Body)
 	}
 
-	// Not this person: the paper leaves the reader's feed; the host sees it.
+	// Not this person: the paper leaves the user's feed; the host sees it.
 	if r := c.Do("POST", "/v1/me/papers/2202.02326/not-this-person", reader, `{"id": "host:1955166"}`); r.Status != 204 {
 		t.Fatalf("not this person: %d %s", r.Status, r.Body)
 	}

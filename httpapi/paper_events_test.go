@@ -9,8 +9,8 @@ import (
 	"followfeed/internal/testapp"
 )
 
-// TestPaperFollowFeed: a reader follows a paper before it is known; its
-// new version and its publication each reach the reader's feed as their own
+// TestPaperFollowFeed: a user follows a paper before it is known; its
+// new version and its publication each reach the user's feed as their own
 // item (own id, own reason), through the real push route and match job; the
 // item ids stay the same across renders, and a record that changes nothing
 // adds no item.

@@ -26,7 +26,7 @@ type previewPaperJSON struct {
 	AnnouncedAt time.Time `json:"announced_at"`
 }
 
-// previewQuery compiles raw (a saved search as a reader typed it) and
+// previewQuery compiles raw (a query as a user typed it) and
 // previews it over the last catalog.BackfillDays days: how many papers match
 // and the newest previewSize. The JSON route and the settings page share
 // it. A search that cannot be used is an apperr Invalid naming field, with

@@ -28,7 +28,7 @@ func pushed(id, title, abstract, cat string, published time.Time) string {
 	return string(b)
 }
 
-// TestSavedSearchFollow: a saved search previews, is followed with its
+// TestSavedSearchFollow: a query previews, is followed with its
 // normal form as id, shows the last 30 days' matches at once (backfill),
 // then gets new matches from ingest through the match job, with the search
 // as the reason; bad searches are 422s with a position.
@@ -126,7 +126,7 @@ func TestSavedSearchFollow(t *testing.T) {
 		t.Errorf("conditional GET with the ETag from before the backfill: %d, want 200", resp.StatusCode)
 	}
 
-	// Following the same search again (another reader) writes no rows.
+	// Following the same search again (another user) writes no rows.
 	keys := func() int {
 		var n int
 		db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM search_matches WHERE key = $1`, "query:"+norm).Scan(&n)
@@ -148,7 +148,7 @@ func TestSavedSearchFollow(t *testing.T) {
 		t.Fatalf("feed after ingest: %+v", doc.Items)
 	}
 
-	t.Log("hostile: bad saved searches are 422s with the position and what was expected")
+	t.Log("hostile: bad queries are 422s with the position and what was expected")
 	for q, want := range map[string]string{
 		`"diffusion`:                           `at character 1: expected a closing "`,
 		`(a OR b`:                              `expected a )`,

@@ -26,13 +26,13 @@ import (
 	"followfeed/web"
 )
 
-// sessionCookie holds a signed-in reader's session on the settings pages.
+// sessionCookie holds a signed-in user's session on the settings pages.
 const sessionCookie = "ff_session"
 
 // sessionTTL is how long a settings session lasts.
 const sessionTTL = 12 * time.Hour
 
-// Settings serves the reader's settings pages: sign-in handoff from the
+// Settings serves the user's settings pages: sign-in handoff from the
 // host (a short-lived JWT becomes a session cookie), follows, feed URLs,
 // email settings and a preview of the next digest. Every action is a plain
 // HTML form (works without JavaScript), protected by a CSRF token; a
@@ -51,9 +51,9 @@ type Settings struct {
 	Signer    *auth.LinkSigner
 	// Identities records "not this person" (the preview's buttons).
 	Identities *identity.Registry
-	// Papers previews saved searches (the search section).
+	// Papers previews queries (the search section).
 	Papers *catalog.Store
-	// PerUser limits search previews per reader (the API's per-user
+	// PerUser limits search previews per user (the API's per-user
 	// limiter, so the page and GET /v1/search/preview share one budget).
 	PerUser *Limiter
 	// Secure marks cookies Secure (PUBLIC_URL is https).

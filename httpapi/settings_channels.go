@@ -27,7 +27,7 @@ type channelsData struct {
 	CSRF    string
 	List    []channelView
 	Max     int
-	Follows []followJSON // the reader's follows, for the checkboxes
+	Follows []followJSON // the user's follows, for the checkboxes
 	Types   []option
 	Modes   []option
 	// Add holds the add form's values after a rejected submission.
@@ -107,8 +107,8 @@ func options(all []option, selected string) []option {
 // deliveriesShown is how many attempts each channel lists on the page.
 const deliveriesShown = 20
 
-// channelsData reads the reader's channels with their last attempts;
-// follows is the reader's follow list (names as the page shows them).
+// channelsData reads the user's channels with their last attempts;
+// follows is the user's follow list (names as the page shows them).
 func (s *Settings) channelsData(ctx context.Context, v *viewer, follows []followJSON, loc *time.Location) (*channelsData, error) {
 	userID := v.userID
 	cs, err := s.Channels.List(ctx, userID)
@@ -194,7 +194,7 @@ type channelAction struct {
 	rotated bool
 }
 
-// channelPost runs a channel form for a signed-in reader (manage links
+// channelPost runs a channel form for a signed-in user (manage links
 // cannot), after the CSRF check. Invalid input or a conflict (the channel
 // limit, rotating a channel without a secret) re-renders the page with
 // the message next to the form it came from (errorFor: 0 the add form, or
@@ -245,7 +245,7 @@ func (s *Settings) channelPost(w http.ResponseWriter, r *http.Request, errorFor 
 
 // secretPage is the one-time page of a new signing secret: the settings
 // page with the secret on top, once (200); opened again, expired, or not
-// the reader's: the settings page with a 404 and a notice that says what
+// the user's: the settings page with a 404 and a notice that says what
 // to do. Never cached (renderPage's no-store), no referrer.
 func (s *Settings) secretPage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Referrer-Policy", "no-referrer")

@@ -44,7 +44,7 @@ type channelList struct {
 // (entered values kept and escaped, the Matrix token never echoed), a
 // webhook's secret shown once, edit mode/follows/enabled, a test event and
 // its delivery result on the page (the receiver's response escaped),
-// rotation, another reader's channel, delete. Every change is checked
+// rotation, another user's channel, delete. Every change is checked
 // through the JSON API.
 func TestSettingsPageManagesChannels(t *testing.T) {
 	t.Parallel()
@@ -186,7 +186,7 @@ func TestSettingsPageManagesChannels(t *testing.T) {
 	}
 
 	// Rotate: the new secret once, the old one still signing; reloading
-	// rotates nothing. Another reader cannot open (or use up) the page.
+	// rotates nothing. Another user cannot open (or use up) the page.
 	resp, _ = testapp.Form(t, b, "POST", chPath, url.Values{"csrf": {csrf}, "action": {"rotate"}})
 	secretPage = secretRedirect(t, resp)
 	b2, _, csrf2 := signIn(t, a, testapp.Token(t, "intruder", ""))

@@ -362,7 +362,7 @@ func TestSettingsOPMLDownload(t *testing.T) {
 }
 
 // TestSettingsDigestPreview: the next-digest preview on the page shows a
-// pushed paper matching the reader's follows, not one that does not.
+// pushed paper matching the user's follows, not one that does not.
 func TestSettingsDigestPreview(t *testing.T) {
 	t.Parallel()
 	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")

@@ -12,7 +12,7 @@ import (
 	"followfeed/search"
 )
 
-// The settings page's saved-search section: a GET form (?q=, so a preview
+// The settings page's query section: a GET form (?q=, so a preview
 // is a plain link that changes nothing and needs no CSRF token) shows what
 // the search would have found (previewQuery, as GET /v1/search/preview),
 // or where and why it cannot be used; "Follow this search" is a POST to
@@ -20,14 +20,14 @@ import (
 
 // searchData is the section's state.
 type searchData struct {
-	// Input is the search as the reader typed it ("" before any).
+	// Input is the search as the user typed it ("" before any).
 	Input string
 	Days  int
 	// Query is the normal form of a valid search, "" otherwise.
 	Query  string
 	Count  int
 	Papers []searchPaper
-	// Following: the reader follows Query already.
+	// Following: the user follows Query already.
 	Following bool
 	// Error says why the search cannot be used ("This search cannot be
 	// used: at character 3: expected …") or that previews come too fast;
@@ -42,7 +42,7 @@ type searchPaper struct{ Title, URL, Authors, Categories, Date string }
 
 // searchSection previews raw for viewer v (whose follows are fs) and
 // returns the section and the page's status: 200, 422 for a search that
-// cannot be used, 429 when previews come faster than the reader's API rate
+// cannot be used, 429 when previews come faster than the user's API rate
 // limit (shared with GET /v1/search/preview).
 func (s *Settings) searchSection(r *http.Request, w http.ResponseWriter, v *viewer, raw string, fs []followJSON) (*searchData, int, error) {
 	d := &searchData{Input: raw, Days: catalog.BackfillDays}

@@ -127,12 +127,12 @@ func TestSettingsSavedSearchForm(t *testing.T) {
 }
 
 // TestSettingsSearchPreviewRateLimit: previews from the page share the
-// reader's API rate limit; beyond it the page says so with 429.
+// user's API rate limit; beyond it the page says so with 429.
 func TestSettingsSearchPreviewRateLimit(t *testing.T) {
 	t.Log("hostile: limits")
 	t.Parallel()
 	a, _ := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "1")
-	// A reader cannot scan the last 30 days faster than the per-user rate
+	// A user cannot scan the last 30 days faster than the per-user rate
 	// limit through the settings page.
 	b, _, _ := signIn(t, a, testapp.Token(t, "hasty", ""))
 	limited := 0

@@ -25,10 +25,10 @@ type Identity struct {
 	OtherNames []string
 	Country    string
 	IDs        []string // every id, sorted
-	// Followers counts the readers who follow any id of the identity, each
+	// Followers counts the users who follow any id of the identity, each
 	// once; the same number under every id.
 	Followers int64
-	// Following is whether the signed-in reader follows any of its ids;
+	// Following is whether the signed-in user follows any of its ids;
 	// nil when nobody is signed in.
 	Following *bool
 }
@@ -128,18 +128,18 @@ func (r *Registry) Split(ctx context.Context, kind follow.Kind, id, other string
 	return r.Lookup(ctx, kind, id, 0)
 }
 
-// Dispute is one reader's "not this person" about one paper.
+// Dispute is one user's "not this person" about one paper.
 type Dispute struct {
 	ArxivID   string    `json:"arxiv_id"`
 	Title     string    `json:"title"`
-	ID        string    `json:"id"` // the followed id the reader disputed
+	ID        string    `json:"id"` // the followed id the user disputed
 	CreatedAt time.Time `json:"created_at"`
 }
 
 // Disputes returns the disputed attributions of the researcher id belongs
 // to (every id of theirs), newest first, at most limit (1..1000). It says
-// how many readers disputed each paper only through repetition: one row
-// per reader.
+// how many users disputed each paper only through repetition: one row
+// per user.
 func (r *Registry) Disputes(ctx context.Context, id string, limit int) ([]Dispute, error) {
 	if _, err := r.Lookup(ctx, follow.Researcher, id, 0); err != nil {
 		return nil, err

@@ -581,7 +581,7 @@ func jsonStrings(ss []string) (string, error) {
 	return string(b), err
 }
 
-// UnresolvedAuthors returns up to limit OpenAlex author ids that readers
+// UnresolvedAuthors returns up to limit OpenAlex author ids that users
 // follow and the registry does not know (no paper carried them, OpenAlex
 // was not asked yet): enrichment asks OpenAlex about them, which answers a
 // merged profile under its survivor. follows_key_idx serves the range.

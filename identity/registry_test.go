@@ -54,7 +54,7 @@ func setup(t *testing.T) *env {
 	return e
 }
 
-// user makes a reader with instant alerts: the match job's audience (its
+// user makes a user with instant alerts: the match job's audience (its
 // follows are in instant_follows).
 func (e *env) user(sub string) int64 {
 	u, err := account.NewUsers(e.db).Ensure(e.ctx, &auth.Claims{Subject: sub})
@@ -198,7 +198,7 @@ func TestAFollowOfAnyIDMatchesPapersCarryingAnotherIDOfThePerson(t *testing.T) {
 }
 
 // A record whose ids belong to two identities merges them and says so; a
-// reader following two ids of the person sees each paper once, with one
+// user following two ids of the person sees each paper once, with one
 // reason, and counts once; the count is the same under every id.
 func TestMergesReportedAndAPersonCountsOnce(t *testing.T) {
 	t.Parallel()
@@ -282,7 +282,7 @@ func TestSplitSticksUntilTheHostLinksAgain(t *testing.T) {
 	}
 }
 
-// "Not this person": the paper leaves the reader's feed for that follow
+// "Not this person": the paper leaves the user's feed for that follow
 // (and the person's other ids), stays for a category follow, and the host
 // sees the dispute under any id of the person.
 func TestNotThisPersonRemovesThePaperForThatFollowOnly(t *testing.T) {
@@ -499,10 +499,10 @@ func TestMatchJobExpandsKeysThroughTheRegistry(t *testing.T) {
 }
 
 // "Not this person" holds in the match job too: a batch whose only match
-// for a reader is a paper they disputed for that person — an id of the
+// for a user is a paper they disputed for that person — an id of the
 // person added to it later, a new version — is no new match for them (no
 // instant alert, no instant channel), as their feed and digests leave it
-// out; another reader of the person still gets it, and a paper they did
+// out; another user of the person still gets it, and a paper they did
 // not dispute in the same batch is a new match.
 func TestDisputedPaperIsNoNewMatch(t *testing.T) {
 	t.Parallel()
@@ -526,7 +526,7 @@ func TestDisputedPaperIsNoNewMatch(t *testing.T) {
 	if len(b.Users) != 0 {
 		t.Errorf("new version of the disputed paper: users %v, want none", b.Users)
 	}
-	// With a paper the reader did not dispute, the batch is a new match.
+	// With a paper the user did not dispute, the batch is a new match.
 	b = e.matchJob(e.ingest(testpaper.New("2202.02326v3", byAuthor("M. Wen", "openalex:A5023888391")),
 		testpaper.New("2203.00001", byAuthor("M. Wen", "orcid:0000-0002-1825-0097"))))
 	if !slices.Equal(b.Users, []int64{reader, other}) {
@@ -544,7 +544,7 @@ func TestDisputedPaperIsNoNewMatch(t *testing.T) {
 	}
 }
 
-// The match job reads only the readers the categories did not match for
+// The match job reads only the users the categories did not match for
 // the researcher keys, still through the registry:
 // a follower of host:1 is matched by a paper carrying s2:1.
 func TestMatchJobReadsTheRestThroughTheRegistry(t *testing.T) {
@@ -552,7 +552,7 @@ func TestMatchJobReadsTheRestThroughTheRegistry(t *testing.T) {
 	e := setup(t)
 	e.put(`{"ids": ["host:1", "s2:1"], "name": "Mingzhi Wen"}`)
 	var want []int64
-	for i := range 8 { // 8 of 10 readers: categories match 80% of them
+	for i := range 8 { // 8 of 10 users: categories match 80% of them
 		u := e.user(fmt.Sprintf("cat-%d", i))
 		e.follow(u, "category", "cs.LG")
 		want = append(want, u)

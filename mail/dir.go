@@ -14,7 +14,7 @@ import (
 // DirSender "delivers" by storing each message as <dir>/<MessageID>.eml
 // (MessageID sanitised for file names), for development and tests. The file
 // holds exactly Message.Bytes(); it is written to a temporary file in dir and
-// renamed, so readers never see a partial file. Sending the same MessageID
+// renamed, so users never see a partial file. Sending the same MessageID
 // again overwrites the file with the same bytes: it is idempotent. Safe for
 // concurrent use.
 type DirSender struct {

@@ -22,7 +22,7 @@ import (
 // AutoSubmitted are required.
 type Message struct {
 	From    *netmail.Address // header From and envelope sender
-	To      string           // one recipient: "reader@example.org" or "Name <reader@example.org>"
+	To      string           // one recipient: "user@example.org" or "Name <user@example.org>"
 	Subject string
 	// Text is the plain-text body (required) and HTML the HTML body (when
 	// set, the mail is multipart/alternative), both UTF-8 with "\n" line

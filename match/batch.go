@@ -21,7 +21,7 @@ type batch struct {
 }
 
 // readBatch reads the batch's key rows once (a BRIN range scan on seq),
-// and its saved-search hits (search_hits_seq_idx; a row per search, its
+// and its query hits (search_hits_seq_idx; a row per search, its
 // key a batch key like any other, never a cross-list): the distinct keys
 // with their flags, sorted bytewise (COLLATE "C",
 // several times faster than the database's collation; keys are ASCII,
@@ -113,7 +113,7 @@ var expandSQL = `
 // EXISTS over its follows, each expanded through the registry like the
 // feed's, and the follow's rows in the batch (paper_keys_key_seq_idx range
 // scans), stopping at the first row that is not disputed for that follow's
-// person. A saved search's match (search_hits) is never disputed: a
+// person. A query's match (search_hits) is never disputed: a
 // candidate with one in the batch keeps it.
 func withoutDisputedOnly(ctx context.Context, tx pgx.Tx, users, candidates []int64, fromSeq, toSeq int64) ([]int64, error) {
 	var check []int64

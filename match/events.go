@@ -14,7 +14,7 @@ import (
 
 // Event is one event of a followed paper (see catalog/events.go): Kind is
 // paper.EventVersion, EventPublished, EventWithdrawn or EventCites, Paper
-// the follow it reached the reader through.
+// the follow it reached the user through.
 type Event struct {
 	Paper   follow.Target
 	Kind    string
@@ -25,7 +25,7 @@ type Event struct {
 
 // fillEvents reads the events of the papers that matched a paper follow,
 // for every query that has such a match: one probe of paper_keys' primary
-// key (paper_id, key, ...) per paper and followed paper, so readers
+// key (paper_id, key, ...) per paper and followed paper, so users
 // without paper follows pay nothing.
 func fillEvents(ctx context.Context, tx pgx.Tx, qs []Query, results []Result) error {
 	for qi := range results {
@@ -96,8 +96,8 @@ func (p *Paper) EventID() string {
 	return e.Kind
 }
 
-// ReasonName is how reason t of the paper is named to its reader (label
-// is the reader's own name for the follow, may be ""): for a paper follow
+// ReasonName is how reason t of the paper is named to its user (label
+// is the user's own name for the follow, may be ""): for a paper follow
 // with events, what happened ("New version v3 of …; comments: …",
 // "Published in …", "Withdrawn: …", "Cites: …"); otherwise
 // t.ReasonName(label, p.AuthorName).

@@ -19,7 +19,7 @@ func (e *env) eventRows(key string) []string {
 
 // The events of a followed paper: each is one key row, told once, with its
 // own reason and item id, in feeds (no window) and digests (a window), also
-// to a reader who saw the paper through another follow; a record that
+// to a user who saw the paper through another follow; a record that
 // changes nothing is no event.
 func TestPaperFollowEvents(t *testing.T) {
 	t.Parallel()
@@ -63,7 +63,7 @@ func TestPaperFollowEvents(t *testing.T) {
 		if len(feed) != 1 || feed[0].EventID() != wantEvent {
 			t.Fatalf("%s: feed %+v", name, feed)
 		}
-		// A reader without the paper follow hears of no event.
+		// A user without the paper follow hears of no event.
 		if got := e.matched(match.Query{UserID: other, AfterSeq: w, UpToSeq: e.high()}); len(got) != 0 {
 			t.Errorf("%s: the category follower was told: %+v", name, got)
 		}

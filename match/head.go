@@ -43,7 +43,7 @@ type Head struct {
 // follows without them and papers the user said are not by that follow's
 // person, as the feed does. Replacement rows count for every follow: a
 // follow that skips new versions still shows the paper's new title and
-// dates. A saved search's matches are its search_hits rows (the second
+// dates. A query's matches are its search_hits rows (the second
 // branch: search_hits_pkey, newest first, one probe per followed search).
 // This CTE is the one place the rows behind H are read.
 //

@@ -15,7 +15,7 @@ func (e *env) instantRows() []string {
 }
 
 // wantInstantRows is what it should hold, computed here from the tables
-// themselves: the follows of the readers with instant alerts or an enabled
+// themselves: the follows of the users with instant alerts or an enabled
 // instant channel.
 func (e *env) wantInstantRows() []string {
 	return e.rows(`
@@ -54,12 +54,12 @@ func (e *env) exec(q string, args ...any) {
 	}
 }
 
-// TestInstantFollowsMirrorTheInstantReaders: after every kind of change
-// to follows, to instant alerts and to channels (including a reader's
-// deletion), instant_follows holds exactly the follows of the readers with
+// TestInstantFollowsMirrorTheInstantUsers: after every kind of change
+// to follows, to instant alerts and to channels (including a user's
+// deletion), instant_follows holds exactly the follows of the users with
 // instant delivery, with their options: the match job's audience is right
 // whoever wrote the change.
-func TestInstantFollowsMirrorTheInstantReaders(t *testing.T) {
+func TestInstantFollowsMirrorTheInstantUsers(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	yes, no := true, false
@@ -121,9 +121,9 @@ func TestInstantFollowsMirrorTheInstantReaders(t *testing.T) {
 }
 
 // TestInstantFollowsUnderConcurrentChanges: follows written while their
-// reader's instant delivery starts and stops, from other connections at
-// the same time, still leave instant_follows exactly the instant readers'
-// follows (the triggers' lock on the reader orders them).
+// user's instant delivery starts and stops, from other connections at
+// the same time, still leave instant_follows exactly the instant users'
+// follows (the triggers' lock on the user orders them).
 func TestInstantFollowsUnderConcurrentChanges(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -170,7 +170,7 @@ func TestInstantFollowsUnderConcurrentChanges(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	// Every reader ends on daily; turn half back on so both branches count.
+	// Every user ends on daily; turn half back on so both branches count.
 	e.exec(`UPDATE digest_schedules SET frequency = 'instant' WHERE user_id = ANY($1)`, users[:2])
 	if got, want := e.instantRows(), e.wantInstantRows(); !slices.Equal(got, want) || len(want) == 0 {
 		t.Errorf("instant_follows %q, want %q (non-empty)", got, want)

@@ -18,7 +18,7 @@ type AffectedHook func(ctx context.Context, tx pgx.Tx, res BatchResult) error
 // runs; the Service is not safe for registering concurrently with RunBatch.
 func (s *Service) OnAffected(h AffectedHook) { s.hooks = append(s.hooks, h) }
 
-// RunBatch is the match job: in one transaction it finds the readers with
+// RunBatch is the match job: in one transaction it finds the users with
 // instant delivery who have a new match among the keys in [fromSeq, toSeq]
 // (AffectedUsers), runs the hooks, and calls finish (the worker completes
 // its job there), so a retried job never repeats half of its effects. It writes no feed state:
@@ -48,7 +48,7 @@ func (s *Service) RunBatch(ctx context.Context, fromSeq, toSeq int64, finish fun
 type BatchResult struct {
 	FromSeq, ToSeq int64 // the batch's key rows
 	Keys           int   // distinct keys in the batch
-	// Users are the readers with instant delivery (instant alerts or an
+	// Users are the users with instant delivery (instant alerts or an
 	// enabled instant channel: instant_follows) with a new match (a paper their
 	// follows newly select: replacement rows only for follows that
 	// include replacements, cross-lists only for those that include
@@ -67,11 +67,11 @@ type BatchResult struct {
 }
 
 // AffectedUsers runs inside the match job: it takes the distinct keys written
-// in seq range [fromSeq, toSeq] and finds, among the readers with instant
+// in seq range [fromSeq, toSeq] and finds, among the users with instant
 // delivery, those with a follow that newly matches one of them (through the
 // identity registry; honouring the cross-list and replacement options and
 // "not this person" disputes, see BatchResult). It reads instant_follows
-// (the follows of those readers, kept by triggers, see migration 00020) by
+// (the follows of those users, kept by triggers, see migration 00020) by
 // key: the cost grows with the number of distinct keys and their instant
 // followers, never with papers × followers, nor with the followers without
 // instant delivery.
@@ -100,11 +100,11 @@ func (s *Service) AffectedUsers(ctx context.Context, tx pgx.Tx, fromSeq, toSeq i
 	if len(b.keys) == 0 {
 		return res, nil
 	}
-	// Categories and archives first: a handful of keys that most readers
+	// Categories and archives first: a handful of keys that most users
 	// follow (this domain's celebrities), so they alone match most of the
-	// instant readers a batch reaches. The many researcher (and other)
+	// instant users a batch reaches. The many researcher (and other)
 	// keys are then expanded through the registry (so a follow of any id
-	// of the person is reached) and joined only for the instant readers
+	// of the person is reached) and joined only for the instant users
 	// the categories did not match; when there are none, not even the
 	// registry is read.
 	wide, narrow := b.split()
@@ -145,7 +145,7 @@ func (s *Service) AffectedUsers(ctx context.Context, tx pgx.Tx, fromSeq, toSeq i
 // for them (see BatchResult).
 type affected map[int64]bool
 
-// joinSQL finds the readers with instant delivery (all, or those of $6
+// joinSQL finds the users with instant delivery (all, or those of $6
 // when it is not NULL) who follow a key of the arrays (a batchKeys slice),
 // through instant_follows' primary key (key, user_id, including the
 // options: an index-only scan per key, in key order): a follow is affected
@@ -182,10 +182,10 @@ func (a affected) join(ctx context.Context, tx pgx.Tx, ks batchKeys, users []int
 	return err
 }
 
-// unmatched returns the readers with instant delivery for whom a holds no
-// new match (instant_readers(): two index-only scans).
+// unmatched returns the users with instant delivery for whom a holds no
+// new match (instant_users(): two index-only scans).
 func (a affected) unmatched(ctx context.Context, tx pgx.Tx) ([]int64, error) {
-	rows, err := tx.Query(ctx, `SELECT instant_readers()`)
+	rows, err := tx.Query(ctx, `SELECT instant_users()`)
 	if err != nil {
 		return nil, fmt.Errorf("reading the readers with instant delivery: %w", err)
 	}

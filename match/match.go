@@ -1,6 +1,6 @@
 // Package match answers "which papers match whom", with fan-out on read:
 // nothing per (user, paper) is ever materialised. The match job finds,
-// among the readers with instant delivery (instant_follows), those a batch
+// among the users with instant delivery (instant_follows), those a batch
 // of new keys gives a new match, in set-based queries by key (job.go,
 // batch.go); feeds and digests compute a user's papers at read time with
 // Matched, with bounded work per followed key (select.go, window.go,

@@ -39,8 +39,8 @@ func setup(t *testing.T) *env {
 		m: m, ctx: context.Background()}
 }
 
-// user makes a reader with instant alerts: every reader is the match job's
-// audience here (in the product, the readers with instant alerts or
+// user makes a user with instant alerts: every user is the match job's
+// audience here (in the product, the users with instant alerts or
 // channels: their follows are in instant_follows).
 func (e *env) user(sub string) int64 {
 	u, err := account.NewUsers(e.db).Ensure(e.ctx, &auth.Claims{Subject: sub})
@@ -381,7 +381,7 @@ func TestAffectedUsersCombineEachKeysRows(t *testing.T) {
 }
 
 // TestAffectedUsersOnlyAmongTheAudience: the match job finds every
-// affected reader with instant delivery once, with the right "new match",
+// affected user with instant delivery once, with the right "new match",
 // through categories and through the registry, finds nobody without
 // instant delivery (whose follows instant_follows does not hold), and
 // bumps no feed. Instant delivery starts and stops here through the tables
@@ -411,8 +411,8 @@ func TestAffectedUsersOnlyAmongTheAudience(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
-		alerts  []int64 // readers with instant alerts
-		channel []int64 // readers with an enabled instant channel
+		alerts  []int64 // users with instant alerts
+		channel []int64 // users with an enabled instant channel
 		want    []int64
 	}{
 		{"everyone", everyone, nil, slices.Sorted(slices.Values(append([]int64{eager}, cat...)))},

@@ -88,9 +88,9 @@ func reasonsFromKeys(keys []string, parsed map[string]follow.Target) []follow.Ta
 // one reason; a follow whose person the user disputed for the paper is
 // none.
 //
-// Saved searches are not in paper_keys: qh reads the search_hits rows
+// Queries are not in paper_keys: qh reads the search_hits rows
 // of the user's own searches (search_hits_pkey, their few rows) that
-// list one of the papers, never the other readers' searches that
+// list one of the papers, never the other users' searches that
 // matched them.
 var loadReasonsSQL = `
 		WITH fo AS MATERIALIZED (

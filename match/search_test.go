@@ -90,7 +90,7 @@ func TestSearchHitsOneRowPerSearchAndBatch(t *testing.T) {
 	}
 }
 
-// A reader's window (a digest, a channel) holds the search's matches of
+// A user's window (a digest, a channel) holds the search's matches of
 // the window only: new papers and stored papers newly matched, not papers
 // it matched before (unless a new version arrived and the follow includes
 // replacements).
@@ -144,8 +144,8 @@ func TestSearchHitsInWindows(t *testing.T) {
 	}
 }
 
-// The reasons of a paper are the reader's own follows: of the many
-// searches that match it, only the reader's.
+// The reasons of a paper are the user's own follows: of the many
+// searches that match it, only the user's.
 func TestSearchReasonsOnlyFromOwnSearches(t *testing.T) {
 	t.Parallel()
 	e := setup(t)

@@ -57,7 +57,7 @@ func newQueryArrays(qs []Query) queryArrays {
 // joins, not a correlated subquery: planning stays as cheap as before;
 // hits skip papers the user disputed for that person;
 // hits: for each expanded key, its newest rows in the window (index range
-// scan, LIMIT per key), with the follow that matched; a saved search's
+// scan, LIMIT per key), with the follow that matched; a query's
 // (query: keys) are the papers of its newest search_hits rows in the
 // window instead (search_hits_pkey, the same range scan; its paper_keys
 // probe finds nothing), which share their row's seq: papers of one seq are
@@ -76,7 +76,7 @@ func newQueryArrays(qs []Query) queryArrays {
 // papers; OFFSET 0 keeps c a subquery, so seen is computed once per
 // candidate for both its uses). The (SELECT ... LIMIT 1) probes that
 // candidate's few key rows (primary key on paper_id); a plain EXISTS lets
-// the planner hash every earlier match of every followed key instead. A saved search's earlier matches are its
+// the planner hash every earlier match of every followed key instead. A query's earlier matches are its
 // search_hits rows before the window (search_hits_pkey, the user's few
 // searches). With only_key, "before" means before by that follow: a paper another follow matched earlier is new to it (filtered
 // channels).

@@ -16,7 +16,7 @@ import (
 // The windowed path: MatchedMany's answer for the queries with a bounded
 // window (digests, channels), computed set-based over the batch. The
 // queries of a batch mostly share a window and, the follows being
-// Zipf-distributed, most of their keys (a digest batch of 50 readers
+// Zipf-distributed, most of their keys (a digest batch of 50 users
 // expands to ~2,000 keys, ~1,400 distinct, whose rows in a window of
 // 8,000 key rows are ~1,900 rather than the ~25,000 the per-user statement
 // reads, at scale S). So

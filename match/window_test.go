@@ -16,9 +16,9 @@ import (
 )
 
 // The windowed path (MatchedMany's, for bounded windows) gives exactly the
-// per-user statement's answers: random readers following categories, an
+// per-user statement's answers: random users following categories, an
 // archive, researchers by ids the registry links to others (two ids of one
-// person, too), saved searches, with and without cross-lists and
+// person, too), queries, with and without cross-lists and
 // replacements, some with "not this person" disputes; papers stored over
 // several batches, with new versions and late author ids (papers not first
 // stored in a later window); queries over every pair of watermarks, from
@@ -93,7 +93,7 @@ func windowedEqualsPerUser(t *testing.T, minPapers int) {
 			p.Authors = []paper.Author{a}
 		})
 	}
-	// Readers follow before the papers arrive (saved searches match at ingest).
+	// Users follow before the papers arrive (queries match at ingest).
 	type fol struct {
 		uid int64
 		t   follow.Target

@@ -71,7 +71,7 @@ func mails(t *testing.T, dir string) []string {
 
 // A digest whose window holds no arXiv announcement (Friday morning to
 // Saturday morning) says so instead of "No new papers", and is skipped for
-// readers who keep the default; the Monday digest (Sunday evening's
+// users who keep the default; the Monday digest (Sunday evening's
 // announcement) is an ordinary empty one.
 func TestDigestWithoutAnnouncementSaysSoOrIsSkipped(t *testing.T) {
 	t.Parallel()

@@ -14,7 +14,7 @@ import (
 
 // PutDigestSettings sets the users' digest frequency and send_empty in
 // one statement, in tx, creating their schedule rows where missing: for
-// lab datasets (the benchmark's readers), as Preferences.Update would
+// lab datasets (the benchmark's users), as Preferences.Update would
 // set them but without its checks (no address is required) and without
 // a digest time: next_at is cleared for off and instant and kept
 // otherwise (none for a new row), so no scheduled digest is due because

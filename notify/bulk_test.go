@@ -44,7 +44,7 @@ func (e *env) highSeq() int64 {
 // PutDigestSettings sets frequency and send_empty without scheduling a
 // digest: a new row, or digests that were off, start at the high seq; a
 // schedule that was on keeps its watermark and next time; instant
-// delivery starts and stops with the instant reader's follows in
+// delivery starts and stops with the instant user's follows in
 // instant_follows; DeleteSchedules takes the rows off again.
 func TestPutDigestSettings(t *testing.T) {
 	t.Parallel()

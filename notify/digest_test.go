@@ -114,7 +114,7 @@ func setup(t *testing.T, opts fakesmtp.Options, dir string) *env {
 	return e
 }
 
-// reader creates a user with a confirmed address, follows and settings.
+// user creates a user with a confirmed address, follows and settings.
 func (e *env) reader(sub string, freq notify.Frequency, tz string, hour int, follows ...string) int64 {
 	u, err := account.NewUsers(e.db).Ensure(e.ctx, &auth.Claims{Subject: sub, Email: sub + "@example.org", EmailVerified: true})
 	if err != nil {
@@ -496,10 +496,10 @@ func TestInstantAlertsBatchABurst(t *testing.T) {
 	}
 }
 
-// TestInstantAlertsOneJobForManyReaders: the match job queues one job for
-// the alerts of several readers; it sends each reader's alert once, and a
+// TestInstantAlertsOneJobForManyUsers: the match job queues one job for
+// the alerts of several users; it sends each user's alert once, and a
 // retry of it (or a late duplicate) sends nothing more and nothing early.
-func TestInstantAlertsOneJobForManyReaders(t *testing.T) {
+func TestInstantAlertsOneJobForManyUsers(t *testing.T) {
 	t.Parallel()
 	e := setup(t, fakesmtp.Options{}, "")
 	a := e.reader("a", notify.Instant, "UTC", 7, "category/cs.LG")
@@ -599,7 +599,7 @@ func TestPreferenceValidation(t *testing.T) {
 }
 
 // TestBatchBuildsTogetherDeliversSeparately: one send job's batch holds
-// several readers' digests. Each reader gets only their own papers in their
+// several users' digests. Each user gets only their own papers in their
 // own message; a skipped and a temporarily failing row do not hold the
 // others back; a second row of the same user waits for the first's window;
 // and the job's retry sends only what is still pending.
@@ -718,7 +718,7 @@ func textPart(t *testing.T, raw []byte) string {
 	}
 }
 
-// TestChaosSMTPEveryDigestAccountedFor: 40 readers' digests go to a server
+// TestChaosSMTPEveryDigestAccountedFor: 40 users' digests go to a server
 // answering at random 421, 451 and 452 (temporary), 550 and 554
 // (permanent), dropping the connection after the body, or answering
 // slowly. Send jobs are retried (as River would) until nothing is pending.

@@ -96,7 +96,7 @@ type DigesterConfig struct {
 	Logger    *slog.Logger
 	Now       func() time.Time
 	// Calendar, when set, makes an empty digest whose window holds no
-	// arXiv announcement say so (and be skipped, by the reader's
+	// arXiv announcement say so (and be skipped, by the user's
 	// preference).
 	Calendar *arxivcal.Calendar
 	// Health, when set, makes a digest say when the harvest is behind.

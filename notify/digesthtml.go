@@ -94,7 +94,7 @@ func htmlGroupFoot(h *bytes.Buffer, g groupView) {
 }
 
 // htmlFoot writes the digest's "…and N more papers in your feed" button
-// when papers were omitted, then the footer: why the reader gets the mail,
+// when papers were omitted, then the footer: why the user gets the mail,
 // the feed, "Manage preferences" and "Unsubscribe"; and closes the
 // document.
 func htmlFoot(h *bytes.Buffer, v *digestView) {

@@ -51,7 +51,7 @@ func textGroupFoot(t *bytes.Buffer, g groupView) {
 }
 
 // textFoot writes the digest's "…and N more papers in your feed:" when
-// papers were omitted, then the signature: why the reader gets the mail,
+// papers were omitted, then the signature: why the user gets the mail,
 // the feed, "Manage preferences" and "Unsubscribe", each URL on its own
 // line. The part ends with a line end.
 func textFoot(t *bytes.Buffer, v *digestView) {

@@ -35,7 +35,7 @@ func BenchmarkRenderDigest100(b *testing.B) {
 }
 
 // BenchmarkRenderDigest100Shared renders the same 100 papers through one
-// Renderer, as a send job's batch does for papers many readers share.
+// Renderer, as a send job's batch does for papers many users share.
 func BenchmarkRenderDigest100Shared(b *testing.B) {
 	c := benchContent()
 	var r Renderer

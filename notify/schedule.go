@@ -103,7 +103,7 @@ func (d *Digester) scheduleOnce(ctx context.Context) (queued int, more bool, err
 }
 
 // instantDue says, of a digest_schedules row d and its users row u, that
-// a new match should schedule an instant alert: the reader chose instant
+// a new match should schedule an instant alert: the user chose instant
 // alerts, has none waiting, and has a confirmed, unsuppressed address.
 const instantDue = `d.frequency = 'instant' AND d.instant_due_at IS NULL AND ` + account.ReachableSQL
 
@@ -139,7 +139,7 @@ func (d *Digester) SendInstant(ctx context.Context, userID int64) error {
 }
 
 // SendInstants sends the waiting instant alerts of users (one job's
-// batch): each is everything matched since the reader's last mail, a
+// batch): each is everything matched since the user's last mail, a
 // ledger row like any digest ("instant:<watermark>"), and the alerts are
 // built together and sent one SMTP transaction each (SendBatch). A user
 // with no alert waiting (already sent by an earlier attempt, or never

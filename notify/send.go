@@ -62,7 +62,7 @@ func (d *Digester) SendBatch(ctx context.Context, ids []int64) (outs []Outcome, 
 }
 
 // sendBatch is SendBatch; with forceEmpty an empty digest is sent even to a
-// reader whose send_empty is off (digest --now --force).
+// user whose send_empty is off (digest --now --force).
 func (d *Digester) sendBatch(ctx context.Context, ids []int64, forceEmpty bool) (outs []Outcome, err error) {
 	outs = make([]Outcome, 0, len(ids))
 	ledger := &outcomes{d: d}
@@ -112,7 +112,7 @@ func (d *Digester) sendBatch(ctx context.Context, ids []int64, forceEmpty bool) 
 }
 
 // deliver sends one built digest and records its fate in ledger.
-// An empty digest is skipped unless the reader asked for empty digests
+// An empty digest is skipped unless the user asked for empty digests
 // (send_empty) or forceEmpty is set; a by-hand digest is no exception.
 // forceEmpty (digest --now --force) also overrides the skip of an empty
 // digest whose window held no arXiv announcement.
@@ -156,7 +156,7 @@ func (d *Digester) deliver(ctx context.Context, row digestRow, content DigestCon
 	}
 }
 
-// message renders c for row's reader. Its bodies are r's buffers
+// message renders c for row's user. Its bodies are r's buffers
 // (Renderer.DigestReused): the message is sent, and forgotten, before r
 // renders the next.
 func (d *Digester) message(row digestRow, c DigestContent, r *Renderer) (*mail.Message, error) {

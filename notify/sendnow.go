@@ -22,13 +22,13 @@ const (
 	// NowSent: the digest went out (Outcome.Papers papers, possibly none
 	// when send_empty or force asked for an empty one).
 	NowSent NowStatus = "sent"
-	// NowNothingNew: nothing matched since the last digest and the reader
+	// NowNothingNew: nothing matched since the last digest and the user
 	// does not want empty digests; nothing was written or sent.
 	NowNothingNew NowStatus = "nothing new"
 	// NowAlreadySent: the digest of this period is in the ledger in a final
 	// state already (NowResult.At, Outcome.State); it is never sent twice.
 	NowAlreadySent NowStatus = "already sent"
-	// NowRuledOut: the reader's settings rule mail out (digests off, no
+	// NowRuledOut: the user's settings rule mail out (digests off, no
 	// confirmed address, address suppressed); NowResult.Reason says which.
 	NowRuledOut NowStatus = "not sent"
 	// NowNotDelivered: the digest was built but not delivered: skipped,
@@ -60,15 +60,15 @@ type NowResult struct {
 //   - Settings that rule mail out (digests off, no or an unconfirmed
 //     address, a suppressed one) send nothing (NowRuledOut).
 //   - With nothing new since the last digest, nothing is sent
-//     (NowNothingNew) unless the reader asked for empty digests or force is
+//     (NowNothingNew) unless the user asked for empty digests or force is
 //     set.
-//   - A daily or weekly reader's scheduled digest, when it is due within
+//   - A daily or weekly user's scheduled digest, when it is due within
 //     one period (the one being gathered), is sent early under the
 //     scheduled period, and the schedule moves on to the following one,
-//     so the scheduler never repeats it. A reader's schedule moves at most
+//     so the scheduler never repeats it. A user's schedule moves at most
 //     that one period however often SendNow runs.
 //   - Any other digest (a later SendNow of the same period, instant or
-//     off-schedule readers) is a by-hand row named after its window
+//     off-schedule users) is a by-hand row named after its window
 //     ("manual:<watermark>-<high seq>"): a new window, a new digest. The
 //     next scheduled digest then holds what came after it.
 //
@@ -120,7 +120,7 @@ func (d *Digester) SendNow(ctx context.Context, userID int64, force bool) (NowRe
 		// The scheduled digest goes early only while it is the one being
 		// gathered (due within one period from now): a second early send
 		// would take the period after it, and each further one the next,
-		// until the reader's scheduled digests stopped for days. Beyond
+		// until the user's scheduled digests stopped for days. Beyond
 		// that, a by-hand row; the schedule stays.
 		scheduled := next != nil && (Frequency(freq) == Daily || Frequency(freq) == Weekly) &&
 			!next.After(d.now().Add(periodLength(Frequency(freq))))

@@ -73,13 +73,13 @@ type DigestPaper struct {
 	Categories []string
 	Published  time.Time // shown as a date when set
 	// ArxivID and Researchers (the researcher follows among the reasons)
-	// let a reader say "not this person" beside a researcher match.
+	// let a user say "not this person" beside a researcher match.
 	ArxivID     string
 	Researchers []ReasonFollow
 }
 
 // ReasonFollow is a follow that matched a paper: its id and the name the
-// reader reads for it. DisputeURL (absolute, signed, per reader; optional)
+// user reads for it. DisputeURL (absolute, signed, per user; optional)
 // is the digest's "Not by …?" link; it is rendered per digest, never
 // cached with the paper.
 type ReasonFollow struct {
@@ -346,7 +346,7 @@ func (r *Renderer) writePapers(t, h *bytes.Buffer, papers []DigestPaper) {
 		h.WriteString("\n")
 		h.WriteString(pp.htmlBeforeReason)
 		h.WriteString(rh)
-		// "Not by …?" beside each researcher match: per reader, so
+		// "Not by …?" beside each researcher match: per user, so
 		// rendered here rather than with the paper's shared parts.
 		for _, rf := range p.Researchers {
 			if u := safeURL(rf.DisputeURL); u != "" {

@@ -221,7 +221,7 @@ func TestRenderConfirm(t *testing.T) {
 }
 
 // TestRendererSharesPapersNotReasons: a Renderer that rendered a paper for
-// one reader renders it for the next with that reader's number and reasons,
+// one user renders it for the next with that user's number and reasons,
 // byte for byte what a fresh rendering gives; papers without an ID are
 // never confused with one another.
 func TestRendererSharesPapersNotReasons(t *testing.T) {

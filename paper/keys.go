@@ -40,7 +40,7 @@ func (p *Paper) Keys() []Key {
 	return out
 }
 
-// Doc returns the paper's text as saved searches see it.
+// Doc returns the paper's text as queries see it.
 func (p *Paper) Doc() *search.Doc {
 	names := make([]string, len(p.Authors))
 	for i, a := range p.Authors {

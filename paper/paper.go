@@ -1,6 +1,6 @@
 // Package paper says what an arXiv paper is to followfeed: the Paper and
 // Author types every source produces, their normalisation and validation,
-// the match keys a paper is found by (Keys), its text as saved searches
+// the match keys a paper is found by (Keys), its text as queries
 // read it (Doc), and the kinds of event a followed paper has. It touches no
 // database: package catalog stores papers (catalog.Store.Ingest) and reads
 // them back (catalog.Load).

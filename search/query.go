@@ -1,4 +1,4 @@
-// Package search is followfeed's saved-search language: parsing and
+// Package search is followfeed's query language: parsing and
 // normalising a search written the way arXiv's search is (terms, "exact
 // phrases", implicit AND, OR, NOT or -term, parentheses, the field prefixes
 // ti: abs: au: cat: all:), evaluating it on a paper's text (Doc, Match), and

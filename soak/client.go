@@ -115,10 +115,10 @@ func (c *client) feedPath(ctx context.Context, token, format string) (string, er
 	return u.Path, nil
 }
 
-// reader makes a reader through the API: a token for sub (with email, a
+// user makes a user through the API: a token for sub (with email, a
 // verified address), a follow of category, and the path of their private
 // feed in format.
-func (c *client) reader(ctx context.Context, sub, email, category, format string) (token, feed string, err error) {
+func (c *client) newUser(ctx context.Context, sub, email, category, format string) (token, feed string, err error) {
 	if token, err = mint(sub, email); err != nil {
 		return "", "", err
 	}

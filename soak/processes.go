@@ -38,7 +38,7 @@ const (
 	pcBouncerPoolSize = 10
 )
 
-// pcUser is a reader of the processes scenario.
+// pcUser is a user of the processes scenario.
 type pcUser struct {
 	sub, category, token, feed string
 	id                         int64
@@ -71,9 +71,9 @@ type poolPeak struct {
 }
 
 func runProcesses(ctx context.Context, e *env, res *Result) error {
-	res.What = fmt.Sprintf(`A throwaway PostgreSQL cluster (initdb under /tmp, its own port) holds a fresh, migrated database. A private PgBouncer (Debian's package, installed by scripts/pgbouncer-ensure.sh when missing; its own configuration, auth file and log in a temporary directory, a free port from 64320, no Unix socket) runs in front of it in transaction pooling mode with default_pool_size=%d. Two `+"`followfeed api`"+` processes connect through PgBouncer; two `+"`followfeed worker`"+` processes connect directly to PostgreSQL (River LISTENs, which transaction pooling cannot carry), with HARVEST_INTERVAL=%s against a fake OAI-PMH repository of %d records, DIGEST_SCHEDULE_INTERVAL=%s and a recording SMTP sink that holds every reply 20 ms. %d readers with verified addresses (created alternately through both apis) follow one of six categories each.
+	res.What = fmt.Sprintf(`A throwaway PostgreSQL cluster (initdb under /tmp, its own port) holds a fresh, migrated database. A private PgBouncer (Debian's package, installed by scripts/pgbouncer-ensure.sh when missing; its own configuration, auth file and log in a temporary directory, a free port from 64320, no Unix socket) runs in front of it in transaction pooling mode with default_pool_size=%d. Two `+"`followfeed api`"+` processes connect through PgBouncer; two `+"`followfeed worker`"+` processes connect directly to PostgreSQL (River LISTENs, which transaction pooling cannot carry), with HARVEST_INTERVAL=%s against a fake OAI-PMH repository of %d records, DIGEST_SCHEDULE_INTERVAL=%s and a recording SMTP sink that holds every reply 20 ms. %d users with verified addresses (created alternately through both apis) follow one of six categories each.
 
-*Throughput:* once the first harvest is matched, %d keep-alive clients send conditional GETs of the readers' private JSON feeds (If-None-Match with the reader's ETag, so 304s: the poll that dominates a feed service's traffic) for %s against the first api, %s against the second, and %s against both (half the clients each); the CPU time of each api process, of PgBouncer and of the whole machine is read from /proc around every run. *Jobs:* then %d pushers (one per api) post %d batches of %d papers each through `+"`POST /v1/papers`"+`, every reader's digest is made due at once, and the soak waits until every match job and every digest is final. Every periodic job the workers inserted during the run is read back from `+"`river_job`"+`, and `+"`river_leader`"+` is read every second.`,
+*Throughput:* once the first harvest is matched, %d keep-alive clients send conditional GETs of the users' private JSON feeds (If-None-Match with the user's ETag, so 304s: the poll that dominates a feed service's traffic) for %s against the first api, %s against the second, and %s against both (half the clients each); the CPU time of each api process, of PgBouncer and of the whole machine is read from /proc around every run. *Jobs:* then %d pushers (one per api) post %d batches of %d papers each through `+"`POST /v1/papers`"+`, every user's digest is made due at once, and the soak waits until every match job and every digest is final. Every periodic job the workers inserted during the run is read back from `+"`river_job`"+`, and `+"`river_leader`"+` is read every second.`,
 		pcBouncerPoolSize, pcHarvestEvery, pcHarvested, pcDigestEvery, pcUsers, pcClients, pcRun, pcRun, pcRun, pcPushers, pcBatches, pcPerBatch)
 
 	bin, err := e.scriptPath("pgbouncer-ensure.sh")
@@ -99,7 +99,7 @@ func runProcesses(ctx context.Context, e *env, res *Result) error {
 		execMode = "default_query_exec_mode=cache_describe in the api's DATABASE_URL (PgBouncer before 1.21 cannot keep prepared statements in transaction mode)"
 	}
 	e.logf("processes: PgBouncer %s on port %d (transaction mode); api connections: %s", bouncer.Version, bouncer.Port, execMode)
-	res.Policy = `**Policies checked.** *Connections:* an ` + "`api`" + ` holds nothing outside a transaction (no LISTEN, no session advisory locks, no session settings), so it runs through PgBouncer in transaction mode; pgx's default statement cache prepares named statements on one server connection, which transaction pooling hands to another client, so before PgBouncer 1.21 the api's DATABASE_URL carries ` + "`default_query_exec_mode=cache_describe`" + ` (README "Scaling"). A ` + "`worker`" + ` needs a session for River's LISTEN/NOTIFY (or RIVER_POLL_ONLY=true). *One leader:* River elects one leader among the worker processes (` + "`river_leader`" + `); only the leader inserts periodic jobs (digest schedule, harvest, channel schedule and prune), each kind unique while one is queued or running. *Nothing twice:* River hands each job to one worker (` + "`FOR UPDATE SKIP LOCKED`" + `); a match batch covers its own seq range and writes no feed state (a private feed's ETag is the reader's feed version and the newest seq of the rows of their follows, computed by each api process and cached per watermark, so both apis answer the same ETag); a digest's window is reserved under the reader's row lock and its ledger row is unique per (reader, period). Verdict: through PgBouncer no request fails; with two api processes each serves at least 40% of the polls (the total is a figure, not a verdict: on one machine a second process can only share the CPU the first already keeps busy; the table gives each tier's CPU per request, from which what api processes on machines of their own add up to follows); one leader throughout, with periodic jobs no closer together than their interval; every match job completed once by one worker over disjoint seq ranges, no reader's feed version moved, and every reader's ETag changed exactly when a batch matched them, the same from both apis; every digest sent once, every Message-ID received once.`
+	res.Policy = `**Policies checked.** *Connections:* an ` + "`api`" + ` holds nothing outside a transaction (no LISTEN, no session advisory locks, no session settings), so it runs through PgBouncer in transaction mode; pgx's default statement cache prepares named statements on one server connection, which transaction pooling hands to another client, so before PgBouncer 1.21 the api's DATABASE_URL carries ` + "`default_query_exec_mode=cache_describe`" + ` (README "Scaling"). A ` + "`worker`" + ` needs a session for River's LISTEN/NOTIFY (or RIVER_POLL_ONLY=true). *One leader:* River elects one leader among the worker processes (` + "`river_leader`" + `); only the leader inserts periodic jobs (digest schedule, harvest, channel schedule and prune), each kind unique while one is queued or running. *Nothing twice:* River hands each job to one worker (` + "`FOR UPDATE SKIP LOCKED`" + `); a match batch covers its own seq range and writes no feed state (a private feed's ETag is the user's feed version and the newest seq of the rows of their follows, computed by each api process and cached per watermark, so both apis answer the same ETag); a digest's window is reserved under the user's row lock and its ledger row is unique per (user, period). Verdict: through PgBouncer no request fails; with two api processes each serves at least 40% of the polls (the total is a figure, not a verdict: on one machine a second process can only share the CPU the first already keeps busy; the table gives each tier's CPU per request, from which what api processes on machines of their own add up to follows); one leader throughout, with periodic jobs no closer together than their interval; every match job completed once by one worker over disjoint seq ranges, no user's feed version moved, and every user's ETag changed exactly when a batch matched them, the same from both apis; every digest sent once, every Message-ID received once.`
 
 	day := time.Now().UTC().Format(time.DateOnly)
 	cats := []string{"cs.LG", "cs.CV", "cs.AI", "cs.CL", "stat.ML", "quant-ph"}
@@ -173,10 +173,10 @@ func runProcesses(ctx context.Context, e *env, res *Result) error {
 	if err := forEach(ctx, 8, len(users), func(i int) error {
 		u := users[i]
 		var err error
-		u.token, u.feed, err = clients[i%2].reader(ctx, u.sub, fmt.Sprintf("pc%d@soak.example", i), u.category, "json")
+		u.token, u.feed, err = clients[i%2].newUser(ctx, u.sub, fmt.Sprintf("pc%d@soak.example", i), u.category, "json")
 		return err
 	}); err != nil {
-		return fmt.Errorf("creating readers: %w", err)
+		return fmt.Errorf("creating users: %w", err)
 	}
 	rows, err := db.pool.Query(ctx, `SELECT sub, id FROM users WHERE sub LIKE 'soak-pc-%'`)
 	if err != nil {
@@ -215,9 +215,9 @@ func runProcesses(ctx context.Context, e *env, res *Result) error {
 	if !ok {
 		return fmt.Errorf("the first harvest did not store and match %d records within 90 s", pcHarvested)
 	}
-	e.logf("processes: %d readers; first harvest stored and matched %s after the workers started", len(users), secs(time.Since(runStart)))
+	e.logf("processes: %d users; first harvest stored and matched %s after the workers started", len(users), secs(time.Since(runStart)))
 
-	// Throughput: every reader's ETag first, then the three runs.
+	// Throughput: every user's ETag first, then the three runs.
 	if err := forEach(ctx, 8, len(users), func(i int) error {
 		r, err := clients[i%2].must(ctx, "GET", users[i].feed, "", nil, 200)
 		if err == nil {
@@ -277,7 +277,7 @@ func runProcesses(ctx context.Context, e *env, res *Result) error {
 	if err != nil {
 		return err
 	}
-	// Every reader's ETag after the pushes, from both apis (each with its
+	// Every user's ETag after the pushes, from both apis (each with its
 	// own validator cache, warmed by the polls before).
 	etags1 := make([][2]string, len(users))
 	if err := forEach(ctx, 8, len(users), func(i int) error {
@@ -293,9 +293,9 @@ func runProcesses(ctx context.Context, e *env, res *Result) error {
 		return fmt.Errorf("feed renders after the pushes: %w", err)
 	}
 
-	// Aging on purpose, in the soak's own SQL: every reader's daily digest
+	// Aging on purpose, in the soak's own SQL: every user's daily digest
 	// due now, its window from seq 0 (every pushed paper). The product's
-	// settings (notify.Preferences) schedule it at the reader's hour,
+	// settings (notify.Preferences) schedule it at the user's hour,
 	// hours away, and start its window at the high seq.
 	tag, err := db.pool.Exec(ctx, `
 		INSERT INTO digest_schedules (user_id, frequency, next_at, watermark) SELECT id, 'daily', now(), 0 FROM users WHERE sub LIKE 'soak-pc-%'
@@ -463,7 +463,7 @@ func runProcesses(ctx context.Context, e *env, res *Result) error {
 	res.figure("pushes", "%d batches of %d papers through both apis in %s (until every match job completed)", len(batches), pcPerBatch, secs(pushTook))
 	res.figure("match jobs", "%d, worked by %s", mb.n, formatCounts(mb.by))
 	res.check("every match batch done once", matched && mb.n > 0 && mb.bad == 0 && mb.overlaps == 0 && bumpBad == 0,
-		"%d match jobs: %d not completed on the first attempt by one worker, %d with overlapping seq ranges; %d of %d readers whose feed version moved (the match job bumps none), whose ETag did not change exactly when a batch matched them, or whose ETag the two apis disagree on %s",
+		"%d match jobs: %d not completed on the first attempt by one worker, %d with overlapping seq ranges; %d of %d users whose feed version moved (the match job bumps none), whose ETag did not change exactly when a batch matched them, or whose ETag the two apis disagree on %s",
 		mb.n, mb.bad, mb.overlaps, bumpBad, len(users), strings.Join(bumpEx, "; "))
 
 	// Feeds, read through the second api.
@@ -513,7 +513,7 @@ func runProcesses(ctx context.Context, e *env, res *Result) error {
 			}
 		}
 	}
-	res.check("every feed lists every paper once", feedBad == 0, "%d of %d readers' feeds (read through api 2) lack a paper, repeat one or list another %s",
+	res.check("every feed lists every paper once", feedBad == 0, "%d of %d users' feeds (read through api 2) lack a paper, repeat one or list another %s",
 		feedBad, len(users), strings.Join(feedEx, "; "))
 
 	// Digests.
@@ -542,7 +542,7 @@ func runProcesses(ctx context.Context, e *env, res *Result) error {
 		formatCounts(digestRows, "sent", "skipped", "unknown", "failed", "pending", "sending"), secs(digestTook), formatCounts(sendJobs))
 	res.figure("messages received by the SMTP sink", "%d (%d distinct Message-IDs)", total, len(received))
 	res.check("every digest sent once", digestsDone && len(sent) == int(tag.RowsAffected()) && dupIDs == 0 && notOnce == 0 && total == len(sent),
-		"%d of %d readers' digests sent; %d Message-IDs received more than once; %d sent rows whose message did not arrive exactly once; %d messages for %d sent rows",
+		"%d of %d users' digests sent; %d Message-IDs received more than once; %d sent rows whose message did not arrive exactly once; %d messages for %d sent rows",
 		len(sent), tag.RowsAffected(), dupIDs, notOnce, total, len(sent))
 	res.check("every process ran to the end", alive, "both api processes alive at the end: %v", alive)
 
@@ -792,7 +792,7 @@ func jobWorkers(ctx context.Context, pool *pgxpool.Pool, kind string) (map[strin
 	return out, nil
 }
 
-// feedVersions returns every reader's feed version.
+// feedVersions returns every user's feed version.
 func feedVersions(ctx context.Context, pool *pgxpool.Pool) (map[int64]int64, error) {
 	rows, err := pool.Query(ctx, `SELECT user_id, version FROM user_feeds`)
 	if err != nil {

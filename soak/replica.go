@@ -26,7 +26,7 @@ const (
 	rpThinkTime = 15 * time.Millisecond
 )
 
-// rpUser is a reader of the replica scenario: one category followed, and
+// rpUser is a user of the replica scenario: one category followed, and
 // the last feed it was served (the ETag and the papers of that 200).
 type rpUser struct {
 	sub, category, token, feed string
@@ -46,7 +46,7 @@ type promiseBatch struct {
 // A batch whose match job had completed before a request started is in
 // every answer to that request: the ETag is derived on the primary after
 // the request started, when the batch's papers and key rows (and the match
-// watermark with them) were committed, so content older than that would be
+// high seq with them) were committed, so content older than that would be
 // older than what the ETag promises.
 type promises struct {
 	mu      sync.Mutex
@@ -136,9 +136,9 @@ func runReplica(ctx context.Context, e *env, res *Result) error {
 		{"replica stopped", 30 * time.Second},
 		{"replica started again", 35 * time.Second},
 	}
-	res.What = fmt.Sprintf(`A throwaway primary cluster (initdb under /tmp, its own port) holds a fresh, migrated database; a streaming hot standby of it is made with `+"`pg_basebackup -R`"+` and started on a port of its own. `+"`followfeed api`"+` runs with DATABASE_URL on the primary and DATABASE_REPLICA_URL on the standby; `+"`followfeed worker`"+` runs the match jobs on the primary. %d readers (six per category) follow one of six categories each. While the scenario runs, the soak pushes a batch of %d papers (three of the six categories) through `+"`POST /v1/papers`"+`, waits until its match job has completed, notes the time, and pushes the next (about one batch a second), and %d clients poll the readers' private JSON feeds (40%% conditional with the reader's last ETag, 35%% full renders without validators) and their follow status (GET /v1/follows/category/…, 25%%), one request every %s each. Five phases: %s. Lag is injected with `+"`pg_wal_replay_pause()`"+` on the standby (it stays connected and answers, with an ever older snapshot), the standby is stopped with `+"`pg_ctl stop -m fast`"+` and started again. The api's `+"`followfeed_replica_reads_total{outcome,read}`"+` counters are read at every phase boundary.`,
+	res.What = fmt.Sprintf(`A throwaway primary cluster (initdb under /tmp, its own port) holds a fresh, migrated database; a streaming hot standby of it is made with `+"`pg_basebackup -R`"+` and started on a port of its own. `+"`followfeed api`"+` runs with DATABASE_URL on the primary and DATABASE_REPLICA_URL on the standby; `+"`followfeed worker`"+` runs the match jobs on the primary. %d users (six per category) follow one of six categories each. While the scenario runs, the soak pushes a batch of %d papers (three of the six categories) through `+"`POST /v1/papers`"+`, waits until its match job has completed, notes the time, and pushes the next (about one batch a second), and %d clients poll the users' private JSON feeds (40%% conditional with the user's last ETag, 35%% full renders without validators) and their follow status (GET /v1/follows/category/…, 25%%), one request every %s each. Five phases: %s. Lag is injected with `+"`pg_wal_replay_pause()`"+` on the standby (it stays connected and answers, with an ever older snapshot), the standby is stopped with `+"`pg_ctl stop -m fast`"+` and started again. The api's `+"`followfeed_replica_reads_total{outcome,read}`"+` counters are read at every phase boundary.`,
 		rpUsers, rpPerBatch, rpClients, rpThinkTime, phaseList(phaseDefs, func(p phaseDef) (string, time.Duration) { return p.name, p.d }))
-	res.Policy = `**Policies checked.** *Never older than the ETag:* a private feed's ETag and Last-Modified come from the primary (the token lookup reads the reader's ` + "`user_feeds`" + ` row and the match watermark in one statement; the newest seq of the rows of the reader's follows is cached per process for that version and watermark); a full render runs on the replica only when the replica's snapshot has at least the feed version and the watermark that ETag was made from (` + "`account.FeedAtLeast`" + `), else on the primary. The check is made from outside: a batch whose match job had completed before a request started must be in the answer (its papers and key rows, and the watermark with them, were committed on the primary before the ETag was derived), so every full render must list the newest ` + fmt.Sprint(rpCheckNew) + ` such papers of the reader's category, and a 304 may only confirm a copy that lists them. *Bounded staleness* for follow status: it reads the replica only while the lag monitor finds it within a second, and every answer here must be right (the readers' follows never change). *A replica that is down costs nothing:* a failed replica read falls back to the primary in the same request, and the replica is left alone for 5 s before it is tried again; so does a read the standby cancels when replay resumes and conflicts with its snapshot (max_standby_streaming_delay has long passed for WAL received during the pause). Verdict: no request fails, no feed is stale, no follow status is wrong; the replica takes most renders while healthy, none while stopped, and again after it is started.`
+	res.Policy = `**Policies checked.** *Never older than the ETag:* a private feed's ETag and Last-Modified come from the primary (the token lookup reads the user's ` + "`user_feeds`" + ` row and the high seq in one statement; the newest seq of the rows of the user's follows is cached per process for that version and high seq); a full render runs on the replica only when the replica's snapshot has at least the feed version and the high seq that ETag was made from (` + "`account.FeedAtLeast`" + `), else on the primary. The check is made from outside: a batch whose match job had completed before a request started must be in the answer (its papers and key rows, and the high seq with them, were committed on the primary before the ETag was derived), so every full render must list the newest ` + fmt.Sprint(rpCheckNew) + ` such papers of the user's category, and a 304 may only confirm a copy that lists them. *Bounded staleness* for follow status: it reads the replica only while the lag monitor finds it within a second, and every answer here must be right (the users' follows never change). *A replica that is down costs nothing:* a failed replica read falls back to the primary in the same request, and the replica is left alone for 5 s before it is tried again; so does a read the standby cancels when replay resumes and conflicts with its snapshot (max_standby_streaming_delay has long passed for WAL received during the pause). Verdict: no request fails, no feed is stale, no follow status is wrong; the replica takes most renders while healthy, none while stopped, and again after it is started.`
 
 	primary, db, done, err := newClusterDB(ctx, e, "replica")
 	if err != nil {
@@ -184,10 +184,10 @@ func runReplica(ctx context.Context, e *env, res *Result) error {
 	if err := forEach(ctx, 4, len(users), func(i int) error {
 		u := users[i]
 		var err error
-		u.token, u.feed, err = c.reader(ctx, u.sub, "", u.category, "json")
+		u.token, u.feed, err = c.newUser(ctx, u.sub, "", u.category, "json")
 		return err
 	}); err != nil {
-		return fmt.Errorf("creating readers: %w", err)
+		return fmt.Errorf("creating users: %w", err)
 	}
 
 	stats := make([]*rpPhaseStats, len(phaseDefs))
@@ -485,7 +485,7 @@ func runReplica(ctx context.Context, e *env, res *Result) error {
 	mw50, mw99 := bench.Percentiles(matchWait)
 	res.figure("batches pushed and matched", "%d batches of %d papers (%d pushes in all); push to match job completed p50 %s, p99 %s", pushed.Load(), rpPerBatch, total.pushes, ms(mw50), ms(mw99))
 	res.figure("requests", "%d full renders, %d conditional GETs answered 304, %d conditional GETs answered 200, %d follow-status reads", total.full, total.cond304, total.cond200, total.status)
-	res.figure("promised papers checked", "%d (the newest %d of the reader's category matched before each feed request)", total.promisedChecked, rpCheckNew)
+	res.figure("promised papers checked", "%d (the newest %d of the user's category matched before each feed request)", total.promisedChecked, rpCheckNew)
 	res.figure("lag injected", "replay paused for %s: at the resume the standby's last replayed transaction was %.1f s old and it was %.0f kB of WAL behind; it caught up %s after the resume", phaseDefs[1].d, lagSecs, lagBytes/1024, secs(catchUp))
 	res.figure("replica stopped and started", "pg_ctl stop -m fast took %s, start %s; the api rendered a feed on it again %s after the start", secs(stopTook), secs(startTook), secsOrNever(usedAgain))
 	res.figure("warn lines of the api about the replica", "%d \"replica unavailable\" (rate-limited to one per 30 s)", warned)
@@ -508,7 +508,7 @@ func runReplica(ctx context.Context, e *env, res *Result) error {
 	res.check("healthy: the replica takes most renders", 2*rr(healthy, "replica", "checked") > renders(healthy) && rr(healthy, "replica", "bounded") > 0,
 		"%d of %d renders and %d follow-status reads on the replica", rr(healthy, "replica", "checked"), renders(healthy), rr(healthy, "replica", "bounded"))
 	res.check("paused: stale renders and lagging status reads go to the primary", rr(paused, "stale", "checked") > 0 && rr(paused, "lagging", "bounded") > 0,
-		"%d renders found the replica's snapshot older than the ETag (stale) and ran on the primary; %d follow-status reads went to the primary while the lag monitor saw the replica behind; %d renders still ran on the replica (readers whose feed had not changed since the pause)",
+		"%d renders found the replica's snapshot older than the ETag (stale) and ran on the primary; %d follow-status reads went to the primary while the lag monitor saw the replica behind; %d renders still ran on the replica (users whose feed had not changed since the pause)",
 		rr(paused, "stale", "checked"), rr(paused, "lagging", "bounded"), rr(paused, "replica", "checked"))
 	res.check("stopped: every read on the primary, none failed", rr(stopped, "replica", "checked")+rr(stopped, "replica", "bounded") == 0 &&
 		rr(stopped, "error", "checked")+rr(stopped, "down", "checked") > 0 && stats[3].failed == 0,

@@ -68,9 +68,9 @@ func runSMTPChaos(ctx context.Context, e *env, res *Result) error {
 	}); err != nil || !ok {
 		return fmt.Errorf("the pushed papers were not matched within 2 minutes (%v)", err)
 	}
-	// Aging on purpose, in the soak's own SQL: every reader's daily digest
+	// Aging on purpose, in the soak's own SQL: every user's daily digest
 	// due now. The product's settings (notify.Preferences) schedule it at
-	// the reader's hour, hours away.
+	// the user's hour, hours away.
 	if _, err := db.pool.Exec(ctx, `
 		INSERT INTO digest_schedules (user_id, frequency, next_at) SELECT id, 'daily', now() FROM users
 		ON CONFLICT (user_id) DO UPDATE SET frequency = 'daily', next_at = now()`); err != nil {
@@ -267,7 +267,7 @@ func pushRange(ctx context.Context, c *client, prefix string, from, n int, cats 
 	for i := from; i < from+n; i++ {
 		p := pushPaper{
 			ArxivID: fmt.Sprintf("%s.%05d", prefix, i+1), Version: 1, Title: fmt.Sprintf("Pushed soak paper %d", i+1),
-			Abstract: "A paper pushed by the soak to give readers something to read.", Authors: []string{"Ada Soak", "Bo Tester"},
+			Abstract: "A paper pushed by the soak to give users something to read.", Authors: []string{"Ada Soak", "Bo Tester"},
 			Categories: []string{cats[i%len(cats)]}, Published: time.Now().UTC().Format(time.RFC3339),
 		}
 		papers = append(papers, p)

@@ -17,7 +17,7 @@ func TestChaosFateIsPerAddress(t *testing.T) {
 	c := newChaosSMTP(42)
 	refused := 0
 	for i := range 1000 {
-		addr := "reader" + string(rune('a'+i%26)) + strings.Repeat("x", i%7) + "@soak.example"
+		addr := "user" + string(rune('a'+i%26)) + strings.Repeat("x", i%7) + "@soak.example"
 		f := c.fate(addr)
 		if f != c.fate(strings.ToUpper(addr)) {
 			t.Fatalf("fate of %s depends on case", addr)

@@ -81,7 +81,7 @@ The worker is SIGKILLed as soon as the fake repository has served the third page
 	if err := forEach(ctx, 8, len(users), func(i int) error {
 		u := users[i]
 		var err error
-		u.token, u.feed, err = c.reader(ctx, u.sub, u.email, u.category, "json")
+		u.token, u.feed, err = c.newUser(ctx, u.sub, u.email, u.category, "json")
 		return err
 	}); err != nil {
 		return fmt.Errorf("creating users: %w", err)
@@ -138,9 +138,9 @@ The worker is SIGKILLed as soon as the fake repository has served the third page
 	}
 	e.logf("worker-killed: harvest finished %s after the kill", secs(harvestRecovery))
 
-	// Aging on purpose, in the soak's own SQL: every reader's daily digest
+	// Aging on purpose, in the soak's own SQL: every user's daily digest
 	// due now. The product's settings (notify.Preferences) schedule it at
-	// the reader's hour, hours away.
+	// the user's hour, hours away.
 	tag, err := db.pool.Exec(ctx, `
 		INSERT INTO digest_schedules (user_id, frequency, next_at) SELECT id, 'daily', now() FROM users WHERE sub LIKE 'soak-wk-%'
 		ON CONFLICT (user_id) DO UPDATE SET frequency = 'daily', next_at = now()`)

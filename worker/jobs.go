@@ -74,7 +74,7 @@ func (w *MatchWorker) Work(ctx context.Context, job *river.Job[MatchArgs]) error
 	return nil
 }
 
-// EnqueueBackfill inserts the backfill job of a newly followed saved search
+// EnqueueBackfill inserts the backfill job of a newly followed query
 // in tx (the follow's transaction). The job is unique per search while one
 // is available, scheduled, running or waiting for a retry: a second follow
 // of the same search meanwhile inserts nothing (the first job's rows serve
@@ -85,7 +85,7 @@ func (e *Enqueuer) EnqueueBackfill(ctx context.Context, tx pgx.Tx, normalized st
 	return err
 }
 
-// BackfillArgs is the backfill of one newly followed saved search: its
+// BackfillArgs is the backfill of one newly followed query: its
 // matches among the papers announced since Since.
 type BackfillArgs struct {
 	// Search is the normal form (follow.Target.ID); jobs are unique by it.
@@ -305,7 +305,7 @@ type WebSubArgs struct {
 // Kind implements river.JobArgs.
 func (WebSubArgs) Kind() string { return "websub_publish" }
 
-// InsertOpts: a few retries; a missed ping only delays readers until their
+// InsertOpts: a few retries; a missed ping only delays users until their
 // next poll.
 func (WebSubArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueDefault, MaxAttempts: 5}
@@ -343,8 +343,8 @@ func (e *Enqueuer) EnqueueDigests(ctx context.Context, tx pgx.Tx, ids []int64) e
 
 // EnqueueInstant inserts instant-alert jobs for users, due at at,
 // DigestBatch users per job (the match job schedules the alerts of every
-// reader with instant alerts that a batch reaches, 100,000 at scale M; a
-// job per reader cost 14 µs each to insert, more than everything else the
+// user with instant alerts that a batch reaches, 100,000 at scale M; a
+// job per user cost 14 µs each to insert, more than everything else the
 // match job did), in bulk.
 func (e *Enqueuer) EnqueueInstant(ctx context.Context, tx pgx.Tx, userIDs []int64, at time.Time) error {
 	if len(userIDs) == 0 {

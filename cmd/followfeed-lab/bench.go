@@ -30,7 +30,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
 	memprofile := fs.String("memprofile", "", "write an allocation profile of the benchmark process to this file at the end")
 	skip := fs.String("skip", "", "comma-separated parts to leave out while iterating: digests, feeds, searches, fediverse")
-	searches := fs.String("searches", "", "comma-separated numbers of saved searches to match the batch against (default 0,10000,30000,100000); measured at the smallest selected scale only")
+	searches := fs.String("searches", "", "comma-separated numbers of queries to match the batch against (default 0,10000,30000,100000); measured at the smallest selected scale only")
 	product := productFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -94,7 +94,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	for i, l := range levels {
 		lc := *cfg
 		lc.DatabaseURL = urls[i]
-		// Figures that need one scale only (the saved searches) are
+		// Figures that need one scale only (the queries) are
 		// measured at the smallest selected one.
 		sk := maps.Clone(skipped)
 		if i > 0 {

@@ -141,7 +141,7 @@ func findBrowser() (string, error) {
 	return "", fmt.Errorf("CHROMIUM_PATH is unset or not executable and none of %s is on PATH", strings.Join(candidates, ", "))
 }
 
-// record is the chromedp listener; it runs on chromedp's reader goroutine and
+// record is the chromedp listener; it runs on chromedp's user goroutine and
 // must return fast.
 func (b *Browser) record(ev any) {
 	var msg string

@@ -8,14 +8,14 @@ import (
 )
 
 // The SQL other packages read follow's tables with (follows,
-// follow_counts): follow writes them, readers (match's feed, head and
+// follow_counts): follow writes them, users (match's feed, head and
 // match-job statements, the registry, feeds' WebSub pings) read them only
 // through the names below (docs/ARCHITECTURE.md, Rules).
 
 // FollowsTable is follows, one row per (user_id, key): the follow's
 // include_cross_lists, include_replacements, created_at (the order of a
 // user's follows list, oldest first by (created_at, key)) and target (the
-// id as followed). Readers may rely on its primary key (user_id, key: a
+// id as followed). Users may rely on its primary key (user_id, key: a
 // user's follows), follows_key_idx (key, including user_id and the
 // options: a key's followers) and follows_user_created_idx.
 const FollowsTable = "follows"

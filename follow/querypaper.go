@@ -13,7 +13,7 @@ import (
 	"followfeed/search"
 )
 
-// Follows of interests rather than people and places: saved searches
+// Follows of a query or a single paper rather than of people and places: queries
 // (kind query) and single papers (kind paper).
 
 const paperForms = "arXiv ids look like 2202.02326 or astro-ph/9901001 (a version such as v2, an arXiv: prefix and arxiv.org/abs/ links are fine)"
@@ -36,13 +36,13 @@ func (taxonomyCategories) ResolveCategory(v string) (string, string, error) {
 	return id, t.Key(), nil
 }
 
-// CompileQuery parses a saved search with this package's taxonomy for its
+// CompileQuery parses a query with this package's taxonomy for its
 // cat: filters. Errors are *search.Error (position and expectation).
 func CompileQuery(s string) (*search.Query, error) {
 	return search.Parse(s, taxonomyCategories{})
 }
 
-// NormalizeQuery returns the normal form of a saved search, the ID of its
+// NormalizeQuery returns the normal form of a query, the ID of its
 // Target. Errors are *apperr.Error with Code Invalid, Field "id", a message
 // with the position and what was expected, and Details[0].Index the
 // 1-based character position.
@@ -89,8 +89,8 @@ func ParsePaperID(s string) (string, error) {
 	return "", apperr.InvalidField("id", "%q is not an arXiv id; %s", id, paperForms)
 }
 
-// interestName is DisplayName for the kinds of this file.
-func interestName(t Target) (string, bool) {
+// queryOrPaperName is DisplayName for the kinds of this file.
+func queryOrPaperName(t Target) (string, bool) {
 	switch t.Kind {
 	case Query:
 		return "Search: " + t.ID, true
@@ -100,7 +100,7 @@ func interestName(t Target) (string, bool) {
 	return "", false
 }
 
-// ActiveSearches returns the normal forms of every saved search somebody
+// ActiveSearches returns the normal forms of every query somebody
 // follows, inside tx: package catalog evaluates new papers against them at
 // ingest. It reads follow_counts' primary key over the query: range.
 func ActiveSearches(ctx context.Context, tx pgx.Tx) ([]string, error) {
@@ -108,11 +108,11 @@ func ActiveSearches(ctx context.Context, tx pgx.Tx) ([]string, error) {
 		SELECT substr(key, 7) FROM follow_counts
 		WHERE key >= 'query:' AND key < 'query;' AND followers > 0`)
 	if err != nil {
-		return nil, fmt.Errorf("listing saved searches: %w", err)
+		return nil, fmt.Errorf("listing queries: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("listing saved searches: %w", err)
+		return nil, fmt.Errorf("listing queries: %w", err)
 	}
 	return out, nil
 }
@@ -120,7 +120,7 @@ func ActiveSearches(ctx context.Context, tx pgx.Tx) ([]string, error) {
 // HoldFollowers returns, inside tx, the users who follow t, after waiting
 // for every follow and unfollow of t in progress to commit, and keeps new
 // ones waiting until tx ends (a share lock on t's follow_counts row, which
-// Follow and Unfollow update). The backfill of a saved search calls it
+// Follow and Unfollow update). The backfill of a query calls it
 // last, after its scan: a follow whose backfill job was not inserted because
 // this one was already queued or running has then committed, so the
 // backfill bumps its feed and a later ingest sees the search; a follow that

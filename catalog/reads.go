@@ -8,26 +8,26 @@ import (
 )
 
 // The SQL other packages read paper's tables with (papers, paper_keys,
-// search_hits, match_state, key_seq_times): the store writes them, readers
+// search_hits, match_state, key_seq_times): the store writes them, users
 // (match's feed and match-job statements, feeds' public versions, the high
 // seq of digests and channels) read them only through the names below,
 // whole queries or fragments of their own statements (docs/ARCHITECTURE.md,
 // Rules). A change of these tables' columns or indexes starts here: every
-// reader refers to one of these names.
+// user refers to one of these names.
 
 // KeysTable is paper_keys, the key rows: per (paper_id, key, version,
 // event), the row's seq, cross_list (the key is a category known only from
 // a cross-list), replacement (written by a new version), new_paper (the
 // paper's first rows), event and detail (a followed paper's events).
-// Readers may rely on its primary key (paper_id, key, …; a paper's keys),
+// Users may rely on its primary key (paper_id, key, …; a paper's keys),
 // paper_keys_key_seq_idx ((key, seq DESC) including paper_id, cross_list,
 // replacement and new_paper: a key's newest rows, index-only) and
 // paper_keys_seq_brin (a seq range).
 const KeysTable = "paper_keys"
 
-// HitsTable is search_hits, a saved search's matches: per (key, seq) of a
+// HitsTable is search_hits, a query's matches: per (key, seq) of a
 // query: key, the papers (paper_ids) it matched in that seq, with
-// replacement and new_paper as in paper_keys (never cross-lists). Readers
+// replacement and new_paper as in paper_keys (never cross-lists). Users
 // may rely on its primary key (key, seq: a search's newest rows) and
 // search_hits_seq_idx (a seq range).
 const HitsTable = "search_hits"
@@ -65,7 +65,7 @@ const KeyRowsInWindowSQL = `
 		ORDER BY pk.seq DESC LIMIT $4
 	) pk`
 
-// HitsInWindowSQL reads, for each saved search key of $1, the papers of
+// HitsInWindowSQL reads, for each query key of $1, the papers of
 // its newest search_hits rows in the window ($2, $3], at most $4, in each
 // row's order (search_hits_pkey), with KeyRowsInWindowSQL's columns
 // (cross_list false).

@@ -12,13 +12,13 @@ import (
 
 // The SQL other packages read account's tables with, in statements that
 // must stay one statement (a snapshot, a round trip, a lock over both
-// packages' rows): account writes these tables, the readers only read them
+// packages' rows): account writes these tables, the users only read them
 // through the names below (docs/ARCHITECTURE.md, Rules).
 
 // UsersTable is the users table, for a statement that joins a user's row
 // (conventionally aliased u, by id, its primary key) or locks it (FOR
 // UPDATE OF u: the user's row lock, which serialises a user's changes
-// across packages). Readers may use id, email, email_confirmed_at,
+// across packages). Users may use id, email, email_confirmed_at,
 // timezone and link_epoch; account alone writes them.
 const UsersTable = "users"
 
