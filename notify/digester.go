@@ -63,7 +63,9 @@ type Links interface {
 // people keep, and the papers stay in the user's feed. 4xx replies and
 // network errors before the body put the row back to "pending" and the job
 // retries with backoff; a 5xx on the recipient fails the row and suppresses
-// the address.
+// the address. Every outcome (sent, skipped, failed, unknown, will be
+// retried) is logged once, at INFO or, for the last three, WARN, with the
+// user, the digest and the SMTP reply.
 type Digester struct {
 	db      *database.DB
 	matcher *match.Service

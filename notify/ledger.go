@@ -3,6 +3,7 @@ package notify
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,7 +19,8 @@ type State string
 
 // The ledger states. A row starts pending, is marked sending right before
 // its SMTP transaction, and ends in one of the final states; a temporary
-// failure puts it back to pending.
+// failure puts it back to pending. Every outcome is logged once (see
+// logOutcome).
 const (
 	StatePending State = "pending" // waiting for (another) send attempt
 	StateSending State = "sending" // being handed to the SMTP server
@@ -51,13 +53,14 @@ const (
 // sweep closes abandoned digests: "sending" becomes "unknown" (it may have
 // been delivered; at most once), "pending" becomes "failed". Papers of a
 // pending digest whose window was never reserved are not lost: the user's
-// watermark did not move, so the next digest holds them.
+// watermark did not move, so the next digest holds them. Each row closed is
+// logged (logOutcome).
 func (d *Digester) sweep(ctx context.Context) error {
 	// digests_open_idx: only open rows are read; the WHERE spells out
 	// StatePending and StateSending as literals because they must match the
 	// partial index's predicate for the planner to use it. Ages are
 	// measured with the database's clock, which wrote updated_at.
-	_, err := d.db.Pool.Exec(ctx, `
+	rows, err := d.db.Pool.Query(ctx, `
 		UPDATE digests SET
 			state = CASE state WHEN $3 THEN $4 ELSE $5 END,
 			smtp_reply = coalesce(smtp_reply || ' ', '') || CASE state
@@ -65,12 +68,36 @@ func (d *Digester) sweep(ctx context.Context) error {
 				ELSE '(abandoned: no send attempt for 48 h)' END,
 			updated_at = now()
 		WHERE state IN ('pending', 'sending')
-		  AND updated_at < now() - CASE state WHEN $3 THEN $1::interval ELSE $2::interval END`,
+		  AND updated_at < now() - CASE state WHEN $3 THEN $1::interval ELSE $2::interval END
+		RETURNING `+closedColumns,
 		abandonedSending, abandonedPending, StateSending, StateUnknown, StateFailed)
 	if err != nil {
 		return fmt.Errorf("closing abandoned digests: %w", err)
 	}
+	if err := d.logClosed(ctx, rows); err != nil {
+		return fmt.Errorf("closing abandoned digests: %w", err)
+	}
 	return nil
+}
+
+// closedColumns is what an UPDATE of digests returns for logClosed.
+const closedColumns = `id, user_id, kind, period, papers, state, coalesce(smtp_reply, '')`
+
+// logClosed logs the outcome of each row of rows (closedColumns), closing
+// rows.
+func (d *Digester) logClosed(ctx context.Context, rows pgx.Rows) error {
+	defer rows.Close()
+	for rows.Next() {
+		var row digestRow
+		var papers int
+		var state State
+		var reply string
+		if err := rows.Scan(&row.id, &row.userID, &row.kind, &row.period, &papers, &state, &reply); err != nil {
+			return err
+		}
+		d.logOutcome(ctx, row, state, papers, reply, time.Time{})
+	}
+	return rows.Err()
 }
 
 // upsertDigest creates (or finds) the ledger row of (user, period), created
@@ -91,19 +118,24 @@ func upsertDigest(ctx context.Context, tx pgx.Tx, userID int64, period, kind str
 }
 
 // GiveUp marks the rows of ids that are still pending as failed, keeping
-// the last SMTP reply and appending reason. The send job calls it when River
-// will not retry any more: without it those rows would stay pending for
-// ever, since nothing else enqueues a scheduled digest twice. Rows in any
-// other state are left alone. It returns how many rows it marked.
+// the last SMTP reply and appending reason, and logs each. The send job
+// calls it when River will not retry any more: without it those rows
+// would stay pending for ever, since nothing else enqueues a scheduled
+// digest twice. Rows in any other state are left alone. It returns how
+// many rows it marked.
 func (d *Digester) GiveUp(ctx context.Context, ids []int64, reason string) (int, error) {
-	tag, err := d.db.Pool.Exec(ctx, `
+	rows, err := d.db.Pool.Query(ctx, `
 		UPDATE digests SET state = $3,
 			smtp_reply = coalesce(smtp_reply || ' ', '') || '(' || $2 || ')', updated_at = now()
-		WHERE id = ANY($1) AND state = $4`, ids, reason, StateFailed, StatePending)
+		WHERE id = ANY($1) AND state = $4
+		RETURNING `+closedColumns, ids, reason, StateFailed, StatePending)
 	if err != nil {
 		return 0, fmt.Errorf("giving up on %d digests: %w", len(ids), err)
 	}
-	return int(tag.RowsAffected()), nil
+	if err := d.logClosed(ctx, rows); err != nil {
+		return 0, fmt.Errorf("giving up on %d digests: %w", len(ids), err)
+	}
+	return int(rows.CommandTag().RowsAffected()), nil
 }
 
 // outcomes writes digests' states to the ledger. To save a statement and a
@@ -123,12 +155,13 @@ type waitingOutcome struct {
 	reply string
 }
 
-// record has out's state written and then sets it on out. Only an outcome
-// that a crash may leave at "sending" without harm waits for the next write:
-// "sent" and "unknown" (a retry records "unknown" and resends nothing, the
-// at-most-once policy) and "skipped" (never marked "sending"). "pending"
-// (the message certainly did not go: a retry must resend it) and "failed"
-// are written at once, a bounce together with the address's suppression.
+// record has out's state written, sets it on out and logs it. Only an
+// outcome that a crash may leave at "sending" without harm waits for the
+// next write: "sent" and "unknown" (a retry records "unknown" and resends
+// nothing, the at-most-once policy) and "skipped" (never marked
+// "sending"). "pending" (the message certainly did not go: a retry must
+// resend it) and "failed" are written at once, a bounce together with the
+// address's suppression.
 func (l *outcomes) record(ctx context.Context, out *Outcome, row digestRow, state State, reply string, suppress bool) error {
 	if err := l.flush(ctx); err != nil {
 		return err
@@ -152,7 +185,34 @@ func (l *outcomes) record(ctx context.Context, out *Outcome, row digestRow, stat
 		}
 	}
 	out.State, out.Reply = state, reply
+	l.d.logOutcome(ctx, row, state, out.Papers, reply, time.Time{})
 	return nil
+}
+
+// logOutcome writes the one log line of a digest's outcome, with the user,
+// the digest's id, kind and period, its papers and the SMTP reply (or the
+// reason): INFO when it was sent or skipped, WARN when it failed, may have
+// been delivered (unknown) or will be retried (pending; retryAt is when,
+// zero when the job that carries it decides).
+func (d *Digester) logOutcome(ctx context.Context, row digestRow, state State, papers int, reply string, retryAt time.Time) {
+	level, msg := slog.LevelWarn, "digest "+string(state)
+	switch state {
+	case StateSent, StateSkipped:
+		level = slog.LevelInfo
+	case StateUnknown:
+		msg = "digest may have been delivered; not resent"
+	case StatePending:
+		msg = "digest will be retried"
+	}
+	if !d.logger.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{slog.Int64("user", row.userID), slog.Int64("digest", row.id), slog.String("kind", row.kind),
+		slog.String("period", row.period), slog.Int("papers", papers), slog.String("reply", reply)}
+	if !retryAt.IsZero() {
+		attrs = append(attrs, slog.Time("retry_at", retryAt))
+	}
+	d.logger.LogAttrs(ctx, level, msg, attrs...)
 }
 
 // setOutcome is the UPDATE of a digest's final (or pending) state; $1 is
@@ -196,8 +256,10 @@ func (l *outcomes) flush(ctx context.Context) error {
 // left for a later round: a user's rows are reserved one at a time, since
 // each window starts where the previous one ends. One transaction of at
 // most four statements: the users' schedule rows, the locked read, the
-// final states (when any) and the windows (when any are new).
+// final states (when any; each logged once committed) and the windows
+// (when any are new).
 func (d *Digester) reserve(ctx context.Context, ids []int64) (rows []digestRow, done map[int64]State, later []int64, err error) {
+	var final finalStates // logged once committed
 	err = d.db.InTx(ctx, func(tx pgx.Tx) error {
 		if err := ensureSchedules(ctx, tx, ids); err != nil {
 			return err
@@ -214,8 +276,14 @@ func (d *Digester) reserve(ctx context.Context, ids []int64) (rows []digestRow, 
 		if err := t.final.record(ctx, tx); err != nil {
 			return err
 		}
+		final = t.final
 		return reserveWindows(ctx, tx, t.reserve, rows)
 	})
+	if err == nil {
+		for i, row := range final.rows {
+			d.logOutcome(ctx, row, final.states[i], row.papers, final.reasons[i], time.Time{})
+		}
+	}
 	return rows, done, later, err
 }
 
@@ -236,7 +304,7 @@ func ensureSchedules(ctx context.Context, tx pgx.Tx, ids []int64) error {
 // digest, user and schedule rows until tx ends.
 func lockDigests(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]digestRow, error) {
 	r, err := tx.Query(ctx, `
-		SELECT g.id, g.user_id, g.period, g.kind, g.state, g.from_seq, g.to_seq, g.attempts,
+		SELECT g.id, g.user_id, g.period, g.kind, g.state, g.from_seq, g.to_seq, g.attempts, g.papers,
 		       coalesce(u.email, ''), u.email_confirmed_at IS NOT NULL,
 		       `+account.SuppressedSQL+`,
 		       u.timezone, d.frequency, d.send_empty, d.skip_no_announcement, u.link_epoch
@@ -251,7 +319,7 @@ func lockDigests(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]digestR
 	for r.Next() {
 		var row digestRow
 		if err := r.Scan(&row.id, &row.userID, &row.period, &row.kind, &row.state, &row.from, &row.to,
-			&row.attempts, &row.email, &row.confirmed, &row.suppressed, &row.tz, &row.freq, &row.sendEmpty, &row.skipNoAnn, &row.epoch); err != nil {
+			&row.attempts, &row.papers, &row.email, &row.confirmed, &row.suppressed, &row.tz, &row.freq, &row.sendEmpty, &row.skipNoAnn, &row.epoch); err != nil {
 			r.Close()
 			return nil, err
 		}
@@ -290,7 +358,7 @@ func triageDigests(ids []int64, byID map[int64]digestRow) (triage, error) {
 		}
 		final := func(state State, reason string) {
 			t.done[id] = state
-			t.final.add(id, state, reason)
+			t.final.add(row, state, reason)
 		}
 		switch {
 		case row.state.Final():
@@ -323,28 +391,32 @@ func triageDigests(ids []int64, byID map[int64]digestRow) (triage, error) {
 // finalStates are ledger rows to close, with the reason each is closed
 // for (appended to the SMTP reply of an unknown one, the reply otherwise).
 type finalStates struct {
-	ids     []int64
+	rows    []digestRow
 	states  []State
 	reasons []string
 }
 
-func (f *finalStates) add(id int64, state State, reason string) {
-	f.ids, f.states, f.reasons = append(f.ids, id), append(f.states, state), append(f.reasons, reason)
+func (f *finalStates) add(row digestRow, state State, reason string) {
+	f.rows, f.states, f.reasons = append(f.rows, row), append(f.states, state), append(f.reasons, reason)
 }
 
 // record writes the final states in one statement (none when there are
 // none).
 func (f *finalStates) record(ctx context.Context, tx pgx.Tx) error {
-	if len(f.ids) == 0 {
+	if len(f.rows) == 0 {
 		return nil
+	}
+	ids := make([]int64, len(f.rows))
+	for i, row := range f.rows {
+		ids[i] = row.id
 	}
 	if _, err := tx.Exec(ctx, `
 		UPDATE digests g SET state = f.state,
 			smtp_reply = CASE WHEN f.state = $4 THEN coalesce(g.smtp_reply || ' ', '') || '(' || f.reason || ')' ELSE f.reason END,
 			updated_at = now()
 		FROM unnest($1::bigint[], $2::text[], $3::text[]) AS f(id, state, reason) WHERE g.id = f.id`,
-		f.ids, f.states, f.reasons, StateUnknown); err != nil {
-		return fmt.Errorf("recording %d digests: %w", len(f.ids), err)
+		ids, f.states, f.reasons, StateUnknown); err != nil {
+		return fmt.Errorf("recording %d digests: %w", len(ids), err)
 	}
 	return nil
 }

@@ -38,6 +38,7 @@ type digestRow struct {
 	skipNoAnn    bool // digest_schedules.skip_no_announcement
 	epoch        int64
 	attempts     int
+	papers       int // digests.papers: set when the row was marked sending
 }
 
 // Send delivers the ledger row id (see Digester for the policy). It is

@@ -435,11 +435,9 @@ type DigestWorker struct {
 // Work implements river.Worker. A retry resends only the rows still
 // pending: the ledger makes SendBatch idempotent. After the last attempt the
 // rows still pending are marked failed, so none is left waiting for ever.
+// Each digest's outcome is logged by notify, once.
 func (w *DigestWorker) Work(ctx context.Context, job *river.Job[DigestArgs]) error {
-	outs, err := w.Digester.SendBatch(ctx, job.Args.DigestIDs)
-	for _, out := range outs {
-		w.Logger.InfoContext(ctx, "digest", "id", out.DigestID, "state", out.State, "papers", out.Papers)
-	}
+	_, err := w.Digester.SendBatch(ctx, job.Args.DigestIDs)
 	if err != nil {
 		w.Logger.WarnContext(ctx, "digest batch", "digests", len(job.Args.DigestIDs), "attempt", job.Attempt, "error", err)
 		if job.Attempt >= job.MaxAttempts {
