@@ -19,8 +19,10 @@ type State string
 
 // The ledger states. A row starts pending, is marked sending right before
 // its SMTP transaction, and ends in one of the final states; a temporary
-// failure puts it back to pending. Every outcome is logged once (see
-// logOutcome).
+// failure puts it back to pending, and a River job always holds a pending
+// row: the send job that carries it retries it, and a row sent outside any
+// job (SendNow) gets a job of its own in the transaction that records the
+// failure. Every outcome is logged once (see logOutcome).
 const (
 	StatePending State = "pending" // waiting for (another) send attempt
 	StateSending State = "sending" // being handed to the SMTP server
@@ -147,6 +149,10 @@ func (d *Digester) GiveUp(ctx context.Context, ids []int64, reason string) (int,
 type outcomes struct {
 	d       *Digester
 	waiting *waitingOutcome
+	// retry, when set, makes a temporary failure queue a send job of its
+	// own for the row (Digester.RetryDelay later, in the transaction that
+	// records it): no job carries the rows of SendNow.
+	retry bool
 }
 
 type waitingOutcome struct {
@@ -160,20 +166,29 @@ type waitingOutcome struct {
 // next write: "sent" and "unknown" (a retry records "unknown" and resends
 // nothing, the at-most-once policy) and "skipped" (never marked
 // "sending"). "pending" (the message certainly did not go: a retry must
-// resend it) and "failed" are written at once, a bounce together with the
-// address's suppression.
+// resend it, with its retry job when l.retry) and "failed" are written at
+// once, a bounce together with the address's suppression.
 func (l *outcomes) record(ctx context.Context, out *Outcome, row digestRow, state State, reply string, suppress bool) error {
 	if err := l.flush(ctx); err != nil {
 		return err
 	}
 	reply = truncate(reply, 1000)
+	var retryAt time.Time
 	switch state {
 	case StateSent, StateUnknown, StateSkipped:
 		l.waiting = &waitingOutcome{id: row.id, state: state, reply: reply}
 	default:
+		if state == StatePending && l.retry {
+			retryAt = l.d.now().Add(RetryDelay)
+		}
 		err := l.d.db.InTx(ctx, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, setOutcome+` WHERE id = $1`, row.id, state, reply); err != nil {
 				return fmt.Errorf("recording digest %d as %s: %w", row.id, state, err)
+			}
+			if !retryAt.IsZero() {
+				if err := l.d.enq.EnqueueDigestRetry(ctx, tx, row.id, retryAt); err != nil {
+					return fmt.Errorf("queueing the retry of digest %d: %w", row.id, err)
+				}
 			}
 			if suppress {
 				return l.d.addrs.Suppress(ctx, tx, row.email, "bounce", reply)
@@ -184,10 +199,15 @@ func (l *outcomes) record(ctx context.Context, out *Outcome, row digestRow, stat
 			return err
 		}
 	}
-	out.State, out.Reply = state, reply
-	l.d.logOutcome(ctx, row, state, out.Papers, reply, time.Time{})
+	out.State, out.Reply, out.RetryAt = state, reply, retryAt
+	l.d.logOutcome(ctx, row, state, out.Papers, reply, retryAt)
 	return nil
 }
+
+// RetryDelay is how long after a temporary failure the send job that
+// SendNow queues for its digest first retries it; further retries back off
+// as any send job's (worker's retry policy).
+const RetryDelay = time.Minute
 
 // logOutcome writes the one log line of a digest's outcome, with the user,
 // the digest's id, kind and period, its papers and the SMTP reply (or the

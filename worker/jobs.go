@@ -358,6 +358,15 @@ func (e *Enqueuer) EnqueueDigests(ctx context.Context, tx pgx.Tx, ids []int64) e
 	return err
 }
 
+// EnqueueDigestRetry inserts a send job for the one ledger row digestID in
+// tx, due at at: the retry of a digest that met a temporary failure outside
+// any job (notify.Digester.SendNow). It is an ordinary DigestArgs job, so it
+// retries and finally gives up like any send job.
+func (e *Enqueuer) EnqueueDigestRetry(ctx context.Context, tx pgx.Tx, digestID int64, at time.Time) error {
+	_, err := e.client.InsertTx(ctx, tx, DigestArgs{DigestIDs: []int64{digestID}}, &river.InsertOpts{ScheduledAt: at})
+	return err
+}
+
 // EnqueueInstant inserts instant-alert jobs for users, due at at,
 // DigestBatch users per job (the match job schedules the alerts of every
 // reader with instant alerts that a batch reaches, 100,000 at scale M; a
