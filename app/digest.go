@@ -17,7 +17,8 @@ func runDigest(ctx context.Context, args []string, inv invocation) error {
 	getenv, stdout := inv.getenv, inv.stdout
 	fs := newFlags("digest", stdout, "Prints the next digest of one user; with --now sends it at once, through the same\n"+
 		"delivery ledger as scheduled digests (never twice), and says what happened: sent N papers,\n"+
-		"nothing new, already sent for this period, or why the user's settings rule it out.")
+		"will be retried (a temporary SMTP failure: a send job retries it), nothing new, already\n"+
+		"sent for this period, or why the user's settings rule it out.")
 	sub := fs.String("user", "", "the user's subject (sub claim); required")
 	now := fs.Bool("now", false, "send it now instead of printing it")
 	force := fs.Bool("force", false, "with --now, send even an empty digest to a user who did not ask for empty ones")
@@ -79,8 +80,9 @@ func zoneOf(name string) *time.Location {
 	return time.UTC
 }
 
-// nowReport is the line `digest --now` prints: what happened, when the
-// next digest is due and what waits for it.
+// nowReport is the line `digest --now` prints: what happened (and, for a
+// digest that met a temporary failure, when its send job retries it), when
+// the next digest is due and what waits for it.
 func nowReport(r notify.NowResult, loc *time.Location) string {
 	const layout = "Mon 2 Jan 2006 15:04 MST"
 	var b strings.Builder
@@ -93,6 +95,9 @@ func nowReport(r notify.NowResult, loc *time.Location) string {
 		fmt.Fprintf(&b, "digest %d (%s): already %s at %s for this period; not sent again", r.DigestID, r.Period, r.State, r.At.In(loc).Format(layout))
 	case notify.NowRuledOut:
 		b.WriteString("not sent: " + r.Reason)
+	case notify.NowRetrying:
+		fmt.Fprintf(&b, "digest %d (%s): %s (%s): %s; will be retried at %s by a send job in the mail queue (the same digest, never a second one)",
+			r.DigestID, r.Period, r.State, papers(r.Papers), r.Reason, r.RetryAt.In(loc).Format(layout))
 	default:
 		fmt.Fprintf(&b, "digest %d (%s): %s (%s)", r.DigestID, r.Period, r.State, papers(r.Papers))
 		if r.Reason != "" {
@@ -102,7 +107,7 @@ func nowReport(r notify.NowResult, loc *time.Location) string {
 	if !r.NextAt.IsZero() {
 		b.WriteString("; next digest due " + r.NextAt.In(loc).Format(layout))
 	}
-	if r.Waiting > 0 || r.Status != notify.NowSent {
+	if r.Waiting > 0 || (r.Status != notify.NowSent && r.Status != notify.NowRetrying) {
 		fmt.Fprintf(&b, "; %s waiting", papers(r.Waiting))
 	}
 	return b.String()

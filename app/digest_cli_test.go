@@ -41,10 +41,17 @@ type digestWorld struct {
 
 func newDigestWorld(t *testing.T, sub string, opts fakesmtp.Options) *digestWorld {
 	t.Helper()
+	amsterdam, _ := time.LoadLocation("Europe/Amsterdam")
+	return newDigestWorldAt(t, sub, opts, time.Date(2026, 11, 30, 6, 0, 0, 0, amsterdam))
+}
+
+// newDigestWorldAt is newDigestWorld with the clock starting at start.
+func newDigestWorldAt(t *testing.T, sub string, opts fakesmtp.Options, start time.Time) *digestWorld {
+	t.Helper()
 	w := &digestWorld{sub: sub, email: sub + "@example.org"}
 	w.smtpd = fakesmtp.Start(t, opts)
 	w.loc, _ = time.LoadLocation("Europe/Amsterdam")
-	w.clk = &clock{t: time.Date(2026, 11, 30, 6, 0, 0, 0, w.loc)}
+	w.clk = &clock{t: start}
 	env := testapp.Env(t)
 	env["SMTP_URL"] = w.smtpd.URL()
 	env["DIGEST_SCHEDULE_INTERVAL"] = "1s"
@@ -58,8 +65,13 @@ func newDigestWorld(t *testing.T, sub string, opts fakesmtp.Options) *digestWorl
 	}
 	r := w.c.Do("PATCH", "/v1/me", w.reader, map[string]any{"timezone": "Europe/Amsterdam",
 		"digest": map[string]any{"frequency": "daily", "hour": 7}})
-	if r.Status != 200 || !strings.Contains(string(r.Body), `"next_at":"2026-11-30T06:00:00Z"`) {
-		t.Fatalf("settings: %d %s", r.Status, r.Body)
+	local := start.In(w.loc)
+	next := time.Date(local.Year(), local.Month(), local.Day(), 7, 0, 0, 0, w.loc)
+	if !next.After(start) {
+		next = next.AddDate(0, 0, 1)
+	}
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"next_at":"`+next.UTC().Format(time.RFC3339)+`"`) {
+		t.Fatalf("settings: %d %s, want the next digest at %v", r.Status, r.Body, next)
 	}
 	db, err := database.Open(context.Background(), w.a.DatabaseURL, database.Options{MaxConns: 2})
 	if err != nil {
@@ -475,4 +487,55 @@ func TestDigestNowNeverRepeatsNorLoses(t *testing.T) {
 		t.Errorf("--now --force with digests off: %q", out)
 	}
 	noMail("--now with digests off")
+}
+
+// TestDigestNowRetriesATemporaryFailure: `digest --now` whose digest meets
+// a 421 at the end of DATA says it will be retried, and when; the running
+// service's mail queue then sends that digest, once, while a second
+// `--now` finds nothing new to send.
+func TestDigestNowRetriesATemporaryFailure(t *testing.T) {
+	t.Parallel()
+	amsterdam, _ := time.LoadLocation("Europe/Amsterdam")
+	// The retry is due a minute after the service's clock; River runs it
+	// by the real one.
+	start := time.Now().In(amsterdam).Add(-notify.RetryDelay).Truncate(time.Second)
+	w := newDigestWorldAt(t, "retry-reader", fakesmtp.Options{Fault: func(stage string, n int) *smtp.SMTPError {
+		if stage == fakesmtp.StageData && n == 1 {
+			return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try again later"}
+		}
+		return nil
+	}}, start)
+	w.push(t, "2301.00041", "First paper of the retried digest", "2301.00042", "Second paper of the retried digest")
+	const layout = "Mon 2 Jan 2006 15:04 MST"
+	// The report is the last line; the failure's WARN log lines (LOG_LEVEL
+	// warn) come before it.
+	out := w.digestCLI(t, "--user", w.sub, "--now")
+	if i := strings.LastIndex(strings.TrimSuffix(out, "\n"), "\n"); i >= 0 {
+		if !strings.Contains(out[:i], `msg="digest will be retried"`) {
+			t.Errorf("no WARN line says the digest will be retried:\n%s", out[:i])
+		}
+		out = out[i+1:]
+	}
+	want := regexp.MustCompile(`^digest \d+ \(daily:\d{4}-\d\d-\d\d\): pending \(2 papers\): mail: temporary delivery failure \(SMTP 421\): .*; ` +
+		`will be retried at ` + regexp.QuoteMeta(start.Add(notify.RetryDelay).Format(layout)) +
+		` by a send job in the mail queue \(the same digest, never a second one\); next digest due [^;]+\n$`)
+	if !want.MatchString(out) {
+		t.Fatalf("--now meeting a 421: %q, want it pending, to be retried at %s", out, start.Add(notify.RetryDelay).Format(layout))
+	}
+	if again := w.digestCLI(t, "--user", w.sub, "--now"); !strings.HasPrefix(again, "nothing new since the last digest") {
+		t.Errorf("a second --now: %q, want nothing new", again)
+	}
+	msgs := w.smtpd.WaitMessages(t, 1, 20*time.Second)
+	waitUntil(t, "the retried digest recorded as sent", func() bool { return w.ledger(t)["sent"] == 1 })
+	_, body := parts(t, msgs[0].Data)
+	if !strings.Contains(body["text/plain"], "First paper of the retried digest") || !strings.Contains(body["text/plain"], "Second paper of the retried digest") {
+		t.Errorf("the retried digest:\n%s", body["text/plain"])
+	}
+	time.Sleep(time.Second)
+	if n := len(w.smtpd.Messages()); n != 1 {
+		t.Errorf("%d mails, want 1", n)
+	}
+	if l := w.ledger(t); l["sent"] != 1 || len(l) != 1 {
+		t.Errorf("ledger %v, want one sent row", l)
+	}
 }

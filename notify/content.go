@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"followfeed/catalog"
@@ -76,6 +78,7 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 		c := plans[i].fill(details)
 		loc := zone(row.tz)
 		c.Heading = heading(row, d.now().In(loc))
+		c.Following = followingPhrase(follows[row.userID])
 		c.FeedURL = feedURLs[row.userID]
 		c.ManageURL = d.addrs.ManageURL(row.userID, row.epoch)
 		c.UnsubscribeURL = d.addrs.UnsubscribeURL(row.userID, row.epoch)
@@ -299,6 +302,9 @@ func groupName(t follow.Target, p match.Paper) string {
 	return t.ReasonName("", nil)
 }
 
+// heading says what the digest is, by its kind: a daily or weekly digest
+// and its day, an instant alert, or a digest sent on request (`digest
+// --now` outside the schedule, whatever the user's frequency).
 func heading(row digestRow, localNow time.Time) string {
 	day := localNow.Format("Monday 2 January")
 	switch row.kind {
@@ -306,6 +312,51 @@ func heading(row digestRow, localNow time.Time) string {
 		return "Your weekly papers — week of " + day
 	case "instant":
 		return "New papers just matched your follows"
+	case "manual":
+		return "Your papers since your last digest, sent on request — " + day
 	}
 	return "Your daily papers — " + day
+}
+
+// followKinds are the kinds of follow a footer names, in the digest's
+// order of groups, with their nouns (one, many).
+var followKinds = [...]struct {
+	kind      follow.Kind
+	one, many string
+}{
+	{follow.Researcher, "researcher", "researchers"},
+	{follow.Institution, "institution", "institutions"},
+	{follow.Category, "category", "categories"}, // archives too
+	{follow.Query, "query", "queries"},
+	{follow.Paper, "paper", "papers"},
+}
+
+// followingPhrase names what follows holds, by kind with counts, as the
+// digest's footer says it ("1 researcher, 2 categories and 1 saved
+// search"); "" when there are none.
+func followingPhrase(follows []follow.Follow) string {
+	if len(follows) == 0 {
+		return ""
+	}
+	var counts [len(followKinds)]int
+	for _, f := range follows {
+		for i, k := range followKinds {
+			if f.Kind == k.kind {
+				counts[i]++
+			}
+		}
+	}
+	var parts []string
+	for i, k := range followKinds {
+		switch n := counts[i]; {
+		case n == 1:
+			parts = append(parts, "1 "+k.one)
+		case n > 1:
+			parts = append(parts, strconv.Itoa(n)+" "+k.many)
+		}
+	}
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }

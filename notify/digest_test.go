@@ -18,6 +18,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -63,6 +64,54 @@ type env struct {
 	d        *notify.Digester
 	clk      *clock
 	smtp     *fakesmtp.Server
+	sender   mail.Sender // to the SMTP server (or the directory)
+	enq      *worker.Enqueuer
+	logs     *logSink // what the digester logged
+}
+
+// logSink is a slog.Handler keeping every record, for the tests of what is
+// logged.
+type logSink struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (s *logSink) Enabled(context.Context, slog.Level) bool { return true }
+func (s *logSink) WithAttrs([]slog.Attr) slog.Handler       { return s }
+func (s *logSink) WithGroup(string) slog.Handler            { return s }
+func (s *logSink) Handle(_ context.Context, r slog.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.records = append(s.records, r.Clone())
+	return nil
+}
+
+// lines are the records kept so far, each as its level ("level"), message
+// ("msg") and attributes, every value as text.
+func (s *logSink) lines() []map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []map[string]string
+	for _, r := range s.records {
+		m := map[string]string{"level": r.Level.String(), "msg": r.Message}
+		r.Attrs(func(a slog.Attr) bool {
+			m[a.Key] = a.Value.Resolve().String()
+			return true
+		})
+		out = append(out, m)
+	}
+	return out
+}
+
+// digestLines are the lines kept so far about the digest id, in order.
+func (s *logSink) digestLines(id int64) []map[string]string {
+	var out []map[string]string
+	for _, l := range s.lines() {
+		if l["digest"] == strconv.FormatInt(id, 10) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 type noLinks struct{}
@@ -79,7 +128,7 @@ func (noLinks) FeedURLs(_ context.Context, ids []int64) (map[int64]string, error
 // server (opts: its faults) or, when dir is set, a .eml directory.
 func setup(t *testing.T, opts fakesmtp.Options, dir string) *env {
 	t.Helper()
-	e := &env{t: t, ctx: context.Background(), db: testdb.New(t), clk: &clock{t: time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)}}
+	e := &env{t: t, ctx: context.Background(), db: testdb.New(t), clk: &clock{t: time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)}, logs: &logSink{}}
 	ins, err := worker.NewInserter(e.db.Pool, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -104,14 +153,47 @@ func setup(t *testing.T, opts fakesmtp.Options, dir string) *env {
 		t.Cleanup(func() { s.Close() })
 		sender = s
 	}
-	e.d = notify.NewDigester(notify.DigesterConfig{DB: e.db, Matcher: e.matcher, Sender: sender, Enqueuer: enq,
-		Links: noLinks{}, Addresses: e.addrs,
-		From: &netmail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, BaseURL: base, Now: e.clk.Now})
+	e.sender, e.enq = sender, enq
+	e.d = e.digester(sender, noLinks{})
 	e.confirms = notify.NewConfirmations(e.addrs, sender, &netmail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, base, e.clk.Now)
 	e.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 		return e.d.ScheduleInstant(ctx, tx, res.Users)
 	})
 	return e
+}
+
+// digester is a Digester as setup makes e's, sending through sender and
+// linking with links, logging to e.logs. The match job's hook schedules
+// instant alerts through e.d, whichever it is.
+func (e *env) digester(sender mail.Sender, links notify.Links) *notify.Digester {
+	base, _ := url.Parse("https://followfeed.test")
+	return notify.NewDigester(notify.DigesterConfig{DB: e.db, Matcher: e.matcher, Sender: sender, Enqueuer: e.enq,
+		Links: links, Addresses: e.addrs, Logger: slog.New(e.logs),
+		From: &netmail.Address{Name: "followfeed", Address: "digest@followfeed.test"}, BaseURL: base, Now: e.clk.Now})
+}
+
+// runMailJobs starts a River client working e's send and instant-alert
+// jobs (through e.d) until the test ends.
+func (e *env) runMailJobs() {
+	e.t.Helper()
+	logger := slog.New(slog.DiscardHandler)
+	client, err := worker.NewClient(worker.Deps{Pool: e.db.Pool, Logger: logger, Jobs: []worker.Registration{
+		worker.Register(&worker.DigestWorker{Digester: e.d, Logger: logger}),
+		worker.Register(&worker.InstantWorker{Digester: e.d}),
+	}}, worker.Settings{TestOnly: true, FetchPollInterval: 100 * time.Millisecond, SoftStop: time.Second})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := client.Start(e.ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := worker.Stop(ctx, client); err != nil {
+			e.t.Error(err)
+		}
+	})
 }
 
 // user creates a user with a confirmed address, follows and settings.
@@ -694,6 +776,12 @@ func TestBatchBuildsTogetherDeliversSeparately(t *testing.T) {
 // textPart decodes the text/plain part of a multipart/alternative message.
 func textPart(t *testing.T, raw []byte) string {
 	t.Helper()
+	return partOf(t, raw, "text/plain")
+}
+
+// partOf decodes the part of type ctype of a multipart/alternative message.
+func partOf(t *testing.T, raw []byte, ctype string) string {
+	t.Helper()
 	msg, err := netmail.ReadMessage(bytes.NewReader(raw))
 	if err != nil {
 		t.Fatal(err)
@@ -706,9 +794,9 @@ func textPart(t *testing.T, raw []byte) string {
 	for {
 		p, err := mr.NextPart() // decodes quoted-printable
 		if err != nil {
-			t.Fatalf("no text/plain part: %v", err)
+			t.Fatalf("no %s part: %v", ctype, err)
 		}
-		if strings.HasPrefix(p.Header.Get("Content-Type"), "text/plain") {
+		if strings.HasPrefix(p.Header.Get("Content-Type"), ctype) {
 			b, err := io.ReadAll(p)
 			if err != nil {
 				t.Fatal(err)

@@ -27,8 +27,15 @@ const (
 
 // DigestEnqueuer queues digest jobs inside the caller's transaction.
 type DigestEnqueuer interface {
+	// EnqueueDigests queues the send jobs of new ledger rows.
 	EnqueueDigests(ctx context.Context, tx pgx.Tx, digestIDs []int64) error
+	// EnqueueInstant queues the instant-alert jobs of users, due at at.
 	EnqueueInstant(ctx context.Context, tx pgx.Tx, userIDs []int64, at time.Time) error
+	// EnqueueDigestRetry queues a send job for the one ledger row
+	// digestID, due at at: the retry of a digest that met a temporary
+	// failure outside any job (SendNow), which then retries like any send
+	// job and fails the row after its last attempt.
+	EnqueueDigestRetry(ctx context.Context, tx pgx.Tx, digestID int64, at time.Time) error
 }
 
 // InstantDelay is how long instant alerts wait to gather a burst of matches
@@ -60,10 +67,14 @@ type Links interface {
 // dies between the server's reply and the ledger commit, or the connection
 // breaks after the whole body was sent, the row ends "unknown" and the
 // digest is not sent again: a duplicate is the worse failure for a digest
-// people keep, and the papers stay in the user's feed. 4xx replies and
-// network errors before the body put the row back to "pending" and the job
-// retries with backoff; a 5xx on the recipient fails the row and suppresses
-// the address.
+// people keep, and the papers stay in the user's feed. 4xx replies and network
+// errors before the body put the row back to "pending" and a River job
+// retries it with backoff, the same row and Message-ID: the send job that
+// carries it, or, for a digest sent outside any job (SendNow), a send job
+// queued for it in the transaction that records the failure. A 5xx on the
+// recipient fails the row and suppresses the address. Every outcome (sent,
+// skipped, failed, unknown, will be retried) is logged once, at INFO or,
+// for the last three, WARN, with the user, the digest and the SMTP reply.
 type Digester struct {
 	db      *database.DB
 	matcher *match.Service

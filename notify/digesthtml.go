@@ -94,9 +94,9 @@ func htmlGroupFoot(h *bytes.Buffer, g groupView) {
 }
 
 // htmlFoot writes the digest's "…and N more papers in your feed" button
-// when papers were omitted, then the footer: why the user gets the mail,
-// the feed, "Manage preferences" and "Unsubscribe"; and closes the
-// document.
+// when papers were omitted, then the footer: why the user gets the mail
+// (whyLine), the feed, "Manage preferences" and "Unsubscribe"; and closes
+// the document.
 func htmlFoot(h *bytes.Buffer, v *digestView) {
 	if v.Omitted != 0 {
 		h.WriteString(`
@@ -113,7 +113,8 @@ func htmlFoot(h *bytes.Buffer, v *digestView) {
 	h.WriteString(`
 <tr>
 <td style="padding:24px 20px 24px 20px;border-top:1px solid #e5e7eb;font-size:14px;line-height:20px;color:#6b7280;">
-<p style="margin:0 0 12px 0;">You get this email because you follow authors or categories on followfeed.`)
+<p style="margin:0 0 12px 0;">`)
+	htmlText(h, whyLine(v.Following))
 	if v.FeedURL != "" {
 		h.WriteString(` Your papers are also in your <a href="`)
 		htmlURL(h, v.FeedURL)

@@ -51,9 +51,9 @@ func textGroupFoot(t *bytes.Buffer, g groupView) {
 }
 
 // textFoot writes the digest's "…and N more papers in your feed:" when
-// papers were omitted, then the signature: why the user gets the mail,
-// the feed, "Manage preferences" and "Unsubscribe", each URL on its own
-// line. The part ends with a line end.
+// papers were omitted, then the signature: why the user gets the mail
+// (whyLine), the feed, "Manage preferences" and "Unsubscribe", each URL on
+// its own line. The part ends with a line end.
 func textFoot(t *bytes.Buffer, v *digestView) {
 	if v.Omitted != 0 {
 		t.WriteString("\n\n\n")
@@ -62,7 +62,7 @@ func textFoot(t *bytes.Buffer, v *digestView) {
 		t.WriteString(v.FeedURL)
 	}
 	t.WriteString("\n\n\n-- \n") // "-- " starts a signature (RFC 3676)
-	wrapTo(t, "", "", "You get this email because you follow authors or categories on followfeed.")
+	wrapTo(t, "", "", whyLine(v.Following))
 	if v.FeedURL != "" {
 		t.WriteString("\n\nYour feed (Atom):\n")
 		t.WriteString(v.FeedURL)
@@ -72,4 +72,14 @@ func textFoot(t *bytes.Buffer, v *digestView) {
 	t.WriteString("\n\nUnsubscribe:\n")
 	t.WriteString(v.UnsubscribeURL)
 	t.WriteString("\n")
+}
+
+// whyLine is the footer's sentence saying why the user gets the mail:
+// what they follow (DigestContent.Following), or, following nothing, that
+// they asked for digests.
+func whyLine(following string) string {
+	if following == "" {
+		return "You get this email because you asked for email digests on followfeed."
+	}
+	return "You get this email because you follow " + following + " on followfeed."
 }

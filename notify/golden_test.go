@@ -42,16 +42,19 @@ func TestDigestReusedReusesItsBuffers(t *testing.T) {
 var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/golden from the current rendering")
 
 // goldenDigests are the digests whose renderings testdata/golden holds:
-// the sample, empty ones (plain, without an announcement, with the harvest
-// behind), one without a feed, one with "Not by …?" links, and one whose
-// user-controlled strings are hostile (markup, quotes, CR/LF).
+// the sample, empty ones (plain, of a user following nothing, without an
+// announcement, with the harvest behind), one without a feed, one with
+// "Not by …?" links, and one whose user-controlled strings are hostile
+// (markup, quotes, CR/LF). Their footers name what the user follows.
 func goldenDigests() map[string]DigestContent {
 	pub := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
 	empty := DigestContent{Heading: "Your weekly papers", ManageURL: manageURL, UnsubscribeURL: unsubURL}
 	noAnn := empty
 	noAnn.NoAnnouncement = true
+	noAnn.Following = "2 categories"
 	behind := empty
 	behind.HarvestBehind = "The arXiv harvest is 14 hours behind"
+	behind.Following = "1 query"
 	behindWithPapers := sampleDigest()
 	behindWithPapers.HarvestBehind = "The arXiv harvest is 3 hours behind"
 	noFeed := sampleDigest()
@@ -63,6 +66,7 @@ func goldenDigests() map[string]DigestContent {
 	disputes.Groups[0].Papers[0].Researchers = []ReasonFollow{{ID: "r1", Name: "Mingzhi Wen", DisputeURL: "https://followfeed.example/dispute?f=r1&sig=x"}}
 	hostile := DigestContent{
 		Heading:        "Your daily papers <script>alert(1)</script> \"q\" 'a' &amp;\r\nBcc: x@evil.example",
+		Following:      "1 institution, 3 queries and 1 paper",
 		Total:          3,
 		Omitted:        1,
 		FeedURL:        "https://followfeed.example/feeds/a.atom?x=\"><script>alert(2)</script>",

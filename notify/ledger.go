@@ -3,6 +3,7 @@ package notify
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,7 +19,10 @@ type State string
 
 // The ledger states. A row starts pending, is marked sending right before
 // its SMTP transaction, and ends in one of the final states; a temporary
-// failure puts it back to pending.
+// failure puts it back to pending, and a River job always holds a pending
+// row: the send job that carries it retries it, and a row sent outside any
+// job (SendNow) gets a job of its own in the transaction that records the
+// failure. Every outcome is logged once (see logOutcome).
 const (
 	StatePending State = "pending" // waiting for (another) send attempt
 	StateSending State = "sending" // being handed to the SMTP server
@@ -51,13 +55,14 @@ const (
 // sweep closes abandoned digests: "sending" becomes "unknown" (it may have
 // been delivered; at most once), "pending" becomes "failed". Papers of a
 // pending digest whose window was never reserved are not lost: the user's
-// watermark did not move, so the next digest holds them.
+// watermark did not move, so the next digest holds them. Each row closed is
+// logged (logOutcome).
 func (d *Digester) sweep(ctx context.Context) error {
 	// digests_open_idx: only open rows are read; the WHERE spells out
 	// StatePending and StateSending as literals because they must match the
 	// partial index's predicate for the planner to use it. Ages are
 	// measured with the database's clock, which wrote updated_at.
-	_, err := d.db.Pool.Exec(ctx, `
+	rows, err := d.db.Pool.Query(ctx, `
 		UPDATE digests SET
 			state = CASE state WHEN $3 THEN $4 ELSE $5 END,
 			smtp_reply = coalesce(smtp_reply || ' ', '') || CASE state
@@ -65,12 +70,36 @@ func (d *Digester) sweep(ctx context.Context) error {
 				ELSE '(abandoned: no send attempt for 48 h)' END,
 			updated_at = now()
 		WHERE state IN ('pending', 'sending')
-		  AND updated_at < now() - CASE state WHEN $3 THEN $1::interval ELSE $2::interval END`,
+		  AND updated_at < now() - CASE state WHEN $3 THEN $1::interval ELSE $2::interval END
+		RETURNING `+closedColumns,
 		abandonedSending, abandonedPending, StateSending, StateUnknown, StateFailed)
 	if err != nil {
 		return fmt.Errorf("closing abandoned digests: %w", err)
 	}
+	if err := d.logClosed(ctx, rows); err != nil {
+		return fmt.Errorf("closing abandoned digests: %w", err)
+	}
 	return nil
+}
+
+// closedColumns is what an UPDATE of digests returns for logClosed.
+const closedColumns = `id, user_id, kind, period, papers, state, coalesce(smtp_reply, '')`
+
+// logClosed logs the outcome of each row of rows (closedColumns), closing
+// rows.
+func (d *Digester) logClosed(ctx context.Context, rows pgx.Rows) error {
+	defer rows.Close()
+	for rows.Next() {
+		var row digestRow
+		var papers int
+		var state State
+		var reply string
+		if err := rows.Scan(&row.id, &row.userID, &row.kind, &row.period, &papers, &state, &reply); err != nil {
+			return err
+		}
+		d.logOutcome(ctx, row, state, papers, reply, time.Time{})
+	}
+	return rows.Err()
 }
 
 // upsertDigest creates (or finds) the ledger row of (user, period), created
@@ -91,19 +120,24 @@ func upsertDigest(ctx context.Context, tx pgx.Tx, userID int64, period, kind str
 }
 
 // GiveUp marks the rows of ids that are still pending as failed, keeping
-// the last SMTP reply and appending reason. The send job calls it when River
-// will not retry any more: without it those rows would stay pending for
-// ever, since nothing else enqueues a scheduled digest twice. Rows in any
-// other state are left alone. It returns how many rows it marked.
+// the last SMTP reply and appending reason, and logs each. The send job
+// calls it when River will not retry any more: without it those rows
+// would stay pending for ever, since nothing else enqueues a scheduled
+// digest twice. Rows in any other state are left alone. It returns how
+// many rows it marked.
 func (d *Digester) GiveUp(ctx context.Context, ids []int64, reason string) (int, error) {
-	tag, err := d.db.Pool.Exec(ctx, `
+	rows, err := d.db.Pool.Query(ctx, `
 		UPDATE digests SET state = $3,
 			smtp_reply = coalesce(smtp_reply || ' ', '') || '(' || $2 || ')', updated_at = now()
-		WHERE id = ANY($1) AND state = $4`, ids, reason, StateFailed, StatePending)
+		WHERE id = ANY($1) AND state = $4
+		RETURNING `+closedColumns, ids, reason, StateFailed, StatePending)
 	if err != nil {
 		return 0, fmt.Errorf("giving up on %d digests: %w", len(ids), err)
 	}
-	return int(tag.RowsAffected()), nil
+	if err := d.logClosed(ctx, rows); err != nil {
+		return 0, fmt.Errorf("giving up on %d digests: %w", len(ids), err)
+	}
+	return int(rows.CommandTag().RowsAffected()), nil
 }
 
 // outcomes writes digests' states to the ledger. To save a statement and a
@@ -115,6 +149,10 @@ func (d *Digester) GiveUp(ctx context.Context, ids []int64, reason string) (int,
 type outcomes struct {
 	d       *Digester
 	waiting *waitingOutcome
+	// retry, when set, makes a temporary failure queue a send job of its
+	// own for the row (Digester.RetryDelay later, in the transaction that
+	// records it): no job carries the rows of SendNow.
+	retry bool
 }
 
 type waitingOutcome struct {
@@ -123,24 +161,34 @@ type waitingOutcome struct {
 	reply string
 }
 
-// record has out's state written and then sets it on out. Only an outcome
-// that a crash may leave at "sending" without harm waits for the next write:
-// "sent" and "unknown" (a retry records "unknown" and resends nothing, the
-// at-most-once policy) and "skipped" (never marked "sending"). "pending"
-// (the message certainly did not go: a retry must resend it) and "failed"
-// are written at once, a bounce together with the address's suppression.
+// record has out's state written, sets it on out and logs it. Only an
+// outcome that a crash may leave at "sending" without harm waits for the
+// next write: "sent" and "unknown" (a retry records "unknown" and resends
+// nothing, the at-most-once policy) and "skipped" (never marked
+// "sending"). "pending" (the message certainly did not go: a retry must
+// resend it, with its retry job when l.retry) and "failed" are written at
+// once, a bounce together with the address's suppression.
 func (l *outcomes) record(ctx context.Context, out *Outcome, row digestRow, state State, reply string, suppress bool) error {
 	if err := l.flush(ctx); err != nil {
 		return err
 	}
 	reply = truncate(reply, 1000)
+	var retryAt time.Time
 	switch state {
 	case StateSent, StateUnknown, StateSkipped:
 		l.waiting = &waitingOutcome{id: row.id, state: state, reply: reply}
 	default:
+		if state == StatePending && l.retry {
+			retryAt = l.d.now().Add(RetryDelay)
+		}
 		err := l.d.db.InTx(ctx, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, setOutcome+` WHERE id = $1`, row.id, state, reply); err != nil {
 				return fmt.Errorf("recording digest %d as %s: %w", row.id, state, err)
+			}
+			if !retryAt.IsZero() {
+				if err := l.d.enq.EnqueueDigestRetry(ctx, tx, row.id, retryAt); err != nil {
+					return fmt.Errorf("queueing the retry of digest %d: %w", row.id, err)
+				}
 			}
 			if suppress {
 				return l.d.addrs.Suppress(ctx, tx, row.email, "bounce", reply)
@@ -151,8 +199,40 @@ func (l *outcomes) record(ctx context.Context, out *Outcome, row digestRow, stat
 			return err
 		}
 	}
-	out.State, out.Reply = state, reply
+	out.State, out.Reply, out.RetryAt = state, reply, retryAt
+	l.d.logOutcome(ctx, row, state, out.Papers, reply, retryAt)
 	return nil
+}
+
+// RetryDelay is how long after a temporary failure the send job that
+// SendNow queues for its digest first retries it; further retries back off
+// as any send job's (worker's retry policy).
+const RetryDelay = time.Minute
+
+// logOutcome writes the one log line of a digest's outcome, with the user,
+// the digest's id, kind and period, its papers and the SMTP reply (or the
+// reason): INFO when it was sent or skipped, WARN when it failed, may have
+// been delivered (unknown) or will be retried (pending; retryAt is when,
+// zero when the job that carries it decides).
+func (d *Digester) logOutcome(ctx context.Context, row digestRow, state State, papers int, reply string, retryAt time.Time) {
+	level, msg := slog.LevelWarn, "digest "+string(state)
+	switch state {
+	case StateSent, StateSkipped:
+		level = slog.LevelInfo
+	case StateUnknown:
+		msg = "digest may have been delivered; not resent"
+	case StatePending:
+		msg = "digest will be retried"
+	}
+	if !d.logger.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{slog.Int64("user", row.userID), slog.Int64("digest", row.id), slog.String("kind", row.kind),
+		slog.String("period", row.period), slog.Int("papers", papers), slog.String("reply", reply)}
+	if !retryAt.IsZero() {
+		attrs = append(attrs, slog.Time("retry_at", retryAt))
+	}
+	d.logger.LogAttrs(ctx, level, msg, attrs...)
 }
 
 // setOutcome is the UPDATE of a digest's final (or pending) state; $1 is
@@ -196,8 +276,10 @@ func (l *outcomes) flush(ctx context.Context) error {
 // left for a later round: a user's rows are reserved one at a time, since
 // each window starts where the previous one ends. One transaction of at
 // most four statements: the users' schedule rows, the locked read, the
-// final states (when any) and the windows (when any are new).
+// final states (when any; each logged once committed) and the windows
+// (when any are new).
 func (d *Digester) reserve(ctx context.Context, ids []int64) (rows []digestRow, done map[int64]State, later []int64, err error) {
+	var final finalStates // logged once committed
 	err = d.db.InTx(ctx, func(tx pgx.Tx) error {
 		if err := ensureSchedules(ctx, tx, ids); err != nil {
 			return err
@@ -214,8 +296,14 @@ func (d *Digester) reserve(ctx context.Context, ids []int64) (rows []digestRow, 
 		if err := t.final.record(ctx, tx); err != nil {
 			return err
 		}
+		final = t.final
 		return reserveWindows(ctx, tx, t.reserve, rows)
 	})
+	if err == nil {
+		for i, row := range final.rows {
+			d.logOutcome(ctx, row, final.states[i], row.papers, final.reasons[i], time.Time{})
+		}
+	}
 	return rows, done, later, err
 }
 
@@ -236,7 +324,7 @@ func ensureSchedules(ctx context.Context, tx pgx.Tx, ids []int64) error {
 // digest, user and schedule rows until tx ends.
 func lockDigests(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]digestRow, error) {
 	r, err := tx.Query(ctx, `
-		SELECT g.id, g.user_id, g.period, g.kind, g.state, g.from_seq, g.to_seq, g.attempts,
+		SELECT g.id, g.user_id, g.period, g.kind, g.state, g.from_seq, g.to_seq, g.attempts, g.papers,
 		       coalesce(u.email, ''), u.email_confirmed_at IS NOT NULL,
 		       `+account.SuppressedSQL+`,
 		       u.timezone, d.frequency, d.send_empty, d.skip_no_announcement, u.link_epoch
@@ -251,7 +339,7 @@ func lockDigests(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]digestR
 	for r.Next() {
 		var row digestRow
 		if err := r.Scan(&row.id, &row.userID, &row.period, &row.kind, &row.state, &row.from, &row.to,
-			&row.attempts, &row.email, &row.confirmed, &row.suppressed, &row.tz, &row.freq, &row.sendEmpty, &row.skipNoAnn, &row.epoch); err != nil {
+			&row.attempts, &row.papers, &row.email, &row.confirmed, &row.suppressed, &row.tz, &row.freq, &row.sendEmpty, &row.skipNoAnn, &row.epoch); err != nil {
 			r.Close()
 			return nil, err
 		}
@@ -290,7 +378,7 @@ func triageDigests(ids []int64, byID map[int64]digestRow) (triage, error) {
 		}
 		final := func(state State, reason string) {
 			t.done[id] = state
-			t.final.add(id, state, reason)
+			t.final.add(row, state, reason)
 		}
 		switch {
 		case row.state.Final():
@@ -323,28 +411,32 @@ func triageDigests(ids []int64, byID map[int64]digestRow) (triage, error) {
 // finalStates are ledger rows to close, with the reason each is closed
 // for (appended to the SMTP reply of an unknown one, the reply otherwise).
 type finalStates struct {
-	ids     []int64
+	rows    []digestRow
 	states  []State
 	reasons []string
 }
 
-func (f *finalStates) add(id int64, state State, reason string) {
-	f.ids, f.states, f.reasons = append(f.ids, id), append(f.states, state), append(f.reasons, reason)
+func (f *finalStates) add(row digestRow, state State, reason string) {
+	f.rows, f.states, f.reasons = append(f.rows, row), append(f.states, state), append(f.reasons, reason)
 }
 
 // record writes the final states in one statement (none when there are
 // none).
 func (f *finalStates) record(ctx context.Context, tx pgx.Tx) error {
-	if len(f.ids) == 0 {
+	if len(f.rows) == 0 {
 		return nil
+	}
+	ids := make([]int64, len(f.rows))
+	for i, row := range f.rows {
+		ids[i] = row.id
 	}
 	if _, err := tx.Exec(ctx, `
 		UPDATE digests g SET state = f.state,
 			smtp_reply = CASE WHEN f.state = $4 THEN coalesce(g.smtp_reply || ' ', '') || '(' || f.reason || ')' ELSE f.reason END,
 			updated_at = now()
 		FROM unnest($1::bigint[], $2::text[], $3::text[]) AS f(id, state, reason) WHERE g.id = f.id`,
-		f.ids, f.states, f.reasons, StateUnknown); err != nil {
-		return fmt.Errorf("recording %d digests: %w", len(f.ids), err)
+		ids, f.states, f.reasons, StateUnknown); err != nil {
+		return fmt.Errorf("recording %d digests: %w", len(ids), err)
 	}
 	return nil
 }

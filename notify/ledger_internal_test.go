@@ -2,6 +2,7 @@ package notify
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 
 	"followfeed/account"
@@ -22,7 +23,7 @@ func TestLedgerWritesWhatACrashMustNotLoseAtOnce(t *testing.T) {
 	if err := db.Pool.QueryRow(ctx, `INSERT INTO users (sub, email) VALUES ('ledger', 'l@example.org') RETURNING id`).Scan(&user); err != nil {
 		t.Fatal(err)
 	}
-	d := &Digester{db: db, addrs: account.NewAddresses(db, nil, nil, nil)}
+	d := &Digester{db: db, addrs: account.NewAddresses(db, nil, nil, nil), logger: slog.New(slog.DiscardHandler)}
 	for _, tc := range []struct {
 		state    State
 		atOnce   bool

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/account"
+	"followfeed/catalog"
 )
 
 // scheduleBatch bounds the users one scheduling transaction handles.
@@ -104,24 +105,36 @@ func (d *Digester) scheduleOnce(ctx context.Context) (queued int, more bool, err
 
 // instantDue says, of a digest_schedules row d and its users row u, that
 // a new match should schedule an instant alert: the user chose instant
-// alerts, has none waiting, and has a confirmed, unsuppressed address.
-const instantDue = `d.frequency = 'instant' AND d.instant_due_at IS NULL AND ` + account.ReachableSQL
+// alerts, has none waiting (or one whose job never came for it: $3 is the
+// time before which a waiting alert counts as abandoned), and has a
+// confirmed, unsuppressed address.
+const instantDue = `d.frequency = 'instant' AND (d.instant_due_at IS NULL OR d.instant_due_at < $3) AND ` + account.ReachableSQL
+
+// InstantAbandoned is how long past its due time a waiting instant alert
+// (digest_schedules.instant_due_at) may stay unclaimed before the next
+// match schedules it again with a job of its own: its job was cancelled
+// or lost, and the marker would otherwise keep every later match from
+// scheduling one. A job merely late (a long mail queue) does no harm: the
+// first of the two jobs to run sends the alert, the other finds nothing.
+const InstantAbandoned = time.Hour
 
 // ScheduleInstant is the match job's hook: users among affected who chose
 // instant alerts (with a confirmed, unsuppressed address) and have none
 // waiting get an alert due InstantDelay from now. Matches while one waits
 // join it, so a burst becomes one mail; a match after the alert reserved its
-// papers starts the next one, so nothing waits for ever.
+// papers starts the next one, so nothing waits for ever, and so does a
+// match after an alert left unclaimed for InstantAbandoned.
 func (d *Digester) ScheduleInstant(ctx context.Context, tx pgx.Tx, affected []int64) error {
 	if len(affected) == 0 {
 		return nil
 	}
-	due := d.now().Add(InstantDelay)
+	now := d.now()
+	due := now.Add(InstantDelay)
 	rows, err := tx.Query(ctx, `
 		UPDATE digest_schedules d SET instant_due_at = $2
 		FROM `+account.UsersTable+` u
 		WHERE d.user_id = ANY($1) AND u.id = d.user_id AND `+instantDue+`
-		RETURNING d.user_id`, affected, due)
+		RETURNING d.user_id`, affected, due, now.Add(-InstantAbandoned))
 	if err != nil {
 		return fmt.Errorf("scheduling instant alerts: %w", err)
 	}
@@ -139,42 +152,46 @@ func (d *Digester) SendInstant(ctx context.Context, userID int64) error {
 }
 
 // SendInstants sends the waiting instant alerts of users (one job's
-// batch): each is everything matched since the user's last mail, a
-// ledger row like any digest ("instant:<watermark>"), and the alerts are
-// built together and sent one SMTP transaction each (SendBatch). A user
-// with no alert waiting (already sent by an earlier attempt, or never
-// scheduled) gets nothing, unless an earlier attempt reserved an alert it
-// could not finish: that one is resumed. So a retried job never sends
-// twice, nor early. The outcomes are SendBatch's; when some failed
-// temporarily the error wraps ErrRetry.
+// batch): each is everything matched since the user's last mail, a ledger
+// row like any digest, and the alerts are built together and sent one SMTP
+// transaction each (SendBatch). A job claims a user's alert by clearing
+// the waiting marker (digest_schedules.instant_due_at) in the transaction
+// that makes its row, named after the window it will hold
+// ("instant:<watermark>-<high seq>"): an alert that moved no watermark
+// (nothing new, as when `digest --now` took its papers, or skipped for the
+// address) leaves the watermark where it was, but any later match raises
+// the high seq, so the next alert never lands on that closed row. Alerts
+// an earlier attempt left pending or sending are resumed: one whose window
+// is not reserved yet takes the marker's papers too (the marker is
+// cleared, no new row); one already reserved does not, so the marker gets
+// a row of its own and a match during an alert's retries is not held back.
+// A user with no alert waiting gets nothing, so a retried job never sends
+// twice. The outcomes are SendBatch's; when some failed temporarily the
+// error wraps ErrRetry.
 func (d *Digester) SendInstants(ctx context.Context, userIDs []int64) ([]Outcome, error) {
 	var ids []int64
 	err := d.db.InTx(ctx, func(tx pgx.Tx) error {
 		ids = ids[:0]
 		for _, userID := range userIDs {
-			// A retry after a temporary failure resumes the alert it reserved.
-			var id int64
-			err := tx.QueryRow(ctx, `
-				SELECT id FROM digests WHERE user_id = $1 AND kind = 'instant' AND state IN ($2, $3)
-				ORDER BY id LIMIT 1`, userID, StatePending, StateSending).Scan(&id)
-			if err == nil {
-				ids = append(ids, id)
+			open, unreserved, err := openInstant(ctx, tx, userID)
+			if err != nil {
+				return err
 			}
-			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("reading the instant alert of user %d: %w", userID, err)
-			}
+			ids = append(ids, open...)
 			var freq string
-			var watermark int64
+			var watermark, high int64
 			err = tx.QueryRow(ctx, `
 				UPDATE digest_schedules SET instant_due_at = NULL WHERE user_id = $1 AND instant_due_at IS NOT NULL
-				RETURNING frequency, watermark`, userID).Scan(&freq, &watermark)
-			if errors.Is(err, pgx.ErrNoRows) || (err == nil && (id != 0 || Frequency(freq) != Instant)) {
-				continue // nothing waiting, the resumed alert holds it, or they changed their mind meanwhile
+				RETURNING frequency, watermark, `+catalog.HighSeqSQL, userID).Scan(&freq, &watermark, &high)
+			if errors.Is(err, pgx.ErrNoRows) || (err == nil && (unreserved || Frequency(freq) != Instant)) {
+				continue // nothing waiting, a resumed alert holds it, or they changed their mind meanwhile
 			}
 			if err != nil {
-				return fmt.Errorf("reserving the instant alert of user %d: %w", userID, err)
+				return fmt.Errorf("claiming the instant alert of user %d: %w", userID, err)
 			}
-			if id, err = upsertDigest(ctx, tx, userID, "instant:"+strconv.FormatInt(watermark, 10), "instant", d.now()); err != nil {
+			period := "instant:" + strconv.FormatInt(watermark, 10) + "-" + strconv.FormatInt(high, 10)
+			id, err := upsertDigest(ctx, tx, userID, period, "instant", d.now())
+			if err != nil {
 				return err
 			}
 			ids = append(ids, id)
@@ -185,6 +202,29 @@ func (d *Digester) SendInstants(ctx context.Context, userIDs []int64) ([]Outcome
 		return nil, err
 	}
 	return d.SendBatch(ctx, ids)
+}
+
+// openInstant returns, in tx, the user's instant alerts that an earlier
+// attempt left pending or sending, oldest first, and whether one of them
+// has no window reserved yet.
+func openInstant(ctx context.Context, tx pgx.Tx, userID int64) (ids []int64, unreserved bool, err error) {
+	// digests' (user_id, period) unique index, the user's rows only.
+	rows, err := tx.Query(ctx, `
+		SELECT id, to_seq IS NULL FROM digests WHERE user_id = $1 AND kind = 'instant' AND state IN ($2, $3)
+		ORDER BY id`, userID, StatePending, StateSending)
+	if err != nil {
+		return nil, false, fmt.Errorf("reading the instant alerts of user %d: %w", userID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var none bool
+		if err := rows.Scan(&id, &none); err != nil {
+			return nil, false, err
+		}
+		ids, unreserved = append(ids, id), unreserved || none
+	}
+	return ids, unreserved, rows.Err()
 }
 
 // scheduleConfirmed gives a user whose address was just confirmed (in tx)

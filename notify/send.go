@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"followfeed/account"
 	"followfeed/catalog"
@@ -15,9 +16,13 @@ import (
 // Outcome is what became of one digest.
 type Outcome struct {
 	DigestID int64
-	State    State // final, or StatePending when the job will retry
+	State    State // final, or StatePending when a job will retry
 	Papers   int
 	Reply    string
+	// RetryAt is when the send job queued for this pending digest retries
+	// it (SendNow's digests); zero when the job that carries the row
+	// retries it, or the digest is not pending.
+	RetryAt time.Time
 }
 
 // ErrRetry wraps a temporary delivery failure: the caller (the job) should
@@ -38,6 +43,7 @@ type digestRow struct {
 	skipNoAnn    bool // digest_schedules.skip_no_announcement
 	epoch        int64
 	attempts     int
+	papers       int // digests.papers: set when the row was marked sending
 }
 
 // Send delivers the ledger row id (see Digester for the policy). It is
@@ -58,14 +64,23 @@ func (d *Digester) Send(ctx context.Context, id int64) (Outcome, error) {
 // sent, skipped, failed or unknown are left alone. When some rows failed
 // temporarily the error wraps ErrRetry (the job retries; the rest is final).
 func (d *Digester) SendBatch(ctx context.Context, ids []int64) (outs []Outcome, err error) {
-	return d.sendBatch(ctx, ids, false)
+	return d.sendBatch(ctx, ids, sendOptions{})
 }
 
-// sendBatch is SendBatch; with forceEmpty an empty digest is sent even to a
-// user whose send_empty is off (digest --now --force).
-func (d *Digester) sendBatch(ctx context.Context, ids []int64, forceEmpty bool) (outs []Outcome, err error) {
+// sendOptions are what SendNow changes in sendBatch.
+type sendOptions struct {
+	// forceEmpty sends an empty digest even to a user whose send_empty is
+	// off (digest --now --force).
+	forceEmpty bool
+	// ownRetry: no job carries these rows, so a temporary failure queues a
+	// send job for the row (Outcome.RetryAt) instead of an ErrRetry error.
+	ownRetry bool
+}
+
+// sendBatch is SendBatch with opts.
+func (d *Digester) sendBatch(ctx context.Context, ids []int64, opts sendOptions) (outs []Outcome, err error) {
 	outs = make([]Outcome, 0, len(ids))
-	ledger := &outcomes{d: d}
+	ledger := &outcomes{d: d, retry: opts.ownRetry}
 	defer func() {
 		// Outcomes are recorded even when the job's context is cancelled:
 		// the mail has left (or not) whatever happens to the job.
@@ -93,7 +108,7 @@ func (d *Digester) sendBatch(ctx context.Context, ids []int64, forceEmpty bool) 
 			}
 			var r Renderer // shares the papers' renderings in this round
 			for i, row := range rows {
-				out, err := d.deliver(ctx, row, contents[i], &r, ledger, forceEmpty)
+				out, err := d.deliver(ctx, row, contents[i], &r, ledger, opts.forceEmpty)
 				outs = append(outs, out)
 				if err != nil {
 					if !errors.Is(err, ErrRetry) {
@@ -151,6 +166,9 @@ func (d *Digester) deliver(ctx context.Context, row digestRow, content DigestCon
 	default:
 		if err := ledger.record(rec, &out, row, StatePending, msgText, false); err != nil {
 			return out, err
+		}
+		if !out.RetryAt.IsZero() {
+			return out, nil // its own send job retries it
 		}
 		return out, fmt.Errorf("sending digest %d: %w: %v", row.id, ErrRetry, sendErr)
 	}

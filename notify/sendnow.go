@@ -31,8 +31,14 @@ const (
 	// NowRuledOut: the user's settings rule mail out (digests off, no
 	// confirmed address, address suppressed); NowResult.Reason says which.
 	NowRuledOut NowStatus = "not sent"
+	// NowRetrying: the digest met a temporary failure (an SMTP 4xx, the
+	// server unreachable) and is pending; a send job queued for it in the
+	// mail queue retries it at Outcome.RetryAt, the same ledger row and
+	// Message-ID (never a second message), backing off like any send job
+	// and failing the row after its last attempt.
+	NowRetrying NowStatus = "will be retried"
 	// NowNotDelivered: the digest was built but not delivered: skipped,
-	// failed, unknown, or pending after a temporary failure (Outcome).
+	// failed or unknown (Outcome).
 	NowNotDelivered NowStatus = "not delivered"
 )
 
@@ -73,6 +79,8 @@ type NowResult struct {
 //     next scheduled digest then holds what came after it.
 //
 // A period found already final is reported (NowAlreadySent) and not sent.
+// A temporary failure is not an error: the digest stays pending and its
+// own send job retries it (NowRetrying).
 func (d *Digester) SendNow(ctx context.Context, userID int64, force bool) (NowResult, error) {
 	var res NowResult
 	preview, err := d.Preview(ctx, userID)
@@ -161,14 +169,18 @@ func (d *Digester) SendNow(ctx context.Context, userID int64, force bool) (NowRe
 	if err != nil || id == 0 {
 		return res, err
 	}
-	outs, sendErr := d.sendBatch(ctx, []int64{id}, force)
+	outs, sendErr := d.sendBatch(ctx, []int64{id}, sendOptions{forceEmpty: force, ownRetry: true})
 	if len(outs) > 0 {
 		res.Outcome = outs[0]
 	}
 	res.Reason = res.Reply
-	res.Status = NowNotDelivered
-	if res.State == StateSent {
+	switch {
+	case res.State == StateSent:
 		res.Status = NowSent
+	case res.State == StatePending && !res.RetryAt.IsZero():
+		res.Status = NowRetrying
+	default:
+		res.Status = NowNotDelivered
 	}
 	if after, err := d.Preview(ctx, userID); err == nil {
 		res.Waiting = after.Total

@@ -19,7 +19,15 @@ import (
 // and grouped the papers already. RenderDigest shows it as given: it neither
 // sorts nor de-duplicates.
 type DigestContent struct {
-	Heading        string        // e.g. "Your daily papers — Sunday 29 November"
+	// Heading says what the digest is: "Your daily papers — Sunday 29
+	// November", "Your weekly papers — week of …", "New papers just
+	// matched your follows" (instant), "Your papers since your last
+	// digest, sent on request — …" (by hand).
+	Heading string
+	// Following is what the user follows, as the footer names it ("1
+	// researcher, 2 categories and 1 query"); "" when nothing, and
+	// the footer then says they asked for digests.
+	Following      string
 	Groups         []DigestGroup // one per follow that matched, in order
 	Total          int           // distinct papers in the period
 	Omitted        int           // papers not shown (over the 100 cap): "and N more" linking to FeedURL

@@ -25,6 +25,7 @@ func sampleDigest() DigestContent {
 	pub := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
 	return DigestContent{
 		Heading:        "Your daily papers — Sunday 29 November",
+		Following:      "1 researcher and 1 category",
 		Total:          27,
 		Omitted:        5,
 		FeedURL:        feedURL,

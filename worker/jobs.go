@@ -125,7 +125,7 @@ func (w *BackfillWorker) Work(ctx context.Context, job *river.Job[BackfillArgs])
 	if err != nil {
 		return failed(err, "source", "backfill", "since", job.Args.Since.Format(time.DateOnly))
 	}
-	w.Logger.InfoContext(ctx, "saved search backfilled", "papers", n, "since", job.Args.Since.Format(time.DateOnly),
+	w.Logger.InfoContext(ctx, "query backfilled", "papers", n, "since", job.Args.Since.Format(time.DateOnly),
 		"took", time.Since(start).Round(time.Millisecond).String())
 	return nil
 }
@@ -341,6 +341,15 @@ func (e *Enqueuer) EnqueueDigests(ctx context.Context, tx pgx.Tx, ids []int64) e
 	return err
 }
 
+// EnqueueDigestRetry inserts a send job for the one ledger row digestID in
+// tx, due at at: the retry of a digest that met a temporary failure outside
+// any job (notify.Digester.SendNow). It is an ordinary DigestArgs job, so it
+// retries and finally gives up like any send job.
+func (e *Enqueuer) EnqueueDigestRetry(ctx context.Context, tx pgx.Tx, digestID int64, at time.Time) error {
+	_, err := e.client.InsertTx(ctx, tx, DigestArgs{DigestIDs: []int64{digestID}}, &river.InsertOpts{ScheduledAt: at})
+	return err
+}
+
 // EnqueueInstant inserts instant-alert jobs for users, due at at,
 // DigestBatch users per job (the match job schedules the alerts of every
 // user with instant alerts that a batch reaches, 100,000 at scale M; a
@@ -419,12 +428,9 @@ type DigestWorker struct {
 // Work implements river.Worker. A retry resends only the rows still
 // pending: the ledger makes SendBatch idempotent. When River gives the job
 // up the rows still pending are marked failed (onGiveUp), so none is left
-// waiting for ever.
+// waiting for ever. Each digest's outcome is logged by notify, once.
 func (w *DigestWorker) Work(ctx context.Context, job *river.Job[DigestArgs]) error {
-	outs, err := w.Digester.SendBatch(ctx, job.Args.DigestIDs)
-	for _, out := range outs {
-		w.Logger.InfoContext(ctx, "digest", "id", out.DigestID, "state", out.State, "papers", out.Papers)
-	}
+	_, err := w.Digester.SendBatch(ctx, job.Args.DigestIDs)
 	return onGiveUp(failed(err, "digests", len(job.Args.DigestIDs)), func(ctx context.Context, reason string) error {
 		_, err := w.Digester.GiveUp(ctx, job.Args.DigestIDs, reason)
 		return err
