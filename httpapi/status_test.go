@@ -1,8 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +16,7 @@ import (
 	"followfeed/harvest"
 	"followfeed/internal/browser"
 	"followfeed/internal/fake/oaipmh"
+	"followfeed/internal/fake/recorder"
 	"followfeed/internal/testapp"
 	"followfeed/internal/testjobs"
 	"followfeed/worker"
@@ -59,19 +58,11 @@ func getStatus(t *testing.T, c *testapp.Client) statusDoc {
 // inflating serves an OAI-PMH response of 64 KiB on the wire that inflates
 // past the 64 MiB cap, counting the requests.
 func inflating(t *testing.T, requests *atomic.Int32) *httptest.Server {
-	var b bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
-	zw.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/"><ListRecords>`))
-	spaces := bytes.Repeat([]byte(" "), 1<<20)
-	for range harvest.OAIMaxBodyBytes>>20 + 1 {
-		zw.Write(spaces)
-	}
-	zw.Close()
+	bomb := recorder.GzipBomb(t, []byte(`<?xml version="1.0" encoding="UTF-8"?><OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/"><ListRecords>`),
+		harvest.OAIMaxBodyBytes+(1<<20))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)
-		w.Header().Set("Content-Type", "text/xml")
-		w.Header().Set("Content-Encoding", "gzip")
-		w.Write(b.Bytes())
+		recorder.ServeGzip(w, "text/xml", bomb)
 	}))
 	t.Cleanup(srv.Close)
 	return srv
@@ -101,7 +92,7 @@ func TestSourceStatusShowsAFailedHarvestAndPushes(t *testing.T) {
 		t.Fatalf("sources: %+v", doc.Sources)
 	}
 	cs := doc.Sources[0]
-	if cs.State != "failing" || cs.LastError == nil || !strings.Contains(*cs.LastError, "exceeds 67108864 bytes") || cs.Errors != 1 || cs.LagSeconds != nil {
+	if cs.State != "failing" || cs.LastError == nil || *cs.LastError != "the source's response exceeded the size cap" || cs.Errors != 1 || cs.LagSeconds != nil {
 		t.Fatalf("arxiv-oai:cs: %+v", cs)
 	}
 	if doc.HarvestBehind == nil || !strings.Contains(*doc.HarvestBehind, "failing") || doc.NextAnnouncement == nil {
