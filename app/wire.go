@@ -123,8 +123,8 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 			"wait", wait.Round(time.Second).String(), "error", err.Error())
 	}
 	oai := harvest.NewOAIClient(harvest.OAIConfig{
-		BaseURL: cfg.ArxivOAIURL.String(),
-		Format:  cfg.ArxivOAIFormat,
+		BaseURL:    cfg.ArxivOAIURL.String(),
+		Format:     cfg.ArxivOAIFormat,
 		Client:     httpclient.New(5*time.Minute, harvest.OAIMaxBodyBytes),
 		MaxRetries: opts.maxRetries(),
 		OnRetry:    onRetry,
@@ -133,9 +133,9 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.harvester.QueueFollowUps(s.enqueuer)
 	s.health = harvest.NewHealth(db, cfg.ArxivSets, logger, hooks.Now)
 	works := openalex.NewClient(openalex.Config{
-		BaseURL: cfg.OpenAlexURL.String(),
-		Mailto:  cfg.OpenAlexMailto,
-		APIKey:  cfg.OpenAlexAPIKey,
+		BaseURL:    cfg.OpenAlexURL.String(),
+		Mailto:     cfg.OpenAlexMailto,
+		APIKey:     cfg.OpenAlexAPIKey,
 		Client:     httpclient.New(time.Minute, openalex.MaxBodyBytes),
 		MaxRetries: opts.maxRetries(),
 		OnRetry:    onRetry,
