@@ -110,6 +110,7 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.papers = catalog.NewStore(db, s.enqueuer)
 	s.follows.OnFollow(s.papers.BackfillHook(hooks.Now))
 	s.registry = identity.NewRegistry(db, s.follows)
+	s.registry.LogTo(logger)
 	s.papers.ObserveIdentities(s.registry)
 	s.matcher = match.NewService(db)
 	s.prefs = notify.NewPreferences(db, s.addrs, hooks.Now)
