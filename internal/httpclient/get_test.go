@@ -160,15 +160,7 @@ func TestUnreachableHostsAreNotRetried(t *testing.T) {
 // TestTimeoutsAreRetried: a server that does not answer in time is a
 // failure a retry may fix; it is retried, not called unreachable.
 func TestTimeoutsAreRetried(t *testing.T) {
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer srv.Close()
-	defer close(release)
+	srv := hanging(t)
 	var waits []time.Duration
 	g := testGetter(New(100*time.Millisecond, 1<<20), time.Minute, &waits)
 	_, err := g.Get(t.Context(), srv.URL)
