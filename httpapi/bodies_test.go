@@ -68,6 +68,7 @@ func TestOversizedBodiesAre413(t *testing.T) {
 func TestPushedVersionOutOfRangeIs422AndStaysPrivate(t *testing.T) {
 	t.Parallel()
 	t.Log("hostile: limits")
+	t.Log("hostile: leaks")
 	_, c := start(t)
 	svc := testapp.Token(t, "host-site", "", "papers:write")
 	body := `{"arxiv_id": "2202.02326", "version": 2147483648, "title": "T", "authors": [{"name": "Mingzhi Wen"}], "categories": ["cs.LG"], "primary_category": "cs.LG"}`
