@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -186,5 +187,33 @@ func TestStatusPageInTheBrowser(t *testing.T) {
 	b.Screenshot(ctx, t, "status-page")
 	if errs := b.ConsoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors: %v", errs)
+	}
+}
+
+// The whole service against an arXiv endpoint that refuses the
+// connection: the periodic harvest job's first attempt fails at once (no
+// retries inside it; River's back-off schedules the next), and
+// GET /v1/status says why in public words, the address only in the log.
+func TestPeriodicHarvestOfAnUnreachableRepositoryFailsItsAttemptAtOnce(t *testing.T) {
+	t.Parallel()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := closed.Addr().String()
+	closed.Close()
+	a, c := start(t, "ARXIV_OAI_URL", "http://"+addr+"/oai", "HARVEST_INTERVAL", "1h")
+	db := openDB(t, a.DatabaseURL)
+	waitFor(t, "the harvest job's first attempt to fail", func() bool {
+		jobs := testjobs.List(t, db.Pool, worker.HarvestArgs{}.Kind(), rivertype.JobStateRetryable)
+		return len(jobs) == 1 && jobs[0].Attempt == 1
+	})
+	cs := getStatus(t, c).Sources[0]
+	if cs.Source != "arxiv-oai:cs" || cs.State != "failing" || cs.LastError == nil ||
+		*cs.LastError != "the source cannot be reached: it refused the connection (nothing listens on that port)" {
+		t.Fatalf("arxiv-oai:cs: %+v", cs)
+	}
+	if logs := a.Logs(); strings.Contains(logs, "upstream request failed; retrying") || !strings.Contains(logs, "cannot reach "+addr) {
+		t.Errorf("the log retried, or does not name the address:\n%s", logs)
 	}
 }
