@@ -71,6 +71,30 @@ type Services struct {
 // until the caller registers Routes or starts the jobs. hooks.Now nil means
 // time.Now. Callers Close the result when done.
 func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logger *slog.Logger, hooks Hooks) (*Services, error) {
+	return newServices(ctx, cfg, db, logger, hooks, servicesOptions{})
+}
+
+// servicesOptions are what a command changes in the services it wires.
+type servicesOptions struct {
+	// upstreamRetries, when set, is how many times the upstream clients
+	// (OAI-PMH, OpenAlex) retry one request instead of their defaults (5
+	// and 4); 0 is none (harvest --once --retries).
+	upstreamRetries *int
+}
+
+// maxRetries is the MaxRetries of an upstream client's config: 0 (the
+// client's default) unless o sets the retries, -1 for none.
+func (o servicesOptions) maxRetries() int {
+	switch {
+	case o.upstreamRetries == nil:
+		return 0
+	case *o.upstreamRetries == 0:
+		return -1
+	}
+	return *o.upstreamRetries
+}
+
+func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logger *slog.Logger, hooks Hooks, opts servicesOptions) (*Services, error) {
 	if hooks.Now == nil {
 		hooks.Now = time.Now
 	}
@@ -89,6 +113,7 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.papers = catalog.NewStore(db, s.enqueuer)
 	s.follows.OnFollow(s.papers.BackfillHook(hooks.Now))
 	s.registry = identity.NewRegistry(db, s.follows)
+	s.registry.LogTo(logger)
 	s.papers.ObserveIdentities(s.registry)
 	s.matcher = match.NewService(db)
 	s.prefs = notify.NewPreferences(db, s.addrs, hooks.Now)
@@ -102,20 +127,22 @@ func NewServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 			"wait", wait.Round(time.Second).String(), "error", err.Error())
 	}
 	oai := harvest.NewOAIClient(harvest.OAIConfig{
-		BaseURL: cfg.ArxivOAIURL.String(),
-		Format:  cfg.ArxivOAIFormat,
-		Client:  httpclient.New(5*time.Minute, harvest.OAIMaxBodyBytes),
-		OnRetry: onRetry,
+		BaseURL:    cfg.ArxivOAIURL.String(),
+		Format:     cfg.ArxivOAIFormat,
+		Client:     httpclient.New(5*time.Minute, harvest.OAIMaxBodyBytes),
+		MaxRetries: opts.maxRetries(),
+		OnRetry:    onRetry,
 	})
 	s.harvester = harvest.NewHarvester(db, oai, s.papers, cfg.ArxivSets, logger, hooks.Now)
 	s.harvester.QueueFollowUps(s.enqueuer)
 	s.health = harvest.NewHealth(db, cfg.ArxivSets, logger, hooks.Now)
 	works := openalex.NewClient(openalex.Config{
-		BaseURL: cfg.OpenAlexURL.String(),
-		Mailto:  cfg.OpenAlexMailto,
-		APIKey:  cfg.OpenAlexAPIKey,
-		Client:  httpclient.New(time.Minute, openalex.MaxBodyBytes),
-		OnRetry: onRetry,
+		BaseURL:    cfg.OpenAlexURL.String(),
+		Mailto:     cfg.OpenAlexMailto,
+		APIKey:     cfg.OpenAlexAPIKey,
+		Client:     httpclient.New(time.Minute, openalex.MaxBodyBytes),
+		MaxRetries: opts.maxRetries(),
+		OnRetry:    onRetry,
 	})
 	s.enricher = harvest.NewEnricher(s.papers, works, harvest.DefaultEnrichPolicy, logger, nil)
 	s.enricher.ReportTo(s.health)

@@ -284,7 +284,9 @@ func jsonKind(goType string) string {
 		return "array"
 	case goType == "string":
 		return "string"
-	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "float"):
+	case strings.HasPrefix(goType, "int"):
+		return "integer"
+	case strings.HasPrefix(goType, "float"):
 		return "number"
 	default:
 		return "value of the documented type"

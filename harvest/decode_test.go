@@ -159,3 +159,24 @@ func FuzzDecodePush(f *testing.F) {
 		}
 	})
 }
+
+// TestPushedIntegersAreValidatedByField: the push's integer field
+// (version) out of range, fractional, not a number or too large for any
+// integer is an Invalid naming the field and the paper, never a database
+// error.
+func TestPushedIntegersAreValidatedByField(t *testing.T) {
+	t.Log("hostile: limits")
+	t.Parallel()
+	for _, v := range []string{"2147483648", "10000", "-1", "1.5", "1e100", `"2"`, "99999999999999999999"} {
+		body := `[{"arxiv_id": "2202.02326", "title": "t", "primary_category": "cs.LG"}, {"arxiv_id": "2202.02327", "version": ` + v + `, "title": "t", "primary_category": "cs.LG"}]`
+		_, err := harvest.DecodePush(strings.NewReader(body))
+		ae, ok := apperr.As(err)
+		if !ok || ae.Code != apperr.Invalid || len(ae.Details) != 1 || ae.Details[0].Index != 1 || ae.Details[0].Field != "version" {
+			t.Errorf("version %s: %v %+v", v, err, ae)
+			continue
+		}
+		if r := ae.Details[0].Reason; !strings.Contains(r, "integer") && !strings.Contains(r, "between 1 and 9999") {
+			t.Errorf("version %s: reason %q does not say what a version is", v, r)
+		}
+	}
+}

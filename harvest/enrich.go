@@ -2,8 +2,10 @@ package harvest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -102,6 +104,9 @@ type EnrichStats struct {
 	// Authors counts the followed OpenAlex author ids looked up, Merged
 	// those OpenAlex answered under another (surviving) id.
 	Authors, Merged int
+	// Refused counts the papers whose request's response exceeded the
+	// size cap (ErrTooLarge); they are postponed like Missing ones.
+	Refused int
 }
 
 // resolveAuthors looks up followed OpenAlex author ids no paper has
@@ -138,52 +143,85 @@ func (e *Enricher) resolveAuthors(ctx context.Context, st *EnrichStats) error {
 // researcher ids and their institutions, through the same ingest path as
 // every other source, so new keys reach their followers through a match
 // job; missing ones are retried later with doubling waits, then given up.
-// A failed lookup changes nothing and returns the error (the job retries).
+// A failed lookup changes nothing and returns the error (the job retries),
+// except one whose response exceeds the size cap (ErrTooLarge, a gzip
+// bomb say): the same request would fail the same way, so it is a
+// permanent failure of that request's papers (openalex.BatchSize of them),
+// not of the run. They are postponed as missing ones are, and the run goes
+// on with the other requests and returns no error (nothing for the job to
+// retry); the source's health records the failure.
 func (e *Enricher) RunOnce(ctx context.Context) (EnrichStats, error) {
-	st, err := e.runOnce(ctx)
+	st, refused, err := e.runOnce(ctx)
+	if err == nil && refused != nil {
+		e.logger.WarnContext(ctx, "OpenAlex response over the size cap; its papers are postponed, not retried now",
+			"source", SourceOpenAlex, "papers", st.Refused, "error", refused)
+	}
 	if e.health != nil && ctx.Err() == nil {
-		if err != nil {
+		switch {
+		case err != nil:
 			e.logger.WarnContext(ctx, "enrichment failed", "source", SourceOpenAlex, "error", err)
 			e.health.recordError(ctx, SourceOpenAlex, err)
-		} else if herr := e.health.recordSuccess(ctx, SourceOpenAlex, st.Found); herr != nil {
-			e.logger.WarnContext(ctx, "recording enrichment", "source", SourceOpenAlex, "error", herr)
+		case refused != nil:
+			e.health.recordError(ctx, SourceOpenAlex, refused)
+		default:
+			if herr := e.health.recordSuccess(ctx, SourceOpenAlex, st.Found); herr != nil {
+				e.logger.WarnContext(ctx, "recording enrichment", "source", SourceOpenAlex, "error", herr)
+			}
 		}
 	}
 	return st, err
 }
 
-func (e *Enricher) runOnce(ctx context.Context) (EnrichStats, error) {
-	var st EnrichStats
+// lookupAll looks ids up one request's worth (openalex.BatchSize) at a
+// time. A request refused as too large leaves its ids in refused (with
+// its error) and the others go on; any other error ends the lookup.
+func (e *Enricher) lookupAll(ctx context.Context, ids []string) (found map[string]openalex.Enrichment, refused []string, refusedErr, err error) {
+	found = make(map[string]openalex.Enrichment, len(ids))
+	for chunk := range slices.Chunk(ids, openalex.BatchSize) {
+		f, err := e.lookup.LookupArxiv(ctx, chunk)
+		if errors.Is(err, ErrTooLarge) && ctx.Err() == nil {
+			refused, refusedErr = append(refused, chunk...), err
+			continue
+		}
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("looking up %d papers in OpenAlex: %w", len(ids), err)
+		}
+		maps.Copy(found, f)
+	}
+	return found, refused, refusedErr, nil
+}
+
+func (e *Enricher) runOnce(ctx context.Context) (st EnrichStats, refusedErr, err error) {
 	ids, err := e.papers.DueForEnrichment(ctx, e.now(), e.policy.Batch)
 	if err != nil {
-		return st, err
+		return st, nil, err
 	}
 	// Resolving followed authors must not hold up the papers' enrichment:
 	// a failure is logged and the next run tries again.
 	if err := e.resolveAuthors(ctx, &st); err != nil {
 		if ctx.Err() != nil {
-			return st, err
+			return st, nil, err
 		}
 		e.logger.Warn("resolving followed OpenAlex authors", "error", err)
 	}
 	if len(ids) == 0 {
-		return st, nil
+		return st, nil, nil
 	}
 	st.Looked = len(ids)
-	found, err := e.lookup.LookupArxiv(ctx, ids)
+	found, refused, refusedErr, err := e.lookupAll(ctx, ids)
 	if err != nil {
-		return st, fmt.Errorf("looking up %d papers in OpenAlex: %w", len(ids), err)
+		return st, nil, err
 	}
 	var missing []string
 	for _, id := range ids {
-		if _, ok := found[id]; !ok {
+		if _, ok := found[id]; !ok && !slices.Contains(refused, id) {
 			missing = append(missing, id)
 		}
 	}
-	st.Found, st.Missing = len(found), len(missing)
+	st.Found, st.Missing, st.Refused = len(found), len(missing), len(refused)
 	res, err := e.papers.Enrich(ctx, foundIDs(found), func(p *paper.Paper) { applyEnrichment(p, found[p.ArxivID]) })
 	if err != nil {
-		return st, err
+		return st, nil, err
 	}
 	st.Keys = res.Keys
 	if e.identities != nil {
@@ -194,17 +232,17 @@ func (e *Enricher) runOnce(ctx context.Context) (EnrichStats, error) {
 		// After the papers' commit: a failure here loses only names and
 		// links the next paper of the institution brings again.
 		if err := e.identities.ObserveInstitutions(ctx, insts); err != nil {
-			return st, fmt.Errorf("storing %d OpenAlex institutions: %w", len(insts), err)
+			return st, nil, fmt.Errorf("storing %d OpenAlex institutions: %w", len(insts), err)
 		}
 	}
-	// Papers OpenAlex did not know are asked again later, with doubling
-	// waits, then given up.
-	given, err := e.papers.PostponeEnrichment(ctx, missing, e.now(), e.policy.MaxAttempts, e.policy.FirstRetry)
+	// Papers OpenAlex did not know, and those of a request refused as too
+	// large, are asked again later, with doubling waits, then given up.
+	given, err := e.papers.PostponeEnrichment(ctx, append(missing, refused...), e.now(), e.policy.MaxAttempts, e.policy.FirstRetry)
 	if err != nil {
-		return st, err
+		return st, nil, err
 	}
 	st.GivenUp = given
-	return st, nil
+	return st, refusedErr, nil
 }
 
 // foundIDs are the keys of found.

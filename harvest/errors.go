@@ -22,6 +22,11 @@ var (
 	// of a response over the body cap (after decompression): a permanent
 	// failure, not one to retry soon.
 	ErrTooLarge = upstream.ErrTooLarge
+	// ErrUnreachable is upstream.ErrUnreachable: the host cannot be
+	// reached in a way retrying soon cannot fix (a name that does not
+	// resolve, a refused connection, a certificate that does not verify);
+	// the request was made once, not retried.
+	ErrUnreachable = upstream.ErrUnreachable
 	// ErrBadResumptionToken is matched (errors.Is) by the *OAIError of an
 	// OAI-PMH badResumptionToken error: the token expired or is unknown, and
 	// the harvest must restart with From set to the last datestamp it stored.

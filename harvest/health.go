@@ -2,16 +2,19 @@ package harvest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/apperr"
 	"followfeed/database"
-	"followfeed/internal/text"
+	"followfeed/internal/upstream"
 )
 
 // Source names of the health records (harvest_state.source).
@@ -33,9 +36,6 @@ const BehindLag = 12 * time.Hour
 
 // statusDays is how many of a source's newest days Status reports.
 const statusDays = 14
-
-// maxErrorRunes caps a stored error message.
-const maxErrorRunes = 1000
 
 // Health records and reports the health of every source: each OAI-PMH set
 // (written by the Harvester), the OpenAlex enrichment (by the Enricher) and
@@ -92,8 +92,11 @@ func (h *Health) recordError(ctx context.Context, source string, cause error) {
 }
 
 // saveSourceError is recordError for the Harvester and the Health alike.
+// It stores PublicError(cause), which /v1/status shows to anyone; the
+// cause itself goes only to the log, where each caller writes it (the
+// harvest and the enrichment at WARN; a push's 5xx by the HTTP layer).
 func saveSourceError(ctx context.Context, db *database.DB, logger *slog.Logger, source string, cause error, now time.Time) {
-	msg := text.Truncate(strings.ToValidUTF8(strings.ReplaceAll(cause.Error(), "\x00", ""), "\uFFFD"), maxErrorRunes)
+	msg := PublicError(cause)
 	_, err := db.Pool.Exec(context.WithoutCancel(ctx), `
 		INSERT INTO harvest_state (source, last_error, last_error_at, errors, updated_at) VALUES ($1, $2, $3, 1, now())
 		ON CONFLICT (source) DO UPDATE SET last_error = $2, last_error_at = $3, errors = harvest_state.errors + 1, updated_at = now()`,
@@ -102,6 +105,42 @@ func saveSourceError(ctx context.Context, db *database.DB, logger *slog.Logger, 
 		logger.WarnContext(ctx, "saving source error", "source", source, "error", err)
 	}
 }
+
+// PublicError is what a source's health says of its last failure
+// (SourceStatus.LastError, public on /v1/status and /status): a fixed
+// sentence for the kind of failure, never the error's own text, which
+// can carry internal detail (SQL errors, host names, upstream bodies) and
+// belongs in the logs. Upstream failures are described by
+// upstream.Public (unreachable, HTTP status, too large, malformed,
+// timeout); an OAI-PMH error by its code; a refused push by its apperr
+// code; anything else is an internal error.
+func PublicError(err error) string {
+	if msg, ok := upstream.Public(err); ok {
+		return msg
+	}
+	var oaiErr *OAIError
+	if errors.As(err, &oaiErr) {
+		if oaiCodeRE.MatchString(oaiErr.Code) {
+			return "the repository answered OAI-PMH error " + oaiErr.Code
+		}
+		return "the repository answered an OAI-PMH error"
+	}
+	switch apperr.CodeOf(err) {
+	case apperr.Invalid:
+		return "refused: invalid input (the response to the request listed the problems)"
+	case apperr.BadRequest:
+		return "refused: the request body could not be read"
+	case apperr.TooLarge:
+		return "refused: the request exceeded a size limit"
+	case apperr.Unavailable:
+		return "a dependency was unavailable; it is retried"
+	}
+	return "internal error (the service's log has the details)"
+}
+
+// oaiCodeRE is the shape of OAI-PMH's error codes (badArgument,
+// noSetHierarchy, …): one a repository made up may be anything.
+var oaiCodeRE = regexp.MustCompile(`^[A-Za-z]{1,40}$`)
 
 // RecordPush records a push of records papers: err nil is a success, any
 // other a failed push (refused or not stored), kept as the source's last
@@ -146,8 +185,9 @@ type SourceStatus struct {
 	// LastSuccess is the end of the last successful run (for a set: a
 	// harvest that reached the end of its list); zero when never.
 	LastSuccess time.Time
-	// LastError is the last failure's message, "" when the last run
-	// succeeded; LastErrorAt is when it happened (kept after a success).
+	// LastError is the last failure's public message (PublicError), ""
+	// when the last run succeeded; LastErrorAt is when it happened (kept
+	// after a success).
 	LastError   string
 	LastErrorAt time.Time
 	Errors      int64 // failures ever recorded

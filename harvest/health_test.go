@@ -3,6 +3,8 @@ package harvest_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -172,5 +174,47 @@ func TestHarvestBehindAfterTwelveHours(t *testing.T) {
 	early := harvest.NewHealth(db, []string{"cs"}, nil, func() time.Time { return healthNow.Add(11 * time.Hour) })
 	if msg, _ := early.HarvestBehind(context.Background()); msg != "" {
 		t.Fatalf("11 hours: %q", msg)
+	}
+}
+
+// A source's last error is public (/v1/status): it is a fixed sentence
+// for the kind of failure, never the error's text. A repository that
+// cannot be reached says why without its address, after one request; a
+// push that failed on a database error (a real one: an integer out of
+// range) says "internal error", and one refused as invalid says so.
+func TestLastErrorIsAPublicSentence(t *testing.T) {
+	t.Parallel()
+	t.Log("hostile: leaks")
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := closed.Addr().String()
+	closed.Close()
+	in, db := newStore(t)
+	client := harvest.NewOAIClient(harvest.OAIConfig{BaseURL: "http://" + addr + "/oai", PageDelay: -1})
+	now := func() time.Time { return healthNow }
+	h := harvest.NewHarvester(db, client, in, []string{"cs"}, nil, now)
+	health := harvest.NewHealth(db, []string{"cs"}, nil, now)
+	if _, err := h.RunOnce(context.Background()); !errors.Is(err, harvest.ErrUnreachable) || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("run against a closed port: %v, want ErrUnreachable naming %s", err, addr)
+	}
+	s := status(t, health, "arxiv-oai:cs")
+	if want := "the source cannot be reached: it refused the connection (nothing listens on that port)"; s.LastError != want {
+		t.Errorf("last error %q, want %q", s.LastError, want)
+	}
+
+	_, sqlErr := db.Pool.Exec(context.Background(), `SELECT 2147483648::int`)
+	if sqlErr == nil {
+		t.Fatal("no SQL error")
+	}
+	health.RecordPush(context.Background(), 0, fmt.Errorf("storing 1 papers: %w", sqlErr))
+	if p := status(t, health, "push"); p.LastError != "internal error (the service's log has the details)" {
+		t.Errorf("push after a database error: %q", p.LastError)
+	}
+	_, invalid := harvest.DecodePush(strings.NewReader(`{"arxiv_id": "2202.02326", "title": "x", "published": "<script>"}`))
+	health.RecordPush(context.Background(), 0, invalid)
+	if p := status(t, health, "push"); p.LastError != "refused: invalid input (the response to the request listed the problems)" || p.Errors != 2 {
+		t.Errorf("push refused as invalid: %+v", p)
 	}
 }

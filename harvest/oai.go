@@ -59,7 +59,8 @@ type OAIConfig struct {
 	// start of the next made by this client; default 3s, negative for none.
 	PageDelay time.Duration
 	// MaxRetries is how many times one page is retried after HTTP 429, 5xx or
-	// a network error; default 5, negative for no retries.
+	// a network error (not one of a host that cannot be reached:
+	// ErrUnreachable); default 5, negative for no retries.
 	MaxRetries int
 	// MaxRetryAfter caps an honoured Retry-After (and the exponential
 	// back-off); default 5m.
@@ -197,7 +198,10 @@ func (e *OAIError) Is(target error) bool {
 // (errors.As), also when served with a 4xx status. HTTP 429, 5xx and network
 // errors are retried up to MaxRetries times, waiting for Retry-After
 // (seconds or HTTP-date, capped at MaxRetryAfter) or else 5s, 10s, 20s, …;
-// when retries run out, or on any other 4xx, the error wraps ErrUpstream. An
+// when retries run out, or on any other 4xx, the error wraps ErrUpstream.
+// A host that cannot be reached (its name does not resolve, it refuses the
+// connection, its certificate does not verify) fails after one request
+// with an error matching ErrUnreachable and ErrUpstream. An
 // HTTP 2xx whose body is not a well-formed OAI-PMH document (for example
 // truncated) is not retried: the error wraps ErrMalformed and the caller
 // should retry the whole job later. An invalid request or config gives an

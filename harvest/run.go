@@ -174,7 +174,7 @@ func (h *Harvester) runSet(ctx context.Context, set string, since time.Time, bud
 			// A broken repository that hands back the token it was given
 			// would keep this loop going for ever; the page's records are
 			// stored, and the next run asks again.
-			err := fmt.Errorf("harvesting set %s: the repository answered resumptionToken %q with the same token", set, oaiShort(page.ResumptionToken))
+			err := fmt.Errorf("harvesting set %s: %w: the repository answered resumptionToken %q with the same token", set, ErrMalformed, oaiShort(page.ResumptionToken))
 			h.saveError(ctx, source, err)
 			return st, err
 		}

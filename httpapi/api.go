@@ -379,12 +379,8 @@ func (a *API) postPapers(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Logger, apperr.New(apperr.BadRequest, "Content-Type must be application/json or application/x-ndjson"))
 		return
 	}
-	papers, err := harvest.DecodePush(http.MaxBytesReader(w, r.Body, harvest.MaxPushBytes))
+	papers, err := harvest.DecodePush(r.Body) // capped by its route (limitBody)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			err = apperr.New(apperr.TooLarge, "the body exceeds %d MiB; split the batch", harvest.MaxPushBytes>>20)
-		}
 		a.recordPush(r, 0, err)
 		writeError(w, r, a.Logger, err)
 		return
@@ -439,7 +435,8 @@ func decodeJSON(r *http.Request, v any, optional bool) error {
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxJSONBody+1))
 	if err != nil {
-		return apperr.New(apperr.BadRequest, "reading the body: %v", err)
+		// The cause stays: an *http.MaxBytesError (the route's cap) is 413.
+		return &apperr.Error{Code: apperr.BadRequest, Message: "reading the body failed", Err: err}
 	}
 	if len(body) > maxJSONBody {
 		return apperr.New(apperr.TooLarge, "the body exceeds %d KiB", maxJSONBody>>10)

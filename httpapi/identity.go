@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 
@@ -22,12 +21,8 @@ func (a *API) putIdentities(kind follow.Kind) http.HandlerFunc {
 			writeError(w, r, a.Logger, apperr.New(apperr.BadRequest, "Content-Type must be application/json or application/x-ndjson"))
 			return
 		}
-		recs, err := identity.DecodeRecords(kind, http.MaxBytesReader(w, r.Body, identity.MaxBodyBytes))
+		recs, err := identity.DecodeRecords(kind, r.Body) // capped by its route (limitBody)
 		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				err = apperr.New(apperr.TooLarge, "the body exceeds %d MiB; split the batch", identity.MaxBodyBytes>>20)
-			}
 			writeError(w, r, a.Logger, err)
 			return
 		}

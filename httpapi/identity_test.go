@@ -352,3 +352,36 @@ func TestDBLPIDsThroughTheAPI(t *testing.T) {
 		t.Errorf("bad dblp id in a batch: %d %s", r.Status, r.Body)
 	}
 }
+
+// The issue's host push through the API: joining a new host id to a
+// followed person and renaming them answers what it linked to whom and
+// the old name (the response is checked against openapi.json), where it
+// answered only "updated: 1, merges: []".
+func TestRegistryPutReportsLinksAndRenames(t *testing.T) {
+	t.Parallel()
+	_, c := start(t)
+	svc := testapp.Token(t, "host-site", "", "papers:write")
+	if r := c.Do("PUT", "/v1/researchers", svc, `{"ids": ["host:1955166", "s2:1741101"], "name": "Mingzhi Wen"}`); r.Status != 200 {
+		t.Fatalf("put %d %s", r.Status, r.Body)
+	}
+	r := c.Do("PUT", "/v1/researchers", svc, `{"ids": ["host:77", "s2:1741101"], "name": "Somebody Else"}`)
+	var res struct {
+		Updated int
+		Merges  []any
+		Links   []struct {
+			Index int
+			To    string
+			IDs   []string
+		}
+		Renames []struct {
+			Index        int
+			ID, From, To string
+		}
+	}
+	r.JSON(t, &res)
+	if r.Status != 200 || res.Updated != 1 || len(res.Merges) != 0 ||
+		len(res.Links) != 1 || res.Links[0].To != "s2:1741101" || len(res.Links[0].IDs) != 1 || res.Links[0].IDs[0] != "host:77" ||
+		len(res.Renames) != 1 || res.Renames[0].From != "Mingzhi Wen" || res.Renames[0].To != "Somebody Else" || res.Renames[0].ID != "s2:1741101" {
+		t.Fatalf("put %d %s", r.Status, r.Body)
+	}
+}

@@ -115,7 +115,6 @@ func (p *EmailPages) dispute(w http.ResponseWriter, r *http.Request) {
 	if p.limited(w, r) {
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	uid, arxivID, id, err := p.Addresses.CheckDispute(r.Context(), r.PathValue("token"))
 	if err != nil {
 		p.badLink(w, r, err)
@@ -171,7 +170,6 @@ func (p *EmailPages) unsubscribe(w http.ResponseWriter, r *http.Request) {
 	if p.limited(w, r) {
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	email, err := p.Addresses.Unsubscribe(r.Context(), r.PathValue("token"))
 	if err != nil {
 		p.badLink(w, r, err)

@@ -81,6 +81,12 @@ func writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err
 func statusFor(err error) int { return problemFor(err).Status }
 
 func problemFor(err error) Problem {
+	// Before the domain's codes: a body cut off by limitBody is 413
+	// whatever error the user that met it wrapped it in.
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return bodyTooLarge(mbe.Limit)
+	}
 	if e, ok := apperr.As(err); ok {
 		status, known := statusOf[e.Code]
 		if !known {

@@ -9,12 +9,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"followfeed/follow"
+	"followfeed/harvest"
+	"followfeed/identity"
 )
 
 // Every route the service serves is a line of one table below, one table
 // per surface: the JSON API, feeds, pages, and the operations endpoints.
 // A line is a ServeMux pattern (method and path; a path alone is every
 // method) and its handler, wrapped in the middleware that route gets.
+// A route whose method can carry a body (POST, PUT, PATCH) caps it first,
+// with limitBody and the route's limit: 413 before anything else runs.
 // Around every table, NewHandler puts the same chain, outermost first:
 //
 //	forwardedFor  the client's address behind TRUSTED_PROXIES
@@ -99,40 +103,40 @@ func (p *Product) apiRoutes() []route {
 	public := func(h http.HandlerFunc) http.Handler { return a.ipLimited(h) }
 	return []route{
 		{"GET /v1/me", user(a.getMe)},
-		{"PATCH /v1/me", user(a.patchMe)},
+		{"PATCH /v1/me", limitBody(maxJSONBody, user(a.patchMe))},
 		{"GET /v1/me/follows", user(a.listFollows)},
-		{"PUT /v1/me/follows/{kind}/{id}", user(a.putFollow)},
+		{"PUT /v1/me/follows/{kind}/{id}", limitBody(maxJSONBody, user(a.putFollow))},
 		{"DELETE /v1/me/follows/{kind}/{id}", user(a.deleteFollow)},
 		{"GET /v1/me/feeds", user(a.getFeeds)},
-		{"POST /v1/me/feed-token", user(a.rotateFeedToken)},
-		{"POST /v1/me/email-links/revoke", user(a.revokeEmailLinks)},
+		{"POST /v1/me/feed-token", limitBody(maxJSONBody, user(a.rotateFeedToken))},
+		{"POST /v1/me/email-links/revoke", limitBody(maxJSONBody, user(a.revokeEmailLinks))},
 		{"GET /v1/search/preview", user(a.previewSearch)},
 
 		// Push channels (channels.go).
 		{"GET /v1/me/channels", user(a.listChannels)},
-		{"POST /v1/me/channels", user(a.createChannel)},
+		{"POST /v1/me/channels", limitBody(maxJSONBody, user(a.createChannel))},
 		{"GET /v1/me/channels/{id}", user(a.getChannel)},
-		{"PATCH /v1/me/channels/{id}", user(a.patchChannel)},
+		{"PATCH /v1/me/channels/{id}", limitBody(maxJSONBody, user(a.patchChannel))},
 		{"DELETE /v1/me/channels/{id}", user(a.deleteChannel)},
-		{"POST /v1/me/channels/{id}/test", user(a.testChannel)},
-		{"POST /v1/me/channels/{id}/rotate-secret", user(a.rotateChannelSecret)},
+		{"POST /v1/me/channels/{id}/test", limitBody(maxJSONBody, user(a.testChannel))},
+		{"POST /v1/me/channels/{id}/rotate-secret", limitBody(maxJSONBody, user(a.rotateChannelSecret))},
 		{"GET /v1/me/channels/{id}/deliveries", user(a.channelDeliveries)},
 
 		// The Follow button's count and state, and the host's papers
 		// (service token).
 		{"GET /v1/follows/{kind}/{id}", public(a.followStatus)},
-		{"POST /v1/papers", public(a.postPapers)},
+		{"POST /v1/papers", limitBody(harvest.MaxPushBytes, public(a.postPapers))},
 
 		// The identity registry (identity.go): the host's writes (service
 		// token), public lookups, a user's "not this person".
-		{"PUT /v1/researchers", public(a.putIdentities(follow.Researcher))},
+		{"PUT /v1/researchers", limitBody(identity.MaxBodyBytes, public(a.putIdentities(follow.Researcher)))},
 		{"GET /v1/researchers/{id}", public(a.getIdentity(follow.Researcher))},
 		{"DELETE /v1/researchers/{id}/ids/{other}", public(a.splitIdentity(follow.Researcher))},
-		{"PUT /v1/institutions", public(a.putIdentities(follow.Institution))},
+		{"PUT /v1/institutions", limitBody(identity.MaxBodyBytes, public(a.putIdentities(follow.Institution)))},
 		{"GET /v1/institutions/{id}", public(a.getIdentity(follow.Institution))},
 		{"DELETE /v1/institutions/{id}/ids/{other}", public(a.splitIdentity(follow.Institution))},
 		{"GET /v1/researchers/{id}/disputes", public(a.listDisputes)},
-		{"POST /v1/me/papers/{arxiv_id}/not-this-person", user(a.notThisPerson)},
+		{"POST /v1/me/papers/{arxiv_id}/not-this-person", limitBody(maxJSONBody, user(a.notThisPerson))},
 
 		// The sources' health (status.go; its own per-IP limit).
 		{"GET /v1/status", bare(st.statusJSON)},
@@ -164,26 +168,26 @@ func (p *Product) pageRoutes() []route {
 		{"GET /{$}", http.RedirectHandler("/settings", http.StatusSeeOther)},
 		{"GET /about", bare(s.about)},
 		{"GET /login", bare(s.login)},
-		{"POST /login", bare(s.login)},
-		{"POST /logout", bare(s.logout)},
+		{"POST /login", limitBody(maxFormBody, bare(s.login))},
+		{"POST /logout", limitBody(maxFormBody, bare(s.logout))},
 
 		// Settings (settings.go), its channel forms (settings_channels.go).
 		{"GET /settings", bare(s.page)},
-		{"POST /settings/follows", bare(s.postFollow)},
-		{"POST /settings/feed-token", bare(s.postRotate)},
-		{"POST /settings/email", bare(s.postEmail)},
-		{"POST /settings/channels", bare(s.postChannelAdd)},
-		{"POST /settings/channels/{id}", bare(s.postChannel)},
+		{"POST /settings/follows", limitBody(maxFormBody, bare(s.postFollow))},
+		{"POST /settings/feed-token", limitBody(maxFormBody, bare(s.postRotate))},
+		{"POST /settings/email", limitBody(maxFormBody, bare(s.postEmail))},
+		{"POST /settings/channels", limitBody(maxFormBody, bare(s.postChannelAdd))},
+		{"POST /settings/channels/{id}", limitBody(maxFormBody, bare(s.postChannel))},
 		{"GET /settings/channels/secret/{nonce}", bare(s.secretPage)},
-		{"POST /settings/not-this-person", bare(s.postNotThisPerson)},
+		{"POST /settings/not-this-person", limitBody(maxFormBody, bare(s.postNotThisPerson))},
 
 		// The links in mail (pages.go): a GET shows a button, the POST acts.
 		{"GET /unsubscribe/{token}", bare(m.unsubscribePage)},
-		{"POST /unsubscribe/{token}", bare(m.unsubscribe)},
+		{"POST /unsubscribe/{token}", limitBody(maxLinkBody, bare(m.unsubscribe))},
 		{"GET /confirm/{token}", bare(m.confirmPage)},
-		{"POST /confirm/{token}", bare(m.confirm)},
+		{"POST /confirm/{token}", limitBody(maxLinkBody, bare(m.confirm))},
 		{"GET /not-this-person/{token}", bare(m.disputePage)},
-		{"POST /not-this-person/{token}", bare(m.dispute)},
+		{"POST /not-this-person/{token}", limitBody(maxLinkBody, bare(m.dispute))},
 
 		{"GET /status", bare(st.statusPage)},
 
@@ -222,7 +226,7 @@ func adminRoutes(o Options) []route {
 		// The subtree serves the methods the UI and its API use (as
 		// openapi.json documents); any other is a 405 before the
 		// credential is asked for.
-		route{AdminPrefix + "/", only(guard(o.Admin), "GET", "HEAD", "POST", "PUT", "PATCH")},
+		route{AdminPrefix + "/", only(limitBody(maxAdminBody, guard(o.Admin)), "GET", "HEAD", "POST", "PUT", "PATCH")},
 		// The bare prefix: GET is sent to the UI; any other method is a
 		// 405 (a problem document, see refusal), not the mux's redirect.
 		// The redirect asks for the credential too, so the spec's

@@ -143,7 +143,10 @@ func (s *Settings) login(w http.ResponseWriter, r *http.Request) {
 				Lines: []string{"This sign-in was sent from another site. Open your followfeed settings from the site you follow researchers on."}})
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+		if err := r.ParseForm(); err != nil {
+			writeError(w, r, s.Logger, formError(err))
+			return
+		}
 		tok = r.PostFormValue("token")
 	}
 	if tok == "" {
@@ -236,6 +239,10 @@ func (s *Settings) fromHost(r *http.Request) bool {
 }
 
 func (s *Settings) logout(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		writeError(w, r, s.Logger, formError(err))
+		return
+	}
 	v, _ := s.who(r, "")
 	if v != nil && !s.csrfOK(r, v) {
 		s.forbidden(w, r)
@@ -429,14 +436,14 @@ func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
 	return d, nil
 }
 
-// formViewer reads a settings form (at most 16 KiB) and returns its
-// signed-in viewer (or, with allowManage, the holder of the manage link in
-// its token field) once the CSRF check passed; otherwise it has answered
-// (400, a redirect to /login, 403) and returns nil.
+// formViewer reads a settings form (at most maxFormBody, its route's cap)
+// and returns its signed-in viewer (or, with allowManage, the holder of
+// the manage link in its token field) once the CSRF check passed;
+// otherwise it has answered (400, 413, a redirect to /login, 403) and
+// returns nil.
 func (s *Settings) formViewer(w http.ResponseWriter, r *http.Request, allowManage bool) *viewer {
-	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
-		writeError(w, r, s.Logger, apperr.New(apperr.BadRequest, "the form could not be read"))
+		writeError(w, r, s.Logger, formError(err))
 		return nil
 	}
 	manage := ""
@@ -459,6 +466,12 @@ func (s *Settings) formViewer(w http.ResponseWriter, r *http.Request, allowManag
 		return nil
 	}
 	return v
+}
+
+// formError is a form that could not be read: 400, or 413 when its
+// route's cap cut it off (the cause is kept for problemFor).
+func formError(err error) error {
+	return &apperr.Error{Code: apperr.BadRequest, Message: "the form could not be read", Err: err}
 }
 
 // post runs a form action for a signed-in viewer (or, for the email form, a

@@ -1,9 +1,8 @@
 package httpapi_test
 
 import (
-	"bytes"
-	"compress/gzip"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -18,6 +17,7 @@ import (
 	"followfeed/harvest"
 	"followfeed/internal/browser"
 	"followfeed/internal/fake/oaipmh"
+	"followfeed/internal/fake/recorder"
 	"followfeed/internal/testapp"
 	"followfeed/internal/testjobs"
 	"followfeed/worker"
@@ -59,19 +59,11 @@ func getStatus(t *testing.T, c *testapp.Client) statusDoc {
 // inflating serves an OAI-PMH response of 64 KiB on the wire that inflates
 // past the 64 MiB cap, counting the requests.
 func inflating(t *testing.T, requests *atomic.Int32) *httptest.Server {
-	var b bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
-	zw.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/"><ListRecords>`))
-	spaces := bytes.Repeat([]byte(" "), 1<<20)
-	for range harvest.OAIMaxBodyBytes>>20 + 1 {
-		zw.Write(spaces)
-	}
-	zw.Close()
+	bomb := recorder.GzipBomb(t, []byte(`<?xml version="1.0" encoding="UTF-8"?><OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/"><ListRecords>`),
+		harvest.OAIMaxBodyBytes+(1<<20))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)
-		w.Header().Set("Content-Type", "text/xml")
-		w.Header().Set("Content-Encoding", "gzip")
-		w.Write(b.Bytes())
+		recorder.ServeGzip(w, "text/xml", bomb)
 	}))
 	t.Cleanup(srv.Close)
 	return srv
@@ -101,7 +93,7 @@ func TestSourceStatusShowsAFailedHarvestAndPushes(t *testing.T) {
 		t.Fatalf("sources: %+v", doc.Sources)
 	}
 	cs := doc.Sources[0]
-	if cs.State != "failing" || cs.LastError == nil || !strings.Contains(*cs.LastError, "exceeds 67108864 bytes") || cs.Errors != 1 || cs.LagSeconds != nil {
+	if cs.State != "failing" || cs.LastError == nil || *cs.LastError != "the source's response exceeded the size cap" || cs.Errors != 1 || cs.LagSeconds != nil {
 		t.Fatalf("arxiv-oai:cs: %+v", cs)
 	}
 	if doc.HarvestBehind == nil || !strings.Contains(*doc.HarvestBehind, "failing") || doc.NextAnnouncement == nil {
@@ -195,5 +187,36 @@ func TestStatusPageInTheBrowser(t *testing.T) {
 	b.Screenshot(ctx, t, "status-page")
 	if errs := b.ConsoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors: %v", errs)
+	}
+}
+
+// The whole service against an arXiv endpoint that refuses the
+// connection: the periodic harvest job's first attempt fails at once (no
+// retries inside it; River's back-off schedules the next), and
+// GET /v1/status says why in public words, the address only in the log.
+func TestPeriodicHarvestOfAnUnreachableRepositoryFailsItsAttemptAtOnce(t *testing.T) {
+	t.Parallel()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := closed.Addr().String()
+	closed.Close()
+	a, c := start(t, "ARXIV_OAI_URL", "http://"+addr+"/oai", "HARVEST_INTERVAL", "1h")
+	db := openDB(t, a.DatabaseURL)
+	// The first attempt has failed once its error is recorded; River may
+	// already be running the next (its first back-off is a second or so),
+	// so the job's state is not waited for.
+	waitFor(t, "the harvest job's first attempt to fail", func() bool {
+		jobs := testjobs.List(t, db.Pool, worker.HarvestArgs{}.Kind())
+		return len(jobs) == 1 && len(jobs[0].Errors) >= 1
+	})
+	cs := getStatus(t, c).Sources[0]
+	if cs.Source != "arxiv-oai:cs" || cs.State != "failing" || cs.LastError == nil ||
+		*cs.LastError != "the source cannot be reached: it refused the connection (nothing listens on that port)" {
+		t.Fatalf("arxiv-oai:cs: %+v", cs)
+	}
+	if logs := a.Logs(); strings.Contains(logs, "upstream request failed; retrying") || !strings.Contains(logs, "cannot reach "+addr) {
+		t.Errorf("the log retried, or does not name the address:\n%s", logs)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -67,9 +68,15 @@ func (r *Registry) Lookup(ctx context.Context, kind follow.Kind, id string, user
 }
 
 // Split takes the id other off the identity that id belongs to: other
-// becomes an identity of its own, without a name, and papers and OpenAlex
-// never link the two again (the host can, with Put). The followers of
-// every id involved get new feed versions. It returns the identity id
+// becomes an identity of its own, and papers and OpenAlex never link the
+// two again (the host can, with Put). Each side keeps its host-given
+// names (the name of the host's last record that listed the id and the
+// other names its records gave: identity_keys host_name,
+// host_other_names): other's identity is named with other's (unnamed when
+// the host gave it none), and those names leave the identity id stays in,
+// as its name (replaced by its own ids' host-given name, or none) and
+// among its other names, unless one of its own ids has them too. The followers
+// of every id involved get new feed versions. It returns the identity id
 // stays in. Unknown ids, or other not linked to id, are
 // database.Missing; id == other is an apperr.Invalid.
 func (r *Registry) Split(ctx context.Context, kind follow.Kind, id, other string) (Identity, error) {
@@ -95,23 +102,51 @@ func (r *Registry) Split(ctx context.Context, kind follow.Kind, id, other string
 		if ia != ib {
 			return database.Missing("%s is not an id of the %s known as %s; nothing to split", other, kind, id)
 		}
-		rows, err := tx.Query(ctx, `SELECT key FROM identity_keys WHERE identity_id = $1 AND key <> $2`, ia, b)
+		// The identity's keys with their host-given names (a's first,
+		// then the newest) and its names.
+		var rest []string
+		var gone, kept hostNames
+		rows, err := tx.Query(ctx, `
+			SELECT key, coalesce(host_name, ''), host_other_names FROM identity_keys WHERE identity_id = $1
+			ORDER BY key = $2 DESC, created_at DESC, key`, ia, a)
 		if err != nil {
 			return fmt.Errorf("reading keys of identity %d: %w", ia, err)
 		}
-		rest, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
+		var k string
+		var n hostNames
+		if _, err := pgx.ForEachRow(rows, []any{&k, &n.name, &n.others}, func() error {
+			if k == b {
+				gone = n
+			} else {
+				rest = append(rest, k)
+				kept.add(n)
+			}
+			return nil
+		}); err != nil {
 			return fmt.Errorf("reading keys of identity %d: %w", ia, err)
 		}
+		var name, nameSource string
+		var others []string
+		if err := tx.QueryRow(ctx, `SELECT coalesce(name, ''), coalesce(name_source, ''), other_names FROM identities WHERE id = $1`,
+			ia).Scan(&name, &nameSource, &others); err != nil {
+			return fmt.Errorf("reading identity %d: %w", ia, err)
+		}
+		name, nameSource, others = withoutNames(name, nameSource, others, gone, kept)
+		goneOthers := slices.DeleteFunc(slices.Clone(gone.others), func(o string) bool { return o == gone.name })
 		var nid int64
-		if err := tx.QueryRow(ctx, `INSERT INTO identities (kind) VALUES ($1) RETURNING id`, string(kind)).Scan(&nid); err != nil {
+		if err := tx.QueryRow(ctx, `
+			INSERT INTO identities (kind, name, name_source, other_names)
+			VALUES ($1, nullif($2, ''), CASE WHEN $2 <> '' THEN 'host' END, $3) RETURNING id`,
+			string(kind), gone.name, nonNil(goneOthers)).Scan(&nid); err != nil {
 			return fmt.Errorf("creating the split-off identity: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE identity_keys SET identity_id = $1, source = 'host' WHERE key = $2`, nid, b); err != nil {
 			return fmt.Errorf("moving %s: %w", b, err)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE identities SET updated_at = now() WHERE id = $1`, ia); err != nil {
-			return fmt.Errorf("touching identity %d: %w", ia, err)
+		if _, err := tx.Exec(ctx, `
+			UPDATE identities SET name = nullif($2, ''), name_source = nullif($3, ''), other_names = $4, updated_at = now()
+			WHERE id = $1`, ia, name, nameSource, nonNil(others)); err != nil {
+			return fmt.Errorf("renaming identity %d: %w", ia, err)
 		}
 		// Both directions, so a barrier is found from either key.
 		if _, err := tx.Exec(ctx, `
@@ -126,6 +161,57 @@ func (r *Registry) Split(ctx context.Context, kind follow.Kind, id, other string
 		return Identity{}, err
 	}
 	return r.Lookup(ctx, kind, id, 0)
+}
+
+// hostNames are the names the host gave ids (identity_keys host_name and
+// host_other_names).
+type hostNames struct {
+	name   string   // "" when none
+	others []string // its other names (for several ids' added together, their names after the first too)
+}
+
+// add adds another id's host-given names: its name among the names (the
+// first name added stays first), then its other names.
+func (h *hostNames) add(o hostNames) {
+	if o.name != "" {
+		if h.name == "" {
+			h.name = o.name
+		} else {
+			h.others = append(h.others, o.name)
+		}
+	}
+	h.others = append(h.others, o.others...)
+}
+
+// has reports whether n is one of h's names.
+func (h hostNames) has(n string) bool {
+	return n != "" && (h.name == n || slices.Contains(h.others, n))
+}
+
+// withoutNames is the name, its source and the other names of an identity
+// once an id has been split off it: the names the host gave that id
+// (gone) leave them, unless an id that stays has them too (kept: the
+// stayers' host-given names, those of the id the split was asked by
+// first); a name that went is replaced by kept's name, or none.
+func withoutNames(name, nameSource string, others []string, gone, kept hostNames) (string, string, []string) {
+	went := func(n string) bool { return gone.has(n) && !kept.has(n) }
+	others = slices.DeleteFunc(slices.Clone(others), went)
+	if !went(name) {
+		return name, nameSource, others
+	}
+	name, nameSource = kept.name, ""
+	if name != "" {
+		nameSource = string(SourceHost)
+	}
+	return name, nameSource, slices.DeleteFunc(others, func(n string) bool { return n == name })
+}
+
+// nonNil is ss, or an empty list for nil (text[] columns are NOT NULL).
+func nonNil(ss []string) []string {
+	if ss == nil {
+		return []string{}
+	}
+	return ss
 }
 
 // Dispute is one user's "not this person" about one paper.

@@ -258,7 +258,9 @@ func cleanCountry(s string) (string, bool) {
 func splitBody(r io.Reader) ([]json.RawMessage, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxBodyBytes+1))
 	if err != nil {
-		return nil, apperr.New(apperr.BadRequest, "reading the body: %v", err)
+		// The cause stays in the chain: the HTTP layer finds an
+		// *http.MaxBytesError there (its cap) and answers 413.
+		return nil, &apperr.Error{Code: apperr.BadRequest, Message: "reading the body failed", Err: err}
 	}
 	if len(data) > MaxBodyBytes {
 		return nil, apperr.New(apperr.TooLarge, "the body exceeds %d MiB; split the batch", MaxBodyBytes>>20)

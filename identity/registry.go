@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -38,22 +39,41 @@ func lockWriters(ctx context.Context, tx pgx.Tx) error {
 type Registry struct {
 	db      *database.DB
 	follows *follow.Service
+	logger  *slog.Logger
 }
 
 // NewRegistry returns the registry over db; follows answers follower
-// counts.
+// counts. It logs nothing until LogTo.
 func NewRegistry(db *database.DB, follows *follow.Service) *Registry {
-	return &Registry{db: db, follows: follows}
+	return &Registry{db: db, follows: follows, logger: slog.New(slog.DiscardHandler)}
 }
 
+// LogTo makes the registry log, at WARN, what an operator should see: each
+// record of a paper or of OpenAlex that would have merged two identities
+// the host registered apart, which it refused (see Observe). Call it
+// before the first write.
+func (r *Registry) LogTo(logger *slog.Logger) { r.logger = logger }
+
 // PutResult reports what a Put did, per record: created (none of its ids
-// was known), updated (new ids, names or a merge), unchanged.
+// was known), updated (new ids, names or a merge), unchanged; and what of
+// that a follower of a known identity sees change: ids joined to it
+// (Links), its name replaced (Renames), identities joined (Merges).
 type PutResult struct {
 	Received  int     `json:"received"`
 	Created   int     `json:"created"`
 	Updated   int     `json:"updated"`
 	Unchanged int     `json:"unchanged"`
 	Merges    []Merge `json:"merges"`
+	// Links lists the records that joined new ids to an identity that
+	// existed before the batch (its papers now reach that identity's
+	// followers); Renames those that replaced an identity's name (every
+	// follower sees the new one). Both are [] when none.
+	Links   []Link   `json:"links"`
+	Renames []Rename `json:"renames"`
+
+	// refused are the records a source other than the host sent that
+	// would have merged identities the host registered apart.
+	refused []refusal
 }
 
 // Merge says that record Index joined identities that were separate: the
@@ -64,17 +84,54 @@ type Merge struct {
 	Merged []string `json:"merged"`
 }
 
+// Link says that record Index joined IDs, ids the registry did not know,
+// to the identity that existed before the batch and is now known by the
+// canonical id To (with them).
+type Link struct {
+	Index int      `json:"index"`
+	To    string   `json:"to"`
+	IDs   []string `json:"ids"`
+}
+
+// Rename says that record Index renamed the identity known by the
+// canonical id ID from From to To.
+type Rename struct {
+	Index int    `json:"index"`
+	ID    string `json:"id"`
+	From  string `json:"from"`
+	To    string `json:"to"`
+}
+
+// refusal is a record that would have merged the host-registered
+// identities whose canonical ids are between.
+type refusal struct {
+	ids     []string
+	between []string
+}
+
+// logRefused logs each refused merge of res.
+func (r *Registry) logRefused(ctx context.Context, src Source, res *PutResult) {
+	for _, f := range res.refused {
+		r.logger.WarnContext(ctx, "identity: refused to merge identities the host registered apart; only the host merges them (PUT) if they are one",
+			"source", string(src), "ids", strings.Join(f.ids, ","), "identities", strings.Join(f.between, ","))
+	}
+}
+
 // Put stores records from the host (SourceHost) in one transaction:
 // idempotent (the same batch twice changes nothing the second time); a
 // record whose ids belong to two identities merges them (reported in
-// Merges); the host's name replaces any other source's, its other names
-// are added. Records must come from DecodeRecords (valid, no id in two
-// records); more than MaxBatch is an apperr.TooLarge.
+// Merges), one that joins new ids to a known identity says so (Links);
+// the host's name replaces any other source's (reported in Renames), its
+// other names are added. Every id of the records is then host-registered
+// (papers and OpenAlex never merge two identities that hold such ids) and
+// keeps the record's names as the ones a split gives it back. Records must
+// come from DecodeRecords (valid, no id in two records); more than
+// MaxBatch is an apperr.TooLarge.
 func (r *Registry) Put(ctx context.Context, records []Record) (*PutResult, error) {
 	if len(records) > MaxBatch {
 		return nil, apperr.New(apperr.TooLarge, "at most %d records per request; got %d", MaxBatch, len(records))
 	}
-	res := &PutResult{Received: len(records), Merges: []Merge{}}
+	res := &PutResult{Received: len(records), Merges: []Merge{}, Links: []Link{}, Renames: []Rename{}}
 	err := r.db.InTx(ctx, func(tx pgx.Tx) error {
 		return apply(ctx, tx, records, SourceHost, res)
 	})
@@ -86,8 +143,11 @@ func (r *Registry) Put(ctx context.Context, records []Record) (*PutResult, error
 
 // Observe stores records from a source other than the host (OpenAlex
 // enrichment) in its own transaction, as Put does except that ids a split
-// separated are never linked again and names only fill in or replace a
-// lower-ranked source's.
+// separated are never linked again, names only fill in or replace a
+// lower-ranked source's, and a record never merges two identities that
+// each hold an id the host registered (or a name it gave): it may link ids
+// to one of them, but the host decides whether two people it registered
+// apart are one. Such a record changes nothing and is logged (LogTo).
 //
 // Upstream data is checked, not trusted: ids that do not parse (a ROR id
 // with a bad checksum, say) are dropped, a record left without ids is
@@ -116,16 +176,23 @@ func (r *Registry) Observe(ctx context.Context, src Source, records []Record) er
 	if len(clean) == 0 {
 		return nil
 	}
-	return r.db.InTx(ctx, func(tx pgx.Tx) error {
-		return apply(ctx, tx, clean, src, &PutResult{})
-	})
+	res := &PutResult{}
+	if err := r.db.InTx(ctx, func(tx pgx.Tx) error {
+		return apply(ctx, tx, clean, src, res)
+	}); err != nil {
+		return err
+	}
+	r.logRefused(ctx, src, res)
+	return nil
 }
 
 // ObservePapers implements catalog.IdentityObserver: inside the ingest
 // transaction, the researcher ids listed on one author of a stored paper
 // are linked as one person (OpenAlex enrichment puts an author's OpenAlex
 // id and ORCID there; a pushed paper the host's ids), named after the
-// author when the person has no name yet.
+// author when the person has no name yet. As with Observe, an author
+// never merges two identities the host registered apart (logged when
+// found, inside the ingest transaction).
 func (r *Registry) ObservePapers(ctx context.Context, tx pgx.Tx, papers []paper.Paper) error {
 	var recs []Record
 	for i := range papers {
@@ -143,7 +210,12 @@ func (r *Registry) ObservePapers(ctx context.Context, tx pgx.Tx, papers []paper.
 	if len(recs) == 0 {
 		return nil
 	}
-	return apply(ctx, tx, recs, SourcePaper, &PutResult{})
+	res := &PutResult{}
+	if err := apply(ctx, tx, recs, SourcePaper, res); err != nil {
+		return err
+	}
+	r.logRefused(ctx, SourcePaper, res)
+	return nil
 }
 
 // group is one identity as apply builds it: the stored identities it
@@ -159,6 +231,9 @@ type group struct {
 	country    string
 	changed    bool
 	merged     bool // joins two or more stored identities
+	// host: the group holds an id the host registered (identity_keys
+	// source host) or the host named it.
+	host bool
 }
 
 type stored struct {
@@ -169,6 +244,7 @@ type stored struct {
 	others     []string
 	country    string
 	keys       []string
+	host       bool
 }
 
 // apply is the registry's one write path: it links the records' ids into
@@ -205,7 +281,7 @@ func apply(ctx context.Context, tx pgx.Tx, records []Record, src Source, res *Pu
 	groupOf := map[string]*group{}
 	for _, s := range known {
 		g := &group{kind: s.kind, ids: []int64{s.id}, keys: slices.Clone(s.keys), name: s.name, nameSource: s.nameSource,
-			others: s.others, country: s.country}
+			others: s.others, country: s.country, host: s.host}
 		for _, k := range s.keys {
 			groupOf[k] = g
 		}
@@ -223,6 +299,13 @@ func apply(ctx context.Context, tx pgx.Tx, records []Record, src Source, res *Pu
 			res.Unchanged++
 			continue
 		}
+		if src != SourceHost {
+			if between := hostRegistered(gs); len(between) > 1 {
+				res.refused = append(res.refused, refusal{ids: rec.IDs, between: between})
+				res.Unchanged++
+				continue
+			}
+		}
 		var g *group
 		created := len(gs) == 0
 		if created {
@@ -230,7 +313,7 @@ func apply(ctx context.Context, tx pgx.Tx, records []Record, src Source, res *Pu
 		} else {
 			g = gs[0]
 		}
-		before := g.snapshot()
+		before, oldName, existed := g.snapshot(), g.name, len(g.ids) > 0
 		var merged []string
 		if len(gs) > 1 {
 			merged = append(merged, canonicalOf(g.kind, g.keys))
@@ -242,14 +325,25 @@ func apply(ctx context.Context, tx pgx.Tx, records []Record, src Source, res *Pu
 				}
 			}
 		}
-		for _, k := range keys {
+		var linked []string
+		for j, k := range keys {
 			if groupOf[k] == nil {
 				groupOf[k] = g
 				g.keys = append(g.keys, k)
 				g.newKeys = append(g.newKeys, k)
+				linked = append(linked, rec.IDs[j])
 			}
 		}
 		g.rename(rec, src)
+		if src == SourceHost {
+			g.host = true
+			if existed && len(linked) > 0 {
+				res.Links = append(res.Links, Link{Index: i, To: canonicalOf(g.kind, g.keys), IDs: linked})
+			}
+			if oldName != "" && g.name != oldName {
+				res.Renames = append(res.Renames, Rename{Index: i, ID: canonicalOf(g.kind, g.keys), From: oldName, To: g.name})
+			}
+		}
 		if !slices.Contains(touched, g) {
 			touched = append(touched, g)
 		}
@@ -274,11 +368,18 @@ func apply(ctx context.Context, tx pgx.Tx, records []Record, src Source, res *Pu
 			live = append(live, g)
 		}
 	}
+	if len(live) > 0 {
+		if err := write(ctx, tx, live, src); err != nil {
+			return err
+		}
+	}
+	if src == SourceHost {
+		if err := registerHostKeys(ctx, tx, records); err != nil {
+			return err
+		}
+	}
 	if len(live) == 0 {
 		return nil
-	}
-	if err := write(ctx, tx, live, src); err != nil {
-		return err
 	}
 	if src == SourcePaper {
 		// Every key a paper links is a key row of the same ingest (a new
@@ -292,6 +393,48 @@ func apply(ctx context.Context, tx pgx.Tx, records []Record, src Source, res *Pu
 		bump = append(bump, g.keys...)
 	}
 	return bumpFollowers(ctx, tx, bump)
+}
+
+// hostRegistered returns the canonical ids of the groups of gs that hold
+// a host-registered id.
+func hostRegistered(gs []*group) []string {
+	var out []string
+	for _, g := range gs {
+		if g.host {
+			out = append(out, canonicalOf(g.kind, g.keys))
+		}
+	}
+	return out
+}
+
+// registerHostKeys marks every key of the host's records as the host's
+// (source host: the identity is host-registered, whoever linked the key
+// first) and remembers the record's names with it, which a split gives
+// back: host_name is the record's name (a record without one keeps the
+// key's), host_other_names gains its other names. Primary-key probes; a
+// key already so is not written.
+func registerHostKeys(ctx context.Context, tx pgx.Tx, records []Record) error {
+	var keys, names, others []string
+	for _, rec := range records {
+		o, err := jsonStrings(rec.OtherNames)
+		if err != nil {
+			return err
+		}
+		for _, k := range rec.keys() {
+			keys, names, others = append(keys, k), append(names, rec.Name), append(others, o)
+		}
+	}
+	if _, err := tx.Exec(ctx, `
+		UPDATE identity_keys k SET source = 'host', host_name = n.name, host_other_names = n.others
+		FROM (SELECT t.key, coalesce(nullif(t.name, ''), k0.host_name) AS name,
+		             ARRAY(SELECT DISTINCT o FROM unnest(k0.host_other_names || ARRAY(SELECT jsonb_array_elements_text(t.others::jsonb))) o
+		                   ORDER BY o) AS others
+		      FROM unnest($1::text[], $2::text[], $3::text[]) AS t(key, name, others) JOIN identity_keys k0 ON k0.key = t.key) n
+		WHERE k.key = n.key AND (k.source <> 'host' OR k.host_name IS DISTINCT FROM n.name OR k.host_other_names <> n.others)`,
+		keys, names, others); err != nil {
+		return fmt.Errorf("registering %d ids as the host's: %w", len(keys), err)
+	}
+	return nil
 }
 
 // snapshot is what makes a group differ for the result counts.
@@ -320,6 +463,7 @@ func (g *group) absorb(o *group) {
 		g.country = o.country
 	}
 	g.addOther("")
+	g.host = g.host || o.host
 	g.changed = true
 	o.changed = false
 }
@@ -397,7 +541,9 @@ func loadIdentities(ctx context.Context, tx pgx.Tx, ids []int64) ([]*stored, err
 	}
 	rows, err := tx.Query(ctx, `
 		SELECT i.id, i.kind, coalesce(i.name, ''), coalesce(i.name_source, ''), i.other_names, coalesce(i.country, ''),
-		       ARRAY(SELECT k.key FROM identity_keys k WHERE k.identity_id = i.id ORDER BY k.key)
+		       ARRAY(SELECT k.key FROM identity_keys k WHERE k.identity_id = i.id ORDER BY k.key),
+		       i.name_source IS NOT DISTINCT FROM 'host'
+		         OR EXISTS (SELECT 1 FROM identity_keys k WHERE k.identity_id = i.id AND k.source = 'host')
 		FROM identities i WHERE i.id = ANY($1) ORDER BY i.id`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("loading %d identities: %w", len(ids), err)
@@ -407,7 +553,7 @@ func loadIdentities(ctx context.Context, tx pgx.Tx, ids []int64) ([]*stored, err
 	for rows.Next() {
 		s := &stored{}
 		var kind, src string
-		if err := rows.Scan(&s.id, &kind, &s.name, &src, &s.others, &s.country, &s.keys); err != nil {
+		if err := rows.Scan(&s.id, &kind, &s.name, &src, &s.others, &s.country, &s.keys, &s.host); err != nil {
 			return nil, fmt.Errorf("loading identities: %w", err)
 		}
 		s.kind, s.nameSource = follow.Kind(kind), Source(src)

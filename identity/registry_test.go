@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -564,5 +566,124 @@ func TestMatchJobReadsTheRestThroughTheRegistry(t *testing.T) {
 	b := e.matchJob(e.ingest(testpaper.New("2202.02326", byAuthor("M. Wen", "s2:1"))))
 	if want = append(want, fan); !slices.Equal(b.Users, want) {
 		t.Errorf("users %v, want %v", b.Users, want)
+	}
+}
+
+// The issue's host push: a record that joins a new host id to a known,
+// followed person and renames them is applied (the host decides) and says
+// so: the link (which ids, to whom) and the rename (from what), beside the
+// counts and merges of before. Putting it again reports nothing.
+func TestHostPutReportsLinksAndRenames(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.put(`{"ids": ["host:1955166", "openalex:A5023888391", "s2:1741101"], "name": "Mingzhi Wen"}`)
+	reader := e.user("reader")
+	e.follow(reader, "researcher", "host:1955166")
+	v := e.version(reader)
+	res := e.put(`{"ids": ["host:77", "s2:1741101"], "name": "Somebody Else"}` + "\n" + `{"ids": ["host:78"], "name": "New Person"}`)
+	if res.Updated != 1 || res.Created != 1 || len(res.Merges) != 0 {
+		t.Errorf("counts %+v", res)
+	}
+	wantLinks := []identity.Link{{Index: 0, To: "openalex:A5023888391", IDs: []string{"host:77"}}}
+	wantRenames := []identity.Rename{{Index: 0, ID: "openalex:A5023888391", From: "Mingzhi Wen", To: "Somebody Else"}}
+	if !reflect.DeepEqual(res.Links, wantLinks) || !reflect.DeepEqual(res.Renames, wantRenames) {
+		t.Errorf("links %+v renames %+v, want %+v %+v", res.Links, res.Renames, wantLinks, wantRenames)
+	}
+	if e.version(reader) == v {
+		t.Error("the rename did not bump the follower's feed")
+	}
+	res = e.put(`{"ids": ["host:77", "s2:1741101"], "name": "Somebody Else"}`)
+	if res.Unchanged != 1 || len(res.Links) != 0 || len(res.Renames) != 0 || res.Links == nil || res.Renames == nil {
+		t.Errorf("the same record again: %+v", res)
+	}
+}
+
+// Papers (the lowest-ranked source, also fed by OpenAlex) and OpenAlex
+// never merge two identities the host registered apart: a paper whose
+// author lists both host ids, and an OpenAlex profile joining an id of
+// each, change nothing (each follower keeps only their person's papers)
+// and are logged for the operator. They may still link new ids to one of
+// them and join an identity the host never registered to one it did. An
+// id the host put counts as registered even when a paper brought it
+// first.
+func TestPapersAndOpenAlexNeverMergeHostRegisteredIdentities(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	var log strings.Builder
+	e.reg.LogTo(slog.New(slog.NewTextHandler(&log, nil)))
+	e.put(`{"ids": ["host:1", "openalex:A1"], "name": "Alice"}` + "\n" + `{"ids": ["host:2", "orcid:0000-0002-1825-0097"], "name": "Bob"}`)
+	alice, bob := e.user("alice-fan"), e.user("bob-fan")
+	e.follow(alice, "researcher", "host:1")
+	e.follow(bob, "researcher", "host:2")
+	e.ingest(testpaper.New("2202.00002", byAuthor("Bob", "host:2")))
+
+	e.ingest(testpaper.New("2202.00012", byAuthor("A. B.", "host:1", "host:2")))
+	if err := e.reg.Observe(e.ctx, identity.SourceOpenAlex, []identity.Record{{Kind: follow.Researcher,
+		IDs: []string{"openalex:A1", "orcid:0000-0002-1825-0097"}, Name: "OpenAlex's merged profile"}}); err != nil {
+		t.Fatal(err)
+	}
+	for who, id := range map[string]string{"Alice": "host:1", "Bob": "host:2"} {
+		ident, err := e.reg.Lookup(e.ctx, follow.Researcher, id, 0)
+		if err != nil || ident.Name != who || len(ident.IDs) != 2 || len(ident.OtherNames) != 0 {
+			t.Errorf("%s after the paper and OpenAlex: %+v %v", who, ident, err)
+		}
+	}
+	if got := arxivIDs(e.feed(alice)); !slices.Equal(got, []string{"2202.00012"}) {
+		t.Errorf("Alice's follower gets %v, want only the paper that names her", got)
+	}
+	for _, want := range []string{`level=WARN msg="identity: refused to merge identities the host registered apart`,
+		`source=paper ids=host:1,host:2 identities=openalex:A1,orcid:0000-0002-1825-0097`,
+		`source=openalex ids=openalex:A1,orcid:0000-0002-1825-0097 identities=openalex:A1,orcid:0000-0002-1825-0097`} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the log lacks %q:\n%s", want, log.String())
+		}
+	}
+
+	// A new id joins one of them; an identity only papers know joins one.
+	e.ingest(testpaper.New("2202.00013", byAuthor("Alice", "host:1", "s2:9")),
+		testpaper.New("2202.00014", byAuthor("Alice", "dblp:a/Alice")))
+	e.ingest(testpaper.New("2202.00015", byAuthor("Alice", "dblp:a/Alice", "openalex:A1")))
+	if ident, _ := e.reg.Lookup(e.ctx, follow.Researcher, "host:1", 0); !slices.Equal(ident.IDs, []string{"dblp:a/Alice", "host:1", "openalex:A1", "s2:9"}) {
+		t.Errorf("Alice's ids %v", ident.IDs)
+	}
+
+	// An id a paper brought, then the host put (no new id, no name): the
+	// identity is the host's, and a paper does not merge it with another.
+	e.ingest(testpaper.New("2202.00016", byAuthor("Carol", "openalex:A7")))
+	if res := e.put(`{"ids": ["openalex:A7"]}` + "\n" + `{"ids": ["host:5"], "name": "Eve"}`); res.Unchanged != 1 || res.Created != 1 {
+		t.Errorf("put %+v", res)
+	}
+	e.ingest(testpaper.New("2202.00017", byAuthor("Carol", "openalex:A7", "host:5")))
+	if ident, _ := e.reg.Lookup(e.ctx, follow.Researcher, "host:5", 0); len(ident.IDs) != 1 || ident.Name != "Eve" {
+		t.Errorf("a paper merged an identity the host put with another: %+v", ident)
+	}
+}
+
+// A split gives each side its host-given name: two people the host
+// registered apart, then merged by the host, split again: the split-off
+// id's identity is named as the host named it, with the other names the
+// host gave it, and the identity it leaves keeps its own name and none of
+// the other's among its other names, whichever name the merge kept.
+func TestSplitGivesEachSideItsHostGivenName(t *testing.T) {
+	t.Parallel()
+	for _, merge := range []string{`{"ids": ["host:1", "host:2"]}`, `{"ids": ["host:2", "host:1"]}`} {
+		e := setup(t)
+		e.put(`{"ids": ["host:1", "s2:1"], "name": "Alice"}`)
+		e.put(`{"ids": ["host:2"], "name": "Bob", "other_names": ["B."]}`)
+		if res := e.put(merge); len(res.Merges) != 1 {
+			t.Fatalf("%s: merges %+v", merge, res.Merges)
+		}
+		merged, _ := e.reg.Lookup(e.ctx, follow.Researcher, "host:1", 0)
+		if len(merged.IDs) != 3 || len(merged.OtherNames) == 0 {
+			t.Fatalf("%s: merged %+v", merge, merged)
+		}
+		left, err := e.reg.Split(e.ctx, follow.Researcher, "host:1", "host:2")
+		if err != nil || left.Name != "Alice" || len(left.OtherNames) != 0 {
+			t.Errorf("%s: the identity left: %+v %v", merge, left, err)
+		}
+		off, err := e.reg.Lookup(e.ctx, follow.Researcher, "host:2", 0)
+		if err != nil || off.Name != "Bob" || !slices.Equal(off.OtherNames, []string{"B."}) || !slices.Equal(off.IDs, []string{"host:2"}) {
+			t.Errorf("%s: the split-off identity: %+v %v", merge, off, err)
+		}
 	}
 }

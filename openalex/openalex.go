@@ -22,12 +22,17 @@ import (
 	"followfeed/internal/upstream"
 )
 
-// ErrMalformed and ErrUpstream are the upstream clients' sentinel errors
-// (package internal/upstream; package harvest's have the same values),
-// which the errors of LookupArxiv, LookupAuthor and ParseWorks wrap.
+// ErrMalformed, ErrUpstream, ErrTooLarge and ErrUnreachable are the
+// upstream clients' sentinel errors (package internal/upstream; package
+// harvest's have the same values), which the errors of LookupArxiv,
+// LookupAuthor and ParseWorks wrap: ErrTooLarge with ErrMalformed for a
+// body over MaxBodyBytes (counted after decompression), ErrUnreachable
+// with ErrUpstream for a host that cannot be reached. Neither is retried.
 var (
-	ErrMalformed = upstream.ErrMalformed
-	ErrUpstream  = upstream.ErrUpstream
+	ErrMalformed   = upstream.ErrMalformed
+	ErrUpstream    = upstream.ErrUpstream
+	ErrTooLarge    = upstream.ErrTooLarge
+	ErrUnreachable = upstream.ErrUnreachable
 )
 
 const (
@@ -67,7 +72,8 @@ type Config struct {
 	// timeout. Bodies are capped at MaxBodyBytes whatever the client.
 	Client *http.Client
 	// MaxRetries is how many times one request is retried after HTTP 429,
-	// 5xx or a network error; default 4, negative for no retries.
+	// 5xx or a network error (not one of a host that cannot be reached:
+	// ErrUnreachable); default 4, negative for no retries.
 	MaxRetries int
 	// Sleep waits d or until ctx is done (then returning ctx.Err()); default
 	// a timer. Tests inject it to record waits instead of sleeping.
@@ -178,8 +184,12 @@ func (c *Client) identify(q url.Values) {
 // that are not plausible arXiv ids, are simply absent. HTTP 429, 5xx and
 // network errors are retried with back-off (1s, 2s, 4s, …) or the server's
 // Retry-After (capped at 5 minutes); when retries run out, or on another
-// 4xx, the error wraps ErrUpstream. A body that is not a valid /works
-// response wraps ErrMalformed. On any error no partial result is returned.
+// 4xx, the error wraps ErrUpstream; a host that cannot be reached fails
+// after one request (ErrUnreachable). A body that is not a valid /works
+// response wraps ErrMalformed, and one over MaxBodyBytes (after
+// decompression: a gzip bomb) ErrTooLarge too, after one request: the
+// same request would fail the same way. On any error no partial result is
+// returned.
 func (c *Client) LookupArxiv(ctx context.Context, arxivIDs []string) (map[string]Enrichment, error) {
 	// want maps the lowercased id (as it appears in a DOI) to the caller's id.
 	want := make(map[string]string, len(arxivIDs))

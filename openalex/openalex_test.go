@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"followfeed/internal/fake/recorder"
+	"followfeed/internal/httpclient"
 	"followfeed/internal/upstream"
 )
 
@@ -446,4 +447,29 @@ func FuzzParseWorks(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A /works response small on the wire that inflates past MaxBodyBytes
+// (a gzip bomb, decoded by the transport) is a permanent failure of that
+// request: one request, no back-off wait, an error matching ErrMalformed
+// and ErrTooLarge, not ErrUpstream. The production client is used
+// (httpclient.New with the OpenAlex cap, retries at their default).
+func TestLookupArxivResponseInflatingPastTheCapIsNotRetried(t *testing.T) {
+	t.Log("hostile: limits")
+	bomb := recorder.GzipBomb(t, []byte(`{"meta": {"count": 1}, "results": [`), MaxBodyBytes+(1<<20))
+	if len(bomb) > 1<<20 {
+		t.Fatalf("the bomb is %d bytes compressed; the test wants a small one", len(bomb))
+	}
+	srv := recorder.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		recorder.ServeGzip(w, "application/json", bomb)
+	})
+	var sleeps recorder.Sleeps
+	c := NewClient(Config{BaseURL: srv.URL, Client: httpclient.New(time.Minute, MaxBodyBytes), Sleep: sleeps.Sleep})
+	_, err := c.LookupArxiv(t.Context(), []string{"2202.02326"})
+	if !errors.Is(err, ErrMalformed) || !errors.Is(err, ErrTooLarge) || errors.Is(err, ErrUpstream) {
+		t.Fatalf("err = %v, want ErrMalformed and ErrTooLarge, not ErrUpstream", err)
+	}
+	if srv.Requests() != 1 || len(sleeps.Waits()) != 0 {
+		t.Fatalf("%d requests and waits %v, want 1 and none", srv.Requests(), sleeps.Waits())
+	}
 }

@@ -24,6 +24,9 @@ const (
 	MaxCategories   = 30
 	MaxInstitutions = 500
 	MaxTextField    = 4000 // comments, journal reference, DOI
+	// MaxVersion is the highest version a paper may carry: an arXiv id's
+	// version has at most four digits ("v9999").
+	MaxVersion = 9999
 )
 
 var (
@@ -94,8 +97,8 @@ func (p *Paper) Normalize(strict bool) *FieldError {
 		}
 		p.Version = v
 	}
-	if p.Version < 0 {
-		return &FieldError{"version", "must be 1 or more"}
+	if p.Version < 0 || p.Version > MaxVersion {
+		return &FieldError{"version", fmt.Sprintf("must be between 1 and %d (0 or absent: unknown)", MaxVersion)}
 	}
 	if p.Deleted {
 		return nil

@@ -23,3 +23,17 @@ func TestAbstractKeepsParagraphs(t *testing.T) {
 		}
 	}
 }
+
+// TestVersionIsBounded: a version fits what an arXiv id can say (v1 to
+// v9999; 0 is unknown); a larger one (2147483648 overflowed the column
+// into a 500) or a negative one is a problem of the field "version".
+func TestVersionIsBounded(t *testing.T) {
+	t.Log("hostile: limits")
+	for v, ok := range map[int]bool{0: true, 1: true, MaxVersion: true, MaxVersion + 1: false, 2147483648: false, -1: false} {
+		p := Paper{ArxivID: "2301.00001", Version: v, Title: "T", PrimaryCategory: "cs.LG", Categories: []string{"cs.LG"}}
+		fe := p.Normalize(true)
+		if ok != (fe == nil) || !ok && fe.Field != "version" {
+			t.Errorf("version %d: %v", v, fe)
+		}
+	}
+}

@@ -32,6 +32,7 @@ var requirements = []requirement{
 	{"limits", "limits: bodies, headers, slowloris, follow count, page sizes, batch sizes, rate limits, outbound timeouts and size caps"},
 	{"access", "access control: no user reads or changes another's follows, settings, feeds, digests or unsubscribe state; service and user tokens kept apart; admin UI needs its credential"},
 	{"ssrf", "no user-supplied URL is fetched (SSRF)"},
+	{"leaks", "no internal detail is public: a source's last_error on /v1/status is a fixed sentence for the kind of failure (SQL errors, host names and upstream bodies stay in the log), a 500 says only \"internal error\""},
 	{"secrets", "secrets never reach logs or error responses, and channel credentials (webhook signing secrets, Matrix access tokens) are stored sealed under SECRET_KEY, bound to their owner, never in clear"},
 	{"tokens", "JWTs (issue 15): typ checked when present, lifetime capped, numeric dates only, one algorithm family per RSA key without alg, printable subjects, the demo page's own development key"},
 	{"production-config", "production refuses the published development secrets, SECRET_KEY equal to AUTH_HS256_SECRET, JWKS or PEM keys without AUTH_AUDIENCE and AUTH_ISSUER, and a JWKS over plain http"},

@@ -2,13 +2,16 @@ package httpclient
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"followfeed/apperr"
@@ -17,8 +20,75 @@ import (
 
 // ErrUpstream is wrapped by Getter's errors when the server failed or
 // refused: HTTP 429, 5xx or network errors that persisted through every
-// retry, or (Response.StatusError) a status that is not worth retrying.
+// retry, a host that cannot be reached (ErrUnreachable), or
+// (Response.StatusError) a status that is not worth retrying.
 var ErrUpstream = errors.New("upstream request failed")
+
+// ErrUnreachable is matched (errors.Is) by the *UnreachableError Get
+// returns after one attempt, without retrying, when the host cannot be
+// reached in a way that retrying soon cannot fix: its name does not
+// resolve (DNS NXDOMAIN), it refused the connection, or its TLS
+// certificate does not verify. Such an error matches ErrUpstream too.
+var ErrUnreachable = errors.New("upstream unreachable")
+
+// UnreachableError says that a request's host cannot be reached and why;
+// it matches ErrUnreachable and ErrUpstream, and unwraps to the
+// transport's error (with any api_key redacted).
+type UnreachableError struct {
+	Host   string // the URL's host[:port]
+	Reason string // a fixed sentence without the host: "its name does not resolve (DNS: no such host)"
+	Err    error
+}
+
+func (e *UnreachableError) Error() string {
+	return "cannot reach " + e.Host + ": " + e.Reason + " (not retried): " + e.Err.Error()
+}
+
+// Unwrap makes the error match ErrUpstream, ErrUnreachable and its cause.
+func (e *UnreachableError) Unwrap() []error { return []error{ErrUpstream, ErrUnreachable, e.Err} }
+
+// unreachable says why err, a failed request's transport error, is one
+// that retrying within seconds or minutes cannot fix, or ok false when a
+// retry may succeed (timeouts, resets, a DNS server that did not answer).
+//
+//   - A name that does not exist (NXDOMAIN) stays so until someone fixes
+//     the URL or the DNS: a resolver's authoritative answer, not a
+//     failure to ask.
+//   - A refused connection is an immediate, definitive answer from the
+//     host: nothing listens on the port (a wrong URL, the service down
+//     or restarting). Waiting 5 s, 10 s, 20 s, … inside one attempt only
+//     hides that from the person at a terminal; the periodic jobs retry
+//     their attempts with River's back-off anyway, which spans a restart.
+//   - A certificate that does not verify (unknown authority, wrong name,
+//     expired) needs a person to fix it.
+func unreachable(err error) (reason string, ok bool) {
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
+		return "its name does not resolve (DNS: no such host)", true
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "it refused the connection (nothing listens on that port)", true
+	case errors.As(err, &certErr):
+		return "its TLS certificate does not verify", true
+	}
+	return "", false
+}
+
+// StatusError is a response status that is not a success, with the start
+// of its body (collapsed, at most 200 characters).
+type StatusError struct {
+	Status  int
+	Snippet string
+}
+
+func (e *StatusError) Error() string {
+	s := fmt.Sprintf("HTTP %d %s", e.Status, http.StatusText(e.Status))
+	if e.Snippet != "" {
+		s += ": " + e.Snippet
+	}
+	return s
+}
 
 // MaxRetryAfter caps the Retry-After a Getter reads, whatever its MaxWait:
 // larger values (up to an int64 of seconds) must not overflow a
@@ -26,7 +96,9 @@ var ErrUpstream = errors.New("upstream request failed")
 const MaxRetryAfter = 24 * time.Hour
 
 // Getter does GET requests with the retry policy of the harvest clients:
-// HTTP 429, 5xx and network errors are retried up to MaxRetries times,
+// HTTP 429, 5xx and network errors are retried up to MaxRetries times
+// (except those of a host that cannot be reached, ErrUnreachable, which
+// fail at once),
 // waiting for Retry-After (seconds or an HTTP-date, at most MaxRetryAfter)
 // or else Backoff, 2×Backoff, 4×…, each wait capped at MaxWait; other
 // statuses are returned to the caller. Bodies are read whole, at most
@@ -59,19 +131,18 @@ type Response struct {
 	Body   []byte
 }
 
-// StatusError describes a non-2xx response, with the start of its body; it
-// wraps ErrUpstream.
+// StatusError describes a non-2xx response, with the start of its body: a
+// *StatusError wrapped with ErrUpstream.
 func (r *Response) StatusError() error {
 	snippet := text.Collapse(string(r.Body[:min(len(r.Body), 300)]), 200)
-	if snippet != "" {
-		snippet = ": " + snippet
-	}
-	return fmt.Errorf("%w: HTTP %d %s%s", ErrUpstream, r.Status, http.StatusText(r.Status), snippet)
+	return fmt.Errorf("%w: %w", ErrUpstream, &StatusError{Status: r.Status, Snippet: snippet})
 }
 
 // Get GETs rawURL. It returns the response for any 2xx and for
 // non-retryable statuses (callers decide what a 4xx means); an error
-// wrapping ErrUpstream when retries run out; one wrapping ErrBodyTooLarge,
+// wrapping ErrUpstream when retries run out; an *UnreachableError after
+// the first attempt when the host cannot be reached (see ErrUnreachable);
+// one wrapping ErrBodyTooLarge,
 // not retried, when the body exceeds MaxBody (or the Client's own cap); an
 // *apperr.Error (Invalid) when rawURL cannot be requested; the context's
 // error when ctx ends. Errors never show an api_key query parameter.
@@ -119,13 +190,15 @@ func (g *Getter) attempt(ctx context.Context, rawURL string) (resp *Response, re
 		if ctx.Err() != nil {
 			return nil, nil, 0, ctx.Err()
 		}
+		if reason, ok := unreachable(err); ok {
+			return nil, nil, 0, &UnreachableError{Host: req.URL.Host, Reason: reason, Err: redactErr(err)}
+		}
 		return nil, redactErr(err), -1, nil
 	}
 	defer hr.Body.Close()
 	if hr.StatusCode == http.StatusTooManyRequests || hr.StatusCode >= 500 {
 		_, _ = io.Copy(io.Discard, io.LimitReader(hr.Body, 64<<10))
-		return nil, fmt.Errorf("HTTP %d %s", hr.StatusCode, http.StatusText(hr.StatusCode)),
-			g.retryAfter(hr.Header), nil
+		return nil, &StatusError{Status: hr.StatusCode}, g.retryAfter(hr.Header), nil
 	}
 	body, err := io.ReadAll(io.LimitReader(hr.Body, g.MaxBody+1))
 	if err != nil {

@@ -3,6 +3,7 @@ package httpclient
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	fakedns "followfeed/internal/fake/dns"
 )
 
 // testGetter returns a Getter on srv's client that records its waits
@@ -95,5 +98,73 @@ func TestSleepEndsWithTheContext(t *testing.T) {
 	cancel()
 	if err := Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
 		t.Errorf("Sleep on a cancelled ctx = %v", err)
+	}
+}
+
+// TestUnreachableHostsAreNotRetried: a host whose name does not resolve
+// (a real DNS server's NXDOMAIN), one that refuses the connection (a
+// closed port) and one whose certificate does not verify get their
+// verdict after one attempt, with no back-off wait: an *UnreachableError
+// that says why and matches ErrUnreachable and ErrUpstream. A timeout is
+// still retried.
+func TestUnreachableHostsAreNotRetried(t *testing.T) {
+	nx := fakedns.NXDomain(t)
+	viaFakeDNS := &http.Client{Transport: &http.Transport{
+		DialContext: (&net.Dialer{Resolver: nx.Resolver(), Timeout: 5 * time.Second}).DialContext}}
+
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedURL := "http://" + closed.Addr().String() + "/oai"
+	closed.Close() // nothing listens there now: connection refused
+
+	untrusted := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer untrusted.Close()
+
+	for _, tc := range []struct {
+		name, url, reason string
+		client            *http.Client
+	}{
+		{"no such host", "http://nonexistent.invalid/oai?api_key=secret", "its name does not resolve", viaFakeDNS},
+		{"connection refused", closedURL, "it refused the connection", New(5*time.Second, 1<<20)},
+		{"certificate", untrusted.URL, "its TLS certificate does not verify", New(5*time.Second, 1<<20)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var waits []time.Duration
+			g := testGetter(tc.client, time.Minute, &waits)
+			g.MaxRetries = 5
+			retried := 0
+			g.OnRetry = func(string, int, int, time.Duration, error) { retried++ }
+			_, err := g.Get(t.Context(), tc.url)
+			var ue *UnreachableError
+			if !errors.As(err, &ue) || !errors.Is(err, ErrUnreachable) || !errors.Is(err, ErrUpstream) {
+				t.Fatalf("err = %v, want an *UnreachableError matching ErrUnreachable and ErrUpstream", err)
+			}
+			if !strings.HasPrefix(ue.Reason, tc.reason) || !strings.Contains(err.Error(), "cannot reach ") {
+				t.Errorf("err = %q, want the reason %q", err, tc.reason)
+			}
+			if len(waits) != 0 || retried != 0 {
+				t.Errorf("waits %v and %d retries, want none", waits, retried)
+			}
+			if strings.Contains(err.Error(), "secret") {
+				t.Errorf("the api_key leaked: %v", err)
+			}
+		})
+	}
+	if nx.Queries() == 0 {
+		t.Error("the fake DNS server was never asked")
+	}
+}
+
+// TestTimeoutsAreRetried: a server that does not answer in time is a
+// failure a retry may fix; it is retried, not called unreachable.
+func TestTimeoutsAreRetried(t *testing.T) {
+	srv := hanging(t)
+	var waits []time.Duration
+	g := testGetter(New(100*time.Millisecond, 1<<20), time.Minute, &waits)
+	_, err := g.Get(t.Context(), srv.URL)
+	if !errors.Is(err, ErrUpstream) || errors.Is(err, ErrUnreachable) || len(waits) != 1 {
+		t.Fatalf("err = %v, waits %v; want a retried ErrUpstream, not ErrUnreachable", err, waits)
 	}
 }

@@ -4,7 +4,9 @@
 // User-Agent, and a hard cap on how many response body bytes it will read.
 // Getter adds the retry policy of the harvest clients on top of such a
 // client: GET with retries on 429, 5xx and network errors, honouring
-// Retry-After.
+// Retry-After, and a verdict after one attempt for a host that cannot be
+// reached (a name that does not resolve, a refused connection, a
+// certificate that does not verify).
 package httpclient
 
 import (

@@ -128,8 +128,8 @@ func TestRedirects(t *testing.T) {
 	}
 }
 
-func TestTimeout(t *testing.T) {
-	t.Log("hostile: limits")
+// hanging is a server that answers no request until the test ends.
+func hanging(t *testing.T) *httptest.Server {
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -137,9 +137,14 @@ func TestTimeout(t *testing.T) {
 		case <-r.Context().Done():
 		}
 	}))
-	defer srv.Close()
-	defer close(release)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	return srv
+}
 
+func TestTimeout(t *testing.T) {
+	t.Log("hostile: limits")
+	srv := hanging(t)
 	c := New(150*time.Millisecond, 1024)
 	start := time.Now()
 	_, err := c.Get(srv.URL)

@@ -68,7 +68,8 @@ func (a *App) Client(t testing.TB) *Client {
 }
 
 // Do sends a request with an optional bearer token and body (a string or
-// []byte is sent as is; anything else as JSON).
+// []byte is sent as is, an io.User chunked, without Content-Length;
+// anything else as JSON).
 func (c *Client) Do(method, path, token string, body any, headers ...string) *Response {
 	c.t.Helper()
 	var rd io.Reader
@@ -78,6 +79,8 @@ func (c *Client) Do(method, path, token string, body any, headers ...string) *Re
 		rd = strings.NewReader(b)
 	case []byte:
 		rd = bytes.NewReader(b)
+	case io.Reader:
+		rd = struct{ io.Reader }{b} // a user of unknown length: chunked
 	default:
 		js, err := json.Marshal(b)
 		if err != nil {

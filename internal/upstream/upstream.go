@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -35,7 +37,40 @@ var (
 	// way, so it is a permanent failure, not one to retry soon. It is
 	// httpclient.ErrBodyTooLarge.
 	ErrTooLarge = httpclient.ErrBodyTooLarge
+	// ErrUnreachable is matched by the error of a request whose host
+	// cannot be reached in a way retrying soon cannot fix (its name does
+	// not resolve, it refused the connection, its certificate does not
+	// verify): the clients give that verdict after one attempt, without
+	// retrying. Such an error matches ErrUpstream too. It is
+	// httpclient.ErrUnreachable.
+	ErrUnreachable = httpclient.ErrUnreachable
 )
+
+// Public describes err, an upstream client's error, in a fixed sentence
+// fit for a public page (the sources' health on /v1/status): the kind of
+// failure, the HTTP status, the reason a host cannot be reached, never
+// the error's own text (no host names, URLs or bodies), which belongs in
+// the logs. ok is false when err is none of the upstream failures.
+func Public(err error) (msg string, ok bool) {
+	var ue *httpclient.UnreachableError
+	var se *httpclient.StatusError
+	var ne net.Error
+	switch {
+	case errors.As(err, &ue):
+		return "the source cannot be reached: " + ue.Reason, true
+	case errors.Is(err, ErrTooLarge):
+		return "the source's response exceeded the size cap", true
+	case errors.Is(err, ErrMalformed):
+		return "the source's response could not be used (malformed, truncated or not the expected document)", true
+	case errors.As(err, &se):
+		return fmt.Sprintf("the source answered HTTP %d %s", se.Status, http.StatusText(se.Status)), true
+	case errors.Is(err, ErrUpstream) && errors.As(err, &ne) && ne.Timeout():
+		return "the source did not answer in time", true
+	case errors.Is(err, ErrUpstream):
+		return "the connection to the source failed", true
+	}
+	return "", false
+}
 
 // Caps both clients apply to authors: the most authors kept per record,
 // and the most characters of a name.

@@ -5,6 +5,8 @@
 package recorder
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -85,4 +87,34 @@ func Testdata(t testing.TB, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// GzipBomb is a gzip stream of head followed by spaces, inflating to n
+// bytes in all: about a thousandth of n on the wire. Served with
+// Content-Encoding: gzip, Go's transport inflates it for the client, so
+// a body cap must count after decompression to catch it.
+func GzipBomb(t testing.TB, head []byte, n int) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = zw.Write(head)
+	spaces := bytes.Repeat([]byte(" "), 1<<20)
+	for left := n - len(head); left > 0; left -= len(spaces) {
+		_, _ = zw.Write(spaces[:min(left, len(spaces))])
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// ServeGzip answers every request with body as a gzip-encoded
+// contentType (a GzipBomb, say).
+func ServeGzip(w http.ResponseWriter, contentType string, body []byte) {
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Content-Encoding", "gzip")
+	_, _ = w.Write(body)
 }
