@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -108,8 +109,9 @@ func (g *Guard) Allowed(host string) bool {
 }
 
 // CheckURL validates a target URL given by a reader, for field: an absolute
-// https URL (http only for allowed hosts) without credentials, whose host,
-// when an IP literal or a local name, is not internal. Every failure is an
+// https URL (http only for allowed hosts) without credentials, on port
+// 443 or an unprivileged port (1024-65535; any port for allowed hosts),
+// whose host, when an IP literal or a local name, is not internal. Every failure is an
 // apperr.Invalid naming field (a 422). It returns the parsed URL.
 func (g *Guard) CheckURL(field, raw string) (*url.URL, error) {
 	raw = strings.TrimSpace(raw)
@@ -141,6 +143,18 @@ func (g *Guard) CheckURL(field, raw string) (*url.URL, error) {
 	}
 	if allowed {
 		return u, nil
+	}
+	if p := u.Port(); p != "" {
+		// Port 443, or an unprivileged one (a receiver on :8443, a
+		// homeserver on :8448); the other well-known ports are services
+		// (SMTP, SSH, ...) a delivery has no business speaking to.
+		n, err := strconv.Atoi(p)
+		switch {
+		case err != nil || n < 1 || n > 65535:
+			return nil, apperr.InvalidField(field, "has an invalid port %q", p)
+		case n != 443 && n < 1024:
+			return nil, apperr.InvalidField(field, "uses port %d; use https's port 443 (or leave the port out) or one from 1024 to 65535", n)
+		}
 	}
 	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
 		if Internal(a) {
