@@ -18,6 +18,7 @@ import (
 	"followfeed/apperr"
 	"followfeed/database"
 	"followfeed/identity/registrysql"
+	"followfeed/internal/text"
 )
 
 // MaxFollows is how many follows one user may have.
@@ -125,8 +126,10 @@ func (s *Service) OnFollow(h FollowHook) { s.hooks = append(s.hooks, h) }
 func NewService(db *database.DB) *Service { return &Service{db: db} }
 
 // Follow creates the follow of t by userID, or updates its options when it
-// exists. A label is trimmed and must be at most MaxLabel characters of
-// text without control characters (apperr.Invalid otherwise). created reports which. It is idempotent and safe under
+// exists. A label must be text without control characters (apperr.Invalid
+// otherwise); it is stored as text.Collapse makes it (bidirectional
+// controls removed, whitespace and line separators collapsed to single
+// spaces, trimmed) and must then be at most MaxLabel characters. created reports which. It is idempotent and safe under
 // concurrency: the user's row is locked first, so racing requests neither
 // duplicate a follow nor miscount followers, and the MaxFollows limit holds.
 func (s *Service) Follow(ctx context.Context, userID int64, t Target, o Options) (f Follow, created bool, err error) {
@@ -137,6 +140,9 @@ func (s *Service) Follow(ctx context.Context, userID int64, t Target, o Options)
 			// would reach digest bodies and feed readers.
 			return Follow{}, false, apperr.InvalidField("label", "a label may not contain control characters (such as NUL, tab, newline or escape); use plain text")
 		}
+		// One line as it is read: no bidirectional control, no line or
+		// paragraph separator, no run of spaces.
+		l = text.Collapse(l, -1)
 		if utf8.RuneCountInString(l) > MaxLabel {
 			return Follow{}, false, apperr.InvalidField("label", "a label may have at most %d characters", MaxLabel)
 		}

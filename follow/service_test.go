@@ -82,3 +82,27 @@ func TestFollowBumpsTheFeedVersion(t *testing.T) {
 		t.Errorf("versions %d %d %d %d", t0, t1, t2, t3)
 	}
 }
+
+// TestLabelsAreOneLineWithoutBidirectionalControls: a label kept U+202E
+// and line separators, which reordered what the settings page, feed
+// titles and digests showed around it (a security review finding).
+func TestLabelsAreOneLineWithoutBidirectionalControls(t *testing.T) {
+	t.Log("hostile: names")
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	uid := newUser(t, db, "labeller")
+	svc := follow.NewService(db)
+	label := " \u202Egpj.exe\u2028my  \u2066papers\u2069\u200F "
+	f, _, err := svc.Follow(ctx, uid, follow.Target{Kind: follow.Category, ID: "cs.LG"}, follow.Options{Label: &label})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Label != "gpj.exe my papers" {
+		t.Errorf("label stored as %q", f.Label)
+	}
+	tab := "a\tb"
+	if _, _, err := svc.Follow(ctx, uid, follow.Target{Kind: follow.Category, ID: "cs.LG"}, follow.Options{Label: &tab}); apperr.CodeOf(err) != apperr.Invalid {
+		t.Errorf("a label with a tab: %v", err)
+	}
+}
