@@ -92,8 +92,12 @@ type Status struct {
 	// unknown (show the target's DisplayName then).
 	Name string
 	// Followers counts readers following the target, each once: for a
-	// researcher or institution, readers following any of its ids.
+	// researcher or institution, readers following any of its ids. It is
+	// 0 when FollowersHidden.
 	Followers int64
+	// FollowersHidden is true for a query with fewer than
+	// MinShownQueryFollowers followers: its count is not public.
+	FollowersHidden bool
 	// Following is nil when nobody is signed in.
 	Following *bool
 }
@@ -262,8 +266,9 @@ var statusSQL = `
 		            ELSE (SELECT count(DISTINCT f.user_id) FROM follows f WHERE f.key IN (SELECT key FROM ks)) END,
 		       EXISTS (SELECT 1 FROM follows f WHERE f.user_id = $2 AND f.key IN (SELECT key FROM ks))`
 
-// Status returns the follower count of t and, when userID is not 0, whether
-// that user follows it. A researcher or institution counts as a person
+// Status returns the follower count of t (hidden for a query with fewer
+// than MinShownQueryFollowers) and, when userID is not 0, whether that user
+// follows it. A researcher or institution counts as a person
 // (package identity): readers following any id of theirs, each once, the
 // same number under every id; "following" is true whichever id the user
 // followed. A target the registry does not link to other ids costs two
@@ -283,8 +288,19 @@ func (s *Service) Status(ctx context.Context, t Target, userID int64) (Status, e
 	if userID != 0 {
 		st.Following = &following
 	}
+	if t.Kind == Query && st.Followers < MinShownQueryFollowers {
+		st.Followers, st.FollowersHidden = 0, true
+	}
 	return st, nil
 }
+
+// MinShownQueryFollowers is the fewest followers whose count Status shows
+// for a query: a saved search is personal, and a count of one or two
+// would tell anyone who asks that somebody tracks exactly that (a
+// security review finding). Below it the count is hidden
+// (Status.FollowersHidden); categories, people, institutions and papers
+// show theirs.
+const MinShownQueryFollowers = 5
 
 // nameSQL reads the registry's name of key $1, empty when it has none.
 var nameSQL = `
