@@ -18,6 +18,7 @@ import (
 	"followfeed/auth"
 	"followfeed/config"
 	"followfeed/internal/testapp"
+	"followfeed/internal/testjobs"
 )
 
 // mint is testapp.Token with a subject testapp would refuse to mint.
@@ -403,7 +404,10 @@ func TestDemoTokenUsesItsOwnKey(t *testing.T) {
 }
 
 // TestConfirmationMailCaps: alternating addresses cannot mail-bomb one
-// address, and the cap holds across processes sharing the database.
+// address, and the cap holds across processes sharing the database. The
+// caps count mails (package account's test shows requests whose mail was
+// never sent do not count): each change here waits for its mail job, so
+// every accepted change is a mail sent.
 func TestConfirmationMailCaps(t *testing.T) {
 	t.Log("hostile: limits")
 	t.Parallel()
@@ -412,10 +416,18 @@ func TestConfirmationMailCaps(t *testing.T) {
 	a1 := testapp.Start(t, env)
 	a2 := testapp.Start(t, env) // another api process on the same database
 	c1, c2 := a1.Client(t), a2.Client(t)
-	mallory := testapp.Token(t, "mallory", "")
+	db := openDB(t, a1.DatabaseURL)
+	mails := 0
 	patch := func(c *testapp.Client, tok, email string) int {
-		return c.Do("PATCH", "/v1/me", tok, map[string]any{"email": email}).Status
+		t.Helper()
+		s := c.Do("PATCH", "/v1/me", tok, map[string]any{"email": email}).Status
+		if s == 200 {
+			mails++
+			testjobs.WaitCompleted(t, db.Pool, "email_confirm", mails)
+		}
+		return s
 	}
+	mallory := testapp.Token(t, "mallory", "")
 	var got []int
 	for i, addr := range []string{"victim@example.org", "other@example.org", "victim@example.org", "other@example.org", "victim@example.org", "other@example.org", "victim@example.org"} {
 		c := c1
