@@ -241,6 +241,8 @@ func serviceHandler(ctx context.Context, cfg *config.Config, db *database.DB, sv
 		Ready:          readiness(db),
 		AdminUser:      cfg.AdminUser,
 		AdminPassword:  cfg.AdminPassword,
+		SecretKey:      cfg.SecretKey,
+		SecureCookies:  cfg.PublicURL.Scheme == "https",
 		CORSOrigins:    cfg.CORSOrigins,
 		TrustedProxies: cfg.TrustedProxies,
 	}

@@ -192,8 +192,8 @@ func (p *Product) pageRoutes() []route {
 // adminRoutes is the operations endpoints, which every process serves (a
 // worker's HTTP_ADDR too): liveness, readiness, the metrics (with a
 // Registry) and the River UI (with Admin and an ADMIN_PASSWORD) behind
-// adminGuard: basic auth, failed sign-ins limited per address, no
-// cross-origin writes, never framed.
+// adminGuard: basic auth, failed sign-ins limited per signed-in browser
+// or else per address and overall, no cross-origin writes, never framed.
 func adminRoutes(o Options) []route {
 	table := []route{
 		{"GET /healthz", bare(healthz)},
@@ -205,12 +205,10 @@ func adminRoutes(o Options) []route {
 	if o.Admin == nil || o.AdminPassword == "" {
 		return table
 	}
-	// Ten failed sign-ins a minute per address, then nothing is checked
-	// until the bucket refills.
-	failures := NewLimiter(10.0/60, 10)
-	guard := func(h http.Handler) http.Handler {
-		return adminGuard(h, o.AdminUser, o.AdminPassword, "followfeed jobs", failures)
-	}
+	// Failed sign-ins limited per signed-in browser, else per address
+	// and overall (admin_signin.go).
+	signIns := newAdminSignIns(o.AdminUser, o.AdminPassword, o.SecretKey, o.SecureCookies)
+	guard := func(h http.Handler) http.Handler { return adminGuard(h, "followfeed jobs", signIns) }
 	return append(table,
 		// The subtree serves the methods the UI and its API use (as
 		// openapi.json documents); any other is a 405 before the

@@ -33,6 +33,12 @@ type Options struct {
 	Admin         http.Handler
 	AdminUser     string
 	AdminPassword string
+	// SecretKey (SECRET_KEY) signs the job UI's device cookies, which
+	// spare a browser that signed in before from the limit on others'
+	// failed sign-ins; nil: a key of this process only.
+	SecretKey []byte
+	// SecureCookies marks those cookies Secure (PUBLIC_URL is https).
+	SecureCookies bool
 	// Routes registers the product routes on the mux (Product.Register:
 	// the API, feeds and pages).
 	Routes func(mux *http.ServeMux)
