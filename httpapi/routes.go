@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"followfeed/follow"
@@ -195,12 +196,16 @@ func (p *Product) pageRoutes() []route {
 // adminGuard: basic auth, failed sign-ins limited per signed-in browser
 // or else per address and overall, no cross-origin writes, never framed.
 func adminRoutes(o Options) []route {
+	ready := o.Ready
+	if ready != nil {
+		ready = cachedReady(ready)
+	}
 	table := []route{
 		{"GET /healthz", bare(healthz)},
-		{"GET /readyz", readyHandler(o.Ready)},
+		{"GET /readyz", readyHandler(ready)},
 	}
-	if o.Registry != nil {
-		table = append(table, route{"GET /metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{Registry: o.Registry})})
+	if o.Registry != nil && !o.MetricsApart {
+		table = append(table, route{"GET /metrics", metricsHandler(o.Registry, o.Queried)})
 	}
 	if o.Admin == nil || o.AdminPassword == "" {
 		return table
@@ -220,6 +225,27 @@ func adminRoutes(o Options) []route {
 		// /admin/jobs answers what /admin/jobs/{page} does to strangers.
 		route{AdminPrefix, only(guard(http.RedirectHandler(AdminPrefix+"/", http.StatusMovedPermanently)), "GET", "HEAD")},
 	)
+}
+
+// metricsHandler serves reg's metrics as they are, and queried's (the
+// collectors that read the database) gathered at most once a second
+// (cachedGatherer); queried may be nil.
+func metricsHandler(reg *prometheus.Registry, queried prometheus.Gatherer) http.Handler {
+	var g prometheus.Gatherer = reg
+	if queried != nil {
+		g = prometheus.Gatherers{reg, &cachedGatherer{g: queried}}
+	}
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{Registry: reg})
+}
+
+// NewMetricsHandler is the handler of METRICS_ADDR, where /metrics is
+// served apart from the public listener (Options.MetricsApart): GET
+// /metrics (as metricsHandler) with its access log line; anything else is
+// a 404 problem.
+func NewMetricsHandler(reg *prometheus.Registry, queried prometheus.Gatherer, logger *slog.Logger) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metricsHandler(reg, queried))
+	return observe(muxProblems(mux), logger, newHTTPMetrics(nil))
 }
 
 // only serves methods with h and answers any other with a 405 problem
