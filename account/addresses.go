@@ -349,7 +349,7 @@ func (a *Addresses) Reconfirm(ctx context.Context, userID int64) error {
 // them to mail-bomb an address (their own changes, or many accounts
 // naming one victim). They count mails, queued or sent: a request whose
 // mail turns out not to be due (the address changed again before it went,
-// or was confirmed) is forgotten by ConfirmationDue, so a reader who
+// or was confirmed) is forgotten by ConfirmationDue, so a user who
 // corrects a typo twice is not capped by mails nobody got.
 const (
 	MaxConfirmationsPerReader  = 10
@@ -359,7 +359,7 @@ const (
 
 // capConfirmations records a confirmation mail to email for userID in tx
 // (its job is queued in the same transaction), or refuses it
-// (apperr.RateLimited) when the reader or the address had their share of
+// (apperr.RateLimited) when the user or the address had their share of
 // mails queued or sent in the last day. The counts live in the database, so the
 // caps hold across processes; an advisory lock on the address serialises
 // concurrent requests naming it (the caller holds the user's row lock).

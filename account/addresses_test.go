@@ -18,11 +18,11 @@ import (
 )
 
 // TestConfirmationCapsCountMailsNotRequests: the caps counted requests,
-// so a reader who changed their address ten times before any mail went
+// so a user who changed their address ten times before any mail went
 // out was capped for a day by nine mails nobody got (a review finding).
 // Each change queues a real River job; the mail job asks ConfirmationDue,
 // which forgets a mail that is no longer due. The caps still hold for
-// mails that are sent: ten per reader, three per address whoever asks.
+// mails that are sent: ten per user, three per address whoever asks.
 func TestConfirmationCapsCountMailsNotRequests(t *testing.T) {
 	t.Log("hostile: limits")
 	t.Parallel()

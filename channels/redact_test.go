@@ -12,9 +12,10 @@ import (
 	netmail "net/mail"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"followfeed/account"
 	"followfeed/auth"
@@ -34,24 +35,6 @@ func closedPort(t *testing.T) string {
 	addr := l.Addr().String()
 	l.Close()
 	return addr
-}
-
-// syncBuf is a log sink safe for the service's goroutines.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestFailedDeliveriesNeverCarryTheCredential: a Slack or Discord URL is
@@ -78,7 +61,7 @@ func TestFailedDeliveriesNeverCarryTheCredential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuf{}
+	var logs bytes.Buffer // the service logs from the test's goroutine only (Deliver runs here)
 	ins, err := worker.NewInserter(e.db.Pool, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +69,7 @@ func TestFailedDeliveriesNeverCarryTheCredential(t *testing.T) {
 	svc := channels.NewService(channels.Config{DB: e.db, Matcher: e.matcher, Follows: e.follows, Enqueuer: worker.NewEnqueuer(ins),
 		Guard:  channels.NewGuard([]string{"127.0.0.1", "hooks.slack.invalid"}),
 		Sender: sender, From: &netmail.Address{Address: "followfeed@example.org"}, BaseURL: "https://followfeed.test",
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), SecretKey: testSecretKey})
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), SecretKey: testSecretKey})
 	owner, err := account.NewUsers(e.db).Ensure(e.ctx, &auth.Claims{Subject: "owner", Email: "owner@example.org", EmailVerified: true})
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +189,7 @@ func TestFailedDeliveriesNeverCarryTheCredential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	texts, err := collectStrings(rows)
+	texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,24 +226,6 @@ func TestFailedDeliveriesNeverCarryTheCredential(t *testing.T) {
 	}
 }
 
-func collectStrings(rows interface {
-	Next() bool
-	Scan(...any) error
-	Err() error
-	Close()
-}) ([]string, error) {
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
-}
-
 // TestMaskURL: scheme, host and at most the path's last four characters.
 func TestMaskURL(t *testing.T) {
 	t.Parallel()
@@ -279,7 +244,7 @@ func TestMaskURL(t *testing.T) {
 }
 
 // TestMigrationRedactsOldLedgerText: rows an older release wrote, with
-// the whole Slack or Discord URL in them, lose it to migration 00022
+// the whole Slack or Discord URL in them, lose it to migration 00023
 // (its Up statements run again here over such rows); other text stays.
 func TestMigrationRedactsOldLedgerText(t *testing.T) {
 	t.Log("hostile: secrets")
@@ -305,7 +270,7 @@ func TestMigrationRedactsOldLedgerText(t *testing.T) {
 	if _, err := e.db.Pool.Exec(e.ctx, `UPDATE channels SET disabled_reason = $2 WHERE id = $1`, id, "last: "+strings.ToUpper(slack[:40])+"…"); err != nil {
 		t.Fatal(err)
 	}
-	src, err := os.ReadFile("../migrations/sql/00022_channel_text_redacted.sql")
+	src, err := os.ReadFile("../migrations/sql/00023_channel_text_redacted.sql")
 	if err != nil {
 		t.Fatal(err)
 	}

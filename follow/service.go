@@ -295,7 +295,7 @@ func (s *Service) Status(ctx context.Context, t Target, userID int64) (Status, e
 }
 
 // MinShownQueryFollowers is the fewest followers whose count Status shows
-// for a query: a saved search is personal, and a count of one or two
+// for a query: a followed query is personal, and a count of one or two
 // would tell anyone who asks that somebody tracks exactly that (a
 // security review finding). Below it the count is hidden
 // (Status.FollowersHidden); categories, people, institutions and papers

@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	fakesmtp "followfeed/internal/fake/smtp"
@@ -672,14 +673,13 @@ func TestChatCredentialsNeverLeakFromFailedDeliveries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
+	texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range texts {
 		add("a ledger row", s)
 	}
-	rows.Close()
 	logs := a.Logs()
 	if !strings.Contains(logs, "channel delivery will be retried") || !strings.Contains(logs, "channel disabled") {
 		t.Errorf("the logs lack the retry and disabling lines")
