@@ -151,9 +151,10 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 	if err != nil {
 		return err
 	}
-	servers := []*http.Server{httpapi.NewServer(cfg.HTTPAddr, h, logger)}
+	srv := httpapi.NewServer(cfg.HTTPAddr, h, logger)
+	servers := []*http.Server{srv}
 	serveErr := make(chan error, 2)
-	go func() { serveErr <- servers[0].Serve(ln) }()
+	go func() { serveErr <- srv.Serve(ln) }()
 	if metricsLn != nil {
 		msrv := httpapi.NewServer(cfg.MetricsAddr, metrics, logger)
 		servers = append(servers, msrv)
