@@ -18,7 +18,7 @@ import (
 // pass; every other webhook or homeserver URL takes 443 or a port from
 // 1024.
 func TestChatURLsHaveTheirProvidersShape(t *testing.T) {
-	t.Log("hostile: channel URLs")
+	t.Log("hostile: ssrf")
 	t.Parallel()
 	e := setup(t, time.Now())
 	user := e.reader("shapes", "UTC", 8, "monday")

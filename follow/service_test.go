@@ -113,7 +113,7 @@ func TestLabelsAreOneLineWithoutBidirectionalControls(t *testing.T) {
 // when it was 1 (a review finding). Status hides a query's count below
 // MinShownQueryFollowers; other kinds show theirs from one.
 func TestQueryFollowerCountsAreHiddenBelowFive(t *testing.T) {
-	t.Log("hostile: privacy")
+	t.Log("hostile: access")
 	t.Parallel()
 	db := testdb.New(t)
 	ctx := context.Background()

@@ -217,7 +217,7 @@ func TestFollowStatusWithAndWithoutToken(t *testing.T) {
 // followers_hidden (the shape stays: followers is an integer); from five
 // it shows.
 func TestQueryFollowerCountsAreNotPublic(t *testing.T) {
-	t.Log("hostile: privacy")
+	t.Log("hostile: access")
 	t.Parallel()
 	_, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
 	path := "/v1/me/follows/query/" + url.PathEscape(`abs:"sparse attention"`)
