@@ -240,7 +240,10 @@ func (a *Addresses) Suppress(ctx context.Context, tx pgx.Tx, email, reason, deta
 
 // ConfirmationDue says whether the confirmation mail for email should go
 // to the user: it is still their address and not confirmed yet. It returns
-// the user's link epoch to sign the mail's links with.
+// the user's link epoch to sign the mail's links with. A mail that is not
+// due is not sent, so it stops counting against the caps: one of the
+// user's confirmation mails to email counted in the window is forgotten
+// (the caps count mails queued or sent, not requests).
 func (a *Addresses) ConfirmationDue(ctx context.Context, userID int64, email string) (epoch int64, due bool, err error) {
 	var current string
 	var confirmed bool
@@ -249,7 +252,19 @@ func (a *Addresses) ConfirmationDue(ctx context.Context, userID int64, email str
 	if err != nil {
 		return 0, false, database.NotFound(err, fmt.Sprintf("reading user %d", userID))
 	}
-	return epoch, strings.EqualFold(current, email) && !confirmed, nil
+	if due = strings.EqualFold(current, email) && !confirmed; !due {
+		// confirmation_requests_user_idx: the user's newest row in the
+		// window, if it names email (it almost always is the newest).
+		if _, err := a.db.Pool.Exec(ctx, `
+			DELETE FROM confirmation_requests WHERE id = (
+				SELECT id FROM confirmation_requests
+				WHERE user_id = $1 AND email = $2 AND created_at > now() - $3::interval
+				ORDER BY created_at DESC, id DESC LIMIT 1)`,
+			userID, strings.ToLower(strings.TrimSpace(email)), confirmationWindow.String()); err != nil {
+			return 0, false, fmt.Errorf("forgetting a confirmation mail not sent: %w", err)
+		}
+	}
+	return epoch, due, nil
 }
 
 // CheckConfirm says which address tok would confirm, changing nothing.
@@ -332,16 +347,20 @@ func (a *Addresses) Reconfirm(ctx context.Context, userID int64) error {
 
 // Caps on confirmation mails, over the last 24 hours: a user cannot use
 // them to mail-bomb an address (their own changes, or many accounts
-// naming one victim).
+// naming one victim). They count mails, queued or sent: a request whose
+// mail turns out not to be due (the address changed again before it went,
+// or was confirmed) is forgotten by ConfirmationDue, so a user who
+// corrects a typo twice is not capped by mails nobody got.
 const (
 	MaxConfirmationsPerUser    = 10
 	MaxConfirmationsPerAddress = 3
 	confirmationWindow         = 24 * time.Hour
 )
 
-// capConfirmations records a confirmation mail to email for userID in tx,
-// or refuses it (apperr.RateLimited) when the user or the address had
-// their share in the last day. The counts live in the database, so the
+// capConfirmations records a confirmation mail to email for userID in tx
+// (its job is queued in the same transaction), or refuses it
+// (apperr.RateLimited) when the user or the address had their share of
+// mails queued or sent in the last day. The counts live in the database, so the
 // caps hold across processes; an advisory lock on the address serialises
 // concurrent requests naming it (the caller holds the user's row lock).
 func capConfirmations(ctx context.Context, tx pgx.Tx, userID int64, email string) error {

@@ -114,6 +114,13 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 		return err
 	}
 	defer ln.Close()
+	var metricsLn net.Listener // METRICS_ADDR: /metrics apart
+	if cfg.MetricsAddr != "" {
+		if metricsLn, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+			return &config.Error{Var: "METRICS_ADDR", Reason: fmt.Sprintf("cannot listen on %q: %v", cfg.MetricsAddr, err)}
+		}
+		defer metricsLn.Close()
+	}
 
 	db, err := OpenDB(ctx, cfg, m.String())
 	if err != nil {
@@ -143,15 +150,22 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 	if err != nil {
 		return err
 	}
-	h, err := serviceHandler(ctx, cfg, db, svc, runner, m, reg, logger)
+	h, metrics, err := serviceHandler(ctx, cfg, db, svc, runner, m, reg, logger)
 	if err != nil {
 		return err
 	}
 	srv := httpapi.NewServer(cfg.HTTPAddr, h, logger)
-	serveErr := make(chan error, 1)
+	servers := []*http.Server{srv}
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
+	if metricsLn != nil {
+		msrv := httpapi.NewServer(cfg.MetricsAddr, metrics, logger)
+		servers = append(servers, msrv)
+		go func() { serveErr <- msrv.Serve(metricsLn) }()
+		logger.Info("metrics", "addr", metricsLn.Addr().String(), "url", "http://"+metricsLn.Addr().String()+"/metrics")
+	}
 	logListening(cfg, ln.Addr(), m, logger)
-	return waitThenStop(ctx, cfg, srv, serveErr, runner, logger)
+	return waitThenStop(ctx, cfg, servers, serveErr, runner, logger)
 }
 
 // serviceConfig reads the command line of mode (its one flag: -migrate)
@@ -230,25 +244,36 @@ func startJobs(ctx context.Context, cfg *config.Config, db *database.DB, svc *Se
 
 // serviceHandler is the process's HTTP handler: the operations endpoints
 // with their metrics, and in an HTTP mode the River UI (on runner, or on
-// the inserter when this process works no jobs) and the product routes.
-func serviceHandler(ctx context.Context, cfg *config.Config, db *database.DB, svc *Services, runner *river.Client[pgx.Tx], m mode, reg *prometheus.Registry, logger *slog.Logger) (http.Handler, error) {
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		worker.NewJobsCollector(svc.inserter), worker.NewSourcesCollector(svc.Health()))
+// the inserter when this process works no jobs) and the product routes;
+// with METRICS_ADDR, /metrics is the second handler's instead.
+func serviceHandler(ctx context.Context, cfg *config.Config, db *database.DB, svc *Services, runner *river.Client[pgx.Tx], m mode, reg *prometheus.Registry, logger *slog.Logger) (http.Handler, http.Handler, error) {
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if r := db.Replica(); r != nil {
 		reg.MustRegister(worker.NewReplicaCollector(r))
 	}
+	// The collectors that query the database at scrape time, which
+	// httpapi gathers at most once a second.
+	queried := prometheus.NewRegistry()
+	queried.MustRegister(worker.NewJobsCollector(svc.inserter), worker.NewSourcesCollector(svc.Health()))
 	if svc.fediverse != nil {
-		reg.MustRegister(worker.NewFediverseCollector(svc.fediverse))
+		queried.MustRegister(worker.NewFediverseCollector(svc.fediverse))
 	}
-
 	opts := httpapi.Options{
 		Logger:         logger,
 		Registry:       reg,
+		Queried:        queried,
 		Ready:          readiness(db),
 		AdminUser:      cfg.AdminUser,
 		AdminPassword:  cfg.AdminPassword,
+		SecretKey:      cfg.SecretKey,
+		SecureCookies:  cfg.PublicURL.Scheme == "https",
 		CORSOrigins:    cfg.CORSOrigins,
 		TrustedProxies: cfg.TrustedProxies,
+		MetricsApart:   cfg.MetricsAddr != "",
+	}
+	var metrics http.Handler
+	if opts.MetricsApart {
+		metrics = httpapi.NewMetricsHandler(reg, queried, logger)
 	}
 	if m.http() {
 		uiClient := runner
@@ -261,15 +286,15 @@ func serviceHandler(ctx context.Context, cfg *config.Config, db *database.DB, sv
 			Prefix:    httpapi.AdminPrefix,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("creating River UI: %w", err)
+			return nil, nil, fmt.Errorf("creating River UI: %w", err)
 		}
 		if err := ui.Start(ctx); err != nil {
-			return nil, fmt.Errorf("starting River UI: %w", err)
+			return nil, nil, fmt.Errorf("starting River UI: %w", err)
 		}
 		opts.Admin = ui
 		opts.Routes = svc.Routes(cfg)
 	}
-	return httpapi.NewHandler(opts), nil
+	return httpapi.NewHandler(opts), metrics, nil
 }
 
 // logListening says where the process listens and, in an HTTP mode, where
@@ -287,11 +312,11 @@ func logListening(cfg *config.Config, addr net.Addr, m mode, logger *slog.Logger
 	}
 }
 
-// waitThenStop waits until ctx is cancelled or the server fails (serveErr;
+// waitThenStop waits until ctx is cancelled or a server fails (serveErr;
 // then the jobs stop at once). After a cancel it shuts down gracefully:
 // stop accepting, let in-flight requests and running jobs finish within
 // SHUTDOWN_TIMEOUT, then give up on them.
-func waitThenStop(ctx context.Context, cfg *config.Config, srv *http.Server, serveErr <-chan error, runner *river.Client[pgx.Tx], logger *slog.Logger) error {
+func waitThenStop(ctx context.Context, cfg *config.Config, servers []*http.Server, serveErr <-chan error, runner *river.Client[pgx.Tx], logger *slog.Logger) error {
 	select {
 	case err := <-serveErr:
 		if runner != nil {
@@ -305,12 +330,15 @@ func waitThenStop(ctx context.Context, cfg *config.Config, srv *http.Server, ser
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownWait)
 	defer cancel()
 	var wg sync.WaitGroup
-	var httpErr, riverErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		httpErr = srv.Shutdown(shutdownCtx)
-	}()
+	httpErrs := make([]error, len(servers))
+	var riverErr error
+	for i, srv := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			httpErrs[i] = srv.Shutdown(shutdownCtx)
+		}()
+	}
 	if runner != nil {
 		wg.Add(1)
 		go func() {
@@ -319,7 +347,7 @@ func waitThenStop(ctx context.Context, cfg *config.Config, srv *http.Server, ser
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(httpErr, riverErr); err != nil {
+	if err := errors.Join(append(httpErrs, riverErr)...); err != nil {
 		return fmt.Errorf("shutting down: %w", err)
 	}
 	logger.Info("stopped")

@@ -6,6 +6,7 @@ package apperr
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Code classifies an error for callers. Values are stable: they appear in the
@@ -35,6 +36,9 @@ type Error struct {
 	Details []Detail
 	// Err is an underlying cause; it is never shown to clients.
 	Err error
+	// RetryAfter is, for a RateLimited error, how long until the request
+	// may succeed (0: not known); the HTTP layer sends it as Retry-After.
+	RetryAfter time.Duration
 }
 
 // Detail is one problem of a multi-part input.

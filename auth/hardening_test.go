@@ -107,7 +107,7 @@ func TestPEMRSAKeyVerifiesOneFamily(t *testing.T) {
 }
 
 // TestDemoKey: the development demo key signs in the demo user and no
-// one else, and only with its kid.
+// one else, only with its kid, and never with a scope.
 func TestDemoKey(t *testing.T) {
 	t.Log("hostile: tokens")
 	demo := []byte("demo-key-for-tests-0123456789abcdef")
@@ -123,6 +123,19 @@ func TestDemoKey(t *testing.T) {
 	other.Header["kid"] = DemoKeyID
 	forged, _ := other.SignedString(demo)
 	checkRefusal(t, forged, mustFail(v.Verify(t.Context(), forged)), ReasonClaims)
+	// The demo key is published: a token of it with a service scope, or
+	// any scope, is refused (a security review finding: it minted
+	// papers:write tokens).
+	for _, scope := range []any{ScopePapersWrite, "papers:write openid", []string{ScopePapersWrite}, "profile"} {
+		key := "scope"
+		if _, ok := scope.([]string); ok {
+			key = "scp"
+		}
+		svc := jwt.NewWithClaims(jwt.SigningMethodHS256, claims("sub", DemoSubject, key, scope))
+		svc.Header["kid"] = DemoKeyID
+		scoped, _ := svc.SignedString(demo)
+		checkRefusal(t, scoped, mustFail(v.Verify(t.Context(), scoped)), ReasonClaims)
+	}
 	// Without the kid the demo key is not tried: the configured secret is.
 	plain := sign(t, jwt.SigningMethodHS256, demo, "", claims("sub", DemoSubject))
 	checkRefusal(t, plain, mustFail(v.Verify(t.Context(), plain)), ReasonSignature)

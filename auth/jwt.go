@@ -371,6 +371,12 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Claims, error) {
 			c.Scopes = append(c.Scopes, s)
 		}
 	}
+	if kf.demo && len(c.Scopes) > 0 {
+		// The demo key is published: it signs in the demo user, never a
+		// service (papers:write pushes papers and registry records).
+		return nil, refuse(ReasonClaims, "a token signed with the demo key carries no scope (it had %q): it signs in the demo reader only; a service token needs a real key (in development: followfeed token --sub host --scope %s)",
+			strings.Join(c.Scopes, " "), ScopePapersWrite)
+	}
 	return c, nil
 }
 

@@ -98,7 +98,7 @@ func MintHS256(secret []byte, o MintOptions) (string, error) {
 // token may name.
 const (
 	DemoKeyID   = "followfeed-demo"
-	DemoSubject = "demo-reader"
+	DemoSubject = "demo-user"
 )
 
 // MintDemo returns a one-hour token for DemoSubject signed with the demo

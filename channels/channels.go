@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	netmail "net/mail"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -168,10 +169,18 @@ func NewService(c Config) *Service {
 		client: c.Guard.Client(), seal: seal}
 }
 
-// Hosts of the chat providers' incoming webhooks.
+// The chat providers' incoming webhooks: fixed hosts (reached on 443)
+// and fixed path shapes, Slack's /services/{team}/{bot}/{token} and
+// Discord's /api[/v{n}]/webhooks/{id}/{token}. The patterns admit no dot,
+// percent sign or empty segment, so no dot segment (../) or encoded one
+// (%2e%2e, %2f) passes.
 var (
 	slackHosts   = map[string]bool{"hooks.slack.com": true}
 	discordHosts = map[string]bool{"discord.com": true, "discordapp.com": true, "ptb.discord.com": true, "canary.discord.com": true}
+	slackPath    = regexp.MustCompile(`^/services/[A-Z0-9]{1,32}/[A-Z0-9]{1,32}/[A-Za-z0-9]{1,128}$`)
+	discordPath  = regexp.MustCompile(`^/api(/v[0-9]{1,2})?/webhooks/[0-9]{1,20}/[A-Za-z0-9_-]{1,128}$`)
+	slackQuery   = regexp.MustCompile(`^$`)
+	discordQuery = regexp.MustCompile(`^(thread_id=[0-9]{1,20})?$`)
 	matrixRoomID = regexp.MustCompile(`^![A-Za-z0-9._=\-/+]{1,200}:[A-Za-z0-9.\-:\[\]]{1,255}$`)
 )
 
@@ -224,15 +233,36 @@ func (s *Service) check(v *validated) error {
 	if err != nil {
 		return err
 	}
-	host := strings.ToLower(u.Hostname())
-	switch {
-	case s.guard.Allowed(host):
-	case v.typ == Slack && (!slackHosts[host] || !strings.HasPrefix(u.Path, "/services/")):
-		return apperr.InvalidField("url", "must be a Slack incoming webhook URL (https://hooks.slack.com/services/…)")
-	case v.typ == Discord && (!discordHosts[host] || !strings.HasPrefix(u.Path, "/api/webhooks/")):
-		return apperr.InvalidField("url", "must be a Discord webhook URL (https://discord.com/api/webhooks/…)")
+	if v.typ == Slack || v.typ == Discord {
+		if err := s.checkChat(v.typ, u); err != nil {
+			return err
+		}
 	}
 	v.url = u.String()
+	return nil
+}
+
+// checkChat holds a Slack or Discord URL to its provider's shape (see
+// slackPath, discordPath): https on the provider's host and port 443
+// (normalised away), the exact path shape, percent-encoding nowhere, no
+// query (Discord: thread_id alone). A host on CHANNEL_ALLOW_HOSTS (a test
+// receiver) is exempt from the host, scheme and port, not from the path.
+func (s *Service) checkChat(typ Type, u *url.URL) error {
+	hosts, path, msg := slackHosts, slackPath, "must be a Slack incoming webhook URL such as https://hooks.slack.com/services/T0123/B0456/abcdef (as Slack shows it)"
+	query := slackQuery
+	if typ == Discord {
+		hosts, path, query, msg = discordHosts, discordPath, discordQuery, "must be a Discord webhook URL such as https://discord.com/api/webhooks/123456/abcdef (as Discord shows it)"
+	}
+	host := strings.ToLower(u.Hostname())
+	if !s.guard.Allowed(host) {
+		if u.Scheme != "https" || !hosts[host] || (u.Port() != "" && u.Port() != "443") {
+			return apperr.InvalidField("url", "%s", msg)
+		}
+		u.Host = host // the default port, spelt or not, is the same URL
+	}
+	if u.RawPath != "" || !path.MatchString(u.Path) || !query.MatchString(u.RawQuery) || u.ForceQuery {
+		return apperr.InvalidField("url", "%s", msg)
+	}
 	return nil
 }
 
@@ -375,6 +405,7 @@ func (s *Service) scanChannel(row pgx.Row) (*Channel, error) {
 		c.FailingSince = failing
 	}
 	s.seal.openChannel(&c)
+	c.DisabledReason = c.redact(c.DisabledReason) // rows written before reasons were redacted
 	return &c, nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/apperr"
 	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/follow"
@@ -358,18 +359,50 @@ var samplePaper = PaperJSON{
 	Reasons:    []Reason{{Kind: "category", ID: "cs.CL", Name: "cs.CL"}}, // as follow.Target.ReasonName names a category
 }
 
+// Test events are limited per channel: at most TestsPerWindow in any
+// TestWindow, so a burst of clicks or requests reaches the receiver a few
+// times at most.
+const (
+	TestsPerWindow = 5
+	TestWindow     = 10 * time.Minute
+)
+
 // Test queues a test event (type channel.test, one sample paper) on the
-// user's channel and returns its webhook id. A disabled channel is tested
-// too, so a user can check a fix before enabling it again.
+// user's enabled channel and returns its webhook id. A disabled channel is
+// an apperr.Conflict (enable it again first: a test of a disabled channel
+// would not be delivered), a channel that had TestsPerWindow tests in the
+// last TestWindow an apperr.RateLimited saying when the next is allowed.
+// The channel's row lock serialises concurrent tests, so a burst cannot
+// pass the limit.
 func (s *Service) Test(ctx context.Context, userID, id int64) (string, error) {
 	var wid string
 	err := s.db.InTx(ctx, func(tx pgx.Tx) error {
-		var ok bool
-		if err := tx.QueryRow(ctx, `SELECT true FROM channels WHERE id = $1 AND user_id = $2`, id, userID).Scan(&ok); err != nil {
+		var enabled bool
+		if err := tx.QueryRow(ctx, `SELECT enabled FROM channels WHERE id = $1 AND user_id = $2 FOR UPDATE`, id, userID).Scan(&enabled); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return database.Missing("channel %d does not exist", id)
 			}
 			return err
+		}
+		if !enabled {
+			return apperr.New(apperr.Conflict, "channel %d is disabled, so a test would not be delivered; fix the receiver, enable the channel again, then send the test", id)
+		}
+		// channel_events_channel_idx backwards: the channel's newest test
+		// events; the TestsPerWindow-th newest says whether the window is full.
+		var wait float64
+		err := tx.QueryRow(ctx, `
+			SELECT extract(epoch FROM created_at + $3::interval - now()) FROM channel_events
+			WHERE channel_id = $1 AND type = $2 ORDER BY id DESC OFFSET $4 - 1 LIMIT 1`,
+			id, TypeTest, TestWindow.String(), TestsPerWindow).Scan(&wait)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("counting the test events of channel %d: %w", id, err)
+		}
+		if err == nil && wait > 0 {
+			after := time.Duration(wait * float64(time.Second))
+			e := apperr.New(apperr.RateLimited, "channel %d had %d test events in the last %d minutes, the most allowed; try again in %s",
+				id, TestsPerWindow, int(TestWindow.Minutes()), after.Round(time.Second))
+			e.RetryAfter = after
+			return e
 		}
 		eid, err := s.insertEvent(ctx, tx, id, TypeTest, []PaperJSON{samplePaper})
 		if err != nil {

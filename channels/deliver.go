@@ -16,7 +16,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/account"
-	"followfeed/database"
 	"followfeed/internal/httpclient"
 	"followfeed/internal/text"
 	"followfeed/mail"
@@ -130,7 +129,7 @@ func (s *Service) Deliver(ctx context.Context, eventID int64) error {
 	if state != StatePending {
 		return nil
 	}
-	if !c.Enabled && typ != TypeTest {
+	if !c.Enabled {
 		return s.finish(ctx, eventID, StateFailed, 0, "channel disabled: "+c.DisabledReason)
 	}
 	if c.CredentialsUnreadable {
@@ -167,13 +166,16 @@ func (s *Service) send(ctx context.Context, c *Channel, wid string, part int, bo
 	start := time.Now()
 	req, err := s.request(ctx, c, wid, part, body)
 	if err != nil {
+		err = c.redactErr(err)
 		return attempt{err: err, response: err.Error()}
 	}
 	resp, err := s.client.Do(req)
 	a := attempt{dur: time.Since(start)}
 	if err != nil {
-		a.err = err
-		a.response = err.Error()
+		// The error names the request's URL, which for Slack and Discord
+		// is the credential: it is redacted before anything records it.
+		a.err = c.redactErr(err)
+		a.response = a.err.Error()
 		if errors.Is(err, ErrInternalAddress) {
 			a.response = "refused: the host resolves to an internal address"
 		}
@@ -183,12 +185,12 @@ func (s *Service) send(ctx context.Context, c *Channel, wid string, part int, bo
 	data := readCapped(resp.Body)
 	a.dur = time.Since(start)
 	a.status = resp.StatusCode
-	a.response = excerpt(data)
+	a.response = excerpt(c.redact(string(data)))
 	if resp.StatusCode == http.StatusTooManyRequests {
 		a.retryAfter = retryAfter(resp.Header.Get("Retry-After"), data, s.now())
 	}
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		a.response = "redirect to " + text.Truncate(resp.Header.Get("Location"), 200) + " not followed; give the final URL"
+		a.response = "redirect to " + text.Truncate(c.redact(resp.Header.Get("Location")), 200) + " not followed; give the final URL"
 	}
 	return a
 }
@@ -263,8 +265,8 @@ func retryAfter(h string, body []byte, now time.Time) time.Duration {
 }
 
 // excerpt is the start of a response body as ledger text.
-func excerpt(b []byte) string {
-	s := strings.ToValidUTF8(string(b), "\uFFFD")
+func excerpt(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.TrimSpace(s)
 	if !utf8.ValidString(s) {
 		return ""
@@ -371,36 +373,34 @@ func (s *Service) MailDisabled(ctx context.Context, channelID int64) error {
 	if s.sender == nil || s.from == nil {
 		return nil
 	}
-	var typ Type
-	var target, reason, email string
-	var enabled bool
-	var userID int64
-	err := s.db.Pool.QueryRow(ctx, `
-		SELECT c.type, c.url, c.disabled_reason, c.enabled, coalesce(u.email, ''), c.user_id
-		FROM channels c JOIN `+account.UsersTable+` u ON u.id = c.user_id
-		WHERE c.id = $1 AND `+account.ReachableSQL, channelID).
-		Scan(&typ, &target, &reason, &enabled, &email, &userID)
-	if errors.Is(err, pgx.ErrNoRows) || err == nil && (enabled || email == "") {
+	c, err := s.scanChannel(s.db.Pool.QueryRow(ctx, `SELECT `+channelColumns+` FROM channels WHERE id = $1`, channelID))
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && c.Enabled {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("reading disabled channel %d: %w", channelID, err)
 	}
-	if target, err = s.seal.open(credURL, userID, target); err != nil {
-		target = "" // sealed under another SECRET_KEY: the mail names no host
+	var email string
+	err = s.db.Pool.QueryRow(ctx, `SELECT coalesce(u.email, '') FROM `+account.UsersTable+` u WHERE u.id = $1 AND `+account.ReachableSQL, c.UserID).
+		Scan(&email)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && email == "" {
+		return nil
 	}
-	host := target
-	if u, err := url.Parse(target); err == nil {
+	if err != nil {
+		return fmt.Errorf("reading the owner of disabled channel %d: %w", channelID, err)
+	}
+	host := "" // a URL sealed under another SECRET_KEY: the mail names no host
+	if u, err := url.Parse(c.URL); err == nil {
 		host = u.Host
 	}
 	now := s.now()
 	msg := &mail.Message{
 		From: s.from, To: email, Date: now, AutoSubmitted: true,
-		Subject: fmt.Sprintf("followfeed: your %s channel to %s was disabled", typ, host),
+		Subject: fmt.Sprintf("followfeed: your %s channel to %s was disabled", c.Type, host),
 		Text: fmt.Appendf(nil, "Deliveries to your %s channel (%s) have failed for more than 24 hours, so it was disabled.\n\n"+
-			"Last error: %s\n\nFix the receiver, send a test from %s/settings, then enable the channel there "+
-			"(or PATCH /v1/me/channels/%d with {\"enabled\": true}). Papers matched meanwhile are in your feed.\n",
-			typ, host, reason, s.base, channelID),
+			"Last error: %s\n\nFix the receiver, enable the channel again at %s/settings "+
+			"(or PATCH /v1/me/channels/%d with {\"enabled\": true}), then send a test event from there. Papers matched meanwhile are in your feed.\n",
+			c.Type, host, c.DisabledReason, s.base, channelID),
 		MessageID: fmt.Sprintf("channel-disabled.%d.%d@followfeed", channelID, now.Unix()),
 	}
 	if _, err := s.sender.Send(ctx, msg); err != nil {
@@ -425,11 +425,8 @@ type Delivery struct {
 // Deliveries returns the last 100 attempts on the user's channel, newest
 // first, or an error wrapping database.ErrNotFound.
 func (s *Service) Deliveries(ctx context.Context, userID, id int64) ([]Delivery, error) {
-	var ok bool
-	if err := s.db.Pool.QueryRow(ctx, `SELECT true FROM channels WHERE id = $1 AND user_id = $2`, id, userID).Scan(&ok); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, database.Missing("channel %d does not exist", id)
-		}
+	c, err := s.Get(ctx, userID, id)
+	if err != nil {
 		return nil, err
 	}
 	// channel_attempts_channel_idx backwards, then events by primary key.
@@ -448,6 +445,7 @@ func (s *Service) Deliveries(ctx context.Context, userID, id int64) ([]Delivery,
 			&d.Response, &d.DurationMS); err != nil {
 			return nil, err
 		}
+		d.Response = c.redact(d.Response) // rows written before responses were redacted
 		out = append(out, d)
 	}
 	return out, rows.Err()

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -123,11 +124,10 @@ func (g *Guard) Allowed(host string) bool {
 }
 
 // CheckURL validates a target URL given by a user, for field: an absolute
-// https URL (http only for allowed hosts) without credentials or fragment
-// whose host, read as the client dials it (IDNA-mapped, trailing dots
-// ignored), is not an internal address, a local name or a number spelled
-// unlike an IP address. Every failure is an apperr.Invalid naming field (a
-// 422). It returns the parsed URL.
+// https URL (http only for allowed hosts) without credentials, on port
+// 443 or an unprivileged port (1024-65535; any port for allowed hosts),
+// whose host, when an IP literal or a local name, is not internal. Every failure is an
+// apperr.Invalid naming field (a 422). It returns the parsed URL.
 func (g *Guard) CheckURL(field, raw string) (*url.URL, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
@@ -158,6 +158,18 @@ func (g *Guard) CheckURL(field, raw string) (*url.URL, error) {
 	}
 	if allowed {
 		return u, nil
+	}
+	if p := u.Port(); p != "" {
+		// Port 443, or an unprivileged one (a receiver on :8443, a
+		// homeserver on :8448); the other well-known ports are services
+		// (SMTP, SSH, ...) a delivery has no business speaking to.
+		n, err := strconv.Atoi(p)
+		switch {
+		case err != nil || n < 1 || n > 65535:
+			return nil, apperr.InvalidField(field, "has an invalid port %q", p)
+		case n != 443 && n < 1024:
+			return nil, apperr.InvalidField(field, "uses port %d; use https's port 443 (or leave the port out) or one from 1024 to 65535", n)
+		}
 	}
 	name, err := dialedName(host)
 	if err != nil {

@@ -56,8 +56,12 @@ type Config struct {
 	// RiverPollOnly makes the job client poll instead of LISTEN, so a
 	// worker can run through a transaction-mode pooler: RIVER_POLL_ONLY.
 	RiverPollOnly bool
-	HTTPAddr      string   // HTTP_ADDR
-	PublicURL     *url.URL // PUBLIC_URL
+	HTTPAddr      string // HTTP_ADDR
+	// MetricsAddr, when set, is where /metrics is served instead of
+	// HTTP_ADDR (METRICS_ADDR): a private interface or port, so the
+	// public listener does not show it.
+	MetricsAddr string
+	PublicURL   *url.URL // PUBLIC_URL
 	// PublicURLDefaulted is true when PUBLIC_URL was not set (development):
 	// the server then uses the address it actually listens on.
 	PublicURLDefaulted bool
@@ -164,7 +168,7 @@ func (e *Error) Error() string {
 
 // Vars lists every variable Load reads, in the order the README documents them.
 var Vars = []string{
-	"APP_ENV", "DATABASE_URL", "DB_MAX_CONNS", "DATABASE_REPLICA_URL", "RIVER_POLL_ONLY", "HTTP_ADDR", "PUBLIC_URL", "LOG_LEVEL", "LOG_FORMAT",
+	"APP_ENV", "DATABASE_URL", "DB_MAX_CONNS", "DATABASE_REPLICA_URL", "RIVER_POLL_ONLY", "HTTP_ADDR", "METRICS_ADDR", "PUBLIC_URL", "LOG_LEVEL", "LOG_FORMAT",
 	"SHUTDOWN_TIMEOUT", "AUTH_JWKS_URL", "AUTH_PUBLIC_KEY_FILE", "AUTH_HS256_SECRET", "AUTH_ISSUER",
 	"AUTH_AUDIENCE", "AUTH_LEEWAY", "AUTH_MAX_TOKEN_LIFETIME", "SECRET_KEY", "SMTP_URL", "MAIL_FROM", "MAIL_DIR",
 	"MAIL_UNSUBSCRIBE_MAILTO", "DIGEST_SCHEDULE_INTERVAL", "JOB_TIMEOUT", "JOB_RESCUE_AFTER", "JOB_RETRY_MAX", "ARXIV_OAI_URL", "ARXIV_OAI_FORMAT", "ARXIV_SETS", "HARVEST_INTERVAL", "ARXIV_HOLIDAYS", "OPENALEX_URL",
@@ -233,12 +237,20 @@ func (l *loader) database(c *Config, prod bool) {
 	}
 }
 
-// server reads HTTP_ADDR, PUBLIC_URL (required and https in production),
-// the log settings and SHUTDOWN_TIMEOUT.
+// server reads HTTP_ADDR, METRICS_ADDR, PUBLIC_URL (required and https in
+// production), the log settings and SHUTDOWN_TIMEOUT.
 func (l *loader) server(c *Config, prod bool) {
 	c.HTTPAddr = l.str("HTTP_ADDR", "127.0.0.1:8080")
 	if err := checkAddr(c.HTTPAddr); err != nil {
 		l.fail("HTTP_ADDR", err.Error())
+	}
+	c.MetricsAddr = l.str("METRICS_ADDR", "")
+	if c.MetricsAddr != "" {
+		if err := checkAddr(c.MetricsAddr); err != nil {
+			l.fail("METRICS_ADDR", err.Error()+"; or leave it unset to serve /metrics on HTTP_ADDR")
+		} else if c.MetricsAddr == c.HTTPAddr && !strings.HasSuffix(c.MetricsAddr, ":0") { // :0 is a free port each
+			l.fail("METRICS_ADDR", "is HTTP_ADDR; give another address (such as 127.0.0.1:9090) or leave it unset")
+		}
 	}
 	defaultPublic := "http://" + c.HTTPAddr
 	if prod {

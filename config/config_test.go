@@ -51,6 +51,8 @@ func TestErrorsNameTheVariable(t *testing.T) {
 	}{
 		{"bad addr", map[string]string{"HTTP_ADDR": "not-an-addr"}, "HTTP_ADDR"},
 		{"bad port", map[string]string{"HTTP_ADDR": "127.0.0.1:99999"}, "HTTP_ADDR"},
+		{"bad metrics addr", map[string]string{"METRICS_ADDR": "metrics"}, "METRICS_ADDR"},
+		{"metrics on the public address", map[string]string{"HTTP_ADDR": ":8080", "METRICS_ADDR": ":8080"}, "METRICS_ADDR"},
 		{"bad dsn", map[string]string{"DATABASE_URL": "postgres://a@b:notaport/x"}, "DATABASE_URL"},
 		{"bad env", map[string]string{"APP_ENV": "staging"}, "APP_ENV"},
 		{"bad public url", map[string]string{"PUBLIC_URL": "ftp://x"}, "PUBLIC_URL"},

@@ -18,6 +18,7 @@ import (
 	"followfeed/apperr"
 	"followfeed/database"
 	"followfeed/identity/registrysql"
+	"followfeed/internal/text"
 )
 
 // MaxFollows is how many follows one user may have.
@@ -91,8 +92,12 @@ type Status struct {
 	// unknown (show the target's DisplayName then).
 	Name string
 	// Followers counts users following the target, each once: for a
-	// researcher or institution, users following any of its ids.
+	// researcher or institution, users following any of its ids. It is
+	// 0 when FollowersHidden.
 	Followers int64
+	// FollowersHidden is true for a query with fewer than
+	// MinShownQueryFollowers followers: its count is not public.
+	FollowersHidden bool
 	// Following is nil when nobody is signed in.
 	Following *bool
 }
@@ -125,8 +130,10 @@ func (s *Service) OnFollow(h FollowHook) { s.hooks = append(s.hooks, h) }
 func NewService(db *database.DB) *Service { return &Service{db: db} }
 
 // Follow creates the follow of t by userID, or updates its options when it
-// exists. A label is trimmed and must be at most MaxLabel characters of
-// text without control characters (apperr.Invalid otherwise). created reports which. It is idempotent and safe under
+// exists. A label must be text without control characters (apperr.Invalid
+// otherwise); it is stored as text.Collapse makes it (bidirectional
+// controls removed, whitespace and line separators collapsed to single
+// spaces, trimmed) and must then be at most MaxLabel characters. created reports which. It is idempotent and safe under
 // concurrency: the user's row is locked first, so racing requests neither
 // duplicate a follow nor miscount followers, and the MaxFollows limit holds.
 func (s *Service) Follow(ctx context.Context, userID int64, t Target, o Options) (f Follow, created bool, err error) {
@@ -137,6 +144,9 @@ func (s *Service) Follow(ctx context.Context, userID int64, t Target, o Options)
 			// would reach digest bodies and feed readers.
 			return Follow{}, false, apperr.InvalidField("label", "a label may not contain control characters (such as NUL, tab, newline or escape); use plain text")
 		}
+		// One line as it is read: no bidirectional control, no line or
+		// paragraph separator, no run of spaces.
+		l = text.Collapse(l, -1)
 		if utf8.RuneCountInString(l) > MaxLabel {
 			return Follow{}, false, apperr.InvalidField("label", "a label may have at most %d characters", MaxLabel)
 		}
@@ -256,8 +266,9 @@ var statusSQL = `
 		            ELSE (SELECT count(DISTINCT f.user_id) FROM follows f WHERE f.key IN (SELECT key FROM ks)) END,
 		       EXISTS (SELECT 1 FROM follows f WHERE f.user_id = $2 AND f.key IN (SELECT key FROM ks))`
 
-// Status returns the follower count of t and, when userID is not 0, whether
-// that user follows it. A researcher or institution counts as a person
+// Status returns the follower count of t (hidden for a query with fewer
+// than MinShownQueryFollowers) and, when userID is not 0, whether that user
+// follows it. A researcher or institution counts as a person
 // (package identity): users following any id of theirs, each once, the
 // same number under every id; "following" is true whichever id the user
 // followed. A target the registry does not link to other ids costs two
@@ -277,8 +288,19 @@ func (s *Service) Status(ctx context.Context, t Target, userID int64) (Status, e
 	if userID != 0 {
 		st.Following = &following
 	}
+	if t.Kind == Query && st.Followers < MinShownQueryFollowers {
+		st.Followers, st.FollowersHidden = 0, true
+	}
 	return st, nil
 }
+
+// MinShownQueryFollowers is the fewest followers whose count Status shows
+// for a query: a followed query is personal, and a count of one or two
+// would tell anyone who asks that somebody tracks exactly that (a
+// security review finding). Below it the count is hidden
+// (Status.FollowersHidden); categories, people, institutions and papers
+// show theirs.
+const MinShownQueryFollowers = 5
 
 // nameSQL reads the registry's name of key $1, empty when it has none.
 var nameSQL = `

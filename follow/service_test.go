@@ -3,6 +3,7 @@ package follow_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"followfeed/account"
@@ -80,5 +81,72 @@ func TestFollowBumpsTheFeedVersion(t *testing.T) {
 	t3 := version()
 	if !(t0 < t1 && t1 < t2 && t2 == t3) {
 		t.Errorf("versions %d %d %d %d", t0, t1, t2, t3)
+	}
+}
+
+// TestLabelsAreOneLineWithoutBidirectionalControls: a label kept U+202E
+// and line separators, which reordered what the settings page, feed
+// titles and digests showed around it (a security review finding).
+func TestLabelsAreOneLineWithoutBidirectionalControls(t *testing.T) {
+	t.Log("hostile: names")
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	uid := newUser(t, db, "labeller")
+	svc := follow.NewService(db)
+	label := " \u202Egpj.exe\u2028my  \u2066papers\u2069\u200F "
+	f, _, err := svc.Follow(ctx, uid, follow.Target{Kind: follow.Category, ID: "cs.LG"}, follow.Options{Label: &label})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Label != "gpj.exe my papers" {
+		t.Errorf("label stored as %q", f.Label)
+	}
+	tab := "a\tb"
+	if _, _, err := svc.Follow(ctx, uid, follow.Target{Kind: follow.Category, ID: "cs.LG"}, follow.Options{Label: &tab}); apperr.CodeOf(err) != apperr.Invalid {
+		t.Errorf("a label with a tab: %v", err)
+	}
+}
+
+// TestQueryFollowerCountsAreHiddenBelowFive: the public count of a saved
+// search told anyone who asked that somebody tracks exactly that search
+// when it was 1 (a review finding). Status hides a query's count below
+// MinShownQueryFollowers; other kinds show theirs from one.
+func TestQueryFollowerCountsAreHiddenBelowFive(t *testing.T) {
+	t.Log("hostile: access")
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	svc := follow.NewService(db)
+	q, err := follow.ParseTarget("query", `ti:"graph neural" AND cat:cs.LG`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := follow.Target{Kind: follow.Category, ID: "cs.LG"}
+	var first int64
+	for i := 1; i <= follow.MinShownQueryFollowers; i++ {
+		uid := newUser(t, db, fmt.Sprintf("tracker-%d", i))
+		if i == 1 {
+			first = uid
+		}
+		for _, tg := range []follow.Target{q, cat} {
+			if _, _, err := svc.Follow(ctx, uid, tg, follow.Options{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st, err := svc.Status(ctx, q, first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hidden := i < follow.MinShownQueryFollowers
+		if st.FollowersHidden != hidden || hidden && st.Followers != 0 || !hidden && st.Followers != int64(i) {
+			t.Errorf("%d followers of a query: %+v", i, st)
+		}
+		if st.Following == nil || !*st.Following {
+			t.Errorf("%d followers: the follower does not see that they follow", i)
+		}
+		if st, err := svc.Status(ctx, cat, 0); err != nil || st.FollowersHidden || st.Followers != int64(i) {
+			t.Errorf("%d followers of a category: %+v %v", i, st, err)
+		}
 	}
 }

@@ -328,12 +328,13 @@ func (a *API) followStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := struct {
-		Kind      string `json:"kind"`
-		ID        string `json:"id"`
-		Name      string `json:"name"`
-		Followers int64  `json:"followers"`
-		Following *bool  `json:"following,omitempty"`
-	}{Kind: string(t.Kind), ID: t.ID, Name: t.DisplayName(), Followers: st.Followers, Following: st.Following}
+		Kind            string `json:"kind"`
+		ID              string `json:"id"`
+		Name            string `json:"name"`
+		Followers       int64  `json:"followers"`
+		FollowersHidden bool   `json:"followers_hidden,omitempty"`
+		Following       *bool  `json:"following,omitempty"`
+	}{Kind: string(t.Kind), ID: t.ID, Name: t.DisplayName(), Followers: st.Followers, FollowersHidden: st.FollowersHidden, Following: st.Following}
 	if st.Name != "" {
 		out.Name = st.Name // the registry's name: the Follow button's default label
 	}

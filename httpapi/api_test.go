@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -207,6 +208,38 @@ func TestFollowStatusWithAndWithoutToken(t *testing.T) {
 	r = c.Do("GET", "/v1/follows/researcher/openalex:A5023888391", testapp.Token(t, "newcomer", ""), nil)
 	if !strings.Contains(string(r.Body), `"following":false`) {
 		t.Errorf("newcomer: %s", r.Body)
+	}
+}
+
+// TestQueryFollowerCountsAreNotPublic: GET /v1/follows/query/{q} showed
+// "followers": 1, telling anyone that somebody tracks that search (a
+// review finding). Below five followers the count is 0 with
+// followers_hidden (the shape stays: followers is an integer); from five
+// it shows.
+func TestQueryFollowerCountsAreNotPublic(t *testing.T) {
+	t.Log("hostile: access")
+	t.Parallel()
+	_, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
+	path := "/v1/me/follows/query/" + url.PathEscape(`abs:"sparse attention"`)
+	status := "/v1/follows/query/" + url.PathEscape(`abs:"sparse attention"`)
+	for i := 1; i <= 5; i++ {
+		if r := c.Do("PUT", path, testapp.Token(t, fmt.Sprintf("tracker-%d", i), ""), nil); r.Status != 201 {
+			t.Fatalf("follow %d: %d %s", i, r.Status, r.Body)
+		}
+		var st struct {
+			Followers       *int  `json:"followers"`
+			FollowersHidden *bool `json:"followers_hidden"`
+		}
+		r := c.Do("GET", status, "", nil)
+		r.JSON(t, &st)
+		switch {
+		case st.Followers == nil:
+			t.Errorf("%d followers: no followers member: %s", i, r.Body)
+		case i < 5 && (*st.Followers != 0 || st.FollowersHidden == nil || !*st.FollowersHidden):
+			t.Errorf("%d followers of a query, anonymous: %s", i, r.Body)
+		case i == 5 && (*st.Followers != 5 || st.FollowersHidden != nil):
+			t.Errorf("5 followers of a query: %s", r.Body)
+		}
 	}
 }
 

@@ -74,7 +74,7 @@ func TestFollowButtonOnTheDemoPage(t *testing.T) {
 	if pressed != "true" || !strings.HasSuffix(text, "2") {
 		t.Fatalf("after follow: %q pressed=%q", text, pressed)
 	}
-	demo := testapp.Token(t, "demo-reader", "")
+	demo := testapp.Token(t, "demo-user", "")
 	waitFor(t, "the follow in the database", func() bool {
 		return strings.Contains(string(c.Do("GET", "/v1/me/follows", demo, nil).Body), "openalex:A5023888391")
 	})

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -34,26 +33,13 @@ type channelJSON struct {
 	CreatedAt      time.Time           `json:"created_at"`
 }
 
-// maskedURL hides the secret part of a chat webhook URL (its path is the
-// credential): scheme, host and the last four characters remain.
-func maskedURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || len(u.Path) < 8 {
-		return raw
-	}
-	return u.Scheme + "://" + u.Host + "/…" + u.Path[len(u.Path)-4:]
-}
-
 func toChannelJSON(c *channels.Channel) channelJSON {
 	out := channelJSON{ID: c.ID, Type: string(c.Type), Mode: string(c.Mode), Enabled: c.Enabled,
 		DisabledReason: c.DisabledReason, Secret: c.Secret, CreatedAt: c.CreatedAt.UTC()}
-	switch c.Type {
-	case channels.Webhook:
-		out.URL = c.URL
-	case channels.Matrix:
+	if c.Type == channels.Matrix {
 		out.Homeserver, out.RoomID = c.URL, c.RoomID
-	default:
-		out.URL = maskedURL(c.URL)
+	} else {
+		out.URL = c.ShownURL()
 	}
 	if c.Follows != nil {
 		out.Follows = make([]channelFollowJSON, 0, len(c.Follows))

@@ -1,10 +1,13 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime/quotedprintable"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,8 +18,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	fakesmtp "followfeed/internal/fake/smtp"
 	"followfeed/internal/testapp"
 	"followfeed/internal/testjobs"
 	"followfeed/worker"
@@ -568,5 +573,126 @@ func TestMatrixRateLimitIsWaitedOutUnderTheSameTransactionID(t *testing.T) {
 	if d := ds.Deliveries; *d[1].Status != 429 || d[1].Outcome != "retry" || !strings.Contains(d[1].Response, "M_LIMIT_EXCEEDED") ||
 		*d[0].Status != 200 || d[0].Outcome != "delivered" || d[0].EventID != test.EventID || d[1].EventID != test.EventID {
 		t.Errorf("deliveries: %+v", d)
+	}
+}
+
+// TestChatCredentialsNeverLeakFromFailedDeliveries: on a DNS or connect
+// failure the whole Slack or Discord URL (the credential) reached the
+// ledger, River's job errors, the worker's WARN lines, the deliveries
+// list, disabled_reason, GET /v1/me/channels/{id} and the "channel
+// disabled" mail (a review finding). The whole service runs here with a
+// real SMTP server: a Slack channel on an unresolvable host, a Discord
+// channel on a closed port and a Matrix homeserver whose certificate
+// nobody trusts fail, are retried by River, are disabled after a day and
+// mailed about; then every sink is searched for the credentials.
+func TestChatCredentialsNeverLeakFromFailedDeliveries(t *testing.T) {
+	t.Log("hostile: secrets")
+	t.Parallel()
+	smtpd := fakesmtp.Start(t, fakesmtp.Options{})
+	a, c := start(t, "SMTP_URL", smtpd.URL(), "RATE_LIMIT_PER_USER", "0", "RATE_LIMIT_PER_IP", "0",
+		"CHANNEL_ALLOW_HOSTS", "127.0.0.1,hooks.slack.invalid", "JOB_RETRY_MAX", "1s")
+	db := openDB(t, a.DatabaseURL)
+	untrusted := httptest.NewTLSServer(http.NotFoundHandler())
+	t.Cleanup(untrusted.Close)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+	const (
+		slackToken   = "SlackTokenSecret0123456789"
+		discordToken = "Discord-Token_Secret-0123456789abcdef"
+		matrixToken  = "syt_b3duZXI_MatrixAccessTokenSecret_0123"
+	)
+	tok := testapp.Token(t, "leaky", "leaky@example.org")
+	var ids []int64
+	for _, body := range []map[string]any{
+		{"type": "slack", "url": "https://hooks.slack.invalid/services/T0SECRET/B0SECRET/" + slackToken},
+		{"type": "discord", "url": "http://" + closed + "/api/webhooks/123456789/" + discordToken},
+		{"type": "matrix", "homeserver": untrusted.URL, "room_id": "!room:example.org", "access_token": matrixToken},
+	} {
+		var ch channelOut
+		r := c.Do("POST", "/v1/me/channels", tok, body)
+		r.JSON(t, &ch)
+		if r.Status != 201 {
+			t.Fatalf("%v: %d %s", body, r.Status, r.Body)
+		}
+		ids = append(ids, ch.ID)
+		if r := c.Do("POST", fmt.Sprintf("/v1/me/channels/%d/test", ch.ID), tok, nil); r.Status != 202 {
+			t.Fatalf("test: %d %s", r.Status, r.Body)
+		}
+	}
+	attempts := func(id int64) int {
+		var ds deliveriesOut
+		c.Do("GET", fmt.Sprintf("/v1/me/channels/%d/deliveries", id), tok, nil).JSON(t, &ds)
+		return len(ds.Deliveries)
+	}
+	for _, id := range ids {
+		waitFor(t, "two failed attempts (one River retry)", func() bool { return attempts(id) >= 2 })
+	}
+	if _, err := db.Pool.Exec(context.Background(), `UPDATE channels SET failing_since = now() - interval '25 hours' WHERE id = ANY($1)`, ids); err != nil {
+		t.Fatal(err)
+	}
+	type sink struct{ where, text string }
+	var sinks []sink // every response, page, log line, job error, mail and row
+	add := func(where, text string) { sinks = append(sinks, sink{where, text}) }
+	for _, id := range ids {
+		waitFor(t, "the channel to be disabled", func() bool {
+			var got channelOut
+			r := c.Do("GET", fmt.Sprintf("/v1/me/channels/%d", id), tok, nil)
+			r.JSON(t, &got)
+			add("GET /v1/me/channels/{id}", string(r.Body))
+			return !got.Enabled && got.DisabledReason != ""
+		})
+		add("GET /v1/me/channels/{id}/deliveries", string(c.Do("GET", fmt.Sprintf("/v1/me/channels/%d/deliveries", id), tok, nil).Body))
+	}
+	add("GET /v1/me/channels", string(c.Do("GET", "/v1/me/channels", tok, nil).Body))
+	b := testapp.FormClient(t)
+	postLogin(t, a, b, tok)
+	resp, page := testapp.Form(t, b, "GET", a.URL+"/settings", nil)
+	if resp.StatusCode != 200 || !strings.Contains(page, "Disabled: ") {
+		t.Fatalf("settings page: %d", resp.StatusCode)
+	}
+	add("the settings page", page)
+	for _, m := range smtpd.WaitMessages(t, len(ids), 15*time.Second) {
+		decoded, _ := io.ReadAll(quotedprintable.NewReader(bytes.NewReader(m.Data)))
+		add("the channel-disabled mail", string(m.Data)+string(decoded))
+	}
+	jobs := testjobs.List(t, db.Pool, "channel_deliver")
+	jobErrors := 0
+	for _, j := range jobs {
+		for _, e := range j.Errors {
+			add("a River job error", e.Error)
+			jobErrors++
+		}
+	}
+	if jobErrors < len(ids) {
+		t.Errorf("River recorded %d job errors for %d failing channels", jobErrors, len(ids))
+	}
+	rows, err := db.Pool.Query(context.Background(), `
+		SELECT response FROM channel_attempts UNION ALL SELECT last_response FROM channel_events
+		UNION ALL SELECT disabled_reason FROM channels`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range texts {
+		add("a ledger row", s)
+	}
+	logs := a.Logs()
+	if !strings.Contains(logs, "job failed; will retry") || !strings.Contains(logs, "channel disabled") {
+		t.Errorf("the logs lack the retry and disabling lines")
+	}
+	add("the process log", logs)
+	for _, k := range sinks {
+		for _, secret := range []string{slackToken, discordToken, matrixToken} {
+			if i := strings.Index(k.text, secret); i >= 0 {
+				t.Errorf("%s holds the credential %s…: %.300s", k.where, secret[:6], k.text[max(0, i-150):])
+			}
+		}
 	}
 }

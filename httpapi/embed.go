@@ -56,7 +56,7 @@ func (e *Embed) demo(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		p.Meta = []meta{{Name: "followfeed-demo-token", Content: tok}}
-		p.Email = "demo-reader"
+		p.Email = "demo-user"
 	}
 	renderPage(w, r, e.Logger, http.StatusOK, "demo.html", p)
 }

@@ -18,6 +18,7 @@ import (
 	"followfeed/auth"
 	"followfeed/config"
 	"followfeed/internal/testapp"
+	"followfeed/internal/testjobs"
 )
 
 // mint is testapp.Token with a subject testapp would refuse to mint.
@@ -199,6 +200,82 @@ func TestAdminUIFailedSignInsArePerClientBehindATrustedProxy(t *testing.T) {
 	}
 	if codes[401] != 10 || codes[429] != 2 {
 		t.Errorf("12 wrong passwords with a new X-Forwarded-For each, no trusted proxy: %v, want 10 × 401 then 429", codes)
+	}
+}
+
+// TestAdminUIOperatorGetsInWhileAGuesserHammers: one guesser behind the
+// same address as the operator (a proxy without TRUSTED_PROXIES) locked
+// the operator out (a review finding). A browser that signed in once
+// carries a signed device cookie, and its own failures are its only
+// limit: while wrong passwords from the operator's address (and from many
+// addresses, past the overall limit) are refused unchecked, the operator's
+// browser signs in. A forged or stale cookie is no way around the limit.
+func TestAdminUIOperatorGetsInWhileAGuesserHammers(t *testing.T) {
+	t.Log("hostile: limits")
+	t.Parallel()
+	a, _ := start(t, "TRUSTED_PROXIES", "127.0.0.1")
+	ui := a.URL + "/admin/jobs/"
+	first := adminDo(t, "GET", ui, config.DevAdminPassword, "", "")
+	var device *http.Cookie
+	for _, c := range first.Cookies() {
+		if c.Name == "ff_admin_device" {
+			device = c
+		}
+	}
+	if first.StatusCode != 200 || device == nil || !device.HttpOnly || device.SameSite != http.SameSiteStrictMode || device.Path != "/admin/jobs" {
+		t.Fatalf("the operator's first sign-in: %d, device cookie %+v", first.StatusCode, device)
+	}
+	cookie := "ff_admin_device=" + device.Value
+
+	// The guesser, from the operator's own address.
+	codes := map[int]int{}
+	for range 12 {
+		codes[adminDo(t, "GET", ui, "wrong-password", "", "").StatusCode]++
+	}
+	if codes[401] != 10 || codes[429] != 2 {
+		t.Errorf("12 wrong passwords: %v, want 10 × 401 then 429", codes)
+	}
+	if resp := adminDo(t, "GET", ui, config.DevAdminPassword, "", ""); resp.StatusCode != 429 {
+		t.Errorf("the right password from a new browser at the locked address: %d, want 429", resp.StatusCode)
+	}
+	for _, forged := range []string{"ff_admin_device=" + strings.Repeat("A", 32) + "." + strings.Repeat("B", 43), "ff_admin_device=junk", cookie + "x"} {
+		if resp := adminDo(t, "GET", ui, config.DevAdminPassword, "", "", "Cookie", forged); resp.StatusCode != 429 {
+			t.Errorf("the right password with a forged device cookie %.40q: %d, want 429", forged, resp.StatusCode)
+		}
+	}
+	resp := adminDo(t, "GET", ui, config.DevAdminPassword, "", "", "Cookie", cookie)
+	if resp.StatusCode != 200 {
+		t.Errorf("the operator's browser while the guesser is locked out: %d, want 200", resp.StatusCode)
+	}
+	for _, c := range resp.Cookies() {
+		if c.Name == "ff_admin_device" {
+			t.Error("a browser with a valid device cookie was given another")
+		}
+	}
+
+	// Guessers from many addresses (past the trusted proxy) exhaust the
+	// overall budget; the operator's browser is still let in.
+	codes = map[int]int{}
+	for i := range 40 {
+		codes[adminDo(t, "GET", ui, "wrong-password", "", "", "X-Forwarded-For", fmt.Sprintf("198.51.100.%d", i+1)).StatusCode]++
+	}
+	if codes[401] > 30 || codes[429] < 10 {
+		t.Errorf("40 wrong passwords from 40 addresses: %v, want at most 30 checked", codes)
+	}
+	if resp := adminDo(t, "GET", ui, config.DevAdminPassword, "", "", "X-Forwarded-For", "192.0.2.200"); resp.StatusCode != 429 {
+		t.Errorf("a new browser at a fresh address during the attack: %d, want 429", resp.StatusCode)
+	}
+	if resp := adminDo(t, "GET", ui, config.DevAdminPassword, "", "", "Cookie", cookie, "X-Forwarded-For", "192.0.2.201"); resp.StatusCode != 200 {
+		t.Errorf("the operator's browser during the distributed attack: %d, want 200", resp.StatusCode)
+	}
+
+	// A stolen cookie is no oracle: its own failures lock it.
+	codes = map[int]int{}
+	for range 12 {
+		codes[adminDo(t, "GET", ui, "wrong-password", "", "", "Cookie", cookie).StatusCode]++
+	}
+	if codes[401] != 10 || codes[429] != 2 {
+		t.Errorf("12 wrong passwords with the device cookie: %v, want 10 × 401 then 429", codes)
 	}
 }
 
@@ -403,7 +480,10 @@ func TestDemoTokenUsesItsOwnKey(t *testing.T) {
 }
 
 // TestConfirmationMailCaps: alternating addresses cannot mail-bomb one
-// address, and the cap holds across processes sharing the database.
+// address, and the cap holds across processes sharing the database. The
+// caps count mails (package account's test shows requests whose mail was
+// never sent do not count): each change here waits for its mail job, so
+// every accepted change is a mail sent.
 func TestConfirmationMailCaps(t *testing.T) {
 	t.Log("hostile: limits")
 	t.Parallel()
@@ -412,10 +492,18 @@ func TestConfirmationMailCaps(t *testing.T) {
 	a1 := testapp.Start(t, env)
 	a2 := testapp.Start(t, env) // another api process on the same database
 	c1, c2 := a1.Client(t), a2.Client(t)
-	mallory := testapp.Token(t, "mallory", "")
+	db := openDB(t, a1.DatabaseURL)
+	mails := 0
 	patch := func(c *testapp.Client, tok, email string) int {
-		return c.Do("PATCH", "/v1/me", tok, map[string]any{"email": email}).Status
+		t.Helper()
+		s := c.Do("PATCH", "/v1/me", tok, map[string]any{"email": email}).Status
+		if s == 200 {
+			mails++
+			testjobs.WaitCompleted(t, db.Pool, "email_confirm", mails)
+		}
+		return s
 	}
+	mallory := testapp.Token(t, "mallory", "")
 	var got []int
 	for i, addr := range []string{"victim@example.org", "other@example.org", "victim@example.org", "other@example.org", "victim@example.org", "other@example.org", "victim@example.org"} {
 		c := c1

@@ -231,13 +231,15 @@ func forwardedFor(next http.Handler, trusted []netip.Prefix) http.Handler {
 }
 
 // adminGuard protects the River UI: one user/password pair (compared in
-// constant time) with failed attempts rate-limited per address (failures;
-// while an address is over the limit nothing it sends is checked, so
-// guessing gains nothing), unsafe methods refused from other origins
-// (http.CrossOriginProtection: Sec-Fetch-Site, else Origin against Host),
-// its API's writes accepted as application/json only (a cross-site form
-// cannot send that), and its pages never framed.
-func adminGuard(next http.Handler, user, password, realm string, failures *Limiter) http.Handler {
+// constant time) with failed attempts limited per signed-in browser or,
+// for others, per address and overall (signIns; while a key is over its
+// limit nothing it sends is checked, so guessing gains nothing, and a
+// guesser cannot lock out a browser that signed in before), unsafe
+// methods refused from other origins (http.CrossOriginProtection:
+// Sec-Fetch-Site, else Origin against Host), its API's writes accepted as
+// application/json only (a cross-site form cannot send that), and its
+// pages never framed.
+func adminGuard(next http.Handler, realm string, signIns *adminSignIns) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, Problem{Type: ProblemType(apperr.Forbidden), Title: titles[apperr.Forbidden], Status: http.StatusForbidden,
@@ -257,22 +259,25 @@ func adminGuard(next http.Handler, user, password, realm string, failures *Limit
 		h := w.Header()
 		h.Set("Content-Security-Policy", "frame-ancestors 'none'")
 		h.Set("X-Frame-Options", "DENY")
-		ip := clientIP(r)
-		if blocked, retry := failures.Blocked(ip); blocked {
-			rateLimited(w, r, retry, "too many failed sign-ins to the job UI from this address; wait and try again")
+		ip, device := clientIP(r), signIns.device(r)
+		if blocked, retry, why := signIns.blocked(device, ip); blocked {
+			rateLimited(w, r, retry, why)
 			return
 		}
 		u, p, ok := r.BasicAuth()
-		uOK := subtle.ConstantTimeCompare([]byte(u), []byte(user)) == 1
-		pOK := subtle.ConstantTimeCompare([]byte(p), []byte(password)) == 1
+		uOK := subtle.ConstantTimeCompare([]byte(u), []byte(signIns.user)) == 1
+		pOK := subtle.ConstantTimeCompare([]byte(p), []byte(signIns.password)) == 1
 		if !ok || !uOK || !pOK {
 			if ok { // a failed attempt, not a first visit without credentials
-				failures.Allow(ip)
+				signIns.failed(device, ip)
 			}
 			h.Set("WWW-Authenticate", fmt.Sprintf(`Basic realm=%q, charset="UTF-8"`, realm))
 			writeProblem(w, Problem{Type: ProblemType("unauthorized"), Title: "Unauthorized", Status: http.StatusUnauthorized,
 				Detail: "the job UI needs the admin credential (ADMIN_USER / ADMIN_PASSWORD)"})
 			return
+		}
+		if device == "" {
+			signIns.issueDevice(w)
 		}
 		guarded.ServeHTTP(w, r)
 	})

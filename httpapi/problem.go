@@ -70,6 +70,9 @@ func writeError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err
 	if p.Status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "5")
 	}
+	if e, ok := apperr.As(err); ok && e.RetryAfter > 0 {
+		setRetryAfter(w, e.RetryAfter)
+	}
 	if r.URL != nil {
 		p.Instance = redactPath(r.URL.Path)
 	}
@@ -130,13 +133,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
+// setRetryAfter sets Retry-After to d in whole seconds, rounded up, at
+// least 1.
+func setRetryAfter(w http.ResponseWriter, d time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(d.Seconds()+0.999))))
+}
+
 // rateLimited answers 429 with Retry-After.
 func rateLimited(w http.ResponseWriter, r *http.Request, retry time.Duration, detail string) {
-	secs := int(retry.Seconds() + 0.999)
-	if secs < 1 {
-		secs = 1
-	}
-	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	setRetryAfter(w, retry)
 	writeProblem(w, Problem{Type: ProblemType(apperr.RateLimited), Title: titles[apperr.RateLimited],
 		Status: http.StatusTooManyRequests, Detail: detail, Instance: redactPath(r.URL.Path)})
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"followfeed/follow"
@@ -203,25 +204,27 @@ func (p *Product) pageRoutes() []route {
 // adminRoutes is the operations endpoints, which every process serves (a
 // worker's HTTP_ADDR too): liveness, readiness, the metrics (with a
 // Registry) and the River UI (with Admin and an ADMIN_PASSWORD) behind
-// adminGuard: basic auth, failed sign-ins limited per address, no
-// cross-origin writes, never framed.
+// adminGuard: basic auth, failed sign-ins limited per signed-in browser
+// or else per address and overall, no cross-origin writes, never framed.
 func adminRoutes(o Options) []route {
+	ready := o.Ready
+	if ready != nil {
+		ready = cachedReady(ready)
+	}
 	table := []route{
 		{"GET /healthz", bare(healthz)},
-		{"GET /readyz", readyHandler(o.Ready)},
+		{"GET /readyz", readyHandler(ready)},
 	}
-	if o.Registry != nil {
-		table = append(table, route{"GET /metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{Registry: o.Registry})})
+	if o.Registry != nil && !o.MetricsApart {
+		table = append(table, route{"GET /metrics", metricsHandler(o.Registry, o.Queried)})
 	}
 	if o.Admin == nil || o.AdminPassword == "" {
 		return table
 	}
-	// Ten failed sign-ins a minute per address, then nothing is checked
-	// until the bucket refills.
-	failures := NewLimiter(10.0/60, 10)
-	guard := func(h http.Handler) http.Handler {
-		return adminGuard(h, o.AdminUser, o.AdminPassword, "followfeed jobs", failures)
-	}
+	// Failed sign-ins limited per signed-in browser, else per address
+	// and overall (admin_signin.go).
+	signIns := newAdminSignIns(o.AdminUser, o.AdminPassword, o.SecretKey, o.SecureCookies)
+	guard := func(h http.Handler) http.Handler { return adminGuard(h, "followfeed jobs", signIns) }
 	return append(table,
 		// The subtree serves the methods the UI and its API use (as
 		// openapi.json documents); any other is a 405 before the
@@ -233,6 +236,27 @@ func adminRoutes(o Options) []route {
 		// /admin/jobs answers what /admin/jobs/{page} does to strangers.
 		route{AdminPrefix, only(guard(http.RedirectHandler(AdminPrefix+"/", http.StatusMovedPermanently)), "GET", "HEAD")},
 	)
+}
+
+// metricsHandler serves reg's metrics as they are, and queried's (the
+// collectors that read the database) gathered at most once a second
+// (cachedGatherer); queried may be nil.
+func metricsHandler(reg *prometheus.Registry, queried prometheus.Gatherer) http.Handler {
+	var g prometheus.Gatherer = reg
+	if queried != nil {
+		g = prometheus.Gatherers{reg, &cachedGatherer{g: queried}}
+	}
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{Registry: reg})
+}
+
+// NewMetricsHandler is the handler of METRICS_ADDR, where /metrics is
+// served apart from the public listener (Options.MetricsApart): GET
+// /metrics (as metricsHandler) with its access log line; anything else is
+// a 404 problem.
+func NewMetricsHandler(reg *prometheus.Registry, queried prometheus.Gatherer, logger *slog.Logger) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metricsHandler(reg, queried))
+	return observe(muxProblems(mux), logger, newHTTPMetrics(nil))
 }
 
 // only serves methods with h and answers any other with a 405 problem

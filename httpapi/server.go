@@ -25,6 +25,14 @@ const AdminPrefix = "/admin/jobs"
 type Options struct {
 	Logger   *slog.Logger
 	Registry *prometheus.Registry
+	// Queried are the metrics read from the database at scrape time
+	// (River's job counts, the sources' health): served beside
+	// Registry's, gathered at most once a second, so scrapes cost at most
+	// one round of those queries a second.
+	Queried prometheus.Gatherer
+	// MetricsApart leaves GET /metrics out of this handler: it is served
+	// on METRICS_ADDR instead (NewMetricsHandler).
+	MetricsApart bool
 	// Ready reports whether the process can serve: database reachable and
 	// schema current.
 	Ready func(context.Context) error
@@ -33,6 +41,12 @@ type Options struct {
 	Admin         http.Handler
 	AdminUser     string
 	AdminPassword string
+	// SecretKey (SECRET_KEY) signs the job UI's device cookies, which
+	// spare a browser that signed in before from the limit on others'
+	// failed sign-ins; nil: a key of this process only.
+	SecretKey []byte
+	// SecureCookies marks those cookies Secure (PUBLIC_URL is https).
+	SecureCookies bool
 	// Routes registers the product routes on the mux (Product.Register:
 	// the API, feeds and pages).
 	Routes func(mux *http.ServeMux)

@@ -125,13 +125,9 @@ func (s *Settings) channelsData(ctx context.Context, v *viewer, follows []follow
 	for _, c := range cs {
 		cv := channelView{ID: c.ID, Type: string(c.Type), Mode: string(c.Mode), Modes: options(channelModeLabels, string(c.Mode)),
 			AllFollows: c.Follows == nil, Enabled: c.Enabled, DisabledReason: c.DisabledReason}
-		switch c.Type {
-		case channels.Webhook:
-			cv.Target = c.URL
-		case channels.Matrix:
+		cv.Target = c.ShownURL()
+		if c.Type == channels.Matrix {
 			cv.Target = c.RoomID + " on " + c.URL
-		default:
-			cv.Target = maskedURL(c.URL)
 		}
 		if !c.FailingSince.IsZero() {
 			cv.FailingSince = when(c.FailingSince)
@@ -195,10 +191,11 @@ type channelAction struct {
 }
 
 // channelPost runs a channel form for a signed-in user (manage links
-// cannot), after the CSRF check. Invalid input or a conflict (the channel
-// limit, rotating a channel without a secret) re-renders the page with
-// the message next to the form it came from (errorFor: 0 the add form, or
-// the channel id) and the error's status (statusFor: 422, 409).
+// cannot), after the CSRF check. Invalid input, a conflict (the channel
+// limit, rotating a channel without a secret, testing a disabled channel)
+// or a rate limit (too many tests) re-renders the page with the message
+// next to the form it came from (errorFor: 0 the add form, or the channel
+// id) and the error's status (statusFor: 422, 409, 429 with Retry-After).
 func (s *Settings) channelPost(w http.ResponseWriter, r *http.Request, errorFor int64, act func(v *viewer) (channelAction, error)) {
 	v := s.formViewer(w, r, false)
 	if v == nil {
@@ -209,11 +206,14 @@ func (s *Settings) channelPost(w http.ResponseWriter, r *http.Request, errorFor 
 	status := http.StatusOK
 	if err != nil {
 		e, ok := apperr.As(err)
-		if !ok || e.Code != apperr.Invalid && e.Code != apperr.Conflict {
+		if !ok || e.Code != apperr.Invalid && e.Code != apperr.Conflict && e.Code != apperr.RateLimited {
 			writeError(w, r, s.Logger, err)
 			return
 		}
 		fe, status = &fieldError{Field: e.Field, Message: e.Message}, statusFor(err)
+		if e.RetryAfter > 0 {
+			setRetryAfter(w, e.RetryAfter)
+		}
 	}
 	if fe == nil && res.reveal != 0 {
 		nonce, err := s.Channels.OfferSecret(r.Context(), v.userID, res.reveal, res.rotated)

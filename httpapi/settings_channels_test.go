@@ -185,6 +185,19 @@ func TestSettingsPageManagesChannels(t *testing.T) {
 		t.Errorf("receiver got %d requests", len(got))
 	}
 
+	// Tests are limited per channel: the sixth in ten minutes comes back
+	// as the page with the reason beside the channel (429, Retry-After).
+	for i := 2; i <= 5; i++ {
+		if resp, _ := testapp.Form(t, b, "POST", chPath, url.Values{"csrf": {csrf}, "action": {"test"}}); resp.StatusCode != 303 {
+			t.Fatalf("test %d: %d", i, resp.StatusCode)
+		}
+	}
+	resp, page = testapp.Form(t, b, "POST", chPath, url.Values{"csrf": {csrf}, "action": {"test"}})
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.Contains(page, fmt.Sprintf(`id="channel-%d-error"`, id)) ||
+		!strings.Contains(page, "5 test events in the last 10 minutes") {
+		t.Errorf("a sixth test: %d (Retry-After %q)", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+
 	// Rotate: the new secret once, the old one still signing; reloading
 	// rotates nothing. Another user cannot open (or use up) the page.
 	resp, _ = testapp.Form(t, b, "POST", chPath, url.Values{"csrf": {csrf}, "action": {"rotate"}})

@@ -75,3 +75,18 @@ func TestDecodeRecordsNamesEveryBadRecordAndField(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeRecordsStripBidirectionalControlsFromNames: the host's names
+// kept U+202E and line separators, which every follower's feeds and
+// digests then showed reordered (a security review finding).
+func TestDecodeRecordsStripBidirectionalControlsFromNames(t *testing.T) {
+	t.Log("hostile: names")
+	recs, err := identity.DecodeRecords(follow.Researcher, strings.NewReader(
+		`{"ids": ["host:77"], "name": "\u202EMingzhi\u2028Wen", "other_names": ["\u2067M. Wen\u2069", "Wen\u2029M.\u200E"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recs[0].Name != "Mingzhi Wen" || strings.Join(recs[0].OtherNames, "|") != "M. Wen|Wen M." {
+		t.Errorf("name %q, other names %q", recs[0].Name, recs[0].OtherNames)
+	}
+}

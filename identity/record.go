@@ -27,6 +27,7 @@ import (
 
 	"followfeed/apperr"
 	"followfeed/follow"
+	"followfeed/internal/text"
 )
 
 // Limits of one Put.
@@ -231,8 +232,9 @@ func exampleID(kind follow.Kind) string {
 	return `"openalex:A5023888391"`
 }
 
-// cleanName collapses whitespace; false when s is not valid UTF-8, has
-// control characters or is longer than MaxName.
+// cleanName is s as text.Collapse stores names (bidirectional controls
+// removed, whitespace and line separators collapsed); false when s is not
+// valid UTF-8, has control characters or is longer than MaxName.
 func cleanName(s string) (string, bool) {
 	if !utf8.ValidString(s) {
 		return "", false
@@ -242,7 +244,7 @@ func cleanName(s string) (string, bool) {
 			return "", false
 		}
 	}
-	n := strings.Join(strings.Fields(s), " ")
+	n := text.Collapse(s, -1) // no bidirectional control, one line
 	return n, utf8.RuneCountInString(n) <= MaxName
 }
 

@@ -262,9 +262,9 @@ func (p *Paper) normalizeInstitutions(strict bool) *FieldError {
 	return nil
 }
 
-// cleanText collapses whitespace, drops invalid UTF-8 and control
-// characters, and enforces max (in characters): strict refuses longer text,
-// lenient truncates it.
+// cleanText collapses whitespace, drops invalid UTF-8, control and
+// bidirectional characters (text.Collapse), and enforces max (in
+// characters): strict refuses longer text, lenient truncates it.
 func cleanText(field, s string, max int, strict bool) (string, *FieldError) {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "")
@@ -275,7 +275,7 @@ func cleanText(field, s string, max int, strict bool) (string, *FieldError) {
 		}
 		return r
 	}, s)
-	s = strings.Join(strings.Fields(s), " ")
+	s = text.Collapse(s, -1) // no bidirectional control, one line
 	if utf8.RuneCountInString(s) > max {
 		if strict {
 			return "", &FieldError{field, fmt.Sprintf("at most %d characters", max)}

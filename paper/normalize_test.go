@@ -37,3 +37,18 @@ func TestVersionIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestNamesLoseBidirectionalControls: a host's push kept U+202E and line
+// separators in titles and author names, which feeds, digests and chat
+// posts then showed reordered (a security review finding).
+func TestNamesLoseBidirectionalControls(t *testing.T) {
+	t.Log("hostile: names")
+	p := Paper{ArxivID: "2301.00001", Title: "Attention\u2028is \u202Eall\u202C you need", PrimaryCategory: "cs.LG", Categories: []string{"cs.LG"},
+		Authors: []Author{{Name: "\u2067Ada\u2069 \u202ELovelace\u200F"}}}
+	if fe := p.Normalize(true); fe != nil {
+		t.Fatal(fe)
+	}
+	if p.Title != "Attention is all you need" || p.Authors[0].Name != "Ada Lovelace" {
+		t.Errorf("title %q, author %q", p.Title, p.Authors[0].Name)
+	}
+}

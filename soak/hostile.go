@@ -33,9 +33,10 @@ var requirements = []requirement{
 	{"access", "access control: no user reads or changes another's follows, settings, feeds, digests or unsubscribe state; service and user tokens kept apart; admin UI needs its credential"},
 	{"ssrf", "no user-supplied URL is fetched (SSRF)"},
 	{"leaks", "no internal detail is public: a source's last_error on /v1/status is a fixed sentence for the kind of failure (SQL errors, host names and upstream bodies stay in the log), a 500 says only \"internal error\""},
-	{"secrets", "secrets never reach logs or error responses, and channel credentials (webhook signing secrets, Matrix access tokens) are stored sealed under SECRET_KEY, bound to their owner, never in clear"},
+	{"secrets", "secrets never reach logs or error responses, and channel credentials (webhook signing secrets, Matrix access tokens, Slack and Discord URLs) are stored sealed under SECRET_KEY, bound to their owner, never in clear, and never in a failed delivery's text (ledger, deliveries, disabled reason, mail, job errors, logs)"},
 	{"tokens", "JWTs (issue 15): typ checked when present, lifetime capped, numeric dates only, one algorithm family per RSA key without alg, printable subjects, the demo page's own development key"},
 	{"production-config", "production refuses the published development secrets, SECRET_KEY equal to AUTH_HS256_SECRET, JWKS or PEM keys without AUTH_AUDIENCE and AUTH_ISSUER, and a JWKS over plain http"},
+	{"names", "names and labels users and hosts give (follow labels, the registry's names, pushed titles and authors) are stored on one line, without bidirectional controls or line separators (issue 28)"},
 	{"csrf", "cross-site requests: login CSRF (POST /login origin check, a confirm page for foreign sign-in links), the job UI's cross-origin writes and framing, CORS preflights from other origins"},
 }
 

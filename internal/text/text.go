@@ -29,12 +29,16 @@ func Truncate(s string, maxChars int) string {
 	return s
 }
 
-// Collapse makes text from an upstream source storable: invalid UTF-8
-// replaced by U+FFFD, control characters turned into spaces, whitespace runs
-// collapsed to one space, trimmed, and cut to at most maxRunes characters
-// (no limit when maxRunes < 0) with no trailing space and no ellipsis.
+// Collapse makes text a person or an upstream source gave storable and
+// safe to show on one line (names, labels, titles): invalid UTF-8
+// replaced by U+FFFD, bidirectional controls removed (IsBidiControl),
+// control characters turned into spaces, whitespace runs (line and
+// paragraph separators U+2028 and U+2029 among them) collapsed to one
+// space, trimmed, and cut to at most maxRunes characters (no limit when
+// maxRunes < 0) with no trailing space and no ellipsis. It is the one
+// sanitiser of every name and label the service stores.
 func Collapse(s string, maxRunes int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = StripBidi(strings.ToValidUTF8(s, "\uFFFD"))
 	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool {
 		return unicode.IsSpace(r) || unicode.IsControl(r)
 	}), " ")
@@ -49,6 +53,31 @@ func Collapse(s string, maxRunes int) string {
 		}
 	}
 	return s
+}
+
+// IsBidiControl reports whether r is an invisible character that changes
+// the order or direction in which the text around it is shown: the
+// embeddings and overrides U+202A-U+202E, the isolates U+2066-U+2069 and
+// the marks LRM, RLM and ALM (U+200E, U+200F, U+061C). In a name or a
+// label they make it read as something else (U+202E shows
+// "evil\u202Etxt.exe" as "evilexe.txt") and can reorder the text that
+// follows it in a feed reader or a mail.
+func IsBidiControl(r rune) bool {
+	return r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069 || r == 0x200E || r == 0x200F || r == 0x061C
+}
+
+// StripBidi returns s without its bidirectional controls (IsBidiControl);
+// s itself when it has none.
+func StripBidi(s string) string {
+	if !strings.ContainsFunc(s, IsBidiControl) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if IsBidiControl(r) {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // StripParens removes parenthesised text (affiliations, footnote marks),

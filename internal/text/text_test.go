@@ -61,6 +61,13 @@ func TestCollapse(t *testing.T) {
 		{"héllo wörld", 6, "héllo"}, // cut after the space, which is trimmed
 		{"日本語のテキスト", 3, "日本語"},
 		{"abc", 0, ""},
+		// Names and labels read as they are stored (a security review
+		// finding): no bidirectional control, no line break of any kind.
+		{"evil\u202Etxt.exe", -1, "eviltxt.exe"},
+		{"\u2067Ada\u2069 \u202ALovelace\u202C\u200E\u200F\u061C", -1, "Ada Lovelace"},
+		{"line\u2028separator\u2029paragraph", -1, "line separator paragraph"},
+		{"\u202B\u202D\u2066\u2068", -1, ""},
+		{"عربي\u200Dنص", -1, "عربي\u200Dنص"}, // a joiner is not a direction control
 	} {
 		if got := Collapse(tc.in, tc.max); got != tc.want {
 			t.Errorf("Collapse(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
@@ -80,5 +87,26 @@ func TestStripParens(t *testing.T) {
 		if got := StripParens(in); got != want {
 			t.Errorf("StripParens(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestStripBidi(t *testing.T) {
+	t.Log("hostile: names")
+	for _, r := range []rune{0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069, 0x200E, 0x200F, 0x061C} {
+		if !IsBidiControl(r) {
+			t.Errorf("%U is a bidirectional control", r)
+		}
+	}
+	// Their neighbours, and the joiners some scripts need, are not.
+	for _, r := range []rune{0x2029, 0x202F, 0x2065, 0x206A, 0x200B, 0x200C, 0x200D, 0x061B, 0x061D, 'a', 'ع'} {
+		if IsBidiControl(r) {
+			t.Errorf("%U is not a bidirectional control", r)
+		}
+	}
+	if s := "plain text"; StripBidi(s) != s {
+		t.Error("StripBidi changed text without controls")
+	}
+	if got := StripBidi("a\u202Eb\u2069c\u200Fd"); got != "abcd" {
+		t.Errorf("StripBidi = %q", got)
 	}
 }

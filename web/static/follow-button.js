@@ -177,7 +177,7 @@ button:disabled{opacity:.65}
     _apply(d) {
       const st = this._st;
       if (!d) return;
-      if (typeof d.followers === 'number') st.followers = Math.max(0, d.followers);
+      if (typeof d.followers === 'number') st.followers = d.followers_hidden ? null : Math.max(0, d.followers);
       if (typeof d.following === 'boolean') st.following = d.following;
       if (typeof d.name === 'string') st.name = d.name;
     }

@@ -1,0 +1,117 @@
+package account_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/account"
+	"followfeed/apperr"
+	"followfeed/auth"
+	"followfeed/internal/testdb"
+	"followfeed/internal/testjobs"
+	"followfeed/worker"
+)
+
+// TestConfirmationCapsCountMailsNotRequests: the caps counted requests,
+// so a user who changed their address ten times before any mail went
+// out was capped for a day by nine mails nobody got (a review finding).
+// Each change queues a real River job; the mail job asks ConfirmationDue,
+// which forgets a mail that is no longer due. The caps still hold for
+// mails that are sent: ten per user, three per address whoever asks.
+func TestConfirmationCapsCountMailsNotRequests(t *testing.T) {
+	t.Log("hostile: limits")
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	ins, err := worker.NewInserter(db.Pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ := url.Parse("https://followfeed.test")
+	addrs := account.NewAddresses(db, auth.NewLinkSigner([]byte("0123456789abcdef0123456789abcdef")), base, worker.NewEnqueuer(ins))
+	users := account.NewUsers(db)
+	user := func(sub string) int64 {
+		u, err := users.Ensure(ctx, &auth.Claims{Subject: sub})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.ID
+	}
+	setEmail := func(uid int64, email string) error {
+		return db.InTx(ctx, func(tx pgx.Tx) error {
+			if err := account.LockUser(ctx, tx, uid); err != nil {
+				return err
+			}
+			_, err := addrs.SetContact(ctx, tx, uid, email, "UTC")
+			return err
+		})
+	}
+	done := map[int64]bool{}
+	// runMailJobs does what the mail job does before it sends: asks
+	// whether each queued confirmation is still due. It returns the mails
+	// that would be sent.
+	runMailJobs := func() (sent []string) {
+		for _, j := range testjobs.List(t, db.Pool, worker.ConfirmArgs{}.Kind()) {
+			if done[j.ID] {
+				continue
+			}
+			done[j.ID] = true
+			var a worker.ConfirmArgs
+			if err := json.Unmarshal(j.EncodedArgs, &a); err != nil {
+				t.Fatal(err)
+			}
+			_, due, err := addrs.ConfirmationDue(ctx, a.UserID, a.Email)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if due {
+				sent = append(sent, a.Email)
+			}
+		}
+		return sent
+	}
+	limited := func(err error) bool { return apperr.CodeOf(err) == apperr.RateLimited }
+
+	// Ten changes in a burst: ten mails queued, the cap's worth.
+	eve := user("eve")
+	for i := range account.MaxConfirmationsPerUser {
+		if err := setEmail(eve, fmt.Sprintf("eve%d@example.org", i)); err != nil {
+			t.Fatalf("change %d: %v", i, err)
+		}
+	}
+	if err := setEmail(eve, "eve-more@example.org"); !limited(err) {
+		t.Fatalf("an eleventh change while ten mails are queued: %v", err)
+	}
+	// Only the last address gets its mail; the nine others stop counting.
+	if sent := runMailJobs(); len(sent) != 1 || sent[0] != "eve9@example.org" {
+		t.Fatalf("mails sent: %v", sent)
+	}
+	for i := range account.MaxConfirmationsPerUser - 1 {
+		if err := setEmail(eve, fmt.Sprintf("eve-again%d@example.org", i)); err != nil {
+			t.Fatalf("change %d after the mail jobs ran: %v", i, err)
+		}
+		runMailJobs() // each is due: sent, and counted
+	}
+	if err := setEmail(eve, "eve-last@example.org"); !limited(err) {
+		t.Errorf("an eleventh mail in a day: %v", err)
+	}
+
+	// Per address: three mails to the victim, from three accounts; the
+	// fourth account is refused, whatever the case of the address.
+	for i := range account.MaxConfirmationsPerAddress {
+		if err := setEmail(user(fmt.Sprintf("mallory%d", i)), "victim@example.org"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sent := runMailJobs(); len(sent) != account.MaxConfirmationsPerAddress {
+		t.Fatalf("mails to the victim: %v", sent)
+	}
+	if err := setEmail(user("trudy"), "Victim@Example.org"); !limited(err) {
+		t.Errorf("a fourth mail to one address in a day: %v", err)
+	}
+}
