@@ -18,13 +18,14 @@ run:
 	 $(GO) build -o bin/followfeed ./cmd/followfeed && exec bin/followfeed serve --migrate
 
 ## test: go vet, staticcheck and gofmt, then the whole suite against a real
-## PostgreSQL and a real Chromium, with the race detector, then every fuzz
+## PostgreSQL, a real Chromium and a real PgBouncer (each installed when missing), with the race detector, then every fuzz
 ## target for 2 s; screenshots of
 ## the pages land in ./screenshots
 test:
 	@DATABASE_URL="$$(scripts/pg-ensure.sh postgres)"; export DATABASE_URL; \
 	 CHROMIUM_PATH="$$(scripts/browser-ensure.sh)" || { [ "$${CI:-}" != true ] || { echo "make test: CI=true and no Chromium could be installed" >&2; exit 1; }; echo "make test: no Chromium could be installed; browser tests will be skipped" >&2; }; \
 	 export CHROMIUM_PATH; \
+	 scripts/pgbouncer-ensure.sh >/dev/null || { [ "$${CI:-}" != true ] || { echo "make test: CI=true and no PgBouncer could be installed" >&2; exit 1; }; echo "make test: no PgBouncer could be installed; the PgBouncer test will be skipped" >&2; }; \
 	 $(GO) vet ./... || exit 1; \
 	 $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./... || exit 1; \
 	 unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
