@@ -206,7 +206,7 @@ func feedAtLeast(userID, version, highSeq int64) *database.Fresh {
 // the ETag it is served with.
 func (s *Service) Private(ctx context.Context, token string, st State, v Validator, req Request) (Feed, error) {
 	var follows []follow.Follow
-	var only *follow.Target
+	var only *follow.Follow
 	var res match.Result
 	var finish func(context.Context, pgx.Tx) ([]match.Result, error)
 	// BEGIN, the replica's freshness check, the follows and the selection
@@ -220,10 +220,9 @@ func (s *Service) Private(ctx context.Context, token string, st State, v Validat
 	err := s.db.ReadBatch(ctx, feedAtLeast(st.UserID, v.Version, v.HighSeq), first, func(tx pgx.Tx) error {
 		only = nil
 		if req.Only != nil {
-			for _, f := range follows {
-				if f.Key() == req.Only.Key() {
-					t := f.Target
-					only = &t
+			for i := range follows {
+				if follows[i].Key() == req.Only.Key() {
+					only = &follows[i]
 					break
 				}
 			}
@@ -250,13 +249,13 @@ func (s *Service) Private(ctx context.Context, token string, st State, v Validat
 		ID:       "tag:" + s.base.Hostname() + ",2026:feeds/" + s.opaqueUser(st.UserID),
 		Title:    title,
 		Subtitle: "New arXiv papers matching what you follow, newest first.",
-		SelfURL:  s.PrivateURL(token, req.Format, only),
+		SelfURL:  s.PrivateURL(token, req.Format, req.Only),
 		HTMLURL:  s.AboutURL(),
 		Language: "en",
 	}
 	if only != nil {
 		feed.ID += "/" + only.Key()
-		feed.Title = s.targetTitle(*only, labels[only.Key()], res.Papers)
+		feed.Title = targetTitle(*only, res.Papers)
 		feed.Subtitle = "New arXiv papers for one of your follows, newest first."
 	}
 	feed.Items = make([]Item, 0, len(res.Papers))
@@ -364,14 +363,15 @@ func (s *Service) Public(ctx context.Context, t follow.Target, seq int64, change
 	if err != nil {
 		return Feed{}, err
 	}
-	// The registry's name titles a researcher's or institution's feed.
+	// The registry's name titles a researcher's or institution's feed, the
+	// stored title a paper's.
 	name, err := s.follows.Name(ctx, t)
 	if err != nil {
 		return Feed{}, err
 	}
 	feed := Feed{
 		ID:       "tag:" + s.base.Hostname() + ",2026:feeds/public/" + t.Key(),
-		Title:    s.targetTitle(t, name, papers),
+		Title:    targetTitle(follow.Follow{Target: t, Name: name}, papers),
 		Subtitle: "New arXiv papers, newest first.",
 		SelfURL:  s.PublicURL(t, req.Format),
 		HTMLURL:  htmlURL(t),
@@ -395,26 +395,24 @@ func (s *Service) opaqueUser(id int64) string {
 	return hex.EncodeToString(m.Sum(nil))[:16]
 }
 
-// targetTitle says what a single-target feed is: "New papers by Mingzhi
-// Wen", "New papers in cs.LG — Machine Learning".
-func (s *Service) targetTitle(t follow.Target, label string, papers []match.Paper) string {
-	switch t.Kind {
+// targetTitle says what the feed of one follow f (its owner's label, or
+// the registry's or catalog's name: f.OwnerName) is: "New papers by
+// Mingzhi Wen", "New papers in cs.LG — Machine Learning", "Updates to
+// Attention Is All You Need". A researcher nobody named is named as on
+// their newest paper.
+func targetTitle(f follow.Follow, papers []match.Paper) string {
+	switch f.Kind {
 	case follow.Researcher:
-		name := label
-		if name == "" {
-			name = researcherName(t, papers)
+		if f.Label == "" && f.Name == "" {
+			return "New papers by " + researcherName(f.Target, papers)
 		}
-		return "New papers by " + name
+		return "New papers by " + f.OwnerName()
 	case follow.Institution:
-		if label != "" {
-			return "New papers from " + label
-		}
-		return "New papers from " + t.ID
+		return "New papers from " + f.OwnerName()
+	case follow.Paper:
+		return "Updates to " + f.OwnerName()
 	}
-	if label != "" {
-		return "New papers in " + label
-	}
-	return "New papers in " + t.DisplayName()
+	return "New papers in " + f.OwnerName()
 }
 
 // researcherName finds the researcher's name on their newest paper.

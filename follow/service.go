@@ -16,6 +16,7 @@ import (
 
 	"followfeed/account"
 	"followfeed/apperr"
+	"followfeed/catalog/catalogsql"
 	"followfeed/database"
 	"followfeed/identity/registrysql"
 	"followfeed/internal/text"
@@ -35,19 +36,30 @@ type Follow struct {
 	Label               string
 	CreatedAt           time.Time
 	// Name is the identity registry's name of a researcher or institution
-	// (package identity), "" while nobody has named it.
+	// (package identity), or the stored title of a followed paper (package
+	// catalog); "" while neither is known (nobody named the person, the
+	// paper is not harvested yet).
 	Name string
 }
 
+// MaxPaperName is how many characters of a followed paper's title its
+// name keeps (text.Shorten: cut at a word, then an ellipsis), so that a
+// long title still fits a follow list's line, a checkbox or a feed title.
+const MaxPaperName = 80
+
 // DisplayName is the name of the follow's target everyone reads: the
-// registry's name of a researcher or institution when one is known, else
-// Target.DisplayName (a category's name, or the id). It shadows
+// registry's name of a researcher or institution when one is known, a
+// followed paper's title (shortened to MaxPaperName) once it is stored,
+// else Target.DisplayName (a category's name, or the id). It shadows
 // Target.DisplayName, so every surface that names a Follow gets it.
 func (f Follow) DisplayName() string {
-	if f.Name != "" {
-		return f.Name
+	switch {
+	case f.Name == "":
+		return f.Target.DisplayName()
+	case f.Kind == Paper:
+		return text.Shorten(f.Name, MaxPaperName)
 	}
-	return f.Target.DisplayName()
+	return f.Name
 }
 
 // OwnerName is what the follow's owner reads for it (settings, OPML,
@@ -63,17 +75,29 @@ func (f Follow) OwnerName() string {
 // as a match reason, for Target.ReasonName's label argument: the label
 // when set, else the registry's name (absent when neither is known, so
 // ReasonName falls back to the author's name on the paper, then the id).
+// A followed paper's title is no label: its reasons are its events, which
+// name the paper themselves (match.Paper.ReasonName).
 func ReasonLabels(follows []Follow) map[string]string {
 	out := make(map[string]string, len(follows))
 	for _, f := range follows {
 		switch {
 		case f.Label != "":
 			out[f.Key()] = f.Label
-		case f.Name != "":
+		case f.Name != "" && f.Kind != Paper:
 			out[f.Key()] = f.Name
 		}
 	}
 	return out
+}
+
+// nameOf is the name the registry or the catalog knows key's target by
+// (Follow.Name), as a scalar expression of key: the registry's name of a
+// researcher or institution (one primary-key probe of identity_keys), else
+// a followed paper's stored title (one probe of papers' arxiv_id index,
+// for a paper's key only), else the empty string. It is part of the
+// statement that reads the follows: no follow costs a query of its own.
+func nameOf(key string) string {
+	return `coalesce(` + registrysql.NameOf(key) + `, ` + catalogsql.PaperTitleOf(key) + `, '')`
 }
 
 // Options change a follow. A nil field keeps the current value (or the
@@ -88,8 +112,9 @@ type Options struct {
 
 // Status is what a Follow button shows.
 type Status struct {
-	// Name is the registry's name of a researcher or institution, "" when
-	// unknown (show the target's DisplayName then).
+	// Name is the target's Follow.Name (the registry's name of a
+	// researcher or institution, a followed paper's stored title), ""
+	// when unknown: show Follow{Target: t, Name: Name}.DisplayName().
 	Name string
 	// Followers counts users following the target, each once: for a
 	// researcher or institution, users following any of its ids. It is
@@ -203,8 +228,8 @@ func (s *Service) Follow(ctx context.Context, userID int64, t Target, o Options)
 	return f, created, nil
 }
 
-// upsertFollowSQL writes a follow and returns it with the registry's name
-// of its target.
+// upsertFollowSQL writes a follow and returns it with the name of its
+// target (nameOf).
 var upsertFollowSQL = `
 		INSERT INTO follows (user_id, key, kind, target, include_cross_lists, include_replacements, label)
 		VALUES ($1, $2, $3, $4, coalesce($5, true), coalesce($6, false), nullif($7, ''))
@@ -213,7 +238,7 @@ var upsertFollowSQL = `
 			include_replacements = coalesce($6, follows.include_replacements),
 			label                = CASE WHEN $7::text IS NULL THEN follows.label ELSE nullif($7, '') END
 		RETURNING include_cross_lists, include_replacements, label, created_at, (xmax = 0),
-			coalesce(` + registrysql.NameOf("follows.key") + `, '')`
+			` + nameOf("follows.key")
 
 func upsertFollow(ctx context.Context, tx pgx.Tx, userID int64, t Target, o Options) (Follow, bool, *string, error) {
 	f := Follow{Target: t}
@@ -254,13 +279,13 @@ func (s *Service) Unfollow(ctx context.Context, userID int64, t Target) (removed
 	return removed, err
 }
 
-// statusSQL reads key $1's registry name, its follower count (per person)
+// statusSQL reads key $1's name (nameOf), its follower count (per person)
 // and whether user $2 follows it (Status).
 var statusSQL = `
 		WITH ks AS (
 			` + registrysql.PersonKeys("$1") + `
 		)
-		SELECT coalesce(` + registrysql.NameOf("$1") + `, ''),
+		SELECT ` + nameOf("$1::text") + `,
 		       CASE WHEN (SELECT count(*) FROM ks) = 1
 		            THEN coalesce((SELECT followers FROM follow_counts WHERE key = $1), 0)
 		            ELSE (SELECT count(DISTINCT f.user_id) FROM follows f WHERE f.key IN (SELECT key FROM ks)) END,
@@ -302,12 +327,12 @@ func (s *Service) Status(ctx context.Context, t Target, userID int64) (Status, e
 // show theirs.
 const MinShownQueryFollowers = 5
 
-// nameSQL reads the registry's name of key $1, empty when it has none.
+// nameSQL reads the name of key $1 (nameOf).
 var nameSQL = `
-		SELECT coalesce(` + registrysql.NameOf("$1") + `, '')`
+		SELECT ` + nameOf("$1::text")
 
-// Name returns the registry's name of t (a researcher or institution), or
-// "" when none is known.
+// Name returns the registry's name of t (a researcher or institution) or
+// the stored title of a paper t, "" when neither is known: Follow.Name.
 func (s *Service) Name(ctx context.Context, t Target) (string, error) {
 	var name string
 	err := s.db.Pool.QueryRow(ctx, nameSQL, t.Key()).Scan(&name)
@@ -453,10 +478,12 @@ type Expanded struct {
 // expandedManySQL lists the follows of users $1, each list newest first,
 // with the registry's name and keys of each: one primary-key probe of
 // identity_keys per follow (joined, not a subquery per column), the
-// identity's row and an index-only scan of its keys.
+// identity's row and an index-only scan of its keys; a followed paper's
+// title instead of a name (catalogsql.PaperTitleOf: a probe for paper
+// follows only).
 var expandedManySQL = `
 	SELECT f.user_id, f.key, f.include_cross_lists, f.include_replacements, coalesce(f.label, ''), f.created_at,
-	       coalesce(i.name, ''),
+	       coalesce(i.name, ` + catalogsql.PaperTitleOf("f.key") + `, ''),
 	       CASE WHEN k1.identity_id IS NOT NULL THEN ARRAY(` + registrysql.IdentityKeys("k1.identity_id") + `) END
 	FROM follows f
 	` + registrysql.Record("f.key") + `
@@ -491,10 +518,10 @@ func QueueExpandedMany(b *pgx.Batch, userIDs []int64, done func(map[int64][]Expa
 	})
 }
 
-// followColumns are a follow's columns and, by one primary-key probe of
-// identity_keys per follow, the registry's name of its target.
+// followColumns are a follow's columns and the name of its target
+// (nameOf: a probe or two per follow, in the same statement).
 var followColumns = `key, include_cross_lists, include_replacements, coalesce(label, ''), created_at,
-	coalesce(` + registrysql.NameOf("follows.key") + `, '')`
+	` + nameOf("follows.key")
 
 func collectFollows(rows pgx.Rows) ([]Follow, error) {
 	var out []Follow

@@ -5,13 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"unicode/utf8"
 
 	"followfeed/account"
 	"followfeed/apperr"
 	"followfeed/auth"
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/internal/testdb"
+	"followfeed/internal/testpaper"
+	"followfeed/paper"
+
+	"github.com/jackc/pgx/v5"
 )
 
 func newUser(t *testing.T, db *database.DB, sub string) int64 {
@@ -148,5 +154,114 @@ func TestQueryFollowerCountsAreHiddenBelowFive(t *testing.T) {
 		if st, err := svc.Status(ctx, cat, 0); err != nil || st.FollowersHidden || st.Followers != int64(i) {
 			t.Errorf("%d followers of a category: %+v %v", i, st, err)
 		}
+	}
+}
+
+// TestPaperFollowNamedByTitle: a paper follow is named by its arXiv id
+// until the paper is stored, then by its title, shortened at a word, in
+// every read of the follows (the follow's own write, Get, List, All, the
+// batched read feeds use, AllMany, a Follow button's Status, Name); its
+// owner's label still wins, and the title is no match-reason label (the
+// reasons are its events, which name the paper themselves).
+func TestPaperFollowNamedByTitle(t *testing.T) {
+	t.Parallel()
+	store, db := testpaper.NewStore(t)
+	ctx := context.Background()
+	uid := newUser(t, db, "paper-follower")
+	svc := follow.NewService(db)
+	pt, err := follow.ParseTarget("paper", "arXiv:2611.01004")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := follow.Target{Kind: follow.Category, ID: "cs.LG"}
+	if _, _, err := svc.Follow(ctx, uid, cat, follow.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	f, _, err := svc.Follow(ctx, uid, pt, follow.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := func() map[string]follow.Follow {
+		t.Helper()
+		out := map[string]follow.Follow{"Follow": f}
+		var err error
+		if out["Get"], err = svc.Get(ctx, uid, pt); err != nil {
+			t.Fatal(err)
+		}
+		page, err := svc.List(ctx, uid, "", 10)
+		if err != nil || len(page.Follows) != 2 {
+			t.Fatalf("List: %v %v", page, err)
+		}
+		out["List"] = page.Follows[0]
+		all, err := svc.All(ctx, uid)
+		if err != nil || len(all) != 2 || all[1].Key() != cat.Key() {
+			t.Fatalf("All: %v %v", all, err)
+		}
+		out["All"] = all[0]
+		var b pgx.Batch
+		follow.QueueAllIn(&b, uid, func(fs []follow.Follow) { out["QueueAllIn"] = fs[0] })
+		if err := db.Pool.SendBatch(ctx, &b).Close(); err != nil {
+			t.Fatal(err)
+		}
+		many, err := svc.AllMany(ctx, []int64{uid})
+		if err != nil || len(many[uid]) != 2 {
+			t.Fatalf("AllMany: %v %v", many, err)
+		}
+		out["AllMany"] = many[uid][0]
+		st, err := svc.Status(ctx, pt, uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out["Status"] = follow.Follow{Target: pt, Name: st.Name}
+		name, err := svc.Name(ctx, pt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out["Name"] = follow.Follow{Target: pt, Name: name}
+		for what, g := range out {
+			if g.Key() != pt.Key() {
+				t.Fatalf("%s read %s, want the paper follow", what, g.Key())
+			}
+		}
+		return out
+	}
+	for what, g := range reads() {
+		if g.DisplayName() != "arXiv:2611.01004" || g.OwnerName() != "arXiv:2611.01004" {
+			t.Errorf("before the paper is stored, %s names it %q (owner %q), want its id", what, g.DisplayName(), g.OwnerName())
+		}
+	}
+
+	title := "Sparse attention in very long sequences: a study of memory, compute and accuracy trade-offs at scale"
+	if _, err := store.Ingest(ctx, []paper.Paper{testpaper.New("2611.01004v1", func(p *paper.Paper) { p.Title = title })}, catalog.SourceOAI); err != nil {
+		t.Fatal(err)
+	}
+	const want = "Sparse attention in very long sequences: a study of memory, compute and accuracy…"
+	f.Name = title // what a fresh Follow call returns now
+	for what, g := range reads() {
+		if g.Name != title || g.DisplayName() != want || g.OwnerName() != want {
+			t.Errorf("once stored, %s names it %q (owner %q, name %q), want %q", what, g.DisplayName(), g.OwnerName(), g.Name, want)
+		}
+	}
+	if n := utf8.RuneCountInString(want); n > follow.MaxPaperName+1 {
+		t.Fatalf("the shortened title has %d characters", n)
+	}
+	all, err := svc.All(ctx, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := all[1].DisplayName(); got != "cs.LG — Machine Learning" {
+		t.Errorf("the category follow is named %q", got)
+	}
+	if labels := follow.ReasonLabels(all); labels[pt.Key()] != "" {
+		t.Errorf("the title became a reason label: %q", labels[pt.Key()])
+	}
+	label := "the sparse-attention paper"
+	g, _, err := svc.Follow(ctx, uid, pt, follow.Options{Label: &label})
+	if err != nil || g.Name != title || g.OwnerName() != label || g.DisplayName() != want {
+		t.Fatalf("labelled: %+v %v", g, err)
+	}
+	all, _ = svc.All(ctx, uid)
+	if labels := follow.ReasonLabels(all); labels[pt.Key()] != label {
+		t.Errorf("the label is not the reason label: %q", labels[pt.Key()])
 	}
 }

@@ -334,10 +334,8 @@ func (a *API) followStatus(w http.ResponseWriter, r *http.Request) {
 		Followers       int64  `json:"followers"`
 		FollowersHidden bool   `json:"followers_hidden,omitempty"`
 		Following       *bool  `json:"following,omitempty"`
-	}{Kind: string(t.Kind), ID: t.ID, Name: t.DisplayName(), Followers: st.Followers, FollowersHidden: st.FollowersHidden, Following: st.Following}
-	if st.Name != "" {
-		out.Name = st.Name // the registry's name: the Follow button's default label
-	}
+	}{Kind: string(t.Kind), ID: t.ID, Name: follow.Follow{Target: t, Name: st.Name}.DisplayName(), // the Follow button's default label
+		Followers: st.Followers, FollowersHidden: st.FollowersHidden, Following: st.Following}
 	if claims == nil {
 		w.Header().Set("Cache-Control", "public, max-age=30")
 	} else {

@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -33,7 +35,38 @@ type channelJSON struct {
 	CreatedAt      time.Time           `json:"created_at"`
 }
 
-func toChannelJSON(c *channels.Channel) channelJSON {
+// followNames maps the keys of the user's follows to their names
+// (follow.Follow.DisplayName), for the follows channels cs carry; nil, and
+// no query, when none of them is restricted to some follows.
+func (a *API) followNames(ctx context.Context, userID int64, cs ...*channels.Channel) (map[string]string, error) {
+	if !slices.ContainsFunc(cs, func(c *channels.Channel) bool { return c.Follows != nil }) {
+		return nil, nil
+	}
+	fs, err := a.Follows.All(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[string]string, len(fs))
+	for _, f := range fs {
+		names[f.Key()] = f.DisplayName()
+	}
+	return names, nil
+}
+
+// writeChannel answers with c (toChannelJSON) and status.
+func (a *API) writeChannel(w http.ResponseWriter, r *http.Request, u *account.User, status int, c *channels.Channel) error {
+	names, err := a.followNames(r.Context(), u.ID, c)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, status, toChannelJSON(c, names))
+	return nil
+}
+
+// toChannelJSON is c as the API shows it; names are the user's follows'
+// (followNames): a follow the channel still carries but the user no longer
+// follows is named by its target alone.
+func toChannelJSON(c *channels.Channel, names map[string]string) channelJSON {
 	out := channelJSON{ID: c.ID, Type: string(c.Type), Mode: string(c.Mode), Enabled: c.Enabled,
 		DisabledReason: c.DisabledReason, Secret: c.Secret, CreatedAt: c.CreatedAt.UTC()}
 	if c.Type == channels.Matrix {
@@ -44,7 +77,11 @@ func toChannelJSON(c *channels.Channel) channelJSON {
 	if c.Follows != nil {
 		out.Follows = make([]channelFollowJSON, 0, len(c.Follows))
 		for _, t := range c.Follows {
-			out.Follows = append(out.Follows, channelFollowJSON{Kind: string(t.Kind), ID: t.ID, Name: t.DisplayName()})
+			name, ok := names[t.Key()]
+			if !ok {
+				name = t.DisplayName()
+			}
+			out.Follows = append(out.Follows, channelFollowJSON{Kind: string(t.Kind), ID: t.ID, Name: name})
 		}
 	}
 	if !c.FailingSince.IsZero() {
@@ -108,11 +145,15 @@ func (a *API) listChannels(w http.ResponseWriter, r *http.Request, u *account.Us
 	if err != nil {
 		return err
 	}
+	names, err := a.followNames(r.Context(), u.ID, cs...)
+	if err != nil {
+		return err
+	}
 	out := struct {
 		Channels []channelJSON `json:"channels"`
 	}{Channels: make([]channelJSON, 0, len(cs))}
 	for _, c := range cs {
-		out.Channels = append(out.Channels, toChannelJSON(c))
+		out.Channels = append(out.Channels, toChannelJSON(c, names))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -128,8 +169,7 @@ func (a *API) createChannel(w http.ResponseWriter, r *http.Request, u *account.U
 		return err
 	}
 	w.Header().Set("Location", "/v1/me/channels/"+strconv.FormatInt(c.ID, 10))
-	writeJSON(w, http.StatusCreated, toChannelJSON(c))
-	return nil
+	return a.writeChannel(w, r, u, http.StatusCreated, c)
 }
 
 func (a *API) getChannel(w http.ResponseWriter, r *http.Request, u *account.User) error {
@@ -141,8 +181,7 @@ func (a *API) getChannel(w http.ResponseWriter, r *http.Request, u *account.User
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toChannelJSON(c))
-	return nil
+	return a.writeChannel(w, r, u, http.StatusOK, c)
 }
 
 func (a *API) patchChannel(w http.ResponseWriter, r *http.Request, u *account.User) error {
@@ -158,8 +197,7 @@ func (a *API) patchChannel(w http.ResponseWriter, r *http.Request, u *account.Us
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toChannelJSON(c))
-	return nil
+	return a.writeChannel(w, r, u, http.StatusOK, c)
 }
 
 func (a *API) deleteChannel(w http.ResponseWriter, r *http.Request, u *account.User) error {
@@ -198,8 +236,7 @@ func (a *API) rotateChannelSecret(w http.ResponseWriter, r *http.Request, u *acc
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toChannelJSON(c))
-	return nil
+	return a.writeChannel(w, r, u, http.StatusOK, c)
 }
 
 type deliveryJSON struct {

@@ -2,6 +2,9 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"html"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -79,4 +82,100 @@ func TestPaperFollowFeed(t *testing.T) {
 	if count() != n {
 		t.Errorf("records that change nothing wrote %d event rows", count()-n)
 	}
+}
+
+// TestPaperFollowNamedEverywhere: a followed paper is named by its arXiv id
+// until it is stored, then by its title (shortened at a word) wherever its
+// owner reads the follow: the follow list, the Follow button's status, the
+// settings page (the follow list and a channel's checkboxes), the
+// per-follow OPML, the per-follow feed's title and a channel's follows.
+func TestPaperFollowNamedEverywhere(t *testing.T) {
+	t.Parallel()
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0", "CHANNEL_ALLOW_HOSTS", "127.0.0.1")
+	db := openDB(t, a.DatabaseURL)
+	user := testapp.Token(t, "paper-namer", "paper-namer@example.org")
+	if r := c.Do("PUT", "/v1/me/follows/paper/arXiv:2609.00011", user, nil); r.Status != 201 {
+		t.Fatalf("follow: %d %s", r.Status, r.Body)
+	}
+	c.Do("PUT", "/v1/me/follows/category/cs.LG", user, nil)
+	rc := newReceiver(t)
+	var ch struct {
+		ID int64 `json:"id"`
+	}
+	r := c.Do("POST", "/v1/me/channels", user, map[string]any{"type": "webhook", "url": rc.URL + "/hook",
+		"follows": []map[string]string{{"kind": "paper", "id": "2609.00011"}}})
+	if r.Status != 201 {
+		t.Fatalf("channel: %d %s", r.Status, r.Body)
+	}
+	r.JSON(t, &ch)
+	var links feedLinks
+	c.Do("GET", "/v1/me/feeds", user, nil).JSON(t, &links)
+	perFollow := strings.Replace(links.Atom, ".atom", "/paper/2609.00011.atom", 1)
+
+	names := func() map[string]string {
+		t.Helper()
+		out := map[string]string{}
+		var list struct {
+			Follows []struct{ Kind, ID, Name string } `json:"follows"`
+		}
+		c.Do("GET", "/v1/me/follows", user, nil).JSON(t, &list)
+		for _, f := range list.Follows {
+			if f.Kind == "paper" {
+				out["follow list"] = f.Name
+			}
+		}
+		var st struct{ Name string }
+		c.Do("GET", "/v1/follows/paper/2609.00011", user, nil).JSON(t, &st)
+		out["Follow button"] = st.Name
+		var chj struct {
+			Follows []struct{ Kind, ID, Name string } `json:"follows"`
+		}
+		c.Do("GET", fmt.Sprintf("/v1/me/channels/%d", ch.ID), user, nil).JSON(t, &chj)
+		if len(chj.Follows) == 1 {
+			out["channel"] = chj.Follows[0].Name
+		}
+		_, page, _ := signIn(t, a, user)
+		if m := regexp.MustCompile(`value="paper/2609\.00011"[^>]*>\s*([^<]*)<`).FindStringSubmatch(page); m != nil {
+			out["channel checkbox"] = html.UnescapeString(strings.TrimSpace(m[1]))
+		}
+		out["settings"] = page
+		_, opml := get(t, links.OPMLPerFollow)
+		out["OPML"] = string(opml)
+		_, feed := get(t, perFollow)
+		if m := regexp.MustCompile(`<title>([^<]*)</title>`).FindSubmatch(feed); m != nil {
+			out["feed title"] = html.UnescapeString(string(m[1]))
+		}
+		return out
+	}
+	check := func(when, want string) {
+		t.Helper()
+		got := names()
+		for _, what := range []string{"follow list", "Follow button", "channel", "channel checkbox"} {
+			if got[what] != want {
+				t.Errorf("%s, the %s names the paper %q, want %q", when, what, got[what], want)
+			}
+		}
+		if got["feed title"] != "Updates to "+want {
+			t.Errorf("%s, the per-follow feed is titled %q", when, got["feed title"])
+		}
+		esc := html.EscapeString(want)
+		if !strings.Contains(got["settings"], esc) {
+			t.Errorf("%s, the settings page does not name the paper %q", when, want)
+		}
+		if !strings.Contains(got["OPML"], `title="Updates to `+esc+`"`) && !strings.Contains(got["OPML"], `text="`+esc+`"`) {
+			t.Errorf("%s, the OPML does not name the paper %q:\n%s", when, want, got["OPML"])
+		}
+	}
+	check("before the paper is stored", "arXiv:2609.00011")
+
+	svc := testapp.Token(t, "host", "", "papers:write")
+	title := "Graph diffusion at scale: sparse operators, learned preconditioners and what they cost on real hardware"
+	b, _ := json.Marshal([]any{map[string]any{"arxiv_id": "2609.00011", "version": 1, "title": title, "abstract": "We scale it.",
+		"authors": "Jörg Müller", "categories": []string{"cs.LG"}, "primary_category": "cs.LG",
+		"published": time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)}})
+	if r := c.Do("POST", "/v1/papers", svc, string(b)); r.Status != 200 {
+		t.Fatalf("push: %d %s", r.Status, r.Body)
+	}
+	matchIdle(t, db)
+	check("once stored", "Graph diffusion at scale: sparse operators, learned preconditioners and what…")
 }

@@ -5,6 +5,7 @@ package text
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Ellipsis is appended by Truncate when it cuts.
@@ -27,6 +28,29 @@ func Truncate(s string, maxChars int) string {
 		n++
 	}
 	return s
+}
+
+// Shorten is Truncate at a word boundary, for names and excerpts people
+// read: s unchanged when it has at most maxChars characters; otherwise its
+// longest prefix of at most maxChars characters that ends before a space
+// (trailing spaces and punctuation that would dangle, ",;:", dropped),
+// followed by Ellipsis, so that the result has at most maxChars+1
+// characters. When no space falls in the second half of that prefix (one
+// very long word), it cuts inside the word, as Truncate does. It never
+// splits a UTF-8 sequence.
+func Shorten(s string, maxChars int) string {
+	cut := Truncate(s, maxChars)
+	if cut == s {
+		return s
+	}
+	body := strings.TrimSuffix(cut, Ellipsis)
+	next, _ := utf8.DecodeRuneInString(s[len(body):])
+	if !unicode.IsSpace(next) { // the cut is inside a word: back to its start
+		if i := strings.LastIndexFunc(body, unicode.IsSpace); i > 0 && utf8.RuneCountInString(body[:i]) >= maxChars/2 {
+			body = body[:i]
+		}
+	}
+	return strings.TrimRightFunc(body, func(r rune) bool { return unicode.IsSpace(r) || strings.ContainsRune(",;:", r) }) + Ellipsis
 }
 
 // Collapse makes text a person or an upstream source gave storable and

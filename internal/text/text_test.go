@@ -49,6 +49,35 @@ func TestTruncateNeverSplitsASequence(t *testing.T) {
 	}
 }
 
+// TestShorten cuts at a word boundary when one falls in the second half of
+// the allowed characters, and inside the word otherwise.
+func TestShorten(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"Attention is all you need", 40, "Attention is all you need"},
+		{"Attention is all you need", 25, "Attention is all you need"},
+		{"Attention is all you need", 24, "Attention is all you…"},
+		{"Attention is all you need", 20, "Attention is all you…"}, // the cut falls on the space
+		{"Graphs, networks: and more", 17, "Graphs, networks…"},    // ":" would dangle
+		{"Supercalifragilistic expialidocious", 10, "Supercalif…"}, // no space in reach: cut in the word
+		{"a verylongwordindeed", 12, "a verylongwo…"},              // the only space is too early
+		{"日本語 のテキスト です", 8, "日本語 のテキス…"},                           // the space is in the first half
+		{"日本語 のテキスト です", 9, "日本語 のテキスト…"},
+		{"", 5, ""},
+	} {
+		got := Shorten(tc.in, tc.max)
+		if got != tc.want {
+			t.Errorf("Shorten(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+		}
+		if n := utf8.RuneCountInString(got); n > tc.max+1 || !utf8.ValidString(got) {
+			t.Errorf("Shorten(%q, %d) = %q: %d characters", tc.in, tc.max, got, n)
+		}
+	}
+}
+
 func TestCollapse(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
