@@ -30,6 +30,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"html"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -39,8 +40,8 @@ import (
 const Generator = "followfeed"
 
 // MaxBytes is the upper bound on the size of any document returned by
-// RenderAtom, RenderRSS or RenderJSON. Items are dropped from the end of
-// Feed.Items (the oldest) until the document fits.
+// RenderAtom, RenderRSS or RenderJSON. Items are dropped from the end (the
+// oldest by their shown date, see Feed.Items) until the document fits.
 const MaxBytes = 1 << 20
 
 // Content types to send with each rendered format.
@@ -71,7 +72,8 @@ var zeroUpdated = time.Unix(0, 0).UTC()
 // entry stays valid Atom (RFC 4287 §4.1.2 requires one when the feed has none).
 const fallbackAuthor = "arXiv"
 
-// Feed is one feed to render, already selected and ordered (newest first).
+// Feed is one feed to render, already selected; the renderers order its
+// items (see Items).
 //
 // Every string is sanitised before rendering: characters that are illegal in
 // XML 1.0 (C0 controls other than tab, newline and carriage return, DEL and C1
@@ -97,8 +99,13 @@ type Feed struct {
 	Updated time.Time
 	// Language is a BCP 47 tag such as "en"; omitted when "".
 	Language string
-	// Items are rendered in this order; the tail is dropped first when the
-	// document would exceed MaxBytes.
+	// Items are rendered newest first by the date every format shows as
+	// the item's date (its Published after the fallbacks Item describes:
+	// Atom's <published>, RSS's <pubDate>, JSON Feed's date_published),
+	// items of one date in the order given (callers give theirs newest
+	// match first), so that a feed reader showing the document's order shows
+	// the dates in order. The tail is dropped first when the document
+	// would exceed MaxBytes.
 	Items []Item
 }
 
@@ -270,6 +277,14 @@ func normalizeFeed(f Feed) Feed {
 		}
 		c.Published, c.Updated = utcSecond(c.Published), utcSecond(c.Updated)
 		n.Items[i] = c
+	}
+	// A feed's items mostly come in date order already: one pass finds
+	// out, a stable sort (one date keeps the order given) runs otherwise.
+	for i := 1; i < len(n.Items); i++ {
+		if n.Items[i].Published.After(n.Items[i-1].Published) {
+			slices.SortStableFunc(n.Items, func(a, b Item) int { return b.Published.Compare(a.Published) })
+			break
+		}
 	}
 	return n
 }

@@ -10,8 +10,10 @@ import (
 	"html"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -470,7 +472,8 @@ func TestCleanText(t *testing.T) {
 func TestDeterministic(t *testing.T) {
 	src := nastyFeed()
 	src.Items[1].ID = "" // derived id must be stable too
-	src.Items = append(src.Items, Item{Title: "No id, no URL", Published: feedUpdated})
+	// The oldest, so it stays last (items are rendered newest first).
+	src.Items = append(src.Items, Item{Title: "No id, no URL", Published: time.Date(2025, 12, 1, 0, 0, 0, 0, time.UTC)})
 	before := fmt.Sprintf("%#v", src)
 	for _, r := range allFormats {
 		t.Run(r.name, func(t *testing.T) {
@@ -991,5 +994,55 @@ func TestGoldensShowWhatUsersNeed(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestItemsNewestFirstByShownDate: items given in match order (a harvest's
+// seq order, whose submission dates run Nov 28, 27, 29, 28, 27) come out
+// newest first by the date each format shows, as gofeed reads it (Atom
+// <published>, RSS <pubDate>, JSON Feed date_published), items of one date
+// in the order given; an item without a Published date is placed by the
+// date it is shown with (its Updated; with neither, the feed's Updated).
+// The caller's items keep their order.
+func TestItemsNewestFirstByShownDate(t *testing.T) {
+	day := func(d int) time.Time { return time.Date(2026, 11, d, 19, 0, 0, 0, time.UTC) }
+	src := sampleFeed()
+	src.Updated = day(30)
+	src.Items = nil
+	for i, it := range []struct {
+		id                 string
+		published, updated time.Time
+	}{
+		{"a", day(28), time.Time{}},
+		{"b", day(27), day(29).Add(time.Hour)}, // a new version: shown as first published
+		{"c", day(29), time.Time{}},
+		{"d", day(28), time.Time{}}, // the same date as a: after it
+		{"e", day(27), time.Time{}},
+		{"f", time.Time{}, day(28).Add(time.Hour)}, // shown with its Updated
+		{"g", time.Time{}, time.Time{}},            // shown with the feed's Updated
+	} {
+		src.Items = append(src.Items, Item{ID: "tag:arxiv.org,1991:2611.0000" + strconv.Itoa(i) + it.id, Title: "Paper " + it.id,
+			AbsURL: "https://arxiv.org/abs/2611.0000" + strconv.Itoa(i), Published: it.published, Updated: it.updated})
+	}
+	given := copyFeed(src)
+	const want = "g c f a d b e"
+	for _, r := range allFormats {
+		f := parseFeed(t, mustRender(t, r.render, src))
+		var order []string
+		for i, it := range f.Items {
+			order = append(order, strings.TrimPrefix(it.Title, "Paper "))
+			if it.PublishedParsed == nil {
+				t.Fatalf("%s: item %d has no date gofeed reads", r.name, i)
+			}
+			if i > 0 && it.PublishedParsed.After(*f.Items[i-1].PublishedParsed) {
+				t.Errorf("%s: item %d (%s) is dated %v, after the item before it (%v)", r.name, i, it.Title, it.PublishedParsed, f.Items[i-1].PublishedParsed)
+			}
+		}
+		if got := strings.Join(order, " "); got != want {
+			t.Errorf("%s: items in the order %s, want %s", r.name, got, want)
+		}
+	}
+	if !reflect.DeepEqual(src, given) {
+		t.Errorf("rendering reordered the caller's items")
 	}
 }

@@ -3,7 +3,9 @@ package httpapi_test
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -581,5 +583,45 @@ func TestOPMLImportShowsEachPaperOnce(t *testing.T) {
 	slices.Sort(perFollow)
 	if n != 2 || !slices.Equal(slices.Compact(slices.Clone(perFollow)), want) || len(perFollow) != 3 {
 		t.Errorf("per-follow OPML imported: %d feeds with items %v, want 2 feeds covering %v", n, perFollow, want)
+	}
+}
+
+// TestCombinedFeedInDateOrder: papers stored in an order their dates do not
+// follow (one push whose submission dates run Nov 28, 27, 29, 28, 27, as an
+// announcement's do) are served in the combined feed newest first by the
+// date each format shows, as gofeed reads it.
+func TestCombinedFeedInDateOrder(t *testing.T) {
+	t.Parallel()
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
+	db := openDB(t, a.DatabaseURL)
+	user := testapp.Token(t, "date-order", "")
+	c.Do("PUT", "/v1/me/follows/category/cs.LG", user, nil)
+	var recs []any
+	for i, d := range []int{28, 27, 29, 28, 27} {
+		recs = append(recs, map[string]any{"arxiv_id": fmt.Sprintf("2611.0010%d", i), "version": 1, "title": fmt.Sprintf("Paper %d", i),
+			"abstract": "About it.", "authors": "Ada Lovelace", "categories": []string{"cs.LG"}, "primary_category": "cs.LG",
+			"published": time.Date(2026, 11, d, 15, 0, 0, 0, time.UTC).Format(time.RFC3339)})
+	}
+	b, _ := json.Marshal(recs)
+	if r := c.Do("POST", "/v1/papers", testapp.Token(t, "host", "", "papers:write"), string(b)); r.Status != 200 {
+		t.Fatalf("push: %d %s", r.Status, r.Body)
+	}
+	matchIdle(t, db)
+	var links feedLinks
+	c.Do("GET", "/v1/me/feeds", user, nil).JSON(t, &links)
+	for _, u := range []string{links.Atom, links.RSS, links.JSON} {
+		_, body := get(t, u)
+		f, err := gofeed.NewParser().ParseString(string(body))
+		if err != nil || len(f.Items) != 5 {
+			t.Fatalf("%s: %v, %d items", u, err, len(f.Items))
+		}
+		var days []string
+		for i, it := range f.Items {
+			days = append(days, it.PublishedParsed.Format("Jan 2"))
+			if i > 0 && it.PublishedParsed.After(*f.Items[i-1].PublishedParsed) {
+				t.Errorf("%s: the items are dated %s, not newest first", u, strings.Join(days, ", "))
+				break
+			}
+		}
 	}
 }
