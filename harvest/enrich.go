@@ -79,7 +79,9 @@ type Enricher struct {
 
 // ReportTo makes every run record its outcome in h (source openalex): the
 // papers found count as that day's records, a failure as the last error.
-// Call it before the first run.
+// A run that asked OpenAlex nothing (no paper due, no followed author to
+// resolve) records nothing: a success says OpenAlex answered, so a source
+// never asked stays "never" (not asked yet). Call it before the first run.
 func (e *Enricher) ReportTo(h *Health) { e.health = h }
 
 // OnIdentities makes every run hand the institutions it found to sink.
@@ -108,6 +110,10 @@ type EnrichStats struct {
 	// size cap (ErrTooLarge); they are postponed like Missing ones.
 	Refused int
 }
+
+// asked says whether the run had an answer from OpenAlex: a paper or a
+// followed author looked up.
+func (st EnrichStats) asked() bool { return st.Looked > 0 || st.Authors > 0 }
 
 // resolveAuthors looks up followed OpenAlex author ids no paper has
 // brought into the registry: a profile OpenAlex merged into another is
@@ -163,7 +169,7 @@ func (e *Enricher) RunOnce(ctx context.Context) (EnrichStats, error) {
 			e.health.recordError(ctx, SourceOpenAlex, err)
 		case refused != nil:
 			e.health.recordError(ctx, SourceOpenAlex, refused)
-		default:
+		case st.asked(): // else nothing was asked: the source's state stays
 			if herr := e.health.recordSuccess(ctx, SourceOpenAlex, st.Found); herr != nil {
 				e.logger.WarnContext(ctx, "recording enrichment", "source", SourceOpenAlex, "error", herr)
 			}

@@ -10,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/harvest"
 	"followfeed/internal/fake/oaipmh"
+	"followfeed/openalex"
+	"followfeed/paper"
 )
 
 // healthNow is the harvests' clock: Sunday 29 November 2026, noon UTC; the
@@ -216,5 +219,48 @@ func TestLastErrorIsAPublicSentence(t *testing.T) {
 	health.RecordPush(context.Background(), 0, invalid)
 	if p := status(t, health, "push"); p.LastError != "refused: invalid input (the response to the request listed the problems)" || p.Errors != 2 {
 		t.Errorf("push refused as invalid: %+v", p)
+	}
+}
+
+// TestOpenAlexNotAskedIsNoSuccess: an enrichment run with nothing to look
+// up asks OpenAlex nothing and records nothing, so a fresh service's
+// openalex source stays "never" (not asked yet) instead of turning ok; the
+// first run that asks records its success, and a later run that asks
+// nothing leaves that success's time as it was.
+func TestOpenAlexNotAskedIsNoSuccess(t *testing.T) {
+	t.Parallel()
+	in, db := newStore(t)
+	ctx := context.Background()
+	// The real clock, a minute on: papers are due for enrichment from the
+	// time they are stored.
+	start := time.Now().Add(time.Minute).UTC().Truncate(time.Second)
+	now := start
+	clock := func() time.Time { return now }
+	health := harvest.NewHealth(db, []string{"cs"}, nil, clock)
+	client := openalex.NewClient(openalex.Config{BaseURL: openAlexServer(t, "2202.02326").URL, MaxRetries: -1})
+	e := harvest.NewEnricher(in, client, harvest.EnrichPolicy{FirstRetry: time.Hour, MaxAttempts: 2, Batch: 100}, nil, clock)
+	e.ReportTo(health)
+	if st, err := e.RunOnce(ctx); err != nil || st.Looked != 0 {
+		t.Fatalf("a run with nothing due: %+v %v", st, err)
+	}
+	if o := status(t, health, "openalex"); o.Lag != -1 || !o.LastSuccess.IsZero() || o.Failing() {
+		t.Fatalf("openalex was never asked, yet: %+v", o)
+	}
+	if _, err := in.Ingest(ctx, []paper.Paper{testPaper("2202.02326")}, catalog.SourceOAI); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := e.RunOnce(ctx); err != nil || st.Looked != 1 {
+		t.Fatalf("a run with a paper due: %+v %v", st, err)
+	}
+	asked := status(t, health, "openalex")
+	if !asked.LastSuccess.Equal(start) || asked.Lag != 0 {
+		t.Fatalf("after OpenAlex answered: %+v", asked)
+	}
+	now = now.Add(time.Hour)
+	if st, err := e.RunOnce(ctx); err != nil || st.Looked != 0 {
+		t.Fatalf("a later run with nothing due: %+v %v", st, err)
+	}
+	if o := status(t, health, "openalex"); !o.LastSuccess.Equal(start) || o.Lag != time.Hour {
+		t.Fatalf("a run that asked nothing moved the last success: %+v", o)
 	}
 }

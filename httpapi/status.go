@@ -51,8 +51,9 @@ type statusJSON struct {
 }
 
 // sourceState is one word for a source: "ok", "failing", "behind" (a set
-// whose last success is over harvest.BehindLag ago) or "never" (no
-// successful run yet).
+// whose last success is over harvest.BehindLag ago) or "never": not asked
+// yet, no run has reached it (a failed one would make it "failing"; an
+// enrichment run with nothing to look up asks OpenAlex nothing).
 func sourceState(s harvest.SourceStatus) string {
 	switch {
 	case s.Failing():
@@ -152,8 +153,22 @@ func (s *StatusRoutes) statusJSON(w http.ResponseWriter, r *http.Request) {
 // statusPageSource is one row of the /status page.
 type statusPageSource struct {
 	sourceJSON
-	Lag  string // "3 minutes", "never"
-	Days []statusPageDay
+	StateText string // the state as the page words it
+	Lag       string // "3 minutes", "never"
+	Days      []statusPageDay
+}
+
+// stateText words a source's state for the page: "never" is "not asked
+// yet" ("nothing pushed yet" for push, which is never asked), the others
+// are their own word.
+func stateText(src sourceJSON) string {
+	switch {
+	case src.State != "never":
+		return src.State
+	case src.Source == harvest.SourcePush:
+		return "nothing pushed yet"
+	}
+	return "not asked yet"
 }
 
 type statusPageDay struct {
@@ -176,7 +191,7 @@ func (s *StatusRoutes) statusPage(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(src.Source, "arxiv-oai:") && src.State == "never" {
 			neverRan = true
 		}
-		row := statusPageSource{sourceJSON: src, Lag: "never"}
+		row := statusPageSource{sourceJSON: src, StateText: stateText(src), Lag: "never"}
 		if src.LagSeconds != nil {
 			row.Lag = humanDuration(time.Duration(*src.LagSeconds) * time.Second)
 		}

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"followfeed/harvest"
 	"followfeed/internal/browser"
 	"followfeed/internal/fake/oaipmh"
+	"followfeed/internal/fake/openalex"
 	"followfeed/internal/fake/recorder"
 	"followfeed/internal/testapp"
 	"followfeed/internal/testjobs"
@@ -162,7 +164,28 @@ func TestStatusPageInTheBrowser(t *testing.T) {
 	repo.Withhold(recs[0].ID, recs[1].ID)
 	up := httptest.NewServer(repo)
 	t.Cleanup(up.Close)
-	a, c := start(t, "ARXIV_OAI_URL", up.URL, "HARVEST_INTERVAL", "1h", "RATE_LIMIT_PER_IP", "0")
+	// OpenAlex holds its answers until the page has been read: the
+	// enrichment the harvest queues has asked it, but no answer has come,
+	// so its state is "never" (not asked yet) until the gate opens.
+	gate := make(chan struct{})
+	works := openalex.New(nil)
+	oa := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+		works.ServeHTTP(w, r)
+	}))
+	t.Cleanup(oa.Close)
+	t.Cleanup(func() {
+		select {
+		case <-gate:
+		default:
+			close(gate)
+		}
+	})
+	a, c := start(t, "ARXIV_OAI_URL", up.URL, "OPENALEX_URL", oa.URL, "HARVEST_INTERVAL", "1h", "RATE_LIMIT_PER_IP", "0")
 	waitFor(t, "the completeness check", func() bool {
 		d := getStatus(t, c).Sources[0].Days
 		for _, day := range d {
@@ -172,22 +195,59 @@ func TestStatusPageInTheBrowser(t *testing.T) {
 		}
 		return false
 	})
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/status"), chromedp.WaitVisible("table.days")); err != nil {
-		t.Fatal(err)
-	}
-	text, err := chromedp.Run(ctx, chromedp.Text("main"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"Source status", "arxiv-oai:cs", "ok", "2 missing, re-harvesting", "openalex", "never", "push", yesterday} {
-		if !strings.Contains(text, want) {
-			t.Errorf("the page lacks %q:\n%s", want, text)
+	// Only the set has run: OpenAlex was never asked, nothing was pushed.
+	for _, src := range getStatus(t, c).Sources {
+		want := "never"
+		if src.Source == "arxiv-oai:cs" {
+			want = "ok"
+		}
+		if src.State != want {
+			t.Errorf("GET /v1/status: %s is %q, want %q", src.Source, src.State, want)
 		}
 	}
-	b.Screenshot(ctx, t, "status-page")
+	for _, width := range []int64{390, 1280} {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 844), chromedp.Navigate(a.URL+"/status"), chromedp.WaitVisible("table.days")); err != nil {
+			t.Fatal(err)
+		}
+		text, err := chromedp.Run(ctx, chromedp.Text("main"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"Source status", "arxiv-oai:cs", "ok", "2 missing, re-harvesting", "openalex", "push", yesterday} {
+			if !strings.Contains(text, want) {
+				t.Errorf("the page lacks %q:\n%s", want, text)
+			}
+		}
+		// OpenAlex was never asked and nothing was pushed: not ok.
+		states, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('.state')].map(e => e.closest('h2').id + ': ' + e.textContent)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(states, ", "); got != "src-arxiv-oai:cs: ok, src-openalex: not asked yet, src-push: nothing pushed yet" {
+			t.Errorf("the sources' states read %q", got)
+		}
+		// Nothing is wider than the screen (it was 55 px wider at 390).
+		over, err := chromedp.Run(ctx, chromedp.Evaluate[struct {
+			Page, Screen int
+			Wide         []string
+		}](`({Page: document.documentElement.scrollWidth, Screen: innerWidth,
+			Wide: [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > innerWidth + 0.5).map(e => e.tagName + '.' + e.className)})`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if over.Page > over.Screen || len(over.Wide) > 0 {
+			t.Errorf("at %d px the page is %d px wide; past the screen's edge: %v", width, over.Page, over.Wide)
+		}
+		b.Screenshot(ctx, t, fmt.Sprintf("status-page-%d", width))
+	}
 	if errs := b.ConsoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors: %v", errs)
 	}
+	// Once OpenAlex answers, it is ok.
+	close(gate)
+	waitFor(t, "OpenAlex to be ok once it answered", func() bool {
+		return getStatus(t, c).Sources[1].State == "ok"
+	})
 }
 
 // The whole service against an arXiv endpoint that refuses the
