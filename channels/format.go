@@ -54,19 +54,49 @@ type Reason struct {
 	Name string `json:"name"`
 }
 
-// Chat message limits (the providers' documented limits, with margin;
-// text.Truncate adds an ellipsis after the count, hence the -1s).
+// Chat message limits: the providers' documented limits (Slack Block Kit:
+// a message ≤ 50 blocks, a header's plain_text ≤ 150 characters, a
+// section's text ≤ 3,000; Discord: content ≤ 2,000, ≤ 10 embeds, a title ≤
+// 256, a description ≤ 4,096, all embeds' text together ≤ 6,000), and the
+// shares of them each part of a paper gets, counted after escaping
+// (chatText), so that a paper's section or embed stays within its limit
+// whatever its text (see the sums below). text.Truncate and text.Shorten
+// add an ellipsis after the count, hence the -1s.
 const (
 	slackPapersPerMessage   = 20       // 1 header + 20 sections ≤ 50 blocks
-	slackSectionChars       = 2900     // section text ≤ 3000
+	slackSectionChars       = 3000     // section text ≤ 3000
 	slackHeaderChars        = 150 - 1  // header plain_text ≤ 150
 	discordEmbedsPerMessage = 10       // ≤ 10 embeds
 	discordContentChars     = 2000 - 1 // content ≤ 2000
 	discordEmbedTotalChars  = 6000     // all embeds' text together ≤ 6000
-	discordTitleChars       = 256 - 1
-	discordDescriptionChars = 350 // of 4096, so ten fit in 6000
+	discordTitleChars       = 256
+	discordDescriptionChars = 4096
 	matrixPapersPerMessage  = 20
 	authorsChars            = 200
+
+	// abstractChars is how much of a paper's abstract a Slack or Discord
+	// message shows: its first words, shortened at a word (text.Shorten).
+	abstractChars = 280
+	// Escaped shares of a Slack section or a Discord embed: escaping at
+	// most doubles Discord's text and Slack's but for &, < and > (which
+	// become entities of 4 and 5), hence the room.
+	chatTitleChars    = 400
+	chatAuthorsChars  = 400
+	chatReasonsChars  = 400
+	chatAbstractChars = 640
+	// chatURLChars bounds a link's URL as sent; a longer one (a pushed
+	// paper may carry 2,000 characters) is replaced by arXiv's own page.
+	chatURLChars = 500
+)
+
+// The sums: a Slack section is "*<" abs "|" title ">*\n" authors "\n_"
+// reasons "_\n" abstract "\n<" pdf "|PDF>", at most 2,857 characters;
+// a Discord embed's description is authors "\n*" reasons "*\n" abstract
+// "\n[PDF](" pdf ")", at most 1,952. (A negative array length would not
+// compile.)
+var (
+	_ = [slackSectionChars - (2 + chatURLChars + 1 + chatTitleChars + 3 + chatAuthorsChars + 2 + chatReasonsChars + 2 + chatAbstractChars + 2 + chatURLChars + 5)]struct{}{}
+	_ = [discordDescriptionChars - (chatAuthorsChars + 2 + chatReasonsChars + 2 + chatAbstractChars + 7 + chatURLChars + 1)]struct{}{}
 )
 
 func authorLine(p PaperJSON) string {
@@ -79,6 +109,36 @@ func reasonLine(p PaperJSON) string {
 		names[i] = r.Name
 	}
 	return strings.Join(names, ", ")
+}
+
+// abstractLine is the first abstractChars characters of the paper's
+// abstract, on one line, cut at a word.
+func abstractLine(p PaperJSON) string {
+	return text.Shorten(text.Collapse(p.Abstract, -1), abstractChars)
+}
+
+// chatText is s on one line, escaped by escape, in at most limit
+// characters as sent: shortened at a word (text.Shorten) until its escaped
+// form fits, so that no escape sequence is ever cut.
+func chatText(s string, limit int, escape func(string) string) string {
+	s = text.Collapse(s, -1)
+	e := escape(s)
+	for n := min(utf8.RuneCountInString(s), limit); utf8.RuneCountInString(e) > limit; {
+		// Escaping grows a character to at most 5; the ellipsis is one.
+		n -= max((utf8.RuneCountInString(e)-limit)/5, 1)
+		e = escape(text.Shorten(s, max(n, 0)))
+	}
+	return e
+}
+
+// linkURL is u for a chat link, or arXiv's own page of the paper (kind
+// "abs" or "pdf") when u is empty or longer than chatURLChars once
+// escaped. escape makes it safe inside the link's markup.
+func linkURL(p PaperJSON, u, kind string, escape func(string) string) string {
+	if e := escape(u); u != "" && utf8.RuneCountInString(e) <= chatURLChars {
+		return e
+	}
+	return escape("https://arxiv.org/" + kind + "/" + p.ArxivID)
 }
 
 func headline(ev Event, part, parts, n int) string {
@@ -104,9 +164,35 @@ func chunks[T any](xs []T, n int) [][]T {
 	return append(out, xs) // an empty event still yields one message
 }
 
-// slackEscape escapes mrkdwn control characters (Slack: &, <, >).
-func slackEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+// slackEscaper escapes mrkdwn's control characters, the three Slack asks
+// to be escaped (&, <, >), so that no text makes a link, a mention
+// (<!channel>) or a date.
+var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+func slackEscape(s string) string { return slackEscaper.Replace(s) }
+
+// slackLinkText is slackEscape for a link's text, which ends at the first
+// "|" after the URL: a "|" in it reads as "¦".
+func slackLinkText(s string) string { return strings.ReplaceAll(slackEscape(s), "|", "¦") }
+
+// slackURL is slackEscape for a link's URL, whose "|" would end it.
+func slackURL(s string) string { return strings.ReplaceAll(slackEscape(s), "|", "%7C") }
+
+// slackSection is one paper as a section's mrkdwn: the title linking to
+// the abstract page, the authors, the reasons in italics, the first words
+// of the abstract and the PDF link, within slackSectionChars.
+func slackSection(p PaperJSON) string {
+	s := fmt.Sprintf("*<%s|%s>*", linkURL(p, p.Links.Abs, "abs", slackURL), chatText(p.Title, chatTitleChars, slackLinkText))
+	if a := authorLine(p); a != "" {
+		s += "\n" + chatText(a, chatAuthorsChars, slackEscape)
+	}
+	if r := reasonLine(p); r != "" {
+		s += "\n_" + chatText(r, chatReasonsChars, slackEscape) + "_"
+	}
+	if a := abstractLine(p); a != "" {
+		s += "\n" + chatText(a, chatAbstractChars, slackEscape)
+	}
+	return s + "\n<" + linkURL(p, p.Links.PDF, "pdf", slackURL) + "|PDF>"
 }
 
 // slackMessages renders ev as Slack incoming-webhook payloads (Block Kit),
@@ -118,16 +204,8 @@ func slackMessages(ev Event) [][]byte {
 		head := text.Truncate(headline(ev, i, len(parts), len(ev.Data.Papers)), slackHeaderChars)
 		blocks := []any{map[string]any{"type": "header", "text": map[string]any{"type": "plain_text", "text": head}}}
 		for _, p := range ps {
-			title := strings.ReplaceAll(slackEscape(p.Title), "|", "¦")
-			s := fmt.Sprintf("*<%s|%s>*", p.Links.Abs, title)
-			if a := authorLine(p); a != "" {
-				s += "\n" + slackEscape(a)
-			}
-			if r := reasonLine(p); r != "" {
-				s += "\n_" + slackEscape(r) + "_"
-			}
 			blocks = append(blocks, map[string]any{"type": "section",
-				"text": map[string]any{"type": "mrkdwn", "text": text.Truncate(s, slackSectionChars)}})
+				"text": map[string]any{"type": "mrkdwn", "text": slackSection(p)}})
 		}
 		b, _ := json.Marshal(map[string]any{"text": head, "blocks": blocks})
 		out = append(out, b)
@@ -142,6 +220,38 @@ type discordEmbed struct {
 	Color       int    `json:"color,omitempty"`
 }
 
+// discordEscaper escapes Discord's markdown with a backslash (Discord
+// drops the backslash before any punctuation), so that no text of a paper
+// formats, links ([text](url)), quotes, heads or lists, or renders a
+// mention or an emoji (<@id>, <:name:id>).
+var discordEscaper = strings.NewReplacer(`\`, `\\`, "*", `\*`, "_", `\_`, "~", `\~`, "`", "\\`", "|", `\|`,
+	"<", `\<`, ">", `\>`, "[", `\[`, "]", `\]`, "(", `\(`, ")", `\)`, "#", `\#`, "-", `\-`)
+
+func discordEscape(s string) string { return discordEscaper.Replace(s) }
+
+// discordURL makes s safe as a markdown link's target, which a ")" or a
+// space would end.
+func discordURL(s string) string {
+	return strings.NewReplacer("(", "%28", ")", "%29", " ", "%20", "<", "%3C", ">", "%3E").Replace(s)
+}
+
+// discordDescription is one paper's embed description: the authors, the
+// reasons in italics, the first words of the abstract and the PDF link,
+// within discordDescriptionChars.
+func discordDescription(p PaperJSON) string {
+	var lines []string
+	if a := authorLine(p); a != "" {
+		lines = append(lines, chatText(a, chatAuthorsChars, discordEscape))
+	}
+	if r := reasonLine(p); r != "" {
+		lines = append(lines, "*"+chatText(r, chatReasonsChars, discordEscape)+"*")
+	}
+	if a := abstractLine(p); a != "" {
+		lines = append(lines, chatText(a, chatAbstractChars, discordEscape))
+	}
+	return strings.Join(append(lines, "[PDF]("+linkURL(p, p.Links.PDF, "pdf", discordURL)+")"), "\n")
+}
+
 // discordMessages renders ev as Discord webhook payloads: at most ten
 // embeds each, content within 2,000 characters and all embeds' text within
 // 6,000.
@@ -150,12 +260,8 @@ func discordMessages(ev Event) [][]byte {
 	var cur []discordEmbed
 	size := 0
 	for _, p := range ev.Data.Papers {
-		desc := authorLine(p)
-		if r := reasonLine(p); r != "" {
-			desc += "\n*" + r + "*"
-		}
-		e := discordEmbed{Title: text.Truncate(p.Title, discordTitleChars), URL: p.Links.Abs,
-			Description: text.Truncate(desc, discordDescriptionChars), Color: 0xB31B1B}
+		e := discordEmbed{Title: chatText(p.Title, discordTitleChars, discordEscape), URL: linkURL(p, p.Links.Abs, "abs", discordURL),
+			Description: discordDescription(p), Color: 0xB31B1B}
 		n := utf8.RuneCountInString(e.Title) + utf8.RuneCountInString(e.Description)
 		if len(cur) == discordEmbedsPerMessage || size+n > discordEmbedTotalChars {
 			groups, cur, size = append(groups, cur), nil, 0

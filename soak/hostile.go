@@ -38,6 +38,7 @@ var requirements = []requirement{
 	{"production-config", "production refuses the published development secrets, SECRET_KEY equal to AUTH_HS256_SECRET, JWKS or PEM keys without AUTH_AUDIENCE and AUTH_ISSUER, and a JWKS over plain http"},
 	{"names", "names and labels users and hosts give (follow labels, the registry's names, pushed titles and authors) are stored on one line, without bidirectional controls or line separators (issue 28)"},
 	{"csrf", "cross-site requests: login CSRF (POST /login origin check, a confirm page for foreign sign-in links), the job UI's cross-origin writes and framing, CORS preflights from other origins"},
+	{"markup", "a paper's text (title, authors, abstract, URLs) makes no markup of its own in chat messages: no Slack mention, link or command, no Discord formatting, masked link or mention"},
 }
 
 // requirement is one hostile-input requirement: ID is the tag tests log

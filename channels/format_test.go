@@ -1,0 +1,272 @@
+package channels
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"followfeed/internal/text"
+)
+
+// slackMessage is a Slack incoming-webhook payload as slackMessages writes
+// it (Block Kit).
+type slackMessage struct {
+	Text   string `json:"text"`
+	Blocks []struct {
+		Type string `json:"type"`
+		Text struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"text"`
+	} `json:"blocks"`
+}
+
+// discordMessage is a Discord webhook payload as discordMessages writes it.
+type discordMessage struct {
+	Content         string `json:"content"`
+	AllowedMentions struct {
+		Parse []string `json:"parse"`
+	} `json:"allowed_mentions"`
+	Embeds []discordEmbed `json:"embeds"`
+}
+
+// decode reads payloads as messages of type M.
+func decode[M any](t *testing.T, payloads [][]byte) []M {
+	t.Helper()
+	out := make([]M, len(payloads))
+	for i, b := range payloads {
+		if err := json.Unmarshal(b, &out[i]); err != nil {
+			t.Fatalf("payload: %v %s", err, b)
+		}
+	}
+	return out
+}
+
+func decodeSlack(t *testing.T, ev Event) []slackMessage {
+	return decode[slackMessage](t, slackMessages(ev))
+}
+
+func decodeDiscord(t *testing.T, ev Event) []discordMessage {
+	return decode[discordMessage](t, discordMessages(ev))
+}
+
+// sections are the mrkdwn texts of the messages' paper sections.
+func sections(t *testing.T, ms []slackMessage) []string {
+	t.Helper()
+	var out []string
+	for _, m := range ms {
+		for _, b := range m.Blocks[1:] {
+			out = append(out, b.Text.Text)
+		}
+	}
+	return out
+}
+
+func embeds(ms []discordMessage) []discordEmbed {
+	var out []discordEmbed
+	for _, m := range ms {
+		out = append(out, m.Embeds...)
+	}
+	return out
+}
+
+var longAbstract = "We introduce sparse attention for very long sequences. " + strings.Repeat("It scales linearly in memory and compute. ", 20) + "The end."
+
+func paperOf(id string, mods ...func(*PaperJSON)) PaperJSON {
+	p := PaperJSON{ArxivID: id, Title: "Sparse attention at scale", Authors: []string{"Ada Lovelace", "Alan Turing"},
+		Abstract: longAbstract, Categories: []string{"cs.LG"},
+		Links:   LinksJSON{Abs: "https://arxiv.org/abs/" + id, PDF: "https://arxiv.org/pdf/" + id},
+		Reasons: []Reason{{Kind: "category", ID: "cs.LG", Name: "cs.LG"}}}
+	for _, m := range mods {
+		m(&p)
+	}
+	return p
+}
+
+// TestChatMessagesCarryTheAbstractAndThePDF: a Slack section and a Discord
+// embed show the first words of the abstract, shortened at a word, and
+// link the PDF, beside the title (linking the abstract page), the authors
+// and the reasons.
+func TestChatMessagesCarryTheAbstractAndThePDF(t *testing.T) {
+	ev := Event{Type: TypeMatched, Data: EventData{Papers: []PaperJSON{paperOf("2611.01004")}}}
+	excerpt := text.Shorten(text.Collapse(longAbstract, -1), abstractChars)
+	body := strings.TrimSuffix(excerpt, text.Ellipsis)
+	if body == excerpt || !strings.HasPrefix(longAbstract, body+" ") || utf8.RuneCountInString(excerpt) > abstractChars+1 {
+		t.Fatalf("the excerpt is %q", excerpt)
+	}
+	s := sections(t, decodeSlack(t, ev))
+	want := "*<https://arxiv.org/abs/2611.01004|Sparse attention at scale>*\nAda Lovelace, Alan Turing\n_cs.LG_\n" + excerpt +
+		"\n<https://arxiv.org/pdf/2611.01004|PDF>"
+	if len(s) != 1 || s[0] != want {
+		t.Errorf("slack section:\n%q\nwant\n%q", s, want)
+	}
+	e := embeds(decodeDiscord(t, ev))
+	want = "Ada Lovelace, Alan Turing\n*cs.LG*\n" + discordEscape(excerpt) + "\n[PDF](https://arxiv.org/pdf/2611.01004)"
+	if len(e) != 1 || e[0].Description != want || e[0].Title != "Sparse attention at scale" || e[0].URL != "https://arxiv.org/abs/2611.01004" {
+		t.Errorf("discord embed:\n%+v\nwant description\n%q", e, want)
+	}
+	// A paper without an abstract has no empty line for it.
+	ev.Data.Papers[0].Abstract = ""
+	if s := sections(t, decodeSlack(t, ev)); strings.Contains(s[0], "\n\n") || !strings.HasSuffix(s[0], "_cs.LG_\n<https://arxiv.org/pdf/2611.01004|PDF>") {
+		t.Errorf("without an abstract: %q", s[0])
+	}
+}
+
+// hostile is a paper whose every text is as long and as full of what its
+// format escapes as it can be.
+func hostile(i int) PaperJSON {
+	worst := strings.Repeat(`&<>|*_~`+"`"+`[]()#-\`, 600)
+	var authors []string
+	for j := range 300 {
+		authors = append(authors, fmt.Sprintf("<@U%d> &amp; *%d*", j, j))
+	}
+	var reasons []Reason
+	for j := range 60 {
+		reasons = append(reasons, Reason{Kind: "query", ID: fmt.Sprint(j), Name: strings.Repeat("&<>", 70)})
+	}
+	long := "https://example.org/" + strings.Repeat("a&b|c)d", 280)
+	return PaperJSON{ArxivID: fmt.Sprintf("2611.%05d", i), Title: worst, Authors: authors, Abstract: worst + worst,
+		Links: LinksJSON{Abs: long, PDF: long}, Reasons: reasons}
+}
+
+// TestChatMessagesStayWithinTheirLimits: papers whose every text is
+// hostile and as long as can be (titles and abstracts of what escaping
+// grows most, 300 authors, 60 long reasons, 2,000-character URLs) still
+// give payloads within Slack's limits (≤ 50 blocks, a header ≤ 150
+// characters, a section ≤ 3,000) and Discord's (content ≤ 2,000, ≤ 10
+// embeds, a title ≤ 256, a description ≤ 4,096, a message's embeds ≤
+// 6,000), each paper once; a URL too long for a link is arXiv's page.
+func TestChatMessagesStayWithinTheirLimits(t *testing.T) {
+	t.Log("hostile: limits")
+	var papers []PaperJSON
+	for i := range 45 {
+		papers = append(papers, hostile(i))
+	}
+	ev := Event{Type: TypeMatched, Data: EventData{Papers: papers}}
+	n := 0
+	for _, m := range decodeSlack(t, ev) {
+		if len(m.Blocks) > 50 || m.Blocks[0].Type != "header" || utf8.RuneCountInString(m.Blocks[0].Text.Text) > 150 || m.Text == "" {
+			t.Fatalf("slack message of %d blocks, header %q", len(m.Blocks), m.Blocks[0].Text.Text)
+		}
+		for _, b := range m.Blocks[1:] {
+			if l := utf8.RuneCountInString(b.Text.Text); b.Type != "section" || b.Text.Type != "mrkdwn" || l > 3000 {
+				t.Errorf("slack section of %d characters: %.200q", l, b.Text.Text)
+			}
+			if want := fmt.Sprintf("<https://arxiv.org/pdf/2611.%05d|PDF>", n); !strings.HasSuffix(b.Text.Text, want) {
+				t.Errorf("slack section %d does not end with %s: …%q", n, want, b.Text.Text[max(0, len(b.Text.Text)-80):])
+			}
+			n++
+		}
+	}
+	if n != len(papers) {
+		t.Errorf("slack carried %d papers of %d", n, len(papers))
+	}
+	n = 0
+	for _, m := range decodeDiscord(t, ev) {
+		total := 0
+		if len(m.Embeds) > 10 || utf8.RuneCountInString(m.Content) > 2000 {
+			t.Fatalf("discord message of %d embeds", len(m.Embeds))
+		}
+		for _, e := range m.Embeds {
+			tl, dl := utf8.RuneCountInString(e.Title), utf8.RuneCountInString(e.Description)
+			if tl > 256 || dl > 4096 || e.URL != fmt.Sprintf("https://arxiv.org/abs/2611.%05d", n) {
+				t.Errorf("discord embed: title %d, description %d characters, url %.80s", tl, dl, e.URL)
+			}
+			total += tl + dl
+			n++
+		}
+		if total > 6000 {
+			t.Errorf("a discord message's embeds hold %d characters", total)
+		}
+	}
+	if n != len(papers) {
+		t.Errorf("discord carried %d papers of %d", n, len(papers))
+	}
+}
+
+// slackLink is a link in mrkdwn: <url|text>.
+var slackLink = regexp.MustCompile(`<([^<>|]*)\|([^<>]*)>`)
+
+// TestChatMessagesEscapeHostileText: text from a paper (a pushed record,
+// an upstream's) never makes markup of its own. In Slack no mention,
+// link or special command (<!channel>, <@U1>, <url|text>) survives: the
+// only links are the title's and the PDF's, a "|" in the title reads "¦"
+// and one in a URL is %7C. In Discord every markdown character of the
+// paper's text is backslash-escaped (no masked link, no bold, no mention
+// markup), a ")" in a URL is %29, and no mention is parsed.
+func TestChatMessagesEscapeHostileText(t *testing.T) {
+	t.Log("hostile: markup")
+	p := paperOf("2611.01005", func(p *PaperJSON) {
+		p.Title = "<!channel> Graphs | trees & <https://evil.example|click> **bold** [x](https://evil.example)"
+		p.Authors = []string{"<@U123>", "Eve *Mallory*"}
+		p.Abstract = "<!everyone> see <https://evil.example|here> & [click](https://evil.example) @everyone <@123> `code`\n# head\n> quote"
+		p.Reasons = []Reason{{Kind: "query", ID: "x", Name: "the search <b>&</b>"}}
+		p.Links.PDF = "https://example.org/pdf?a=1&b=2|3)"
+	})
+	ev := Event{Type: TypeMatched, Data: EventData{Papers: []PaperJSON{p}}}
+	s := sections(t, decodeSlack(t, ev))[0]
+	links := slackLink.FindAllStringSubmatch(s, -1)
+	if len(links) != 2 || strings.Count(s, "<") != 2 || strings.Count(s, ">") != 2 {
+		t.Fatalf("slack section has markup of its own:\n%s", s)
+	}
+	if links[0][1] != "https://arxiv.org/abs/2611.01005" || !strings.Contains(links[0][2], "Graphs ¦ trees &amp; &lt;https://evil.example¦click&gt;") ||
+		links[1][1] != "https://example.org/pdf?a=1&amp;b=2%7C3)" || links[1][2] != "PDF" {
+		t.Errorf("slack links: %q", links)
+	}
+	if !strings.Contains(s, "&lt;!everyone&gt; see &lt;https://evil.example|here&gt; &amp;") || !strings.Contains(s, "&lt;@U123&gt;") {
+		t.Errorf("slack text not escaped:\n%s", s)
+	}
+	for _, m := range decodeDiscord(t, ev) {
+		if m.AllowedMentions.Parse == nil || len(m.AllowedMentions.Parse) != 0 {
+			t.Errorf("discord parses mentions: %+v", m.AllowedMentions)
+		}
+	}
+	e := embeds(decodeDiscord(t, ev))[0]
+	lines := strings.Split(e.Description, "\n")
+	if len(lines) != 4 || lines[3] != "[PDF](https://example.org/pdf?a=1&b=2|3%29)" || !strings.HasPrefix(lines[1], "*") || !strings.HasSuffix(lines[1], "*") {
+		t.Fatalf("discord description:\n%s", e.Description)
+	}
+	for what, got := range map[string]string{"title": e.Title, "authors": lines[0], "reasons": strings.Trim(lines[1], "*"), "abstract": lines[2]} {
+		for i, r := range got {
+			if strings.ContainsRune(`*_~`+"`"+`|<>[]()#-`, r) && !escaped(got, i) {
+				t.Errorf("discord %s has an unescaped %q at %d: %s", what, r, i, got)
+			}
+		}
+	}
+	if !strings.Contains(lines[2], `\[click\]\(https://evil.example\)`) || !strings.Contains(e.Title, `\*\*bold\*\*`) {
+		t.Errorf("discord text not escaped: %q / %q", e.Title, lines[2])
+	}
+}
+
+// escaped says whether the character at byte i of s follows an odd number
+// of backslashes.
+func escaped(s string, i int) bool {
+	n := 0
+	for j := i - 1; j >= 0 && s[j] == '\\'; j-- {
+		n++
+	}
+	return n%2 == 1
+}
+
+// TestChatTextNeverCutsAnEscape: chatText fits text of any mix into its
+// limit without cutting an entity or a backslash escape in two.
+func TestChatTextNeverCutsAnEscape(t *testing.T) {
+	for _, s := range []string{"&&&&&&&&&&&&&&&&&&&&", "a&b<c>d e&f g<h", "**__~~", "plain words that are long enough to cut"} {
+		for limit := 1; limit <= 40; limit++ {
+			for name, esc := range map[string]func(string) string{"slack": slackEscape, "discord": discordEscape} {
+				got := chatText(s, limit, esc)
+				if utf8.RuneCountInString(got) > limit {
+					t.Errorf("%s chatText(%q, %d) = %q: too long", name, s, limit, got)
+				}
+				body := strings.TrimSuffix(got, text.Ellipsis)
+				if name == "slack" && regexp.MustCompile(`&(?:a|am|l|g|amp|lt|gt)?$`).MatchString(body) ||
+					name == "discord" && len(body) > 0 && body[len(body)-1] == '\\' && !escaped(body, len(body)-1) {
+					t.Errorf("%s chatText(%q, %d) = %q cuts an escape", name, s, limit, got)
+				}
+			}
+		}
+	}
+}
