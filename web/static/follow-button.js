@@ -1,32 +1,25 @@
-/* <followfeed-button kind="researcher|category|institution|paper|query" target="cs.LG"
- * label="…" [api="https://…"] [token-provider="fnName"] [signin-url="/login"]>
- * token-provider: global function (dots allowed) giving a JWT, a Promise of
- * one, or null (default window.followfeedToken); api: default this script's
- * origin. Fires followfeed:change {kind,target,following,followers}.
- * refresh() reloads. Parts: button, status. Vars: --followfeed-accent,
- * -on-accent, -bg. CSP-safe (constructable stylesheet). README has more. */
+/* <followfeed-button kind target [label api token-provider signin-url]>: see
+ * README "Follow buttons". Parts: button, status. Kept under 10,240 bytes. */
 (() => {
-  'use strict';
-  const TAG = 'followfeed-button';
-  if (!window.customElements || customElements.get(TAG)) return;
-  const src = document.currentScript && document.currentScript.src;
-  const ORIGIN = src ? new URL(src, location.href).origin : location.origin;
-  const KINDS = ['researcher', 'category', 'institution', 'paper', 'query'];
-  // [off, on, accessible name's verb]; a search reads as typed.
-  const VERBS = {
-    paper: ['Follow this paper', 'Following this paper', 'Follow the paper'],
-    query: ['Alert me', 'Alert on', 'Alert me of new papers matching'],
-  };
-  const MSG = {
-    follow: 'Could not follow right now; try again.',
-    unfollow: 'Could not unfollow right now; try again.',
-    load: 'Could not load; select the button to retry.',
-    expired: 'Your session expired; sign in again.',
-    signin: 'Sign in to follow',
-    config: 'Misconfigured follow button.',
-    origin: (o) => `This site (${o}) is not allowed to use followfeed's Follow button: add it to CORS_ORIGINS.`,
-  };
-  const CSS = `:host{display:inline-block;vertical-align:middle;
+'use strict';
+const TAG = 'followfeed-button';
+if (!window.customElements || customElements.get(TAG)) return;
+const src = document.currentScript && document.currentScript.src;
+const ORIGIN = src ? new URL(src, location.href).origin : location.origin;
+const KINDS = ['researcher', 'category', 'institution', 'paper', 'query'];
+// [off, on, accessible name's verb]; a search reads as typed.
+const VERBS = {
+  paper: ['Follow this paper', 'Following this paper', 'Follow the paper'],
+  query: ['Alert me', 'Alert on', 'Alert me of new papers matching'],
+};
+const MSG = {
+  load: 'Could not load; select the button to retry.',
+  expired: 'Your session expired; sign in again.',
+  signin: 'Sign in to follow',
+  config: 'Misconfigured follow button.',
+};
+const failed = (verb) => `Could not ${verb} right now; try again.`;
+const CSS = `:host{display:inline-block;vertical-align:middle;
 --_a:var(--followfeed-accent,#1a5fb4);--_on:var(--followfeed-on-accent,#fff);
 --_bg:var(--followfeed-bg,#fff);--_hv:#e7eef9;--_mu:#5f6368;--_er:#b3261e}
 :host([hidden]){display:none}
@@ -47,241 +40,228 @@ button:disabled{opacity:.65}
 --_hv:#28334a;--_mu:#bdc1c6;--_er:#f2b8b5}}
 @media (forced-colors:active){button[aria-pressed=true]{border-width:3px}}
 @media (prefers-reduced-motion:no-preference){button{transition:background-color .15s,color .15s}}`;
-  let sheet;
-  const nf = new Intl.NumberFormat();
+let sheet;
+const nf = new Intl.NumberFormat();
 
-  // The detail of an RFC 9457 problem body, or ''.
-  const problem = async (res) => {
+// The detail of an RFC 9457 problem body, or ''.
+const problem = async (res) => {
+  try {
+    const p = /json/i.test(res.headers.get('Content-Type')) && await res.json();
+    return typeof p?.detail === 'string' ? p.detail.trim() : '';
+  } catch {
+    return '';
+  }
+};
+
+const el = (root, tag, cls, attrs) => {
+  const e = root.appendChild(document.createElement(tag));
+  e.className = cls;
+  for (const k in attrs) e.setAttribute(k, attrs[k]);
+  return e;
+};
+
+class FollowfeedButton extends HTMLElement {
+  static observedAttributes = ['kind', 'target', 'label', 'token-provider', 'api'];
+
+  constructor() {
+    super();
+    const root = this.attachShadow({ mode: 'open' });
+    if (!sheet) (sheet = new CSSStyleSheet()).replaceSync(CSS);
+    root.adoptedStyleSheets = [sheet];
+    const w = el(root, 'div', 'w');
+    // The status line (its messages) describes the button.
+    this._b = el(w, 'button', 'b', { type: 'button', part: 'button', 'aria-describedby': 's' });
+    this._s = el(w, 'div', 's', { id: 's', part: 'status', role: 'status', 'aria-live': 'polite' });
+    this._b.addEventListener('click', () => this._click());
+    this._st = { loading: true, followers: null, name: '' };
+    this._gen = 0;
+    this._render();
+  }
+
+  get following() { return !!this._st.following; }
+  get followers() { return this._st.followers; }
+
+  connectedCallback() { this.refresh(); }
+
+  disconnectedCallback() { this._gen++; this._ac?.abort(); }
+
+  attributeChangedCallback(name, old, val) {
+    if (old === val || !this.isConnected) return;
+    if (name === 'label') return this._render();
+    if (this._queued) return; // one reload for several changes
+    this._queued = true;
+    queueMicrotask(() => {
+      this._queued = false;
+      if (this.isConnected) this.refresh();
+    });
+  }
+
+  _a(name) { return this.getAttribute(name) || ''; }
+
+  async _token() {
+    let owner, fn = window;
+    for (const k of (this._a('token-provider') || 'followfeedToken').split('.')) {
+      owner = fn;
+      fn = fn?.[k];
+    }
     try {
-      if (!/json/i.test(res.headers.get('Content-Type') || '')) return '';
-      const p = await res.json();
-      return p && typeof p.detail === 'string' ? p.detail.trim() : '';
+      const tok = await (typeof fn === 'function' ? fn.call(owner) : fn);
+      return typeof tok === 'string' && tok ? tok : null;
     } catch {
-      return '';
-    }
-  };
-
-  class FollowfeedButton extends HTMLElement {
-    static get observedAttributes() {
-      return ['kind', 'target', 'label', 'token-provider', 'api'];
-    }
-
-    constructor() {
-      super();
-      const root = this.attachShadow({ mode: 'open' });
-      if (!sheet) (sheet = new CSSStyleSheet()).replaceSync(CSS);
-      root.adoptedStyleSheets = [sheet];
-      const el = (tag, cls, attrs) => {
-        const e = document.createElement(tag);
-        e.className = cls;
-        for (const k in attrs) e.setAttribute(k, attrs[k]);
-        return e;
-      };
-      const w = el('div', 'w', {});
-      this._b = el('button', 'b', { type: 'button', part: 'button' });
-      this._s = el('div', 's', { part: 'status', role: 'status', 'aria-live': 'polite' });
-      w.append(this._b, this._s);
-      root.append(w);
-      this._b.addEventListener('click', () => this._click());
-      this._st = { loading: true, failed: false, signedIn: false, following: false, followers: null, name: '' };
-      this._gen = 0;
-      this._render();
-    }
-
-    get following() { return !!this._st.following; }
-    get followers() { return this._st.followers; }
-
-    connectedCallback() { this.refresh(); }
-
-    disconnectedCallback() {
-      this._gen++;
-      this._ac?.abort();
-    }
-
-    attributeChangedCallback(name, old, val) {
-      if (old === val || !this.isConnected) return;
-      if (name === 'label') return this._render();
-      if (this._queued) return; // one reload for several changes
-      this._queued = true;
-      queueMicrotask(() => {
-        this._queued = false;
-        if (this.isConnected) this.refresh();
-      });
-    }
-
-    _a(name) { return this.getAttribute(name) || ''; }
-
-    async _token() {
-      let owner = window;
-      let fn = window;
-      for (const k of (this._a('token-provider') || 'followfeedToken').split('.')) {
-        owner = fn;
-        fn = fn == null ? undefined : fn[k];
-      }
-      try {
-        const tok = await (typeof fn === 'function' ? fn.call(owner) : fn);
-        return typeof tok === 'string' && tok ? tok : null;
-      } catch {
-        return null;
-      }
-    }
-
-    _api() { return (this._a('api') || ORIGIN).replace(/\/+$/, ''); }
-
-    _req(method, path, token) {
-      const api = this._api();
-      const headers = { Accept: 'application/json' };
-      if (token) headers.Authorization = `Bearer ${token}`;
-      return fetch(`${api}/v1/${path}/${this._a('kind')}/${encodeURIComponent(this._a('target'))}`,
-        { method, headers, signal: this._ac.signal, credentials: 'omit', cache: 'no-store' });
-    }
-
-    async refresh() {
-      const gen = ++this._gen;
-      this._ac?.abort();
-      this._ac = new AbortController();
-      this._busy = false;
-      const st = this._st;
-      Object.assign(st, { loading: true, failed: false, signedIn: false, following: false, followers: null });
-      this._status('');
-      let msg = '';
-      if (!KINDS.includes(this._a('kind')) || !this._a('target')) {
-        st.failed = true;
-        msg = MSG.config;
-      } else {
-        this._render();
-        const token = await this._token();
-        if (gen !== this._gen) return;
-        try {
-          const res = await this._req('GET', 'follows', token);
-          if (res.status === 401 && token) {
-            msg = MSG.expired;
-          } else if (!res.ok) {
-            st.failed = true;
-            msg = (await problem(res)) || MSG.load;
-          } else {
-            this._apply(await res.json());
-            st.signedIn = !!token;
-          }
-        } catch {
-          st.failed = true;
-          msg = (await this._refused()) ? MSG.origin(location.origin) : MSG.load;
-        }
-        if (gen !== this._gen) return;
-      }
-      st.loading = false;
-      this._render();
-      this._status(msg, true);
-    }
-
-    _apply(d) {
-      const st = this._st;
-      if (!d) return;
-      if (typeof d.followers === 'number') st.followers = d.followers_hidden ? null : Math.max(0, d.followers);
-      if (typeof d.following === 'boolean') st.following = d.following;
-      if (typeof d.name === 'string') st.name = d.name;
-    }
-
-    async _click() {
-      const st = this._st;
-      if (st.loading || this._busy) return;
-      if (st.failed) return this.refresh();
-      if (!st.signedIn) return this._signin();
-
-      // Optimistic: show the change at once, roll back on failure.
-      const gen = this._gen;
-      const prev = { following: st.following, followers: st.followers };
-      const next = !st.following;
-      this._busy = true;
-      st.following = next;
-      if (st.followers !== null) st.followers = Math.max(0, st.followers + (next ? 1 : -1));
-      this._status('');
-      this._render();
-
-      const fail = MSG[next ? 'follow' : 'unfollow'];
-      let msg = MSG.expired;
-      const token = await this._token();
-      if (token) {
-        try {
-          const res = await this._req(next ? 'PUT' : 'DELETE', 'me/follows', token);
-          if (res.status === 401) msg = MSG.expired;
-          else msg = res.ok ? '' : (await problem(res)) || fail;
-        } catch {
-          msg = (await this._refused()) ? MSG.origin(location.origin) : fail;
-        }
-      }
-      if (gen !== this._gen) return;
-      if (msg) {
-        Object.assign(st, prev);
-        if (msg === MSG.expired) st.signedIn = false;
-      } else {
-        // Re-read the true count; keep the optimistic state if that fails.
-        try {
-          const res = await this._req('GET', 'follows', token);
-          if (res.ok) this._apply(await res.json());
-        } catch {} // the change itself succeeded
-        if (gen !== this._gen) return;
-      }
-      this._busy = false;
-      this._render();
-      this._status(msg, true);
-      if (msg) return;
-      this.dispatchEvent(new CustomEvent('followfeed:change', {
-        bubbles: true,
-        composed: true,
-        detail: { kind: this._a('kind'), target: this._a('target'), following: st.following, followers: st.followers },
-      }));
-    }
-
-    // A failed fetch, yet an opaque no-cors probe gets through: the
-    // browser withheld the answer (origin not in CORS_ORIGINS).
-    async _refused() {
-      const api = this._api();
-      if (new URL(api, location.href).origin === location.origin) return false;
-      try {
-        await fetch(api + '/healthz', { mode: 'no-cors', cache: 'no-store', signal: this._ac.signal });
-      } catch {
-        return false;
-      }
-      return true;
-    }
-
-    _signin() {
-      try {
-        const u = new URL(this._a('signin-url'), location.href);
-        if (this._a('signin-url') && /^https?:$/.test(u.protocol)) {
-          u.searchParams.set('return', location.href);
-          return location.assign(u.href);
-        }
-      } catch {} // a bad URL gets the message
-      this._status(MSG.signin);
-    }
-
-    _status(text, error) {
-      this._s.textContent = text;
-      this._s.classList.toggle('e', !!(error && text));
-    }
-
-    _render() {
-      const st = this._st;
-      const b = this._b;
-      const n = st.followers;
-      const on = st.signedIn && st.following;
-      const verbs = VERBS[this._a('kind')] || ['Follow', 'Following'];
-      const verb = on ? verbs[1] : verbs[0];
-      b.disabled = st.loading;
-      // Busy while a click is sent too (clicks then are ignored).
-      if (st.loading || this._busy) b.setAttribute('aria-busy', 'true');
-      else b.removeAttribute('aria-busy');
-      b.setAttribute('aria-pressed', String(on));
-      b.textContent = st.loading || n === null ? verb : `${verb} · ${nf.format(n)}`;
-      const q = this._a('kind') === 'query';
-      const name = this._a('label') || (!q && st.name) || this._a('target');
-      const count = n === null ? '' : ` (${nf.format(n)} follower${n === 1 ? '' : 's'})`;
-      // A toggle's name stays put; aria-pressed tells the state.
-      b.setAttribute('aria-label', `${verbs[2] || verbs[0]} ${name}${count}`);
+      return null;
     }
   }
 
-  customElements.define(TAG, FollowfeedButton);
+  _api() { return (this._a('api') || ORIGIN).replace(/\/+$/, ''); }
+
+  _req(method, path, token) {
+    const headers = { Accept: 'application/json', ...token && { Authorization: `Bearer ${token}` } };
+    return fetch(`${this._api()}/v1/${path}/${this._a('kind')}/${encodeURIComponent(this._a('target'))}`,
+      { method, headers, signal: this._ac.signal, credentials: 'omit', cache: 'no-store' });
+  }
+
+  async refresh() {
+    const gen = ++this._gen;
+    this._ac?.abort();
+    this._ac = new AbortController();
+    this._busy = false;
+    const st = this._st;
+    Object.assign(st, { loading: true, failed: false, signedIn: false, following: false, followers: null });
+    this._status('');
+    let msg = '';
+    if (!KINDS.includes(this._a('kind')) || !this._a('target')) {
+      st.failed = true;
+      msg = MSG.config;
+    } else {
+      this._render();
+      const token = await this._token();
+      if (gen !== this._gen) return;
+      try {
+        const res = await this._req('GET', 'follows', token);
+        if (res.status === 401 && token) {
+          msg = MSG.expired;
+        } else if (!res.ok) {
+          st.failed = true;
+          msg = (await problem(res)) || MSG.load;
+        } else {
+          this._apply(await res.json());
+          st.signedIn = !!token;
+        }
+      } catch {
+        st.failed = true;
+        msg = await this._lost(MSG.load);
+      }
+      if (gen !== this._gen) return;
+    }
+    st.loading = false;
+    this._render();
+    this._status(msg);
+  }
+
+  _apply(d) {
+    const st = this._st;
+    if (typeof d?.followers === 'number') st.followers = d.followers_hidden ? null : Math.max(0, d.followers);
+    if (typeof d?.following === 'boolean') st.following = d.following;
+    if (typeof d?.name === 'string') st.name = d.name;
+  }
+
+  async _click() {
+    const st = this._st;
+    if (st.loading || this._busy) return;
+    if (st.failed) return this.refresh();
+    if (!st.signedIn) return this._signin();
+
+    // Optimistic: show the change at once, roll back on failure.
+    const gen = this._gen;
+    const prev = { following: st.following, followers: st.followers };
+    const next = !st.following;
+    this._busy = true;
+    st.following = next;
+    if (st.followers !== null) st.followers = Math.max(0, st.followers + (next ? 1 : -1));
+    this._status('');
+    this._render();
+
+    const fail = failed(next ? 'follow' : 'unfollow');
+    let msg = MSG.expired;
+    const token = await this._token();
+    if (token) {
+      try {
+        const res = await this._req(next ? 'PUT' : 'DELETE', 'me/follows', token);
+        if (res.status !== 401) msg = res.ok ? '' : (await problem(res)) || fail;
+      } catch {
+        msg = await this._lost(fail);
+      }
+    }
+    if (gen !== this._gen) return;
+    if (msg) {
+      Object.assign(st, prev);
+      if (msg === MSG.expired) st.signedIn = false;
+    } else {
+      // Re-read the true count; keep the optimistic state if that fails.
+      try {
+        const res = await this._req('GET', 'follows', token);
+        if (res.ok) this._apply(await res.json());
+      } catch {} // the change itself succeeded
+      if (gen !== this._gen) return;
+    }
+    this._busy = false;
+    this._render();
+    this._status(msg);
+    if (msg) return;
+    const detail = { kind: this._a('kind'), target: this._a('target'), following: st.following, followers: st.followers };
+    this.dispatchEvent(new CustomEvent('followfeed:change', { bubbles: true, composed: true, detail }));
+  }
+
+  // The message of a failed fetch: msg, or if an opaque no-cors probe gets
+  // through, that the browser withheld the answer (origin not in CORS_ORIGINS).
+  async _lost(msg) {
+    const api = this._api();
+    if (new URL(api, location.href).origin === location.origin) return msg;
+    try {
+      await fetch(api + '/healthz', { mode: 'no-cors', cache: 'no-store', signal: this._ac.signal });
+    } catch {
+      return msg;
+    }
+    return `This site (${location.origin}) is not allowed to use followfeed's Follow button: add it to CORS_ORIGINS.`;
+  }
+
+  _signin() {
+    try {
+      const u = new URL(this._a('signin-url'), location.href);
+      if (this._a('signin-url') && /^https?:$/.test(u.protocol)) {
+        u.searchParams.set('return', location.href);
+        return location.assign(u.href);
+      }
+    } catch {} // a bad URL gets the message
+    this._status(MSG.signin);
+  }
+
+  // Every message is an error but the sign-in hint.
+  _status(text) {
+    this._s.textContent = text;
+    this._s.classList.toggle('e', !!text && text !== MSG.signin);
+  }
+
+  _render() {
+    const st = this._st;
+    const b = this._b;
+    const n = st.followers;
+    const kind = this._a('kind');
+    const verbs = VERBS[kind] || ['Follow', 'Following'];
+    const on = !!(st.signedIn && st.following);
+    const verb = verbs[+on];
+    b.disabled = st.loading;
+    // Busy while a click is sent too (ignoring clicks).
+    if (st.loading || this._busy) b.setAttribute('aria-busy', 'true');
+    else b.removeAttribute('aria-busy');
+    b.setAttribute('aria-pressed', String(on));
+    b.textContent = st.loading || n === null ? verb : `${verb} · ${nf.format(n)}`;
+    const name = this._a('label') || (kind !== 'query' && st.name) || this._a('target');
+    const followers = n === null ? '' : ` (${nf.format(n)} follower${n === 1 ? '' : 's'})`;
+    // A toggle's name stays put; aria-pressed tells the state.
+    b.setAttribute('aria-label', `${verbs[2] || verbs[0]} ${name}${followers}`);
+  }
+}
+
+customElements.define(TAG, FollowfeedButton);
 })();
