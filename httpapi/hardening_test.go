@@ -1,11 +1,13 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -575,6 +577,99 @@ func TestCORSPreflightFromAnotherOrigin(t *testing.T) {
 			if resp.StatusCode != 204 || resp.Header.Get("Access-Control-Allow-Origin") != origins {
 				t.Errorf("preflight from the host: %d", resp.StatusCode)
 			}
+		}
+	}
+}
+
+// rawExchange sends raw, as written, on a new connection to a and reads
+// the answer: its status, Content-Type and body.
+func rawExchange(t *testing.T, a *testapp.App, raw string) (int, string, string) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(a.URL, "http://"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, raw); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("%q: %v", raw, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Content-Type"), string(body)
+}
+
+// TestEveryOwnBadRequestIsAProblem: every 4xx the service's own code
+// decides is problem+json, also for headers carrying what net/http lets
+// through to handlers (a tab inside a value, U+0085 and U+202E in UTF-8, a
+// bare 0x85 byte) on every kind of route, in the headers our code reads
+// (Authorization, If-None-Match, If-Modified-Since, Content-Type, Cookie,
+// X-Forwarded-For from a trusted proxy, Origin) and others, and for a
+// request for "*" (the mux's empty 400 before). What net/http's server
+// refuses before any handler (httpapi.muxProblems' doc lists it: a
+// control character in a header, a request it cannot parse, 501, 505)
+// stays its plain text: http.Server has no hook for it, and this test
+// says so if that changes.
+func TestEveryOwnBadRequestIsAProblem(t *testing.T) {
+	t.Log("hostile: malformed")
+	t.Parallel()
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0", "TRUSTED_PROXIES", "127.0.0.1/32")
+	tok := testapp.Token(t, "header-prober", "")
+	c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil)
+	var links feedLinks
+	c.Do("GET", "/v1/me/feeds", tok, nil).JSON(t, &links)
+	feed := strings.TrimPrefix(links.Atom, a.URL)
+	requests := []string{"GET /v1/me", "GET /v1/status", "GET " + feed, "GET /settings", "GET /static/app.css",
+		"GET /embed/follow-button.js", "GET /v1/follows/category/cs.LG", "PUT /v1/me/follows/category/cs.LG", "POST /v1/me/follows/category/cs.LG"}
+	headers := []string{"Authorization", "If-None-Match", "If-Modified-Since", "Content-Type", "Cookie", "X-Forwarded-For", "Origin",
+		"Accept", "Accept-Encoding", "Range"}
+	values := map[string]string{"tab": "a\tb", "U+0085": "a\u0085b", "0x85": "a\x85b", "U+202E": "a\u202eb"}
+	for _, req := range requests {
+		for _, h := range headers {
+			for name, v := range values {
+				// Anonymous and signed in; an Authorization header itself
+				// alone and after a good token.
+				lines := []string{h + ": " + v, "Authorization: Bearer " + tok + "\r\n" + h + ": " + v}
+				if h == "Authorization" {
+					lines = []string{h + ": " + v, h + ": Bearer " + tok + v}
+				}
+				for _, l := range lines {
+					raw := req + " HTTP/1.1\r\nHost: x\r\n" + l + "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+					st, ct, body := rawExchange(t, a, raw)
+					if st >= 500 || st >= 400 && ct != "application/problem+json" {
+						t.Errorf("%s with %s %s: %d %q %.200s", req, h, name, st, ct, body)
+					}
+				}
+			}
+		}
+	}
+	// A request for "*" names no resource (OPTIONS * is net/http's 200).
+	if st, ct, body := rawExchange(t, a, "GET * HTTP/1.1\r\nHost: x\r\n\r\n"); st != 400 || ct != "application/problem+json" || !strings.Contains(body, `\"*\" names no resource`) {
+		t.Errorf(`GET *: %d %q %s`, st, ct, body)
+	}
+	if st, _, _ := rawExchange(t, a, "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n"); st != 200 {
+		t.Errorf(`OPTIONS *: %d`, st)
+	}
+	// Before any handler: net/http's own answers, the documented remainder.
+	for raw, want := range map[string]int{
+		"GET /v1/status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\x01b\r\n\r\n":               400,
+		"GET /v1/status HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"a\x7f\"\r\n\r\n":                   400,
+		"GET /v1/status HTTP/1.1\r\nHost: x\r\nX-Any: a\x00b\r\n\r\n":                              400,
+		"GET /v1/status HTTP/1.1\r\nHost: x\r\nBad Name: x\r\n\r\n":                                400,
+		"GET /v1/status HTTP/1.1\r\nHost: x\r\nNo colon\r\n\r\n":                                   400,
+		"GET /v1/%zz HTTP/1.1\r\nHost: x\r\n\r\n":                                                  400,
+		"GET /v1/status HTTP/1.1\r\n\r\n":                                                          400,
+		"GET /v1/status HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n":                                    400,
+		"PUT /v1/me/follows/category/cs.LG HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n":     400,
+		"PUT /v1/me/follows/category/cs.LG HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n": 501,
+		"GET /v1/status HTTP/2.0\r\nHost: x\r\n\r\n":                                               505,
+	} {
+		if st, ct, _ := rawExchange(t, a, raw); st != want || ct != "text/plain; charset=utf-8" {
+			t.Errorf("%q: %d %q; net/http answers it with a plain-text %d before any handler (muxProblems' doc)", raw, st, ct, want)
 		}
 	}
 }

@@ -63,10 +63,28 @@ type Options struct {
 const methodNotAllowed apperr.Code = "method-not-allowed"
 
 // muxProblems answers what the mux itself refuses (no such route: 404; a
-// path served for other methods only: 405 with Allow) as problem+json,
-// like every other error, instead of the mux's plain text.
+// path served for other methods only: 405 with Allow; a request for "*",
+// which names no resource: 400) as problem+json, like every other error,
+// instead of the mux's plain text or empty body.
+//
+// What net/http's server refuses before any handler runs stays its own
+// plain-text answer (Content-Type text/plain, Connection: close), since
+// http.Server has no hook for it (conn.serve writes it to the connection
+// when readRequest fails; ErrorLog and ConnState only observe): a request
+// it cannot parse, 400 (a header name or value with a control character —
+// NUL, a C0 control other than tab, DEL —, a header line without a colon,
+// a request line or target it cannot read, a bad Content-Length, a missing,
+// repeated or malformed Host); a header block over MaxHeaderBytes, 431; a
+// Transfer-Encoding other than chunked, 501; an HTTP version other than
+// 1.x, 505. TestEveryOwnBadRequestIsAProblem holds both lists.
 func muxProblems(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.RequestURI == "*" { // not OPTIONS, which net/http answers itself
+			w.Header().Set("Connection", "close") // as the mux does
+			writeProblem(w, Problem{Type: ProblemType(apperr.BadRequest), Title: titles[apperr.BadRequest], Status: http.StatusBadRequest,
+				Detail: `The request target "*" names no resource; ask for a path such as /v1/status.`})
+			return
+		}
 		if _, pattern := mux.Handler(r); pattern != "" {
 			mux.ServeHTTP(w, r)
 			return
