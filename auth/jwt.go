@@ -349,7 +349,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Claims, error) {
 	case !utf8.ValidString(tc.Subject) || strings.ContainsFunc(tc.Subject, unicode.IsControl):
 		return nil, refuse(ReasonClaims, "the sub claim contains a control character (such as NUL); it must be printable text")
 	case kf.demo && tc.Subject != DemoSubject:
-		return nil, refuse(ReasonClaims, "a token signed with the demo key may only name the demo reader %q", DemoSubject)
+		return nil, refuse(ReasonClaims, "a token signed with the demo key may only name the demo user %q", DemoSubject)
 	}
 	start := v.now()
 	if tc.IssuedAt != nil {
@@ -374,7 +374,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Claims, error) {
 	if kf.demo && len(c.Scopes) > 0 {
 		// The demo key is published: it signs in the demo user, never a
 		// service (papers:write pushes papers and registry records).
-		return nil, refuse(ReasonClaims, "a token signed with the demo key carries no scope (it had %q): it signs in the demo reader only; a service token needs a real key (in development: followfeed token --sub host --scope %s)",
+		return nil, refuse(ReasonClaims, "a token signed with the demo key carries no scope (it had %q): it signs in the demo user only; a service token needs a real key (in development: followfeed token --sub host --scope %s)",
 			strings.Join(c.Scopes, " "), ScopePapersWrite)
 	}
 	return c, nil

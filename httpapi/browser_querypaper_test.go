@@ -91,7 +91,7 @@ func TestFollowButtonPaperAndQueryOnTheDemoPage(t *testing.T) {
 	var list struct{ Follows []struct{ Kind, ID string } }
 	c.Do("GET", "/v1/me/follows", demo, nil).JSON(t, &list)
 	if len(list.Follows) != 2 || list.Follows[0].ID != search || list.Follows[1].ID != paperID {
-		t.Errorf("the demo reader's follows: %+v", list.Follows)
+		t.Errorf("the demo user's follows: %+v", list.Follows)
 	}
 	b.ElementScreenshot(ctx, t, "demo-paper-button-on", paperSel)
 	b.ElementScreenshot(ctx, t, "demo-query-button-on", querySel)

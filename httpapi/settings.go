@@ -165,7 +165,7 @@ func (s *Settings) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if claims.IsService() {
 		renderPage(w, r, s.Logger, http.StatusForbidden, "message.html", page{Title: "Sign-in failed",
-			Lines: []string{"Service tokens cannot sign in as a reader."}})
+			Lines: []string{"Service tokens cannot sign in as a user."}})
 		return
 	}
 	if r.Method == http.MethodGet && !s.fromHost(r) {

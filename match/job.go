@@ -187,7 +187,7 @@ func (a affected) join(ctx context.Context, tx pgx.Tx, ks batchKeys, users []int
 func (a affected) unmatched(ctx context.Context, tx pgx.Tx) ([]int64, error) {
 	rows, err := tx.Query(ctx, `SELECT instant_users()`)
 	if err != nil {
-		return nil, fmt.Errorf("reading the readers with instant delivery: %w", err)
+		return nil, fmt.Errorf("reading the users with instant delivery: %w", err)
 	}
 	var rest []int64
 	var u int64
@@ -198,7 +198,7 @@ func (a affected) unmatched(ctx context.Context, tx pgx.Tx) ([]int64, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading the readers with instant delivery: %w", err)
+		return nil, fmt.Errorf("reading the users with instant delivery: %w", err)
 	}
 	return rest, nil
 }
