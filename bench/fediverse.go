@@ -96,35 +96,17 @@ func MeasureFediverse(ctx context.Context, db *database.DB, m *match.Service, re
 		return res, fmt.Errorf("the batch has no researcher keys")
 	}
 	r := mrand.New(mrand.NewPCG(29, 1))
-	inboxIDs := make([]int64, inboxes)
-	fActor, fURL, fInbox := make([]string, followers), make([]string, followers), make([]int64, followers)
+	urls := make([]string, inboxes)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("https://server-%d.bench.example/inbox", i)
+	}
+	fs := make([]fediverse.BulkFollower, followers)
+	for i := range fs {
+		in := r.IntN(inboxes)
+		fs[i] = fediverse.BulkFollower{ActorKey: keys[i%len(keys)], Follower: fmt.Sprintf("https://server-%d.bench.example/users/u%d", in, i), Inbox: in}
+	}
 	if err := db.InTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO ap_actors (key, watermark) SELECT k, $2 FROM unnest($1::text[]) k`, keys, fromSeq-1); err != nil {
-			return err
-		}
-		urls := make([]string, inboxes)
-		hosts := make([]string, inboxes)
-		for i := range urls {
-			hosts[i] = fmt.Sprintf("server-%d.bench.example", i)
-			urls[i] = "https://" + hosts[i] + "/inbox"
-		}
-		rows, err := tx.Query(ctx, `INSERT INTO ap_inboxes (url, host) SELECT * FROM unnest($1::text[], $2::text[]) RETURNING id`, urls, hosts)
-		if err != nil {
-			return err
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return err
-		}
-		copy(inboxIDs, ids)
-		for i := range followers {
-			in := r.IntN(inboxes)
-			fActor[i], fInbox[i] = keys[i%len(keys)], inboxIDs[in]
-			fURL[i] = fmt.Sprintf("https://server-%d.bench.example/users/u%d", in, i)
-		}
-		_, err = tx.Exec(ctx, `
-			INSERT INTO ap_followers (actor_key, follower, inbox_id, personal_id, follow_id)
-			SELECT a, f, i, i, f || '#follow' FROM unnest($1::text[], $2::text[], $3::bigint[]) AS x(a, f, i)`, fActor, fURL, fInbox)
+		_, err := fediverse.BulkLoad(ctx, tx, keys, fromSeq-1, urls, fs)
 		return err
 	}); err != nil {
 		return res, fmt.Errorf("adding fediverse followers: %w", err)
@@ -203,8 +185,9 @@ func MeasureFediverse(ctx context.Context, db *database.DB, m *match.Service, re
 // added (the dataset has none of its own).
 func removeFediverse(ctx context.Context, db *database.DB) {
 	ctx = context.WithoutCancel(ctx)
-	_, _ = db.Pool.Exec(ctx, `DELETE FROM ap_deliveries; DELETE FROM ap_activities; DELETE FROM ap_notes; DELETE FROM ap_followers;
-		DELETE FROM ap_actors; DELETE FROM ap_inboxes; DELETE FROM ap_keys; DELETE FROM river.river_job WHERE kind LIKE 'activitypub_%'`)
+	_ = db.InTx(ctx, func(tx pgx.Tx) error { return fediverse.RemoveAll(ctx, tx) })
+	// The fan-out's and deliveries' jobs are River's rows.
+	_, _ = db.Pool.Exec(ctx, `DELETE FROM river.river_job WHERE kind LIKE 'activitypub_%'`)
 }
 
 // fediverseFigures are the report's figures of a FediverseResult, beside
