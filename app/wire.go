@@ -31,6 +31,7 @@ import (
 	"followfeed/match"
 	"followfeed/notify"
 	"followfeed/openalex"
+	"followfeed/ranking"
 	"followfeed/worker"
 )
 
@@ -51,6 +52,7 @@ type Services struct {
 	registry  *identity.Registry
 	papers    *catalog.Store
 	matcher   *match.Service
+	ranking   *ranking.Service
 	prefs     *notify.Preferences
 	harvester *harvest.Harvester
 	enricher  *harvest.Enricher
@@ -116,6 +118,11 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.registry.LogTo(logger)
 	s.papers.ObserveIdentities(s.registry)
 	s.matcher = match.NewService(db)
+	s.ranking = ranking.New(ranking.Config{DB: db, Enqueuer: s.enqueuer, Matcher: s.matcher, Logger: logger})
+	// A follow made or removed counts a change of the user's ranking (a
+	// user with a model gets it retrained).
+	s.follows.OnFollow(s.ranking.FollowChanged)
+	s.follows.OnUnfollow(s.ranking.FollowChanged)
 	s.prefs = notify.NewPreferences(db, s.addrs, hooks.Now)
 	s.users.OnConfirm(s.prefs.AddressConfirmed)
 	s.addrs.OnDigests(s.prefs)
@@ -307,6 +314,7 @@ func (s *Services) jobs(cfg *config.Config) []worker.Registration {
 	regs := []worker.Registration{
 		worker.Register(&worker.MatchWorker{Match: s.matcher, Logger: s.logger}),
 		worker.Register(&worker.BackfillWorker{Papers: s.papers, Logger: s.logger}),
+		worker.Register(&worker.RankTrainWorker{Ranking: s.ranking, Logger: s.logger}),
 		worker.Register(&worker.ScheduleDigestsWorker{Digester: s.digester, Logger: s.logger}).
 			Every(cfg.DigestScheduleInterval, func() river.JobArgs { return worker.ScheduleDigestsArgs{} }, true),
 		worker.Register(&worker.DigestWorker{Digester: s.digester, Logger: s.logger}),

@@ -83,3 +83,18 @@ func (st *Store) HighSeq(ctx context.Context) (int64, error) {
 	}
 	return w, nil
 }
+
+// NewestIDs returns the ids of the n papers stored last that are not
+// withdrawn, newest first: a backward scan of papers' primary key (ids
+// grow with every paper stored), stopping after n live rows.
+func NewestIDs(ctx context.Context, tx pgx.Tx, n int) ([]int64, error) {
+	rows, err := tx.Query(ctx, `SELECT id FROM papers WHERE deleted_at IS NULL ORDER BY id DESC LIMIT $1`, n)
+	if err != nil {
+		return nil, fmt.Errorf("reading the newest %d papers: %w", n, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("reading the newest %d papers: %w", n, err)
+	}
+	return ids, nil
+}

@@ -137,8 +137,9 @@ type Page struct {
 // Service reads and changes follows. Every change also bumps the user's
 // feed version, so feeds never answer 304 for a stale follow list.
 type Service struct {
-	db    *database.DB
-	hooks []FollowHook
+	db          *database.DB
+	hooks       []FollowHook
+	unfollowing []FollowHook
 }
 
 // FollowHook runs inside the transaction of a follow that Follow created
@@ -150,6 +151,11 @@ type FollowHook func(ctx context.Context, tx pgx.Tx, userID int64, t Target) err
 // OnFollow registers a hook for Follow. Register hooks before serving; the
 // Service is not safe for registering concurrently with Follow.
 func (s *Service) OnFollow(h FollowHook) { s.hooks = append(s.hooks, h) }
+
+// OnUnfollow registers a hook that runs inside the transaction of a
+// follow that Unfollow removed (the user's row locked, the follow gone):
+// package ranking counts the change there. Register hooks before serving.
+func (s *Service) OnUnfollow(h FollowHook) { s.unfollowing = append(s.unfollowing, h) }
 
 // NewService returns the follow service over db.
 func NewService(db *database.DB) *Service { return &Service{db: db} }
@@ -273,6 +279,11 @@ func (s *Service) Unfollow(ctx context.Context, userID int64, t Target) (removed
 		removed = true
 		if _, err := tx.Exec(ctx, `UPDATE follow_counts SET followers = followers - 1 WHERE key = $1`, t.Key()); err != nil {
 			return fmt.Errorf("uncounting follower of %s: %w", t.Key(), err)
+		}
+		for _, h := range s.unfollowing {
+			if err := h(ctx, tx, userID, t); err != nil {
+				return err
+			}
 		}
 		return bumpFeed(ctx, tx, userID)
 	})

@@ -49,6 +49,9 @@ var Owner = map[string]string{
 	"digests":          "notify",
 	"digest_schedules": "notify",
 
+	"feedback":       "ranking",
+	"ranking_models": "ranking",
+
 	"channels":         "channels",
 	"channel_events":   "channels",
 	"channel_attempts": "channels",

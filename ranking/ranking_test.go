@@ -1,0 +1,421 @@
+package ranking_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"followfeed/account"
+	"followfeed/apperr"
+	"followfeed/auth"
+	"followfeed/catalog"
+	"followfeed/database"
+	"followfeed/follow"
+	"followfeed/internal/testdb"
+	"followfeed/internal/testjobs"
+	"followfeed/match"
+	"followfeed/paper"
+	"followfeed/ranking"
+	"followfeed/worker"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// topics are the words of a few subjects: a paper's title and abstract
+// draw from one.
+var topics = map[string][]string{
+	"lensing": {"weak", "lensing", "shear", "cluster", "mass", "maps", "dark", "halo", "cosmic", "convergence"},
+	"pulsar":  {"pulsar", "timing", "neutron", "star", "radio", "glitch", "magnetar", "spin", "millisecond", "binary"},
+	"solar":   {"solar", "flare", "coronal", "loop", "sunspot", "magnetic", "chromosphere", "wind", "eruption", "prominence"},
+	"dust":    {"interstellar", "dust", "grain", "extinction", "polarisation", "infrared", "emission", "molecular", "cloud", "ice"},
+	"galaxy":  {"galaxy", "merger", "stellar", "population", "bulge", "disc", "kinematics", "redshift", "survey", "morphology"},
+}
+
+var generic = []string{"a", "study", "of", "new", "observations", "the", "on", "and", "model", "evidence"}
+
+// env is a database with a paper store, follows, matching, a River
+// enqueuer and the ranking service.
+type env struct {
+	t       *testing.T
+	ctx     context.Context
+	db      *database.DB
+	papers  *catalog.Store
+	follows *follow.Service
+	rank    *ranking.Service
+	rng     *rand.Rand
+	n       int
+	ids     map[string]int64 // arXiv id → papers.id
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	e := &env{t: t, ctx: context.Background(), db: testdb.New(t), rng: rand.New(rand.NewPCG(7, 7)), ids: map[string]int64{}}
+	ins, err := worker.NewInserter(e.db.Pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enq := worker.NewEnqueuer(ins)
+	e.papers = catalog.NewStore(e.db, enq)
+	e.follows = follow.NewService(e.db)
+	e.rank = ranking.New(ranking.Config{DB: e.db, Enqueuer: enq, Matcher: match.NewService(e.db)})
+	e.follows.OnFollow(e.rank.FollowChanged)
+	e.follows.OnUnfollow(e.rank.FollowChanged)
+	return e
+}
+
+func (e *env) user(sub string) int64 {
+	e.t.Helper()
+	u, err := account.NewUsers(e.db).Ensure(e.ctx, &auth.Claims{Subject: sub})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return u.ID
+}
+
+// author is a name with researcher ids.
+type author struct {
+	name string
+	ids  []string
+}
+
+var (
+	ann = author{"Ann One", []string{"host:1"}}
+	bob = author{"Bob Two", []string{"host:2"}}
+)
+
+// paper makes a paper about topic (title and abstract of its words) by
+// authors (strangers when none).
+func (e *env) paper(topic string, authors ...author) paper.Paper {
+	e.n++
+	words := topics[topic]
+	draw := func(n int) string {
+		var w []string
+		for range n {
+			w = append(w, words[e.rng.IntN(len(words))])
+		}
+		w = append(w, generic[e.rng.IntN(len(generic))], generic[e.rng.IntN(len(generic))])
+		e.rng.Shuffle(len(w), func(i, j int) { w[i], w[j] = w[j], w[i] })
+		return strings.Join(w, " ")
+	}
+	if len(authors) == 0 {
+		authors = []author{e.stranger(), e.stranger()}
+	}
+	p := paper.Paper{ArxivID: fmt.Sprintf("2611.%05d", e.n), Version: 1, Title: draw(6), Abstract: draw(40),
+		PrimaryCategory: "astro-ph.CO", Categories: []string{"astro-ph.CO"},
+		SubmittedAt: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(e.n) * time.Minute)}
+	for _, a := range authors {
+		p.Authors = append(p.Authors, paper.Author{Name: a.name, IDs: a.ids})
+	}
+	return p
+}
+
+func (e *env) stranger() author {
+	return author{name: fmt.Sprintf("%c. Stranger%d", 'A'+rune(e.rng.IntN(26)), e.rng.IntN(100000))}
+}
+
+// store ingests papers and returns their arXiv ids.
+func (e *env) store(ps ...paper.Paper) []string {
+	e.t.Helper()
+	if _, err := e.papers.Ingest(e.ctx, ps, catalog.SourcePush); err != nil {
+		e.t.Fatal(err)
+	}
+	var ids []string
+	for _, p := range ps {
+		ids = append(ids, p.ArxivID)
+		err := e.db.InTx(e.ctx, func(tx pgx.Tx) error {
+			id, err := catalog.LiveID(e.ctx, tx, p.ArxivID)
+			e.ids[p.ArxivID] = id
+			return err
+		})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return ids
+}
+
+// background stores n papers of every topic by strangers.
+func (e *env) background(n int) {
+	names := slices.Sorted(func(yield func(string) bool) {
+		for k := range topics {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	var ps []paper.Paper
+	for i := range n {
+		ps = append(ps, e.paper(names[i%len(names)]))
+	}
+	e.store(ps...)
+}
+
+func (e *env) follow(uid int64, kind follow.Kind, id string) {
+	e.t.Helper()
+	t, err := follow.ParseTarget(string(kind), id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, _, err := e.follows.Follow(e.ctx, uid, t, follow.Options{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// ranked returns arXiv ids best first for uid.
+func (e *env) ranked(uid int64, arxivIDs []string) []string {
+	e.t.Helper()
+	ids := make([]int64, len(arxivIDs))
+	back := map[int64]string{}
+	for i, a := range arxivIDs {
+		ids[i] = e.ids[a]
+		back[ids[i]] = a
+	}
+	b, err := e.rank.Rank(e.ctx, map[int64][]int64{uid: ids}, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	b.Order(uid, ids)
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = back[id]
+	}
+	return out
+}
+
+func (e *env) count(sql string, args ...any) int {
+	e.t.Helper()
+	var n int
+	if err := e.db.Pool.QueryRow(e.ctx, sql, args...).Scan(&n); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+func countIn(ids, set []string) int {
+	n := 0
+	for _, id := range ids {
+		if slices.Contains(set, id) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestFeedbackIsRecordedListedAndCleared: Set records one value per user
+// and paper (a change of value replaces it, the same value changes
+// nothing), List pages newest first, None clears; unknown papers, ids and
+// values are refused with errors a person can act on.
+func TestFeedbackIsRecordedListedAndCleared(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	uid, other := e.user("alice"), e.user("bob")
+	ids := e.store(e.paper("lensing"), e.paper("pulsar"), e.paper("solar"))
+	for i, v := range []ranking.Value{ranking.More, ranking.Less, ranking.Saved} {
+		fb, err := e.rank.Set(e.ctx, uid, "arXiv:"+ids[i], v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fb.ArxivID != ids[i] || fb.Value != v || fb.Title == "" || fb.UpdatedAt.IsZero() {
+			t.Errorf("Set %s: %+v", v, fb)
+		}
+	}
+	jobs := testjobs.Count(t, e.db.Pool, worker.RankTrainArgs{}.Kind())
+	if jobs != 3 || e.count(`SELECT changes FROM ranking_models WHERE user_id = $1`, uid) != 3 {
+		t.Errorf("three changes: %d jobs, %d changes", jobs, e.count(`SELECT changes FROM ranking_models WHERE user_id = $1`, uid))
+	}
+	// The same value again: nothing changes, nothing is queued.
+	if _, err := e.rank.Set(e.ctx, uid, ids[0], ranking.More); err != nil {
+		t.Fatal(err)
+	}
+	if n := testjobs.Count(t, e.db.Pool, worker.RankTrainArgs{}.Kind()); n != 3 {
+		t.Errorf("setting the same value queued a job (%d)", n)
+	}
+	// Changing a value replaces it.
+	if _, err := e.rank.Set(e.ctx, uid, ids[0], ranking.Less); err != nil {
+		t.Fatal(err)
+	}
+	page, err := e.rank.List(e.ctx, uid, "", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 2 || page.Items[0].ArxivID != ids[0] || page.Items[0].Value != ranking.Less || page.Next == "" {
+		t.Fatalf("first page: %+v", page)
+	}
+	rest, err := e.rank.List(e.ctx, uid, page.Next, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rest.Items) != 1 || rest.Next != "" || slices.ContainsFunc(page.Items, func(f ranking.Feedback) bool { return f.ArxivID == rest.Items[0].ArxivID }) {
+		t.Errorf("second page: %+v after %+v", rest, page)
+	}
+	// Clearing removes the row; another user sees none of it.
+	if _, err := e.rank.Set(e.ctx, uid, ids[1], ranking.None); err != nil {
+		t.Fatal(err)
+	}
+	if fb, err := e.rank.Get(e.ctx, uid, ids[1]); err != nil || fb.Value != ranking.None {
+		t.Errorf("after clearing: %+v %v", fb, err)
+	}
+	if page, _ := e.rank.List(e.ctx, other, "", 0); len(page.Items) != 0 {
+		t.Errorf("another user's list: %+v", page)
+	}
+
+	for _, c := range []struct {
+		arxivID string
+		code    apperr.Code
+		field   string
+	}{
+		{"2611.99999", apperr.NotFound, ""},
+		{"not an id", apperr.Invalid, "arxiv_id"},
+	} {
+		_, err := e.rank.Set(e.ctx, uid, c.arxivID, ranking.More)
+		ae, ok := apperr.As(err)
+		if !ok || ae.Code != c.code || ae.Field != c.field {
+			t.Errorf("Set on %q: %v, want %s %q", c.arxivID, err, c.code, c.field)
+		}
+	}
+	if _, err := ranking.ParseValue("love"); apperr.CodeOf(err) != apperr.Invalid || !strings.Contains(err.Error(), `"love"`) {
+		t.Errorf("ParseValue(love): %v", err)
+	}
+	if v, err := ranking.ParseValue(" Save "); v != ranking.Saved || err != nil {
+		t.Errorf("ParseValue(save): %q %v", v, err)
+	}
+	if _, err := e.rank.List(e.ctx, uid, "garbage!", 10); apperr.CodeOf(err) != apperr.Invalid {
+		t.Errorf("a cursor List did not make: %v", err)
+	}
+}
+
+// TestColdStartRanksFromFollowsAlone: a user who follows Ann One (lensing
+// papers, with Bob Two) and has said nothing gets a first model from the
+// follows: Bob's paper on another topic and lensing papers by strangers
+// rank above pulsar papers by strangers.
+func TestColdStartRanksFromFollowsAlone(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.background(150)
+	uid := e.user("alice")
+	for range 4 {
+		e.store(e.paper("lensing", ann, bob))
+	}
+	e.follow(uid, follow.Researcher, "host:1")
+	var lensing, pulsar []string
+	for range 5 {
+		lensing = append(lensing, e.store(e.paper("lensing"))...)
+		pulsar = append(pulsar, e.store(e.paper("pulsar"))...)
+	}
+	coauthored := e.store(e.paper("solar", bob, e.stranger()))
+	order := e.ranked(uid, slices.Concat(pulsar, lensing, coauthored))
+	if order[0] != coauthored[0] {
+		t.Errorf("the co-author's paper ranks %d: %q", slices.Index(order, coauthored[0]), order)
+	}
+	if n := countIn(order[1:6], lensing); n != 5 {
+		t.Errorf("%d lensing papers right after it: %q", n, order)
+	}
+	if n := e.count(`SELECT count(*) FROM ranking_models WHERE user_id = $1 AND model IS NOT NULL AND trained = 0`, uid); n != 1 {
+		t.Errorf("the first model was not stored (%d rows)", n)
+	}
+	why, err := e.rank.Rank(e.ctx, map[int64][]int64{uid: {e.ids[coauthored[0]]}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, r := range why.Why(uid, e.ids[coauthored[0]]) {
+		texts = append(texts, r.Text())
+	}
+	if !slices.ContainsFunc(texts, func(s string) bool { return strings.Contains(s, "Bob Two") }) {
+		t.Errorf("why the co-author's paper ranks: %q", texts)
+	}
+}
+
+// TestLessMovesATopicDownAfterTheJob: the user follows Ann, who writes on
+// lensing and pulsars; after five pulsar papers marked "less" and the
+// training job's run, new pulsar papers rank below every lensing one.
+func TestLessMovesATopicDownAfterTheJob(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.background(150)
+	uid := e.user("alice")
+	for range 4 {
+		e.store(e.paper("lensing", ann, e.stranger()), e.paper("pulsar", ann, e.stranger()))
+	}
+	e.follow(uid, follow.Researcher, "host:1")
+	var marked []string
+	for range 5 {
+		marked = append(marked, e.store(e.paper("pulsar"))...)
+	}
+	var lensing, pulsar []string
+	for range 5 {
+		lensing = append(lensing, e.store(e.paper("lensing"))...)
+		pulsar = append(pulsar, e.store(e.paper("pulsar"))...)
+	}
+	cands := slices.Concat(lensing, pulsar)
+	cold := e.ranked(uid, cands)
+	if n := countIn(cold[:5], pulsar); n < 2 {
+		t.Fatalf("cold start: %d pulsar papers in the top 5 (%q); the test needs them there first", n, cold)
+	}
+	for _, id := range marked {
+		if _, err := e.rank.Set(e.ctx, uid, id, ranking.Less); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The stored model is stale until the job retrains it.
+	if n := e.count(`SELECT count(*) FROM ranking_models WHERE user_id = $1 AND trained < changes`, uid); n != 1 {
+		t.Fatalf("after feedback the model is not due for training")
+	}
+	trained, err := e.rank.Train(e.ctx, uid)
+	if err != nil || !trained {
+		t.Fatalf("Train: %v %v", trained, err)
+	}
+	if again, err := e.rank.Train(e.ctx, uid); err != nil || again {
+		t.Errorf("a second Train with nothing new: trained %v, %v", again, err)
+	}
+	after := e.ranked(uid, cands)
+	lastLensing := 0
+	for i, id := range after {
+		if slices.Contains(lensing, id) {
+			lastLensing = i
+		}
+	}
+	if lastLensing != len(lensing)-1 {
+		t.Errorf("after 5 pulsar papers marked less: %q", after)
+	}
+}
+
+// TestFollowChangesRetrainOnlyUsersWithAModel: a follow made or removed
+// counts a change (and queues a job) for a user who has a model, and
+// nothing for one who has none yet.
+func TestFollowChangesRetrainOnlyUsersWithAModel(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ranked, fresh := e.user("ranked"), e.user("fresh")
+	e.store(e.paper("lensing", ann))
+	e.ranked(ranked, nil) // no papers: still a first model
+	if _, err := e.rank.Models(e.ctx, []int64{ranked}); err != nil {
+		t.Fatal(err)
+	}
+	e.follow(ranked, follow.Researcher, "host:1")
+	e.follow(fresh, follow.Researcher, "host:1")
+	if n := e.count(`SELECT count(*) FROM ranking_models WHERE user_id = $1`, fresh); n != 0 {
+		t.Errorf("a follow gave a user without a model a row")
+	}
+	if n := e.count(`SELECT changes FROM ranking_models WHERE user_id = $1`, ranked); n != 1 {
+		t.Errorf("a follow of a ranked user counted %d changes", n)
+	}
+	t1, _ := follow.ParseTarget("researcher", "host:1")
+	if _, err := e.follows.Unfollow(e.ctx, ranked, t1); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count(`SELECT changes FROM ranking_models WHERE user_id = $1`, ranked); n != 2 {
+		t.Errorf("an unfollow counted to %d changes, want 2", n)
+	}
+	if n := testjobs.Count(t, e.db.Pool, worker.RankTrainArgs{}.Kind()); n != 2 {
+		t.Errorf("%d training jobs, want 2", n)
+	}
+	if _, err := e.rank.Train(e.ctx, fresh); err != nil {
+		t.Errorf("training a user without a row: %v", err)
+	}
+}
+
