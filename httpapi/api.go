@@ -136,6 +136,10 @@ type digestJSON struct {
 	SkipNoAnnouncement bool `json:"skip_no_announcement"`
 	// NextAt is when the next daily or weekly digest is due.
 	NextAt *time.Time `json:"next_at,omitempty"`
+	// Order, MaxPapers and KeepFollowed are the budget (notify.DigestSettings).
+	Order        string `json:"order"`
+	MaxPapers    int    `json:"max_papers"`
+	KeepFollowed bool   `json:"keep_followed"`
 }
 
 type meJSON struct {
@@ -151,7 +155,8 @@ type meJSON struct {
 func toMeJSON(u *account.User, p notify.Profile) meJSON {
 	d := digestJSON{Frequency: string(p.Digest.Frequency), Hour: p.Digest.Hour,
 		Weekday: strings.ToLower(p.Digest.Weekday.String()), SendEmpty: p.Digest.SendEmpty,
-		SkipNoAnnouncement: p.Digest.SkipNoAnnouncement}
+		SkipNoAnnouncement: p.Digest.SkipNoAnnouncement,
+		Order:              string(p.Digest.Order), MaxPapers: p.Digest.MaxPapers, KeepFollowed: p.Digest.KeepFollowed}
 	if !p.NextDigestAt.IsZero() {
 		t := p.NextDigestAt.UTC()
 		d.NextAt = &t
@@ -185,7 +190,10 @@ type digestPatch struct {
 	Weekday   *string `json:"weekday"`
 	SendEmpty *bool   `json:"send_empty"`
 	// SkipNoAnnouncement: see digestJSON.
-	SkipNoAnnouncement *bool `json:"skip_no_announcement"`
+	SkipNoAnnouncement *bool   `json:"skip_no_announcement"`
+	Order              *string `json:"order"`
+	MaxPapers          *int    `json:"max_papers"`
+	KeepFollowed       *bool   `json:"keep_followed"`
 }
 
 type mePatch struct {
@@ -202,7 +210,7 @@ func (a *API) patchMe(w http.ResponseWriter, r *http.Request, u *account.User) e
 	patch := notify.ProfilePatch{Email: body.Email, Timezone: body.Timezone}
 	if d := body.Digest; d != nil {
 		patch.Digest = &notify.DigestPatch{Frequency: d.Frequency, Hour: d.Hour, Weekday: d.Weekday, SendEmpty: d.SendEmpty,
-			SkipNoAnnouncement: d.SkipNoAnnouncement}
+			SkipNoAnnouncement: d.SkipNoAnnouncement, Order: d.Order, MaxPapers: d.MaxPapers, KeepFollowed: d.KeepFollowed}
 	}
 	p, err := a.Prefs.Update(r.Context(), u.ID, patch)
 	if err != nil {

@@ -375,6 +375,11 @@ func TestMeProfile(t *testing.T) {
 		!strings.Contains(string(r.Body), `"hour":8`) || strings.Contains(string(r.Body), "next_at") {
 		t.Fatalf("digest settings (unconfirmed address: no next_at): %d %s", r.Status, r.Body)
 	}
+	r = c.Do("PATCH", "/v1/me", tok, map[string]any{"digest": map[string]any{"order": "best", "max_papers": 15}})
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"order":"best"`) || !strings.Contains(string(r.Body), `"max_papers":15`) ||
+		!strings.Contains(string(r.Body), `"keep_followed":true`) || !strings.Contains(string(r.Body), `"frequency":"weekly"`) {
+		t.Fatalf("the budget: %d %s", r.Status, r.Body)
+	}
 	for body, field := range map[string]string{
 		`{"timezone": "Mars/Olympus"}`:               "timezone",
 		`{"email": "not-an-address"}`:                "email",
@@ -383,6 +388,8 @@ func TestMeProfile(t *testing.T) {
 		`{"digest": {"hour": 25}}`:                   "digest.hour",
 		`{"digest": {"weekday": "caturday"}}`:        "digest.weekday",
 		`{"digest": {"frequency": "daily", "x": 1}}`: "x",
+		`{"digest": {"order": "random"}}`:            "digest.order",
+		`{"digest": {"max_papers": 251}}`:            "digest.max_papers",
 	} {
 		r := c.Do("PATCH", "/v1/me", tok, body)
 		var p problem

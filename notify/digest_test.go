@@ -674,9 +674,26 @@ func TestPreferenceValidation(t *testing.T) {
 	bad(notify.ProfilePatch{Digest: &notify.DigestPatch{Hour: i(24)}}, "digest.hour")
 	bad(notify.ProfilePatch{Digest: &notify.DigestPatch{Weekday: s("someday")}}, "digest.weekday")
 	bad(notify.ProfilePatch{Email: s("not an address")}, "email")
+	bad(notify.ProfilePatch{Digest: &notify.DigestPatch{Order: s("random")}}, "digest.order")
+	bad(notify.ProfilePatch{Digest: &notify.DigestPatch{MaxPapers: i(-1)}}, "digest.max_papers")
+	bad(notify.ProfilePatch{Digest: &notify.DigestPatch{MaxPapers: i(notify.MaxPapersLimit + 1)}}, "digest.max_papers")
 	p, err := e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Digest: &notify.DigestPatch{Frequency: s("weekly"), Weekday: s("Fri")}})
 	if err != nil || p.Digest.Weekday != time.Friday || p.NextDigestAt.Weekday() != time.Friday {
 		t.Errorf("weekly on Friday: %+v %v", p, err)
+	}
+	// The budget: newest first, no budget, followed persons kept until
+	// the user says otherwise; each field stays when others change.
+	if p.Digest.Order != notify.OrderNewest || p.Digest.MaxPapers != 0 || !p.Digest.KeepFollowed {
+		t.Errorf("the budget's defaults: %+v", p.Digest)
+	}
+	no := false
+	p, err = e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Digest: &notify.DigestPatch{Order: s(" Best"), MaxPapers: i(12), KeepFollowed: &no}})
+	if err != nil || p.Digest.Order != notify.OrderBest || p.Digest.MaxPapers != 12 || p.Digest.KeepFollowed {
+		t.Errorf("best, 12, followed not kept: %+v %v", p.Digest, err)
+	}
+	p, err = e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Digest: &notify.DigestPatch{Hour: i(9)}})
+	if err != nil || p.Digest.Order != notify.OrderBest || p.Digest.MaxPapers != 12 || p.Digest.KeepFollowed {
+		t.Errorf("another field changed the budget: %+v %v", p.Digest, err)
 	}
 }
 

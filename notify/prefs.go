@@ -38,7 +38,32 @@ type DigestSettings struct {
 	// SkipNoAnnouncement skips an empty digest whose window holds no arXiv
 	// announcement (weekends, holidays) even with SendEmpty; default true.
 	SkipNoAnnouncement bool
+	// Order is how a digest lists its papers: OrderNewest (grouped by
+	// follow, newest first, at most MaxPerGroup per follow and
+	// MaxPerDigest in all) or OrderBest (one list, best first for the
+	// user: package ranking).
+	Order Order
+	// MaxPapers is the budget of a best-first digest (0: none beyond
+	// MaxPapersLimit), and per day of best-first instant alerts and push
+	// channels; it does not apply to OrderNewest.
+	MaxPapers int
+	// KeepFollowed lets new papers of followed persons and followed
+	// papers' events pass the budget (default true).
+	KeepFollowed bool
 }
+
+// Order is the order of a digest's papers.
+type Order string
+
+// The orders.
+const (
+	OrderNewest Order = "newest"
+	OrderBest   Order = "best"
+)
+
+// MaxPapersLimit is the most papers a best-first digest lists (a budget of
+// 0 means this many); it is the candidates a best-first digest ranks.
+const MaxPapersLimit = 250
 
 // Profile is what a user has set about how we reach them.
 type Profile struct {
@@ -62,6 +87,11 @@ type DigestPatch struct {
 	SendEmpty *bool
 	// SkipNoAnnouncement sets DigestSettings.SkipNoAnnouncement.
 	SkipNoAnnouncement *bool
+	// Order, MaxPapers and KeepFollowed set the budget's fields of
+	// DigestSettings.
+	Order        *string
+	MaxPapers    *int
+	KeepFollowed *bool
 }
 
 // ProfilePatch changes a Profile; nil fields stay as they are.
@@ -92,21 +122,24 @@ func NewPreferences(db *database.DB, addrs *account.Addresses, now func() time.T
 }
 
 // A user without a digest_schedules row reads as the table's column defaults
-// (migration 00005): off, 7 o'clock, Monday, no empty digests, none due.
+// (migrations 00005 and 00029): off, 7 o'clock, Monday, no empty digests,
+// none due, newest first with no budget, followed persons kept.
 const profileColumns = `coalesce(u.email, ''), u.email_confirmed_at IS NOT NULL, coalesce(s.reason, ''), u.timezone,
 	coalesce(d.frequency, 'off'), coalesce(d.hour, 7), coalesce(d.weekday, 1), coalesce(d.send_empty, false),
-	coalesce(d.next_at, 'epoch'), coalesce(d.skip_no_announcement, true)`
+	coalesce(d.next_at, 'epoch'), coalesce(d.skip_no_announcement, true),
+	coalesce(d.paper_order, 'newest'), coalesce(d.max_papers, 0), coalesce(d.keep_followed, true)`
 
 const profileFrom = account.UsersSuppressionsSQL + `
 	LEFT JOIN digest_schedules d ON d.user_id = u.id`
 
 func scanProfile(row pgx.Row) (Profile, error) {
 	var p Profile
-	var freq string
+	var freq, order string
 	var weekday int
 	err := row.Scan(&p.Email, &p.EmailConfirmed, &p.Suppressed, &p.Timezone, &freq, &p.Digest.Hour, &weekday,
-		&p.Digest.SendEmpty, &p.NextDigestAt, &p.Digest.SkipNoAnnouncement)
-	p.Digest.Frequency, p.Digest.Weekday = Frequency(freq), time.Weekday(weekday)
+		&p.Digest.SendEmpty, &p.NextDigestAt, &p.Digest.SkipNoAnnouncement,
+		&order, &p.Digest.MaxPapers, &p.Digest.KeepFollowed)
+	p.Digest.Frequency, p.Digest.Weekday, p.Digest.Order = Frequency(freq), time.Weekday(weekday), Order(order)
 	if p.NextDigestAt.Unix() == 0 {
 		p.NextDigestAt = time.Time{}
 	}
@@ -147,14 +180,16 @@ func (p *Preferences) Update(ctx context.Context, userID int64, patch ProfilePat
 		// The user's row lock (above) serialises this with other updates;
 		// the schedule row is created the first time settings are saved.
 		_, err = tx.Exec(ctx, `
-			INSERT INTO digest_schedules AS d (user_id, frequency, hour, weekday, send_empty, next_at, watermark, skip_no_announcement)
-			VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN `+catalog.HighSeqSQL+` ELSE 0 END, $8)
+			INSERT INTO digest_schedules AS d (user_id, frequency, hour, weekday, send_empty, next_at, watermark, skip_no_announcement,
+				paper_order, max_papers, keep_followed)
+			VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN `+catalog.HighSeqSQL+` ELSE 0 END, $8, $9, $10, $11)
 			ON CONFLICT (user_id) DO UPDATE SET
 				frequency = $2, hour = $3, weekday = $4, send_empty = $5, next_at = $6, skip_no_announcement = $8,
+				paper_order = $9, max_papers = $10, keep_followed = $11,
 				watermark = CASE WHEN $7 THEN `+catalog.HighSeqSQL+` ELSE d.watermark END`,
 			userID, string(next.Digest.Frequency), next.Digest.Hour,
 			int(next.Digest.Weekday), next.Digest.SendEmpty, nullTime(next.NextDigestAt), !wasOn && next.Digest.Frequency != Off,
-			next.Digest.SkipNoAnnouncement)
+			next.Digest.SkipNoAnnouncement, string(next.Digest.Order), next.Digest.MaxPapers, next.Digest.KeepFollowed)
 		if err != nil {
 			return fmt.Errorf("updating profile of user %d: %w", userID, err)
 		}
@@ -207,6 +242,23 @@ func applyPatch(pr *Profile, patch ProfilePatch) error {
 		}
 		if d.SkipNoAnnouncement != nil {
 			pr.Digest.SkipNoAnnouncement = *d.SkipNoAnnouncement
+		}
+		if d.Order != nil {
+			switch o := Order(strings.ToLower(strings.TrimSpace(*d.Order))); o {
+			case OrderNewest, OrderBest:
+				pr.Digest.Order = o
+			default:
+				return apperr.InvalidField("digest.order", "%q is not one of newest, best", truncate(*d.Order, 40))
+			}
+		}
+		if d.MaxPapers != nil {
+			if *d.MaxPapers < 0 || *d.MaxPapers > MaxPapersLimit {
+				return apperr.InvalidField("digest.max_papers", "must be from 1 to %d papers, or 0 for no budget", MaxPapersLimit)
+			}
+			pr.Digest.MaxPapers = *d.MaxPapers
+		}
+		if d.KeepFollowed != nil {
+			pr.Digest.KeepFollowed = *d.KeepFollowed
 		}
 	}
 	if pr.Digest.Frequency != Off && pr.Email == "" {
