@@ -365,6 +365,7 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 		Prefs:      s.prefs,
 		Feeds:      s.feeds,
 		Channels:   s.channels,
+		Ranking:    s.ranking,
 		PerIP:      httpapi.NewLimiter(cfg.RateLimitPerIP, int(2*cfg.RateLimitPerIP)+1),
 		PerUser:    httpapi.NewLimiter(cfg.RateLimitPerUser, int(2*cfg.RateLimitPerUser)+1),
 	}

@@ -23,6 +23,7 @@ import (
 	"followfeed/harvest"
 	"followfeed/identity"
 	"followfeed/notify"
+	"followfeed/ranking"
 )
 
 // TokenVerifier checks a bearer token (auth.Verifier implements it).
@@ -45,6 +46,8 @@ type API struct {
 	Prefs    *notify.Preferences
 	Feeds    *feeds.Service
 	Channels *channels.Service
+	// Ranking keeps users' feedback on papers.
+	Ranking *ranking.Service
 	// PerIP and PerUser rate-limit requests (nil: unlimited).
 	PerIP   *Limiter
 	PerUser *Limiter

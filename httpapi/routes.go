@@ -139,6 +139,10 @@ func (p *Product) apiRoutes() []route {
 		{"GET /v1/researchers/{id}/disputes", public(a.listDisputes)},
 		{"POST /v1/me/papers/{arxiv_id}/not-this-person", limitBody(maxJSONBody, user(a.notThisPerson))},
 
+		// A user's feedback on papers (feedback.go).
+		{"PUT /v1/me/papers/{arxiv_id}/feedback", limitBody(maxJSONBody, user(a.putFeedback))},
+		{"GET /v1/me/feedback", user(a.listFeedback)},
+
 		// The sources' health (status.go; its own per-IP limit).
 		{"GET /v1/status", bare(st.statusJSON)},
 		{"GET /openapi.json", bare(serveOpenAPI)},
