@@ -3,6 +3,7 @@ package account
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/url"
@@ -88,6 +89,35 @@ func (a *Addresses) UnsubscribeURL(userID, epoch int64) string {
 func (a *Addresses) DisputeURL(userID, epoch int64, arxivID, researcherID string) string {
 	data := []byte(arxivID + "\x00" + researcherID)
 	return a.abs("/not-this-person/"+a.signer.Sign(auth.Link{Action: auth.ActionDispute, UserID: userID, Epoch: epoch, Data: data}), "", "")
+}
+
+// FeedbackURL is a paper's one-click feedback link in a mail, a feed item
+// or a push message: one user, one paper (papers.id) and one value
+// ("more", "less" or "saved", package ranking's), signed; its page shows
+// a button that records the value, and the link works again to change or
+// undo it. Like every link it dies with the user's link epoch.
+func (a *Addresses) FeedbackURL(userID, epoch, paperID int64, value string) string {
+	data := append(binary.AppendVarint(nil, paperID), value...)
+	return a.abs("/feedback/"+a.signer.Sign(auth.Link{Action: auth.ActionFeedback, UserID: userID, Epoch: epoch, Data: data}), "", "")
+}
+
+// CheckFeedback resolves a FeedbackURL token to its user, paper and value;
+// a forged, malformed or revoked link (or a user since erased) is
+// auth.ErrBadLink.
+func (a *Addresses) CheckFeedback(ctx context.Context, tok string) (userID, paperID int64, value string, err error) {
+	err = a.db.InTx(ctx, func(tx pgx.Tx) error {
+		l, _, err := a.checkLink(ctx, tx, tok, auth.ActionFeedback)
+		if err != nil {
+			return err
+		}
+		id, n := binary.Varint(l.Data)
+		if n <= 0 || id <= 0 || n == len(l.Data) {
+			return auth.ErrBadLink
+		}
+		userID, paperID, value = l.UserID, id, string(l.Data[n:])
+		return nil
+	})
+	return userID, paperID, value, err
 }
 
 // CheckDispute resolves a DisputeURL token to its user, paper and

@@ -2,9 +2,12 @@ package account_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -113,5 +116,47 @@ func TestConfirmationCapsCountMailsNotRequests(t *testing.T) {
 	}
 	if err := setEmail(user("trudy"), "Victim@Example.org"); !limited(err) {
 		t.Errorf("a fourth mail to one address in a day: %v", err)
+	}
+}
+
+// TestFeedbackLinks: a feedback link names one user, one paper and one
+// value; a forged or altered link, a link of another action, and every
+// link after RevokeLinks are auth.ErrBadLink.
+func TestFeedbackLinks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	base, _ := url.Parse("https://followfeed.test/")
+	signer := auth.NewLinkSigner([]byte("0123456789abcdef0123456789abcdef"))
+	addrs := account.NewAddresses(db, signer, base, nil)
+	u, err := account.NewUsers(db).Ensure(ctx, &auth.Claims{Subject: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := addrs.FeedbackURL(u.ID, 1, 4242, "less") // a new user's link epoch is 1
+	tok, ok := strings.CutPrefix(link, "https://followfeed.test/feedback/")
+	if !ok {
+		t.Fatalf("link %s", link)
+	}
+	uid, pid, v, err := addrs.CheckFeedback(ctx, tok)
+	if err != nil || uid != u.ID || pid != 4242 || v != "less" {
+		t.Fatalf("CheckFeedback: %d %d %q %v", uid, pid, v, err)
+	}
+	dispute := strings.TrimPrefix(addrs.DisputeURL(u.ID, 1, "2611.00001", "host:1"), "https://followfeed.test/not-this-person/")
+	for name, bad := range map[string]string{
+		"forged":         tok[:len(tok)-2] + "AA",
+		"another action": dispute,
+		"no value":       signer.Sign(auth.Link{Action: auth.ActionFeedback, UserID: u.ID, Epoch: 1, Data: binary.AppendVarint(nil, 4242)}),
+		"another user":   signer.Sign(auth.Link{Action: auth.ActionFeedback, UserID: u.ID + 1000, Epoch: 1, Data: append(binary.AppendVarint(nil, 4242), "more"...)}),
+	} {
+		if _, _, _, err := addrs.CheckFeedback(ctx, bad); !errors.Is(err, auth.ErrBadLink) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if err := addrs.RevokeLinks(ctx, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := addrs.CheckFeedback(ctx, tok); !errors.Is(err, auth.ErrBadLink) {
+		t.Errorf("after RevokeLinks: %v", err)
 	}
 }

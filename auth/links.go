@@ -25,6 +25,7 @@ const (
 	ActionConfirm     Action = 3 // confirm an email address (double opt-in)
 	ActionSession     Action = 4 // a settings-page session cookie
 	ActionDispute     Action = 5 // "not this person": one paper, one followed researcher
+	ActionFeedback    Action = 6 // "more like this", "less like this", "save": one paper, one value
 )
 
 // ErrBadLink is returned for a link token that is malformed, forged, or for
