@@ -393,6 +393,7 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 	}
 	product := &httpapi.Product{API: api, Feeds: feedRoutes, Status: status, Email: emailPages, Settings: settings, Embed: embed}
 	if s.fediverse != nil {
+		feedRoutes.ActorURL = s.fediverse.ActorURL
 		product.Fediverse = &httpapi.ActivityPubRoutes{Logger: s.logger, Fediverse: s.fediverse, Feeds: s.feeds, PerIP: api.PerIP,
 			Version: version()}
 	}

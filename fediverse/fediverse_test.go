@@ -483,3 +483,67 @@ func TestHookWaitsForAFanoutHoldingTheActor(t *testing.T) {
 		t.Error("after the fan-out cleared it, the batch's hook did not mark the actor due again")
 	}
 }
+
+// TestInboxAcceptsHS2019: a draft-cavage signature naming algorithm
+// "hs2019" (the algorithm is the key's own: RSASSA-PKCS1-v1_5 with SHA-256
+// for an RSA key, as Mastodon verifies it and go-fed/httpsig-based servers
+// such as GoToSocial send it) is accepted: over a Date, and over (created)
+// and (expires) without a Date header. The follow is stored and its Accept
+// reaches the peer; a (created) older than MaxClockSkew is refused as a
+// stale Date is, and stores nothing.
+func TestInboxAcceptsHS2019(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	actor := e.actor("cs.LG")
+	target := e.base + fediverse.ActorPrefix + "cs.LG/inbox"
+	followOf := func(name string) map[string]any {
+		return map[string]any{"@context": "https://www.w3.org/ns/activitystreams", "id": e.peer.ActorID(name) + "#follow",
+			"type": "Follow", "actor": e.peer.ActorID(name), "object": actor.ID}
+	}
+	for _, c := range []struct {
+		name    string
+		signing fakefed.Signing
+		covers  string
+	}{
+		{"alice", fakefed.HS2019, `headers="(request-target) host date digest content-type"`},
+		{"bob", fakefed.HS2019Created, `headers="(request-target) host (created) (expires) digest content-type"`},
+	} {
+		e.peer.SignWith(c.signing)
+		req, _, err := e.peer.Signed(c.name, target, followOf(c.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sig := req.Header.Get("Signature"); !strings.Contains(sig, `algorithm="hs2019"`) || !strings.Contains(sig, c.covers) {
+			t.Fatalf("the peer signed %q", sig)
+		}
+		if err := e.svc.Receive(e.ctx, "cs.LG", signed(t, req)); err != nil {
+			t.Errorf("%s's Follow signed with hs2019 (%s): %v", c.name, c.covers, err)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM ap_followers`); n != 2 {
+		t.Fatalf("%d followers, want both", n)
+	}
+	if errs := e.deliver(); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	accepted := map[string]bool{}
+	for _, r := range e.peer.Received() {
+		if r.Type() == "Accept" {
+			accepted[r.Inbox] = true
+		}
+	}
+	if !accepted["/users/alice/inbox"] || !accepted["/users/bob/inbox"] {
+		t.Errorf("Accepts reached %v, want alice's and bob's inboxes", accepted)
+	}
+
+	// Thirteen hours on (followfeed's clock), a (created) of now-13h is
+	// stale.
+	req, _, _ := e.peer.Signed("carol", target, followOf("carol"))
+	e.clk.Add(fediverse.MaxClockSkew + time.Hour)
+	if err := e.svc.Receive(e.ctx, "cs.LG", signed(t, req)); apperr.CodeOf(err) != apperr.Unauthorized || !strings.Contains(err.Error(), "12 hours") {
+		t.Errorf("a (created) 13 hours old: %v, want a 401 saying it is stale", err)
+	}
+	if n := e.count(`SELECT count(*) FROM ap_followers`); n != 2 {
+		t.Errorf("%d followers after the stale Follow, want still 2", n)
+	}
+}

@@ -211,6 +211,9 @@ func atomDoc(f *Feed) ([]byte, error) {
 	if f.HTMLURL != "" {
 		w.link(1, f.HTMLURL, "alternate", "text/html", "")
 	}
+	if f.ActorURL != "" {
+		w.link(1, f.ActorURL, "alternate", ContentTypeActivity, "")
+	}
 	if f.HubURL != "" {
 		w.link(1, f.HubURL, "hub", "", "")
 	}
@@ -237,8 +240,10 @@ const xmlHeader = `<?xml version="1.0" encoding="UTF-8"?>` + "\n"
 //
 // The feed has <id>=ID, <title>, <subtitle> (when set), <updated> (RFC 3339,
 // UTC), xml:lang=Language (when set), <link rel="self"
-// type="application/atom+xml">, <link rel="alternate" type="text/html"> and
-// <link rel="hub"> (each when its URL is set) and <generator>followfeed</generator>.
+// type="application/atom+xml">, <link rel="alternate" type="text/html">,
+// the ActivityPub actor as <link rel="alternate"
+// type="application/activity+json"> and <link rel="hub"> (each when its URL
+// is set) and <generator>followfeed</generator>.
 // Each entry has <id>, <title>, <updated>, <published>, one <author><name>
 // per author (a single "arXiv" author when there are none), <summary
 // type="text"> (when set), <content type="html"> holding the HTML body

@@ -97,6 +97,9 @@ func refAtomDoc(f *Feed) ([]byte, error) {
 	if f.HTMLURL != "" {
 		doc.Links = append(doc.Links, newRefAtomLink(f.HTMLURL, "alternate", "text/html", ""))
 	}
+	if f.ActorURL != "" {
+		doc.Links = append(doc.Links, newRefAtomLink(f.ActorURL, "alternate", "application/activity+json", ""))
+	}
 	if f.HubURL != "" {
 		doc.Links = append(doc.Links, newRefAtomLink(f.HubURL, "hub", "", ""))
 	}
@@ -140,6 +143,7 @@ func TestAtomWriterMatchesEncodingXML(t *testing.T) {
 	sameAsReference(t, bigFeed(50, 1500))
 	sameAsReference(t, Feed{})
 	sameAsReference(t, Feed{Title: "no items", Language: "en-GB", HubURL: "https://hub/"})
+	sameAsReference(t, Feed{Title: "an actor", ActorURL: "https://f.example/ap/actors/cs.LG?<&>"})
 	sameAsReference(t, Feed{Items: []Item{{}, {Authors: []string{"", "A"}, Categories: []string{"", "x"}}}})
 	sameAsReference(t, Feed{Title: strings.Repeat("\x00\x7f\u0085\ufffd\ufffe\uffff\xed\xa0\x80\xff<&>\"'\t\r\n", 3),
 		Items: []Item{{Title: "\U0010FFFF\U00010000", Summary: "\x01 \u2028", Published: time.Unix(1, 0)}}})
@@ -154,7 +158,7 @@ func FuzzAtomWriter(f *testing.F) {
 	f.Add("\xed\xa0\x80", "\u2028\u2029", "\"'", "a b", "\x7f")
 	f.Fuzz(func(t *testing.T, title, summary, author, category, lang string) {
 		sameAsReference(t, Feed{
-			ID: title, Title: title, Subtitle: summary, SelfURL: author, HTMLURL: category, HubURL: lang, Language: lang,
+			ID: title, Title: title, Subtitle: summary, SelfURL: author, HTMLURL: category, HubURL: lang, Language: lang, ActorURL: summary,
 			Items: []Item{{ID: summary, Title: title, Summary: summary, Content: author,
 				Authors: []string{author, title}, Categories: []string{category}, AbsURL: lang, PDFURL: category}},
 		})

@@ -54,6 +54,9 @@ const (
 	ContentTypeJSON = "application/feed+json; charset=utf-8"
 	// ContentTypeOPML is the Content-Type of RenderOPML output.
 	ContentTypeOPML = "text/x-opml; charset=utf-8"
+	// ContentTypeActivity is the type of the Atom and RSS link to a feed's
+	// ActivityPub actor (Feed.ActorURL).
+	ContentTypeActivity = "application/activity+json"
 )
 
 // JSONFeedVersion is the value of the "version" member of every JSON Feed
@@ -94,6 +97,11 @@ type Feed struct {
 	HTMLURL string
 	// HubURL is the WebSub hub (rel="hub"); omitted when "".
 	HubURL string
+	// ActorURL is the feed's ActivityPub actor (ACTIVITYPUB=on), which
+	// Atom and RSS link as rel="alternate" type="application/activity+json"
+	// (ContentTypeActivity); omitted when "". JSON Feed has no place for
+	// it.
+	ActorURL string
 	// Updated is the newest item's Updated, computed by the caller. Zero
 	// renders as 1970-01-01T00:00:00Z (never the current time).
 	Updated time.Time
@@ -232,6 +240,7 @@ func normalizeFeed(f Feed) Feed {
 		SelfURL:  cleanText(f.SelfURL),
 		HTMLURL:  cleanText(f.HTMLURL),
 		HubURL:   cleanText(f.HubURL),
+		ActorURL: cleanText(f.ActorURL),
 		Updated:  utcSecond(f.Updated),
 		Language: cleanText(f.Language),
 	}

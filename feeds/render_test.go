@@ -268,6 +268,53 @@ func TestRenderRSSParses(t *testing.T) {
 	}
 }
 
+// TestActorLink: a feed's ActivityPub actor (ACTIVITYPUB=on) is, as an
+// independent parser (gofeed) reads the documents, an Atom <link
+// rel="alternate" type="application/activity+json"> after the HTML page's
+// (feed readers take the first alternate as the feed's site, which stays
+// the page) and an RSS <atom:link> of the same rel and type; JSON Feed has
+// no place for it. Without an ActorURL no document names the type.
+func TestActorLink(t *testing.T) {
+	const actor = "https://followfeed.example/ap/actors/orcid_0000-0002-1825-0097"
+	src := sampleFeed()
+	src.ActorURL = actor
+
+	f := parseFeed(t, mustRender(t, RenderAtom, src))
+	var alternates []*atom.Link
+	for _, l := range f.OriginalFeed().(*atom.Feed).Links {
+		if l.Rel == "alternate" {
+			alternates = append(alternates, l)
+		}
+	}
+	if len(alternates) != 2 || alternates[0].Type != "text/html" || alternates[0].Href != src.HTMLURL ||
+		alternates[1].Type != "application/activity+json" || alternates[1].Href != actor {
+		t.Errorf("atom alternate links = %+v %+v, want the page's then the actor's", alternates[0], alternates[len(alternates)-1])
+	}
+	wantEq(t, "atom site link", f.Link, src.HTMLURL)
+	wantEq(t, "atom self link", f.FeedLink, src.SelfURL)
+
+	f = parseFeed(t, mustRender(t, RenderRSS, src))
+	var got []map[string]string
+	for _, l := range f.OriginalFeed().(*rss.Feed).Extensions["atom"]["link"] {
+		if l.Attrs["rel"] == "alternate" {
+			got = append(got, l.Attrs)
+		}
+	}
+	if len(got) != 1 || got[0]["href"] != actor || got[0]["type"] != "application/activity+json" {
+		t.Errorf("rss atom:link rel=alternate = %v, want the actor's", got)
+	}
+	wantEq(t, "rss site link", f.Link, src.HTMLURL)
+
+	if with, without := mustRender(t, RenderJSON, src), mustRender(t, RenderJSON, sampleFeed()); !bytes.Equal(with, without) {
+		t.Error("JSON Feed changed with an ActorURL")
+	}
+	for _, r := range allFormats {
+		if out := mustRender(t, r.render, sampleFeed()); bytes.Contains(out, []byte("activity+json")) {
+			t.Errorf("%s names an actor without ActorURL", r.name)
+		}
+	}
+}
+
 func TestRenderJSONParses(t *testing.T) {
 	src := sampleFeed()
 	out := mustRender(t, RenderJSON, src)

@@ -80,6 +80,9 @@ func rssDocument(f *Feed) ([]byte, error) {
 	if f.SelfURL != "" {
 		ch.AtomLinks = append(ch.AtomLinks, rssAtomLink{Href: f.SelfURL, Rel: "self", Type: "application/rss+xml"})
 	}
+	if f.ActorURL != "" {
+		ch.AtomLinks = append(ch.AtomLinks, rssAtomLink{Href: f.ActorURL, Rel: "alternate", Type: ContentTypeActivity})
+	}
 	if f.HubURL != "" {
 		ch.AtomLinks = append(ch.AtomLinks, rssAtomLink{Href: f.HubURL, Rel: "hub"})
 	}
@@ -99,7 +102,9 @@ func rssItemCost(_ *Feed, it *Item) (int, error) {
 // The channel has title, link (HTMLURL, else SelfURL), description
 // (Subtitle, else Title), language (when set), lastBuildDate (RFC 1123 with
 // numeric zone, UTC), generator, <atom:link rel="self"
-// type="application/rss+xml"> and <atom:link rel="hub"> (each when set).
+// type="application/rss+xml">, the ActivityPub actor as <atom:link
+// rel="alternate" type="application/activity+json"> and <atom:link
+// rel="hub"> (each when set).
 // Each item has <guid isPermaLink="false">ID</guid>, title (plain text), link
 // (AbsURL), one <dc:creator> with every author, comma-separated, as arXiv's
 // own RSS does (feed readers such as newsboat and Miniflux show only one creator;

@@ -35,16 +35,21 @@ type ActivityPubRoutes struct {
 // (WebFinger, NodeInfo), the actors, their inboxes (signed requests only),
 // outboxes and collections, notes and activities. Its middleware:
 //
-//	limited  the per-IP limit (ActivityPubRoutes.limited)
-//	bare     the actors' icon, a static image
+//	limitBody  an inbox's cap, fediverse.MaxActivityBytes: 413 before
+//	           anything else runs, as on every route that takes a body
+//	limited    the per-IP limit (ActivityPubRoutes.limited)
+//	bare       the actors' icon, a static image
+//
+// openapi.json documents every route here (tag fediverse); they exist
+// only with ACTIVITYPUB=on.
 func (h *ActivityPubRoutes) fediverseRoutes() []route {
 	return []route{
 		{"GET /.well-known/webfinger", h.limited(h.webfinger)},
 		{"GET /.well-known/nodeinfo", h.limited(h.nodeinfoLinks)},
 		{"GET /nodeinfo/2.1", h.limited(h.nodeinfo)},
 		{"GET " + fediverse.ActorPrefix + "{handle}", h.limited(h.actor)},
-		{"POST " + fediverse.ActorPrefix + "{handle}/inbox", h.limited(h.inbox)},
-		{"POST " + fediverse.SharedInbox, h.limited(h.inbox)},
+		{"POST " + fediverse.ActorPrefix + "{handle}/inbox", limitBody(fediverse.MaxActivityBytes, h.limited(h.inbox))},
+		{"POST " + fediverse.SharedInbox, limitBody(fediverse.MaxActivityBytes, h.limited(h.inbox))},
 		{"GET " + fediverse.ActorPrefix + "{handle}/outbox", h.limited(h.outbox)},
 		{"GET " + fediverse.ActorPrefix + "{handle}/followers", h.limited(h.collection)},
 		{"GET " + fediverse.ActorPrefix + "{handle}/following", h.limited(h.collection)},
@@ -66,14 +71,16 @@ func (h *ActivityPubRoutes) limited(next http.HandlerFunc) http.HandlerFunc {
 }
 
 // writeActivityJSON answers an ActivityPub document in the media type the
-// client asked for (application/ld+json with the ActivityStreams profile,
-// else application/activity+json).
+// client asked for: application/ld+json with the ActivityStreams profile,
+// exactly as ActivityPub (§3.2) writes it and openapi.json documents it
+// (JSON is UTF-8 by definition: no charset parameter), else
+// application/activity+json; charset=utf-8, as Mastodon serves it.
 func writeActivityJSON(w http.ResponseWriter, r *http.Request, status int, body []byte) {
-	ct := fediverse.ContentTypeActivity
+	ct := fediverse.ContentTypeActivity + "; charset=utf-8"
 	if strings.Contains(r.Header.Get("Accept"), "application/ld+json") && !strings.Contains(r.Header.Get("Accept"), fediverse.ContentTypeActivity) {
 		ct = fediverse.ContentTypeLD
 	}
-	w.Header().Set("Content-Type", ct+"; charset=utf-8")
+	w.Header().Set("Content-Type", ct)
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	w.Header().Add("Vary", "Accept")
 	w.WriteHeader(status)
@@ -192,12 +199,13 @@ func (h *ActivityPubRoutes) actor(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *ActivityPubRoutes) inbox(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, fediverse.MaxActivityBytes))
+	// Capped by its route (limitBody): a body that goes on past
+	// fediverse.MaxActivityBytes fails the read with an
+	// *http.MaxBytesError, which writeError answers 413.
+	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			err = apperr.New(apperr.TooLarge, "an activity is at most %d KiB", fediverse.MaxActivityBytes>>10)
-		} else {
+		if !errors.As(err, &mbe) {
 			err = apperr.New(apperr.BadRequest, "the body could not be read")
 		}
 		writeError(w, r, h.Logger, err)

@@ -1,15 +1,20 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"html"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mmcdole/gofeed"
+	"github.com/mmcdole/gofeed/atom"
 
 	"followfeed/internal/fake/fediverse"
 	"followfeed/internal/testapp"
@@ -29,24 +34,23 @@ func startFediverse(t *testing.T, overrides ...string) (*testapp.App, *testapp.C
 	return a, c, peer
 }
 
-// apGet fetches an ActivityPub document (not through testapp's client:
-// these routes are the fediverse's protocol, not the host's API, and are
-// not in openapi.json).
-func apGet(t *testing.T, rawURL, accept string) (int, http.Header, map[string]any) {
+// apGet fetches a document of a's fediverse routes through testapp's
+// client, which checks the answer against openapi.json, and decodes it
+// when it is JSON.
+func apGet(t *testing.T, a *testapp.App, c *testapp.Client, rawURL, accept string) (int, http.Header, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", rawURL, nil)
+	path, ok := strings.CutPrefix(rawURL, a.URL)
+	if !ok {
+		t.Fatalf("%s is not the service's", rawURL)
+	}
+	var headers []string
 	if accept != "" {
-		req.Header.Set("Accept", accept)
+		headers = []string{"Accept", accept}
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	r := c.Do("GET", path, "", nil, headers...)
 	var doc map[string]any
-	_ = json.Unmarshal(b, &doc)
-	return resp.StatusCode, resp.Header, doc
+	_ = json.Unmarshal(r.Body, &doc)
+	return r.Status, r.Header, doc
 }
 
 func countType(rs []fediverse.Received, typ, inbox string) int {
@@ -93,7 +97,7 @@ func TestFediverseExchange(t *testing.T) {
 	// handle is its canonical id's (the ORCID iD).
 	var actorID string
 	for _, h := range []string{"openalex_A5023888391", "OPENALEX_a5023888391", "orcid_0000-0002-1825-0097", "host_1955166"} {
-		st, hd, jrd := apGet(t, a.URL+"/.well-known/webfinger?resource="+url.QueryEscape("acct:"+h+"@"+host), "")
+		st, hd, jrd := apGet(t, a, c, a.URL+"/.well-known/webfinger?resource="+url.QueryEscape("acct:"+h+"@"+host), "")
 		if st != 200 || !strings.HasPrefix(hd.Get("Content-Type"), "application/jrd+json") {
 			t.Fatalf("webfinger %s: %d %s %v", h, st, hd.Get("Content-Type"), jrd)
 		}
@@ -115,14 +119,18 @@ func TestFediverseExchange(t *testing.T) {
 			t.Errorf("webfinger %s: self %q, want the one actor %q", h, self, actorID)
 		}
 	}
-	if st, _, _ := apGet(t, a.URL+"/.well-known/webfinger?resource="+url.QueryEscape("acct:cs.LG@elsewhere.example"), ""); st != 404 {
+	if st, _, _ := apGet(t, a, c, a.URL+"/.well-known/webfinger?resource="+url.QueryEscape("acct:cs.LG@elsewhere.example"), ""); st != 404 {
 		t.Errorf("another host's handle: %d", st)
 	}
 
-	// The actor, under both media types.
-	for _, accept := range []string{"application/activity+json", `application/ld+json; profile="https://www.w3.org/ns/activitystreams"`} {
-		st, hd, doc := apGet(t, actorID, accept)
-		if st != 200 || !strings.Contains(hd.Get("Content-Type"), strings.Split(accept, ";")[0]) {
+	// The actor, under both media types (application/ld+json exactly as
+	// ActivityPub writes it).
+	for accept, want := range map[string]string{
+		"application/activity+json": "application/activity+json; charset=utf-8",
+		`application/ld+json; profile="https://www.w3.org/ns/activitystreams"`: `application/ld+json; profile="https://www.w3.org/ns/activitystreams"`,
+	} {
+		st, hd, doc := apGet(t, a, c, actorID, accept)
+		if st != 200 || hd.Get("Content-Type") != want {
 			t.Fatalf("actor (%s): %d %s", accept, st, hd.Get("Content-Type"))
 		}
 		pk, _ := doc["publicKey"].(map[string]any)
@@ -133,23 +141,29 @@ func TestFediverseExchange(t *testing.T) {
 		}
 	}
 	// The same actor's page for people carries the alternate link.
-	resp, err := http.Get(actorID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	page := html.UnescapeString(string(raw)) // html/template writes + as &#43;
-	if !strings.Contains(page, `<link rel="alternate" type="application/activity+json" href="`+actorID+`">`) ||
+	r := c.Do("GET", strings.TrimPrefix(actorID, a.URL), "", nil, "Accept", "text/html")
+	page := html.UnescapeString(string(r.Body)) // html/template writes + as &#43;
+	if r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(page, `<link rel="alternate" type="application/activity+json" href="`+actorID+`">`) ||
 		!strings.Contains(page, "@orcid_0000-0002-1825-0097@"+host) {
-		t.Errorf("actor page: %s", page)
+		t.Errorf("actor page: %d %s", r.Status, page)
+	}
+	// The instance actor, the following collection and the icon.
+	if st, _, inst := apGet(t, a, c, a.URL+"/ap/instance", "application/activity+json"); st != 200 || inst["type"] != "Application" {
+		t.Errorf("instance actor: %d %v", st, inst)
+	}
+	if st, _, coll := apGet(t, a, c, actorID+"/following", "application/activity+json"); st != 200 || coll["totalItems"] != 0.0 {
+		t.Errorf("following: %d %v", st, coll)
+	}
+	if r := c.Do("GET", "/ap/icon.png", "", nil); r.Status != 200 || r.Header.Get("Content-Type") != "image/png" || !bytes.HasPrefix(r.Body, []byte("\x89PNG")) {
+		t.Errorf("icon: %d %s", r.Status, r.Header.Get("Content-Type"))
 	}
 
 	// NodeInfo.
-	if st, _, links := apGet(t, a.URL+"/.well-known/nodeinfo", ""); st != 200 || links["links"] == nil {
+	if st, _, links := apGet(t, a, c, a.URL+"/.well-known/nodeinfo", ""); st != 200 || links["links"] == nil {
 		t.Errorf("nodeinfo links: %d %v", st, links)
 	}
-	if st, _, ni := apGet(t, a.URL+"/nodeinfo/2.1", ""); st != 200 || ni["version"] != "2.1" {
+	if st, _, ni := apGet(t, a, c, a.URL+"/nodeinfo/2.1", ""); st != 200 || ni["version"] != "2.1" {
 		t.Errorf("nodeinfo: %d %v", st, ni)
 	}
 
@@ -169,7 +183,7 @@ func TestFediverseExchange(t *testing.T) {
 	if acc.KeyID != actorID+"#main-key" || acc.Activity["actor"] != actorID || acc.Object()["id"] != follow["id"] {
 		t.Errorf("accept: %s", acc.Body)
 	}
-	if st, _, coll := apGet(t, actorID+"/followers", "application/activity+json"); st != 200 || coll["totalItems"] != 1.0 {
+	if st, _, coll := apGet(t, a, c, actorID+"/followers", "application/activity+json"); st != 200 || coll["totalItems"] != 1.0 {
 		t.Errorf("followers: %d %v", st, coll)
 	}
 
@@ -207,14 +221,18 @@ func TestFediverseExchange(t *testing.T) {
 		len(to) != 1 || to[0] != "https://www.w3.org/ns/activitystreams#Public" || len(cc) != 1 || cc[0] != actorID+"/followers" {
 		t.Errorf("create: %s", create.Body)
 	}
-	// The note's id dereferences to the note; the outbox lists the Create.
-	if st, _, doc := apGet(t, note["id"].(string), "application/activity+json"); st != 200 || doc["id"] != note["id"] || doc["content"] != content {
+	// The note's id dereferences to the note, the Create's to the Create;
+	// the outbox lists the Create.
+	if st, _, doc := apGet(t, a, c, note["id"].(string), "application/activity+json"); st != 200 || doc["id"] != note["id"] || doc["content"] != content {
 		t.Errorf("note %v: %d %v", note["id"], st, doc)
 	}
-	if st, _, ob := apGet(t, actorID+"/outbox", "application/activity+json"); st != 200 || ob["totalItems"] != 1.0 || ob["type"] != "OrderedCollection" {
+	if st, _, doc := apGet(t, a, c, create.ID(), `application/ld+json; profile="https://www.w3.org/ns/activitystreams"`); st != 200 || doc["id"] != create.ID() || doc["type"] != "Create" {
+		t.Errorf("activity %v: %d %v", create.ID(), st, doc)
+	}
+	if st, _, ob := apGet(t, a, c, actorID+"/outbox", "application/activity+json"); st != 200 || ob["totalItems"] != 1.0 || ob["type"] != "OrderedCollection" {
 		t.Errorf("outbox: %d %v", st, ob)
 	}
-	if st, _, pg := apGet(t, actorID+"/outbox?page=true", "application/activity+json"); st != 200 || len(pg["orderedItems"].([]any)) != 1 {
+	if st, _, pg := apGet(t, a, c, actorID+"/outbox?page=true", "application/activity+json"); st != 200 || len(pg["orderedItems"].([]any)) != 1 {
 		t.Errorf("outbox page: %d %v", st, pg)
 	}
 
@@ -238,7 +256,7 @@ func TestFediverseExchange(t *testing.T) {
 	if st, body, err := peer.Send("alice", a.URL+"/ap/inbox", undo); err != nil || st != 202 {
 		t.Fatalf("undo: %d %s %v", st, body, err)
 	}
-	if st, _, coll := apGet(t, actorID+"/followers", "application/activity+json"); st != 200 || coll["totalItems"] != 0.0 {
+	if st, _, coll := apGet(t, a, c, actorID+"/followers", "application/activity+json"); st != 200 || coll["totalItems"] != 0.0 {
 		t.Errorf("followers after undo: %d %v", st, coll)
 	}
 	second := `{"arxiv_id": "2301.00001v1", "title": "A Second Paper", "authors": [{"name": "Mingzhi Wen", "ids": ["host:1955166"]}], "categories": ["cs.LG"], "primary_category": "cs.LG"}` + "\n"
@@ -255,61 +273,146 @@ func TestFediverseExchange(t *testing.T) {
 }
 
 // TestFediverseInboxOverHTTP: the inbox's answers as a fediverse server
-// sees them: 401 with WWW-Authenticate for an unsigned activity, 400 for
-// malformed JSON-LD, 413 for an oversized body, 403 for a blocked domain,
-// 404 for an unknown handle; and with ACTIVITYPUB off (the default) none of
-// the routes exists.
+// sees them, each checked against openapi.json by testapp's client: 401
+// with WWW-Authenticate for an unsigned activity, 400 for malformed
+// JSON-LD, 413 for an oversized body (its Content-Length, or chunked and
+// cut off at the cap), 403 for a blocked domain, 404 for an unknown
+// handle, 202 for a genuine Follow; and with ACTIVITYPUB off (the default)
+// none of the routes exists.
 func TestFediverseInboxOverHTTP(t *testing.T) {
 	t.Parallel()
 	t.Log("hostile: the inbox answers 401, 400, 413, 403 and 404 to unsigned, malformed, oversized, blocked and misaddressed activities")
-	a, _, peer := startFediverse(t, "ACTIVITYPUB_BLOCKED_DOMAINS", "blocked.example")
-	post := func(path, body string, signed bool) (int, http.Header) {
+	a, c, peer := startFediverse(t, "ACTIVITYPUB_BLOCKED_DOMAINS", "blocked.example")
+	// post sends body (a string, or an io.Reader: chunked) to path, signed
+	// by the peer's alice when signed.
+	post := func(path string, body any, signed bool) *testapp.Response {
 		t.Helper()
-		var req *http.Request
+		headers := []string{"Content-Type", "application/activity+json"}
 		if signed {
-			var err error
 			var act map[string]any
-			_ = json.Unmarshal([]byte(body), &act)
-			if req, _, err = peer.Signed("alice", a.URL+path, act); err != nil {
+			_ = json.Unmarshal([]byte(body.(string)), &act)
+			req, b, err := peer.Signed("alice", a.URL+path, act)
+			if err != nil {
 				t.Fatal(err)
 			}
-		} else {
-			req, _ = http.NewRequest("POST", a.URL+path, strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/activity+json")
+			body = b
+			for _, h := range []string{"Date", "Digest", "Signature"} {
+				headers = append(headers, h, req.Header.Get(h))
+			}
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode, resp.Header
+		return c.Do("POST", path, "", body, headers...)
 	}
 	follow := `{"@context": "https://www.w3.org/ns/activitystreams", "id": "` + peer.ActorID("alice") + `#f", "type": "Follow", "actor": "` +
 		peer.ActorID("alice") + `", "object": "` + a.URL + `/ap/actors/cs.LG"}`
-	if st, h := post("/ap/actors/cs.LG/inbox", follow, false); st != 401 || !strings.HasPrefix(h.Get("WWW-Authenticate"), "Signature") {
-		t.Errorf("unsigned: %d %v", st, h.Get("WWW-Authenticate"))
+	if r := post("/ap/actors/cs.LG/inbox", follow, false); r.Status != 401 || !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Signature") {
+		t.Errorf("unsigned: %d %v", r.Status, r.Header.Get("WWW-Authenticate"))
 	}
-	if st, _ := post("/ap/inbox", `{"type": "Follow", "actor": `, false); st != 400 {
-		t.Errorf("malformed: %d", st)
+	if r := post("/ap/inbox", `{"type": "Follow", "actor": `, false); r.Status != 400 {
+		t.Errorf("malformed: %d", r.Status)
 	}
-	if st, _ := post("/ap/inbox", `{"type": "Note", "content": "`+strings.Repeat("x", 300<<10)+`"}`, false); st != 413 {
-		t.Errorf("oversized: %d", st)
+	big := `{"type": "Note", "content": "` + strings.Repeat("x", 300<<10) + `"}`
+	for what, body := range map[string]any{"with its Content-Length": big, "chunked": strings.NewReader(big)} {
+		var p struct{ Status int }
+		if r := post("/ap/inbox", body, false); r.Status != 413 || json.Unmarshal(r.Body, &p) != nil || p.Status != 413 ||
+			!strings.Contains(string(r.Body), "the request body exceeds 256 KiB") {
+			t.Errorf("oversized, %s: %d %s", what, r.Status, r.Body)
+		}
 	}
 	blocked := `{"@context": "https://www.w3.org/ns/activitystreams", "id": "https://m.blocked.example/f", "type": "Follow", "actor": "https://m.blocked.example/users/x", "object": "` + a.URL + `/ap/actors/cs.LG"}`
-	if st, _ := post("/ap/inbox", blocked, true); st != 403 {
-		t.Errorf("blocked domain: %d", st)
+	if r := post("/ap/inbox", blocked, true); r.Status != 403 {
+		t.Errorf("blocked domain: %d", r.Status)
 	}
-	if st, _ := post("/ap/actors/cs.NOPE/inbox", follow, true); st != 404 {
-		t.Errorf("unknown actor: %d", st)
+	if r := post("/ap/actors/cs.NOPE/inbox", follow, true); r.Status != 404 {
+		t.Errorf("unknown actor: %d", r.Status)
 	}
-	if st, _ := post("/ap/actors/cs.LG/inbox", follow, true); st != 202 {
-		t.Errorf("a genuine Follow: %d", st)
+	if r := post("/ap/actors/cs.LG/inbox", follow, true); r.Status != 202 {
+		t.Errorf("a genuine Follow: %d %s", r.Status, r.Body)
 	}
 
-	off, _ := start(t)
-	for _, path := range []string{"/.well-known/webfinger?resource=acct:cs.LG@x", "/ap/actors/cs.LG", "/nodeinfo/2.1"} {
-		if st, _, _ := apGet(t, off.URL+path, "application/activity+json"); st != 404 {
+	off, offc := start(t)
+	for _, path := range []string{"/.well-known/webfinger?resource=acct:cs.LG@x", "/ap/actors/cs.LG", "/nodeinfo/2.1", "/ap/icon.png"} {
+		if st, _, _ := apGet(t, off, offc, off.URL+path, "application/activity+json"); st != 404 {
 			t.Errorf("ACTIVITYPUB off: GET %s answered %d", path, st)
+		}
+	}
+	if r := offc.Do("POST", "/ap/inbox", "", follow, "Content-Type", "application/activity+json"); r.Status != 404 {
+		t.Errorf("ACTIVITYPUB off: POST /ap/inbox answered %d", r.Status)
+	}
+}
+
+// TestPublicFeedLinksItsActor: with ACTIVITYPUB=on a public feed names its
+// actor, the asked id's: a Link header (rel="alternate", type
+// application/activity+json) in every format and on a 304, and in the Atom
+// document, as gofeed reads it, an alternate link of that type after the
+// page's. The link dereferences to the person's one actor whichever id the
+// feed was asked under. With ACTIVITYPUB off, on the same database and the
+// same version of the feed, neither is there, and the two ETags differ, so
+// a reader's copy of one is never confirmed (304) as the other.
+func TestPublicFeedLinksItsActor(t *testing.T) {
+	t.Parallel()
+	env := testapp.Env(t)
+	off := testapp.Start(t, env)
+	onEnv := maps.Clone(env)
+	onEnv["ACTIVITYPUB"] = "on"
+	on := testapp.Start(t, onEnv)
+	offc, onc := off.Client(t), on.Client(t)
+	svc := testapp.Token(t, "host-site", "", "papers:write")
+	if r := onc.Do("PUT", "/v1/researchers", svc, `[{"ids": ["host:1955166", "openalex:A5023888391", "orcid:0000-0002-1825-0097"], "name": "Mingzhi Wen"}]`); r.Status != 200 {
+		t.Fatalf("registry: %d %s", r.Status, r.Body)
+	}
+	paper := `{"arxiv_id": "2202.02326v1", "title": "Towards Training Reproducible Deep Learning Models", "authors": [{"name": "Mingzhi Wen", "ids": ["host:1955166"]}], "categories": ["cs.LG"], "primary_category": "cs.LG"}` + "\n"
+	if r := onc.Do("POST", "/v1/papers", svc, paper, "Content-Type", "application/x-ndjson"); r.Status != 200 {
+		t.Fatalf("push: %d %s", r.Status, r.Body)
+	}
+	const canonical = "/ap/actors/orcid_0000-0002-1825-0097"
+	for _, asked := range []struct{ id, handle string }{{"host:1955166", "host_1955166"}, {"openalex:A5023888391", "openalex_A5023888391"}} {
+		actor := on.URL + "/ap/actors/" + asked.handle
+		wantLink := "<" + actor + `>; rel="alternate"; type="application/activity+json"`
+		for _, format := range []string{"atom", "rss", "json"} {
+			path := "/feeds/researcher/" + asked.id + "." + format
+			r := onc.Do("GET", path, "", nil)
+			if r.Status != 200 || r.Header.Get("Link") != wantLink {
+				t.Fatalf("ACTIVITYPUB on: %s: %d, Link %q, want %q", path, r.Status, r.Header.Get("Link"), wantLink)
+			}
+			parser := gofeed.NewParser()
+			parser.KeepOriginalFeed = true
+			f, err := parser.ParseString(string(r.Body))
+			if err != nil || len(f.Items) != 1 {
+				t.Fatalf("%s: %v (%d items)", path, err, len(f.Items))
+			}
+			if format == "atom" {
+				var alternates []string
+				for _, l := range f.OriginalFeed().(*atom.Feed).Links {
+					if l.Rel == "alternate" {
+						alternates = append(alternates, l.Type+" "+l.Href)
+					}
+				}
+				if len(alternates) == 0 || alternates[len(alternates)-1] != "application/activity+json "+actor {
+					t.Errorf("%s: Atom alternate links %q, want the actor's last", path, alternates)
+				}
+			}
+			etag := r.Header.Get("ETag")
+			if r304 := onc.Do("GET", path, "", nil, "If-None-Match", etag); r304.Status != 304 || r304.Header.Get("Link") != wantLink {
+				t.Errorf("%s: conditional GET: %d, Link %q", path, r304.Status, r304.Header.Get("Link"))
+			}
+			// The same feed with ACTIVITYPUB off: no link, another ETag.
+			o := offc.Do("GET", path, "", nil)
+			if o.Status != 200 || o.Header.Get("Link") != "" || bytes.Contains(o.Body, []byte("activity+json")) {
+				t.Errorf("ACTIVITYPUB off: %s: %d, Link %q, a body naming activity+json: %v", path, o.Status, o.Header.Get("Link"), bytes.Contains(o.Body, []byte("activity+json")))
+			}
+			if o.Header.Get("ETag") == etag {
+				t.Errorf("%s: the ETag %s is the same with ACTIVITYPUB on and off", path, etag)
+			}
+			if r := offc.Do("GET", path, "", nil, "If-None-Match", etag); r.Status != 200 {
+				t.Errorf("%s: ACTIVITYPUB off confirmed the on document's ETag: %d", path, r.Status)
+			}
+			if r := onc.Do("GET", path, "", nil, "If-None-Match", o.Header.Get("ETag")); r.Status != 200 {
+				t.Errorf("%s: ACTIVITYPUB on confirmed the off document's ETag: %d", path, r.Status)
+			}
+		}
+		// The link is the person's one actor.
+		if st, _, doc := apGet(t, on, onc, actor, "application/activity+json"); st != 200 || doc["id"] != on.URL+canonical || doc["name"] != "Mingzhi Wen" {
+			t.Errorf("the linked actor %s: %d %v", actor, st, doc)
 		}
 	}
 }

@@ -32,6 +32,11 @@ type FeedRoutes struct {
 	// Misses limits requests with unknown tokens per IP (guessing).
 	Misses *Limiter
 	PerIP  *Limiter
+	// ActorURL is the ActivityPub actor of a public feed's target (the
+	// asked id's: any id of a person is the one actor) with ACTIVITYPUB=on,
+	// else nil. A public feed then links it: a Link header and, in Atom
+	// and RSS, an alternate link of type application/activity+json.
+	ActorURL func(follow.Target) string
 }
 
 // splitExt splits "cs.LG.atom" into ("cs.LG", "atom").
@@ -187,12 +192,21 @@ func (h *FeedRoutes) public(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.Logger, err)
 		return
 	}
-	etag := fmt.Sprintf(`W/"%s-p%s-%d-%s-%d"`, renderVersion, shortHash(t.Key()), version, format, limit)
+	// With ACTIVITYPUB=on the document links the feed's actor, so its
+	// bytes differ from the same version's without: the ETag says which
+	// (-ap), and a reader that cached one never gets a 304 for the other.
+	actor, apTag := "", ""
+	if h.ActorURL != nil {
+		actor, apTag = h.ActorURL(t), "-ap"
+		w.Header().Set("Link", "<"+actor+`>; rel="alternate"; type="`+feeds.ContentTypeActivity+`"`)
+	}
+	etag := fmt.Sprintf(`W/"%s-p%s-%d-%s-%d%s"`, renderVersion, shortHash(t.Key()), version, format, limit, apTag)
 	serve(w, r, h.Logger, etag, changed, "public", format.ContentType(), func() ([]byte, error) {
 		feed, err := h.Feeds.Public(r.Context(), t, version, changed, feeds.Request{Format: format, Limit: limit})
 		if err != nil {
 			return nil, err
 		}
+		feed.ActorURL = actor
 		return feeds.Render(format, feed)
 	})
 }

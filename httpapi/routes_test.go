@@ -64,14 +64,15 @@ type tableOperation struct {
 }
 
 // tableOperations is every method of every route of every table, the job
-// UI's included (with an empty Product: its handlers must not run). A
+// UI's and the fediverse's (ACTIVITYPUB=on) included (with an empty
+// Product: its handlers must not run). A
 // route of every method counts as the methods it does not refuse with a
 // 405; one that refuses none is an error of the test.
 func tableOperations(t *testing.T) []tableOperation {
 	t.Helper()
 	o := Options{Registry: prometheus.NewRegistry(), Admin: http.NotFoundHandler(), AdminUser: "admin", AdminPassword: "a password"}
 	var out []tableOperation
-	for _, rt := range append(adminRoutes(o), (&Product{}).routes()...) {
+	for _, rt := range append(adminRoutes(o), (&Product{Fediverse: &ActivityPubRoutes{}}).routes()...) {
 		method, path, ok := strings.Cut(rt.pattern, " ")
 		methods := []string{method}
 		if !ok {

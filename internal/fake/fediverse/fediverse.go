@@ -3,10 +3,12 @@
 // own RSA key pair and actors, serves their actor documents, a personal
 // inbox each and a shared inbox, signs what it sends the way Mastodon does
 // (draft-cavage, rsa-sha256 over (request-target) host date digest
-// content-type), and verifies everything it receives with the standard
-// library's crypto written here (not go-fed/httpsig, which followfeed signs
-// with): the Signature over the headers it names, the Digest of the body,
-// the key fetched from the keyId. Its inboxes can be made to fail.
+// content-type) or, when told to (SignWith), with algorithm="hs2019" as
+// Mastodon also accepts it, and verifies everything it receives with the
+// standard library's crypto written here (not go-fed/httpsig, which
+// followfeed signs with): the Signature over the headers it names, the
+// Digest of the body, the key fetched from the keyId. Its inboxes can be
+// made to fail.
 package fediverse
 
 import (
@@ -25,6 +27,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +52,26 @@ func (r Received) ID() string { s, _ := r.Activity["id"].(string); return s }
 // Object is the activity's object as a map (nil for a reference).
 func (r Received) Object() map[string]any { m, _ := r.Activity["object"].(map[string]any); return m }
 
+// Signing is how the fake signs what it sends: a draft-cavage Signature
+// with an RSA key (RSASSA-PKCS1-v1_5 over SHA-256) in every case; what
+// differs is the algorithm it names and what the signature covers.
+type Signing int
+
+const (
+	// RSASHA256 names algorithm="rsa-sha256" and covers (request-target)
+	// host date digest content-type: what Mastodon sends (the default).
+	RSASHA256 Signing = iota
+	// HS2019 names algorithm="hs2019" (the algorithm is the key's own) over
+	// the same headers, as go-fed/httpsig-based servers (GoToSocial) send it
+	// and Mastodon verifies it: as rsa-sha256 for an RSA key.
+	HS2019
+	// HS2019Created is hs2019 over (request-target) host (created)
+	// (expires) digest content-type, with the created and expires
+	// parameters (now and 5 minutes on) and no Date header: the draft's
+	// own form for hs2019, which Mastodon accepts only with hs2019.
+	HS2019Created
+)
+
 // Server is the fake.
 type Server struct {
 	*httptest.Server
@@ -55,6 +79,7 @@ type Server struct {
 	client *http.Client
 
 	mu       sync.Mutex
+	signing  Signing
 	received []Received
 	rejected []string // why requests were refused
 	// failing answers every inbox POST with this status while > 0.
@@ -86,6 +111,20 @@ func (s *Server) Rotate() error {
 	s.key = key
 	s.mu.Unlock()
 	return nil
+}
+
+// SignWith makes the fake sign what it sends (Signed, SignRequest, Send)
+// with g from now on.
+func (s *Server) SignWith(g Signing) {
+	s.mu.Lock()
+	s.signing = g
+	s.mu.Unlock()
+}
+
+func (s *Server) signingMode() Signing {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.signing
 }
 
 func (s *Server) privateKey() *rsa.PrivateKey {
@@ -225,17 +264,14 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 }
 
 // verify checks a draft-cavage signature with crypto/rsa: the Digest of
-// the body, a Date within an hour, the signed headers (which must include
-// (request-target), host, date and digest), and the signature with the key
+// the body, the signed headers (which must include (request-target), host,
+// digest and date, or with hs2019 (created) instead), a Date or (created)
+// within an hour and an (expires) not past, and the signature with the key
 // its keyId serves. It returns the keyId.
 func (s *Server) verify(r *http.Request, body []byte) (string, error) {
 	sum := sha256.Sum256(body)
 	if got, want := r.Header.Get("Digest"), "SHA-256="+base64.StdEncoding.EncodeToString(sum[:]); got != want {
 		return "", fmt.Errorf("digest %q, want %q", got, want)
-	}
-	d, err := http.ParseTime(r.Header.Get("Date"))
-	if err != nil || time.Since(d).Abs() > time.Hour {
-		return "", fmt.Errorf("date %q", r.Header.Get("Date"))
 	}
 	params := map[string]string{}
 	for _, part := range strings.Split(r.Header.Get("Signature"), ",") {
@@ -244,8 +280,14 @@ func (s *Server) verify(r *http.Request, body []byte) (string, error) {
 			params[strings.TrimSpace(k)] = strings.Trim(v, `"`)
 		}
 	}
+	if params["algorithm"] != "rsa-sha256" && params["algorithm"] != "hs2019" {
+		return "", fmt.Errorf("algorithm %q", params["algorithm"])
+	}
 	headers := strings.Fields(params["headers"])
 	need := map[string]bool{"(request-target)": true, "host": true, "date": true, "digest": true}
+	if params["algorithm"] == "hs2019" && slices.Contains(headers, "(created)") {
+		delete(need, "date") // (created) dates the signature
+	}
 	var lines []string
 	for _, h := range headers {
 		delete(need, h)
@@ -254,15 +296,30 @@ func (s *Server) verify(r *http.Request, body []byte) (string, error) {
 			lines = append(lines, "(request-target): "+strings.ToLower(r.Method)+" "+r.URL.RequestURI())
 		case "host":
 			lines = append(lines, "host: "+r.Host)
+		case "(created)", "(expires)":
+			if params["algorithm"] != "hs2019" {
+				return "", fmt.Errorf("%s with algorithm %q", h, params["algorithm"])
+			}
+			n, err := strconv.ParseInt(params[strings.Trim(h, "()")], 10, 64)
+			if err != nil {
+				return "", fmt.Errorf("%s without its parameter", h)
+			}
+			if h == "(created)" && time.Since(time.Unix(n, 0)).Abs() > time.Hour || h == "(expires)" && time.Now().Unix() > n {
+				return "", fmt.Errorf("%s %d", h, n)
+			}
+			lines = append(lines, h+": "+strconv.FormatInt(n, 10))
+		case "date":
+			d, err := http.ParseTime(r.Header.Get("Date"))
+			if err != nil || time.Since(d).Abs() > time.Hour {
+				return "", fmt.Errorf("date %q", r.Header.Get("Date"))
+			}
+			lines = append(lines, "date: "+r.Header.Get("Date"))
 		default:
 			lines = append(lines, h+": "+r.Header.Get(h))
 		}
 	}
 	if len(need) > 0 {
 		return "", fmt.Errorf("signature does not cover %v", need)
-	}
-	if params["algorithm"] != "rsa-sha256" && params["algorithm"] != "hs2019" {
-		return "", fmt.Errorf("algorithm %q", params["algorithm"])
 	}
 	sig, err := base64.StdEncoding.DecodeString(params["signature"])
 	if err != nil {
@@ -322,7 +379,8 @@ func (s *Server) fetchKey(ctx context.Context, keyID string) (*rsa.PublicKey, er
 
 // Signed returns a POST of activity to inbox signed as Mastodon signs:
 // Date, Digest (SHA-256), and a Signature (rsa-sha256) over
-// (request-target) host date digest content-type by name's key.
+// (request-target) host date digest content-type by name's key; or as
+// SignWith chose (HS2019Created: no Date header).
 func (s *Server) Signed(name, inbox string, activity any) (*http.Request, []byte, error) {
 	body, err := json.Marshal(activity)
 	if err != nil {
@@ -334,25 +392,43 @@ func (s *Server) Signed(name, inbox string, activity any) (*http.Request, []byte
 	}
 	sum := sha256.Sum256(body)
 	req.Header.Set("Content-Type", "application/activity+json")
-	req.Header.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	if s.signingMode() != HS2019Created {
+		req.Header.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	}
 	req.Header.Set("Digest", "SHA-256="+base64.StdEncoding.EncodeToString(sum[:]))
 	s.SignRequest(name, req)
 	return req, body, nil
 }
 
-// SignRequest (re)signs req's current headers as name.
+// SignRequest (re)signs req's current headers as name, as SignWith chose
+// (HS2019Created: created now, expires in 5 minutes).
 func (s *Server) SignRequest(name string, req *http.Request) {
-	lines := []string{
+	mode := s.signingMode()
+	algorithm, dated, extra := "rsa-sha256", []string{"date: " + req.Header.Get("Date")}, ""
+	switch mode {
+	case HS2019:
+		algorithm = "hs2019"
+	case HS2019Created:
+		created := time.Now().Unix()
+		algorithm = "hs2019"
+		dated = []string{"(created): " + strconv.FormatInt(created, 10), "(expires): " + strconv.FormatInt(created+300, 10)}
+		extra = fmt.Sprintf(`created=%d,expires=%d,`, created, created+300)
+	}
+	lines := slices.Concat([]string{
 		"(request-target): " + strings.ToLower(req.Method) + " " + req.URL.RequestURI(),
 		"host: " + req.URL.Host,
-		"date: " + req.Header.Get("Date"),
+	}, dated, []string{
 		"digest: " + req.Header.Get("Digest"),
 		"content-type: " + req.Header.Get("Content-Type"),
+	})
+	names := make([]string, len(lines))
+	for i, l := range lines {
+		names[i], _, _ = strings.Cut(l, ":")
 	}
 	h := sha256.Sum256([]byte(strings.Join(lines, "\n")))
 	sig, _ := rsa.SignPKCS1v15(rand.Reader, s.privateKey(), crypto.SHA256, h[:])
-	req.Header.Set("Signature", fmt.Sprintf(`keyId="%s#main-key",algorithm="rsa-sha256",headers="(request-target) host date digest content-type",signature="%s"`,
-		s.ActorID(name), base64.StdEncoding.EncodeToString(sig)))
+	req.Header.Set("Signature", fmt.Sprintf(`keyId="%s#main-key",algorithm="%s",%sheaders="%s",signature="%s"`,
+		s.ActorID(name), algorithm, extra, strings.Join(names, " "), base64.StdEncoding.EncodeToString(sig)))
 }
 
 // Send signs and POSTs activity to inbox as name and returns the status.
