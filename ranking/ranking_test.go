@@ -418,4 +418,3 @@ func TestFollowChangesRetrainOnlyUsersWithAModel(t *testing.T) {
 		t.Errorf("training a user without a row: %v", err)
 	}
 }
-
