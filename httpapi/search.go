@@ -41,7 +41,7 @@ func previewQuery(ctx context.Context, papers *catalog.Store, raw, field string)
 		}
 		return nil, catalog.Preview{}, apperr.InvalidField(field, "%v", err)
 	}
-	pv, err := papers.PreviewSearch(ctx, q, time.Now().Add(-catalog.BackfillDays*24*time.Hour), previewSize)
+	pv, err := papers.PreviewSearch(ctx, q, time.Now().Add(-catalog.BackfillDays*24*time.Hour), previewSize, catalog.PreviewOptions{})
 	if err != nil {
 		return nil, catalog.Preview{}, err
 	}
