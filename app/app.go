@@ -41,10 +41,15 @@ Configuration comes from environment variables; see README.md or .env.example.
 Run 'followfeed <command> --help' for a command's flags.
 `
 
-// Hooks let tests replace what the environment cannot: the clock.
+// Hooks let tests replace what the environment cannot: the clock, and a
+// point to hold search previews at.
 type Hooks struct {
 	// Now replaces time.Now for scheduling (digests, instant alerts).
 	Now func() time.Time
+	// PreviewChunk, when set, is called by every search preview after
+	// each chunk of papers it read, while it holds no database connection
+	// (httpapi.Previews.OnChunk): tests hold previews in flight there.
+	PreviewChunk func(ctx context.Context)
 }
 
 // invocation is what every command gets from Run.

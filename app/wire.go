@@ -64,6 +64,8 @@ type Services struct {
 	channels  *channels.Service
 	fediverse *fediverse.Service // nil unless ACTIVITYPUB=on
 	now       func() time.Time
+	// previewChunk is Hooks.PreviewChunk.
+	previewChunk func(ctx context.Context)
 }
 
 // NewServices wires every domain service of a process on db, as configured
@@ -104,7 +106,7 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	if err != nil {
 		return nil, err
 	}
-	s := &Services{logger: logger, db: db, inserter: ins, enqueuer: worker.NewEnqueuer(ins), now: hooks.Now}
+	s := &Services{logger: logger, db: db, inserter: ins, enqueuer: worker.NewEnqueuer(ins), now: hooks.Now, previewChunk: hooks.PreviewChunk}
 	if s.verifier, err = newVerifier(ctx, cfg, logger); err != nil {
 		return nil, err
 	}
@@ -361,13 +363,16 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 		Addresses:  s.addrs,
 		Follows:    s.follows,
 		Papers:     s.papers,
-		Health:     s.health,
-		Prefs:      s.prefs,
-		Feeds:      s.feeds,
-		Channels:   s.channels,
-		Ranking:    s.ranking,
-		PerIP:      httpapi.NewLimiter(cfg.RateLimitPerIP, int(2*cfg.RateLimitPerIP)+1),
-		PerUser:    httpapi.NewLimiter(cfg.RateLimitPerUser, int(2*cfg.RateLimitPerUser)+1),
+		// One value for the API and the settings page: a user's previews
+		// run one at a time wherever they come from.
+		Previews: &httpapi.Previews{Papers: s.papers, Budget: cfg.SearchPreviewBudget, OnChunk: s.previewChunk},
+		Health:   s.health,
+		Prefs:    s.prefs,
+		Feeds:    s.feeds,
+		Channels: s.channels,
+		Ranking:  s.ranking,
+		PerIP:    httpapi.NewLimiter(cfg.RateLimitPerIP, int(2*cfg.RateLimitPerIP)+1),
+		PerUser:  httpapi.NewLimiter(cfg.RateLimitPerUser, int(2*cfg.RateLimitPerUser)+1),
 	}
 	feedRoutes := &httpapi.FeedRoutes{
 		Logger: s.logger,
@@ -380,7 +385,7 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 	status := &httpapi.StatusRoutes{Logger: s.logger, Health: s.health, Calendar: arxivcal.New(cfg.ArxivHolidays), PerIP: api.PerIP, Now: s.now}
 	emailPages := &httpapi.EmailPages{Logger: s.logger, Addresses: s.addrs, Identities: s.registry, PerIP: api.PerIP}
 	settings := httpapi.NewSettings(httpapi.Settings{Logger: s.logger, Verifier: s.verifier, Users: s.users, Addresses: s.addrs, Follows: s.follows,
-		Feeds: s.feeds, Prefs: s.prefs, Digester: s.digester, Channels: s.channels, Signer: s.signer, Identities: s.registry, Papers: s.papers, Secure: cfg.PublicURL.Scheme == "https",
+		Feeds: s.feeds, Prefs: s.prefs, Digester: s.digester, Channels: s.channels, Signer: s.signer, Identities: s.registry, Previews: api.Previews, Secure: cfg.PublicURL.Scheme == "https",
 		DevLogin: !cfg.IsProduction(), HostOrigins: cfg.CORSOrigins, PerIP: api.PerIP, PerUser: api.PerUser}, cfg.SecretKey)
 	embed := &httpapi.Embed{Logger: s.logger, FrameOrigins: cfg.CORSOrigins, PublicURL: cfg.PublicURL.String()}
 	if !cfg.IsProduction() {

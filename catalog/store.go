@@ -82,7 +82,8 @@ const MaxBatch = 10_000
 //
 // The price is one writer at a time. A 5,000-paper batch commits in about a
 // second (see BENCHMARKS.md), far above arXiv's few thousand papers a day;
-// validation and decoding happen before the lock is taken.
+// validation and decoding happen before the lock is taken, and a query's
+// backfill takes it only for its writes, after its scan (BackfillSearch).
 const keyWritersLock int64 = 0x6b657973 // "keys"
 
 // WritersLock is keyWritersLock's id as pg_locks shows it (locktype
@@ -129,6 +130,10 @@ type Store struct {
 	enq       Enqueuer
 	searches  searchCache
 	observers []IdentityObserver
+	// backfillScanned, when set (tests), is called by BackfillSearch
+	// after each chunk of its scan, before the writers' lock is taken,
+	// with the search and how many papers it has scanned.
+	backfillScanned func(normalized string, scanned int)
 }
 
 // ObserveIdentities registers o to see the papers every write stores with

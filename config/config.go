@@ -107,9 +107,13 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// RateLimitPerIP and RateLimitPerUser are average requests per second
 	// (bursts of twice that); 0 disables the limit.
-	RateLimitPerIP   float64  // RATE_LIMIT_PER_IP
-	RateLimitPerUser float64  // RATE_LIMIT_PER_USER
-	WebSubHubURL     *url.URL // WEBSUB_HUB_URL (nil: no hub)
+	RateLimitPerIP   float64 // RATE_LIMIT_PER_IP
+	RateLimitPerUser float64 // RATE_LIMIT_PER_USER
+	// SearchPreviewBudget bounds one search preview's time
+	// (SEARCH_PREVIEW_BUDGET, 2s; 0: no bound): past it the answer covers
+	// the newest papers only, marked incomplete.
+	SearchPreviewBudget time.Duration
+	WebSubHubURL        *url.URL // WEBSUB_HUB_URL (nil: no hub)
 
 	// ChannelAllowHosts are hosts push channels may reach over plain http
 	// and at internal addresses (CHANNEL_ALLOW_HOSTS; development and tests
@@ -172,7 +176,7 @@ var Vars = []string{
 	"SHUTDOWN_TIMEOUT", "AUTH_JWKS_URL", "AUTH_PUBLIC_KEY_FILE", "AUTH_HS256_SECRET", "AUTH_ISSUER",
 	"AUTH_AUDIENCE", "AUTH_LEEWAY", "AUTH_MAX_TOKEN_LIFETIME", "SECRET_KEY", "SMTP_URL", "MAIL_FROM", "MAIL_DIR",
 	"MAIL_UNSUBSCRIBE_MAILTO", "DIGEST_SCHEDULE_INTERVAL", "JOB_TIMEOUT", "JOB_RESCUE_AFTER", "JOB_RETRY_MAX", "ARXIV_OAI_URL", "ARXIV_OAI_FORMAT", "ARXIV_SETS", "HARVEST_INTERVAL", "ARXIV_HOLIDAYS", "OPENALEX_URL",
-	"OPENALEX_MAILTO", "OPENALEX_API_KEY", "CORS_ORIGINS", "TRUSTED_PROXIES", "RATE_LIMIT_PER_IP", "RATE_LIMIT_PER_USER", "WEBSUB_HUB_URL", "CHANNEL_ALLOW_HOSTS",
+	"OPENALEX_MAILTO", "OPENALEX_API_KEY", "CORS_ORIGINS", "TRUSTED_PROXIES", "RATE_LIMIT_PER_IP", "RATE_LIMIT_PER_USER", "SEARCH_PREVIEW_BUDGET", "WEBSUB_HUB_URL", "CHANNEL_ALLOW_HOSTS",
 	"ACTIVITYPUB", "ACTIVITYPUB_BLOCKED_DOMAINS", "ACTIVITYPUB_CATEGORY_NOTES", "ADMIN_USER", "ADMIN_PASSWORD",
 }
 
@@ -406,8 +410,8 @@ func (l *loader) sources(c *Config) {
 }
 
 // clients reads who may reach the service and what it may reach:
-// CORS_ORIGINS, TRUSTED_PROXIES, the rate limits, WEBSUB_HUB_URL and
-// CHANNEL_ALLOW_HOSTS (refused in production).
+// CORS_ORIGINS, TRUSTED_PROXIES, the rate limits and the search preview's
+// budget, WEBSUB_HUB_URL and CHANNEL_ALLOW_HOSTS (refused in production).
 func (l *loader) clients(c *Config, prod bool) {
 	c.CORSOrigins = l.list("CORS_ORIGINS", "")
 	for _, o := range c.CORSOrigins {
@@ -427,6 +431,7 @@ func (l *loader) clients(c *Config, prod bool) {
 	}
 	c.RateLimitPerIP = l.float("RATE_LIMIT_PER_IP", 50, 0, 1e6)
 	c.RateLimitPerUser = l.float("RATE_LIMIT_PER_USER", 10, 0, 1e6)
+	c.SearchPreviewBudget = l.duration("SEARCH_PREVIEW_BUDGET", 2*time.Second, 0, time.Minute)
 	c.WebSubHubURL = l.url("WEBSUB_HUB_URL", "", false, "http", "https")
 	c.ChannelAllowHosts = l.list("CHANNEL_ALLOW_HOSTS", "")
 	if prod && len(c.ChannelAllowHosts) > 0 {

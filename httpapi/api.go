@@ -39,6 +39,8 @@ type API struct {
 	Addresses *account.Addresses
 	Follows   *follow.Service
 	Papers    *catalog.Store
+	// Previews runs search previews (shared with Settings).
+	Previews *Previews
 	// Identities is the researcher and institution registry.
 	Identities *identity.Registry
 	// Health, when set, records every push's outcome (source push).

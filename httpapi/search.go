@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"followfeed/account"
@@ -26,13 +27,33 @@ type previewPaperJSON struct {
 	AnnouncedAt time.Time `json:"announced_at"`
 }
 
-// previewQuery compiles raw (a query as a user typed it) and
-// previews it over the last catalog.BackfillDays days: how many papers match
-// and the newest previewSize. The JSON route and the settings page share
-// it. A search that cannot be used is an apperr Invalid naming field, with
-// the position (Details[0].Index) and what was expected, wrapping the
-// *search.Error.
-func previewQuery(ctx context.Context, papers *catalog.Store, raw, field string) (*search.Query, catalog.Preview, error) {
+// Previews runs the search previews of GET /v1/search/preview and the
+// settings page's search section (one value shared by both): each user
+// one at a time, each within Budget. A preview reads the last
+// catalog.BackfillDays days in chunks and evaluates them on one core
+// without holding a database connection (catalog.Store.PreviewSearch).
+type Previews struct {
+	Papers *catalog.Store
+	// Budget bounds a preview's time (SEARCH_PREVIEW_BUDGET; 0: no
+	// bound). Once it is spent the answer covers the newest papers only,
+	// marked incomplete (catalog.Preview.Complete).
+	Budget time.Duration
+	// OnChunk, when set, is called by every preview after each chunk of
+	// papers it read, with no connection held (tests hold previews there).
+	OnChunk func(ctx context.Context)
+
+	mu      sync.Mutex
+	running map[string]bool
+}
+
+// run compiles raw (a query as a user typed it) and previews it over the
+// last catalog.BackfillDays days for the user key (one preview at a time
+// per key): how many papers match and the newest previewSize. A search
+// that cannot be used is an apperr Invalid naming field, with the position
+// (Details[0].Index) and what was expected, wrapping the *search.Error; a
+// second preview while one of the same user runs is an apperr RateLimited
+// whose RetryAfter is the budget (the running one ends within it).
+func (pr *Previews) run(ctx context.Context, user, raw, field string) (*search.Query, catalog.Preview, error) {
 	q, err := follow.CompileQuery(raw)
 	if err != nil {
 		var se *search.Error
@@ -41,11 +62,39 @@ func previewQuery(ctx context.Context, papers *catalog.Store, raw, field string)
 		}
 		return nil, catalog.Preview{}, apperr.InvalidField(field, "%v", err)
 	}
-	pv, err := papers.PreviewSearch(ctx, q, time.Now().Add(-catalog.BackfillDays*24*time.Hour), previewSize)
+	if !pr.enter(user) {
+		return nil, catalog.Preview{}, &apperr.Error{Code: apperr.RateLimited, RetryAfter: max(pr.Budget, time.Second),
+			Message: "a preview of yours is still running: previews run one at a time per user; try again once it has answered"}
+	}
+	defer pr.leave(user)
+	pv, err := pr.Papers.PreviewSearch(ctx, q, time.Now().Add(-catalog.BackfillDays*24*time.Hour), previewSize,
+		catalog.PreviewOptions{Budget: pr.Budget, OnChunk: pr.OnChunk})
 	if err != nil {
 		return nil, catalog.Preview{}, err
 	}
 	return q, pv, nil
+}
+
+// enter takes user's preview slot, or reports that a preview of the user
+// holds it.
+func (pr *Previews) enter(user string) bool {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if pr.running[user] {
+		return false
+	}
+	if pr.running == nil {
+		pr.running = map[string]bool{}
+	}
+	pr.running[user] = true
+	return true
+}
+
+// leave gives user's preview slot back.
+func (pr *Previews) leave(user string) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	delete(pr.running, user)
 }
 
 // authorNames are the names of a paper's authors, in order.
@@ -58,18 +107,29 @@ func authorNames(p paper.Paper) []string {
 }
 
 // previewSearch serves GET /v1/search/preview?q=: how many papers of the
-// last catalog.BackfillDays days the search matches, and the newest ten.
-func (a *API) previewSearch(w http.ResponseWriter, r *http.Request, _ *account.User) error {
-	q, pv, err := previewQuery(r.Context(), a.Papers, r.URL.Query().Get("q"), "q")
+// last catalog.BackfillDays days the search matches, and the newest ten;
+// when the budget ran out first, complete is false and the answer is that
+// of the papers announced since searched_since.
+func (a *API) previewSearch(w http.ResponseWriter, r *http.Request, u *account.User) error {
+	q, pv, err := a.Previews.run(r.Context(), "u:"+u.Sub, r.URL.Query().Get("q"), "q")
 	if err != nil {
 		return err
 	}
 	out := struct {
-		Query  string             `json:"query"`
-		Days   int                `json:"days"`
-		Count  int                `json:"count"`
-		Papers []previewPaperJSON `json:"papers"`
-	}{Query: q.String(), Days: catalog.BackfillDays, Count: pv.Count, Papers: make([]previewPaperJSON, 0, len(pv.Newest))}
+		Query    string             `json:"query"`
+		Days     int                `json:"days"`
+		Count    int                `json:"count"`
+		Papers   []previewPaperJSON `json:"papers"`
+		Complete bool               `json:"complete"`
+		Searched int                `json:"searched"`
+		// SearchedSince: only when incomplete, the announcement time of
+		// the oldest paper searched.
+		SearchedSince *time.Time `json:"searched_since,omitempty"`
+	}{Query: q.String(), Days: catalog.BackfillDays, Count: pv.Count, Papers: make([]previewPaperJSON, 0, len(pv.Newest)),
+		Complete: pv.Complete, Searched: pv.Searched}
+	if !pv.Complete {
+		out.SearchedSince = &pv.SearchedSince
+	}
 	for _, p := range pv.Newest {
 		out.Papers = append(out.Papers, previewPaperJSON{ArxivID: p.ArxivID, Title: p.Title, Authors: authorNames(p),
 			Categories: p.Categories, URL: p.AbsURL, AnnouncedAt: p.AnnouncedAt})

@@ -64,6 +64,12 @@ func TestSavedSearchFollow(t *testing.T) {
 	if r.Status != 200 || pv.Query != norm || pv.Count != 1 || len(pv.Papers) != 1 || pv.Papers[0].ArxivID != "2609.00001" {
 		t.Fatalf("preview: %d %s", r.Status, r.Body)
 	}
+	// arXiv's ANDNOT is the same search (its normal form writes "-").
+	r = c.Do("GET", "/v1/search/preview?q="+url.QueryEscape(`"Diffusion Models" AND cat:cs ANDNOT Survey`), reader, nil)
+	r.JSON(t, &pv)
+	if r.Status != 200 || pv.Query != norm || pv.Count != 1 {
+		t.Errorf("preview with ANDNOT: %d %s", r.Status, r.Body)
+	}
 	if r := c.Do("GET", "/v1/search/preview?q=x", "", nil); r.Status != 401 {
 		t.Errorf("preview without a token: %d", r.Status)
 	}
@@ -156,6 +162,8 @@ func TestSavedSearchFollow(t *testing.T) {
 		`the`:                                  `common words`,
 		`nope:diff`:                            `unknown field "nope:"`,
 		`x` + strings.Repeat(" diffusion", 40): `at most 300 characters`,
+		`diffusion XOR survey`:                 `at character 11: "XOR" is not an operator`,
+		`ANDNOT survey`:                        `at character 1: expected a term before ANDNOT`,
 	} {
 		for _, path := range []string{"/v1/me/follows/query/" + url.PathEscape(q), "/v1/search/preview?q=" + url.QueryEscape(q)} {
 			method := "PUT"

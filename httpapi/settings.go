@@ -51,8 +51,9 @@ type Settings struct {
 	Signer    *auth.LinkSigner
 	// Identities records "not this person" (the preview's buttons).
 	Identities *identity.Registry
-	// Papers previews queries (the search section).
-	Papers *catalog.Store
+	// Previews previews queries (the search section; the API's, so a
+	// user's previews from the page and the API run one at a time).
+	Previews *Previews
 	// PerUser limits search previews per user (the API's per-user
 	// limiter, so the page and GET /v1/search/preview share one budget).
 	PerUser *Limiter

@@ -2,8 +2,8 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"followfeed/apperr"
@@ -14,7 +14,7 @@ import (
 
 // The settings page's query section: a GET form (?q=, so a preview
 // is a plain link that changes nothing and needs no CSRF token) shows what
-// the search would have found (previewQuery, as GET /v1/search/preview),
+// the search would have found (Previews.run, as GET /v1/search/preview),
 // or where and why it cannot be used; "Follow this search" is a POST to
 // /settings/follows (action follow) with the page's CSRF token.
 
@@ -27,6 +27,12 @@ type searchData struct {
 	Query  string
 	Count  int
 	Papers []searchPaper
+	// Window says which papers Count is of: "the last 30 days", or, when
+	// the preview ran out of its budget (Partial), the newest Searched
+	// papers, "the papers announced since 2 Dec 2026 15:04 UTC".
+	Window   string
+	Partial  bool
+	Searched int
 	// Following: the user follows Query already.
 	Following bool
 	// Error says why the search cannot be used ("This search cannot be
@@ -43,7 +49,8 @@ type searchPaper struct{ Title, URL, Authors, Categories, Date string }
 // searchSection previews raw for viewer v (whose follows are fs) and
 // returns the section and the page's status: 200, 422 for a search that
 // cannot be used, 429 when previews come faster than the user's API rate
-// limit (shared with GET /v1/search/preview).
+// limit (shared with GET /v1/search/preview) or while another preview of
+// the user runs (Previews: one at a time, from the page or the API).
 func (s *Settings) searchSection(r *http.Request, w http.ResponseWriter, v *viewer, raw string, fs []followJSON) (*searchData, int, error) {
 	d := &searchData{Input: raw, Days: catalog.BackfillDays}
 	if strings.TrimSpace(raw) == "" {
@@ -51,22 +58,34 @@ func (s *Settings) searchSection(r *http.Request, w http.ResponseWriter, v *view
 		return d, http.StatusOK, nil
 	}
 	if ok, retry := s.PerUser.Allow("u:" + v.sub); !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(retry.Seconds()+0.999))))
+		setRetryAfter(w, retry)
 		d.Error = "Not previewed: you are previewing searches faster than your rate limit allows; wait a moment and try again."
 		d.Before = raw
 		return d, http.StatusTooManyRequests, nil
 	}
-	q, pv, err := previewQuery(r.Context(), s.Papers, raw, "q")
+	q, pv, err := s.Previews.run(r.Context(), "u:"+v.sub, raw, "q")
 	if err != nil {
 		var se *search.Error
-		if e, ok := apperr.As(err); !ok || e.Code != apperr.Invalid || !errors.As(err, &se) {
+		e, ok := apperr.As(err)
+		switch {
+		case ok && e.Code == apperr.RateLimited:
+			setRetryAfter(w, e.RetryAfter)
+			d.Error = "Not previewed: " + e.Message + "."
+			d.Before = raw
+			return d, statusFor(err), nil
+		case !ok || e.Code != apperr.Invalid || !errors.As(err, &se):
 			return nil, 0, err
 		}
 		d.Error = "This search cannot be used: " + se.Error()
 		d.Before, d.At, d.After = splitAt(raw, se.Pos)
 		return d, statusFor(err), nil
 	}
-	d.Query, d.Count = q.String(), pv.Count
+	d.Query, d.Count, d.Searched = q.String(), pv.Count, pv.Searched
+	d.Window = fmt.Sprintf("the last %d days", d.Days)
+	if !pv.Complete {
+		d.Partial = true
+		d.Window = "the papers announced since " + pv.SearchedSince.Format("2 Jan 2006 15:04 MST")
+	}
 	for _, p := range pv.Newest {
 		names := authorNames(p)
 		if len(names) > 3 {

@@ -1,7 +1,7 @@
 // Package search is followfeed's query language: parsing and
 // normalising a search written the way arXiv's search is (terms, "exact
-// phrases", implicit AND, OR, NOT or -term, parentheses, the field prefixes
-// ti: abs: au: cat: all:), evaluating it on a paper's text (Doc, Match), and
+// phrases", implicit AND, OR, NOT or -term, arXiv's binary ANDNOT,
+// parentheses, the field prefixes ti: abs: au: cat: all:), evaluating it on a paper's text (Doc, Match), and
 // matching a batch of papers against many searches at once with an inverted
 // index (MatchBatch, or Set.Match for a compiled set of searches kept
 // between batches). Terms match stemmed English words, ignoring case and
@@ -75,8 +75,10 @@ type node struct {
 
 // Query is a parsed, normalised search. Its String is the normal form:
 // two spellings of the same search (case, accents, spacing, AND, NOT,
-// redundant parentheses) give the same String, and Parse(q.String())
-// gives q back.
+// ANDNOT, redundant parentheses) give the same String, and
+// Parse(q.String()) gives q back. An exclusion is written "-" whichever
+// way it was typed: "a ANDNOT b", "a AND NOT b", "a NOT b" and "a -b" are
+// one search, "a -b".
 type Query struct {
 	root *node
 	norm string
@@ -117,7 +119,9 @@ func init() {
 func broad(fold string) bool { return stopWords[fold] || utf8.RuneCountInString(fold) < 2 }
 
 // Parse reads a search. Errors are *Error values saying where and what was
-// expected: unbalanced quotes or parentheses, an unknown prefix, no positive
+// expected: unbalanced quotes or parentheses, an unknown prefix, an
+// operator the grammar does not know (operatorLike: XOR, ORNOT, NEAR/3 …),
+// an operator without its terms (ANDNOT first, AND ANDNOT), no positive
 // term ("-survey" alone), a search that would match nearly everything (a
 // lone stop word, categories only), over MaxChars characters or MaxTerms
 // terms.
@@ -181,6 +185,7 @@ const (
 	tOr
 	tAnd
 	tNot
+	tAndNot // arXiv's binary "a ANDNOT b": a AND NOT b
 )
 
 type tok struct {
@@ -238,6 +243,13 @@ func lex(input string) ([]tok, error) {
 				out = append(out, tok{tNot, w, pos})
 				i = j
 				continue
+			case "ANDNOT":
+				out = append(out, tok{tAndNot, w, pos})
+				i = j
+				continue
+			}
+			if operatorLike(w) {
+				return nil, &Error{Pos: pos, Message: fmt.Sprintf(`%q is not an operator of this syntax (the operators are AND, OR, NOT, ANDNOT, - and parentheses); to search for the word, write it in lower case or in quotes ("%s")`, w, w)}
 			}
 			if k := strings.IndexByte(w, ':'); k > 0 && allLetters(w[:k]) {
 				name := strings.ToLower(w[:k])
@@ -256,6 +268,57 @@ func lex(input string) ([]tok, error) {
 		}
 	}
 	return out, nil
+}
+
+// foreignOperators are other search syntaxes' operators (Boolean and
+// proximity) that operatorLike refuses when written in capitals.
+var foreignOperators = map[string]bool{"XOR": true, "NEAR": true, "ONEAR": true, "ADJ": true, "WITHIN": true}
+
+// operatorLike reports whether w, a bare word (not quoted, no field
+// prefix) that is not one of AND, OR, NOT, ANDNOT, reads as an operator
+// the grammar does not know, so that Parse refuses it instead of
+// searching for it. That is a word of capital letters A–Z only that is
+//
+//   - two or more of AND, OR and NOT run together (ORNOT, NOTAND, ANDOR,
+//     ANDAND, …), or
+//   - XOR, NEAR, ONEAR, ADJ or WITHIN, alone or with a distance (NEAR3,
+//     NEAR/3, ADJ2), or W/n or PRE/n (W/5, PRE/3).
+//
+// Lower- and mixed-case words ("xor", "Near") and capitals that are not
+// operators (CNN, NAND, BERT) stay words, as a quoted "XOR" does.
+func operatorLike(w string) bool {
+	head, dist, slash := strings.Cut(w, "/")
+	if slash && (dist == "" || strings.Trim(dist, "0123456789") != "") {
+		return false
+	}
+	if !slash {
+		head = strings.TrimRight(w, "0123456789")
+		dist = w[len(head):]
+	}
+	if head == "" || strings.Trim(head, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "" {
+		return false
+	}
+	if foreignOperators[head] || (slash && (head == "W" || head == "PRE")) {
+		return true
+	}
+	if dist != "" || slash {
+		return false
+	}
+	// Two or more of AND, OR, NOT run together.
+	n := 0
+	for rest := head; rest != ""; n++ {
+		switch {
+		case strings.HasPrefix(rest, "AND"):
+			rest = rest[3:]
+		case strings.HasPrefix(rest, "NOT"):
+			rest = rest[3:]
+		case strings.HasPrefix(rest, "OR"):
+			rest = rest[2:]
+		default:
+			return false
+		}
+	}
+	return n >= 2
 }
 
 func isSpace(r rune) bool {
@@ -330,9 +393,26 @@ func (p *parser) and(f Field) (*node, error) {
 				return nil, &Error{Pos: t.pos, Message: "expected a term before AND"}
 			}
 			p.i++
-			if nt := p.peek(); nt == nil || nt.kind == tRParen || nt.kind == tOr || nt.kind == tAnd {
+			if nt := p.peek(); nt == nil || nt.kind == tRParen || nt.kind == tOr || nt.kind == tAnd || nt.kind == tAndNot {
 				return nil, &Error{Pos: p.posOr(nt), Message: "expected a term after AND"}
 			}
+			continue
+		}
+		if t.kind == tAndNot {
+			// a ANDNOT b is a AND NOT b: b (a term, phrase, prefixed
+			// term or parenthesised group) excluded, as binding as AND.
+			if len(kids) == 0 {
+				return nil, &Error{Pos: t.pos, Message: "expected a term before ANDNOT"}
+			}
+			p.i++
+			if nt := p.peek(); nt == nil || nt.kind == tRParen || nt.kind == tOr || nt.kind == tAnd || nt.kind == tAndNot || nt.kind == tNot || nt.kind == tMinus {
+				return nil, &Error{Pos: p.posOr(nt), Message: "expected a term to exclude after ANDNOT"}
+			}
+			k, err := p.primary(f)
+			if err != nil {
+				return nil, err
+			}
+			kids = append(kids, &node{op: opNot, kids: []*node{k}, pos: t.pos})
 			continue
 		}
 		k, err := p.unary(f)
@@ -359,7 +439,7 @@ func (p *parser) unary(f Field) (*node, error) {
 	if t.kind == tNot || t.kind == tMinus {
 		p.i++
 		nt := p.peek()
-		if nt == nil || nt.kind == tRParen || nt.kind == tOr || nt.kind == tAnd || nt.kind == tNot || nt.kind == tMinus {
+		if nt == nil || nt.kind == tRParen || nt.kind == tOr || nt.kind == tAnd || nt.kind == tAndNot || nt.kind == tNot || nt.kind == tMinus {
 			return nil, &Error{Pos: p.posOr(nt), Message: fmt.Sprintf("expected a term to exclude after %s", t.text)}
 		}
 		k, err := p.primary(f)

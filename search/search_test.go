@@ -65,7 +65,24 @@ func TestNormalForm(t *testing.T) {
 		`ti:(attention OR transformer) cat:cs`: `(ti:attention OR ti:transformer) cat:cs`,
 		`Self-Supervised learning`:             `self-supervised learning`,
 		`all:spectral ABS:momentum`:            `spectral abs:momentum`,
-		`a OR-b`:                               `a OR-b`, // replaced below: see errors
+		// arXiv's ANDNOT is an exclusion like NOT and -, written "-".
+		`ti:"graph neural" AND cat:cs.LG ANDNOT abs:survey`: `ti:"graph neural" cat:cs.LG -abs:survey`,
+		`graph ANDNOT (survey OR review)`:                   `graph -(survey OR review)`,
+		`graph ANDNOT ti:(survey OR review) tree`:           `graph -(ti:survey OR ti:review) tree`,
+		`graph OR tree ANDNOT survey`:                       `graph OR tree -survey`,
+		`(graph OR tree) ANDNOT survey`:                     `(graph OR tree) -survey`,
+		`graph ANDNOT survey ANDNOT review`:                 `graph -survey -review`,
+		// Capitals that are words, not operators; lower case and quotes
+		// search for an operator's word.
+		`xor graph`:     `xor graph`,
+		`"XOR" graph`:   `"xor" graph`,
+		`ti:XOR graph`:  `ti:xor graph`,
+		`NAND flash`:    `nand flash`,
+		`andnot graph`:  `andnot graph`,
+		`Near ANDROID`:  `near android`,
+		`HTTP/2 server`: `http-2 server`,
+		`CNN NOTATION`:  `cnn notation`,
+		`a OR-b`:        `a OR-b`, // replaced below: see errors
 	} {
 		if in == `a OR-b` {
 			continue
@@ -126,6 +143,44 @@ func TestParseErrors(t *testing.T) {
 		{`graph NOT`, 10, `expected a term to exclude after NOT`},
 		{`NOT OR graph`, 5, `expected a term to exclude after NOT`},
 		{`-NOT graph`, 2, `expected a term to exclude after -`},
+		// ANDNOT: binary, between a term and the term it excludes.
+		{`ANDNOT`, 1, `expected a term before ANDNOT`},
+		{`ANDNOT graph`, 1, `expected a term before ANDNOT`},
+		{`(ANDNOT graph)`, 2, `expected a term before ANDNOT`},
+		{`graph OR ANDNOT tree`, 10, `expected a term before ANDNOT`},
+		{`graph AND ANDNOT tree`, 11, `expected a term after AND`},
+		{`graph ANDNOT`, 13, `expected a term to exclude after ANDNOT`},
+		{`(graph ANDNOT) tree`, 14, `expected a term to exclude after ANDNOT`},
+		{`graph ANDNOT OR tree`, 14, `expected a term to exclude after ANDNOT`},
+		{`graph ANDNOT AND tree`, 14, `expected a term to exclude after ANDNOT`},
+		{`graph ANDNOT ANDNOT tree`, 14, `expected a term to exclude after ANDNOT`},
+		{`graph ANDNOT NOT tree`, 14, `expected a term to exclude after ANDNOT`},
+		{`graph ANDNOT -tree`, 14, `expected a term to exclude after ANDNOT`},
+		{`NOT ANDNOT graph`, 5, `expected a term to exclude after NOT`},
+		{`-ANDNOT graph`, 2, `expected a term to exclude after -`},
+		{`graph ANDNOT the`, 7, `more specific word to exclude`},
+		{`-survey ANDNOT review`, 1, `only exclusions`},
+		{`cat:cs.LG ANDNOT survey`, 1, `categories alone`},
+		// Operators the grammar does not know (operatorLike), where they
+		// stand, counted in characters.
+		{`graph ORNOT tree`, 7, `"ORNOT" is not an operator of this syntax`},
+		{`graph XOR tree`, 7, `"XOR" is not an operator`},
+		{`Müller XOR tree`, 8, `"XOR" is not an operator`},
+		{`XOR`, 1, `write it in lower case or in quotes ("XOR")`},
+		{`graph NOTAND tree`, 7, `"NOTAND" is not an operator`},
+		{`graph ANDOR tree`, 7, `"ANDOR" is not an operator`},
+		{`graph ANDAND tree`, 7, `"ANDAND" is not an operator`},
+		{`graph AND ORNOT tree`, 11, `"ORNOT" is not an operator`},
+		{`graph NEAR tree`, 7, `"NEAR" is not an operator`},
+		{`graph NEAR/3 tree`, 7, `"NEAR/3" is not an operator`},
+		{`graph NEAR3 tree`, 7, `"NEAR3" is not an operator`},
+		{`graph ONEAR/2 tree`, 7, `"ONEAR/2" is not an operator`},
+		{`graph ADJ2 tree`, 7, `"ADJ2" is not an operator`},
+		{`graph WITHIN tree`, 7, `"WITHIN" is not an operator`},
+		{`graph W/5 tree`, 7, `"W/5" is not an operator`},
+		{`graph PRE/3 tree`, 7, `"PRE/3" is not an operator`},
+		{`(graph)XOR(tree)`, 8, `"XOR" is not an operator`},
+		{`graph -XOR`, 8, `"XOR" is not an operator`},
 		// Field prefixes.
 		{`ti: graph`, 1, `right after ti:`},
 		{`graph abs:`, 7, `right after abs:`},
@@ -312,6 +367,119 @@ func TestMatchRealText(t *testing.T) {
 		slices.Sort(c.hits)
 		if !slices.Equal(got, c.hits) {
 			t.Errorf("%s matches %v, want %v", c.q, got, c.hits)
+		}
+	}
+}
+
+// TestOperatorLike is the rule for words that read as operators the
+// grammar does not know: capitals only, two or more of AND, OR and NOT run
+// together, or another syntax's operator (with a distance); everything
+// else is a word.
+func TestOperatorLike(t *testing.T) {
+	for _, w := range []string{"ORNOT", "NOTAND", "ANDOR", "ORAND", "NOTNOT", "OROR", "ANDAND", "ANDORNOT",
+		"XOR", "NEAR", "NEAR5", "NEAR/10", "ONEAR", "ADJ", "ADJ3", "ADJ/3", "WITHIN", "W/5", "PRE/2"} {
+		if !operatorLike(w) {
+			t.Errorf("operatorLike(%q) = false", w)
+		}
+	}
+	for _, w := range []string{"AND2", "OR/2", "NOR", "NAND", "ANDROID", "NOTORIOUS", "ORAL", "NEARBY", "XORS",
+		"W", "W/", "W/x", "PRE", "HTTP/2", "GPT4", "xor", "Xor", "near/3", "ANDNOTx", "OR-NOT", "ÄND", "B/5"} {
+		if operatorLike(w) {
+			t.Errorf("operatorLike(%q) = true", w)
+		}
+	}
+}
+
+// TestAndNotMatches: arXiv's "a ANDNOT b" finds what "a AND NOT b" and
+// "a -b" find, on real papers' text, through Query.Match and through
+// MatchBatch and a Set (the bitset evaluation), and it binds like AND: in
+// "x OR y ANDNOT z" only y is excluded from.
+func TestAndNotMatches(t *testing.T) {
+	ps := loadPapers(t)
+	docs := make([]*Doc, len(ps))
+	for i, p := range ps {
+		docs[i] = docOf(p)
+	}
+	matching := func(q *Query) []string {
+		var ids []string
+		for i, d := range docs {
+			if q.Match(d) {
+				ids = append(ids, ps[i].ID)
+			}
+		}
+		return ids
+	}
+	for _, c := range []struct {
+		q, positive, same string
+		hits              []string
+	}{
+		{`attention ANDNOT ti:survey`, `attention`, `attention AND NOT ti:survey`,
+			[]string{"2401.14036", "2401.14038", "openalex:W3146366485", "openalex:W2023053047"}},
+		{`learning ANDNOT (cat:cs.CV OR cat:stat.ML)`, `learning`, `learning -(cat:cs.CV OR cat:stat.ML)`,
+			[]string{"2609.26811", "2609.26820", "openalex:W3146366485", "openalex:W3212386989"}},
+		{`learning cat:cs ANDNOT cat:cs.CV`, `learning cat:cs`, `learning cat:cs NOT cat:cs.CV`,
+			[]string{"2609.26811", "2609.26820"}},
+		{`self-supervised ANDNOT au:wen`, `self-supervised`, `self-supervised -au:wen`,
+			[]string{"openalex:W3212386989", "latex"}},
+		// ANDNOT binds like AND: the survey found by ti:survey stays
+		// (nothing is excluded from the OR), unless the OR is grouped.
+		{`ti:survey OR attention ANDNOT survey`, ``, `ti:survey OR (attention -survey)`,
+			[]string{"2401.14036", "2401.14038", "openalex:W3146366485", "openalex:W3212386989", "openalex:W2023053047"}},
+		{`(ti:survey OR attention) ANDNOT survey`, `ti:survey OR attention`, `(ti:survey OR attention) -survey`,
+			[]string{"2401.14036", "2401.14038", "openalex:W3146366485", "openalex:W2023053047"}},
+	} {
+		q, same := mustParse(t, c.q), mustParse(t, c.same)
+		if q.String() != same.String() {
+			t.Errorf("%s reads %q, %s reads %q: not one search", c.q, q.String(), c.same, same.String())
+		}
+		got := matching(q)
+		slices.Sort(got)
+		slices.Sort(c.hits)
+		if !slices.Equal(got, c.hits) {
+			t.Errorf("%s matches %v, want %v", c.q, got, c.hits)
+		}
+		if c.positive != "" && len(matching(mustParse(t, c.positive))) <= len(got) {
+			t.Errorf("%s excludes nothing %s finds: the exclusion is not exercised", c.q, c.positive)
+		}
+	}
+	// The bitset evaluation agrees with Match, on these searches and on
+	// random ones written with ANDNOT.
+	qs := []*Query{}
+	for _, s := range []string{`attention ANDNOT ti:survey`, `learning ANDNOT (cat:cs.CV OR cat:stat.ML)`,
+		`self-supervised ANDNOT au:wen`, `ti:survey OR attention ANDNOT survey`, `network ANDNOT "deep learning"`} {
+		qs = append(qs, mustParse(t, s))
+	}
+	for _, q := range drawQueries(t, ps) {
+		// "-x" written as arXiv writes it, once the search has a term
+		// before its exclusion.
+		if s := q.String(); strings.Contains(s, " -") && !strings.HasPrefix(s, "-") {
+			if aq, err := Parse(strings.Replace(s, " -", " ANDNOT ", 1), testCats{}); err == nil {
+				qs = append(qs, aq)
+			}
+		}
+	}
+	if len(qs) < 300 {
+		t.Fatalf("only %d searches with ANDNOT", len(qs))
+	}
+	want := make([][]int32, len(docs))
+	matches := 0
+	for di, d := range docs {
+		for qi, q := range qs {
+			if q.Match(d) {
+				want[di] = append(want[di], int32(qi))
+				matches++
+			}
+		}
+	}
+	if matches < 30 {
+		t.Fatalf("only %d matches among %d searches with ANDNOT: the property is not exercised", matches, len(qs))
+	}
+	t.Logf("%d searches with ANDNOT, %d matches", len(qs), matches)
+	for _, got := range [][][]int32{MatchBatch(qs, docs), NewSet(qs).Match(docs)} {
+		for di := range docs {
+			if !slices.Equal(got[di], want[di]) {
+				t.Errorf("doc %s: the batch matcher %v, Match %v", ps[di].ID, got[di], want[di])
+			}
 		}
 	}
 }

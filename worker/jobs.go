@@ -98,8 +98,9 @@ type BackfillArgs struct {
 func (BackfillArgs) Kind() string { return "search_backfill" }
 
 // InsertOpts puts backfills on the match queue: like ingest and the match
-// job they are writers of paper_keys, serialised by the writers' lock, so
-// more workers would only wait on it. Unique per search (oneAtATime).
+// job they write rows under the writers' lock (only at their end: the scan
+// runs without it), and the queue's few workers keep their scans, a core
+// each, from crowding out the rest. Unique per search (oneAtATime).
 func (BackfillArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueMatch, MaxAttempts: 25, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: oneAtATime}}
 }
