@@ -105,7 +105,24 @@ func (a *Addresses) FeedbackURL(userID, epoch, paperID int64, value string) stri
 // a forged, malformed or revoked link (or a user since erased) is
 // auth.ErrBadLink.
 func (a *Addresses) CheckFeedback(ctx context.Context, tok string) (userID, paperID int64, value string, err error) {
-	err = a.db.InTx(ctx, func(tx pgx.Tx) error {
+	l, err := a.CheckFeedbackLink(ctx, tok)
+	return l.UserID, l.PaperID, l.Value, err
+}
+
+// FeedbackLink is what a FeedbackURL names: one user, with the link epoch
+// it was made in (the user's current one, once checked), one paper
+// (papers.id) and one value.
+type FeedbackLink struct {
+	UserID, Epoch, PaperID int64
+	Value                  string
+}
+
+// CheckFeedbackLink is CheckFeedback with the link's epoch, so that the
+// link's page can offer other links of the same user (DisputeURL) that
+// die with it.
+func (a *Addresses) CheckFeedbackLink(ctx context.Context, tok string) (FeedbackLink, error) {
+	var out FeedbackLink
+	err := a.db.InTx(ctx, func(tx pgx.Tx) error {
 		l, _, err := a.checkLink(ctx, tx, tok, auth.ActionFeedback)
 		if err != nil {
 			return err
@@ -114,10 +131,13 @@ func (a *Addresses) CheckFeedback(ctx context.Context, tok string) (userID, pape
 		if n <= 0 || id <= 0 || n == len(l.Data) {
 			return auth.ErrBadLink
 		}
-		userID, paperID, value = l.UserID, id, string(l.Data[n:])
+		out = FeedbackLink{UserID: l.UserID, Epoch: l.Epoch, PaperID: id, Value: string(l.Data[n:])}
 		return nil
 	})
-	return userID, paperID, value, err
+	if err != nil {
+		return FeedbackLink{}, err
+	}
+	return out, nil
 }
 
 // CheckDispute resolves a DisputeURL token to its user, paper and

@@ -142,6 +142,9 @@ func TestFeedbackLinks(t *testing.T) {
 	if err != nil || uid != u.ID || pid != 4242 || v != "less" {
 		t.Fatalf("CheckFeedback: %d %d %q %v", uid, pid, v, err)
 	}
+	if l, err := addrs.CheckFeedbackLink(ctx, tok); err != nil || l != (account.FeedbackLink{UserID: u.ID, Epoch: 1, PaperID: 4242, Value: "less"}) {
+		t.Fatalf("CheckFeedbackLink: %+v %v", l, err)
+	}
 	dispute := strings.TrimPrefix(addrs.DisputeURL(u.ID, 1, "2611.00001", "host:1"), "https://followfeed.test/not-this-person/")
 	for name, bad := range map[string]string{
 		"forged":         tok[:len(tok)-2] + "AA",
@@ -158,5 +161,8 @@ func TestFeedbackLinks(t *testing.T) {
 	}
 	if _, _, _, err := addrs.CheckFeedback(ctx, tok); !errors.Is(err, auth.ErrBadLink) {
 		t.Errorf("after RevokeLinks: %v", err)
+	}
+	if l, err := addrs.CheckFeedbackLink(ctx, tok); !errors.Is(err, auth.ErrBadLink) || l != (account.FeedbackLink{}) {
+		t.Errorf("CheckFeedbackLink after RevokeLinks: %+v %v", l, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -420,6 +421,40 @@ func (s *Service) List(ctx context.Context, userID int64, cursor string, limit i
 // All returns every follow of the user, newest first.
 func (s *Service) All(ctx context.Context, userID int64) ([]Follow, error) {
 	return allFollows(ctx, s.db.Pool, userID)
+}
+
+// Researchers returns those of the user's researcher follows that reach
+// one of authorIDs (normalised researcher ids, as a paper's authors carry
+// them): a follow reaches its own id and, when the identity registry knows
+// the person, every id of theirs (Expanded.Keys), as matching does. Each
+// follow once, newest first. The feedback link's page offers "not this
+// person" beside them.
+func (s *Service) Researchers(ctx context.Context, userID int64, authorIDs []string) ([]Expanded, error) {
+	if len(authorIDs) == 0 {
+		return nil, nil
+	}
+	var b pgx.Batch
+	var got []Expanded
+	QueueExpandedMany(&b, []int64{userID}, func(m map[int64][]Expanded) { got = m[userID] })
+	if err := s.db.Pool.SendBatch(ctx, &b).Close(); err != nil {
+		return nil, err
+	}
+	authors := make(map[string]bool, len(authorIDs))
+	for _, id := range authorIDs {
+		authors[Target{Kind: Researcher, ID: id}.Key()] = true
+	}
+	var out []Expanded
+	for _, e := range got {
+		// Only a researcher follow's keys are researcher keys.
+		keys := e.Keys
+		if keys == nil {
+			keys = []string{e.Key}
+		}
+		if slices.ContainsFunc(keys, func(k string) bool { return authors[k] }) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }
 
 // QueueAllIn queues on b the statement All runs, so that it shares a round

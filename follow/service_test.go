@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -13,6 +14,7 @@ import (
 	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/follow"
+	"followfeed/identity"
 	"followfeed/internal/testdb"
 	"followfeed/internal/testpaper"
 	"followfeed/paper"
@@ -263,5 +265,55 @@ func TestPaperFollowNamedByTitle(t *testing.T) {
 	all, _ = svc.All(ctx, uid)
 	if labels := follow.ReasonLabels(all); labels[pt.Key()] != label {
 		t.Errorf("the label is not the reason label: %q", labels[pt.Key()])
+	}
+}
+
+// TestResearchersReachingAuthors: Researchers finds the user's researcher
+// follows that reach a paper's author ids: a follow of the id itself, and
+// a follow of another id of the same person (the identity registry's);
+// not a follow of someone else, not another kind, not another user's.
+func TestResearchersReachingAuthors(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	svc := follow.NewService(db)
+	if _, err := identity.NewRegistry(db, svc).Put(ctx, []identity.Record{
+		{Kind: follow.Researcher, IDs: []string{"host:1", "openalex:A5023888391"}, Name: "Mingzhi Wen"}}); err != nil {
+		t.Fatal(err)
+	}
+	uid, other := newUser(t, db, "reader"), newUser(t, db, "other")
+	for _, tg := range []follow.Target{{Kind: follow.Researcher, ID: "host:1"}, {Kind: follow.Researcher, ID: "orcid:0000-0002-1825-0097"},
+		{Kind: follow.Researcher, ID: "s2:999"}, {Kind: follow.Category, ID: "cs.LG"}} {
+		if _, _, err := svc.Follow(ctx, uid, tg, follow.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := svc.Follow(ctx, other, follow.Target{Kind: follow.Researcher, ID: "openalex:A5023888391"}, follow.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(authorIDs ...string) []string {
+		t.Helper()
+		got, err := svc.Researchers(ctx, uid, authorIDs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range got {
+			out = append(out, e.ID+"="+e.Name)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		authors []string
+		want    string
+	}{
+		{[]string{"openalex:A5023888391", "orcid:0000-0002-1825-0097", "s2:1"}, "orcid:0000-0002-1825-0097=,host:1=Mingzhi Wen"},
+		{[]string{"host:1"}, "host:1=Mingzhi Wen"},
+		{[]string{"s2:1", "openalex:A1"}, ""},
+		{nil, ""},
+	} {
+		if got := strings.Join(ids(c.authors...), ","); got != c.want {
+			t.Errorf("Researchers(%v) = %q, want %q", c.authors, got, c.want)
+		}
 	}
 }

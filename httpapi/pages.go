@@ -12,6 +12,8 @@ import (
 	"followfeed/auth"
 	"followfeed/follow"
 	"followfeed/identity"
+	"followfeed/match"
+	"followfeed/ranking"
 	"followfeed/web"
 )
 
@@ -86,15 +88,21 @@ func renderPage(w http.ResponseWriter, r *http.Request, logger *slog.Logger, sta
 	_, _ = w.Write(buf.Bytes())
 }
 
-// EmailPages serve the links in mail: one-click unsubscribe and address
-// confirmation. A GET only shows a page with a button; link scanners that
+// EmailPages serve the links in mail: one-click unsubscribe, address
+// confirmation, "not this person" and the feedback links. A GET only shows a page with a button; link scanners that
 // follow every GET change nothing.
 type EmailPages struct {
 	Logger    *slog.Logger
 	Addresses *account.Addresses
 	// Identities records "not this person" from a digest's link.
 	Identities *identity.Registry
-	PerIP      *Limiter
+	// Ranking records a feedback link's value (feedback_pages.go);
+	// Matcher loads the link's paper; Follows finds the researcher
+	// follows a "less like this" page offers "not this person" for.
+	Ranking *ranking.Service
+	Matcher *match.Service
+	Follows *follow.Service
+	PerIP   *Limiter
 }
 
 // disputePage shows a digest's "Not by …?" link as a page with a button.

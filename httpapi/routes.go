@@ -176,7 +176,8 @@ func (p *Product) pageRoutes() []route {
 		{"POST /login", limitBody(maxFormBody, bare(s.login))},
 		{"POST /logout", limitBody(maxFormBody, bare(s.logout))},
 
-		// Settings (settings.go), its channel forms (settings_channels.go).
+		// Settings (settings.go), its channel forms (settings_channels.go),
+		// its feedback list (settings_feedback.go).
 		{"GET /settings", bare(s.page)},
 		{"POST /settings/follows", limitBody(maxFormBody, bare(s.postFollow))},
 		{"POST /settings/feed-token", limitBody(maxFormBody, bare(s.postRotate))},
@@ -185,6 +186,7 @@ func (p *Product) pageRoutes() []route {
 		{"POST /settings/channels/{id}", limitBody(maxFormBody, bare(s.postChannel))},
 		{"GET /settings/channels/secret/{nonce}", bare(s.secretPage)},
 		{"POST /settings/not-this-person", limitBody(maxFormBody, bare(s.postNotThisPerson))},
+		{"POST /settings/feedback", limitBody(maxFormBody, bare(s.postFeedback))},
 
 		// The links in mail (pages.go): a GET shows a button, the POST acts.
 		{"GET /unsubscribe/{token}", bare(m.unsubscribePage)},
@@ -193,6 +195,8 @@ func (p *Product) pageRoutes() []route {
 		{"POST /confirm/{token}", limitBody(maxLinkBody, bare(m.confirm))},
 		{"GET /not-this-person/{token}", bare(m.disputePage)},
 		{"POST /not-this-person/{token}", limitBody(maxLinkBody, bare(m.dispute))},
+		{"GET /feedback/{token}", bare(m.feedbackLinkPage)},
+		{"POST /feedback/{token}", limitBody(maxLinkBody, bare(m.feedbackLinkPost))},
 
 		{"GET /status", bare(st.statusPage)},
 

@@ -23,6 +23,7 @@ import (
 	"followfeed/identity"
 	"followfeed/notify"
 	"followfeed/paper"
+	"followfeed/ranking"
 	"followfeed/web"
 )
 
@@ -54,6 +55,9 @@ type Settings struct {
 	// Previews previews queries (the search section; the API's, so a
 	// user's previews from the page and the API run one at a time).
 	Previews *Previews
+	// Ranking lists and clears the user's feedback (the feedback section,
+	// settings_feedback.go).
+	Ranking *ranking.Service
 	// PerUser limits search previews per user (the API's per-user
 	// limiter, so the page and GET /v1/search/preview share one budget).
 	PerUser *Limiter
@@ -301,6 +305,9 @@ type settingsData struct {
 	DigestsOff bool
 	Channels   *channelsData // settings_channels.go
 	Search     *searchData   // settings_search.go
+	Feedback   *feedbackData // settings_feedback.go
+	// Orders are the digest's order options (the budget controls).
+	Orders []frequencyOption
 }
 
 type previewData struct {
@@ -313,15 +320,17 @@ type previewData struct {
 }
 
 var flashes = map[string]string{
-	"unfollowed": "Unfollowed.",
-	"saved":      "Saved.",
-	"disputed":   "Thanks: that paper no longer shows for that researcher in your feeds and digests, and the site is told so it can fix its data.",
-	"rotated":    "Your feed token was replaced: the old feed links stop working now. Update your feed reader.",
-	"email":      "Email settings saved.",
-	"confirm":    "Email settings saved. We sent a confirmation mail to the new address.",
-	"started":    "Digests are on. They hold papers matched from now on; everything that came before is in your feed (Your feeds, below).",
-	"followed":   "Followed.",
-	"search":     "You follow the search now. Its matches of the last 30 days join your feeds within seconds; new papers it matches come as they arrive.",
+	"unfollowed":   "Unfollowed.",
+	"saved":        "Saved.",
+	"disputed":     "Thanks: that paper no longer shows for that researcher in your feeds and digests, and the site is told so it can fix its data.",
+	"rotated":      "Your feed token was replaced: the old feed links stop working now. Update your feed reader.",
+	"email":        "Email settings saved.",
+	"confirm":      "Email settings saved. We sent a confirmation mail to the new address.",
+	"started":      "Digests are on. They hold papers matched from now on; everything that came before is in your feed (Your feeds, below).",
+	"followed":     "Followed.",
+	"search":       "You follow the search now. Its matches of the last 30 days join your feeds within seconds; new papers it matches come as they arrive.",
+	"feedback":     "Feedback removed: the paper counts no more in how your papers are ranked.",
+	"feedback-set": "Feedback saved.",
 }
 
 // flash is the message of a ?done= code.
@@ -362,6 +371,9 @@ func (s *Settings) page(w http.ResponseWriter, r *http.Request) {
 			writeError(w, r, s.Logger, err)
 			return
 		}
+		if d.Feedback != nil && d.Feedback.Error != "" && status == http.StatusOK {
+			status = http.StatusUnprocessableEntity
+		}
 	}
 	renderPage(w, r, s.Logger, status, "settings.html", page{Title: "Settings", SignedIn: !v.emailOnly, CSRF: v.csrf,
 		Flash: flash(r.URL.Query().Get("done")), Scripts: []string{"/static/settings.js?v=" + assetVersion("settings.js")}, Data: d})
@@ -393,6 +405,12 @@ func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
 		Weekday: strings.ToLower(p.Digest.Weekday.String()), TimezoneUnset: p.Timezone == "UTC"}
 	for _, f := range []struct{ v, l string }{{"off", "Off"}, {"instant", "Instantly (batched over 10 minutes)"}, {"daily", "Daily"}, {"weekly", "Weekly"}} {
 		d.Frequencies = append(d.Frequencies, frequencyOption{Value: f.v, Label: f.l, Selected: string(p.Digest.Frequency) == f.v})
+	}
+	for _, o := range []struct {
+		v notify.Order
+		l string
+	}{{notify.OrderNewest, "Newest first, by follow"}, {notify.OrderBest, "Best first for you"}} {
+		d.Orders = append(d.Orders, frequencyOption{Value: string(o.v), Label: o.l, Selected: p.Digest.Order == o.v})
 	}
 	if !p.NextDigestAt.IsZero() {
 		loc, err := time.LoadLocation(p.Timezone)
@@ -432,6 +450,9 @@ func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
 		loc = time.UTC
 	}
 	if d.Channels, err = s.channelsData(ctx, v, d.Follows, loc); err != nil {
+		return nil, err
+	}
+	if d.Feedback, err = s.feedbackSection(r, v, r.URL.Query().Get("feedback")); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -506,8 +527,11 @@ func (s *Settings) post(w http.ResponseWriter, r *http.Request, allowManage bool
 	if v.emailOnly {
 		target += "&token=" + url.QueryEscape(v.manage)
 	}
-	if r.URL.Path == "/settings/email" {
+	switch r.URL.Path {
+	case "/settings/email":
 		target += "#email"
+	case "/settings/feedback":
+		target += "#feedback"
 	}
 	http.Redirect(w, r, target, http.StatusSeeOther)
 }
@@ -592,6 +616,9 @@ func (s *Settings) postEmail(w http.ResponseWriter, r *http.Request) {
 		patch.Digest.SendEmpty = &empty
 		skip := r.PostFormValue("skip_no_announcement") != ""
 		patch.Digest.SkipNoAnnouncement = &skip
+		if err := budgetPatch(r, patch.Digest); err != nil {
+			return "", err
+		}
 		before, err := s.Prefs.Get(r.Context(), v.userID)
 		if err != nil {
 			return "", err

@@ -227,17 +227,7 @@ func TestStatusPageInTheBrowser(t *testing.T) {
 			t.Errorf("the sources' states read %q", got)
 		}
 		// Nothing is wider than the screen (it was 55 px wider at 390).
-		over, err := chromedp.Run(ctx, chromedp.Evaluate[struct {
-			Page, Screen int
-			Wide         []string
-		}](`({Page: document.documentElement.scrollWidth, Screen: innerWidth,
-			Wide: [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > innerWidth + 0.5).map(e => e.tagName + '.' + e.className)})`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if over.Page > over.Screen || len(over.Wide) > 0 {
-			t.Errorf("at %d px the page is %d px wide; past the screen's edge: %v", width, over.Page, over.Wide)
-		}
+		fitsTheScreen(ctx, t, width)
 		b.Screenshot(ctx, t, fmt.Sprintf("status-page-%d", width))
 	}
 	if errs := b.ConsoleErrors(); len(errs) > 0 {

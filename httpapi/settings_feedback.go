@@ -1,0 +1,107 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"followfeed/apperr"
+	"followfeed/notify"
+	"followfeed/ranking"
+)
+
+// The settings page's feedback section (the user's feedback on papers,
+// newest first, a page at a time, each with an undo button) and the email
+// form's budget controls (order, max papers, keep followed).
+
+// feedbackPageSize is how many feedback rows one settings page lists.
+const feedbackPageSize = 20
+
+// feedbackData is the feedback section.
+type feedbackData struct {
+	Rows []feedbackRow
+	// More is the link to the next page ("" on the last); Newest the link
+	// back to the first page ("" on it).
+	More, Newest string
+	// Error says the ?feedback= cursor was not one of this list's (the
+	// first page shows instead).
+	Error string
+}
+
+// feedbackRow is one paper's feedback in the list.
+type feedbackRow struct {
+	ArxivID, Title, AbsURL, Label, Date string
+	Value                               ranking.Value
+}
+
+// feedbackSection lists the viewer's feedback from cursor (a Next of an
+// earlier page; "" for the newest). A cursor the list did not make shows
+// the first page with Error set (the page answers 422).
+func (s *Settings) feedbackSection(r *http.Request, v *viewer, cursor string) (*feedbackData, error) {
+	d := &feedbackData{}
+	page, err := s.Ranking.List(r.Context(), v.userID, cursor, feedbackPageSize)
+	if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid && cursor != "" {
+		d.Error = "That page of your feedback list is no longer valid; here are the newest."
+		cursor = ""
+		page, err = s.Ranking.List(r.Context(), v.userID, "", feedbackPageSize)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range page.Items {
+		d.Rows = append(d.Rows, feedbackRow{ArxivID: f.ArxivID, Title: f.Title, AbsURL: f.AbsURL, Value: f.Value,
+			Label: f.Value.Label(), Date: f.UpdatedAt.Format("2 January 2006")})
+	}
+	if page.Next != "" {
+		d.More = "/settings?feedback=" + url.QueryEscape(page.Next) + "#feedback"
+	}
+	if cursor != "" {
+		d.Newest = "/settings#feedback"
+	}
+	return d, nil
+}
+
+// postFeedback is the feedback list's undo button (POST /settings/feedback:
+// csrf, arxiv_id, value "" to clear, or more, less, saved).
+func (s *Settings) postFeedback(w http.ResponseWriter, r *http.Request) {
+	s.post(w, r, false, func(v *viewer) (string, error) {
+		val := ranking.None
+		if raw := r.PostFormValue("value"); raw != "" {
+			var err error
+			if val, err = ranking.ParseValue(raw); err != nil {
+				return "", err
+			}
+		}
+		if _, err := s.Ranking.Set(r.Context(), v.userID, r.PostFormValue("arxiv_id"), val); err != nil {
+			return "", err
+		}
+		if val == ranking.None {
+			return "feedback", nil
+		}
+		return "feedback-set", nil
+	})
+}
+
+// budgetPatch reads the email form's budget controls into d: order,
+// max_papers (0 to notify.MaxPapersLimit) and the keep_followed checkbox.
+// A form without them (order absent: an older page, a script) leaves the
+// budget as it is; an unchecked box is sent as no field, so it is read
+// only with the order it comes with.
+func budgetPatch(r *http.Request, d *notify.DigestPatch) error {
+	if _, ok := r.PostForm["order"]; !ok {
+		return nil
+	}
+	order := r.PostFormValue("order")
+	d.Order = &order
+	if raw, ok := r.PostForm["max_papers"]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(raw[0]))
+		if err != nil {
+			return apperr.InvalidField("digest.max_papers", "must be a whole number of papers from 0 (no limit) to %d", notify.MaxPapersLimit)
+		}
+		d.MaxPapers = &n
+	}
+	keep := r.PostFormValue("keep_followed") != ""
+	d.KeepFollowed = &keep
+	return nil
+}
