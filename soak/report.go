@@ -92,6 +92,9 @@ func (r *Report) Failed() []string {
 	return out
 }
 
+// reportTime is how the report writes when it was produced.
+const reportTime = "2006-01-02 15:04 MST"
+
 var titles = map[string]string{
 	"load":             "Load at scale S",
 	"worker-killed":    "Worker killed mid-harvest and mid-send",
@@ -117,7 +120,7 @@ func (r *Report) Write(w io.Writer) error {
 		cpu += " (" + r.CPUModel + ")"
 	}
 	fmt.Fprintf(&b, "Produced on %s on a machine with %s, %s, %s, by %s. ",
-		r.When.UTC().Format("2006-01-02 15:04 MST"), cpu, r.GoVersion, r.Postgres, by)
+		r.When.UTC().Format(reportTime), cpu, r.GoVersion, r.Postgres, by)
 	b.WriteString("`make soak` builds the binaries (followfeed, followfeed-lab), provisions PostgreSQL (scripts/pg-ensure.sh) and runs every scenario; " +
 		"`followfeed-lab soak --only load,smtp-chaos` runs a subset (`--duration` sets the load duration, `--scale-db` the scale-S database). " +
 		"Each scenario starts the real binary (`serve`, `api`, `worker`) as separate processes and drives it from the soak process over loopback; " +
@@ -131,7 +134,7 @@ func (r *Report) Write(w io.Writer) error {
 		if t := titles[res.Name]; t != "" {
 			fmt.Fprintf(&b, "*%s.* ", t)
 		}
-		fmt.Fprintf(&b, "Verdict: %s (ran %s).\n\n", verdictWord(res.Pass), res.Elapsed.Round(time.Second))
+		fmt.Fprintf(&b, "Verdict: %s (ran %s on %s).\n\n", verdictWord(res.Pass), res.Elapsed.Round(time.Second), r.When.UTC().Format(reportTime))
 		if res.What != "" {
 			b.WriteString(strings.TrimSpace(res.What) + "\n\n")
 		}
