@@ -10,10 +10,10 @@ import (
 // earlier RELIABILITY.md, as Write or WriteMerged made it) the summary rows
 // and sections of the scenarios this run did not run, so a run of some
 // scenarios (--only) rewrites their sections and nothing else. Scenarios
-// are listed in Names order, then any the previous report had that Names
-// no longer knows are dropped. A kept section whose verdict line does not
-// say when it ran gets the previous report's date. An empty or unreadable
-// previous report leaves just this run's.
+// are listed in Names order; those of the previous report that Names no
+// longer knows are dropped. A kept section whose verdict line does not say
+// when and where it ran gets the previous report's date and machine. An
+// empty or unreadable previous report leaves just this run's.
 func (r *Report) WriteMerged(w io.Writer, previous string) error {
 	var cur strings.Builder
 	if err := r.Write(&cur); err != nil {
@@ -31,7 +31,7 @@ func (r *Report) WriteMerged(w io.Writer, previous string) error {
 			continue
 		}
 		if sec, ok := old.sections[name]; ok {
-			now.sections[name] = dateSection(sec, old.date)
+			now.sections[name] = dateSection(sec, old.date, old.machine)
 			now.rows[name] = old.rows[name]
 			kept = append(kept, name)
 		}
@@ -40,7 +40,7 @@ func (r *Report) WriteMerged(w io.Writer, previous string) error {
 	b.WriteString(strings.TrimRight(now.head, "\n"))
 	if len(kept) > 0 {
 		b.WriteString(" This run rewrote the sections of " + strings.Join(r.names(), ", ") +
-			"; the sections of " + strings.Join(kept, ", ") + " are kept from earlier runs (each section's verdict line says when it ran).")
+			"; the sections of " + strings.Join(kept, ", ") + " are kept from earlier runs (each section's verdict line says when and where it ran).")
 	}
 	b.WriteString("\n\n| scenario | verdict | key figures |\n| --- | --- | --- |\n")
 	for _, name := range Names() {
@@ -68,16 +68,16 @@ func (r *Report) names() []string {
 
 // parsedReport is a rendered report cut into its parts.
 type parsedReport struct {
-	head     string            // from the title to the summary table
-	date     string            // "Produced on <date> on a machine"
+	head     string // from the title to the summary table
+	date     string // "Produced on <date> on a machine with <machine>, by"
+	machine  string
 	rows     map[string]string // scenario → its summary table row
 	sections map[string]string // scenario → "## name" to the next section
 }
 
 var (
 	summaryRowRE = regexp.MustCompile(`^\| \[([a-z0-9-]+)\]\(#[a-z0-9-]+\) \|`)
-	producedRE   = regexp.MustCompile(`Produced on (.+?) on a machine`)
-	verdictRunRE = regexp.MustCompile(`(Verdict: \*\*\w+\*\* \(ran [^)]*?)\)\.`)
+	producedRE   = regexp.MustCompile(`Produced on (.+?) on a machine with (.+?), by `)
 )
 
 // parseReport cuts a report as Write renders it: the head, the summary
@@ -88,7 +88,7 @@ func parseReport(s string) parsedReport {
 		return p
 	}
 	if m := producedRE.FindStringSubmatch(s); m != nil {
-		p.date = m[1]
+		p.date, p.machine = m[1], m[2]
 	}
 	body, rest, _ := strings.Cut(s, "\n## ")
 	table := strings.Index(body, "\n| scenario | verdict |")
@@ -114,16 +114,29 @@ func parseReport(s string) parsedReport {
 	return p
 }
 
-// dateSection adds " on date" to a section's verdict line that does not
-// say when it ran.
-func dateSection(sec, date string) string {
-	if date == "" {
+// dateSection completes a section's verdict line, "Verdict: **pass** (ran
+// 5m15s).", with the date and the machine it ran on when it lacks them:
+// "(ran 5m15s on <date>; <machine>)."
+func dateSection(sec, date, machine string) string {
+	i := strings.Index(sec, "Verdict: **")
+	if i < 0 || date == "" {
 		return sec
 	}
-	return verdictRunRE.ReplaceAllStringFunc(sec, func(line string) string {
-		if strings.Contains(line, " on ") {
-			return line
-		}
-		return strings.TrimSuffix(line, ").") + " on " + date + ")."
-	})
+	end := strings.Index(sec[i:], "\n")
+	if end < 0 {
+		end = len(sec) - i
+	}
+	line := sec[i : i+end]
+	open := strings.Index(line, "(ran ")
+	if open < 0 || !strings.HasSuffix(line, ").") {
+		return sec
+	}
+	inner := line[open+len("(ran ") : len(line)-len(").")]
+	if !strings.Contains(inner, " on ") {
+		inner += " on " + date
+	}
+	if !strings.Contains(inner, "; ") && machine != "" {
+		inner += "; " + machine
+	}
+	return sec[:i] + line[:open] + "(ran " + inner + ")." + sec[i+end:]
 }

@@ -27,14 +27,14 @@ func testResult(name, summary, figure string, pass bool) *Result {
 // earlier report of three replaces that scenario's row and section, keeps
 // the other two as they were (in Names order), and says so.
 func TestOnlyKeepsTheOtherSections(t *testing.T) {
-	before := &Report{When: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), CPUs: 2, GoVersion: "go1.26", Postgres: "PostgreSQL 15", Command: "followfeed-lab soak"}
+	before := &Report{When: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), CPUs: 2, CPUModel: "Old CPU", GoVersion: "go1.25", Postgres: "PostgreSQL 15", Command: "followfeed-lab soak"}
 	before.Results = []*Result{
 		testResult("load", "old load figures", "old load value", true),
 		testResult("worker-killed", "old worker figures", "old worker value", false),
 		testResult("hostile-input", "old hostile figures", "old hostile value", true),
 	}
 	prev := renderReport(t, before)
-	now := &Report{When: time.Date(2026, 12, 4, 9, 30, 0, 0, time.UTC), CPUs: 2, GoVersion: "go1.26", Postgres: "PostgreSQL 15", Command: "followfeed-lab soak --only worker-killed"}
+	now := &Report{When: time.Date(2026, 12, 4, 9, 30, 0, 0, time.UTC), CPUs: 2, CPUModel: "New CPU", GoVersion: "go1.26", Postgres: "PostgreSQL 15", Command: "followfeed-lab soak --only worker-killed"}
 	now.Results = []*Result{testResult("worker-killed", "new worker figures", "new worker value", true)}
 	var b strings.Builder
 	if err := now.WriteMerged(&b, prev); err != nil {
@@ -49,7 +49,7 @@ func TestOnlyKeepsTheOtherSections(t *testing.T) {
 		"| [worker-killed](#worker-killed) | pass | new worker figures |",
 		"| [hostile-input](#hostile-input) | pass | old hostile figures |",
 		"| figure | old load value |", "| figure | new worker value |", "| figure | old hostile value |",
-		"(ran 0s on 2026-11-29 12:00 UTC)", "(ran 0s on 2026-12-04 09:30 UTC)",
+		"(ran 0s on 2026-11-29 12:00 UTC; 2 CPUs (Old CPU), go1.25, PostgreSQL 15)", "(ran 0s on 2026-12-04 09:30 UTC; 2 CPUs (New CPU), go1.26, PostgreSQL 15)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("merged report lacks %q:\n%s", want, out)
@@ -84,10 +84,10 @@ func TestOnlyKeepsTheOtherSections(t *testing.T) {
 }
 
 // TestMergeDatesSectionsOfOlderReports: a section written before verdict
-// lines carried their date gets the date of the report it came from; no
-// previous report leaves this run's alone.
+// lines carried their date and machine gets those of the report it came
+// from; no previous report leaves this run's alone.
 func TestMergeDatesSectionsOfOlderReports(t *testing.T) {
-	prev := "# Reliability\n\nProduced on 2026-12-01 19:36 UTC on a machine with 2 CPUs, by `make soak`.\n\n" +
+	prev := "# Reliability\n\nProduced on 2026-12-01 19:36 UTC on a machine with 2 CPUs (Intel(R) Xeon(R) Processor), go1.26.8, PostgreSQL 15.20, by `make soak`.\n\n" +
 		"| scenario | verdict | key figures |\n| --- | --- | --- |\n| [load](#load) | pass | 850 req/s |\n\n" +
 		"## load\n\n*Load at scale S.* Verdict: **pass** (ran 5m15s).\n\nText.\n"
 	now := &Report{When: time.Date(2026, 12, 4, 9, 30, 0, 0, time.UTC), Command: "followfeed-lab soak --only replica"}
@@ -96,7 +96,7 @@ func TestMergeDatesSectionsOfOlderReports(t *testing.T) {
 	if err := now.WriteMerged(&b, prev); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "Verdict: **pass** (ran 5m15s on 2026-12-01 19:36 UTC).") || !strings.Contains(b.String(), "| [load](#load) | pass | 850 req/s |") {
+	if !strings.Contains(b.String(), "Verdict: **pass** (ran 5m15s on 2026-12-01 19:36 UTC; 2 CPUs (Intel(R) Xeon(R) Processor), go1.26.8, PostgreSQL 15.20).\n") || !strings.Contains(b.String(), "| [load](#load) | pass | 850 req/s |") {
 		t.Errorf("the kept section is not dated or its row lost:\n%s", b.String())
 	}
 	var fresh strings.Builder
