@@ -233,3 +233,47 @@ func TestAPIAndWorkerRunApart(t *testing.T) {
 		t.Errorf("worker serves the API: %d", code)
 	}
 }
+
+// TestWorkersLogTheirRiverClientID: each working process logs the id River
+// knows it by, so river_leader's leader_id names a process; when the
+// leader stops, the other process's id takes the row.
+func TestWorkersLogTheirRiverClientID(t *testing.T) {
+	t.Parallel()
+	env := testapp.Env(t)
+	idRE := regexp.MustCompile(`msg="working jobs" .*?\briver_client_id=(\S+)`)
+	var workers []*testapp.App
+	var ids []string
+	for range 2 {
+		w := testapp.Start(t, env, "worker")
+		m := idRE.FindStringSubmatch(w.Logs())
+		if m == nil {
+			t.Fatalf("the worker logged no river_client_id before listening:\n%s", w.Logs())
+		}
+		workers, ids = append(workers, w), append(ids, m[1])
+	}
+	if ids[0] == ids[1] {
+		t.Fatalf("two processes logged the same River client id %q", ids[0])
+	}
+	db, err := database.Open(context.Background(), env["DATABASE_URL"], database.Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	leader := func() string {
+		var id string
+		_ = db.Pool.QueryRow(context.Background(), `SELECT leader_id FROM river.river_leader WHERE expires_at > now()`).Scan(&id)
+		return id
+	}
+	// River's elector tries every 5 s (with jitter) until one wins.
+	testwait.For(t, 30*time.Second, "a leader among the logged ids", func() bool { l := leader(); return l == ids[0] || l == ids[1] })
+	first := 0
+	if leader() == ids[1] {
+		first = 1
+	}
+	if err := workers[first].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// A leader that stops resigns (deletes its row and notifies): the
+	// other process takes the lead at its next attempt.
+	testwait.For(t, 30*time.Second, "the other process leading", func() bool { return leader() == ids[1-first] })
+}

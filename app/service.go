@@ -239,6 +239,11 @@ func startJobs(ctx context.Context, cfg *config.Config, db *database.DB, svc *Se
 	if err := runner.Start(ctx); err != nil {
 		return nil, fmt.Errorf("starting River: %w", err)
 	}
+	// River's id for this process: river.river_leader.leader_id names the
+	// leader by it and every job's attempted_by the processes that worked
+	// it, so an operator finds which process leads (README "Leader
+	// failover"). River's own start line is below the level River logs at.
+	logger.Info("working jobs", "river_client_id", runner.ID())
 	return runner, nil
 }
 

@@ -78,7 +78,25 @@ type freshDB struct {
 // newFreshDB creates soak_<scenario>_<unix time> on the server of
 // serverURL, migrates it with `followfeed migrate` and opens a pool.
 func newFreshDB(ctx context.Context, e *env, serverURL, scenario string) (*freshDB, error) {
-	name := fmt.Sprintf("soak_%s_%d", strings.ReplaceAll(scenario, "-", "_"), time.Now().Unix())
+	d, err := createDB(ctx, serverURL, fmt.Sprintf("soak_%s_%d", strings.ReplaceAll(scenario, "-", "_"), time.Now().Unix()))
+	if err != nil {
+		return nil, err
+	}
+	if err := runCmd(ctx, e.opts.Exe, e.baseEnv(d.url), e.logPath(scenario, "migrate"), "migrate"); err != nil {
+		d.drop(ctx)
+		return nil, err
+	}
+	if d.pool, err = openPool(ctx, d.url); err != nil {
+		d.drop(ctx)
+		return nil, err
+	}
+	e.logf("database %s created and migrated", d.name)
+	return d, nil
+}
+
+// createDB creates the empty database name on the server of serverURL
+// (no pool yet); drop removes it.
+func createDB(ctx context.Context, serverURL, name string) (*freshDB, error) {
 	if err := execAdmin(ctx, serverURL, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		return nil, fmt.Errorf("creating database %s: %w", name, err)
 	}
@@ -86,17 +104,7 @@ func newFreshDB(ctx context.Context, e *env, serverURL, scenario string) (*fresh
 	if err != nil {
 		return nil, err
 	}
-	d := &freshDB{name: name, url: dbURL, srv: serverURL}
-	if err := runCmd(ctx, e.opts.Exe, e.baseEnv(dbURL), e.logPath(scenario, "migrate"), "migrate"); err != nil {
-		d.drop(ctx)
-		return nil, err
-	}
-	if d.pool, err = openPool(ctx, dbURL); err != nil {
-		d.drop(ctx)
-		return nil, err
-	}
-	e.logf("database %s created and migrated", name)
-	return d, nil
+	return &freshDB{name: name, url: dbURL, srv: serverURL}, nil
 }
 
 // drop closes the pool and drops the database (terminating its sessions).
@@ -185,19 +193,29 @@ func formatJobs(jobs map[string]map[string]int) string {
 
 // stateCounts returns digests counts by state for rows matching where.
 func stateCounts(ctx context.Context, pool *pgxpool.Pool, where string, args ...any) (map[string]int, error) {
-	rows, err := pool.Query(ctx, `SELECT state, count(*) FROM digests WHERE `+where+` GROUP BY 1`, args...)
+	return countsBy(ctx, pool, `SELECT state, count(*) FROM digests WHERE `+where+` GROUP BY 1`, args...)
+}
+
+// countsBy runs a query of (name, count) rows and returns them as a map.
+func countsBy(ctx context.Context, pool *pgxpool.Pool, sql string, args ...any) (map[string]int, error) {
+	return queryMap[int](ctx, pool, sql, args...)
+}
+
+// queryMap runs a query of (text, value) rows and returns them as a map.
+func queryMap[V any](ctx context.Context, pool *pgxpool.Pool, sql string, args ...any) (map[string]V, error) {
+	rows, err := pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[string]int{}
+	out := map[string]V{}
 	for rows.Next() {
-		var s string
-		var n int
-		if err := rows.Scan(&s, &n); err != nil {
+		var k string
+		var v V
+		if err := rows.Scan(&k, &v); err != nil {
 			return nil, err
 		}
-		out[s] = n
+		out[k] = v
 	}
 	return out, rows.Err()
 }
@@ -225,4 +243,27 @@ func formatCounts(m map[string]int, order ...string) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// userIDs returns the ids of the users whose sub starts with prefix, by sub.
+func userIDs(ctx context.Context, pool *pgxpool.Pool, prefix string) (map[string]int64, error) {
+	return queryMap[int64](ctx, pool, `SELECT sub, id FROM users WHERE starts_with(sub, $1)`, prefix)
+}
+
+// matchIdle reports whether no match job is waiting, running or retrying.
+func matchIdle(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
+	n, err := count(ctx, pool, `SELECT count(*) FROM river.river_job WHERE kind = 'match_batch' AND state NOT IN ('completed', 'discarded', 'cancelled')`)
+	return n == 0, err
+}
+
+// waitStoredAndMatched waits up to bound until papers holds at least n
+// rows and no match job is left; false when it did not happen in time.
+func waitStoredAndMatched(ctx context.Context, pool *pgxpool.Pool, n int64, bound time.Duration) (bool, error) {
+	return waitFor(ctx, bound, 500*time.Millisecond, func() (bool, error) {
+		stored, err := count(ctx, pool, `SELECT count(*) FROM papers`)
+		if err != nil || stored < n {
+			return false, err
+		}
+		return matchIdle(ctx, pool)
+	})
 }

@@ -25,14 +25,15 @@ type proc struct {
 
 var listeningRE = regexp.MustCompile(`msg=listening .*?\baddr=(\S+)`)
 
-// startProc starts `exe mode` with env, its output (stdout and stderr) going
-// straight to logPath, and waits until it logs its listening address.
-func startProc(ctx context.Context, exe, mode string, env []string, logPath string) (*proc, error) {
+// startProc starts `exe mode args...` with env, its output (stdout and
+// stderr) going straight to logPath, and waits until it logs its listening
+// address.
+func startProc(ctx context.Context, exe, mode string, env []string, logPath string, args ...string) (*proc, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, mode)
+	cmd := exec.Command(exe, append([]string{mode}, args...)...)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
@@ -127,4 +128,17 @@ func lastBytes(s string, n int) string {
 		return s
 	}
 	return s[len(s)-n:]
+}
+
+var riverClientRE = regexp.MustCompile(`msg="working jobs" .*?\briver_client_id=(\S+)`)
+
+// riverClientID returns the id River knows a working process by (its
+// start-up line "working jobs"), as river_leader and attempted_by name it;
+// "" when it logged none.
+func (p *proc) riverClientID() string {
+	b, _ := os.ReadFile(p.logPath)
+	if m := riverClientRE.FindSubmatch(b); m != nil {
+		return string(m[1])
+	}
+	return ""
 }

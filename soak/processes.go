@@ -119,16 +119,8 @@ func runProcesses(ctx context.Context, e *env, res *Result) error {
 
 	// The leader, read every second from the start.
 	leaders := &leaderLog{}
-	lctx, stopLeaders := context.WithCancel(ctx)
+	stopLeaders := leaders.watch(ctx, db.pool, time.Second)
 	defer stopLeaders()
-	leadersDone := make(chan struct{})
-	go func() {
-		defer close(leadersDone)
-		for lctx.Err() == nil {
-			leaders.sample(lctx, db.pool)
-			sleep(lctx, time.Second)
-		}
-	}()
 
 	workerEnv := append(e.baseEnv(db.url), "ARXIV_OAI_URL="+oaiSrv.URL, "ARXIV_OAI_FORMAT=arXivRaw", "ARXIV_SETS=cs",
 		"OPENALEX_URL="+oaSrv.URL, "SMTP_URL="+smtpURL, "HARVEST_INTERVAL="+pcHarvestEvery.String(), "DIGEST_SCHEDULE_INTERVAL="+pcDigestEvery.String())
@@ -178,37 +170,16 @@ func runProcesses(ctx context.Context, e *env, res *Result) error {
 	}); err != nil {
 		return fmt.Errorf("creating users: %w", err)
 	}
-	rows, err := db.pool.Query(ctx, `SELECT sub, id FROM users WHERE sub LIKE 'soak-pc-%'`)
+	ids, err := userIDs(ctx, db.pool, "soak-pc-")
 	if err != nil {
 		return err
 	}
-	ids := map[string]int64{}
-	for rows.Next() {
-		var sub string
-		var id int64
-		if err := rows.Scan(&sub, &id); err != nil {
-			rows.Close()
-			return err
-		}
-		ids[sub] = id
-	}
-	rows.Close()
 	for _, u := range users {
 		u.id = ids[u.sub]
 	}
 
 	// The first harvest (run on the leader's start) stored and matched.
-	matchIdle := func() (bool, error) {
-		n, err := count(ctx, db.pool, `SELECT count(*) FROM river.river_job WHERE kind = 'match_batch' AND state NOT IN ('completed', 'discarded', 'cancelled')`)
-		return n == 0, err
-	}
-	ok, err := waitFor(ctx, 90*time.Second, 500*time.Millisecond, func() (bool, error) {
-		n, err := count(ctx, db.pool, `SELECT count(*) FROM papers`)
-		if err != nil || n < pcHarvested {
-			return false, err
-		}
-		return matchIdle()
-	})
+	ok, err := waitStoredAndMatched(ctx, db.pool, pcHarvested, 90*time.Second)
 	if err != nil {
 		return err
 	}
@@ -268,7 +239,7 @@ func runProcesses(ctx context.Context, e *env, res *Result) error {
 		}()
 	}
 	wg.Wait()
-	matched, err := waitFor(ctx, 90*time.Second, 250*time.Millisecond, matchIdle)
+	matched, err := waitFor(ctx, 90*time.Second, 250*time.Millisecond, func() (bool, error) { return matchIdle(ctx, db.pool) })
 	if err != nil {
 		return err
 	}
@@ -327,7 +298,6 @@ func runProcesses(ctx context.Context, e *env, res *Result) error {
 	}
 	runEnd := time.Now()
 	stopLeaders()
-	<-leadersDone
 	alive := true
 	for _, a := range apis {
 		alive = alive && a.alive()
@@ -645,10 +615,13 @@ func throughputRun(ctx context.Context, r *tpRun, apis []*proc, clients []*clien
 	return ctx.Err()
 }
 
-// leaderLog records River's leader, sample by sample.
+// leaderLog records River's leader, sample by sample. It is safe for
+// concurrent use.
 type leaderLog struct {
+	mu      sync.Mutex
 	samples int
-	ids     []string // the leader of each sample that had one
+	ids     []string    // the leader of each sample that had one
+	at      []time.Time // when each of ids was read
 }
 
 func (l *leaderLog) sample(ctx context.Context, pool *pgxpool.Pool) {
@@ -657,13 +630,48 @@ func (l *leaderLog) sample(ctx context.Context, pool *pgxpool.Pool) {
 	if err != nil {
 		return
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.samples++
 	l.ids = append(l.ids, id)
+	l.at = append(l.at, time.Now())
+}
+
+// watch samples the leader every interval until the returned stop is
+// called (stop waits for the sampler to end; calling it again does nothing).
+func (l *leaderLog) watch(ctx context.Context, pool *pgxpool.Pool, every time.Duration) (stop func()) {
+	lctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for lctx.Err() == nil {
+			l.sample(lctx, pool)
+			sleep(lctx, every)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// firstSince returns when id was first read as the leader at or after t.
+func (l *leaderLog) firstSince(id string, t time.Time) (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, x := range l.ids {
+		if x == id && !l.at[i].Before(t) {
+			return l.at[i], true
+		}
+	}
+	return time.Time{}, false
 }
 
 // summary returns the distinct leaders in order of appearance and how often
 // the leader changed.
 func (l *leaderLog) summary() ([]string, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	var distinct []string
 	changes := 0
 	for i, id := range l.ids {
@@ -683,6 +691,7 @@ type periodicRun struct {
 	first, last time.Time
 	minGap      time.Duration  // between two inserts in a row; 0 below two
 	by          map[string]int // worker client id → jobs it worked
+	at          []time.Time    // every insert, in order
 }
 
 // add counts one job inserted at at (in insertion order) and worked by by.
@@ -695,6 +704,7 @@ func (p *periodicRun) add(at time.Time, by string) {
 	p.last = at
 	p.n++
 	p.by[by]++
+	p.at = append(p.at, at)
 }
 
 // periodicRuns reads the periodic jobs inserted in [from, to].

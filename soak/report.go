@@ -92,12 +92,17 @@ func (r *Report) Failed() []string {
 	return out
 }
 
+// reportTime is how the report writes when it was produced.
+const reportTime = "2006-01-02 15:04 MST"
+
 var titles = map[string]string{
 	"load":             "Load at scale S",
 	"worker-killed":    "Worker killed mid-harvest and mid-send",
 	"postgres-restart": "PostgreSQL restarted under traffic",
 	"replica":          "A streaming read replica lagging, stopped and started under traffic",
 	"processes":        "Two api processes through PgBouncer and two workers on one database",
+	"leader-failover":  "The River leader of two workers SIGKILLed under load",
+	"restore":          "pg_dump of a running service restored into a new database",
 	"smtp-chaos":       "Misbehaving SMTP server",
 	"upstream-faults":  "Failing OAI-PMH and OpenAlex upstreams",
 	"fediverse-outage": "A fediverse inbox failing and recovering",
@@ -112,12 +117,7 @@ func (r *Report) Write(w io.Writer) error {
 	if r.ViaMake {
 		by = "`make soak` (" + by + ")"
 	}
-	cpu := fmt.Sprintf("%d CPUs", r.CPUs)
-	if r.CPUModel != "" {
-		cpu += " (" + r.CPUModel + ")"
-	}
-	fmt.Fprintf(&b, "Produced on %s on a machine with %s, %s, %s, by %s. ",
-		r.When.UTC().Format("2006-01-02 15:04 MST"), cpu, r.GoVersion, r.Postgres, by)
+	fmt.Fprintf(&b, "Produced on %s on a machine with %s, by %s. ", r.When.UTC().Format(reportTime), r.machine(), by)
 	b.WriteString("`make soak` builds the binaries (followfeed, followfeed-lab), provisions PostgreSQL (scripts/pg-ensure.sh) and runs every scenario; " +
 		"`followfeed-lab soak --only load,smtp-chaos` runs a subset (`--duration` sets the load duration, `--scale-db` the scale-S database). " +
 		"Each scenario starts the real binary (`serve`, `api`, `worker`) as separate processes and drives it from the soak process over loopback; " +
@@ -131,7 +131,7 @@ func (r *Report) Write(w io.Writer) error {
 		if t := titles[res.Name]; t != "" {
 			fmt.Fprintf(&b, "*%s.* ", t)
 		}
-		fmt.Fprintf(&b, "Verdict: %s (ran %s).\n\n", verdictWord(res.Pass), res.Elapsed.Round(time.Second))
+		fmt.Fprintf(&b, "Verdict: %s (ran %s on %s; %s).\n\n", verdictWord(res.Pass), res.Elapsed.Round(time.Second), r.When.UTC().Format(reportTime), r.machine())
 		if res.What != "" {
 			b.WriteString(strings.TrimSpace(res.What) + "\n\n")
 		}
@@ -161,6 +161,15 @@ func (r *Report) Write(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// machine describes where the report was produced: CPUs, Go, PostgreSQL.
+func (r *Report) machine() string {
+	cpu := fmt.Sprintf("%d CPUs", r.CPUs)
+	if r.CPUModel != "" {
+		cpu += " (" + r.CPUModel + ")"
+	}
+	return fmt.Sprintf("%s, %s, %s", cpu, r.GoVersion, r.Postgres)
 }
 
 func verdict(pass bool) string {

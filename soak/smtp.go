@@ -7,8 +7,10 @@ import (
 	"io"
 	mrand "math/rand/v2"
 	"net/mail"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emersion/go-smtp"
@@ -31,14 +33,50 @@ func readMessageID(r io.Reader) string {
 // ---- recording sink ----
 
 // mailSink accepts every message, records how often each Message-ID
-// arrived, and may hold each reply for delay (a slow server).
+// arrived (and each message's recipient and time), and may hold each reply
+// for delay (a slow server). While refuse is set it answers every MAIL
+// with 421, as a relay that is down does, and records nothing; while hold
+// is set it records a message and then holds its reply until release.
 type mailSink struct {
-	delay time.Duration
+	delay  time.Duration
+	refuse atomic.Bool
+	hold   atomic.Bool
 
-	mu     sync.Mutex
-	ids    map[string]int
-	total  int
-	onData func(total int)
+	released    chan struct{}
+	releaseOnce sync.Once
+
+	mu      sync.Mutex
+	ids     map[string]int
+	msgs    []sinkMsg
+	total   int
+	refused int
+	onData  func(total int)
+}
+
+// sinkMsg is one message a mailSink received.
+type sinkMsg struct {
+	id, rcpt string
+	at       time.Time
+}
+
+// received returns every message received so far, in order.
+func (s *mailSink) received() []sinkMsg {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.msgs)
+}
+
+// release answers every reply held (hold) and holds no more.
+func (s *mailSink) release() {
+	s.hold.Store(false)
+	s.releaseOnce.Do(func() { close(s.released) })
+}
+
+// refusals returns how many MAIL commands were answered 421.
+func (s *mailSink) refusals() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
 }
 
 func (s *mailSink) snapshot() (map[string]int, int) {
@@ -55,17 +93,34 @@ func (s *mailSink) snapshot() (map[string]int, int) {
 // the reply: a client killed now has handed the message over), then waits
 // delay and accepts it.
 func (s *mailSink) answer(c fakesmtp.Call) fakesmtp.Answer {
+	if c.Stage == fakesmtp.StageMail && s.refuse.Load() {
+		s.mu.Lock()
+		s.refused++
+		s.mu.Unlock()
+		return smtpErr(421, smtp.EnhancedCode{4, 3, 2}, "service not available, try later")
+	}
 	if c.Stage != fakesmtp.StageData {
 		return fakesmtp.Answer{}
 	}
 	id := readMessageID(bytes.NewReader(c.Data))
+	rcpt := ""
+	if len(c.To) > 0 {
+		rcpt = strings.ToLower(c.To[len(c.To)-1])
+	}
 	s.mu.Lock()
 	s.ids[id]++
+	s.msgs = append(s.msgs, sinkMsg{id: id, rcpt: rcpt, at: time.Now()})
 	s.total++
 	total, cb := s.total, s.onData
 	s.mu.Unlock()
 	if cb != nil {
 		cb(total)
+	}
+	if s.hold.Load() {
+		select {
+		case <-s.released:
+		case <-time.After(2 * time.Minute):
+		}
 	}
 	if s.delay > 0 {
 		time.Sleep(s.delay)
@@ -76,7 +131,7 @@ func (s *mailSink) answer(c fakesmtp.Call) fakesmtp.Answer {
 // startSink starts a recording sink on loopback; it returns the SMTP_URL
 // for it (plain, tls=none) and a stop function.
 func startSink(delay time.Duration) (*mailSink, string, func(), error) {
-	s := &mailSink{delay: delay, ids: map[string]int{}}
+	s := &mailSink{delay: delay, ids: map[string]int{}, released: make(chan struct{})}
 	srv, err := fakesmtp.New(fakesmtp.Options{Answer: s.answer, Discard: true})
 	if err != nil {
 		return nil, "", nil, err

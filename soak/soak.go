@@ -55,7 +55,7 @@ type Options struct {
 
 // Names returns the scenario names in the order they run.
 func Names() []string {
-	return []string{"load", "worker-killed", "postgres-restart", "replica", "processes", "smtp-chaos", "upstream-faults", "fediverse-outage", "hostile-input"}
+	return []string{"load", "worker-killed", "postgres-restart", "replica", "processes", "leader-failover", "restore", "smtp-chaos", "upstream-faults", "fediverse-outage", "hostile-input"}
 }
 
 // scenarioFunc runs one scenario, filling res; an error means the scenario
@@ -69,6 +69,8 @@ func scenarios() map[string]scenarioFunc {
 		"postgres-restart": runPostgresRestart,
 		"replica":          runReplica,
 		"processes":        runProcesses,
+		"leader-failover":  runLeaderFailover,
+		"restore":          runRestore,
 		"smtp-chaos":       runSMTPChaos,
 		"upstream-faults":  runUpstreamFaults,
 		"fediverse-outage": runFediverseOutage,

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -21,7 +23,7 @@ func runSoak(ctx context.Context, args []string, getenv func(string) string, std
 		"the scale-S dataset of `make bench`. Exits non-zero when any verdict fails.")
 	out := fs.String("out", "RELIABILITY.md", "where to write the report (- for stdout)")
 	duration := fs.Duration("duration", 5*time.Minute, "how long the load scenario drives traffic")
-	only := fs.String("only", "", "comma-separated scenarios to run (default all: "+strings.Join(soak.Names(), ",")+")")
+	only := fs.String("only", "", "comma-separated scenarios to run (default all: "+strings.Join(soak.Names(), ",")+"); the other sections of --out are kept")
 	scaleDB := fs.String("scale-db", "", "database holding scale S (default: DATABASE_URL's server, database followfeed_bench)")
 	tests := fs.String("tests", "", "read `FILE`: the go test -json output of the suite, for the hostile-input scenario (make soak makes it)")
 	product := productFlag(fs)
@@ -66,7 +68,17 @@ func runSoak(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	if err := writeReport(*out, stdout, rep.Write); err != nil {
+	// A run of some scenarios rewrites their sections of an existing
+	// report and keeps the others.
+	write := rep.Write
+	if len(selected) > 0 && *out != "-" {
+		if prev, err := os.ReadFile(*out); err == nil {
+			write = func(w io.Writer) error { return rep.WriteMerged(w, string(prev)) }
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("soak: reading the report to keep its other sections: %w", err)
+		}
+	}
+	if err := writeReport(*out, stdout, write); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout)
