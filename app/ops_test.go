@@ -277,3 +277,44 @@ func TestWorkersLogTheirRiverClientID(t *testing.T) {
 	// other process takes the lead at its next attempt.
 	testwait.For(t, 30*time.Second, "the other process leading", func() bool { return leader() == ids[1-first] })
 }
+
+// TestAWorkerPrunesAtStart: a working process runs every retention prune
+// when it starts (then hourly), with the retention its configuration
+// sets: with DIGEST_RETENTION=14d, a user's digest made 20 days ago that
+// is not their newest is gone once digest_prune has run; their newest
+// stays.
+func TestAWorkerPrunesAtStart(t *testing.T) {
+	t.Parallel()
+	env := testapp.Env(t)
+	env["DIGEST_RETENTION"] = "14d"
+	ctx := context.Background()
+	db, err := database.Open(ctx, env["DATABASE_URL"], database.Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// Two sent digests of one user, 20 and 19 days old, in the test's own
+	// SQL: no product path writes a ledger row in the past.
+	var user int64
+	if err := db.Pool.QueryRow(ctx, `INSERT INTO users (sub) VALUES ('pruned') RETURNING id`).Scan(&user); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `
+		INSERT INTO digests (user_id, period, kind, state, from_seq, to_seq, created_at, updated_at)
+		VALUES ($1, 'daily:old', 'daily', 'sent', 0, 1, now() - interval '20 days', now() - interval '20 days'),
+		       ($1, 'daily:newest', 'daily', 'sent', 1, 2, now() - interval '19 days', now() - interval '19 days')`, user); err != nil {
+		t.Fatal(err)
+	}
+	testapp.Start(t, env, "worker")
+	for _, kind := range []string{worker.SeqTimesPruneArgs{}.Kind(), worker.DigestPruneArgs{}.Kind(), worker.HarvestPruneArgs{}.Kind(),
+		worker.ConfirmationPruneArgs{}.Kind(), worker.ChannelPruneArgs{}.Kind()} {
+		testjobs.WaitCompleted(t, db.Pool, kind, 1)
+	}
+	var periods []string
+	if err := db.Pool.QueryRow(ctx, `SELECT array_agg(period ORDER BY id) FROM digests`).Scan(&periods); err != nil {
+		t.Fatal(err)
+	}
+	if len(periods) != 1 || periods[0] != "daily:newest" {
+		t.Errorf("digests left %v, want the newest only", periods)
+	}
+}

@@ -232,6 +232,10 @@ func startJobs(ctx context.Context, cfg *config.Config, db *database.DB, svc *Se
 		RescueStuckAfter: cfg.RescueStuckAfter,
 		RetryMax:         cfg.JobRetryMax,
 		PollOnly:         cfg.RiverPollOnly,
+		// River's cleaner deletes finished jobs after these.
+		CompletedRetention: cfg.JobRetentionCompleted,
+		CancelledRetention: cfg.JobRetentionCancelled,
+		DiscardedRetention: cfg.JobRetentionDiscarded,
 	})
 	if err != nil {
 		return nil, err

@@ -164,7 +164,7 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		DB: db, Matcher: s.matcher, Sender: s.sender, Enqueuer: s.enqueuer,
 		Links: feedLinks{s.feeds}, Addresses: s.addrs, From: cfg.MailFrom, BaseURL: cfg.PublicURL,
 		Mailto: cfg.MailUnsubscribeMailto, Logger: logger, Now: hooks.Now,
-		Calendar: arxivcal.New(cfg.ArxivHolidays), Health: s.health,
+		Calendar: arxivcal.New(cfg.ArxivHolidays), Health: s.health, LedgerRetention: cfg.DigestRetention,
 	})
 	s.confirms = notify.NewConfirmations(s.addrs, s.sender, cfg.MailFrom, cfg.PublicURL, hooks.Now)
 	// The match job finds new matches only of users with instant
@@ -328,13 +328,22 @@ func (s *Services) jobs(cfg *config.Config) []worker.Registration {
 		worker.Register(&worker.ChannelScheduleWorker{Channels: s.channels, Logger: s.logger}).
 			Every(channelScheduleInterval, func() river.JobArgs { return worker.ChannelScheduleArgs{} }, true),
 		worker.Register(&worker.ChannelPruneWorker{Channels: s.channels, Logger: s.logger}).
-			Every(time.Hour, func() river.JobArgs { return worker.ChannelPruneArgs{} }, true),
+			Every(worker.PruneInterval, func() river.JobArgs { return worker.ChannelPruneArgs{} }, true),
 		worker.Register(&worker.WebSubWorker{Publisher: feeds.NewPublisher(hub, httpclient.New(30*time.Second, 64<<10))}),
 		harvest,
 		worker.Register(&worker.CheckWorker{Harvester: s.harvester, Logger: s.logger}),
 		worker.Register(&worker.EnrichWorker{Enricher: s.enricher, Logger: s.logger}).
 			Every(enrichInterval, func() river.JobArgs { return worker.EnrichArgs{} }, false),
 	}
+	// The retention prunes of the tables that grow with time (README,
+	// Operations: Retention), beside channel_prune and the fediverse's
+	// housekeeping; River's own finished jobs go by its cleaner.
+	regs = append(regs, worker.Pruners{
+		SeqTimes:      s.papers.PruneSeqTimes,
+		Digests:       s.digester.PruneLedger,
+		Harvest:       s.health.Prune,
+		Confirmations: s.addrs.PruneConfirmations,
+	}.Registrations(s.logger)...)
 	if s.fediverse != nil {
 		regs = append(regs,
 			// The periodic fan-out only catches what a hook's job could not

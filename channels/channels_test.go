@@ -396,6 +396,39 @@ func TestPruneRemovesOldFinalEvents(t *testing.T) {
 	}
 }
 
+// TestPruneForgetsSentPapersAfterTheLedgerRetention: a channel's record
+// of the papers it was sent (channel_papers) keeps them for 90 days: the
+// prune drops a record 91 days old and keeps one 89 days old, and leaves
+// the events alone (they have their own, shorter retention).
+func TestPruneForgetsSentPapersAfterTheLedgerRetention(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	e := setup(t, now)
+	user := e.reader("ledger", "UTC", 7, "monday", "category/cs.LG")
+	id := e.webhook(user, "ledger", "instant")
+	e.push(testPaper("2611.00001", "cs.LG"), testPaper("2611.00002", "cs.LG"))
+	e.run()
+	for arxiv, age := range map[string]string{"2611.00001": "91 days", "2611.00002": "89 days"} {
+		if _, err := e.db.Pool.Exec(e.ctx, `
+			UPDATE channel_papers SET sent_at = $2::timestamptz - $3::interval
+			WHERE channel_id = $1 AND paper_id = (SELECT id FROM papers WHERE arxiv_id = $4)`, id, now, age, arxiv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.ch.Prune(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := e.db.Pool.Query(e.ctx, `SELECT p.arxiv_id FROM channel_papers c JOIN papers p ON p.id = c.paper_id WHERE c.channel_id = $1`, id)
+	left, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || !slices.Equal(left, []string{"2611.00002"}) {
+		t.Errorf("records left %v (%v), want only the paper sent 89 days ago", left, err)
+	}
+	var events int
+	if err := e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM channel_events WHERE channel_id = $1`, id).Scan(&events); err != nil || events != 1 {
+		t.Errorf("%d events left (%v), want the one just delivered", events, err)
+	}
+}
+
 // TestAFilteredChannelGetsAPaperWhenItsFollowFirstMatches: the user
 // follows cs.LG and a researcher. A channel limited to the researcher does
 // not get a cs.LG paper by someone else, but gets it when enrichment later

@@ -460,9 +460,6 @@ const EventRetention = 30 * 24 * time.Hour
 // paper older than this is not matched again in practice.
 const LedgerRetention = 90 * 24 * time.Hour
 
-// pruneBatch bounds the rows one prune statement deletes.
-const pruneBatch = 5000
-
 // Prune deletes final events whose last change is older than
 // EventRetention (their attempts go with them, ON DELETE CASCADE) and
 // returns how many. Pending events are never pruned: a delivery may still
@@ -472,28 +469,25 @@ const pruneBatch = 5000
 // short batch reads the table once, which 30 days of events bound. It
 // also deletes ledger rows older than LedgerRetention and secret pages
 // past their expiry (channel_papers_sent_idx, channel_reveals_expires_idx),
-// which it does not count.
+// which it does not count. Every delete runs in batches of
+// database.PruneBatch rows, each its own transaction
+// (database.DeleteBatches); run again, it deletes nothing more.
 func (s *Service) Prune(ctx context.Context) (int, error) {
-	if _, err := s.db.Pool.Exec(ctx, `DELETE FROM channel_papers WHERE sent_at < $1`, s.now().Add(-LedgerRetention)); err != nil {
-		return 0, fmt.Errorf("pruning channel ledgers: %w", err)
+	if _, err := s.db.DeleteBatches(ctx, "channel ledgers", `
+		DELETE FROM channel_papers WHERE (channel_id, paper_id) IN (
+			SELECT channel_id, paper_id FROM channel_papers WHERE sent_at < $2 ORDER BY sent_at LIMIT $1)`,
+		s.now().Add(-LedgerRetention)); err != nil {
+		return 0, err
 	}
-	if _, err := s.db.Pool.Exec(ctx, `DELETE FROM channel_reveals WHERE expires_at < $1`, s.now()); err != nil {
-		return 0, fmt.Errorf("pruning secret pages: %w", err)
+	if _, err := s.db.DeleteBatches(ctx, "secret pages", `
+		DELETE FROM channel_reveals WHERE nonce IN (
+			SELECT nonce FROM channel_reveals WHERE expires_at < $2 ORDER BY expires_at LIMIT $1)`, s.now()); err != nil {
+		return 0, err
 	}
-	cutoff := s.now().Add(-EventRetention)
-	total := 0
-	for {
-		tag, err := s.db.Pool.Exec(ctx, `
-			DELETE FROM channel_events WHERE id IN (
-				SELECT id FROM channel_events
-				WHERE state <> 'pending' AND updated_at < $1
-				ORDER BY id LIMIT $2)`, cutoff, pruneBatch)
-		if err != nil {
-			return total, fmt.Errorf("pruning channel events: %w", err)
-		}
-		total += int(tag.RowsAffected())
-		if tag.RowsAffected() < pruneBatch {
-			return total, nil
-		}
-	}
+	n, err := s.db.DeleteBatches(ctx, "channel events", `
+		DELETE FROM channel_events WHERE id IN (
+			SELECT id FROM channel_events
+			WHERE state <> 'pending' AND updated_at < $2
+			ORDER BY id LIMIT $1)`, s.now().Add(-EventRetention))
+	return int(n), err
 }

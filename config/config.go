@@ -88,6 +88,16 @@ type Config struct {
 	JobTimeout       time.Duration
 	RescueStuckAfter time.Duration
 	JobRetryMax      time.Duration
+	// How long River keeps finished jobs before its cleaner deletes them:
+	// completed (JOB_RETENTION_COMPLETED), cancelled
+	// (JOB_RETENTION_CANCELLED) and discarded, failed for good
+	// (JOB_RETENTION_DISCARDED).
+	JobRetentionCompleted time.Duration
+	JobRetentionCancelled time.Duration
+	JobRetentionDiscarded time.Duration
+	// DigestRetention is how long the digest ledger keeps a row
+	// (DIGEST_RETENTION; notify.Digester.PruneLedger).
+	DigestRetention time.Duration
 
 	ArxivOAIURL     *url.URL      // ARXIV_OAI_URL
 	ArxivOAIFormat  string        // ARXIV_OAI_FORMAT: arXivRaw (versions) or arXiv
@@ -175,7 +185,8 @@ var Vars = []string{
 	"APP_ENV", "DATABASE_URL", "DB_MAX_CONNS", "DATABASE_REPLICA_URL", "RIVER_POLL_ONLY", "HTTP_ADDR", "METRICS_ADDR", "PUBLIC_URL", "LOG_LEVEL", "LOG_FORMAT",
 	"SHUTDOWN_TIMEOUT", "AUTH_JWKS_URL", "AUTH_PUBLIC_KEY_FILE", "AUTH_HS256_SECRET", "AUTH_ISSUER",
 	"AUTH_AUDIENCE", "AUTH_LEEWAY", "AUTH_MAX_TOKEN_LIFETIME", "SECRET_KEY", "SMTP_URL", "MAIL_FROM", "MAIL_DIR",
-	"MAIL_UNSUBSCRIBE_MAILTO", "DIGEST_SCHEDULE_INTERVAL", "JOB_TIMEOUT", "JOB_RESCUE_AFTER", "JOB_RETRY_MAX", "ARXIV_OAI_URL", "ARXIV_OAI_FORMAT", "ARXIV_SETS", "HARVEST_INTERVAL", "ARXIV_HOLIDAYS", "OPENALEX_URL",
+	"MAIL_UNSUBSCRIBE_MAILTO", "DIGEST_SCHEDULE_INTERVAL", "DIGEST_RETENTION", "JOB_TIMEOUT", "JOB_RESCUE_AFTER", "JOB_RETRY_MAX",
+	"JOB_RETENTION_COMPLETED", "JOB_RETENTION_CANCELLED", "JOB_RETENTION_DISCARDED", "ARXIV_OAI_URL", "ARXIV_OAI_FORMAT", "ARXIV_SETS", "HARVEST_INTERVAL", "ARXIV_HOLIDAYS", "OPENALEX_URL",
 	"OPENALEX_MAILTO", "OPENALEX_API_KEY", "CORS_ORIGINS", "TRUSTED_PROXIES", "RATE_LIMIT_PER_IP", "RATE_LIMIT_PER_USER", "SEARCH_PREVIEW_BUDGET", "WEBSUB_HUB_URL", "CHANNEL_ALLOW_HOSTS",
 	"ACTIVITYPUB", "ACTIVITYPUB_BLOCKED_DOMAINS", "ACTIVITYPUB_CATEGORY_NOTES", "ADMIN_USER", "ADMIN_PASSWORD",
 }
@@ -371,16 +382,26 @@ func (l *loader) mail(c *Config, prod bool) {
 	}
 }
 
-// jobs reads DIGEST_SCHEDULE_INTERVAL and the job run limits (JOB_*).
+// jobs reads DIGEST_SCHEDULE_INTERVAL, DIGEST_RETENTION, the job run
+// limits and River's retention of finished jobs (JOB_*).
 func (l *loader) jobs(c *Config) {
 	c.DigestScheduleInterval = l.duration("DIGEST_SCHEDULE_INTERVAL", 5*time.Minute, time.Second, time.Hour)
+	// notify.DefaultLedgerRetention and notify.MinLedgerRetention (config
+	// imports no domain package; TestRetentionDefaults holds them equal).
+	c.DigestRetention = l.retention("DIGEST_RETENTION", 90*day, 14*day, 3650*day)
 	c.JobTimeout = l.duration("JOB_TIMEOUT", 10*time.Minute, time.Second, 2*time.Hour)
 	c.RescueStuckAfter = l.duration("JOB_RESCUE_AFTER", c.JobTimeout+5*time.Minute, 2*time.Second, 24*time.Hour)
 	if c.RescueStuckAfter <= c.JobTimeout {
 		l.fail("JOB_RESCUE_AFTER", fmt.Sprintf("must be longer than JOB_TIMEOUT (%s), or running jobs would be rescued", c.JobTimeout))
 	}
 	c.JobRetryMax = l.duration("JOB_RETRY_MAX", time.Hour, time.Second, 24*time.Hour)
+	c.JobRetentionCompleted = l.retention("JOB_RETENTION_COMPLETED", day, time.Hour, 90*day)
+	c.JobRetentionCancelled = l.retention("JOB_RETENTION_CANCELLED", 7*day, time.Hour, 90*day)
+	c.JobRetentionDiscarded = l.retention("JOB_RETENTION_DISCARDED", 7*day, time.Hour, 90*day)
 }
+
+// day is a day, for retentions.
+const day = 24 * time.Hour
 
 // sources reads the arXiv harvest (ARXIV_*, HARVEST_INTERVAL) and
 // OpenAlex (OPENALEX_*) settings.
@@ -587,6 +608,34 @@ func (l *loader) duration(name string, def, min, max time.Duration) time.Duratio
 		return def
 	}
 	return d
+}
+
+// retention reads a retention: days ("90d") or a Go duration ("36h"),
+// between min and max.
+func (l *loader) retention(name string, def, min, max time.Duration) time.Duration {
+	s := l.str(name, "")
+	if s == "" {
+		return def
+	}
+	d, err := time.ParseDuration(s)
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		var days int
+		days, err = strconv.Atoi(n)
+		d = time.Duration(days) * day
+	}
+	if err != nil || d < min || d > max {
+		l.fail(name, fmt.Sprintf("%q is not a retention between %s and %s (days like 90d, or a duration like 36h)", s, days(min), days(max)))
+		return def
+	}
+	return d
+}
+
+// days writes d in whole days when it is some ("14d"), else as a duration.
+func days(d time.Duration) string {
+	if d%day == 0 {
+		return strconv.Itoa(int(d/day)) + "d"
+	}
+	return d.String()
 }
 
 func (l *loader) url(name, def string, required bool, schemes ...string) *url.URL {

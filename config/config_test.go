@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"followfeed/notify"
+	"followfeed/worker"
 )
 
 func env(kv map[string]string) func(string) string {
@@ -187,6 +190,35 @@ func TestEveryVariableIsDocumented(t *testing.T) {
 		}
 		if !regexp.MustCompile(`(?m)^(# )?` + v + `=`).Match(example) {
 			t.Errorf(".env.example does not list %s", v)
+		}
+	}
+}
+
+// TestRetentionSettings: the retentions default to the owners' defaults,
+// read days ("90d") or durations ("36h"), and refuse what is outside
+// their bounds (the ledger's shortest is notify.MinLedgerRetention),
+// naming the variable.
+func TestRetentionSettings(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DigestRetention != notify.DefaultLedgerRetention || c.JobRetentionCompleted != worker.CompletedRetention ||
+		c.JobRetentionCancelled != worker.CancelledRetention || c.JobRetentionDiscarded != worker.DiscardedRetention {
+		t.Errorf("defaults: digests %s, jobs %s / %s / %s", c.DigestRetention, c.JobRetentionCompleted, c.JobRetentionCancelled, c.JobRetentionDiscarded)
+	}
+	c, err = Load(env(map[string]string{"DIGEST_RETENTION": "400d", "JOB_RETENTION_COMPLETED": "36h", "JOB_RETENTION_DISCARDED": "30d"}))
+	if err != nil || c.DigestRetention != 400*24*time.Hour || c.JobRetentionCompleted != 36*time.Hour || c.JobRetentionDiscarded != 30*24*time.Hour {
+		t.Errorf("set: %v, %s, %s, %s", err, c.DigestRetention, c.JobRetentionCompleted, c.JobRetentionDiscarded)
+	}
+	if c, err := Load(env(map[string]string{"DIGEST_RETENTION": "14d"})); err != nil || c.DigestRetention != notify.MinLedgerRetention {
+		t.Errorf("the shortest ledger retention: %v", err)
+	}
+	for name, v := range map[string]string{"DIGEST_RETENTION": "13d", "JOB_RETENTION_CANCELLED": "forever", "JOB_RETENTION_COMPLETED": "30m"} {
+		_, err := Load(env(map[string]string{name: v}))
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Var != name || !strings.Contains(err.Error(), "90d") {
+			t.Errorf("%s=%s: %v", name, v, err)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"followfeed/apperr"
+	"followfeed/database"
 	"followfeed/fediverse"
 	"followfeed/follow"
 	"followfeed/identity"
@@ -252,6 +253,65 @@ func TestCategoryActorsSummarise(t *testing.T) {
 	e.clk.Add(fediverse.SummaryEvery)
 	if n, _ := e.svc.Summaries(e.ctx); n != 0 {
 		t.Errorf("a summary of an empty day: %d", n)
+	}
+}
+
+// TestHousekeepingPrunesByAge: two days of a category actor's summaries;
+// the first is aged past SummaryRetention (on purpose, in SQL, with its
+// delivery, which is past the ledger's 30 days too). Housekeeping deletes
+// that summary with its Create and delivery (its id answers 404, the
+// outbox no longer lists it), keeps the young one, and drops a replay
+// record older than the clock skew allows; a second run deletes nothing.
+func TestHousekeepingPrunesByAge(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.follow("alice", "cs.LG")
+	e.deliver()
+	var notes []int64
+	for day := range 2 {
+		e.push(researcherPaper(fmt.Sprintf("2301.%05d", day+1), 1, fmt.Sprintf("Paper %d", day+1)))
+		if n, err := e.svc.Summaries(e.ctx); err != nil || n != 1 {
+			t.Fatalf("summaries of day %d: %d %v", day, n, err)
+		}
+		e.deliver()
+		notes = append(notes, int64(e.count(`SELECT max(id) FROM ap_notes WHERE paper_id IS NULL`)))
+		e.clk.Add(fediverse.SummaryEvery)
+	}
+	old := e.clk.Now().Add(-fediverse.SummaryRetention - 24*time.Hour)
+	for _, q := range []string{
+		`UPDATE ap_notes SET published_at = $2 WHERE id = $1`,
+		`UPDATE ap_deliveries SET updated_at = $2 WHERE activity_id IN (SELECT id FROM ap_activities WHERE note_id = $1)`,
+	} {
+		if _, err := e.db.Pool.Exec(e.ctx, q, notes[0], old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.db.Pool.Exec(e.ctx, `INSERT INTO ap_seen_signatures (hash, seen_at) VALUES ('\x01', $1), ('\x02', $2)`,
+		e.clk.Now().Add(-fediverse.MaxClockSkew-2*time.Hour), e.clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Housekeeping(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.svc.NoteDocument(e.ctx, notes[0]); !errors.Is(err, database.ErrNotFound) {
+		t.Errorf("the old summary's document: %v, want not found", err)
+	}
+	if doc, _, err := e.svc.NoteDocument(e.ctx, notes[1]); err != nil || len(doc) == 0 {
+		t.Errorf("the young summary's document: %v", err)
+	}
+	page, err := e.svc.OutboxPage(e.ctx, e.actor("cs.LG"), 0)
+	if err != nil || len(page.OrderedItems) != 1 {
+		t.Errorf("outbox after the prune: %d items (%v), want the young summary's Create", len(page.OrderedItems), err)
+	}
+	if n := e.count(`SELECT count(*) FROM ap_activities WHERE note_id = $1`, notes[0]); n != 0 {
+		t.Errorf("%d activities of the old summary left", n)
+	}
+	if n := e.count(`SELECT count(*) FROM ap_seen_signatures`); n != 1 {
+		t.Errorf("%d replay records left, want the young one", n)
+	}
+	before := e.count(`SELECT count(*) FROM ap_notes`) + e.count(`SELECT count(*) FROM ap_deliveries`)
+	if _, err := e.svc.Housekeeping(e.ctx); err != nil || e.count(`SELECT count(*) FROM ap_notes`)+e.count(`SELECT count(*) FROM ap_deliveries`) != before {
+		t.Errorf("a second housekeeping changed the tables (%v)", err)
 	}
 }
 

@@ -252,11 +252,19 @@ func (s *Service) summaryNote(id int64, actor string, t follow.Target, papers []
 // WithdrawalWindow is how far back notes are checked for withdrawn papers.
 const WithdrawalWindow = 30 * 24 * time.Hour
 
+// SummaryRetention is how long a category or archive actor's daily
+// summary stays in its outbox: one note a day per actor would grow with
+// time, not with papers (a per-paper note stays as long as its paper).
+// Older summaries are deleted without a Delete activity: followers'
+// servers keep the copy they were sent; the note's id answers 404.
+const SummaryRetention = 90 * 24 * time.Hour
+
 // Housekeeping deletes the notes of withdrawn papers (a Delete to the
 // actor's followers; the note's id then answers a Tombstone), and prunes
 // signatures older than the clock skew allows, final deliveries after
-// 30 days and remote keys unused for 30 days. It returns the notes
-// deleted.
+// 30 days, remote keys unused for 30 days and summaries older than
+// SummaryRetention. It returns the notes of withdrawn papers deleted.
+// Run again, it deletes nothing more.
 func (s *Service) Housekeeping(ctx context.Context) (int, error) {
 	deleted := 0
 	err := s.db.InTx(ctx, func(tx pgx.Tx) error {
@@ -314,17 +322,33 @@ func (s *Service) Housekeeping(ctx context.Context) (int, error) {
 	if err != nil {
 		return deleted, fmt.Errorf("deleting the notes of withdrawn papers: %w", err)
 	}
+	// Each in batches (database.DeleteBatches), through the index named.
 	month := s.now().Add(-30 * 24 * time.Hour)
 	for _, q := range []struct {
-		sql, what string
+		what, sql string
 		before    time.Time
 	}{
-		{`DELETE FROM ap_seen_signatures WHERE seen_at < $1`, "signatures", s.now().Add(-MaxClockSkew - time.Hour)},
-		{`DELETE FROM ap_deliveries WHERE state <> 'pending' AND updated_at < $1`, "deliveries", month},
-		{`DELETE FROM ap_remote_keys WHERE fetched_at < $1`, "remote keys", month},
+		// ap_seen_signatures_seen_idx: a signature older than the clock
+		// skew allows is refused by its Date before it is looked up.
+		{"signatures", `DELETE FROM ap_seen_signatures WHERE hash IN (
+			SELECT hash FROM ap_seen_signatures WHERE seen_at < $2 ORDER BY seen_at LIMIT $1)`, s.now().Add(-MaxClockSkew - time.Hour)},
+		// ap_deliveries_updated_idx: final rows; a pending one is a
+		// delivery still owed.
+		{"deliveries", `DELETE FROM ap_deliveries WHERE (inbox_id, activity_id) IN (
+			SELECT inbox_id, activity_id FROM ap_deliveries WHERE state <> 'pending' AND updated_at < $2
+			ORDER BY updated_at LIMIT $1)`, month},
+		// A few rows per remote server: read whole.
+		{"remote keys", `DELETE FROM ap_remote_keys WHERE key_id IN (
+			SELECT key_id FROM ap_remote_keys WHERE fetched_at < $2 LIMIT $1)`, month},
+		// ap_notes_summary_idx: daily summaries (and notes whose paper
+		// row is gone) older than SummaryRetention, with their Create
+		// and its deliveries (ON DELETE CASCADE).
+		{"summaries", `DELETE FROM ap_notes WHERE id IN (
+			SELECT id FROM ap_notes WHERE paper_id IS NULL AND published_at < $2 ORDER BY published_at LIMIT $1)`,
+			s.now().Add(-SummaryRetention)},
 	} {
-		if _, err := s.db.Pool.Exec(ctx, q.sql, q.before); err != nil {
-			return deleted, fmt.Errorf("pruning %s: %w", q.what, err)
+		if _, err := s.db.DeleteBatches(ctx, q.what, q.sql, q.before); err != nil {
+			return deleted, err
 		}
 	}
 	return deleted, nil

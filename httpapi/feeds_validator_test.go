@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/feeds"
 	"followfeed/follow"
@@ -490,5 +491,83 @@ func TestFullRenderRoundTrips(t *testing.T) {
 				t.Errorf("a full render of %s made other round trips than expected:\n%s", p, strings.Join(trips, "\n---\n"))
 			}
 		}
+	}
+}
+
+// TestFeedValidatorsHoldAfterSeqTimesPrune: a user's feed whose newest
+// row is older than key_seq_times' retention keeps its ETag across the
+// prune (a conditional GET with it is a 304), and its Last-Modified never
+// moves later (a conditional GET with the old one is a 304 too); a paper
+// for the user after the prune changes both. The rows are aged on purpose
+// (every write 60 days back, the feed's last change 90 days back), and
+// an unrelated batch after the prune moves the high seq, so the validator
+// is computed again, over the pruned table.
+func TestFeedValidatorsHoldAfterSeqTimesPrune(t *testing.T) {
+	t.Parallel()
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
+	db := openDB(t, a.DatabaseURL)
+	ctx := context.Background()
+	svc := testapp.Token(t, "host", "", "papers:write")
+	user := testapp.Token(t, "reader", "")
+	push := func(id, cat string) {
+		t.Helper()
+		rec := fmt.Sprintf(`[{"arxiv_id": %q, "title": "Paper %s", "abstract": "About it.", "authors": [{"name": "Ann Author"}],
+			"categories": [%q], "primary_category": %q, "published": "2026-01-02"}]`, id, id, cat, cat)
+		if r := c.Do("POST", "/v1/papers", svc, rec); r.Status != 200 {
+			t.Fatalf("push: %d %s", r.Status, r.Body)
+		}
+		jobsIdle(t, db)
+	}
+	if r := c.Do("PUT", "/v1/me/follows/category/cs.LG", user, nil); r.Status != 201 {
+		t.Fatalf("follow: %d %s", r.Status, r.Body)
+	}
+	var l feedLinks // the feed's token is made here: a change of the feed row
+	c.Do("GET", "/v1/me/feeds", user, nil).JSON(t, &l)
+	path := strings.TrimPrefix(l.Atom, a.URL)
+	push("2601.00101", "cs.LG")
+	push("2601.00102", "math.CO")
+	push("2601.00103", "cs.LG") // the user's H
+	push("2601.00104", "hep-th")
+	for _, q := range []string{
+		`UPDATE key_seq_times SET at = at - interval '60 days'`,
+		`UPDATE user_feeds SET changed_at = changed_at - interval '90 days'`,
+	} {
+		if _, err := db.Pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	push("2601.00105", "hep-th") // the high seq moves: the validator is read again, aged
+	resp, _ := get(t, a.URL+path)
+	etag, lm := resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
+	before, err := http.ParseTime(lm)
+	if resp.StatusCode != 200 || etag == "" || err != nil {
+		t.Fatalf("feed: %d, ETag %q, Last-Modified %q", resp.StatusCode, etag, lm)
+	}
+
+	if n, err := catalog.NewStore(&database.DB{Pool: db.Pool}, nil).PruneSeqTimes(ctx); err != nil || n < 3 {
+		t.Fatalf("PruneSeqTimes = %d, %v; want the aged rows merged", n, err)
+	}
+	push("2601.00106", "math.CO") // unrelated: the high seq moves again
+
+	if r, _ := get(t, a.URL+path, "If-None-Match", etag); r.StatusCode != 304 {
+		t.Errorf("If-None-Match with the ETag from before the prune: %d, want 304", r.StatusCode)
+	}
+	if r, _ := get(t, a.URL+path, "If-Modified-Since", lm); r.StatusCode != 304 {
+		t.Errorf("If-Modified-Since with the Last-Modified from before the prune: %d, want 304", r.StatusCode)
+	}
+	r, _ := get(t, a.URL+path)
+	after, err := http.ParseTime(r.Header.Get("Last-Modified"))
+	if r.Header.Get("ETag") != etag || err != nil || after.After(before) {
+		t.Errorf("after the prune: ETag %q, Last-Modified %q; want %q and no later than %q",
+			r.Header.Get("ETag"), r.Header.Get("Last-Modified"), etag, lm)
+	}
+
+	push("2601.00107", "cs.LG")
+	r, _ = get(t, a.URL+path, "If-None-Match", etag)
+	if r.StatusCode != 200 {
+		t.Errorf("a new paper of cs.LG after the prune: %d, want 200", r.StatusCode)
+	}
+	if r, _ := get(t, a.URL+path, "If-Modified-Since", lm); r.StatusCode != 200 {
+		t.Errorf("a new paper of cs.LG, If-Modified-Since from before: %d, want 200 (%v; before %s)", r.StatusCode, r.Header, lm)
 	}
 }

@@ -3,6 +3,7 @@ package notify_test
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -174,4 +175,45 @@ func TestPutManualDigestsKeepTheirWindows(t *testing.T) {
 		}
 		return err
 	})
+}
+
+// PutLedger writes final rows as a send leaves them, at their times; it
+// refuses a row that is not final. Its rows are the ledger's like any
+// other: the prune deletes the one older than the retention.
+func TestPutLedgerWritesFinalRows(t *testing.T) {
+	t.Parallel()
+	e := setup(t, fakesmtp.Options{}, t.TempDir())
+	uid := e.reader("ledger", notify.Daily, "UTC", 7, "category/cs.LG")
+	now := e.clk.Now()
+	row := func(days int, period string) notify.LedgerRow {
+		return notify.LedgerRow{UserID: uid, Period: period, Kind: notify.Daily, State: notify.StateSent, FromSeq: int64(days), ToSeq: int64(days + 1),
+			Email: "ledger@example.org", MessageID: "<" + period + "@followfeed.test>", Papers: 3, Reply: "250 2.0.0 OK",
+			At: now.Add(-time.Duration(days) * 24 * time.Hour)}
+	}
+	rows := []notify.LedgerRow{row(100, "daily:old"), row(50, "daily:middle"), row(1, "daily:newest")}
+	var n int
+	e.inTx(func(tx pgx.Tx) (err error) {
+		n, err = notify.PutLedger(e.ctx, tx, slices.Values(rows))
+		return err
+	})
+	if n != 3 {
+		t.Fatalf("PutLedger wrote %d", n)
+	}
+	var sent time.Time
+	var state, reply string
+	if err := e.db.Pool.QueryRow(e.ctx, `SELECT state, smtp_reply, sent_at FROM digests WHERE period = 'daily:middle'`).Scan(&state, &reply, &sent); err != nil ||
+		state != "sent" || reply != "250 2.0.0 OK" || !sent.Equal(rows[1].At) {
+		t.Errorf("daily:middle: %s %q sent %s (%v)", state, reply, sent, err)
+	}
+	pending := row(2, "daily:pending")
+	pending.State = notify.StatePending
+	if err := e.db.InTx(e.ctx, func(tx pgx.Tx) error {
+		_, err := notify.PutLedger(e.ctx, tx, slices.Values([]notify.LedgerRow{pending}))
+		return err
+	}); err == nil {
+		t.Error("a pending row was loaded")
+	}
+	if n, err := e.d.PruneLedger(e.ctx); err != nil || n != 1 {
+		t.Errorf("PruneLedger = %d, %v; want the row 100 days old", n, err)
+	}
 }

@@ -89,6 +89,8 @@ type Digester struct {
 	now     func() time.Time
 	cal     *arxivcal.Calendar
 	health  HarvestHealth
+	// retention is how long PruneLedger keeps a final row.
+	retention time.Duration
 }
 
 // DigesterConfig assembles a Digester.
@@ -112,6 +114,10 @@ type DigesterConfig struct {
 	Calendar *arxivcal.Calendar
 	// Health, when set, makes a digest say when the harvest is behind.
 	Health HarvestHealth
+	// LedgerRetention is how long PruneLedger keeps a ledger row
+	// (DIGEST_RETENTION): 0 is DefaultLedgerRetention, less than
+	// MinLedgerRetention is MinLedgerRetention.
+	LedgerRetention time.Duration
 }
 
 // NewDigester returns a Digester.
@@ -122,7 +128,10 @@ func NewDigester(c DigesterConfig) *Digester {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.LedgerRetention == 0 {
+		c.LedgerRetention = DefaultLedgerRetention
+	}
 	return &Digester{db: c.DB, matcher: c.Matcher, sender: c.Sender, enq: c.Enqueuer, links: c.Links,
 		addrs: c.Addresses, from: c.From, base: c.BaseURL, mailto: c.Mailto, logger: c.Logger, now: c.Now,
-		cal: c.Calendar, health: c.Health}
+		cal: c.Calendar, health: c.Health, retention: max(c.LedgerRetention, MinLedgerRetention)}
 }

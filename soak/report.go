@@ -106,6 +106,7 @@ var titles = map[string]string{
 	"smtp-chaos":       "Misbehaving SMTP server",
 	"upstream-faults":  "Failing OAI-PMH and OpenAlex upstreams",
 	"fediverse-outage": "A fediverse inbox failing and recovering",
+	"retention":        "A year of data at arXiv's rate, pruned",
 	"hostile-input":    "Hostile input and access control (tests of make test)",
 }
 

@@ -55,7 +55,7 @@ type Options struct {
 
 // Names returns the scenario names in the order they run.
 func Names() []string {
-	return []string{"load", "worker-killed", "postgres-restart", "replica", "processes", "leader-failover", "restore", "smtp-chaos", "upstream-faults", "fediverse-outage", "hostile-input"}
+	return []string{"load", "worker-killed", "postgres-restart", "replica", "processes", "leader-failover", "restore", "smtp-chaos", "upstream-faults", "fediverse-outage", "retention", "hostile-input"}
 }
 
 // scenarioFunc runs one scenario, filling res; an error means the scenario
@@ -74,6 +74,7 @@ func scenarios() map[string]scenarioFunc {
 		"smtp-chaos":       runSMTPChaos,
 		"upstream-faults":  runUpstreamFaults,
 		"fediverse-outage": runFediverseOutage,
+		"retention":        runRetention,
 		"hostile-input":    runHostile,
 	}
 }

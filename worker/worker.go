@@ -9,6 +9,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -52,6 +53,10 @@ type Settings struct {
 	FetchPollInterval time.Duration
 	// JobTimeout, RescueStuckAfter and RetryMax override the defaults above.
 	JobTimeout, RescueStuckAfter, RetryMax time.Duration
+	// CompletedRetention, CancelledRetention and DiscardedRetention
+	// override the retentions of finished jobs (zero: the defaults
+	// below).
+	CompletedRetention, CancelledRetention, DiscardedRetention time.Duration
 	// PollOnly makes River poll (every FetchPollInterval, 1 s by default)
 	// instead of LISTEN for new jobs and leadership changes, so the worker
 	// needs no session of its own and can run through a transaction-mode
@@ -67,6 +72,20 @@ const (
 	JobTimeout           = 10 * time.Minute
 	RescueStuckJobsAfter = JobTimeout + 5*time.Minute
 	RetryMax             = time.Hour
+)
+
+// Retention of finished jobs. River's cleaner (on the leader, every 30 s,
+// in batches) deletes jobs that finished longer ago than these, so
+// river_job holds the jobs of the last day or week, not of the service's
+// whole life (at the default intervals the periodic jobs alone are about
+// 2,000 a day). Uniqueness never depends on a finished job (every unique
+// job kind is unique among unfinished states only, oneAtATime), so a
+// deleted job never lets one run twice. Cancelled and discarded jobs are
+// kept a week: they are what an operator looks at in the job UI.
+const (
+	CompletedRetention = 24 * time.Hour
+	CancelledRetention = 7 * 24 * time.Hour
+	DiscardedRetention = 7 * 24 * time.Hour
 )
 
 // retryPolicy backs off exponentially from 5 s, doubling per attempt, capped
@@ -131,7 +150,8 @@ func (r Registration) Every(interval time.Duration, args func() river.JobArgs, r
 
 // Config is the River configuration every working client of this package
 // starts from: River's schema, its logger (RiverLogger), the retry policy,
-// the job timeout and rescue delay, and the failure middleware (failureLog:
+// the job timeout and rescue delay, the retention of finished jobs, and
+// the failure middleware (failureLog:
 // every failed attempt logged once, the give-up actions). NewClient adds the
 // queues, workers and periodic jobs; a test gives it to rivertest.NewWorker
 // to work one job as the service would. A nil logger is slog.Default().
@@ -146,15 +166,18 @@ func Config(logger *slog.Logger, s Settings) *river.Config {
 		s.RetryMax = RetryMax
 	}
 	return &river.Config{
-		Logger:               RiverLogger(logger),
-		Schema:               migrations.RiverSchema,
-		JobTimeout:           s.JobTimeout,
-		RescueStuckJobsAfter: s.RescueStuckAfter,
-		RetryPolicy:          retryPolicy{max: s.RetryMax},
-		Middleware:           []rivertype.Middleware{&failureLog{logger: logger}},
-		SoftStopTimeout:      s.SoftStop,
-		TestOnly:             s.TestOnly,
-		PollOnly:             s.PollOnly,
+		Logger:                      RiverLogger(logger),
+		Schema:                      migrations.RiverSchema,
+		JobTimeout:                  s.JobTimeout,
+		RescueStuckJobsAfter:        s.RescueStuckAfter,
+		RetryPolicy:                 retryPolicy{max: s.RetryMax},
+		Middleware:                  []rivertype.Middleware{&failureLog{logger: logger}},
+		SoftStopTimeout:             s.SoftStop,
+		TestOnly:                    s.TestOnly,
+		PollOnly:                    s.PollOnly,
+		CompletedJobRetentionPeriod: cmp.Or(s.CompletedRetention, CompletedRetention),
+		CancelledJobRetentionPeriod: cmp.Or(s.CancelledRetention, CancelledRetention),
+		DiscardedJobRetentionPeriod: cmp.Or(s.DiscardedRetention, DiscardedRetention),
 	}
 }
 
