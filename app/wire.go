@@ -155,6 +155,9 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.enricher.ReportTo(s.health)
 	s.enricher.OnIdentities(s.registry.OpenAlexSink())
 	s.feeds = feeds.NewService(db, feeds.NewTokens(db, cfg.SecretKey), s.matcher, s.follows, cfg.PublicURL, cfg.WebSubHubURL, cfg.SecretKey)
+	// Private feed items carry the user's feedback links; the ranked feed
+	// orders by their model.
+	s.feeds.Personalize(feeds.Personal{Feedback: s.addrs, Ranking: s.ranking})
 	if s.sender, err = newSender(cfg, logger); err != nil {
 		return nil, err
 	}

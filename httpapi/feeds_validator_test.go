@@ -16,6 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"followfeed/account"
+	"followfeed/auth"
 	"followfeed/database"
 	"followfeed/feeds"
 	"followfeed/follow"
@@ -182,6 +184,19 @@ func TestETagChangesExactlyWhenTheFeedDoes(t *testing.T) {
 			push(rec("2601.00050v2", "Strings on branes", "hep-th", []string{"hep-th"}))
 		}},
 		{name: "another user's follow", do: func() { follow(eager, "category", "math.AG", nil) }},
+		// The items' feedback links carry the link epoch: revoking the
+		// links changes them, and the ETag with them; feedback itself
+		// changes nothing of a feed in newest-first order.
+		{name: "the email links revoked", do: func() {
+			if r := c.Do("POST", "/v1/me/email-links/revoke", plain, nil); r.Status != 204 {
+				t.Fatalf("revoke: %d %s", r.Status, r.Body)
+			}
+		}},
+		{name: "feedback on a paper", do: func() {
+			if r := c.Do("PUT", "/v1/me/papers/2601.00003/feedback", plain, `{"value": "less"}`); r.Status != 200 {
+				t.Fatalf("feedback: %d %s", r.Status, r.Body)
+			}
+		}},
 		{name: "nothing", do: func() {}},
 		{name: "a token rotation", do: func() {
 			if r := c.Do("POST", "/v1/me/feed-token", plain, nil); r.Status != 200 {
@@ -386,6 +401,9 @@ func tracedFeeds(t *testing.T, a *testapp.App, maxConns int32) (http.Handler, *r
 	base, _ := url.Parse(a.URL)
 	secret := []byte("a test secret of at least thirty-two bytes")
 	fsvc := feeds.NewService(db, feeds.NewTokens(db, secret), match.NewService(db), follow.NewService(db), base, nil, secret)
+	// Items carry feedback links, as in the service: the link epoch is
+	// read in the render's first round trip.
+	fsvc.Personalize(feeds.Personal{Feedback: account.NewAddresses(db, auth.NewLinkSigner(secret), base, nil)})
 	mux := http.NewServeMux()
 	(&httpapi.Product{Feeds: &httpapi.FeedRoutes{Feeds: fsvc, Misses: httpapi.NewLimiter(0, 0), PerIP: httpapi.NewLimiter(0, 0)}}).Register(mux)
 	return mux, tr
@@ -440,8 +458,9 @@ func (c *roundTripTracer) take() []string {
 // follow's) from the real feed handler over a one-connection pool that
 // records every round trip: with the validator cached, a full render is
 // four: the token lookup, then in the read transaction BEGIN with the
-// follows and the selection in one batch, the reasons and the papers'
-// details in a second, and COMMIT. On a shared machine each round trip is
+// follows, the link epoch (the items' feedback links) and the selection
+// in one batch, the reasons and the papers' details in a second, and
+// COMMIT. On a shared machine each round trip is
 // a wait for the server process to be scheduled, so the count must not
 // silently grow.
 func TestFullRenderRoundTrips(t *testing.T) {
@@ -478,14 +497,14 @@ func TestFullRenderRoundTrips(t *testing.T) {
 		}
 		tr.take()
 		for range 3 {
-			if rec := get(); rec.Code != 200 || !strings.Contains(rec.Body.String(), "Paper one") {
+			if rec := get(); rec.Code != 200 || !strings.Contains(rec.Body.String(), "Paper one") || !strings.Contains(rec.Body.String(), "/feedback/ffl_") {
 				t.Fatalf("GET %s: %d %s", p, rec.Code, rec.Body)
 			}
 			trips := tr.take()
 			if len(trips) != 4 {
 				t.Fatalf("a full render of %s made %d round trips, want 4:\n%s", p, len(trips), strings.Join(trips, "\n---\n"))
 			}
-			if !strings.Contains(trips[0], "token_hash") || !strings.HasPrefix(trips[1], "batch of 4: begin") ||
+			if !strings.Contains(trips[0], "token_hash") || !strings.HasPrefix(trips[1], "batch of 5: begin") || !strings.Contains(trips[1], "link_epoch") ||
 				!strings.HasPrefix(trips[2], "batch of 2:") || trips[3] != "commit" {
 				t.Errorf("a full render of %s made other round trips than expected:\n%s", p, strings.Join(trips, "\n---\n"))
 			}
