@@ -3,6 +3,7 @@ package feeds_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -31,7 +32,7 @@ import (
 // ranking (package ranking, whose jobs are queued, not run: a test trains
 // by calling Train, as the rank_train job does).
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	ctx     context.Context
 	db      *database.DB
 	papers  *catalog.Store
@@ -42,7 +43,7 @@ type env struct {
 	ids     map[string]int64 // arXiv id → papers.id
 }
 
-func setup(t *testing.T) *env {
+func setup(t testing.TB) *env {
 	t.Helper()
 	e := &env{t: t, ctx: context.Background(), db: testdb.New(t), ids: map[string]int64{}}
 	ins, err := worker.NewInserter(e.db.Pool, nil)
@@ -343,8 +344,8 @@ func TestRankedFeedFollowsTheModel(t *testing.T) {
 
 // TestRankedLookupReadsTheModelTime: LookupRanked reads, in the token
 // lookup's statement, when the user's model was stored: zero before the
-// first, then each stored model's time, so the ranked feed's ETag moves
-// exactly with a retraining.
+// first (which FirstModel trains), then each stored model's time, so the
+// ranked feed's ETag moves exactly with a retraining.
 func TestRankedLookupReadsTheModelTime(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -363,13 +364,26 @@ func TestRankedLookupReadsTheModelTime(t *testing.T) {
 		}
 		return st
 	}
-	if st := lookup(); !st.ModelAt.IsZero() {
+	st := lookup()
+	if !st.ModelAt.IsZero() {
 		t.Fatalf("a user without a model: %v", st.ModelAt)
 	}
-	e.private(tok, feeds.Atom, 10, true) // the first ranking trains a first model
+	// The ranked feed's first request trains a first model before its
+	// validator, and reads its time.
+	st, err := e.feeds.FirstModel(e.ctx, tok, st)
+	if err != nil {
+		t.Fatal(err)
+	}
 	first := lookup().ModelAt
-	if first.IsZero() {
-		t.Fatal("no model time after the first ranked render")
+	if first.IsZero() || !st.ModelAt.Equal(first) {
+		t.Fatalf("after FirstModel: %v, the lookup %v", st.ModelAt, first)
+	}
+	if again, err := e.feeds.FirstModel(e.ctx, tok, st); err != nil || !again.ModelAt.Equal(first) {
+		t.Errorf("FirstModel with a model: %v %v", again.ModelAt, err)
+	}
+	e.private(tok, feeds.Atom, 10, true) // ranks with that model, trains none
+	if again := lookup().ModelAt; !again.Equal(first) {
+		t.Errorf("the ranked render stored a model: %v, was %v", again, first)
 	}
 	if again := lookup().ModelAt; !again.Equal(first) {
 		t.Errorf("the model time moved without a training: %v, %v", first, again)
@@ -399,4 +413,69 @@ func countIn(ids, set []string) int {
 		}
 	}
 	return n
+}
+
+// BenchmarkPrivateRender measures, over 2,000 stored papers (a corpus for
+// the word weights) and a user following a category and a researcher with
+// 30 papers of their own: a 50-item private feed's render (plain), the
+// ranked feed's (best: the model read, the papers' vectors cached after
+// the first run), and the cold start, a first model trained from the
+// follows (first-model: one per iteration, for a new user each time).
+// Run: go test -run '^$' -bench PrivateRender -benchtime 30x ./feeds/
+func BenchmarkPrivateRender(b *testing.B) {
+	e := setup(b)
+	w := testpaper.NewWriter(11, "2611", "astro-ph.CO")
+	e.store(w.Background(2000)...)
+	ann := paper.Author{Name: "Ann One", IDs: []string{"host:1"}}
+	var own []paper.Paper
+	for range 15 {
+		own = append(own, w.Paper("lensing", ann, w.Stranger()), w.Paper("pulsar", ann, w.Stranger()))
+	}
+	e.store(own...)
+	_, tok := e.user("alice", "researcher/host:1", "category/astro-ph.CO")
+	render := func(best bool) {
+		st, err := e.feeds.Tokens().LookupRanked(e.ctx, tok)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st, err = e.feeds.FirstModel(e.ctx, tok, st); err != nil {
+			b.Fatal(err)
+		}
+		v, err := e.feeds.Validator(e.ctx, st)
+		if err != nil {
+			b.Fatal(err)
+		}
+		feed, err := e.feeds.Private(e.ctx, tok, st, v, feeds.Request{Format: feeds.Atom, Limit: 50, Best: best})
+		if err != nil || len(feed.Items) != 50 {
+			b.Fatalf("%d items, %v", len(feed.Items), err)
+		}
+		if _, err := feeds.Render(feeds.Atom, feed); err != nil {
+			b.Fatal(err)
+		}
+	}
+	render(true) // the corpus and the papers' vectors, once per process
+	for _, best := range []bool{false, true} {
+		name := map[bool]string{false: "plain", true: "best"}[best]
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				render(best)
+			}
+		})
+	}
+	n := 0 // users made: b.Run may run the function again
+	b.Run("first-model", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			n++
+			uid, tok := e.user(fmt.Sprintf("user%d", n), "researcher/host:1", "category/astro-ph.CO")
+			st, err := e.feeds.Tokens().LookupRanked(e.ctx, tok)
+			if err != nil || !st.ModelAt.IsZero() {
+				b.Fatalf("user %d: %+v %v", uid, st, err)
+			}
+			b.StartTimer()
+			if _, err := e.feeds.FirstModel(e.ctx, tok, st); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

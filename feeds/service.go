@@ -99,6 +99,9 @@ type FeedbackLinks interface {
 // Ranker scores users' papers (ranking.Service implements it).
 type Ranker interface {
 	Rank(ctx context.Context, want map[int64][]int64, have map[int64]*paper.Paper) (*ranking.Batch, error)
+	// Models returns the users' models, training a first one for each
+	// user who has none.
+	Models(ctx context.Context, userIDs []int64) (map[int64]*relevance.Model, error)
 }
 
 // Personal is what makes a private feed its user's beyond their matches.
@@ -342,6 +345,22 @@ func (s *Service) Private(ctx context.Context, token string, st State, v Validat
 	}
 	feed.Updated = newest(feed.Items)
 	return feed, nil
+}
+
+// FirstModel makes sure the user of the ranked feed's token has a ranking
+// model before its validator is computed: a user without one (st.ModelAt
+// zero, as LookupRanked read it) gets a first one trained from their
+// follows (Ranker.Models: a cold start, the cost of a small training),
+// and st is read again, so the first ETag already names the model the
+// feed is ranked with. A user with a model costs nothing.
+func (s *Service) FirstModel(ctx context.Context, token string, st State) (State, error) {
+	if !st.ModelAt.IsZero() || s.personal.Ranking == nil {
+		return st, nil
+	}
+	if _, err := s.personal.Ranking.Models(ctx, []int64{st.UserID}); err != nil {
+		return st, fmt.Errorf("training the first ranking model of user %d: %w", st.UserID, err)
+	}
+	return s.tokens.LookupRanked(ctx, token)
 }
 
 // rank orders papers best first for userID (stable: ties keep their

@@ -150,12 +150,17 @@ func (h *FeedRoutes) best(f feeds.Format) http.Handler {
 		if !ok {
 			return
 		}
+		st, err := h.Feeds.FirstModel(r.Context(), token, st)
+		if err != nil {
+			writeError(w, r, h.Logger, err)
+			return
+		}
 		v, err := h.Feeds.Validator(r.Context(), st)
 		if err != nil {
 			writeError(w, r, h.Logger, err)
 			return
 		}
-		var model int64 // µs; 0 before the first model (the render trains it)
+		var model int64 // µs; 0 only without a ranking
 		modified := v.Modified
 		if !st.ModelAt.IsZero() {
 			model = st.ModelAt.UnixMicro()

@@ -25,6 +25,7 @@ import (
 	"followfeed/internal/testapp"
 	"followfeed/internal/testjobs"
 	"followfeed/match"
+	"followfeed/ranking"
 	"followfeed/worker"
 )
 
@@ -401,9 +402,11 @@ func tracedFeeds(t *testing.T, a *testapp.App, maxConns int32) (http.Handler, *r
 	base, _ := url.Parse(a.URL)
 	secret := []byte("a test secret of at least thirty-two bytes")
 	fsvc := feeds.NewService(db, feeds.NewTokens(db, secret), match.NewService(db), follow.NewService(db), base, nil, secret)
-	// Items carry feedback links, as in the service: the link epoch is
-	// read in the render's first round trip.
-	fsvc.Personalize(feeds.Personal{Feedback: account.NewAddresses(db, auth.NewLinkSigner(secret), base, nil)})
+	// Items carry feedback links, as in the service (the link epoch is
+	// read in the render's first round trip), and the ranked feed ranks.
+	m := match.NewService(db)
+	fsvc.Personalize(feeds.Personal{Feedback: account.NewAddresses(db, auth.NewLinkSigner(secret), base, nil),
+		Ranking: ranking.New(ranking.Config{DB: db, Matcher: m})})
 	mux := http.NewServeMux()
 	(&httpapi.Product{Feeds: &httpapi.FeedRoutes{Feeds: fsvc, Misses: httpapi.NewLimiter(0, 0), PerIP: httpapi.NewLimiter(0, 0)}}).Register(mux)
 	return mux, tr
