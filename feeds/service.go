@@ -1,14 +1,12 @@
 package feeds
 
 import (
-	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -96,9 +94,11 @@ type FeedbackLinks interface {
 	FeedbackURL(userID, epoch, paperID int64, value string) string
 }
 
-// Ranker scores users' papers (ranking.Service implements it).
+// Ranker ranks users' papers (ranking.Service implements it).
 type Ranker interface {
-	Rank(ctx context.Context, want map[int64][]int64, have map[int64]*paper.Paper) (*ranking.Batch, error)
+	// RankPapers sorts a user's papers best first and returns the batch
+	// that scored them.
+	RankPapers(ctx context.Context, userID int64, papers []match.Paper) (*ranking.Batch, error)
 	// Models returns the users' models, training a first one for each
 	// user who has none.
 	Models(ctx context.Context, userIDs []int64) (map[int64]*relevance.Model, error)
@@ -320,8 +320,8 @@ func (s *Service) Private(ctx context.Context, token string, st State, v Validat
 	}
 	var ranked *ranking.Batch
 	if req.Best {
-		if ranked, err = s.rank(ctx, st.UserID, res.Papers); err != nil {
-			return Feed{}, err
+		if ranked, err = s.personal.Ranking.RankPapers(ctx, st.UserID, res.Papers); err != nil {
+			return Feed{}, fmt.Errorf("ranking the feed of user %d: %w", st.UserID, err)
 		}
 		feed.ID += "/best"
 		feed.Title += ", best first"
@@ -361,25 +361,6 @@ func (s *Service) FirstModel(ctx context.Context, token string, st State) (State
 		return st, fmt.Errorf("training the first ranking model of user %d: %w", st.UserID, err)
 	}
 	return s.tokens.LookupRanked(ctx, token)
-}
-
-// rank orders papers best first for userID (stable: ties keep their
-// newest-first order) and returns the batch that scored them.
-func (s *Service) rank(ctx context.Context, userID int64, papers []match.Paper) (*ranking.Batch, error) {
-	ids := make([]int64, 0, len(papers))
-	have := make(map[int64]*paper.Paper, len(papers))
-	for i := range papers {
-		ids = append(ids, papers[i].ID)
-		have[papers[i].ID] = &papers[i].Paper
-	}
-	b, err := s.personal.Ranking.Rank(ctx, map[int64][]int64{userID: ids}, have)
-	if err != nil {
-		return nil, fmt.Errorf("ranking the feed of user %d: %w", userID, err)
-	}
-	slices.SortStableFunc(papers, func(x, y match.Paper) int {
-		return cmp.Compare(b.Score(userID, y.ID), b.Score(userID, x.ID))
-	})
-	return b, nil
 }
 
 // why is a ranked item's paragraph saying why it ranks where it does

@@ -362,3 +362,40 @@ func TestFollowChangesRetrainOnlyUsersWithAModel(t *testing.T) {
 		t.Errorf("training a user without a row: %v", err)
 	}
 }
+
+// TestRankPapersSortsMatchedPapersBestFirst: RankPapers orders a user's
+// matched papers (match.Paper, as surfaces hold them) as Batch.Order
+// orders their ids, in place, and its batch explains them.
+func TestRankPapersSortsMatchedPapersBestFirst(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.background(100)
+	uid := e.user("alice")
+	for range 3 {
+		e.store(e.paper("lensing", ann, e.stranger()))
+	}
+	e.follow(uid, follow.Researcher, "host:1")
+	var ps []match.Paper
+	var ids []string
+	for range 4 {
+		for _, p := range []paper.Paper{e.paper("pulsar"), e.paper("lensing")} {
+			ids = append(ids, e.store(p)...)
+			ps = append(ps, match.Paper{ID: e.ids[p.ArxivID], Paper: p})
+		}
+	}
+	want := e.ranked(uid, ids)
+	b, err := e.rank.RankPapers(e.ctx, uid, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range ps {
+		got = append(got, p.ArxivID)
+	}
+	if !slices.Equal(got, want) || slices.Equal(got, ids) {
+		t.Errorf("RankPapers: %q, Order: %q (given %q)", got, want, ids)
+	}
+	if len(b.Why(uid, ps[0].ID)) == 0 {
+		t.Errorf("no reason for the best paper %s", ps[0].ArxivID)
+	}
+}
