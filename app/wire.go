@@ -177,6 +177,7 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		DB: db, Matcher: s.matcher, Follows: s.follows, Enqueuer: s.enqueuer,
 		Guard: channels.NewGuard(cfg.ChannelAllowHosts), Sender: s.sender, From: cfg.MailFrom,
 		BaseURL: cfg.PublicURL.String(), Logger: logger, Now: hooks.Now, SecretKey: cfg.SecretKey,
+		Ranking: s.ranking, Feedback: s.addrs,
 	})
 	s.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 		return s.channels.ScheduleInstant(ctx, tx, res.Users)
