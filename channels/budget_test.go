@@ -75,7 +75,7 @@ func TestBudgetSendsTheBestAndNeverTheRest(t *testing.T) {
 	for _, p := range d.Papers {
 		sent = append(sent, p.ArxivID)
 	}
-	if len(sent) != 3 || !slices.Contains(sent, annPulsar.ArxivID) || countIn(sent, lensing) != 2 || d.Order != channels.OrderBest || d.MoreInFeed != 5 {
+	if len(sent) != 3 || !slices.Contains(sent, annPulsar.ArxivID) || testpaper.CountIn(sent, lensing) != 2 || d.Order != channels.OrderBest || d.MoreInFeed != 5 {
 		t.Fatalf("first batch: %q, order %q, %d more (Ann's %s, lensing %q)", sent, d.Order, d.MoreInFeed, annPulsar.ArxivID, lensing)
 	}
 	// Best first: the scores of the user's model never rise down the list.
@@ -148,14 +148,4 @@ func (e *env) paperID(arxivID string) int64 {
 		e.t.Fatal(err)
 	}
 	return id
-}
-
-func countIn(ids, set []string) int {
-	n := 0
-	for _, id := range ids {
-		if slices.Contains(set, id) {
-			n++
-		}
-	}
-	return n
 }

@@ -307,7 +307,7 @@ func TestRankedFeedFollowsTheModel(t *testing.T) {
 	if !slices.Equal(slices.Sorted(slices.Values(cold)), slices.Sorted(slices.Values(newest))) {
 		t.Fatalf("the ranked feed holds %q, the feed %q", cold, newest)
 	}
-	if n := countIn(cold[:5], pulsar); n < 2 {
+	if n := testpaper.CountIn(cold[:5], pulsar); n < 2 {
 		t.Fatalf("cold start: %d pulsar papers in the top 5 (%q); the test needs them there first", n, cold)
 	}
 	for _, id := range marked {
@@ -320,7 +320,7 @@ func TestRankedFeedFollowsTheModel(t *testing.T) {
 	}
 	for _, f := range feeds.Formats {
 		after := order(f)
-		if got := after[:5]; countIn(got, lensing) != 5 {
+		if got := after[:5]; testpaper.CountIn(got, lensing) != 5 {
 			t.Errorf("%s after 5 pulsar papers marked less: %q (lensing %q)", f, after, lensing)
 		}
 	}
@@ -403,16 +403,6 @@ func TestRankedLookupReadsTheModelTime(t *testing.T) {
 	if _, err := e.feeds.Tokens().LookupRanked(e.ctx, "fft_"+strings.Repeat("A", 43)); !errors.Is(err, feeds.ErrUnknownToken) {
 		t.Errorf("an unknown token: %v", err)
 	}
-}
-
-func countIn(ids, set []string) int {
-	n := 0
-	for _, id := range ids {
-		if slices.Contains(set, id) {
-			n++
-		}
-	}
-	return n
 }
 
 // BenchmarkPrivateRender measures, over 2,000 stored papers (a corpus for

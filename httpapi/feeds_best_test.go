@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/mmcdole/gofeed"
 
 	"followfeed/account"
@@ -185,7 +184,7 @@ func TestRankedFeedFollowsTheModel(t *testing.T) {
 	if !slices.Equal(slices.Sorted(slices.Values(cold)), slices.Sorted(slices.Values(append(slices.Clone(lensing), pulsar...)))) {
 		t.Fatalf("the ranked feed holds %q", cold)
 	}
-	if n := countIn(cold[:5], pulsar); n < 2 {
+	if n := testpaper.CountIn(cold[:5], pulsar); n < 2 {
 		t.Fatalf("cold start: %d pulsar papers in the top 5 (%q); the test needs them there first", n, cold)
 	}
 	if st, etag, _ := fetch(links.Best.Atom, e1); st != 304 || etag != e1 {
@@ -203,7 +202,7 @@ func TestRankedFeedFollowsTheModel(t *testing.T) {
 	}
 	for _, u := range []string{links.Best.Atom, links.Best.RSS, links.Best.JSON} {
 		_, _, after := fetch(u, "")
-		if countIn(after[:5], lensing) != 5 {
+		if testpaper.CountIn(after[:5], lensing) != 5 {
 			t.Errorf("%s after 5 pulsar papers marked less: %q (lensing %q)", u, after, lensing)
 		}
 	}
@@ -254,26 +253,8 @@ func TestRankedFeedWarmConditionalGetIsOneStatement(t *testing.T) {
 	if len(sqls) != 3 || !strings.Contains(sqls[0], "token_hash") || !strings.Contains(sqls[0], "ranking_models") {
 		t.Fatalf("3 warm conditional GETs sent %d statements, want 3 lookups:\n%s", len(sqls), strings.Join(sqls, "\n---\n"))
 	}
-	rows, err := openDB(t, a.DatabaseURL).Pool.Query(context.Background(), "EXPLAIN (COSTS OFF) "+sqls[0], []byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	joined := strings.Join(plan, "\n")
+	joined := lookupPlan(t, a, sqls[0])
 	if !strings.Contains(joined, "user_feeds_token_hash_key") || !strings.Contains(joined, "ranking_models_pkey") || strings.Count(joined, "Scan") != 3 {
 		t.Errorf("the ranked lookup's plan:\n%s", joined)
 	}
-}
-
-func countIn(ids, set []string) int {
-	n := 0
-	for _, id := range ids {
-		if slices.Contains(set, id) {
-			n++
-		}
-	}
-	return n
 }

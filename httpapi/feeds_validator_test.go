@@ -329,16 +329,7 @@ func TestWarmConditionalGetIsOneStatement(t *testing.T) {
 	}
 	// The lookup's plan: an index probe of user_feeds by token_hash and
 	// match_state's one row, nothing else.
-	db := openDB(t, a.DatabaseURL)
-	rows, err := db.Pool.Query(context.Background(), "EXPLAIN (COSTS OFF) "+sqls[0], []byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	joined := strings.Join(plan, "\n")
+	joined := lookupPlan(t, a, sqls[0])
 	if !strings.Contains(joined, "Index Scan using user_feeds_token_hash_key") || strings.Count(joined, "Scan") != 2 {
 		t.Errorf("the token lookup's plan is not one index probe and match_state's row:\n%s", joined)
 	}
@@ -513,4 +504,19 @@ func TestFullRenderRoundTrips(t *testing.T) {
 			}
 		}
 	}
+}
+
+// lookupPlan is the plan (EXPLAIN, no costs) of a token lookup statement
+// for some token hash, its lines joined.
+func lookupPlan(t *testing.T, a *testapp.App, sql string) string {
+	t.Helper()
+	rows, err := openDB(t, a.DatabaseURL).Pool.Query(context.Background(), "EXPLAIN (COSTS OFF) "+sql, []byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(plan, "\n")
 }

@@ -139,16 +139,6 @@ func (e *env) count(sql string, args ...any) int {
 	return n
 }
 
-func countIn(ids, set []string) int {
-	n := 0
-	for _, id := range ids {
-		if slices.Contains(set, id) {
-			n++
-		}
-	}
-	return n
-}
-
 // TestFeedbackIsRecordedListedAndCleared: Set records one value per user
 // and paper (a change of value replaces it, the same value changes
 // nothing), List pages newest first, None clears; unknown papers, ids and
@@ -255,7 +245,7 @@ func TestColdStartRanksFromFollowsAlone(t *testing.T) {
 	if order[0] != coauthored[0] {
 		t.Errorf("the co-author's paper ranks %d: %q", slices.Index(order, coauthored[0]), order)
 	}
-	if n := countIn(order[1:6], lensing); n != 5 {
+	if n := testpaper.CountIn(order[1:6], lensing); n != 5 {
 		t.Errorf("%d lensing papers right after it: %q", n, order)
 	}
 	if n := e.count(`SELECT count(*) FROM ranking_models WHERE user_id = $1 AND model IS NOT NULL AND trained = 0`, uid); n != 1 {
@@ -297,7 +287,7 @@ func TestLessMovesATopicDownAfterTheJob(t *testing.T) {
 	}
 	cands := slices.Concat(lensing, pulsar)
 	cold := e.ranked(uid, cands)
-	if n := countIn(cold[:5], pulsar); n < 2 {
+	if n := testpaper.CountIn(cold[:5], pulsar); n < 2 {
 		t.Fatalf("cold start: %d pulsar papers in the top 5 (%q); the test needs them there first", n, cold)
 	}
 	for _, id := range marked {

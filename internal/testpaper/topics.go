@@ -111,3 +111,15 @@ func PushJSON(p paper.Paper) string {
 	}
 	return string(b)
 }
+
+// CountIn is how many of ids are in set: how many of a ranking's first
+// papers are about a topic, say.
+func CountIn(ids, set []string) int {
+	n := 0
+	for _, id := range ids {
+		if slices.Contains(set, id) {
+			n++
+		}
+	}
+	return n
+}
