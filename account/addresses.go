@@ -205,18 +205,22 @@ func (a *Addresses) ManageUser(ctx context.Context, tok string) (int64, error) {
 // (manage preferences, unsubscribe, confirm) and ends every settings
 // session (someone who used a leaked link may have signed in): links carry
 // the user's link epoch and sessions the session epoch, which this moves
-// on. Later emails carry working links.
+// on. Later emails carry working links. The feedback links of the
+// user's private feed items carry the epoch too: the feed version moves
+// with it (BumpFeeds), so feed readers fetch the items with new links.
 func (a *Addresses) RevokeLinks(ctx context.Context, userID int64) error {
-	tag, err := a.db.Pool.Exec(ctx, `
-		UPDATE users SET link_epoch = link_epoch + 1, session_epoch = session_epoch + 1, updated_at = now()
-		WHERE id = $1`, userID)
-	if err != nil {
-		return fmt.Errorf("revoking the email links of user %d: %w", userID, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return database.NotFound(pgx.ErrNoRows, fmt.Sprintf("revoking the email links of user %d", userID))
-	}
-	return nil
+	return a.db.InTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `
+			UPDATE users SET link_epoch = link_epoch + 1, session_epoch = session_epoch + 1, updated_at = now()
+			WHERE id = $1`, userID)
+		if err != nil {
+			return fmt.Errorf("revoking the email links of user %d: %w", userID, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return database.NotFound(pgx.ErrNoRows, fmt.Sprintf("revoking the email links of user %d", userID))
+		}
+		return BumpFeeds(ctx, tx, userID)
+	})
 }
 
 // ---- unsubscribe and suppression ----
@@ -370,7 +374,8 @@ func (a *Addresses) Confirm(ctx context.Context, tok string) (string, error) {
 
 // Reconfirm asks the owner of a paused (bounced or unsubscribed) address to
 // confirm it again: the address becomes unconfirmed, earlier links are
-// revoked, and a confirmation mail is queued. Confirming lifts the pause.
+// revoked (the feed version moves with the link epoch), and a
+// confirmation mail is queued. Confirming lifts the pause.
 func (a *Addresses) Reconfirm(ctx context.Context, userID int64) error {
 	return a.db.InTx(ctx, func(tx pgx.Tx) error {
 		var email string
@@ -379,6 +384,10 @@ func (a *Addresses) Reconfirm(ctx context.Context, userID int64) error {
 			WHERE id = $1 AND email IS NOT NULL RETURNING email`, userID).Scan(&email)
 		if err != nil {
 			return database.NotFound(err, fmt.Sprintf("asking user %d to reconfirm", userID))
+		}
+		// The feed's feedback links carry the epoch that moved.
+		if err := BumpFeeds(ctx, tx, userID); err != nil {
+			return err
 		}
 		if a.digests != nil {
 			if err := a.digests.AddressPaused(ctx, tx, []int64{userID}); err != nil {
@@ -450,7 +459,8 @@ func capConfirmations(ctx context.Context, tx pgx.Tx, userID int64, email string
 // has validated both and holds the user's row lock). A new address starts
 // unconfirmed, revokes earlier email links and gets a confirmation mail
 // queued (refused with apperr.RateLimited beyond MaxConfirmationsPerUser
-// or MaxConfirmationsPerAddress a day). It reports whether the address
+// or MaxConfirmationsPerAddress a day), and the feed version moves with
+// the link epoch (BumpFeeds). It reports whether the address
 // changed (compared without regard to case).
 func (a *Addresses) SetContact(ctx context.Context, tx pgx.Tx, userID int64, email, timezone string) (emailChanged bool, err error) {
 	var old string
@@ -467,6 +477,12 @@ func (a *Addresses) SetContact(ctx context.Context, tx pgx.Tx, userID int64, ema
 			updated_at = now()
 		WHERE id = $1`, userID, email, emailChanged, timezone); err != nil {
 		return false, fmt.Errorf("updating the address of user %d: %w", userID, err)
+	}
+	if emailChanged {
+		// The link epoch moved: so do the feed's feedback links.
+		if err := BumpFeeds(ctx, tx, userID); err != nil {
+			return false, err
+		}
 	}
 	if emailChanged && email != "" && a.enq != nil {
 		if err := capConfirmations(ctx, tx, userID, email); err != nil {

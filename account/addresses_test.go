@@ -15,6 +15,7 @@ import (
 	"followfeed/account"
 	"followfeed/apperr"
 	"followfeed/auth"
+	"followfeed/database"
 	"followfeed/internal/testdb"
 	"followfeed/internal/testjobs"
 	"followfeed/worker"
@@ -164,5 +165,89 @@ func TestFeedbackLinks(t *testing.T) {
 	}
 	if l, err := addrs.CheckFeedbackLink(ctx, tok); !errors.Is(err, auth.ErrBadLink) || l != (account.FeedbackLink{}) {
 		t.Errorf("CheckFeedbackLink after RevokeLinks: %+v %v", l, err)
+	}
+}
+
+// TestEveryLinkEpochMoveBumpsTheFeed: a private feed's items carry
+// feedback links signed with the user's link epoch, and its ETag holds the
+// feed version, not the epoch: so each way the epoch moves (RevokeLinks,
+// Reconfirm, a new address) bumps the feed version in its transaction,
+// and a change that keeps the epoch (the same address, another time zone)
+// does not. The epoch the feed reads (QueueLinkEpochIn, LinkEpoch) is the
+// one new links are signed with.
+func TestEveryLinkEpochMoveBumpsTheFeed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	base, _ := url.Parse("https://followfeed.test/")
+	addrs := account.NewAddresses(db, auth.NewLinkSigner([]byte("0123456789abcdef0123456789abcdef")), base, nil)
+	u, err := account.NewUsers(db).Ensure(ctx, &auth.Claims{Subject: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := func() (epoch, version int64) {
+		t.Helper()
+		var b pgx.Batch
+		account.QueueLinkEpochIn(&b, u.ID, func(e int64) { epoch = e })
+		b.Queue(`SELECT version FROM `+account.FeedsTable+` WHERE user_id = $1`, u.ID).QueryRow(func(r pgx.Row) error { return r.Scan(&version) })
+		err := db.InTx(ctx, func(tx pgx.Tx) error {
+			if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+				return err
+			}
+			e, err := account.LinkEpoch(ctx, tx, u.ID)
+			if err == nil && e != epoch {
+				err = fmt.Errorf("LinkEpoch %d, QueueLinkEpochIn %d", e, epoch)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return epoch, version
+	}
+	setContact := func(email, tz string) {
+		t.Helper()
+		if err := db.InTx(ctx, func(tx pgx.Tx) error {
+			if err := account.LockUser(ctx, tx, u.ID); err != nil {
+				return err
+			}
+			_, err := addrs.SetContact(ctx, tx, u.ID, email, tz)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e0, v0 := state()
+	steps := []struct {
+		name  string
+		do    func()
+		moves bool
+	}{
+		{"a new address", func() { setContact("alice@example.org", "UTC") }, true},
+		{"the same address, another time zone", func() { setContact("Alice@example.org", "Europe/Paris") }, false},
+		{"RevokeLinks", func() {
+			if err := addrs.RevokeLinks(ctx, u.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"Reconfirm", func() {
+			if err := addrs.Reconfirm(ctx, u.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+	}
+	for _, s := range steps {
+		s.do()
+		e, v := state()
+		if moved := e != e0; moved != s.moves {
+			t.Fatalf("%s: the epoch went from %d to %d", s.name, e0, e)
+		}
+		if bumped := v != v0; bumped != s.moves {
+			t.Errorf("%s: epoch %d → %d, feed version %d → %d", s.name, e0, e, v0, v)
+		}
+		e0, v0 = e, v
+	}
+	if err := addrs.RevokeLinks(ctx, u.ID+1000); !errors.Is(err, database.ErrNotFound) {
+		t.Errorf("RevokeLinks of nobody: %v", err)
 	}
 }

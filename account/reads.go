@@ -28,6 +28,41 @@ const UsersTable = "users"
 // and the token lookup read.
 const FeedsTable = "user_feeds"
 
+// linkEpochSQL reads user $1's link epoch: what every signed link of
+// theirs carries (manage, unsubscribe, confirm, dispute, feedback), moved
+// on by RevokeLinks, Reconfirm and a new address (SetContact), each of
+// which bumps the user's feed version in the same transaction (BumpFeeds),
+// so a private feed's ETag changes whenever the links its items carry do.
+// A primary-key probe.
+const linkEpochSQL = `SELECT link_epoch FROM users WHERE id = $1`
+
+// QueueLinkEpochIn queues on b the read of user userID's link epoch;
+// set receives it when b's results are read (a user that does not exist
+// is an error wrapping database.ErrNotFound). A private feed reads it
+// with its follows, in the render's first round trip: a snapshot whose
+// feed version is at least a validator's has the epoch of that version
+// or a later one.
+func QueueLinkEpochIn(b *pgx.Batch, userID int64, set func(epoch int64)) {
+	b.Queue(linkEpochSQL, userID).QueryRow(func(row pgx.Row) error {
+		var epoch int64
+		if err := row.Scan(&epoch); err != nil {
+			return database.NotFound(err, fmt.Sprintf("reading the link epoch of user %d", userID))
+		}
+		set(epoch)
+		return nil
+	})
+}
+
+// LinkEpoch reads user userID's link epoch in tx (an error wrapping
+// database.ErrNotFound for a user that does not exist).
+func LinkEpoch(ctx context.Context, tx pgx.Tx, userID int64) (int64, error) {
+	var epoch int64
+	if err := tx.QueryRow(ctx, linkEpochSQL, userID).Scan(&epoch); err != nil {
+		return 0, database.NotFound(err, fmt.Sprintf("reading the link epoch of user %d", userID))
+	}
+	return epoch, nil
+}
+
 // SuppressedSQL is true when the address of users row u is suppressed (it
 // bounced or unsubscribed): a primary-key probe of suppressions.
 const SuppressedSQL = `EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email))`

@@ -157,6 +157,9 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.enricher.ReportTo(s.health)
 	s.enricher.OnIdentities(s.registry.OpenAlexSink())
 	s.feeds = feeds.NewService(db, feeds.NewTokens(db, cfg.SecretKey), s.matcher, s.follows, cfg.PublicURL, cfg.WebSubHubURL, cfg.SecretKey)
+	// Private feed items carry the user's feedback links; the ranked feed
+	// orders by their model.
+	s.feeds.Personalize(feeds.Personal{Feedback: s.addrs, Ranking: s.ranking})
 	if s.sender, err = newSender(cfg, logger); err != nil {
 		return nil, err
 	}
@@ -176,6 +179,7 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		DB: db, Matcher: s.matcher, Follows: s.follows, Enqueuer: s.enqueuer,
 		Guard: channels.NewGuard(cfg.ChannelAllowHosts), Sender: s.sender, From: cfg.MailFrom,
 		BaseURL: cfg.PublicURL.String(), Logger: logger, Now: hooks.Now, SecretKey: cfg.SecretKey,
+		Ranking: s.ranking, Feedback: s.addrs,
 	})
 	s.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 		return s.channels.ScheduleInstant(ctx, tx, res.Users)

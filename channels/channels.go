@@ -20,6 +20,7 @@ import (
 	"followfeed/follow"
 	"followfeed/mail"
 	"followfeed/match"
+	"followfeed/ranking"
 )
 
 // Type is a kind of channel.
@@ -114,6 +115,19 @@ type Matcher interface {
 	MatchedMany(ctx context.Context, qs []match.Query) ([]match.Result, error)
 }
 
+// Ranker ranks a user's papers (ranking.Service).
+type Ranker interface {
+	// RankPapers sorts the user's papers best first.
+	RankPapers(ctx context.Context, userID int64, papers []match.Paper) (*ranking.Batch, error)
+}
+
+// FeedbackLinks signs a user's one-click feedback link of a paper
+// (account.Addresses): one user, their link epoch, one paper (papers.id)
+// and one value (package ranking's).
+type FeedbackLinks interface {
+	FeedbackURL(userID, epoch, paperID int64, value string) string
+}
+
 // Config assembles a Service.
 type Config struct {
 	DB       *database.DB
@@ -129,6 +143,13 @@ type Config struct {
 	// SecretKey (SECRET_KEY) seals the signing secrets and access tokens
 	// stored in channels (see seal.go); it must not be empty.
 	SecretKey []byte
+	// Ranking orders the papers of users whose digest settings say order
+	// best, best first, and applies their daily budget; nil: every
+	// channel sends newest first, without a budget.
+	Ranking Ranker
+	// Feedback signs the papers' feedback links (PaperJSON.Feedback); nil:
+	// papers carry none.
+	Feedback FeedbackLinks
 }
 
 // Service owns channels, their events (the delivery ledger) and attempts:
@@ -146,6 +167,8 @@ type Service struct {
 	now     func() time.Time
 	client  httpDoer
 	seal    *sealer
+	ranker  Ranker
+	links   FeedbackLinks
 }
 
 // NewService returns the channel service. It panics without a
@@ -166,7 +189,7 @@ func NewService(c Config) *Service {
 	}
 	return &Service{db: c.DB, matcher: c.Matcher, follows: c.Follows, enq: c.Enqueuer, guard: c.Guard,
 		sender: c.Sender, from: c.From, base: strings.TrimSuffix(c.BaseURL, "/"), logger: c.Logger, now: c.Now,
-		client: c.Guard.Client(), seal: seal}
+		client: c.Guard.Client(), seal: seal, ranker: c.Ranking, links: c.Feedback}
 }
 
 // The chat providers' incoming webhooks: fixed hosts (reached on 443)

@@ -27,6 +27,7 @@ import (
 	"followfeed/match"
 	"followfeed/notify"
 	"followfeed/paper"
+	"followfeed/ranking"
 	"followfeed/worker"
 )
 
@@ -51,6 +52,8 @@ type env struct {
 	follows *follow.Service
 	matcher *match.Service
 	prefs   *notify.Preferences
+	addrs   *account.Addresses
+	rank    *ranking.Service
 	ch      *channels.Service
 	clk     *clock
 	done    map[int64]bool // River job ids already run
@@ -69,10 +72,12 @@ func setup(t *testing.T, start time.Time) *env {
 	e.follows = follow.NewService(e.db)
 	e.matcher = match.NewService(e.db)
 	base, _ := url.Parse("https://followfeed.test")
-	addrs := account.NewAddresses(e.db, auth.NewLinkSigner([]byte("0123456789abcdef0123456789abcdef")), base, enq)
-	e.prefs = notify.NewPreferences(e.db, addrs, e.clk.Now)
+	e.addrs = account.NewAddresses(e.db, auth.NewLinkSigner([]byte("0123456789abcdef0123456789abcdef")), base, enq)
+	e.prefs = notify.NewPreferences(e.db, e.addrs, e.clk.Now)
+	e.rank = ranking.New(ranking.Config{DB: e.db, Enqueuer: enq, Matcher: e.matcher})
 	e.ch = channels.NewService(channels.Config{DB: e.db, Matcher: e.matcher, Follows: e.follows, Enqueuer: enq,
-		Guard: channels.NewGuard([]string{"127.0.0.1"}), BaseURL: "https://followfeed.test", Now: e.clk.Now, SecretKey: testSecretKey})
+		Guard: channels.NewGuard([]string{"127.0.0.1"}), BaseURL: "https://followfeed.test", Now: e.clk.Now, SecretKey: testSecretKey,
+		Ranking: e.rank, Feedback: e.addrs})
 	e.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 		return e.ch.ScheduleInstant(ctx, tx, res.Users)
 	})
@@ -184,12 +189,13 @@ func (e *env) run() (collected []int64) {
 // papers of every papers.matched body it is sent.
 type receivers struct {
 	*httptest.Server
-	mu  sync.Mutex
-	got map[string][]string // path → arXiv ids in arrival order
+	mu     sync.Mutex
+	got    map[string][]string         // path → arXiv ids in arrival order
+	events map[string][]channels.Event // path → the events in arrival order
 }
 
 func newReceivers(t *testing.T) *receivers {
-	r := &receivers{got: map[string][]string{}}
+	r := &receivers{got: map[string][]string{}, events: map[string][]channels.Event{}}
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		var ev channels.Event
@@ -198,9 +204,11 @@ func newReceivers(t *testing.T) *receivers {
 			return
 		}
 		r.mu.Lock()
+		name := strings.TrimPrefix(req.URL.Path, "/")
 		for _, p := range ev.Data.Papers {
-			r.got[strings.TrimPrefix(req.URL.Path, "/")] = append(r.got[strings.TrimPrefix(req.URL.Path, "/")], p.ArxivID)
+			r.got[name] = append(r.got[name], p.ArxivID)
 		}
+		r.events[name] = append(r.events[name], ev)
 		r.mu.Unlock()
 		w.WriteHeader(204)
 	}))
@@ -212,6 +220,12 @@ func (r *receivers) papers(name string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.got[name])
+}
+
+func (r *receivers) received(name string) []channels.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events[name])
 }
 
 // TestDailyAndWeeklyChannelsGetTheirWindowAtTheUsersHour drives the

@@ -12,12 +12,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/account"
 	"followfeed/apperr"
 	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/match"
 	"followfeed/notify"
+	"followfeed/ranking"
 )
 
 // Window limits.
@@ -148,9 +150,12 @@ func (s *Service) nextWindow(ctx context.Context, tx pgx.Tx, userID int64, mode 
 // reaches a researcher's channel when enrichment finds the researcher),
 // and the ledger keeps it to once per channel when two of its follows
 // match in different windows. New versions a follow opted into pass the
-// ledger, as they reach the feed. A crash before the commit leaves the
-// window for the retry. A channel that is gone or disabled collects
-// nothing.
+// ledger, as they reach the feed. For a user whose digest settings say
+// order best, the papers go best first and, with a budget, at most
+// max_papers a day, the rest held back (choose); each paper carries the
+// user's feedback links, signed with their link epoch. A crash before the
+// commit leaves the window for the retry. A channel that is gone or
+// disabled collects nothing.
 func (s *Service) Collect(ctx context.Context, channelID int64) (events int, err error) {
 	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
 		var userID, watermark int64
@@ -185,36 +190,69 @@ func (s *Service) Collect(ctx context.Context, channelID int64) (events int, err
 		if err != nil {
 			return err
 		}
+		sel, err := s.choose(ctx, tx, channelID, userID, found)
+		if err != nil {
+			return err
+		}
 		// Reasons read as in the user's feeds and digests: their label,
 		// else the registry's name (follow.ReasonLabels).
 		var labels map[string]string
-		if len(found) > 0 {
+		var epoch int64
+		if len(sel.send) > 0 {
 			follows, err := s.follows.All(ctx, userID)
 			if err != nil {
 				return err
 			}
 			labels = follow.ReasonLabels(follows)
+			if s.links != nil {
+				if epoch, err = account.LinkEpoch(ctx, tx, userID); err != nil {
+					return err
+				}
+			}
 		}
-		papers := make([]PaperJSON, 0, len(found))
+		papers := make([]PaperJSON, 0, len(sel.send))
 		ids := make([]int64, 0, len(found))
-		for _, p := range found {
-			papers = append(papers, toPaperJSON(p, labels))
+		for _, p := range sel.send {
+			pj := toPaperJSON(p, labels)
+			if s.links != nil {
+				pj.Feedback = &FeedbackJSON{
+					More: s.links.FeedbackURL(userID, epoch, p.ID, string(ranking.More)),
+					Less: s.links.FeedbackURL(userID, epoch, p.ID, string(ranking.Less)),
+					Save: s.links.FeedbackURL(userID, epoch, p.ID, string(ranking.Saved)),
+				}
+			}
+			papers = append(papers, pj)
 			ids = append(ids, p.ID)
 		}
 		// The ledger: channel_papers_pkey; a replacement already there
-		// keeps its row.
+		// keeps its row. The papers the budget held back are recorded
+		// too: the channel has had them (they are in the user's feed,
+		// counted in the message), so no later window sends them.
+		for _, p := range sel.held {
+			ids = append(ids, p.ID)
+		}
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO channel_papers (channel_id, paper_id, sent_at) SELECT $1, unnest($2::bigint[]), $3
 			ON CONFLICT DO NOTHING`, channelID, ids, s.now()); err != nil {
 			return fmt.Errorf("recording the papers of channel %d: %w", channelID, err)
 		}
+		// Nothing sent, nothing said: a budget spent for the day sends no
+		// message just to count what it held back.
 		var eventIDs []int64
 		for chunk := range slices.Chunk(papers, PapersPerEvent) {
-			id, err := s.insertEvent(ctx, tx, channelID, TypeMatched, chunk)
+			data := EventData{Papers: chunk, Order: sel.order}
+			if len(eventIDs) == (len(papers)-1)/PapersPerEvent {
+				data.MoreInFeed = len(sel.held) // the collection's last event
+			}
+			id, err := s.insertEvent(ctx, tx, channelID, TypeMatched, data)
 			if err != nil {
 				return err
 			}
 			eventIDs = append(eventIDs, id)
+		}
+		if len(sel.held) > 0 {
+			s.logger.InfoContext(ctx, "channel budget held papers back", "channel_id", channelID, "user_id", userID,
+				"sent", len(sel.send), "held", len(sel.held))
 		}
 		if _, err := tx.Exec(ctx, `UPDATE channels SET watermark = $2 WHERE id = $1`, channelID, high); err != nil {
 			return fmt.Errorf("moving the watermark of channel %d: %w", channelID, err)
@@ -282,6 +320,110 @@ func (s *Service) windowPapers(ctx context.Context, userID int64, keys []string,
 	return out, nil
 }
 
+// selection is what a collection does with the unsent papers of its
+// window: send some (in that order), hold the others back.
+type selection struct {
+	send, held []match.Paper
+	order      string // OrderBest, or "" for newest first
+}
+
+// choose applies the user's order and budget (their digest settings,
+// notify.UserSchedule) to papers, the window's unsent papers newest
+// first. Order newest (or no Ranker): all of them, as they are. Order
+// best: ranked best first (Ranker.RankPapers); with a budget (max_papers
+// > 0) the channel sends at most max_papers papers a day, the day being
+// the user's (their time zone), counted over the channel's events since
+// it began (sentSince), so an instant channel shares it across the day's
+// collections: the papers that pass the budget (keep_followed: a followed
+// person's new paper, a followed paper's event) always, then the best of
+// the rest while the day's budget lasts; the others are held back.
+// Papers held back are never sent later: Collect records them in the
+// ledger and the watermark moves past them, so nothing is retried or
+// sent as a flood when a new day's budget opens; the event says how many
+// ("and N more in your feed").
+func (s *Service) choose(ctx context.Context, tx pgx.Tx, channelID, userID int64, papers []match.Paper) (selection, error) {
+	if len(papers) == 0 || s.ranker == nil {
+		return selection{send: papers}, nil
+	}
+	st, loc, err := notify.UserSchedule(ctx, tx, userID)
+	if err != nil {
+		return selection{}, database.NotFound(err, fmt.Sprintf("reading the digest settings of user %d", userID))
+	}
+	if st.Order != notify.OrderBest {
+		return selection{send: papers}, nil
+	}
+	if _, err := s.ranker.RankPapers(ctx, userID, papers); err != nil {
+		return selection{}, fmt.Errorf("ranking the papers of channel %d: %w", channelID, err)
+	}
+	sel := selection{order: OrderBest}
+	if st.MaxPapers <= 0 {
+		sel.send = papers
+		return sel, nil
+	}
+	now := s.now().In(loc)
+	sent, err := sentSince(ctx, tx, channelID, time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, loc))
+	if err != nil {
+		return selection{}, err
+	}
+	sel.send, sel.held = budget(papers, st.MaxPapers-sent, st.KeepFollowed)
+	return sel, nil
+}
+
+// budget splits papers (best first) into those sent and those held back:
+// with keep, the papers that pass the budget (PassesBudget) are sent
+// whatever it says and count against it; then the others are sent while
+// left, the papers the day's budget has left, lasts. Both keep the order
+// of papers.
+func budget(papers []match.Paper, left int, keep bool) (send, held []match.Paper) {
+	if keep {
+		for _, p := range papers {
+			if PassesBudget(p) {
+				left--
+			}
+		}
+	}
+	for _, p := range papers {
+		switch {
+		case keep && PassesBudget(p):
+			send = append(send, p)
+		case left > 0:
+			send = append(send, p)
+			left--
+		default:
+			held = append(held, p)
+		}
+	}
+	return send, held
+}
+
+// PassesBudget reports whether a matched paper is one a user never wants
+// cut by their budget (digest settings' keep_followed): an event of a
+// followed paper (a new version, its publication or withdrawal, a
+// citation of it) or a new paper of a followed person (a reason of kind
+// researcher, not a new version).
+func PassesBudget(p match.Paper) bool {
+	if len(p.Events) > 0 {
+		return true
+	}
+	return !p.Replaced && slices.ContainsFunc(p.Reasons, func(t follow.Target) bool { return t.Kind == follow.Researcher })
+}
+
+// sentSince counts the papers of the channel's papers.matched events
+// written since since: channel_events_channel_idx, the channel's events
+// (at most EventRetention's of them) filtered by created_at, which is the
+// database's clock where since is the service's (the same clock in
+// production).
+func sentSince(ctx context.Context, tx pgx.Tx, channelID int64, since time.Time) (int, error) {
+	var n int
+	err := tx.QueryRow(ctx, `
+		SELECT coalesce(sum(papers), 0) FROM channel_events WHERE channel_id = $1 AND type = $2 AND created_at >= $3`,
+		channelID, TypeMatched, since).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("counting the papers channel %d sent today: %w", channelID, err)
+	}
+	return n, nil
+}
+
 // unsent drops from ps the papers channelID was already sent, except new
 // versions (Replaced), which a follow that opted in gets again. One probe
 // of channel_papers_pkey per candidate.
@@ -332,18 +474,18 @@ func toPaperJSON(p match.Paper, labels map[string]string) PaperJSON {
 }
 
 // insertEvent writes one pending event with its body.
-func (s *Service) insertEvent(ctx context.Context, tx pgx.Tx, channelID int64, typ string, papers []PaperJSON) (int64, error) {
-	if papers == nil {
-		papers = []PaperJSON{}
+func (s *Service) insertEvent(ctx context.Context, tx pgx.Tx, channelID int64, typ string, data EventData) (int64, error) {
+	if data.Papers == nil {
+		data.Papers = []PaperJSON{}
 	}
-	body, err := json.Marshal(Event{Type: typ, Timestamp: s.now().UTC().Truncate(time.Second), Data: EventData{Papers: papers}})
+	body, err := json.Marshal(Event{Type: typ, Timestamp: s.now().UTC().Truncate(time.Second), Data: data})
 	if err != nil {
 		return 0, err
 	}
 	var id int64
 	if err := tx.QueryRow(ctx, `
 		INSERT INTO channel_events (channel_id, webhook_id, type, body, papers) VALUES ($1, $2, $3, $4, $5)
-		RETURNING id`, channelID, newWebhookID(), typ, body, len(papers)).Scan(&id); err != nil {
+		RETURNING id`, channelID, newWebhookID(), typ, body, len(data.Papers)).Scan(&id); err != nil {
 		return 0, fmt.Errorf("writing an event of channel %d: %w", channelID, err)
 	}
 	return id, nil
@@ -404,7 +546,7 @@ func (s *Service) Test(ctx context.Context, userID, id int64) (string, error) {
 			e.RetryAfter = after
 			return e
 		}
-		eid, err := s.insertEvent(ctx, tx, id, TypeTest, []PaperJSON{samplePaper})
+		eid, err := s.insertEvent(ctx, tx, id, TypeTest, EventData{Papers: []PaperJSON{samplePaper}})
 		if err != nil {
 			return err
 		}

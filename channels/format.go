@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"followfeed/internal/text"
+	"followfeed/ranking"
 )
 
 // Event types a channel receives.
@@ -25,10 +26,22 @@ type Event struct {
 	Data      EventData `json:"data"`
 }
 
-// EventData holds the event's papers, newest match first.
+// EventData holds the event's papers, newest match first, or best first
+// for the user (Order "best"). Fields are only ever added.
 type EventData struct {
 	Papers []PaperJSON `json:"papers"`
+	// Order is "best" when Papers are best first for the user (their
+	// digest settings' order best: package ranking); absent for newest
+	// first.
+	Order string `json:"order,omitempty"`
+	// MoreInFeed counts the papers of the collection this event ends that
+	// the user's daily budget held back (digest settings' max_papers):
+	// they are in the user's feed and are not sent later. Absent for 0.
+	MoreInFeed int `json:"more_in_feed,omitempty"`
 }
+
+// OrderBest is EventData.Order for papers best first.
+const OrderBest = "best"
 
 // PaperJSON is one paper of an event.
 type PaperJSON struct {
@@ -39,6 +52,20 @@ type PaperJSON struct {
 	Categories []string  `json:"categories"`
 	Links      LinksJSON `json:"links"`
 	Reasons    []Reason  `json:"reasons"`
+	// Feedback are the user's one-click feedback links of the paper;
+	// absent on a test event's sample paper.
+	Feedback *FeedbackJSON `json:"feedback,omitempty"`
+}
+
+// FeedbackJSON are a paper's feedback links, each signed for the
+// channel's user, this paper and one value: a GET shows a page with a
+// button that records it (and the link works again to change or undo
+// it). Revoking the user's links (POST /v1/me/email-links/revoke) ends
+// them.
+type FeedbackJSON struct {
+	More string `json:"more"` // "more like this"
+	Less string `json:"less"` // "less like this"
+	Save string `json:"save"` // saved for later
 }
 
 // LinksJSON are a paper's arXiv pages.
@@ -63,7 +90,7 @@ type Reason struct {
 // whatever its text (see the sums below). text.Truncate and text.Shorten
 // add an ellipsis after the count, hence the -1s.
 const (
-	slackPapersPerMessage   = 20       // 1 header + 20 sections ≤ 50 blocks
+	slackPapersPerMessage   = 20       // 1 header + 20 × (section + feedback context) ≤ 50 blocks
 	slackSectionChars       = 3000     // section text ≤ 3000
 	slackHeaderChars        = 150 - 1  // header plain_text ≤ 150
 	discordEmbedsPerMessage = 10       // ≤ 10 embeds
@@ -90,14 +117,38 @@ const (
 )
 
 // The sums: a Slack section is "*<" abs "|" title ">*\n" authors "\n_"
-// reasons "_\n" abstract "\n<" pdf "|PDF>", at most 2,857 characters;
-// a Discord embed's description is authors "\n*" reasons "*\n" abstract
-// "\n[PDF](" pdf ")", at most 1,952. (A negative array length would not
+// reasons "_\n" abstract "\n<" pdf "|PDF>", at most 2,857 characters,
+// and its feedback context's text "<" more "|More like this> · <" less
+// "|Less like this> · <" save "|Save>", at most 1,547; a Discord embed's
+// description is authors "\n*" reasons "*\n" abstract "\n[PDF](" pdf ")"
+// "\n[More like this](" more ") · [Less like this](" less ") · [Save]("
+// save ")", at most 1,952 + 1,551. (A negative array length would not
 // compile.)
 var (
 	_ = [slackSectionChars - (2 + chatURLChars + 1 + chatTitleChars + 3 + chatAuthorsChars + 2 + chatReasonsChars + 2 + chatAbstractChars + 2 + chatURLChars + 5)]struct{}{}
-	_ = [discordDescriptionChars - (chatAuthorsChars + 2 + chatReasonsChars + 2 + chatAbstractChars + 7 + chatURLChars + 1)]struct{}{}
+	_ = [slackSectionChars - (3*chatURLChars + 1 + 16 + 4 + 16 + 4 + 6)]struct{}{}
+	_ = [discordDescriptionChars - (chatAuthorsChars + 2 + chatReasonsChars + 2 + chatAbstractChars + 7 + chatURLChars + 1 +
+		1 + 17 + chatURLChars + 21 + chatURLChars + 11 + chatURLChars + 1)]struct{}{}
 )
+
+// feedbackLine is p's feedback links in a chat's syntax: link writes one
+// from its URL, escaped by escape, and its label; " · " between them. A
+// link whose escaped URL is longer than chatURLChars is left out (there
+// is no other page to link instead); "" for a paper without links.
+func feedbackLine(p PaperJSON, escape func(string) string, link func(url, label string) string) string {
+	if p.Feedback == nil {
+		return ""
+	}
+	var parts []string
+	for _, l := range []struct {
+		label, url string
+	}{{ranking.More.Label(), p.Feedback.More}, {ranking.Less.Label(), p.Feedback.Less}, {ranking.Saved.Label(), p.Feedback.Save}} {
+		if e := escape(l.url); l.url != "" && utf8.RuneCountInString(e) <= chatURLChars {
+			parts = append(parts, link(e, l.label))
+		}
+	}
+	return strings.Join(parts, " · ")
+}
 
 func authorLine(p PaperJSON) string {
 	return text.Truncate(strings.Join(p.Authors, ", "), authorsChars)
@@ -149,8 +200,14 @@ func headline(ev Event, part, parts, n int) string {
 	if ev.Type == TypeTest {
 		s = "followfeed test message: this channel works"
 	}
+	if ev.Data.Order == OrderBest {
+		s += ", best first"
+	}
 	if parts > 1 {
 		s += fmt.Sprintf(" (%d/%d)", part+1, parts)
+	}
+	if ev.Data.MoreInFeed > 0 {
+		s += fmt.Sprintf(", and %d more in your feed", ev.Data.MoreInFeed)
 	}
 	return s
 }
@@ -206,6 +263,10 @@ func slackMessages(ev Event) [][]byte {
 		for _, p := range ps {
 			blocks = append(blocks, map[string]any{"type": "section",
 				"text": map[string]any{"type": "mrkdwn", "text": slackSection(p)}})
+			if fb := feedbackLine(p, slackURL, func(u, label string) string { return "<" + u + "|" + label + ">" }); fb != "" {
+				blocks = append(blocks, map[string]any{"type": "context",
+					"elements": []any{map[string]any{"type": "mrkdwn", "text": fb}}})
+			}
 		}
 		b, _ := json.Marshal(map[string]any{"text": head, "blocks": blocks})
 		out = append(out, b)
@@ -249,7 +310,11 @@ func discordDescription(p PaperJSON) string {
 	if a := abstractLine(p); a != "" {
 		lines = append(lines, chatText(a, chatAbstractChars, discordEscape))
 	}
-	return strings.Join(append(lines, "[PDF]("+linkURL(p, p.Links.PDF, "pdf", discordURL)+")"), "\n")
+	lines = append(lines, "[PDF]("+linkURL(p, p.Links.PDF, "pdf", discordURL)+")")
+	if fb := feedbackLine(p, discordURL, func(u, label string) string { return "[" + label + "](" + u + ")" }); fb != "" {
+		lines = append(lines, fb)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // discordMessages renders ev as Discord webhook payloads: at most ten
@@ -305,6 +370,13 @@ func matrixMessages(ev Event) [][]byte {
 			if r := reasonLine(p); r != "" {
 				fmt.Fprintf(&plain, "\n  (%s)", r)
 				fmt.Fprintf(&rich, "<br><em>%s</em>", html.EscapeString(r))
+			}
+			noEscape := func(s string) string { return s }
+			if fb := feedbackLine(p, noEscape, func(u, label string) string { return label + " <" + u + ">" }); fb != "" {
+				fmt.Fprintf(&plain, "\n  %s", fb)
+				rich.WriteString("<br>" + feedbackLine(p, html.EscapeString, func(u, label string) string {
+					return `<a href="` + u + `">` + label + "</a>"
+				}))
 			}
 			rich.WriteString("</li>")
 		}

@@ -4,11 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"followfeed/follow"
 	"followfeed/internal/text"
+	"followfeed/match"
+	"followfeed/paper"
 )
 
 // slackMessage is a Slack incoming-webhook payload as slackMessages writes
@@ -21,6 +25,10 @@ type slackMessage struct {
 			Type string `json:"type"`
 			Text string `json:"text"`
 		} `json:"text"`
+		Elements []struct { // a context block's
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"elements"`
 	} `json:"blocks"`
 }
 
@@ -59,7 +67,27 @@ func sections(t *testing.T, ms []slackMessage) []string {
 	var out []string
 	for _, m := range ms {
 		for _, b := range m.Blocks[1:] {
-			out = append(out, b.Text.Text)
+			if b.Type == "section" {
+				out = append(out, b.Text.Text)
+			}
+		}
+	}
+	return out
+}
+
+// contexts are the mrkdwn texts of the messages' context blocks (a
+// paper's feedback links), one element each.
+func contexts(t *testing.T, ms []slackMessage) []string {
+	t.Helper()
+	var out []string
+	for _, m := range ms {
+		for _, b := range m.Blocks[1:] {
+			if b.Type == "context" {
+				if len(b.Elements) != 1 || b.Elements[0].Type != "mrkdwn" {
+					t.Fatalf("a context block of %+v", b.Elements)
+				}
+				out = append(out, b.Elements[0].Text)
+			}
 		}
 	}
 	return out
@@ -128,30 +156,46 @@ func hostile(i int) PaperJSON {
 		reasons = append(reasons, Reason{Kind: "query", ID: fmt.Sprint(j), Name: strings.Repeat("&<>", 70)})
 	}
 	long := "https://example.org/" + strings.Repeat("a&b|c)d", 280)
+	// Feedback links as long as a link may be (their escaping changes
+	// nothing): a PUBLIC_URL of some 440 characters.
+	fb := func(v string) string {
+		u := "https://followfeed.example/feedback/ffl_" + v
+		return u + strings.Repeat("x", chatURLChars-len(u))
+	}
 	return PaperJSON{ArxivID: fmt.Sprintf("2611.%05d", i), Title: worst, Authors: authors, Abstract: worst + worst,
-		Links: LinksJSON{Abs: long, PDF: long}, Reasons: reasons}
+		Links: LinksJSON{Abs: long, PDF: long}, Reasons: reasons,
+		Feedback: &FeedbackJSON{More: fb("more"), Less: fb("less"), Save: fb("save")}}
 }
 
 // TestChatMessagesStayWithinTheirLimits: papers whose every text is
 // hostile and as long as can be (titles and abstracts of what escaping
-// grows most, 300 authors, 60 long reasons, 2,000-character URLs) still
-// give payloads within Slack's limits (≤ 50 blocks, a header ≤ 150
-// characters, a section ≤ 3,000) and Discord's (content ≤ 2,000, ≤ 10
-// embeds, a title ≤ 256, a description ≤ 4,096, a message's embeds ≤
-// 6,000), each paper once; a URL too long for a link is arXiv's page.
+// grows most, 300 authors, 60 long reasons, 2,000-character URLs,
+// feedback links of the longest a link may be), best first with a
+// thousand held back, still give payloads within Slack's limits (≤ 50
+// blocks, a header ≤ 150 characters, a section's and a context's text ≤
+// 3,000) and Discord's (content ≤ 2,000, ≤ 10 embeds, a title ≤ 256, a
+// description ≤ 4,096, a message's embeds ≤ 6,000), each paper once with
+// its three feedback links; a URL too long for a link is arXiv's page.
 func TestChatMessagesStayWithinTheirLimits(t *testing.T) {
 	t.Log("hostile: limits")
 	var papers []PaperJSON
 	for i := range 45 {
 		papers = append(papers, hostile(i))
 	}
-	ev := Event{Type: TypeMatched, Data: EventData{Papers: papers}}
-	n := 0
+	ev := Event{Type: TypeMatched, Data: EventData{Papers: papers, Order: OrderBest, MoreInFeed: 1000}}
+	n, feedback := 0, 0
 	for _, m := range decodeSlack(t, ev) {
 		if len(m.Blocks) > 50 || m.Blocks[0].Type != "header" || utf8.RuneCountInString(m.Blocks[0].Text.Text) > 150 || m.Text == "" {
 			t.Fatalf("slack message of %d blocks, header %q", len(m.Blocks), m.Blocks[0].Text.Text)
 		}
 		for _, b := range m.Blocks[1:] {
+			if b.Type == "context" {
+				if l := utf8.RuneCountInString(b.Elements[0].Text); l > 3000 || strings.Count(b.Elements[0].Text, "<https://followfeed.example/feedback/") != 3 {
+					t.Errorf("slack context of %d characters: %.200q", l, b.Elements[0].Text)
+				}
+				feedback++
+				continue
+			}
 			if l := utf8.RuneCountInString(b.Text.Text); b.Type != "section" || b.Text.Type != "mrkdwn" || l > 3000 {
 				t.Errorf("slack section of %d characters: %.200q", l, b.Text.Text)
 			}
@@ -161,8 +205,8 @@ func TestChatMessagesStayWithinTheirLimits(t *testing.T) {
 			n++
 		}
 	}
-	if n != len(papers) {
-		t.Errorf("slack carried %d papers of %d", n, len(papers))
+	if n != len(papers) || feedback != len(papers) {
+		t.Errorf("slack carried %d papers of %d, %d with feedback links", n, len(papers), feedback)
 	}
 	n = 0
 	for _, m := range decodeDiscord(t, ev) {
@@ -174,6 +218,10 @@ func TestChatMessagesStayWithinTheirLimits(t *testing.T) {
 			tl, dl := utf8.RuneCountInString(e.Title), utf8.RuneCountInString(e.Description)
 			if tl > 256 || dl > 4096 || e.URL != fmt.Sprintf("https://arxiv.org/abs/2611.%05d", n) {
 				t.Errorf("discord embed: title %d, description %d characters, url %.80s", tl, dl, e.URL)
+			}
+			lines := strings.Split(e.Description, "\n")
+			if last := lines[len(lines)-1]; strings.Count(last, "](https://followfeed.example/feedback/") != 3 {
+				t.Errorf("discord embed %d without its feedback links: %.200q", n, last)
 			}
 			total += tl + dl
 			n++
@@ -267,6 +315,125 @@ func TestChatTextNeverCutsAnEscape(t *testing.T) {
 					t.Errorf("%s chatText(%q, %d) = %q cuts an escape", name, s, limit, got)
 				}
 			}
+		}
+	}
+}
+
+// TestChatMessagesCarryFeedbackLinks: each paper's three feedback links
+// follow it as links of the chat's own syntax, their URLs escaped as the
+// provider needs (Slack: &, <, > as entities and "|" as %7C in a context
+// block after the paper's section; Discord: "(", ")", spaces and angle
+// brackets percent-encoded on the embed's last line; Matrix: HTML-escaped
+// anchors and "Label <url>" in the plain body); a link longer than a chat
+// link may be is left out; a paper without links (a test event's) has no
+// line for them. A best-first event's headline says so, and how many
+// papers the budget held back.
+func TestChatMessagesCarryFeedbackLinks(t *testing.T) {
+	t.Log("hostile: markup")
+	p := paperOf("2611.01006", func(p *PaperJSON) {
+		p.Feedback = &FeedbackJSON{More: "https://ff.test/feedback/ffl_m?a=1&b=<2>|3) 4", Less: "https://ff.test/feedback/ffl_l",
+			Save: "https://ff.test/feedback/ffl_" + strings.Repeat("s", chatURLChars)}
+	})
+	plain := paperOf("2611.01007")
+	ev := Event{Type: TypeMatched, Data: EventData{Papers: []PaperJSON{p, plain}, Order: OrderBest, MoreInFeed: 7}}
+
+	ms := decodeSlack(t, ev)
+	head := "2 new papers, best first, and 7 more in your feed"
+	if len(ms) != 1 || ms[0].Blocks[0].Text.Text != head || ms[0].Text != head {
+		t.Fatalf("slack: %+v", ms)
+	}
+	if types := []string{ms[0].Blocks[1].Type, ms[0].Blocks[2].Type, ms[0].Blocks[3].Type}; !slices.Equal(types, []string{"section", "context", "section"}) {
+		t.Errorf("slack blocks %q: a context after the first paper's section only", types)
+	}
+	want := "<https://ff.test/feedback/ffl_m?a=1&amp;b=&lt;2&gt;%7C3) 4|More like this> · <https://ff.test/feedback/ffl_l|Less like this>"
+	if c := contexts(t, ms); len(c) != 1 || c[0] != want {
+		t.Errorf("slack feedback:\n%q\nwant\n%q", c, want)
+	}
+
+	dm := decodeDiscord(t, ev)
+	if len(dm) != 1 || dm[0].Content != head {
+		t.Fatalf("discord: %+v", dm)
+	}
+	es := embeds(dm)
+	lines := strings.Split(es[0].Description, "\n")
+	want = "[More like this](https://ff.test/feedback/ffl_m?a=1&b=%3C2%3E|3%29%204) · [Less like this](https://ff.test/feedback/ffl_l)"
+	if lines[len(lines)-1] != want {
+		t.Errorf("discord feedback:\n%q\nwant\n%q", lines[len(lines)-1], want)
+	}
+	if !strings.HasSuffix(es[1].Description, "[PDF](https://arxiv.org/pdf/2611.01007)") {
+		t.Errorf("a paper without links: %q", es[1].Description)
+	}
+
+	var mx []struct {
+		Body          string `json:"body"`
+		FormattedBody string `json:"formatted_body"`
+	}
+	for _, b := range matrixMessages(ev) {
+		var m struct {
+			Body          string `json:"body"`
+			FormattedBody string `json:"formatted_body"`
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		mx = append(mx, m)
+	}
+	if len(mx) != 1 || !strings.HasPrefix(mx[0].Body, head+"\n") ||
+		!strings.Contains(mx[0].Body, "\n  More like this <https://ff.test/feedback/ffl_m?a=1&b=<2>|3) 4> · Less like this <https://ff.test/feedback/ffl_l>\n") {
+		t.Errorf("matrix body:\n%s", mx[0].Body)
+	}
+	if !strings.Contains(mx[0].FormattedBody, `<br><a href="https://ff.test/feedback/ffl_m?a=1&amp;b=&lt;2&gt;|3) 4">More like this</a> · <a href="https://ff.test/feedback/ffl_l">Less like this</a></li>`) ||
+		strings.Count(mx[0].FormattedBody, "/feedback/") != 2 {
+		t.Errorf("matrix formatted body:\n%s", mx[0].FormattedBody)
+	}
+	// Newest first, nothing held back: the headline as before.
+	ev.Data.Order, ev.Data.MoreInFeed = "", 0
+	if h := decodeSlack(t, ev)[0].Blocks[0].Text.Text; h != "2 new papers" {
+		t.Errorf("newest first: %q", h)
+	}
+}
+
+// TestBudgetKeepsFollowedPapersAndTheBest: budget sends, of papers best
+// first, the ones that pass it (a followed person's new paper, a followed
+// paper's event) always and counting against it, then the best others
+// while it lasts; a budget already spent sends only those; without keep
+// they are papers like the others.
+func TestBudgetKeepsFollowedPapersAndTheBest(t *testing.T) {
+	cat := follow.Target{Kind: follow.Category, ID: "cs.LG"}
+	person := follow.Target{Kind: follow.Researcher, ID: "host:1"}
+	mk := func(id string, mods ...func(*match.Paper)) match.Paper {
+		p := match.Paper{Paper: paper.Paper{ArxivID: id}, Reasons: []follow.Target{cat}}
+		for _, m := range mods {
+			m(&p)
+		}
+		return p
+	}
+	byPerson := func(p *match.Paper) { p.Reasons = append(p.Reasons, person) }
+	event := func(p *match.Paper) { p.Events = []match.Event{{Kind: paper.EventVersion}}; p.Replaced = true }
+	newVersion := func(p *match.Paper) { p.Replaced = true }
+	ps := []match.Paper{mk("a"), mk("b"), mk("c", byPerson), mk("d"), mk("e", event), mk("f"), mk("g", byPerson, newVersion)}
+	ids := func(ps []match.Paper) string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.ArxivID)
+		}
+		return strings.Join(out, " ")
+	}
+	for _, c := range []struct {
+		left       int
+		keep       bool
+		send, held string
+	}{
+		{3, true, "a c e", "b d f g"},
+		{4, true, "a b c e", "d f g"},
+		{1, true, "c e", "a b d f g"},
+		{-2, true, "c e", "a b d f g"},
+		{3, false, "a b c", "d e f g"},
+		{10, true, "a b c d e f g", ""},
+	} {
+		send, held := budget(slices.Clone(ps), c.left, c.keep)
+		if ids(send) != c.send || ids(held) != c.held {
+			t.Errorf("budget(%d, keep %v): send %q, held %q; want %q, %q", c.left, c.keep, ids(send), ids(held), c.send, c.held)
 		}
 	}
 }

@@ -112,9 +112,22 @@ type Feed struct {
 	// Atom's <published>, RSS's <pubDate>, JSON Feed's date_published),
 	// items of one date in the order given (callers give theirs newest
 	// match first), so that a feed reader showing the document's order shows
-	// the dates in order. The tail is dropped first when the document
-	// would exceed MaxBytes.
+	// the dates in order; in a Ranked feed, in the order given. The tail
+	// is dropped first when the document would exceed MaxBytes.
 	Items []Item
+	// Ranked keeps Items in the order given (a ranked feed: best first)
+	// instead of newest first, for feed readers that show a document's
+	// order; the size cap then drops the lowest ranked first.
+	Ranked bool
+}
+
+// Link is a labelled link of an item's body: one of the feedback links of
+// a private feed's items.
+type Link struct {
+	// Label is the link's text, e.g. "More like this".
+	Label string
+	// URL is absolute.
+	URL string
 }
 
 // Item is one paper in a Feed.
@@ -130,9 +143,14 @@ type Item struct {
 	Authors []string
 	// Summary is the abstract, plain text.
 	Summary string
-	// Content is an optional extra plain-text line, e.g.
-	// "Following: Mingzhi Wen · cs.LG".
+	// Content is optional extra plain text, e.g. "Following: Mingzhi Wen
+	// · cs.LG"; blank lines separate its paragraphs.
 	Content string
+	// Feedback are the user's one-click feedback links of the paper (More
+	// like this, Less like this, Save), signed for one user: set on
+	// private feeds' items only, never on a public feed's. They end the
+	// HTML body (a paragraph of links) and the text ("Label: URL" lines).
+	Feedback []Link
 	// AbsURL is the abstract page (the item's permalink).
 	AbsURL string
 	// PDFURL is the PDF; see RenderAtom, RenderRSS and RenderJSON for where
@@ -264,6 +282,7 @@ func normalizeFeed(f Feed) Feed {
 			AbsURL:     cleanText(it.AbsURL),
 			PDFURL:     cleanText(it.PDFURL),
 			Categories: cleanList(it.Categories),
+			Feedback:   cleanLinks(it.Feedback),
 			Published:  it.Published,
 			Updated:    it.Updated,
 		}
@@ -289,13 +308,30 @@ func normalizeFeed(f Feed) Feed {
 	}
 	// A feed's items mostly come in date order already: one pass finds
 	// out, a stable sort (one date keeps the order given) runs otherwise.
-	for i := 1; i < len(n.Items); i++ {
+	// A ranked feed keeps its order.
+	n.Ranked = f.Ranked
+	for i := 1; i < len(n.Items) && !f.Ranked; i++ {
 		if n.Items[i].Published.After(n.Items[i-1].Published) {
 			slices.SortStableFunc(n.Items, func(a, b Item) int { return b.Published.Compare(a.Published) })
 			break
 		}
 	}
 	return n
+}
+
+// cleanLinks cleans every link's label and URL and drops the ones without
+// a URL; nil stays nil (no allocation for items without links).
+func cleanLinks(in []Link) []Link {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]Link, 0, len(in))
+	for _, l := range in {
+		if l.URL = cleanText(l.URL); l.URL != "" {
+			out = append(out, Link{Label: cleanText(l.Label), URL: l.URL})
+		}
+	}
+	return out
 }
 
 // rawSize is a lower bound on the bytes that item contributes to any format:
@@ -308,19 +344,30 @@ func (it *Item) rawSize() int {
 	for _, s := range it.Categories {
 		n += len(s)
 	}
+	for _, l := range it.Feedback {
+		n += len(l.Label) + len(l.URL)
+	}
 	return n
 }
 
 // fullText is the item's body text: the summary, then Content as a separate
-// paragraph.
+// paragraph, then the feedback links, one "Label: URL" line each.
 func (it *Item) fullText() string {
-	switch {
-	case it.Content == "":
-		return it.Summary
-	case it.Summary == "":
-		return it.Content
+	var parts []string
+	if it.Summary != "" {
+		parts = append(parts, it.Summary)
 	}
-	return it.Summary + "\n\n" + it.Content
+	if it.Content != "" {
+		parts = append(parts, it.Content)
+	}
+	if len(it.Feedback) > 0 {
+		lines := make([]string, len(it.Feedback))
+		for i, l := range it.Feedback {
+			lines[i] = l.Label + ": " + l.URL
+		}
+		parts = append(parts, strings.Join(lines, "\n"))
+	}
+	return strings.Join(parts, "\n\n")
 }
 
 // paragraphs splits plain text into paragraphs at blank lines, trimming each
@@ -339,11 +386,13 @@ func paragraphs(s string) []string {
 
 // bodyHTML is the item's body as an HTML fragment, the same in Atom
 // <content type="html">, RSS <description> and JSON Feed content_html:
-// each paragraph of the abstract in its own <p>, the Content line
+// each paragraph of the abstract in its own <p>, each paragraph of Content
 // ("Following: …") in its own <p>, then one <p> with the links,
-// "<a href=AbsURL>Abstract</a> · <a href=PDFURL>PDF</a>" (each when set).
-// Every piece of text is HTML-escaped, so feed readers display exactly the
-// original text; nothing from the paper is ever markup.
+// "<a href=AbsURL>Abstract</a> · <a href=PDFURL>PDF</a>" (each when set),
+// then one <p> with the feedback links ("<a href=…>More like this</a> ·
+// …"), when there are any. Every piece of text is HTML-escaped, so feed
+// readers display exactly the original text; nothing from the paper is
+// ever markup.
 func (it *Item) bodyHTML() string {
 	var b strings.Builder
 	para := func(s string) {
@@ -354,20 +403,39 @@ func (it *Item) bodyHTML() string {
 	for _, p := range paragraphs(it.Summary) {
 		para(p)
 	}
-	if c := strings.TrimSpace(it.Content); c != "" {
-		para(c)
+	for _, p := range paragraphs(it.Content) {
+		para(p)
 	}
-	var links []string
+	var links []Link
 	if it.AbsURL != "" {
-		links = append(links, `<a href="`+html.EscapeString(it.AbsURL)+`">Abstract</a>`)
+		links = append(links, Link{"Abstract", it.AbsURL})
 	}
 	if it.PDFURL != "" {
-		links = append(links, `<a href="`+html.EscapeString(it.PDFURL)+`">PDF</a>`)
+		links = append(links, Link{"PDF", it.PDFURL})
+	}
+	linkPara(&b, links)
+	linkPara(&b, it.Feedback)
+	return b.String()
+}
+
+// linkPara writes links as one paragraph, " · " between them; nothing
+// for none.
+func linkPara(b *strings.Builder, links []Link) {
+	for i, l := range links {
+		if i == 0 {
+			b.WriteString("<p>")
+		} else {
+			b.WriteString(" · ")
+		}
+		b.WriteString(`<a href="`)
+		b.WriteString(html.EscapeString(l.URL))
+		b.WriteString(`">`)
+		b.WriteString(html.EscapeString(l.Label))
+		b.WriteString("</a>")
 	}
 	if len(links) > 0 {
-		b.WriteString("<p>" + strings.Join(links, " · ") + "</p>")
+		b.WriteString("</p>")
 	}
-	return b.String()
 }
 
 // authorLine is every author in one string, "A, B and C" style as arXiv's

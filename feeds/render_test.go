@@ -22,6 +22,7 @@ import (
 	"github.com/mmcdole/gofeed"
 	"github.com/mmcdole/gofeed/atom"
 	"github.com/mmcdole/gofeed/rss"
+	xhtml "golang.org/x/net/html"
 )
 
 var updateGolden = flag.Bool("update-golden", false, "rewrite the testdata/render golden files")
@@ -1091,5 +1092,112 @@ func TestItemsNewestFirstByShownDate(t *testing.T) {
 	}
 	if !reflect.DeepEqual(src, given) {
 		t.Errorf("rendering reordered the caller's items")
+	}
+}
+
+// feedbackItem is an item with feedback links whose URLs and labels carry
+// what HTML must escape.
+func feedbackItem(id string, published time.Time) Item {
+	return Item{ID: "tag:arxiv.org,1991:" + id, Title: "Paper " + id, Summary: "An abstract.", Content: "Following: cs.LG",
+		AbsURL: "https://arxiv.org/abs/" + id, PDFURL: "https://arxiv.org/pdf/" + id, Published: published,
+		Feedback: []Link{
+			{Label: "More like this", URL: "https://ff.test/feedback/ffl_more?" + id + "&a=<1>"},
+			{Label: "Less like this", URL: "https://ff.test/feedback/ffl_less" + id},
+			{Label: `Save "<it>"`, URL: "https://ff.test/feedback/ffl_save" + id},
+			{Label: "dropped: no URL"},
+		}}
+}
+
+// TestFeedbackLinksInEveryFormat: an item's feedback links end its HTML
+// body, one paragraph of escaped links after the Abstract · PDF one, in
+// Atom's content, RSS's description and JSON Feed's content_html, as a
+// feed reader (gofeed, then an HTML parser) reads them; JSON Feed's
+// content_text ends with one "Label: URL" line each. A link without a URL
+// is dropped; an item without links renders as before.
+func TestFeedbackLinksInEveryFormat(t *testing.T) {
+	it := feedbackItem("2611.00001", time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC))
+	type link struct{ label, url string }
+	want := []link{{"Abstract", it.AbsURL}, {"PDF", it.PDFURL}}
+	for _, l := range it.Feedback[:3] {
+		want = append(want, link{l.Label, l.URL})
+	}
+	f := Feed{Title: "Feed", SelfURL: "https://ff.test/feeds/x.atom", Items: []Item{it}}
+	for _, r := range allFormats {
+		out := parseFeed(t, mustRender(t, r.render, f))
+		body := out.Items[0].Content
+		if r.name == "rss" {
+			body = out.Items[0].Description
+		}
+		doc, err := xhtml.Parse(strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []link
+		var paras []int // links per <p>
+		for n := range doc.Descendants() {
+			switch {
+			case n.Type == xhtml.ElementNode && n.Data == "p":
+				paras = append(paras, 0)
+			case n.Type == xhtml.ElementNode && n.Data == "a":
+				paras[len(paras)-1]++
+				href := ""
+				for _, a := range n.Attr {
+					if a.Key == "href" {
+						href = a.Val
+					}
+				}
+				got = append(got, link{n.FirstChild.Data, href})
+			}
+		}
+		if !slices.Equal(got, want) || !slices.Equal(paras, []int{0, 0, 2, 3}) {
+			t.Errorf("%s: links %q in paragraphs %v\n%s", r.name, got, paras, body)
+		}
+		if r.name == "json" {
+			var doc struct {
+				Items []struct {
+					ContentText string `json:"content_text"`
+				} `json:"items"`
+			}
+			if err := json.Unmarshal(mustRender(t, r.render, f), &doc); err != nil {
+				t.Fatal(err)
+			}
+			wantText := "An abstract.\n\nFollowing: cs.LG\n\nMore like this: " + it.Feedback[0].URL + "\nLess like this: " +
+				it.Feedback[1].URL + "\nSave \"<it>\": " + it.Feedback[2].URL
+			wantEq(t, "content_text", doc.Items[0].ContentText, wantText)
+		}
+	}
+	sameAsReference(t, f)
+	plain := it
+	plain.Feedback = nil
+	if b := plain.bodyHTML(); strings.Contains(b, "feedback") || !strings.HasSuffix(b, ">PDF</a></p>") {
+		t.Errorf("without links: %s", b)
+	}
+}
+
+// TestRankedFeedKeepsItsOrder: a Ranked feed's items come out in the order
+// given (best first), not by date, in every format; when the size cap
+// drops items, the lowest ranked go first.
+func TestRankedFeedKeepsItsOrder(t *testing.T) {
+	day := func(d int) time.Time { return time.Date(2026, 11, d, 0, 0, 0, 0, time.UTC) }
+	f := Feed{Title: "Ranked", SelfURL: "https://ff.test/feeds/x/best.atom", Ranked: true}
+	for i, d := range []int{3, 9, 1, 5} {
+		f.Items = append(f.Items, feedbackItem(fmt.Sprintf("2611.0000%d", i), day(d)))
+	}
+	for _, r := range allFormats {
+		out := parseFeed(t, mustRender(t, r.render, f))
+		var order []string
+		for _, it := range out.Items {
+			order = append(order, it.Title)
+		}
+		if want := []string{"Paper 2611.00000", "Paper 2611.00001", "Paper 2611.00002", "Paper 2611.00003"}; !slices.Equal(order, want) {
+			t.Errorf("%s: %q", r.name, order)
+		}
+	}
+	big := bigFeed(400, 5000)
+	big.Ranked = true
+	slices.Reverse(big.Items) // oldest first: a ranking that is not by date
+	out := parseFeed(t, mustRender(t, RenderAtom, big))
+	if n := len(out.Items); n == 0 || n == len(big.Items) || out.Items[0].GUID != big.Items[0].ID || out.Items[n-1].GUID != big.Items[n-1].ID {
+		t.Errorf("capped ranked feed: %d of %d items, first %s, last %s", n, len(big.Items), out.Items[0].GUID, out.Items[n-1].GUID)
 	}
 }

@@ -20,6 +20,8 @@ import (
 	"followfeed/identity/registrysql"
 	"followfeed/match"
 	"followfeed/paper"
+	"followfeed/ranking"
+	"followfeed/relevance"
 )
 
 // Format is a feed syntax.
@@ -74,15 +76,47 @@ const (
 
 // Service builds feeds from matched papers.
 type Service struct {
-	tokens  *Tokens
-	matcher *match.Service
-	follows *follow.Service
-	db      *database.DB
-	base    *url.URL // PUBLIC_URL
-	hub     string   // WEBSUB_HUB_URL, "" for none
-	secret  []byte
-	valid   *Validators
+	tokens   *Tokens
+	matcher  *match.Service
+	follows  *follow.Service
+	db       *database.DB
+	base     *url.URL // PUBLIC_URL
+	hub      string   // WEBSUB_HUB_URL, "" for none
+	secret   []byte
+	valid    *Validators
+	personal Personal
 }
+
+// FeedbackLinks signs a user's one-click feedback link of a paper
+// (account.Addresses implements it): one user, their link epoch, one
+// paper (papers.id) and one value (package ranking's).
+type FeedbackLinks interface {
+	FeedbackURL(userID, epoch, paperID int64, value string) string
+}
+
+// Ranker ranks users' papers (ranking.Service implements it).
+type Ranker interface {
+	// RankPapers sorts a user's papers best first and returns the batch
+	// that scored them.
+	RankPapers(ctx context.Context, userID int64, papers []match.Paper) (*ranking.Batch, error)
+	// Models returns the users' models, training a first one for each
+	// user who has none.
+	Models(ctx context.Context, userIDs []int64) (map[int64]*relevance.Model, error)
+}
+
+// Personal is what makes a private feed its user's beyond their matches.
+type Personal struct {
+	// Feedback signs the feedback links every private feed item carries
+	// (More like this, Less like this, Save); nil: items carry none.
+	Feedback FeedbackLinks
+	// Ranking orders the ranked feed (/feeds/{token}/best.{atom,rss,json},
+	// Request.Best); nil: there is no ranked feed (a not-found).
+	Ranking Ranker
+}
+
+// Personalize sets what private feeds add to the matches: their items'
+// feedback links and the ranked feed. Call it before the service serves.
+func (s *Service) Personalize(p Personal) { s.personal = p }
 
 // NewService returns the feed service. base is PUBLIC_URL; hub may be nil.
 func NewService(db *database.DB, tokens *Tokens, m *match.Service, f *follow.Service, base, hub *url.URL, secret []byte) *Service {
@@ -134,6 +168,12 @@ func (s *Service) PrivateURL(token string, f Format, only *follow.Target) string
 	return s.abs("/feeds/" + token + "/" + string(only.Kind) + "/" + url.PathEscape(only.ID) + "." + string(f))
 }
 
+// BestURL is the absolute URL of the user's ranked feed: every follow's
+// newest matches, best first for the user (Request.Best).
+func (s *Service) BestURL(token string, f Format) string {
+	return s.abs("/feeds/" + token + "/best." + string(f))
+}
+
 // OPMLURL is the absolute URL of the user's OPML subscription list: the
 // combined feed only, or with perFollow one feed per follow (and not the
 // combined one), so that neither list, imported, shows a paper twice.
@@ -161,6 +201,11 @@ type Request struct {
 	Limit  int
 	// Only restricts a private feed to one of the user's follows.
 	Only *follow.Target
+	// Best is the ranked feed: the newest Limit matches of every follow,
+	// best first for the user (their ranking model; a user without one
+	// gets a first one from their follows), each saying why it ranks.
+	// Not with Only.
+	Best bool
 }
 
 // ParseLimit reads ?limit=: "" gives DefaultLimit; otherwise 1..MaxLimit.
@@ -204,17 +249,32 @@ func feedAtLeast(userID, version, highSeq int64) *database.Fresh {
 // when its snapshot holds at least v's version and high seq
 // (feedAtLeast), else on the primary: the feed is never older than
 // the ETag it is served with.
+//
+// Each item carries the user's feedback links (Personal.Feedback), signed
+// with the link epoch read in the same round trip as the follows: every
+// move of the epoch bumps the feed version (account.BumpFeeds), so the
+// ETag moves with the links. A Best request orders the items by the
+// user's ranking model (Personal.Ranking: one more statement, reading the
+// model, after the render's transaction; the first ranking of a user
+// without a model trains one).
 func (s *Service) Private(ctx context.Context, token string, st State, v Validator, req Request) (Feed, error) {
+	if req.Best && (req.Only != nil || s.personal.Ranking == nil) {
+		return Feed{}, database.Missing("no such feed: the ranked feed is /feeds/{token}/best.atom (or .rss, .json), for all your follows")
+	}
 	var follows []follow.Follow
 	var only *follow.Follow
 	var res match.Result
+	var epoch int64
 	var finish func(context.Context, pgx.Tx) ([]match.Result, error)
-	// BEGIN, the replica's freshness check, the follows and the selection
-	// go in one round trip; the selection is restricted by req.Only's key,
-	// which is the follow's if the user follows it (else the answer is a
-	// not-found and the selection is dropped).
+	// BEGIN, the replica's freshness check, the follows, the link epoch
+	// and the selection go in one round trip; the selection is restricted
+	// by req.Only's key, which is the follow's if the user follows it
+	// (else the answer is a not-found and the selection is dropped).
 	first := func(b *pgx.Batch) {
 		follow.QueueAllIn(b, st.UserID, func(fs []follow.Follow) { follows = fs })
+		if s.personal.Feedback != nil {
+			account.QueueLinkEpochIn(b, st.UserID, func(e int64) { epoch = e })
+		}
 		finish = match.QueueMatchedIn(b, []match.Query{{UserID: st.UserID, Only: req.Only, Limit: req.Limit}})
 	}
 	err := s.db.ReadBatch(ctx, feedAtLeast(st.UserID, v.Version, v.HighSeq), first, func(tx pgx.Tx) error {
@@ -258,12 +318,74 @@ func (s *Service) Private(ctx context.Context, token string, st State, v Validat
 		feed.Title = targetTitle(*only, res.Papers)
 		feed.Subtitle = "New arXiv papers for one of your follows, newest first."
 	}
+	var ranked *ranking.Batch
+	if req.Best {
+		if ranked, err = s.personal.Ranking.RankPapers(ctx, st.UserID, res.Papers); err != nil {
+			return Feed{}, fmt.Errorf("ranking the feed of user %d: %w", st.UserID, err)
+		}
+		feed.ID += "/best"
+		feed.Title += ", best first"
+		feed.Subtitle = "New arXiv papers matching what you follow, best first for you: ranked by what you follow and the papers you marked."
+		feed.SelfURL = s.BestURL(token, req.Format)
+		feed.Ranked = true
+	}
 	feed.Items = make([]Item, 0, len(res.Papers))
 	for _, p := range res.Papers {
-		feed.Items = append(feed.Items, item(p, labels))
+		it := item(p, labels)
+		if ranked != nil {
+			it.Content = joinParagraphs(it.Content, why(ranked.Why(st.UserID, p.ID)))
+		}
+		if s.personal.Feedback != nil && p.ID != 0 {
+			it.Feedback = make([]Link, len(ranking.Values))
+			for i, val := range ranking.Values {
+				it.Feedback[i] = Link{Label: val.Label(), URL: s.personal.Feedback.FeedbackURL(st.UserID, epoch, p.ID, string(val))}
+			}
+		}
+		feed.Items = append(feed.Items, it)
 	}
 	feed.Updated = newest(feed.Items)
 	return feed, nil
+}
+
+// FirstModel makes sure the user of the ranked feed's token has a ranking
+// model before its validator is computed: a user without one (st.ModelAt
+// zero, as LookupRanked read it) gets a first one trained from their
+// follows (Ranker.Models: a cold start, the cost of a small training),
+// and st is read again, so the first ETag already names the model the
+// feed is ranked with. A user with a model costs nothing.
+func (s *Service) FirstModel(ctx context.Context, token string, st State) (State, error) {
+	if !st.ModelAt.IsZero() || s.personal.Ranking == nil {
+		return st, nil
+	}
+	if _, err := s.personal.Ranking.Models(ctx, []int64{st.UserID}); err != nil {
+		return st, fmt.Errorf("training the first ranking model of user %d: %w", st.UserID, err)
+	}
+	return s.tokens.LookupRanked(ctx, token)
+}
+
+// why is a ranked item's paragraph saying why it ranks where it does
+// ("Ranked for you: with your co-author Ann One; about galaxy and
+// cluster"), "" when the model has nothing to say.
+func why(rs []relevance.Reason) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	texts := make([]string, len(rs))
+	for i, r := range rs {
+		texts[i] = r.Text()
+	}
+	return "Ranked for you: " + strings.Join(texts, "; ")
+}
+
+// joinParagraphs joins the non-empty ones of a and b as two paragraphs.
+func joinParagraphs(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "\n\n" + b
 }
 
 // PublicVersion is the change marker of a public feed: the newest seq of
@@ -378,6 +500,8 @@ func (s *Service) Public(ctx context.Context, t follow.Target, seq int64, change
 		HubURL:   s.hub,
 		Language: "en",
 	}
+	// A public feed's items say nothing of anybody: no reasons, and no
+	// feedback links (item never sets them).
 	feed.Items = make([]Item, 0, len(papers))
 	for _, p := range papers {
 		it := item(p, nil)

@@ -16,6 +16,7 @@ import (
 	"followfeed/account"
 	"followfeed/catalog"
 	"followfeed/database"
+	"followfeed/ranking"
 )
 
 // TokenPrefix starts every private feed token, so secret scanners (and our
@@ -37,6 +38,9 @@ type State struct {
 	Version   int64
 	ChangedAt time.Time
 	HighSeq   int64 // match_state.high_seq
+	// ModelAt is when the user's ranking model was stored (zero: none
+	// yet), read by LookupRanked only: the ranked feed's validator.
+	ModelAt time.Time
 }
 
 // Tokens issues, rotates and resolves private feed tokens. A token is never
@@ -136,15 +140,42 @@ const lookupSQL = `
 		SELECT f.user_id, f.version, f.changed_at, m.high_seq
 		FROM ` + account.FeedsTable + ` f, ` + catalog.HighSeqTable + ` m WHERE f.token_hash = $1`
 
+// lookupRankedSQL is lookupSQL with when the user's ranking model was
+// stored (a primary-key probe of ranking_models; the epoch for none): the
+// ranked feed's fast path, still one statement.
+var lookupRankedSQL = `
+		SELECT f.user_id, f.version, f.changed_at, m.high_seq,
+		       coalesce(` + ranking.ModelTrainedAtSQL("f.user_id") + `, 'epoch')
+		FROM ` + account.FeedsTable + ` f, ` + catalog.HighSeqTable + ` m WHERE f.token_hash = $1`
+
 // Lookup resolves a token to its user's feed state with one statement
 // (lookupSQL); malformed tokens are refused without a query. Unknown
 // tokens give an error wrapping ErrUnknownToken.
 func (t *Tokens) Lookup(ctx context.Context, tok string) (State, error) {
+	return t.lookup(ctx, tok, false)
+}
+
+// LookupRanked is Lookup for the ranked feed: the state also holds when
+// the user's ranking model was stored (State.ModelAt), in the same
+// statement (lookupRankedSQL).
+func (t *Tokens) LookupRanked(ctx context.Context, tok string) (State, error) {
+	return t.lookup(ctx, tok, true)
+}
+
+func (t *Tokens) lookup(ctx context.Context, tok string, ranked bool) (State, error) {
 	if !WellFormed(tok) {
 		return State{}, ErrUnknownToken
 	}
 	var st State
-	err := t.db.Pool.QueryRow(ctx, lookupSQL, hashToken(tok)).Scan(&st.UserID, &st.Version, &st.ChangedAt, &st.HighSeq)
+	var err error
+	if ranked {
+		err = t.db.Pool.QueryRow(ctx, lookupRankedSQL, hashToken(tok)).Scan(&st.UserID, &st.Version, &st.ChangedAt, &st.HighSeq, &st.ModelAt)
+		if st.ModelAt.Unix() == 0 {
+			st.ModelAt = time.Time{}
+		}
+	} else {
+		err = t.db.Pool.QueryRow(ctx, lookupSQL, hashToken(tok)).Scan(&st.UserID, &st.Version, &st.ChangedAt, &st.HighSeq)
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return State{}, ErrUnknownToken
 	}

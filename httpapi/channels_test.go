@@ -342,10 +342,12 @@ func TestChannelInputIsChecked(t *testing.T) {
 // No mismatch was found; the tests assert these shapes.
 
 // TestChatChannelsSplitAndFollowTheirFormats: 25 matched papers reach
-// Slack (Block Kit, ≤ 50 blocks, section text ≤ 3,000), Discord (≤ 10
-// embeds, content ≤ 2,000, embeds ≤ 6,000 characters; a 429 with
-// retry_after is waited out) and Matrix (PUT m.room.message with an HTML
-// body, transaction ids derived from the event id) in split messages.
+// Slack (Block Kit, ≤ 50 blocks, section text ≤ 3,000, each paper's
+// feedback links in a context block after it), Discord (≤ 10 embeds,
+// content ≤ 2,000, embeds ≤ 6,000 characters, the feedback links on each
+// embed's last line; a 429 with retry_after is waited out) and Matrix
+// (PUT m.room.message with an HTML body and the feedback links,
+// transaction ids derived from the event id) in split messages.
 func TestChatChannelsSplitAndFollowTheirFormats(t *testing.T) {
 	t.Parallel()
 	a, c := start(t, "RATE_LIMIT_PER_USER", "0", "CHANNEL_ALLOW_HOSTS", "127.0.0.1", "JOB_RETRY_MAX", "1s")
@@ -372,7 +374,7 @@ func TestChatChannelsSplitAndFollowTheirFormats(t *testing.T) {
 		return len(slack.got()) == 2 && len(discord.got()) == 4 && len(matrix.got()) == 2
 	})
 
-	papers := 0
+	papers, feedback := 0, 0
 	for _, q := range slack.got() {
 		var m struct {
 			Text   string `json:"text"`
@@ -382,6 +384,7 @@ func TestChatChannelsSplitAndFollowTheirFormats(t *testing.T) {
 					Type string `json:"type"`
 					Text string `json:"text"`
 				} `json:"text"`
+				Elements []struct{ Type, Text string } `json:"elements"`
 			} `json:"blocks"`
 		}
 		if err := json.Unmarshal(q.body, &m); err != nil || m.Text == "" || len(m.Blocks) == 0 || len(m.Blocks) > 50 {
@@ -395,13 +398,20 @@ func TestChatChannelsSplitAndFollowTheirFormats(t *testing.T) {
 				if strings.Contains(b.Text.Text, "<0>") || !strings.Contains(b.Text.Text, "&lt;") {
 					t.Errorf("mrkdwn not escaped: %s", b.Text.Text)
 				}
+			case b.Type == "context" && len(b.Elements) == 1 && b.Elements[0].Type == "mrkdwn" && utf8.RuneCountInString(b.Elements[0].Text) <= 3000:
+				feedback++
+				for _, label := range []string{"|More like this>", "|Less like this>", "|Save>"} {
+					if !strings.Contains(b.Elements[0].Text, "<"+a.URL+"/feedback/ffl_") || !strings.Contains(b.Elements[0].Text, label) {
+						t.Errorf("slack feedback links: %s", b.Elements[0].Text)
+					}
+				}
 			default:
 				t.Errorf("slack block: %+v", b)
 			}
 		}
 	}
-	if papers != 25 {
-		t.Errorf("slack carried %d papers", papers)
+	if papers != 25 || feedback != 25 {
+		t.Errorf("slack carried %d papers, %d with feedback links", papers, feedback)
 	}
 
 	dq := discord.got()
@@ -426,6 +436,10 @@ func TestChatChannelsSplitAndFollowTheirFormats(t *testing.T) {
 			if utf8.RuneCountInString(e.Title) > 256 || utf8.RuneCountInString(e.Description) > 4096 || !strings.HasPrefix(e.URL, "https://arxiv.org/abs/") {
 				t.Errorf("embed: %+v", e)
 			}
+			lines := strings.Split(e.Description, "\n")
+			if last := lines[len(lines)-1]; !strings.HasPrefix(last, "[More like this]("+a.URL+"/feedback/ffl_") || strings.Count(last, "/feedback/ffl_") != 3 {
+				t.Errorf("discord feedback links: %q", last)
+			}
 			total += utf8.RuneCountInString(e.Title) + utf8.RuneCountInString(e.Description)
 		}
 		if total > 6000 {
@@ -448,14 +462,14 @@ func TestChatChannelsSplitAndFollowTheirFormats(t *testing.T) {
 		var m struct{ Msgtype, Body, Format, Formatted_body string }
 		if err := json.Unmarshal(q.body, &m); err != nil || m.Msgtype != "m.text" || m.Body == "" ||
 			m.Format != "org.matrix.custom.html" || !strings.Contains(m.Formatted_body, "<li><a href=\"https://arxiv.org/abs/") ||
-			strings.Contains(m.Formatted_body, "<0>") {
+			strings.Contains(m.Formatted_body, "<0>") || !strings.Contains(m.Formatted_body, `<a href="`+a.URL+`/feedback/ffl_`) ||
+			!strings.Contains(m.Body, "More like this <"+a.URL+"/feedback/ffl_") {
 			t.Errorf("matrix content: %v %s", err, q.body)
 		}
 	}
 	if len(txns) != 2 || !strings.HasPrefix(txns[0], "msg_") || txns[1] != txns[0]+".1" {
 		t.Errorf("matrix transaction ids %v", txns)
 	}
-	_ = a
 }
 
 // TestFailingChannelIsDisabledAndItsOwnerMailed: a receiver that answers

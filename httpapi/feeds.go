@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -19,8 +20,8 @@ import (
 )
 
 // renderVersion is part of every ETag: bump it when rendering changes, so
-// feed readers refetch.
-const renderVersion = "r2"
+// feed readers refetch. r3: private items carry feedback links.
+const renderVersion = "r3"
 
 // feedMaxAge is how long feed readers and caches may reuse a feed.
 const feedMaxAge = 5 * time.Minute
@@ -84,18 +85,8 @@ func (h *FeedRoutes) private(w http.ResponseWriter, r *http.Request) {
 		h.miss(w, r)
 		return
 	}
-	st, err := h.Feeds.Tokens().Lookup(r.Context(), token)
-	if errors.Is(err, feeds.ErrUnknownToken) {
-		h.miss(w, r)
-		return
-	}
-	if err != nil {
-		writeError(w, r, h.Logger, err)
-		return
-	}
-	limit, err := feeds.ParseLimit(r.URL.Query().Get("limit"))
-	if err != nil {
-		writeError(w, r, h.Logger, err)
+	st, limit, ok := h.resolve(w, r, token, h.Feeds.Tokens().Lookup)
+	if !ok {
 		return
 	}
 	scope := "u"
@@ -136,6 +127,84 @@ func (h *FeedRoutes) private(w http.ResponseWriter, r *http.Request) {
 		}
 		return feeds.Render(format, feed)
 	})
+}
+
+// best serves the ranked feed /feeds/{token}/best.{atom,rss,json} in
+// format f: the user's newest matches best first. Its ETag is the private
+// feed's validator (version and newest seq) and when the user's ranking
+// model was stored, read in the token lookup's one statement
+// (Tokens.LookupRanked), so a retraining changes it and nothing else
+// does; Last-Modified is the later of the two. A path whose first segment
+// is not a token is a public feed's (/feeds/{kind}/best.atom), served as
+// such: no public feed has the id "best", but the path form is theirs.
+func (h *FeedRoutes) best(f feeds.Format) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token := r.PathValue("token")
+		if !feeds.WellFormed(token) {
+			r.SetPathValue("kind", token)
+			r.SetPathValue("file", "best."+string(f))
+			h.public(w, r)
+			return
+		}
+		privateHeaders(w)
+		if ok, retry := h.PerIP.Allow(clientIP(r)); !ok {
+			rateLimited(w, r, retry, "too many requests from this address; slow down")
+			return
+		}
+		st, limit, ok := h.resolve(w, r, token, h.Feeds.Tokens().LookupRanked)
+		if !ok {
+			return
+		}
+		st, err := h.Feeds.FirstModel(r.Context(), token, st)
+		if err != nil {
+			writeError(w, r, h.Logger, err)
+			return
+		}
+		v, err := h.Feeds.Validator(r.Context(), st)
+		if err != nil {
+			writeError(w, r, h.Logger, err)
+			return
+		}
+		var model int64 // µs; 0 only without a ranking
+		modified := v.Modified
+		if !st.ModelAt.IsZero() {
+			model = st.ModelAt.UnixMicro()
+			if st.ModelAt.After(modified) {
+				modified = st.ModelAt
+			}
+		}
+		etag := fmt.Sprintf(`W/"%s-b-%d.%d.%d-%s-%d"`, renderVersion, v.Version, v.Seq, model, f, limit)
+		serve(w, r, h.Logger, etag, modified, "private", f.ContentType(), func() ([]byte, error) {
+			feed, err := h.Feeds.Private(r.Context(), token, st, v, feeds.Request{Format: f, Limit: limit, Best: true})
+			if err != nil {
+				return nil, err
+			}
+			return feeds.Render(f, feed)
+		})
+	})
+}
+
+// resolve finds the feed state of token with lookup (Tokens.Lookup or
+// LookupRanked: one statement) and reads ?limit=. When it cannot go on (an
+// unknown token, a bad limit, an error) it has answered the request and
+// returns false.
+func (h *FeedRoutes) resolve(w http.ResponseWriter, r *http.Request, token string,
+	lookup func(context.Context, string) (feeds.State, error)) (feeds.State, int, bool) {
+	st, err := lookup(r.Context(), token)
+	if errors.Is(err, feeds.ErrUnknownToken) {
+		h.miss(w, r)
+		return st, 0, false
+	}
+	if err != nil {
+		writeError(w, r, h.Logger, err)
+		return st, 0, false
+	}
+	limit, err := feeds.ParseLimit(r.URL.Query().Get("limit"))
+	if err != nil {
+		writeError(w, r, h.Logger, err)
+		return st, 0, false
+	}
+	return st, limit, true
 }
 
 // parsePerFollow reads ?per_follow= of the OPML list: absent, "0" or
@@ -315,7 +384,15 @@ type feedLinks struct {
 	JSON          string       `json:"json"`
 	OPML          string       `json:"opml"`
 	OPMLPerFollow string       `json:"opml_per_follow"`
+	Best          formatLinks  `json:"best"`
 	Follows       []followLink `json:"follows"`
+}
+
+// formatLinks are one feed's URLs in the three formats.
+type formatLinks struct {
+	Atom string `json:"atom"`
+	RSS  string `json:"rss"`
+	JSON string `json:"json"`
 }
 
 type followLink struct {
@@ -336,7 +413,9 @@ func (a *API) feedLinks(r *http.Request, u *account.User, token string) (feedLin
 		Atom: a.Feeds.PrivateURL(token, feeds.Atom, nil), RSS: a.Feeds.PrivateURL(token, feeds.RSS, nil),
 		JSON: a.Feeds.PrivateURL(token, feeds.JSON, nil), OPML: a.Feeds.OPMLURL(token, false),
 		OPMLPerFollow: a.Feeds.OPMLURL(token, true),
-		Follows:       make([]followLink, 0, len(fs)),
+		Best: formatLinks{Atom: a.Feeds.BestURL(token, feeds.Atom), RSS: a.Feeds.BestURL(token, feeds.RSS),
+			JSON: a.Feeds.BestURL(token, feeds.JSON)},
+		Follows: make([]followLink, 0, len(fs)),
 	}
 	for _, f := range fs {
 		t := f.Target

@@ -16,6 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"followfeed/account"
+	"followfeed/auth"
 	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/feeds"
@@ -24,6 +26,7 @@ import (
 	"followfeed/internal/testapp"
 	"followfeed/internal/testjobs"
 	"followfeed/match"
+	"followfeed/ranking"
 	"followfeed/worker"
 )
 
@@ -183,6 +186,19 @@ func TestETagChangesExactlyWhenTheFeedDoes(t *testing.T) {
 			push(rec("2601.00050v2", "Strings on branes", "hep-th", []string{"hep-th"}))
 		}},
 		{name: "another user's follow", do: func() { follow(eager, "category", "math.AG", nil) }},
+		// The items' feedback links carry the link epoch: revoking the
+		// links changes them, and the ETag with them; feedback itself
+		// changes nothing of a feed in newest-first order.
+		{name: "the email links revoked", do: func() {
+			if r := c.Do("POST", "/v1/me/email-links/revoke", plain, nil); r.Status != 204 {
+				t.Fatalf("revoke: %d %s", r.Status, r.Body)
+			}
+		}},
+		{name: "feedback on a paper", do: func() {
+			if r := c.Do("PUT", "/v1/me/papers/2601.00003/feedback", plain, `{"value": "less"}`); r.Status != 200 {
+				t.Fatalf("feedback: %d %s", r.Status, r.Body)
+			}
+		}},
 		{name: "nothing", do: func() {}},
 		{name: "a token rotation", do: func() {
 			if r := c.Do("POST", "/v1/me/feed-token", plain, nil); r.Status != 200 {
@@ -314,16 +330,7 @@ func TestWarmConditionalGetIsOneStatement(t *testing.T) {
 	}
 	// The lookup's plan: an index probe of user_feeds by token_hash and
 	// match_state's one row, nothing else.
-	db := openDB(t, a.DatabaseURL)
-	rows, err := db.Pool.Query(context.Background(), "EXPLAIN (COSTS OFF) "+sqls[0], []byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	joined := strings.Join(plan, "\n")
+	joined := lookupPlan(t, a, sqls[0])
 	if !strings.Contains(joined, "Index Scan using user_feeds_token_hash_key") || strings.Count(joined, "Scan") != 2 {
 		t.Errorf("the token lookup's plan is not one index probe and match_state's row:\n%s", joined)
 	}
@@ -387,6 +394,11 @@ func tracedFeeds(t *testing.T, a *testapp.App, maxConns int32) (http.Handler, *r
 	base, _ := url.Parse(a.URL)
 	secret := []byte("a test secret of at least thirty-two bytes")
 	fsvc := feeds.NewService(db, feeds.NewTokens(db, secret), match.NewService(db), follow.NewService(db), base, nil, secret)
+	// Items carry feedback links, as in the service (the link epoch is
+	// read in the render's first round trip), and the ranked feed ranks.
+	m := match.NewService(db)
+	fsvc.Personalize(feeds.Personal{Feedback: account.NewAddresses(db, auth.NewLinkSigner(secret), base, nil),
+		Ranking: ranking.New(ranking.Config{DB: db, Matcher: m})})
 	mux := http.NewServeMux()
 	(&httpapi.Product{Feeds: &httpapi.FeedRoutes{Feeds: fsvc, Misses: httpapi.NewLimiter(0, 0), PerIP: httpapi.NewLimiter(0, 0)}}).Register(mux)
 	return mux, tr
@@ -441,8 +453,9 @@ func (c *roundTripTracer) take() []string {
 // follow's) from the real feed handler over a one-connection pool that
 // records every round trip: with the validator cached, a full render is
 // four: the token lookup, then in the read transaction BEGIN with the
-// follows and the selection in one batch, the reasons and the papers'
-// details in a second, and COMMIT. On a shared machine each round trip is
+// follows, the link epoch (the items' feedback links) and the selection
+// in one batch, the reasons and the papers' details in a second, and
+// COMMIT. On a shared machine each round trip is
 // a wait for the server process to be scheduled, so the count must not
 // silently grow.
 func TestFullRenderRoundTrips(t *testing.T) {
@@ -479,19 +492,34 @@ func TestFullRenderRoundTrips(t *testing.T) {
 		}
 		tr.take()
 		for range 3 {
-			if rec := get(); rec.Code != 200 || !strings.Contains(rec.Body.String(), "Paper one") {
+			if rec := get(); rec.Code != 200 || !strings.Contains(rec.Body.String(), "Paper one") || !strings.Contains(rec.Body.String(), "/feedback/ffl_") {
 				t.Fatalf("GET %s: %d %s", p, rec.Code, rec.Body)
 			}
 			trips := tr.take()
 			if len(trips) != 4 {
 				t.Fatalf("a full render of %s made %d round trips, want 4:\n%s", p, len(trips), strings.Join(trips, "\n---\n"))
 			}
-			if !strings.Contains(trips[0], "token_hash") || !strings.HasPrefix(trips[1], "batch of 4: begin") ||
+			if !strings.Contains(trips[0], "token_hash") || !strings.HasPrefix(trips[1], "batch of 5: begin") || !strings.Contains(trips[1], "link_epoch") ||
 				!strings.HasPrefix(trips[2], "batch of 2:") || trips[3] != "commit" {
 				t.Errorf("a full render of %s made other round trips than expected:\n%s", p, strings.Join(trips, "\n---\n"))
 			}
 		}
 	}
+}
+
+// lookupPlan is the plan (EXPLAIN, no costs) of a token lookup statement
+// for some token hash, its lines joined.
+func lookupPlan(t *testing.T, a *testapp.App, sql string) string {
+	t.Helper()
+	rows, err := openDB(t, a.DatabaseURL).Pool.Query(context.Background(), "EXPLAIN (COSTS OFF) "+sql, []byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(plan, "\n")
 }
 
 // TestFeedValidatorsHoldAfterSeqTimesPrune: a user's feed whose newest

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"followfeed/feeds"
 	"followfeed/follow"
 	"followfeed/harvest"
 	"followfeed/identity"
@@ -154,10 +155,16 @@ func (p *Product) apiRoutes() []route {
 // category, researcher or institution. Each handler takes its per-IP
 // token first, and a private feed's unknown tokens count against
 // FeedRoutes.Misses. Their hub links (WebSub) come from package feeds.
+// The ranked feed's literal paths are more specific than the public
+// feeds' pattern, which they would otherwise fall into (a first segment
+// that is not a token goes on to the public feeds: FeedRoutes.best).
 func (p *Product) feedRoutes() []route {
 	f := p.Feeds
 	return []route{
 		{"GET /feeds/{file}", bare(f.private)},                // {token}.atom|rss|json|opml
+		{"GET /feeds/{token}/best.atom", f.best(feeds.Atom)},  // all follows, best first
+		{"GET /feeds/{token}/best.rss", f.best(feeds.RSS)},    // the same in RSS
+		{"GET /feeds/{token}/best.json", f.best(feeds.JSON)},  // and JSON Feed
 		{"GET /feeds/{token}/{kind}/{file}", bare(f.private)}, // one follow: {id}.atom|rss|json
 		{"GET /feeds/{kind}/{file}", bare(f.public)},          // category/cs.LG.atom, ...
 	}

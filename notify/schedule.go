@@ -246,18 +246,21 @@ func scheduleConfirmed(ctx context.Context, tx pgx.Tx, userID int64, now time.Ti
 // UserSchedule reads in tx the user's digest schedule (Frequency, Hour
 // and Weekday; without a digest_schedules row, the columns' defaults: off,
 // 7 o'clock, Monday) and time zone (UTC when it is unknown to this
-// process): the times a digest or a daily or weekly channel window closes.
+// process): the times a digest or a daily or weekly channel window closes;
+// and the budget (Order, MaxPapers, KeepFollowed; by default newest first,
+// no budget, followed papers kept), which push channels take per day.
 // An unknown user is pgx.ErrNoRows.
 func UserSchedule(ctx context.Context, tx pgx.Tx, userID int64) (DigestSettings, *time.Location, error) {
-	var tz, freq string
+	var tz, freq, order string
 	var s DigestSettings
 	var weekday int
 	if err := tx.QueryRow(ctx, `
-		SELECT u.timezone, coalesce(d.frequency, 'off'), coalesce(d.hour, 7), coalesce(d.weekday, 1)
+		SELECT u.timezone, coalesce(d.frequency, 'off'), coalesce(d.hour, 7), coalesce(d.weekday, 1),
+		       coalesce(d.paper_order, 'newest'), coalesce(d.max_papers, 0), coalesce(d.keep_followed, true)
 		FROM `+account.UsersTable+` u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1`, userID).
-		Scan(&tz, &freq, &s.Hour, &weekday); err != nil {
+		Scan(&tz, &freq, &s.Hour, &weekday, &order, &s.MaxPapers, &s.KeepFollowed); err != nil {
 		return DigestSettings{}, nil, err
 	}
-	s.Frequency, s.Weekday = Frequency(freq), time.Weekday(weekday)
+	s.Frequency, s.Weekday, s.Order = Frequency(freq), time.Weekday(weekday), Order(order)
 	return s, zone(tz), nil
 }

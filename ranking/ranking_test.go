@@ -2,12 +2,9 @@ package ranking_test
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"followfeed/account"
 	"followfeed/apperr"
@@ -17,6 +14,7 @@ import (
 	"followfeed/follow"
 	"followfeed/internal/testdb"
 	"followfeed/internal/testjobs"
+	"followfeed/internal/testpaper"
 	"followfeed/match"
 	"followfeed/paper"
 	"followfeed/ranking"
@@ -24,18 +22,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 )
-
-// topics are the words of a few subjects: a paper's title and abstract
-// draw from one.
-var topics = map[string][]string{
-	"lensing": {"weak", "lensing", "shear", "cluster", "mass", "maps", "dark", "halo", "cosmic", "convergence"},
-	"pulsar":  {"pulsar", "timing", "neutron", "star", "radio", "glitch", "magnetar", "spin", "millisecond", "binary"},
-	"solar":   {"solar", "flare", "coronal", "loop", "sunspot", "magnetic", "chromosphere", "wind", "eruption", "prominence"},
-	"dust":    {"interstellar", "dust", "grain", "extinction", "polarisation", "infrared", "emission", "molecular", "cloud", "ice"},
-	"galaxy":  {"galaxy", "merger", "stellar", "population", "bulge", "disc", "kinematics", "redshift", "survey", "morphology"},
-}
-
-var generic = []string{"a", "study", "of", "new", "observations", "the", "on", "and", "model", "evidence"}
 
 // env is a database with a paper store, follows, matching, a River
 // enqueuer and the ranking service.
@@ -46,14 +32,13 @@ type env struct {
 	papers  *catalog.Store
 	follows *follow.Service
 	rank    *ranking.Service
-	rng     *rand.Rand
-	n       int
-	ids     map[string]int64 // arXiv id → papers.id
+	w       *testpaper.Writer // the papers, about testpaper.Topics
+	ids     map[string]int64  // arXiv id → papers.id
 }
 
 func setup(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, ctx: context.Background(), db: testdb.New(t), rng: rand.New(rand.NewPCG(7, 7)), ids: map[string]int64{}}
+	e := &env{t: t, ctx: context.Background(), db: testdb.New(t), w: testpaper.NewWriter(7, "2611", "astro-ph.CO"), ids: map[string]int64{}}
 	ins, err := worker.NewInserter(e.db.Pool, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -76,46 +61,18 @@ func (e *env) user(sub string) int64 {
 	return u.ID
 }
 
-// author is a name with researcher ids.
-type author struct {
-	name string
-	ids  []string
-}
-
 var (
-	ann = author{"Ann One", []string{"host:1"}}
-	bob = author{"Bob Two", []string{"host:2"}}
+	ann = paper.Author{Name: "Ann One", IDs: []string{"host:1"}}
+	bob = paper.Author{Name: "Bob Two", IDs: []string{"host:2"}}
 )
 
 // paper makes a paper about topic (title and abstract of its words) by
 // authors (strangers when none).
-func (e *env) paper(topic string, authors ...author) paper.Paper {
-	e.n++
-	words := topics[topic]
-	draw := func(n int) string {
-		var w []string
-		for range n {
-			w = append(w, words[e.rng.IntN(len(words))])
-		}
-		w = append(w, generic[e.rng.IntN(len(generic))], generic[e.rng.IntN(len(generic))])
-		e.rng.Shuffle(len(w), func(i, j int) { w[i], w[j] = w[j], w[i] })
-		return strings.Join(w, " ")
-	}
-	if len(authors) == 0 {
-		authors = []author{e.stranger(), e.stranger()}
-	}
-	p := paper.Paper{ArxivID: fmt.Sprintf("2611.%05d", e.n), Version: 1, Title: draw(6), Abstract: draw(40),
-		PrimaryCategory: "astro-ph.CO", Categories: []string{"astro-ph.CO"},
-		SubmittedAt: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(e.n) * time.Minute)}
-	for _, a := range authors {
-		p.Authors = append(p.Authors, paper.Author{Name: a.name, IDs: a.ids})
-	}
-	return p
+func (e *env) paper(topic string, authors ...paper.Author) paper.Paper {
+	return e.w.Paper(topic, authors...)
 }
 
-func (e *env) stranger() author {
-	return author{name: fmt.Sprintf("%c. Stranger%d", 'A'+rune(e.rng.IntN(26)), e.rng.IntN(100000))}
-}
+func (e *env) stranger() paper.Author { return e.w.Stranger() }
 
 // store ingests papers and returns their arXiv ids.
 func (e *env) store(ps ...paper.Paper) []string {
@@ -139,20 +96,7 @@ func (e *env) store(ps ...paper.Paper) []string {
 }
 
 // background stores n papers of every topic by strangers.
-func (e *env) background(n int) {
-	names := slices.Sorted(func(yield func(string) bool) {
-		for k := range topics {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	var ps []paper.Paper
-	for i := range n {
-		ps = append(ps, e.paper(names[i%len(names)]))
-	}
-	e.store(ps...)
-}
+func (e *env) background(n int) { e.store(e.w.Background(n)...) }
 
 func (e *env) follow(uid int64, kind follow.Kind, id string) {
 	e.t.Helper()
@@ -191,16 +135,6 @@ func (e *env) count(sql string, args ...any) int {
 	var n int
 	if err := e.db.Pool.QueryRow(e.ctx, sql, args...).Scan(&n); err != nil {
 		e.t.Fatal(err)
-	}
-	return n
-}
-
-func countIn(ids, set []string) int {
-	n := 0
-	for _, id := range ids {
-		if slices.Contains(set, id) {
-			n++
-		}
 	}
 	return n
 }
@@ -311,7 +245,7 @@ func TestColdStartRanksFromFollowsAlone(t *testing.T) {
 	if order[0] != coauthored[0] {
 		t.Errorf("the co-author's paper ranks %d: %q", slices.Index(order, coauthored[0]), order)
 	}
-	if n := countIn(order[1:6], lensing); n != 5 {
+	if n := testpaper.CountIn(order[1:6], lensing); n != 5 {
 		t.Errorf("%d lensing papers right after it: %q", n, order)
 	}
 	if n := e.count(`SELECT count(*) FROM ranking_models WHERE user_id = $1 AND model IS NOT NULL AND trained = 0`, uid); n != 1 {
@@ -353,7 +287,7 @@ func TestLessMovesATopicDownAfterTheJob(t *testing.T) {
 	}
 	cands := slices.Concat(lensing, pulsar)
 	cold := e.ranked(uid, cands)
-	if n := countIn(cold[:5], pulsar); n < 2 {
+	if n := testpaper.CountIn(cold[:5], pulsar); n < 2 {
 		t.Fatalf("cold start: %d pulsar papers in the top 5 (%q); the test needs them there first", n, cold)
 	}
 	for _, id := range marked {
@@ -416,5 +350,42 @@ func TestFollowChangesRetrainOnlyUsersWithAModel(t *testing.T) {
 	}
 	if _, err := e.rank.Train(e.ctx, fresh); err != nil {
 		t.Errorf("training a user without a row: %v", err)
+	}
+}
+
+// TestRankPapersSortsMatchedPapersBestFirst: RankPapers orders a user's
+// matched papers (match.Paper, as surfaces hold them) as Batch.Order
+// orders their ids, in place, and its batch explains them.
+func TestRankPapersSortsMatchedPapersBestFirst(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.background(100)
+	uid := e.user("alice")
+	for range 3 {
+		e.store(e.paper("lensing", ann, e.stranger()))
+	}
+	e.follow(uid, follow.Researcher, "host:1")
+	var ps []match.Paper
+	var ids []string
+	for range 4 {
+		for _, p := range []paper.Paper{e.paper("pulsar"), e.paper("lensing")} {
+			ids = append(ids, e.store(p)...)
+			ps = append(ps, match.Paper{ID: e.ids[p.ArxivID], Paper: p})
+		}
+	}
+	want := e.ranked(uid, ids)
+	b, err := e.rank.RankPapers(e.ctx, uid, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range ps {
+		got = append(got, p.ArxivID)
+	}
+	if !slices.Equal(got, want) || slices.Equal(got, ids) {
+		t.Errorf("RankPapers: %q, Order: %q (given %q)", got, want, ids)
+	}
+	if len(b.Why(uid, ps[0].ID)) == 0 {
+		t.Errorf("no reason for the best paper %s", ps[0].ArxivID)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 
+	"followfeed/match"
 	"followfeed/paper"
 	"followfeed/relevance"
 )
@@ -61,6 +62,26 @@ func (s *Service) Rank(ctx context.Context, want map[int64][]int64, have map[int
 		}
 		b.scores[u] = sc
 	}
+	return b, nil
+}
+
+// RankPapers ranks one user's matched papers (Rank, with the papers as
+// loaded: their vectors need no read) and sorts them best first in place,
+// stably (ties keep their order; a paper that is not stored scores 0). It
+// returns the batch, for Why.
+func (s *Service) RankPapers(ctx context.Context, userID int64, papers []match.Paper) (*Batch, error) {
+	ids := make([]int64, 0, len(papers))
+	have := make(map[int64]*paper.Paper, len(papers))
+	for i := range papers {
+		ids = append(ids, papers[i].ID)
+		have[papers[i].ID] = &papers[i].Paper
+	}
+	b, err := s.Rank(ctx, map[int64][]int64{userID: ids}, have)
+	if err != nil {
+		return nil, err
+	}
+	sc := b.scores[userID]
+	slices.SortStableFunc(papers, func(x, y match.Paper) int { return cmp.Compare(sc[y.ID], sc[x.ID]) })
 	return b, nil
 }
 
