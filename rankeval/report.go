@@ -196,7 +196,7 @@ func SetParam(p *relevance.Params, name, value string) error {
 				return nil
 			}
 		}
-		return fmt.Errorf("%q: no such source (Own, Followed, More, Saved, Less, Background)", name)
+		return fmt.Errorf("%q: no such source (Own, Followed, More, Saved, Flow, Less, Background)", name)
 	}
 	f := reflect.ValueOf(p).Elem().FieldByName(name)
 	if !f.IsValid() || name == "SourceWeight" {

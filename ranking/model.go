@@ -25,6 +25,10 @@ const (
 	maxOwn       = 200
 	// maxFeedback is how many of the user's newest feedback rows count.
 	maxFeedback = 300
+	// flowSize is how many of the user's newest matched papers are their
+	// flow (relevance.Flow: weakly positive examples), those not already
+	// examples of another kind.
+	flowSize = 60
 )
 
 // changed counts one change of what userID's model learns from, in tx,
@@ -172,12 +176,14 @@ func (s *Service) train(ctx context.Context, in *inputs) (*relevance.Model, int,
 			persons = append(persons, f)
 		}
 	}
-	var results []match.Result
-	if len(qs) > 0 {
-		if results, err = s.matcher.MatchedMany(ctx, qs); err != nil {
-			return nil, 0, err
-		}
+	// The user's flow: their newest matches, whatever follow matched.
+	qs = append(qs, match.Query{UserID: in.userID, Limit: flowSize})
+	results, err := s.matcher.MatchedMany(ctx, qs)
+	if err != nil {
+		return nil, 0, err
 	}
+	flowResult := results[len(results)-1]
+	results = results[:len(results)-1]
 	have := map[int64]*paper.Paper{}
 	var own []int64
 	prof := relevance.Profile{Institutions: in.followedInstitute, Papers: in.followedArxivIDs}
@@ -203,13 +209,21 @@ func (s *Service) train(ctx context.Context, in *inputs) (*relevance.Model, int,
 		}
 		prof.People = append(prof.People, person)
 	}
-	ids := slices.Concat(feedbackIDs(in.feedback), in.followedPaperIDs, own)
+	var flow []int64
+	for j := range flowResult.Papers {
+		p := &flowResult.Papers[j]
+		if _, isOwn := have[p.ID]; !isOwn {
+			have[p.ID] = &p.Paper
+			flow = append(flow, p.ID)
+		}
+	}
+	ids := slices.Concat(feedbackIDs(in.feedback), in.followedPaperIDs, own, flow)
 	vecs, err := s.texts.vectors(ctx, g, ids, have)
 	if err != nil {
 		return nil, 0, err
 	}
 	// Newest first: the feedback, then the followed papers, then the
-	// persons' papers, then the background.
+	// persons' papers, then the user's flow, then the background.
 	var ex []relevance.Example
 	add := func(id int64, src relevance.Source) {
 		if v := vecs[id]; v != nil {
@@ -231,6 +245,19 @@ func (s *Service) train(ctx context.Context, in *inputs) (*relevance.Model, int,
 	}
 	for _, id := range own {
 		add(id, relevance.Own)
+	}
+	// The flow's papers that are no other example.
+	taken := make(map[int64]bool, len(in.feedback)+len(in.followedPaperIDs))
+	for _, f := range in.feedback {
+		taken[f.paperID] = true
+	}
+	for _, id := range in.followedPaperIDs {
+		taken[id] = true
+	}
+	for _, id := range flow {
+		if !taken[id] {
+			add(id, relevance.Flow)
+		}
 	}
 	// The background is a sample of all papers: the user's own positives
 	// in it are left out, not learned as negatives.

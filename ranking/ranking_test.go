@@ -318,6 +318,43 @@ func TestLessMovesATopicDownAfterTheJob(t *testing.T) {
 	}
 }
 
+// TestLessMovesATopicDownForACategoryFollower: a user who follows only a
+// category (no person: their flow is what the category brings) marks
+// five pulsar papers "less"; after the training job, new pulsar papers
+// rank below every new lensing one. Without the flow as examples the
+// model had nothing to learn against and the marks changed nothing.
+func TestLessMovesATopicDownForACategoryFollower(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	uid := e.user("carol")
+	e.follow(uid, follow.Category, "astro-ph.CO")
+	e.background(150) // every topic, all in astro-ph.CO: the user's flow
+	var marked []string
+	for range 5 {
+		marked = append(marked, e.store(e.paper("pulsar"))...)
+	}
+	var lensing, pulsar []string
+	for range 5 {
+		lensing = append(lensing, e.store(e.paper("lensing"))...)
+		pulsar = append(pulsar, e.store(e.paper("pulsar"))...)
+	}
+	cands := slices.Concat(lensing, pulsar)
+	if cold := e.ranked(uid, cands); testpaper.CountIn(cold[:5], lensing) == 5 {
+		t.Fatalf("lensing first before any mark (%q): the test shows nothing", cold)
+	}
+	for _, id := range marked {
+		if _, err := e.rank.Set(e.ctx, uid, id, ranking.Less); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if trained, err := e.rank.Train(e.ctx, uid); err != nil || !trained {
+		t.Fatalf("Train: %v %v", trained, err)
+	}
+	if after := e.ranked(uid, cands); testpaper.CountIn(after[:5], lensing) != 5 {
+		t.Errorf("after 5 pulsar papers marked less: %q", after)
+	}
+}
+
 // TestFollowChangesRetrainOnlyUsersWithAModel: a follow made or removed
 // counts a change (and queues a job) for a user who has a model, and
 // nothing for one who has none yet.

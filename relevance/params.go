@@ -69,8 +69,12 @@ func DefaultParams() Params {
 		// A "less" weighs one own paper (on the positives' scale, see
 		// learn): five "less" clicks on a topic the followed person also
 		// writes about take it out of the top (TestLessMovesATopicOutOfTheTop).
+		// A paper of the user's flow (a followed category's or query's)
+		// weighs a fifth of one: the user chose the flow, not the paper;
+		// it is there so that a "less" moves a topic down within the flow
+		// of a user who follows no person (TestLessMovesATopicDownInAFlow).
 		SourceWeight: [numSources]float32{
-			Own: 1, Followed: 1, More: 0.1, Saved: 0.1, Less: 1, Background: 1,
+			Own: 1, Followed: 1, More: 0.1, Saved: 0.1, Flow: 0.2, Less: 1, Background: 1,
 		},
 		PersonBoost:      1,
 		CoauthorBoost:    0.5,

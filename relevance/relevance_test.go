@@ -581,3 +581,37 @@ func BenchmarkVector(b *testing.B) {
 		_ = c.Vector(p)
 	}
 }
+
+// TestLessMovesATopicDownInAFlow: a user who follows no person, only a
+// category with papers on lensing and pulsars (their flow), marks five
+// pulsar papers "less": the next pulsar papers rank below every lensing
+// one. Without the flow there would be no positive example, and the
+// "less" would teach nothing.
+func TestLessMovesATopicDownInAFlow(t *testing.T) {
+	w := newWorld()
+	c := NewCorpus(DefaultParams())
+	var flow []*Paper
+	for range 10 {
+		flow = append(flow, w.paper("lensing"), w.paper("pulsar"))
+	}
+	bg := w.background(120)
+	var lensing, pulsar, marked []*Paper
+	for range 5 {
+		lensing = append(lensing, w.paper("lensing"))
+		pulsar = append(pulsar, w.paper("pulsar"))
+		marked = append(marked, w.paper("pulsar"))
+	}
+	flowV, bgV, markedV := vectors(c, flow), vectors(c, bg), vectors(c, marked)
+	cands := vectors(c, slices.Concat(lensing, pulsar))
+	m := Train(DefaultParams(), Profile{}, slices.Concat(examples(Less, markedV), examples(Flow, flowV), examples(Background, bgV)))
+	order := ranked(m, cands)
+	if n := countIn(order[:5], idsOf(lensing)); n != 5 {
+		t.Errorf("after 5 pulsar papers marked less in a flow: %q", order)
+	}
+	// With the flow alone the two topics are alike: the marks made the
+	// difference.
+	cold := ranked(Train(DefaultParams(), Profile{}, slices.Concat(examples(Flow, flowV), examples(Background, bgV))), cands)
+	if n := countIn(cold[:5], idsOf(lensing)); n == 5 {
+		t.Errorf("the flow alone already puts lensing first (%q): the test shows nothing", cold)
+	}
+}

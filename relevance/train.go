@@ -11,8 +11,8 @@ import (
 // label and its weight (Params.SourceWeight).
 type Source uint8
 
-// The sources of examples. Own, Followed, More and Saved are positive;
-// Less and Background are negative.
+// The sources of examples. Own, Followed, More, Saved and Flow are
+// positive; Less and Background are negative.
 const (
 	// Own is a paper by a followed person (one of Profile.People).
 	Own Source = iota
@@ -22,6 +22,11 @@ const (
 	More
 	// Saved is a paper the user saved.
 	Saved
+	// Flow is a paper the user's other follows (categories, queries,
+	// institutions) matched: what they chose to receive, weakly positive.
+	// It gives a user who follows no person something to learn against,
+	// so that a "less like this" moves a topic down within their flow.
+	Flow
 	// Less is a paper the user marked "less like this".
 	Less
 	// Background is a paper from a sample of other papers: what the user
@@ -33,13 +38,13 @@ const (
 // String is the source's name ("Own", "More", …).
 func (s Source) String() string {
 	if s < numSources {
-		return [...]string{"Own", "Followed", "More", "Saved", "Less", "Background"}[s]
+		return [...]string{"Own", "Followed", "More", "Saved", "Flow", "Less", "Background"}[s]
 	}
 	return fmt.Sprintf("Source(%d)", uint8(s))
 }
 
 // Positive reports whether examples from s are positive.
-func (s Source) Positive() bool { return s <= Saved }
+func (s Source) Positive() bool { return s <= Flow }
 
 // Example is one training example: a paper's vector and where it comes
 // from. Train takes examples newest first: the model keeps the words of
