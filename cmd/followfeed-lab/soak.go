@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -24,6 +25,8 @@ func runSoak(ctx context.Context, args []string, getenv func(string) string, std
 	only := fs.String("only", "", "comma-separated scenarios to run (default all: "+strings.Join(soak.Names(), ",")+")")
 	scaleDB := fs.String("scale-db", "", "database holding scale S (default: DATABASE_URL's server, database followfeed_bench)")
 	tests := fs.String("tests", "", "read `FILE`: the go test -json output of the suite, for the hostile-input scenario (make soak makes it)")
+	previous := fs.String("previous-release", "", "the commit the rolling-upgrade scenario upgrades from (default migrations.PreviousRelease)")
+	capture := fs.String("capture-queries", "", "write `FILE`: the previous release's statements the rolling-upgrade scenario captured (migrations/testdata/previous-release-queries.sql)")
 	product := productFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -62,9 +65,14 @@ func runSoak(ctx context.Context, args []string, getenv func(string) string, std
 	rep, err := soak.Run(ctx, soak.Options{
 		Exe: exe, DatabaseURL: cfg.DatabaseURL, ScaleDB: scale, Duration: *duration, Only: selected,
 		Command: command, ViaMake: getenv("MAKELEVEL") != "", Log: stdout, TestResults: *tests,
+		PreviousRelease: *previous, CaptureQueries: *capture,
 	})
 	if err != nil {
 		return err
+	}
+	// A run of some scenarios keeps the others' sections of the report.
+	if old, err := os.ReadFile(*out); err == nil && *out != "-" {
+		rep.Carry(string(old))
 	}
 	if err := writeReport(*out, stdout, rep.Write); err != nil {
 		return err
