@@ -3,6 +3,7 @@ package soak
 import (
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -352,5 +353,20 @@ func TestBalancerResends(t *testing.T) {
 	b.next = 0
 	if r := b.do(ctx, "POST", "/x", "", []byte("{}"), nil); r.err == nil || r.retried != "" {
 		t.Errorf("POST over a broken connection: %v, retried %q; want the error, not resent", r.err, r.retried)
+	}
+}
+
+// The rolling-upgrade scenario names a previous release that is not in the
+// repository's history, before building anything.
+func TestBuildReleaseNamesAMissingCommit(t *testing.T) {
+	ctx := context.Background()
+	e := &env{opts: Options{Exe: filepath.Join(t.TempDir(), "bin", "followfeed")}, log: io.Discard, workDir: t.TempDir()}
+	root, err := repoRoot(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const missing = "0123456789abcdef0123456789abcdef01234567"
+	if _, err := buildRelease(ctx, e, root, missing); err == nil || !strings.Contains(err.Error(), `"`+missing+`" is not a commit of the repository`) {
+		t.Errorf("a missing commit: %v", err)
 	}
 }

@@ -44,9 +44,10 @@ const (
 	ruDigestEvery   = 6 * time.Second
 	ruDigestBatch   = 6
 	ruRegistryEvery = 15 * time.Second
-	ruPreviousPhase = 60 * time.Second // the previous release alone
-	ruSettle        = 20 * time.Second // load after each step
-	ruShutdown      = 10 * time.Second // SHUTDOWN_TIMEOUT (baseEnv)
+	ruPreviousPhase = 60 * time.Second       // the previous release alone
+	ruSettle        = 20 * time.Second       // load after each step
+	ruShutdown      = 10 * time.Second       // SHUTDOWN_TIMEOUT (baseEnv)
+	ruSMTPDelay     = 750 * time.Millisecond // every SMTP reply: a digest job of six takes seconds
 	ruSecretKey     = "soak-rolling-upgrade-secret-key-0123456789abcdef"
 	// ruQueriesFile is the committed capture of the previous release's
 	// statements, relative to the repository.
@@ -140,6 +141,7 @@ type ruStep struct {
 	exitErr    error
 	replaced   time.Duration // SIGTERM to the new process ready
 	otherAlive bool          // the other process of the kind served throughout
+	running    int64         // jobs running (on any worker) at the SIGTERM
 }
 
 // hookSink is the webhook receiver of the instant channels: what arrived
@@ -187,12 +189,12 @@ func runRollingUpgrade(ctx context.Context, e *env, res *Result) error {
 	if prevRef == "" {
 		prevRef = migrations.PreviousRelease
 	}
-	res.What = fmt.Sprintf(`The previous release (migrations.PreviousRelease, %s: the release this one upgrades from, updated at each release; `+"`--previous-release`"+` overrides it) is built from git (`+"`git archive`"+` of the commit, `+"`go build ./cmd/followfeed`"+`). A throwaway PostgreSQL cluster whose log is JSON (jsonlog, log_statement=all while only the previous release runs) holds a fresh database migrated by the previous binary. Two `+"`api`"+` processes (each on a fixed port, as a load balancer's backends) and two `+"`worker`"+` processes of the previous release start on it, with HARVEST_INTERVAL=1m against a fake OAI-PMH repository that announces %d new records every %s, a fake OpenAlex, DIGEST_SCHEDULE_INTERVAL=2s, a recording SMTP sink, CHANNEL_ALLOW_HOSTS=127.0.0.1 and a recording webhook receiver, SHUTDOWN_TIMEOUT=%s. %d users (through the API, verified addresses) each follow one of six categories, %d of them with an instant webhook channel; %d more users follow no category (every other one follows a query every pushed paper matches, so match jobs take the path of narrow keys, which reads the users with instant delivery).
+	res.What = fmt.Sprintf(`The previous release (migrations.PreviousRelease, %s: the release this one upgrades from, updated at each release; `+"`--previous-release`"+` overrides it) is built from git (`+"`git archive`"+` of the commit, `+"`go build ./cmd/followfeed`"+`). A throwaway PostgreSQL cluster whose log is JSON (jsonlog, log_statement=all while only the previous release runs) holds a fresh database migrated by the previous binary. Two `+"`api`"+` processes (each on a fixed port, as a load balancer's backends) and two `+"`worker`"+` processes of the previous release start on it, with HARVEST_INTERVAL=1m against a fake OAI-PMH repository that announces %d new records every %s, a fake OpenAlex, DIGEST_SCHEDULE_INTERVAL=2s, a recording SMTP sink that holds every reply %s (so a digest job runs for seconds), CHANNEL_ALLOW_HOSTS=127.0.0.1 and a recording webhook receiver, SHUTDOWN_TIMEOUT=%s. %d users (through the API, verified addresses) each follow one of six categories, %d of them with an instant webhook channel; %d more users follow no category (every other one follows a query every pushed paper matches, so match jobs take the path of narrow keys, which reads the users with instant delivery).
 
 From then on until the end, the load runs through a balancer in the soak that sends each request to the two apis in turn: %d clients (%s think time) poll private feeds (JSON, half conditional; Atom; RSS), per-follow, public and OPML feeds, follow and unfollow categories, researchers, queries and papers that match none of the pushed papers, read follow status, `+"`/v1/me`"+`, follows, feed links and channels, change those %d users' settings (PATCH /v1/me: time zone, digest frequency among daily, weekly and off, hour; not instant, whose alerts wait 10 minutes, longer than the run), preview searches, read `+"`/v1/status`, `/status`, `/readyz`, `/healthz`, `/metrics`"+` and registered researchers; a pusher posts %d papers every %s, the host registers a researcher every %s, and, once every category has a matched paper, every %s %d more feed users' daily digests are made due (in the soak's own SQL, the window from seq 0), until each has been once.
 
-After %s on the previous release alone, the new binary's `+"`migrate`"+` runs while those processes serve; then worker 1, worker 2, api 1 and api 2 are replaced one at a time (SIGTERM, wait for the exit, start the new binary in the same place, wait for `+"`/readyz`"+`), %s of load after each step. Last, the rollback check: a previous-release api (in the balancer's rotation) and worker start on the upgraded schema beside the new ones, serve for %s, and are drained. The load stops; the soak waits until every announced record is harvested and every job, digest and channel event is final, then checks.`,
-		prevRef, ruPerAnnounce, ruAnnounceEvery, ruShutdown, ruUsers, ruChannelUsers, ruSettingsUsers, ruClients, ruThink, ruSettingsUsers,
+After %s on the previous release alone, the new binary's `+"`migrate`"+` runs while those processes serve; then worker 1, worker 2, api 1 and api 2 are replaced one at a time (SIGTERM, wait for the exit, start the new binary in the same place, wait for `+"`/readyz`"+`), %s of load after each step; a worker gets its SIGTERM while a digest job is running (on one of the workers), so a drain meets work in progress. Last, the rollback check: a previous-release api (in the balancer's rotation) and worker start on the upgraded schema beside the new ones, serve for %s, and are drained. The load stops; the soak waits until every announced record is harvested and every job, digest and channel event is final, then checks.`,
+		prevRef, ruPerAnnounce, ruAnnounceEvery, ruSMTPDelay, ruShutdown, ruUsers, ruChannelUsers, ruSettingsUsers, ruClients, ruThink, ruSettingsUsers,
 		ruPerPush, ruPushEvery, ruRegistryEvery, ruDigestEvery, ruDigestBatch, ruPreviousPhase, ruSettle, ruSettle)
 	res.Policy = `**What is counted.** *A failed request* is one whose client saw a transport error, a 5xx, a 429 or any status the request does not expect (feeds 200/304, follows 200/201/204, the rest 200; pushes 200–202), whichever release answered. The balancer resends a request to the other api only when the first certainly did not take it (connection refused: the process is gone or not yet listening) or, for GET, HEAD, PUT and DELETE, which HTTP lets a proxy repeat, when the connection broke before any response; such resends are counted apart and are not failures. A POST or PATCH that broke would be a failure. *A lost job:* a pushed or announced paper not stored, or missing from a follower's feed; a due digest not sent; a paper of a channel's category not delivered to it; a River job left available, running, retryable or scheduled at the end, or discarded or cancelled. *A job run twice:* a paper stored twice or listed twice in a feed, a user's due digest sent twice or a Message-ID received twice, a paper delivered to a channel in two events (a resend of one event under its webhook-id is counted apart: at least once is the channels' policy). *The schema:* every statement the previous release's api and worker processes sent before the upgrade (from the server's log; River's included) must still PREPARE on the upgraded schema (and its INSERTs and COPYs leave no NOT NULL column without a default out), and the committed capture (migrations/testdata/previous-release-queries.sql, which make test holds against the schema) must hold every followfeed statement seen.`
 
@@ -237,7 +239,7 @@ After %s on the previous release alone, the new binary's `+"`migrate`"+` runs wh
 	defer oaiSrv.Close()
 	oaSrv := httptest.NewServer(openalex.New(nil))
 	defer oaSrv.Close()
-	sink, smtpURL, stopSink, err := startSink(0)
+	sink, smtpURL, stopSink, err := startSink(ruSMTPDelay)
 	if err != nil {
 		return err
 	}
@@ -411,8 +413,12 @@ After %s on the previous release alone, the new binary's `+"`migrate`"+` runs wh
 			sleep(lctx, ruRegistryEvery)
 		}
 	}()
+	// agerDone: every feed user's digest has been made due (or the load
+	// is over).
+	var agerDone atomic.Bool
 	go func() { // digests made due, once every category has papers matched
 		defer wg.Done()
+		defer agerDone.Store(true)
 		if _, err := waitFor(lctx, time.Minute, time.Second, func() (bool, error) {
 			var cats, open int64
 			err := db.pool.QueryRow(lctx, `SELECT (SELECT count(DISTINCT primary_category) FROM papers),
@@ -431,12 +437,28 @@ After %s on the previous release alone, the new binary's `+"`migrate`"+` runs wh
 
 	var steps []ruStep
 	settle := func() { sleep(ctx, ruSettle) }
+	// drain sends the process in s SIGTERM and waits for its exit; a
+	// worker gets it while a digest job runs (there or on the other
+	// worker; at most 15 s later, digests come every few seconds), while
+	// digests are still being made due. It returns the jobs running at
+	// the SIGTERM.
+	drain := func(s *slot) (int64, time.Duration, error) {
+		if s.mode == "worker" {
+			_, _ = waitFor(ctx, 15*time.Second, 50*time.Millisecond, func() (bool, error) {
+				n, err := count(ctx, db.pool, `SELECT count(*) FROM river.river_job WHERE kind = 'digest_send' AND state = 'running'`)
+				return n > 0 || agerDone.Load(), err
+			})
+		}
+		running, _ := count(ctx, db.pool, `SELECT count(*) FROM river.river_job WHERE state = 'running'`)
+		p, _ := s.now()
+		d, err := p.terminate(ruShutdown + 5*time.Second)
+		return running, d, err
+	}
 	replace := func(s, other *slot, exe, rel string) error {
 		stats.phase(fmt.Sprintf("%s → %s release", s.name, rel))
 		st := ruStep{name: fmt.Sprintf("%s: SIGTERM, exit, %s binary started, ready", s.name, rel), at: time.Since(loadStart)}
 		t0 := time.Now()
-		old, _ := s.now()
-		st.drained, st.exitErr = old.terminate(ruShutdown + 5*time.Second)
+		st.running, st.drained, st.exitErr = drain(s)
 		if err := start(s, exe, rel); err != nil {
 			return err
 		}
@@ -484,13 +506,11 @@ After %s on the previous release alone, the new binary's `+"`migrate`"+` runs wh
 	if rbErr == nil {
 		lb.add(api3)
 		settle()
-		p3, _ := api3.now()
-		w3, _ := worker3.now()
-		d1, err1 := p3.terminate(ruShutdown + 5*time.Second)
-		d2, err2 := w3.terminate(ruShutdown + 5*time.Second)
+		running, d1, err1 := drain(worker3)
+		_, d2, err2 := drain(api3)
 		lb.remove(api3)
 		steps = append(steps, ruStep{name: "rollback check: previous-release api 3 and worker 3 started on the upgraded schema, served, drained", at: rbAt,
-			drained: max(d1, d2), exitErr: errors.Join(err1, err2), otherAlive: true})
+			running: running, drained: max(d1, d2), exitErr: errors.Join(err1, err2), otherAlive: true})
 	} else {
 		steps = append(steps, ruStep{name: "rollback check: the previous release did not start on the upgraded schema", at: rbAt, exitErr: rbErr})
 	}
@@ -651,12 +671,12 @@ func stepsTable(res *Result, steps []ruStep) bool {
 	var rows []string
 	ok := true
 	for _, st := range steps {
-		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s |", st.name, secs(st.at), secsOrDash(st.drained), errText(st.exitErr, "0"), secsOrDash(st.replaced)))
+		rows = append(rows, fmt.Sprintf("| %s | %s | %d | %s | %s | %s |", st.name, secs(st.at), st.running, secsOrDash(st.drained), errText(st.exitErr, "0"), secsOrDash(st.replaced)))
 		if strings.Contains(st.name, "SIGTERM") && (st.exitErr != nil || !st.otherAlive) {
 			ok = false
 		}
 	}
-	res.Tables = append(res.Tables, "The steps (at: since the load began; drained: SIGTERM to exit; replaced: SIGTERM to the new process's /readyz, or the migrate's run time):\n\n| step | at | drained | exit | replaced / took |\n| --- | --- | --- | --- | --- |\n"+strings.Join(rows, "\n"))
+	res.Tables = append(res.Tables, "The steps (at: since the load began; running: River jobs running on any worker at the SIGTERM; drained: SIGTERM to exit; replaced: SIGTERM to the new process's /readyz, or the migrate's run time):\n\n| step | at | running | drained | exit | replaced / took |\n| --- | --- | --- | --- | --- | --- |\n"+strings.Join(rows, "\n"))
 	return ok
 }
 
@@ -1334,9 +1354,13 @@ func writeCapture(e *env, path string, prev *release, schema int64, run *querylo
 	if err != nil {
 		return 0, err
 	}
+	by := "`" + e.opts.Command + "`"
+	if e.opts.ViaMake {
+		by = "`make soak` (" + by + ")"
+	}
 	f := &querylog.File{
 		Release: prev.commit, Schema: schema, Migrations: digest,
-		Captured: time.Now().UTC().Format("2006-01-02") + " by `" + e.opts.Command + "`",
+		Captured: time.Now().UTC().Format("2006-01-02") + " by " + by,
 		Notes: []string{
 			"What: every distinct statement the release's api and worker processes sent in the soak's rolling-upgrade scenario before the",
 			"upgrade began (PostgreSQL's jsonlog with log_statement=all; $n placeholders as sent, values not logged), River's own included;",
