@@ -2,8 +2,8 @@
 -- release: f5f6b2db4f46bf35d448c552e50ef90f1b9bfedf
 -- schema: 20
 -- migrations: sha256:b91d8b7a31b99aa70dd1422aec8a4a459dd0976e30142d9c51a730b1e29f8033 (16 migrations)
--- captured: 2026-12-04 by `followfeed-lab soak --only rolling-upgrade --out /tmp/rel-try.md --capture-queries migrations/testdata/previous-release-queries.sql`
--- statements: 133 (112 followfeed, 2 goose, 19 river)
+-- captured: 2026-12-04 by `make soak` (`followfeed-lab soak --out RELIABILITY.md --tests var/soak-tests.json --only rolling-upgrade --capture-queries migrations/testdata/previous-release-queries.sql`)
+-- statements: 134 (112 followfeed, 2 goose, 20 river)
 -- What: every distinct statement the release's api and worker processes sent in the soak's rolling-upgrade scenario before the
 -- upgrade began (PostgreSQL's jsonlog with log_statement=all; $n placeholders as sent, values not logged), River's own included;
 -- session commands (BEGIN, SET, LISTEN, ...) left out. A re-capture of the same release adds to the statements already here.
@@ -856,6 +856,15 @@ RETURNING
     river_job.id, river_job.args, river_job.attempt, river_job.attempted_at, river_job.attempted_by, river_job.created_at, river_job.errors, river_job.finalized_at, river_job.kind, river_job.max_attempts, river_job.metadata, river_job.priority, river_job.queue, river_job.state, river_job.scheduled_at, river_job.tags, river_job.unique_key, river_job.unique_states
 
 -- statement 120: river, worker
+-- name: JobGetCancelRequested :many
+SELECT id
+FROM "river".river_job
+WHERE id = any($1::bigint[])
+    AND metadata ? 'cancel_attempted_at'
+    AND state = 'running'
+ORDER BY id
+
+-- statement 121: river, worker
 -- name: JobGetStuck :many
 SELECT id, args, attempt, attempted_at, attempted_by, created_at, errors, finalized_at, kind, max_attempts, metadata, priority, queue, state, scheduled_at, tags, unique_key, unique_states
 FROM "river".river_job
@@ -865,7 +874,7 @@ WHERE state = 'running'
 ORDER BY id
 LIMIT $3
 
--- statement 121: river, api worker
+-- statement 122: river, api worker
 -- name: JobInsertFastMany :many
 WITH raw_job_data AS (
     SELECT
@@ -926,7 +935,7 @@ RETURNING
     river_job.id, river_job.args, river_job.attempt, river_job.attempted_at, river_job.attempted_by, river_job.created_at, river_job.errors, river_job.finalized_at, river_job.kind, river_job.max_attempts, river_job.metadata, river_job.priority, river_job.queue, river_job.state, river_job.scheduled_at, river_job.tags, river_job.unique_key, river_job.unique_states,
     (xmax != 0) AS unique_skipped_as_duplicate
 
--- statement 122: river, worker
+-- statement 123: river, worker
 -- name: JobSchedule :many
 WITH jobs_to_schedule AS (
     SELECT
@@ -1008,7 +1017,7 @@ SELECT
 FROM "river".river_job
 JOIN updated_jobs ON river_job.id = updated_jobs.id
 
--- statement 123: river, worker
+-- statement 124: river, worker
 -- name: JobSetStateIfRunningMany :many
 WITH job_input AS (
     SELECT
@@ -1090,7 +1099,7 @@ SELECT id, args, attempt, attempted_at, attempted_by, created_at, errors, finali
 FROM updated
 ORDER BY id
 
--- statement 124: river, worker
+-- statement 125: river, worker
 -- name: LeaderAttemptElect :one
 INSERT INTO "river".river_leader (
     leader_id,
@@ -1106,7 +1115,7 @@ ON CONFLICT (name)
     DO NOTHING
 RETURNING elected_at, expires_at, leader_id, name
 
--- statement 125: river, worker
+-- statement 126: river, worker
 -- name: LeaderAttemptReelect :one
 UPDATE "river".river_leader
 SET expires_at = coalesce($1::timestamptz, now()) + make_interval(secs => $2)
@@ -1116,19 +1125,19 @@ WHERE
     AND leader_id = $4
 RETURNING elected_at, expires_at, leader_id, name
 
--- statement 126: river, worker
+-- statement 127: river, worker
 -- name: LeaderDeleteExpired :execrows
 DELETE FROM "river".river_leader
 WHERE expires_at < coalesce($1::timestamptz, now())
 
--- statement 127: river, api worker
+-- statement 128: river, api worker
 -- name: PGGetProductAndVersion :one
 SELECT
     version()::text AS product,
     current_setting('server_version_num')::int AS version_num,
     coalesce(current_setting('yb_enable_listen_notify', true), 'off')::boolean AS yb_listen_notify_enabled
 
--- statement 128: river, api worker
+-- statement 129: river, api worker
 -- name: PGNotifyMany :exec
 WITH topic_to_notify AS (
     SELECT
@@ -1141,7 +1150,7 @@ SELECT pg_notify(
   )
 FROM topic_to_notify
 
--- statement 129: river, worker
+-- statement 130: river, worker
 -- name: QueueCreateOrSetUpdatedAt :one
 INSERT INTO "river".river_queue (
     created_at,
@@ -1160,7 +1169,7 @@ SET
     updated_at = EXCLUDED.updated_at
 RETURNING name, created_at, metadata, paused_at, updated_at
 
--- statement 130: river, worker
+-- statement 131: river, worker
 -- name: QueueDeleteExpired :many
 DELETE FROM "river".river_queue
 WHERE name IN (
@@ -1172,20 +1181,20 @@ WHERE name IN (
 )
 RETURNING name, created_at, metadata, paused_at, updated_at
 
--- statement 131: river, worker
+-- statement 132: river, worker
 -- name: QueueGet :one
 SELECT name, created_at, metadata, paused_at, updated_at
 FROM "river".river_queue
 WHERE name = $1::text
 
--- statement 132: river, api worker
+-- statement 133: river, api worker
 -- name: RiverMigrationGetByLine :many
 SELECT line, version, created_at
 FROM "river".river_migration
 WHERE line = $1
 ORDER BY version
 
--- statement 133: river, api worker
+-- statement 134: river, api worker
 -- name: TableExists :one
 SELECT CASE WHEN to_regclass($1) IS NULL THEN false
             ELSE true END
