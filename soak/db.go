@@ -78,11 +78,17 @@ type freshDB struct {
 // newFreshDB creates soak_<scenario>_<unix time> on the server of
 // serverURL, migrates it with `followfeed migrate` and opens a pool.
 func newFreshDB(ctx context.Context, e *env, serverURL, scenario string) (*freshDB, error) {
+	return newFreshDBWith(ctx, e, e.opts.Exe, serverURL, scenario)
+}
+
+// newFreshDBWith is newFreshDB migrating with the followfeed binary exe
+// (another release's).
+func newFreshDBWith(ctx context.Context, e *env, exe, serverURL, scenario string) (*freshDB, error) {
 	d, err := createDB(ctx, serverURL, fmt.Sprintf("soak_%s_%d", strings.ReplaceAll(scenario, "-", "_"), time.Now().Unix()))
 	if err != nil {
 		return nil, err
 	}
-	if err := runCmd(ctx, e.opts.Exe, e.baseEnv(d.url), e.logPath(scenario, "migrate"), "migrate"); err != nil {
+	if err := runCmd(ctx, exe, e.baseEnv(d.url), e.logPath(scenario, "migrate"), "migrate"); err != nil {
 		d.drop(ctx)
 		return nil, err
 	}
@@ -145,7 +151,13 @@ func count(ctx context.Context, pool *pgxpool.Pool, sql string, args ...any) (in
 
 // jobCounts returns river_job counts by kind and state for ids above minID.
 func jobCounts(ctx context.Context, pool *pgxpool.Pool, minID int64) (map[string]map[string]int, error) {
-	rows, err := pool.Query(ctx, `SELECT kind, state::text, count(*) FROM river.river_job WHERE id > $1 GROUP BY 1, 2`, minID)
+	return kindStateCounts(ctx, pool, `SELECT kind, state::text, count(*) FROM river.river_job WHERE id > $1 GROUP BY 1, 2`, minID)
+}
+
+// kindStateCounts runs a query of (kind, state, count) rows and returns
+// the counts by kind and state.
+func kindStateCounts(ctx context.Context, pool *pgxpool.Pool, sql string, args ...any) (map[string]map[string]int, error) {
+	rows, err := pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}

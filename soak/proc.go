@@ -106,6 +106,21 @@ func (p *proc) stop() {
 	}
 }
 
+// terminate drains the process as an orchestrator does: SIGTERM, then
+// wait up to timeout for it to exit (SIGKILL after that). It returns how
+// long the exit took and the exit error (nil for status 0).
+func (p *proc) terminate(timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return time.Since(start), p.waitErr
+	case <-time.After(timeout):
+		p.kill()
+		return time.Since(start), fmt.Errorf("%s did not exit within %s of SIGTERM (killed)", p.name, timeout)
+	}
+}
+
 // runCmd runs `exe args...` with env to completion, output to logPath.
 func runCmd(ctx context.Context, exe string, env []string, logPath string, args ...string) error {
 	f, err := os.Create(logPath)

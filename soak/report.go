@@ -69,6 +69,8 @@ type Report struct {
 	ViaMake   bool
 	Duration  time.Duration
 	Results   []*Result
+	// carried are the parts of an earlier report this run keeps (Carry).
+	carried map[string]carried
 }
 
 // Passed reports whether every scenario that ran passed.
@@ -103,6 +105,7 @@ var titles = map[string]string{
 	"processes":        "Two api processes through PgBouncer and two workers on one database",
 	"leader-failover":  "The River leader of two workers SIGKILLed under load",
 	"restore":          "pg_dump of a running service restored into a new database",
+	"rolling-upgrade":  "Two api and two worker processes upgraded one at a time from the previous release, with its migration, under load",
 	"smtp-chaos":       "Misbehaving SMTP server",
 	"upstream-faults":  "Failing OAI-PMH and OpenAlex upstreams",
 	"fediverse-outage": "A fediverse inbox failing and recovering",
@@ -123,11 +126,27 @@ func (r *Report) Write(w io.Writer) error {
 		"`followfeed-lab soak --only load,smtp-chaos` runs a subset (`--duration` sets the load duration, `--scale-db` the scale-S database). " +
 		"Each scenario starts the real binary (`serve`, `api`, `worker`) as separate processes and drives it from the soak process over loopback; " +
 		"the command exits non-zero when any verdict fails.\n\n")
-	b.WriteString("| scenario | verdict | key figures |\n| --- | --- | --- |\n")
-	for _, res := range r.Results {
-		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s |\n", res.Name, anchor(res.Name), verdict(res.Pass), cell(res.Summary))
+	if len(r.carried) > 0 {
+		b.WriteString("This run's scenarios replaced their sections; the others are carried over from earlier runs, each marked with its date.\n\n")
 	}
+	byName := map[string]*Result{}
 	for _, res := range r.Results {
+		byName[res.Name] = res
+	}
+	b.WriteString("| scenario | verdict | key figures |\n| --- | --- | --- |\n")
+	for _, name := range r.sections() {
+		if res := byName[name]; res != nil {
+			fmt.Fprintf(&b, "| [%s](#%s) | %s | %s |\n", res.Name, anchor(res.Name), verdict(res.Pass), cell(res.Summary))
+		} else {
+			b.WriteString(r.carried[name].row + "\n")
+		}
+	}
+	for _, name := range r.sections() {
+		res := byName[name]
+		if res == nil {
+			b.WriteString("\n" + r.carried[name].section + "\n")
+			continue
+		}
 		fmt.Fprintf(&b, "\n## %s\n\n", res.Name)
 		if t := titles[res.Name]; t != "" {
 			fmt.Fprintf(&b, "*%s.* ", t)

@@ -262,6 +262,14 @@ func pushRange(ctx context.Context, c *client, prefix string, from, n int, cats 
 	if err != nil {
 		return nil, err
 	}
+	papers, ids := pushBatch(prefix, from, n, cats)
+	_, err = c.must(ctx, "POST", "/v1/papers", tok, papers, 200, 201, 202)
+	return ids, err
+}
+
+// pushBatch makes the n papers prefix.{from+1…from+n} of pushRange and
+// their ids by category.
+func pushBatch(prefix string, from, n int, cats []string) ([]pushPaper, map[string][]string) {
 	var papers []pushPaper
 	ids := map[string][]string{}
 	for i := from; i < from+n; i++ {
@@ -273,6 +281,5 @@ func pushRange(ctx context.Context, c *client, prefix string, from, n int, cats 
 		papers = append(papers, p)
 		ids[p.Categories[0]] = append(ids[p.Categories[0]], p.ArxivID)
 	}
-	_, err = c.must(ctx, "POST", "/v1/papers", tok, papers, 200, 201, 202)
-	return ids, err
+	return papers, ids
 }

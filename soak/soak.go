@@ -51,11 +51,18 @@ type Options struct {
 	TestResults string
 	// Log receives progress lines.
 	Log io.Writer
+	// PreviousRelease is the commit the rolling-upgrade scenario upgrades
+	// from; empty is migrations.PreviousRelease.
+	PreviousRelease string
+	// CaptureQueries, when set, is where the rolling-upgrade scenario
+	// writes the previous release's statements it captured (the file
+	// migrations' TestPreviousReleaseQueries reads).
+	CaptureQueries string
 }
 
 // Names returns the scenario names in the order they run.
 func Names() []string {
-	return []string{"load", "worker-killed", "postgres-restart", "replica", "processes", "leader-failover", "restore", "smtp-chaos", "upstream-faults", "fediverse-outage", "retention", "hostile-input"}
+	return []string{"load", "worker-killed", "postgres-restart", "replica", "processes", "leader-failover", "restore", "rolling-upgrade", "smtp-chaos", "upstream-faults", "fediverse-outage", "retention", "hostile-input"}
 }
 
 // scenarioFunc runs one scenario, filling res; an error means the scenario
@@ -71,6 +78,7 @@ func scenarios() map[string]scenarioFunc {
 		"processes":        runProcesses,
 		"leader-failover":  runLeaderFailover,
 		"restore":          runRestore,
+		"rolling-upgrade":  runRollingUpgrade,
 		"smtp-chaos":       runSMTPChaos,
 		"upstream-faults":  runUpstreamFaults,
 		"fediverse-outage": runFediverseOutage,

@@ -3,7 +3,10 @@ package soak
 import (
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -253,5 +256,117 @@ func TestPeriodicRun(t *testing.T) {
 	}
 	if p.n != 5 || p.minGap != 300*time.Millisecond || p.by["w1"] != 3 || p.by["w2"] != 2 {
 		t.Errorf("after five inserts: n %d, closest %s, by %v; want 5, 300ms, w1 3 w2 2", p.n, p.minGap, p.by)
+	}
+}
+
+// A run of some scenarios keeps the others' sections, marked with the date
+// of the run that produced them, and a later run keeps that mark.
+func TestCarryKeepsOtherSections(t *testing.T) {
+	render := func(r *Report) string {
+		var b strings.Builder
+		if err := r.Write(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	result := func(name, summary string) *Result {
+		res := &Result{Name: name, What: "What " + name + " does.", Summary: summary}
+		res.check("a check", true, "detail of %s", summary)
+		res.finish()
+		return res
+	}
+	day1 := &Report{When: time.Date(2026, 12, 1, 19, 36, 0, 0, time.UTC), Command: "followfeed-lab soak"}
+	day1.Results = []*Result{result("load", "load of day 1"), result("processes", "processes of day 1"), result("smtp-chaos", "chaos of day 1")}
+	old := render(day1)
+
+	day2 := &Report{When: time.Date(2026, 12, 4, 20, 0, 0, 0, time.UTC), Command: "followfeed-lab soak --only processes"}
+	day2.Results = []*Result{result("processes", "processes of day 2")}
+	day2.Carry(old)
+	out := render(day2)
+	for _, want := range []string{"Produced on 2026-12-04 20:00 UTC", "the others are carried over from earlier runs",
+		"| [load](#load) | pass | load of day 1 |", "| [processes](#processes) | pass | processes of day 2 |", "| [smtp-chaos](#smtp-chaos) | pass | chaos of day 1 |",
+		"## load\n\n" + carriedNote("2026-12-01 19:36 UTC") + "\n\n*Load at scale S.*", "detail of load of day 1", "detail of chaos of day 1", "detail of processes of day 2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "processes of day 1") {
+		t.Error("the section of the scenario that ran again was carried too")
+	}
+	if i, j, k := strings.Index(out, "\n## load\n"), strings.Index(out, "\n## processes\n"), strings.Index(out, "\n## smtp-chaos\n"); !(i < j && j < k) {
+		t.Errorf("sections out of order: %d %d %d", i, j, k)
+	}
+
+	day3 := &Report{When: time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC), Command: "followfeed-lab soak --only smtp-chaos"}
+	day3.Results = []*Result{result("smtp-chaos", "chaos of day 3")}
+	day3.Carry(out)
+	out3 := render(day3)
+	if strings.Count(out3, "*Carried over") != 2 || !strings.Contains(out3, "## load\n\n"+carriedNote("2026-12-01 19:36 UTC")) ||
+		!strings.Contains(out3, "## processes\n\n"+carriedNote("2026-12-04 20:00 UTC")) || !strings.Contains(out3, "chaos of day 3") {
+		t.Errorf("a second partial run does not keep the marks:\n%s", out3)
+	}
+	full := &Report{When: day3.When, Command: "followfeed-lab soak"}
+	full.Results = []*Result{result("load", "x")}
+	if full.Carry(""); len(full.carried) != 0 {
+		t.Error("carried something from no report")
+	}
+}
+
+// The balancer resends a request the first api refused to the other; a
+// broken connection is resent for idempotent methods only.
+func TestBalancerResends(t *testing.T) {
+	ctx := context.Background()
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	defer ok.Close()
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close() // no response at all
+		}
+	}))
+	defer broken.Close()
+	ports, err := freePorts(1) // nothing listens there any more
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := &slot{name: "up", c: newClient(ok.URL, 2, 5*time.Second), release: "new"}
+	down := &slot{name: "down", c: newClient(fmt.Sprintf("http://127.0.0.1:%d", ports[0]), 2, 5*time.Second), release: "previous"}
+	b := &balancer{}
+	b.add(down)
+	b.add(up)
+	for i := range 4 {
+		r := b.do(ctx, "POST", "/x", "", map[string]int{"i": i}, nil)
+		if r.err != nil || r.status != http.StatusNoContent || r.slot != up || r.release != "new" {
+			t.Fatalf("POST %d: %v %d via %s", i, r.err, r.status, r.slot.name)
+		}
+		if wantRetry := i%2 == 0; (r.retried == retryRefused) != wantRetry {
+			t.Errorf("POST %d: retried %q", i, r.retried)
+		}
+	}
+	cut := &slot{name: "cut", c: newClient(broken.URL, 2, 5*time.Second)}
+	b = &balancer{}
+	b.add(cut)
+	b.add(up)
+	if r := b.do(ctx, "PUT", "/x", "", []byte("{}"), nil); r.err != nil || r.retried != retryBroken {
+		t.Errorf("PUT over a broken connection: %v, retried %q", r.err, r.retried)
+	}
+	b.next = 0
+	if r := b.do(ctx, "POST", "/x", "", []byte("{}"), nil); r.err == nil || r.retried != "" {
+		t.Errorf("POST over a broken connection: %v, retried %q; want the error, not resent", r.err, r.retried)
+	}
+}
+
+// The rolling-upgrade scenario names a previous release that is not in the
+// repository's history, before building anything.
+func TestBuildReleaseNamesAMissingCommit(t *testing.T) {
+	ctx := context.Background()
+	e := &env{opts: Options{Exe: filepath.Join(t.TempDir(), "bin", "followfeed")}, log: io.Discard, workDir: t.TempDir()}
+	root, err := repoRoot(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const missing = "0123456789abcdef0123456789abcdef01234567"
+	if _, err := buildRelease(ctx, e, root, missing); err == nil || !strings.Contains(err.Error(), `"`+missing+`" is not a commit of the repository`) {
+		t.Errorf("a missing commit: %v", err)
 	}
 }

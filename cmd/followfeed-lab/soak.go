@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -26,6 +25,8 @@ func runSoak(ctx context.Context, args []string, getenv func(string) string, std
 	only := fs.String("only", "", "comma-separated scenarios to run (default all: "+strings.Join(soak.Names(), ",")+"); the other sections of --out are kept")
 	scaleDB := fs.String("scale-db", "", "database holding scale S (default: DATABASE_URL's server, database followfeed_bench)")
 	tests := fs.String("tests", "", "read `FILE`: the go test -json output of the suite, for the hostile-input scenario (make soak makes it)")
+	previous := fs.String("previous-release", "", "the commit the rolling-upgrade scenario upgrades from (default migrations.PreviousRelease)")
+	capture := fs.String("capture-queries", "", "write `FILE`: the previous release's statements the rolling-upgrade scenario captured (migrations/testdata/previous-release-queries.sql)")
 	product := productFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -64,21 +65,16 @@ func runSoak(ctx context.Context, args []string, getenv func(string) string, std
 	rep, err := soak.Run(ctx, soak.Options{
 		Exe: exe, DatabaseURL: cfg.DatabaseURL, ScaleDB: scale, Duration: *duration, Only: selected,
 		Command: command, ViaMake: getenv("MAKELEVEL") != "", Log: stdout, TestResults: *tests,
+		PreviousRelease: *previous, CaptureQueries: *capture,
 	})
 	if err != nil {
 		return err
 	}
-	// A run of some scenarios rewrites their sections of an existing
-	// report and keeps the others.
-	write := rep.Write
-	if len(selected) > 0 && *out != "-" {
-		if prev, err := os.ReadFile(*out); err == nil {
-			write = func(w io.Writer) error { return rep.WriteMerged(w, string(prev)) }
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("soak: reading the report to keep its other sections: %w", err)
-		}
+	// A run of some scenarios keeps the others' sections of the report.
+	if old, err := os.ReadFile(*out); err == nil && *out != "-" {
+		rep.Carry(string(old))
 	}
-	if err := writeReport(*out, stdout, write); err != nil {
+	if err := writeReport(*out, stdout, rep.Write); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout)
