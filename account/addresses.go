@@ -59,7 +59,9 @@ type Addresses struct {
 // (no confirmation mails are queued).
 func NewAddresses(db *database.DB, signer *auth.LinkSigner, base *url.URL, enq ConfirmEnqueuer) *Addresses {
 	a := &Addresses{db: db, signer: signer, base: base, enq: enq}
-	a.feedbackBase = a.abs("/feedback/", "", "")
+	if base != nil {
+		a.feedbackBase = a.abs("/feedback/", "", "")
+	}
 	return a
 }
 
@@ -104,7 +106,11 @@ func (a *Addresses) DisputeURL(userID, epoch int64, arxivID, researcherID string
 func (a *Addresses) FeedbackURL(userID, epoch, paperID int64, value string) string {
 	var buf [binary.MaxVarintLen64 + 8]byte
 	data := append(binary.AppendVarint(buf[:0], paperID), value...)
-	return a.feedbackBase + a.signer.Sign(auth.Link{Action: auth.ActionFeedback, UserID: userID, Epoch: epoch, Data: data})
+	tok := a.signer.Sign(auth.Link{Action: auth.ActionFeedback, UserID: userID, Epoch: epoch, Data: data})
+	if a.feedbackBase == "" {
+		return a.abs("/feedback/"+tok, "", "")
+	}
+	return a.feedbackBase + tok
 }
 
 // CheckFeedback resolves a FeedbackURL token to its user, paper and value;
