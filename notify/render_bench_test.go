@@ -3,9 +3,12 @@ package notify
 import (
 	"fmt"
 	netmail "net/mail"
+	"net/url"
 	"testing"
 	"time"
 
+	"followfeed/account"
+	"followfeed/auth"
 	"followfeed/mail"
 )
 
@@ -76,6 +79,40 @@ func BenchmarkRenderDigest100Reused(b *testing.B) {
 // connection).
 func BenchmarkDigestMessage100Shared(b *testing.B) {
 	c := benchContent()
+	var r Renderer
+	from := &netmail.Address{Address: "digest@followfeed.test"}
+	for b.Loop() {
+		text, html, err := r.DigestReused(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m := &mail.Message{From: from, To: "a@example.org", Subject: DigestSubject(c), Text: text, HTML: html,
+			MessageID: "digest.1.x@followfeed.test", Date: time.Now(), ListID: "followfeed digests <digests.followfeed.test>",
+			UnsubscribeURL: c.UnsubscribeURL, AutoSubmitted: true}
+		if _, err := m.Bytes(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFeedbackLinks100 signs the feedback links of a digest of 100
+// papers (three each), as build does per digest.
+func BenchmarkFeedbackLinks100(b *testing.B) {
+	base, _ := url.Parse("https://papers.example.org")
+	addrs := account.NewAddresses(nil, auth.NewLinkSigner([]byte("0123456789abcdef0123456789abcdef")), base, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		for id := int64(12_345_678); id < 12_345_678+MaxPerDigest; id++ {
+			_ = FeedbackLinks{More: addrs.FeedbackURL(1_234_567, 3, id, feedbackMore), Less: addrs.FeedbackURL(1_234_567, 3, id, feedbackLess),
+				Save: addrs.FeedbackURL(1_234_567, 3, id, feedbackSaved)}
+		}
+	}
+}
+
+// BenchmarkDigestMessage100Feedback is BenchmarkDigestMessage100Shared of
+// a digest of 100 real papers with their feedback links, newest first.
+func BenchmarkDigestMessage100Feedback(b *testing.B) {
+	c := realisticDigest(b, false)
 	var r Renderer
 	from := &netmail.Address{Address: "digest@followfeed.test"}
 	for b.Loop() {
