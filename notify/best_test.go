@@ -374,3 +374,59 @@ func TestBestInstantAlertsKeepADailyBudget(t *testing.T) {
 		t.Errorf("the next day's first alert %q, want %q", got, want)
 	}
 }
+
+// failingRanker cannot rank.
+type failingRanker struct{}
+
+func (failingRanker) Rank(context.Context, map[int64][]int64, map[int64]*paper.Paper) (notify.RankedBatch, error) {
+	return nil, fmt.Errorf("the ranking corpus cannot be read")
+}
+
+// TestBestDigestGoesNewestFirstWhenRankingFails: a best-first digest whose
+// ranking fails is not lost: it goes out newest first, grouped by follow,
+// and the failure is logged.
+func TestBestDigestGoesNewestFirstWhenRankingFails(t *testing.T) {
+	t.Parallel()
+	e := setup(t, fakesmtp.Options{}, "")
+	e.ranked(failingRanker{})
+	uid := e.reader("unlucky", notify.Daily, "UTC", 6, "category/cs.LG")
+	e.budget(uid, notify.OrderBest, 1, true)
+	e.push(testPaper("2301.00001", "cs.LG"), testPaper("2301.00002", "cs.LG"))
+	if res, err := e.d.SendNow(e.ctx, uid, false); err != nil || res.Status != notify.NowSent {
+		t.Fatalf("sending: %+v %v", res, err)
+	}
+	text := crlf(textPart(t, e.smtp.Messages()[0].Data))
+	if !strings.Contains(text, "cs.LG — Machine Learning\n---") || !strings.Contains(text, "Paper 2301.00001") || !strings.Contains(text, "Paper 2301.00002") {
+		t.Errorf("the digest is not newest first with both papers:\n%s", text)
+	}
+	if !slices.ContainsFunc(e.logs.lines(), func(l map[string]string) bool {
+		return l["level"] == "WARN" && strings.Contains(l["msg"], "ranking digests failed") && strings.Contains(l["error"], "corpus")
+	}) {
+		t.Errorf("the failure is not logged: %v", e.logs.lines())
+	}
+}
+
+// TestBestDigestCountsWhatItDidNotRank: of a window larger than the
+// candidates a digest reads (the newest 250), a best-first digest ranks
+// the candidates and counts the others as not ranked.
+func TestBestDigestCountsWhatItDidNotRank(t *testing.T) {
+	t.Parallel()
+	e := setup(t, fakesmtp.Options{}, "")
+	r := &scoreRanker{}
+	e.ranked(r)
+	uid := e.reader("swamped", notify.Daily, "UTC", 6, "category/cs.LG")
+	e.budget(uid, notify.OrderBest, 5, true)
+	var ps []paper.Paper
+	for i := range 260 {
+		ps = append(ps, testPaper(fmt.Sprintf("2301.%05d", i+1), "cs.LG"))
+	}
+	e.push(ps...)
+	c, err := e.d.Preview(e.ctx, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []notify.FollowCount{{Name: "cs.LG", N: 245}, {Name: notify.NotRankedName, N: 10}}
+	if c.Total != 260 || c.Omitted != 255 || !slices.Equal(c.OmittedBy, want) || len(titlesOf(c)) != 5 || r.ranked != notify.MaxPapersLimit {
+		t.Errorf("total %d, omitted %d by %+v, %d shown, %d ranked; want 260, 255 by %+v, 5, %d", c.Total, c.Omitted, c.OmittedBy, len(titlesOf(c)), r.ranked, want, notify.MaxPapersLimit)
+	}
+}
