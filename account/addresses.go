@@ -49,13 +49,20 @@ type Addresses struct {
 	base    *url.URL
 	enq     ConfirmEnqueuer
 	digests DigestHooks
+	// feedbackBase is abs("/feedback/"): a FeedbackURL is it and the
+	// token (which needs no escaping), three for every paper of a digest.
+	feedbackBase string
 }
 
 // NewAddresses returns the address lifecycle over db. signer signs and
 // checks the links, base (PUBLIC_URL) makes them absolute; enq may be nil
 // (no confirmation mails are queued).
 func NewAddresses(db *database.DB, signer *auth.LinkSigner, base *url.URL, enq ConfirmEnqueuer) *Addresses {
-	return &Addresses{db: db, signer: signer, base: base, enq: enq}
+	a := &Addresses{db: db, signer: signer, base: base, enq: enq}
+	if base != nil {
+		a.feedbackBase = a.abs("/feedback/", "", "")
+	}
+	return a
 }
 
 // OnDigests sets what address changes do to digests. Call it before the
@@ -97,8 +104,13 @@ func (a *Addresses) DisputeURL(userID, epoch int64, arxivID, researcherID string
 // a button that records the value, and the link works again to change or
 // undo it. Like every link it dies with the user's link epoch.
 func (a *Addresses) FeedbackURL(userID, epoch, paperID int64, value string) string {
-	data := append(binary.AppendVarint(nil, paperID), value...)
-	return a.abs("/feedback/"+a.signer.Sign(auth.Link{Action: auth.ActionFeedback, UserID: userID, Epoch: epoch, Data: data}), "", "")
+	var buf [binary.MaxVarintLen64 + 8]byte
+	data := append(binary.AppendVarint(buf[:0], paperID), value...)
+	tok := a.signer.Sign(auth.Link{Action: auth.ActionFeedback, UserID: userID, Epoch: epoch, Data: data})
+	if a.feedbackBase == "" {
+		return a.abs("/feedback/"+tok, "", "")
+	}
+	return a.feedbackBase + tok
 }
 
 // CheckFeedback resolves a FeedbackURL token to its user, paper and value;

@@ -31,6 +31,7 @@ import (
 	"followfeed/match"
 	"followfeed/notify"
 	"followfeed/openalex"
+	"followfeed/paper"
 	"followfeed/ranking"
 	"followfeed/worker"
 )
@@ -168,6 +169,7 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		Links: feedLinks{s.feeds}, Addresses: s.addrs, From: cfg.MailFrom, BaseURL: cfg.PublicURL,
 		Mailto: cfg.MailUnsubscribeMailto, Logger: logger, Now: hooks.Now,
 		Calendar: arxivcal.New(cfg.ArxivHolidays), Health: s.health, LedgerRetention: cfg.DigestRetention,
+		Ranker: digestRanker{s.ranking},
 	})
 	s.confirms = notify.NewConfirmations(s.addrs, s.sender, cfg.MailFrom, cfg.PublicURL, hooks.Now)
 	// The match job finds new matches only of users with instant
@@ -245,6 +247,33 @@ func newSender(cfg *config.Config, logger *slog.Logger) (mail.Sender, error) {
 		return nil, &config.Error{Var: "SMTP_URL", Reason: err.Error()}
 	}
 	return snd, nil
+}
+
+// digestRanker is notify's Ranker over package ranking: best-first
+// digests and instant alerts rank through the process's ranking service
+// (its corpus and cache of paper vectors), and read why a paper ranks as
+// the reasons' texts.
+type digestRanker struct{ ranking *ranking.Service }
+
+func (r digestRanker) Rank(ctx context.Context, want map[int64][]int64, have map[int64]*paper.Paper) (notify.RankedBatch, error) {
+	b, err := r.ranking.Rank(ctx, want, have)
+	if err != nil {
+		return nil, err
+	}
+	return rankedBatch{b}, nil
+}
+
+// rankedBatch is a ranking.Batch as notify reads it.
+type rankedBatch struct{ *ranking.Batch }
+
+// Why is the texts of ranking.Batch.Why.
+func (b rankedBatch) Why(userID, paperID int64) []string {
+	reasons := b.Batch.Why(userID, paperID)
+	out := make([]string, len(reasons))
+	for i, r := range reasons {
+		out[i] = r.Text()
+	}
+	return out
 }
 
 // feedLinks gives mail the user's private feed URL.

@@ -24,6 +24,16 @@ import (
 // users get daily digests with send_empty on (notify.PutDigestSettings:
 // no digest time, so no scheduled digest follows), so every one is sent.
 func MeasureDigests(ctx context.Context, db *database.DB, d *notify.Digester, users []int64, fromSeq, toSeq int64, workers, batch int) (DigestRun, error) {
+	return MeasureDigestsOrdered(ctx, db, d, users, fromSeq, toSeq, workers, batch, notify.OrderNewest, 0)
+}
+
+// MeasureDigestsOrdered is MeasureDigests with the users' digests in
+// order, within a budget of maxPapers (notify.PutDigestOrder; KeepFollowed
+// on): with notify.OrderBest every digest ranks its window's candidates
+// through the Digester's Ranker. The users are put back to newest first
+// afterwards.
+func MeasureDigestsOrdered(ctx context.Context, db *database.DB, d *notify.Digester, users []int64, fromSeq, toSeq int64, workers, batch int,
+	order notify.Order, maxPapers int) (DigestRun, error) {
 	run := fmt.Sprintf("bench:%d", time.Now().UnixNano())
 	// The users take daily digests, empty ones too: a by-hand digest of
 	// a user whose digests are off is skipped, not sent.
@@ -36,14 +46,21 @@ func MeasureDigests(ctx context.Context, db *database.DB, d *notify.Digester, us
 		if _, err := notify.PutDigestSettings(ctx, tx, users, notify.Daily, true); err != nil {
 			return fmt.Errorf("turning the bench users' digests on: %w", err)
 		}
+		if _, err := notify.PutDigestOrder(ctx, tx, users, order, maxPapers, true); err != nil {
+			return err
+		}
 		var err error
 		ids, err = notify.PutManualDigests(ctx, tx, ds)
 		return err
 	}); err != nil {
 		return DigestRun{}, err
 	}
+	var listed int
 	defer func() {
 		_ = db.InTx(context.WithoutCancel(ctx), func(tx pgx.Tx) error {
+			if _, err := notify.PutDigestOrder(context.WithoutCancel(ctx), tx, users, notify.OrderNewest, 0, true); err != nil {
+				return err
+			}
 			_, err := notify.DeleteDigests(context.WithoutCancel(ctx), tx, ids)
 			return err
 		})
@@ -84,6 +101,13 @@ func MeasureDigests(ctx context.Context, db *database.DB, d *notify.Digester, us
 	wg.Wait()
 	elapsed := time.Since(start)
 	cpu1 := readCPU()
+	if err := db.InTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		listed, err = notify.ListedPapers(ctx, tx, ids)
+		return err
+	}); err != nil {
+		return DigestRun{}, errors.Join(firstErr, err)
+	}
 	own1, err := databaseBackends(ctx, db)
 	if err != nil {
 		return DigestRun{}, errors.Join(firstErr, err)
@@ -98,6 +122,7 @@ func MeasureDigests(ctx context.Context, db *database.DB, d *notify.Digester, us
 		Rate:       float64(len(ids)) / elapsed.Seconds(),
 		Digests:    len(ids),
 		Sent:       int(sent.Load()),
+		Listed:     listed,
 		Wall:       elapsed,
 		CPU:        cpu1.sub(cpu0),
 		PostgresDB: ownPG,
@@ -130,6 +155,7 @@ type DigestRun struct {
 	Rate    float64       // digests (sent or found empty) per second of wall time
 	Digests int           // digests built (sent or found empty)
 	Sent    int           // digests handed to the SMTP server
+	Listed  int           // papers the digests sent listed, in all
 	Wall    time.Duration // wall time of the run
 	CPU     cpuUse        // CPU time spent during the run, by whom
 	// PostgresDB is the CPU of the backends connected to the measured
@@ -153,7 +179,12 @@ func msPrecise(d time.Duration) string {
 // String summarises the run: rate, wall time, and the CPU per digest.
 func (r DigestRun) String() string {
 	m, s, p := r.PerDigest()
-	return fmt.Sprintf("%.0f digests/s (%d in %.1f s, %d sent); CPU per digest: followfeed + SMTP sink %s, "+
+	return fmt.Sprintf("%.0f digests/s (%d in %.1f s, %d sent, %.1f papers each); CPU per digest: followfeed + SMTP sink %s, "+
 		"PostgreSQL (this database's backends) %s, whole machine %s",
-		r.Rate, r.Digests, r.Wall.Seconds(), r.Sent, msPrecise(s), msPrecise(p), msPrecise(m))
+		r.Rate, r.Digests, r.Wall.Seconds(), r.Sent, r.PapersEach(), msPrecise(s), msPrecise(p), msPrecise(m))
+}
+
+// PapersEach is how many papers a digest sent listed, on average.
+func (r DigestRun) PapersEach() float64 {
+	return float64(r.Listed) / float64(max(r.Sent, 1))
 }

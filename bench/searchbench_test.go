@@ -12,6 +12,7 @@ import (
 	"followfeed/follow"
 	"followfeed/httpapi"
 	"followfeed/internal/testdb"
+	"followfeed/notify"
 	"followfeed/search"
 )
 
@@ -83,6 +84,18 @@ func TestMeasureSearchesLeavesTheDataset(t *testing.T) {
 	run, err := MeasureDigests(ctx, db, svc.Digester(), sample, mr.FromSeq, mr.ToSeq, 2, 3)
 	if err != nil || run.Digests != len(sample) || run.Sent != len(sample) {
 		t.Errorf("digests: %+v, %v", run, err)
+	}
+	// Best first, within a budget of 5: every digest sent, none listing
+	// more than the budget and the followed persons' papers, and the users
+	// back to newest first afterwards.
+	best, err := MeasureDigestsOrdered(ctx, db, svc.Digester(), sample, mr.FromSeq, mr.ToSeq, 2, 3, notify.OrderBest, 5)
+	if err != nil || best.Sent != len(sample) || best.Listed == 0 {
+		t.Errorf("best-first digests: %+v, %v", best, err)
+	}
+	for _, u := range sample {
+		if p, err := notify.NewPreferences(db, nil, nil).Get(ctx, u); err != nil || p.Digest.Order != notify.OrderNewest {
+			t.Errorf("user %d after the best-first run: %+v, %v", u, p.Digest, err)
+		}
 	}
 	var ledger int
 	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM digests`).Scan(&ledger); err != nil || ledger != 0 {

@@ -45,6 +45,23 @@ func PutDigestSettings(ctx context.Context, tx pgx.Tx, userIDs []int64, f Freque
 	return int(tag.RowsAffected()), nil
 }
 
+// PutDigestOrder sets the users' order, budget and KeepFollowed in one
+// statement, in tx, on their schedule rows (users without one are left
+// alone: PutDigestSettings first): for lab datasets (the benchmark's
+// best-first digests), as Preferences.Update would set them, with its
+// checks. It returns how many rows it wrote.
+func PutDigestOrder(ctx context.Context, tx pgx.Tx, userIDs []int64, order Order, maxPapers int, keepFollowed bool) (int, error) {
+	if order != OrderNewest && order != OrderBest || maxPapers < 0 || maxPapers > MaxPapersLimit {
+		return 0, fmt.Errorf("setting the digest order of %d users: order %q, budget %d: want newest or best and 0-%d", len(userIDs), order, maxPapers, MaxPapersLimit)
+	}
+	tag, err := tx.Exec(ctx, `UPDATE digest_schedules SET paper_order = $2, max_papers = $3, keep_followed = $4 WHERE user_id = ANY($1)`,
+		userIDs, string(order), maxPapers, keepFollowed)
+	if err != nil {
+		return 0, fmt.Errorf("setting the digest order of %d users: %w", len(userIDs), err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 // DeleteSchedules removes the users' schedule rows, in tx: they read as a
 // user who never saved digest settings (digests off, the defaults), and
 // instant delivery stops (instant_follows, its triggers). For taking lab
@@ -109,6 +126,17 @@ func PutManualDigests(ctx context.Context, tx pgx.Tx, ds []ManualDigest) ([]int6
 		ids[i] = byRow[up{d.UserID, d.Period}]
 	}
 	return ids, nil
+}
+
+// ListedPapers sums the papers the ledger rows ids listed in their mails
+// (digests.shown; rows not sent count none), in tx: for lab measurements
+// (how many papers the benchmark's digests carried).
+func ListedPapers(ctx context.Context, tx pgx.Tx, ids []int64) (int, error) {
+	var n int
+	if err := tx.QueryRow(ctx, `SELECT coalesce(sum(shown), 0)::int FROM digests WHERE id = ANY($1)`, ids).Scan(&n); err != nil {
+		return 0, fmt.Errorf("counting the papers of %d digests: %w", len(ids), err)
+	}
+	return n, nil
 }
 
 // DeleteDigests deletes the ledger rows ids, in tx, whatever their state:

@@ -217,3 +217,37 @@ func TestPutLedgerWritesFinalRows(t *testing.T) {
 		t.Errorf("PruneLedger = %d, %v; want the row 100 days old", n, err)
 	}
 }
+
+// PutDigestOrder sets the order, budget and KeepFollowed of users with a
+// schedule row, as the profile reads them, and refuses what Preferences
+// would.
+func TestPutDigestOrder(t *testing.T) {
+	t.Parallel()
+	e := setup(t, fakesmtp.Options{}, t.TempDir())
+	a := e.reader("a", notify.Daily, "UTC", 7, "category/cs.LG")
+	b := e.reader("b", notify.Daily, "UTC", 7, "category/cs.LG")
+	e.inTx(func(tx pgx.Tx) error {
+		n, err := notify.PutDigestOrder(e.ctx, tx, []int64{a}, notify.OrderBest, 20, false)
+		if err != nil || n != 1 {
+			t.Errorf("PutDigestOrder: %d rows, %v", n, err)
+		}
+		for _, bad := range []struct {
+			order notify.Order
+			max   int
+		}{{"random", 20}, {notify.OrderBest, -1}, {notify.OrderBest, notify.MaxPapersLimit + 1}} {
+			if _, err := notify.PutDigestOrder(e.ctx, tx, []int64{b}, bad.order, bad.max, true); err == nil {
+				t.Errorf("PutDigestOrder(%q, %d) accepted", bad.order, bad.max)
+			}
+		}
+		return nil
+	})
+	for uid, want := range map[int64]notify.DigestSettings{
+		a: {Order: notify.OrderBest, MaxPapers: 20, KeepFollowed: false},
+		b: {Order: notify.OrderNewest, MaxPapers: 0, KeepFollowed: true},
+	} {
+		p, err := e.prefs.Get(e.ctx, uid)
+		if err != nil || p.Digest.Order != want.Order || p.Digest.MaxPapers != want.MaxPapers || p.Digest.KeepFollowed != want.KeepFollowed {
+			t.Errorf("user %d: %+v %v, want %+v", uid, p.Digest, err, want)
+		}
+	}
+}

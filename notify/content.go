@@ -36,11 +36,23 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 	for j, r := range rs {
 		results[qRow[j]] = r
 	}
+	ranked := d.rank(ctx, rows, results)
+	budgets, err := d.budgets(ctx, rows, ranked)
+	if err != nil {
+		return nil, err
+	}
 	plans := make([]digestPlan, len(rows))
 	var shown []int64
 	seen := map[int64]bool{}
 	for i, row := range rows {
-		plans[i] = planGroups(results[i], follows[row.userID])
+		if ranked != nil && row.order == OrderBest {
+			order := paperIDs(results[i])
+			ranked.Order(row.userID, order)
+			plans[i] = planBest(results[i], follows[row.userID], order, budgets[i], row.keepFollowed)
+			plans[i].spent = row.kind == "instant" && budgets[i] == 0 && results[i].Total > 0 && len(plans[i].shownIDs()) == 0
+		} else {
+			plans[i] = planGroups(results[i], follows[row.userID])
+		}
 		for _, id := range plans[i].shownIDs() {
 			if !seen[id] {
 				seen[id] = true
@@ -82,10 +94,23 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 		c.FeedURL = feedURLs[row.userID]
 		c.ManageURL = d.addrs.ManageURL(row.userID, row.epoch)
 		c.UnsubscribeURL = d.addrs.UnsubscribeURL(row.userID, row.epoch)
+		// What is the user's own: the "Not by …?" and feedback links, and
+		// why a best-first paper ranks.
 		for _, g := range c.Groups {
-			for _, p := range g.Papers {
+			for j := range g.Papers {
+				p := &g.Papers[j]
 				for k := range p.Researchers {
 					p.Researchers[k].DisputeURL = d.addrs.DisputeURL(row.userID, row.epoch, p.ArxivID, p.Researchers[k].ID)
+				}
+				p.Feedback = FeedbackLinks{
+					More: d.addrs.FeedbackURL(row.userID, row.epoch, p.ID, feedbackMore),
+					Less: d.addrs.FeedbackURL(row.userID, row.epoch, p.ID, feedbackLess),
+					Save: d.addrs.FeedbackURL(row.userID, row.epoch, p.ID, feedbackSaved),
+				}
+				if plans[i].best {
+					if why := ranked.Why(row.userID, p.ID); len(why) > 0 {
+						p.Why = why[:min(len(why), maxWhy)]
+					}
 				}
 			}
 		}
@@ -156,6 +181,13 @@ type digestPlan struct {
 	total, omitted int
 	groups         []plannedGroup
 	labels         map[string]string
+	// best: one list, best first (planBest), with the papers not shown
+	// counted by follow (omittedBy).
+	best      bool
+	omittedBy []FollowCount
+	// spent: a best-first instant alert whose day's budget is spent and
+	// that shows nothing (DigestContent.spent).
+	spent bool
 }
 
 type plannedGroup struct {
@@ -164,6 +196,9 @@ type plannedGroup struct {
 	label   string
 	papers  []*match.Paper // into the Result's Papers: ids and reasons only
 	omitted int
+	// firsts are, in a best-first list, each paper's most specific
+	// reason (the subject names the follows of the best papers).
+	firsts []follow.Target
 }
 
 // planGroups assigns each paper to the group of its most specific reason (a
@@ -173,16 +208,8 @@ type plannedGroup struct {
 // as "more". Groups come in the same order of specificity.
 func planGroups(res match.Result, follows []follow.Follow) digestPlan {
 	plan := digestPlan{total: res.Total, labels: follow.ReasonLabels(follows)}
-	made := map[string]time.Time{}
-	for _, f := range follows {
-		made[f.Key()] = f.CreatedAt
-	}
-	before := func(a, b follow.Target, ka, kb string) bool {
-		if pa, pb := specificity(a), specificity(b); pa != pb {
-			return pa < pb
-		}
-		return made[ka].Before(made[kb])
-	}
+	o := newReasonOrder(follows)
+	before := o.before
 	index := map[string]int{}
 	shown, listed := 0, 0
 	for pi := range res.Papers {
@@ -190,12 +217,7 @@ func planGroups(res match.Result, follows []follow.Follow) digestPlan {
 		if len(p.Reasons) == 0 {
 			continue
 		}
-		first, firstKey := p.Reasons[0], p.Reasons[0].Key()
-		for _, r := range p.Reasons[1:] {
-			if k := r.Key(); before(r, first, k, firstKey) {
-				first, firstKey = r, k
-			}
-		}
+		first, firstKey := o.primary(p)
 		i, ok := index[firstKey]
 		if !ok {
 			i = len(plan.groups)
@@ -229,6 +251,39 @@ func planGroups(res match.Result, follows []follow.Follow) digestPlan {
 	return plan
 }
 
+// reasonOrder orders a user's reasons by specificity (a researcher before
+// an institution before a category before a whole archive), among equals
+// the follow made first.
+type reasonOrder struct{ made map[string]time.Time }
+
+func newReasonOrder(follows []follow.Follow) reasonOrder {
+	made := make(map[string]time.Time, len(follows))
+	for _, f := range follows {
+		made[f.Key()] = f.CreatedAt
+	}
+	return reasonOrder{made: made}
+}
+
+// before says whether reason a (key ka) comes before b (key kb).
+func (o reasonOrder) before(a, b follow.Target, ka, kb string) bool {
+	if pa, pb := specificity(a), specificity(b); pa != pb {
+		return pa < pb
+	}
+	return o.made[ka].Before(o.made[kb])
+}
+
+// primary is the first of p's reasons (p has one at least), and its key:
+// the follow a digest shows p under.
+func (o reasonOrder) primary(p *match.Paper) (follow.Target, string) {
+	first, firstKey := p.Reasons[0], p.Reasons[0].Key()
+	for _, r := range p.Reasons[1:] {
+		if k := r.Key(); o.before(r, first, k, firstKey) {
+			first, firstKey = r, k
+		}
+	}
+	return first, firstKey
+}
+
 // shownIDs are the papers whose details the plan needs.
 func (plan digestPlan) shownIDs() []int64 {
 	var ids []int64
@@ -242,14 +297,28 @@ func (plan digestPlan) shownIDs() []int64 {
 
 // fill builds the content from the plan and the shown papers' details.
 func (plan digestPlan) fill(details map[int64]match.Paper) DigestContent {
-	c := DigestContent{Total: plan.total, Omitted: plan.omitted}
+	c := DigestContent{Total: plan.total, Omitted: plan.omitted, OmittedBy: plan.omittedBy, spent: plan.spent}
 	for _, g := range plan.groups {
 		dg := DigestGroup{Name: g.label, Omitted: g.omitted, Papers: make([]DigestPaper, 0, len(g.papers))}
-		for _, p := range g.papers {
+		for k, p := range g.papers {
 			d, ok := details[p.ID]
 			if !ok {
-				dg.Omitted++ // withdrawn meanwhile
+				if plan.best {
+					c.Omitted++ // withdrawn meanwhile
+				} else {
+					dg.Omitted++
+				}
 				continue
+			}
+			if plan.best {
+				// The subject names the follows of the best papers.
+				name := plan.labels[g.firsts[k].Key()]
+				if name == "" {
+					name = groupName(g.firsts[k], d)
+				}
+				if !slices.Contains(c.SubjectNames, name) {
+					c.SubjectNames = append(c.SubjectNames, name)
+				}
 			}
 			if dg.Name == "" {
 				dg.Name = groupName(g.first, d)

@@ -14,6 +14,7 @@ import (
 	"followfeed/database"
 	"followfeed/mail"
 	"followfeed/match"
+	"followfeed/paper"
 )
 
 // Caps of one digest.
@@ -37,6 +38,35 @@ type DigestEnqueuer interface {
 	// job and fails the row after its last attempt.
 	EnqueueDigestRetry(ctx context.Context, tx pgx.Tx, digestID int64, at time.Time) error
 }
+
+// Ranker ranks users' papers for best-first digests and instant alerts
+// (package ranking's Service, through an adapter in package app).
+type Ranker interface {
+	// Rank scores, for each user of want, the papers (papers.id) want
+	// lists; have may hold papers already loaded (nil: the ranker loads
+	// what it needs).
+	Rank(ctx context.Context, want map[int64][]int64, have map[int64]*paper.Paper) (RankedBatch, error)
+}
+
+// RankedBatch is one Rank's answer.
+type RankedBatch interface {
+	// Order sorts ids (papers.id) best first for userID, ties in the
+	// order given.
+	Order(userID int64, ids []int64)
+	// Why says why paper paperID ranks for userID, the strongest reason
+	// first ("with your co-author Ann One", "like 3 papers you marked");
+	// nil when it was not ranked.
+	Why(userID, paperID int64) []string
+}
+
+// The values of the feedback links a digest carries per paper: package
+// ranking's feedback values (ranking.More, Less, Saved), which
+// account.Addresses.FeedbackURL signs and the link's page records.
+const (
+	feedbackMore  = "more"
+	feedbackLess  = "less"
+	feedbackSaved = "saved"
+)
 
 // InstantDelay is how long instant alerts wait to gather a burst of matches
 // into one mail.
@@ -91,6 +121,7 @@ type Digester struct {
 	health  HarvestHealth
 	// retention is how long PruneLedger keeps a final row.
 	retention time.Duration
+	ranker    Ranker
 }
 
 // DigesterConfig assembles a Digester.
@@ -118,6 +149,10 @@ type DigesterConfig struct {
 	// (DIGEST_RETENTION): 0 is DefaultLedgerRetention, less than
 	// MinLedgerRetention is MinLedgerRetention.
 	LedgerRetention time.Duration
+	// Ranker, when set, puts the papers of users who chose OrderBest
+	// best first, within their budget; without it every digest is newest
+	// first.
+	Ranker Ranker
 }
 
 // NewDigester returns a Digester.
@@ -133,5 +168,5 @@ func NewDigester(c DigesterConfig) *Digester {
 	}
 	return &Digester{db: c.DB, matcher: c.Matcher, sender: c.Sender, enq: c.Enqueuer, links: c.Links,
 		addrs: c.Addresses, from: c.From, base: c.BaseURL, mailto: c.Mailto, logger: c.Logger, now: c.Now,
-		cal: c.Calendar, health: c.Health, retention: max(c.LedgerRetention, MinLedgerRetention)}
+		cal: c.Calendar, health: c.Health, retention: max(c.LedgerRetention, MinLedgerRetention), ranker: c.Ranker}
 }

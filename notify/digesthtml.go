@@ -94,7 +94,8 @@ func htmlGroupFoot(h *bytes.Buffer, g groupView) {
 }
 
 // htmlFoot writes the digest's "…and N more papers in your feed" button
-// when papers were omitted, then the footer: why the user gets the mail
+// when papers were omitted (with their counts by follow below it:
+// omittedByLine), then the footer: why the user gets the mail
 // (whyLine), the feed, "Manage preferences" and "Unsubscribe"; and closes
 // the document.
 func htmlFoot(h *bytes.Buffer, v *digestView) {
@@ -106,7 +107,14 @@ func htmlFoot(h *bytes.Buffer, v *digestView) {
 		htmlURL(h, v.FeedURL)
 		h.WriteString(`" style="display:inline-block;padding:12px 20px;font-size:16px;line-height:20px;font-weight:bold;color:#ffffff;background-color:#1d4ed8;text-decoration:none;border-radius:6px;">…and `)
 		htmlText(h, morePapers(v.Omitted))
-		h.WriteString(` in your feed</a>
+		h.WriteString(` in your feed</a>`)
+		if by := omittedByLine(v.OmittedBy); by != "" {
+			h.WriteString(`
+<div style="padding:4px 0 0 0;font-size:14px;color:#4b5563;">`)
+			htmlText(h, by)
+			h.WriteString(`</div>`)
+		}
+		h.WriteString(`
 </td>
 </tr>`)
 	}

@@ -2,6 +2,7 @@ package notify
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -51,13 +52,18 @@ func textGroupFoot(t *bytes.Buffer, g groupView) {
 }
 
 // textFoot writes the digest's "…and N more papers in your feed:" when
-// papers were omitted, then the signature: why the user gets the mail
+// papers were omitted (with, in parentheses, their counts by follow:
+// omittedByLine), then the signature: why the user gets the mail
 // (whyLine), the feed, "Manage preferences" and "Unsubscribe", each URL on
 // its own line. The part ends with a line end.
 func textFoot(t *bytes.Buffer, v *digestView) {
 	if v.Omitted != 0 {
 		t.WriteString("\n\n\n")
-		wrapTo(t, "", "", "…and "+morePapers(v.Omitted)+" in your feed:")
+		more := "…and " + morePapers(v.Omitted) + " in your feed"
+		if by := omittedByLine(v.OmittedBy); by != "" {
+			more += " (" + by + ")"
+		}
+		wrapTo(t, "", "", more+":")
 		t.WriteString("\n")
 		t.WriteString(v.FeedURL)
 	}
@@ -82,4 +88,26 @@ func whyLine(following string) string {
 		return "You get this email because you asked for email digests on followfeed."
 	}
 	return "You get this email because you follow " + following + " on followfeed."
+}
+
+// omittedByLine says how many of a best-first digest's papers not shown
+// came through each follow ("120 from astro-ph.GA, 63 from cs.LG and 12
+// not ranked"); "" when there are no counts.
+func omittedByLine(by []FollowCount) string {
+	parts := make([]string, 0, len(by))
+	for _, c := range by {
+		name := oneLine(c.Name)
+		if c.N <= 0 || name == "" {
+			continue
+		}
+		if name == NotRankedName {
+			parts = append(parts, strconv.Itoa(c.N)+" "+NotRankedName)
+		} else {
+			parts = append(parts, strconv.Itoa(c.N)+" from "+name)
+		}
+	}
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }

@@ -42,10 +42,12 @@ func TestDigestReusedReusesItsBuffers(t *testing.T) {
 var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/golden from the current rendering")
 
 // goldenDigests are the digests whose renderings testdata/golden holds:
-// the sample, empty ones (plain, of a user following nothing, without an
-// announcement, with the harvest behind), one without a feed, one with
-// "Not by …?" links, and one whose user-controlled strings are hostile
-// (markup, quotes, CR/LF). Their footers name what the user follows.
+// the sample (with its feedback links), empty ones (plain, of a user
+// following nothing, without an announcement, with the harvest behind),
+// one without a feed, one with "Not by …?" links, a best-first one (why
+// each paper ranks, the rest counted by follow), and one whose
+// user-controlled strings are hostile (markup, quotes, CR/LF). Their
+// footers name what the user follows.
 func goldenDigests() map[string]DigestContent {
 	pub := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
 	empty := DigestContent{Heading: "Your weekly papers", ManageURL: manageURL, UnsubscribeURL: unsubURL}
@@ -85,12 +87,36 @@ func goldenDigests() map[string]DigestContent {
 				Categories:  []string{"cs.LG<script>"},
 				Published:   pub,
 				Researchers: []ReasonFollow{{ID: "r2", Name: "<i>Wen</i>\r\n\"", DisputeURL: "https://followfeed.example/d?f=\"'<>"}},
+				Why:         []string{"<b>like</b> \"3\" papers you marked\r\nBcc: x@evil.example", "about <script>"},
+				Feedback:    FeedbackLinks{More: "https://followfeed.example/feedback/m?x=\"'<>", Less: "javascript:alert(5)", Save: "data:text/html,<b>"},
 			}},
 		}},
+		OmittedBy: []FollowCount{{Name: "<script>alert('follow')</script>\r\nX-Count: 1", N: 1}},
+	}
+	best := DigestContent{
+		Heading:        "Your daily papers — Monday 30 November",
+		Following:      "1 researcher and 2 categories",
+		Total:          186,
+		Omitted:        183,
+		OmittedBy:      []FollowCount{{Name: "astro-ph.GA", N: 120}, {Name: "cs.LG", N: 60}, {Name: NotRankedName, N: 3}},
+		SubjectNames:   []string{"Ann One", "astro-ph.GA — Astrophysics of Galaxies"},
+		FeedURL:        feedURL,
+		ManageURL:      manageURL,
+		UnsubscribeURL: unsubURL,
+		Groups: []DigestGroup{{Name: BestGroupName, Papers: []DigestPaper{
+			{ID: 11, Title: "Weak lensing shear of galaxy clusters", Authors: []string{"Ann One", "Bob Two"}, AbsURL: "https://arxiv.org/abs/2611.00011",
+				PDFURL: "https://arxiv.org/pdf/2611.00011", Reasons: []string{"Ann One", "astro-ph.GA"}, Categories: []string{"astro-ph.GA"}, Published: pub,
+				Why: []string{"with your co-author Bob Two", "like 3 papers you marked"}, Feedback: feedbackLinks(11)},
+			{ID: 12, Title: "Cluster mass maps from cosmic shear", Authors: []string{"C. Stranger"}, AbsURL: "https://arxiv.org/abs/2611.00012",
+				PDFURL: "https://arxiv.org/pdf/2611.00012", Reasons: []string{"astro-ph.GA"}, Categories: []string{"astro-ph.GA"}, Published: pub,
+				Why: []string{"about shear, cluster and mass", "like 3 papers you marked", "with your co-author Bob Two", "a fourth reason not shown"}, Feedback: feedbackLinks(12)},
+			{ID: 13, Title: "Attention for galaxy morphology", Authors: []string{"D. Stranger"}, AbsURL: "https://arxiv.org/abs/2611.00013",
+				PDFURL: "https://arxiv.org/pdf/2611.00013", Reasons: []string{"cs.LG"}, Categories: []string{"cs.LG", "astro-ph.GA"}, Published: pub, Feedback: feedbackLinks(13)},
+		}}},
 	}
 	return map[string]DigestContent{
 		"sample": sampleDigest(), "empty": empty, "no-announcement": noAnn, "behind": behind,
-		"behind-with-papers": behindWithPapers, "no-feed": noFeed, "disputes": disputes, "hostile": hostile,
+		"behind-with-papers": behindWithPapers, "no-feed": noFeed, "disputes": disputes, "hostile": hostile, "best": best,
 	}
 }
 
@@ -132,9 +158,10 @@ func TestRenderDigestGolden(t *testing.T) {
 	}
 }
 
-// TestRenderDigestHostile: markup in a paper's title, authors, reasons and
-// categories, in a follow label and in URLs is escaped in the HTML part (no
-// element, no javascript: link), and their CR/LF break no line in either
+// TestRenderDigestHostile: markup in a paper's title, authors, reasons,
+// categories and why it ranks, in a follow label or a follow's count, and
+// in URLs (feedback links too) is escaped in the HTML part (no element, no
+// javascript: or data: link), and their CR/LF break no line in either
 // part.
 func TestRenderDigestHostile(t *testing.T) {
 	text, html, err := RenderDigest(goldenDigests()["hostile"])
@@ -142,14 +169,24 @@ func TestRenderDigestHostile(t *testing.T) {
 		t.Fatal(err)
 	}
 	lower := strings.ToLower(html)
-	for _, bad := range []string{"<script", "<img", "<b>", "<i>", "javascript:"} {
+	for _, bad := range []string{"<script", "<img", "<b>", "<i>", "javascript:", "data:text"} {
 		if strings.Contains(lower, bad) {
 			t.Errorf("HTML part contains %q", bad)
 		}
 	}
-	for _, want := range []string{"&lt;script&gt;alert(&#34;title&#34;)&lt;/script&gt; &amp; &#39;quotes&#39; Subject: spoofed", "&lt;script&gt;alert(&#39;label&#39;)&lt;/script&gt; &#34;Wen&#34; X-Header: y", `href="#ZgotmplZ"`} {
+	for _, want := range []string{"&lt;script&gt;alert(&#34;title&#34;)&lt;/script&gt; &amp; &#39;quotes&#39; Subject: spoofed", "&lt;script&gt;alert(&#39;label&#39;)&lt;/script&gt; &#34;Wen&#34; X-Header: y", `href="#ZgotmplZ"`,
+		// why it ranks, a feedback link and a follow's count, escaped
+		"Why first: &lt;b&gt;like&lt;/b&gt; &#34;3&#34; papers you marked Bcc: x@evil.example · about &lt;script&gt;",
+		`<a href="https://followfeed.example/feedback/m?x=&#34;&#39;&lt;&gt;">More like this</a></small>`,
+		"1 from &lt;script&gt;alert(&#39;follow&#39;)&lt;/script&gt; X-Count: 1"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("HTML part lacks %q", want)
+		}
+	}
+	// The feedback links that are not http(s) are left out, in both parts.
+	for name, part := range map[string]string{"text": text, "HTML": html} {
+		if strings.Contains(part, "Less like this") || strings.Contains(part, "Save") {
+			t.Errorf("%s part shows a feedback link that is not http(s)", name)
 		}
 	}
 	for name, part := range map[string]string{"text": text, "HTML": html} {
@@ -157,6 +194,14 @@ func TestRenderDigestHostile(t *testing.T) {
 			if i := strings.Index(part, injected); i < 0 || i > 0 && part[i-1] == '\n' {
 				t.Errorf("%s part: %q missing or at the start of a line", name, injected)
 			}
+		}
+		// Why it ranks and a follow's count are wrapped with their
+		// sentences, their CR/LF gone.
+		if !strings.Contains(oneLine(part), "papers you marked Bcc: x@evil.example") {
+			t.Errorf("%s part: why the paper ranks is not one line", name)
+		}
+		if !strings.Contains(oneLine(part), "</script> X-Count: 1") && !strings.Contains(part, "&lt;/script&gt; X-Count: 1") {
+			t.Errorf("%s part: the follow's count is not on the line of its name", name)
 		}
 	}
 	if !strings.Contains(text, `<script>alert("title")</script> & 'quotes' Subject: spoofed`) {

@@ -241,16 +241,18 @@ const setOutcome = `UPDATE digests SET state = $2, smtp_reply = $3, updated_at =
 	sent_at = CASE WHEN $2 = '` + string(StateSent) + `' THEN now() END`
 
 // sending marks row "sending" (committed before its SMTP transaction
-// starts), writing the waiting outcome in the same statement.
-func (l *outcomes) sending(ctx context.Context, row digestRow, messageID string, papers int) error {
+// starts), with the window's papers and the papers the mail lists
+// (shown: what a best-first instant alert counts against the day's
+// budget), writing the waiting outcome in the same statement.
+func (l *outcomes) sending(ctx context.Context, row digestRow, messageID string, papers, shown int) error {
 	w := l.waiting
 	if w == nil {
 		w = &waitingOutcome{} // id 0: no row
 	}
 	if _, err := l.d.db.Pool.Exec(ctx, `
 		WITH waiting AS (`+setOutcome+` WHERE id = $1 AND $1 <> 0)
-		UPDATE digests SET state = $8, attempts = attempts + 1, email = $5, message_id = $6, papers = $7, updated_at = now()
-		WHERE id = $4`, w.id, w.state, w.reply, row.id, row.email, messageID, papers, StateSending); err != nil {
+		UPDATE digests SET state = $8, attempts = attempts + 1, email = $5, message_id = $6, papers = $7, shown = $9, updated_at = now()
+		WHERE id = $4`, w.id, w.state, w.reply, row.id, row.email, messageID, papers, StateSending, shown); err != nil {
 		return fmt.Errorf("marking digest %d sending: %w", row.id, err)
 	}
 	l.waiting = nil
@@ -327,7 +329,8 @@ func lockDigests(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]digestR
 		SELECT g.id, g.user_id, g.period, g.kind, g.state, g.from_seq, g.to_seq, g.attempts, g.papers,
 		       coalesce(u.email, ''), u.email_confirmed_at IS NOT NULL,
 		       `+account.SuppressedSQL+`,
-		       u.timezone, d.frequency, d.send_empty, d.skip_no_announcement, u.link_epoch
+		       u.timezone, d.frequency, d.send_empty, d.skip_no_announcement, u.link_epoch,
+		       d.paper_order, d.max_papers, d.keep_followed
 		FROM digests g JOIN `+account.UsersTable+` u ON u.id = g.user_id JOIN digest_schedules d ON d.user_id = g.user_id
 		WHERE g.id = ANY($1)
 		ORDER BY g.id
@@ -339,7 +342,8 @@ func lockDigests(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]digestR
 	for r.Next() {
 		var row digestRow
 		if err := r.Scan(&row.id, &row.userID, &row.period, &row.kind, &row.state, &row.from, &row.to,
-			&row.attempts, &row.papers, &row.email, &row.confirmed, &row.suppressed, &row.tz, &row.freq, &row.sendEmpty, &row.skipNoAnn, &row.epoch); err != nil {
+			&row.attempts, &row.papers, &row.email, &row.confirmed, &row.suppressed, &row.tz, &row.freq, &row.sendEmpty, &row.skipNoAnn, &row.epoch,
+			&row.order, &row.maxPapers, &row.keepFollowed); err != nil {
 			r.Close()
 			return nil, err
 		}

@@ -3,9 +3,12 @@ package notify
 import (
 	"fmt"
 	netmail "net/mail"
+	"net/url"
 	"testing"
 	"time"
 
+	"followfeed/account"
+	"followfeed/auth"
 	"followfeed/mail"
 )
 
@@ -75,7 +78,12 @@ func BenchmarkRenderDigest100Reused(b *testing.B) {
 // SMTPSender sends it, but into a new buffer: SMTPSender writes it to the
 // connection).
 func BenchmarkDigestMessage100Shared(b *testing.B) {
-	c := benchContent()
+	benchDigestMessage(b, benchContent())
+}
+
+// benchDigestMessage renders c and builds its message b.N times, as a
+// send job does per digest before the socket.
+func benchDigestMessage(b *testing.B, c DigestContent) {
 	var r Renderer
 	from := &netmail.Address{Address: "digest@followfeed.test"}
 	for b.Loop() {
@@ -90,4 +98,24 @@ func BenchmarkDigestMessage100Shared(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkFeedbackLinks100 signs the feedback links of a digest of 100
+// papers (three each), as build does per digest.
+func BenchmarkFeedbackLinks100(b *testing.B) {
+	base, _ := url.Parse("https://papers.example.org")
+	addrs := account.NewAddresses(nil, auth.NewLinkSigner([]byte("0123456789abcdef0123456789abcdef")), base, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		for id := int64(12_345_678); id < 12_345_678+MaxPerDigest; id++ {
+			_ = FeedbackLinks{More: addrs.FeedbackURL(1_234_567, 3, id, feedbackMore), Less: addrs.FeedbackURL(1_234_567, 3, id, feedbackLess),
+				Save: addrs.FeedbackURL(1_234_567, 3, id, feedbackSaved)}
+		}
+	}
+}
+
+// BenchmarkDigestMessage100Feedback is BenchmarkDigestMessage100Shared of
+// a digest of 100 real papers with their feedback links, newest first.
+func BenchmarkDigestMessage100Feedback(b *testing.B) {
+	benchDigestMessage(b, realisticDigest(b, false))
 }

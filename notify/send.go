@@ -44,6 +44,11 @@ type digestRow struct {
 	epoch        int64
 	attempts     int
 	papers       int // digests.papers: set when the row was marked sending
+	// The budget's settings (digest_schedules.paper_order, max_papers,
+	// keep_followed).
+	order        Order
+	maxPapers    int
+	keepFollowed bool
 }
 
 // Send delivers the ledger row id (see Digester for the policy). It is
@@ -139,13 +144,20 @@ func (d *Digester) deliver(ctx context.Context, row digestRow, content DigestCon
 	if content.Total == 0 && content.NoAnnouncement && content.HarvestBehind == "" && row.skipNoAnn && row.kind != "manual" && !forceEmpty {
 		return out, ledger.record(ctx, &out, row, StateSkipped, "nothing new: "+NoAnnouncementLine, false)
 	}
+	if content.spent {
+		// A best-first instant alert after the day's budget went on earlier
+		// alerts, with nothing that passes it: no mail; the papers are in
+		// the feed.
+		return out, ledger.record(ctx, &out, row, StateSkipped,
+			fmt.Sprintf("the day's budget of %d papers is spent; the papers are in the feed", row.maxPapers), false)
+	}
 	msg, err := d.message(row, content, r)
 	if err != nil {
 		// This digest cannot be rendered: it fails alone (the reason in
 		// the ledger), and the rest of the batch goes on.
 		return out, ledger.record(ctx, &out, row, StateFailed, "could not build the message: "+err.Error(), false)
 	}
-	if err := ledger.sending(ctx, row, msg.MessageID, content.Total); err != nil {
+	if err := ledger.sending(ctx, row, msg.MessageID, content.Total, content.shown()); err != nil {
 		return out, err
 	}
 	reply, sendErr := d.sender.Send(ctx, msg)
@@ -201,12 +213,20 @@ func (d *Digester) message(row digestRow, c DigestContent, r *Renderer) (*mail.M
 // Preview builds what the user's next digest would hold now, without
 // reserving anything.
 func (d *Digester) Preview(ctx context.Context, userID int64) (DigestContent, error) {
+	return d.preview(ctx, userID, true)
+}
+
+// preview is Preview; without rank the papers are not ranked (newest
+// first), for a caller that wants the counts only.
+func (d *Digester) preview(ctx context.Context, userID int64, rank bool) (DigestContent, error) {
 	row := digestRow{userID: userID, kind: "manual"}
 	var from, to int64
 	err := d.db.Pool.QueryRow(ctx, `
 		SELECT coalesce(d.watermark, 0), `+catalog.HighSeqSQL+`, u.timezone, coalesce(d.frequency, 'off'),
-		       u.link_epoch, coalesce(u.email, '')
-		FROM `+account.UsersTable+` u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1`, userID).Scan(&from, &to, &row.tz, &row.freq, &row.epoch, &row.email)
+		       u.link_epoch, coalesce(u.email, ''),
+		       coalesce(d.paper_order, 'newest'), coalesce(d.max_papers, 0), coalesce(d.keep_followed, true)
+		FROM `+account.UsersTable+` u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1`, userID).Scan(&from, &to, &row.tz, &row.freq, &row.epoch, &row.email,
+		&row.order, &row.maxPapers, &row.keepFollowed)
 	if err != nil {
 		return DigestContent{}, database.NotFound(err, fmt.Sprintf("reading user %d", userID))
 	}
@@ -214,6 +234,9 @@ func (d *Digester) Preview(ctx context.Context, userID int64) (DigestContent, er
 		row.kind = string(row.freq)
 	}
 	row.from, row.to = &from, &to
+	if !rank {
+		row.order = OrderNewest
+	}
 	cs, err := d.build(ctx, []digestRow{row})
 	if err != nil {
 		return DigestContent{}, err

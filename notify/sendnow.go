@@ -83,7 +83,7 @@ type NowResult struct {
 // own send job retries it (NowRetrying).
 func (d *Digester) SendNow(ctx context.Context, userID int64, force bool) (NowResult, error) {
 	var res NowResult
-	preview, err := d.Preview(ctx, userID)
+	preview, err := d.preview(ctx, userID, false) // the count only
 	if err != nil {
 		return res, err
 	}

@@ -28,9 +28,9 @@ type DigestContent struct {
 	// researcher, 2 categories and 1 query"); "" when nothing, and
 	// the footer then says they asked for digests.
 	Following      string
-	Groups         []DigestGroup // one per follow that matched, in order
+	Groups         []DigestGroup // one per follow that matched, in order (best first: one, BestGroupName)
 	Total          int           // distinct papers in the period
-	Omitted        int           // papers not shown (over the 100 cap): "and N more" linking to FeedURL
+	Omitted        int           // papers not shown (over the 100 cap, or the budget): "and N more" linking to FeedURL
 	FeedURL        string        // the user's private Atom feed (absolute); required when anything is omitted
 	ManageURL      string        // "manage preferences" link (absolute, signed by the caller); required
 	UnsubscribeURL string        // one-click unsubscribe page (absolute); required
@@ -42,6 +42,28 @@ type DigestContent struct {
 	// ("The arXiv harvest is 14 hours behind"); the digest adds that the
 	// papers will follow in the next one.
 	HarvestBehind string
+	// OmittedBy counts, for a best-first digest, the papers not shown by
+	// the follow each came through ("120 from astro-ph.GA"), most first;
+	// the digest lists them after its "and N more". Papers beyond the
+	// ranked candidates have no follow to count under and are the last
+	// entry, named NotRankedName.
+	OmittedBy []FollowCount
+	// SubjectNames, when set, are the follows the subject names, in
+	// order: a best-first digest names the follows of its best papers.
+	// When empty the subject names the groups.
+	SubjectNames []string
+	// spent: a best-first instant alert found the day's budget spent by
+	// the user's earlier alerts and lists nothing; it is not sent.
+	spent bool
+}
+
+// shown is how many papers c lists.
+func (c DigestContent) shown() int {
+	n := 0
+	for _, g := range c.Groups {
+		n += len(g.Papers)
+	}
+	return n
 }
 
 // NoAnnouncementLine is what an empty digest says when arXiv made no
@@ -59,6 +81,20 @@ func (c DigestContent) BehindNotice() string {
 	}
 	return c.HarvestBehind + "; " + FollowLine
 }
+
+// FollowCount is a number of papers that came through one follow (Name,
+// as reasons name it).
+type FollowCount struct {
+	Name string
+	N    int
+}
+
+// BestGroupName heads the one list of a best-first digest.
+const BestGroupName = "Best first for you"
+
+// NotRankedName names, in DigestContent.OmittedBy, the papers of a window
+// beyond the candidates a best-first digest ranks.
+const NotRankedName = "not ranked"
 
 // DigestGroup is the papers shown under one follow.
 type DigestGroup struct {
@@ -84,6 +120,21 @@ type DigestPaper struct {
 	// let a user say "not this person" beside a researcher match.
 	ArxivID     string
 	Researchers []ReasonFollow
+	// Why says why the paper ranks where it does in a best-first digest
+	// ("with your co-author Ann One", "like 3 papers you marked"), the
+	// strongest first; shown as "Why first: …". Per user, like Reasons.
+	Why []string
+	// Feedback are the paper's one-click feedback links for this user.
+	// Per user: rendered per digest, never cached with the paper.
+	Feedback FeedbackLinks
+}
+
+// FeedbackLinks are a paper's "More like this", "Less like this" and
+// "Save" links (absolute, signed per user and paper:
+// account.Addresses.FeedbackURL); a link that is empty or not http(s) is
+// left out.
+type FeedbackLinks struct {
+	More, Less, Save string
 }
 
 // ReasonFollow is a follow that matched a paper: its id and the name the
@@ -126,9 +177,9 @@ var (
 )
 
 // DigestSubject says what is inside: "1 new paper: cs.LG", "7 new papers:
-// Mingzhi Wen, cs.LG and 2 more" (the first two group names, then "and N
-// more" counting the remaining groups), "No new papers since your last digest" when Total
-// is 0. A group name is shortened to the part before " — ", so
+// Mingzhi Wen, cs.LG and 2 more" (the first two group names, or of
+// SubjectNames when set, then "and N more" counting the remaining ones),
+// "No new papers since your last digest" when Total is 0. A group name is shortened to the part before " — ", so
 // "cs.LG — Machine Learning" reads "cs.LG". The result is one line.
 func DigestSubject(c DigestContent) string {
 	if c.Total <= 0 {
@@ -141,9 +192,15 @@ func DigestSubject(c DigestContent) string {
 		return "No new papers since your last digest"
 	}
 	s := newPapers(c.Total)
+	named := c.SubjectNames
+	if len(named) == 0 {
+		for _, g := range c.Groups {
+			named = append(named, g.Name)
+		}
+	}
 	var names []string
-	for _, g := range c.Groups {
-		name, _, _ := strings.Cut(oneLine(g.Name), " — ")
+	for _, n := range named {
+		name, _, _ := strings.Cut(oneLine(n), " — ")
 		if name = strings.TrimSpace(name); name != "" {
 			names = append(names, name)
 		}
@@ -194,8 +251,12 @@ type paperParts struct {
 	textAfterReason  string // meta and link lines, each after "\n"
 	textBeforeReason string // the authors line(s), after "\n"
 	htmlBeforeReason string // the row's opening, the title and the authors
-	htmlAfterReason  string // the meta and links, the row's end
+	htmlAfterReason  string // the meta and links line, before the row's end (htmlRowEnd)
 }
+
+// htmlRowEnd ends a paper's table row, after its per-digest feedback
+// links.
+const htmlRowEnd = "</td></tr>"
 
 // Renderer renders digests, remembering each paper's rendering (by
 // DigestPaper.ID) and each reason line, so a batch of digests showing the
@@ -335,14 +396,15 @@ func newPaperParts(p DigestPaper) *paperParts {
 		}
 		h.WriteString("\n" + `<div style="font-size:14px;color:#6b7280">` + line + `</div>`)
 	}
-	h.WriteString("</td></tr>")
 	pp.htmlAfterReason = h.String()
 	return pp
 }
 
 // writePapers writes a group's papers, numbered from 1, to both parts: in the
 // text each is preceded by a blank line, in the HTML each table row starts
-// a line.
+// a line. What is the user's own (why the paper ranks, "Not by …?" and the
+// feedback links) is written here, per digest, around the paper's shared
+// parts.
 func (r *Renderer) writePapers(t, h *bytes.Buffer, papers []DigestPaper) {
 	for i, p := range papers {
 		pp := r.parts(p)
@@ -354,6 +416,7 @@ func (r *Renderer) writePapers(t, h *bytes.Buffer, papers []DigestPaper) {
 		h.WriteString("\n")
 		h.WriteString(pp.htmlBeforeReason)
 		h.WriteString(rh)
+		writeWhy(t, h, p.Why)
 		// "Not by …?" beside each researcher match: per user, so
 		// rendered here rather than with the paper's shared parts.
 		for _, rf := range p.Researchers {
@@ -372,7 +435,113 @@ func (r *Renderer) writePapers(t, h *bytes.Buffer, papers []DigestPaper) {
 		}
 		t.WriteString(pp.textAfterReason)
 		h.WriteString(pp.htmlAfterReason)
+		writeFeedback(t, h, p.Feedback)
+		h.WriteString(htmlRowEnd)
 	}
+}
+
+// maxWhy is how many of a paper's Why texts a digest shows.
+const maxWhy = 3
+
+// writeWhy writes the line saying why a paper ranks where it does ("Why
+// first: with your co-author Ann One · like 3 papers you marked"), the
+// first maxWhy texts of why; nothing when why is empty.
+func writeWhy(t, h *bytes.Buffer, why []string) {
+	if len(why) == 0 {
+		return
+	}
+	var line strings.Builder
+	n := 0
+	for _, w := range why {
+		if w = oneLine(w); w == "" || n == maxWhy {
+			continue
+		}
+		if n == 0 {
+			line.WriteString("Why first: ")
+		} else {
+			line.WriteString(" · ")
+		}
+		line.WriteString(w)
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	t.WriteString("\n")
+	wrapTo(t, "   ", "   ", line.String())
+	h.WriteString("\n" + `<div style="font-size:14px;color:#4b5563">`)
+	h.WriteString(htmlstd.EscapeString(line.String()))
+	h.WriteString(`</div>`)
+}
+
+// feedbackLabels are the feedback links' texts, in the order they are
+// shown, with the text part's label (padded to align the URLs).
+var feedbackLabels = [3][2]string{
+	{"More like this", "   More like this: "},
+	{"Less like this", "   Less like this: "},
+	{"Save", "   Save:           "},
+}
+
+// writeFeedback writes a paper's feedback links: in the text one line per
+// link, its label then its URL in full; in the HTML one line of three
+// links in the least markup (a <small> line of its own, no style): they
+// are three signed URLs of some 85 bytes on every paper of a digest that
+// should stay under the 102 KB at which Gmail clips a message
+// (TestDigestSizeWithFeedbackLinks).
+func writeFeedback(t, h *bytes.Buffer, fb FeedbackLinks) {
+	n := 0
+	if fb == (FeedbackLinks{}) {
+		return
+	}
+	for i, raw := range [3]string{fb.More, fb.Less, fb.Save} {
+		u := httpLink(raw)
+		if u == "" {
+			continue
+		}
+		t.WriteString("\n")
+		t.WriteString(feedbackLabels[i][1])
+		t.WriteString(u)
+		if n == 0 {
+			h.WriteString("\n<small>")
+		} else {
+			h.WriteString(" · ")
+		}
+		h.WriteString(`<a href="`)
+		h.WriteString(htmlstd.EscapeString(u))
+		h.WriteString(`">`)
+		h.WriteString(feedbackLabels[i][0])
+		h.WriteString(`</a>`)
+		n++
+	}
+	if n > 0 {
+		h.WriteString("</small>")
+	}
+}
+
+// httpLink keeps a link that starts http:// or https:// with a host and
+// holds no space or control character, and drops anything else: what
+// safeURL keeps, checked without parsing (a digest's 300 feedback links
+// parsed cost it a tenth of its rendering); a link it keeps that url.Parse
+// would refuse (a bad %-escape or port) is broken, never unsafe: it is
+// escaped like any other.
+func httpLink(s string) string {
+	s = strings.TrimSpace(s)
+	rest, ok := "", false
+	for _, scheme := range [...]string{"https://", "http://"} {
+		if len(s) > len(scheme) && strings.EqualFold(s[:len(scheme)], scheme) {
+			rest, ok = s[len(scheme):], true
+			break
+		}
+	}
+	if !ok || rest[0] == '/' || rest[0] == '?' || rest[0] == '#' {
+		return ""
+	}
+	for i := 0; i < len(rest); i++ {
+		if c := rest[i]; c <= ' ' || c == 0x7f {
+			return ""
+		}
+	}
+	return s
 }
 
 // safeURL keeps absolute http(s) URLs and drops anything else.

@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"fmt"
 	stdhtml "html"
 	"slices"
 	"strings"
@@ -19,6 +20,15 @@ var titles = []string{
 	"Déjà vu: <b>bold</b> claims & counter-claims in representation learning 🚀 with a title long enough to wrap",
 	"Attention is all you need, again",
 	"Sparse\n   mixtures of experts",
+}
+
+// feedbackLinks are a paper's three feedback links as the sample shows
+// them (the tokens' shape, not real signatures).
+func feedbackLinks(n int) FeedbackLinks {
+	link := func(v string) string {
+		return fmt.Sprintf("https://followfeed.example/feedback/ffl_AQgBAg%02d%s.c2lnbmF0dXJlMDEyMzQ1Njc4OQ", n, v)
+	}
+	return FeedbackLinks{More: link("more"), Less: link("less"), Save: link("saved")}
 }
 
 func sampleDigest() DigestContent {
@@ -40,10 +50,11 @@ func sampleDigest() DigestContent {
 				Reasons:    []string{"Mingzhi Wen", "cs.LG"},
 				Categories: []string{"cs.LG", "stat.ML"},
 				Published:  pub,
+				Feedback:   feedbackLinks(1),
 			}}},
 			{Name: "cs.LG — Machine Learning", Omitted: 7, Papers: []DigestPaper{
-				{Title: titles[1], Authors: []string{"A. Vaswani"}, AbsURL: "https://arxiv.org/abs/2611.00002", PDFURL: "https://arxiv.org/pdf/2611.00002", Reasons: []string{"cs.LG"}, Categories: []string{"cs.LG"}, Published: pub},
-				{Title: titles[2], Authors: []string{"N. Shazeer"}, AbsURL: "https://arxiv.org/abs/2611.00003", PDFURL: "https://arxiv.org/pdf/2611.00003", Reasons: []string{"cs.LG"}, Categories: []string{"cs.LG"}, Published: pub},
+				{Title: titles[1], Authors: []string{"A. Vaswani"}, AbsURL: "https://arxiv.org/abs/2611.00002", PDFURL: "https://arxiv.org/pdf/2611.00002", Reasons: []string{"cs.LG"}, Categories: []string{"cs.LG"}, Published: pub, Feedback: feedbackLinks(2)},
+				{Title: titles[2], Authors: []string{"N. Shazeer"}, AbsURL: "https://arxiv.org/abs/2611.00003", PDFURL: "https://arxiv.org/pdf/2611.00003", Reasons: []string{"cs.LG"}, Categories: []string{"cs.LG"}, Published: pub, Feedback: feedbackLinks(3)},
 			}},
 		},
 	}
@@ -268,5 +279,31 @@ func TestRendererSharesPapersNotReasons(t *testing.T) {
 	text, _, _ := r.Digest(b)
 	if !strings.Contains(text, "Someone Else") || strings.Contains(text, "follow Mingzhi Wen") {
 		t.Errorf("b's reasons not its own:\n%s", text)
+	}
+}
+
+// TestHTTPLink: a feedback link is kept only when it is http(s) with a
+// host and no space or control character in it.
+func TestHTTPLink(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://followfeed.example/feedback/ffl_x.y": "https://followfeed.example/feedback/ffl_x.y",
+		" HTTP://Followfeed.example/f?a=\"'<> ":       "HTTP://Followfeed.example/f?a=\"'<>",
+		"http://h":                                    "http://h",
+		"javascript:alert(1)":                         "",
+		"JavaScript://x.example/%0aalert(1)":          "",
+		"data:text/html,<b>":                          "",
+		"https://":                                    "",
+		"https:///path":                               "",
+		"https://?q":                                  "",
+		"https://a b.example/":                        "",
+		"https://a.example/\nBcc: x":                  "",
+		"https://a.example/\x7f":                      "",
+		"ftp://a.example/":                            "",
+		"//a.example/":                                "",
+		"":                                            "",
+	} {
+		if got := httpLink(in); got != want {
+			t.Errorf("httpLink(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -109,8 +109,8 @@ func (m *Model) Explain(v *Vector) []Reason {
 	p := &v.paper
 	names := 0
 	seen := map[string]bool{}
-	for _, a := range p.Authors {
-		k := NameKey(a)
+	for i, a := range p.Authors {
+		k := v.authorKeys[i]
 		if k == "" || seen[k] || names == maxReasonNames {
 			continue
 		}
@@ -185,61 +185,111 @@ func (l *like) cosine(v *Vector) float32 {
 }
 
 // words returns the reason naming the words of v with the largest
-// positive parts of the score, as the paper writes them.
+// positive parts of the score, as the paper writes them. It keeps the
+// maxReasonWords largest parts as it goes (ties: the smaller feature
+// first), reading each word's weight from Score's table.
 func (m *Model) words(v *Vector) (Reason, bool) {
 	type part struct {
 		f uint32
 		x float32
 	}
-	var parts []part
+	// before says whether a ranks before b.
+	before := func(a, b part) bool { return a.x > b.x || a.x == b.x && a.f < b.f }
+	var top [maxReasonWords]part
+	n := 0
 	for i, f := range v.feats {
 		if v.ns[i] != nsWord {
 			continue
 		}
-		if w, _, _, ok := m.weight(f); ok && w*v.vals[i] > 0 && !functionWords[f] {
-			parts = append(parts, part{f, w * v.vals[i]})
+		w, ok := m.slotWeight(f)
+		if !ok || w*v.vals[i] <= 0 {
+			continue
 		}
-	}
-	if len(parts) == 0 {
-		return Reason{}, false
-	}
-	slices.SortStableFunc(parts, func(a, b part) int {
-		switch {
-		case a.x > b.x:
-			return -1
-		case a.x < b.x:
-			return 1
+		p := part{f, w * v.vals[i]}
+		if n == len(top) && !before(p, top[n-1]) || functionWords[f] {
+			continue
 		}
-		return int(int64(a.f) - int64(b.f))
-	})
-	parts = parts[:min(len(parts), maxReasonWords)]
-	// Each word feature's first spelling in the title, else the abstract.
-	spelling := map[uint32]string{}
-	for _, text := range []string{v.paper.Title, v.paper.Abstract} {
-		for _, w := range strings.FieldsFunc(search.Fold(text), notWordRune) {
-			// The word itself spells its first stem (a hyphenated word's
-			// joined form); its parts keep their stems.
-			for i, s := range search.Stems(w, nil) {
-				f := hash(nsWord, s)
-				if _, ok := spelling[f]; ok {
-					continue
-				}
-				if i == 0 {
-					spelling[f] = w
-				} else {
-					spelling[f] = s
-				}
-			}
+		j := min(n, len(top)-1)
+		for j > 0 && before(p, top[j-1]) {
+			top[j] = top[j-1]
+			j--
 		}
+		top[j] = p
+		n = min(n+1, len(top))
 	}
 	r := Reason{Kind: ReasonWords}
-	for _, pt := range parts {
-		if s, ok := spelling[pt.f]; ok {
+	for _, pt := range top[:n] {
+		if s := v.spelling(pt.f); s != "" {
 			r.Words = append(r.Words, s)
 			r.Weight += pt.x
 		}
 	}
 	return r, len(r.Words) > 0
+}
+
+// slotWeight is m's weight of feature f as Score reads it (one probe of
+// its table), and whether m has f.
+func (m *Model) slotWeight(f uint32) (float32, bool) {
+	if len(m.slots) == 0 {
+		return 0, false
+	}
+	mask := uint32(len(m.slots) - 1)
+	for h := (f * 0x9E3779B1) >> m.shift; ; h++ {
+		switch sl := m.slots[h&mask]; sl.f {
+		case f:
+			return sl.w, true
+		case 0:
+			return 0, false
+		}
+	}
+}
+
+// spelling is word feature f's first spelling in v's paper ("" when it
+// has none), read from spellAll's table, made the first time one of v's
+// words is spelled: every user's Explain of a paper shown to many reads
+// its text once.
+func (v *Vector) spelling(f uint32) string {
+	v.spelled.Do(func() { v.spellings = spellAll(v) })
+	if i, ok := slices.BinarySearch(v.feats, f); ok {
+		return v.spellings[i]
+	}
+	return ""
+}
+
+// spellAll returns, parallel to v's features, each word feature's first
+// spelling in the title of v's paper, else its abstract (the word that
+// spells a stem first: a hyphenated word's joined form; its parts their
+// stems), "" for the other features. It reads the texts once (stemming a
+// paper's abstract for each user's Explain cost a digest of 100 papers
+// some 20 ms).
+func spellAll(v *Vector) []string {
+	out := make([]string, len(v.feats))
+	left := 0
+	for _, ns := range v.ns {
+		if ns == nsWord {
+			left++
+		}
+	}
+	for _, text := range []string{v.paper.Title, v.paper.Abstract} {
+		for _, w := range strings.FieldsFunc(search.Fold(text), notWordRune) {
+			for i, s := range search.Stems(w, nil) {
+				k, ok := slices.BinarySearch(v.feats, hash(nsWord, s))
+				if !ok || v.ns[k] != nsWord || out[k] != "" {
+					continue
+				}
+				if i == 0 {
+					out[k] = w
+				} else {
+					out[k] = s
+				}
+				left--
+			}
+			if left == 0 {
+				return out
+			}
+		}
+	}
+	return out
 }
 
 // functionWords are words too common to say what a paper is about: a

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"followfeed/search"
 )
 
 // topics are the words of a few subjects; a paper's title draws from one.
@@ -613,5 +615,62 @@ func TestLessMovesATopicDownInAFlow(t *testing.T) {
 	cold := ranked(Train(DefaultParams(), Profile{}, slices.Concat(examples(Flow, flowV), examples(Background, bgV))), cands)
 	if n := countIn(cold[:5], idsOf(lensing)); n == 5 {
 		t.Errorf("the flow alone already puts lensing first (%q): the test shows nothing", cold)
+	}
+}
+
+// TestExplainSpellsWordsAsFirstWritten: every word feature of a paper is
+// spelled as first written in its title, else its abstract (a stem's
+// first word: a hyphenated word's joined form, its parts their stems),
+// as a reading of both texts whole spells it, wherever the reading
+// stops; other features and words it lacks have no spelling.
+func TestExplainSpellsWordsAsFirstWritten(t *testing.T) {
+	_, c, bg := trained(t)
+	w := newWorld()
+	vs := slices.Clone(bg)
+	for range 50 {
+		p := w.paper("lensing")
+		p.Title = "Weak-lensing " + p.Title + " of Cluster-scale HALOS"
+		p.Abstract = w.abstract(150) + " Convergence-maps and shear"
+		c.Add(p)
+		vs = append(vs, c.Vector(p))
+	}
+	spelled := 0
+	for _, v := range vs {
+		// Every stem's first spelling over both texts whole.
+		first := map[uint32]string{}
+		for _, text := range []string{v.paper.Title, v.paper.Abstract} {
+			for _, word := range strings.FieldsFunc(search.Fold(text), notWordRune) {
+				for i, s := range search.Stems(word, nil) {
+					if f := hash(nsWord, s); first[f] == "" {
+						first[f] = map[bool]string{true: word, false: s}[i == 0]
+					}
+				}
+			}
+		}
+		for i, f := range v.feats {
+			want := ""
+			if v.ns[i] == nsWord {
+				want = first[f]
+				spelled++
+			}
+			if got := v.spelling(f); got != want {
+				t.Errorf("%q: feature %d spelled %q, first written %q", v.paper.Title, f, got, want)
+			}
+		}
+		if got := v.spelling(hash(nsWord, "neverwritten")); got != "" {
+			t.Errorf("a word the paper lacks is spelled %q", got)
+		}
+	}
+	if spelled < len(vs) {
+		t.Errorf("only %d words spelled over %d papers", spelled, len(vs))
+	}
+}
+
+func BenchmarkExplain(b *testing.B) {
+	m, _, vs := trained(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		_ = m.Explain(vs[i%len(vs)])
 	}
 }

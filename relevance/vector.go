@@ -73,6 +73,13 @@ type Vector struct {
 	vals  []float32
 	ns    []byte
 	paper Paper
+	// authorKeys are the NameKey of each of paper.Authors, for Explain.
+	authorKeys []string
+	// spelled makes, once, for a vector that is explained (the papers
+	// shown, which many users share), spellings: each word feature's
+	// first spelling, parallel to feats (see spellAll).
+	spelled   sync.Once
+	spellings []string
 }
 
 // Len is the number of features of v.
@@ -241,7 +248,11 @@ func (c *Corpus) Vector(p *Paper) *Vector {
 			}
 		}
 	}
-	keys := distinct(p.Authors, NameKey)
+	v.authorKeys = make([]string, len(p.Authors))
+	for i, a := range p.Authors {
+		v.authorKeys[i] = NameKey(a)
+	}
+	keys := distinct(v.authorKeys, nil)
 	if len(keys) > 0 {
 		add(nsAuthor, keys, pr.AuthorWeight/float32(math.Sqrt(float64(len(keys)))), nil)
 	}
