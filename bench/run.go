@@ -209,12 +209,14 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 		// the median reported: on two shared cores one run can land on a
 		// checkpoint or a neighbour's burst.
 		// Best first (every digest ranks its candidates, a budget of
-		// MaxPerDigest: as many papers shown as newest first shows) is
+		// MaxPapersLimit, the most a best-first mail lists: about as many
+		// papers shown as newest first's MaxPerDigest, the worst case of a
+		// budget) is
 		// measured in turn with newest first, so both meet the same load.
 		// A first best-first run, not counted, trains the users' first
 		// models (the cold start, once per user) and builds the ranking
 		// corpus.
-		const bestBudget = notify.MaxPerDigest
+		const bestBudget = notify.MaxPapersLimit
 		coldStart := time.Now()
 		if _, err := MeasureDigestsOrdered(ctx, d.DB, d.Digester, users, mr.FromSeq, dayEnd, worker.MailWorkers, worker.DigestBatch, notify.OrderBest, bestBudget); err != nil {
 			return nil, fmt.Errorf("measuring best-first digests (first run): %w", err)

@@ -389,7 +389,7 @@ func TestMeProfile(t *testing.T) {
 		`{"digest": {"weekday": "caturday"}}`:        "digest.weekday",
 		`{"digest": {"frequency": "daily", "x": 1}}`: "x",
 		`{"digest": {"order": "random"}}`:            "digest.order",
-		`{"digest": {"max_papers": 251}}`:            "digest.max_papers",
+		`{"digest": {"max_papers": 76}}`:             "digest.max_papers",
 	} {
 		r := c.Do("PATCH", "/v1/me", tok, body)
 		var p problem

@@ -400,7 +400,7 @@ func TestSettingsBudgetControls(t *testing.T) {
 	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
 	tok := testapp.Token(t, "budgeter", "budgeter@example.org")
 	b, page, csrf := signIn(t, a, tok)
-	if !strings.Contains(page, `<option value="newest" selected>`) || !strings.Contains(page, `id="max-papers" type="number" name="max_papers" min="0" max="250" step="1" inputmode="numeric" value="0"`) ||
+	if !strings.Contains(page, `<option value="newest" selected>`) || !strings.Contains(page, `id="max-papers" type="number" name="max_papers" min="0" max="75" step="1" inputmode="numeric" value="0"`) ||
 		!regexp.MustCompile(`id="keep-followed" name="keep_followed" value="1" checked`).MatchString(page) {
 		t.Fatalf("the budget controls at first:\n%s", page)
 	}
@@ -424,7 +424,7 @@ func TestSettingsBudgetControls(t *testing.T) {
 		regexp.MustCompile(`id="keep-followed" name="keep_followed" value="1" checked`).MatchString(page) {
 		t.Errorf("the page after saving does not show the budget")
 	}
-	for _, n := range []string{"251", "-1", "lots", ""} {
+	for _, n := range []string{"76", "-1", "lots", ""} {
 		form.Set("max_papers", n)
 		form.Set("keep_followed", "1")
 		if resp, page := testapp.Form(t, b, "POST", a.URL+"/settings/email", form); resp.StatusCode != 422 || !strings.Contains(page, "max_papers") {

@@ -97,7 +97,7 @@ func budgetPatch(r *http.Request, d *notify.DigestPatch) error {
 	if raw, ok := r.PostForm["max_papers"]; ok {
 		n, err := strconv.Atoi(strings.TrimSpace(raw[0]))
 		if err != nil {
-			return apperr.InvalidField("digest.max_papers", "must be a whole number of papers from 0 (no limit) to %d", notify.MaxPapersLimit)
+			return apperr.InvalidField("digest.max_papers", "must be a whole number of papers from 0 (as many as a mail holds) to %d", notify.MaxPapersLimit)
 		}
 		d.MaxPapers = &n
 	}

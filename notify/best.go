@@ -176,23 +176,28 @@ func planBest(res match.Result, follows []follow.Follow, ranked []int64, budget 
 		delete(byID, id) // each paper once
 		listed++
 		first, key := o.primary(p)
+		list := false
 		switch {
+		case len(g.papers) >= MaxPapersLimit: // a mail's bound, kept papers too
 		case keep && keeps(p):
+			list = true
 		case others > 0:
 			others--
-		default:
-			i, ok := restIdx[key]
-			if !ok {
-				i = len(rest)
-				restIdx[key] = i
-				rest = append(rest, omitted{first: first, key: key})
-			}
-			rest[i].n++
-			plan.omitted++
+			list = true
+		}
+		if list {
+			g.papers = append(g.papers, p)
+			g.firsts = append(g.firsts, first)
 			continue
 		}
-		g.papers = append(g.papers, p)
-		g.firsts = append(g.firsts, first)
+		i, ok := restIdx[key]
+		if !ok {
+			i = len(rest)
+			restIdx[key] = i
+			rest = append(rest, omitted{first: first, key: key})
+		}
+		rest[i].n++
+		plan.omitted++
 	}
 	if len(g.papers) > 0 {
 		plan.groups = []plannedGroup{g}

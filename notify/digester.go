@@ -19,8 +19,11 @@ import (
 
 // Caps of one digest.
 const (
-	MaxPerGroup  = 20
-	MaxPerDigest = 100
+	MaxPerGroup = 20
+	// MaxPerDigest keeps a newest-first digest, with each paper's three
+	// feedback links, under the 102 KB at which Gmail clips a message
+	// (TestDigestSizeWithFeedbackLinks: 88 papers of real titles fit).
+	MaxPerDigest = 80
 	// candidates is how many of a window's newest papers are grouped; any
 	// beyond count in the digest's "and N more".
 	candidates = 250

@@ -43,9 +43,9 @@ type DigestSettings struct {
 	// MaxPerDigest in all) or OrderBest (one list, best first for the
 	// user: package ranking).
 	Order Order
-	// MaxPapers is the budget of a best-first digest (0: none beyond
-	// MaxPapersLimit), and per day of best-first instant alerts and push
-	// channels; it does not apply to OrderNewest.
+	// MaxPapers is the budget of a best-first digest (0: MaxPapersLimit,
+	// as many as a mail lists), and per day of best-first instant alerts
+	// and push channels; it does not apply to OrderNewest.
 	MaxPapers int
 	// KeepFollowed lets new papers of followed persons and followed
 	// papers' events pass the budget (default true).
@@ -61,9 +61,14 @@ const (
 	OrderBest   Order = "best"
 )
 
-// MaxPapersLimit is the most papers a best-first digest lists (a budget of
-// 0 means this many); it is the candidates a best-first digest ranks.
-const MaxPapersLimit = 250
+// MaxPapersLimit is the most papers a best-first digest lists, its
+// budget's upper bound (a budget of 0 means this many): with every
+// paper's Why line and three feedback links, a mail of more would pass
+// the 102 KB at which Gmail clips it (TestDigestSizeWithFeedbackLinks: 81
+// papers of real titles fit). Papers of followed persons pass a smaller
+// budget, never this bound. A best-first digest ranks more: its window's
+// newest 250 candidates.
+const MaxPapersLimit = 75
 
 // Profile is what a user has set about how we reach them.
 type Profile struct {
@@ -253,7 +258,7 @@ func applyPatch(pr *Profile, patch ProfilePatch) error {
 		}
 		if d.MaxPapers != nil {
 			if *d.MaxPapers < 0 || *d.MaxPapers > MaxPapersLimit {
-				return apperr.InvalidField("digest.max_papers", "must be from 1 to %d papers, or 0 for no budget", MaxPapersLimit)
+				return apperr.InvalidField("digest.max_papers", "must be from 1 to %d papers, or 0 for as many as a mail lists (%d)", MaxPapersLimit, MaxPapersLimit)
 			}
 			pr.Digest.MaxPapers = *d.MaxPapers
 		}
