@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river/rivertype"
 
 	"followfeed/account"
@@ -126,29 +127,11 @@ func keysOf(t *testing.T, db *database.DB, tbl userTable, id int64) []string {
 	if err != nil {
 		t.Fatalf("%s: %v", tbl.name, err)
 	}
-	keys, err := collectStrings(rows)
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		t.Fatalf("%s: %v", tbl.name, err)
 	}
 	return keys
-}
-
-func collectStrings(rows interface {
-	Next() bool
-	Scan(...any) error
-	Close()
-	Err() error
-}) ([]string, error) {
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
 }
 
 // stillThere counts the rows of tbl whose primary keys are keys.
@@ -176,7 +159,7 @@ func noCascade(t *testing.T, db *database.DB) {
 		END $$`); err != nil {
 		t.Fatal(err)
 	}
-	tables, err := collectStrings(must(db.Pool.Query(ctx, `SELECT DISTINCT conrelid::regclass::text FROM pg_constraint WHERE contype = 'f' AND confrelid = 'public.users'::regclass`)))
+	tables, err := textColumn(db, `SELECT DISTINCT conrelid::regclass::text FROM pg_constraint WHERE contype = 'f' AND confrelid = 'public.users'::regclass`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,11 +170,13 @@ func noCascade(t *testing.T, db *database.DB) {
 	}
 }
 
-func must[T any](v T, err error) T {
+// textColumn is a query's one text column.
+func textColumn(db *database.DB, sql string) ([]string, error) {
+	rows, err := db.Pool.Query(context.Background(), sql)
 	if err != nil {
-		panic(err)
+		return nil, err
 	}
-	return v
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // dataFixture is a user given, through the service, a row in every table
@@ -272,6 +257,16 @@ func populate(t *testing.T, a *testapp.App, c *testapp.Client, db *database.DB, 
 	return f
 }
 
+// twoUsers is a service with ada and bob populated, and the receiver of
+// their webhooks.
+func twoUsers(t *testing.T) (*testapp.App, *testapp.Client, *database.DB, *receiver, *dataFixture, *dataFixture) {
+	t.Helper()
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0", "CHANNEL_ALLOW_HOSTS", "127.0.0.1")
+	db := openDB(t, a.DatabaseURL)
+	rc := newReceiver(t)
+	return a, c, db, rc, populate(t, a, c, db, rc, "ada", "2611.00001"), populate(t, a, c, db, rc, "bob", "2611.00002")
+}
+
 // signedLinks are every kind of link a mail of f's carries, made as the
 // service makes them, and the settings page: each must answer 200 now.
 func signedLinks(t *testing.T, a *testapp.App, db *database.DB, f *dataFixture, paperID string) map[string]string {
@@ -311,17 +306,13 @@ func signedLinks(t *testing.T, a *testapp.App, db *database.DB, f *dataFixture, 
 // without sending or failing.
 func TestErasureEmptiesEveryUserTable(t *testing.T) {
 	t.Parallel()
-	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0", "CHANNEL_ALLOW_HOSTS", "127.0.0.1")
-	db := openDB(t, a.DatabaseURL)
-	rc := newReceiver(t)
-	ada := populate(t, a, c, db, rc, "ada", "2611.00001")
-	bob := populate(t, a, c, db, rc, "bob", "2611.00002")
+	a, c, db, rc, ada, bob := twoUsers(t)
 	noCascade(t, db)
 
 	tables := userTables(t, db)
 	// database.IsUserGone (a write for a user erased meanwhile: a 404, or
 	// a job's "nothing to do") knows a reference to users by its name.
-	names, err := collectStrings(must(db.Pool.Query(context.Background(), `SELECT conname::text FROM pg_constraint WHERE contype = 'f' AND confrelid = 'public.users'::regclass`)))
+	names, err := textColumn(db, `SELECT conname::text FROM pg_constraint WHERE contype = 'f' AND confrelid = 'public.users'::regclass`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,11 +433,7 @@ func TestErasureEmptiesEveryUserTable(t *testing.T) {
 // another user's data is not in it.
 func TestExportHasEverySectionAndNoSecret(t *testing.T) {
 	t.Parallel()
-	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0", "CHANNEL_ALLOW_HOSTS", "127.0.0.1")
-	db := openDB(t, a.DatabaseURL)
-	rc := newReceiver(t)
-	ada := populate(t, a, c, db, rc, "ada", "2611.00001")
-	populate(t, a, c, db, rc, "bob", "2611.00002")
+	a, c, _, _, ada, _ := twoUsers(t)
 
 	r := c.Do("GET", "/v1/me/export", ada.tok, nil)
 	if r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Disposition"), "attachment;") {

@@ -3,7 +3,6 @@ package identity
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -33,16 +32,5 @@ func (r *Registry) DisputesBy(ctx context.Context, userID int64) ([]Dispute, err
 	if err != nil {
 		return nil, fmt.Errorf("listing the disputes of user %d: %w", userID, err)
 	}
-	defer rows.Close()
-	out := []Dispute{}
-	for rows.Next() {
-		var d Dispute
-		var k string
-		if err := rows.Scan(&d.ArxivID, &d.Title, &k, &d.CreatedAt); err != nil {
-			return nil, err
-		}
-		d.ID, d.CreatedAt = strings.TrimPrefix(k, "researcher:"), d.CreatedAt.UTC()
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return collectDisputes(rows)
 }
