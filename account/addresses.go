@@ -282,7 +282,12 @@ func (a *Addresses) Suppress(ctx context.Context, tx pgx.Tx, email, reason, deta
 	if email == "" {
 		return nil
 	}
+	// One row per address: a hash-only row an erased user left for it
+	// (Users.Erase) gives way to the address's own.
 	if _, err := tx.Exec(ctx, `
+		WITH hashed AS (
+			DELETE FROM suppressions WHERE email IS NULL AND email_sha256 = sha256(convert_to(lower($1), 'UTF8'))
+		)
 		INSERT INTO suppressions (email, reason, detail) VALUES (lower($1), $2, $3)
 		ON CONFLICT (email) DO UPDATE SET reason = $2, detail = $3, created_at = now()`,
 		email, reason, text.Truncate(detail, 500)); err != nil {
@@ -359,8 +364,9 @@ func (a *Addresses) confirmLink(ctx context.Context, tx pgx.Tx, tok string) (str
 }
 
 // Confirm confirms the address a confirmation link was made for: digests may
-// go to it (its suppression, if any, is lifted) and the next digest is
-// scheduled. It returns the confirmed address.
+// go to it (its suppression, if any, is lifted: kept as the address or,
+// left by an erased user, as its hash) and the next digest is scheduled.
+// It returns the confirmed address.
 func (a *Addresses) Confirm(ctx context.Context, tok string) (string, error) {
 	var email string
 	err := a.db.InTx(ctx, func(tx pgx.Tx) error {
@@ -369,7 +375,11 @@ func (a *Addresses) Confirm(ctx context.Context, tok string) (string, error) {
 			return err
 		}
 		email = addr
-		if _, err := tx.Exec(ctx, `DELETE FROM suppressions WHERE email = lower($1)`, addr); err != nil {
+		// Both forms: the address, and the hash an erased user's
+		// suppression of it is kept as (suppressions_email_sha256_idx).
+		if _, err := tx.Exec(ctx, `
+			DELETE FROM suppressions
+			WHERE email = lower($1) OR (email IS NULL AND email_sha256 = sha256(convert_to(lower($1), 'UTF8')))`, addr); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `

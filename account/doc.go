@@ -13,4 +13,9 @@
 //
 // What a change of address means for digests (their schedule, owned by
 // notify) reaches notify through DigestHooks, run in the same transaction.
+//
+// Erasing a user (Users.Erase, EraseSub) is one transaction: every
+// package's eraser, registered with Users.OnErase, then account's rows
+// last; the suppressions of the user's addresses stay only as hashes
+// (HashSuppressions, migration 00032).
 package account

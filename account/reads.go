@@ -64,16 +64,28 @@ func LinkEpoch(ctx context.Context, tx pgx.Tx, userID int64) (int64, error) {
 }
 
 // SuppressedSQL is true when the address of users row u is suppressed (it
-// bounced or unsubscribed): a primary-key probe of suppressions.
-const SuppressedSQL = `EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email))`
+// bounced or unsubscribed): a probe of suppressions by the address
+// (suppressions_email_key) and one by its hash (suppressions_email_sha256_idx:
+// the suppressions of erased users are kept only as the hash, emailSHA256).
+const SuppressedSQL = `(EXISTS (SELECT 1 FROM suppressions s WHERE s.email = lower(u.email))
+	OR EXISTS (SELECT 1 FROM suppressions s WHERE s.email IS NULL AND s.email_sha256 = ` + emailSHA256SQL + `))`
+
+// emailSHA256SQL is the hash a suppression of an erased user's address
+// is kept as: sha256 of the lower-cased address of users row u, in UTF-8
+// (migration 00032). It is computed in SQL only, so that every hash is
+// lower() of the same collation.
+const emailSHA256SQL = `sha256(convert_to(lower(u.email), 'UTF8'))`
 
 // ReachableSQL is true when users row u has a confirmed, unsuppressed
 // address: the only kind anything is mailed to.
 const ReachableSQL = `u.email_confirmed_at IS NOT NULL AND NOT ` + SuppressedSQL
 
 // UsersSuppressionsSQL is users u, each with the suppression s of its
-// address (a LEFT JOIN: s.reason is NULL when it is not suppressed).
-const UsersSuppressionsSQL = UsersTable + ` u LEFT JOIN suppressions s ON s.email = lower(u.email)`
+// address, kept as the address or as its hash (a LEFT JOIN: s.reason is
+// NULL when it is not suppressed). An address has one suppression row at
+// most (Addresses.Suppress replaces a hash-only row with the address).
+const UsersSuppressionsSQL = UsersTable + ` u LEFT JOIN suppressions s ON s.email = lower(u.email)
+	OR (s.email IS NULL AND s.email_sha256 = ` + emailSHA256SQL + `)`
 
 // LockUser takes user id's row lock in tx, serialising that user's
 // changes (follows, channels) with each other and with whatever else holds

@@ -33,6 +33,7 @@ type User struct {
 type Users struct {
 	db        *database.DB
 	confirmed ConfirmHook
+	erasers   []EraseHook // OnErase, erase.go
 }
 
 // ConfirmHook runs in the transaction that confirms a user's address (see

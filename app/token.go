@@ -16,7 +16,7 @@ func runToken(ctx context.Context, args []string, inv invocation) error {
 	sub := fs.String("sub", "", "the user id (JWT sub claim); required")
 	email := fs.String("email", "", "an email address for the email claim")
 	unverified := fs.Bool("unverified", false, "mark the email as not verified (email_verified=false)")
-	scope := fs.String("scope", "", "space- or comma-separated scopes, e.g. papers:write for a service token")
+	scope := fs.String("scope", "", "space- or comma-separated scopes: papers:write (push papers, registry records) or users:write (erase users) for a service token")
 	ttl := fs.Duration("ttl", time.Hour, "lifetime of the token")
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -129,6 +129,16 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.prefs = notify.NewPreferences(db, s.addrs, hooks.Now)
 	s.users.OnConfirm(s.prefs.AddressConfirmed)
 	s.addrs.OnDigests(s.prefs)
+	// Erasing a user (DELETE /v1/me, the settings page, the host's DELETE
+	// /v1/users/{sub}): each package erases its own tables in the one
+	// transaction of account.Users.Erase, which erases account's last.
+	// Every table that holds a user id has its package's eraser here
+	// (httpapi's TestErasureEmptiesEveryUserTable holds the schema to it).
+	s.users.OnErase(follow.EraseUser)
+	s.users.OnErase(identity.EraseUser)
+	s.users.OnErase(ranking.EraseUser)
+	s.users.OnErase(channels.EraseUser)
+	s.users.OnErase(notify.EraseUser)
 	// Every retry of an upstream request is logged, so a harvest against
 	// a down repository says what it waits for instead of minutes of
 	// silence (the harvest command's logs go to the terminal).
@@ -410,6 +420,7 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 		Previews: &httpapi.Previews{Papers: s.papers, Budget: cfg.SearchPreviewBudget, OnChunk: s.previewChunk},
 		Health:   s.health,
 		Prefs:    s.prefs,
+		Digests:  s.digester,
 		Feeds:    s.feeds,
 		Channels: s.channels,
 		Ranking:  s.ranking,

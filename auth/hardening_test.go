@@ -126,7 +126,7 @@ func TestDemoKey(t *testing.T) {
 	// The demo key is published: a token of it with a service scope, or
 	// any scope, is refused (a security review finding: it minted
 	// papers:write tokens).
-	for _, scope := range []any{ScopePapersWrite, "papers:write openid", []string{ScopePapersWrite}, "profile"} {
+	for _, scope := range []any{ScopePapersWrite, ScopeUsersWrite, "papers:write openid", []string{ScopePapersWrite}, "profile"} {
 		key := "scope"
 		if _, ok := scope.([]string); ok {
 			key = "scp"

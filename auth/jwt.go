@@ -67,9 +67,15 @@ const (
 	jwksMaxBody        = 1 << 20
 )
 
-// ScopePapersWrite is the scope of service tokens: it lets the host push
-// papers. A token carrying it is a service token (see Claims.IsService).
-const ScopePapersWrite = "papers:write"
+// The scopes of service tokens. A token carrying either is a service
+// token (see Claims.IsService), which cannot act as a user.
+const (
+	// ScopePapersWrite lets the host push papers and registry records.
+	ScopePapersWrite = "papers:write"
+	// ScopeUsersWrite lets the host erase a user it deleted (DELETE
+	// /v1/users/{sub}).
+	ScopeUsersWrite = "users:write"
+)
 
 // VerifierConfig says where verification keys come from and what claims must
 // say. At least one of JWKSURL, PublicKeyPEM and HS256Secret must be set.
@@ -266,8 +272,8 @@ type Claims struct {
 func (c *Claims) HasScope(s string) bool { return slices.Contains(c.Scopes, s) }
 
 // IsService reports whether the token is a service token (it carries
-// papers:write); service tokens cannot act as users.
-func (c *Claims) IsService() bool { return c.HasScope(ScopePapersWrite) }
+// papers:write or users:write); service tokens cannot act as users.
+func (c *Claims) IsService() bool { return c.HasScope(ScopePapersWrite) || c.HasScope(ScopeUsersWrite) }
 
 // The VerifyError reasons. They are stable: clients and logs may rely on them.
 const (
@@ -373,7 +379,8 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Claims, error) {
 	}
 	if kf.demo && len(c.Scopes) > 0 {
 		// The demo key is published: it signs in the demo user, never a
-		// service (papers:write pushes papers and registry records).
+		// service (papers:write pushes papers and registry records,
+		// users:write erases users).
 		return nil, refuse(ReasonClaims, "a token signed with the demo key carries no scope (it had %q): it signs in the demo user only; a service token needs a real key (in development: followfeed token --sub host --scope %s)",
 			strings.Join(c.Scopes, " "), ScopePapersWrite)
 	}

@@ -422,6 +422,11 @@ func TestVerify(t *testing.T) {
 				t.Errorf("Scopes = %q", c.Scopes)
 			}
 		}},
+		{name: "users:write is a service scope", token: sign(t, jwt.SigningMethodHS256, testSecret, "", claims("scope", "users:write")), check: func(t *testing.T, c *Claims) {
+			if !c.IsService() || !c.HasScope(ScopeUsersWrite) || c.HasScope(ScopePapersWrite) {
+				t.Errorf("Scopes = %q, IsService %v", c.Scopes, c.IsService())
+			}
+		}},
 		{name: "scp array", token: sign(t, jwt.SigningMethodHS256, testSecret, "", claims("scp", []string{"a", "b"})), check: func(t *testing.T, c *Claims) {
 			if !slices.Equal(c.Scopes, []string{"a", "b"}) || c.IsService() || c.HasScope("papers:write") {
 				t.Errorf("Scopes = %q", c.Scopes)

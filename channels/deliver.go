@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/account"
+	"followfeed/database"
 	"followfeed/internal/httpclient"
 	"followfeed/internal/text"
 	"followfeed/mail"
@@ -143,6 +144,9 @@ func (s *Service) Deliver(ctx context.Context, eventID int64) error {
 		a := s.send(ctx, c, wid, i, parts[i])
 		v := a.verdict()
 		final, err := s.record(ctx, c, eventID, a, v, i+1, len(parts))
+		if errors.Is(err, errChannelGone) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -340,8 +344,16 @@ func (s *Service) record(ctx context.Context, c *Channel, eventID int64, a attem
 			WHERE id = $1`, eventID, status, a.response, st, now)
 		return err
 	})
+	if database.IsForeignKeyViolation(err, "") {
+		return true, errChannelGone
+	}
 	return final, err
 }
+
+// errChannelGone: the channel (and its event) went while a request was
+// under way, deleted by its user or with the user (EraseUser). Nothing
+// is left to record, send or retry.
+var errChannelGone = errors.New("the channel was deleted")
 
 func lastWords(a attempt) string {
 	if a.status != 0 {

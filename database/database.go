@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"followfeed/apperr"
@@ -138,6 +139,33 @@ func IsUniqueViolation(err error, constraint string) bool {
 		return constraint == "" || pgErr.ConstraintName == constraint
 	}
 	return false
+}
+
+// IsForeignKeyViolation reports whether err is a foreign-key violation,
+// optionally of the named constraint.
+func IsForeignKeyViolation(err error, constraint string) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23503" {
+		return constraint == "" || pgErr.ConstraintName == constraint
+	}
+	return false
+}
+
+// IsUserGone reports whether err is a write that named a user who is no
+// longer there: a foreign-key violation of a user_id column (every
+// reference to users(id) is a column user_id, so its constraint is named
+// <table>_user_id_fkey). The user was erased (account.Users.Erase) after
+// the writer read them; the write has nothing left to do.
+func IsUserGone(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23503" && strings.HasSuffix(pgErr.ConstraintName, "_user_id_fkey")
+}
+
+// IsRetryable reports whether err ended its transaction in a deadlock or
+// a serialization failure: the same transaction run again may succeed.
+func IsRetryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
 }
 
 // IsUnavailable reports whether err means the database could not be used at

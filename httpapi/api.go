@@ -44,8 +44,10 @@ type API struct {
 	// Identities is the researcher and institution registry.
 	Identities *identity.Registry
 	// Health, when set, records every push's outcome (source push).
-	Health   *harvest.Health
-	Prefs    *notify.Preferences
+	Health *harvest.Health
+	Prefs  *notify.Preferences
+	// Digests reads the user's digest ledger (their export).
+	Digests  *notify.Digester
 	Feeds    *feeds.Service
 	Channels *channels.Service
 	// Ranking keeps users' feedback on papers.
@@ -101,7 +103,7 @@ func (a *API) userRoute(h userHandler) http.Handler {
 			return
 		}
 		if claims.IsService() {
-			writeError(w, r, a.Logger, apperr.New(apperr.Forbidden, "service tokens (scope %s) cannot act as a user", auth.ScopePapersWrite))
+			writeError(w, r, a.Logger, apperr.New(apperr.Forbidden, "service tokens (scope %s or %s) cannot act as a user", auth.ScopePapersWrite, auth.ScopeUsersWrite))
 			return
 		}
 		if ok, retry := a.PerUser.Allow("u:" + claims.Subject); !ok {
@@ -361,30 +363,35 @@ func (a *API) followStatus(w http.ResponseWriter, r *http.Request) {
 // ---- ingest ----
 
 // service checks that the request carries a service token with scope
-// papers:write; when not, it has answered 401 or 403 (what names the
-// action in the 403's message) and returns false.
-func (a *API) service(w http.ResponseWriter, r *http.Request, what string) bool {
+// (auth.ScopePapersWrite, auth.ScopeUsersWrite); when not, it has answered
+// 401 or 403 (what names the action in the 403's message) and returns
+// false.
+func (a *API) service(w http.ResponseWriter, r *http.Request, scope, what string) bool {
 	claims, err := a.bearer(r)
 	if err != nil {
 		a.writeAuthError(w, r, err)
 		return false
 	}
 	if claims == nil {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="followfeed", scope="`+auth.ScopePapersWrite+`"`)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="followfeed", scope="`+scope+`"`)
 		writeProblem(w, Problem{Type: ProblemType(apperr.Unauthorized), Title: titles[apperr.Unauthorized], Status: http.StatusUnauthorized,
-			Detail: "send a service token with scope " + auth.ScopePapersWrite, Instance: r.URL.Path})
+			Detail: "send a service token with scope " + scope, Instance: r.URL.Path})
 		return false
 	}
-	if !claims.HasScope(auth.ScopePapersWrite) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="followfeed", error="insufficient_scope", scope="`+auth.ScopePapersWrite+`"`)
-		writeError(w, r, a.Logger, apperr.New(apperr.Forbidden, "%s needs a service token with scope %s", what, auth.ScopePapersWrite))
+	if !claims.HasScope(scope) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="followfeed", error="insufficient_scope", scope="`+scope+`"`)
+		has := "a user token"
+		if len(claims.Scopes) > 0 {
+			has = "a token with scope " + strings.Join(claims.Scopes, " ")
+		}
+		writeError(w, r, a.Logger, apperr.New(apperr.Forbidden, "%s needs a service token with scope %s; this is %s", what, scope, has))
 		return false
 	}
 	return true
 }
 
 func (a *API) postPapers(w http.ResponseWriter, r *http.Request) {
-	if !a.service(w, r, "ingesting papers") {
+	if !a.service(w, r, auth.ScopePapersWrite, "ingesting papers") {
 		return
 	}
 	if !jsonish(r.Header.Get("Content-Type")) {

@@ -6,6 +6,7 @@ import (
 
 	"followfeed/account"
 	"followfeed/apperr"
+	"followfeed/auth"
 	"followfeed/follow"
 	"followfeed/identity"
 	"followfeed/paper"
@@ -14,7 +15,7 @@ import (
 // putIdentities stores the host's researcher or institution records.
 func (a *API) putIdentities(kind follow.Kind) http.HandlerFunc {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !a.service(w, r, "registering "+string(kind)+"s") {
+		if !a.service(w, r, auth.ScopePapersWrite, "registering "+string(kind)+"s") {
 			return
 		}
 		if !jsonish(r.Header.Get("Content-Type")) {
@@ -112,7 +113,7 @@ func (a *API) optionalUser(w http.ResponseWriter, r *http.Request) (userID int64
 // splitIdentity takes an id off a researcher or institution (service).
 func (a *API) splitIdentity(kind follow.Kind) http.HandlerFunc {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !a.service(w, r, "splitting "+string(kind)+"s") {
+		if !a.service(w, r, auth.ScopePapersWrite, "splitting "+string(kind)+"s") {
 			return
 		}
 		id, err := identity.ParseID(kind, r.PathValue("id"))
@@ -139,7 +140,7 @@ func (a *API) splitIdentity(kind follow.Kind) http.HandlerFunc {
 
 // listDisputes lists users' "not this person" for the host (service).
 func (a *API) listDisputes(w http.ResponseWriter, r *http.Request) {
-	if !a.service(w, r, "listing disputed attributions") {
+	if !a.service(w, r, auth.ScopePapersWrite, "listing disputed attributions") {
 		return
 	}
 	id, err := identity.ParseID(follow.Researcher, r.PathValue("id"))

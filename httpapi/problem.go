@@ -15,7 +15,8 @@ import (
 )
 
 // statusOf is the one table mapping domain error codes to HTTP statuses;
-// problemFor adds a missing row, a bad signed link and an outage.
+// problemFor adds a missing row, a write for an erased user, a bad signed
+// link and an outage.
 var statusOf = map[apperr.Code]int{
 	apperr.BadRequest:   http.StatusBadRequest,
 	apperr.Invalid:      http.StatusUnprocessableEntity,
@@ -100,6 +101,11 @@ func problemFor(err error) Problem {
 	if errors.Is(err, database.ErrNotFound) {
 		return Problem{Type: ProblemType(apperr.NotFound), Title: titles[apperr.NotFound], Status: http.StatusNotFound,
 			Detail: "the requested resource does not exist"}
+	}
+	if database.IsUserGone(err) {
+		// A write for a user erased after the request found them.
+		return Problem{Type: ProblemType(apperr.NotFound), Title: titles[apperr.NotFound], Status: http.StatusNotFound,
+			Detail: "this account no longer exists: it was erased"}
 	}
 	if errors.Is(err, auth.ErrBadLink) {
 		return Problem{Type: ProblemType(apperr.NotFound), Title: titles[apperr.NotFound], Status: http.StatusNotFound,

@@ -106,6 +106,8 @@ func (p *Product) apiRoutes() []route {
 	return []route{
 		{"GET /v1/me", user(a.getMe)},
 		{"PATCH /v1/me", limitBody(maxJSONBody, user(a.patchMe))},
+		{"DELETE /v1/me", user(a.deleteMe)},
+		{"GET /v1/me/export", user(a.getExport)},
 		{"GET /v1/me/follows", user(a.listFollows)},
 		{"PUT /v1/me/follows/{kind}/{id}", limitBody(maxJSONBody, user(a.putFollow))},
 		{"DELETE /v1/me/follows/{kind}/{id}", user(a.deleteFollow)},
@@ -124,10 +126,11 @@ func (p *Product) apiRoutes() []route {
 		{"POST /v1/me/channels/{id}/rotate-secret", limitBody(maxJSONBody, user(a.rotateChannelSecret))},
 		{"GET /v1/me/channels/{id}/deliveries", user(a.channelDeliveries)},
 
-		// The Follow button's count and state, and the host's papers
-		// (service token).
+		// The Follow button's count and state, the host's papers and the
+		// host's erasure of a user it deleted (service tokens).
 		{"GET /v1/follows/{kind}/{id}", public(a.followStatus)},
 		{"POST /v1/papers", limitBody(harvest.MaxPushBytes, public(a.postPapers))},
+		{"DELETE /v1/users/{sub}", public(a.deleteUser)},
 
 		// The identity registry (identity.go): the host's writes (service
 		// token), public lookups, a user's "not this person".
@@ -194,6 +197,11 @@ func (p *Product) pageRoutes() []route {
 		{"GET /settings/channels/secret/{nonce}", bare(s.secretPage)},
 		{"POST /settings/not-this-person", limitBody(maxFormBody, bare(s.postNotThisPerson))},
 		{"POST /settings/feedback", limitBody(maxFormBody, bare(s.postFeedback))},
+		// The user's data (userdata.go): the download, and the erase
+		// page and its form.
+		{"GET /settings/export", bare(s.exportDownload)},
+		{"GET /settings/erase", bare(s.erasePage)},
+		{"POST /settings/erase", limitBody(maxFormBody, bare(s.postErase))},
 
 		// The links in mail (pages.go): a GET shows a button, the POST acts.
 		{"GET /unsubscribe/{token}", bare(m.unsubscribePage)},

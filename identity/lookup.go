@@ -244,6 +244,12 @@ func (r *Registry) Disputes(ctx context.Context, id string, limit int) ([]Disput
 	if err != nil {
 		return nil, fmt.Errorf("listing disputes of %s: %w", key, err)
 	}
+	return collectDisputes(rows)
+}
+
+// collectDisputes reads rows of (arxiv_id, title, follow_key, created_at),
+// the disputed paper and the key of the follow it was disputed for.
+func collectDisputes(rows pgx.Rows) ([]Dispute, error) {
 	defer rows.Close()
 	out := []Dispute{}
 	for rows.Next() {

@@ -2,12 +2,14 @@ package notify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	netmail "net/mail"
 	"net/url"
 	"time"
 
 	"followfeed/account"
+	"followfeed/database"
 	"followfeed/mail"
 )
 
@@ -32,9 +34,13 @@ func NewConfirmations(addrs *account.Addresses, sender mail.Sender, from *netmai
 }
 
 // SendConfirmation mails the double opt-in link to the user's address, if
-// it is still the unconfirmed address asked about.
+// it is still the unconfirmed address asked about. A user erased since the
+// mail was queued gets none, and that is no error: the job is done.
 func (c *Confirmations) SendConfirmation(ctx context.Context, userID int64, email string) error {
 	epoch, due, err := c.addrs.ConfirmationDue(ctx, userID, email)
+	if errors.Is(err, database.ErrNotFound) {
+		return nil
+	}
 	if err != nil || !due {
 		return err // !due: changed again, or confirmed meanwhile: nothing to ask
 	}

@@ -2,6 +2,7 @@ package notify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -10,7 +11,6 @@ import (
 
 	"followfeed/account"
 	"followfeed/catalog"
-	"followfeed/database"
 )
 
 // State is where a digest stands in the ledger (column digests.state,
@@ -182,8 +182,14 @@ func (l *outcomes) record(ctx context.Context, out *Outcome, row digestRow, stat
 			retryAt = l.d.now().Add(RetryDelay)
 		}
 		err := l.d.db.InTx(ctx, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, setOutcome+` WHERE id = $1`, row.id, state, reply); err != nil {
+			tag, err := tx.Exec(ctx, setOutcome+` WHERE id = $1`, row.id, state, reply)
+			if err != nil {
 				return fmt.Errorf("recording digest %d as %s: %w", row.id, state, err)
+			}
+			if tag.RowsAffected() == 0 {
+				// The user was erased meanwhile (EraseUser): no retry,
+				// and no suppression of an address nobody has now.
+				return errGone
 			}
 			if !retryAt.IsZero() {
 				if err := l.d.enq.EnqueueDigestRetry(ctx, tx, row.id, retryAt); err != nil {
@@ -249,15 +255,26 @@ func (l *outcomes) sending(ctx context.Context, row digestRow, messageID string,
 	if w == nil {
 		w = &waitingOutcome{} // id 0: no row
 	}
-	if _, err := l.d.db.Pool.Exec(ctx, `
+	tag, err := l.d.db.Pool.Exec(ctx, `
 		WITH waiting AS (`+setOutcome+` WHERE id = $1 AND $1 <> 0)
 		UPDATE digests SET state = $8, attempts = attempts + 1, email = $5, message_id = $6, papers = $7, shown = $9, updated_at = now()
-		WHERE id = $4`, w.id, w.state, w.reply, row.id, row.email, messageID, papers, StateSending, shown); err != nil {
+		WHERE id = $4`, w.id, w.state, w.reply, row.id, row.email, messageID, papers, StateSending, shown)
+	if err != nil {
 		return fmt.Errorf("marking digest %d sending: %w", row.id, err)
 	}
 	l.waiting = nil
+	if tag.RowsAffected() == 0 {
+		// Erased since it was reserved (EraseUser deleted the row
+		// under the user's lock): the message is not sent.
+		return errGone
+	}
 	return nil
 }
+
+// errGone is a ledger row that is no longer there: its user was erased
+// (EraseUser) while a job was building or sending it. The digest is not
+// sent and not retried.
+var errGone = errors.New("the digest's user was erased")
 
 // flush writes the waiting outcome, if any.
 func (l *outcomes) flush(ctx context.Context) error {
@@ -378,7 +395,10 @@ func triageDigests(ids []int64, byID map[int64]digestRow) (triage, error) {
 	for _, id := range ids {
 		row, ok := byID[id]
 		if !ok {
-			return t, fmt.Errorf("digest %d: %w", id, database.ErrNotFound)
+			// No row (or no user): the user was erased (EraseUser), and
+			// their rows with them. Nothing to send or retry: the id
+			// gets no outcome.
+			continue
 		}
 		final := func(state State, reason string) {
 			t.done[id] = state

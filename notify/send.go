@@ -98,6 +98,11 @@ func (d *Digester) sendBatch(ctx context.Context, ids []int64, opts sendOptions)
 	// window starts where the previous one ends.
 	for len(ids) > 0 {
 		rows, done, later, err := d.reserve(ctx, ids)
+		if database.IsUserGone(err) {
+			// A user erased while the round was reserved (a schedule
+			// row made for them failed): their rows are gone now.
+			rows, done, later, err = d.reserve(ctx, ids)
+		}
 		if err != nil {
 			return outs, err
 		}
@@ -158,7 +163,7 @@ func (d *Digester) deliver(ctx context.Context, row digestRow, content DigestCon
 		return out, ledger.record(ctx, &out, row, StateFailed, "could not build the message: "+err.Error(), false)
 	}
 	if err := ledger.sending(ctx, row, msg.MessageID, content.Total, content.shown()); err != nil {
-		return out, err
+		return out, d.gone(ctx, row, err)
 	}
 	reply, sendErr := d.sender.Send(ctx, msg)
 	rec := context.WithoutCancel(ctx) // see SendBatch
@@ -172,18 +177,30 @@ func (d *Digester) deliver(ctx context.Context, row digestRow, content DigestCon
 	msgText := se.Error()
 	switch se.Kind {
 	case mail.Permanent:
-		return out, ledger.record(rec, &out, row, StateFailed, msgText, se.Recipient)
+		return out, d.gone(ctx, row, ledger.record(rec, &out, row, StateFailed, msgText, se.Recipient))
 	case mail.Ambiguous:
 		return out, ledger.record(rec, &out, row, StateUnknown, msgText, false)
 	default:
 		if err := ledger.record(rec, &out, row, StatePending, msgText, false); err != nil {
-			return out, err
+			return out, d.gone(ctx, row, err)
 		}
 		if !out.RetryAt.IsZero() {
 			return out, nil // its own send job retries it
 		}
 		return out, fmt.Errorf("sending digest %d: %w: %v", row.id, ErrRetry, sendErr)
 	}
+}
+
+// gone is err, or nil when err says the row's user was erased while the
+// digest was built or sent (errGone): that digest is done, unsent or
+// sent, and logged so.
+func (d *Digester) gone(ctx context.Context, row digestRow, err error) error {
+	if !errors.Is(err, errGone) {
+		return err
+	}
+	d.logger.InfoContext(ctx, "digest dropped: its user was erased", "user", row.userID, "digest", row.id,
+		"kind", row.kind, "period", row.period)
+	return nil
 }
 
 // message renders c for row's user. Its bodies are r's buffers

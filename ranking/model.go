@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/catalog"
+	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/match"
 	"followfeed/paper"
@@ -73,9 +74,11 @@ func (s *Service) FollowChanged(ctx context.Context, tx pgx.Tx, userID int64, _ 
 // stores the model with the changes that snapshot saw, unless a newer
 // model was stored meanwhile. It reports whether it trained; a user whose
 // model is current (or who has none to keep: no row) is not trained.
+// Every change that queues a training leaves a row, so a job that finds
+// none is one of a user erased since (EraseUser): it is done.
 func (s *Service) Train(ctx context.Context, userID int64) (bool, error) {
 	in, err := s.inputs(ctx, userID)
-	if err != nil || in == nil || in.trained >= in.changes {
+	if err != nil || in == nil || !in.exists || in.trained >= in.changes {
 		return false, err
 	}
 	return true, s.trainAndStore(ctx, in)
@@ -360,6 +363,9 @@ func (s *Service) storeModel(ctx context.Context, in *inputs, m *relevance.Model
 		ON CONFLICT (user_id) DO UPDATE SET model = EXCLUDED.model, trained = EXCLUDED.trained,
 			examples = EXCLUDED.examples, trained_at = EXCLUDED.trained_at
 			WHERE m.trained < EXCLUDED.trained OR m.model IS NULL`, in.userID, in.changes, data, n)
+	if database.IsUserGone(err) {
+		return nil // the user was erased meanwhile: nothing to keep
+	}
 	if err != nil {
 		return fmt.Errorf("storing the model of user %d: %w", in.userID, err)
 	}
