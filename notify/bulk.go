@@ -210,3 +210,22 @@ func PutLedger(ctx context.Context, tx pgx.Tx, rows iter.Seq[LedgerRow]) (int, e
 	})
 	return n, err
 }
+
+// MakeDailyDue makes the users' daily digests due now, in tx, their
+// windows starting after fromSeq (0: every match; a negative fromSeq
+// keeps a user's watermark), creating schedule rows where missing: for
+// the lab's scenarios, which cannot wait for a user's digest hour
+// (Preferences schedules one there, hours away, and starts its window at
+// the high seq). The scheduler then reserves and sends them as any due
+// digest. It returns how many rows it wrote.
+func MakeDailyDue(ctx context.Context, tx pgx.Tx, userIDs []int64, fromSeq int64) (int, error) {
+	tag, err := tx.Exec(ctx, `
+		INSERT INTO digest_schedules AS d (user_id, frequency, next_at, watermark)
+		SELECT unnest($1::bigint[]), 'daily', now(), greatest($2, 0)
+		ON CONFLICT (user_id) DO UPDATE SET frequency = 'daily', next_at = now(),
+			watermark = CASE WHEN $2 < 0 THEN d.watermark ELSE $2 END`, userIDs, fromSeq)
+	if err != nil {
+		return 0, fmt.Errorf("making the digests of %d users due: %w", len(userIDs), err)
+	}
+	return int(tag.RowsAffected()), nil
+}

@@ -251,3 +251,44 @@ func TestPutDigestOrder(t *testing.T) {
 		}
 	}
 }
+
+// MakeDailyDue makes a daily digest due now with the window asked for (or
+// the watermark kept), creating a schedule row where there was none, and
+// the scheduler then reserves it as any due digest.
+func TestMakeDailyDue(t *testing.T) {
+	t.Parallel()
+	e := setup(t, fakesmtp.Options{}, t.TempDir())
+	off := e.reader("off", notify.Off, "UTC", 7)
+	kept := e.reader("kept", notify.Daily, "UTC", 7)
+	if _, err := e.db.Pool.Exec(e.ctx, `UPDATE digest_schedules SET watermark = 42 WHERE user_id = $1`, kept); err != nil {
+		t.Fatal(err)
+	}
+	e.inTx(func(tx pgx.Tx) error {
+		if n, err := notify.MakeDailyDue(e.ctx, tx, []int64{off}, 0); err != nil || n != 1 {
+			t.Errorf("MakeDailyDue(off, 0) = %d, %v", n, err)
+		}
+		if n, err := notify.MakeDailyDue(e.ctx, tx, []int64{kept}, -1); err != nil || n != 1 {
+			t.Errorf("MakeDailyDue(kept, -1) = %d, %v", n, err)
+		}
+		return nil
+	})
+	var rows []struct {
+		Freq string
+		Mark int64
+		Due  bool
+	}
+	for _, id := range []int64{off, kept} {
+		var r struct {
+			Freq string
+			Mark int64
+			Due  bool
+		}
+		if err := e.db.Pool.QueryRow(e.ctx, `SELECT frequency, watermark, next_at <= now() FROM digest_schedules WHERE user_id = $1`, id).Scan(&r.Freq, &r.Mark, &r.Due); err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, r)
+	}
+	if rows[0].Freq != "daily" || rows[0].Mark != 0 || !rows[0].Due || rows[1].Freq != "daily" || rows[1].Mark != 42 || !rows[1].Due {
+		t.Errorf("after MakeDailyDue: %+v", rows)
+	}
+}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"followfeed/notify"
 )
 
 // withDatabase returns dbURL naming database name instead of its own.
@@ -278,4 +280,24 @@ func waitStoredAndMatched(ctx context.Context, pool *pgxpool.Pool, n int64, boun
 		}
 		return matchIdle(ctx, pool)
 	})
+}
+
+// makeDailyDue makes the users' daily digests due now, their windows from
+// seq 0 (every pushed paper): aging on purpose, through the lab's loader
+// (notify.MakeDailyDue), as the product's settings would schedule each at
+// the user's hour, hours away. It returns how many rows it wrote.
+func makeDailyDue(ctx context.Context, pool *pgxpool.Pool, ids []int64) (int, error) {
+	return makeDailyDueFrom(ctx, pool, ids, 0)
+}
+
+// makeDailyDueFrom is makeDailyDue with the windows starting after
+// fromSeq (negative: each user's watermark kept).
+func makeDailyDueFrom(ctx context.Context, pool *pgxpool.Pool, ids []int64, fromSeq int64) (int, error) {
+	var n int
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		var err error
+		n, err = notify.MakeDailyDue(ctx, tx, ids, fromSeq)
+		return err
+	})
+	return n, err
 }

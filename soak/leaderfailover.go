@@ -181,7 +181,7 @@ Load, from the first harvest on: a batch of %d papers pushed through the api eve
 			for i, u := range round {
 				ids[i] = u.id
 			}
-			err := makeDailyDue(context.WithoutCancel(loadCtx), db.pool, ids)
+			_, err := makeDailyDue(context.WithoutCancel(loadCtx), db.pool, ids)
 			at := time.Now()
 			load.mu.Lock()
 			if err != nil {

@@ -239,15 +239,13 @@ func runLoad(ctx context.Context, e *env, res *Result) error {
 				annMu.Unlock()
 			}
 			batch := digestUsers[b*loadDigestBatch : min((b+1)*loadDigestBatch, len(digestUsers))]
-			// Aging on purpose, in the soak's own SQL: a daily digest
-			// due now, over the papers since the soak began. The
-			// product's settings (notify.Preferences) schedule the next
-			// digest at the user's hour and start its window at the
-			// high seq; cleanupLoad puts the saved settings back.
-			if tag, err := pool.Exec(lctx, `
-				INSERT INTO digest_schedules (user_id, frequency, next_at, watermark) SELECT unnest($1::bigint[]), 'daily', now(), $2
-				ON CONFLICT (user_id) DO UPDATE SET frequency = 'daily', next_at = now(), watermark = $2`, batch, baseSeq); err == nil {
-				dueMade += int(tag.RowsAffected())
+			// Aging on purpose: a daily digest due now, over the papers
+			// since the soak began (makeDailyDueFrom). The product's
+			// settings (notify.Preferences) schedule the next digest at
+			// the user's hour and start its window at the high seq;
+			// cleanupLoad puts the saved settings back.
+			if n, err := makeDailyDueFrom(lctx, pool, batch, baseSeq); err == nil {
+				dueMade += n
 			}
 			select {
 			case <-lctx.Done():

@@ -194,7 +194,7 @@ Before the dump: the first %d users' digests are made due and sent, and the webh
 
 	// Before the dump: the first digests sent, the first events delivered.
 	sentUsers, pendingUsers, heldUsers := rsKind(users, "sent"), rsKind(users, "pending"), rsKind(users, "held")
-	if err := makeDailyDue(ctx, db.pool, rsIDs(sentUsers)); err != nil {
+	if _, err := makeDailyDue(ctx, db.pool, rsIDs(sentUsers)); err != nil {
 		return err
 	}
 	ok, err = waitFor(ctx, 90*time.Second, 500*time.Millisecond, func() (bool, error) {
@@ -293,7 +293,7 @@ Before the dump: the first %d users' digests are made due and sent, and the webh
 	// The relay holds its replies: what falls due now is being sent (a
 	// row "sending", its job running) when the dump is taken.
 	sink.hold.Store(true)
-	if err := makeDailyDue(ctx, db.pool, rsIDs(heldUsers)); err != nil {
+	if _, err := makeDailyDue(ctx, db.pool, rsIDs(heldUsers)); err != nil {
 		return err
 	}
 	ok, err = waitFor(ctx, 30*time.Second, 200*time.Millisecond, func() (bool, error) {
@@ -310,7 +310,7 @@ Before the dump: the first %d users' digests are made due and sent, and the webh
 	// is pending, its job waiting to retry.
 	sink.refuse.Store(true)
 	hooks.fail.Store(true)
-	if err := makeDailyDue(ctx, db.pool, rsIDs(pendingUsers)); err != nil {
+	if _, err := makeDailyDue(ctx, db.pool, rsIDs(pendingUsers)); err != nil {
 		return err
 	}
 	ok, err = waitFor(ctx, 60*time.Second, 500*time.Millisecond, func() (bool, error) {
@@ -610,16 +610,6 @@ func rsIDs(users []*rsUser) []int64 {
 
 func rsKind(users []*rsUser, kind string) []*rsUser {
 	return where(users, func(u *rsUser) bool { return u.kind == kind })
-}
-
-// makeDailyDue makes the users' daily digests due now, their windows from
-// seq 0. Aging on purpose, in the soak's own SQL: the product's settings
-// (notify.Preferences) schedule a digest at the user's hour, hours away.
-func makeDailyDue(ctx context.Context, pool *pgxpool.Pool, ids []int64) error {
-	_, err := pool.Exec(ctx, `
-		INSERT INTO digest_schedules (user_id, frequency, next_at, watermark) SELECT unnest($1::bigint[]), 'daily', now(), 0
-		ON CONFLICT (user_id) DO UPDATE SET frequency = 'daily', next_at = now(), watermark = 0`, ids)
-	return err
 }
 
 // tally counts a ledger map's states.

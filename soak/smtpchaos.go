@@ -3,6 +3,7 @@ package soak
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -68,12 +69,13 @@ func runSMTPChaos(ctx context.Context, e *env, res *Result) error {
 	}); err != nil || !ok {
 		return fmt.Errorf("the pushed papers were not matched within 2 minutes (%v)", err)
 	}
-	// Aging on purpose, in the soak's own SQL: every user's daily digest
-	// due now. The product's settings (notify.Preferences) schedule it at
-	// the user's hour, hours away.
-	if _, err := db.pool.Exec(ctx, `
-		INSERT INTO digest_schedules (user_id, frequency, next_at) SELECT id, 'daily', now() FROM users
-		ON CONFLICT (user_id) DO UPDATE SET frequency = 'daily', next_at = now()`); err != nil {
+	// Aging on purpose: every user's daily digest due now, their
+	// watermarks kept (makeDailyDueFrom).
+	all, err := userIDs(ctx, db.pool, "")
+	if err != nil {
+		return err
+	}
+	if _, err := makeDailyDueFrom(ctx, db.pool, slices.Collect(maps.Values(all)), -1); err != nil {
 		return err
 	}
 	due := time.Now()

@@ -1074,9 +1074,7 @@ func ruUserIDs(ctx context.Context, db *freshDB, users []*ruUser) ([]int64, erro
 // aging on purpose, in the soak's own SQL (notify.Preferences schedules a
 // digest at the user's hour).
 func makeDue(ctx context.Context, db *freshDB, ids []int64, mu *sync.Mutex, due map[int64]time.Time) error {
-	if _, err := db.pool.Exec(ctx, `
-		INSERT INTO digest_schedules (user_id, frequency, next_at, watermark) SELECT unnest($1::bigint[]), 'daily', now(), 0
-		ON CONFLICT (user_id) DO UPDATE SET frequency = 'daily', next_at = now(), watermark = 0`, ids); err != nil {
+	if _, err := makeDailyDue(ctx, db.pool, ids); err != nil {
 		return err
 	}
 	mu.Lock()
