@@ -2,8 +2,6 @@ package notify_test
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strings"
@@ -11,47 +9,12 @@ import (
 	"time"
 
 	fakesmtp "followfeed/internal/fake/smtp"
+	"followfeed/internal/testpaper"
 	"followfeed/match"
 	"followfeed/notify"
 	"followfeed/paper"
 	"followfeed/ranking"
 )
-
-// subjects are the words of a few fields of astronomy: a paper's title
-// and abstract draw from one.
-var subjects = map[string][]string{
-	"lensing": {"weak", "lensing", "shear", "cluster", "mass", "maps", "dark", "halo", "cosmic", "convergence"},
-	"pulsar":  {"pulsar", "timing", "neutron", "star", "radio", "glitch", "magnetar", "spin", "millisecond", "binary"},
-	"solar":   {"solar", "flare", "coronal", "loop", "sunspot", "magnetic", "chromosphere", "wind", "eruption", "prominence"},
-	"dust":    {"interstellar", "dust", "grain", "extinction", "polarisation", "infrared", "emission", "molecular", "cloud", "ice"},
-	"galaxy":  {"galaxy", "merger", "stellar", "population", "bulge", "disc", "kinematics", "redshift", "survey", "morphology"},
-}
-
-// library makes papers about subjects, in astro-ph.CO, each with its own
-// arXiv id.
-type library struct {
-	rng *rand.Rand
-	n   int
-}
-
-func (l *library) paper(subject string, authors ...paper.Author) paper.Paper {
-	l.n++
-	draw := func(n int) string {
-		ws := make([]string, 0, n+2)
-		for range n {
-			ws = append(ws, subjects[subject][l.rng.IntN(len(subjects[subject]))])
-		}
-		ws = append(ws, "a", "study")
-		l.rng.Shuffle(len(ws), func(i, j int) { ws[i], ws[j] = ws[j], ws[i] })
-		return strings.Join(ws, " ")
-	}
-	if len(authors) == 0 {
-		authors = []paper.Author{{Name: fmt.Sprintf("A. Stranger%d", l.rng.IntN(1e6))}, {Name: fmt.Sprintf("B. Stranger%d", l.rng.IntN(1e6))}}
-	}
-	return paper.Paper{ArxivID: fmt.Sprintf("2611.%05d", l.n), Title: draw(6), Abstract: draw(40), Authors: authors,
-		PrimaryCategory: "astro-ph.CO", Categories: []string{"astro-ph.CO"},
-		SubmittedAt: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(l.n) * time.Minute)}
-}
 
 // rankingDigests is notify's Ranker over the real ranking service, as
 // package app wires it.
@@ -120,25 +83,15 @@ func TestLessLikeThisLeavesTheTopOfTheNextDigest(t *testing.T) {
 	e := setup(t, fakesmtp.Options{}, "")
 	rank := ranking.New(ranking.Config{DB: e.db, Enqueuer: e.enq, Matcher: match.NewService(e.db)})
 	e.ranked(rankingDigests{rank})
-	lib := &library{rng: rand.New(rand.NewPCG(7, 7))}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for k := range subjects {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	var background []paper.Paper
-	for i := range 150 {
-		background = append(background, lib.paper(names[i%len(names)]))
-	}
+	lib := testpaper.NewWriter(7, "2611", "astro-ph.CO")
+	background := lib.Background(150)
 	ann := paper.Author{Name: "Ann One", IDs: []string{"openalex:A1000000001"}}
 	for i := range 8 {
 		subject := "pulsar" // Ann writes on pulsars mostly
 		if i%4 == 0 {
 			subject = "lensing"
 		}
-		background = append(background, lib.paper(subject, ann, paper.Author{Name: "C. Colleague"}))
+		background = append(background, lib.Paper(subject, ann, paper.Author{Name: "C. Colleague"}))
 	}
 	e.push(background...)
 	uid := e.reader("learner", notify.Daily, "UTC", 6, "researcher/openalex:A1000000001", "category/astro-ph.CO")
@@ -147,7 +100,7 @@ func TestLessLikeThisLeavesTheTopOfTheNextDigest(t *testing.T) {
 	window := func() (lensing, pulsar []string) {
 		var ps []paper.Paper
 		for range 5 {
-			l, p := lib.paper("lensing"), lib.paper("pulsar")
+			l, p := lib.Paper("lensing"), lib.Paper("pulsar")
 			ps = append(ps, l, p)
 			lensing, pulsar = append(lensing, l.ArxivID), append(pulsar, p.ArxivID)
 		}
