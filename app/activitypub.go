@@ -36,20 +36,11 @@ func runActivityPub(ctx context.Context, args []string, inv invocation) error {
 	if !cfg.ActivityPub {
 		return &UsageError{Msg: "activitypub: ACTIVITYPUB is off; set ACTIVITYPUB=on"}
 	}
-	logger := NewLogger(cfg, inv.stdout)
-	db, err := OpenDB(ctx, cfg, "activitypub")
+	svc, closeAll, err := commandServices(ctx, cfg, "activitypub", inv.stdout, inv.hooks, servicesOptions{})
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	if err := checkSchema(ctx, db); err != nil {
-		return err
-	}
-	svc, err := NewServices(ctx, cfg, db, logger, inv.hooks)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
+	defer closeAll()
 	id, err := svc.fediverse.RotateKey(ctx)
 	if err != nil {
 		return err

@@ -32,20 +32,11 @@ func runDigest(ctx context.Context, args []string, inv invocation) error {
 	if err != nil {
 		return err
 	}
-	logger := NewLogger(cfg, stdout)
-	db, err := OpenDB(ctx, cfg, "digest")
+	svc, closeAll, err := commandServices(ctx, cfg, "digest", stdout, inv.hooks, servicesOptions{})
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	if err := checkSchema(ctx, db); err != nil {
-		return err
-	}
-	svc, err := NewServices(ctx, cfg, db, logger, inv.hooks)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
+	defer closeAll()
 	u, err := svc.users.BySub(ctx, *sub)
 	if errors.Is(err, database.ErrNotFound) {
 		return &UsageError{Msg: fmt.Sprintf("digest: no user with sub %q", *sub)}

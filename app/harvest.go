@@ -38,19 +38,11 @@ func runHarvest(ctx context.Context, args []string, inv invocation) error {
 	if err != nil {
 		return err
 	}
-	logger := NewLogger(cfg, stdout)
-	db, err := OpenDB(ctx, cfg, "harvest")
+	svc, closeAll, err := commandServices(ctx, cfg, "harvest", stdout, inv.hooks, servicesOptions{upstreamRetries: retries})
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	if err := checkSchema(ctx, db); err != nil {
-		return err
-	}
-	svc, err := newServices(ctx, cfg, db, logger, inv.hooks, servicesOptions{upstreamRetries: retries})
-	if err != nil {
-		return err
-	}
+	defer closeAll()
 	fmt.Fprintf(stdout, "harvest: sets %s from %s; each page is logged, and each retry of an upstream failure with its wait\n",
 		strings.Join(cfg.ArxivSets, ","), cfg.ArxivOAIURL.Redacted())
 	st, err := svc.harvester.RunOnce(ctx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -399,4 +400,25 @@ func readiness(db *database.DB) func(context.Context) error {
 		}
 		return nil
 	}
+}
+
+// commandServices is what a one-off command (digest, harvest, activitypub)
+// runs on: the database opened as name (its application_name), its schema
+// checked as current, and the services wired with opts. closeAll releases
+// them and the database.
+func commandServices(ctx context.Context, cfg *config.Config, name string, stdout io.Writer, hooks Hooks, opts servicesOptions) (svc *Services, closeAll func(), err error) {
+	logger := NewLogger(cfg, stdout)
+	db, err := OpenDB(ctx, cfg, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkSchema(ctx, db); err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	if svc, err = newServices(ctx, cfg, db, logger, hooks, opts); err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return svc, func() { svc.Close(); db.Close() }, nil
 }
