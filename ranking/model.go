@@ -75,7 +75,7 @@ func (s *Service) FollowChanged(ctx context.Context, tx pgx.Tx, userID int64, _ 
 // model is current (or who has none to keep: no row) is not trained.
 func (s *Service) Train(ctx context.Context, userID int64) (bool, error) {
 	in, err := s.inputs(ctx, userID)
-	if err != nil || in == nil || in.trained >= in.changes {
+	if err != nil || !in.exists || in.trained >= in.changes {
 		return false, err
 	}
 	return true, s.trainAndStore(ctx, in)
@@ -98,8 +98,9 @@ type feedbackRow struct {
 	value   Value
 }
 
-// inputs reads userID's inputs: nil (and no error) for a user that does
-// not exist.
+// inputs reads userID's inputs; exists is false for a user without a
+// ranking_models row (a user that does not exist reads as one without
+// follows, feedback or row).
 func (s *Service) inputs(ctx context.Context, userID int64) (*inputs, error) {
 	in := &inputs{userID: userID, trained: -1}
 	err := s.db.InTxIso(ctx, pgx.RepeatableRead, func(tx pgx.Tx) error {
