@@ -247,6 +247,10 @@ func (s *Services) Health() *harvest.Health { return s.health }
 // Digester builds and sends digests through the configured sender.
 func (s *Services) Digester() *notify.Digester { return s.digester }
 
+// Ranking keeps users' feedback and ranking models and ranks papers for
+// them (the ranked feed, best-first digests and push).
+func (s *Services) Ranking() *ranking.Service { return s.ranking }
+
 // newSender delivers mail over SMTP_URL, or writes .eml files to MAIL_DIR.
 func newSender(cfg *config.Config, logger *slog.Logger) (mail.Sender, error) {
 	if cfg.SMTPURL == nil {

@@ -2,13 +2,7 @@ package bench
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
-
-	"followfeed/app"
-	"followfeed/config"
-	"followfeed/internal/testdb"
 )
 
 // The fediverse measurement at a tiny scale through the real services: the
@@ -17,22 +11,9 @@ import (
 // the fediverse is left afterwards.
 func TestMeasureFediverseLeavesTheDataset(t *testing.T) {
 	t.Parallel()
-	db := testdb.New(t)
-	ctx := context.Background()
 	s := Scale{Users: 60, CategoryFollow: 2, ResearcherFoll: 2, Papers: 2000, Researchers: 100, AuthorsPer: 2, AbstractChars: 100}
-	if err := Generate(ctx, db, s, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{"MAIL_DIR": t.TempDir()}
-	cfg, err := config.Load(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := app.NewServices(ctx, cfg, db, slog.New(slog.NewTextHandler(io.Discard, nil)), app.Hooks{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
+	d, svc := tiny(t, s)
+	db, ctx := d.DB, context.Background()
 	v, err := NewVocabulary()
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"followfeed/identity"
 	"followfeed/match"
 	"followfeed/notify"
+	"followfeed/ranking"
 	"followfeed/worker"
 )
 
@@ -30,6 +31,9 @@ type Deps struct {
 	Tokens     *feeds.Tokens
 	// Digester sends digests (to a local SMTP sink).
 	Digester *notify.Digester
+	// Ranking is the ranking service the handler's ranked feeds use
+	// (nil: the ranking's figures are not measured).
+	Ranking *ranking.Service
 	// Handler is the product's full HTTP handler (rate limits off).
 	Handler http.Handler
 	// Exe (the followfeed binary) and Env start `serve` as a separate
@@ -38,8 +42,10 @@ type Deps struct {
 	Env []string
 	Log io.Writer
 	// Skip names figures not to measure ("digests"; "feeds": the feed
-	// query, renders, 304s and memory; "searches": queries;
-	// "fediverse": the fediverse's fan-out), to iterate on one part.
+	// query, renders, 304s and memory, and the ranking's figures;
+	// "ranking": the ranked feed, the feedback clicks and the memory with
+	// ranked feeds; "searches": queries; "fediverse": the fediverse's
+	// fan-out), to iterate on one part.
 	Skip map[string]bool
 	// SearchSizes are the numbers of queries the batch is matched
 	// against (nil: DefaultSearchSizes); the largest is the target's.
@@ -118,6 +124,9 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 		return nil, err
 	}
 	// Leftovers of an interrupted run.
+	if _, _, err := RemoveRanking(ctx, d.DB); err != nil {
+		return nil, err
+	}
 	RemoveBatch(ctx, d.DB)
 	if err := RemoveSearches(ctx, d.DB); err != nil {
 		return nil, err
@@ -294,8 +303,18 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 	return r, nil
 }
 
+// The feedback clicks' shape (MeasureClicks): each sampled user first has
+// clickHistory feedback rows, then clicks clickRounds times.
+const (
+	clickHistory = 10
+	clickRounds  = 3
+)
+
 // measureFeeds adds the feed figures: full renders, 304 throughput against
-// a bare handler, and the memory of `serve` under feed load.
+// a bare handler, and the memory of `serve` under feed load; with
+// d.Ranking (unless skipped) the ranked feed's renders, the feedback
+// clicks and the memory with ranked feeds polled too, whose feedback and
+// models it removes at the end (RemoveRanking).
 func measureFeeds(ctx context.Context, d Deps, sample []int64, r *Report) error {
 	fmt.Fprintln(d.Log, "bench: full renders of 300 private feeds")
 	paths, err := feedPaths(ctx, d, sample)
@@ -310,6 +329,32 @@ func measureFeeds(ctx context.Context, d Deps, sample []int64, r *Report) error 
 	r.Figures = append(r.Figures, Figure{Key: "render", Name: "private feed, 50 items, full render, server side", Target: "p99 ≤ " + msTarget(r.Level.Targets.Render),
 		Result: fmt.Sprintf("p50 %s, p99 %s (%d KiB)", ms(p50), ms(p99), avg>>10), Value: msf(p99), Pass: p99 <= r.Level.Targets.Render})
 	r.Details = append(r.Details, "Full render: `GET /feeds/{token}.atom` through the real HTTP handler in-process (token lookup, feed query, reasons, Atom rendering, no compression), 300 users, warm-up pass then measured pass; time from request to the last byte written.")
+
+	var ranked *RankedResult
+	if d.Ranking != nil && !d.Skip["ranking"] {
+		defer func() {
+			if _, _, err := RemoveRanking(ctx, d.DB); err != nil {
+				fmt.Fprintf(d.Log, "bench: removing the ranking's feedback and models: %v\n", err)
+			}
+		}()
+		fmt.Fprintln(d.Log, "bench: ranked feeds of the same users")
+		if ranked, err = MeasureRanked(ctx, d, sample); err != nil {
+			return fmt.Errorf("measuring ranked feeds: %w", err)
+		}
+		fmt.Fprintln(d.Log, "bench: feedback clicks to updated models")
+		clicks, err := MeasureClicks(ctx, d.Ranking, d.Matcher, sample, clickHistory, clickRounds)
+		if err != nil {
+			return fmt.Errorf("measuring feedback clicks: %w", err)
+		}
+		// The clicks' jobs: the measurement did their work itself, and a
+		// `serve` started below must not run them during its load.
+		if err := removeTrainJobs(ctx, d.DB); err != nil {
+			return err
+		}
+		figs, details := rankingFigures(r.Level.Targets, ranked, clicks)
+		r.Figures = append(r.Figures, figs...)
+		r.Details = append(r.Details, details...)
+	}
 
 	fmt.Fprintln(d.Log, "bench: conditional GETs vs a bare handler")
 	etags := make([]http.Header, len(paths))
@@ -361,8 +406,31 @@ func measureFeeds(ctx context.Context, d Deps, sample []int64, r *Report) error 
 	if err != nil {
 		return err
 	}
-	r.Figures = append(r.Figures, Figure{Key: "rss", Name: "memory of `serve` under the feed load test", Target: fmt.Sprintf("≤ %d MiB RSS", r.Level.Targets.RSS>>20),
-		Result: fmt.Sprintf("peak %d MiB", rss>>20), Value: float64(rss >> 20), Pass: rss <= r.Level.Targets.RSS})
+	r.Figures = append(r.Figures, rssFigure("rss", "memory of `serve` under the feed load test", rss, r.Level.Targets.RSS))
 	r.Details = append(r.Details, fmt.Sprintf("Memory: `followfeed serve` as a separate process (HTTP and workers), 16 clients fetching full feeds for 10 s (%.0f req/s), then conditional GETs for 5 s; peak RSS is VmHWM from /proc.", fullRPS))
+	if ranked == nil {
+		return nil
+	}
+	fmt.Fprintln(d.Log, "bench: memory of serve with ranked feeds polled too")
+	rankedRPS, err := RankedLoad(base, ranked.Paths, 10*time.Second)
+	if err != nil {
+		return fmt.Errorf("ranked feed load on serve: %w", err)
+	}
+	all, err := PeakRSS(pid)
+	if err != nil {
+		return err
+	}
+	r.Figures = append(r.Figures, rssFigure("rss-ranked", "memory of `serve` under the feed load test, then ranked feeds polled", all, r.Level.Targets.RSS))
+	r.Details = append(r.Details, fmt.Sprintf("Memory with ranking in use: the same `serve` process after the load above gets one ranked feed request alone (it builds the process's ranking corpus, "+
+		"the newest %d papers), then 16 clients fetch the %d users' ranked feeds (`best.atom`, every user with a stored model, so `serve` reads models and trains none; "+
+		"the papers' vectors are cached as they are made, up to %d) for 10 s (%.0f req/s); peak RSS (VmHWM) over the whole life of the process, the plain feed load's included.",
+		ranking.DefaultCorpusPapers, len(ranked.Paths), ranking.DefaultVectors, rankedRPS))
 	return nil
+}
+
+// rssFigure is a memory figure of `serve`: its peak RSS (bytes) against
+// the target (bytes), in MiB.
+func rssFigure(key, name string, rss, target int64) Figure {
+	return Figure{Key: key, Name: name, Target: fmt.Sprintf("≤ %d MiB RSS", target>>20),
+		Result: fmt.Sprintf("peak %d MiB", rss>>20), Value: float64(rss >> 20), Pass: rss <= target}
 }

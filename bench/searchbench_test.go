@@ -2,16 +2,9 @@ package bench
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"os"
 	"testing"
 
-	"followfeed/app"
-	"followfeed/config"
 	"followfeed/follow"
-	"followfeed/httpapi"
-	"followfeed/internal/testdb"
 	"followfeed/notify"
 	"followfeed/search"
 )
@@ -24,29 +17,10 @@ import (
 // alerts, and the digests of its window are all sent, before that.
 func TestMeasureSearchesLeavesTheDataset(t *testing.T) {
 	t.Parallel()
-	db := testdb.New(t)
-	ctx := context.Background()
 	s := Scale{Users: 60, CategoryFollow: 2, ResearcherFoll: 2, Papers: 2000, Researchers: 100, AuthorsPer: 2, AbstractChars: 100}
-	if err := Generate(ctx, db, s, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{"MAIL_DIR": t.TempDir()}
-	cfg, err := config.Load(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, err := app.NewServices(ctx, cfg, db, logger, app.Hooks{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
-	d := Deps{DB: db, Papers: svc.Papers(), Matcher: svc.Matcher(), Tokens: svc.FeedTokens(), Log: io.Discard,
-		Handler:     httpapi.NewHandler(httpapi.Options{Logger: logger, Routes: svc.Routes(cfg)}),
-		SearchSizes: []int{300, 900}}
-	if testing.Verbose() {
-		d.Log = os.Stderr
-	}
+	d, svc := tiny(t, s)
+	d.SearchSizes = []int{300, 900}
+	db, ctx := d.DB, context.Background()
 	var papers, keys, follows int
 	counts := func() (int, int, int) {
 		var p, k, f int

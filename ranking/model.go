@@ -101,8 +101,9 @@ type feedbackRow struct {
 	value   Value
 }
 
-// inputs reads userID's inputs: nil (and no error) for a user that does
-// not exist.
+// inputs reads userID's inputs; exists is false for a user without a
+// ranking_models row (a user that does not exist reads as one without
+// follows, feedback or row).
 func (s *Service) inputs(ctx context.Context, userID int64) (*inputs, error) {
 	in := &inputs{userID: userID, trained: -1}
 	err := s.db.InTxIso(ctx, pgx.RepeatableRead, func(tx pgx.Tx) error {

@@ -385,8 +385,13 @@ func TestFollowChangesRetrainOnlyUsersWithAModel(t *testing.T) {
 	if n := testjobs.Count(t, e.db.Pool, worker.RankTrainArgs{}.Kind()); n != 2 {
 		t.Errorf("%d training jobs, want 2", n)
 	}
-	if _, err := e.rank.Train(e.ctx, fresh); err != nil {
-		t.Errorf("training a user without a row: %v", err)
+	// A user without a row has no model to keep: the job does nothing
+	// (the first surface that ranks for them trains one, Models).
+	if trained, err := e.rank.Train(e.ctx, fresh); err != nil || trained {
+		t.Errorf("training a user without a row: trained %v, %v", trained, err)
+	}
+	if n := e.count(`SELECT count(*) FROM ranking_models WHERE user_id = $1`, fresh); n != 0 {
+		t.Errorf("Train gave a user without a row a model")
 	}
 }
 
