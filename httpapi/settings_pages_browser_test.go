@@ -256,7 +256,7 @@ func TestSettingsPagesInABrowser(t *testing.T) {
 		shown(disc+` input[name="follow"]`) {
 		t.Errorf("the Discord channel's follow choice: %q", textOf(disc+` details.follow-pick summary`))
 	}
-	if !checked(hook+` input[name="follows_scope"][value="all"]`) {
+	if !checked(hook + ` input[name="follows_scope"][value="all"]`) {
 		t.Error("the webhook (all follows) does not show All follows")
 	}
 	// Open the webhook's settings with the keyboard.
