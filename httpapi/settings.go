@@ -35,7 +35,7 @@ const sessionTTL = 12 * time.Hour
 
 // landingPage is the first page of a settings session: where a sign-in
 // (GET or POST /login) lands and where GET /settings sends a signed-in
-// reader. It is the one place that says so.
+// user. It is the one place that says so.
 const landingPage = "/settings/follows"
 
 // settingsPages are the pages of the settings session's navigation, in its

@@ -17,7 +17,7 @@ import (
 // settingsPagesTall is the most a settings page may measure at 390 px with
 // seven follows and four push channels (and no papers yet). The one page
 // these pages replace measured 6,744 px at 1280 px and 8,260 px at 390 px
-// with this reader; at 390 px the pages measure about 1,800 (follows),
+// with this user; at 390 px the pages measure about 1,800 (follows),
 // 844 (feeds: the screen), 1,980 (channels), 1,670 (email) and 1,080
 // (account), in this test's Chromium.
 const settingsPagesTall = 2500
@@ -80,7 +80,7 @@ func locPath(ctx context.Context, t *testing.T) string {
 	return u.Path
 }
 
-// TestSettingsPagesInABrowser: in Chromium, a reader with seven follows and
+// TestSettingsPagesInABrowser: in Chromium, a user with seven follows and
 // four push channels signs in and lands on the follows page; at 1280 and
 // 390 px the navigation (one nav landmark) is walked with Tab and Enter to
 // every page, each marked aria-current, every control labelled, nothing
@@ -94,7 +94,7 @@ func TestSettingsPagesInABrowser(t *testing.T) {
 	t.Parallel()
 	ctx, b := browser.Start(t)
 	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
-	tok := testapp.Token(t, "pages-reader", "pages@example.org")
+	tok := testapp.Token(t, "pages-user", "pages@example.org")
 	for _, f := range []string{"category/cs.LG", "category/cs.AI", "category/astro-ph.GA", "researcher/openalex:A5023888391",
 		"institution/ror:05ppvf150", "query/" + url.PathEscape(`"diffusion model" cat:cs.LG`)} {
 		if r := c.Do("PUT", "/v1/me/follows/"+f, tok, nil); r.Status != 200 && r.Status != 201 {

@@ -37,7 +37,7 @@
   }
   // A channel's follow choice: picking "Chosen follows" opens its list,
   // checking a follow in the list picks "Chosen follows" (without
-  // JavaScript the reader does both).
+  // JavaScript the user does both).
   document.querySelectorAll('fieldset.follow-choice').forEach(function (f) {
     var chosen = f.querySelector('input[name="follows_scope"][value="chosen"]');
     var list = f.querySelector('details.follow-pick');
