@@ -163,8 +163,8 @@ func TestSettingsPageInABrowser(t *testing.T) {
 		t.Error("unfollow was not stored")
 	}
 
-	// Frequency and time zone.
-	if err := chromedp.Do(ctx,
+	// Frequency and time zone, on the email page.
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/settings/email"), chromedp.WaitVisible(`#email`),
 		chromedp.SetValue(`#frequency`, "weekly"),
 		chromedp.SetValue(`#timezone`, "Asia/Tokyo"),
 		chromedp.SetValue(`#weekday`, "friday"),
@@ -179,7 +179,11 @@ func TestSettingsPageInABrowser(t *testing.T) {
 		t.Errorf("email settings not stored: %s", me)
 	}
 
-	// Rotate the feed token: the old URL answers 404 at once.
+	// Rotate the feed token, on the feeds page: the old URL answers 404
+	// at once.
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/settings/feeds"), chromedp.WaitVisible(`#feeds`)); err != nil {
+		t.Fatal(err)
+	}
 	if err := submit(ctx, `#rotate`); err != nil {
 		t.Fatal(err)
 	}

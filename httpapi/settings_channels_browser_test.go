@@ -66,7 +66,8 @@ func TestChannelsOnTheSettingsPageInABrowser(t *testing.T) {
 	// A sign-in link opened directly asks first (login CSRF); the button
 	// signs in.
 	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/login?token="+url.QueryEscape(tok)),
-		chromedp.Click(`form[action="/login"] button`), chromedp.WaitVisible(`#channels`)); err != nil {
+		chromedp.Click(`form[action="/login"] button`), chromedp.WaitVisible(`#follows`),
+		chromedp.Navigate(a.URL+"/settings/channels"), chromedp.WaitVisible(`#channels`)); err != nil {
 		t.Fatal(err)
 	}
 	// The script shows the chosen type's fields only.
@@ -118,7 +119,9 @@ func TestChannelsOnTheSettingsPageInABrowser(t *testing.T) {
 	if err := choose(ctx, `#channel-type`, "webhook"); err != nil {
 		t.Fatal(err)
 	}
+	// Chosen follows opens the collapsed list (the script); cs.LG in it.
 	if err := chromedp.Do(ctx, chromedp.SetValue(`#channel-url`, hook.URL+"/hook"),
+		chromedp.Click(`#channel-add input[name="follows_scope"][value="chosen"]`),
 		chromedp.Click(`#channel-add input[name="follow"][value="category/cs.LG"]`)); err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +199,7 @@ func TestChannelsOnTheSettingsPageInABrowser(t *testing.T) {
 	}
 
 	// Disable the Discord channel.
-	if err := chromedp.Do(ctx, chromedp.Click(discordLi+` input[name="enabled"]`)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Click(discordLi+` details.channel-settings summary`), chromedp.Click(discordLi+` input[name="enabled"]`)); err != nil {
 		t.Fatal(err)
 	}
 	if err := submit(ctx, discordLi+` button.save`); err != nil {

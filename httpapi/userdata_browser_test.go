@@ -23,7 +23,8 @@ func TestErasePageInABrowser(t *testing.T) {
 	tok := testapp.Token(t, "phone-user", "phone@example.org")
 	c.Do("PUT", "/v1/me/follows/category/astro-ph.GA", tok, nil)
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(a.URL+"/login?token="+url.QueryEscape(tok)),
-		chromedp.Click(`form[action="/login"] button`), chromedp.WaitVisible(`#your-data`)); err != nil {
+		chromedp.Click(`form[action="/login"] button`), chromedp.WaitVisible(`#follows`),
+		chromedp.Navigate(a.URL+"/settings/account"), chromedp.WaitVisible(`#your-data`)); err != nil {
 		t.Fatal(err)
 	}
 	fitsTheScreen(ctx, t, 390)
