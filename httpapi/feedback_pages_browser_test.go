@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -128,11 +127,10 @@ func TestFeedbackLinkPageInABrowser(t *testing.T) {
 	if r := c.Do("PUT", "/v1/me/papers/2202.02326/feedback", reader, map[string]any{"value": "more"}); r.Status != 200 {
 		t.Fatalf("feedback through the API: %d", r.Status)
 	}
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(a.URL+"/login?token="+url.QueryEscape(reader)),
-		chromedp.Click(`form[action="/login"] button`), chromedp.WaitVisible(`#follows`),
-		chromedp.Navigate(a.URL+"/settings/account"), chromedp.WaitVisible(`#feedback`)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
 		t.Fatal(err)
 	}
+	browserSignIn(ctx, t, a, reader, "/settings/account", `#feedback`)
 	if row := text(ctx, t, `li[data-feedback="2202.02326"]`); !strings.Contains(row, "More like this") || !strings.Contains(row, "Towards Training") {
 		t.Errorf("the settings page's feedback row: %q", row)
 	}

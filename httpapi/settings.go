@@ -384,7 +384,7 @@ var flashes = map[string]string{
 	"rotated":      "Your feed token was replaced: the old feed links stop working now. Update your feed reader.",
 	"email":        "Email settings saved.",
 	"confirm":      "Email settings saved. We sent a confirmation mail to the new address.",
-	"started":      "Digests are on. They hold papers matched from now on; everything that came before is in your feed (Your feeds, below).",
+	"started":      "Digests are on. They hold papers matched from now on; everything that came before is in your feed (the Feeds page).",
 	"followed":     "Followed.",
 	"search":       "You follow the search now. Its matches of the last 30 days join your feeds within seconds; new papers it matches come as they arrive.",
 	"feedback":     "Feedback removed: the paper counts no more in how your papers are ranked.",

@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -65,11 +64,7 @@ func TestChannelsOnTheSettingsPageInABrowser(t *testing.T) {
 
 	// A sign-in link opened directly asks first (login CSRF); the button
 	// signs in.
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/login?token="+url.QueryEscape(tok)),
-		chromedp.Click(`form[action="/login"] button`), chromedp.WaitVisible(`#follows`),
-		chromedp.Navigate(a.URL+"/settings/channels"), chromedp.WaitVisible(`#channels`)); err != nil {
-		t.Fatal(err)
-	}
+	browserSignIn(ctx, t, a, tok, "/settings/channels", `#channels`)
 	// The script shows the chosen type's fields only.
 	if !visible(ctx, t, `#channel-url`) || visible(ctx, t, `#channel-homeserver`) {
 		t.Error("webhook chosen: the URL field should show, the Matrix fields not")

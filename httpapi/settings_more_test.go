@@ -48,7 +48,7 @@ func TestSessionCookieSecureWithHTTPSPublicURL(t *testing.T) {
 	c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil)
 
 	resp, _ := testapp.Form(t, testapp.FormClient(t), "POST", a.URL+"/login", url.Values{"token": {tok}})
-	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings/follows" {
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != landing {
 		t.Fatalf("login: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	ck := sessionCookieOf(resp)
@@ -110,7 +110,7 @@ func TestLoginFormPost(t *testing.T) {
 
 	b := testapp.FormClient(t)
 	resp, _ = testapp.Form(t, b, "POST", a.URL+"/login", url.Values{"token": {tok}})
-	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings/follows" || resp.Header.Get("Referrer-Policy") != "no-referrer" {
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != landing || resp.Header.Get("Referrer-Policy") != "no-referrer" {
 		t.Fatalf("POST /login: %d %v", resp.StatusCode, resp.Header)
 	}
 	ck := sessionCookieOf(resp)

@@ -30,6 +30,10 @@ func settingsPage(t *testing.T, a *testapp.App, b *http.Client, path string) (st
 	return page, m[1]
 }
 
+// landing is the page a sign-in lands on: httpapi's landingPage (switch
+// the two together).
+const landing = "/settings/follows"
+
 var ariaCurrentRE = regexp.MustCompile(`<a href="([^"]+)" aria-current="page">`)
 
 // TestSettingsPagesAndTheirRoutes: a sign-in lands on the follows page;
@@ -56,16 +60,16 @@ func TestSettingsPagesAndTheirRoutes(t *testing.T) {
 
 	b := testapp.FormClient(t)
 	resp, _ := testapp.Form(t, b, "POST", a.URL+"/login", url.Values{"token": {tok}})
-	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings/follows" {
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != landing {
 		t.Fatalf("login lands on %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	for from, to := range map[string]string{
-		"/settings":                "/settings/follows",
-		"/settings?done=saved":     "/settings/follows?done=saved",
+		"/settings":                landing,
+		"/settings?done=saved":     landing + "?done=saved",
 		"/settings?q=diffusion":    "/settings/follows?q=diffusion",
 		"/settings?feedback=abc":   "/settings/account?feedback=abc",
 		"/":                        "/settings",
-		"/settings?done=email&x=1": "/settings/follows?done=email&x=1",
+		"/settings?done=email&x=1": landing + "?done=email&x=1",
 	} {
 		if resp, _ := testapp.Form(t, b, "GET", a.URL+from, nil); resp.StatusCode != 303 || resp.Header.Get("Location") != to {
 			t.Errorf("GET %s: %d %s, want 303 to %s", from, resp.StatusCode, resp.Header.Get("Location"), to)

@@ -22,7 +22,7 @@ func TestSettingsLoginSessionAndCSRF(t *testing.T) {
 		t.Fatalf("signed out: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	resp, _ = testapp.Form(t, b, "POST", a.URL+"/login", url.Values{"token": {tok}})
-	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings/follows" || resp.Header.Get("Referrer-Policy") != "no-referrer" {
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != landing || resp.Header.Get("Referrer-Policy") != "no-referrer" {
 		t.Fatalf("login: %d %v", resp.StatusCode, resp.Header)
 	}
 	var cookie *http.Cookie
