@@ -22,7 +22,11 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 	for i, row := range rows {
 		users = append(users, row.userID)
 		if *row.to > *row.from {
-			qs = append(qs, match.Query{UserID: row.userID, AfterSeq: *row.from, UpToSeq: *row.to, Limit: candidates, IDsOnly: true})
+			limit := candidates
+			if row.kind == KindCatchUp {
+				limit = catchUpCandidates // a pause's window is long
+			}
+			qs = append(qs, match.Query{UserID: row.userID, AfterSeq: *row.from, UpToSeq: *row.to, Limit: limit, IDsOnly: true})
 			qRow = append(qRow, i)
 		}
 	}
@@ -45,10 +49,10 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 	var shown []int64
 	seen := map[int64]bool{}
 	for i, row := range rows {
-		if ranked != nil && row.order == OrderBest {
+		if ranked != nil && row.ranked() {
 			order := paperIDs(results[i])
 			ranked.Order(row.userID, order)
-			plans[i] = planBest(results[i], follows[row.userID], order, budgets[i], row.keepFollowed)
+			plans[i] = planBest(results[i], follows[row.userID], order, budgets[i], row.keepFollowed, row.kind == KindCatchUp)
 			plans[i].spent = row.kind == "instant" && budgets[i] == 0 && results[i].Total > 0 && len(plans[i].shownIDs()) == 0
 		} else {
 			plans[i] = planGroups(results[i], follows[row.userID])
@@ -90,6 +94,7 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 		c := plans[i].fill(details)
 		loc := zone(row.tz)
 		c.Heading = heading(row, d.now().In(loc))
+		c.CatchUp = row.kind == KindCatchUp
 		c.Following = followingPhrase(follows[row.userID])
 		c.FeedURL = feedURLs[row.userID]
 		c.ManageURL = d.addrs.ManageURL(row.userID, row.epoch)
@@ -383,6 +388,8 @@ func heading(row digestRow, localNow time.Time) string {
 		return "New papers just matched your follows"
 	case "manual":
 		return "Your papers since your last digest, sent on request — " + day
+	case KindCatchUp:
+		return catchUpHeading(row.period)
 	}
 	return "Your daily papers — " + day
 }
