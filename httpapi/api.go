@@ -147,6 +147,9 @@ type digestJSON struct {
 	Order        string `json:"order"`
 	MaxPapers    int    `json:"max_papers"`
 	KeepFollowed bool   `json:"keep_followed"`
+	// Weekdays are the days a daily digest goes out ("mon" … "sun");
+	// the others fold into the next one sent.
+	Weekdays []string `json:"weekdays"`
 }
 
 type meJSON struct {
@@ -156,20 +159,23 @@ type meJSON struct {
 	Suppressed     string     `json:"suppressed,omitempty"`
 	Timezone       string     `json:"timezone"`
 	Digest         digestJSON `json:"digest"`
-	CreatedAt      time.Time  `json:"created_at"`
+	// Pause is the reader's vacation, null when none is set.
+	Pause     *pauseJSON `json:"pause"`
+	CreatedAt time.Time  `json:"created_at"`
 }
 
 func toMeJSON(u *account.User, p notify.Profile) meJSON {
 	d := digestJSON{Frequency: string(p.Digest.Frequency), Hour: p.Digest.Hour,
 		Weekday: strings.ToLower(p.Digest.Weekday.String()), SendEmpty: p.Digest.SendEmpty,
 		SkipNoAnnouncement: p.Digest.SkipNoAnnouncement,
-		Order:              string(p.Digest.Order), MaxPapers: p.Digest.MaxPapers, KeepFollowed: p.Digest.KeepFollowed}
+		Order:              string(p.Digest.Order), MaxPapers: p.Digest.MaxPapers, KeepFollowed: p.Digest.KeepFollowed,
+		Weekdays: p.Digest.Weekdays.Names()}
 	if !p.NextDigestAt.IsZero() {
 		t := p.NextDigestAt.UTC()
 		d.NextAt = &t
 	}
 	return meJSON{Sub: u.Sub, Email: p.Email, EmailConfirmed: p.EmailConfirmed, Suppressed: p.Suppressed,
-		Timezone: p.Timezone, Digest: d, CreatedAt: u.CreatedAt.UTC()}
+		Timezone: p.Timezone, Digest: d, Pause: toPauseJSON(p.Pause), CreatedAt: u.CreatedAt.UTC()}
 }
 
 func (a *API) getMe(w http.ResponseWriter, r *http.Request, u *account.User) error {
@@ -197,16 +203,20 @@ type digestPatch struct {
 	Weekday   *string `json:"weekday"`
 	SendEmpty *bool   `json:"send_empty"`
 	// SkipNoAnnouncement: see digestJSON.
-	SkipNoAnnouncement *bool   `json:"skip_no_announcement"`
-	Order              *string `json:"order"`
-	MaxPapers          *int    `json:"max_papers"`
-	KeepFollowed       *bool   `json:"keep_followed"`
+	SkipNoAnnouncement *bool     `json:"skip_no_announcement"`
+	Order              *string   `json:"order"`
+	MaxPapers          *int      `json:"max_papers"`
+	KeepFollowed       *bool     `json:"keep_followed"`
+	Weekdays           *[]string `json:"weekdays"`
 }
 
 type mePatch struct {
 	Email    *string      `json:"email"`
 	Timezone *string      `json:"timezone"`
 	Digest   *digestPatch `json:"digest"`
+	// Pause: absent leaves it, null ends it, an object sets it
+	// (decodePause).
+	Pause json.RawMessage `json:"pause"`
 }
 
 func (a *API) patchMe(w http.ResponseWriter, r *http.Request, u *account.User) error {
@@ -217,7 +227,12 @@ func (a *API) patchMe(w http.ResponseWriter, r *http.Request, u *account.User) e
 	patch := notify.ProfilePatch{Email: body.Email, Timezone: body.Timezone}
 	if d := body.Digest; d != nil {
 		patch.Digest = &notify.DigestPatch{Frequency: d.Frequency, Hour: d.Hour, Weekday: d.Weekday, SendEmpty: d.SendEmpty,
-			SkipNoAnnouncement: d.SkipNoAnnouncement, Order: d.Order, MaxPapers: d.MaxPapers, KeepFollowed: d.KeepFollowed}
+			SkipNoAnnouncement: d.SkipNoAnnouncement, Order: d.Order, MaxPapers: d.MaxPapers, KeepFollowed: d.KeepFollowed,
+			Weekdays: d.Weekdays}
+	}
+	var err error
+	if patch.Pause, err = decodePause(body.Pause); err != nil {
+		return err
 	}
 	p, err := a.Prefs.Update(r.Context(), u.ID, patch)
 	if err != nil {
@@ -225,6 +240,61 @@ func (a *API) patchMe(w http.ResponseWriter, r *http.Request, u *account.User) e
 	}
 	writeJSON(w, http.StatusOK, toMeJSON(u, p))
 	return nil
+}
+
+// pauseJSON is a reader's vacation (notify.Pause): dates in their time
+// zone, and the instants they stand for.
+type pauseJSON struct {
+	From string `json:"from"`
+	// Until is the day the reader is back; null: until they end it.
+	Until    *string    `json:"until"`
+	StartsAt time.Time  `json:"starts_at"`
+	EndsAt   *time.Time `json:"ends_at"`
+}
+
+func toPauseJSON(p *notify.Pause) *pauseJSON {
+	if p == nil || p.StartsAt == nil {
+		return nil
+	}
+	out := &pauseJSON{From: p.From.Format(notify.DateLayout), StartsAt: p.StartsAt.UTC()}
+	if p.Until != nil {
+		s := p.Until.Format(notify.DateLayout)
+		out.Until = &s
+	}
+	if p.EndsAt != nil {
+		t := p.EndsAt.UTC()
+		out.EndsAt = &t
+	}
+	return out
+}
+
+// decodePause reads PATCH /v1/me's pause: absent (nil), null (end it) or
+// {"from": date, "until": date | null}.
+func decodePause(raw json.RawMessage) (*notify.PausePatch, error) {
+	s := strings.TrimSpace(string(raw))
+	switch s {
+	case "":
+		return nil, nil
+	case "null":
+		return &notify.PausePatch{Clear: true}, nil
+	}
+	var body struct {
+		From  *string `json:"from"`
+		Until *string `json:"until"`
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return nil, apperr.InvalidField("pause."+te.Field, "must be a date like 2026-12-24, or null")
+		}
+		return nil, apperr.InvalidField("pause", "must be {\"from\": \"YYYY-MM-DD\", \"until\": \"YYYY-MM-DD\" or null}, or null to end a pause")
+	}
+	if body.From == nil {
+		return nil, apperr.InvalidField("pause.from", "is required: the first day of the pause, like 2026-12-24")
+	}
+	return &notify.PausePatch{From: *body.From, Until: body.Until}, nil
 }
 
 // ---- follows ----

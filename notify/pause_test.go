@@ -256,3 +256,50 @@ func TestPauseValidation(t *testing.T) {
 		t.Errorf("no from: %v", err)
 	}
 }
+
+// TestQuietDaysFoldIntoTheNextDigest: a daily reader who chose Monday,
+// Wednesday and Friday gets digests on those days only, and Wednesday's
+// holds Tuesday's papers too (its window spans the quiet day).
+func TestQuietDaysFoldIntoTheNextDigest(t *testing.T) {
+	t.Parallel()
+	e := setup(t, fakesmtp.Options{}, "")
+	uid := e.reader("mwf", notify.Daily, "UTC", 6, "category/cs.LG")
+	days := []string{"mon", "wed", "fri"}
+	if _, err := e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Digest: &notify.DigestPatch{Weekdays: &days}}); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := e.prefs.Get(e.ctx, uid); strings.Join(p.Digest.Weekdays.Names(), ",") != "mon,wed,fri" {
+		t.Fatalf("weekdays as stored: %v", p.Digest.Weekdays.Names())
+	}
+	n := 0
+	// Monday 30 November 05:00 to Sunday 6 December.
+	for now := e.clk.Now(); now.Before(time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)); now = now.Add(time.Hour) {
+		e.clk.Set(now)
+		if now.Hour() == 12 {
+			n++
+			e.push(testPaper(fmt.Sprintf("2312.%05d", n), "cs.LG")) // one a day: 1 is Monday's
+		}
+		if _, err := e.d.Schedule(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		e.sendPending()
+	}
+	rows, _ := e.db.Pool.Query(e.ctx, `SELECT period FROM digests WHERE user_id = $1 ORDER BY period`, uid)
+	var periods []string
+	for rows.Next() {
+		var p string
+		rows.Scan(&p)
+		periods = append(periods, p)
+	}
+	if want := "daily:2026-11-30,daily:2026-12-02,daily:2026-12-04"; strings.Join(periods, ",") != want {
+		t.Fatalf("periods %v, want %s", periods, want)
+	}
+	msgs := e.smtp.Messages()
+	if len(msgs) != 2 { // Monday's at 06:00 had nothing yet
+		t.Fatalf("%d mails, want Wednesday's and Friday's", len(msgs))
+	}
+	wed := string(msgs[0].Data)
+	if !strings.Contains(wed, "Paper 2312.00001") || !strings.Contains(wed, "Paper 2312.00002") || strings.Contains(wed, "Paper 2312.00003") {
+		t.Errorf("Wednesday's digest should hold Monday's and Tuesday's papers:\n%.800s", wed)
+	}
+}
