@@ -316,14 +316,14 @@ func (s *Service) Collect(ctx context.Context, channelID int64) (events int, err
 func (s *Service) windowPapers(ctx context.Context, userID int64, keys []string, after, upTo int64) ([]match.Paper, error) {
 	var qs []match.Query
 	if keys == nil {
-		qs = []match.Query{{UserID: userID, AfterSeq: after, UpToSeq: upTo, Limit: MaxPapersPerWindow}}
+		qs = []match.Query{{UserID: userID, AfterSeq: after, UpToSeq: upTo, Limit: MaxPapersPerWindow, At: s.now()}}
 	}
 	for _, k := range keys {
 		t, err := follow.TargetFromKey(k)
 		if err != nil {
 			continue // not a key a follow can have: matches nothing
 		}
-		qs = append(qs, match.Query{UserID: userID, Only: &t, AfterSeq: after, UpToSeq: upTo, Limit: MaxPapersPerWindow})
+		qs = append(qs, match.Query{UserID: userID, Only: &t, AfterSeq: after, UpToSeq: upTo, Limit: MaxPapersPerWindow, At: s.now()})
 	}
 	if len(qs) == 0 {
 		return nil, nil

@@ -307,11 +307,20 @@ type followJSON struct {
 	IncludeCrossLists   bool      `json:"include_cross_lists"`
 	IncludeReplacements bool      `json:"include_replacements"`
 	CreatedAt           time.Time `json:"created_at"`
+	// SnoozedUntil is the reader's date until which the follow delivers
+	// nothing by digest, alert or push (feeds keep it); null when it is
+	// not snoozed (or the date has come).
+	SnoozedUntil *string `json:"snoozed_until"`
 }
 
 func toFollowJSON(f follow.Follow) followJSON {
-	return followJSON{Kind: string(f.Kind), ID: f.ID, Name: f.DisplayName(), Label: f.Label,
+	out := followJSON{Kind: string(f.Kind), ID: f.ID, Name: f.DisplayName(), Label: f.Label,
 		IncludeCrossLists: f.IncludeCrossLists, IncludeReplacements: f.IncludeReplacements, CreatedAt: f.CreatedAt.UTC()}
+	if f.SnoozedUntil != nil && f.Snoozed(time.Now()) {
+		s := f.SnoozedUntil.Format(follow.SnoozeDateLayout)
+		out.SnoozedUntil = &s
+	}
+	return out
 }
 
 func (a *API) listFollows(w http.ResponseWriter, r *http.Request, u *account.User) error {
@@ -343,6 +352,9 @@ type followOptions struct {
 	IncludeCrossLists   *bool   `json:"include_cross_lists"`
 	IncludeReplacements *bool   `json:"include_replacements"`
 	Label               *string `json:"label"`
+	// SnoozedUntil: absent leaves the snooze, null un-snoozes, a date
+	// snoozes an existing follow (follow.Service.Snooze).
+	SnoozedUntil json.RawMessage `json:"snoozed_until"`
 }
 
 func (a *API) putFollow(w http.ResponseWriter, r *http.Request, u *account.User) error {
@@ -353,6 +365,26 @@ func (a *API) putFollow(w http.ResponseWriter, r *http.Request, u *account.User)
 	var opts followOptions
 	if err := decodeJSON(r, &opts, true); err != nil {
 		return err
+	}
+	if len(opts.SnoozedUntil) > 0 {
+		// A snooze is of a follow the reader has (422 naming "follow"
+		// otherwise): it is set first, then any other option.
+		var until *string
+		if string(opts.SnoozedUntil) != "null" {
+			var s string
+			if err := json.Unmarshal(opts.SnoozedUntil, &s); err != nil {
+				return apperr.InvalidField("snoozed_until", "must be a date like 2026-12-24 (YYYY-MM-DD, in your time zone), or null to un-snooze")
+			}
+			until = &s
+		}
+		f, err := a.Follows.Snooze(r.Context(), u.ID, t, until, time.Now())
+		if err != nil {
+			return err
+		}
+		if opts.IncludeCrossLists == nil && opts.IncludeReplacements == nil && opts.Label == nil {
+			writeJSON(w, http.StatusOK, toFollowJSON(f))
+			return nil
+		}
 	}
 	f, created, err := a.Follows.Follow(r.Context(), u.ID, t, follow.Options{
 		IncludeCrossLists: opts.IncludeCrossLists, IncludeReplacements: opts.IncludeReplacements, Label: opts.Label})

@@ -60,3 +60,47 @@ func TestPauseAndQuietDaysThroughTheAPI(t *testing.T) {
 		}
 	}
 }
+
+// TestSnoozeAFollowThroughTheAPI: PUT /v1/me/follows/{kind}/{id} with
+// snoozed_until snoozes a follow the reader has (the list and the export
+// show it), null un-snoozes, and bad dates or a follow the reader does
+// not have are 422s naming the field.
+func TestSnoozeAFollowThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	_, c := start(t)
+	tok := testapp.Token(t, "sleepy", "sleepy@example.org")
+	if r := c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil); r.Status != 201 {
+		t.Fatalf("follow: %d %s", r.Status, r.Body)
+	}
+	day := time.Now().UTC().AddDate(0, 0, 5).Format("2006-01-02")
+	r := c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, map[string]any{"snoozed_until": day})
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"snoozed_until":"`+day+`"`) {
+		t.Fatalf("snooze: %d %s", r.Status, r.Body)
+	}
+	for _, path := range []string{"/v1/me/follows", "/v1/me/export"} {
+		if r := c.Do("GET", path, tok, nil); !strings.Contains(string(r.Body), `"snoozed_until":"`+day+`"`) {
+			t.Errorf("%s does not show the snooze: %.500s", path, r.Body)
+		}
+	}
+	r = c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, `{"snoozed_until": null, "label": "ML"}`)
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"snoozed_until":null`) || !strings.Contains(string(r.Body), `"label":"ML"`) {
+		t.Fatalf("un-snooze with a label: %d %s", r.Status, r.Body)
+	}
+	yesterday := time.Now().UTC().AddDate(0, 0, -2).Format("2006-01-02")
+	for _, tc := range []struct{ path, body, field string }{
+		{"/v1/me/follows/category/cs.LG", `{"snoozed_until": "` + yesterday + `"}`, "snoozed_until"},
+		{"/v1/me/follows/category/cs.LG", `{"snoozed_until": "soon"}`, "snoozed_until"},
+		{"/v1/me/follows/category/cs.LG", `{"snoozed_until": 5}`, "snoozed_until"},
+		{"/v1/me/follows/category/cs.AI", `{"snoozed_until": "` + day + `"}`, "follow"},
+	} {
+		r := c.Do("PUT", tc.path, tok, tc.body)
+		var p problem
+		r.JSON(t, &p)
+		if r.Status != 422 || p.Field != tc.field {
+			t.Errorf("%s %s: want 422 naming %s, got %d %s", tc.path, tc.body, tc.field, r.Status, r.Body)
+		}
+	}
+	if r := c.Do("GET", "/v1/me/follows", tok, nil); strings.Contains(string(r.Body), "cs.AI") {
+		t.Error("snoozing an unfollowed category followed it")
+	}
+}

@@ -19,6 +19,7 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 	var qs []match.Query
 	var qRow []int
 	users := make([]int64, 0, len(rows))
+	now := d.now() // snoozed follows deliver nothing (match.Query.At)
 	for i, row := range rows {
 		users = append(users, row.userID)
 		if *row.to > *row.from {
@@ -26,7 +27,7 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 			if row.kind == KindCatchUp {
 				limit = catchUpCandidates // a pause's window is long
 			}
-			qs = append(qs, match.Query{UserID: row.userID, AfterSeq: *row.from, UpToSeq: *row.to, Limit: limit, IDsOnly: true})
+			qs = append(qs, match.Query{UserID: row.userID, AfterSeq: *row.from, UpToSeq: *row.to, Limit: limit, IDsOnly: true, At: now})
 			qRow = append(qRow, i)
 		}
 	}
@@ -88,7 +89,7 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 			return nil, err
 		}
 	}
-	now := d.now()
+	now = d.now()
 	out := make([]DigestContent, len(rows))
 	for i, row := range rows {
 		c := plans[i].fill(details)
