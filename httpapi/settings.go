@@ -308,6 +308,7 @@ type settingsData struct {
 	Feedback   *feedbackData // settings_feedback.go
 	// Orders are the digest's order options (the budget controls).
 	Orders []frequencyOption
+	Pause  *pauseData // settings_pause.go
 }
 
 type previewData struct {
@@ -455,6 +456,7 @@ func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
 	if d.Feedback, err = s.feedbackSection(r, v, r.URL.Query().Get("feedback")); err != nil {
 		return nil, err
 	}
+	d.Pause = s.pauseData(v, p, d.Follows, loc)
 	return d, nil
 }
 
