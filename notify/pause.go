@@ -136,6 +136,10 @@ func at(date time.Time, hour int, loc *time.Location) time.Time {
 func applyPause(next *Profile, cur Profile, patch *PausePatch, now time.Time) error {
 	loc := zone(next.Timezone)
 	today := localDate(now, loc)
+	if next.Pause != nil {
+		c := *next.Pause // next shares cur's; cur stays as read
+		next.Pause = &c
+	}
 	switch {
 	case patch == nil:
 	case patch.Clear:
