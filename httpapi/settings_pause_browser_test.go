@@ -15,7 +15,8 @@ import (
 // TestPauseOnTheSettingsPageInABrowser: in Chromium, the settings page's
 // pause card sets a pause (seen after a reload, and through the API),
 // saves the digest's days and snoozes a follow, with plain CSRF-protected
-// forms; a pause ending before it starts comes back naming the field.
+// forms; a pause ending before it starts comes back naming the field; the
+// card fits a 390 px screen.
 func TestPauseOnTheSettingsPageInABrowser(t *testing.T) {
 	t.Parallel()
 	ctx, b := browser.Start(t)
@@ -59,6 +60,15 @@ func TestPauseOnTheSettingsPageInABrowser(t *testing.T) {
 		t.Errorf("after a reload: from %q until %q, state %q", from, until, text(ctx, t, `#pause-state`))
 	}
 	b.Screenshot(ctx, t, "settings-pause")
+	// At 390 px the card fits the screen.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(a.URL+"/settings#pause"), chromedp.WaitVisible(`#pause`)); err != nil {
+		t.Fatal(err)
+	}
+	fitsTheScreen(ctx, t, 390)
+	b.ElementScreenshot(ctx, t, "settings-pause-390", "#pause")
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+		t.Fatal(err)
+	}
 	var me struct {
 		Pause *struct {
 			From  string  `json:"from"`
