@@ -205,6 +205,7 @@ func (p *Product) pageRoutes() []route {
 		{"GET /settings/channels/secret/{nonce}", bare(s.secretPage)},
 		{"POST /settings/not-this-person", limitBody(maxFormBody, bare(s.postNotThisPerson))},
 		{"POST /settings/feedback", limitBody(maxFormBody, bare(s.postFeedback))},
+		{"POST /settings/pause", limitBody(maxFormBody, bare(s.postPause))}, // settings_pause.go
 		// The user's data (userdata.go): the download, and the erase
 		// page and its form.
 		{"GET /settings/export", bare(s.exportDownload)},

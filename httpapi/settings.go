@@ -86,6 +86,7 @@ var formSections = map[string]string{
 	"/settings/email":           "email",
 	"/settings/not-this-person": "email", // the digest preview's "Not by …?"
 	"/settings/feedback":        "account",
+	"/settings/pause":           "email", // the pause, quiet days and snooze card
 }
 
 // Settings serves the user's settings pages: sign-in handoff from the
@@ -366,6 +367,7 @@ type settingsData struct {
 	Feedback   *feedbackData // settings_feedback.go
 	// Orders are the digest's order options (the budget controls).
 	Orders []frequencyOption
+	Pause  *pauseData // settings_pause.go
 }
 
 type previewData struct {
@@ -582,6 +584,13 @@ func (s *Settings) data(r *http.Request, v *viewer, section string) (*settingsDa
 		if d.Feedback, err = s.feedbackSection(r, v, r.URL.Query().Get("feedback")); err != nil {
 			return nil, err
 		}
+	}
+	if section == "email" {
+		loc, err := time.LoadLocation(p.Timezone)
+		if err != nil {
+			loc = time.UTC
+		}
+		d.Pause = s.pauseData(v, p, d.Follows, loc)
 	}
 	return d, nil
 }
