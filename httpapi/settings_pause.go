@@ -26,7 +26,10 @@ type pauseData struct {
 	From, Until, Today string
 	Open               bool
 	Days               []dayOption
-	Follows            []snoozeRow
+	// Follows are the snooze rows, shown collapsed unless Snoozed (how
+	// many are snoozed) is above zero: the list is as long as the follows.
+	Follows []snoozeRow
+	Snoozed int
 }
 
 type dayOption struct {
@@ -57,6 +60,7 @@ func (s *Settings) pauseData(v *viewer, p notify.Profile, follows []followJSON, 
 		row := snoozeRow{N: i, Kind: f.Kind, ID: f.ID, Name: f.Name}
 		if f.SnoozedUntil != nil {
 			row.Until = *f.SnoozedUntil
+			d.Snoozed++
 		}
 		d.Follows = append(d.Follows, row)
 	}

@@ -91,7 +91,10 @@ func TestPauseOnTheSettingsPageInABrowser(t *testing.T) {
 	if strings.Join(me.Digest.Weekdays, ",") != "mon,tue,wed,thu,fri" {
 		t.Errorf("weekdays %v", me.Digest.Weekdays)
 	}
-	// Snooze cs.LG.
+	// Snooze cs.LG: the list is collapsed while nothing is snoozed.
+	if err := chromedp.Do(ctx, chromedp.Click(`#snoozes > summary`)); err != nil {
+		t.Fatal(err)
+	}
 	if err := choose(ctx, `li[data-snooze="category/cs.LG"] input[type="date"]`, day(4)); err != nil {
 		t.Fatal(err)
 	}
