@@ -146,6 +146,8 @@ func (p *Product) apiRoutes() []route {
 		// A user's feedback on papers (feedback.go).
 		{"PUT /v1/me/papers/{arxiv_id}/feedback", limitBody(maxJSONBody, user(a.putFeedback))},
 		{"GET /v1/me/feedback", user(a.listFeedback)},
+		// A user's read state of papers (papers.go).
+		{"PUT /v1/me/papers/{arxiv_id}/state", limitBody(maxJSONBody, user(a.putPaperState))},
 
 		// The sources' health (status.go; its own per-IP limit).
 		{"GET /v1/status", bare(st.statusJSON)},

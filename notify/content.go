@@ -22,7 +22,7 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 	for i, row := range rows {
 		users = append(users, row.userID)
 		if *row.to > *row.from {
-			qs = append(qs, match.Query{UserID: row.userID, AfterSeq: *row.from, UpToSeq: *row.to, Limit: candidates, IDsOnly: true})
+			qs = append(qs, match.Query{UserID: row.userID, AfterSeq: *row.from, UpToSeq: *row.to, Limit: candidates, IDsOnly: true, Unread: true})
 			qRow = append(qRow, i)
 		}
 	}

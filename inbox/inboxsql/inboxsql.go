@@ -1,0 +1,28 @@
+// Package inboxsql is how package match reads package inbox's table
+// (paper_states, migration 00033) in statements of its own: fragments
+// named and documented here, which package inbox owns with the table
+// (docs/ARCHITECTURE.md, Rules). It is a package of its own because inbox
+// imports match (MarkAllRead selects the papers it marks).
+//
+// A fragment's parameters are SQL expressions of the caller's statement
+// (column references, $n), never input: the caller builds its statement
+// once, at package initialisation.
+package inboxsql
+
+// Table is the table of readers' paper states: (user_id, paper_id) primary
+// key, state 'read' or 'done'; no row means unread.
+const Table = "paper_states"
+
+// Marked is true when user user marked paper paper read or done: one probe
+// of paper_states' primary key. The alias it introduces (ps) is local to
+// its subquery.
+func Marked(user, paper string) string {
+	return `EXISTS (SELECT 1 FROM ` + Table + ` ps WHERE ps.user_id = ` + user + ` AND ps.paper_id = ` + paper + `)`
+}
+
+// MarkedPairsSQL selects, of the pairs (user $1[i], paper $2[i]) (bigint
+// arrays of one length), the ordinals i (1-based, int) of those whose
+// user marked the paper read or done: one primary-key probe per pair.
+const MarkedPairsSQL = `
+	SELECT u.n::int FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS u(user_id, paper_id, n)
+	WHERE ` + "EXISTS (SELECT 1 FROM " + Table + " ps WHERE ps.user_id = u.user_id AND ps.paper_id = u.paper_id)"
