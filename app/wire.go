@@ -129,6 +129,7 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.follows.OnFollow(s.ranking.FollowChanged)
 	s.follows.OnUnfollow(s.ranking.FollowChanged)
 	s.inbox = inbox.New(db, s.matcher)
+	s.inbox.RankWith(s.ranking)
 	s.prefs = notify.NewPreferences(db, s.addrs, hooks.Now)
 	s.users.OnConfirm(s.prefs.AddressConfirmed)
 	s.addrs.OnDigests(s.prefs)

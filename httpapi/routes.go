@@ -148,6 +148,8 @@ func (p *Product) apiRoutes() []route {
 		{"GET /v1/me/feedback", user(a.listFeedback)},
 		// A user's read state of papers (papers.go).
 		{"PUT /v1/me/papers/{arxiv_id}/state", limitBody(maxJSONBody, user(a.putPaperState))},
+		{"GET /v1/me/papers", user(a.listPapers)},
+		{"POST /v1/me/papers/read", limitBody(maxJSONBody, user(a.markAllRead))},
 
 		// The sources' health (status.go; its own per-IP limit).
 		{"GET /v1/status", bare(st.statusJSON)},

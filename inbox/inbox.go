@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/account"
 	"followfeed/apperr"
 	"followfeed/catalog"
 	"followfeed/database"
@@ -22,6 +23,7 @@ import (
 	"followfeed/internal/text"
 	"followfeed/match"
 	"followfeed/paper"
+	"followfeed/ranking"
 )
 
 // State is what a reader did with a paper.
@@ -63,6 +65,7 @@ func (st State) Label() string {
 type Service struct {
 	db      *database.DB
 	matcher *match.Service
+	ranking *ranking.Service // RankWith; nil: no best first, no feedback
 }
 
 // New returns the service over db; matcher selects the papers MarkAllRead
@@ -83,7 +86,8 @@ type Entry struct {
 // Set records st as user userID's state of the paper arxivID (any form
 // paper.ParseArxivID reads), in one transaction: Unread deletes the row,
 // Read and Done write it (its changed_at moves only when the state
-// changes). Any stored paper may be marked, matched or not: a state says
+// changes), and bumps the user's feed version (account.BumpFeeds: the
+// feeds with ?unread=1 get a new ETag). Any stored paper may be marked, matched or not: a state says
 // nothing about anyone else and only ever hides the paper. A paper that is
 // not stored (or was withdrawn) is an apperr.NotFound; an id that is no
 // arXiv id an apperr.Invalid naming "arxiv_id".
@@ -106,8 +110,11 @@ func (s *Service) Set(ctx context.Context, userID int64, arxivID string, st Stat
 			return err
 		}
 		e.PaperID, e.Title = paperID, papers[paperID].Title
-		e.ChangedAt, err = write(ctx, tx, userID, []int64{paperID}, st, true)
-		return err
+		if e.ChangedAt, err = write(ctx, tx, userID, []int64{paperID}, st, true); err != nil {
+			return err
+		}
+		// The feeds with ?unread=1 show the change: a new ETag.
+		return account.BumpFeeds(ctx, tx, userID)
 	})
 	if err != nil && database.IsUserGone(err) {
 		return Entry{}, apperr.New(apperr.NotFound, "no such user")
@@ -171,8 +178,10 @@ func (s *Service) MarkAllRead(ctx context.Context, userID int64, only *follow.Ta
 		ids[i] = p.ID
 	}
 	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
-		_, err := write(ctx, tx, userID, ids, Read, false)
-		return err
+		if _, err := write(ctx, tx, userID, ids, Read, false); err != nil {
+			return err
+		}
+		return account.BumpFeeds(ctx, tx, userID)
 	})
 	if err != nil && database.IsUserGone(err) {
 		return 0, apperr.New(apperr.NotFound, "no such user")

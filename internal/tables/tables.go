@@ -52,6 +52,8 @@ var Owner = map[string]string{
 	"feedback":       "ranking",
 	"ranking_models": "ranking",
 
+	"paper_states": "inbox",
+
 	"channels":         "channels",
 	"channel_events":   "channels",
 	"channel_attempts": "channels",
