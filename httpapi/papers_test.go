@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -213,5 +214,56 @@ func TestInboxAPI(t *testing.T) {
 	r.JSON(t, &pr)
 	if r.Status != 422 || pr.Field != "follow" {
 		t.Errorf("mark all read of a follow the reader does not have: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestInboxFormsAreCSRFProtected: the inbox's forms change nothing
+// without the page's CSRF token (403) and with it redirect back to the
+// view they came from; a bad state is a 422 page naming it, a paper not
+// stored a 404.
+func TestInboxFormsAreCSRFProtected(t *testing.T) {
+	t.Parallel()
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
+	db := openDB(t, a.DatabaseURL)
+	pushPaper(t, c, paperLine("2611.00401", "Sparse attention", "cs.LG"))
+	tok := testapp.Token(t, "former", "")
+	c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil)
+	b, _, csrf := signIn(t, a, tok)
+	for _, path := range []string{"/inbox/state", "/inbox/read", "/inbox/feedback"} {
+		resp, _ := testapp.Form(t, b, "POST", a.URL+path, url.Values{"arxiv_id": {"2611.00401"}, "state": {"done"}, "value": {"more"}, "up_to": {"0"}})
+		if resp.StatusCode != 403 {
+			t.Errorf("POST %s without the CSRF token: %d", path, resp.StatusCode)
+		}
+	}
+	if n := count(t, db, `SELECT count(*) FROM paper_states`) + count(t, db, `SELECT count(*) FROM feedback`); n != 0 {
+		t.Fatalf("forms without the CSRF token recorded %d rows", n)
+	}
+	resp, _ := testapp.Form(t, b, "POST", a.URL+"/inbox/state", url.Values{"csrf": {csrf}, "arxiv_id": {"2611.00401"}, "state": {"done"},
+		"return": {"state=unread&follow=category%3Acs.LG&evil=https%3A%2F%2Fexample.org"}})
+	if loc := resp.Header.Get("Location"); resp.StatusCode != 303 || loc != "/inbox?follow=category%3Acs.LG&state=unread&done=state" {
+		t.Errorf("marking done: %d to %q", resp.StatusCode, loc)
+	}
+	if n := count(t, db, `SELECT count(*) FROM paper_states WHERE state = 'done'`); n != 1 {
+		t.Errorf("%d done rows after the form, want 1", n)
+	}
+	for _, f := range []struct {
+		values url.Values
+		status int
+		says   string
+	}{
+		{url.Values{"arxiv_id": {"2611.00401"}, "state": {"gone"}}, 422, "state:"},
+		{url.Values{"arxiv_id": {"2611.99999"}, "state": {"read"}}, 404, "arXiv:2611.99999"},
+	} {
+		f.values.Set("csrf", csrf)
+		resp, body := testapp.Form(t, b, "POST", a.URL+"/inbox/state", f.values)
+		if resp.StatusCode != f.status || !strings.Contains(body, f.says) {
+			t.Errorf("POST /inbox/state %v: %d, want %d saying %q", f.values, resp.StatusCode, f.status, f.says)
+		}
+	}
+	if resp, _ := testapp.Form(t, testapp.FormClient(t), "GET", a.URL+"/inbox", nil); resp.StatusCode != 303 || resp.Header.Get("Location") != "/login" {
+		t.Errorf("the inbox signed out: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp, _ := testapp.Form(t, b, "GET", a.URL+"/inbox?state=bogus", nil); resp.StatusCode != 422 {
+		t.Errorf("the inbox with a bad filter: %d", resp.StatusCode)
 	}
 }

@@ -201,6 +201,11 @@ func (p *Product) pageRoutes() []route {
 		{"GET /settings/channels/secret/{nonce}", bare(s.secretPage)},
 		{"POST /settings/not-this-person", limitBody(maxFormBody, bare(s.postNotThisPerson))},
 		{"POST /settings/feedback", limitBody(maxFormBody, bare(s.postFeedback))},
+		// The inbox (inbox_page.go).
+		{"GET /inbox", bare(s.inboxPage)},
+		{"POST /inbox/state", limitBody(maxFormBody, bare(s.postInboxState))},
+		{"POST /inbox/read", limitBody(maxFormBody, bare(s.postInboxRead))},
+		{"POST /inbox/feedback", limitBody(maxFormBody, bare(s.postInboxFeedback))},
 		// The user's data (userdata.go): the download, and the erase
 		// page and its form.
 		{"GET /settings/export", bare(s.exportDownload)},

@@ -133,38 +133,3 @@ func TestUnreadEverFillsTheLimit(t *testing.T) {
 		t.Errorf("without Unread: %v", got)
 	}
 }
-
-// MarkAllRead marks the reader's unread matched papers read up to the
-// seq given, leaves done papers done and later papers unread.
-func TestMarkAllRead(t *testing.T) {
-	t.Parallel()
-	e, ib, uid, _ := markedFixture(t, 4)
-	mark(t, e, ib, uid, inbox.Done, "2611.00002")
-	upTo := e.high()
-	e.ingest(p("2611.00005", "cs.LG", []string{"cs.LG"}))
-	n, err := ib.MarkAllRead(e.ctx, uid, nil, upTo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n != 3 {
-		t.Errorf("marked %d, want 3", n)
-	}
-	if got := ids(e.matched(match.Query{UserID: uid, Unread: true})); !slices.Equal(got, []string{"2611.00005"}) {
-		t.Errorf("unread after mark all read: %v, want the paper matched after it", got)
-	}
-	var states []string
-	rows, err := e.db.Pool.Query(e.ctx, `SELECT p.arxiv_id || '=' || s.state FROM paper_states s JOIN papers p ON p.id = s.paper_id WHERE s.user_id = $1 ORDER BY 1`, uid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		states = append(states, s)
-	}
-	if want := []string{"2611.00001=read", "2611.00002=done", "2611.00003=read", "2611.00004=read"}; !slices.Equal(states, want) {
-		t.Errorf("states %v, want %v", states, want)
-	}
-}
