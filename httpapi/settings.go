@@ -312,6 +312,9 @@ type settingsData struct {
 	Feedback   *feedbackData // settings_feedback.go
 	// Orders are the digest's order options (the budget controls).
 	Orders []frequencyOption
+	// RememberOpened is the reader's "remember what I opened"
+	// (settings_opened.go, _remember_opened.html).
+	RememberOpened bool
 }
 
 type previewData struct {
@@ -454,6 +457,9 @@ func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
 		loc = time.UTC
 	}
 	if d.Channels, err = s.channelsData(ctx, v, d.Follows, loc); err != nil {
+		return nil, err
+	}
+	if d.RememberOpened, err = s.Inbox.RememberOpened(ctx, v.userID); err != nil {
 		return nil, err
 	}
 	if d.Feedback, err = s.feedbackSection(r, v, r.URL.Query().Get("feedback")); err != nil {

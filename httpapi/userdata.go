@@ -54,6 +54,8 @@ type exportJSON struct {
 	// ReadState is every paper the user marked read or done (package
 	// inbox), most recently changed first; other papers are unread.
 	ReadState []paperStateJSON `json:"read_state"`
+	// RememberOpened is the user's "remember what I opened".
+	RememberOpened bool `json:"remember_opened"`
 }
 
 // ledgerJSON is one digest of the ledger (notify.LedgerEntry).
@@ -155,6 +157,9 @@ func (x exporter) build(ctx context.Context, u *account.User) (*exportJSON, erro
 	}
 	for _, e := range states {
 		out.ReadState = append(out.ReadState, toPaperStateJSON(e))
+	}
+	if out.RememberOpened, err = x.inbox.RememberOpened(ctx, u.ID); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -248,6 +248,7 @@ func populate(t *testing.T, a *testapp.App, c *testapp.Client, db *database.DB, 
 	}
 	// Marked after the digest: a paper marked done is left out of it.
 	ok(c.Do("PUT", "/v1/me/papers/"+paperID+"/state", f.tok, map[string]any{"state": "done"}), "read state", 200)
+	ok(c.Do("PUT", "/v1/me/remember-opened", f.tok, map[string]any{"remember_opened": true}), "remember what I opened", 200)
 	if r := c.Do("POST", strings.TrimPrefix(unsubscribeLink(t, a, sub), a.URL), "", "List-Unsubscribe=One-Click",
 		"Content-Type", "application/x-www-form-urlencoded"); r.Status != 200 {
 		t.Fatalf("%s: unsubscribe: %d %s", sub, r.Status, r.Body)

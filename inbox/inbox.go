@@ -250,10 +250,12 @@ func (s *Service) All(ctx context.Context, userID int64) ([]Entry, error) {
 	return out, err
 }
 
-// EraseUser erases user userID's paper states in tx (the erasure's
-// transaction, account.Users.Erase, whose hook it is).
+// EraseUser erases user userID's paper states and inbox settings in tx
+// (the erasure's transaction, account.Users.Erase, whose hook it is).
 func EraseUser(ctx context.Context, tx pgx.Tx, userID int64) error {
-	if _, err := tx.Exec(ctx, `DELETE FROM paper_states WHERE user_id = $1`, userID); err != nil {
+	if _, err := tx.Exec(ctx, `
+		WITH st AS (DELETE FROM paper_states WHERE user_id = $1)
+		DELETE FROM inbox_settings WHERE user_id = $1`, userID); err != nil {
 		return fmt.Errorf("erasing the paper states of user %d: %w", userID, err)
 	}
 	return nil

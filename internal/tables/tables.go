@@ -52,7 +52,8 @@ var Owner = map[string]string{
 	"feedback":       "ranking",
 	"ranking_models": "ranking",
 
-	"paper_states": "inbox",
+	"paper_states":   "inbox",
+	"inbox_settings": "inbox",
 
 	"channels":         "channels",
 	"channel_events":   "channels",

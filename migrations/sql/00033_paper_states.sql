@@ -14,7 +14,13 @@
 -- paper_states_user_changed_idx: a reader's states newest first (the
 -- export's and the inbox's reads of one reader's rows).
 --
--- Expand only: the previous release neither reads nor writes it.
+-- inbox_settings: a reader's "remember what I opened" (off by default:
+-- no row, or false). When on, the paper links of their digests and
+-- instant alerts go through a signed redirect (/open/{token}) that marks
+-- the paper read before it sends the reader on to arXiv. Package inbox
+-- writes it; erased and exported with the reader.
+--
+-- Expand only: the previous release neither reads nor writes them.
 
 -- +goose Up
 CREATE TABLE paper_states (
@@ -26,5 +32,12 @@ CREATE TABLE paper_states (
 );
 CREATE INDEX paper_states_user_changed_idx ON paper_states (user_id, changed_at DESC, paper_id DESC);
 
+CREATE TABLE inbox_settings (
+    user_id         bigint PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE,
+    remember_opened boolean NOT NULL DEFAULT false,
+    updated_at      timestamptz NOT NULL DEFAULT now()
+);
+
 -- +goose Down
+DROP TABLE inbox_settings;
 DROP TABLE paper_states;
