@@ -33,7 +33,7 @@ func mailTo(t *testing.T, a *testapp.App, address string) string {
 }
 
 // TestRememberWhatIOpened: with "remember what I opened" on (the API),
-// a digest's papers carry an "Open and mark read" link that marks the
+// a digest's papers carry an "Open" (and mark read) link that marks the
 // paper read and redirects to arXiv (303); a reader who left it off gets
 // no such link; once turned off a link records nothing; an altered link
 // is a 404.
@@ -73,7 +73,7 @@ func TestRememberWhatIOpened(t *testing.T) {
 	}
 	m := mailTo(t, a, "opener@example.org")
 	link := openLinkRE.FindString(m)
-	if link == "" || !strings.Contains(m, "Open and mark read") {
+	if link == "" || !strings.Contains(m, "Open, mark read: ") {
 		t.Fatalf("the opener's digest has no open link:\n%s", m)
 	}
 	path := link[strings.Index(link, "/open/"):] // the mail's links are PUBLIC_URL's

@@ -23,7 +23,7 @@ func (s *Settings) postRememberOpened(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// openLink is GET /open/{token}: a mail's "Open and mark read" link. It
+// openLink is GET /open/{token}: a mail's "Open" (and mark read) link. It
 // marks the paper read when the user has "remember what I opened" on
 // (inbox.Service.Opened: never when it is off, and a paper marked done
 // stays done), then sends the reader on to the paper's arXiv page (303).
