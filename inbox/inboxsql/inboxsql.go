@@ -20,9 +20,12 @@ func Marked(user, paper string) string {
 	return `EXISTS (SELECT 1 FROM ` + Table + ` ps WHERE ps.user_id = ` + user + ` AND ps.paper_id = ` + paper + `)`
 }
 
-// MarkedPairsSQL selects, of the pairs (user $1[i], paper $2[i]) (bigint
-// arrays of one length), the ordinals i (1-based, int) of those whose
-// user marked the paper read or done: one primary-key probe per pair.
-const MarkedPairsSQL = `
-	SELECT u.n::int FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS u(user_id, paper_id, n)
-	WHERE ` + "EXISTS (SELECT 1 FROM " + Table + " ps WHERE ps.user_id = u.user_id AND ps.paper_id = u.paper_id)"
+// MarkedInRangesSQL selects (user_id, paper_id) of the papers users
+// marked read or done, per user $1[i] those with ids from $2[i] to $3[i]
+// (bigint arrays of one length, one element per user): one range scan of
+// paper_states' primary key per user, reading only that user's states of
+// papers in the range (a window's candidates are mostly recent papers, so
+// the reader's states of older papers are not read).
+const MarkedInRangesSQL = `
+	SELECT ps.user_id, ps.paper_id FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(user_id, lo, hi)
+	JOIN ` + Table + ` ps ON ps.user_id = u.user_id AND ps.paper_id BETWEEN u.lo AND u.hi`
