@@ -152,6 +152,34 @@ func (a *Addresses) CheckFeedbackLink(ctx context.Context, tok string) (Feedback
 	return out, nil
 }
 
+// OpenURL is a mail's link to one paper (papers.id) for the user: a
+// signed redirect (GET /open/{token}) that marks the paper read when the
+// user asked followfeed to remember what they opened (package inbox), then
+// sends them on to the paper. Revoking the user's links ends it.
+func (a *Addresses) OpenURL(userID, epoch, paperID int64) string {
+	var buf [binary.MaxVarintLen64]byte
+	tok := a.signer.Sign(auth.Link{Action: auth.ActionOpen, UserID: userID, Epoch: epoch, Data: binary.AppendVarint(buf[:0], paperID)})
+	return a.abs("/open/"+tok, "", "")
+}
+
+// CheckOpen resolves an OpenURL token to its user and paper; a forged,
+// malformed or revoked link (or a user since erased) is auth.ErrBadLink.
+func (a *Addresses) CheckOpen(ctx context.Context, tok string) (userID, paperID int64, err error) {
+	err = a.db.InTx(ctx, func(tx pgx.Tx) error {
+		l, _, err := a.checkLink(ctx, tx, tok, auth.ActionOpen)
+		if err != nil {
+			return err
+		}
+		id, n := binary.Varint(l.Data)
+		if n <= 0 || id <= 0 || n != len(l.Data) {
+			return auth.ErrBadLink
+		}
+		userID, paperID = l.UserID, id
+		return nil
+	})
+	return userID, paperID, err
+}
+
 // CheckDispute resolves a DisputeURL token to its user, paper and
 // researcher id; a forged, malformed or revoked link is auth.ErrBadLink.
 func (a *Addresses) CheckDispute(ctx context.Context, tok string) (userID int64, arxivID, researcherID string, err error) {

@@ -26,6 +26,7 @@ import (
 	"followfeed/harvest"
 	"followfeed/httpapi"
 	"followfeed/identity"
+	"followfeed/inbox"
 	"followfeed/internal/httpclient"
 	"followfeed/mail"
 	"followfeed/match"
@@ -54,6 +55,7 @@ type Services struct {
 	papers    *catalog.Store
 	matcher   *match.Service
 	ranking   *ranking.Service
+	inbox     *inbox.Service
 	prefs     *notify.Preferences
 	harvester *harvest.Harvester
 	enricher  *harvest.Enricher
@@ -126,6 +128,8 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	// user with a model gets it retrained).
 	s.follows.OnFollow(s.ranking.FollowChanged)
 	s.follows.OnUnfollow(s.ranking.FollowChanged)
+	s.inbox = inbox.New(db, s.matcher)
+	s.inbox.RankWith(s.ranking)
 	s.prefs = notify.NewPreferences(db, s.addrs, hooks.Now)
 	s.users.OnConfirm(s.prefs.AddressConfirmed)
 	s.addrs.OnDigests(s.prefs)
@@ -137,6 +141,7 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.users.OnErase(follow.EraseUser)
 	s.users.OnErase(identity.EraseUser)
 	s.users.OnErase(ranking.EraseUser)
+	s.users.OnErase(inbox.EraseUser)
 	s.users.OnErase(channels.EraseUser)
 	s.users.OnErase(notify.EraseUser)
 	// Every retry of an upstream request is logged, so a harvest against
@@ -179,7 +184,7 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		Links: feedLinks{s.feeds}, Addresses: s.addrs, From: cfg.MailFrom, BaseURL: cfg.PublicURL,
 		Mailto: cfg.MailUnsubscribeMailto, Logger: logger, Now: hooks.Now,
 		Calendar: arxivcal.New(cfg.ArxivHolidays), Health: s.health, LedgerRetention: cfg.DigestRetention,
-		Ranker: digestRanker{s.ranking}, OnPauseEnd: channelsPauseHook{s},
+		Ranker: digestRanker{s.ranking}, OnPauseEnd: channelsPauseHook{s}, Opened: s.inbox,
 	})
 	s.confirms = notify.NewConfirmations(s.addrs, s.sender, cfg.MailFrom, cfg.PublicURL, hooks.Now)
 	// The match job finds new matches only of users with instant
@@ -428,6 +433,7 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 		Feeds:    s.feeds,
 		Channels: s.channels,
 		Ranking:  s.ranking,
+		Inbox:    s.inbox,
 		PerIP:    httpapi.NewLimiter(cfg.RateLimitPerIP, int(2*cfg.RateLimitPerIP)+1),
 		PerUser:  httpapi.NewLimiter(cfg.RateLimitPerUser, int(2*cfg.RateLimitPerUser)+1),
 	}
@@ -441,9 +447,9 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 	}
 	status := &httpapi.StatusRoutes{Logger: s.logger, Health: s.health, Calendar: arxivcal.New(cfg.ArxivHolidays), PerIP: api.PerIP, Now: s.now}
 	emailPages := &httpapi.EmailPages{Logger: s.logger, Addresses: s.addrs, Identities: s.registry, PerIP: api.PerIP,
-		Ranking: s.ranking, Matcher: s.matcher, Follows: s.follows}
+		Ranking: s.ranking, Matcher: s.matcher, Follows: s.follows, Inbox: s.inbox}
 	settings := httpapi.NewSettings(httpapi.Settings{Logger: s.logger, Verifier: s.verifier, Users: s.users, Addresses: s.addrs, Follows: s.follows,
-		Feeds: s.feeds, Prefs: s.prefs, Digester: s.digester, Channels: s.channels, Signer: s.signer, Identities: s.registry, Previews: api.Previews, Ranking: s.ranking, Secure: cfg.PublicURL.Scheme == "https",
+		Feeds: s.feeds, Prefs: s.prefs, Digester: s.digester, Channels: s.channels, Signer: s.signer, Identities: s.registry, Previews: api.Previews, Ranking: s.ranking, Inbox: s.inbox, Secure: cfg.PublicURL.Scheme == "https",
 		DevLogin: !cfg.IsProduction(), HostOrigins: cfg.CORSOrigins, PerIP: api.PerIP, PerUser: api.PerUser}, cfg.SecretKey)
 	embed := &httpapi.Embed{Logger: s.logger, FrameOrigins: cfg.CORSOrigins, PublicURL: cfg.PublicURL.String()}
 	if !cfg.IsProduction() {

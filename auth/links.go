@@ -26,6 +26,7 @@ const (
 	ActionSession     Action = 4 // a settings-page session cookie
 	ActionDispute     Action = 5 // "not this person": one paper, one followed researcher
 	ActionFeedback    Action = 6 // "more like this", "less like this", "save": one paper, one value
+	ActionOpen        Action = 7 // a mail's paper link: one paper, marked read when the user remembers what they opened
 )
 
 // ErrBadLink is returned for a link token that is malformed, forged, or for

@@ -312,18 +312,19 @@ func (s *Service) Collect(ctx context.Context, channelID int64) (events int, err
 // query, as digests run it). For some, one query per key (match.Query.Only,
 // all in one statement), so that each follow's first match counts rather
 // than the user's; a paper two keys matched comes once, with the newest
-// seq. Each per-key query costs what a per-follow feed's does.
+// seq. Each per-key query costs what a per-follow feed's does. Papers the
+// user marked read or done are left out (match.Query.Unread).
 func (s *Service) windowPapers(ctx context.Context, userID int64, keys []string, after, upTo int64) ([]match.Paper, error) {
 	var qs []match.Query
 	if keys == nil {
-		qs = []match.Query{{UserID: userID, AfterSeq: after, UpToSeq: upTo, Limit: MaxPapersPerWindow, At: s.now()}}
+		qs = []match.Query{{UserID: userID, AfterSeq: after, UpToSeq: upTo, Limit: MaxPapersPerWindow, At: s.now(), Unread: true}}
 	}
 	for _, k := range keys {
 		t, err := follow.TargetFromKey(k)
 		if err != nil {
 			continue // not a key a follow can have: matches nothing
 		}
-		qs = append(qs, match.Query{UserID: userID, Only: &t, AfterSeq: after, UpToSeq: upTo, Limit: MaxPapersPerWindow, At: s.now()})
+		qs = append(qs, match.Query{UserID: userID, Only: &t, AfterSeq: after, UpToSeq: upTo, Limit: MaxPapersPerWindow, At: s.now(), Unread: true})
 	}
 	if len(qs) == 0 {
 		return nil, nil

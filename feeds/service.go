@@ -206,6 +206,11 @@ type Request struct {
 	// gets a first one from their follows), each saying why it ranks.
 	// Not with Only.
 	Best bool
+	// Unread leaves out the papers the user marked read or done
+	// (?unread=1; match.Query.Unread): the newest Limit unread ones. A
+	// change of read state bumps the feed version (package inbox), so the
+	// ETag moves with it.
+	Unread bool
 }
 
 // ParseLimit reads ?limit=: "" gives DefaultLimit; otherwise 1..MaxLimit.
@@ -275,7 +280,7 @@ func (s *Service) Private(ctx context.Context, token string, st State, v Validat
 		if s.personal.Feedback != nil {
 			account.QueueLinkEpochIn(b, st.UserID, func(e int64) { epoch = e })
 		}
-		finish = match.QueueMatchedIn(b, []match.Query{{UserID: st.UserID, Only: req.Only, Limit: req.Limit}})
+		finish = match.QueueMatchedIn(b, []match.Query{{UserID: st.UserID, Only: req.Only, Limit: req.Limit, Unread: req.Unread}})
 	}
 	err := s.db.ReadBatch(ctx, feedAtLeast(st.UserID, v.Version, v.HighSeq), first, func(tx pgx.Tx) error {
 		only = nil
@@ -328,6 +333,11 @@ func (s *Service) Private(ctx context.Context, token string, st State, v Validat
 		feed.Subtitle = "New arXiv papers matching what you follow, best first for you: ranked by what you follow and the papers you marked."
 		feed.SelfURL = s.BestURL(token, req.Format)
 		feed.Ranked = true
+	}
+	if req.Unread {
+		feed.ID += "/unread"
+		feed.Title += ", unread"
+		feed.SelfURL += "?unread=1"
 	}
 	feed.Items = make([]Item, 0, len(res.Papers))
 	for _, p := range res.Papers {

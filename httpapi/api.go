@@ -22,6 +22,7 @@ import (
 	"followfeed/follow"
 	"followfeed/harvest"
 	"followfeed/identity"
+	"followfeed/inbox"
 	"followfeed/notify"
 	"followfeed/ranking"
 )
@@ -52,6 +53,8 @@ type API struct {
 	Channels *channels.Service
 	// Ranking keeps users' feedback on papers.
 	Ranking *ranking.Service
+	// Inbox keeps the user's read state of papers (papers.go).
+	Inbox *inbox.Service
 	// PerIP and PerUser rate-limit requests (nil: unlimited).
 	PerIP   *Limiter
 	PerUser *Limiter

@@ -119,9 +119,14 @@ func (h *FeedRoutes) private(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, h.Logger, err)
 		return
 	}
-	etag := fmt.Sprintf(`W/"%s-%s-%d.%d-%s-%d"`, renderVersion, scope, v.Version, v.Seq, format, limit)
+	unread, err := parseUnread(r.URL.Query().Get("unread"))
+	if err != nil {
+		writeError(w, r, h.Logger, err)
+		return
+	}
+	etag := fmt.Sprintf(`W/"%s-%s-%d.%d-%s-%d%s"`, renderVersion, scope, v.Version, v.Seq, format, limit, unreadTag(unread))
 	serve(w, r, h.Logger, etag, v.Modified, "private", format.ContentType(), func() ([]byte, error) {
-		feed, err := h.Feeds.Private(r.Context(), token, st, v, feeds.Request{Format: format, Limit: limit, Only: only})
+		feed, err := h.Feeds.Private(r.Context(), token, st, v, feeds.Request{Format: format, Limit: limit, Only: only, Unread: unread})
 		if err != nil {
 			return nil, err
 		}
@@ -173,9 +178,14 @@ func (h *FeedRoutes) best(f feeds.Format) http.Handler {
 				modified = st.ModelAt
 			}
 		}
-		etag := fmt.Sprintf(`W/"%s-b-%d.%d.%d-%s-%d"`, renderVersion, v.Version, v.Seq, model, f, limit)
+		unread, err := parseUnread(r.URL.Query().Get("unread"))
+		if err != nil {
+			writeError(w, r, h.Logger, err)
+			return
+		}
+		etag := fmt.Sprintf(`W/"%s-b-%d.%d.%d-%s-%d%s"`, renderVersion, v.Version, v.Seq, model, f, limit, unreadTag(unread))
 		serve(w, r, h.Logger, etag, modified, "private", f.ContentType(), func() ([]byte, error) {
-			feed, err := h.Feeds.Private(r.Context(), token, st, v, feeds.Request{Format: f, Limit: limit, Best: true})
+			feed, err := h.Feeds.Private(r.Context(), token, st, v, feeds.Request{Format: f, Limit: limit, Best: true, Unread: unread})
 			if err != nil {
 				return nil, err
 			}
@@ -217,6 +227,28 @@ func parsePerFollow(v string) (bool, error) {
 		return true, nil
 	}
 	return false, apperr.InvalidField("per_follow", "must be 1 (one feed per follow) or 0 (the combined feed, the default)")
+}
+
+// parseUnread reads a private feed's ?unread=: 1 (or true) leaves out
+// the papers the user marked read or done; "", 0 (or false) is the whole
+// feed.
+func parseUnread(v string) (bool, error) {
+	switch v {
+	case "", "0", "false":
+		return false, nil
+	case "1", "true":
+		return true, nil
+	}
+	return false, apperr.InvalidField("unread", "must be 1 (leave out the papers you marked read or done) or 0 (every paper, the default)")
+}
+
+// unreadTag is an ETag's mark of a feed with ?unread=1: its items differ
+// from the whole feed's at the same version.
+func unreadTag(unread bool) string {
+	if unread {
+		return "-unread"
+	}
+	return ""
 }
 
 // miss answers an unknown token: 404, or 429 when one address guesses.

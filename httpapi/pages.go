@@ -12,6 +12,7 @@ import (
 	"followfeed/auth"
 	"followfeed/follow"
 	"followfeed/identity"
+	"followfeed/inbox"
 	"followfeed/match"
 	"followfeed/ranking"
 	"followfeed/web"
@@ -105,7 +106,10 @@ type EmailPages struct {
 	Ranking *ranking.Service
 	Matcher *match.Service
 	Follows *follow.Service
-	PerIP   *Limiter
+	// Inbox records a paper opened through a mail's open link
+	// (settings_opened.go).
+	Inbox *inbox.Service
+	PerIP *Limiter
 }
 
 // disputePage shows a digest's "Not by …?" link as a page with a button.

@@ -146,6 +146,12 @@ func (p *Product) apiRoutes() []route {
 		// A user's feedback on papers (feedback.go).
 		{"PUT /v1/me/papers/{arxiv_id}/feedback", limitBody(maxJSONBody, user(a.putFeedback))},
 		{"GET /v1/me/feedback", user(a.listFeedback)},
+		// A user's read state of papers (papers.go).
+		{"PUT /v1/me/papers/{arxiv_id}/state", limitBody(maxJSONBody, user(a.putPaperState))},
+		{"GET /v1/me/papers", user(a.listPapers)},
+		{"POST /v1/me/papers/read", limitBody(maxJSONBody, user(a.markAllRead))},
+		{"GET /v1/me/remember-opened", user(a.getRememberOpened)},
+		{"PUT /v1/me/remember-opened", limitBody(maxJSONBody, user(a.putRememberOpened))},
 
 		// The sources' health (status.go; its own per-IP limit).
 		{"GET /v1/status", bare(st.statusJSON)},
@@ -206,6 +212,13 @@ func (p *Product) pageRoutes() []route {
 		{"POST /settings/not-this-person", limitBody(maxFormBody, bare(s.postNotThisPerson))},
 		{"POST /settings/feedback", limitBody(maxFormBody, bare(s.postFeedback))},
 		{"POST /settings/pause", limitBody(maxFormBody, bare(s.postPause))}, // settings_pause.go
+		// The inbox (inbox_page.go).
+		{"GET /inbox", bare(s.inboxPage)},
+		{"POST /inbox/state", limitBody(maxFormBody, bare(s.postInboxState))},
+		{"POST /inbox/read", limitBody(maxFormBody, bare(s.postInboxRead))},
+		{"POST /inbox/feedback", limitBody(maxFormBody, bare(s.postInboxFeedback))},
+		// "Remember what I opened" (settings_opened.go).
+		{"POST /settings/remember-opened", limitBody(maxFormBody, bare(s.postRememberOpened))},
 		// The user's data (userdata.go): the download, and the erase
 		// page and its form.
 		{"GET /settings/export", bare(s.exportDownload)},
@@ -220,6 +233,7 @@ func (p *Product) pageRoutes() []route {
 		{"GET /not-this-person/{token}", bare(m.disputePage)},
 		{"POST /not-this-person/{token}", limitBody(maxLinkBody, bare(m.dispute))},
 		{"GET /feedback/{token}", bare(m.feedbackLinkPage)},
+		{"GET /open/{token}", bare(m.openLink)},
 		{"POST /feedback/{token}", limitBody(maxLinkBody, bare(m.feedbackLinkPost))},
 
 		{"GET /status", bare(st.statusPage)},

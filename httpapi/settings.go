@@ -21,6 +21,7 @@ import (
 	"followfeed/feeds"
 	"followfeed/follow"
 	"followfeed/identity"
+	"followfeed/inbox"
 	"followfeed/notify"
 	"followfeed/paper"
 	"followfeed/ranking"
@@ -36,7 +37,7 @@ const sessionTTL = 12 * time.Hour
 // landingPage is the first page of a settings session: where a sign-in
 // (GET or POST /login) lands and where GET /settings sends a signed-in
 // user. It is the one place that says so.
-const landingPage = "/settings/follows"
+const landingPage = "/inbox"
 
 // settingsPages are the pages of the settings session's navigation, in its
 // order: Path is the page's URL, Section the settings.html block it shows
@@ -87,6 +88,7 @@ var formSections = map[string]string{
 	"/settings/not-this-person": "email", // the digest preview's "Not by …?"
 	"/settings/feedback":        "account",
 	"/settings/pause":           "email", // the pause, quiet days and snooze card
+	"/settings/remember-opened": "account",
 }
 
 // Settings serves the user's settings pages: sign-in handoff from the
@@ -114,6 +116,9 @@ type Settings struct {
 	// Ranking lists and clears the user's feedback (the feedback section,
 	// settings_feedback.go).
 	Ranking *ranking.Service
+	// Inbox keeps the user's read state of papers (the inbox page, the
+	// export).
+	Inbox *inbox.Service
 	// PerUser limits search previews per user (the API's per-user
 	// limiter, so the page and GET /v1/search/preview share one budget).
 	PerUser *Limiter
@@ -368,6 +373,9 @@ type settingsData struct {
 	// Orders are the digest's order options (the budget controls).
 	Orders []frequencyOption
 	Pause  *pauseData // settings_pause.go
+	// RememberOpened is the reader's "remember what I opened"
+	// (settings_opened.go, _remember_opened.html).
+	RememberOpened bool
 }
 
 type previewData struct {
@@ -582,6 +590,9 @@ func (s *Settings) data(r *http.Request, v *viewer, section string) (*settingsDa
 		}
 	case "account":
 		if d.Feedback, err = s.feedbackSection(r, v, r.URL.Query().Get("feedback")); err != nil {
+			return nil, err
+		}
+		if d.RememberOpened, err = s.Inbox.RememberOpened(ctx, v.userID); err != nil {
 			return nil, err
 		}
 	}

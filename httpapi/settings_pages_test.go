@@ -32,7 +32,7 @@ func settingsPage(t *testing.T, a *testapp.App, b *http.Client, path string) (st
 
 // landing is the page a sign-in lands on: httpapi's landingPage (switch
 // the two together).
-const landing = "/settings/follows"
+const landing = "/inbox"
 
 var ariaCurrentRE = regexp.MustCompile(`<a href="([^"]+)" aria-current="page">`)
 

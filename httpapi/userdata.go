@@ -14,6 +14,7 @@ import (
 	"followfeed/channels"
 	"followfeed/follow"
 	"followfeed/identity"
+	"followfeed/inbox"
 	"followfeed/notify"
 	"followfeed/ranking"
 )
@@ -31,10 +32,10 @@ import (
 const ExportFormat = "followfeed-export/1"
 
 // exportJSON is the export document. Each section is read through the
-// package that owns it, in its API form. Read state and mutes (issue
-// #27, items 1 and 2) join as sections of their own ("read_state",
-// "mutes") when they exist: a field here, filled in exporter.build through
-// their owner's list function, and a property of Export in openapi.json.
+// package that owns it, in its API form. Mutes (issue #27, item 2) join
+// as a section of its own ("mutes") when they exist: a field here, filled
+// in exporter.build through their owner's list function, and a property
+// of Export in openapi.json.
 type exportJSON struct {
 	Format     string       `json:"format"`
 	ExportedAt time.Time    `json:"exported_at"`
@@ -50,6 +51,11 @@ type exportJSON struct {
 	Channels []channelJSON `json:"channels"`
 	// Digests is the digest ledger, newest first.
 	Digests []ledgerJSON `json:"digests"`
+	// ReadState is every paper the user marked read or done (package
+	// inbox), most recently changed first; other papers are unread.
+	ReadState []paperStateJSON `json:"read_state"`
+	// RememberOpened is the user's "remember what I opened".
+	RememberOpened bool `json:"remember_opened"`
 }
 
 // ledgerJSON is one digest of the ledger (notify.LedgerEntry).
@@ -72,14 +78,15 @@ type exporter struct {
 	identities *identity.Registry
 	channels   *channels.Service
 	digests    *notify.Digester
+	inbox      *inbox.Service
 }
 
 func (a *API) exporter() exporter {
-	return exporter{prefs: a.Prefs, follows: a.Follows, ranking: a.Ranking, identities: a.Identities, channels: a.Channels, digests: a.Digests}
+	return exporter{prefs: a.Prefs, follows: a.Follows, ranking: a.Ranking, identities: a.Identities, channels: a.Channels, digests: a.Digests, inbox: a.Inbox}
 }
 
 func (s *Settings) exporter() exporter {
-	return exporter{prefs: s.Prefs, follows: s.Follows, ranking: s.Ranking, identities: s.Identities, channels: s.Channels, digests: s.Digester}
+	return exporter{prefs: s.Prefs, follows: s.Follows, ranking: s.Ranking, identities: s.Identities, channels: s.Channels, digests: s.Digester, inbox: s.Inbox}
 }
 
 // build reads u's export. The sections are read one after another, each
@@ -91,7 +98,7 @@ func (x exporter) build(ctx context.Context, u *account.User) (*exportJSON, erro
 		return nil, err
 	}
 	out := &exportJSON{Format: ExportFormat, ExportedAt: time.Now().UTC().Truncate(time.Second), Profile: toMeJSON(u, p),
-		Follows: []followJSON{}, Feedback: []feedbackJSON{}, Channels: []channelJSON{}, Digests: []ledgerJSON{}}
+		Follows: []followJSON{}, Feedback: []feedbackJSON{}, Channels: []channelJSON{}, Digests: []ledgerJSON{}, ReadState: []paperStateJSON{}}
 	fs, err := x.follows.All(ctx, u.ID)
 	if err != nil {
 		return nil, err
@@ -143,6 +150,16 @@ func (x exporter) build(ctx context.Context, u *account.User) (*exportJSON, erro
 			j.SentAt = &t
 		}
 		out.Digests = append(out.Digests, j)
+	}
+	states, err := x.inbox.All(ctx, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range states {
+		out.ReadState = append(out.ReadState, toPaperStateJSON(e))
+	}
+	if out.RememberOpened, err = x.inbox.RememberOpened(ctx, u.ID); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -55,6 +55,11 @@ type Query struct {
 	// (dropSnoozed). Zero (feeds) leaves snoozes alone. It applies to
 	// bounded windows (AfterSeq or UpToSeq set), which every delivery is.
 	At time.Time
+	// Unread leaves out the papers the user marked read or done (package
+	// inbox): digests, instant alerts and push channels set it, feeds with
+	// ?unread=1. Applied in one place for every path, applyControls
+	// (controls.go); Total then counts only the papers kept.
+	Unread bool
 }
 
 // Paper is one matched paper with why it matched.
@@ -235,6 +240,11 @@ func queueSubset(b *pgx.Batch, qs []Query, idx []int, results []Result, needReas
 // finishMatched reads the reasons the selection could not give and the
 // details of the papers of queries that want them, then the events.
 func finishMatched(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, needReasons map[int][]int64) ([]Result, error) {
+	// The reader's controls (controls.go) drop papers before anything is
+	// loaded for them.
+	if err := applyControls(ctx, tx, qs, results, needReasons); err != nil {
+		return nil, err
+	}
 	var b pgx.Batch
 	queueReasons(&b, qs, results, needReasons)
 	queueDetails(&b, qs, results)

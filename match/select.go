@@ -17,15 +17,16 @@ type queryArrays struct {
 	only          []string
 	after, upTo   []int64
 	perKey, limit []int32
+	unread        []bool
 }
 
 func newQueryArrays(qs []Query) queryArrays {
 	n := len(qs)
 	a := queryArrays{users: make([]int64, n), only: make([]string, n), after: make([]int64, n), upTo: make([]int64, n),
-		perKey: make([]int32, n), limit: make([]int32, n)}
+		perKey: make([]int32, n), limit: make([]int32, n), unread: make([]bool, n)}
 	for i, q := range qs {
 		q.Limit = q.limit()
-		a.users[i], a.after[i], a.limit[i] = q.UserID, q.AfterSeq, int32(q.Limit)
+		a.users[i], a.after[i], a.limit[i], a.unread[i] = q.UserID, q.AfterSeq, int32(q.selectLimit()), q.Unread
 		a.upTo[i] = q.window()[1]
 		if q.Only != nil {
 			a.only[i] = q.Only.Key()
@@ -81,11 +82,14 @@ func newQueryArrays(qs []Query) queryArrays {
 // searches). With only_key, "before" means before by that follow: a paper another follow matched earlier is new to it (filtered
 // channels).
 // total counts what is kept (window functions run before LIMIT).
+// unread (Query.Unread): each key's rows skip the papers the user marked
+// read or done (unreadSQL, controls.go), so that "ever"'s newest per_key
+// rows of a key are unread ones.
 var matchedManySQL = `
 	WITH q AS (
 		SELECT u.*, ` + registrysql.Disputes("u.user_id") + ` AS disputes
-		FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::int[], $6::int[])
-		WITH ORDINALITY AS u(user_id, only_key, after_seq, upto_seq, per_key, lim, ord)
+		FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::int[], $6::int[], $7::bool[])
+		WITH ORDINALITY AS u(user_id, only_key, after_seq, upto_seq, per_key, lim, unread, ord)
 	)
 	SELECT q.ord, j.paper_id, j.seq, j.replaced, j.new_in_window, j.keys, j.ranks, j.total
 	FROM q CROSS JOIN LATERAL (
@@ -113,6 +117,7 @@ var matchedManySQL = `
 				  AND (fo.include_cross_lists OR NOT pk.cross_list)
 				  AND (fo.include_replacements OR NOT pk.replacement)
 				  AND (NOT q.disputes OR NOT ` + registrysql.Disputed("q.user_id", "pk.paper_id", "fo.key", "fo.ident") + `)
+				  AND ` + unreadSQL("pk.paper_id") + `
 				ORDER BY pk.seq DESC
 				LIMIT q.per_key)
 				UNION ALL
@@ -121,6 +126,7 @@ var matchedManySQL = `
 				WHERE fo.mkey >= 'query:' AND fo.mkey < 'query;'
 				  AND h.key = fo.mkey AND h.seq > q.after_seq AND h.seq <= q.upto_seq
 				  AND (fo.include_replacements OR NOT h.replacement)
+				  AND ` + unreadSQL("u.paper_id") + `
 				ORDER BY h.seq DESC
 				LIMIT q.per_key)
 			) k
@@ -165,7 +171,7 @@ var seenProbeSQL = `(SELECT true FROM (
 // papers whose reasons must be read with queueLoadReasons.
 func queueSelect(b *pgx.Batch, qs []Query, done func(results []Result, needReasons map[int][]int64)) {
 	a := newQueryArrays(qs)
-	b.Queue(matchedManySQL, a.users, a.only, a.after, a.upTo, a.perKey, a.limit).Query(func(rows pgx.Rows) error {
+	b.Queue(matchedManySQL, a.users, a.only, a.after, a.upTo, a.perKey, a.limit, a.unread).Query(func(rows pgx.Rows) error {
 		results := make([]Result, len(qs))
 		needReasons := map[int][]int64{}
 		targets := map[string]follow.Target{}

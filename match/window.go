@@ -386,7 +386,7 @@ func (w *windowed) results(seen map[int]bool, results []Result, needReasons map[
 			}
 			return cmp.Compare(b.id, a.id)
 		})
-		limit := q.limit()
+		limit := q.selectLimit()
 		r := &results[qi]
 		r.Total = len(kept)
 		kept = kept[:min(len(kept), limit)]

@@ -27,7 +27,7 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 			if row.kind == KindCatchUp {
 				limit = catchUpCandidates // a pause's window is long
 			}
-			qs = append(qs, match.Query{UserID: row.userID, AfterSeq: *row.from, UpToSeq: *row.to, Limit: limit, IDsOnly: true, At: now})
+			qs = append(qs, match.Query{UserID: row.userID, AfterSeq: *row.from, UpToSeq: *row.to, Limit: limit, IDsOnly: true, At: now, Unread: true})
 			qRow = append(qRow, i)
 		}
 	}
@@ -79,6 +79,12 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 			return nil, err
 		}
 	}
+	remember := map[int64]bool{}
+	if d.opened != nil {
+		if remember, err = d.opened.RemembersOpened(ctx, users); err != nil {
+			return nil, err
+		}
+	}
 	starts, err := d.windowStarts(ctx, rows)
 	if err != nil {
 		return nil, err
@@ -99,6 +105,7 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 		c.Following = followingPhrase(follows[row.userID])
 		c.FeedURL = feedURLs[row.userID]
 		c.ManageURL = d.addrs.ManageURL(row.userID, row.epoch)
+		opens := remember[row.userID]
 		c.UnsubscribeURL = d.addrs.UnsubscribeURL(row.userID, row.epoch)
 		// What is the user's own: the "Not by …?" and feedback links, and
 		// why a best-first paper ranks.
@@ -112,6 +119,9 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 					More: d.addrs.FeedbackURL(row.userID, row.epoch, p.ID, feedbackMore),
 					Less: d.addrs.FeedbackURL(row.userID, row.epoch, p.ID, feedbackLess),
 					Save: d.addrs.FeedbackURL(row.userID, row.epoch, p.ID, feedbackSaved),
+				}
+				if opens {
+					p.Feedback.Open = d.addrs.OpenURL(row.userID, row.epoch, p.ID)
 				}
 				if plans[i].best {
 					if why := ranked.Why(row.userID, p.ID); len(why) > 0 {

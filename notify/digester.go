@@ -46,6 +46,12 @@ type DigestEnqueuer interface {
 	EnqueueDigestRetry(ctx context.Context, tx pgx.Tx, digestID int64, at time.Time) error
 }
 
+// OpenedChoice says which of users asked that the papers they open from
+// a mail be marked read (inbox.Service implements it).
+type OpenedChoice interface {
+	RemembersOpened(ctx context.Context, users []int64) (map[int64]bool, error)
+}
+
 // Ranker ranks users' papers for best-first digests and instant alerts
 // (package ranking's Service, through an adapter in package app).
 type Ranker interface {
@@ -131,6 +137,7 @@ type Digester struct {
 	ranker    Ranker
 	// onPauseEnd is told of readers whose pause ended (nil: nobody).
 	onPauseEnd PauseHook
+	opened     OpenedChoice
 }
 
 // DigesterConfig assembles a Digester.
@@ -166,6 +173,9 @@ type DigesterConfig struct {
 	// readers whose pause ended (package channels: push channels catch
 	// up or skip what they missed).
 	OnPauseEnd PauseHook
+	// Opened, when set, says which users turned "remember what I opened"
+	// on: their digests' papers get an open link (FeedbackLinks.Open).
+	Opened OpenedChoice
 }
 
 // NewDigester returns a Digester.
@@ -182,5 +192,5 @@ func NewDigester(c DigesterConfig) *Digester {
 	return &Digester{db: c.DB, matcher: c.Matcher, sender: c.Sender, enq: c.Enqueuer, links: c.Links,
 		addrs: c.Addresses, from: c.From, base: c.BaseURL, mailto: c.Mailto, logger: c.Logger, now: c.Now,
 		cal: c.Calendar, health: c.Health, retention: max(c.LedgerRetention, MinLedgerRetention), ranker: c.Ranker,
-		onPauseEnd: c.OnPauseEnd}
+		onPauseEnd: c.OnPauseEnd, opened: c.Opened}
 }

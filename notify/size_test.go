@@ -152,3 +152,31 @@ func TestDigestSizeWithFeedbackLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestDigestSizeWithOpenLinks: for a reader who turned "remember what I
+// opened" on, every paper also carries its "Open" (and mark read) link
+// (FeedbackLinks.Open); the most papers a digest lists, newest first and
+// best first, still stay under Gmail's clip.
+func TestDigestSizeWithOpenLinks(t *testing.T) {
+	base, _ := url.Parse("https://papers.example.org")
+	addrs := account.NewAddresses(nil, auth.NewLinkSigner([]byte("0123456789abcdef0123456789abcdef")), base, nil)
+	for _, best := range []bool{false, true} {
+		c := realisticDigest(t, best)
+		for _, g := range c.Groups {
+			for j := range g.Papers {
+				g.Papers[j].Feedback.Open = addrs.OpenURL(1_234_567, 3, g.Papers[j].ID)
+			}
+		}
+		fits := 0
+		for n := c.shown(); n > 0; n-- {
+			if _, h, _ := RenderDigest(firstPapers(c, n)); len(h) < gmailClip {
+				fits = n
+				break
+			}
+		}
+		t.Logf("best %v: with open links %d papers fit under %d bytes", best, fits, gmailClip)
+		if want := map[bool]int{false: MaxPerDigest, true: MaxPapersLimit}[best]; fits < want {
+			t.Errorf("best %v: with open links only %d papers fit under Gmail's clip, want %d", best, fits, want)
+		}
+	}
+}

@@ -137,6 +137,13 @@ type DigestPaper struct {
 // left out.
 type FeedbackLinks struct {
 	More, Less, Save string
+	// Open is the paper's signed redirect (account.Addresses.OpenURL)
+	// that marks it read on the way to arXiv: set only for users who
+	// turned "remember what I opened" on (package inbox), so every other
+	// digest is as long as before. It is a link of its own beside the
+	// feedback links rather than the title's: a paper's title is rendered
+	// once for every digest that lists it (DigestPaper.ID).
+	Open string
 }
 
 // ReasonFollow is a follow that matched a paper: its id and the name the
@@ -481,10 +488,15 @@ func writeWhy(t, h *bytes.Buffer, why []string) {
 
 // feedbackLabels are the feedback links' texts, in the order they are
 // shown, with the text part's label (padded to align the URLs).
-var feedbackLabels = [3][2]string{
+var feedbackLabels = [4][2]string{
 	{"More like this", "   More like this: "},
 	{"Less like this", "   Less like this: "},
 	{"Save", "   Save:           "},
+	// Open (FeedbackLinks.Open) says only "Open" in the HTML: with the
+	// longer label a best-first digest of MaxPapersLimit papers would
+	// pass Gmail's clip (TestDigestSizeWithOpenLinks); the text part
+	// says what it does.
+	{"Open", "   Open, mark read: "},
 }
 
 // writeFeedback writes a paper's feedback links: in the text one line per
@@ -498,7 +510,7 @@ func writeFeedback(t, h *bytes.Buffer, fb FeedbackLinks) {
 	if fb == (FeedbackLinks{}) {
 		return
 	}
-	for i, raw := range [3]string{fb.More, fb.Less, fb.Save} {
+	for i, raw := range [4]string{fb.More, fb.Less, fb.Save, fb.Open} {
 		u := httpLink(raw)
 		if u == "" {
 			continue

@@ -52,6 +52,9 @@ var Owner = map[string]string{
 	"feedback":       "ranking",
 	"ranking_models": "ranking",
 
+	"paper_states":   "inbox",
+	"inbox_settings": "inbox",
+
 	"channels":         "channels",
 	"channel_events":   "channels",
 	"channel_attempts": "channels",

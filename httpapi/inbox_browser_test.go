@@ -1,0 +1,84 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"followfeed/internal/browser"
+	"followfeed/internal/testapp"
+)
+
+// TestInboxPageInABrowser: in Chromium at 1280 and 390 px, the settings
+// page links to the inbox, which lists the reader's papers with their
+// reasons within the screen; a paper's "Mark done" is reached with Tab and
+// pressed with Enter, and after a reload the paper shows done and is gone
+// from the unread filter (as the API shows); "Mark all read" leaves no
+// unread paper.
+func TestInboxPageInABrowser(t *testing.T) {
+	t.Parallel()
+	ctx, b := browser.Start(t)
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
+	pushPaper(t, c, paperLine("2611.00301", "Sparse attention for long documents", "cs.LG"),
+		paperLine("2611.00302", "Dense retrieval with a rather long title that has to wrap on a phone screen", "cs.LG"))
+	for _, width := range []int64{1280, 390} {
+		sub := fmt.Sprintf("inbox-%d", width)
+		tok := testapp.Token(t, sub, sub+"@example.org")
+		c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil)
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 900), chromedp.Navigate(a.URL+"/login?token="+url.QueryEscape(tok)),
+			chromedp.Click(`form[action="/login"] button`), chromedp.WaitVisible(`nav.pages a[href="/inbox"]`),
+			chromedp.Click(`nav.pages a[href="/inbox"]`), chromedp.WaitVisible(`#inbox`)); err != nil {
+			t.Fatal(err)
+		}
+		main := text(ctx, t, "main")
+		for _, want := range []string{"Sparse attention for long documents", "Dense retrieval", "because you follow cs.LG", "Unread", "Mark all read"} {
+			if !strings.Contains(main, want) {
+				t.Errorf("%d px: the inbox lacks %q:\n%s", width, want, main)
+			}
+		}
+		fitsTheScreen(ctx, t, width)
+		b.Screenshot(ctx, t, fmt.Sprintf("inbox-%d", width))
+
+		tabToSelector(ctx, t, `li[data-paper="2611.00302"] button.mark-done`)
+		pressTo(ctx, t, "\r", "#inbox")
+		if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(`#inbox`)); err != nil {
+			t.Fatal(err)
+		}
+		if st := text(ctx, t, `#state-2611\.00302`); st != "Done" {
+			t.Errorf("%d px: after a reload the paper marked done shows %q", width, st)
+		}
+		var p inboxPage
+		c.Do("GET", "/v1/me/papers?state=done", tok, nil).JSON(t, &p)
+		if got := p.ids(); !slices.Equal(got, []string{"2611.00302=done"}) {
+			t.Errorf("%d px: the API's done papers: %v", width, got)
+		}
+		// The unread filter, chosen with the keyboard and sent with Enter.
+		if err := chromedp.Do(ctx, chromedp.Focus(`#inbox-state`), chromedp.SetValue(`#inbox-state`, "unread")); err != nil {
+			t.Fatal(err)
+		}
+		tabToSelector(ctx, t, `#inbox-show`)
+		pressTo(ctx, t, "\r", "#inbox")
+		main = text(ctx, t, "#inbox")
+		if strings.Contains(main, "Dense retrieval") || !strings.Contains(main, "Sparse attention") {
+			t.Errorf("%d px: the unread filter:\n%s", width, main)
+		}
+		fitsTheScreen(ctx, t, width)
+		b.Screenshot(ctx, t, fmt.Sprintf("inbox-unread-%d", width))
+		tabToSelector(ctx, t, `#mark-all-read`)
+		pressTo(ctx, t, "\r", "#inbox")
+		if err := chromedp.Do(ctx, chromedp.WaitVisible(`#inbox-none`)); err != nil {
+			t.Fatal(err)
+		}
+		c.Do("GET", "/v1/me/papers?state=read", tok, nil).JSON(t, &p)
+		if got := p.ids(); !slices.Equal(got, []string{"2611.00301=read"}) {
+			t.Errorf("%d px: after mark all read the API's read papers: %v", width, got)
+		}
+	}
+	if errs := b.ConsoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors: %v", errs)
+	}
+}

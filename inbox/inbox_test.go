@@ -1,0 +1,180 @@
+package inbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"followfeed/account"
+	"followfeed/apperr"
+	"followfeed/auth"
+	"followfeed/catalog"
+	"followfeed/follow"
+	"followfeed/inbox"
+	"followfeed/internal/testdb"
+	"followfeed/match"
+	"followfeed/paper"
+	"followfeed/worker"
+)
+
+// fixture is a reader following cs.LG with n papers of cs.LG stored one
+// batch each (2611.00001 oldest).
+type fixture struct {
+	ctx    context.Context
+	ib     *inbox.Service
+	m      *match.Service
+	papers *catalog.Store
+	uid    int64
+}
+
+func setup(t *testing.T, n int) *fixture {
+	t.Helper()
+	db := testdb.New(t)
+	ins, err := worker.NewInserter(db.Pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{ctx: context.Background(), m: match.NewService(db), papers: catalog.NewStore(db, worker.NewEnqueuer(ins))}
+	f.ib = inbox.New(db, f.m)
+	u, err := account.NewUsers(db).Ensure(f.ctx, &auth.Claims{Subject: "reader"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.uid = u.ID
+	lg, _ := follow.ParseTarget("category", "cs.LG")
+	if _, _, err := follow.NewService(db).Follow(f.ctx, f.uid, lg, follow.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= n; i++ {
+		f.ingest(t, fmt.Sprintf("2611.%05d", i))
+	}
+	return f
+}
+
+func (f *fixture) ingest(t *testing.T, id string) {
+	t.Helper()
+	p := paper.Paper{ArxivID: id, Title: "Paper " + id, PrimaryCategory: "cs.LG", Categories: []string{"cs.LG"},
+		Authors: []paper.Author{{Name: "Ann Author"}}}
+	if _, err := f.papers.Ingest(f.ctx, []paper.Paper{p}, catalog.SourcePush); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// states lists the reader's rows as arXiv id=state, oldest paper first.
+func (f *fixture) states(t *testing.T) []string {
+	t.Helper()
+	es, err := f.ib.All(f.ctx, f.uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range es {
+		out = append(out, e.ArxivID+"="+string(e.State))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Set writes, changes and (with Unread) deletes the reader's row; an id
+// that is not one, a state that is not one and a paper not stored are
+// refused, naming what is wrong.
+func TestSet(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 2)
+	for _, st := range []inbox.State{inbox.Read, inbox.Done} {
+		e, err := f.ib.Set(f.ctx, f.uid, "arXiv:2611.00001v3", st)
+		if err != nil || e.ArxivID != "2611.00001" || e.State != st || e.Title != "Paper 2611.00001" || e.ChangedAt.IsZero() {
+			t.Fatalf("Set %s: %+v %v", st, e, err)
+		}
+	}
+	if got := f.states(t); !slices.Equal(got, []string{"2611.00001=done"}) {
+		t.Errorf("after read then done: %v", got)
+	}
+	if _, err := f.ib.Set(f.ctx, f.uid, "2611.00001", inbox.Unread); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.states(t); len(got) != 0 {
+		t.Errorf("after unread: %v", got)
+	}
+	if _, err := inbox.ParseState("seen"); !isField(err, apperr.Invalid, "state") {
+		t.Errorf("ParseState(seen): %v", err)
+	}
+	if st, err := inbox.ParseState(" Done "); err != nil || st != inbox.Done {
+		t.Errorf("ParseState(Done): %v %v", st, err)
+	}
+	if _, err := f.ib.Set(f.ctx, f.uid, "no-id", inbox.Read); !isField(err, apperr.Invalid, "arxiv_id") {
+		t.Errorf("a bad id: %v", err)
+	}
+	if _, err := f.ib.Set(f.ctx, f.uid, "2611.99999", inbox.Read); !isField(err, apperr.NotFound, "") {
+		t.Errorf("a paper not stored: %v", err)
+	}
+}
+
+func isField(err error, code apperr.Code, field string) bool {
+	var e *apperr.Error
+	return errors.As(err, &e) && e.Code == code && e.Field == field
+}
+
+// MarkAllRead marks the reader's unread matched papers read up to the
+// seq given, leaves done papers done and later papers unread.
+func TestMarkAllRead(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 4)
+	if _, err := f.ib.Set(f.ctx, f.uid, "2611.00002", inbox.Done); err != nil {
+		t.Fatal(err)
+	}
+	upTo, err := f.papers.HighSeq(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ingest(t, "2611.00005")
+	n, err := f.ib.MarkAllRead(f.ctx, f.uid, nil, upTo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 {
+		t.Errorf("marked %d, want 3", n)
+	}
+	if want := []string{"2611.00001=read", "2611.00002=done", "2611.00003=read", "2611.00004=read"}; !slices.Equal(f.states(t), want) {
+		t.Errorf("states %v, want %v", f.states(t), want)
+	}
+	// Up to now, of one follow: the later paper too.
+	lg, _ := follow.ParseTarget("category", "cs.LG")
+	if n, err := f.ib.MarkAllRead(f.ctx, f.uid, &lg, 0); err != nil || n != 1 {
+		t.Errorf("mark all read of cs.LG up to now: %d %v, want 1", n, err)
+	}
+}
+
+// List pages the reader's papers newest first by keyset (a paper matched
+// between pages does not shift them) and filters by state.
+func TestList(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 5)
+	if _, err := f.ib.Set(f.ctx, f.uid, "2611.00004", inbox.Done); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(p inbox.Page) (out []string) {
+		for _, it := range p.Items {
+			out = append(out, it.ArxivID+"="+string(it.State))
+		}
+		return out
+	}
+	p1, err := f.ib.List(f.ctx, f.uid, inbox.ListQuery{Limit: 2})
+	if err != nil || !slices.Equal(ids(p1), []string{"2611.00005=unread", "2611.00004=done"}) || p1.Next == "" {
+		t.Fatalf("first page: %v %q %v", ids(p1), p1.Next, err)
+	}
+	f.ingest(t, "2611.00006")
+	p2, err := f.ib.List(f.ctx, f.uid, inbox.ListQuery{Limit: 2, Cursor: p1.Next})
+	if err != nil || !slices.Equal(ids(p2), []string{"2611.00003=unread", "2611.00002=unread"}) {
+		t.Fatalf("second page after a new paper: %v %v", ids(p2), err)
+	}
+	un, err := f.ib.List(f.ctx, f.uid, inbox.ListQuery{State: inbox.Unread, Limit: 3})
+	if err != nil || !slices.Equal(ids(un), []string{"2611.00006=unread", "2611.00005=unread", "2611.00003=unread"}) {
+		t.Errorf("unread: %v %v", ids(un), err)
+	}
+	if _, err := f.ib.List(f.ctx, f.uid, inbox.ListQuery{Cursor: "bm90IGEgY3Vyc29y"}); !isField(err, apperr.Invalid, "cursor") {
+		t.Errorf("a cursor List did not make: %v", err)
+	}
+}
