@@ -32,16 +32,21 @@ type Targets struct {
 	// Ranked is the p99 of a ranked feed's full render (a user with a
 	// model), Click the p99 of a feedback click to an updated model.
 	Ranked, Click time.Duration
+	// Inbox is the p99 of the inbox page (GET /inbox, issue 27's).
+	Inbox time.Duration
 }
 
 // Levels are the scales `followfeed-lab bench --scale` selects from, smallest
 // first: S with the targets it has always had, M with issue 18's; the
-// ranking's (issue 26's) the same at both.
+// ranking's (issue 26's) and the inbox page's (issue 27's) the same at
+// both.
 var Levels = []Level{
 	{Name: "S", Scale: ScaleS, Targets: Targets{Match: 2 * time.Second, Query: 15 * time.Millisecond, Render: 15 * time.Millisecond,
-		Share: 0.20, Digests: 300, RSS: 300 << 20, Ranked: 15 * time.Millisecond, Click: 50 * time.Millisecond}},
+		Share: 0.20, Digests: 300, RSS: 300 << 20, Ranked: 15 * time.Millisecond, Click: 50 * time.Millisecond,
+		Inbox: 15 * time.Millisecond}},
 	{Name: "M", Scale: ScaleM, DBSuffix: "_m", Targets: Targets{Match: 2 * time.Second, Query: 15 * time.Millisecond, Render: 15 * time.Millisecond,
-		Share: 0.30, Digests: 1000, RSS: 300 << 20, Ranked: 15 * time.Millisecond, Click: 50 * time.Millisecond}},
+		Share: 0.30, Digests: 1000, RSS: 300 << 20, Ranked: 15 * time.Millisecond, Click: 50 * time.Millisecond,
+		Inbox: 15 * time.Millisecond}},
 }
 
 // ParseLevels reads a --scale value: level names separated by commas

@@ -36,16 +36,21 @@ type Deps struct {
 	Ranking *ranking.Service
 	// Handler is the product's full HTTP handler (rate limits off).
 	Handler http.Handler
+	// AuthSecret is the HS256 secret the handler verifies the host's
+	// tokens with (AUTH_HS256_SECRET): the inbox page's users sign in with
+	// tokens minted with it (nil: the inbox page is not measured).
+	AuthSecret []byte
 	// Exe (the followfeed binary) and Env start `serve` as a separate
 	// process for the memory test.
 	Exe string
 	Env []string
 	Log io.Writer
-	// Skip names figures not to measure ("digests"; "feeds": the feed
-	// query, renders, 304s and memory, and the ranking's figures;
+	// Skip names figures not to measure ("digests": every digest figure;
+	// "controls": the digests with mutes and read papers; "feeds": the
+	// feed query, renders, 304s and memory, and the ranking's figures;
 	// "ranking": the ranked feed, the feedback clicks and the memory with
-	// ranked feeds; "searches": queries; "fediverse": the fediverse's
-	// fan-out), to iterate on one part.
+	// ranked feeds; "inbox": the inbox page; "searches": queries;
+	// "fediverse": the fediverse's fan-out), to iterate on one part.
 	Skip map[string]bool
 	// SearchSizes are the numbers of queries the batch is matched
 	// against (nil: DefaultSearchSizes); the largest is the target's.
@@ -129,6 +134,9 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 	}
 	RemoveBatch(ctx, d.DB)
 	if err := RemoveSearches(ctx, d.DB); err != nil {
+		return nil, err
+	}
+	if _, err := RemoveControls(ctx, d.DB); err != nil {
 		return nil, err
 	}
 	r := &Report{When: time.Now(), Level: l, Scale: s}
@@ -231,7 +239,16 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 			return nil, fmt.Errorf("measuring best-first digests (first run): %w", err)
 		}
 		cold := time.Since(coldStart)
-		var runs, best []DigestRun
+		// The reader's controls (issue 27): the same users' digests with
+		// read papers, measured in turn with the others (the controls put
+		// in place before each of its runs and removed after it, untimed).
+		var plan *ControlPlan
+		if !d.Skip["controls"] {
+			if plan, err = PlanControls(ctx, d.Matcher, users, mr.FromSeq, dayEnd); err != nil {
+				return nil, err
+			}
+		}
+		var runs, best, controlled []DigestRun
 		for range 3 {
 			run, err := MeasureDigests(ctx, d.DB, d.Digester, users, mr.FromSeq, dayEnd, worker.MailWorkers, worker.DigestBatch)
 			if err != nil {
@@ -242,9 +259,16 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 				return nil, fmt.Errorf("measuring best-first digests: %w", err)
 			}
 			best = append(best, run)
+			if plan != nil {
+				if run, err = MeasureDigestsControlled(ctx, d.DB, d.Digester, plan, users, mr.FromSeq, dayEnd, worker.MailWorkers, worker.DigestBatch); err != nil {
+					return nil, fmt.Errorf("measuring digests with the reader's controls: %w", err)
+				}
+				controlled = append(controlled, run)
+			}
 		}
 		sort.Slice(runs, func(i, j int) bool { return runs[i].Rate < runs[j].Rate })
 		sort.Slice(best, func(i, j int) bool { return best[i].Rate < best[j].Rate })
+		sort.Slice(controlled, func(i, j int) bool { return controlled[i].Rate < controlled[j].Rate })
 		med, bestMed := runs[1], best[1]
 		_, self, pg := med.PerDigest()
 		r.Figures = append(r.Figures, Figure{Key: "digests", Name: "digests built and handed to a local SMTP server", Target: fmt.Sprintf("≥ %s / s", count(l.Targets.Digests)),
@@ -267,10 +291,16 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 			"and shown as one list with why each ranks, %.1f papers each. Measured in turn with the newest-first runs; a first run, not counted, trained the %d users' first models "+
 			"(the cold start, once per user) and built the ranking corpus: %.1f s. Per digest in the median run: followfeed + SMTP sink %s, this database's PostgreSQL backends %s.",
 			bestBudget, bestMed.PapersEach(), len(users), cold.Seconds(), msPrecise(bestSelf), msPrecise(bestPG)))
+		if plan != nil {
+			f, detail := controlsFigure(runs, controlled, plan, len(users))
+			r.Figures = append(r.Figures, f)
+			r.Details = append(r.Details, detail)
+		}
 	}
 
 	var sample []int64
-	if !d.Skip["feeds"] || !d.Skip["searches"] {
+	measureInbox := d.AuthSecret != nil && !d.Skip["inbox"]
+	if !d.Skip["feeds"] || !d.Skip["searches"] || measureInbox {
 		if sample, err = SampleUsers(ctx, d.DB, 300); err != nil {
 			return nil, err
 		}
@@ -289,6 +319,16 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 		if err := measureFeeds(ctx, d, sample, r); err != nil {
 			return nil, err
 		}
+	}
+	if measureInbox {
+		fmt.Fprintln(d.Log, "bench: the inbox page of the same 300 users")
+		res, err := MeasureInbox(ctx, d, sample)
+		if err != nil {
+			return nil, fmt.Errorf("measuring the inbox page: %w", err)
+		}
+		f, detail := inboxFigure(l.Targets, res)
+		r.Figures = append(r.Figures, f)
+		r.Details = append(r.Details, detail)
 	}
 	if !d.Skip["searches"] {
 		res, err := MeasureSearches(ctx, d, s, vocab, batch, sample, 2)

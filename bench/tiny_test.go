@@ -38,7 +38,7 @@ func tiny(t *testing.T, s Scale) (Deps, *app.Services) {
 	}
 	t.Cleanup(svc.Close)
 	d := Deps{DB: db, Papers: svc.Papers(), Matcher: svc.Matcher(), Identities: svc.Identities(), Tokens: svc.FeedTokens(),
-		Digester: svc.Digester(), Ranking: svc.Ranking(), Log: io.Discard,
+		Digester: svc.Digester(), Ranking: svc.Ranking(), Log: io.Discard, AuthSecret: cfg.Auth.HS256Secret,
 		Handler: httpapi.NewHandler(httpapi.Options{Logger: logger, Routes: svc.Routes(cfg)})}
 	if testing.Verbose() {
 		d.Log = os.Stderr

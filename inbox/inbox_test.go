@@ -11,6 +11,7 @@ import (
 	"followfeed/apperr"
 	"followfeed/auth"
 	"followfeed/catalog"
+	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/inbox"
 	"followfeed/internal/testdb"
@@ -26,6 +27,7 @@ type fixture struct {
 	ib     *inbox.Service
 	m      *match.Service
 	papers *catalog.Store
+	db     *database.DB
 	uid    int64
 }
 
@@ -36,7 +38,7 @@ func setup(t *testing.T, n int) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{ctx: context.Background(), m: match.NewService(db), papers: catalog.NewStore(db, worker.NewEnqueuer(ins))}
+	f := &fixture{ctx: context.Background(), m: match.NewService(db), papers: catalog.NewStore(db, worker.NewEnqueuer(ins)), db: db}
 	f.ib = inbox.New(db, f.m)
 	u, err := account.NewUsers(db).Ensure(f.ctx, &auth.Claims{Subject: "reader"})
 	if err != nil {

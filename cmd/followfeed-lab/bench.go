@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,7 +30,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	buildOnly := fs.Bool("build-only", false, "build the selected scales' missing datasets and measure nothing (no report)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
 	memprofile := fs.String("memprofile", "", "write an allocation profile of the benchmark process to this file at the end")
-	skip := fs.String("skip", "", "comma-separated parts to leave out while iterating: digests, feeds (with the ranking's), ranking, searches, fediverse")
+	skip := fs.String("skip", "", "comma-separated parts to leave out while iterating: digests (with the controls'), controls (digests with read papers and mutes), feeds (with the ranking's), ranking, inbox (the inbox page), searches, fediverse")
 	searches := fs.String("searches", "", "comma-separated numbers of queries to match the batch against (default 0,10000,30000,100000); measured at the smallest selected scale only")
 	product := productFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -45,8 +46,8 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	skipped := skipSet(*skip)
 	for p := range skipped {
-		if p != "digests" && p != "feeds" && p != "ranking" && p != "searches" && p != "fediverse" {
-			return &cli.UsageError{Msg: fmt.Sprintf("--skip: %q is not a part: use digests, feeds, ranking, searches or fediverse", p)}
+		if !slices.Contains(benchParts, p) {
+			return &cli.UsageError{Msg: fmt.Sprintf("--skip: %q is not a part: use %s", p, strings.Join(benchParts, ", "))}
 		}
 	}
 	cfg, err := config.Load(getenv)
@@ -178,7 +179,7 @@ func benchLevel(ctx context.Context, cfg *config.Config, l bench.Level, buildOnl
 	env := []string{"APP_ENV=development", "DATABASE_URL=" + cfg.DatabaseURL, "HTTP_ADDR=127.0.0.1:0", "HARVEST_INTERVAL=0",
 		"RATE_LIMIT_PER_IP=0", "RATE_LIMIT_PER_USER=0", "LOG_LEVEL=info", "MAIL_DIR=" + os.TempDir()}
 	return bench.Run(ctx, bench.Deps{SearchSizes: sizes, DB: db, Papers: svc.Papers(), Matcher: svc.Matcher(), Identities: svc.Identities(), Tokens: svc.FeedTokens(), Digester: svc.Digester(),
-		Ranking: svc.Ranking(), Handler: handler, Exe: exe, Env: env, Log: stdout, Skip: skip}, l)
+		Ranking: svc.Ranking(), Handler: handler, AuthSecret: cfg.Auth.HS256Secret, Exe: exe, Env: env, Log: stdout, Skip: skip}, l)
 }
 
 // searchSizes reads --searches.
@@ -196,6 +197,9 @@ func searchSizes(spec string) ([]int, error) {
 	}
 	return sizes, nil
 }
+
+// benchParts are the parts --skip names.
+var benchParts = []string{"digests", "controls", "feeds", "ranking", "inbox", "searches", "fediverse"}
 
 func skipSet(s string) map[string]bool {
 	m := map[string]bool{}
