@@ -29,6 +29,7 @@ import (
 	"followfeed/internal/httpclient"
 	"followfeed/mail"
 	"followfeed/match"
+	"followfeed/mute"
 	"followfeed/notify"
 	"followfeed/openalex"
 	"followfeed/paper"
@@ -54,6 +55,7 @@ type Services struct {
 	papers    *catalog.Store
 	matcher   *match.Service
 	ranking   *ranking.Service
+	mutes     *mute.Service
 	prefs     *notify.Preferences
 	harvester *harvest.Harvester
 	enricher  *harvest.Enricher
@@ -121,6 +123,7 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.registry.LogTo(logger)
 	s.papers.ObserveIdentities(s.registry)
 	s.matcher = match.NewService(db)
+	s.mutes = mute.NewService(db)
 	s.ranking = ranking.New(ranking.Config{DB: db, Enqueuer: s.enqueuer, Matcher: s.matcher, Logger: logger})
 	// A follow made or removed counts a change of the user's ranking (a
 	// user with a model gets it retrained).
@@ -139,6 +142,7 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.users.OnErase(ranking.EraseUser)
 	s.users.OnErase(channels.EraseUser)
 	s.users.OnErase(notify.EraseUser)
+	s.users.OnErase(mute.EraseUser)
 	// Every retry of an upstream request is logged, so a harvest against
 	// a down repository says what it waits for instead of minutes of
 	// silence (the harvest command's logs go to the terminal).
@@ -428,6 +432,7 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 		Feeds:    s.feeds,
 		Channels: s.channels,
 		Ranking:  s.ranking,
+		Mutes:    s.mutes,
 		PerIP:    httpapi.NewLimiter(cfg.RateLimitPerIP, int(2*cfg.RateLimitPerIP)+1),
 		PerUser:  httpapi.NewLimiter(cfg.RateLimitPerUser, int(2*cfg.RateLimitPerUser)+1),
 	}
@@ -443,7 +448,7 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 	emailPages := &httpapi.EmailPages{Logger: s.logger, Addresses: s.addrs, Identities: s.registry, PerIP: api.PerIP,
 		Ranking: s.ranking, Matcher: s.matcher, Follows: s.follows}
 	settings := httpapi.NewSettings(httpapi.Settings{Logger: s.logger, Verifier: s.verifier, Users: s.users, Addresses: s.addrs, Follows: s.follows,
-		Feeds: s.feeds, Prefs: s.prefs, Digester: s.digester, Channels: s.channels, Signer: s.signer, Identities: s.registry, Previews: api.Previews, Ranking: s.ranking, Secure: cfg.PublicURL.Scheme == "https",
+		Feeds: s.feeds, Prefs: s.prefs, Digester: s.digester, Channels: s.channels, Signer: s.signer, Identities: s.registry, Previews: api.Previews, Ranking: s.ranking, Mutes: s.mutes, Secure: cfg.PublicURL.Scheme == "https",
 		DevLogin: !cfg.IsProduction(), HostOrigins: cfg.CORSOrigins, PerIP: api.PerIP, PerUser: api.PerUser}, cfg.SecretKey)
 	embed := &httpapi.Embed{Logger: s.logger, FrameOrigins: cfg.CORSOrigins, PublicURL: cfg.PublicURL.String()}
 	if !cfg.IsProduction() {

@@ -22,6 +22,7 @@ import (
 	"followfeed/follow"
 	"followfeed/harvest"
 	"followfeed/identity"
+	"followfeed/mute"
 	"followfeed/notify"
 	"followfeed/ranking"
 )
@@ -52,6 +53,8 @@ type API struct {
 	Channels *channels.Service
 	// Ranking keeps users' feedback on papers.
 	Ranking *ranking.Service
+	// Mutes keeps what readers mute (mutes.go).
+	Mutes *mute.Service
 	// PerIP and PerUser rate-limit requests (nil: unlimited).
 	PerIP   *Limiter
 	PerUser *Limiter

@@ -147,6 +147,11 @@ func (p *Product) apiRoutes() []route {
 		{"PUT /v1/me/papers/{arxiv_id}/feedback", limitBody(maxJSONBody, user(a.putFeedback))},
 		{"GET /v1/me/feedback", user(a.listFeedback)},
 
+		// A reader's mutes (mutes.go).
+		{"POST /v1/me/mutes", limitBody(maxJSONBody, user(a.postMute))},
+		{"GET /v1/me/mutes", user(a.listMutes)},
+		{"DELETE /v1/me/mutes/{id}", user(a.deleteMute)},
+
 		// The sources' health (status.go; its own per-IP limit).
 		{"GET /v1/status", bare(st.statusJSON)},
 		{"GET /openapi.json", bare(serveOpenAPI)},

@@ -21,6 +21,7 @@ import (
 	"followfeed/feeds"
 	"followfeed/follow"
 	"followfeed/identity"
+	"followfeed/mute"
 	"followfeed/notify"
 	"followfeed/paper"
 	"followfeed/ranking"
@@ -58,6 +59,9 @@ type Settings struct {
 	// Ranking lists and clears the user's feedback (the feedback section,
 	// settings_feedback.go).
 	Ranking *ranking.Service
+	// Mutes lists, adds and removes the reader's mutes (the mutes section,
+	// settings_mutes.go).
+	Mutes *mute.Service
 	// PerUser limits search previews per user (the API's per-user
 	// limiter, so the page and GET /v1/search/preview share one budget).
 	PerUser *Limiter

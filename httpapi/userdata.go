@@ -14,6 +14,7 @@ import (
 	"followfeed/channels"
 	"followfeed/follow"
 	"followfeed/identity"
+	"followfeed/mute"
 	"followfeed/notify"
 	"followfeed/ranking"
 )
@@ -31,10 +32,11 @@ import (
 const ExportFormat = "followfeed-export/1"
 
 // exportJSON is the export document. Each section is read through the
-// package that owns it, in its API form. Read state and mutes (issue
-// #27, items 1 and 2) join as sections of their own ("read_state",
-// "mutes") when they exist: a field here, filled in exporter.build through
-// their owner's list function, and a property of Export in openapi.json.
+// package that owns it, in its API form. Mutes (issue #27, item 2) are
+// the section "mutes"; read state (item 1) joins as a section of its own
+// ("read_state") when it exists: a field here, filled in exporter.build
+// through its owner's list function, and a property of Export in
+// openapi.json.
 type exportJSON struct {
 	Format     string       `json:"format"`
 	ExportedAt time.Time    `json:"exported_at"`
@@ -50,6 +52,8 @@ type exportJSON struct {
 	Channels []channelJSON `json:"channels"`
 	// Digests is the digest ledger, newest first.
 	Digests []ledgerJSON `json:"digests"`
+	// Mutes are the reader's mutes, oldest first (GET /v1/me/mutes).
+	Mutes []muteJSON `json:"mutes"`
 }
 
 // ledgerJSON is one digest of the ledger (notify.LedgerEntry).
@@ -72,14 +76,15 @@ type exporter struct {
 	identities *identity.Registry
 	channels   *channels.Service
 	digests    *notify.Digester
+	mutes      *mute.Service
 }
 
 func (a *API) exporter() exporter {
-	return exporter{prefs: a.Prefs, follows: a.Follows, ranking: a.Ranking, identities: a.Identities, channels: a.Channels, digests: a.Digests}
+	return exporter{prefs: a.Prefs, follows: a.Follows, ranking: a.Ranking, identities: a.Identities, channels: a.Channels, digests: a.Digests, mutes: a.Mutes}
 }
 
 func (s *Settings) exporter() exporter {
-	return exporter{prefs: s.Prefs, follows: s.Follows, ranking: s.Ranking, identities: s.Identities, channels: s.Channels, digests: s.Digester}
+	return exporter{prefs: s.Prefs, follows: s.Follows, ranking: s.Ranking, identities: s.Identities, channels: s.Channels, digests: s.Digester, mutes: s.Mutes}
 }
 
 // build reads u's export. The sections are read one after another, each
@@ -91,7 +96,7 @@ func (x exporter) build(ctx context.Context, u *account.User) (*exportJSON, erro
 		return nil, err
 	}
 	out := &exportJSON{Format: ExportFormat, ExportedAt: time.Now().UTC().Truncate(time.Second), Profile: toMeJSON(u, p),
-		Follows: []followJSON{}, Feedback: []feedbackJSON{}, Channels: []channelJSON{}, Digests: []ledgerJSON{}}
+		Follows: []followJSON{}, Feedback: []feedbackJSON{}, Channels: []channelJSON{}, Digests: []ledgerJSON{}, Mutes: []muteJSON{}}
 	fs, err := x.follows.All(ctx, u.ID)
 	if err != nil {
 		return nil, err
@@ -143,6 +148,13 @@ func (x exporter) build(ctx context.Context, u *account.User) (*exportJSON, erro
 			j.SentAt = &t
 		}
 		out.Digests = append(out.Digests, j)
+	}
+	ms, err := x.mutes.List(ctx, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range ms {
+		out.Mutes = append(out.Mutes, toMuteJSON(m))
 	}
 	return out, nil
 }

@@ -250,6 +250,7 @@ func populate(t *testing.T, a *testapp.App, c *testapp.Client, db *database.DB, 
 		"Content-Type", "application/x-www-form-urlencoded"); r.Status != 200 {
 		t.Fatalf("%s: unsubscribe: %d %s", sub, r.Status, r.Body)
 	}
+	ok(c.Do("POST", "/v1/me/mutes", f.tok, map[string]any{"query": `abs:"dark matter"`, "follow": map[string]any{"kind": "category", "id": "cs.LG"}}), "a mute", 201)
 	ok(c.Do("PATCH", "/v1/me", f.tok, map[string]any{"email": sub + ".new@example.org"}), "a new address", 200)
 	c.Do("GET", "/v1/me/feeds", f.tok, nil).JSON(t, &f.feeds)
 	testjobs.WaitIdle(t, db.Pool, worker.MatchArgs{}.Kind(), worker.ChannelCollectArgs{}.Kind(), worker.ChannelDeliverArgs{}.Kind(),
@@ -458,6 +459,10 @@ func TestExportHasEverySectionAndNoSecret(t *testing.T) {
 			Kind, Period, State string
 			Papers              int
 		}
+		Mutes []struct {
+			Kind, Query string
+			Follow      struct{ Kind, ID string }
+		}
 	}
 	r.JSON(t, &doc)
 	if doc.Format != "followfeed-export/1" || doc.Profile.Sub != "ada" || doc.Profile.Email != "ada.new@example.org" {
@@ -477,6 +482,9 @@ func TestExportHasEverySectionAndNoSecret(t *testing.T) {
 	}
 	if len(doc.Digests) != 1 || doc.Digests[0].Kind != "daily" || doc.Digests[0].Period == "" || doc.Digests[0].State != "sent" || doc.Digests[0].Papers != 1 {
 		t.Errorf("digests: %+v", doc.Digests)
+	}
+	if len(doc.Mutes) != 1 || doc.Mutes[0].Kind != "query" || doc.Mutes[0].Query != `abs:"dark matter"` || doc.Mutes[0].Follow.ID != "cs.LG" {
+		t.Errorf("mutes: %+v", doc.Mutes)
 	}
 	raw := string(r.Body)
 	token := strings.TrimSuffix(strings.TrimPrefix(ada.feeds.Atom, a.URL+"/feeds/"), ".atom")
@@ -500,7 +508,7 @@ func TestExportHasEverySectionAndNoSecret(t *testing.T) {
 	resp, body := testapp.Form(t, ada.session, "GET", a.URL+"/settings/export", nil)
 	var again map[string]json.RawMessage
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Disposition") != `attachment; filename="followfeed-data.json"` ||
-		json.Unmarshal([]byte(body), &again) != nil || len(again) != 8 || strings.Contains(body, ada.secret) {
+		json.Unmarshal([]byte(body), &again) != nil || len(again) != 9 || strings.Contains(body, ada.secret) {
 		t.Errorf("the settings page's download: %d %v %d sections", resp.StatusCode, resp.Header, len(again))
 	}
 	if resp, _ := testapp.Form(t, testapp.FormClient(t), "GET", a.URL+"/settings/export", nil); resp.StatusCode != 303 {
