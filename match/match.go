@@ -224,15 +224,21 @@ func queueSubset(b *pgx.Batch, qs []Query, idx []int, results []Result, needReas
 }
 
 // finishMatched reads the reasons the selection could not give and the
-// details of the papers of queries that want them, then the events.
+// details of the papers of queries that want them (and the users' mutes),
+// applies the mutes (mutes.go), then reads the events.
 func finishMatched(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, needReasons map[int][]int64) ([]Result, error) {
 	var b pgx.Batch
 	queueReasons(&b, qs, results, needReasons)
 	queueDetails(&b, qs, results)
+	mutes := queueMutes(&b, qs, results) // mutes.go: read with the reasons
 	if b.Len() > 0 {
 		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 			return nil, err
 		}
+	}
+	// The reader's mutes, for every surface (mutes.go).
+	if err := mutes.apply(ctx, tx, qs, results); err != nil {
+		return nil, err
 	}
 	if err := fillEvents(ctx, tx, qs, results); err != nil {
 		return nil, err

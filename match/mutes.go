@@ -1,0 +1,375 @@
+package match
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/catalog"
+	"followfeed/follow"
+	"followfeed/identity/registrysql"
+	"followfeed/mute/mutesql"
+	"followfeed/paper"
+	"followfeed/search"
+)
+
+// Mutes (issue #27, item 2; package mute owns them) are applied here, in
+// finishMatched, for every surface at once: private feeds (Matched,
+// MatchedIn), digests and instant alerts (MatchedMany with windows, in
+// notify) and push channels (channels.Collect) all finish through it. What
+// a mute means:
+//
+//   - It hides a paper when the paper has a key of the muted researcher
+//     (any id the identity registry links to the person), when the muted
+//     search (saved-search syntax) matches the paper's text, or when the
+//     muted category or archive lists the paper only as a cross-list.
+//   - A mute scoped to one follow takes that follow out of the paper's
+//     reasons; a paper left with no reason is dropped. A mute for every
+//     follow drops the paper.
+//   - A query limited to one follow (Query.Only: a per-follow feed, a
+//     filtered channel) drops a paper whose only reason for being there,
+//     that follow, is muted for it.
+//   - Totals count only the papers kept, and a muted paper does not leave
+//     a result short: see reselect.
+//
+// The cost falls on readers who mute: for a query whose user has no mute
+// it is one statement queued with the reasons and details (no round trip
+// of its own), an index probe of mutes. For a user with mutes, the
+// candidates' details are loaded without abstracts (their keys: authors'
+// ids, categories) — with abstracts only for users with a query mute, to
+// evaluate it with package search (each paper's text tokenised once per
+// call however many users' candidates it is).
+
+// muteRulesSQL reads the mutes of the users $1 (mutesql.OfUsersSQL), a
+// researcher mute once per key of its person (registrysql.Expand: the
+// muted id's identity's keys; the muted key itself when the registry does
+// not know it): user_id, id, kind, key, scope_key (” for every follow),
+// person_key. A mute of another kind has no registry row: person_key is its
+// key. The unique index (user_id, key, scope_key) is the access path.
+var muteRulesSQL = `
+	SELECT m.user_id, m.id, m.kind, m.key, m.scope_key, coalesce(k2.key, m.key)
+	FROM (` + mutesql.OfUsersSQL + `) m (user_id, id, kind, key, scope_key, created_at)
+	` + registrysql.Expand("m.key")
+
+// muteRule is one mute as match applies it.
+type muteRule struct {
+	id    int64
+	kind  string
+	key   string          // the muted key (query: "query:<normal form>")
+	scope string          // the follow's key; "" for every follow
+	keys  map[string]bool // researcher: every key of the person
+	query *search.Query   // query: the compiled search (nil: unusable, skipped)
+}
+
+// userMutes are one user's mutes.
+type userMutes struct {
+	rules     []*muteRule
+	needsText bool // a query mute: the candidates' abstracts are needed
+}
+
+// mutes is the mutes of a batch's users, read by queueMutes.
+type mutes struct {
+	byUser map[int64]*userMutes
+}
+
+// queueMutes queues on b the read of the mutes of the users of qs whose
+// results have papers; once b is read, apply filters results.
+func queueMutes(b *pgx.Batch, qs []Query, results []Result) *mutes {
+	m := &mutes{byUser: map[int64]*userMutes{}}
+	var users []int64
+	seen := map[int64]bool{}
+	for qi, r := range results {
+		if u := qs[qi].UserID; len(r.Papers) > 0 && !seen[u] {
+			seen[u] = true
+			users = append(users, u)
+		}
+	}
+	if len(users) == 0 {
+		return m
+	}
+	b.Queue(muteRulesSQL, users).Query(func(rows pgx.Rows) error {
+		byID := map[int64]*muteRule{}
+		var (
+			uid, id                     int64
+			kind, key, scope, personKey string
+		)
+		_, err := pgx.ForEachRow(rows, []any{&uid, &id, &kind, &key, &scope, &personKey}, func() error {
+			r := byID[id]
+			if r == nil {
+				r = &muteRule{id: id, kind: kind, key: key, scope: scope}
+				byID[id] = r
+				um := m.byUser[uid]
+				if um == nil {
+					um = &userMutes{}
+					m.byUser[uid] = um
+				}
+				um.rules = append(um.rules, r)
+				switch kind {
+				case "researcher":
+					r.keys = map[string]bool{key: true}
+				case "query":
+					um.needsText = true
+					t, err := follow.TargetFromKey(key)
+					if err == nil {
+						r.query, _ = follow.CompileQuery(t.ID)
+					}
+				}
+			}
+			if kind == "researcher" {
+				r.keys[personKey] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("reading the mutes of %d users: %w", len(users), err)
+		}
+		return nil
+	})
+	return m
+}
+
+// candidate is a paper as the mutes see it.
+type candidate struct {
+	keys []paper.Key
+	doc  *search.Doc // built on first use by a query mute
+	p    *paper.Paper
+}
+
+// hides reports whether r hides c.
+func (r *muteRule) hides(c *candidate) bool {
+	switch r.kind {
+	case "researcher":
+		for _, k := range c.keys {
+			if r.keys[k.Key] {
+				return true
+			}
+		}
+	case "category":
+		for _, k := range c.keys {
+			if k.Key == r.key {
+				return k.Cross
+			}
+		}
+	case "query":
+		if r.query == nil {
+			return false
+		}
+		if c.doc == nil {
+			c.doc = c.p.Doc()
+		}
+		return r.query.Match(c.doc)
+	}
+	return false
+}
+
+// maxMuteReselect caps the papers a result is selected again with when
+// mutes dropped some of it (reselect): a window or feed with more
+// candidates than this counts the rest as kept.
+const maxMuteReselect = 2000
+
+// apply filters results by the mutes read (see the top of this file),
+// then selects again the queries whose results mutes left short or whose
+// totals they may have changed (reselect).
+func (m *mutes) apply(ctx context.Context, tx pgx.Tx, qs []Query, results []Result) error {
+	if len(m.byUser) == 0 {
+		return nil
+	}
+	cands, err := m.candidates(ctx, tx, qs, results)
+	if err != nil {
+		return err
+	}
+	var again []int
+	totals := map[int]int{} // the selection's Total of each query selected again
+	for qi := range results {
+		um := m.byUser[qs[qi].UserID]
+		if um == nil {
+			continue
+		}
+		r := &results[qi]
+		before := len(r.Papers)
+		kept := r.Papers[:0]
+		for _, p := range r.Papers {
+			if keep(um, qs[qi], &p, cands[p.ID]) {
+				kept = append(kept, p)
+			}
+		}
+		clear(r.Papers[len(kept):])
+		r.Papers = kept
+		dropped := before - len(kept)
+		total := r.Total
+		r.Total = max(r.Total-dropped, len(kept))
+		if needsReselect(qs[qi], before, dropped, total) {
+			again = append(again, qi)
+			totals[qi] = total
+		}
+	}
+	return reselect(ctx, tx, qs, results, again, totals)
+}
+
+// keep applies um to p, a paper of query q (taking muted follows out of
+// its reasons), and reports whether p stays.
+func keep(um *userMutes, q Query, p *Paper, c *candidate) bool {
+	if c == nil {
+		return true // not stored any more: nothing to judge it by
+	}
+	removed := false
+	for _, r := range um.rules {
+		if r.scope != "" && !hasReason(p.Reasons, r.scope) && (q.Only == nil || q.Only.Key() != r.scope) {
+			continue // scoped to a follow that is not why p is here
+		}
+		if !r.hides(c) {
+			continue
+		}
+		if r.scope == "" || (q.Only != nil && q.Only.Key() == r.scope) {
+			return false
+		}
+		p.Reasons = dropReason(p.Reasons, r.scope)
+		removed = true
+	}
+	return !removed || len(p.Reasons) > 0
+}
+
+func hasReason(rs []follow.Target, key string) bool {
+	for _, t := range rs {
+		if t.Key() == key {
+			return true
+		}
+	}
+	return false
+}
+
+// dropReason returns rs without the follow of key (a new slice: reasons
+// may share their backing array between results).
+func dropReason(rs []follow.Target, key string) []follow.Target {
+	out := make([]follow.Target, 0, len(rs))
+	for _, t := range rs {
+		if t.Key() != key {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// candidates returns, per paper id of the results of users with mutes,
+// its keys and details: those already loaded (queries that are not
+// IDsOnly read every field), else read in tx — without abstract unless
+// one of the paper's users has a query mute.
+func (m *mutes) candidates(ctx context.Context, tx pgx.Tx, qs []Query, results []Result) (map[int64]*candidate, error) {
+	out := map[int64]*candidate{}
+	withText := map[int64]bool{}
+	var load []int64
+	for qi, r := range results {
+		um := m.byUser[qs[qi].UserID]
+		if um == nil {
+			continue
+		}
+		for i := range r.Papers {
+			p := &r.Papers[i]
+			if _, ok := out[p.ID]; ok {
+				if um.needsText && !withText[p.ID] && qs[qi].IDsOnly {
+					withText[p.ID] = true
+				}
+				continue
+			}
+			if !qs[qi].IDsOnly && p.ArxivID != "" {
+				// A copy: apply compacts the results' papers in place.
+				cp := p.Paper
+				out[p.ID] = &candidate{keys: cp.Keys(), p: &cp}
+				continue
+			}
+			out[p.ID] = nil
+			load = append(load, p.ID)
+			if um.needsText {
+				withText[p.ID] = true
+			}
+		}
+	}
+	if len(load) == 0 {
+		return out, nil
+	}
+	var text, short []int64
+	for _, id := range load {
+		if withText[id] {
+			text = append(text, id)
+		} else {
+			short = append(short, id)
+		}
+	}
+	var b pgx.Batch
+	got := func(ps map[int64]paper.Paper) {
+		for id, p := range ps {
+			out[id] = &candidate{keys: p.Keys(), p: &p}
+		}
+	}
+	if len(text) > 0 {
+		catalog.QueueLoad(&b, text, catalog.AllFields, got)
+	}
+	if len(short) > 0 {
+		catalog.QueueLoad(&b, short, catalog.WithoutAbstract, got)
+	}
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return nil, fmt.Errorf("loading %d muted users' candidates: %w", len(load), err)
+	}
+	return out, nil
+}
+
+// needsReselect reports whether the result of q, which held before papers
+// (total: the Total the selection gave) of which mutes dropped dropped,
+// must be selected again: a result that was full (before == the limit)
+// may have lost papers that others would replace ("ever", when anything
+// was dropped), and a bounded window's Total counts papers past the limit
+// that the mutes never saw (when there are any).
+func needsReselect(q Query, before, dropped, total int) bool {
+	limit := q.limit()
+	if before < limit || limit >= maxMuteReselect {
+		return false
+	}
+	if bounded(q) {
+		return total > before
+	}
+	return dropped > 0
+}
+
+// reselect selects the queries of qs at idx again, in tx, with a larger
+// limit (totals: the Total each had before the mutes), and puts their results (filtered by the mutes in the recursive
+// finishMatched, cut to the original limit) in results.
+//
+// Why select again rather than filter in SQL: a query mute is evaluated by
+// package search on the papers' text, which SQL cannot do, and selecting
+// every reader's candidates with text would cost every feed render what
+// only muting readers need. Why not over-select from the start: the mutes
+// are read in the round trip after the selection (with the reasons), and
+// most results lose nothing. So the first selection is the usual one, and
+// only a result that mutes made short (or whose window total they may
+// have changed) pays a second selection: four times the limit for a feed
+// ("ever", repeated while it is still short, up to maxMuteReselect), the
+// window's whole total for a bounded window, so that Total is exact up to
+// maxMuteReselect candidates.
+func reselect(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, idx []int, totals map[int]int) error {
+	if len(idx) == 0 {
+		return nil
+	}
+	sub := make([]Query, len(idx))
+	for j, qi := range idx {
+		q := qs[qi]
+		if bounded(q) {
+			q.Limit = min(totals[qi], maxMuteReselect)
+		} else {
+			q.Limit = min(4*q.limit(), maxMuteReselect)
+		}
+		sub[j] = q
+	}
+	rs, err := MatchedIn(ctx, tx, sub)
+	if err != nil {
+		return err
+	}
+	for j, qi := range idx {
+		r := rs[j]
+		if n := qs[qi].limit(); len(r.Papers) > n {
+			r.Papers = r.Papers[:n]
+		}
+		results[qi] = r
+	}
+	return nil
+}
