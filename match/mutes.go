@@ -3,6 +3,7 @@ package match
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -372,4 +373,63 @@ func reselect(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, idx 
 		results[qi] = r
 	}
 	return nil
+}
+
+// Explanation is why a paper reaches a reader, or does not: the reader's
+// "why not" (GET /v1/me/papers/{arxiv_id}/why).
+type Explanation struct {
+	// Follows are the reader's follows that match the paper, before mutes,
+	// in the order of their follows list.
+	Follows []follow.Target
+	// Mutes are the reader's mutes that hide the paper (by id, in the
+	// order they were made): each unscoped one that matches it, and each
+	// scoped one that matches it and whose follow is one of Follows.
+	Mutes []int64
+	// Kept are the Follows the mutes leave: the paper's reasons on the
+	// reader's surfaces.
+	Kept []follow.Target
+	// Shown says whether the paper reaches the reader's feeds, digests,
+	// alerts and channels (when in their window): a follow matches it and
+	// the mutes leave one.
+	Shown bool
+}
+
+// Explain says why the paper paperID reaches user userID or not, with the
+// rules every surface applies (keep), in one snapshot.
+func (s *Service) Explain(ctx context.Context, userID, paperID int64) (Explanation, error) {
+	var ex Explanation
+	err := s.db.InTxIso(ctx, pgx.RepeatableRead, func(tx pgx.Tx) error {
+		qs := []Query{{UserID: userID}}
+		results := []Result{{Papers: []Paper{{ID: paperID}}}}
+		var b pgx.Batch
+		queueReasons(&b, qs, results, map[int][]int64{0: {paperID}})
+		m := queueMutes(&b, qs, results)
+		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+			return err
+		}
+		p := &results[0].Papers[0]
+		ex.Follows = slices.Clone(p.Reasons)
+		um := m.byUser[userID]
+		if um == nil || len(p.Reasons) == 0 {
+			ex.Kept, ex.Shown = p.Reasons, len(p.Reasons) > 0
+			return nil
+		}
+		cands, err := m.candidates(ctx, tx, qs, results)
+		if err != nil {
+			return err
+		}
+		c := cands[paperID]
+		for _, r := range um.rules {
+			if c != nil && (r.scope == "" || hasReason(p.Reasons, r.scope)) && r.hides(c) {
+				ex.Mutes = append(ex.Mutes, r.id)
+			}
+		}
+		ex.Shown = keep(um, qs[0], p, c)
+		ex.Kept = p.Reasons
+		if !ex.Shown {
+			ex.Kept = nil
+		}
+		return nil
+	})
+	return ex, err
 }

@@ -131,3 +131,47 @@ func TestMutesNeverLeaveAFeedShort(t *testing.T) {
 		t.Errorf("a per-follow feed of 1 under muted papers: %v", got)
 	}
 }
+
+// TestExplainNamesTheMutes: "why not" names the mutes that hide a paper,
+// the follows that match it and the ones left, with the surfaces' rules.
+func TestExplainNamesTheMutes(t *testing.T) {
+	t.Parallel()
+	e, ada, bob, _ := mutedFixture(t)
+	ms, err := mute.NewService(e.db).List(e.ctx, ada)
+	if err != nil || len(ms) != 3 {
+		t.Fatalf("ada's mutes: %v %v", ms, err)
+	}
+	person, cross, words := ms[0].ID, ms[1].ID, ms[2].ID
+	str := func(ts []follow.Target) (out []string) {
+		for _, t := range ts {
+			out = append(out, t.String())
+		}
+		return
+	}
+	for _, c := range []struct {
+		user          int64
+		arxiv         string
+		follows, kept []string
+		mutes         []int64
+		shown         bool
+	}{
+		{ada, "2611.00001", []string{"category/cs.LG"}, nil, []int64{person}, false},
+		{ada, "2611.00002", []string{"category/cs.LG", "researcher/openalex:A2"}, []string{"category/cs.LG", "researcher/openalex:A2"}, nil, true},
+		{ada, "2611.00003", []string{"category/cs.LG"}, nil, []int64{cross}, false},
+		{ada, "2611.00004", []string{"category/cs.LG"}, nil, []int64{words}, false},
+		{ada, "2611.00005", []string{"category/cs.LG", "researcher/openalex:A2"}, []string{"researcher/openalex:A2"}, []int64{words}, true},
+		{bob, "2611.00001", []string{"category/cs.LG"}, []string{"category/cs.LG"}, nil, true},
+	} {
+		var id int64
+		if err := e.db.Pool.QueryRow(e.ctx, `SELECT id FROM papers WHERE arxiv_id = $1`, c.arxiv).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ex, err := e.m.Explain(e.ctx, c.user, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(str(ex.Follows), c.follows) || !slices.Equal(str(ex.Kept), c.kept) || !slices.Equal(ex.Mutes, c.mutes) || ex.Shown != c.shown {
+			t.Errorf("%d, %s: %+v; want follows %v, kept %v, mutes %v, shown %v", c.user, c.arxiv, ex, c.follows, c.kept, c.mutes, c.shown)
+		}
+	}
+}
