@@ -433,6 +433,7 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 		Channels: s.channels,
 		Ranking:  s.ranking,
 		Mutes:    s.mutes,
+		Matcher:  s.matcher,
 		PerIP:    httpapi.NewLimiter(cfg.RateLimitPerIP, int(2*cfg.RateLimitPerIP)+1),
 		PerUser:  httpapi.NewLimiter(cfg.RateLimitPerUser, int(2*cfg.RateLimitPerUser)+1),
 	}

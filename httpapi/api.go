@@ -22,6 +22,7 @@ import (
 	"followfeed/follow"
 	"followfeed/harvest"
 	"followfeed/identity"
+	"followfeed/match"
 	"followfeed/mute"
 	"followfeed/notify"
 	"followfeed/ranking"
@@ -55,6 +56,8 @@ type API struct {
 	Ranking *ranking.Service
 	// Mutes keeps what readers mute (mutes.go).
 	Mutes *mute.Service
+	// Matcher explains why a paper reaches a reader or not (mutes.go).
+	Matcher *match.Service
 	// PerIP and PerUser rate-limit requests (nil: unlimited).
 	PerIP   *Limiter
 	PerUser *Limiter

@@ -3,10 +3,12 @@ package httpapi
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"followfeed/account"
 	"followfeed/apperr"
+	"followfeed/follow"
 	"followfeed/mute"
 )
 
@@ -129,4 +131,91 @@ func (a *API) deleteMute(w http.ResponseWriter, r *http.Request, u *account.User
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// whyJSON is GET /v1/me/papers/{arxiv_id}/why: whether the paper reaches
+// the reader, the follows that match it, the ones the mutes leave, and
+// the mutes that hide it, with a sentence saying so.
+type whyJSON struct {
+	ArxivID     string           `json:"arxiv_id"`
+	Shown       bool             `json:"shown"`
+	Follows     []muteTargetJSON `json:"follows"`
+	Kept        []muteTargetJSON `json:"kept"`
+	Mutes       []muteJSON       `json:"mutes"`
+	Explanation string           `json:"explanation"`
+}
+
+func targetsJSON(ts []follow.Target) []muteTargetJSON {
+	out := make([]muteTargetJSON, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, muteTargetJSON{Kind: string(t.Kind), ID: t.ID})
+	}
+	return out
+}
+
+// getWhy is GET /v1/me/papers/{arxiv_id}/why: "why (not) this paper",
+// with the rules every surface applies (match.Explain). An unknown paper
+// is 404.
+func (a *API) getWhy(w http.ResponseWriter, r *http.Request, u *account.User) error {
+	id, err := follow.ParsePaperID(r.PathValue("arxiv_id"))
+	if err != nil {
+		return apperr.New(apperr.NotFound, "no paper %q is known; use an arXiv id like 2401.01234", r.PathValue("arxiv_id"))
+	}
+	ex, err := a.Matcher.Explain(r.Context(), u.ID, id)
+	if err != nil {
+		return err
+	}
+	out := whyJSON{ArxivID: id, Shown: ex.Shown, Follows: targetsJSON(ex.Follows), Kept: targetsJSON(ex.Kept), Mutes: []muteJSON{}}
+	var hiding []mute.Mute
+	if len(ex.Mutes) > 0 {
+		ms, err := a.Mutes.List(r.Context(), u.ID)
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			for _, mid := range ex.Mutes {
+				if m.ID == mid {
+					hiding = append(hiding, m)
+					out.Mutes = append(out.Mutes, toMuteJSON(m))
+				}
+			}
+		}
+	}
+	out.Explanation = explainWhy(id, ex.Shown, ex.Follows, ex.Kept, hiding)
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// explainWhy is whyJSON's sentence, naming the mutes: "2611.00001 is
+// hidden by your mute of researcher openalex:A1 (for every follow)."
+func explainWhy(id string, shown bool, follows, kept []follow.Target, hiding []mute.Mute) string {
+	names := func(ts []follow.Target) string {
+		var out []string
+		for _, t := range ts {
+			out = append(out, t.String())
+		}
+		return strings.Join(out, ", ")
+	}
+	mutes := func() string {
+		var out []string
+		for _, m := range hiding {
+			s := "your mute of " + muteName(m)
+			if m.Scope != nil {
+				s += " for " + m.Scope.String()
+			} else {
+				s += " (for every follow)"
+			}
+			out = append(out, s)
+		}
+		return strings.Join(out, " and ")
+	}
+	switch {
+	case len(follows) == 0:
+		return id + " matches none of your follows."
+	case !shown:
+		return id + " matches " + names(follows) + " but is hidden by " + mutes() + "."
+	case len(hiding) > 0:
+		return id + " reaches you through " + names(kept) + "; " + mutes() + " takes out the rest."
+	}
+	return id + " reaches you through " + names(follows) + "."
 }

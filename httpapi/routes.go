@@ -151,6 +151,7 @@ func (p *Product) apiRoutes() []route {
 		{"POST /v1/me/mutes", limitBody(maxJSONBody, user(a.postMute))},
 		{"GET /v1/me/mutes", user(a.listMutes)},
 		{"DELETE /v1/me/mutes/{id}", user(a.deleteMute)},
+		{"GET /v1/me/papers/{arxiv_id}/why", user(a.getWhy)},
 
 		// The sources' health (status.go; its own per-IP limit).
 		{"GET /v1/status", bare(st.statusJSON)},

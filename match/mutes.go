@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/catalog"
+	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/identity/registrysql"
 	"followfeed/mute/mutesql"
@@ -394,11 +395,20 @@ type Explanation struct {
 	Shown bool
 }
 
-// Explain says why the paper paperID reaches user userID or not, with the
-// rules every surface applies (keep), in one snapshot.
-func (s *Service) Explain(ctx context.Context, userID, paperID int64) (Explanation, error) {
+// Explain says why the paper arxivID (without version) reaches user
+// userID or not, with the rules every surface applies (keep), in one
+// snapshot. A paper that is not stored is a not-found error
+// (database.Missing).
+func (s *Service) Explain(ctx context.Context, userID int64, arxivID string) (Explanation, error) {
 	var ex Explanation
 	err := s.db.InTxIso(ctx, pgx.RepeatableRead, func(tx pgx.Tx) error {
+		paperID, err := catalog.LiveID(ctx, tx, arxivID)
+		if err != nil {
+			return err
+		}
+		if paperID == 0 {
+			return database.Missing("no paper %s is known", arxivID)
+		}
 		qs := []Query{{UserID: userID}}
 		results := []Result{{Papers: []Paper{{ID: paperID}}}}
 		var b pgx.Batch

@@ -1,9 +1,11 @@
 package match_test
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
+	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/match"
 	"followfeed/mute"
@@ -162,16 +164,15 @@ func TestExplainNamesTheMutes(t *testing.T) {
 		{ada, "2611.00005", []string{"category/cs.LG", "researcher/openalex:A2"}, []string{"researcher/openalex:A2"}, []int64{words}, true},
 		{bob, "2611.00001", []string{"category/cs.LG"}, []string{"category/cs.LG"}, nil, true},
 	} {
-		var id int64
-		if err := e.db.Pool.QueryRow(e.ctx, `SELECT id FROM papers WHERE arxiv_id = $1`, c.arxiv).Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ex, err := e.m.Explain(e.ctx, c.user, id)
+		ex, err := e.m.Explain(e.ctx, c.user, c.arxiv)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(str(ex.Follows), c.follows) || !slices.Equal(str(ex.Kept), c.kept) || !slices.Equal(ex.Mutes, c.mutes) || ex.Shown != c.shown {
 			t.Errorf("%d, %s: %+v; want follows %v, kept %v, mutes %v, shown %v", c.user, c.arxiv, ex, c.follows, c.kept, c.mutes, c.shown)
 		}
+	}
+	if _, err := e.m.Explain(e.ctx, ada, "2611.99999"); !errors.Is(err, database.ErrNotFound) {
+		t.Errorf("an unknown paper: %v, want not found", err)
 	}
 }

@@ -1,0 +1,144 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"followfeed/internal/testapp"
+)
+
+// authoredLine is a pushed paper in cs.LG by one author with the given
+// researcher id.
+func authoredLine(id, title, authorID string) string {
+	return fmt.Sprintf(`{"arxiv_id": %q, "title": %q, "authors": [{"name": "Ann Author", "ids": [%q]}], "abstract": "An abstract about dark matter.", "categories": ["cs.LG"], "primary_category": "cs.LG"}`, id, title, authorID)
+}
+
+type muteOut struct {
+	ID         int64
+	Kind       string
+	Researcher string
+	Query      string
+	Category   string
+	CrossLists *bool `json:"cross_lists"`
+	Follow     *struct{ Kind, ID string }
+}
+
+// TestMutesAPI: POST /v1/me/mutes (201 with its id, 200 for the same
+// again, 422 naming the field for bad input, the search's position for a
+// query that does not parse), GET /v1/me/mutes, DELETE (another reader's:
+// 404), a muted author's paper leaving the private feed and coming back
+// when the mute goes, and the "why" naming the mute.
+func TestMutesAPI(t *testing.T) {
+	t.Parallel()
+	a, c := start(t)
+	ada, bob := testapp.Token(t, "ada", "ada@example.org"), testapp.Token(t, "bob", "bob@example.org")
+	for _, tok := range []string{ada, bob} {
+		if r := c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil); r.Status != 201 {
+			t.Fatalf("follow: %d %s", r.Status, r.Body)
+		}
+	}
+	pushPaper(t, c, authoredLine("2612.00001", "Muted author's paper", "openalex:A9"), authoredLine("2612.00002", "Another author's paper", "openalex:A8"))
+	matchIdle(t, openDB(t, a.DatabaseURL))
+
+	for _, bad := range []struct {
+		body  any
+		field string
+	}{
+		{map[string]any{}, "researcher"},
+		{map[string]any{"researcher": "nobody:1"}, "researcher"},
+		{map[string]any{"query": `abs:"dark matter`}, "query"},
+		{map[string]any{"category": "cs.LG"}, "cross_lists"},
+		{map[string]any{"category": "cs.LG", "cross_lists": true}, "cross_lists"},
+		{map[string]any{"query": "survey", "follow": map[string]any{"kind": "category", "id": "cs.CV"}}, "follow"},
+		{map[string]any{"query": "survey", "follow": map[string]any{"kind": "planet", "id": "x"}}, "follow.kind"},
+		{map[string]any{"query": "survey", "colour": "red"}, "colour"},
+	} {
+		r := c.Do("POST", "/v1/me/mutes", ada, bad.body)
+		var p struct {
+			Field  string
+			Errors []struct{ Index int }
+		}
+		r.JSON(t, &p)
+		if r.Status != 422 || p.Field != bad.field || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/problem+json") {
+			t.Errorf("POST %v: %d field %q, want 422 naming %q: %s", bad.body, r.Status, p.Field, bad.field, r.Body)
+		}
+		if bad.field == "query" && (len(p.Errors) != 1 || p.Errors[0].Index != 5) {
+			t.Errorf("a query that does not parse: %s, want the position", r.Body)
+		}
+	}
+
+	r := c.Do("POST", "/v1/me/mutes", ada, map[string]any{"researcher": "https://openalex.org/A9"})
+	var m muteOut
+	r.JSON(t, &m)
+	if r.Status != 201 || m.ID == 0 || m.Kind != "researcher" || m.Researcher != "openalex:A9" || m.Follow != nil {
+		t.Fatalf("POST a researcher mute: %d %s", r.Status, r.Body)
+	}
+	var again muteOut
+	if r := c.Do("POST", "/v1/me/mutes", ada, map[string]any{"researcher": "openalex:A9"}); r.Status != 200 {
+		t.Errorf("the same mute again: %d, want 200", r.Status)
+	} else if r.JSON(t, &again); again.ID != m.ID {
+		t.Errorf("the same mute again: id %d, want %d", again.ID, m.ID)
+	}
+	r = c.Do("POST", "/v1/me/mutes", ada, map[string]any{"category": "cs.LG", "cross_lists": false, "follow": map[string]any{"kind": "category", "id": "cs.lg"}})
+	var cross muteOut
+	r.JSON(t, &cross)
+	if r.Status != 201 || cross.Category != "cs.LG" || cross.CrossLists == nil || *cross.CrossLists || cross.Follow == nil || cross.Follow.ID != "cs.LG" {
+		t.Errorf("POST a cross-list mute: %d %s", r.Status, r.Body)
+	}
+	var list struct{ Mutes []muteOut }
+	c.Do("GET", "/v1/me/mutes", ada, nil).JSON(t, &list)
+	if len(list.Mutes) != 2 || list.Mutes[0].ID != m.ID || list.Mutes[1].ID != cross.ID {
+		t.Errorf("GET /v1/me/mutes: %+v", list.Mutes)
+	}
+	c.Do("GET", "/v1/me/mutes", bob, nil).JSON(t, &list)
+	if len(list.Mutes) != 0 {
+		t.Errorf("bob's mutes: %+v", list.Mutes)
+	}
+
+	feed := func(tok string) string {
+		var f struct{ Atom string }
+		c.Do("GET", "/v1/me/feeds", tok, nil).JSON(t, &f)
+		r := c.Do("GET", strings.TrimPrefix(f.Atom, a.URL), "", nil)
+		if r.Status != 200 {
+			t.Fatalf("the feed: %d", r.Status)
+		}
+		return string(r.Body)
+	}
+	if body := feed(ada); strings.Contains(body, "Muted author") || !strings.Contains(body, "Another author") {
+		t.Errorf("ada's feed with the mute: the muted paper is in it, or the other is not")
+	}
+	if body := feed(bob); !strings.Contains(body, "Muted author") {
+		t.Errorf("bob's feed (no mutes) lacks the paper")
+	}
+
+	var why struct {
+		Shown       bool
+		Mutes       []muteOut
+		Explanation string
+	}
+	r = c.Do("GET", "/v1/me/papers/2612.00001v1/why", ada, nil)
+	r.JSON(t, &why)
+	if r.Status != 200 || why.Shown || len(why.Mutes) != 1 || why.Mutes[0].ID != m.ID || !strings.Contains(why.Explanation, "hidden by your mute of researcher openalex:A9") {
+		t.Errorf("why not 2612.00001: %d %s", r.Status, r.Body)
+	}
+	c.Do("GET", "/v1/me/papers/2612.00002/why", ada, nil).JSON(t, &why)
+	if !why.Shown || len(why.Mutes) != 0 {
+		t.Errorf("why 2612.00002: %+v", why)
+	}
+	if r := c.Do("GET", "/v1/me/papers/2612.09999/why", ada, nil); r.Status != 404 {
+		t.Errorf("why of an unknown paper: %d", r.Status)
+	}
+
+	for _, path := range []string{fmt.Sprintf("/v1/me/mutes/%d", m.ID), "/v1/me/mutes/x"} {
+		if r := c.Do("DELETE", path, bob, nil); r.Status != 404 {
+			t.Errorf("bob DELETE %s: %d, want 404", path, r.Status)
+		}
+	}
+	if r := c.Do("DELETE", fmt.Sprintf("/v1/me/mutes/%d", m.ID), ada, nil); r.Status != 204 {
+		t.Fatalf("DELETE: %d %s", r.Status, r.Body)
+	}
+	if body := feed(ada); !strings.Contains(body, "Muted author") {
+		t.Errorf("ada's feed after the mute went: the paper is not back")
+	}
+}
