@@ -203,6 +203,9 @@ func (p *Product) pageRoutes() []route {
 		{"GET /settings/channels/secret/{nonce}", bare(s.secretPage)},
 		{"POST /settings/not-this-person", limitBody(maxFormBody, bare(s.postNotThisPerson))},
 		{"POST /settings/feedback", limitBody(maxFormBody, bare(s.postFeedback))},
+		// Its mutes section (settings_mutes.go).
+		{"POST /settings/mutes", limitBody(maxFormBody, bare(s.postMuteAdd))},
+		{"POST /settings/mutes/{id}", limitBody(maxFormBody, bare(s.postMuteRemove))},
 		// The user's data (userdata.go): the download, and the erase
 		// page and its form.
 		{"GET /settings/export", bare(s.exportDownload)},

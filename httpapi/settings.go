@@ -310,6 +310,7 @@ type settingsData struct {
 	Channels   *channelsData // settings_channels.go
 	Search     *searchData   // settings_search.go
 	Feedback   *feedbackData // settings_feedback.go
+	Mutes      *mutesData    // settings_mutes.go
 	// Orders are the digest's order options (the budget controls).
 	Orders []frequencyOption
 }
@@ -335,6 +336,8 @@ var flashes = map[string]string{
 	"search":       "You follow the search now. Its matches of the last 30 days join your feeds within seconds; new papers it matches come as they arrive.",
 	"feedback":     "Feedback removed: the paper counts no more in how your papers are ranked.",
 	"feedback-set": "Feedback saved.",
+	"muted":        "Muted: matching papers leave your feeds, digests, alerts and push channels.",
+	"unmuted":      "Mute removed.",
 }
 
 // flash is the message of a ?done= code.
@@ -459,6 +462,9 @@ func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
 	if d.Feedback, err = s.feedbackSection(r, v, r.URL.Query().Get("feedback")); err != nil {
 		return nil, err
 	}
+	if d.Mutes, err = s.mutesSection(ctx, v, d.Follows); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -536,6 +542,9 @@ func (s *Settings) post(w http.ResponseWriter, r *http.Request, allowManage bool
 		target += "#email"
 	case "/settings/feedback":
 		target += "#feedback"
+	}
+	if strings.HasPrefix(r.URL.Path, "/settings/mutes") {
+		target += "#mutes"
 	}
 	http.Redirect(w, r, target, http.StatusSeeOther)
 }
