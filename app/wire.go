@@ -447,7 +447,7 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 	}
 	status := &httpapi.StatusRoutes{Logger: s.logger, Health: s.health, Calendar: arxivcal.New(cfg.ArxivHolidays), PerIP: api.PerIP, Now: s.now}
 	emailPages := &httpapi.EmailPages{Logger: s.logger, Addresses: s.addrs, Identities: s.registry, PerIP: api.PerIP,
-		Ranking: s.ranking, Matcher: s.matcher, Follows: s.follows}
+		Ranking: s.ranking, Matcher: s.matcher, Follows: s.follows, Mutes: s.mutes}
 	settings := httpapi.NewSettings(httpapi.Settings{Logger: s.logger, Verifier: s.verifier, Users: s.users, Addresses: s.addrs, Follows: s.follows,
 		Feeds: s.feeds, Prefs: s.prefs, Digester: s.digester, Channels: s.channels, Signer: s.signer, Identities: s.registry, Previews: api.Previews, Ranking: s.ranking, Mutes: s.mutes, Secure: cfg.PublicURL.Scheme == "https",
 		DevLogin: !cfg.IsProduction(), HostOrigins: cfg.CORSOrigins, PerIP: api.PerIP, PerUser: api.PerUser}, cfg.SecretKey)

@@ -142,3 +142,50 @@ func TestMutesAPI(t *testing.T) {
 		t.Errorf("ada's feed after the mute went: the paper is not back")
 	}
 }
+
+// TestLessLinkOffersNotFromThisAuthor: a "less like this" link's page
+// offers "Not from <author>" for the paper's authors with an id; the
+// button mutes that author for every follow (their other paper leaves
+// the feed), refuses an id that is not one of the paper's authors', and a
+// "more" link's page does not offer it.
+func TestLessLinkOffersNotFromThisAuthor(t *testing.T) {
+	t.Parallel()
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
+	db := openDB(t, a.DatabaseURL)
+	reader := testapp.Token(t, "reader", "reader@example.org")
+	c.Do("PUT", "/v1/me/follows/category/cs.LG", reader, nil)
+	pushPaper(t, c, authoredLine("2612.00101", "A paper I like less", "openalex:A77"), authoredLine("2612.00102", "Same author again", "openalex:A77"))
+	matchIdle(t, db)
+
+	less := feedbackPath(t, a, db, "reader", "2612.00101", "less")
+	page := string(c.Do("GET", less, "", nil).Body)
+	if !strings.Contains(page, `name="researcher" value="openalex:A77"`) || !strings.Contains(page, "Not from Ann Author") {
+		t.Fatalf("the less link's page offers no Not from:\n%s", page)
+	}
+	if page := string(c.Do("GET", feedbackPath(t, a, db, "reader", "2612.00101", "more"), "", nil).Body); strings.Contains(page, "Not from") {
+		t.Errorf("a more link's page offers Not from")
+	}
+	form := func(body string) *testapp.Response {
+		return c.Do("POST", less, "", body, "Content-Type", "application/x-www-form-urlencoded")
+	}
+	if r := form("action=mute&researcher=openalex:A1"); r.Status != 422 {
+		t.Errorf("muting an id that is not the paper's: %d", r.Status)
+	}
+	r := form("action=mute&researcher=openalex:A77")
+	if r.Status != 200 || !strings.Contains(string(r.Body), "Muted Ann Author") {
+		t.Fatalf("Not from: %d\n%s", r.Status, r.Body)
+	}
+	var list struct{ Mutes []muteOut }
+	c.Do("GET", "/v1/me/mutes", reader, nil).JSON(t, &list)
+	if len(list.Mutes) != 1 || list.Mutes[0].Researcher != "openalex:A77" || list.Mutes[0].Follow != nil {
+		t.Errorf("mutes after Not from: %+v", list.Mutes)
+	}
+	var f struct{ Atom string }
+	c.Do("GET", "/v1/me/feeds", reader, nil).JSON(t, &f)
+	if body := string(c.Do("GET", strings.TrimPrefix(f.Atom, a.URL), "", nil).Body); strings.Contains(body, "Same author again") {
+		t.Errorf("the muted author's other paper is still in the feed")
+	}
+	if got := myFeedback(t, c, reader); got != "" {
+		t.Errorf("muting recorded feedback %q", got)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"followfeed/follow"
 	"followfeed/identity"
 	"followfeed/match"
+	"followfeed/mute"
 	"followfeed/ranking"
 	"followfeed/web"
 )
@@ -102,7 +103,10 @@ type EmailPages struct {
 	Ranking *ranking.Service
 	Matcher *match.Service
 	Follows *follow.Service
-	PerIP   *Limiter
+	// Mutes records a "less like this" page's "Not from this author"
+	// (feedback_pages.go; nil: not offered).
+	Mutes *mute.Service
+	PerIP *Limiter
 }
 
 // disputePage shows a digest's "Not by …?" link as a page with a button.
