@@ -52,6 +52,8 @@ var Owner = map[string]string{
 	"feedback":       "ranking",
 	"ranking_models": "ranking",
 
+	"mutes": "mute",
+
 	"channels":         "channels",
 	"channel_events":   "channels",
 	"channel_attempts": "channels",
