@@ -170,9 +170,13 @@ func matchedManyIn(ctx context.Context, tx pgx.Tx, qs []Query, users []int64) ([
 	b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
 	queueSubset(b, qs, perUser, results, needReasons)
 	w.queueFollows(b, users)
+	muting := queueMutingUsers(b, qs, w.idx) // mutes.go
 	if err := send(b); err != nil {
 		return nil, nil, err
 	}
+	// Muting users' windows are selected whole, for their mutes to filter
+	// (mutes.go).
+	w.qs = muting.overselect(qs)
 	b = &pgx.Batch{}
 	w.queueRows(b)
 	if err := send(b); err != nil {
