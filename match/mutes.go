@@ -236,7 +236,10 @@ func (m *mutes) apply(ctx context.Context, tx pgx.Tx, qs []Query, results []Resu
 		total := r.Total
 		r.Total = max(r.Total-dropped, len(kept))
 		r.Papers = kept[:min(len(kept), qs[qi].limit())]
-		if !all && needsReselect(qs[qi], min(before, qs[qi].limit()), dropped, total) {
+		// A window over-selected past its limit read as many as it will
+		// (maxMuteReselect): no second selection.
+		over := before > qs[qi].limit()
+		if !all && !over && needsReselect(qs[qi], before, dropped, total) {
 			again = append(again, qi)
 			totals[qi] = total
 		}
