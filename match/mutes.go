@@ -1,6 +1,7 @@
 package match
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -140,8 +141,10 @@ func queueMutes(b *pgx.Batch, qs []Query, results []Result) *mutes {
 	return m
 }
 
-// index fills um's byKey and queries from its rules.
+// index orders um's rules as they were made (the join with the registry
+// may not keep the statement's order) and fills byKey and queries.
 func (um *userMutes) index() {
+	slices.SortFunc(um.rules, func(a, b *muteRule) int { return cmp.Compare(a.id, b.id) })
 	um.byKey = map[string][]*muteRule{}
 	for _, r := range um.rules {
 		switch r.kind {

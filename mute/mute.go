@@ -77,7 +77,9 @@ func kindOf(t follow.Target) Kind {
 type Input struct {
 	Researcher, Query, Category *string
 	CrossLists                  *bool
-	// FollowKind and FollowID name the scope; both empty: every follow.
+	// FollowKind and FollowID name the scope; HasFollow says a scope was
+	// given (an API body's "follow" object), so that one given with empty
+	// fields is an error rather than every follow. All unset: every follow.
 	FollowKind, FollowID string
 	HasFollow            bool
 }
