@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -187,5 +188,49 @@ func TestLessLinkOffersNotFromThisAuthor(t *testing.T) {
 	}
 	if got := myFeedback(t, c, reader); got != "" {
 		t.Errorf("muting recorded feedback %q", got)
+	}
+}
+
+// TestSettingsMuteForms: the settings page's mute forms refuse a POST
+// without the CSRF token (403, nothing stored), add a mute (303 to
+// /settings#mutes, listed on the page), show a bad search again with the
+// problem (422), and refuse to remove another reader's mute (404).
+func TestSettingsMuteForms(t *testing.T) {
+	t.Parallel()
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
+	ada, bob := testapp.Token(t, "ada", "ada@example.org"), testapp.Token(t, "bob", "bob@example.org")
+	b, _, csrf := signIn(t, a, ada)
+	add := url.Values{"what": {"words"}, "value": {`abs:"dark matter"`}, "follow": {""}}
+	if resp, _ := testapp.Form(t, b, "POST", a.URL+"/settings/mutes", add); resp.StatusCode != 403 {
+		t.Errorf("a mute without the CSRF token: %d", resp.StatusCode)
+	}
+	var list struct{ Mutes []muteOut }
+	if c.Do("GET", "/v1/me/mutes", ada, nil).JSON(t, &list); len(list.Mutes) != 0 {
+		t.Fatalf("a refused form stored %+v", list.Mutes)
+	}
+	add.Set("csrf", csrf)
+	if resp, _ := testapp.Form(t, b, "POST", a.URL+"/settings/mutes", add); resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings?done=muted#mutes" {
+		t.Fatalf("add: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if _, page := testapp.Form(t, b, "GET", a.URL+"/settings?done=muted", nil); !strings.Contains(page, `the words abs:&#34;dark matter&#34;`) || !strings.Contains(page, "Mutes (1 of 100)") {
+		t.Errorf("the settings page does not list the mute")
+	}
+	bad := url.Values{"csrf": {csrf}, "what": {"words"}, "value": {`abs:"dark`}}
+	if resp, page := testapp.Form(t, b, "POST", a.URL+"/settings/mutes", bad); resp.StatusCode != 422 || !strings.Contains(page, "at character 5") {
+		t.Errorf("a search that does not parse: %d", resp.StatusCode)
+	}
+	c.Do("GET", "/v1/me/mutes", ada, nil).JSON(t, &list)
+	if len(list.Mutes) != 1 {
+		t.Fatalf("ada's mutes: %+v", list.Mutes)
+	}
+	bb, _, bcsrf := signIn(t, a, bob)
+	if resp, _ := testapp.Form(t, bb, "POST", fmt.Sprintf("%s/settings/mutes/%d", a.URL, list.Mutes[0].ID), url.Values{"csrf": {bcsrf}}); resp.StatusCode != 404 {
+		t.Errorf("bob removes ada's mute: %d", resp.StatusCode)
+	}
+	if resp, _ := testapp.Form(t, b, "POST", fmt.Sprintf("%s/settings/mutes/%d", a.URL, list.Mutes[0].ID), url.Values{"csrf": {csrf}}); resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings?done=unmuted#mutes" {
+		t.Errorf("ada removes it: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if c.Do("GET", "/v1/me/mutes", ada, nil).JSON(t, &list); len(list.Mutes) != 0 {
+		t.Errorf("after the removal: %+v", list.Mutes)
 	}
 }
