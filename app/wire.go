@@ -30,6 +30,7 @@ import (
 	"followfeed/internal/httpclient"
 	"followfeed/mail"
 	"followfeed/match"
+	"followfeed/mute"
 	"followfeed/notify"
 	"followfeed/openalex"
 	"followfeed/paper"
@@ -56,6 +57,7 @@ type Services struct {
 	matcher   *match.Service
 	ranking   *ranking.Service
 	inbox     *inbox.Service
+	mutes     *mute.Service
 	prefs     *notify.Preferences
 	harvester *harvest.Harvester
 	enricher  *harvest.Enricher
@@ -123,6 +125,7 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.registry.LogTo(logger)
 	s.papers.ObserveIdentities(s.registry)
 	s.matcher = match.NewService(db)
+	s.mutes = mute.NewService(db)
 	s.ranking = ranking.New(ranking.Config{DB: db, Enqueuer: s.enqueuer, Matcher: s.matcher, Logger: logger})
 	// A follow made or removed counts a change of the user's ranking (a
 	// user with a model gets it retrained).
@@ -144,6 +147,7 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	s.users.OnErase(inbox.EraseUser)
 	s.users.OnErase(channels.EraseUser)
 	s.users.OnErase(notify.EraseUser)
+	s.users.OnErase(mute.EraseUser)
 	// Every retry of an upstream request is logged, so a harvest against
 	// a down repository says what it waits for instead of minutes of
 	// silence (the harvest command's logs go to the terminal).
@@ -434,6 +438,8 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 		Channels: s.channels,
 		Ranking:  s.ranking,
 		Inbox:    s.inbox,
+		Mutes:    s.mutes,
+		Matcher:  s.matcher,
 		PerIP:    httpapi.NewLimiter(cfg.RateLimitPerIP, int(2*cfg.RateLimitPerIP)+1),
 		PerUser:  httpapi.NewLimiter(cfg.RateLimitPerUser, int(2*cfg.RateLimitPerUser)+1),
 	}
@@ -447,9 +453,9 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 	}
 	status := &httpapi.StatusRoutes{Logger: s.logger, Health: s.health, Calendar: arxivcal.New(cfg.ArxivHolidays), PerIP: api.PerIP, Now: s.now}
 	emailPages := &httpapi.EmailPages{Logger: s.logger, Addresses: s.addrs, Identities: s.registry, PerIP: api.PerIP,
-		Ranking: s.ranking, Matcher: s.matcher, Follows: s.follows, Inbox: s.inbox}
+		Ranking: s.ranking, Matcher: s.matcher, Follows: s.follows, Inbox: s.inbox, Mutes: s.mutes}
 	settings := httpapi.NewSettings(httpapi.Settings{Logger: s.logger, Verifier: s.verifier, Users: s.users, Addresses: s.addrs, Follows: s.follows,
-		Feeds: s.feeds, Prefs: s.prefs, Digester: s.digester, Channels: s.channels, Signer: s.signer, Identities: s.registry, Previews: api.Previews, Ranking: s.ranking, Inbox: s.inbox, Secure: cfg.PublicURL.Scheme == "https",
+		Feeds: s.feeds, Prefs: s.prefs, Digester: s.digester, Channels: s.channels, Signer: s.signer, Identities: s.registry, Previews: api.Previews, Ranking: s.ranking, Inbox: s.inbox, Mutes: s.mutes, Secure: cfg.PublicURL.Scheme == "https",
 		DevLogin: !cfg.IsProduction(), HostOrigins: cfg.CORSOrigins, PerIP: api.PerIP, PerUser: api.PerUser}, cfg.SecretKey)
 	embed := &httpapi.Embed{Logger: s.logger, FrameOrigins: cfg.CORSOrigins, PublicURL: cfg.PublicURL.String()}
 	if !cfg.IsProduction() {

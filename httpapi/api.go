@@ -23,6 +23,8 @@ import (
 	"followfeed/harvest"
 	"followfeed/identity"
 	"followfeed/inbox"
+	"followfeed/match"
+	"followfeed/mute"
 	"followfeed/notify"
 	"followfeed/ranking"
 )
@@ -55,6 +57,10 @@ type API struct {
 	Ranking *ranking.Service
 	// Inbox keeps the user's read state of papers (papers.go).
 	Inbox *inbox.Service
+	// Mutes keeps what readers mute (mutes.go).
+	Mutes *mute.Service
+	// Matcher explains why a paper reaches a reader or not (mutes.go).
+	Matcher *match.Service
 	// PerIP and PerUser rate-limit requests (nil: unlimited).
 	PerIP   *Limiter
 	PerUser *Limiter

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"followfeed/account"
@@ -10,6 +11,7 @@ import (
 	"followfeed/catalog"
 	"followfeed/follow"
 	"followfeed/match"
+	"followfeed/mute"
 	"followfeed/paper"
 	"followfeed/ranking"
 )
@@ -43,7 +45,14 @@ type feedbackPage struct {
 	// NotBy are the "Not by …?" links of a "less like this" link's page:
 	// the user's researcher follows among the paper's authors.
 	NotBy []notByLink
+	// MuteAuthors are the "Not from this author" buttons of a "less like
+	// this" link's page: the paper's authors with a researcher id (a mute
+	// for every follow: action=mute, researcher=<id>).
+	MuteAuthors []muteAuthor
 }
+
+// muteAuthor is one "Not from <Name>" button.
+type muteAuthor struct{ Name, ID string }
 
 // notByLink is one "Not by <Name>?" link (account.Addresses.DisputeURL).
 type notByLink struct{ Name, URL string }
@@ -131,6 +140,18 @@ func (p *EmailPages) feedbackLinkPost(w http.ResponseWriter, r *http.Request) {
 	}
 	set, flash := v, "Recorded: "+v.Label()+"."
 	switch r.PostFormValue("action") {
+	case "mute":
+		flash, err := p.muteAuthor(r, l, pp)
+		if err != nil {
+			writeError(w, r, p.Logger, err)
+			return
+		}
+		fb, err := p.Ranking.Get(r.Context(), l.UserID, pp.ArxivID)
+		if p.feedbackFailed(w, r, pp, err) {
+			return
+		}
+		p.showFeedback(w, r, l, v, pp, fb.Value, flash)
+		return
 	case "", "record":
 	case "undo":
 		set, flash = ranking.None, "Undone: you have no feedback on this paper now."
@@ -170,6 +191,9 @@ func (p *EmailPages) showFeedback(w http.ResponseWriter, r *http.Request, l acco
 			return
 		}
 		d.NotBy = notBy
+		if p.Mutes != nil {
+			d.MuteAuthors = muteAuthors(pp)
+		}
 	}
 	renderPage(w, r, p.Logger, http.StatusOK, "feedback.html", page{Title: v.Label(), Flash: flash, Action: r.URL.Path, Data: d})
 }
@@ -230,4 +254,49 @@ func authorList(as []paper.Author) string {
 		names = append(names, a.Name)
 	}
 	return strings.Join(names, ", ")
+}
+
+// muteAuthors are the "Not from this author" buttons of a paper's page:
+// its first maxPageAuthors authors that carry a researcher id (their
+// first), each once.
+func muteAuthors(pp match.Paper) []muteAuthor {
+	var out []muteAuthor
+	for i, a := range pp.Authors {
+		if i == maxPageAuthors {
+			break
+		}
+		if len(a.IDs) > 0 {
+			out = append(out, muteAuthor{Name: a.Name, ID: a.IDs[0]})
+		}
+	}
+	return out
+}
+
+// muteAuthor records a "less like this" page's "Not from this author"
+// (action=mute, researcher=<id>): a mute of that researcher for every
+// follow of the link's user. The id must be one of the paper's authors':
+// the signed link names the paper, not who may be muted. The flash says
+// what was done and where to undo it.
+func (p *EmailPages) muteAuthor(r *http.Request, l account.FeedbackLink, pp match.Paper) (string, error) {
+	if p.Mutes == nil {
+		return "", apperr.InvalidField("action", "must be record or undo (the buttons of the link's page)")
+	}
+	id := r.PostFormValue("researcher")
+	name := ""
+	for _, a := range pp.Authors {
+		if slices.Contains(a.IDs, id) {
+			name = a.Name
+		}
+	}
+	if id == "" || name == "" {
+		return "", apperr.InvalidField("researcher", "must be the id of one of the paper's authors (the page's buttons)")
+	}
+	sp, err := mute.Parse(mute.Input{Researcher: &id})
+	if err != nil {
+		return "", err
+	}
+	if _, _, err := p.Mutes.Create(r.Context(), l.UserID, sp); err != nil {
+		return "", err
+	}
+	return "Muted " + name + ": their papers leave your feeds, digests, alerts and push channels. Your mutes are in your settings.", nil
 }

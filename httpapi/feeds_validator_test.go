@@ -454,8 +454,8 @@ func (c *roundTripTracer) take() []string {
 // records every round trip: with the validator cached, a full render is
 // four: the token lookup, then in the read transaction BEGIN with the
 // follows, the link epoch (the items' feedback links) and the selection
-// in one batch, the reasons and the papers' details in a second, and
-// COMMIT. On a shared machine each round trip is
+// in one batch, the reasons, the papers' details and the reader's mutes
+// (match/mutes.go) in a second, and COMMIT. On a shared machine each round trip is
 // a wait for the server process to be scheduled, so the count must not
 // silently grow.
 func TestFullRenderRoundTrips(t *testing.T) {
@@ -500,7 +500,7 @@ func TestFullRenderRoundTrips(t *testing.T) {
 				t.Fatalf("a full render of %s made %d round trips, want 4:\n%s", p, len(trips), strings.Join(trips, "\n---\n"))
 			}
 			if !strings.Contains(trips[0], "token_hash") || !strings.HasPrefix(trips[1], "batch of 5: begin") || !strings.Contains(trips[1], "link_epoch") ||
-				!strings.HasPrefix(trips[2], "batch of 2:") || trips[3] != "commit" {
+				!strings.HasPrefix(trips[2], "batch of 3:") || !strings.Contains(trips[2], "FROM mutes") || trips[3] != "commit" {
 				t.Errorf("a full render of %s made other round trips than expected:\n%s", p, strings.Join(trips, "\n---\n"))
 			}
 		}

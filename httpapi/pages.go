@@ -14,6 +14,7 @@ import (
 	"followfeed/identity"
 	"followfeed/inbox"
 	"followfeed/match"
+	"followfeed/mute"
 	"followfeed/ranking"
 	"followfeed/web"
 )
@@ -109,6 +110,9 @@ type EmailPages struct {
 	// Inbox records a paper opened through a mail's open link
 	// (settings_opened.go).
 	Inbox *inbox.Service
+	// Mutes records a "less like this" page's "Not from this author"
+	// (feedback_pages.go; nil: not offered).
+	Mutes *mute.Service
 	PerIP *Limiter
 }
 

@@ -153,6 +153,12 @@ func (p *Product) apiRoutes() []route {
 		{"GET /v1/me/remember-opened", user(a.getRememberOpened)},
 		{"PUT /v1/me/remember-opened", limitBody(maxJSONBody, user(a.putRememberOpened))},
 
+		// A reader's mutes (mutes.go).
+		{"POST /v1/me/mutes", limitBody(maxJSONBody, user(a.postMute))},
+		{"GET /v1/me/mutes", user(a.listMutes)},
+		{"DELETE /v1/me/mutes/{id}", user(a.deleteMute)},
+		{"GET /v1/me/papers/{arxiv_id}/why", user(a.getWhy)},
+
 		// The sources' health (status.go; its own per-IP limit).
 		{"GET /v1/status", bare(st.statusJSON)},
 		{"GET /openapi.json", bare(serveOpenAPI)},
@@ -219,6 +225,9 @@ func (p *Product) pageRoutes() []route {
 		{"POST /inbox/feedback", limitBody(maxFormBody, bare(s.postInboxFeedback))},
 		// "Remember what I opened" (settings_opened.go).
 		{"POST /settings/remember-opened", limitBody(maxFormBody, bare(s.postRememberOpened))},
+		// Its mutes section (settings_mutes.go).
+		{"POST /settings/mutes", limitBody(maxFormBody, bare(s.postMuteAdd))},
+		{"POST /settings/mutes/{id}", limitBody(maxFormBody, bare(s.postMuteRemove))},
 		// The user's data (userdata.go): the download, and the erase
 		// page and its form.
 		{"GET /settings/export", bare(s.exportDownload)},

@@ -22,6 +22,7 @@ import (
 	"followfeed/follow"
 	"followfeed/identity"
 	"followfeed/inbox"
+	"followfeed/mute"
 	"followfeed/notify"
 	"followfeed/paper"
 	"followfeed/ranking"
@@ -89,6 +90,7 @@ var formSections = map[string]string{
 	"/settings/feedback":        "account",
 	"/settings/pause":           "email", // the pause, quiet days and snooze card
 	"/settings/remember-opened": "account",
+	"/settings/mutes":           "follows", // the mutes section; its Remove buttons below (post)
 }
 
 // Settings serves the user's settings pages: sign-in handoff from the
@@ -119,6 +121,9 @@ type Settings struct {
 	// Inbox keeps the user's read state of papers (the inbox page, the
 	// export).
 	Inbox *inbox.Service
+	// Mutes lists, adds and removes the reader's mutes (the mutes section,
+	// settings_mutes.go).
+	Mutes *mute.Service
 	// PerUser limits search previews per user (the API's per-user
 	// limiter, so the page and GET /v1/search/preview share one budget).
 	PerUser *Limiter
@@ -370,6 +375,7 @@ type settingsData struct {
 	Channels   *channelsData // settings_channels.go
 	Search     *searchData   // settings_search.go
 	Feedback   *feedbackData // settings_feedback.go
+	Mutes      *mutesData    // settings_mutes.go
 	// Orders are the digest's order options (the budget controls).
 	Orders []frequencyOption
 	Pause  *pauseData // settings_pause.go
@@ -399,6 +405,8 @@ var flashes = map[string]string{
 	"search":       "You follow the search now. Its matches of the last 30 days join your feeds within seconds; new papers it matches come as they arrive.",
 	"feedback":     "Feedback removed: the paper counts no more in how your papers are ranked.",
 	"feedback-set": "Feedback saved.",
+	"muted":        "Muted: matching papers leave your feeds, digests, alerts and push channels.",
+	"unmuted":      "Mute removed.",
 }
 
 // flash is the message of a ?done= code.
@@ -603,6 +611,11 @@ func (s *Settings) data(r *http.Request, v *viewer, section string) (*settingsDa
 		}
 		d.Pause = s.pauseData(v, p, d.Follows, loc)
 	}
+	if section == "follows" {
+		if d.Mutes, err = s.mutesSection(ctx, v, d.Follows); err != nil {
+			return nil, err
+		}
+	}
 	return d, nil
 }
 
@@ -654,6 +667,9 @@ func (s *Settings) post(w http.ResponseWriter, r *http.Request, allowManage bool
 		return
 	}
 	section := formSections[r.URL.Path]
+	if strings.HasPrefix(r.URL.Path, "/settings/mutes/") {
+		section = "follows" // a mute's Remove, POST /settings/mutes/{id}
+	}
 	done, err := act(v)
 	if err != nil {
 		if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
@@ -678,6 +694,9 @@ func (s *Settings) post(w http.ResponseWriter, r *http.Request, allowManage bool
 	target := sectionPath(section) + "?done=" + done
 	if v.emailOnly {
 		target = "/settings?done=" + done + "&token=" + url.QueryEscape(v.manage)
+	}
+	if strings.HasPrefix(r.URL.Path, "/settings/mutes") {
+		target += "#mutes"
 	}
 	http.Redirect(w, r, target, http.StatusSeeOther)
 }

@@ -15,6 +15,7 @@ import (
 	"followfeed/follow"
 	"followfeed/identity"
 	"followfeed/inbox"
+	"followfeed/mute"
 	"followfeed/notify"
 	"followfeed/ranking"
 )
@@ -32,10 +33,8 @@ import (
 const ExportFormat = "followfeed-export/1"
 
 // exportJSON is the export document. Each section is read through the
-// package that owns it, in its API form. Mutes (issue #27, item 2) join
-// as a section of its own ("mutes") when they exist: a field here, filled
-// in exporter.build through their owner's list function, and a property
-// of Export in openapi.json.
+// package that owns it, in its API form, read state (package inbox) and
+// mutes (package mute) included.
 type exportJSON struct {
 	Format     string       `json:"format"`
 	ExportedAt time.Time    `json:"exported_at"`
@@ -56,6 +55,8 @@ type exportJSON struct {
 	ReadState []paperStateJSON `json:"read_state"`
 	// RememberOpened is the user's "remember what I opened".
 	RememberOpened bool `json:"remember_opened"`
+	// Mutes are the reader's mutes, oldest first (GET /v1/me/mutes).
+	Mutes []muteJSON `json:"mutes"`
 }
 
 // ledgerJSON is one digest of the ledger (notify.LedgerEntry).
@@ -79,14 +80,15 @@ type exporter struct {
 	channels   *channels.Service
 	digests    *notify.Digester
 	inbox      *inbox.Service
+	mutes      *mute.Service
 }
 
 func (a *API) exporter() exporter {
-	return exporter{prefs: a.Prefs, follows: a.Follows, ranking: a.Ranking, identities: a.Identities, channels: a.Channels, digests: a.Digests, inbox: a.Inbox}
+	return exporter{prefs: a.Prefs, follows: a.Follows, ranking: a.Ranking, identities: a.Identities, channels: a.Channels, digests: a.Digests, inbox: a.Inbox, mutes: a.Mutes}
 }
 
 func (s *Settings) exporter() exporter {
-	return exporter{prefs: s.Prefs, follows: s.Follows, ranking: s.Ranking, identities: s.Identities, channels: s.Channels, digests: s.Digester, inbox: s.Inbox}
+	return exporter{prefs: s.Prefs, follows: s.Follows, ranking: s.Ranking, identities: s.Identities, channels: s.Channels, digests: s.Digester, inbox: s.Inbox, mutes: s.Mutes}
 }
 
 // build reads u's export. The sections are read one after another, each
@@ -98,7 +100,7 @@ func (x exporter) build(ctx context.Context, u *account.User) (*exportJSON, erro
 		return nil, err
 	}
 	out := &exportJSON{Format: ExportFormat, ExportedAt: time.Now().UTC().Truncate(time.Second), Profile: toMeJSON(u, p),
-		Follows: []followJSON{}, Feedback: []feedbackJSON{}, Channels: []channelJSON{}, Digests: []ledgerJSON{}, ReadState: []paperStateJSON{}}
+		Follows: []followJSON{}, Feedback: []feedbackJSON{}, Channels: []channelJSON{}, Digests: []ledgerJSON{}, ReadState: []paperStateJSON{}, Mutes: []muteJSON{}}
 	fs, err := x.follows.All(ctx, u.ID)
 	if err != nil {
 		return nil, err
@@ -160,6 +162,13 @@ func (x exporter) build(ctx context.Context, u *account.User) (*exportJSON, erro
 	}
 	if out.RememberOpened, err = x.inbox.RememberOpened(ctx, u.ID); err != nil {
 		return nil, err
+	}
+	ms, err := x.mutes.List(ctx, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range ms {
+		out.Mutes = append(out.Mutes, toMuteJSON(m))
 	}
 	return out, nil
 }

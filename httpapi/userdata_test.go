@@ -253,6 +253,7 @@ func populate(t *testing.T, a *testapp.App, c *testapp.Client, db *database.DB, 
 		"Content-Type", "application/x-www-form-urlencoded"); r.Status != 200 {
 		t.Fatalf("%s: unsubscribe: %d %s", sub, r.Status, r.Body)
 	}
+	ok(c.Do("POST", "/v1/me/mutes", f.tok, map[string]any{"query": `abs:"dark matter"`, "follow": map[string]any{"kind": "category", "id": "cs.LG"}}), "a mute", 201)
 	ok(c.Do("PATCH", "/v1/me", f.tok, map[string]any{"email": sub + ".new@example.org"}), "a new address", 200)
 	c.Do("GET", "/v1/me/feeds", f.tok, nil).JSON(t, &f.feeds)
 	testjobs.WaitIdle(t, db.Pool, worker.MatchArgs{}.Kind(), worker.ChannelCollectArgs{}.Kind(), worker.ChannelDeliverArgs{}.Kind(),
@@ -466,6 +467,10 @@ func TestExportHasEverySectionAndNoSecret(t *testing.T) {
 			State     string
 			ChangedAt string `json:"changed_at"`
 		} `json:"read_state"`
+		Mutes []struct {
+			Kind, Query string
+			Follow      struct{ Kind, ID string }
+		}
 	}
 	r.JSON(t, &doc)
 	if len(doc.ReadState) != 1 || doc.ReadState[0].ArxivID != "2611.00001" || doc.ReadState[0].State != "done" || doc.ReadState[0].ChangedAt == "" {
@@ -488,6 +493,9 @@ func TestExportHasEverySectionAndNoSecret(t *testing.T) {
 	}
 	if len(doc.Digests) != 1 || doc.Digests[0].Kind != "daily" || doc.Digests[0].Period == "" || doc.Digests[0].State != "sent" || doc.Digests[0].Papers != 1 {
 		t.Errorf("digests: %+v", doc.Digests)
+	}
+	if len(doc.Mutes) != 1 || doc.Mutes[0].Kind != "query" || doc.Mutes[0].Query != `abs:"dark matter"` || doc.Mutes[0].Follow.ID != "cs.LG" {
+		t.Errorf("mutes: %+v", doc.Mutes)
 	}
 	raw := string(r.Body)
 	token := strings.TrimSuffix(strings.TrimPrefix(ada.feeds.Atom, a.URL+"/feeds/"), ".atom")
@@ -512,7 +520,7 @@ func TestExportHasEverySectionAndNoSecret(t *testing.T) {
 	var again, api map[string]json.RawMessage
 	r.JSON(t, &api) // the API's sections: the same document
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Disposition") != `attachment; filename="followfeed-data.json"` ||
-		json.Unmarshal([]byte(body), &again) != nil || len(again) != len(api) || len(api) < 9 || strings.Contains(body, ada.secret) {
+		json.Unmarshal([]byte(body), &again) != nil || len(again) != len(api) || len(api) < 11 || strings.Contains(body, ada.secret) {
 		t.Errorf("the settings page's download: %d %v %d sections", resp.StatusCode, resp.Header, len(again))
 	}
 	if resp, _ := testapp.Form(t, testapp.FormClient(t), "GET", a.URL+"/settings/export", nil); resp.StatusCode != 303 {

@@ -181,9 +181,13 @@ func matchedManyIn(ctx context.Context, tx pgx.Tx, qs []Query, users []int64) ([
 	b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
 	queueSubset(b, qs, perUser, results, needReasons)
 	w.queueFollows(b, users)
+	muting := queueMutingUsers(b, qs, w.idx) // mutes.go
 	if err := send(b); err != nil {
 		return nil, nil, err
 	}
+	// Muting users' windows are selected whole, for their mutes to filter
+	// (mutes.go).
+	w.qs = muting.overselect(qs)
 	b = &pgx.Batch{}
 	w.queueRows(b)
 	if err := send(b); err != nil {
@@ -238,7 +242,8 @@ func queueSubset(b *pgx.Batch, qs []Query, idx []int, results []Result, needReas
 }
 
 // finishMatched reads the reasons the selection could not give and the
-// details of the papers of queries that want them, then the events.
+// details of the papers of queries that want them (and the users' mutes),
+// applies the mutes (mutes.go), then reads the events.
 func finishMatched(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, needReasons map[int][]int64) ([]Result, error) {
 	// The reader's controls (controls.go) drop papers before anything is
 	// loaded for them.
@@ -248,10 +253,15 @@ func finishMatched(ctx context.Context, tx pgx.Tx, qs []Query, results []Result,
 	var b pgx.Batch
 	queueReasons(&b, qs, results, needReasons)
 	queueDetails(&b, qs, results)
+	mutes := queueMutes(&b, qs, results) // mutes.go: read with the reasons
 	if b.Len() > 0 {
 		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 			return nil, err
 		}
+	}
+	// The reader's mutes, for every surface (mutes.go).
+	if err := mutes.apply(ctx, tx, qs, results); err != nil {
+		return nil, err
 	}
 	if err := fillEvents(ctx, tx, qs, results); err != nil {
 		return nil, err

@@ -19,7 +19,7 @@ import (
 )
 
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	db      *database.DB
 	in      *catalog.Store
 	follows *follow.Service
@@ -27,7 +27,7 @@ type env struct {
 	ctx     context.Context
 }
 
-func setup(t *testing.T) *env {
+func setup(t testing.TB) *env {
 	t.Helper()
 	db := testdb.New(t)
 	ins, err := worker.NewInserter(db.Pool, nil)

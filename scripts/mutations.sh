@@ -54,6 +54,13 @@ mutation replica-answer-is-failure database database/replica.go $'\tcase isAnswe
 mutation replica-down-ignored database database/replica.go $'\tcase !r.Up():' $'\tcase false:'
 mutation replica-one-kind database database/replica.go $'\tif fresh == nil {\n\t\tst = &r.stats[Bounded]\n\t}\n' ''
 
+# Mutes, applied for every surface (match/mutes.go).
+mutation mutes-scoped-drops match match/mutes.go 'case r.scope == "" || r.scope == only:' 'case true:'
+mutation mutes-cross-list-any match match/mutes.go 'if (r.kind != "category" || k.Cross) && !apply(r) {' 'if !apply(r) {'
+mutation mutes-one-id-of-the-person match match/mutes.go $'\t\t\t\tr.keys[personKey] = true\n' ''
+mutation mutes-totals-count-muted match match/mutes.go 'r.Total = max(r.Total-dropped, len(kept))' 'r.Total = max(r.Total, len(kept))'
+mutation mutes-feed-left-short match match/mutes.go $'\treturn dropped > 0\n' $'\treturn false\n'
+
 # substitute FILE OLD NEW: replaces the one occurrence of OLD in FILE.
 substitute() {
 	local f=$1 old=$2 new=$3 s rest n

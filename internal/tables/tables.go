@@ -54,6 +54,7 @@ var Owner = map[string]string{
 
 	"paper_states":   "inbox",
 	"inbox_settings": "inbox",
+	"mutes":          "mute",
 
 	"channels":         "channels",
 	"channel_events":   "channels",

@@ -1,0 +1,178 @@
+package match_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"followfeed/database"
+	"followfeed/follow"
+	"followfeed/match"
+	"followfeed/mute"
+	"followfeed/paper"
+)
+
+func (e *env) mute(uid int64, in mute.Input) {
+	e.t.Helper()
+	s, err := mute.Parse(in)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, _, err := mute.NewService(e.db).Create(e.ctx, uid, s); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func str(s string) *string { return &s }
+
+// mutedFixture is ada following cs.LG and the researcher openalex:A2,
+// with three mutes: the person whose ids are openalex:A1 and an ORCID
+// (muted by the ORCID, for every follow), cs.LG's cross-lists (every
+// follow), and the words "dark matter" in an abstract, for the cs.LG
+// follow only. Papers, oldest first:
+//
+//	m1 cs.LG by A1                        muted person: dropped
+//	m2 cs.LG by A2                        kept, reasons cs.LG and A2
+//	m3 math.ST cross-listed to cs.LG      muted cross-list: dropped
+//	m4 cs.LG, "dark matter"               cs.LG muted for it, no reason left: dropped
+//	m5 cs.LG by A2, "dark matter"         cs.LG muted for it, A2 stays: kept, reason A2
+//	m6 cs.LG by bob's follow only          (bob has no mutes: all six)
+func mutedFixture(t *testing.T) (*env, int64, int64, int64) {
+	e := setup(t)
+	ada, bob := e.user("ada"), e.user("bob")
+	before := e.high()
+	e.follow(ada, "category", "cs.LG", follow.Options{})
+	e.follow(ada, "researcher", "openalex:A2", follow.Options{})
+	e.follow(bob, "category", "cs.LG", follow.Options{})
+	// The registry's fixture: one person with two ids (identity owns
+	// these tables; the test only needs the link).
+	if _, err := e.db.Pool.Exec(e.ctx, `
+		WITH i AS (INSERT INTO identities (kind) VALUES ('researcher') RETURNING id)
+		INSERT INTO identity_keys (key, identity_id, source)
+		SELECT k, i.id, 'host' FROM i, unnest(ARRAY['researcher:openalex:A1', 'researcher:orcid:0000-0002-1825-0097']) k`); err != nil {
+		t.Fatal(err)
+	}
+	e.mute(ada, mute.Input{Researcher: str("orcid:0000-0002-1825-0097")})
+	no := false
+	e.mute(ada, mute.Input{Category: str("cs.LG"), CrossLists: &no})
+	e.mute(ada, mute.Input{Query: str(`abs:"dark matter"`), HasFollow: true, FollowKind: "category", FollowID: "cs.LG"})
+	dark := func(q paper.Paper) paper.Paper {
+		q.Abstract = "We weigh dark matter halos."
+		return q
+	}
+	e.ingest(p("2611.00001", "cs.LG", []string{"cs.LG"}, "openalex:A1"))
+	e.ingest(p("2611.00002", "cs.LG", []string{"cs.LG"}, "openalex:A2"))
+	e.ingest(p("2611.00003", "math.ST", []string{"math.ST", "cs.LG"}))
+	e.ingest(dark(p("2611.00004", "cs.LG", []string{"cs.LG"})))
+	e.ingest(dark(p("2611.00005", "cs.LG", []string{"cs.LG"}, "openalex:A2")))
+	return e, ada, bob, before
+}
+
+// TestMutesInFeedsAndWindows: the rules of mutes.go, on a feed ("ever"),
+// a bounded window (the windowed path and the per-user statement), and
+// per-follow queries; another reader's results are untouched.
+func TestMutesInFeedsAndWindows(t *testing.T) {
+	t.Parallel()
+	e, ada, bob, before := mutedFixture(t)
+	after := e.high()
+	check := func(what string, ps []match.Paper, want []string, wantReasons map[string][]string) {
+		t.Helper()
+		if got := ids(ps); !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", what, got, want)
+		}
+		for _, q := range ps {
+			if w, ok := wantReasons[q.ArxivID]; ok && !slices.Equal(reasons(q), w) {
+				t.Errorf("%s: %s's reasons %v, want %v", what, q.ArxivID, reasons(q), w)
+			}
+		}
+	}
+	kept := []string{"2611.00005", "2611.00002"}
+	rs := map[string][]string{"2611.00005": {"researcher/openalex:A2"}, "2611.00002": {"category/cs.LG", "researcher/openalex:A2"}}
+	check("ada's feed", e.matched(match.Query{UserID: ada}), kept, rs)
+	check("bob's feed", e.matched(match.Query{UserID: bob}), []string{"2611.00005", "2611.00004", "2611.00003", "2611.00002", "2611.00001"}, nil)
+
+	window := []match.Query{{UserID: ada, AfterSeq: before, UpToSeq: after}, {UserID: bob, AfterSeq: before, UpToSeq: after, IDsOnly: true}}
+	for name, run := range map[string]func([]match.Query) ([]match.Result, error){
+		"windowed": func(qs []match.Query) ([]match.Result, error) { return e.m.MatchedMany(e.ctx, qs) },
+		"per user": func(qs []match.Query) ([]match.Result, error) { return match.PerUserMatchedMany(e.m, e.ctx, qs) },
+	} {
+		res, err := run(window)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(name+" window of ada", res[0].Papers, kept, rs)
+		if res[0].Total != 2 || res[1].Total != 5 {
+			t.Errorf("%s window totals: ada %d, bob %d; want 2 and 5 (only what is kept)", name, res[0].Total, res[1].Total)
+		}
+		// A digest that shows one paper still counts only the kept.
+		one := []match.Query{{UserID: ada, AfterSeq: before, UpToSeq: after, IDsOnly: true, Limit: 1}}
+		if res, err := run(one); err != nil || len(res[0].Papers) != 1 || res[0].Total != 2 {
+			t.Errorf("%s window of ada, limit 1: %v total %d (%v); want one paper of 2", name, ids(res[0].Papers), res[0].Total, err)
+		}
+	}
+
+	lg := follow.Target{Kind: follow.Category, ID: "cs.LG"}
+	a2 := follow.Target{Kind: follow.Researcher, ID: "openalex:A2"}
+	check("ada's cs.LG feed", e.matched(match.Query{UserID: ada, Only: &lg}), []string{"2611.00002"}, nil)
+	check("ada's researcher feed", e.matched(match.Query{UserID: ada, Only: &a2}), kept, nil)
+}
+
+// TestMutesNeverLeaveAFeedShort: when the newest papers are muted, a
+// feed of Limit papers still shows the Limit newest kept ones.
+func TestMutesNeverLeaveAFeedShort(t *testing.T) {
+	t.Parallel()
+	e, ada, _, _ := mutedFixture(t)
+	for _, id := range []string{"2611.00011", "2611.00012", "2611.00013", "2611.00014", "2611.00015", "2611.00016"} {
+		e.ingest(p(id, "cs.LG", []string{"cs.LG"}, "openalex:A1")) // the muted person
+	}
+	if got := ids(e.matched(match.Query{UserID: ada, Limit: 2})); !slices.Equal(got, []string{"2611.00005", "2611.00002"}) {
+		t.Errorf("a feed of 2 under 6 newer muted papers: %v", got)
+	}
+	lg := follow.Target{Kind: follow.Category, ID: "cs.LG"}
+	if got := ids(e.matched(match.Query{UserID: ada, Only: &lg, Limit: 1})); !slices.Equal(got, []string{"2611.00002"}) {
+		t.Errorf("a per-follow feed of 1 under muted papers: %v", got)
+	}
+}
+
+// TestExplainNamesTheMutes: "why not" names the mutes that hide a paper,
+// the follows that match it and the ones left, with the surfaces' rules.
+func TestExplainNamesTheMutes(t *testing.T) {
+	t.Parallel()
+	e, ada, bob, _ := mutedFixture(t)
+	ms, err := mute.NewService(e.db).List(e.ctx, ada)
+	if err != nil || len(ms) != 3 {
+		t.Fatalf("ada's mutes: %v %v", ms, err)
+	}
+	person, cross, words := ms[0].ID, ms[1].ID, ms[2].ID
+	str := func(ts []follow.Target) (out []string) {
+		for _, t := range ts {
+			out = append(out, t.String())
+		}
+		return
+	}
+	for _, c := range []struct {
+		user          int64
+		arxiv         string
+		follows, kept []string
+		mutes         []int64
+		shown         bool
+	}{
+		{ada, "2611.00001", []string{"category/cs.LG"}, nil, []int64{person}, false},
+		{ada, "2611.00002", []string{"category/cs.LG", "researcher/openalex:A2"}, []string{"category/cs.LG", "researcher/openalex:A2"}, nil, true},
+		{ada, "2611.00003", []string{"category/cs.LG"}, nil, []int64{cross}, false},
+		{ada, "2611.00004", []string{"category/cs.LG"}, nil, []int64{words}, false},
+		{ada, "2611.00005", []string{"category/cs.LG", "researcher/openalex:A2"}, []string{"researcher/openalex:A2"}, []int64{words}, true},
+		{bob, "2611.00001", []string{"category/cs.LG"}, []string{"category/cs.LG"}, nil, true},
+	} {
+		ex, err := e.m.Explain(e.ctx, c.user, c.arxiv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(str(ex.Follows), c.follows) || !slices.Equal(str(ex.Kept), c.kept) || !slices.Equal(ex.Mutes, c.mutes) || ex.Shown != c.shown {
+			t.Errorf("%d, %s: %+v; want follows %v, kept %v, mutes %v, shown %v", c.user, c.arxiv, ex, c.follows, c.kept, c.mutes, c.shown)
+		}
+	}
+	if _, err := e.m.Explain(e.ctx, ada, "2611.99999"); !errors.Is(err, database.ErrNotFound) {
+		t.Errorf("an unknown paper: %v, want not found", err)
+	}
+}
