@@ -3,17 +3,21 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strings"
+	"unicode"
 
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/database"
+	"followfeed/follow"
 	"followfeed/inbox"
 	"followfeed/match"
+	"followfeed/mute"
 	"followfeed/notify"
 )
 
 // The reader's controls' cost on digests (issue 27): the digest users are
-// given read state (and mutes) as readers who use them have, and their
+// given read state and mutes as readers who use them have, and their
 // digests are measured in turn with the same users' digests without
 // them. The generated dataset holds no read state and no mute: what
 // PutControls gives the users, RemoveControls takes off again, at the end
@@ -24,6 +28,14 @@ const (
 	// ControlRead is how many papers each reader has marked read or done
 	// (alternately).
 	ControlRead = 200
+	// ControlMutes is how many mutes each reader has, a mix a reader
+	// makes: muteResearchers persons inside their category follows,
+	// muteQueries words and phrases, and muteCrossLists categories'
+	// cross-lists.
+	ControlMutes    = muteResearchers + muteQueries + muteCrossLists
+	muteResearchers = 4
+	muteQueries     = 4
+	muteCrossLists  = 2
 	// controlWindowEvery: of the papers a reader's window matches (its
 	// newest candidates, newest first), every controlWindowEvery-th is
 	// one of the marked ones; the rest are the newest papers their feed
@@ -40,35 +52,47 @@ const windowCandidates = 250
 type ControlPlan struct {
 	// Marks are the readers' read and done papers.
 	Marks []inbox.Mark
+	// Mutes are the readers' mutes; Kinds counts them by kind.
+	Mutes []mute.Bulk
+	Kinds map[mute.Kind]int
 	// Users is how many readers were given controls, InWindow how many
 	// of the marks are papers of the readers' windows.
 	Users, InWindow int
 }
 
-// PlanControls chooses, for each of users, read papers among the
-// papers their window (fromSeq, toSeq] and their feed match
-// (match.Service.MatchedMany, untimed): every controlWindowEvery-th of
-// the window's newest windowCandidates matches, then the newest papers
+// PlanControls chooses, for each of users, read papers and mutes among
+// the papers their window (fromSeq, toSeq] and their feed match
+// (match.Service.MatchedMany, untimed). Read: every controlWindowEvery-th
+// of the window's newest windowCandidates matches, then the newest papers
 // the feed matches outside the window, ControlRead in all (fewer for a
-// reader whose follows match fewer), marked read and done in turn.
+// reader whose follows match fewer), marked read and done in turn. Mutes
+// (planMutes): drawn from the newest papers of the window, so that each
+// hides papers a digest would list.
 func PlanControls(ctx context.Context, m *match.Service, users []int64, fromSeq, toSeq int64) (*ControlPlan, error) {
-	qs := make([]match.Query, 0, 2*len(users))
+	const per = 3 // queries per user
+	qs := make([]match.Query, 0, per*len(users))
 	for _, u := range users {
 		qs = append(qs,
 			match.Query{UserID: u, AfterSeq: fromSeq - 1, UpToSeq: toSeq, Limit: windowCandidates, IDsOnly: true},
-			match.Query{UserID: u, Limit: 2 * ControlRead, IDsOnly: true})
+			match.Query{UserID: u, Limit: 2 * ControlRead, IDsOnly: true},
+			match.Query{UserID: u, AfterSeq: fromSeq - 1, UpToSeq: toSeq, Limit: muteSource})
 	}
-	plan := &ControlPlan{}
+	plan := &ControlPlan{Kinds: map[mute.Kind]int{}}
 	// In slices of users: a few hundred queries per snapshot.
 	const chunk = 200
-	for lo := 0; lo < len(qs); lo += 2 * chunk {
-		rs, err := m.MatchedMany(ctx, qs[lo:min(lo+2*chunk, len(qs))])
+	for lo := 0; lo < len(qs); lo += per * chunk {
+		rs, err := m.MatchedMany(ctx, qs[lo:min(lo+per*chunk, len(qs))])
 		if err != nil {
-			return nil, fmt.Errorf("choosing the readers' read papers: %w", err)
+			return nil, fmt.Errorf("choosing the readers' read papers and mutes: %w", err)
 		}
-		for j := 0; j < len(rs); j += 2 {
+		for j := 0; j < len(rs); j += per {
 			u := qs[lo+j].UserID
 			window, feed := rs[j].Papers, rs[j+1].Papers
+			mutes := planMutes(rs[j+2].Papers)
+			for _, sp := range mutes {
+				plan.Mutes = append(plan.Mutes, mute.Bulk{UserID: u, Spec: sp})
+				plan.Kinds[mute.Mute{What: sp.What}.Kind()]++
+			}
 			inWindow := map[int64]bool{}
 			for _, p := range window {
 				inWindow[p.ID] = true
@@ -86,7 +110,7 @@ func PlanControls(ctx context.Context, m *match.Service, users []int64, fromSeq,
 					ids = append(ids, p.ID)
 				}
 			}
-			if len(ids) > 0 {
+			if len(ids) > 0 || len(mutes) > 0 {
 				plan.Users++
 			}
 			for i, id := range ids {
@@ -101,47 +125,164 @@ func PlanControls(ctx context.Context, m *match.Service, users []int64, fromSeq,
 	return plan, nil
 }
 
-// PutControls gives the readers plan's read states through the owners'
-// lab loaders (inbox.PutStates), in one transaction, and analyzes the
-// tables it wrote (the measurement's plans see them).
+// muteSource is how many of the window's newest matches (with their
+// details) a reader's mutes are drawn from.
+const muteSource = 40
+
+// planMutes chooses a reader's mutes from papers (their window's newest
+// matches, with details and reasons), up to each kind's quota:
+// muteResearchers authors of papers matched through a category or
+// archive follow, each muted within that follow ("not from this author
+// in cs.LG": the paper leaves unless another follow matches it);
+// muteQueries searches for every follow, words and phrases of the
+// papers' titles in turn (a title word `ti:word`, then two adjacent title
+// words as a phrase, anywhere); muteCrossLists cross-lists of the
+// categories the reader follows, for every follow (then of the papers'
+// other categories, for a reader with fewer category follows). Each
+// goes through mute.Parse, as the API's mutes do.
+func planMutes(papers []match.Paper) []mute.Spec {
+	var out []mute.Spec
+	seen := map[string]bool{}
+	add := func(in mute.Input) bool {
+		sp, err := mute.Parse(in)
+		if err != nil {
+			return false
+		}
+		k := sp.What.Key()
+		if sp.Scope != nil {
+			k += " " + sp.Scope.Key()
+		}
+		if seen[k] {
+			return false
+		}
+		seen[k] = true
+		out = append(out, sp)
+		return true
+	}
+	isCategory := func(t follow.Target) bool { return t.Kind == follow.Category }
+	n := 0
+	for _, p := range papers {
+		for _, r := range p.Reasons {
+			if n == muteResearchers || !isCategory(r) || len(p.Authors) == 0 || len(p.Authors[0].IDs) == 0 {
+				continue
+			}
+			// The paper's last author: its first is often the person a
+			// researcher follow of the reader names.
+			a := p.Authors[len(p.Authors)-1]
+			if len(a.IDs) > 0 && add(mute.Input{Researcher: &a.IDs[0], HasFollow: true, FollowKind: string(r.Kind), FollowID: r.ID}) {
+				n++
+			}
+			break
+		}
+	}
+	n = 0
+	for i, p := range papers {
+		if n == muteQueries {
+			break
+		}
+		words := titleWords(p.Title)
+		if len(words) < 2 {
+			continue
+		}
+		q := "ti:" + longest(words)
+		if i%2 == 1 {
+			k := (len(words) - 1) / 2
+			q = `"` + words[k] + " " + words[k+1] + `"`
+		}
+		if add(mute.Input{Query: &q}) {
+			n++
+		}
+	}
+	n = 0
+	no := false
+	for _, p := range papers {
+		for _, r := range p.Reasons {
+			if n < muteCrossLists && isCategory(r) && add(mute.Input{Category: &r.ID, CrossLists: &no}) {
+				n++
+			}
+		}
+	}
+	for _, p := range papers {
+		for _, c := range p.Categories[min(1, len(p.Categories)):] {
+			if n < muteCrossLists && add(mute.Input{Category: &c, CrossLists: &no}) {
+				n++
+			}
+		}
+	}
+	return out
+}
+
+// titleWords are the words of a title of letters only, lower case.
+func titleWords(title string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(title), func(r rune) bool { return !unicode.IsLetter(r) }) {
+		if len(w) > 2 {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// longest is the longest of words (the first of equals).
+func longest(words []string) string {
+	best := words[0]
+	for _, w := range words[1:] {
+		if len(w) > len(best) {
+			best = w
+		}
+	}
+	return best
+}
+
+// PutControls gives the readers plan's read states and mutes through the
+// owners' lab loaders (inbox.PutStates, mute.PutMany), in one
+// transaction, and analyzes the tables it wrote (the measurement's plans
+// see them).
 func PutControls(ctx context.Context, db *database.DB, plan *ControlPlan) error {
 	if err := db.InTx(ctx, func(tx pgx.Tx) error {
-		_, err := inbox.PutStates(ctx, tx, plan.Marks)
+		if _, err := inbox.PutStates(ctx, tx, plan.Marks); err != nil {
+			return err
+		}
+		_, err := mute.PutMany(ctx, tx, plan.Mutes)
 		return err
 	}); err != nil {
 		return err
 	}
-	_, err := db.Pool.Exec(ctx, `ANALYZE paper_states`)
+	_, err := db.Pool.Exec(ctx, `ANALYZE paper_states, mutes`)
 	return err
 }
 
-// RemoveControls takes every read state off the dataset again
-// (inbox.RemoveAllStates; the generated dataset has none of its own), in
-// one transaction, then vacuums the tables (the measurements that follow
-// meet no dead rows), and returns how many states it removed.
-func RemoveControls(ctx context.Context, db *database.DB) (states int, err error) {
+// RemoveControls takes every read state and mute off the dataset again
+// (inbox.RemoveAllStates, mute.RemoveAll; the generated dataset has none
+// of its own), in one transaction, then vacuums the tables (the
+// measurements that follow meet no dead rows), and returns how many of
+// each it removed.
+func RemoveControls(ctx context.Context, db *database.DB) (states, mutes int, err error) {
 	ctx = context.WithoutCancel(ctx)
 	if err := db.InTx(ctx, func(tx pgx.Tx) (err error) {
-		states, err = inbox.RemoveAllStates(ctx, tx)
+		if states, err = inbox.RemoveAllStates(ctx, tx); err != nil {
+			return err
+		}
+		mutes, err = mute.RemoveAll(ctx, tx)
 		return err
 	}); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	if _, err := db.Pool.Exec(ctx, `VACUUM ANALYZE paper_states`); err != nil {
-		return 0, err
+	if _, err := db.Pool.Exec(ctx, `VACUUM ANALYZE paper_states, mutes`); err != nil {
+		return 0, 0, err
 	}
-	return states, nil
+	return states, mutes, nil
 }
 
 // MeasureDigestsControlled is MeasureDigests with the readers' controls
-// in place: plan's states (PutControls, untimed) for the run, removed
+// in place: plan's states and mutes (PutControls, untimed) for the run, removed
 // again afterwards (RemoveControls), also when the run fails.
 func MeasureDigestsControlled(ctx context.Context, db *database.DB, d *notify.Digester, plan *ControlPlan, users []int64, fromSeq, toSeq int64, workers, batch int) (run DigestRun, err error) {
 	if err := PutControls(ctx, db, plan); err != nil {
 		return DigestRun{}, fmt.Errorf("giving the readers their controls: %w", err)
 	}
 	defer func() {
-		if _, rerr := RemoveControls(ctx, db); rerr != nil && err == nil {
+		if _, _, rerr := RemoveControls(ctx, db); rerr != nil && err == nil {
 			err = fmt.Errorf("removing the readers' controls: %w", rerr)
 		}
 	}()
@@ -156,14 +297,18 @@ func controlsFigure(plain, controlled []DigestRun, plan *ControlPlan, users int)
 	med, cmed := plain[len(plain)/2], controlled[len(controlled)/2]
 	share := cmed.Rate / max(med.Rate, 1)
 	_, self, pg := cmed.PerDigest()
-	f := Figure{Key: "digests-controls", Name: fmt.Sprintf("digests with %d read papers per reader (newest first)", ControlRead), Target: "≥ 90% of the rate without",
+	f := Figure{Key: "digests-controls", Name: fmt.Sprintf("digests with %d mutes and %d read papers per reader (newest first)", ControlMutes, ControlRead), Target: "≥ 90% of the rate without",
 		Result: fmt.Sprintf("%.0f / s, %.0f%% of %.0f / s without (median of %d: %.0f–%.0f)", cmed.Rate, 100*share, med.Rate, len(controlled), controlled[0].Rate, controlled[len(controlled)-1].Rate),
 		Value:  cmed.Rate, Pass: share >= 0.9}
 	detail := fmt.Sprintf("Digests with the reader's controls: the same %d users and windows as the newest-first digests, measured in turn with them; before each run (untimed) %d of the users "+
-		"get %d papers each marked read and done in turn (`inbox.PutStates`, %d states in all): every %s of the newest %d papers their window matches (%d states, the papers "+
-		"a digest must leave out) and the rest the newest papers their feed matches outside the window (papers read before); after the run `inbox.RemoveAllStates` takes them off again. "+
+		"get up to %d papers each marked read and done in turn (`inbox.PutStates`, %d states in all): every %s of the newest %d papers their window matches (%d states, papers "+
+		"the digest must leave out) and the rest the newest papers their feed matches outside the window (papers read before); and up to %d mutes each (`mute.PutMany`, parsed by `mute.Parse`; "+
+		"%d in all), drawn from the newest %d papers of their window so that each hides papers the digest would list: %d researchers within the category follow that matched their paper "+
+		"(the paper's last author), %d searches for every follow (a title word `ti:…` and a two-word phrase of a title in turn), %d categories' cross-lists (of categories they follow). "+
+		"After the run `inbox.RemoveAllStates` and `mute.RemoveAll` take them off again. "+
 		"The digests listed %.1f papers each (%.1f without). Per digest in the median run: followfeed + SMTP sink %s, this database's PostgreSQL backends %s.",
 		users, plan.Users, ControlRead, len(plan.Marks), ordinal(controlWindowEvery), windowCandidates, plan.InWindow,
+		ControlMutes, len(plan.Mutes), muteSource, plan.Kinds[mute.Researcher], plan.Kinds[mute.Query], plan.Kinds[mute.Category],
 		cmed.PapersEach(), med.PapersEach(), msPrecise(self), msPrecise(pg))
 	return f, detail
 }

@@ -6,11 +6,13 @@ import (
 	"testing"
 
 	"followfeed/match"
+	"followfeed/mute"
 )
 
 // The digests with the reader's controls at a tiny scale through the real
-// services: the plan marks papers of the readers' windows (which their
-// digests' selection then leaves out) and of their feeds, the controlled
+// services: the plan marks papers of the readers' windows and of their
+// feeds and gives every reader mutes of each kind, which their digests'
+// selection then leaves out, the controlled
 // digests are all sent, listing fewer papers than without, and nothing
 // of the controls is left afterwards, nor after a run that starts on
 // leftovers.
@@ -35,6 +37,18 @@ func TestMeasureControlsLeavesTheDataset(t *testing.T) {
 	plan, err := PlanControls(ctx, d.Matcher, users, mr.FromSeq, mr.ToSeq)
 	if err != nil {
 		t.Fatal(err)
+	}
+	mutes := map[int64]int{}
+	for _, m := range plan.Mutes {
+		mutes[m.UserID]++
+	}
+	for _, u := range users {
+		if mutes[u] > ControlMutes || mutes[u] == 0 {
+			t.Errorf("user %d: %d mutes", u, mutes[u])
+		}
+	}
+	if plan.Kinds[mute.Researcher] == 0 || plan.Kinds[mute.Query] == 0 || plan.Kinds[mute.Category] == 0 || len(plan.Mutes) != plan.Kinds[mute.Researcher]+plan.Kinds[mute.Query]+plan.Kinds[mute.Category] {
+		t.Errorf("%d mutes: %v", len(plan.Mutes), plan.Kinds)
 	}
 	perUser := map[int64]int{}
 	states := map[string]int{}
@@ -68,14 +82,21 @@ func TestMeasureControlsLeavesTheDataset(t *testing.T) {
 		return n
 	}
 	all := window(false)
+	if window(true) != all {
+		t.Fatal("read state before any was given")
+	}
 	if err := PutControls(ctx, db, plan); err != nil {
 		t.Fatal(err)
 	}
-	if left := window(true); left != all-plan.InWindow {
-		t.Errorf("the windows' candidates with the controls in place: %d of %d, want %d fewer", left, all, plan.InWindow)
+	muted := window(false)
+	if left := window(true); muted >= all || left >= muted || left < all-plan.InWindow-(all-muted) {
+		t.Errorf("the windows' candidates: %d, with the mutes %d, with the read papers too %d (%d marked in the windows)", all, muted, left, plan.InWindow)
 	}
-	if n, err := RemoveControls(ctx, db); err != nil || n != len(plan.Marks) {
-		t.Fatalf("RemoveControls: %d, %v; want %d", n, err, len(plan.Marks))
+	if n, m, err := RemoveControls(ctx, db); err != nil || n != len(plan.Marks) || m != len(plan.Mutes) {
+		t.Fatalf("RemoveControls: %d states, %d mutes, %v; want %d, %d", n, m, err, len(plan.Marks), len(plan.Mutes))
+	}
+	if window(false) != all {
+		t.Error("the windows' candidates changed after RemoveControls")
 	}
 
 	plain, err := MeasureDigests(ctx, db, d.Digester, users, mr.FromSeq, mr.ToSeq, 2, 3)
@@ -88,26 +109,26 @@ func TestMeasureControlsLeavesTheDataset(t *testing.T) {
 	}
 	left := func() int {
 		var n int
-		if err := db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM paper_states) + (SELECT count(*) FROM digests)`).Scan(&n); err != nil {
+		if err := db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM paper_states) + (SELECT count(*) FROM mutes) + (SELECT count(*) FROM digests)`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
 	}
 	if n := left(); n != 0 {
-		t.Errorf("%d states and ledger rows left after the measurement", n)
+		t.Errorf("%d states, mutes and ledger rows left after the measurement", n)
 	}
 	// A run that stopped midway leaves them; the next run's start takes
 	// them off.
 	if err := PutControls(ctx, db, plan); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := RemoveControls(ctx, db); err != nil || n != len(plan.Marks) || left() != 0 {
-		t.Errorf("RemoveControls of leftovers: %d, %v; %d left", n, err, left())
+	if n, m, err := RemoveControls(ctx, db); err != nil || n != len(plan.Marks) || m != len(plan.Mutes) || left() != 0 {
+		t.Errorf("RemoveControls of leftovers: %d, %d, %v; %d left", n, m, err, left())
 	}
 
 	f, detail := controlsFigure([]DigestRun{plain}, []DigestRun{controlled}, plan, len(users))
 	t.Logf("%s: %s\n%s", f.Name, f.Result, detail)
-	if f.Key != "digests-controls" || f.Value != controlled.Rate || f.Pass != (controlled.Rate >= 0.9*plain.Rate) || !strings.Contains(detail, "inbox.PutStates") {
+	if f.Key != "digests-controls" || f.Value != controlled.Rate || f.Pass != (controlled.Rate >= 0.9*plain.Rate) || !strings.Contains(detail, "inbox.PutStates") || !strings.Contains(detail, "mute.PutMany") {
 		t.Errorf("figure %+v", f)
 	}
 	slow := plain

@@ -136,7 +136,7 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 	if err := RemoveSearches(ctx, d.DB); err != nil {
 		return nil, err
 	}
-	if _, err := RemoveControls(ctx, d.DB); err != nil {
+	if _, _, err := RemoveControls(ctx, d.DB); err != nil {
 		return nil, err
 	}
 	r := &Report{When: time.Now(), Level: l, Scale: s}
@@ -240,7 +240,7 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 		}
 		cold := time.Since(coldStart)
 		// The reader's controls (issue 27): the same users' digests with
-		// read papers, measured in turn with the others (the controls put
+		// read papers and mutes, measured in turn with the others (the controls put
 		// in place before each of its runs and removed after it, untimed).
 		var plan *ControlPlan
 		if !d.Skip["controls"] {
