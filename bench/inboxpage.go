@@ -9,8 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"followfeed/account"
 	"followfeed/auth"
 )
 
@@ -43,22 +42,14 @@ func SignIn(ctx context.Context, d Deps, users []int64) ([]*http.Cookie, error) 
 	if len(d.AuthSecret) == 0 {
 		return nil, fmt.Errorf("no AUTH_HS256_SECRET to sign the users in with")
 	}
-	rows, err := d.DB.Pool.Query(ctx, `SELECT id, sub FROM users WHERE id = ANY($1)`, users)
-	if err != nil {
-		return nil, err
-	}
-	subs := map[int64]string{}
-	var id int64
-	var sub string
-	if _, err := pgx.ForEachRow(rows, []any{&id, &sub}, func() error { subs[id] = sub; return nil }); err != nil {
-		return nil, err
-	}
+	accounts := account.NewUsers(d.DB)
 	out := make([]*http.Cookie, len(users))
 	for i, u := range users {
-		if subs[u] == "" {
-			return nil, fmt.Errorf("user %d has no sub", u)
+		user, err := accounts.Get(ctx, u)
+		if err != nil {
+			return nil, fmt.Errorf("user %d: %w", u, err)
 		}
-		tok, err := auth.MintHS256(d.AuthSecret, auth.MintOptions{Subject: subs[u], TTL: 10 * time.Minute, Now: time.Now()})
+		tok, err := auth.MintHS256(d.AuthSecret, auth.MintOptions{Subject: user.Sub, TTL: 10 * time.Minute, Now: time.Now()})
 		if err != nil {
 			return nil, err
 		}
