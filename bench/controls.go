@@ -289,11 +289,31 @@ func MeasureDigestsControlled(ctx context.Context, db *database.DB, d *notify.Di
 	return MeasureDigests(ctx, db, d, users, fromSeq, toSeq, workers, batch)
 }
 
+// Only is the plan with its read states only (mutes false) or its mutes
+// only (mutes true): the runs that say which control costs what.
+func (p *ControlPlan) Only(mutes bool) *ControlPlan {
+	c := *p
+	if mutes {
+		c.Marks = nil
+	} else {
+		c.Mutes = nil
+	}
+	return &c
+}
+
+// ControlRuns are the runs of the digests with controls, each sorted by
+// rate: with the whole plan (Both), its read states only (Read) and its
+// mutes only (Mutes).
+type ControlRuns struct {
+	Both, Read, Mutes []DigestRun
+}
+
 // controlsFigure is the digests-with-controls figure: the median of
-// controlled (sorted by rate) against plain's (sorted, the newest-first
-// runs of the same users and windows), ≥ 90% of it to pass, and its
-// paragraph.
-func controlsFigure(plain, controlled []DigestRun, plan *ControlPlan, users int) (Figure, string) {
+// c.Both against plain's (sorted, the newest-first runs of the same users
+// and windows), ≥ 90% of it to pass, and its paragraph, which gives the
+// medians of c.Read and c.Mutes too.
+func controlsFigure(plain []DigestRun, c ControlRuns, plan *ControlPlan, users int) (Figure, string) {
+	controlled := c.Both
 	med, cmed := plain[len(plain)/2], controlled[len(controlled)/2]
 	share := cmed.Rate / max(med.Rate, 1)
 	_, self, pg := cmed.PerDigest()
@@ -306,11 +326,23 @@ func controlsFigure(plain, controlled []DigestRun, plan *ControlPlan, users int)
 		"%d in all), drawn from the newest %d papers of their window so that each hides papers the digest would list: %d researchers within the category follow that matched their paper "+
 		"(the paper's last author), %d searches for every follow (a title word `ti:…` and a two-word phrase of a title in turn), %d categories' cross-lists (of categories they follow). "+
 		"After the run `inbox.RemoveAllStates` and `mute.RemoveAll` take them off again. "+
-		"The digests listed %.1f papers each (%.1f without). Per digest in the median run: followfeed + SMTP sink %s, this database's PostgreSQL backends %s.",
+		"The digests listed %.1f papers each (%.1f without). Per digest in the median run: followfeed + SMTP sink %s, this database's PostgreSQL backends %s. "+
+		"Which control costs what, measured in turn with the others too (median of %d each): the read papers alone %s, the mutes alone %s.",
 		users, plan.Users, ControlRead, len(plan.Marks), ordinal(controlWindowEvery), windowCandidates, plan.InWindow,
 		ControlMutes, len(plan.Mutes), muteSource, plan.Kinds[mute.Researcher], plan.Kinds[mute.Query], plan.Kinds[mute.Category],
-		cmed.PapersEach(), med.PapersEach(), msPrecise(self), msPrecise(pg))
+		cmed.PapersEach(), med.PapersEach(), msPrecise(self), msPrecise(pg), len(c.Read), alone(c.Read, med), alone(c.Mutes, med))
 	return f, detail
+}
+
+// alone describes the median of runs (sorted) against plain's median
+// run: its rate, its share and its CPU per digest.
+func alone(runs []DigestRun, plain DigestRun) string {
+	if len(runs) == 0 {
+		return "not measured"
+	}
+	m := runs[len(runs)/2]
+	_, self, pg := m.PerDigest()
+	return fmt.Sprintf("%.0f / s (%.0f%% of the rate without; per digest followfeed + SMTP sink %s, PostgreSQL %s)", m.Rate, 100*m.Rate/max(plain.Rate, 1), msPrecise(self), msPrecise(pg))
 }
 
 // ordinal is "fourth" for 4 (the small numbers the paragraphs use).

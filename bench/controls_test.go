@@ -126,14 +126,24 @@ func TestMeasureControlsLeavesTheDataset(t *testing.T) {
 		t.Errorf("RemoveControls of leftovers: %d, %d, %v; %d left", n, m, err, left())
 	}
 
-	f, detail := controlsFigure([]DigestRun{plain}, []DigestRun{controlled}, plan, len(users))
+	if only := plan.Only(true); len(only.Marks) != 0 || len(only.Mutes) != len(plan.Mutes) {
+		t.Errorf("the plan's mutes only: %d marks, %d mutes", len(only.Marks), len(only.Mutes))
+	}
+	reads, err := MeasureDigestsControlled(ctx, db, d.Digester, plan.Only(false), users, mr.FromSeq, mr.ToSeq, 2, 3)
+	if err != nil || reads.Sent != len(users) || reads.Listed >= plain.Listed {
+		t.Fatalf("digests with read papers only: %+v, %v (without: %d listed)", reads, err, plain.Listed)
+	}
+	if n := left(); n != 0 {
+		t.Errorf("%d states, mutes and ledger rows left after the read papers alone", n)
+	}
+	f, detail := controlsFigure([]DigestRun{plain}, ControlRuns{Both: []DigestRun{controlled}, Read: []DigestRun{reads}}, plan, len(users))
 	t.Logf("%s: %s\n%s", f.Name, f.Result, detail)
-	if f.Key != "digests-controls" || f.Value != controlled.Rate || f.Pass != (controlled.Rate >= 0.9*plain.Rate) || !strings.Contains(detail, "inbox.PutStates") || !strings.Contains(detail, "mute.PutMany") {
+	if f.Key != "digests-controls" || f.Value != controlled.Rate || f.Pass != (controlled.Rate >= 0.9*plain.Rate) || !strings.Contains(detail, "inbox.PutStates") || !strings.Contains(detail, "mute.PutMany") || !strings.Contains(detail, "the read papers alone") || !strings.Contains(detail, "the mutes alone not measured") {
 		t.Errorf("figure %+v", f)
 	}
 	slow := plain
 	slow.Rate = controlled.Rate * 2
-	if f, _ := controlsFigure([]DigestRun{slow}, []DigestRun{controlled}, plan, len(users)); f.Pass {
+	if f, _ := controlsFigure([]DigestRun{slow}, ControlRuns{Both: []DigestRun{controlled}}, plan, len(users)); f.Pass {
 		t.Errorf("half the rate without passes: %+v", f)
 	}
 }

@@ -240,15 +240,17 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 		}
 		cold := time.Since(coldStart)
 		// The reader's controls (issue 27): the same users' digests with
-		// read papers and mutes, measured in turn with the others (the controls put
-		// in place before each of its runs and removed after it, untimed).
+		// read papers and mutes, then with each alone, measured in turn
+		// with the others (the controls put in place before each of its
+		// runs and removed after it, untimed).
 		var plan *ControlPlan
 		if !d.Skip["controls"] {
 			if plan, err = PlanControls(ctx, d.Matcher, users, mr.FromSeq, dayEnd); err != nil {
 				return nil, err
 			}
 		}
-		var runs, best, controlled []DigestRun
+		var runs, best []DigestRun
+		var controlled ControlRuns
 		for range 3 {
 			run, err := MeasureDigests(ctx, d.DB, d.Digester, users, mr.FromSeq, dayEnd, worker.MailWorkers, worker.DigestBatch)
 			if err != nil {
@@ -260,15 +262,23 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 			}
 			best = append(best, run)
 			if plan != nil {
-				if run, err = MeasureDigestsControlled(ctx, d.DB, d.Digester, plan, users, mr.FromSeq, dayEnd, worker.MailWorkers, worker.DigestBatch); err != nil {
-					return nil, fmt.Errorf("measuring digests with the reader's controls: %w", err)
+				// The whole plan, then each control alone.
+				for _, c := range []struct {
+					runs *[]DigestRun
+					plan *ControlPlan
+				}{{&controlled.Both, plan}, {&controlled.Read, plan.Only(false)}, {&controlled.Mutes, plan.Only(true)}} {
+					if run, err = MeasureDigestsControlled(ctx, d.DB, d.Digester, c.plan, users, mr.FromSeq, dayEnd, worker.MailWorkers, worker.DigestBatch); err != nil {
+						return nil, fmt.Errorf("measuring digests with the reader's controls: %w", err)
+					}
+					*c.runs = append(*c.runs, run)
 				}
-				controlled = append(controlled, run)
 			}
 		}
 		sort.Slice(runs, func(i, j int) bool { return runs[i].Rate < runs[j].Rate })
 		sort.Slice(best, func(i, j int) bool { return best[i].Rate < best[j].Rate })
-		sort.Slice(controlled, func(i, j int) bool { return controlled[i].Rate < controlled[j].Rate })
+		for _, rs := range [][]DigestRun{controlled.Both, controlled.Read, controlled.Mutes} {
+			sort.Slice(rs, func(i, j int) bool { return rs[i].Rate < rs[j].Rate })
+		}
 		med, bestMed := runs[1], best[1]
 		_, self, pg := med.PerDigest()
 		r.Figures = append(r.Figures, Figure{Key: "digests", Name: "digests built and handed to a local SMTP server", Target: fmt.Sprintf("≥ %s / s", count(l.Targets.Digests)),
