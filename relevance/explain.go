@@ -105,21 +105,37 @@ const maxReasonWords = 3
 // and the words that weigh most for it (positive weights only). It is for
 // the few papers shown, not the hot loop: it allocates.
 func (m *Model) Explain(v *Vector) []Reason {
+	t := m.topWords(v)
+	return m.explain(v, &t)
+}
+
+// ExplainScored is Explain of the paper of v, which m scored with
+// ScoreExplained (s): the same reasons, without a second pass over v's
+// words.
+func (m *Model) ExplainScored(v *Vector, s *Scored) []Reason {
+	return m.explain(v, &s.words)
+}
+
+// explain is Explain, with the words reason's parts t.
+func (m *Model) explain(v *Vector, t *topWords) []Reason {
 	var out []Reason
 	p := &v.paper
 	names := 0
-	seen := map[string]bool{}
-	for i, a := range p.Authors {
-		k := v.authorKeys[i]
-		if k == "" || seen[k] || names == maxReasonNames {
+	for i, f := range v.authorFeats {
+		// f is 0 for an author without a key or whose key an earlier
+		// author has.
+		if names == maxReasonNames {
+			break
+		}
+		if f == 0 {
 			continue
 		}
-		seen[k] = true
-		w, kd, of, ok := m.weight(hash(nsAuthor, k))
+		w, kd, of, ok := m.weight(f)
 		if !ok {
 			continue
 		}
-		x := v.value(hash(nsAuthor, k))
+		a := p.Authors[i]
+		x := v.value(f)
 		switch kd {
 		case kindPerson:
 			out = append(out, Reason{Kind: ReasonPerson, Name: a, Weight: w * x})
@@ -133,15 +149,25 @@ func (m *Model) Explain(v *Vector) []Reason {
 			names++
 		}
 	}
-	for _, id := range distinct(p.Institutions, nil) {
-		if w, kd, _, ok := m.weight(hash(nsInstitution, id)); ok && kd == kindInstitution {
-			out = append(out, Reason{Kind: ReasonInstitution, ID: id, Weight: w * v.value(hash(nsInstitution, id))})
+	// The first followed institution and cited paper (a repeated id is
+	// the same feature: the first one met decides).
+	for _, id := range p.Institutions {
+		if id == "" {
+			continue
+		}
+		f := hash(nsInstitution, id)
+		if w, kd, _, ok := m.weight(f); ok && kd == kindInstitution {
+			out = append(out, Reason{Kind: ReasonInstitution, ID: id, Weight: w * v.value(f)})
 			break
 		}
 	}
-	for _, id := range distinct(p.Cites, nil) {
-		if w, kd, _, ok := m.weight(hash(nsCite, id)); ok && kd == kindCited {
-			out = append(out, Reason{Kind: ReasonCites, ID: id, Weight: w * v.value(hash(nsCite, id))})
+	for _, id := range p.Cites {
+		if id == "" {
+			continue
+		}
+		f := hash(nsCite, id)
+		if w, kd, _, ok := m.weight(f); ok && kd == kindCited {
+			out = append(out, Reason{Kind: ReasonCites, ID: id, Weight: w * v.value(f)})
 			break
 		}
 	}
@@ -163,7 +189,7 @@ func (m *Model) Explain(v *Vector) []Reason {
 			out = append(out, r)
 		}
 	}
-	if r, ok := m.words(v); ok {
+	if r, ok := m.words(v, t); ok {
 		out = append(out, r)
 	}
 	return out
@@ -184,42 +210,79 @@ func (l *like) cosine(v *Vector) float32 {
 	return float32(dot / math.Sqrt(norm))
 }
 
-// words returns the reason naming the words of v with the largest
-// positive parts of the score, as the paper writes them. It keeps the
-// maxReasonWords largest parts as it goes (ties: the smaller feature
-// first), reading each word's weight from Score's table.
-func (m *Model) words(v *Vector) (Reason, bool) {
-	type part struct {
-		f uint32
-		x float32
+// part is a word's part of a score (feature f, weight × value x), for a
+// words reason.
+type part struct {
+	f uint32
+	x float32
+}
+
+// before says whether a ranks before b: the larger part first, ties the
+// smaller feature first.
+func (a part) before(b part) bool { return a.x > b.x || a.x == b.x && a.f < b.f }
+
+// topWords keeps the maxReasonWords largest positive parts of a paper's
+// nameable words (Vector.nameable: function words left out), as a pass
+// over its features meets them.
+type topWords struct {
+	p [maxReasonWords]part
+	n uint8
+}
+
+// add offers p (p.x > 0, a nameable word) to t.
+func (t *topWords) add(p part) {
+	if t.takes(p) {
+		t.insert(p)
 	}
-	// before says whether a ranks before b.
-	before := func(a, b part) bool { return a.x > b.x || a.x == b.x && a.f < b.f }
-	var top [maxReasonWords]part
-	n := 0
+}
+
+// takes says whether p enters t: t is not full, or p ranks before its
+// smallest part.
+func (t *topWords) takes(p part) bool {
+	return t.n < maxReasonWords || p.before(t.p[maxReasonWords-1])
+}
+
+// insert puts p in its place in t, the smallest part out when t is full.
+// Not inlined, so that add is: most parts are refused there.
+//
+//go:noinline
+func (t *topWords) insert(p part) {
+	n := int(t.n)
+	j := min(n, len(t.p)-1)
+	for j > 0 && p.before(t.p[j-1]) {
+		t.p[j] = t.p[j-1]
+		j--
+	}
+	t.p[j] = p
+	t.n = uint8(min(n+1, len(t.p)))
+}
+
+// topWords returns the parts of v's words that a words reason names: the
+// maxReasonWords largest positive parts as they go (ties: the smaller
+// feature first), each word's weight read from Score's table.
+func (m *Model) topWords(v *Vector) topWords {
+	var t topWords
 	for i, f := range v.feats {
-		if v.ns[i] != nsWord {
+		if !v.nameable[i] {
 			continue
 		}
 		w, ok := m.slotWeight(f)
-		if !ok || w*v.vals[i] <= 0 {
-			continue
+		if x := float32(w * v.vals[i]); ok && x > 0 {
+			t.add(part{f, x})
 		}
-		p := part{f, w * v.vals[i]}
-		if n == len(top) && !before(p, top[n-1]) || functionWords[f] {
-			continue
-		}
-		j := min(n, len(top)-1)
-		for j > 0 && before(p, top[j-1]) {
-			top[j] = top[j-1]
-			j--
-		}
-		top[j] = p
-		n = min(n+1, len(top))
 	}
+	return t
+}
+
+// words returns the reason naming the words of t (the largest positive
+// parts of the score of v's paper), as the paper writes them.
+func (m *Model) words(v *Vector, t *topWords) (Reason, bool) {
 	r := Reason{Kind: ReasonWords}
-	for _, pt := range top[:n] {
+	for _, pt := range t.p[:t.n] {
 		if s := v.spelling(pt.f); s != "" {
+			if r.Words == nil {
+				r.Words = make([]string, 0, t.n)
+			}
 			r.Words = append(r.Words, s)
 			r.Weight += pt.x
 		}
@@ -227,21 +290,13 @@ func (m *Model) words(v *Vector) (Reason, bool) {
 	return r, len(r.Words) > 0
 }
 
-// slotWeight is m's weight of feature f as Score reads it (one probe of
-// its table), and whether m has f.
+// slotWeight is m's weight of feature f as Score reads it, and whether m
+// has f.
 func (m *Model) slotWeight(f uint32) (float32, bool) {
-	if len(m.slots) == 0 {
+	if len(m.buckets) == 0 {
 		return 0, false
 	}
-	mask := uint32(len(m.slots) - 1)
-	for h := (f * 0x9E3779B1) >> m.shift; ; h++ {
-		switch sl := m.slots[h&mask]; sl.f {
-		case f:
-			return sl.w, true
-		case 0:
-			return 0, false
-		}
-	}
+	return m.lookup(f)
 }
 
 // spelling is word feature f's first spelling in v's paper ("" when it

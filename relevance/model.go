@@ -50,11 +50,26 @@ type Model struct {
 	// like is the cosine at and above which a paper is like a like.
 	likeThreshold float32
 
-	// Score's open-addressing table of the features (built from the
-	// above): a power of two of slots, at most half full.
-	slots []slot
-	shift uint8
+	// Score's table of the features' weights (built from the above): a
+	// power of two of buckets of two slots, at most half full, each
+	// feature in one of its two buckets (cuckoo hashing), so that a
+	// lookup reads both and compares all four slots without a branch.
+	buckets []bucket
+	shift   uint8
 }
+
+type bucket [2]slot
+
+// The multipliers of a feature's two buckets (the table's top bits of
+// the products): feature ids are hashes already.
+const (
+	bucketMul1 = 0x9E3779B1
+	bucketMul2 = 0x85EBCA77
+)
+
+// maxKicks bounds the evictions of one insertion into Score's table
+// before build tries a larger one.
+const maxKicks = 500
 
 type slot struct {
 	f uint32
@@ -127,54 +142,148 @@ func (m *Model) set(feats []uint32, weights []float32, fixed map[uint32]fixedWei
 	}
 }
 
-// build makes Score's table from m's features.
+// build makes Score's table from m's features: the smallest that holds
+// them with buckets at most half full (in practice; else a larger one),
+// the same table for the same features.
 func (m *Model) build() {
 	if len(m.feats) == 0 {
-		m.slots = nil
+		m.buckets = nil
 		return
 	}
-	b := bits.Len(uint(2*len(m.feats) - 1)) // 2^b >= 2n
-	b = max(b, 4)
-	m.slots = make([]slot, 1<<b)
-	m.shift = uint8(32 - b)
-	mask := uint32(len(m.slots) - 1)
-	for i, f := range m.feats {
-		h := (f * 0x9E3779B1) >> m.shift
-		for m.slots[h].f != 0 {
-			h = (h + 1) & mask
+	for b := max(bits.Len(uint(len(m.feats))), 3); ; b++ { // 2^b > n buckets
+		if m.fill(b) {
+			return
 		}
-		m.slots[h] = slot{f: f, w: float32(m.q[i]) * m.scale}
 	}
+}
+
+// fill puts every feature's weight in a new table of 2^b buckets; false
+// when an insertion's evictions do not settle.
+func (m *Model) fill(b int) bool {
+	m.buckets = make([]bucket, 1<<b)
+	m.shift = uint8(32 - b)
+	for i, f := range m.feats {
+		if !m.insert(slot{f: f, w: float32(m.q[i]) * m.scale}) {
+			return false
+		}
+	}
+	return true
+}
+
+// insert puts s in a free slot of one of its buckets, evicting, when both
+// are full, a slot of one of them in turn and inserting its feature
+// again, at most maxKicks times.
+func (m *Model) insert(s slot) bool {
+	for kick := range maxKicks {
+		h1, h2 := (s.f*bucketMul1)>>m.shift, (s.f*bucketMul2)>>m.shift
+		for _, h := range [2]uint32{h1, h2} {
+			for j := range m.buckets[h] {
+				if m.buckets[h][j].f == 0 {
+					m.buckets[h][j] = s
+					return true
+				}
+			}
+		}
+		h := h1
+		if kick&1 == 1 {
+			h = h2
+		}
+		j := kick >> 1 & 1
+		s, m.buckets[h][j] = m.buckets[h][j], s
+	}
+	return false
+}
+
+// is is a mask of f == g: all ones or zero.
+func is(f, g uint32) uint32 {
+	var x uint32
+	if f == g {
+		x = 1
+	}
+	return -x
+}
+
+// lookup is m's weight of feature f as Score reads it (0 when m lacks
+// it), and whether m has f: the four slots of its two buckets compared
+// and combined without a branch (a feature is in one slot at most).
+func (m *Model) lookup(f uint32) (float32, bool) {
+	b1 := &m.buckets[(f*bucketMul1)>>m.shift]
+	b2 := &m.buckets[(f*bucketMul2)>>m.shift]
+	k1, k2, k3, k4 := is(b1[0].f, f), is(b1[1].f, f), is(b2[0].f, f), is(b2[1].f, f)
+	w := math.Float32bits(b1[0].w)&k1 | math.Float32bits(b1[1].w)&k2 | math.Float32bits(b2[0].w)&k3 | math.Float32bits(b2[1].w)&k4
+	return math.Float32frombits(w), k1|k2|k3|k4 != 0
 }
 
 // Score is m's score of the paper of v: the bias plus, over v's features,
 // the model's weight times the feature's value. Higher ranks first; only
 // the order of one model's scores means anything. It allocates nothing
-// and costs one table probe (rarely more) per feature of v.
+// and costs one lookup of two buckets per feature of v, without a
+// branch.
 func (m *Model) Score(v *Vector) float32 {
 	s := m.bias
-	slots := m.slots
-	if len(slots) == 0 {
+	if len(m.buckets) == 0 {
 		return s
 	}
-	mask := uint32(len(slots) - 1)
-	shift := m.shift
+	bs, shift := m.buckets, m.shift
 	vals := v.vals[:len(v.feats)]
 	for i, f := range v.feats {
-		h := (f * 0x9E3779B1) >> shift
-		for {
-			sl := slots[h&mask]
-			if sl.f == f {
-				s += sl.w * vals[i]
-				break
-			}
-			if sl.f == 0 {
-				break
-			}
-			h++
-		}
+		// lookup, inlined. A feature m lacks adds 0 × value: s as it
+		// was.
+		b1, b2 := &bs[(f*bucketMul1)>>shift], &bs[(f*bucketMul2)>>shift]
+		w := math.Float32bits(b1[0].w)&is(b1[0].f, f) | math.Float32bits(b1[1].w)&is(b1[1].f, f) |
+			math.Float32bits(b2[0].w)&is(b2[0].f, f) | math.Float32bits(b2[1].w)&is(b2[1].f, f)
+		s += float32(math.Float32frombits(w) * vals[i])
 	}
 	return s
+}
+
+// Scored is a paper's score for a model with the part of it that a words
+// reason names (the words with the largest positive parts): what
+// ScoreExplained gives and ExplainScored reads, so that a batch that
+// scores many papers and explains the few it shows reads each paper's
+// features once. The zero Scored is a score of 0 with no words.
+type Scored struct {
+	Score float32
+	words topWords
+}
+
+// ScoreExplained is Score (the same value, to the bit) with, kept as it
+// goes, the maxReasonWords largest positive parts of v's words, for
+// ExplainScored. It allocates nothing and costs Score's probes plus a
+// comparison per word of v that m weighs positively.
+func (m *Model) ScoreExplained(v *Vector) Scored {
+	out := Scored{Score: m.bias}
+	if len(m.buckets) == 0 {
+		return out
+	}
+	s := m.bias
+	vals := v.vals[:len(v.feats)]
+	nameable := v.nameable[:len(v.feats)]
+	top := &out.words
+	// least is the least part that may enter top: any positive one until
+	// it is full, then its smallest (a tie enters on the smaller
+	// feature: takes decides). Most parts fall below it, a feature m
+	// lacks (a part of 0) always, on one comparison.
+	least := float32(math.SmallestNonzeroFloat32)
+	bs, shift := m.buckets, m.shift
+	for i, f := range v.feats {
+		// lookup, inlined, as in Score.
+		b1, b2 := &bs[(f*bucketMul1)>>shift], &bs[(f*bucketMul2)>>shift]
+		w := math.Float32bits(b1[0].w)&is(b1[0].f, f) | math.Float32bits(b1[1].w)&is(b1[1].f, f) |
+			math.Float32bits(b2[0].w)&is(b2[0].f, f) | math.Float32bits(b2[1].w)&is(b2[1].f, f)
+		// The part is rounded as Score rounds it (never fused with the
+		// sum), and as words reads it.
+		x := float32(math.Float32frombits(w) * vals[i])
+		s += x
+		if x >= least && nameable[i] && top.takes(part{f, x}) {
+			top.insert(part{f, x})
+			if top.n == maxReasonWords {
+				least = top.p[maxReasonWords-1].x
+			}
+		}
+	}
+	out.Score = s
+	return out
 }
 
 // weight returns m's weight of feature f, its kind and its person.

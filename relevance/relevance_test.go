@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -673,4 +674,69 @@ func BenchmarkExplain(b *testing.B) {
 	for i := range b.N {
 		_ = m.Explain(vs[i%len(vs)])
 	}
+}
+
+// TestScoreExplainedIsScoreAndExplain: what a batch uses (ScoreExplained
+// for every candidate, ExplainScored for the papers shown) gives every
+// paper the score Score gives, to the bit, and the reasons Explain gives,
+// for models with and without people, likes and stored round trips, over
+// papers with repeated and empty authors, institutions and citations.
+func TestScoreExplainedIsScoreAndExplain(t *testing.T) {
+	prof, ex, c, bgV := trainingSet()
+	w := newWorld()
+	var extra, short []*Paper
+	for i := range 40 {
+		p := w.paper([]string{"lensing", "galaxy", "pulsar"}[i%3], ann, fmt.Sprintf("Co Author%d", i%7), w.stranger(), ann, "", fmt.Sprintf("Co Author%d", (i+3)%7))
+		p.Abstract = w.abstract(150)
+		p.Institutions = []string{"", "ror:2", "ror:1", "ror:1"}
+		p.Cites = []string{"x", "2401.00003", ""}
+		extra = append(extra, p)
+	}
+	for i := range 60 {
+		short = append(short, w.paper([]string{"lensing", "galaxy", "pulsar"}[i%3], w.stranger()))
+	}
+	vs := slices.Concat(bgV, vectors(c, extra), vectors(c, short))
+	n := len(bgV) + len(extra)
+	liked := slices.Concat(ex, examples(Followed, vs[n:n+15]), examples(Saved, vs[n+15:n+30]))
+	kinds := map[ReasonKind]int{}
+	for _, m := range []*Model{Train(DefaultParams(), prof, ex), Train(DefaultParams(), prof, liked), {}} {
+		enc, _ := m.MarshalBinary()
+		var d Model
+		if err := d.UnmarshalBinary(enc); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []*Model{m, &d} {
+			for _, v := range vs {
+				s := m.ScoreExplained(v)
+				if got, want := math.Float32bits(s.Score), math.Float32bits(m.Score(v)); got != want {
+					t.Fatalf("%q: ScoreExplained %v, Score %v", v.paper.Title, s.Score, m.Score(v))
+				}
+				got, want := m.ExplainScored(v, &s), m.Explain(v)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("%q: ExplainScored %+v, Explain %+v", v.paper.Title, got, want)
+				}
+				for _, r := range got {
+					kinds[r.Kind]++
+				}
+			}
+		}
+	}
+	for _, k := range []ReasonKind{ReasonPerson, ReasonCoauthor, ReasonInstitution, ReasonCites, ReasonMarked, ReasonLikeFollowed, ReasonWords} {
+		if kinds[k] == 0 {
+			t.Errorf("no reason of kind %s compared (%v)", k, kinds)
+		}
+	}
+}
+
+// BenchmarkScoreExplained is BenchmarkScore through ScoreExplained, as a
+// batch scores its candidates.
+func BenchmarkScoreExplained(b *testing.B) {
+	m, _, vs := trained(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var s float32
+	for i := range b.N {
+		s += m.ScoreExplained(vs[i%len(vs)]).Score
+	}
+	_ = s
 }
