@@ -81,7 +81,24 @@ func (r Reason) Text() string {
 		case 1:
 			return "about " + r.Words[0]
 		}
-		return "about " + strings.Join(r.Words[:len(r.Words)-1], ", ") + " and " + r.Words[len(r.Words)-1]
+		// "about a, b and c", in one allocation.
+		n := len("about ") + len(" and ") + len(", ")*(len(r.Words)-2)
+		for _, w := range r.Words {
+			n += len(w)
+		}
+		var b strings.Builder
+		b.Grow(n)
+		b.WriteString("about ")
+		for i, w := range r.Words {
+			switch {
+			case i == len(r.Words)-1:
+				b.WriteString(" and ")
+			case i > 0:
+				b.WriteString(", ")
+			}
+			b.WriteString(w)
+		}
+		return b.String()
 	}
 	return ""
 }
@@ -171,16 +188,22 @@ func (m *Model) explain(v *Vector, t *topWords) []Reason {
 			break
 		}
 	}
+	// The paper's values of the likes' words, by position (0 where it
+	// lacks one).
+	var likeVals [maxLikes * likeWords]float32
+	if len(m.likes) > 0 {
+		m.likeValues(v, &likeVals)
+	}
 	for _, k := range [...]kind{kindMarked, kindFollowedPaper} {
 		r := Reason{Kind: ReasonMarked}
 		if k == kindFollowedPaper {
 			r.Kind = ReasonLikeFollowed
 		}
-		for _, l := range m.likes {
+		for i, l := range m.likes {
 			if l.kind != k || l.id == p.ID && p.ID != "" {
 				continue
 			}
-			if c := l.cosine(v); c >= m.likeThreshold && c > 0 {
+			if c := m.cosine(i, &likeVals); c >= m.likeThreshold && c > 0 {
 				r.Papers = append(r.Papers, l.id)
 				r.Weight = max(r.Weight, c)
 			}
@@ -195,15 +218,36 @@ func (m *Model) explain(v *Vector, t *topWords) []Reason {
 	return out
 }
 
-// cosine is the cosine between l's words and the same words of v (v's
-// words are of unit length already).
-func (l *like) cosine(v *Vector) float32 {
-	var dot, norm float64
-	for i, f := range l.feats {
-		x := float64(l.vals[i]) / 255
-		norm += x * x
-		dot += x * float64(v.value(f))
+// likeValues puts v's value of each like's word at its position in vals
+// (likeFeats): one merge of two sorted lists, v's features and the
+// likes' words, where a lookup of each word cost a binary search (a
+// model of 64 likes: 768 a paper).
+func (m *Model) likeValues(v *Vector, vals *[maxLikes * likeWords]float32) {
+	lf := m.likeFeats
+	for i, j := 0, 0; i < len(v.feats) && j < len(lf); {
+		switch f := v.feats[i]; {
+		case f < lf[j].f:
+			i++
+		case f > lf[j].f:
+			j++
+		default: // the next like word may be the same feature
+			vals[lf[j].at] = v.vals[i]
+			j++
+		}
 	}
+}
+
+// cosine is the cosine between like i's words and the same words of a
+// paper, whose values of them likeValues put in vals (a paper's words are
+// of unit length already).
+func (m *Model) cosine(i int, vals *[maxLikes * likeWords]float32) float32 {
+	l := &m.likes[i]
+	var dot float64
+	for j := range l.feats {
+		x := float64(l.vals[j]) / 255
+		dot += x * float64(vals[i*likeWords+j])
+	}
+	norm := m.likeNorms[i]
 	if norm == 0 {
 		return 0
 	}

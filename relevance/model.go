@@ -1,6 +1,7 @@
 package relevance
 
 import (
+	"cmp"
 	"math"
 	"math/bits"
 	"slices"
@@ -56,6 +57,18 @@ type Model struct {
 	// lookup reads both and compares all four slots without a branch.
 	buckets []bucket
 	shift   uint8
+	// likeFeats are the likes' words, sorted by feature (then position),
+	// each with its position among the likes' words (like × likeWords +
+	// word), and likeNorms each like's squared norm (summed as cosine
+	// sums it): made with Score's table, so that Explain reads a paper's
+	// values of every like's words in one pass over its features.
+	likeFeats []likeFeat
+	likeNorms []float64
+}
+
+type likeFeat struct {
+	f  uint32
+	at uint16
 }
 
 type bucket [2]slot
@@ -146,6 +159,22 @@ func (m *Model) set(feats []uint32, weights []float32, fixed map[uint32]fixedWei
 // them with buckets at most half full (in practice; else a larger one),
 // the same table for the same features.
 func (m *Model) build() {
+	m.likeFeats, m.likeNorms = nil, make([]float64, len(m.likes))
+	for i, l := range m.likes {
+		var norm float64
+		for j, f := range l.feats {
+			x := float64(l.vals[j]) / 255
+			norm += x * x
+			m.likeFeats = append(m.likeFeats, likeFeat{f: f, at: uint16(i*likeWords + j)})
+		}
+		m.likeNorms[i] = norm
+	}
+	slices.SortFunc(m.likeFeats, func(a, b likeFeat) int {
+		if c := cmp.Compare(a.f, b.f); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.at, b.at)
+	})
 	if len(m.feats) == 0 {
 		m.buckets = nil
 		return

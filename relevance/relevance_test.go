@@ -311,8 +311,19 @@ func TestExplainInstitutionsCitationsLikesAndWords(t *testing.T) {
 	if got := (Reason{Kind: ReasonMarked, Papers: []string{"x"}}).Text(); got != "like a paper you marked" {
 		t.Errorf("one marked paper: %q", got)
 	}
-	if got := (Reason{Kind: ReasonWords, Words: []string{"a", "b", "c"}}).Text(); got != "about a, b and c" {
-		t.Errorf("words: %q", got)
+	for _, c := range []struct {
+		words []string
+		want  string
+	}{
+		{[]string{"a", "b", "c"}, "about a, b and c"},
+		{[]string{"galaxy", "cluster"}, "about galaxy and cluster"},
+		{[]string{"x"}, "about x"},
+		{[]string{"a", "bb", "ccc", "d"}, "about a, bb, ccc and d"},
+		{nil, ""},
+	} {
+		if got := (Reason{Kind: ReasonWords, Words: c.words}).Text(); got != c.want {
+			t.Errorf("words %q: %q, want %q", c.words, got, c.want)
+		}
 	}
 }
 
@@ -739,4 +750,20 @@ func BenchmarkScoreExplained(b *testing.B) {
 		s += m.ScoreExplained(vs[i%len(vs)]).Score
 	}
 	_ = s
+}
+
+// BenchmarkExplain64Likes is BenchmarkExplain for a reader who marked 64
+// papers (a model's most likes): each paper explained is compared with
+// every like.
+func BenchmarkExplain64Likes(b *testing.B) {
+	prof, ex, _, bgV := trainingSet()
+	m := Train(DefaultParams(), prof, slices.Concat(examples(Saved, bgV[100:100+maxLikes]), ex))
+	if len(m.likes) != maxLikes {
+		b.Fatalf("%d likes", len(m.likes))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		_ = m.Explain(bgV[i%len(bgV)])
+	}
 }
