@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"testing"
 	"time"
@@ -12,11 +13,12 @@ import (
 	"followfeed/notify"
 )
 
-// digestProfile, when set, makes BenchmarkDigestBatch write a CPU profile
-// of each order's measured runs only (not of the dataset's build) to
+// digestProfile, when set, makes BenchmarkDigestBatch profile each
+// order's measured runs only (not the dataset's build): CPU to
 // digestProfile + "-newest.pprof" and "-best.pprof", for go tool pprof
-// -diff_base.
-var digestProfile = flag.String("digestprofile", "", "BenchmarkDigestBatch: write each order's CPU profile to `prefix`-{newest,best}.pprof")
+// -diff_base, and allocations before and after them to "-newest-allocs0.pprof"
+// and "-newest-allocs1.pprof" (best's alike), for -diff_base of the two.
+var digestProfile = flag.String("digestprofile", "", "BenchmarkDigestBatch: profile each order's runs to `prefix`-{newest,best}[-allocs0|-allocs1].pprof")
 
 // BenchmarkDigestBatch is the best-first digests' cost beside newest
 // first's, as make bench measures them (MeasureDigestsOrdered: the real
@@ -84,6 +86,15 @@ func BenchmarkDigestBatch(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer func() { pprof.StopCPUProfile(); f.Close() }()
+				heap := func(name string) {
+					if f, err := os.Create(*digestProfile + "-" + string(order) + "-" + name + ".pprof"); err == nil {
+						_ = pprof.Lookup("allocs").WriteTo(f, 0)
+						f.Close()
+					}
+				}
+				runtime.GC()
+				heap("allocs0")
+				defer func() { runtime.GC(); heap("allocs1") }()
 			}
 			for b.Loop() {
 				r := run(order)
