@@ -16,10 +16,7 @@ import (
 type Batch struct {
 	models map[int64]*relevance.Model
 	vecs   map[int64]*relevance.Vector
-	// scores are each user's papers' scores, with what Why needs of the
-	// scoring (relevance.Scored): the shown papers are explained without
-	// a second pass over their features.
-	scores map[int64]map[int64]relevance.Scored
+	scores map[int64]map[int64]float32
 }
 
 // Rank scores, for each user of want, the papers (papers.id) want lists,
@@ -41,7 +38,7 @@ func (s *Service) Rank(ctx context.Context, want map[int64][]int64, have map[int
 		}
 	}
 	slices.Sort(users)
-	b := &Batch{scores: make(map[int64]map[int64]relevance.Scored, len(want))}
+	b := &Batch{scores: make(map[int64]map[int64]float32, len(want))}
 	if len(users) == 0 {
 		return b, nil
 	}
@@ -57,10 +54,10 @@ func (s *Service) Rank(ctx context.Context, want map[int64][]int64, have map[int
 	}
 	for u, ps := range want {
 		m := b.models[u]
-		sc := make(map[int64]relevance.Scored, len(ps))
+		sc := make(map[int64]float32, len(ps))
 		for _, id := range ps {
 			if v := b.vecs[id]; v != nil && m != nil {
-				sc[id] = m.ScoreExplained(v)
+				sc[id] = m.Score(v)
 			}
 		}
 		b.scores[u] = sc
@@ -84,13 +81,13 @@ func (s *Service) RankPapers(ctx context.Context, userID int64, papers []match.P
 		return nil, err
 	}
 	sc := b.scores[userID]
-	slices.SortStableFunc(papers, func(x, y match.Paper) int { return cmp.Compare(sc[y.ID].Score, sc[x.ID].Score) })
+	slices.SortStableFunc(papers, func(x, y match.Paper) int { return cmp.Compare(sc[y.ID], sc[x.ID]) })
 	return b, nil
 }
 
 // Score is paper paperID's score for user userID (0 when it was not
 // ranked); only the order of one user's scores means anything.
-func (b *Batch) Score(userID, paperID int64) float32 { return b.scores[userID][paperID].Score }
+func (b *Batch) Score(userID, paperID int64) float32 { return b.scores[userID][paperID] }
 
 // Order sorts ids (papers.id) best first for userID: by score, ties (and
 // papers not ranked) in the order given.
@@ -103,7 +100,7 @@ func (b *Batch) Order(userID int64, ids []int64) {
 	}
 	xs := make([]scored, len(ids))
 	for i, id := range ids {
-		xs[i] = scored{sc[id].Score, id}
+		xs[i] = scored{sc[id], id}
 	}
 	slices.SortStableFunc(xs, func(x, y scored) int { return cmp.Compare(y.s, x.s) })
 	for i := range xs {
@@ -118,9 +115,6 @@ func (b *Batch) Why(userID, paperID int64) []relevance.Reason {
 	m, v := b.models[userID], b.vecs[paperID]
 	if m == nil || v == nil {
 		return nil
-	}
-	if s, ok := b.scores[userID][paperID]; ok {
-		return m.ExplainScored(v, &s)
 	}
 	return m.Explain(v)
 }

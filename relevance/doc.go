@@ -31,10 +31,7 @@
 // row, carrying its format Version; Score costs a lookup per feature of
 // the paper (two buckets of a cuckoo table, compared without a branch) and
 // allocates nothing; Explain says why a paper ranks, as Reasons with a
-// Text. A batch that scores many papers and explains the few it shows
-// scores with ScoreExplained (Score's value, plus the words Explain would
-// name) and explains with ExplainScored, reading each paper's features
-// once.
+// Text.
 //
 // The package is pure: no database, no HTTP, no job queue.
 package relevance

@@ -122,19 +122,6 @@ const maxReasonWords = 3
 // and the words that weigh most for it (positive weights only). It is for
 // the few papers shown, not the hot loop: it allocates.
 func (m *Model) Explain(v *Vector) []Reason {
-	t := m.topWords(v)
-	return m.explain(v, &t)
-}
-
-// ExplainScored is Explain of the paper of v, which m scored with
-// ScoreExplained (s): the same reasons, without a second pass over v's
-// words.
-func (m *Model) ExplainScored(v *Vector, s *Scored) []Reason {
-	return m.explain(v, &s.words)
-}
-
-// explain is Explain, with the words reason's parts t.
-func (m *Model) explain(v *Vector, t *topWords) []Reason {
 	var out []Reason
 	p := &v.paper
 	names := 0
@@ -212,7 +199,7 @@ func (m *Model) explain(v *Vector, t *topWords) []Reason {
 			out = append(out, r)
 		}
 	}
-	if r, ok := m.words(v, t); ok {
+	if r, ok := m.words(v); ok {
 		out = append(out, r)
 	}
 	return out
@@ -273,13 +260,6 @@ type topWords struct {
 	n uint8
 }
 
-// add offers p (p.x > 0, a nameable word) to t.
-func (t *topWords) add(p part) {
-	if t.takes(p) {
-		t.insert(p)
-	}
-}
-
 // takes says whether p enters t: t is not full, or p ranks before its
 // smallest part.
 func (t *topWords) takes(p part) bool {
@@ -287,9 +267,6 @@ func (t *topWords) takes(p part) bool {
 }
 
 // insert puts p in its place in t, the smallest part out when t is full.
-// Not inlined, so that add is: most parts are refused there.
-//
-//go:noinline
 func (t *topWords) insert(p part) {
 	n := int(t.n)
 	j := min(n, len(t.p)-1)
@@ -302,25 +279,44 @@ func (t *topWords) insert(p part) {
 }
 
 // topWords returns the parts of v's words that a words reason names: the
-// maxReasonWords largest positive parts as they go (ties: the smaller
-// feature first), each word's weight read from Score's table.
+// maxReasonWords largest positive parts of its nameable words (ties: the
+// smaller feature first), each word's weight looked up as Score looks it
+// up, without a branch.
 func (m *Model) topWords(v *Vector) topWords {
 	var t topWords
+	if len(m.buckets) == 0 {
+		return t
+	}
+	bs, shift := m.buckets, m.shift
+	vals := v.vals[:len(v.feats)]
+	nameable := v.nameable[:len(v.feats)]
+	// least is the least part that may enter t: any positive one until
+	// it is full, then its smallest (a tie enters on the smaller
+	// feature: takes decides). Most parts fall below it, a word m lacks
+	// (a part of 0) always, on one comparison.
+	least := float32(math.SmallestNonzeroFloat32)
 	for i, f := range v.feats {
-		if !v.nameable[i] {
+		if !nameable[i] {
 			continue
 		}
-		w, ok := m.slotWeight(f)
-		if x := float32(w * v.vals[i]); ok && x > 0 {
-			t.add(part{f, x})
+		// lookup, inlined, as in Score.
+		b1, b2 := &bs[(f*bucketMul1)>>shift], &bs[(f*bucketMul2)>>shift]
+		w := math.Float32bits(b1[0].w)&is(b1[0].f, f) | math.Float32bits(b1[1].w)&is(b1[1].f, f) |
+			math.Float32bits(b2[0].w)&is(b2[0].f, f) | math.Float32bits(b2[1].w)&is(b2[1].f, f)
+		if x := float32(math.Float32frombits(w) * vals[i]); x >= least && t.takes(part{f, x}) {
+			t.insert(part{f, x})
+			if t.n == maxReasonWords {
+				least = t.p[maxReasonWords-1].x
+			}
 		}
 	}
 	return t
 }
 
-// words returns the reason naming the words of t (the largest positive
-// parts of the score of v's paper), as the paper writes them.
-func (m *Model) words(v *Vector, t *topWords) (Reason, bool) {
+// words returns the reason naming the words of v with the largest
+// positive parts of the score (topWords), as the paper writes them.
+func (m *Model) words(v *Vector) (Reason, bool) {
+	t := m.topWords(v)
 	r := Reason{Kind: ReasonWords}
 	for _, pt := range t.p[:t.n] {
 		if s := v.spelling(pt.f); s != "" {

@@ -266,55 +266,6 @@ func (m *Model) Score(v *Vector) float32 {
 	return s
 }
 
-// Scored is a paper's score for a model with the part of it that a words
-// reason names (the words with the largest positive parts): what
-// ScoreExplained gives and ExplainScored reads, so that a batch that
-// scores many papers and explains the few it shows reads each paper's
-// features once. The zero Scored is a score of 0 with no words.
-type Scored struct {
-	Score float32
-	words topWords
-}
-
-// ScoreExplained is Score (the same value, to the bit) with, kept as it
-// goes, the maxReasonWords largest positive parts of v's words, for
-// ExplainScored. It allocates nothing and costs Score's probes plus a
-// comparison per word of v that m weighs positively.
-func (m *Model) ScoreExplained(v *Vector) Scored {
-	out := Scored{Score: m.bias}
-	if len(m.buckets) == 0 {
-		return out
-	}
-	s := m.bias
-	vals := v.vals[:len(v.feats)]
-	nameable := v.nameable[:len(v.feats)]
-	top := &out.words
-	// least is the least part that may enter top: any positive one until
-	// it is full, then its smallest (a tie enters on the smaller
-	// feature: takes decides). Most parts fall below it, a feature m
-	// lacks (a part of 0) always, on one comparison.
-	least := float32(math.SmallestNonzeroFloat32)
-	bs, shift := m.buckets, m.shift
-	for i, f := range v.feats {
-		// lookup, inlined, as in Score.
-		b1, b2 := &bs[(f*bucketMul1)>>shift], &bs[(f*bucketMul2)>>shift]
-		w := math.Float32bits(b1[0].w)&is(b1[0].f, f) | math.Float32bits(b1[1].w)&is(b1[1].f, f) |
-			math.Float32bits(b2[0].w)&is(b2[0].f, f) | math.Float32bits(b2[1].w)&is(b2[1].f, f)
-		// The part is rounded as Score rounds it (never fused with the
-		// sum), and as words reads it.
-		x := float32(math.Float32frombits(w) * vals[i])
-		s += x
-		if x >= least && nameable[i] && top.takes(part{f, x}) {
-			top.insert(part{f, x})
-			if top.n == maxReasonWords {
-				least = top.p[maxReasonWords-1].x
-			}
-		}
-	}
-	out.Score = s
-	return out
-}
-
 // weight returns m's weight of feature f, its kind and its person.
 func (m *Model) weight(f uint32) (float32, kind, uint16, bool) {
 	i, ok := slices.BinarySearch(m.feats, f)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -687,12 +686,17 @@ func BenchmarkExplain(b *testing.B) {
 	}
 }
 
-// TestScoreExplainedIsScoreAndExplain: what a batch uses (ScoreExplained
-// for every candidate, ExplainScored for the papers shown) gives every
-// paper the score Score gives, to the bit, and the reasons Explain gives,
-// for models with and without people, likes and stored round trips, over
-// papers with repeated and empty authors, institutions and citations.
-func TestScoreExplainedIsScoreAndExplain(t *testing.T) {
+// TestScoreAndWordsAsReadFromTheFeatures: Score's table and the words
+// reason's pass (both read without a branch, the words reason keeping its
+// least part) give what a plain reading of the model's sorted features
+// gives: the same score to the bit (weight × value summed in the
+// vector's order, a feature the model lacks adding nothing) and the same
+// words (the largest positive parts of the words, function words left
+// out, ties the smaller feature first), for models with and without
+// people, likes and stored round trips, over papers with repeated and
+// empty authors, institutions and citations; and every kind of reason is
+// met.
+func TestScoreAndWordsAsReadFromTheFeatures(t *testing.T) {
 	prof, ex, c, bgV := trainingSet()
 	w := newWorld()
 	var extra, short []*Paper
@@ -718,15 +722,37 @@ func TestScoreExplainedIsScoreAndExplain(t *testing.T) {
 		}
 		for _, m := range []*Model{m, &d} {
 			for _, v := range vs {
-				s := m.ScoreExplained(v)
-				if got, want := math.Float32bits(s.Score), math.Float32bits(m.Score(v)); got != want {
-					t.Fatalf("%q: ScoreExplained %v, Score %v", v.paper.Title, s.Score, m.Score(v))
+				// The plain reading: m's weight of each feature by
+				// binary search in its sorted features.
+				score := m.bias
+				var words []part
+				for i, f := range v.feats {
+					w, _, _, ok := m.weight(f)
+					if !ok {
+						continue
+					}
+					score += float32(w * v.vals[i])
+					if x := float32(w * v.vals[i]); x > 0 && v.ns[i] == nsWord && !functionWords[f] {
+						words = append(words, part{f, x})
+					}
 				}
-				got, want := m.ExplainScored(v, &s), m.Explain(v)
-				if !reflect.DeepEqual(got, want) {
-					t.Fatalf("%q: ExplainScored %+v, Explain %+v", v.paper.Title, got, want)
+				if got := m.Score(v); math.Float32bits(got) != math.Float32bits(score) {
+					t.Fatalf("%q: Score %v, read plainly %v", v.paper.Title, got, score)
 				}
-				for _, r := range got {
+				slices.SortStableFunc(words, func(a, b part) int {
+					switch {
+					case a.before(b):
+						return -1
+					case b.before(a):
+						return 1
+					}
+					return 0
+				})
+				top := m.topWords(v)
+				if got, want := top.p[:top.n], words[:min(len(words), maxReasonWords)]; !slices.Equal(got, want) {
+					t.Fatalf("%q: words %v, read plainly %v", v.paper.Title, got, want)
+				}
+				for _, r := range m.Explain(v) {
 					kinds[r.Kind]++
 				}
 			}
@@ -734,22 +760,9 @@ func TestScoreExplainedIsScoreAndExplain(t *testing.T) {
 	}
 	for _, k := range []ReasonKind{ReasonPerson, ReasonCoauthor, ReasonInstitution, ReasonCites, ReasonMarked, ReasonLikeFollowed, ReasonWords} {
 		if kinds[k] == 0 {
-			t.Errorf("no reason of kind %s compared (%v)", k, kinds)
+			t.Errorf("no reason of kind %s met (%v)", k, kinds)
 		}
 	}
-}
-
-// BenchmarkScoreExplained is BenchmarkScore through ScoreExplained, as a
-// batch scores its candidates.
-func BenchmarkScoreExplained(b *testing.B) {
-	m, _, vs := trained(b)
-	b.ReportAllocs()
-	b.ResetTimer()
-	var s float32
-	for i := range b.N {
-		s += m.ScoreExplained(vs[i%len(vs)]).Score
-	}
-	_ = s
 }
 
 // BenchmarkExplain64Likes is BenchmarkExplain for a reader who marked 64
