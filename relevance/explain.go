@@ -284,7 +284,7 @@ func (t *topWords) insert(p part) {
 // up, without a branch.
 func (m *Model) topWords(v *Vector) topWords {
 	var t topWords
-	if len(m.buckets) == 0 {
+	if len(m.buckets) == 0 && !m.plain {
 		return t
 	}
 	bs, shift := m.buckets, m.shift
@@ -299,11 +299,16 @@ func (m *Model) topWords(v *Vector) topWords {
 		if !nameable[i] {
 			continue
 		}
-		// lookup, inlined, as in Score.
-		b1, b2 := &bs[(f*bucketMul1)>>shift], &bs[(f*bucketMul2)>>shift]
-		w := math.Float32bits(b1[0].w)&is(b1[0].f, f) | math.Float32bits(b1[1].w)&is(b1[1].f, f) |
-			math.Float32bits(b2[0].w)&is(b2[0].f, f) | math.Float32bits(b2[1].w)&is(b2[1].f, f)
-		if x := float32(math.Float32frombits(w) * vals[i]); x >= least && t.takes(part{f, x}) {
+		// f's weight, read as Score reads it.
+		var w float32
+		if m.plain {
+			w = m.plainWeight(f)
+		} else {
+			b1, b2 := &bs[(f*bucketMul1)>>shift], &bs[(f*bucketMul2)>>shift]
+			w = math.Float32frombits(math.Float32bits(b1[0].w)&is(b1[0].f, f) | math.Float32bits(b1[1].w)&is(b1[1].f, f) |
+				math.Float32bits(b2[0].w)&is(b2[0].f, f) | math.Float32bits(b2[1].w)&is(b2[1].f, f))
+		}
+		if x := float32(w * vals[i]); x >= least && t.takes(part{f, x}) {
 			t.insert(part{f, x})
 			if t.n == maxReasonWords {
 				least = t.p[maxReasonWords-1].x
@@ -328,15 +333,6 @@ func (m *Model) words(v *Vector) (Reason, bool) {
 		}
 	}
 	return r, len(r.Words) > 0
-}
-
-// slotWeight is m's weight of feature f as Score reads it, and whether m
-// has f.
-func (m *Model) slotWeight(f uint32) (float32, bool) {
-	if len(m.buckets) == 0 {
-		return 0, false
-	}
-	return m.lookup(f)
 }
 
 // spelling is word feature f's first spelling in v's paper ("" when it

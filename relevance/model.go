@@ -57,6 +57,9 @@ type Model struct {
 	// lookup reads both and compares all four slots without a branch.
 	buckets []bucket
 	shift   uint8
+	// plain: no table filled (see tableGrowth); Score reads each weight
+	// by binary search in feats.
+	plain bool
 	// likeFeats are the likes' words, sorted by feature (then position),
 	// each with its position among the likes' words (like × likeWords +
 	// word), and likeNorms each like's squared norm (summed as cosine
@@ -81,8 +84,19 @@ const (
 )
 
 // maxKicks bounds the evictions of one insertion into Score's table
-// before build tries a larger one.
-const maxKicks = 500
+// before build tries a larger one; tableGrowth bounds how many times
+// larger than the smallest the table may grow (a power of two): features
+// that collide in both buckets at every size (hashes of hostile texts,
+// say) make the model read its weights by binary search instead
+// (Model.plain), never a huge table.
+const (
+	maxKicks    = 500
+	tableGrowth = 4
+)
+
+// smallestTable is the smallest table build tries, as a power of two of
+// buckets: a test makes it too small to fill, to reach the plain reading.
+var smallestTable = func(n int) int { return max(bits.Len(uint(n)), 3) } // 2^b > n buckets
 
 type slot struct {
 	f uint32
@@ -175,15 +189,17 @@ func (m *Model) build() {
 		}
 		return cmp.Compare(a.at, b.at)
 	})
+	m.buckets, m.plain = nil, false
 	if len(m.feats) == 0 {
-		m.buckets = nil
 		return
 	}
-	for b := max(bits.Len(uint(len(m.feats))), 3); ; b++ { // 2^b > n buckets
+	first := smallestTable(len(m.feats))
+	for b := first; b <= first+tableGrowth; b++ {
 		if m.fill(b) {
 			return
 		}
 	}
+	m.buckets, m.plain = nil, true
 }
 
 // fill puts every feature's weight in a new table of 2^b buckets; false
@@ -232,17 +248,6 @@ func is(f, g uint32) uint32 {
 	return -x
 }
 
-// lookup is m's weight of feature f as Score reads it (0 when m lacks
-// it), and whether m has f: the four slots of its two buckets compared
-// and combined without a branch (a feature is in one slot at most).
-func (m *Model) lookup(f uint32) (float32, bool) {
-	b1 := &m.buckets[(f*bucketMul1)>>m.shift]
-	b2 := &m.buckets[(f*bucketMul2)>>m.shift]
-	k1, k2, k3, k4 := is(b1[0].f, f), is(b1[1].f, f), is(b2[0].f, f), is(b2[1].f, f)
-	w := math.Float32bits(b1[0].w)&k1 | math.Float32bits(b1[1].w)&k2 | math.Float32bits(b2[0].w)&k3 | math.Float32bits(b2[1].w)&k4
-	return math.Float32frombits(w), k1|k2|k3|k4 != 0
-}
-
 // Score is m's score of the paper of v: the bias plus, over v's features,
 // the model's weight times the feature's value. Higher ranks first; only
 // the order of one model's scores means anything. It allocates nothing
@@ -250,20 +255,34 @@ func (m *Model) lookup(f uint32) (float32, bool) {
 // branch.
 func (m *Model) Score(v *Vector) float32 {
 	s := m.bias
+	if m.plain {
+		for i, f := range v.feats {
+			s += float32(m.plainWeight(f) * v.vals[i])
+		}
+		return s
+	}
 	if len(m.buckets) == 0 {
 		return s
 	}
 	bs, shift := m.buckets, m.shift
 	vals := v.vals[:len(v.feats)]
 	for i, f := range v.feats {
-		// lookup, inlined. A feature m lacks adds 0 × value: s as it
-		// was.
+		// f's weight: the four slots of its two buckets compared and
+		// combined without a branch (f is in one slot at most; in none,
+		// the weight is 0, and 0 × value leaves s as it was).
 		b1, b2 := &bs[(f*bucketMul1)>>shift], &bs[(f*bucketMul2)>>shift]
 		w := math.Float32bits(b1[0].w)&is(b1[0].f, f) | math.Float32bits(b1[1].w)&is(b1[1].f, f) |
 			math.Float32bits(b2[0].w)&is(b2[0].f, f) | math.Float32bits(b2[1].w)&is(b2[1].f, f)
 		s += float32(math.Float32frombits(w) * vals[i])
 	}
 	return s
+}
+
+// plainWeight is m's weight of feature f, 0 when m lacks it, read by
+// binary search (a plain model's Score and words).
+func (m *Model) plainWeight(f uint32) float32 {
+	w, _, _, _ := m.weight(f)
+	return w
 }
 
 // weight returns m's weight of feature f, its kind and its person.

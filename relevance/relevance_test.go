@@ -694,7 +694,8 @@ func BenchmarkExplain(b *testing.B) {
 // words (the largest positive parts of the words, function words left
 // out, ties the smaller feature first), for models with and without
 // people, likes and stored round trips, over papers with repeated and
-// empty authors, institutions and citations; and every kind of reason is
+// empty authors, institutions and citations, and for the same models
+// decoded when no table fills (Model.plain); and every kind of reason is
 // met.
 func TestScoreAndWordsAsReadFromTheFeatures(t *testing.T) {
 	prof, ex, c, bgV := trainingSet()
@@ -716,11 +717,22 @@ func TestScoreAndWordsAsReadFromTheFeatures(t *testing.T) {
 	kinds := map[ReasonKind]int{}
 	for _, m := range []*Model{Train(DefaultParams(), prof, ex), Train(DefaultParams(), prof, liked), {}} {
 		enc, _ := m.MarshalBinary()
-		var d Model
+		var d, p Model
 		if err := d.UnmarshalBinary(enc); err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range []*Model{m, &d} {
+		// No table fills: 2 buckets, at most 32 (tableGrowth).
+		smallest := smallestTable
+		smallestTable = func(int) int { return 1 }
+		err := p.UnmarshalBinary(enc)
+		smallestTable = smallest
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.plain != (m.Len() > 64) {
+			t.Fatalf("a model of %d features in at most 32 buckets of 2: plain %v", m.Len(), p.plain)
+		}
+		for _, m := range []*Model{m, &d, &p} {
 			for _, v := range vs {
 				// The plain reading: m's weight of each feature by
 				// binary search in its sorted features.
