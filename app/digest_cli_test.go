@@ -312,7 +312,7 @@ func TestBouncedAddressResumesAfterReconfirmation(t *testing.T) {
 	if resp, _ := form("POST", w.a.URL+"/login", url.Values{"token": {w.reader}}); resp.StatusCode != 303 {
 		t.Fatalf("login: %d", resp.StatusCode)
 	}
-	resp, page := form("GET", w.a.URL+"/settings", nil)
+	resp, page := form("GET", w.a.URL+"/settings/email", nil)
 	if resp.StatusCode != 200 || !strings.Contains(page, "Paused: this address bounced") {
 		t.Fatalf("settings page: %d\n%s", resp.StatusCode, page)
 	}
@@ -322,7 +322,7 @@ func TestBouncedAddressResumesAfterReconfirmation(t *testing.T) {
 	}
 	resp, _ = form("POST", w.a.URL+"/settings/email", url.Values{"csrf": {csrf[1]}, "email": {w.email},
 		"timezone": {"Europe/Amsterdam"}, "frequency": {"daily"}, "hour": {"7"}, "weekday": {"monday"}})
-	if resp.StatusCode != 303 || !strings.HasPrefix(resp.Header.Get("Location"), "/settings?done=confirm") {
+	if resp.StatusCode != 303 || !strings.HasPrefix(resp.Header.Get("Location"), "/settings/email?done=confirm") {
 		t.Fatalf("saving the address again: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	// The user's verified token does not count as confirming a

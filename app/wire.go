@@ -179,7 +179,7 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 		Links: feedLinks{s.feeds}, Addresses: s.addrs, From: cfg.MailFrom, BaseURL: cfg.PublicURL,
 		Mailto: cfg.MailUnsubscribeMailto, Logger: logger, Now: hooks.Now,
 		Calendar: arxivcal.New(cfg.ArxivHolidays), Health: s.health, LedgerRetention: cfg.DigestRetention,
-		Ranker: digestRanker{s.ranking},
+		Ranker: digestRanker{s.ranking}, OnPauseEnd: channelsPauseHook{s},
 	})
 	s.confirms = notify.NewConfirmations(s.addrs, s.sender, cfg.MailFrom, cfg.PublicURL, hooks.Now)
 	// The match job finds new matches only of users with instant
@@ -461,4 +461,16 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 			Version: version()}
 	}
 	return product.Register
+}
+
+// channelsPauseHook forwards the end of a reader's pause (notify) to the
+// push channels (made after the digester): they catch up or skip.
+type channelsPauseHook struct{ s *Services }
+
+// PauseEnded is notify.PauseHook's method: channels.Service.PauseEnded.
+func (h channelsPauseHook) PauseEnded(ctx context.Context, tx pgx.Tx, userIDs []int64, endedAt []time.Time) error {
+	if h.s.channels == nil {
+		return nil
+	}
+	return h.s.channels.PauseEnded(ctx, tx, userIDs, endedAt)
 }

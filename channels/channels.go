@@ -73,7 +73,11 @@ type Channel struct {
 	Enabled        bool
 	DisabledReason string
 	FailingSince   time.Time // zero: healthy
-	CreatedAt      time.Time
+	// PauseCatchUp: after the reader's pause (notify's vacation) the
+	// channel sends what it missed as one batch, within the budget (true,
+	// the default); false skips it (it stays in the feed).
+	PauseCatchUp bool
+	CreatedAt    time.Time
 	// CredentialsUnreadable says that a stored credential does not open
 	// under this SECRET_KEY (it was sealed under another): its deliveries
 	// fail saying so until the user rotates the webhook's secret or
@@ -95,6 +99,28 @@ type Spec struct {
 	// Follows: nil leaves them; a pointer to nil means all follows.
 	Follows *[]follow.Target
 	Enabled *bool
+	// AfterPause sets PauseCatchUp: AfterPauseCatchUp or AfterPauseSkip.
+	AfterPause *string
+}
+
+// The values of Spec.AfterPause.
+const (
+	AfterPauseCatchUp = "catch_up"
+	AfterPauseSkip    = "skip"
+)
+
+// parseAfterPause reads Spec.AfterPause (nil: def).
+func parseAfterPause(p *string, def bool) (bool, error) {
+	if p == nil {
+		return def, nil
+	}
+	switch strings.TrimSpace(*p) {
+	case AfterPauseCatchUp:
+		return true, nil
+	case AfterPauseSkip:
+		return false, nil
+	}
+	return def, apperr.InvalidField("after_pause", "%q is not one of catch_up, skip", *p)
 }
 
 // Enqueuer queues the package's jobs inside the caller's transaction
@@ -337,6 +363,10 @@ func (s *Service) Create(ctx context.Context, userID int64, spec Spec) (*Channel
 	if spec.Enabled != nil && !*spec.Enabled {
 		return nil, apperr.InvalidField("enabled", "a new channel starts enabled; disable it with PATCH")
 	}
+	catchUp, err := parseAfterPause(spec.AfterPause, true)
+	if err != nil {
+		return nil, err
+	}
 	str := func(p *string) string {
 		if p == nil {
 			return ""
@@ -385,10 +415,10 @@ func (s *Service) Create(ctx context.Context, userID int64, spec Spec) (*Channel
 			return err
 		}
 		return tx.QueryRow(ctx, `
-			INSERT INTO channels (user_id, type, url, room_id, access_token, mode, follows, secret, next_at, watermark)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, `+catalog.HighSeqSQL+`)
+			INSERT INTO channels (user_id, type, url, room_id, access_token, mode, follows, secret, next_at, watermark, pause_catch_up)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, `+catalog.HighSeqSQL+`, $10)
 			RETURNING id`, userID, v.typ, s.seal.url(v.typ, userID, v.url), v.roomID, s.seal.seal(credToken, userID, v.accessToken), v.mode, v.follows,
-			s.seal.seal(credSecret, userID, secret), next).Scan(&id)
+			s.seal.seal(credSecret, userID, secret), next, catchUp).Scan(&id)
 	})
 	if err != nil {
 		return nil, err
@@ -402,7 +432,7 @@ func (s *Service) Create(ctx context.Context, userID int64, spec Spec) (*Channel
 }
 
 const channelColumns = `id, user_id, type, url, room_id, access_token, mode, follows, secret, old_secret,
-	coalesce(old_secret_until, 'epoch'), enabled, disabled_reason, coalesce(failing_since, 'epoch'), created_at`
+	coalesce(old_secret_until, 'epoch'), enabled, disabled_reason, coalesce(failing_since, 'epoch'), created_at, pause_catch_up`
 
 // scanChannel reads a row of channelColumns, credentials opened.
 func (s *Service) scanChannel(row pgx.Row) (*Channel, error) {
@@ -410,7 +440,7 @@ func (s *Service) scanChannel(row pgx.Row) (*Channel, error) {
 	var keys []string
 	var until, failing time.Time
 	if err := row.Scan(&c.ID, &c.UserID, &c.Type, &c.URL, &c.RoomID, &c.accessToken, &c.Mode, &keys, &c.secret,
-		&c.oldSecret, &until, &c.Enabled, &c.DisabledReason, &failing, &c.CreatedAt); err != nil {
+		&c.oldSecret, &until, &c.Enabled, &c.DisabledReason, &failing, &c.CreatedAt, &c.PauseCatchUp); err != nil {
 		return nil, err
 	}
 	if keys != nil {
@@ -539,6 +569,10 @@ func (s *Service) Update(ctx context.Context, userID, id int64, spec Spec) (*Cha
 	if spec.Enabled != nil {
 		enabled = *spec.Enabled
 	}
+	catchUp, err := parseAfterPause(spec.AfterPause, cur.PauseCatchUp)
+	if err != nil {
+		return nil, err
+	}
 	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
 		next, err := s.nextWindow(ctx, tx, userID, v.mode)
 		if err != nil {
@@ -550,9 +584,10 @@ func (s *Service) Update(ctx context.Context, userID, id int64, spec Spec) (*Cha
 				enabled = $10,
 				disabled_reason = CASE WHEN $10 THEN '' ELSE disabled_reason END,
 				failing_since = CASE WHEN $10 AND NOT enabled THEN NULL ELSE failing_since END,
+				pause_catch_up = $11,
 				updated_at = now()
 			WHERE id = $1 AND user_id = $2`, id, userID, s.seal.url(v.typ, userID, v.url), v.roomID, s.seal.seal(credToken, userID, v.accessToken), v.mode, v.follows,
-			modeChanged, next, enabled)
+			modeChanged, next, enabled, catchUp)
 		return err
 	})
 	if err != nil {

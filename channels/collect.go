@@ -131,12 +131,46 @@ func (s *Service) nextWindow(ctx context.Context, tx pgx.Tx, userID int64, mode 
 		return nil, database.NotFound(err, fmt.Sprintf("reading the digest time of user %d", userID))
 	}
 	st.Frequency = notify.Daily
+	st.Weekdays = notify.AllWeekdays // quiet days are the email digest's
 	if mode == Weekly {
 		st.Frequency = notify.Weekly
 	}
 	next := notify.NextOccurrence(s.now(), loc, st)
 	return &next, nil
 }
+
+// PauseEnded is notify's PauseHook: when a reader's pause ends (at
+// endedAt, in the scheduler's transaction), each of their enabled
+// channels set to catch up (PauseCatchUp) gets a collection now, one
+// batch of what it missed within the budget (a window is at most
+// MaxPapersPerWindow papers); each set to skip has its watermark moved
+// to the present, so what matched while the reader was away is never
+// sent (it is in their feed).
+func (s *Service) PauseEnded(ctx context.Context, tx pgx.Tx, userIDs []int64, _ []time.Time) error {
+	if len(userIDs) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `
+		UPDATE channels SET watermark = greatest(watermark, `+catalog.HighSeqSQL+`)
+		WHERE user_id = ANY($1) AND NOT pause_catch_up`, userIDs); err != nil {
+		return fmt.Errorf("skipping what paused channels missed: %w", err)
+	}
+	// channels' user_id index: the readers' channels only.
+	rows, err := tx.Query(ctx, `
+		UPDATE channels SET due_at = $2
+		WHERE user_id = ANY($1) AND pause_catch_up AND enabled AND due_at IS NULL
+		RETURNING id`, userIDs, s.now())
+	if err != nil {
+		return fmt.Errorf("catching paused channels up: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	return s.enq.EnqueueChannelCollect(ctx, tx, ids, s.now())
+}
+
+var _ notify.PauseHook = (*Service)(nil)
 
 // Collect turns a channel's new matches into events: under the channel's
 // row lock it takes the window (watermark, high_seq] and the papers new to
@@ -155,7 +189,8 @@ func (s *Service) nextWindow(ctx context.Context, tx pgx.Tx, userID int64, mode 
 // max_papers a day, the rest held back (choose); each paper carries the
 // user's feedback links, signed with their link epoch. A crash before the
 // commit leaves the window for the retry. A channel that is gone or
-// disabled collects nothing.
+// disabled, or whose reader is paused (notify.Paused), collects nothing
+// and keeps its window.
 func (s *Service) Collect(ctx context.Context, channelID int64) (events int, err error) {
 	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
 		var userID, watermark int64
@@ -172,6 +207,11 @@ func (s *Service) Collect(ctx context.Context, channelID int64) (events int, err
 		}
 		if !enabled {
 			return nil
+		}
+		// The reader's vacation (notify's pause): nothing goes out and the
+		// watermark stays; PauseEnded catches up or skips when it ends.
+		if paused, err := notify.Paused(ctx, tx, userID, s.now()); err != nil || paused {
+			return err
 		}
 		high, err := catalog.HighSeqIn(ctx, tx)
 		if err != nil {
@@ -276,14 +316,14 @@ func (s *Service) Collect(ctx context.Context, channelID int64) (events int, err
 func (s *Service) windowPapers(ctx context.Context, userID int64, keys []string, after, upTo int64) ([]match.Paper, error) {
 	var qs []match.Query
 	if keys == nil {
-		qs = []match.Query{{UserID: userID, AfterSeq: after, UpToSeq: upTo, Limit: MaxPapersPerWindow}}
+		qs = []match.Query{{UserID: userID, AfterSeq: after, UpToSeq: upTo, Limit: MaxPapersPerWindow, At: s.now()}}
 	}
 	for _, k := range keys {
 		t, err := follow.TargetFromKey(k)
 		if err != nil {
 			continue // not a key a follow can have: matches nothing
 		}
-		qs = append(qs, match.Query{UserID: userID, Only: &t, AfterSeq: after, UpToSeq: upTo, Limit: MaxPapersPerWindow})
+		qs = append(qs, match.Query{UserID: userID, Only: &t, AfterSeq: after, UpToSeq: upTo, Limit: MaxPapersPerWindow, At: s.now()})
 	}
 	if len(qs) == 0 {
 		return nil, nil

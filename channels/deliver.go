@@ -410,7 +410,7 @@ func (s *Service) MailDisabled(ctx context.Context, channelID int64) error {
 		From: s.from, To: email, Date: now, AutoSubmitted: true,
 		Subject: fmt.Sprintf("followfeed: your %s channel to %s was disabled", c.Type, host),
 		Text: fmt.Appendf(nil, "Deliveries to your %s channel (%s) have failed for more than 24 hours, so it was disabled.\n\n"+
-			"Last error: %s\n\nFix the receiver, enable the channel again at %s/settings "+
+			"Last error: %s\n\nFix the receiver, enable the channel again at %s/settings/channels "+
 			"(or PATCH /v1/me/channels/%d with {\"enabled\": true}), then send a test event from there. Papers matched meanwhile are in your feed.\n",
 			c.Type, host, c.DisabledReason, s.base, channelID),
 		MessageID: fmt.Sprintf("channel-disabled.%d.%d@followfeed", channelID, now.Unix()),

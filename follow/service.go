@@ -36,6 +36,13 @@ type Follow struct {
 	IncludeReplacements bool
 	Label               string
 	CreatedAt           time.Time
+	// SnoozedUntil is the reader's date (a date: UTC midnight) until which
+	// the follow delivers nothing by digest, alert or push, and
+	// SnoozeEndsAt the instant it stands for (its midnight in the reader's
+	// time zone when it was set); both nil when it is not snoozed. Feeds
+	// keep it. See Service.Snooze.
+	SnoozedUntil *time.Time
+	SnoozeEndsAt *time.Time
 	// Name is the identity registry's name of a researcher or institution
 	// (package identity), or the stored title of a followed paper (package
 	// catalog); "" while neither is known (nobody named the person, the
@@ -245,7 +252,7 @@ var upsertFollowSQL = `
 			include_replacements = coalesce($6, follows.include_replacements),
 			label                = CASE WHEN $7::text IS NULL THEN follows.label ELSE nullif($7, '') END
 		RETURNING include_cross_lists, include_replacements, label, created_at, (xmax = 0),
-			` + nameOf("follows.key")
+			` + nameOf("follows.key") + `, snoozed_until, snooze_ends_at`
 
 func upsertFollow(ctx context.Context, tx pgx.Tx, userID int64, t Target, o Options) (Follow, bool, *string, error) {
 	f := Follow{Target: t}
@@ -255,7 +262,7 @@ func upsertFollow(ctx context.Context, tx pgx.Tx, userID int64, t Target, o Opti
 	// tell an insert from a conflict update in one statement.
 	err := tx.QueryRow(ctx, upsertFollowSQL,
 		userID, t.Key(), string(t.Kind), t.ID, o.IncludeCrossLists, o.IncludeReplacements, o.Label,
-	).Scan(&f.IncludeCrossLists, &f.IncludeReplacements, &label, &f.CreatedAt, &created, &f.Name)
+	).Scan(&f.IncludeCrossLists, &f.IncludeReplacements, &label, &f.CreatedAt, &created, &f.Name, &f.SnoozedUntil, &f.SnoozeEndsAt)
 	if err != nil {
 		return Follow{}, false, nil, fmt.Errorf("saving follow %s of user %d: %w", t, userID, err)
 	}
@@ -529,6 +536,7 @@ type Expanded struct {
 // follows only).
 var expandedManySQL = `
 	SELECT f.user_id, f.key, f.include_cross_lists, f.include_replacements, coalesce(f.label, ''), f.created_at,
+	       f.snoozed_until, f.snooze_ends_at,
 	       coalesce(i.name, ` + catalogsql.PaperTitleOf("f.key") + `, ''),
 	       CASE WHEN k1.identity_id IS NOT NULL THEN ARRAY(` + registrysql.IdentityKeys("k1.identity_id") + `) END
 	FROM follows f
@@ -546,7 +554,8 @@ func QueueExpandedMany(b *pgx.Batch, userIDs []int64, done func(map[int64][]Expa
 			var uid int64
 			var e Expanded
 			f := &e.Follow
-			if err := rows.Scan(&uid, &e.Key, &f.IncludeCrossLists, &f.IncludeReplacements, &f.Label, &f.CreatedAt, &f.Name, &e.Keys); err != nil {
+			if err := rows.Scan(&uid, &e.Key, &f.IncludeCrossLists, &f.IncludeReplacements, &f.Label, &f.CreatedAt,
+				&f.SnoozedUntil, &f.SnoozeEndsAt, &f.Name, &e.Keys); err != nil {
 				return fmt.Errorf("reading follow: %w", err)
 			}
 			t, err := TargetFromKey(e.Key)
@@ -567,14 +576,15 @@ func QueueExpandedMany(b *pgx.Batch, userIDs []int64, done func(map[int64][]Expa
 // followColumns are a follow's columns and the name of its target
 // (nameOf: a probe or two per follow, in the same statement).
 var followColumns = `key, include_cross_lists, include_replacements, coalesce(label, ''), created_at,
-	` + nameOf("follows.key")
+	snoozed_until, snooze_ends_at, ` + nameOf("follows.key")
 
 func collectFollows(rows pgx.Rows) ([]Follow, error) {
 	var out []Follow
 	for rows.Next() {
 		var f Follow
 		var key string
-		if err := rows.Scan(&key, &f.IncludeCrossLists, &f.IncludeReplacements, &f.Label, &f.CreatedAt, &f.Name); err != nil {
+		if err := rows.Scan(&key, &f.IncludeCrossLists, &f.IncludeReplacements, &f.Label, &f.CreatedAt,
+			&f.SnoozedUntil, &f.SnoozeEndsAt, &f.Name); err != nil {
 			return nil, fmt.Errorf("reading follow: %w", err)
 		}
 		t, err := TargetFromKey(key)

@@ -147,6 +147,9 @@ type digestJSON struct {
 	Order        string `json:"order"`
 	MaxPapers    int    `json:"max_papers"`
 	KeepFollowed bool   `json:"keep_followed"`
+	// Weekdays are the days a daily digest goes out ("mon" … "sun");
+	// the others fold into the next one sent.
+	Weekdays []string `json:"weekdays"`
 }
 
 type meJSON struct {
@@ -156,20 +159,23 @@ type meJSON struct {
 	Suppressed     string     `json:"suppressed,omitempty"`
 	Timezone       string     `json:"timezone"`
 	Digest         digestJSON `json:"digest"`
-	CreatedAt      time.Time  `json:"created_at"`
+	// Pause is the reader's vacation, null when none is set.
+	Pause     *pauseJSON `json:"pause"`
+	CreatedAt time.Time  `json:"created_at"`
 }
 
 func toMeJSON(u *account.User, p notify.Profile) meJSON {
 	d := digestJSON{Frequency: string(p.Digest.Frequency), Hour: p.Digest.Hour,
 		Weekday: strings.ToLower(p.Digest.Weekday.String()), SendEmpty: p.Digest.SendEmpty,
 		SkipNoAnnouncement: p.Digest.SkipNoAnnouncement,
-		Order:              string(p.Digest.Order), MaxPapers: p.Digest.MaxPapers, KeepFollowed: p.Digest.KeepFollowed}
+		Order:              string(p.Digest.Order), MaxPapers: p.Digest.MaxPapers, KeepFollowed: p.Digest.KeepFollowed,
+		Weekdays: p.Digest.Weekdays.Names()}
 	if !p.NextDigestAt.IsZero() {
 		t := p.NextDigestAt.UTC()
 		d.NextAt = &t
 	}
 	return meJSON{Sub: u.Sub, Email: p.Email, EmailConfirmed: p.EmailConfirmed, Suppressed: p.Suppressed,
-		Timezone: p.Timezone, Digest: d, CreatedAt: u.CreatedAt.UTC()}
+		Timezone: p.Timezone, Digest: d, Pause: toPauseJSON(p.Pause), CreatedAt: u.CreatedAt.UTC()}
 }
 
 func (a *API) getMe(w http.ResponseWriter, r *http.Request, u *account.User) error {
@@ -197,16 +203,20 @@ type digestPatch struct {
 	Weekday   *string `json:"weekday"`
 	SendEmpty *bool   `json:"send_empty"`
 	// SkipNoAnnouncement: see digestJSON.
-	SkipNoAnnouncement *bool   `json:"skip_no_announcement"`
-	Order              *string `json:"order"`
-	MaxPapers          *int    `json:"max_papers"`
-	KeepFollowed       *bool   `json:"keep_followed"`
+	SkipNoAnnouncement *bool     `json:"skip_no_announcement"`
+	Order              *string   `json:"order"`
+	MaxPapers          *int      `json:"max_papers"`
+	KeepFollowed       *bool     `json:"keep_followed"`
+	Weekdays           *[]string `json:"weekdays"`
 }
 
 type mePatch struct {
 	Email    *string      `json:"email"`
 	Timezone *string      `json:"timezone"`
 	Digest   *digestPatch `json:"digest"`
+	// Pause: absent leaves it, null ends it, an object sets it
+	// (decodePause).
+	Pause json.RawMessage `json:"pause"`
 }
 
 func (a *API) patchMe(w http.ResponseWriter, r *http.Request, u *account.User) error {
@@ -217,7 +227,12 @@ func (a *API) patchMe(w http.ResponseWriter, r *http.Request, u *account.User) e
 	patch := notify.ProfilePatch{Email: body.Email, Timezone: body.Timezone}
 	if d := body.Digest; d != nil {
 		patch.Digest = &notify.DigestPatch{Frequency: d.Frequency, Hour: d.Hour, Weekday: d.Weekday, SendEmpty: d.SendEmpty,
-			SkipNoAnnouncement: d.SkipNoAnnouncement, Order: d.Order, MaxPapers: d.MaxPapers, KeepFollowed: d.KeepFollowed}
+			SkipNoAnnouncement: d.SkipNoAnnouncement, Order: d.Order, MaxPapers: d.MaxPapers, KeepFollowed: d.KeepFollowed,
+			Weekdays: d.Weekdays}
+	}
+	var err error
+	if patch.Pause, err = decodePause(body.Pause); err != nil {
+		return err
 	}
 	p, err := a.Prefs.Update(r.Context(), u.ID, patch)
 	if err != nil {
@@ -225,6 +240,61 @@ func (a *API) patchMe(w http.ResponseWriter, r *http.Request, u *account.User) e
 	}
 	writeJSON(w, http.StatusOK, toMeJSON(u, p))
 	return nil
+}
+
+// pauseJSON is a reader's vacation (notify.Pause): dates in their time
+// zone, and the instants they stand for.
+type pauseJSON struct {
+	From string `json:"from"`
+	// Until is the day the reader is back; null: until they end it.
+	Until    *string    `json:"until"`
+	StartsAt time.Time  `json:"starts_at"`
+	EndsAt   *time.Time `json:"ends_at"`
+}
+
+func toPauseJSON(p *notify.Pause) *pauseJSON {
+	if p == nil || p.StartsAt == nil {
+		return nil
+	}
+	out := &pauseJSON{From: p.From.Format(notify.DateLayout), StartsAt: p.StartsAt.UTC()}
+	if p.Until != nil {
+		s := p.Until.Format(notify.DateLayout)
+		out.Until = &s
+	}
+	if p.EndsAt != nil {
+		t := p.EndsAt.UTC()
+		out.EndsAt = &t
+	}
+	return out
+}
+
+// decodePause reads PATCH /v1/me's pause: absent (nil), null (end it) or
+// {"from": date, "until": date | null}.
+func decodePause(raw json.RawMessage) (*notify.PausePatch, error) {
+	s := strings.TrimSpace(string(raw))
+	switch s {
+	case "":
+		return nil, nil
+	case "null":
+		return &notify.PausePatch{Clear: true}, nil
+	}
+	var body struct {
+		From  *string `json:"from"`
+		Until *string `json:"until"`
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return nil, apperr.InvalidField("pause."+te.Field, "must be a date like 2026-12-24, or null")
+		}
+		return nil, apperr.InvalidField("pause", "must be {\"from\": \"YYYY-MM-DD\", \"until\": \"YYYY-MM-DD\" or null}, or null to end a pause")
+	}
+	if body.From == nil {
+		return nil, apperr.InvalidField("pause.from", "is required: the first day of the pause, like 2026-12-24")
+	}
+	return &notify.PausePatch{From: *body.From, Until: body.Until}, nil
 }
 
 // ---- follows ----
@@ -237,11 +307,20 @@ type followJSON struct {
 	IncludeCrossLists   bool      `json:"include_cross_lists"`
 	IncludeReplacements bool      `json:"include_replacements"`
 	CreatedAt           time.Time `json:"created_at"`
+	// SnoozedUntil is the reader's date until which the follow delivers
+	// nothing by digest, alert or push (feeds keep it); null when it is
+	// not snoozed (or the date has come).
+	SnoozedUntil *string `json:"snoozed_until"`
 }
 
 func toFollowJSON(f follow.Follow) followJSON {
-	return followJSON{Kind: string(f.Kind), ID: f.ID, Name: f.DisplayName(), Label: f.Label,
+	out := followJSON{Kind: string(f.Kind), ID: f.ID, Name: f.DisplayName(), Label: f.Label,
 		IncludeCrossLists: f.IncludeCrossLists, IncludeReplacements: f.IncludeReplacements, CreatedAt: f.CreatedAt.UTC()}
+	if f.SnoozedUntil != nil && f.Snoozed(time.Now()) {
+		s := f.SnoozedUntil.Format(follow.SnoozeDateLayout)
+		out.SnoozedUntil = &s
+	}
+	return out
 }
 
 func (a *API) listFollows(w http.ResponseWriter, r *http.Request, u *account.User) error {
@@ -273,6 +352,9 @@ type followOptions struct {
 	IncludeCrossLists   *bool   `json:"include_cross_lists"`
 	IncludeReplacements *bool   `json:"include_replacements"`
 	Label               *string `json:"label"`
+	// SnoozedUntil: absent leaves the snooze, null un-snoozes, a date
+	// snoozes an existing follow (follow.Service.Snooze).
+	SnoozedUntil json.RawMessage `json:"snoozed_until"`
 }
 
 func (a *API) putFollow(w http.ResponseWriter, r *http.Request, u *account.User) error {
@@ -283,6 +365,26 @@ func (a *API) putFollow(w http.ResponseWriter, r *http.Request, u *account.User)
 	var opts followOptions
 	if err := decodeJSON(r, &opts, true); err != nil {
 		return err
+	}
+	if len(opts.SnoozedUntil) > 0 {
+		// A snooze is of a follow the reader has (422 naming "follow"
+		// otherwise): it is set first, then any other option.
+		var until *string
+		if string(opts.SnoozedUntil) != "null" {
+			var s string
+			if err := json.Unmarshal(opts.SnoozedUntil, &s); err != nil {
+				return apperr.InvalidField("snoozed_until", "must be a date like 2026-12-24 (YYYY-MM-DD, in your time zone), or null to un-snooze")
+			}
+			until = &s
+		}
+		f, err := a.Follows.Snooze(r.Context(), u.ID, t, until, time.Now())
+		if err != nil {
+			return err
+		}
+		if opts.IncludeCrossLists == nil && opts.IncludeReplacements == nil && opts.Label == nil {
+			writeJSON(w, http.StatusOK, toFollowJSON(f))
+			return nil
+		}
 	}
 	f, created, err := a.Follows.Follow(r.Context(), u.ID, t, follow.Options{
 		IncludeCrossLists: opts.IncludeCrossLists, IncludeReplacements: opts.IncludeReplacements, Label: opts.Label})

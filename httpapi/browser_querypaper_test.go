@@ -168,10 +168,7 @@ func TestSettingsSavedSearchInABrowser(t *testing.T) {
 	tok := testapp.Token(t, "search-reader", "")
 	pushTitled(t, c, "Graph Diffusion Models", "Self-Supervised Diffusion Models for Proteins", "A Survey of Diffusion Models",
 		"Latent Diffusion Models at Scale", "Transformers for Tables")
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/login?token="+url.QueryEscape(tok)),
-		chromedp.Click(`form[action="/login"] button`), chromedp.WaitVisible(`#search-q`)); err != nil {
-		t.Fatal(err)
-	}
+	browserSignIn(ctx, t, a, tok, "/settings/follows", `#search-q`)
 
 	const search = `"diffusion models" -survey`
 	if err := chromedp.Do(ctx, chromedp.SendKeys(`#search-q`, search)); err != nil {

@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -141,14 +140,7 @@ func TestSettingsPageInABrowser(t *testing.T) {
 
 	// A sign-in link opened directly (no referrer from the host) asks
 	// first (login CSRF); the button signs in.
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/login?token="+url.QueryEscape(tok)),
-		chromedp.Click(`form[action="/login"] button`), chromedp.WaitVisible(`#follows`)); err != nil {
-		t.Fatal(err)
-	}
-	loc, _ := chromedp.Run(ctx, chromedp.Location())
-	if strings.Contains(loc, "token=") {
-		t.Errorf("the token stayed in the address bar: %s", loc)
-	}
+	browserSignIn(ctx, t, a, tok, "/settings/follows", `#follows`)
 	b.Screenshot(ctx, t, "settings-page")
 
 	// Unfollow cs.LG.
@@ -163,8 +155,8 @@ func TestSettingsPageInABrowser(t *testing.T) {
 		t.Error("unfollow was not stored")
 	}
 
-	// Frequency and time zone.
-	if err := chromedp.Do(ctx,
+	// Frequency and time zone, on the email page.
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/settings/email"), chromedp.WaitVisible(`#email`),
 		chromedp.SetValue(`#frequency`, "weekly"),
 		chromedp.SetValue(`#timezone`, "Asia/Tokyo"),
 		chromedp.SetValue(`#weekday`, "friday"),
@@ -179,7 +171,11 @@ func TestSettingsPageInABrowser(t *testing.T) {
 		t.Errorf("email settings not stored: %s", me)
 	}
 
-	// Rotate the feed token: the old URL answers 404 at once.
+	// Rotate the feed token, on the feeds page: the old URL answers 404
+	// at once.
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/settings/feeds"), chromedp.WaitVisible(`#feeds`)); err != nil {
+		t.Fatal(err)
+	}
 	if err := submit(ctx, `#rotate`); err != nil {
 		t.Fatal(err)
 	}

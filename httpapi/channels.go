@@ -33,6 +33,9 @@ type channelJSON struct {
 	Secret         string              `json:"secret,omitempty"`
 	RotatingUntil  *time.Time          `json:"rotating_until,omitempty"`
 	CreatedAt      time.Time           `json:"created_at"`
+	// AfterPause is what the channel does when the reader's pause ends:
+	// catch_up (one batch of what it missed) or skip.
+	AfterPause string `json:"after_pause"`
 }
 
 // followNames maps the keys of the user's follows to their names
@@ -68,7 +71,10 @@ func (a *API) writeChannel(w http.ResponseWriter, r *http.Request, u *account.Us
 // follows is named by its target alone.
 func toChannelJSON(c *channels.Channel, names map[string]string) channelJSON {
 	out := channelJSON{ID: c.ID, Type: string(c.Type), Mode: string(c.Mode), Enabled: c.Enabled,
-		DisabledReason: c.DisabledReason, Secret: c.Secret, CreatedAt: c.CreatedAt.UTC()}
+		DisabledReason: c.DisabledReason, Secret: c.Secret, CreatedAt: c.CreatedAt.UTC(), AfterPause: channels.AfterPauseSkip}
+	if c.PauseCatchUp {
+		out.AfterPause = channels.AfterPauseCatchUp
+	}
 	if c.Type == channels.Matrix {
 		out.Homeserver, out.RoomID = c.URL, c.RoomID
 	} else {
@@ -106,6 +112,7 @@ type channelBody struct {
 	Mode        *string              `json:"mode"`
 	Follows     *[]channelFollowJSON `json:"follows"`
 	Enabled     *bool                `json:"enabled"`
+	AfterPause  *string              `json:"after_pause"`
 }
 
 func (a *API) decodeChannel(r *http.Request) (channels.Spec, error) {
@@ -114,7 +121,7 @@ func (a *API) decodeChannel(r *http.Request) (channels.Spec, error) {
 		return channels.Spec{}, err
 	}
 	spec := channels.Spec{Type: body.Type, URL: body.URL, Homeserver: body.Homeserver, RoomID: body.RoomID,
-		AccessToken: body.AccessToken, Mode: body.Mode, Enabled: body.Enabled}
+		AccessToken: body.AccessToken, Mode: body.Mode, Enabled: body.Enabled, AfterPause: body.AfterPause}
 	if body.Follows != nil {
 		ts := make([]follow.Target, 0, len(*body.Follows))
 		for i, f := range *body.Follows {

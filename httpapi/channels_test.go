@@ -664,7 +664,7 @@ func TestChatCredentialsNeverLeakFromFailedDeliveries(t *testing.T) {
 	add("GET /v1/me/channels", string(c.Do("GET", "/v1/me/channels", tok, nil).Body))
 	b := testapp.FormClient(t)
 	postLogin(t, a, b, tok)
-	resp, page := testapp.Form(t, b, "GET", a.URL+"/settings", nil)
+	resp, page := testapp.Form(t, b, "GET", a.URL+"/settings/channels", nil)
 	if resp.StatusCode != 200 || !strings.Contains(page, "Disabled: ") {
 		t.Fatalf("settings page: %d", resp.StatusCode)
 	}

@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -128,27 +127,26 @@ func TestFeedbackLinkPageInABrowser(t *testing.T) {
 	if r := c.Do("PUT", "/v1/me/papers/2202.02326/feedback", reader, map[string]any{"value": "more"}); r.Status != 200 {
 		t.Fatalf("feedback through the API: %d", r.Status)
 	}
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(a.URL+"/login?token="+url.QueryEscape(reader)),
-		chromedp.Click(`form[action="/login"] button`), chromedp.WaitVisible(`#feedback`)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
 		t.Fatal(err)
 	}
+	browserSignIn(ctx, t, a, reader, "/settings/account", `#feedback`)
 	if row := text(ctx, t, `li[data-feedback="2202.02326"]`); !strings.Contains(row, "More like this") || !strings.Contains(row, "Towards Training") {
 		t.Errorf("the settings page's feedback row: %q", row)
 	}
 	fitsTheScreen(ctx, t, 390)
 	b.ElementScreenshot(ctx, t, "settings-feedback-390", "#feedback")
-	b.ElementScreenshot(ctx, t, "settings-budget-390", "#budget")
-	// A click on the section's heading starts the keyboard's way there
-	// (the page is long: the Tabs from the top are many).
-	if err := chromedp.Do(ctx, chromedp.Click(`#feedback-h`)); err != nil {
-		t.Fatal(err)
-	}
 	tabToSelector(ctx, t, `li[data-feedback="2202.02326"] button.undo`)
 	pressTo(ctx, t, "\r", "p.flash")
 	waitFor(t, "the settings page's undo", func() bool { return myFeedback(t, c, reader) == "" })
 	if !visible(ctx, t, "#feedback-none") {
 		t.Error("the list after undo is not empty")
 	}
+	// The budget controls are on the email page.
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/settings/email"), chromedp.WaitVisible(`#budget`)); err != nil {
+		t.Fatal(err)
+	}
+	b.ElementScreenshot(ctx, t, "settings-budget-390", "#budget")
 	if err := chromedp.Do(ctx, chromedp.SetValue(`#order`, "best"), chromedp.SetValue(`#max-papers`, "12"), chromedp.Click(`#keep-followed`)); err != nil {
 		t.Fatal(err)
 	}

@@ -310,7 +310,8 @@ func TestSettingsFeedbackList(t *testing.T) {
 			t.Fatalf("feedback %d: %d %s", i, r.Status, r.Body)
 		}
 	}
-	b, page, csrf := signIn(t, a, tok)
+	b, _, csrf := signIn(t, a, tok)
+	page, _ := settingsPage(t, a, b, "/settings/account")
 	rows := regexp.MustCompile(`data-feedback="([^"]+)"`)
 	ids := func(page string) []string {
 		var out []string
@@ -324,12 +325,12 @@ func TestSettingsFeedbackList(t *testing.T) {
 		!strings.Contains(page, "Paper number 22") || !strings.Contains(page, "Less like this") {
 		t.Fatalf("the first page lists %v\n%s", first, page)
 	}
-	more := regexp.MustCompile(`href="(/settings\?feedback=[^"]+)" id="feedback-more"`).FindStringSubmatch(page)
+	more := regexp.MustCompile(`href="(/settings/account\?feedback=[^"]+)" id="feedback-more"`).FindStringSubmatch(page)
 	resp, older := testapp.Form(t, b, "GET", a.URL+strings.ReplaceAll(more[1], "&amp;", "&"), nil)
 	if got := ids(older); resp.StatusCode != 200 || strings.Join(got, ",") != "2611.00402,2611.00401" || strings.Contains(older, `id="feedback-more"`) {
 		t.Errorf("the second page: %d %v", resp.StatusCode, got)
 	}
-	resp, bad := testapp.Form(t, b, "GET", a.URL+"/settings?feedback=nonsense", nil)
+	resp, bad := testapp.Form(t, b, "GET", a.URL+"/settings/account?feedback=nonsense", nil)
 	if got := ids(bad); resp.StatusCode != 422 || len(got) != 20 || got[0] != "2611.00422" || !strings.Contains(bad, `id="feedback-error"`) {
 		t.Errorf("a bad cursor: %d %v", resp.StatusCode, got)
 	}
@@ -351,13 +352,13 @@ func TestSettingsFeedbackList(t *testing.T) {
 		t.Fatalf("a refused undo removed feedback: %q", got)
 	}
 	resp, _ = testapp.Form(t, b, "POST", a.URL+"/settings/feedback", undo)
-	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings?done=feedback#feedback" {
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings/account?done=feedback" {
 		t.Fatalf("undo: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	if got := myFeedback(t, c, tok); strings.Contains(got, "2611.00422") || !strings.HasPrefix(got, "2611.00421=more ") {
 		t.Errorf("after undo: %q", got)
 	}
-	_, page = testapp.Form(t, b, "GET", a.URL+"/settings?done=feedback", nil)
+	_, page = testapp.Form(t, b, "GET", a.URL+"/settings/account?done=feedback", nil)
 	if got := ids(page); len(got) != 20 || got[0] != "2611.00421" || !strings.Contains(page, "Feedback removed") {
 		t.Errorf("the page after undo lists %v", got)
 	}
@@ -399,7 +400,8 @@ func TestSettingsBudgetControls(t *testing.T) {
 	t.Parallel()
 	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
 	tok := testapp.Token(t, "budgeter", "budgeter@example.org")
-	b, page, csrf := signIn(t, a, tok)
+	b, _, csrf := signIn(t, a, tok)
+	page, _ := settingsPage(t, a, b, "/settings/email")
 	if !strings.Contains(page, `<option value="newest" selected>`) || !strings.Contains(page, `id="max-papers" type="number" name="max_papers" min="0" max="75" step="1" inputmode="numeric" value="0"`) ||
 		!regexp.MustCompile(`id="keep-followed" name="keep_followed" value="1" checked`).MatchString(page) {
 		t.Fatalf("the budget controls at first:\n%s", page)
@@ -419,7 +421,7 @@ func TestSettingsBudgetControls(t *testing.T) {
 	if d := digest(); d["order"] != "best" || d["max_papers"] != float64(30) || d["keep_followed"] != false {
 		t.Fatalf("saved: %v", d)
 	}
-	_, page = testapp.Form(t, b, "GET", a.URL+"/settings", nil)
+	_, page = testapp.Form(t, b, "GET", a.URL+"/settings/email", nil)
 	if !strings.Contains(page, `<option value="best" selected>`) || !strings.Contains(page, `value="30"`) ||
 		regexp.MustCompile(`id="keep-followed" name="keep_followed" value="1" checked`).MatchString(page) {
 		t.Errorf("the page after saving does not show the budget")

@@ -317,12 +317,12 @@ func TestSessionsAreRevocable(t *testing.T) {
 	b := testapp.FormClient(t)
 	old := postLogin(t, a, b, tok)
 	stolen := withCookie(t, a, old)
-	resp, page := testapp.Form(t, stolen, "GET", a.URL+"/settings", nil)
+	resp, page := testapp.Form(t, stolen, "GET", a.URL+"/settings/follows", nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("settings with the cookie: %d", resp.StatusCode)
 	}
 	stolenCSRF := testapp.CSRF.FindStringSubmatch(page)[1]
-	_, page = testapp.Form(t, b, "GET", a.URL+"/settings", nil)
+	_, page = testapp.Form(t, b, "GET", a.URL+"/settings/follows", nil)
 	if resp, _ := testapp.Form(t, b, "POST", a.URL+"/logout", url.Values{"csrf": {testapp.CSRF.FindStringSubmatch(page)[1]}}); resp.StatusCode != 200 {
 		t.Fatalf("logout: %d", resp.StatusCode)
 	}
@@ -348,7 +348,7 @@ func TestSessionsAreRevocable(t *testing.T) {
 	}
 	fresh := testapp.FormClient(t)
 	postLogin(t, a, fresh, tok)
-	if resp, _ := testapp.Form(t, fresh, "GET", a.URL+"/settings", nil); resp.StatusCode != 200 {
+	if resp, _ := testapp.Form(t, fresh, "GET", a.URL+"/settings/follows", nil); resp.StatusCode != 200 {
 		t.Errorf("a new session: %d", resp.StatusCode)
 	}
 }

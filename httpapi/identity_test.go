@@ -203,10 +203,11 @@ func TestSettingsPreviewNotThisPerson(t *testing.T) {
 	b, _, _ := signIn(t, a, tok)
 	var page string
 	waitFor(t, "the paper in the preview", func() bool {
-		_, page = testapp.Form(t, b, "GET", a.URL+"/settings", nil)
+		_, page = testapp.Form(t, b, "GET", a.URL+"/settings/email", nil)
 		return strings.Contains(page, "Towards Training Reproducible")
 	})
-	if !strings.Contains(page, "Not by Mingzhi Wen?") || !strings.Contains(page, `<span class="follow-name">Mingzhi Wen</span>`) {
+	follows, _ := settingsPage(t, a, b, "/settings/follows")
+	if !strings.Contains(page, "Not by Mingzhi Wen?") || !strings.Contains(follows, `<span class="follow-name">Mingzhi Wen</span>`) {
 		t.Fatalf("settings page lacks the registry's name or the button:\n%s", page)
 	}
 	csrf := testapp.CSRF.FindStringSubmatch(page)[1]
@@ -216,10 +217,10 @@ func TestSettingsPreviewNotThisPerson(t *testing.T) {
 	}
 	form.Set("csrf", csrf)
 	resp, _ := testapp.Form(t, b, "POST", a.URL+"/settings/not-this-person", form)
-	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings?done=disputed" {
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings/email?done=disputed" {
 		t.Fatalf("dispute: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	_, page = testapp.Form(t, b, "GET", a.URL+"/settings?done=disputed", nil)
+	_, page = testapp.Form(t, b, "GET", a.URL+"/settings/email?done=disputed", nil)
 	if strings.Contains(page, "Towards Training Reproducible") || !strings.Contains(page, "no longer shows for that researcher") {
 		t.Errorf("after the dispute:\n%s", page)
 	}

@@ -35,6 +35,9 @@ type page struct {
 	Meta     []meta
 	// Links are <link> elements of the head (an actor page's alternates).
 	Links []pageLink
+	// Nav is the settings session's navigation (settingsNav), shown above
+	// the content when set.
+	Nav []navLink
 }
 
 type meta struct{ Name, Content string }

@@ -134,8 +134,9 @@ func TestPaperFollowNamedEverywhere(t *testing.T) {
 		if len(chj.Follows) == 1 {
 			out["channel"] = chj.Follows[0].Name
 		}
-		_, page, _ := signIn(t, a, user)
-		if m := regexp.MustCompile(`value="paper/2609\.00011"[^>]*>\s*([^<]*)<`).FindStringSubmatch(page); m != nil {
+		b, page, _ := signIn(t, a, user)
+		channelsPage, _ := settingsPage(t, a, b, "/settings/channels")
+		if m := regexp.MustCompile(`value="paper/2609\.00011"[^>]*>\s*([^<]*)<`).FindStringSubmatch(channelsPage); m != nil {
 			out["channel checkbox"] = html.UnescapeString(strings.TrimSpace(m[1]))
 		}
 		out["settings"] = page

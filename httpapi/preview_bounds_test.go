@@ -146,7 +146,7 @@ func TestPreviewsAreBounded(t *testing.T) {
 	// ... also from the settings page (the same user, signed in there).
 	b, _, _ := signIn(t, a, hasty)
 	refused("a settings page preview", func() {
-		resp, page := testapp.Form(t, b, "GET", a.URL+"/settings?q="+url.QueryEscape(q), nil)
+		resp, page := testapp.Form(t, b, "GET", a.URL+"/settings/follows?q="+url.QueryEscape(q), nil)
 		if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.Contains(section(page), "Not previewed: a preview of yours is still running") {
 			t.Errorf("the settings page's preview while an API preview of the user runs: %d\n%s", resp.StatusCode, section(page))
 		}
@@ -227,7 +227,7 @@ func TestPreviewBudget(t *testing.T) {
 		t.Errorf("the newest matches: %+v", pv.Papers)
 	}
 	b, _, _ := signIn(t, a, reader)
-	resp, page := testapp.Form(t, b, "GET", a.URL+"/settings?q=diffusion", nil)
+	resp, page := testapp.Form(t, b, "GET", a.URL+"/settings/follows?q=diffusion", nil)
 	sec := section(page)
 	if resp.StatusCode != 200 || !strings.Contains(sec, "<strong>167</strong> papers of the papers announced since "+at(499).Format("2 Jan 2006 15:04 MST")+" match") ||
 		!strings.Contains(sec, `id="search-partial"`) || !strings.Contains(sec, "the newest 500 of the last 30 days") {
@@ -248,7 +248,7 @@ func TestPreviewsShareTheRateLimit(t *testing.T) {
 	page := func(who string) (int, string, string) {
 		t.Helper()
 		b, _, _ := signIn(t, a, testapp.Token(t, who, ""))
-		resp, page := testapp.Form(t, b, "GET", a.URL+"/settings?q=diffusion", nil)
+		resp, page := testapp.Form(t, b, "GET", a.URL+"/settings/follows?q=diffusion", nil)
 		return resp.StatusCode, resp.Header.Get("Retry-After"), section(page)
 	}
 	if r := c.Do("GET", "/v1/me", testapp.Token(t, "api-first", ""), nil); r.Status != 200 {

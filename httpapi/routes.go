@@ -180,15 +180,23 @@ func (p *Product) feedRoutes() []route {
 func (p *Product) pageRoutes() []route {
 	s, e, m, st := p.Settings, p.Embed, p.Email, p.Status
 	return []route{
-		{"GET /{$}", http.RedirectHandler("/settings", http.StatusSeeOther)},
+		{"GET /{$}", http.RedirectHandler("/settings", http.StatusSeeOther)}, // and on to landingPage
 		{"GET /about", bare(s.about)},
 		{"GET /login", bare(s.login)},
 		{"POST /login", limitBody(maxFormBody, bare(s.login))},
 		{"POST /logout", limitBody(maxFormBody, bare(s.logout))},
 
-		// Settings (settings.go), its channel forms (settings_channels.go),
-		// its feedback list (settings_feedback.go).
+		// The settings pages (settings.go), the channel forms
+		// (settings_channels.go), the feedback list (settings_feedback.go).
+		// GET /settings, the URL mails and the host link to, redirects
+		// to a page (landingPage); each page's forms POST to the routes
+		// they always did, which return to the page (formSections).
 		{"GET /settings", bare(s.page)},
+		{"GET /settings/follows", bare(s.show("follows"))},
+		{"GET /settings/feeds", bare(s.show("feeds"))},
+		{"GET /settings/channels", bare(s.show("channels"))},
+		{"GET /settings/email", bare(s.show("email"))},
+		{"GET /settings/account", bare(s.show("account"))},
 		{"POST /settings/follows", limitBody(maxFormBody, bare(s.postFollow))},
 		{"POST /settings/feed-token", limitBody(maxFormBody, bare(s.postRotate))},
 		{"POST /settings/email", limitBody(maxFormBody, bare(s.postEmail))},
@@ -197,6 +205,7 @@ func (p *Product) pageRoutes() []route {
 		{"GET /settings/channels/secret/{nonce}", bare(s.secretPage)},
 		{"POST /settings/not-this-person", limitBody(maxFormBody, bare(s.postNotThisPerson))},
 		{"POST /settings/feedback", limitBody(maxFormBody, bare(s.postFeedback))},
+		{"POST /settings/pause", limitBody(maxFormBody, bare(s.postPause))}, // settings_pause.go
 		// The user's data (userdata.go): the download, and the erase
 		// page and its form.
 		{"GET /settings/export", bare(s.exportDownload)},

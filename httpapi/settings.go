@@ -33,6 +33,62 @@ const sessionCookie = "ff_session"
 // sessionTTL is how long a settings session lasts.
 const sessionTTL = 12 * time.Hour
 
+// landingPage is the first page of a settings session: where a sign-in
+// (GET or POST /login) lands and where GET /settings sends a signed-in
+// user. It is the one place that says so.
+const landingPage = "/settings/follows"
+
+// settingsPages are the pages of the settings session's navigation, in its
+// order: Path is the page's URL, Section the settings.html block it shows
+// ("" for a page served elsewhere: the inbox), Title its heading.
+var settingsPages = []struct{ Path, Section, Label, Title string }{
+	{"/inbox", "", "Inbox", "Inbox"},
+	{"/settings/follows", "follows", "Follows", "Follows"},
+	{"/settings/feeds", "feeds", "Feeds", "Your feeds"},
+	{"/settings/channels", "channels", "Channels", "Push channels"},
+	{"/settings/email", "email", "Email", "Email digests"},
+	{"/settings/account", "account", "Account", "Your account"},
+}
+
+// navLink is one link of the settings navigation (layout.html's nav).
+type navLink struct {
+	Href, Label string
+	Current     bool
+}
+
+// settingsNav is the navigation with the page at path current marked
+// (aria-current="page"); any page of the session (the inbox too) passes it
+// as page.Nav.
+func settingsNav(current string) []navLink {
+	out := make([]navLink, len(settingsPages))
+	for i, p := range settingsPages {
+		out[i] = navLink{Href: p.Path, Label: p.Label, Current: p.Path == current}
+	}
+	return out
+}
+
+// sectionPath is the URL of the settings page that shows section.
+func sectionPath(section string) string {
+	for _, p := range settingsPages {
+		if p.Section == section && section != "" {
+			return p.Path
+		}
+	}
+	return landingPage
+}
+
+// formSections is the page each settings form lives on, by its POST path:
+// the page its post/redirect/get returns to and, on a rejected field,
+// renders again.
+var formSections = map[string]string{
+	"/settings/follows":         "follows",
+	"/settings/feed-token":      "feeds",
+	"/settings/email":           "email",
+	"/settings/not-this-person": "email", // the digest preview's "Not by …?"
+	"/settings/feedback":        "account",
+	"/settings/pause":           "email", // the pause, quiet days and snooze card
+}
+
 // Settings serves the user's settings pages: sign-in handoff from the
 // host (a short-lived JWT becomes a session cookie), follows, feed URLs,
 // email settings and a preview of the next digest. Every action is a plain
@@ -132,7 +188,7 @@ func (s *Settings) setSession(w http.ResponseWriter, u *account.User) {
 }
 
 // login turns the host's short-lived JWT (?token= or a form field) into a
-// session cookie, then redirects to /settings so the token leaves the URL.
+// session cookie, then redirects to landingPage so the token leaves the URL.
 func (s *Settings) login(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	if ok, retry := s.PerIP.Allow(clientIP(r)); !ok {
@@ -190,7 +246,7 @@ func (s *Settings) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.setSession(w, u)
-	http.Redirect(w, r, "/settings", http.StatusSeeOther)
+	http.Redirect(w, r, landingPage, http.StatusSeeOther)
 }
 
 // trustedOrigin reports whether origin (scheme://host) is this server's own
@@ -287,6 +343,9 @@ type frequencyOption struct {
 }
 
 type settingsData struct {
+	// Section is the page shown: follows, feeds, channels, email or
+	// account (settingsPages); settings.html shows that block only.
+	Section       string
 	EmailOnly     bool
 	ManageToken   string
 	Follows       []followJSON
@@ -308,6 +367,7 @@ type settingsData struct {
 	Feedback   *feedbackData // settings_feedback.go
 	// Orders are the digest's order options (the budget controls).
 	Orders []frequencyOption
+	Pause  *pauseData // settings_pause.go
 }
 
 type previewData struct {
@@ -326,7 +386,7 @@ var flashes = map[string]string{
 	"rotated":      "Your feed token was replaced: the old feed links stop working now. Update your feed reader.",
 	"email":        "Email settings saved.",
 	"confirm":      "Email settings saved. We sent a confirmation mail to the new address.",
-	"started":      "Digests are on. They hold papers matched from now on; everything that came before is in your feed (Your feeds, below).",
+	"started":      "Digests are on. They hold papers matched from now on; everything that came before is in your feed (the Feeds page).",
 	"followed":     "Followed.",
 	"search":       "You follow the search now. Its matches of the last 30 days join your feeds within seconds; new papers it matches come as they arrive.",
 	"feedback":     "Feedback removed: the paper counts no more in how your papers are ranked.",
@@ -341,18 +401,19 @@ func flash(done string) string {
 	return channelFlashes[done]
 }
 
+// page is GET /settings, the URL mails and the host site link to: with a
+// mail's manage link (?token=) the email page in place; signed in, a 303 to
+// the page a query names (?q= the follows page's search, ?feedback= the
+// account page's list) or else to landingPage, the query kept; signed out,
+// to /login.
 func (s *Settings) page(w http.ResponseWriter, r *http.Request) {
-	manage := r.URL.Query().Get("token")
-	if manage != "" {
-		w.Header().Set("Referrer-Policy", "no-referrer")
+	q := r.URL.Query()
+	if q.Get("token") != "" {
+		s.show("email")(w, r)
+		return
 	}
-	v, err := s.who(r, manage)
+	v, err := s.who(r, "")
 	if err != nil {
-		if errors.Is(err, auth.ErrBadLink) {
-			renderPage(w, r, s.Logger, statusFor(err), "message.html", page{Title: "This link is not valid",
-				Lines: []string{"Open the settings link from your most recent followfeed mail, or sign in on the site."}})
-			return
-		}
 		writeError(w, r, s.Logger, err)
 		return
 	}
@@ -360,23 +421,78 @@ func (s *Settings) page(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 		return
 	}
-	d, err := s.data(r, v)
-	if err != nil {
-		writeError(w, r, s.Logger, err)
-		return
+	target := landingPage
+	switch {
+	case q.Has("q"):
+		target = sectionPath("follows")
+	case q.Has("feedback"):
+		target = sectionPath("account")
 	}
-	status := http.StatusOK
-	if !v.emailOnly {
-		if d.Search, status, err = s.searchSection(r, w, v, r.URL.Query().Get("q"), d.Follows); err != nil {
+	if r.URL.RawQuery != "" {
+		target += "?" + r.URL.RawQuery
+	}
+	http.Redirect(w, r, target, http.StatusSeeOther)
+}
+
+// show serves the settings page of section (GET /settings/follows, …): a
+// session's, or for the email page a mail's manage link (?token=), which
+// shows that page alone.
+func (s *Settings) show(section string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		manage := ""
+		if section == "email" {
+			manage = r.URL.Query().Get("token")
+		}
+		if manage != "" {
+			w.Header().Set("Referrer-Policy", "no-referrer")
+		}
+		v, err := s.who(r, manage)
+		if err != nil {
+			if errors.Is(err, auth.ErrBadLink) {
+				renderPage(w, r, s.Logger, statusFor(err), "message.html", page{Title: "This link is not valid",
+					Lines: []string{"Open the settings link from your most recent followfeed mail, or sign in on the site."}})
+				return
+			}
 			writeError(w, r, s.Logger, err)
 			return
+		}
+		if v == nil {
+			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			return
+		}
+		d, err := s.data(r, v, section)
+		if err != nil {
+			writeError(w, r, s.Logger, err)
+			return
+		}
+		status := http.StatusOK
+		if !v.emailOnly && section == "follows" {
+			if d.Search, status, err = s.searchSection(r, w, v, r.URL.Query().Get("q"), d.Follows); err != nil {
+				writeError(w, r, s.Logger, err)
+				return
+			}
 		}
 		if d.Feedback != nil && d.Feedback.Error != "" && status == http.StatusOK {
 			status = http.StatusUnprocessableEntity
 		}
+		s.render(w, r, status, v, d, flash(r.URL.Query().Get("done")))
 	}
-	renderPage(w, r, s.Logger, status, "settings.html", page{Title: "Settings", SignedIn: !v.emailOnly, CSRF: v.csrf,
-		Flash: flash(r.URL.Query().Get("done")), Scripts: []string{"/static/settings.js?v=" + assetVersion("settings.js")}, Data: d})
+}
+
+// render writes settings page d (its Section) for v: the navigation with
+// the page marked, unless v holds only a manage link.
+func (s *Settings) render(w http.ResponseWriter, r *http.Request, status int, v *viewer, d *settingsData, flash string) {
+	p := page{Title: "Settings", SignedIn: !v.emailOnly, CSRF: v.csrf, Flash: flash,
+		Scripts: []string{"/static/settings.js?v=" + assetVersion("settings.js")}, Data: d}
+	for _, sp := range settingsPages {
+		if sp.Section == d.Section && sp.Section != "" {
+			p.Title = sp.Title
+			if !v.emailOnly {
+				p.Nav = settingsNav(sp.Path)
+			}
+		}
+	}
+	renderPage(w, r, s.Logger, status, "settings.html", p)
 }
 
 // about is the alternate page of private feeds (feeds.Service.AboutURL):
@@ -395,13 +511,20 @@ func assetVersion(name string) string {
 	return v
 }
 
-func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
+// data reads what the settings page of section shows to v (a manage link's
+// viewer: the email page only); every page gets the profile and follows,
+// the sections' own reads (the preview, feed URLs, channels, feedback)
+// run on their page alone.
+func (s *Settings) data(r *http.Request, v *viewer, section string) (*settingsData, error) {
 	ctx := r.Context()
 	p, err := s.Prefs.Get(ctx, v.userID)
 	if err != nil {
 		return nil, err
 	}
-	d := &settingsData{EmailOnly: v.emailOnly, ManageToken: v.manage, Profile: p, Timezones: web.Timezones(),
+	if v.emailOnly {
+		section = "email"
+	}
+	d := &settingsData{Section: section, EmailOnly: v.emailOnly, ManageToken: v.manage, Profile: p, Timezones: web.Timezones(),
 		Weekday: strings.ToLower(p.Digest.Weekday.String()), TimezoneUnset: p.Timezone == "UTC"}
 	for _, f := range []struct{ v, l string }{{"off", "Off"}, {"instant", "Instantly (batched over 10 minutes)"}, {"daily", "Daily"}, {"weekly", "Weekly"}} {
 		d.Frequencies = append(d.Frequencies, frequencyOption{Value: f.v, Label: f.l, Selected: string(p.Digest.Frequency) == f.v})
@@ -420,9 +543,11 @@ func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
 		d.NextAt = p.NextDigestAt.In(loc).Format("Monday 2 January 15:04 MST")
 	}
 	d.DigestsOff = p.Digest.Frequency == notify.Off
-	if c, err := s.Digester.Preview(ctx, v.userID); err == nil {
-		d.Preview = &previewData{Subject: notify.DigestSubject(c), Groups: c.Groups, Notice: c.BehindNotice(),
-			NoAnnouncement: c.NoAnnouncement && c.Total == 0 && c.HarvestBehind == ""}
+	if section == "email" {
+		if c, err := s.Digester.Preview(ctx, v.userID); err == nil {
+			d.Preview = &previewData{Subject: notify.DigestSubject(c), Groups: c.Groups, Notice: c.BehindNotice(),
+				NoAnnouncement: c.NoAnnouncement && c.Total == 0 && c.HarvestBehind == ""}
+		}
 	}
 	if v.emailOnly {
 		return d, nil
@@ -437,23 +562,35 @@ func (s *Settings) data(r *http.Request, v *viewer) (*settingsData, error) {
 		j.Name = f.OwnerName()
 		d.Follows = append(d.Follows, j)
 	}
-	tok, err := s.Feeds.Tokens().Token(ctx, v.userID)
-	if err != nil {
-		return nil, err
+	switch section {
+	case "feeds":
+		tok, err := s.Feeds.Tokens().Token(ctx, v.userID)
+		if err != nil {
+			return nil, err
+		}
+		d.FeedURLs = []feedURL{{"atom", "Atom", s.Feeds.PrivateURL(tok, feeds.Atom, nil)},
+			{"rss", "RSS", s.Feeds.PrivateURL(tok, feeds.RSS, nil)}, {"json", "JSON Feed", s.Feeds.PrivateURL(tok, feeds.JSON, nil)}}
+		d.OPMLURL = s.Feeds.OPMLURL(tok, false)
+		d.OPMLPerFollow = s.Feeds.OPMLURL(tok, true)
+	case "channels":
+		loc, err := time.LoadLocation(p.Timezone)
+		if err != nil {
+			loc = time.UTC
+		}
+		if d.Channels, err = s.channelsData(ctx, v, d.Follows, loc); err != nil {
+			return nil, err
+		}
+	case "account":
+		if d.Feedback, err = s.feedbackSection(r, v, r.URL.Query().Get("feedback")); err != nil {
+			return nil, err
+		}
 	}
-	d.FeedURLs = []feedURL{{"atom", "Atom", s.Feeds.PrivateURL(tok, feeds.Atom, nil)},
-		{"rss", "RSS", s.Feeds.PrivateURL(tok, feeds.RSS, nil)}, {"json", "JSON Feed", s.Feeds.PrivateURL(tok, feeds.JSON, nil)}}
-	d.OPMLURL = s.Feeds.OPMLURL(tok, false)
-	d.OPMLPerFollow = s.Feeds.OPMLURL(tok, true)
-	loc, err := time.LoadLocation(p.Timezone)
-	if err != nil {
-		loc = time.UTC
-	}
-	if d.Channels, err = s.channelsData(ctx, v, d.Follows, loc); err != nil {
-		return nil, err
-	}
-	if d.Feedback, err = s.feedbackSection(r, v, r.URL.Query().Get("feedback")); err != nil {
-		return nil, err
+	if section == "email" {
+		loc, err := time.LoadLocation(p.Timezone)
+		if err != nil {
+			loc = time.UTC
+		}
+		d.Pause = s.pauseData(v, p, d.Follows, loc)
 	}
 	return d, nil
 }
@@ -497,17 +634,20 @@ func formError(err error) error {
 }
 
 // post runs a form action for a signed-in viewer (or, for the email form, a
-// manage link) after the CSRF check, then redirects (post/redirect/get).
+// manage link) after the CSRF check, then redirects (post/redirect/get) to
+// the page the form lives on (formSections) with the outcome's flash
+// (?done=); a rejected field renders that page again with the message.
 func (s *Settings) post(w http.ResponseWriter, r *http.Request, allowManage bool, act func(v *viewer) (string, error)) {
 	v := s.formViewer(w, r, allowManage)
 	if v == nil {
 		return
 	}
+	section := formSections[r.URL.Path]
 	done, err := act(v)
 	if err != nil {
 		if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
-			// Show the form again with the problem, and its status.
-			d, derr := s.data(r, v)
+			// Show the form's page again with the problem, and its status.
+			d, derr := s.data(r, v, section)
 			if derr != nil {
 				writeError(w, r, s.Logger, derr)
 				return
@@ -516,22 +656,17 @@ func (s *Settings) post(w http.ResponseWriter, r *http.Request, allowManage bool
 			if e.Field != "" {
 				msg = e.Field + ": " + e.Message
 			}
-			renderPage(w, r, s.Logger, statusFor(err), "settings.html", page{Title: "Settings", SignedIn: !v.emailOnly,
-				CSRF: v.csrf, Flash: "Not saved — " + msg, Scripts: []string{"/static/settings.js?v=" + assetVersion("settings.js")}, Data: d})
+			s.render(w, r, statusFor(err), v, d, "Not saved — "+msg)
 			return
 		}
 		writeError(w, r, s.Logger, err)
 		return
 	}
-	target := "/settings?done=" + done
+	// Back to the page the form lives on; a manage link's viewer has only
+	// the email page, which GET /settings?token= (its mail's link) is.
+	target := sectionPath(section) + "?done=" + done
 	if v.emailOnly {
-		target += "&token=" + url.QueryEscape(v.manage)
-	}
-	switch r.URL.Path {
-	case "/settings/email":
-		target += "#email"
-	case "/settings/feedback":
-		target += "#feedback"
+		target = "/settings?done=" + done + "&token=" + url.QueryEscape(v.manage)
 	}
 	http.Redirect(w, r, target, http.StatusSeeOther)
 }

@@ -14,9 +14,9 @@ import (
 	"followfeed/follow"
 )
 
-// The settings page's push-channel section (template _channels.html): the
-// same plain forms, CSRF token and post/redirect/get as the rest of the
-// page. Creating a webhook and rotating its secret redirect to a one-time
+// The settings session's channels page (/settings/channels, template
+// _channels.html): the same plain forms, CSRF token and post/redirect/get
+// as the other settings pages. Creating a webhook and rotating its secret redirect to a one-time
 // page (/settings/channels/secret/{nonce}, channels.Service.OfferSecret)
 // that shows the new whsec_ secret once and then answers 404 "already
 // shown": reloading it, or going back to it, never submits the form again
@@ -58,18 +58,22 @@ type shownSecret struct {
 type channelForm struct {
 	Type, URL, Homeserver, RoomID, Mode string
 	Follows                             map[string]bool // "kind/id"
+	// Chosen: "Chosen follows" was picked (the boxes apply).
+	Chosen bool
 }
 
 // channelView is one channel as the page lists it.
 type channelView struct {
-	ID             int64
-	Type           string
-	Target         string
-	Mode           string
-	Modes          []option
-	AllFollows     bool
-	FollowNames    []string
-	Follows        []followOption
+	ID          int64
+	Type        string
+	Target      string
+	Mode        string
+	Modes       []option
+	AllFollows  bool
+	FollowNames []string
+	Follows     []followOption
+	// ChosenCount is how many of Follows are checked.
+	ChosenCount    int
 	Enabled        bool
 	DisabledReason string
 	FailingSince   string
@@ -148,6 +152,9 @@ func (s *Settings) channelsData(ctx context.Context, v *viewer, follows []follow
 		for _, f := range follows {
 			k := f.Kind + "/" + f.ID
 			cv.Follows = append(cv.Follows, followOption{Value: k, Name: f.Name, Checked: on[k]})
+			if on[k] {
+				cv.ChosenCount++
+			}
 		}
 		ds, err := s.Channels.Deliveries(ctx, userID, c.ID)
 		if err != nil {
@@ -225,10 +232,10 @@ func (s *Settings) channelPost(w http.ResponseWriter, r *http.Request, errorFor 
 		return
 	}
 	if fe == nil {
-		http.Redirect(w, r, "/settings?done="+res.done+"#channels", http.StatusSeeOther)
+		http.Redirect(w, r, sectionPath("channels")+"?done="+res.done, http.StatusSeeOther)
 		return
 	}
-	d, err := s.data(r, v)
+	d, err := s.data(r, v, "channels")
 	if err != nil {
 		writeError(w, r, s.Logger, err)
 		return
@@ -239,11 +246,10 @@ func (s *Settings) channelPost(w http.ResponseWriter, r *http.Request, errorFor 
 		d.Channels.Types = options(channelTypeLabels, d.Channels.Add.Type)
 		d.Channels.Modes = options(channelModeLabels, d.Channels.Add.Mode)
 	}
-	renderPage(w, r, s.Logger, status, "settings.html", page{Title: "Settings", SignedIn: true, CSRF: v.csrf,
-		Flash: "Not saved — see the channels section.", Scripts: []string{"/static/settings.js?v=" + assetVersion("settings.js")}, Data: d})
+	s.render(w, r, status, v, d, "Not saved — see the channels section.")
 }
 
-// secretPage is the one-time page of a new signing secret: the settings
+// secretPage is the one-time page of a new signing secret: the channels
 // page with the secret on top, once (200); opened again, expired, or not
 // the user's: the settings page with a 404 and a notice that says what
 // to do. Never cached (renderPage's no-store), no referrer.
@@ -275,14 +281,13 @@ func (s *Settings) secretPage(w http.ResponseWriter, r *http.Request) {
 			flash = channelFlashes["channel-rotating"]
 		}
 	}
-	d, err := s.data(r, v)
+	d, err := s.data(r, v, "channels")
 	if err != nil {
 		writeError(w, r, s.Logger, err)
 		return
 	}
 	d.Channels.Secret = shown
-	renderPage(w, r, s.Logger, status, "settings.html", page{Title: "Settings", SignedIn: !v.emailOnly, CSRF: v.csrf,
-		Flash: flash, Scripts: []string{"/static/settings.js?v=" + assetVersion("settings.js")}, Data: d})
+	s.render(w, r, status, v, d, flash)
 }
 
 // addFormOf keeps what the add form was sent with (never the access
@@ -290,16 +295,30 @@ func (s *Settings) secretPage(w http.ResponseWriter, r *http.Request) {
 func addFormOf(r *http.Request) channelForm {
 	f := channelForm{Type: r.PostFormValue("type"), URL: r.PostFormValue("url"), Homeserver: r.PostFormValue("homeserver"),
 		RoomID: r.PostFormValue("room_id"), Mode: r.PostFormValue("mode"), Follows: map[string]bool{}}
+	f.Chosen = r.PostFormValue("follows_scope") == "chosen" || r.PostFormValue("follows_scope") == "" && len(r.PostForm["follow"]) > 0
 	for _, k := range r.PostForm["follow"] {
 		f.Follows[k] = true
 	}
 	return f
 }
 
-// formFollows reads the "follow" checkboxes ("kind/id"); none checked is
-// a pointer to nil: every follow.
+// formFollows reads a channel form's follow choice: follows_scope "all"
+// (every follow, the checkboxes ignored) or "chosen" (the checked "follow"
+// boxes, "kind/id", at least one); without follows_scope (an older page, a
+// script) none checked is every follow. Every follow is a pointer to nil.
 func formFollows(r *http.Request) (*[]follow.Target, error) {
 	vals := r.PostForm["follow"]
+	switch r.PostFormValue("follows_scope") {
+	case "all":
+		return new([]follow.Target), nil
+	case "chosen":
+		if len(vals) == 0 {
+			return nil, apperr.InvalidField("follows", "choose at least one follow under Chosen follows, or pick All follows")
+		}
+	case "":
+	default:
+		return nil, apperr.InvalidField("follows_scope", "must be all or chosen")
+	}
 	if len(vals) == 0 {
 		return new([]follow.Target), nil
 	}

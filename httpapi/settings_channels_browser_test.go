@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -65,10 +64,7 @@ func TestChannelsOnTheSettingsPageInABrowser(t *testing.T) {
 
 	// A sign-in link opened directly asks first (login CSRF); the button
 	// signs in.
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/login?token="+url.QueryEscape(tok)),
-		chromedp.Click(`form[action="/login"] button`), chromedp.WaitVisible(`#channels`)); err != nil {
-		t.Fatal(err)
-	}
+	browserSignIn(ctx, t, a, tok, "/settings/channels", `#channels`)
 	// The script shows the chosen type's fields only.
 	if !visible(ctx, t, `#channel-url`) || visible(ctx, t, `#channel-homeserver`) {
 		t.Error("webhook chosen: the URL field should show, the Matrix fields not")
@@ -118,7 +114,9 @@ func TestChannelsOnTheSettingsPageInABrowser(t *testing.T) {
 	if err := choose(ctx, `#channel-type`, "webhook"); err != nil {
 		t.Fatal(err)
 	}
+	// Chosen follows opens the collapsed list (the script); cs.LG in it.
 	if err := chromedp.Do(ctx, chromedp.SetValue(`#channel-url`, hook.URL+"/hook"),
+		chromedp.Click(`#channel-add input[name="follows_scope"][value="chosen"]`),
 		chromedp.Click(`#channel-add input[name="follow"][value="category/cs.LG"]`)); err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +194,7 @@ func TestChannelsOnTheSettingsPageInABrowser(t *testing.T) {
 	}
 
 	// Disable the Discord channel.
-	if err := chromedp.Do(ctx, chromedp.Click(discordLi+` input[name="enabled"]`)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Click(discordLi+` details.channel-settings summary`), chromedp.Click(discordLi+` input[name="enabled"]`)); err != nil {
 		t.Fatal(err)
 	}
 	if err := submit(ctx, discordLi+` button.save`); err != nil {

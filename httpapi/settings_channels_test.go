@@ -53,7 +53,8 @@ func TestSettingsPageManagesChannels(t *testing.T) {
 	tok := testapp.Token(t, "pusher", "pusher@example.org")
 	c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil)
 	c.Do("PUT", "/v1/me/follows/researcher/orcid:0000-0002-1825-0097", tok, map[string]any{"label": "Josiah Carberry"})
-	b, page, csrf := signIn(t, a, tok)
+	b, _, csrf := signIn(t, a, tok)
+	page, _ := settingsPage(t, a, b, "/settings/channels")
 	if !strings.Contains(page, `id="channels"`) || !strings.Contains(page, "Push channels (0 of 10)") || !strings.Contains(page, `id="channel-add"`) {
 		t.Fatalf("no channels section on the settings page")
 	}
@@ -130,7 +131,7 @@ func TestSettingsPageManagesChannels(t *testing.T) {
 	}
 	id := l.Channels[0].ID
 	chPath := fmt.Sprintf("%s/settings/channels/%d", a.URL, id)
-	_, page = testapp.Form(t, b, "GET", a.URL+"/settings", nil)
+	_, page = testapp.Form(t, b, "GET", a.URL+"/settings/channels", nil)
 	if strings.Contains(page, m[1]) || strings.Contains(page, "whsec_") {
 		t.Error("the secret is shown again after a reload")
 	}
@@ -141,10 +142,10 @@ func TestSettingsPageManagesChannels(t *testing.T) {
 	// A Matrix channel: added with a redirect; the token never appears.
 	resp, _ = testapp.Form(t, b, "POST", a.URL+"/settings/channels", url.Values{"csrf": {csrf}, "type": {"matrix"},
 		"homeserver": {"https://matrix.example.org"}, "room_id": {"!abc:example.org"}, "access_token": {"syt_topsecret"}, "mode": {"weekly"}})
-	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings?done=channel-added#channels" {
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings/channels?done=channel-added" {
 		t.Fatalf("add matrix: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	_, page = testapp.Form(t, b, "GET", a.URL+"/settings?done=channel-added", nil)
+	_, page = testapp.Form(t, b, "GET", a.URL+"/settings/channels?done=channel-added", nil)
 	if !strings.Contains(page, "Channel added.") || !strings.Contains(page, "!abc:example.org on https://matrix.example.org") || strings.Contains(page, "syt_topsecret") {
 		t.Errorf("matrix channel on the page (token must not show)")
 	}
@@ -169,11 +170,11 @@ func TestSettingsPageManagesChannels(t *testing.T) {
 
 	// Test event: its delivery shows on the page, the receiver's answer escaped.
 	resp, _ = testapp.Form(t, b, "POST", chPath, url.Values{"csrf": {csrf}, "action": {"test"}})
-	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings?done=channel-test#channels" {
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings/channels?done=channel-test" {
 		t.Fatalf("test: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	waitFor(t, "the test event on the page", func() bool {
-		_, page = testapp.Form(t, b, "GET", a.URL+"/settings", nil)
+		_, page = testapp.Form(t, b, "GET", a.URL+"/settings/channels", nil)
 		return strings.Contains(page, "Last delivery:")
 	})
 	t.Log("hostile: a receiver's response body is shown escaped on the settings page")

@@ -11,7 +11,7 @@ import (
 	"followfeed/ranking"
 )
 
-// The settings page's feedback section (the user's feedback on papers,
+// The account page's feedback section (the user's feedback on papers,
 // newest first, a page at a time, each with an undo button) and the email
 // form's budget controls (order, max papers, keep followed).
 
@@ -54,10 +54,10 @@ func (s *Settings) feedbackSection(r *http.Request, v *viewer, cursor string) (*
 			Label: f.Value.Label(), Date: f.UpdatedAt.Format("2 January 2006")})
 	}
 	if page.Next != "" {
-		d.More = "/settings?feedback=" + url.QueryEscape(page.Next) + "#feedback"
+		d.More = sectionPath("account") + "?feedback=" + url.QueryEscape(page.Next) + "#feedback"
 	}
 	if cursor != "" {
-		d.Newest = "/settings#feedback"
+		d.Newest = sectionPath("account") + "#feedback"
 	}
 	return d, nil
 }

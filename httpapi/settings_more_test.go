@@ -25,7 +25,8 @@ func sessionCookieOf(resp *http.Response) *http.Cookie {
 }
 
 // signIn hands tok over with POST /login and returns the signed-in client,
-// the settings page and its CSRF token.
+// the page the sign-in lands on (the follows page) and its CSRF token (the
+// session's: every settings page carries the same).
 func signIn(t *testing.T, a *testapp.App, tok string) (*http.Client, string, string) {
 	t.Helper()
 	b := testapp.FormClient(t)
@@ -33,15 +34,8 @@ func signIn(t *testing.T, a *testapp.App, tok string) (*http.Client, string, str
 	if resp.StatusCode != 303 || sessionCookieOf(resp) == nil {
 		t.Fatalf("login: %d %v", resp.StatusCode, resp.Header)
 	}
-	resp, page := testapp.Form(t, b, "GET", a.URL+"/settings", nil)
-	if resp.StatusCode != 200 {
-		t.Fatalf("settings page after login: %d", resp.StatusCode)
-	}
-	m := testapp.CSRF.FindStringSubmatch(page)
-	if m == nil {
-		t.Fatal("no CSRF token on the settings page")
-	}
-	return b, page, m[1]
+	page, csrf := settingsPage(t, a, b, resp.Header.Get("Location"))
+	return b, page, csrf
 }
 
 // TestSessionCookieSecureWithHTTPSPublicURL: with an https PUBLIC_URL the
@@ -54,7 +48,7 @@ func TestSessionCookieSecureWithHTTPSPublicURL(t *testing.T) {
 	c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil)
 
 	resp, _ := testapp.Form(t, testapp.FormClient(t), "POST", a.URL+"/login", url.Values{"token": {tok}})
-	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings" {
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != landing {
 		t.Fatalf("login: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	ck := sessionCookieOf(resp)
@@ -64,7 +58,7 @@ func TestSessionCookieSecureWithHTTPSPublicURL(t *testing.T) {
 
 	// The cookie is a session (sent by hand: a jar keeps Secure cookies
 	// off plain http).
-	req, _ := http.NewRequest("GET", a.URL+"/settings", nil)
+	req, _ := http.NewRequest("GET", a.URL+"/settings/feeds", nil)
 	req.AddCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})
 	resp, err := testapp.FormClient(t).Do(req)
 	if err != nil {
@@ -73,7 +67,7 @@ func TestSessionCookieSecureWithHTTPSPublicURL(t *testing.T) {
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	body := string(raw)
-	if resp.StatusCode != 200 || !strings.Contains(body, "cs.LG") {
+	if resp.StatusCode != 200 || !strings.Contains(body, "aria-current") {
 		t.Fatalf("settings with the Secure cookie: %d", resp.StatusCode)
 	}
 	if !strings.Contains(body, "https://follow.example.org/feeds/fft_") {
@@ -116,14 +110,14 @@ func TestLoginFormPost(t *testing.T) {
 
 	b := testapp.FormClient(t)
 	resp, _ = testapp.Form(t, b, "POST", a.URL+"/login", url.Values{"token": {tok}})
-	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings" || resp.Header.Get("Referrer-Policy") != "no-referrer" {
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != landing || resp.Header.Get("Referrer-Policy") != "no-referrer" {
 		t.Fatalf("POST /login: %d %v", resp.StatusCode, resp.Header)
 	}
 	ck := sessionCookieOf(resp)
 	if ck == nil || !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode || ck.Secure {
 		t.Fatalf("session cookie from POST /login: %+v", ck)
 	}
-	resp, page = testapp.Form(t, b, "GET", a.URL+"/settings", nil)
+	resp, page = testapp.Form(t, b, "GET", a.URL+"/settings/follows", nil)
 	if resp.StatusCode != 200 || !strings.Contains(page, "Mingzhi Wen") || !testapp.CSRF.MatchString(page) {
 		t.Fatalf("settings after POST /login: %d", resp.StatusCode)
 	}
@@ -221,7 +215,7 @@ func TestSettingsFollowOptionsForm(t *testing.T) {
 			form.Set(name, "1")
 		}
 		resp, _ := testapp.Form(t, b, "POST", a.URL+"/settings/follows", form)
-		if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings?done=saved" {
+		if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings/follows?done=saved" {
 			t.Fatalf("options form for %s/%s: %d %s", kind, id, resp.StatusCode, resp.Header.Get("Location"))
 		}
 	}
@@ -235,7 +229,7 @@ func TestSettingsFollowOptionsForm(t *testing.T) {
 	if r := apiFollows(t, c, tok)["researcher/openalex:A5023888391"]; r.IncludeReplacements {
 		t.Errorf("another follow changed: %+v", r)
 	}
-	_, page = testapp.Form(t, b, "GET", a.URL+"/settings?done=saved", nil)
+	_, page = testapp.Form(t, b, "GET", a.URL+"/settings/follows?done=saved", nil)
 	if cat := pageOptions(page)["category/cs.LG"]; cat["include_cross_lists"] || !cat["include_replacements"] {
 		t.Errorf("the page does not show the saved options: %v", cat)
 	}
@@ -292,7 +286,8 @@ func TestSettingsOPMLDownload(t *testing.T) {
 	for _, f := range follows {
 		c.Do("PUT", "/v1/me/follows/"+f, tok, nil)
 	}
-	_, page, _ := signIn(t, a, tok)
+	b, _, _ := signIn(t, a, tok)
+	page, _ := settingsPage(t, a, b, "/settings/feeds")
 	m := opmlLinkRE.FindStringSubmatch(page)
 	if m == nil {
 		t.Fatal("no OPML download link on the settings page")
@@ -369,8 +364,9 @@ func TestSettingsDigestPreview(t *testing.T) {
 	db := openDB(t, a.DatabaseURL)
 	tok := testapp.Token(t, "previewer", "previewer@example.org")
 	c.Do("PUT", "/v1/me/follows/researcher/openalex:A5023888391", tok, map[string]any{"label": "Mingzhi Wen"})
-	b, page, _ := signIn(t, a, tok)
-	if sec := previewRE.FindString(page); strings.Contains(sec, "Reproducible") {
+	b, _, _ := signIn(t, a, tok)
+	page, _ := settingsPage(t, a, b, "/settings/email")
+	if sec := previewRE.FindString(page); sec == "" || strings.Contains(sec, "Reproducible") {
 		t.Fatalf("the preview shows the paper before it was pushed:\n%s", sec)
 	}
 
@@ -383,7 +379,7 @@ func TestSettingsDigestPreview(t *testing.T) {
 	}
 	matchIdle(t, db)
 
-	resp, page := testapp.Form(t, b, "GET", a.URL+"/settings", nil)
+	resp, page := testapp.Form(t, b, "GET", a.URL+"/settings/email", nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("settings: %d", resp.StatusCode)
 	}
@@ -412,10 +408,10 @@ func TestSettingsDigestPreview(t *testing.T) {
 	}
 	resp, _ = testapp.Form(t, b, "POST", a.URL+"/settings/email", url.Values{"csrf": {csrf[1]}, "email": {"previewer@example.org"},
 		"timezone": {"UTC"}, "frequency": {"daily"}, "hour": {"7"}, "weekday": {"monday"}})
-	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings?done=started#email" {
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings/email?done=started" {
 		t.Fatalf("turning digests on: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	_, page = testapp.Form(t, b, "GET", a.URL+"/settings?done=started", nil)
+	_, page = testapp.Form(t, b, "GET", a.URL+"/settings/email?done=started", nil)
 	if !strings.Contains(page, "everything that came before is in your feed") {
 		t.Errorf("after turning digests on, the page does not say where the earlier papers are")
 	}

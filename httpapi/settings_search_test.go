@@ -28,7 +28,7 @@ func TestSettingsSavedSearchForm(t *testing.T) {
 	b, _, csrf := signIn(t, a, reader)
 
 	const q = `Diffusion Models -survey`
-	resp, page := testapp.Form(t, b, "GET", a.URL+"/settings?q="+url.QueryEscape(q), nil)
+	resp, page := testapp.Form(t, b, "GET", a.URL+"/settings/follows?q="+url.QueryEscape(q), nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("preview: %d", resp.StatusCode)
 	}
@@ -63,21 +63,21 @@ func TestSettingsSavedSearchForm(t *testing.T) {
 	}
 	form.Set("csrf", csrf)
 	resp, _ = testapp.Form(t, b, "POST", a.URL+"/settings/follows", form)
-	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings?done=search" {
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings/follows?done=search" {
 		t.Fatalf("follow this search: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	if body := string(c.Do("GET", "/v1/me/follows", reader, nil).Body); !strings.Contains(body, `"id":"diffusion models -survey"`) {
 		t.Fatalf("the follow was not stored: %s", body)
 	}
-	_, page = testapp.Form(t, b, "GET", a.URL+"/settings?done=search", nil)
+	_, page = testapp.Form(t, b, "GET", a.URL+"/settings/follows?done=search", nil)
 	if !strings.Contains(page, "You follow the search now.") || !strings.Contains(page, `data-follow="query/diffusion models -survey"`) {
 		t.Errorf("after following: no flash or no follow in the list")
 	}
-	_, page = testapp.Form(t, b, "GET", a.URL+"/settings?q="+url.QueryEscape("diffusion   MODELS -Survey"), nil)
+	_, page = testapp.Form(t, b, "GET", a.URL+"/settings/follows?q="+url.QueryEscape("diffusion   MODELS -Survey"), nil)
 	if !strings.Contains(page, `id="search-following"`) || strings.Contains(page, `id="search-follow"`) {
 		t.Errorf("a followed search (typed differently) still offers to follow:\n%s", section(page))
 	}
-	_, page = testapp.Form(t, b, "GET", a.URL+"/settings?q="+url.QueryEscape("quantum gravity"), nil)
+	_, page = testapp.Form(t, b, "GET", a.URL+"/settings/follows?q="+url.QueryEscape("quantum gravity"), nil)
 	if !strings.Contains(page, "No paper of the last 30 days matches <code>quantum gravity</code>") || !strings.Contains(page, `id="search-follow"`) {
 		t.Errorf("a search without matches:\n%s", section(page))
 	}
@@ -94,7 +94,7 @@ func TestSettingsSavedSearchForm(t *testing.T) {
 		`x` + strings.Repeat(" diffusion", 40): `at character 301: a search may have at most 300 characters`,
 		`<script>alert(1)</script> "`:          `expected a closing "`,
 	} {
-		resp, page := testapp.Form(t, b, "GET", a.URL+"/settings?q="+url.QueryEscape(in), nil)
+		resp, page := testapp.Form(t, b, "GET", a.URL+"/settings/follows?q="+url.QueryEscape(in), nil)
 		sec := section(page)
 		if resp.StatusCode != 422 || !strings.Contains(sec, "This search cannot be used: ") || !strings.Contains(sec, htmlText(want)) {
 			t.Errorf("%q: %d, want 422 saying %q:\n%s", in, resp.StatusCode, want, sec)
@@ -106,11 +106,11 @@ func TestSettingsSavedSearchForm(t *testing.T) {
 			t.Errorf("%q: the search reached the page unescaped", in)
 		}
 	}
-	_, page = testapp.Form(t, b, "GET", a.URL+"/settings?q="+url.QueryEscape(`diffusion OR`), nil)
+	_, page = testapp.Form(t, b, "GET", a.URL+"/settings/follows?q="+url.QueryEscape(`diffusion OR`), nil)
 	if !strings.Contains(page, "<code>diffusion OR<mark>\u00a0</mark></code>") {
 		t.Errorf("the mark is not at the end, where a term was expected:\n%s", section(page))
 	}
-	_, page = testapp.Form(t, b, "GET", a.URL+"/settings?q="+url.QueryEscape(`ti:x nope:diff`), nil)
+	_, page = testapp.Form(t, b, "GET", a.URL+"/settings/follows?q="+url.QueryEscape(`ti:x nope:diff`), nil)
 	if !strings.Contains(page, "<code>ti:x <mark>n</mark>ope:diff</code>") {
 		t.Errorf("the mark is not on the unknown prefix:\n%s", section(page))
 	}
@@ -121,7 +121,7 @@ func TestSettingsSavedSearchForm(t *testing.T) {
 	}
 	// Signed out, the search form is the login redirect; the manage link's
 	// email-only page has no search section.
-	if resp, _ := testapp.Form(t, testapp.FormClient(t), "GET", a.URL+"/settings?q=diffusion", nil); resp.StatusCode != 303 {
+	if resp, _ := testapp.Form(t, testapp.FormClient(t), "GET", a.URL+"/settings/follows?q=diffusion", nil); resp.StatusCode != 303 {
 		t.Errorf("signed out: %d", resp.StatusCode)
 	}
 }
@@ -137,7 +137,7 @@ func TestSettingsSearchPreviewRateLimit(t *testing.T) {
 	b, _, _ := signIn(t, a, testapp.Token(t, "hasty", ""))
 	limited := 0
 	for range 8 {
-		resp, page := testapp.Form(t, b, "GET", a.URL+"/settings?q=diffusion", nil)
+		resp, page := testapp.Form(t, b, "GET", a.URL+"/settings/follows?q=diffusion", nil)
 		if resp.StatusCode == 429 {
 			limited++
 			if resp.Header.Get("Retry-After") == "" || !strings.Contains(page, "faster than your rate limit") {

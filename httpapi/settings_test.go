@@ -22,7 +22,7 @@ func TestSettingsLoginSessionAndCSRF(t *testing.T) {
 		t.Fatalf("signed out: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	resp, _ = testapp.Form(t, b, "POST", a.URL+"/login", url.Values{"token": {tok}})
-	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings" || resp.Header.Get("Referrer-Policy") != "no-referrer" {
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != landing || resp.Header.Get("Referrer-Policy") != "no-referrer" {
 		t.Fatalf("login: %d %v", resp.StatusCode, resp.Header)
 	}
 	var cookie *http.Cookie
@@ -34,9 +34,12 @@ func TestSettingsLoginSessionAndCSRF(t *testing.T) {
 	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteLaxMode || cookie.Secure {
 		t.Fatalf("session cookie %+v (http PUBLIC_URL: not Secure)", cookie)
 	}
-	resp, page := testapp.Form(t, b, "GET", a.URL+"/settings", nil)
-	if resp.StatusCode != 200 || !strings.Contains(page, "cs.LG — Machine Learning") || !strings.Contains(page, "/feeds/fft_") {
+	resp, page := testapp.Form(t, b, "GET", a.URL+"/settings/follows", nil)
+	if resp.StatusCode != 200 || !strings.Contains(page, "cs.LG — Machine Learning") {
 		t.Fatalf("settings page: %d", resp.StatusCode)
+	}
+	if feeds, _ := settingsPage(t, a, b, "/settings/feeds"); !strings.Contains(feeds, "/feeds/fft_") {
+		t.Error("no feed URL on the feeds page")
 	}
 	csp := resp.Header.Get("Content-Security-Policy")
 	if !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") || !strings.Contains(csp, "frame-ancestors 'none'") ||
@@ -65,7 +68,7 @@ func TestSettingsLoginSessionAndCSRF(t *testing.T) {
 		t.Fatal("a rejected form changed the follows")
 	}
 	resp, _ = testapp.Form(t, b, "POST", a.URL+"/settings/follows", form)
-	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings?done=unfollowed" {
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings/follows?done=unfollowed" {
 		t.Fatalf("unfollow form: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	r = c.Do("GET", "/v1/me/follows", tok, nil)

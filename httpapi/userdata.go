@@ -273,7 +273,7 @@ func (s *Settings) erasePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	renderPage(w, r, s.Logger, http.StatusOK, "erase.html", page{Title: "Erase your account", SignedIn: true, CSRF: v.csrf,
-		Data: eraseData{Follows: len(fs), Channels: len(cs), Email: p.Email}})
+		Nav: settingsNav(sectionPath("account")), Data: eraseData{Follows: len(fs), Channels: len(cs), Email: p.Email}})
 }
 
 // postErase is POST /settings/erase: the erase form. It erases the

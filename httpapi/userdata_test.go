@@ -384,7 +384,7 @@ func TestErasureEmptiesEveryUserTable(t *testing.T) {
 	if resp, _ := testapp.Form(t, ada.session, "GET", a.URL+"/settings", nil); resp.StatusCode != 303 || resp.Header.Get("Location") != "/login" {
 		t.Errorf("ada's settings session after the erasure: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	if resp, _ := testapp.Form(t, bob.session, "GET", a.URL+"/settings", nil); resp.StatusCode != 200 {
+	if resp, _ := testapp.Form(t, bob.session, "GET", a.URL+"/settings/follows", nil); resp.StatusCode != 200 {
 		t.Errorf("bob's settings session after ada's erasure: %d", resp.StatusCode)
 	}
 
@@ -493,7 +493,7 @@ func TestExportHasEverySectionAndNoSecret(t *testing.T) {
 		}
 	}
 
-	resp, page := testapp.Form(t, ada.session, "GET", a.URL+"/settings", nil)
+	resp, page := testapp.Form(t, ada.session, "GET", a.URL+"/settings/account", nil)
 	if resp.StatusCode != 200 || !strings.Contains(page, `href="/settings/export"`) || !strings.Contains(page, `href="/settings/erase"`) {
 		t.Fatalf("the settings page has no download or erase link: %d", resp.StatusCode)
 	}

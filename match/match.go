@@ -12,6 +12,7 @@ package match
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -49,6 +50,11 @@ type Query struct {
 	// embedded paper.Paper stays zero): digests group many candidates and
 	// load details (LoadPapers) for the few they show.
 	IDsOnly bool
+	// At is a delivery's time (digests, instant alerts, push channels):
+	// papers matched only through follows snoozed at At are left out
+	// (dropSnoozed). Zero (feeds) leaves snoozes alone. It applies to
+	// bounded windows (AfterSeq or UpToSeq set), which every delivery is.
+	At time.Time
 }
 
 // Paper is one matched paper with why it matched.
@@ -200,6 +206,9 @@ func matchedManyIn(ctx context.Context, tx pgx.Tx, qs []Query, users []int64) ([
 	}
 	w.results(seen, results, needReasons)
 	rs, err := finishMatched(ctx, tx, qs, results, needReasons)
+	if err == nil {
+		dropSnoozed(qs, rs, w.follows)
+	}
 	return rs, w.follows, err
 }
 

@@ -27,7 +27,7 @@ func (d *Digester) rank(ctx context.Context, rows []digestRow, results []match.R
 	}
 	want := map[int64][]int64{}
 	for i, row := range rows {
-		if row.order == OrderBest && len(results[i].Papers) > 0 {
+		if row.ranked() && len(results[i].Papers) > 0 {
 			want[row.userID] = paperIDs(results[i])
 		}
 	}
@@ -53,7 +53,7 @@ func (d *Digester) budgets(ctx context.Context, rows []digestRow, ranked RankedB
 	}
 	var daily []int
 	for i, row := range rows {
-		if row.order != OrderBest {
+		if !row.ranked() {
 			continue
 		}
 		out[i] = row.maxPapers
@@ -112,6 +112,14 @@ func (d *Digester) alertsListedToday(ctx context.Context, rows []digestRow, idx 
 	return out, r.Err()
 }
 
+// ranked says whether row's digest is best first: the user chose
+// OrderBest, or it is a catch-up after a pause, which is best first
+// whatever the order chosen (a pause's window is too long for newest
+// first).
+func (row digestRow) ranked() bool {
+	return row.order == OrderBest || row.kind == KindCatchUp
+}
+
 // paperIDs are the ids of res's papers, in its order.
 func paperIDs(res match.Result) []int64 {
 	ids := make([]int64, len(res.Papers))
@@ -139,11 +147,16 @@ func keeps(p *match.Paper) bool {
 // planBest plans a best-first digest: one list of res's papers in the
 // order ranked (their ids, best first), at most budget of them, of which
 // those that keeps protects (when keep is set) are never cut: they count
-// toward the budget and the best of the others fill what they leave. The
-// papers not shown are counted by the follow each came through (its most
-// specific reason, as planGroups groups), most first, and those beyond
-// the candidates read (res.Total counts them) as NotRankedName.
-func planBest(res match.Result, follows []follow.Follow, ranked []int64, budget int, keep bool) digestPlan {
+// toward the budget and the best of the others fill what they leave. With
+// perFollow (a catch-up after a pause) the budget is shared out per
+// follow: each follow (a paper's most specific reason) first gets at most
+// its share of what the kept papers leave (that divided by the follows
+// with papers, rounded up), best first, and only then does what is left
+// go to the best of the rest, so one busy follow cannot take the whole
+// budget. The papers not shown are counted by the follow each came
+// through (as planGroups groups), most first, and those beyond the
+// candidates read (res.Total counts them) as NotRankedName.
+func planBest(res match.Result, follows []follow.Follow, ranked []int64, budget int, keep, perFollow bool) digestPlan {
 	plan := digestPlan{total: res.Total, labels: follow.ReasonLabels(follows), best: true}
 	o := newReasonOrder(follows)
 	byID := make(map[int64]*match.Paper, len(res.Papers))
@@ -159,6 +172,7 @@ func planBest(res match.Result, follows []follow.Follow, ranked []int64, budget 
 		}
 	}
 	others := max(min(budget, MaxPapersLimit)-kept, 0)
+	chosen := choose(ranked, byID, others, keep, perFollow, o)
 	g := plannedGroup{label: BestGroupName}
 	type omitted struct {
 		first follow.Target
@@ -181,8 +195,7 @@ func planBest(res match.Result, follows []follow.Follow, ranked []int64, budget 
 		case len(g.papers) >= MaxPapersLimit: // a mail's bound, kept papers too
 		case keep && keeps(p):
 			list = true
-		case others > 0:
-			others--
+		case chosen[id]:
 			list = true
 		}
 		if list {
@@ -225,4 +238,51 @@ func planBest(res match.Result, follows []follow.Follow, ranked []int64, budget 
 		plan.omittedBy = append(plan.omittedBy, FollowCount{Name: NotRankedName, N: beyond})
 	}
 	return plan
+}
+
+// choose picks, of the papers ranked (ids best first, byID their papers
+// with reasons), the best n that keeps does not protect (when keep is
+// set): the first n in rank order, or with perFollow each follow's best
+// up to its share of n first (see planBest), then the best of the rest.
+func choose(ranked []int64, byID map[int64]*match.Paper, n int, keep, perFollow bool, o reasonOrder) map[int64]bool {
+	var cands []int64
+	var keys []string
+	seen := map[int64]bool{}
+	follows := map[string]bool{}
+	for _, id := range ranked {
+		p := byID[id]
+		if p == nil || seen[id] || (keep && keeps(p)) {
+			continue
+		}
+		seen[id] = true // each paper once
+		_, key := o.primary(p)
+		cands, keys = append(cands, id), append(keys, key)
+		follows[key] = true
+	}
+	chosen := map[int64]bool{}
+	share := n
+	if perFollow && len(follows) > 0 {
+		share = (n + len(follows) - 1) / len(follows)
+	}
+	per := map[string]int{}
+	for i, id := range cands {
+		if n == 0 {
+			break
+		}
+		if per[keys[i]] < share {
+			per[keys[i]]++
+			chosen[id] = true
+			n--
+		}
+	}
+	for _, id := range cands {
+		if n == 0 {
+			break
+		}
+		if !chosen[id] {
+			chosen[id] = true
+			n--
+		}
+	}
+	return chosen
 }

@@ -19,7 +19,7 @@ func TestPlanBestNeverListsMoreThanAMailHolds(t *testing.T) {
 		ranked = append(ranked, i+1)
 	}
 	res.Total = len(res.Papers)
-	plan := planBest(res, []follow.Follow{{Target: person}}, ranked, 5, true)
+	plan := planBest(res, []follow.Follow{{Target: person}}, ranked, 5, true, false)
 	if len(plan.groups) != 1 || len(plan.groups[0].papers) != MaxPapersLimit || plan.omitted != 25 {
 		t.Fatalf("%d groups, %d listed, %d omitted; want %d listed, 25 omitted", len(plan.groups), len(plan.groups[0].papers), plan.omitted, MaxPapersLimit)
 	}
@@ -27,7 +27,7 @@ func TestPlanBestNeverListsMoreThanAMailHolds(t *testing.T) {
 		t.Error("the best kept papers are not the ones listed")
 	}
 	// Without keep, the budget holds.
-	if plan := planBest(res, []follow.Follow{{Target: person}}, ranked, 5, false); len(plan.groups[0].papers) != 5 || plan.omitted != MaxPapersLimit+20 {
+	if plan := planBest(res, []follow.Follow{{Target: person}}, ranked, 5, false, false); len(plan.groups[0].papers) != 5 || plan.omitted != MaxPapersLimit+20 {
 		t.Errorf("keep false: %d listed, %d omitted", len(plan.groups[0].papers), plan.omitted)
 	}
 }

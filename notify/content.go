@@ -19,10 +19,15 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 	var qs []match.Query
 	var qRow []int
 	users := make([]int64, 0, len(rows))
+	now := d.now() // snoozed follows deliver nothing (match.Query.At)
 	for i, row := range rows {
 		users = append(users, row.userID)
 		if *row.to > *row.from {
-			qs = append(qs, match.Query{UserID: row.userID, AfterSeq: *row.from, UpToSeq: *row.to, Limit: candidates, IDsOnly: true})
+			limit := candidates
+			if row.kind == KindCatchUp {
+				limit = catchUpCandidates // a pause's window is long
+			}
+			qs = append(qs, match.Query{UserID: row.userID, AfterSeq: *row.from, UpToSeq: *row.to, Limit: limit, IDsOnly: true, At: now})
 			qRow = append(qRow, i)
 		}
 	}
@@ -45,10 +50,10 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 	var shown []int64
 	seen := map[int64]bool{}
 	for i, row := range rows {
-		if ranked != nil && row.order == OrderBest {
+		if ranked != nil && row.ranked() {
 			order := paperIDs(results[i])
 			ranked.Order(row.userID, order)
-			plans[i] = planBest(results[i], follows[row.userID], order, budgets[i], row.keepFollowed)
+			plans[i] = planBest(results[i], follows[row.userID], order, budgets[i], row.keepFollowed, row.kind == KindCatchUp)
 			plans[i].spent = row.kind == "instant" && budgets[i] == 0 && results[i].Total > 0 && len(plans[i].shownIDs()) == 0
 		} else {
 			plans[i] = planGroups(results[i], follows[row.userID])
@@ -84,12 +89,13 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 			return nil, err
 		}
 	}
-	now := d.now()
+	now = d.now()
 	out := make([]DigestContent, len(rows))
 	for i, row := range rows {
 		c := plans[i].fill(details)
 		loc := zone(row.tz)
 		c.Heading = heading(row, d.now().In(loc))
+		c.CatchUp = row.kind == KindCatchUp
 		c.Following = followingPhrase(follows[row.userID])
 		c.FeedURL = feedURLs[row.userID]
 		c.ManageURL = d.addrs.ManageURL(row.userID, row.epoch)
@@ -383,6 +389,8 @@ func heading(row digestRow, localNow time.Time) string {
 		return "New papers just matched your follows"
 	case "manual":
 		return "Your papers since your last digest, sent on request — " + day
+	case KindCatchUp:
+		return catchUpHeading(row.period)
 	}
 	return "Your daily papers — " + day
 }

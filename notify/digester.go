@@ -27,6 +27,10 @@ const (
 	// candidates is how many of a window's newest papers are grouped; any
 	// beyond count in the digest's "and N more".
 	candidates = 250
+	// catchUpCandidates is candidates for a catch-up digest after a
+	// pause, whose window spans the days away: its best are ranked from
+	// this many of the newest.
+	catchUpCandidates = 1000
 )
 
 // DigestEnqueuer queues digest jobs inside the caller's transaction.
@@ -125,6 +129,8 @@ type Digester struct {
 	// retention is how long PruneLedger keeps a final row.
 	retention time.Duration
 	ranker    Ranker
+	// onPauseEnd is told of readers whose pause ended (nil: nobody).
+	onPauseEnd PauseHook
 }
 
 // DigesterConfig assembles a Digester.
@@ -156,6 +162,10 @@ type DigesterConfig struct {
 	// best first, within their budget; without it every digest is newest
 	// first.
 	Ranker Ranker
+	// OnPauseEnd, when set, is told in the scheduler's transaction of
+	// readers whose pause ended (package channels: push channels catch
+	// up or skip what they missed).
+	OnPauseEnd PauseHook
 }
 
 // NewDigester returns a Digester.
@@ -171,5 +181,6 @@ func NewDigester(c DigesterConfig) *Digester {
 	}
 	return &Digester{db: c.DB, matcher: c.Matcher, sender: c.Sender, enq: c.Enqueuer, links: c.Links,
 		addrs: c.Addresses, from: c.From, base: c.BaseURL, mailto: c.Mailto, logger: c.Logger, now: c.Now,
-		cal: c.Calendar, health: c.Health, retention: max(c.LedgerRetention, MinLedgerRetention), ranker: c.Ranker}
+		cal: c.Calendar, health: c.Health, retention: max(c.LedgerRetention, MinLedgerRetention), ranker: c.Ranker,
+		onPauseEnd: c.OnPauseEnd}
 }

@@ -303,7 +303,7 @@ func (d *Digester) reserve(ctx context.Context, ids []int64) (rows []digestRow, 
 		if err := ensureSchedules(ctx, tx, ids); err != nil {
 			return err
 		}
-		byID, err := lockDigests(ctx, tx, ids)
+		byID, err := lockDigests(ctx, tx, ids, d.now())
 		if err != nil {
 			return err
 		}
@@ -339,19 +339,20 @@ func ensureSchedules(ctx context.Context, tx pgx.Tx, ids []int64) error {
 }
 
 // lockDigests reads the ledger rows ids with what deciding them needs (the
-// user's address and its state, the schedule's settings), locking the
+// user's address and its state, the schedule's settings, whether the
+// reader's pause is in effect at now), locking the
 // digest, user and schedule rows until tx ends.
-func lockDigests(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]digestRow, error) {
+func lockDigests(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time) (map[int64]digestRow, error) {
 	r, err := tx.Query(ctx, `
 		SELECT g.id, g.user_id, g.period, g.kind, g.state, g.from_seq, g.to_seq, g.attempts, g.papers,
 		       coalesce(u.email, ''), u.email_confirmed_at IS NOT NULL,
 		       `+account.SuppressedSQL+`,
 		       u.timezone, d.frequency, d.send_empty, d.skip_no_announcement, u.link_epoch,
-		       d.paper_order, d.max_papers, d.keep_followed
+		       d.paper_order, d.max_papers, d.keep_followed, `+PausedSQL("$2")+`
 		FROM digests g JOIN `+account.UsersTable+` u ON u.id = g.user_id JOIN digest_schedules d ON d.user_id = g.user_id
 		WHERE g.id = ANY($1)
 		ORDER BY g.id
-		FOR UPDATE OF g, u, d`, ids)
+		FOR UPDATE OF g, u, d`, ids, now)
 	if err != nil {
 		return nil, fmt.Errorf("reading %d digests: %w", len(ids), err)
 	}
@@ -360,7 +361,7 @@ func lockDigests(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]digestR
 		var row digestRow
 		if err := r.Scan(&row.id, &row.userID, &row.period, &row.kind, &row.state, &row.from, &row.to,
 			&row.attempts, &row.papers, &row.email, &row.confirmed, &row.suppressed, &row.tz, &row.freq, &row.sendEmpty, &row.skipNoAnn, &row.epoch,
-			&row.order, &row.maxPapers, &row.keepFollowed); err != nil {
+			&row.order, &row.maxPapers, &row.keepFollowed, &row.paused); err != nil {
 			r.Close()
 			return nil, err
 		}
@@ -388,7 +389,8 @@ type triage struct {
 // triageDigests decides each of ids (read into byID): a row in a final
 // state is done; one left "sending" by a process that died is unknown (it
 // may have been delivered: at most once); one whose address or settings
-// rule mail out is skipped; of a user's rows, one per round is built.
+// rule mail out, or whose reader is paused, is skipped; of a user's rows,
+// one per round is built.
 func triageDigests(ids []int64, byID map[int64]digestRow) (triage, error) {
 	t := triage{done: map[int64]State{}}
 	users := map[int64]bool{}
@@ -419,6 +421,13 @@ func triageDigests(ids []int64, byID map[int64]digestRow) (triage, error) {
 			final(StateSkipped, "address suppressed (bounced or unsubscribed)")
 		case row.freq == Off:
 			final(StateSkipped, "digests turned off")
+		case row.paused && row.to == nil:
+			// The vacation: nothing goes out and the window is not
+			// reserved, so the watermark stays and the catch-up digest
+			// after the pause holds these papers. (A window reserved
+			// before the pause began is sent: its papers are no
+			// longer anyone else's.)
+			final(StateSkipped, "paused (vacation): the catch-up digest after the pause holds these papers")
 		case users[row.userID]:
 			t.later = append(t.later, id)
 		default:

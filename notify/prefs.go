@@ -50,6 +50,10 @@ type DigestSettings struct {
 	// KeepFollowed lets new papers of followed persons and followed
 	// papers' events pass the budget (default true).
 	KeepFollowed bool
+	// Weekdays are the days a daily digest goes out (quiet days: the
+	// others fold into the next one sent, whose window spans them); the
+	// zero value is every day.
+	Weekdays Weekdays
 }
 
 // Order is the order of a digest's papers.
@@ -82,6 +86,8 @@ type Profile struct {
 	// NextDigestAt is when the next daily or weekly digest is due (zero when
 	// none is scheduled: digests off or instant, or no confirmed address).
 	NextDigestAt time.Time
+	// Pause is the reader's vacation, nil when none is set (see Pause).
+	Pause *Pause
 }
 
 // DigestPatch changes DigestSettings; nil fields stay as they are.
@@ -97,6 +103,9 @@ type DigestPatch struct {
 	Order        *string
 	MaxPapers    *int
 	KeepFollowed *bool
+	// Weekdays sets DigestSettings.Weekdays from day names ("mon",
+	// "tuesday"); an empty list is an error naming digest.weekdays.
+	Weekdays *[]string
 }
 
 // ProfilePatch changes a Profile; nil fields stay as they are.
@@ -104,6 +113,8 @@ type ProfilePatch struct {
 	Email    *string
 	Timezone *string
 	Digest   *DigestPatch
+	// Pause sets or ends the reader's vacation (see PausePatch).
+	Pause *PausePatch
 }
 
 // Preferences reads and changes users' delivery settings: the digest
@@ -132,7 +143,8 @@ func NewPreferences(db *database.DB, addrs *account.Addresses, now func() time.T
 const profileColumns = `coalesce(u.email, ''), u.email_confirmed_at IS NOT NULL, coalesce(s.reason, ''), u.timezone,
 	coalesce(d.frequency, 'off'), coalesce(d.hour, 7), coalesce(d.weekday, 1), coalesce(d.send_empty, false),
 	coalesce(d.next_at, 'epoch'), coalesce(d.skip_no_announcement, true),
-	coalesce(d.paper_order, 'newest'), coalesce(d.max_papers, 0), coalesce(d.keep_followed, true)`
+	coalesce(d.paper_order, 'newest'), coalesce(d.max_papers, 0), coalesce(d.keep_followed, true),
+	coalesce(d.weekdays, 127), d.pause_from, d.pause_until, d.pause_starts_at, d.pause_ends_at`
 
 const profileFrom = account.UsersSuppressionsSQL + `
 	LEFT JOIN digest_schedules d ON d.user_id = u.id`
@@ -140,11 +152,19 @@ const profileFrom = account.UsersSuppressionsSQL + `
 func scanProfile(row pgx.Row) (Profile, error) {
 	var p Profile
 	var freq, order string
-	var weekday int
+	var weekday, weekdays int
+	var pause Pause
+	var from *time.Time
 	err := row.Scan(&p.Email, &p.EmailConfirmed, &p.Suppressed, &p.Timezone, &freq, &p.Digest.Hour, &weekday,
 		&p.Digest.SendEmpty, &p.NextDigestAt, &p.Digest.SkipNoAnnouncement,
-		&order, &p.Digest.MaxPapers, &p.Digest.KeepFollowed)
+		&order, &p.Digest.MaxPapers, &p.Digest.KeepFollowed,
+		&weekdays, &from, &pause.Until, &pause.StartsAt, &pause.EndsAt)
 	p.Digest.Frequency, p.Digest.Weekday, p.Digest.Order = Frequency(freq), time.Weekday(weekday), Order(order)
+	p.Digest.Weekdays = Weekdays(weekdays)
+	if from != nil && pause.StartsAt != nil {
+		pause.From = *from
+		p.Pause = &pause
+	}
 	if p.NextDigestAt.Unix() == 0 {
 		p.NextDigestAt = time.Time{}
 	}
@@ -173,12 +193,16 @@ func (p *Preferences) Update(ctx context.Context, userID int64, patch ProfilePat
 		if err := applyPatch(&next, patch); err != nil {
 			return err
 		}
+		if err := applyPause(&next, cur, patch.Pause, p.now()); err != nil {
+			return err
+		}
 		emailChanged := !strings.EqualFold(next.Email, cur.Email)
 		if emailChanged {
 			next.EmailConfirmed = false
 		}
 		wasOn := cur.Digest.Frequency != Off
 		next.NextDigestAt = p.nextDigest(next)
+		pf, pu, ps, pe := next.Pause.columns()
 		if _, err := p.addrs.SetContact(ctx, tx, userID, next.Email, next.Timezone); err != nil {
 			return err
 		}
@@ -186,15 +210,18 @@ func (p *Preferences) Update(ctx context.Context, userID int64, patch ProfilePat
 		// the schedule row is created the first time settings are saved.
 		_, err = tx.Exec(ctx, `
 			INSERT INTO digest_schedules AS d (user_id, frequency, hour, weekday, send_empty, next_at, watermark, skip_no_announcement,
-				paper_order, max_papers, keep_followed)
-			VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN `+catalog.HighSeqSQL+` ELSE 0 END, $8, $9, $10, $11)
+				paper_order, max_papers, keep_followed, weekdays, pause_from, pause_until, pause_starts_at, pause_ends_at)
+			VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN `+catalog.HighSeqSQL+` ELSE 0 END, $8, $9, $10, $11,
+				$12, $13, $14, $15, $16)
 			ON CONFLICT (user_id) DO UPDATE SET
 				frequency = $2, hour = $3, weekday = $4, send_empty = $5, next_at = $6, skip_no_announcement = $8,
 				paper_order = $9, max_papers = $10, keep_followed = $11,
+				weekdays = $12, pause_from = $13, pause_until = $14, pause_starts_at = $15, pause_ends_at = $16,
 				watermark = CASE WHEN $7 THEN `+catalog.HighSeqSQL+` ELSE d.watermark END`,
 			userID, string(next.Digest.Frequency), next.Digest.Hour,
 			int(next.Digest.Weekday), next.Digest.SendEmpty, nullTime(next.NextDigestAt), !wasOn && next.Digest.Frequency != Off,
-			next.Digest.SkipNoAnnouncement, string(next.Digest.Order), next.Digest.MaxPapers, next.Digest.KeepFollowed)
+			next.Digest.SkipNoAnnouncement, string(next.Digest.Order), next.Digest.MaxPapers, next.Digest.KeepFollowed,
+			int(next.Digest.Weekdays.orAll()), pf, pu, ps, pe)
 		if err != nil {
 			return fmt.Errorf("updating profile of user %d: %w", userID, err)
 		}
@@ -265,6 +292,13 @@ func applyPatch(pr *Profile, patch ProfilePatch) error {
 		if d.KeepFollowed != nil {
 			pr.Digest.KeepFollowed = *d.KeepFollowed
 		}
+		if d.Weekdays != nil {
+			w, err := ParseWeekdays(*d.Weekdays)
+			if err != nil {
+				return err
+			}
+			pr.Digest.Weekdays = w
+		}
 	}
 	if pr.Digest.Frequency != Off && pr.Email == "" {
 		return apperr.InvalidField("email", "set an email address to receive digests")
@@ -312,7 +346,8 @@ func (p *Preferences) nextDigest(pr Profile) time.Time {
 }
 
 // NextOccurrence is the first digest time of s strictly after t: hour s.Hour
-// of the next local day (daily) or of the next s.Weekday (weekly) in loc.
+// of the next local day among s.Weekdays (daily) or of the next s.Weekday
+// (weekly) in loc.
 // Local-date arithmetic makes every local day (or week) get exactly one
 // occurrence across DST changes: on a day whose s.Hour does not exist the
 // occurrence shifts by the gap, on a day where it exists twice it happens
@@ -324,6 +359,9 @@ func NextOccurrence(t time.Time, loc *time.Location, s DigestSettings) time.Time
 		c := time.Date(y, m, d+i, s.Hour, 0, 0, 0, loc)
 		if s.Frequency == Weekly && c.Weekday() != s.Weekday {
 			continue
+		}
+		if s.Frequency == Daily && !s.Weekdays.Has(c.Weekday()) {
+			continue // a quiet day: the next digest's window spans it
 		}
 		if c.After(t) {
 			return c

@@ -16,16 +16,20 @@ import (
 // scheduleBatch bounds the users one scheduling transaction handles.
 const scheduleBatch = 1000
 
-// Schedule finds every user whose daily or weekly digest is due, creates one
-// ledger row per (user, period) and queues its job, in bulk, and moves each
-// user's next digest time on. Periods already in the ledger are skipped, so
-// running it twice (or on two workers) never doubles a digest. It returns
-// how many digests it queued.
+// Schedule ends the pauses that are over (one catch-up digest each, see
+// scheduleCatchUps), then finds every user whose daily or weekly digest is
+// due, creates one ledger row per (user, period) and queues its job, in
+// bulk, and moves each user's next digest time on. Periods already in the
+// ledger are skipped, so running it twice (or on two workers) never
+// doubles a digest. It returns how many digests it queued.
 func (d *Digester) Schedule(ctx context.Context) (int, error) {
 	if err := d.sweep(ctx); err != nil {
 		return 0, err
 	}
-	total := 0
+	total, err := d.scheduleCatchUps(ctx)
+	if err != nil {
+		return total, err
+	}
 	for {
 		n, more, err := d.scheduleOnce(ctx)
 		total += n
@@ -42,7 +46,7 @@ func (d *Digester) scheduleOnce(ctx context.Context) (queued int, more bool, err
 		// lets several schedulers (or a user editing settings, who holds
 		// the users row) proceed without waiting.
 		rows, err := tx.Query(ctx, `
-			SELECT d.user_id, u.timezone, d.frequency, d.hour, d.weekday, d.next_at
+			SELECT d.user_id, u.timezone, d.frequency, d.hour, d.weekday, d.weekdays, d.next_at
 			FROM digest_schedules d JOIN `+account.UsersTable+` u ON u.id = d.user_id
 			WHERE d.next_at <= $1
 			ORDER BY d.next_at LIMIT $2
@@ -57,12 +61,12 @@ func (d *Digester) scheduleOnce(ctx context.Context) (queued int, more bool, err
 			var id int64
 			var tz, freq string
 			var s DigestSettings
-			var weekday int
+			var weekday, weekdays int
 			var due time.Time
-			if err := rows.Scan(&id, &tz, &freq, &s.Hour, &weekday, &due); err != nil {
+			if err := rows.Scan(&id, &tz, &freq, &s.Hour, &weekday, &weekdays, &due); err != nil {
 				return err
 			}
-			s.Frequency, s.Weekday = Frequency(freq), time.Weekday(weekday)
+			s.Frequency, s.Weekday, s.Weekdays = Frequency(freq), time.Weekday(weekday), Weekdays(weekdays)
 			loc := zone(tz)
 			ref := due
 			if now.After(ref) {
@@ -108,7 +112,9 @@ func (d *Digester) scheduleOnce(ctx context.Context) (queued int, more bool, err
 // alerts, has none waiting (or one whose job never came for it: $3 is the
 // time before which a waiting alert counts as abandoned), and has a
 // confirmed, unsuppressed address.
-const instantDue = `d.frequency = 'instant' AND (d.instant_due_at IS NULL OR d.instant_due_at < $3) AND ` + account.ReachableSQL
+// The pause ($4 is now) schedules none: the catch-up holds what matched.
+var instantDue = `d.frequency = 'instant' AND (d.instant_due_at IS NULL OR d.instant_due_at < $3) AND NOT ` +
+	PausedSQL("$4") + ` AND ` + account.ReachableSQL
 
 // InstantAbandoned is how long past its due time a waiting instant alert
 // (digest_schedules.instant_due_at) may stay unclaimed before the next
@@ -134,7 +140,7 @@ func (d *Digester) ScheduleInstant(ctx context.Context, tx pgx.Tx, affected []in
 		UPDATE digest_schedules d SET instant_due_at = $2
 		FROM `+account.UsersTable+` u
 		WHERE d.user_id = ANY($1) AND u.id = d.user_id AND `+instantDue+`
-		RETURNING d.user_id`, affected, due, now.Add(-InstantAbandoned))
+		RETURNING d.user_id`, affected, due, now.Add(-InstantAbandoned), now)
 	if err != nil {
 		return fmt.Errorf("scheduling instant alerts: %w", err)
 	}
@@ -248,19 +254,22 @@ func scheduleConfirmed(ctx context.Context, tx pgx.Tx, userID int64, now time.Ti
 // 7 o'clock, Monday) and time zone (UTC when it is unknown to this
 // process): the times a digest or a daily or weekly channel window closes;
 // and the budget (Order, MaxPapers, KeepFollowed; by default newest first,
-// no budget, followed papers kept), which push channels take per day.
+// no budget, followed papers kept), which push channels take per day; and
+// the quiet days (Weekdays; by default every day).
 // An unknown user is pgx.ErrNoRows.
 func UserSchedule(ctx context.Context, tx pgx.Tx, userID int64) (DigestSettings, *time.Location, error) {
 	var tz, freq, order string
 	var s DigestSettings
-	var weekday int
+	var weekday, weekdays int
 	if err := tx.QueryRow(ctx, `
 		SELECT u.timezone, coalesce(d.frequency, 'off'), coalesce(d.hour, 7), coalesce(d.weekday, 1),
-		       coalesce(d.paper_order, 'newest'), coalesce(d.max_papers, 0), coalesce(d.keep_followed, true)
+		       coalesce(d.paper_order, 'newest'), coalesce(d.max_papers, 0), coalesce(d.keep_followed, true),
+		       coalesce(d.weekdays, 127)
 		FROM `+account.UsersTable+` u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1`, userID).
-		Scan(&tz, &freq, &s.Hour, &weekday, &order, &s.MaxPapers, &s.KeepFollowed); err != nil {
+		Scan(&tz, &freq, &s.Hour, &weekday, &order, &s.MaxPapers, &s.KeepFollowed, &weekdays); err != nil {
 		return DigestSettings{}, nil, err
 	}
 	s.Frequency, s.Weekday, s.Order = Frequency(freq), time.Weekday(weekday), Order(order)
+	s.Weekdays = Weekdays(weekdays)
 	return s, zone(tz), nil
 }

@@ -49,6 +49,8 @@ type digestRow struct {
 	order        Order
 	maxPapers    int
 	keepFollowed bool
+	// paused: the reader's pause is in effect (PausedSQL).
+	paused bool
 }
 
 // Send delivers the ledger row id (see Digester for the policy). It is

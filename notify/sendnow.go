@@ -93,17 +93,18 @@ func (d *Digester) SendNow(ctx context.Context, userID int64, force bool) (NowRe
 		var tz, freq, email string
 		var next *time.Time
 		var watermark, high int64
-		var hour, weekday int
+		var hour, weekday, weekdays int
 		var sendEmpty, confirmed, suppressed bool
 		if err := tx.QueryRow(ctx, `
 			SELECT u.timezone, coalesce(d.frequency, 'off'), d.next_at, coalesce(d.watermark, 0),
 			       coalesce(d.hour, 7), coalesce(d.weekday, 1), coalesce(d.send_empty, false),
+			       coalesce(d.weekdays, 127),
 			       coalesce(u.email, ''), u.email_confirmed_at IS NOT NULL,
 			       `+account.SuppressedSQL+`,
 			       `+catalog.HighSeqSQL+`
 			FROM `+account.UsersTable+` u LEFT JOIN digest_schedules d ON d.user_id = u.id WHERE u.id = $1
 			FOR UPDATE OF u`,
-			userID).Scan(&tz, &freq, &next, &watermark, &hour, &weekday, &sendEmpty, &email, &confirmed, &suppressed, &high); err != nil {
+			userID).Scan(&tz, &freq, &next, &watermark, &hour, &weekday, &sendEmpty, &weekdays, &email, &confirmed, &suppressed, &high); err != nil {
 			return database.NotFound(err, fmt.Sprintf("reading user %d", userID))
 		}
 		if next != nil {
@@ -157,7 +158,7 @@ func (d *Digester) SendNow(ctx context.Context, userID int64, force bool) (NowRe
 		}
 		if scheduled {
 			// This period's digest is sent now: the schedule moves on.
-			s := DigestSettings{Frequency: Frequency(freq), Hour: hour, Weekday: time.Weekday(weekday)}
+			s := DigestSettings{Frequency: Frequency(freq), Hour: hour, Weekday: time.Weekday(weekday), Weekdays: Weekdays(weekdays)}
 			n := NextOccurrence(*next, zone(tz), s)
 			if _, err := tx.Exec(ctx, `UPDATE digest_schedules SET next_at = $2 WHERE user_id = $1`, userID, n); err != nil {
 				return fmt.Errorf("moving the next digest of user %d: %w", userID, err)

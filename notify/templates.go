@@ -24,6 +24,8 @@ type DigestContent struct {
 	// matched your follows" (instant), "Your papers since your last
 	// digest, sent on request — …" (by hand).
 	Heading string
+	// CatchUp: the one digest after a pause (its subject says so).
+	CatchUp bool
 	// Following is what the user follows, as the footer names it ("1
 	// researcher, 2 categories and 1 query"); "" when nothing, and
 	// the footer then says they asked for digests.
@@ -192,6 +194,9 @@ func DigestSubject(c DigestContent) string {
 		return "No new papers since your last digest"
 	}
 	s := newPapers(c.Total)
+	if c.CatchUp {
+		s = "While you were away: " + s
+	}
 	named := c.SubjectNames
 	if len(named) == 0 {
 		for _, g := range c.Groups {

@@ -14,24 +14,30 @@
 // The model (Model) follows arxiv-sanity-lite's per-tag ranking: a linear
 // support vector machine (L2-regularised, squared hinge loss, classes
 // balanced) over TF-IDF vectors, trained per user on positive examples
-// (the followed persons' own papers and the followed papers at cold start;
-// papers marked "more" or saved) against negatives (a background sample
-// of other papers; papers marked "less"), by dual coordinate descent
-// (Hsieh et al., ICML 2008; liblinear's solver), deterministically. To the
-// learned word, author and category weights it adds fixed weights from the
-// follows themselves: a followed person's papers, their co-authors' (from
-// the followed persons' own papers), a followed institution's, and a paper
-// citing a followed paper. Train retrains from scratch, well within a
-// click's minute: BenchmarkTrain (355 examples with abstracts) takes 6–35
-// ms on a shared 2-core machine. Feedback teaches what papers are about and
-// weighs less than the follows (Params.SourceWeight: the parameters were
-// chosen on the validation months of followfeed-lab rank-eval).
+// (the followed persons' own papers and the followed papers; the user's
+// flow, weakly) against negatives (a background sample of other papers),
+// by dual coordinate descent (Hsieh et al., ICML 2008; liblinear's
+// solver), deterministically. To the learned word, author and category
+// weights it adds fixed weights from the follows themselves: a followed
+// person's papers, their co-authors' (from the followed persons' own
+// papers), a followed institution's, and a paper citing a followed paper.
+// Feedback ("more like this", "save", "less like this") is not an SVM
+// example: retraining the whole model around a few clicks moved every
+// paper a little and cost recall on the validation months of
+// followfeed-lab rank-eval. It is a bounded, local part of the score
+// (Params.MoreLift, LessPenalty): a paper like marked papers (the cosine
+// of their strongest words beyond Params.FeedbackLike) rises or falls, by
+// at most MoreLift or LessPenalty; a paper like none keeps the score its
+// follows give it. Train retrains from scratch, well within a click's
+// minute: BenchmarkTrain (355 examples with abstracts) takes 6–35 ms on a
+// shared 2-core machine.
 //
 // A Model is a value: MarshalBinary gives a few kilobytes for one bytea
 // row, carrying its format Version; Score costs a lookup per feature of
-// the paper (two buckets of a cuckoo table, compared without a branch) and
-// allocates nothing; Explain says why a paper ranks, as Reasons with a
-// Text.
+// the paper (two buckets of a cuckoo table, compared without a branch),
+// plus, for a user who marked papers, one merge of the paper's sorted
+// features with the marked papers' words, and allocates nothing; Explain
+// says why a paper ranks, as Reasons with a Text.
 //
 // The package is pure: no database, no HTTP, no job queue.
 package relevance

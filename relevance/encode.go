@@ -28,6 +28,9 @@ func (m *Model) MarshalBinary() ([]byte, error) {
 	b = binary.LittleEndian.AppendUint32(b, math.Float32bits(m.bias))
 	b = binary.LittleEndian.AppendUint32(b, math.Float32bits(m.scale))
 	b = binary.LittleEndian.AppendUint32(b, math.Float32bits(m.likeThreshold))
+	for _, x := range [...]float32{m.moreLift, m.lessPenalty, m.feedbackLike} {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+	}
 	b = binary.AppendUvarint(b, uint64(len(m.feats)))
 	var prev uint32
 	for i, f := range m.feats {
@@ -97,6 +100,7 @@ func (m *Model) UnmarshalBinary(data []byte) error {
 	}
 	var n Model
 	n.bias, n.scale, n.likeThreshold = d.float(), d.float(), d.float()
+	n.moreLift, n.lessPenalty, n.feedbackLike = d.float(), d.float(), d.float()
 	nf := d.count(maxModelFeatures)
 	n.feats = make([]uint32, 0, nf)
 	n.q = make([]int16, 0, nf)
@@ -141,7 +145,7 @@ func (m *Model) UnmarshalBinary(data []byte) error {
 	nl := d.count(maxLikes)
 	for i := 0; i < nl && d.err == nil; i++ {
 		l := like{id: d.string(maxIDBytes), kind: kind(d.byte())}
-		if l.kind != kindMarked && l.kind != kindFollowedPaper {
+		if l.kind != kindMarked && l.kind != kindFollowedPaper && l.kind != kindLess {
 			d.fail("bad like kind")
 		}
 		k := d.count(likeWords)
@@ -154,8 +158,11 @@ func (m *Model) UnmarshalBinary(data []byte) error {
 	if d.err == nil && len(d.b) > 0 {
 		d.fail("trailing bytes")
 	}
-	if d.err == nil && (isBad(n.bias) || isBad(n.scale) || isBad(n.likeThreshold)) {
+	if d.err == nil && (isBad(n.bias) || isBad(n.scale) || isBad(n.likeThreshold) || isBad(n.moreLift) || isBad(n.lessPenalty) || isBad(n.feedbackLike)) {
 		d.fail("not a number")
+	}
+	if d.err == nil && (n.moreLift < 0 || n.lessPenalty < 0 || !(n.feedbackLike >= 0 && n.feedbackLike < 1)) {
+		d.fail("feedback weights out of range")
 	}
 	if d.err != nil {
 		return fmt.Errorf("relevance: bad encoded model: %w", d.err)

@@ -18,6 +18,7 @@ const (
 	kindCited                     // a followed paper (cited)
 	kindMarked                    // a like: a paper marked more or saved
 	kindFollowedPaper             // a like: a followed paper
+	kindLess                      // a like: a paper marked less
 	numKinds
 )
 
@@ -34,7 +35,8 @@ const (
 
 // Model is one user's ranking model: a weight per feature (learned, plus
 // the follows' fixed weights), a bias, the followed persons' names and the
-// strongest words of the papers the user marked or follows, for Explain.
+// strongest words of the papers the user marked or follows, for Explain
+// and for the feedback's bounded part of the score.
 // Train makes one; MarshalBinary and UnmarshalBinary store it. A Model is
 // read-only after Train or UnmarshalBinary and safe for concurrent use;
 // the zero Model scores every paper 0 and explains nothing.
@@ -50,6 +52,19 @@ type Model struct {
 	likes  []like
 	// like is the cosine at and above which a paper is like a like.
 	likeThreshold float32
+	// The feedback's part of the score (Params.MoreLift, LessPenalty,
+	// FeedbackLike).
+	moreLift, lessPenalty, feedbackLike float32
+
+	// The words of the likes marked more, saved or less, for Score:
+	// posts are their posting lists, sorted by word (then like), each
+	// entry a like the word is in and its value there, which Score merges
+	// with a paper's sorted features; likeNorm is each like's length and
+	// likeSign +1 (more, saved), -1 (less) or 0 (a followed paper, or
+	// feedback off).
+	posts    []post
+	likeNorm []float32
+	likeSign []int8
 
 	// Score's table of the features' weights (built from the above): a
 	// power of two of buckets of two slots, at most half full, each
@@ -67,6 +82,14 @@ type Model struct {
 	// values of every like's words in one pass over its features.
 	likeFeats []likeFeat
 	likeNorms []float64
+}
+
+// post is an entry of Score's posting lists: like like has word f, of
+// value x.
+type post struct {
+	f    uint32
+	like uint8
+	x    float32
 }
 
 type likeFeat struct {
@@ -120,7 +143,7 @@ type like struct {
 // Version is the model format: its features' hashing and encoding. A
 // stored model of another version does not decode (ErrVersion): train it
 // again.
-const Version = 1
+const Version = 2
 
 // Len is the number of weighted features of m.
 func (m *Model) Len() int { return len(m.feats) }
@@ -171,8 +194,10 @@ func (m *Model) set(feats []uint32, weights []float32, fixed map[uint32]fixedWei
 
 // build makes Score's table from m's features: the smallest that holds
 // them with buckets at most half full (in practice; else a larger one),
-// the same table for the same features.
+// the same table for the same features; the posting lists of its
+// feedback likes' words; and Explain's sorted likes' words.
 func (m *Model) build() {
+	m.buildFeedback()
 	m.likeFeats, m.likeNorms = nil, make([]float64, len(m.likes))
 	for i, l := range m.likes {
 		var norm float64
@@ -200,6 +225,36 @@ func (m *Model) build() {
 		}
 	}
 	m.buckets, m.plain = nil, true
+}
+
+// buildFeedback makes Score's posting lists of the words of m's likes
+// marked more, saved or less (none when MoreLift and LessPenalty are 0),
+// each like's length and sign.
+func (m *Model) buildFeedback() {
+	var ps []post
+	m.likeNorm = make([]float32, len(m.likes))
+	m.likeSign = make([]int8, len(m.likes))
+	if m.moreLift > 0 || m.lessPenalty > 0 {
+		for i, l := range m.likes {
+			switch {
+			case l.kind == kindMarked && m.moreLift > 0:
+				m.likeSign[i] = 1
+			case l.kind == kindLess && m.lessPenalty > 0:
+				m.likeSign[i] = -1
+			default:
+				continue
+			}
+			var norm float64
+			for j, f := range l.feats {
+				x := float32(l.vals[j]) / 255
+				norm += float64(x) * float64(x)
+				ps = append(ps, post{f: f, like: uint8(i), x: x})
+			}
+			m.likeNorm[i] = float32(math.Sqrt(norm))
+		}
+	}
+	slices.SortStableFunc(ps, func(a, b post) int { return cmp.Compare(a.f, b.f) })
+	m.posts = ps
 }
 
 // fill puts every feature's weight in a new table of 2^b buckets; false
@@ -249,33 +304,82 @@ func is(f, g uint32) uint32 {
 }
 
 // Score is m's score of the paper of v: the bias plus, over v's features,
-// the model's weight times the feature's value. Higher ranks first; only
+// the model's weight times the feature's value; plus, when the user
+// marked papers, MoreLift times the sum over the papers marked more or
+// saved of how far v's likeness to each goes beyond FeedbackLike (scaled
+// to reach 1 at a likeness of 1; the sum capped at 1), minus LessPenalty
+// times the same over the papers marked less. Higher ranks first; only
 // the order of one model's scores means anything. It allocates nothing
 // and costs one lookup of two buckets per feature of v, without a
-// branch.
+// branch; plus, when the user marked papers, one merge of v's features
+// with the marked papers' words.
 func (m *Model) Score(v *Vector) float32 {
 	s := m.bias
-	if m.plain {
+	switch {
+	case m.plain:
 		for i, f := range v.feats {
 			s += float32(m.plainWeight(f) * v.vals[i])
 		}
+	case len(m.buckets) > 0:
+		bs, shift := m.buckets, m.shift
+		vals := v.vals[:len(v.feats)]
+		for i, f := range v.feats {
+			// f's weight: the four slots of its two buckets compared and
+			// combined without a branch (f is in one slot at most; in
+			// none, the weight is 0, and 0 × value leaves s as it was).
+			b1, b2 := &bs[(f*bucketMul1)>>shift], &bs[(f*bucketMul2)>>shift]
+			w := math.Float32bits(b1[0].w)&is(b1[0].f, f) | math.Float32bits(b1[1].w)&is(b1[1].f, f) |
+				math.Float32bits(b2[0].w)&is(b2[0].f, f) | math.Float32bits(b2[1].w)&is(b2[1].f, f)
+			s += float32(math.Float32frombits(w) * vals[i])
+		}
+	}
+	if len(m.posts) == 0 {
 		return s
 	}
-	if len(m.buckets) == 0 {
-		return s
-	}
-	bs, shift := m.buckets, m.shift
-	vals := v.vals[:len(v.feats)]
+	return m.feedback(v, s)
+}
+
+// feedback is score s of the paper of v plus the feedback's part (see
+// Score): v's dot product with each marked like, from one merge of v's
+// sorted features with the posting lists (each like's sum taken in the
+// order of v's features).
+func (m *Model) feedback(v *Vector, s float32) float32 {
+	var dot [maxLikes]float32
+	marked := false
+	ps := m.posts
+	vals, ns := v.vals[:len(v.feats)], v.ns[:len(v.feats)]
+	j := 0
 	for i, f := range v.feats {
-		// f's weight: the four slots of its two buckets compared and
-		// combined without a branch (f is in one slot at most; in none,
-		// the weight is 0, and 0 × value leaves s as it was).
-		b1, b2 := &bs[(f*bucketMul1)>>shift], &bs[(f*bucketMul2)>>shift]
-		w := math.Float32bits(b1[0].w)&is(b1[0].f, f) | math.Float32bits(b1[1].w)&is(b1[1].f, f) |
-			math.Float32bits(b2[0].w)&is(b2[0].f, f) | math.Float32bits(b2[1].w)&is(b2[1].f, f)
-		s += float32(math.Float32frombits(w) * vals[i])
+		for j < len(ps) && ps[j].f < f {
+			j++
+		}
+		if j == len(ps) {
+			break
+		}
+		if ps[j].f != f || ns[i] != nsWord {
+			continue
+		}
+		marked = true
+		for k := j; k < len(ps) && ps[k].f == f; k++ {
+			dot[ps[k].like] += ps[k].x * vals[i]
+		}
 	}
-	return s
+	if !marked {
+		return s
+	}
+	var more, less float32
+	for i, sign := range m.likeSign {
+		if sign == 0 || m.likeNorm[i] == 0 {
+			continue
+		}
+		c := max(dot[i]/m.likeNorm[i]-m.feedbackLike, 0) / (1 - m.feedbackLike)
+		if sign > 0 {
+			more += c
+		} else {
+			less += c
+		}
+	}
+	return s + m.moreLift*min(more, 1) - m.lessPenalty*min(less, 1)
 }
 
 // plainWeight is m's weight of feature f, 0 when m lacks it, read by

@@ -286,10 +286,14 @@ func TestExplainInstitutionsCitationsLikesAndWords(t *testing.T) {
 	marked[0].Title = "pulsar timing glitch of a millisecond magnetar"
 	marked[1].Title = "a glitch in the timing of a radio pulsar"
 	marked[2].Title = "millisecond pulsar glitches"
+	// The followed person writes about pulsars too: the words reason is
+	// the learned words' (a mark moves a score, it teaches no word).
+	own := []*Paper{w.paper("pulsar", ann), w.paper("pulsar", ann), w.paper("pulsar", ann)}
+	own[0].Title = "millisecond pulsar timing"
 	bg := vectors(c, w.background(60))
-	fv, mv := vectors(c, []*Paper{followedPaper}), vectors(c, marked)
-	prof := Profile{Institutions: []string{"ror:03dbr7087"}, Papers: []string{"2301.00001"}}
-	m := Train(DefaultParams(), prof, slices.Concat(examples(More, mv), examples(Followed, fv), examples(Background, bg)))
+	fv, mv, ov := vectors(c, []*Paper{followedPaper}), vectors(c, marked), vectors(c, own)
+	prof := Profile{People: []Person{{Name: ann}}, Institutions: []string{"ror:03dbr7087"}, Papers: []string{"2301.00001"}}
+	m := Train(DefaultParams(), prof, slices.Concat(examples(More, mv), examples(Followed, fv), examples(Own, ov), examples(Background, bg)))
 	cand := &Paper{ID: "2402.00001", Title: "Glitches in millisecond pulsar timing", Institutions: []string{"ror:03dbr7087", "ror:x"}, Cites: []string{"2301.00001", "2301.00001"}}
 	c.Add(cand)
 	rs := m.Explain(c.Vector(cand))
@@ -511,8 +515,14 @@ func TestScoreAllocatesNothing(t *testing.T) {
 	}
 }
 
+// TestScoreIsTheDotProduct: Score is the bias plus the dot product of the
+// weights and the paper's features, plus the feedback's part: MoreLift
+// times the papers marked more's likenesses beyond FeedbackLike (summed,
+// at most 1), minus LessPenalty times the same for the papers marked less.
 func TestScoreIsTheDotProduct(t *testing.T) {
 	m, _, vs := trained(t)
+	p := DefaultParams()
+	moved := 0
 	for _, v := range vs[:50] {
 		want := float64(m.bias)
 		for i, f := range v.feats {
@@ -520,9 +530,83 @@ func TestScoreIsTheDotProduct(t *testing.T) {
 				want += float64(w) * float64(v.vals[i])
 			}
 		}
-		if got := m.Score(v); math.Abs(float64(got)-want) > 1e-4 {
-			t.Fatalf("Score %v, the dot product %v", got, want)
+		var more, less float64
+		for _, l := range m.likes {
+			x := max(float64(l.cosine(v))-float64(p.FeedbackLike), 0) / (1 - float64(p.FeedbackLike))
+			switch l.kind {
+			case kindMarked:
+				more += x
+			case kindLess:
+				less += x
+			}
 		}
+		if more+less > 0 {
+			moved++
+		}
+		want += float64(p.MoreLift)*min(more, 1) - float64(p.LessPenalty)*min(less, 1)
+		if got := m.Score(v); math.Abs(float64(got)-want) > 1e-4 {
+			t.Fatalf("Score %v, the dot product and the feedback %v", got, want)
+		}
+	}
+	if moved == 0 {
+		t.Error("no paper like a marked one: the test shows nothing of the feedback's part")
+	}
+}
+
+// TestFeedbackMovesOnlyPapersLikeTheMarks: marks move the papers like them,
+// by at most MoreLift up and LessPenalty down; every other paper keeps the
+// score the follows give it, however many marks.
+func TestFeedbackMovesOnlyPapersLikeTheMarks(t *testing.T) {
+	w := newWorld()
+	c := NewCorpus(DefaultParams())
+	var own []*Paper
+	for range 4 {
+		own = append(own, w.paper("lensing", ann), w.paper("galaxy", ann))
+	}
+	bg := w.background(120)
+	var marked, cands []*Paper
+	for range 10 {
+		marked = append(marked, w.paper("pulsar"), w.paper("solar"))
+	}
+	for _, tp := range []string{"lensing", "galaxy", "pulsar", "solar", "dust", "exoplanet"} {
+		for range 10 {
+			cands = append(cands, w.paper(tp))
+		}
+	}
+	ownV, bgV, markedV, candV := vectors(c, own), vectors(c, bg), vectors(c, marked), vectors(c, cands)
+	prof := Profile{People: []Person{{Name: ann}}}
+	base := slices.Concat(examples(Own, ownV), examples(Background, bgV))
+	cold := Train(DefaultParams(), prof, base)
+	var less, more []*Vector
+	for i, v := range markedV {
+		if i%2 == 0 {
+			less = append(less, v)
+		} else {
+			more = append(more, v)
+		}
+	}
+	after := Train(DefaultParams(), prof, slices.Concat(examples(Less, less), examples(More, more), base))
+	p := DefaultParams()
+	var up, down, same int
+	for i, v := range candV {
+		d := after.Score(v) - cold.Score(v)
+		switch topic := cands[i].Categories[0]; {
+		case topic == "astro-ph.pulsar" && d < 0:
+			down++
+		case topic == "astro-ph.solar" && d > 0:
+			up++
+		case topic != "astro-ph.pulsar" && topic != "astro-ph.solar":
+			if d != 0 {
+				t.Errorf("%s paper %q moved by %v: it is like no marked paper", topic, cands[i].Title, d)
+			}
+			same++
+		}
+		if d > p.MoreLift+1e-5 || d < -p.LessPenalty-1e-5 {
+			t.Errorf("%q moved by %v: beyond the bounds (+%v, −%v)", cands[i].Title, d, p.MoreLift, p.LessPenalty)
+		}
+	}
+	if down < 8 || up < 8 {
+		t.Errorf("%d of 10 pulsar papers down after ten marked less, %d of 10 solar papers up after ten marked more", down, up)
 	}
 }
 
@@ -695,8 +779,9 @@ func BenchmarkExplain(b *testing.B) {
 // out, ties the smaller feature first), for models with and without
 // people, likes and stored round trips, over papers with repeated and
 // empty authors, institutions and citations, and for the same models
-// decoded when no table fills (Model.plain); and every kind of reason is
-// met.
+// decoded when no table fills (Model.plain); the score with the
+// feedback's part too, read by scanning each marked paper's words
+// (plainFeedback); and every kind of reason is met.
 func TestScoreAndWordsAsReadFromTheFeatures(t *testing.T) {
 	prof, ex, c, bgV := trainingSet()
 	w := newWorld()
@@ -715,6 +800,7 @@ func TestScoreAndWordsAsReadFromTheFeatures(t *testing.T) {
 	n := len(bgV) + len(extra)
 	liked := slices.Concat(ex, examples(Followed, vs[n:n+15]), examples(Saved, vs[n+15:n+30]))
 	kinds := map[ReasonKind]int{}
+	moved := 0
 	for _, m := range []*Model{Train(DefaultParams(), prof, ex), Train(DefaultParams(), prof, liked), {}} {
 		enc, _ := m.MarshalBinary()
 		var d, p Model
@@ -748,6 +834,13 @@ func TestScoreAndWordsAsReadFromTheFeatures(t *testing.T) {
 						words = append(words, part{f, x})
 					}
 				}
+				// Plus the feedback's part, each marked like's
+				// words scanned.
+				before := score
+				score, _ = plainFeedback(m, v, score)
+				if score != before {
+					moved++
+				}
 				if got := m.Score(v); math.Float32bits(got) != math.Float32bits(score) {
 					t.Fatalf("%q: Score %v, read plainly %v", v.paper.Title, got, score)
 				}
@@ -769,6 +862,9 @@ func TestScoreAndWordsAsReadFromTheFeatures(t *testing.T) {
 				}
 			}
 		}
+	}
+	if moved == 0 {
+		t.Error("no score moved by a marked paper: the feedback's part is not tested")
 	}
 	for _, k := range []ReasonKind{ReasonPerson, ReasonCoauthor, ReasonInstitution, ReasonCites, ReasonMarked, ReasonLikeFollowed, ReasonWords} {
 		if kinds[k] == 0 {

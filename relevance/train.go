@@ -24,8 +24,7 @@ const (
 	Saved
 	// Flow is a paper the user's other follows (categories, queries,
 	// institutions) matched: what they chose to receive, weakly positive.
-	// It gives a user who follows no person something to learn against,
-	// so that a "less like this" moves a topic down within their flow.
+	// It gives a user who follows no person something to learn.
 	Flow
 	// Less is a paper the user marked "less like this".
 	Less
@@ -48,7 +47,8 @@ func (s Source) Positive() bool { return s <= Flow }
 
 // Example is one training example: a paper's vector and where it comes
 // from. Train takes examples newest first: the model keeps the words of
-// the newest 64 marked or followed papers for Explain's "like … papers".
+// the newest 64 marked or followed papers, for Explain's "like … papers"
+// and for the feedback's part of the score (Params.MoreLift).
 type Example struct {
 	Vector *Vector
 	Source Source
@@ -80,8 +80,12 @@ type Profile struct {
 // each followed person's name, CoauthorBoost times 1 + ln n on each
 // co-author of theirs (n: their papers together among the Own examples;
 // the MaxCoauthors most frequent), InstitutionBoost on each followed
-// institution and CiteBoost on each followed paper (a paper citing it).
-// A followed person's own name is never learned: every Own example has it,
+// institution and CiteBoost on each followed paper (a paper citing it);
+// plus the feedback's bounded part (Params.MoreLift, LessPenalty): a
+// paper like a More or Saved example rises by at most MoreLift, one like
+// a Less example falls by at most LessPenalty, and a paper like none of
+// them is scored as without them (unless SourceWeight makes them SVM
+// examples too). A followed person's own name is never learned: every Own example has it,
 // so it would stand for the whole difference and teach nothing else.
 // Examples with a nil Vector are skipped; with no positive example the
 // model holds the fixed weights only. The same Params, Profile and
@@ -127,6 +131,7 @@ func Train(p Params, prof Profile, examples []Example) *Model {
 	m.set(feats, weights, fixed)
 	m.likes = signatures(examples)
 	m.likeThreshold = p.LikeThreshold
+	m.moreLift, m.lessPenalty, m.feedbackLike = max(p.MoreLift, 0), max(p.LessPenalty, 0), min(max(p.FeedbackLike, 0), 0.99)
 	m.build()
 	return m
 }
@@ -347,7 +352,7 @@ func learn(p Params, skip map[uint32]int, examples []Example) ([]uint32, []float
 
 // signatures returns the strongest words of the marked and followed
 // examples (the newest maxLikes: examples come newest first), for
-// "like 3 papers you marked".
+// "like 3 papers you marked" and the feedback's part of the score.
 func signatures(examples []Example) []like {
 	var out []like
 	for _, e := range examples {
@@ -360,6 +365,8 @@ func signatures(examples []Example) []like {
 			kind = kindMarked
 		case Followed:
 			kind = kindFollowedPaper
+		case Less:
+			kind = kindLess
 		default:
 			continue
 		}

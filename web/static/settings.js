@@ -35,4 +35,16 @@
     type.addEventListener('change', sync);
     sync();
   }
+  // A channel's follow choice: picking "Chosen follows" opens its list,
+  // checking a follow in the list picks "Chosen follows" (without
+  // JavaScript the user does both).
+  document.querySelectorAll('fieldset.follow-choice').forEach(function (f) {
+    var chosen = f.querySelector('input[name="follows_scope"][value="chosen"]');
+    var list = f.querySelector('details.follow-pick');
+    if (!chosen || !list) { return; }
+    chosen.addEventListener('change', function () { if (chosen.checked) { list.open = true; } });
+    f.querySelectorAll('input[name="follow"]').forEach(function (box) {
+      box.addEventListener('change', function () { if (box.checked) { chosen.checked = true; } });
+    });
+  });
 })();

@@ -1,0 +1,106 @@
+package httpapi_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"followfeed/internal/testapp"
+)
+
+// TestPauseAndQuietDaysThroughTheAPI: PATCH /v1/me sets a pause and quiet
+// days, GET /v1/me and the export show them, {"pause": null} ends it, and
+// bad input is a 422 naming the field.
+func TestPauseAndQuietDaysThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	_, c := start(t)
+	tok := testapp.Token(t, "away", "away@example.org")
+	day := func(n int) string { return time.Now().UTC().AddDate(0, 0, n).Format("2006-01-02") }
+	r := c.Do("PATCH", "/v1/me", tok, map[string]any{"timezone": "UTC",
+		"pause": map[string]any{"from": day(2), "until": day(7)}, "digest": map[string]any{"frequency": "daily", "weekdays": []string{"mon", "Wednesday"}}})
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"pause":{"from":"`+day(2)+`","until":"`+day(7)+`"`) ||
+		!strings.Contains(string(r.Body), `"weekdays":["mon","wed"]`) {
+		t.Fatalf("setting a pause and quiet days: %d %s", r.Status, r.Body)
+	}
+	for _, path := range []string{"/v1/me", "/v1/me/export"} {
+		r = c.Do("GET", path, tok, nil)
+		if r.Status != 200 || !strings.Contains(string(r.Body), `"from":"`+day(2)+`"`) || !strings.Contains(string(r.Body), `"weekdays":["mon","wed"]`) {
+			t.Errorf("%s: %d %.600s", path, r.Status, r.Body)
+		}
+	}
+	r = c.Do("PATCH", "/v1/me", tok, map[string]any{"pause": map[string]any{"from": day(1), "until": nil}})
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"until":null`) || !strings.Contains(string(r.Body), `"ends_at":null`) {
+		t.Fatalf("until I'm back: %d %s", r.Status, r.Body)
+	}
+	r = c.Do("PATCH", "/v1/me", tok, `{"digest": {"hour": 9}}`)
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"from":"`+day(1)+`"`) {
+		t.Errorf("another change dropped the pause: %d %s", r.Status, r.Body)
+	}
+	r = c.Do("PATCH", "/v1/me", tok, `{"pause": null}`)
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"pause":null`) {
+		t.Fatalf("ending a pause not begun: %d %s", r.Status, r.Body)
+	}
+	for body, field := range map[string]string{
+		`{"pause": {"from": "` + day(-1) + `"}}`:                           "pause.from",
+		`{"pause": {"from": "next week"}}`:                                 "pause.from",
+		`{"pause": {"until": "` + day(3) + `"}}`:                           "pause.from",
+		`{"pause": {"from": "` + day(3) + `", "until": "` + day(2) + `"}}`: "pause.until",
+		`{"pause": {"from": "` + day(3) + `", "until": "` + day(3) + `"}}`: "pause.until",
+		`{"pause": {"from": "` + day(3) + `", "back": "` + day(5) + `"}}`:  "pause",
+		`{"pause": {"from": 20261224}}`:                                    "pause.from",
+		`{"pause": "tomorrow"}`:                                            "pause",
+		`{"digest": {"weekdays": []}}`:                                     "digest.weekdays",
+		`{"digest": {"weekdays": ["mon", "funday"]}}`:                      "digest.weekdays",
+	} {
+		r := c.Do("PATCH", "/v1/me", tok, body)
+		var p problem
+		r.JSON(t, &p)
+		if r.Status != 422 || p.Field != field {
+			t.Errorf("%s: want 422 naming %s, got %d %s", body, field, r.Status, r.Body)
+		}
+	}
+}
+
+// TestSnoozeAFollowThroughTheAPI: PUT /v1/me/follows/{kind}/{id} with
+// snoozed_until snoozes a follow the reader has (the list and the export
+// show it), null un-snoozes, and bad dates or a follow the reader does
+// not have are 422s naming the field.
+func TestSnoozeAFollowThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	_, c := start(t)
+	tok := testapp.Token(t, "sleepy", "sleepy@example.org")
+	if r := c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil); r.Status != 201 {
+		t.Fatalf("follow: %d %s", r.Status, r.Body)
+	}
+	day := time.Now().UTC().AddDate(0, 0, 5).Format("2006-01-02")
+	r := c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, map[string]any{"snoozed_until": day})
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"snoozed_until":"`+day+`"`) {
+		t.Fatalf("snooze: %d %s", r.Status, r.Body)
+	}
+	for _, path := range []string{"/v1/me/follows", "/v1/me/export"} {
+		if r := c.Do("GET", path, tok, nil); !strings.Contains(string(r.Body), `"snoozed_until":"`+day+`"`) {
+			t.Errorf("%s does not show the snooze: %.500s", path, r.Body)
+		}
+	}
+	r = c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, `{"snoozed_until": null, "label": "ML"}`)
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"snoozed_until":null`) || !strings.Contains(string(r.Body), `"label":"ML"`) {
+		t.Fatalf("un-snooze with a label: %d %s", r.Status, r.Body)
+	}
+	yesterday := time.Now().UTC().AddDate(0, 0, -2).Format("2006-01-02")
+	for _, tc := range []struct{ path, body, field string }{
+		{"/v1/me/follows/category/cs.LG", `{"snoozed_until": "` + yesterday + `"}`, "snoozed_until"},
+		{"/v1/me/follows/category/cs.LG", `{"snoozed_until": "soon"}`, "snoozed_until"},
+		{"/v1/me/follows/category/cs.LG", `{"snoozed_until": 5}`, "snoozed_until"},
+		{"/v1/me/follows/category/cs.AI", `{"snoozed_until": "` + day + `"}`, "follow"},
+	} {
+		r := c.Do("PUT", tc.path, tok, tc.body)
+		var p problem
+		r.JSON(t, &p)
+		if r.Status != 422 || p.Field != tc.field {
+			t.Errorf("%s %s: want 422 naming %s, got %d %s", tc.path, tc.body, tc.field, r.Status, r.Body)
+		}
+	}
+	if r := c.Do("GET", "/v1/me/follows", tok, nil); strings.Contains(string(r.Body), "cs.AI") {
+		t.Error("snoozing an unfollowed category followed it")
+	}
+}

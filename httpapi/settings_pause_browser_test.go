@@ -1,0 +1,115 @@
+package httpapi_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"followfeed/internal/browser"
+	"followfeed/internal/testapp"
+)
+
+// TestPauseOnTheSettingsPageInABrowser: in Chromium, the email page's
+// pause card sets a pause (seen after a reload, and through the API),
+// saves the digest's days and snoozes a follow, with plain CSRF-protected
+// forms; a pause ending before it starts comes back naming the field; the
+// card fits a 390 px screen.
+func TestPauseOnTheSettingsPageInABrowser(t *testing.T) {
+	t.Parallel()
+	ctx, b := browser.Start(t)
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
+	tok := testapp.Token(t, "browser-away", "away@example.org")
+	c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil)
+	day := func(n int) string { return time.Now().UTC().AddDate(0, 0, n).Format("2006-01-02") }
+	browserSignIn(ctx, t, a, tok, "/settings/email", `#pause`)
+	// A pause ending before it starts: not saved, the field named.
+	if err := choose(ctx, `#pause-from`, day(3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := choose(ctx, `#pause-until`, day(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := submit(ctx, `#save-pause`); err != nil {
+		t.Fatal(err)
+	}
+	if msg := text(ctx, t, `p.flash`); !strings.Contains(msg, "pause.until") {
+		t.Errorf("flash %q, want it to name pause.until", msg)
+	}
+	if err := choose(ctx, `#pause-from`, day(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := choose(ctx, `#pause-until`, day(6)); err != nil {
+		t.Fatal(err)
+	}
+	if err := submit(ctx, `#save-pause`); err != nil {
+		t.Fatal(err)
+	}
+	// After a reload the card shows the pause.
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/settings/email"), chromedp.WaitVisible(`#pause`)); err != nil {
+		t.Fatal(err)
+	}
+	from, _ := chromedp.Run(ctx, chromedp.Value(`#pause-from`))
+	until, _ := chromedp.Run(ctx, chromedp.Value(`#pause-until`))
+	if from != day(1) || until != day(6) || !strings.Contains(text(ctx, t, `#pause-state`), "back on "+day(6)) {
+		t.Errorf("after a reload: from %q until %q, state %q", from, until, text(ctx, t, `#pause-state`))
+	}
+	b.Screenshot(ctx, t, "settings-pause")
+	// At 390 px the card fits the screen.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(a.URL+"/settings/email#pause"), chromedp.WaitVisible(`#pause`)); err != nil {
+		t.Fatal(err)
+	}
+	fitsTheScreen(ctx, t, 390)
+	b.ElementScreenshot(ctx, t, "settings-pause-390", "#pause")
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+		t.Fatal(err)
+	}
+	var me struct {
+		Pause *struct {
+			From  string  `json:"from"`
+			Until *string `json:"until"`
+		} `json:"pause"`
+		Digest struct {
+			Weekdays []string `json:"weekdays"`
+		} `json:"digest"`
+	}
+	c.Do("GET", "/v1/me", tok, nil).JSON(t, &me)
+	if me.Pause == nil || me.Pause.From != day(1) || me.Pause.Until == nil || *me.Pause.Until != day(6) {
+		t.Fatalf("the API's pause: %+v", me.Pause)
+	}
+	// Weekdays only.
+	for _, d := range []string{"sat", "sun"} {
+		if err := chromedp.Do(ctx, chromedp.Click(`#weekdays-form input[value="`+d+`"]`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := submit(ctx, `#save-weekdays`); err != nil {
+		t.Fatal(err)
+	}
+	c.Do("GET", "/v1/me", tok, nil).JSON(t, &me)
+	if strings.Join(me.Digest.Weekdays, ",") != "mon,tue,wed,thu,fri" {
+		t.Errorf("weekdays %v", me.Digest.Weekdays)
+	}
+	// Snooze cs.LG: the list is collapsed while nothing is snoozed.
+	if err := chromedp.Do(ctx, chromedp.Click(`#snoozes > summary`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := choose(ctx, `li[data-snooze="category/cs.LG"] input[type="date"]`, day(4)); err != nil {
+		t.Fatal(err)
+	}
+	if err := submit(ctx, `li[data-snooze="category/cs.LG"] button`); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Do("GET", "/v1/me/follows", tok, nil); !strings.Contains(string(r.Body), `"snoozed_until":"`+day(4)+`"`) {
+		t.Errorf("the snooze: %s", r.Body)
+	}
+	// End the pause (not begun: it is removed).
+	if err := submit(ctx, `#end-pause`); err != nil {
+		t.Fatal(err)
+	}
+	c.Do("GET", "/v1/me", tok, nil).JSON(t, &me)
+	if me.Pause != nil {
+		t.Errorf("the pause outlived its removal: %+v", me.Pause)
+	}
+}

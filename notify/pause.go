@@ -1,0 +1,379 @@
+package notify
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/account"
+	"followfeed/apperr"
+)
+
+// Vacation (pause) and quiet days.
+//
+// A pause is two dates in the reader's time zone: From (the first day
+// nothing goes out; it starts at that day's local midnight) and Until
+// (the day they are back: delivery resumes at their digest hour that
+// day), or no Until: "until I'm back", ended by clearing the pause.
+// While it is in effect no digest, instant alert or push delivery goes
+// out: the one check is PausedSQL, which the ledger's triage applies to
+// every digest and alert before its window is reserved (so the reader's
+// watermark stays where it was) and package channels applies to every
+// collection (Paused). When it ends, Schedule queues exactly one catch-up
+// digest (kind "catchup") covering everything since the last digest
+// before the pause, best first within the reader's budget with the
+// budget shared out per follow (planBest), and tells the OnPauseEnd hook
+// (push channels catch up or skip, each as it is set).
+
+// DateLayout is how a pause's and a snooze's dates are written: ISO
+// YYYY-MM-DD, a day in the reader's time zone.
+const DateLayout = "2006-01-02"
+
+// KindCatchUp is the ledger kind (digests.kind) of the one digest sent
+// when a pause ends.
+const KindCatchUp = "catchup"
+
+// Pause is a reader's vacation as stored.
+type Pause struct {
+	// From is the first local day of the pause (a date: UTC midnight).
+	From time.Time
+	// Until is the local day the reader is back; nil: until they end it.
+	Until *time.Time
+	// StartsAt and EndsAt are the instants the dates stand for in the
+	// reader's time zone: From's midnight, Until at the digest hour (or
+	// the moment an open or running pause was ended); EndsAt is nil for
+	// "until I'm back".
+	StartsAt *time.Time
+	EndsAt   *time.Time
+}
+
+// Active says whether the pause is in effect at t.
+func (p *Pause) Active(t time.Time) bool {
+	return p != nil && p.StartsAt != nil && !t.Before(*p.StartsAt) && (p.EndsAt == nil || t.Before(*p.EndsAt))
+}
+
+// columns are p's digest_schedules values (all nil without a pause).
+func (p *Pause) columns() (from, until, startsAt, endsAt any) {
+	if p == nil {
+		return nil, nil, nil, nil
+	}
+	from = p.From
+	if p.Until != nil {
+		until = *p.Until
+	}
+	if p.StartsAt != nil {
+		startsAt = *p.StartsAt
+	}
+	if p.EndsAt != nil {
+		endsAt = *p.EndsAt
+	}
+	return from, until, startsAt, endsAt
+}
+
+// PausePatch sets or ends a pause. Clear ends it: a pause in effect ends
+// now (the catch-up follows at the scheduler's next run), one not begun
+// is dropped. Otherwise From is required and Until may be nil ("until
+// I'm back"); both are DateLayout dates in the reader's time zone.
+type PausePatch struct {
+	Clear bool
+	From  string
+	Until *string
+}
+
+// PausedSQL is true, for the digest_schedules row d, while its reader's
+// pause is in effect at the timestamptz the SQL expression at stands
+// for: the one pause check of every delivery (digests, instant alerts,
+// push channels through Paused).
+func PausedSQL(at string) string {
+	return `coalesce(d.pause_starts_at <= ` + at + ` AND (d.pause_ends_at IS NULL OR d.pause_ends_at > ` + at + `), false)`
+}
+
+// Paused says whether userID's pause is in effect at at, read in tx
+// (false for a user without a schedule row): push channels ask it
+// before each collection.
+func Paused(ctx context.Context, tx pgx.Tx, userID int64, at time.Time) (bool, error) {
+	var paused bool
+	err := tx.QueryRow(ctx, `SELECT `+PausedSQL("$2")+` FROM digest_schedules d WHERE d.user_id = $1`, userID, at).Scan(&paused)
+	if err == pgx.ErrNoRows {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading the pause of user %d: %w", userID, err)
+	}
+	return paused, nil
+}
+
+// maxPauseAhead bounds how far ahead a pause may start or end.
+const maxPauseAhead = 2 * 366 * 24 * time.Hour
+
+// parseDate reads a DateLayout date for field.
+func parseDate(field, s string) (time.Time, error) {
+	t, err := time.Parse(DateLayout, strings.TrimSpace(s))
+	if err != nil {
+		return time.Time{}, apperr.InvalidField(field, "%q is not a date like 2026-12-24 (YYYY-MM-DD, in your time zone)", truncate(s, 40))
+	}
+	return t, nil
+}
+
+// localDate is t's date in loc, as a date (UTC midnight).
+func localDate(t time.Time, loc *time.Location) time.Time {
+	y, m, d := t.In(loc).Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+// at is date (a DateLayout date) at hour in loc.
+func at(date time.Time, hour int, loc *time.Location) time.Time {
+	return time.Date(date.Year(), date.Month(), date.Day(), hour, 0, 0, 0, loc)
+}
+
+// applyPause applies patch to next (whose time zone and digest hour are
+// already the new ones; cur is the stored profile) at now, and refreshes
+// the pause's instants from its dates: bad dates are an *apperr.Error
+// naming pause.from or pause.until.
+func applyPause(next *Profile, cur Profile, patch *PausePatch, now time.Time) error {
+	loc := zone(next.Timezone)
+	today := localDate(now, loc)
+	if next.Pause != nil {
+		c := *next.Pause // next shares cur's; cur stays as read
+		next.Pause = &c
+	}
+	switch {
+	case patch == nil:
+	case patch.Clear:
+		if cur.Pause == nil || cur.Pause.StartsAt == nil || now.Before(*cur.Pause.StartsAt) {
+			next.Pause = nil // not begun: nothing to catch up
+			break
+		}
+		p := *cur.Pause
+		if p.EndsAt == nil || now.Before(*p.EndsAt) {
+			end := now
+			p.Until, p.EndsAt = &today, &end
+		}
+		next.Pause = &p
+		return nil // ends now (or has ended), whatever the dates say; the scheduler catches up
+	default:
+		from, err := parseDate("pause.from", patch.From)
+		if err != nil {
+			return err
+		}
+		kept := cur.Pause != nil && cur.Pause.From.Equal(from) // a pause in effect keeps its start
+		switch {
+		case from.Before(today) && !kept:
+			return apperr.InvalidField("pause.from", "%s is in the past; a pause starts today (%s) or later", patch.From, today.Format(DateLayout))
+		case from.Sub(today) > maxPauseAhead:
+			return apperr.InvalidField("pause.from", "must be within two years")
+		}
+		p := Pause{From: from}
+		if patch.Until != nil {
+			until, err := parseDate("pause.until", *patch.Until)
+			if err != nil {
+				return err
+			}
+			switch {
+			case !until.After(from):
+				return apperr.InvalidField("pause.until", "must be after pause.from (%s): it is the day you are back", from.Format(DateLayout))
+			case until.Before(today):
+				return apperr.InvalidField("pause.until", "%s is in the past", until.Format(DateLayout))
+			case until.Sub(today) > maxPauseAhead:
+				return apperr.InvalidField("pause.until", "must be within two years")
+			}
+			p.Until = &until
+		}
+		next.Pause = &p
+	}
+	if p := next.Pause; p != nil {
+		if p.EndsAt != nil && !now.Before(*p.EndsAt) && cur.Pause != nil && cur.Pause.From.Equal(p.From) && patch == nil {
+			return nil // over, its catch-up waiting for the scheduler: left as it is
+		}
+		start := at(p.From, 0, loc)
+		p.StartsAt, p.EndsAt = &start, nil
+		if p.Until != nil {
+			end := at(*p.Until, next.Digest.Hour, loc)
+			p.EndsAt = &end
+		}
+	}
+	return nil
+}
+
+// Weekdays is a set of weekdays: bit d for time.Weekday d. The zero value
+// means every day.
+type Weekdays uint8
+
+// AllWeekdays is every day of the week.
+const AllWeekdays Weekdays = 0x7f
+
+// Has says whether d is in w (every day when w is zero).
+func (w Weekdays) Has(d time.Weekday) bool {
+	return w == 0 || w&(1<<uint(d)) != 0
+}
+
+// orAll is w, with the zero value spelt AllWeekdays.
+func (w Weekdays) orAll() Weekdays {
+	if w == 0 {
+		return AllWeekdays
+	}
+	return w & AllWeekdays
+}
+
+// Names are w's days, Monday first, as three-letter lower-case names
+// ("mon"), the form the API writes.
+func (w Weekdays) Names() []string {
+	out := []string{}
+	for i := 1; i <= 7; i++ {
+		d := time.Weekday(i % 7)
+		if w.Has(d) {
+			out = append(out, strings.ToLower(d.String()[:3]))
+		}
+	}
+	return out
+}
+
+// ParseWeekdays reads day names ("mon", "Tuesday", see ParseWeekday). An
+// empty list, or a name that is no day, is an *apperr.Error naming
+// digest.weekdays.
+func ParseWeekdays(names []string) (Weekdays, error) {
+	if len(names) == 0 {
+		return 0, apperr.InvalidField("digest.weekdays", "choose at least one day; to get no digests set digest.frequency to off")
+	}
+	if len(names) > 14 {
+		return 0, apperr.InvalidField("digest.weekdays", "lists at most the seven days")
+	}
+	var w Weekdays
+	for _, n := range names {
+		d, ok := ParseWeekday(n)
+		if !ok || strings.TrimSpace(n) == "" || len(strings.TrimSpace(n)) == 1 {
+			return 0, apperr.InvalidField("digest.weekdays", "%q is not a weekday; use mon, tue, wed, thu, fri, sat, sun", truncate(n, 40))
+		}
+		w |= 1 << uint(d)
+	}
+	return w, nil
+}
+
+// PauseHook is told, in the scheduler's transaction, of readers whose
+// pause just ended (package channels catches their push channels up, or
+// skips what they missed, each as it is set).
+type PauseHook interface {
+	// PauseEnded handles userIDs, whose pauses ended at endedAt (each
+	// its own), in tx.
+	PauseEnded(ctx context.Context, tx pgx.Tx, userIDs []int64, endedAt []time.Time) error
+}
+
+// scheduleCatchUps ends the pauses that are over at now: a reader whose
+// pause was in effect and who gets digests (daily, weekly or instant)
+// gets one catch-up digest queued, named after the pause
+// ("catchup:<from>..<back>"), so it is never queued twice; their next
+// regular digest moves past now (the catch-up is that day's digest); the
+// OnPauseEnd hook is told; the pause columns are cleared. In batches of
+// scheduleBatch, each one transaction.
+func (d *Digester) scheduleCatchUps(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, more, err := d.catchUpOnce(ctx)
+		total += n
+		if err != nil || !more {
+			return total, err
+		}
+	}
+}
+
+func (d *Digester) catchUpOnce(ctx context.Context) (queued int, more bool, err error) {
+	now := d.now()
+	err = d.db.InTx(ctx, func(tx pgx.Tx) error {
+		// digest_schedules_pause_end_idx; SKIP LOCKED as the scheduler's
+		// other scan.
+		rows, err := tx.Query(ctx, `
+			SELECT d.user_id, u.timezone, d.frequency, d.hour, d.weekday, d.weekdays, d.next_at,
+			       d.pause_from, d.pause_starts_at, d.pause_ends_at
+			FROM digest_schedules d JOIN `+account.UsersTable+` u ON u.id = d.user_id
+			WHERE d.pause_ends_at <= $1
+			ORDER BY d.pause_ends_at LIMIT $2
+			FOR UPDATE OF d, u SKIP LOCKED`, now, scheduleBatch)
+		if err != nil {
+			return fmt.Errorf("finding ended pauses: %w", err)
+		}
+		var ended, users []int64
+		var endedAt []time.Time
+		var periods []string
+		var moved []int64
+		var nexts []time.Time
+		for rows.Next() {
+			var id int64
+			var tz, freq string
+			var s DigestSettings
+			var weekday, weekdays int
+			var next *time.Time
+			var from, starts, ends time.Time
+			if err := rows.Scan(&id, &tz, &freq, &s.Hour, &weekday, &weekdays, &next, &from, &starts, &ends); err != nil {
+				rows.Close()
+				return err
+			}
+			s.Frequency, s.Weekday, s.Weekdays = Frequency(freq), time.Weekday(weekday), Weekdays(weekdays)
+			ended, endedAt = append(ended, id), append(endedAt, ends)
+			if !starts.Before(ends) || s.Frequency == Off {
+				continue // never in effect, or no digests: nothing to catch up by mail
+			}
+			loc := zone(tz)
+			users = append(users, id)
+			periods = append(periods, KindCatchUp+":"+from.Format(DateLayout)+".."+ends.In(loc).Format(DateLayout))
+			if next != nil && !next.After(now) {
+				moved, nexts = append(moved, id), append(nexts, NextOccurrence(now, loc, s))
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		more = len(ended) == scheduleBatch
+		if len(ended) == 0 {
+			return nil
+		}
+		if len(users) > 0 {
+			idRows, err := tx.Query(ctx, `
+				INSERT INTO digests (user_id, period, kind, created_at)
+				SELECT u, p, $3, $4 FROM unnest($1::bigint[], $2::text[]) AS n(u, p)
+				ON CONFLICT (user_id, period) DO NOTHING
+				RETURNING id`, users, periods, KindCatchUp, now)
+			if err != nil {
+				return fmt.Errorf("creating %d catch-up digests: %w", len(users), err)
+			}
+			ids, err := pgx.CollectRows(idRows, pgx.RowTo[int64])
+			if err != nil {
+				return fmt.Errorf("creating %d catch-up digests: %w", len(users), err)
+			}
+			queued = len(ids)
+			if err := d.enq.EnqueueDigests(ctx, tx, ids); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE digest_schedules d SET next_at = n.next
+			FROM unnest($1::bigint[], $2::timestamptz[]) AS n(id, next) WHERE d.user_id = n.id`, moved, nexts); err != nil {
+			return fmt.Errorf("moving next digest times after pauses: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE digest_schedules SET pause_from = NULL, pause_until = NULL, pause_starts_at = NULL, pause_ends_at = NULL
+			WHERE user_id = ANY($1)`, ended); err != nil {
+			return fmt.Errorf("clearing %d ended pauses: %w", len(ended), err)
+		}
+		if d.onPauseEnd != nil {
+			return d.onPauseEnd.PauseEnded(ctx, tx, ended, endedAt)
+		}
+		return nil
+	})
+	return queued, more, err
+}
+
+// catchUpHeading is a catch-up digest's heading, from its period
+// ("catchup:2026-12-10..2026-12-15").
+func catchUpHeading(period string) string {
+	from, back, ok := strings.Cut(strings.TrimPrefix(period, KindCatchUp+":"), "..")
+	f, err1 := time.Parse(DateLayout, from)
+	b, err2 := time.Parse(DateLayout, back)
+	if !ok || err1 != nil || err2 != nil {
+		return "While you were away: the best of your papers"
+	}
+	return "While you were away (" + f.Format("2 January") + " to " + b.Format("2 January") + "): the best of your papers"
+}

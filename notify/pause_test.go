@@ -1,0 +1,345 @@
+package notify_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river/rivertype"
+
+	"followfeed/apperr"
+	"followfeed/follow"
+	fakesmtp "followfeed/internal/fake/smtp"
+	"followfeed/internal/testjobs"
+	"followfeed/notify"
+	"followfeed/worker"
+)
+
+// pause sets uid's pause (until "" is "until I'm back").
+func (e *env) pause(uid int64, from, until string) error {
+	p := &notify.PausePatch{From: from}
+	if until != "" {
+		p.Until = &until
+	}
+	_, err := e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Pause: p})
+	return err
+}
+
+// sendPending sends every pending digest, as the send jobs would.
+func (e *env) sendPending() {
+	e.t.Helper()
+	rows, err := e.db.Pool.Query(e.ctx, `SELECT id FROM digests WHERE state = 'pending' ORDER BY id`)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		rows.Scan(&id)
+		ids = append(ids, id)
+	}
+	rows.Close()
+	for _, id := range ids {
+		if _, err := e.d.Send(e.ctx, id); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// subjects are the subjects of the mails the SMTP server received.
+func (e *env) subjects() []string {
+	var out []string
+	for _, m := range e.smtp.Messages() {
+		for _, l := range strings.Split(string(m.Data), "\r\n") {
+			if s, ok := strings.CutPrefix(l, "Subject: "); ok {
+				out = append(out, s)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// TestFiveDayPauseThenOneCatchUp: a daily reader away from 1 to 6
+// December (back on the 6th) gets no mail while away, although a paper
+// matches every day and the scheduler runs every hour, and exactly one
+// catch-up digest on the 6th at their digest hour with every paper of the
+// five days; the next day's digest holds only what came after.
+func TestFiveDayPauseThenOneCatchUp(t *testing.T) {
+	t.Parallel()
+	e := setup(t, fakesmtp.Options{}, "")
+	uid := e.reader("away", notify.Daily, "UTC", 6, "category/cs.LG")
+	if err := e.pause(uid, "2026-12-01", "2026-12-06"); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := e.prefs.Get(e.ctx, uid)
+	if p.Pause == nil || p.Pause.Until == nil || !p.Pause.EndsAt.Equal(time.Date(2026, 12, 6, 6, 0, 0, 0, time.UTC)) {
+		t.Fatalf("pause as stored: %+v", p.Pause)
+	}
+	e.push(testPaper("2311.00001", "cs.LG"))
+	mailsAt := map[string]int{}
+	n := 0
+	for now := time.Date(2026, 11, 30, 5, 30, 0, 0, time.UTC); now.Before(time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)); now = now.Add(time.Hour) {
+		e.clk.Set(now)
+		if now.Hour() == 12 { // a paper matches every day at noon
+			n++
+			e.push(testPaper(fmt.Sprintf("2312.%05d", n), "cs.LG"))
+		}
+		if _, err := e.d.Schedule(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		e.sendPending()
+		if got := len(e.smtp.Messages()); got > 0 {
+			mailsAt[now.Format("2006-01-02")] = got
+		}
+	}
+	subjects := e.subjects()
+	msgs := e.smtp.Messages()
+	if len(msgs) != 3 {
+		t.Fatalf("%d mails (%q), want 3: 30 November's, the catch-up, 7 December's", len(msgs), subjects)
+	}
+	for day := 1; day <= 5; day++ {
+		if got, before := mailsAt[fmt.Sprintf("2026-12-%02d", day)], mailsAt["2026-11-30"]; got != before {
+			t.Errorf("mail on 2026-12-%02d, while paused (%d mails by then, %d before)", day, got, before)
+		}
+	}
+	catchUp := string(msgs[1].Data)
+	if !strings.HasPrefix(subjects[1], "While you were away") || !strings.Contains(catchUp, "While you were away (1 December to 6 December)") {
+		t.Errorf("catch-up subject %q:\n%.600s", subjects[1], catchUp)
+	}
+	for day := 1; day <= 5; day++ { // the papers of noon 30 November to 5 December
+		if id := fmt.Sprintf("Paper 2312.%05d", day); !strings.Contains(catchUp, id) {
+			t.Errorf("the catch-up lacks %s", id)
+		}
+	}
+	if strings.Contains(catchUp, "Paper 2312.00007") || !strings.Contains(string(msgs[2].Data), "Paper 2312.00007") ||
+		strings.Contains(string(msgs[2].Data), "Paper 2312.00005") {
+		t.Errorf("the day after: catch-up and 7 December's digest overlap or miss a paper")
+	}
+	var catchUps, skipped, sixth int
+	e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FILTER (WHERE kind = 'catchup'),
+		count(*) FILTER (WHERE state = 'skipped' AND smtp_reply LIKE 'paused%'),
+		count(*) FILTER (WHERE period = 'daily:2026-12-06') FROM digests WHERE user_id = $1`, uid).Scan(&catchUps, &skipped, &sixth)
+	if catchUps != 1 || skipped != 5 || sixth != 0 {
+		t.Errorf("ledger: %d catch-ups, %d skipped as paused, %d digests of 6 December; want 1, 5, 0", catchUps, skipped, sixth)
+	}
+	if p, _ := e.prefs.Get(e.ctx, uid); p.Pause != nil {
+		t.Errorf("the pause outlived its catch-up: %+v", p.Pause)
+	}
+}
+
+// TestPausedInstantReaderCatchesUpOnceWhenTheyEndIt: an instant reader on
+// an open pause ("until I'm back") gets no alert and no alert is even
+// scheduled; ending the pause queues one catch-up with everything.
+func TestPausedInstantReaderCatchesUpOnceWhenTheyEndIt(t *testing.T) {
+	t.Parallel()
+	e := setup(t, fakesmtp.Options{}, "")
+	uid := e.reader("eager", notify.Instant, "UTC", 7, "category/cs.LG")
+	if err := e.pause(uid, "2026-11-30", ""); err != nil {
+		t.Fatal(err)
+	}
+	e.push(testPaper("2301.00001", "cs.LG"))
+	e.clk.Set(e.clk.Now().Add(24 * time.Hour))
+	e.push(testPaper("2301.00002", "cs.LG"))
+	if jobs := testjobs.Count(t, e.db.Pool, worker.InstantArgs{}.Kind(), rivertype.JobStateScheduled); jobs != 0 {
+		t.Fatalf("%d instant alerts scheduled while paused", jobs)
+	}
+	if err := e.d.SendInstant(e.ctx, uid); err != nil { // a job from before the pause: nothing
+		t.Fatal(err)
+	}
+	if n, _ := e.d.Schedule(e.ctx); n != 0 || len(e.smtp.Messages()) != 0 {
+		t.Fatalf("%d digests queued, %d mails while paused", n, len(e.smtp.Messages()))
+	}
+	if _, err := e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Pause: &notify.PausePatch{Clear: true}}); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Set(e.clk.Now().Add(time.Minute))
+	if n, err := e.d.Schedule(e.ctx); err != nil || n != 1 {
+		t.Fatalf("ending the pause queued %d digests (%v), want the one catch-up", n, err)
+	}
+	if n, _ := e.d.Schedule(e.ctx); n != 0 {
+		t.Errorf("the scheduler again queued %d", n)
+	}
+	e.sendPending()
+	msgs := e.smtp.Messages()
+	if len(msgs) != 1 || !strings.Contains(string(msgs[0].Data), "Paper 2301.00001") || !strings.Contains(string(msgs[0].Data), "Paper 2301.00002") {
+		t.Fatalf("%d mails after the pause, want one catch-up with both papers", len(msgs))
+	}
+	// Alerts resume.
+	e.push(testPaper("2301.00003", "cs.LG"))
+	if jobs := testjobs.Count(t, e.db.Pool, worker.InstantArgs{}.Kind(), rivertype.JobStateScheduled); jobs != 1 {
+		t.Errorf("%d instant alerts scheduled after the pause, want 1", jobs)
+	}
+}
+
+// TestCatchUpSharesTheBudgetPerFollow: a best-first catch-up with a
+// budget of 4 over a busy follow (ten papers ranked high) and a quiet one
+// (two ranked low) lists the best two of each, not the busy follow's four.
+func TestCatchUpSharesTheBudgetPerFollow(t *testing.T) {
+	t.Parallel()
+	e := setup(t, fakesmtp.Options{}, "")
+	r := &scoreRanker{}
+	e.ranked(r)
+	uid := e.reader("busy", notify.Daily, "UTC", 6, "category/cs.LG", "category/math.AG")
+	e.budget(uid, notify.OrderNewest, 4, true) // a catch-up ranks whatever the order
+	if err := e.pause(uid, "2026-12-01", "2026-12-03"); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Set(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	var names []string
+	for i := 1; i <= 10; i++ {
+		e.push(testPaper(fmt.Sprintf("2312.%05d", i), "cs.LG"))
+		names = append(names, fmt.Sprintf("2312.%05d", i))
+	}
+	e.push(testPaper("2312.00101", "math.AG"), testPaper("2312.00102", "math.AG"))
+	names = append(names, "2312.00101", "2312.00102")
+	ids := e.ids(names...)
+	scores := map[int64]float64{ids["2312.00101"]: 2, ids["2312.00102"]: 1}
+	for i := 1; i <= 10; i++ {
+		scores[ids[fmt.Sprintf("2312.%05d", i)]] = float64(100 - i)
+	}
+	r.set(scores)
+	e.clk.Set(time.Date(2026, 12, 3, 6, 0, 0, 0, time.UTC))
+	if n, err := e.d.Schedule(e.ctx); err != nil || n != 1 {
+		t.Fatalf("%d digests queued (%v), want the catch-up", n, err)
+	}
+	e.sendPending()
+	msgs := e.smtp.Messages()
+	if len(msgs) != 1 {
+		t.Fatalf("%d mails", len(msgs))
+	}
+	body := textPart(t, msgs[0].Data)
+	for _, want := range []string{"2312.00001", "2312.00002", "2312.00101", "2312.00102"} {
+		if !strings.Contains(body, "Paper "+want) {
+			t.Errorf("the catch-up lacks %s", want)
+		}
+	}
+	if strings.Contains(body, "Paper 2312.00003") {
+		t.Errorf("the busy follow took more than its share:\n%s", body)
+	}
+}
+
+// TestPauseValidation: dates in the past, a pause ending before it
+// starts, dates that do not parse, an empty or unknown weekday list: 422s
+// naming the field.
+func TestPauseValidation(t *testing.T) {
+	t.Parallel()
+	e := setup(t, fakesmtp.Options{}, "")
+	uid := e.reader("picky", notify.Daily, "Pacific/Auckland", 7)
+	// 30 November 05:00 UTC is 30 November 18:00 in Auckland: "today"
+	// is the reader's day.
+	for _, tc := range []struct{ from, until, field string }{
+		{"2026-11-29", "", "pause.from"},
+		{"30/11/2026", "", "pause.from"},
+		{"2026-12-05", "2026-12-05", "pause.until"},
+		{"2026-12-05", "2026-12-01", "pause.until"},
+		{"2026-12-05", "soon", "pause.until"},
+		{"2030-12-05", "", "pause.from"},
+	} {
+		err := e.pause(uid, tc.from, tc.until)
+		if ae, ok := apperr.As(err); !ok || ae.Field != tc.field {
+			t.Errorf("pause %s..%s: %v, want an error naming %s", tc.from, tc.until, err, tc.field)
+		}
+	}
+	if err := e.pause(uid, "2026-11-30", "2026-12-01"); err != nil {
+		t.Errorf("a pause from today: %v", err)
+	}
+	for _, days := range [][]string{{}, {"mon", "someday"}, {"1"}} {
+		_, err := e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Digest: &notify.DigestPatch{Weekdays: &days}})
+		if ae, ok := apperr.As(err); !ok || ae.Field != "digest.weekdays" {
+			t.Errorf("weekdays %q: %v", days, err)
+		}
+	}
+	var ae *apperr.Error
+	if err := e.pause(uid, "", ""); !errors.As(err, &ae) {
+		t.Errorf("no from: %v", err)
+	}
+}
+
+// TestQuietDaysFoldIntoTheNextDigest: a daily reader who chose Monday,
+// Wednesday and Friday gets digests on those days only, and Wednesday's
+// holds Tuesday's papers too (its window spans the quiet day).
+func TestQuietDaysFoldIntoTheNextDigest(t *testing.T) {
+	t.Parallel()
+	e := setup(t, fakesmtp.Options{}, "")
+	uid := e.reader("mwf", notify.Daily, "UTC", 6, "category/cs.LG")
+	days := []string{"mon", "wed", "fri"}
+	if _, err := e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Digest: &notify.DigestPatch{Weekdays: &days}}); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := e.prefs.Get(e.ctx, uid); strings.Join(p.Digest.Weekdays.Names(), ",") != "mon,wed,fri" {
+		t.Fatalf("weekdays as stored: %v", p.Digest.Weekdays.Names())
+	}
+	n := 0
+	// Monday 30 November 05:00 to Sunday 6 December.
+	for now := e.clk.Now(); now.Before(time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)); now = now.Add(time.Hour) {
+		e.clk.Set(now)
+		if now.Hour() == 12 {
+			n++
+			e.push(testPaper(fmt.Sprintf("2312.%05d", n), "cs.LG")) // one a day: 1 is Monday's
+		}
+		if _, err := e.d.Schedule(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		e.sendPending()
+	}
+	rows, _ := e.db.Pool.Query(e.ctx, `SELECT period FROM digests WHERE user_id = $1 ORDER BY period`, uid)
+	var periods []string
+	for rows.Next() {
+		var p string
+		rows.Scan(&p)
+		periods = append(periods, p)
+	}
+	if want := "daily:2026-11-30,daily:2026-12-02,daily:2026-12-04"; strings.Join(periods, ",") != want {
+		t.Fatalf("periods %v, want %s", periods, want)
+	}
+	msgs := e.smtp.Messages()
+	if len(msgs) != 2 { // Monday's at 06:00 had nothing yet
+		t.Fatalf("%d mails, want Wednesday's and Friday's", len(msgs))
+	}
+	wed := string(msgs[0].Data)
+	if !strings.Contains(wed, "Paper 2312.00001") || !strings.Contains(wed, "Paper 2312.00002") || strings.Contains(wed, "Paper 2312.00003") {
+		t.Errorf("Wednesday's digest should hold Monday's and Tuesday's papers:\n%.800s", wed)
+	}
+}
+
+// TestSnoozedFollowDeliversNothingUntilItsDate: a follow snoozed until 2
+// December delivers nothing in the digests sent before then (another
+// follow's papers still come, and a paper both match comes); what those
+// digests left out is not caught up; from the date it delivers again.
+func TestSnoozedFollowDeliversNothingUntilItsDate(t *testing.T) {
+	t.Parallel()
+	e := setup(t, fakesmtp.Options{}, "")
+	uid := e.reader("sleepy", notify.Daily, "UTC", 6, "category/cs.LG", "category/math.AG")
+	lg, _ := follow.ParseTarget("category", "cs.LG")
+	until := "2026-12-02"
+	if _, err := e.follows.Snooze(e.ctx, uid, lg, &until, e.clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	both := testPaper("2311.00003", "cs.LG")
+	both.Categories = []string{"cs.LG", "math.AG"}
+	e.push(testPaper("2311.00001", "cs.LG"), testPaper("2311.00002", "math.AG"), both)
+	e.clk.Set(time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC))
+	e.scheduled()
+	e.sendPending()
+	e.push(testPaper("2312.00001", "cs.LG"))
+	e.clk.Set(time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC))
+	e.scheduled()
+	e.sendPending()
+	msgs := e.smtp.Messages()
+	if len(msgs) != 2 {
+		t.Fatalf("%d mails, want 1 and 2 December's", len(msgs))
+	}
+	first, second := string(msgs[0].Data), string(msgs[1].Data)
+	if strings.Contains(first, "Paper 2311.00001") || !strings.Contains(first, "Paper 2311.00002") || !strings.Contains(first, "Paper 2311.00003") {
+		t.Errorf("1 December's digest: the snoozed follow's paper in it, or another's missing:\n%.900s", first)
+	}
+	// 2 December's digest is sent after the snooze's end (its midnight):
+	// it has the follow's paper of its window, and 2311.00001, left out
+	// of a digest sent while snoozed, is not caught up.
+	if !strings.Contains(second, "Paper 2312.00001") || strings.Contains(second, "Paper 2311.00001") {
+		t.Errorf("2 December's digest:\n%.900s", second)
+	}
+}
