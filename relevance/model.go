@@ -57,14 +57,21 @@ type Model struct {
 	moreLift, lessPenalty, feedbackLike float32
 
 	// The words of the likes marked more, saved or less, for Score:
-	// posts are their posting lists, sorted by word (then like), each
-	// entry a like the word is in and its value there, which Score merges
-	// with a paper's sorted features; likeNorm is each like's length and
-	// likeSign +1 (more, saved), -1 (less) or 0 (a followed paper, or
-	// feedback off).
-	posts    []post
-	likeNorm []float32
-	likeSign []int8
+	// postWords are the distinct words, sorted, and word i's posting
+	// list is posts[postAt[i]:postAt[i+1]] (a like it is in and its value
+	// there, in the likes' order); postIndex is an open-addressing table
+	// of them (1 + i at or after (f × bucketMul1) >> postShift for word
+	// i, f; 0 empty; at most a quarter full), where most of a paper's
+	// words find an empty slot on the first probe. likeNorm is each
+	// like's length and likeSign +1 (more, saved), -1 (less) or 0 (a
+	// followed paper, or feedback off).
+	postWords []uint32
+	postAt    []uint16
+	posts     []postEntry
+	postIndex []uint16
+	postShift uint8
+	likeNorm  []float32
+	likeSign  []int8
 
 	// Score's table of the features' weights (built from the above): a
 	// power of two of buckets of two slots, at most half full, each
@@ -84,10 +91,9 @@ type Model struct {
 	likeNorms []float64
 }
 
-// post is an entry of Score's posting lists: like like has word f, of
-// value x.
-type post struct {
-	f    uint32
+// postEntry is an entry of Score's posting lists: the word is in like
+// like, of value x.
+type postEntry struct {
 	like uint8
 	x    float32
 }
@@ -228,9 +234,14 @@ func (m *Model) build() {
 }
 
 // buildFeedback makes Score's posting lists of the words of m's likes
-// marked more, saved or less (none when MoreLift and LessPenalty are 0),
-// each like's length and sign.
+// marked more, saved or less (none when MoreLift and LessPenalty are 0)
+// and their index, each like's length and sign.
 func (m *Model) buildFeedback() {
+	type post struct {
+		f    uint32
+		like uint8
+		x    float32
+	}
 	var ps []post
 	m.likeNorm = make([]float32, len(m.likes))
 	m.likeSign = make([]int8, len(m.likes))
@@ -254,7 +265,30 @@ func (m *Model) buildFeedback() {
 		}
 	}
 	slices.SortStableFunc(ps, func(a, b post) int { return cmp.Compare(a.f, b.f) })
-	m.posts = ps
+	m.postWords, m.postAt, m.posts, m.postIndex = nil, nil, nil, nil
+	if len(ps) == 0 {
+		return
+	}
+	m.posts = make([]postEntry, len(ps))
+	for i, p := range ps {
+		m.posts[i] = postEntry{like: p.like, x: p.x}
+		if i == 0 || p.f != ps[i-1].f {
+			m.postWords = append(m.postWords, p.f)
+			m.postAt = append(m.postAt, uint16(i))
+		}
+	}
+	m.postAt = append(m.postAt, uint16(len(ps)))
+	b := max(bits.Len(uint(4*len(m.postWords)-1)), 4) // 2^b >= 4 slots a word
+	m.postIndex = make([]uint16, 1<<b)
+	m.postShift = uint8(32 - b)
+	mask := uint32(len(m.postIndex) - 1)
+	for i, f := range m.postWords {
+		h := (f * bucketMul1) >> m.postShift
+		for m.postIndex[h] != 0 {
+			h = (h + 1) & mask
+		}
+		m.postIndex[h] = uint16(i + 1)
+	}
 }
 
 // fill puts every feature's weight in a new table of 2^b buckets; false
@@ -311,8 +345,8 @@ func is(f, g uint32) uint32 {
 // times the same over the papers marked less. Higher ranks first; only
 // the order of one model's scores means anything. It allocates nothing
 // and costs one lookup of two buckets per feature of v, without a
-// branch; plus, when the user marked papers, one merge of v's features
-// with the marked papers' words.
+// branch; plus, when the user marked papers, one probe (rarely more) per
+// feature of an index of the marked papers' words.
 func (m *Model) Score(v *Vector) float32 {
 	s := m.bias
 	switch {
@@ -333,35 +367,35 @@ func (m *Model) Score(v *Vector) float32 {
 			s += float32(math.Float32frombits(w) * vals[i])
 		}
 	}
-	if len(m.posts) == 0 {
+	if len(m.postWords) == 0 {
 		return s
 	}
 	return m.feedback(v, s)
 }
 
 // feedback is score s of the paper of v plus the feedback's part (see
-// Score): v's dot product with each marked like, from one merge of v's
-// sorted features with the posting lists (each like's sum taken in the
-// order of v's features).
+// Score): v's dot product with each marked like, each of v's words
+// looked up in the index of the likes' words (each like's sum taken in
+// the order of v's features).
 func (m *Model) feedback(v *Vector, s float32) float32 {
 	var dot [maxLikes]float32
 	marked := false
-	ps := m.posts
+	posts, at, words, index, shift := m.posts, m.postAt, m.postWords, m.postIndex, m.postShift
+	mask := uint32(len(index) - 1)
 	vals, ns := v.vals[:len(v.feats)], v.ns[:len(v.feats)]
-	j := 0
 	for i, f := range v.feats {
-		for j < len(ps) && ps[j].f < f {
-			j++
+		h := (f * bucketMul1) >> shift
+		k := int(index[h]) - 1
+		for k >= 0 && words[k] != f {
+			h = (h + 1) & mask
+			k = int(index[h]) - 1
 		}
-		if j == len(ps) {
-			break
-		}
-		if ps[j].f != f || ns[i] != nsWord {
+		if k < 0 || ns[i] != nsWord {
 			continue
 		}
 		marked = true
-		for k := j; k < len(ps) && ps[k].f == f; k++ {
-			dot[ps[k].like] += ps[k].x * vals[i]
+		for p := at[k]; p < at[k+1]; p++ {
+			dot[posts[p].like] += posts[p].x * vals[i]
 		}
 	}
 	if !marked {
