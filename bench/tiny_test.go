@@ -18,7 +18,7 @@ import (
 // load comes from one address), and returns a run's Deps (no Exe or
 // SearchSizes; Log is stderr under -v) and the services, closed when the
 // test ends.
-func tiny(t *testing.T, s Scale) (Deps, *app.Services) {
+func tiny(t testing.TB, s Scale) (Deps, *app.Services) {
 	t.Helper()
 	db := testdb.New(t)
 	ctx := context.Background()

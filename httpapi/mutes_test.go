@@ -209,10 +209,10 @@ func TestSettingsMuteForms(t *testing.T) {
 		t.Fatalf("a refused form stored %+v", list.Mutes)
 	}
 	add.Set("csrf", csrf)
-	if resp, _ := testapp.Form(t, b, "POST", a.URL+"/settings/mutes", add); resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings?done=muted#mutes" {
+	if resp, _ := testapp.Form(t, b, "POST", a.URL+"/settings/mutes", add); resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings/follows?done=muted#mutes" {
 		t.Fatalf("add: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	if _, page := testapp.Form(t, b, "GET", a.URL+"/settings?done=muted", nil); !strings.Contains(page, `the words abs:&#34;dark matter&#34;`) || !strings.Contains(page, "Mutes (1 of 100)") {
+	if _, page := testapp.Form(t, b, "GET", a.URL+"/settings/follows?done=muted", nil); !strings.Contains(page, `the words abs:&#34;dark matter&#34;`) || !strings.Contains(page, "Mutes (1 of 100)") {
 		t.Errorf("the settings page does not list the mute")
 	}
 	bad := url.Values{"csrf": {csrf}, "what": {"words"}, "value": {`abs:"dark`}}
@@ -227,7 +227,7 @@ func TestSettingsMuteForms(t *testing.T) {
 	if resp, _ := testapp.Form(t, bb, "POST", fmt.Sprintf("%s/settings/mutes/%d", a.URL, list.Mutes[0].ID), url.Values{"csrf": {bcsrf}}); resp.StatusCode != 404 {
 		t.Errorf("bob removes ada's mute: %d", resp.StatusCode)
 	}
-	if resp, _ := testapp.Form(t, b, "POST", fmt.Sprintf("%s/settings/mutes/%d", a.URL, list.Mutes[0].ID), url.Values{"csrf": {csrf}}); resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings?done=unmuted#mutes" {
+	if resp, _ := testapp.Form(t, b, "POST", fmt.Sprintf("%s/settings/mutes/%d", a.URL, list.Mutes[0].ID), url.Values{"csrf": {csrf}}); resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings/follows?done=unmuted#mutes" {
 		t.Errorf("ada removes it: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	if c.Do("GET", "/v1/me/mutes", ada, nil).JSON(t, &list); len(list.Mutes) != 0 {

@@ -24,9 +24,9 @@ func sessionCookieOf(resp *http.Response) *http.Cookie {
 	return nil
 }
 
-// signIn hands tok over with POST /login and returns the signed-in client,
-// the page the sign-in lands on (the follows page) and its CSRF token (the
-// session's: every settings page carries the same).
+// signIn hands tok over with POST /login (checking it lands on landing)
+// and returns the signed-in client, the follows page and its CSRF token
+// (the session's: every settings page carries the same).
 func signIn(t *testing.T, a *testapp.App, tok string) (*http.Client, string, string) {
 	t.Helper()
 	b := testapp.FormClient(t)
@@ -34,7 +34,10 @@ func signIn(t *testing.T, a *testapp.App, tok string) (*http.Client, string, str
 	if resp.StatusCode != 303 || sessionCookieOf(resp) == nil {
 		t.Fatalf("login: %d %v", resp.StatusCode, resp.Header)
 	}
-	page, csrf := settingsPage(t, a, b, resp.Header.Get("Location"))
+	if loc := resp.Header.Get("Location"); loc != landing {
+		t.Fatalf("login landed on %s, not %s", loc, landing)
+	}
+	page, csrf := settingsPage(t, a, b, "/settings/follows")
 	return b, page, csrf
 }
 

@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -28,10 +27,7 @@ func TestMutesOnTheSettingsPageInABrowser(t *testing.T) {
 		c.Do("GET", "/v1/me/mutes", tok, nil).JSON(t, &l)
 		return l.Mutes
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/login?token="+url.QueryEscape(tok)),
-		chromedp.Click(`form[action="/login"] button`), chromedp.WaitVisible(`#mutes`)); err != nil {
-		t.Fatal(err)
-	}
+	browserSignIn(ctx, t, a, tok, "/settings/follows", `#mutes`)
 	if !visible(ctx, t, `#mutes-none`) {
 		t.Error("no 'Nothing muted' before the first mute")
 	}

@@ -146,7 +146,7 @@ func TestSettingsPagesInABrowser(t *testing.T) {
 
 	heights := map[string]int{}
 	for _, width := range []int64{1280, 390} {
-		if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 844), chromedp.Navigate(a.URL+"/settings"), chromedp.WaitVisible(`#follows`)); err != nil {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 844), chromedp.Navigate(a.URL+"/settings/follows"), chromedp.WaitVisible(`#follows`)); err != nil {
 			t.Fatal(err)
 		}
 		if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('nav').length`)); n != 1 {

@@ -192,24 +192,11 @@ func (s *Service) MarkAllRead(ctx context.Context, userID int64, only *follow.Ta
 // Of returns user userID's states of the papers ids (papers.id); unread
 // papers are absent.
 func (s *Service) Of(ctx context.Context, userID int64, ids []int64) (map[int64]State, error) {
-	out := map[int64]State{}
 	if len(ids) == 0 {
-		return out, nil
+		return map[int64]State{}, nil
 	}
-	rows, err := s.db.Pool.Query(ctx, `SELECT paper_id, state FROM paper_states WHERE user_id = $1 AND paper_id = ANY($2)`, userID, ids)
-	if err != nil {
-		return nil, fmt.Errorf("reading the paper states of user %d: %w", userID, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var st string
-		if err := rows.Scan(&id, &st); err != nil {
-			return nil, err
-		}
-		out[id] = State(st)
-	}
-	return out, rows.Err()
+	return database.TextByID[State](ctx, s.db, fmt.Sprintf("the paper states of user %d", userID),
+		`SELECT paper_id, state FROM paper_states WHERE user_id = $1 AND paper_id = ANY($2)`, userID, ids)
 }
 
 // All returns every paper user userID marked read or done, most recently

@@ -269,14 +269,7 @@ type PauseHook interface {
 // OnPauseEnd hook is told; the pause columns are cleared. In batches of
 // scheduleBatch, each one transaction.
 func (d *Digester) scheduleCatchUps(ctx context.Context) (int, error) {
-	total := 0
-	for {
-		n, more, err := d.catchUpOnce(ctx)
-		total += n
-		if err != nil || !more {
-			return total, err
-		}
-	}
+	return inBatches(ctx, d.catchUpOnce)
 }
 
 func (d *Digester) catchUpOnce(ctx context.Context) (queued int, more bool, err error) {

@@ -30,8 +30,17 @@ func (d *Digester) Schedule(ctx context.Context) (int, error) {
 	if err != nil {
 		return total, err
 	}
+	n, err := inBatches(ctx, d.scheduleOnce)
+	return total + n, err
+}
+
+// inBatches calls once until it says there is no more (or fails), and
+// returns the sum of what the calls counted: the scheduler's scans, each
+// batch its own transaction.
+func inBatches(ctx context.Context, once func(context.Context) (n int, more bool, err error)) (int, error) {
+	total := 0
 	for {
-		n, more, err := d.scheduleOnce(ctx)
+		n, more, err := once(ctx)
 		total += n
 		if err != nil || !more {
 			return total, err

@@ -13,6 +13,7 @@ import (
 
 	"followfeed/apperr"
 	"followfeed/catalog"
+	"followfeed/database"
 	"followfeed/internal/text"
 	"followfeed/paper"
 )
@@ -203,24 +204,11 @@ func (s *Service) List(ctx context.Context, userID int64, cursor string, limit i
 // Of returns user userID's feedback on the papers ids (papers.id), for
 // pages and mails that show it; papers without feedback are absent.
 func (s *Service) Of(ctx context.Context, userID int64, ids []int64) (map[int64]Value, error) {
-	out := map[int64]Value{}
 	if len(ids) == 0 {
-		return out, nil
+		return map[int64]Value{}, nil
 	}
-	rows, err := s.db.Pool.Query(ctx, `SELECT paper_id, value FROM feedback WHERE user_id = $1 AND paper_id = ANY($2)`, userID, ids)
-	if err != nil {
-		return nil, fmt.Errorf("reading feedback of user %d: %w", userID, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var v string
-		if err := rows.Scan(&id, &v); err != nil {
-			return nil, err
-		}
-		out[id] = Value(v)
-	}
-	return out, rows.Err()
+	return database.TextByID[Value](ctx, s.db, fmt.Sprintf("the feedback of user %d", userID),
+		`SELECT paper_id, value FROM feedback WHERE user_id = $1 AND paper_id = ANY($2)`, userID, ids)
 }
 
 // Get returns user userID's feedback on the paper arxivID (Value None

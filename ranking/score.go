@@ -93,7 +93,19 @@ func (b *Batch) Score(userID, paperID int64) float32 { return b.scores[userID][p
 // papers not ranked) in the order given.
 func (b *Batch) Order(userID int64, ids []int64) {
 	sc := b.scores[userID]
-	slices.SortStableFunc(ids, func(x, y int64) int { return cmp.Compare(sc[y], sc[x]) })
+	// Each score read once, not twice per comparison.
+	type scored struct {
+		s  float32
+		id int64
+	}
+	xs := make([]scored, len(ids))
+	for i, id := range ids {
+		xs[i] = scored{sc[id], id}
+	}
+	slices.SortStableFunc(xs, func(x, y scored) int { return cmp.Compare(y.s, x.s) })
+	for i := range xs {
+		ids[i] = xs[i].id
+	}
 }
 
 // Why says why paper paperID ranks for userID, as reasons with a text

@@ -81,7 +81,24 @@ func (r Reason) Text() string {
 		case 1:
 			return "about " + r.Words[0]
 		}
-		return "about " + strings.Join(r.Words[:len(r.Words)-1], ", ") + " and " + r.Words[len(r.Words)-1]
+		// "about a, b and c", in one allocation.
+		n := len("about ") + len(" and ") + len(", ")*(len(r.Words)-2)
+		for _, w := range r.Words {
+			n += len(w)
+		}
+		var b strings.Builder
+		b.Grow(n)
+		b.WriteString("about ")
+		for i, w := range r.Words {
+			switch {
+			case i == len(r.Words)-1:
+				b.WriteString(" and ")
+			case i > 0:
+				b.WriteString(", ")
+			}
+			b.WriteString(w)
+		}
+		return b.String()
 	}
 	return ""
 }
@@ -108,18 +125,21 @@ func (m *Model) Explain(v *Vector) []Reason {
 	var out []Reason
 	p := &v.paper
 	names := 0
-	seen := map[string]bool{}
-	for i, a := range p.Authors {
-		k := v.authorKeys[i]
-		if k == "" || seen[k] || names == maxReasonNames {
+	for i, f := range v.authorFeats {
+		// f is 0 for an author without a key or whose key an earlier
+		// author has.
+		if names == maxReasonNames {
+			break
+		}
+		if f == 0 {
 			continue
 		}
-		seen[k] = true
-		w, kd, of, ok := m.weight(hash(nsAuthor, k))
+		w, kd, of, ok := m.weight(f)
 		if !ok {
 			continue
 		}
-		x := v.value(hash(nsAuthor, k))
+		a := p.Authors[i]
+		x := v.value(f)
 		switch kd {
 		case kindPerson:
 			out = append(out, Reason{Kind: ReasonPerson, Name: a, Weight: w * x})
@@ -133,28 +153,44 @@ func (m *Model) Explain(v *Vector) []Reason {
 			names++
 		}
 	}
-	for _, id := range distinct(p.Institutions, nil) {
-		if w, kd, _, ok := m.weight(hash(nsInstitution, id)); ok && kd == kindInstitution {
-			out = append(out, Reason{Kind: ReasonInstitution, ID: id, Weight: w * v.value(hash(nsInstitution, id))})
+	// The first followed institution and cited paper (a repeated id is
+	// the same feature: the first one met decides).
+	for _, id := range p.Institutions {
+		if id == "" {
+			continue
+		}
+		f := hash(nsInstitution, id)
+		if w, kd, _, ok := m.weight(f); ok && kd == kindInstitution {
+			out = append(out, Reason{Kind: ReasonInstitution, ID: id, Weight: w * v.value(f)})
 			break
 		}
 	}
-	for _, id := range distinct(p.Cites, nil) {
-		if w, kd, _, ok := m.weight(hash(nsCite, id)); ok && kd == kindCited {
-			out = append(out, Reason{Kind: ReasonCites, ID: id, Weight: w * v.value(hash(nsCite, id))})
+	for _, id := range p.Cites {
+		if id == "" {
+			continue
+		}
+		f := hash(nsCite, id)
+		if w, kd, _, ok := m.weight(f); ok && kd == kindCited {
+			out = append(out, Reason{Kind: ReasonCites, ID: id, Weight: w * v.value(f)})
 			break
 		}
+	}
+	// The paper's values of the likes' words, by position (0 where it
+	// lacks one).
+	var likeVals [maxLikes * likeWords]float32
+	if len(m.likes) > 0 {
+		m.likeValues(v, &likeVals)
 	}
 	for _, k := range [...]kind{kindMarked, kindFollowedPaper} {
 		r := Reason{Kind: ReasonMarked}
 		if k == kindFollowedPaper {
 			r.Kind = ReasonLikeFollowed
 		}
-		for _, l := range m.likes {
+		for i, l := range m.likes {
 			if l.kind != k || l.id == p.ID && p.ID != "" {
 				continue
 			}
-			if c := l.cosine(v); c >= m.likeThreshold && c > 0 {
+			if c := m.cosine(i, &likeVals); c >= m.likeThreshold && c > 0 {
 				r.Papers = append(r.Papers, l.id)
 				r.Weight = max(r.Weight, c)
 			}
@@ -169,79 +205,134 @@ func (m *Model) Explain(v *Vector) []Reason {
 	return out
 }
 
-// cosine is the cosine between l's words and the same words of v (v's
-// words are of unit length already).
-func (l *like) cosine(v *Vector) float32 {
-	var dot, norm float64
-	for i, f := range l.feats {
-		x := float64(l.vals[i]) / 255
-		norm += x * x
-		dot += x * float64(v.value(f))
+// likeValues puts v's value of each like's word at its position in vals
+// (likeFeats): one merge of two sorted lists, v's features and the
+// likes' words, where a lookup of each word cost a binary search (a
+// model of 64 likes: 768 a paper).
+func (m *Model) likeValues(v *Vector, vals *[maxLikes * likeWords]float32) {
+	lf := m.likeFeats
+	for i, j := 0, 0; i < len(v.feats) && j < len(lf); {
+		switch f := v.feats[i]; {
+		case f < lf[j].f:
+			i++
+		case f > lf[j].f:
+			j++
+		default: // the next like word may be the same feature
+			vals[lf[j].at] = v.vals[i]
+			j++
+		}
 	}
+}
+
+// cosine is the cosine between like i's words and the same words of a
+// paper, whose values of them likeValues put in vals (a paper's words are
+// of unit length already).
+func (m *Model) cosine(i int, vals *[maxLikes * likeWords]float32) float32 {
+	l := &m.likes[i]
+	var dot float64
+	for j := range l.feats {
+		x := float64(l.vals[j]) / 255
+		dot += x * float64(vals[i*likeWords+j])
+	}
+	norm := m.likeNorms[i]
 	if norm == 0 {
 		return 0
 	}
 	return float32(dot / math.Sqrt(norm))
 }
 
-// words returns the reason naming the words of v with the largest
-// positive parts of the score, as the paper writes them. It keeps the
-// maxReasonWords largest parts as it goes (ties: the smaller feature
-// first), reading each word's weight from Score's table.
-func (m *Model) words(v *Vector) (Reason, bool) {
-	type part struct {
-		f uint32
-		x float32
+// part is a word's part of a score (feature f, weight × value x), for a
+// words reason.
+type part struct {
+	f uint32
+	x float32
+}
+
+// before says whether a ranks before b: the larger part first, ties the
+// smaller feature first.
+func (a part) before(b part) bool { return a.x > b.x || a.x == b.x && a.f < b.f }
+
+// topWords keeps the maxReasonWords largest positive parts of a paper's
+// nameable words (Vector.nameable: function words left out), as a pass
+// over its features meets them.
+type topWords struct {
+	p [maxReasonWords]part
+	n uint8
+}
+
+// takes says whether p enters t: t is not full, or p ranks before its
+// smallest part.
+func (t *topWords) takes(p part) bool {
+	return t.n < maxReasonWords || p.before(t.p[maxReasonWords-1])
+}
+
+// insert puts p in its place in t, the smallest part out when t is full.
+func (t *topWords) insert(p part) {
+	n := int(t.n)
+	j := min(n, len(t.p)-1)
+	for j > 0 && p.before(t.p[j-1]) {
+		t.p[j] = t.p[j-1]
+		j--
 	}
-	// before says whether a ranks before b.
-	before := func(a, b part) bool { return a.x > b.x || a.x == b.x && a.f < b.f }
-	var top [maxReasonWords]part
-	n := 0
+	t.p[j] = p
+	t.n = uint8(min(n+1, len(t.p)))
+}
+
+// topWords returns the parts of v's words that a words reason names: the
+// maxReasonWords largest positive parts of its nameable words (ties: the
+// smaller feature first), each word's weight looked up as Score looks it
+// up, without a branch.
+func (m *Model) topWords(v *Vector) topWords {
+	var t topWords
+	if len(m.buckets) == 0 && !m.plain {
+		return t
+	}
+	bs, shift := m.buckets, m.shift
+	vals := v.vals[:len(v.feats)]
+	nameable := v.nameable[:len(v.feats)]
+	// least is the least part that may enter t: any positive one until
+	// it is full, then its smallest (a tie enters on the smaller
+	// feature: takes decides). Most parts fall below it, a word m lacks
+	// (a part of 0) always, on one comparison.
+	least := float32(math.SmallestNonzeroFloat32)
 	for i, f := range v.feats {
-		if v.ns[i] != nsWord {
+		if !nameable[i] {
 			continue
 		}
-		w, ok := m.slotWeight(f)
-		if !ok || w*v.vals[i] <= 0 {
-			continue
+		// f's weight, read as Score reads it.
+		var w float32
+		if m.plain {
+			w = m.plainWeight(f)
+		} else {
+			b1, b2 := &bs[(f*bucketMul1)>>shift], &bs[(f*bucketMul2)>>shift]
+			w = math.Float32frombits(math.Float32bits(b1[0].w)&is(b1[0].f, f) | math.Float32bits(b1[1].w)&is(b1[1].f, f) |
+				math.Float32bits(b2[0].w)&is(b2[0].f, f) | math.Float32bits(b2[1].w)&is(b2[1].f, f))
 		}
-		p := part{f, w * v.vals[i]}
-		if n == len(top) && !before(p, top[n-1]) || functionWords[f] {
-			continue
+		if x := float32(w * vals[i]); x >= least && t.takes(part{f, x}) {
+			t.insert(part{f, x})
+			if t.n == maxReasonWords {
+				least = t.p[maxReasonWords-1].x
+			}
 		}
-		j := min(n, len(top)-1)
-		for j > 0 && before(p, top[j-1]) {
-			top[j] = top[j-1]
-			j--
-		}
-		top[j] = p
-		n = min(n+1, len(top))
 	}
+	return t
+}
+
+// words returns the reason naming the words of v with the largest
+// positive parts of the score (topWords), as the paper writes them.
+func (m *Model) words(v *Vector) (Reason, bool) {
+	t := m.topWords(v)
 	r := Reason{Kind: ReasonWords}
-	for _, pt := range top[:n] {
+	for _, pt := range t.p[:t.n] {
 		if s := v.spelling(pt.f); s != "" {
+			if r.Words == nil {
+				r.Words = make([]string, 0, t.n)
+			}
 			r.Words = append(r.Words, s)
 			r.Weight += pt.x
 		}
 	}
 	return r, len(r.Words) > 0
-}
-
-// slotWeight is m's weight of feature f as Score reads it (one probe of
-// its table), and whether m has f.
-func (m *Model) slotWeight(f uint32) (float32, bool) {
-	if len(m.slots) == 0 {
-		return 0, false
-	}
-	mask := uint32(len(m.slots) - 1)
-	for h := (f * 0x9E3779B1) >> m.shift; ; h++ {
-		switch sl := m.slots[h&mask]; sl.f {
-		case f:
-			return sl.w, true
-		case 0:
-			return 0, false
-		}
-	}
 }
 
 // spelling is word feature f's first spelling in v's paper ("" when it

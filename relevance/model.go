@@ -57,25 +57,79 @@ type Model struct {
 	moreLift, lessPenalty, feedbackLike float32
 
 	// The words of the likes marked more, saved or less, for Score:
-	// posts[i] are the likes a word is in (slot.post, slot.npost index
-	// them), postVal its value there; likeNorm is each like's length and
-	// likeSign +1 (more, saved), -1 (less) or 0 (a followed paper).
-	posts    []uint8
-	postVal  []float32
-	likeNorm []float32
-	likeSign []int8
+	// postWords are the distinct words, sorted, and word i's posting
+	// list is posts[postAt[i]:postAt[i+1]] (a like it is in and its value
+	// there, in the likes' order); postIndex is an open-addressing table
+	// of them (1 + i at or after (f × bucketMul1) >> postShift for word
+	// i, f; 0 empty; at most a quarter full), where most of a paper's
+	// words find an empty slot on the first probe. likeNorm is each
+	// like's length and likeSign +1 (more, saved), -1 (less) or 0 (a
+	// followed paper, or feedback off).
+	postWords []uint32
+	postAt    []uint16
+	posts     []postEntry
+	postIndex []uint16
+	postShift uint8
+	likeNorm  []float32
+	likeSign  []int8
 
-	// Score's open-addressing table of the features (built from the
-	// above): a power of two of slots, at most half full.
-	slots []slot
-	shift uint8
+	// Score's table of the features' weights (built from the above): a
+	// power of two of buckets of two slots, at most half full, each
+	// feature in one of its two buckets (cuckoo hashing), so that a
+	// lookup reads both and compares all four slots without a branch.
+	buckets []bucket
+	shift   uint8
+	// plain: no table filled (see tableGrowth); Score reads each weight
+	// by binary search in feats.
+	plain bool
+	// likeFeats are the likes' words, sorted by feature (then position),
+	// each with its position among the likes' words (like × likeWords +
+	// word), and likeNorms each like's squared norm (summed as cosine
+	// sums it): made with Score's table, so that Explain reads a paper's
+	// values of every like's words in one pass over its features.
+	likeFeats []likeFeat
+	likeNorms []float64
 }
 
+// postEntry is an entry of Score's posting lists: the word is in like
+// like, of value x.
+type postEntry struct {
+	like uint8
+	x    float32
+}
+
+type likeFeat struct {
+	f  uint32
+	at uint16
+}
+
+type bucket [2]slot
+
+// The multipliers of a feature's two buckets (the table's top bits of
+// the products): feature ids are hashes already.
+const (
+	bucketMul1 = 0x9E3779B1
+	bucketMul2 = 0x85EBCA77
+)
+
+// maxKicks bounds the evictions of one insertion into Score's table
+// before build tries a larger one; tableGrowth bounds how many times
+// larger than the smallest the table may grow (a power of two): features
+// that collide in both buckets at every size (hashes of hostile texts,
+// say) make the model read its weights by binary search instead
+// (Model.plain), never a huge table.
+const (
+	maxKicks    = 500
+	tableGrowth = 4
+)
+
+// smallestTable is the smallest table build tries, as a power of two of
+// buckets: a test makes it too small to fill, to reach the plain reading.
+var smallestTable = func(n int) int { return max(bits.Len(uint(n)), 3) } // 2^b > n buckets
+
 type slot struct {
-	f     uint32
-	w     float32
-	post  uint16 // the feature's first entry in posts
-	npost uint16 // its number of entries
+	f uint32
+	w float32
 }
 
 type person struct {
@@ -144,10 +198,45 @@ func (m *Model) set(feats []uint32, weights []float32, fixed map[uint32]fixedWei
 	}
 }
 
-// build makes Score's table from m's features and the words of its
-// feedback likes.
+// build makes Score's table from m's features: the smallest that holds
+// them with buckets at most half full (in practice; else a larger one),
+// the same table for the same features; the posting lists of its
+// feedback likes' words; and Explain's sorted likes' words.
 func (m *Model) build() {
-	// The feedback likes' words, by word: posting lists.
+	m.buildFeedback()
+	m.likeFeats, m.likeNorms = nil, make([]float64, len(m.likes))
+	for i, l := range m.likes {
+		var norm float64
+		for j, f := range l.feats {
+			x := float64(l.vals[j]) / 255
+			norm += x * x
+			m.likeFeats = append(m.likeFeats, likeFeat{f: f, at: uint16(i*likeWords + j)})
+		}
+		m.likeNorms[i] = norm
+	}
+	slices.SortFunc(m.likeFeats, func(a, b likeFeat) int {
+		if c := cmp.Compare(a.f, b.f); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.at, b.at)
+	})
+	m.buckets, m.plain = nil, false
+	if len(m.feats) == 0 {
+		return
+	}
+	first := smallestTable(len(m.feats))
+	for b := first; b <= first+tableGrowth; b++ {
+		if m.fill(b) {
+			return
+		}
+	}
+	m.buckets, m.plain = nil, true
+}
+
+// buildFeedback makes Score's posting lists of the words of m's likes
+// marked more, saved or less (none when MoreLift and LessPenalty are 0)
+// and their index, each like's length and sign.
+func (m *Model) buildFeedback() {
 	type post struct {
 		f    uint32
 		like uint8
@@ -176,48 +265,76 @@ func (m *Model) build() {
 		}
 	}
 	slices.SortStableFunc(ps, func(a, b post) int { return cmp.Compare(a.f, b.f) })
-	m.posts, m.postVal = make([]uint8, len(ps)), make([]float32, len(ps))
-	for i, p := range ps {
-		m.posts[i], m.postVal[i] = p.like, p.x
-	}
-	// Words of likes the weights lack get a slot of weight 0.
-	extra := 0
-	for i := 0; i < len(ps); i++ {
-		if i == 0 || ps[i].f != ps[i-1].f {
-			if _, ok := slices.BinarySearch(m.feats, ps[i].f); !ok {
-				extra++
-			}
-		}
-	}
-	n := len(m.feats) + extra
-	if n == 0 {
-		m.slots = nil
+	m.postWords, m.postAt, m.posts, m.postIndex = nil, nil, nil, nil
+	if len(ps) == 0 {
 		return
 	}
-	b := bits.Len(uint(2*n - 1)) // 2^b >= 2n
-	b = max(b, 4)
-	m.slots = make([]slot, 1<<b)
-	m.shift = uint8(32 - b)
-	mask := uint32(len(m.slots) - 1)
-	find := func(f uint32) *slot {
-		h := (f * 0x9E3779B1) >> m.shift
-		for m.slots[h].f != 0 && m.slots[h].f != f {
+	m.posts = make([]postEntry, len(ps))
+	for i, p := range ps {
+		m.posts[i] = postEntry{like: p.like, x: p.x}
+		if i == 0 || p.f != ps[i-1].f {
+			m.postWords = append(m.postWords, p.f)
+			m.postAt = append(m.postAt, uint16(i))
+		}
+	}
+	m.postAt = append(m.postAt, uint16(len(ps)))
+	b := max(bits.Len(uint(4*len(m.postWords)-1)), 4) // 2^b >= 4 slots a word
+	m.postIndex = make([]uint16, 1<<b)
+	m.postShift = uint8(32 - b)
+	mask := uint32(len(m.postIndex) - 1)
+	for i, f := range m.postWords {
+		h := (f * bucketMul1) >> m.postShift
+		for m.postIndex[h] != 0 {
 			h = (h + 1) & mask
 		}
-		return &m.slots[h]
+		m.postIndex[h] = uint16(i + 1)
 	}
+}
+
+// fill puts every feature's weight in a new table of 2^b buckets; false
+// when an insertion's evictions do not settle.
+func (m *Model) fill(b int) bool {
+	m.buckets = make([]bucket, 1<<b)
+	m.shift = uint8(32 - b)
 	for i, f := range m.feats {
-		*find(f) = slot{f: f, w: float32(m.q[i]) * m.scale}
-	}
-	for i := 0; i < len(ps); {
-		j := i + 1
-		for j < len(ps) && ps[j].f == ps[i].f {
-			j++
+		if !m.insert(slot{f: f, w: float32(m.q[i]) * m.scale}) {
+			return false
 		}
-		sl := find(ps[i].f)
-		sl.f, sl.post, sl.npost = ps[i].f, uint16(i), uint16(j-i)
-		i = j
 	}
+	return true
+}
+
+// insert puts s in a free slot of one of its buckets, evicting, when both
+// are full, a slot of one of them in turn and inserting its feature
+// again, at most maxKicks times.
+func (m *Model) insert(s slot) bool {
+	for kick := range maxKicks {
+		h1, h2 := (s.f*bucketMul1)>>m.shift, (s.f*bucketMul2)>>m.shift
+		for _, h := range [2]uint32{h1, h2} {
+			for j := range m.buckets[h] {
+				if m.buckets[h][j].f == 0 {
+					m.buckets[h][j] = s
+					return true
+				}
+			}
+		}
+		h := h1
+		if kick&1 == 1 {
+			h = h2
+		}
+		j := kick >> 1 & 1
+		s, m.buckets[h][j] = m.buckets[h][j], s
+	}
+	return false
+}
+
+// is is a mask of f == g: all ones or zero.
+func is(f, g uint32) uint32 {
+	var x uint32
+	if f == g {
+		x = 1
+	}
+	return -x
 }
 
 // Score is m's score of the paper of v: the bias plus, over v's features,
@@ -225,39 +342,60 @@ func (m *Model) build() {
 // marked papers, MoreLift times the sum over the papers marked more or
 // saved of how far v's likeness to each goes beyond FeedbackLike (scaled
 // to reach 1 at a likeness of 1; the sum capped at 1), minus LessPenalty
-// times the same over the papers marked less. Higher ranks first; only the order of one model's scores means
-// anything. It allocates nothing and costs one table probe (rarely more)
-// per feature of v, plus one step per marked paper that shares a word
-// with v.
+// times the same over the papers marked less. Higher ranks first; only
+// the order of one model's scores means anything. It allocates nothing
+// and costs one lookup of two buckets per feature of v, without a
+// branch; plus, when the user marked papers, one probe (rarely more) per
+// feature of an index of the marked papers' words.
 func (m *Model) Score(v *Vector) float32 {
 	s := m.bias
-	slots := m.slots
-	if len(slots) == 0 {
+	switch {
+	case m.plain:
+		for i, f := range v.feats {
+			s += float32(m.plainWeight(f) * v.vals[i])
+		}
+	case len(m.buckets) > 0:
+		bs, shift := m.buckets, m.shift
+		vals := v.vals[:len(v.feats)]
+		for i, f := range v.feats {
+			// f's weight: the four slots of its two buckets compared and
+			// combined without a branch (f is in one slot at most; in
+			// none, the weight is 0, and 0 × value leaves s as it was).
+			b1, b2 := &bs[(f*bucketMul1)>>shift], &bs[(f*bucketMul2)>>shift]
+			w := math.Float32bits(b1[0].w)&is(b1[0].f, f) | math.Float32bits(b1[1].w)&is(b1[1].f, f) |
+				math.Float32bits(b2[0].w)&is(b2[0].f, f) | math.Float32bits(b2[1].w)&is(b2[1].f, f)
+			s += float32(math.Float32frombits(w) * vals[i])
+		}
+	}
+	if len(m.postWords) == 0 {
 		return s
 	}
+	return m.feedback(v, s)
+}
+
+// feedback is score s of the paper of v plus the feedback's part (see
+// Score): v's dot product with each marked like, each of v's words
+// looked up in the index of the likes' words (each like's sum taken in
+// the order of v's features).
+func (m *Model) feedback(v *Vector, s float32) float32 {
 	var dot [maxLikes]float32
 	marked := false
-	mask := uint32(len(slots) - 1)
-	shift := m.shift
-	vals := v.vals[:len(v.feats)]
+	posts, at, words, index, shift := m.posts, m.postAt, m.postWords, m.postIndex, m.postShift
+	mask := uint32(len(index) - 1)
+	vals, ns := v.vals[:len(v.feats)], v.ns[:len(v.feats)]
 	for i, f := range v.feats {
-		h := (f * 0x9E3779B1) >> shift
-		for {
-			sl := slots[h&mask]
-			if sl.f == f {
-				s += sl.w * vals[i]
-				if sl.npost > 0 && v.ns[i] == nsWord {
-					marked = true
-					for k := int(sl.post); k < int(sl.post)+int(sl.npost); k++ {
-						dot[m.posts[k]] += m.postVal[k] * vals[i]
-					}
-				}
-				break
-			}
-			if sl.f == 0 {
-				break
-			}
-			h++
+		h := (f * bucketMul1) >> shift
+		k := int(index[h]) - 1
+		for k >= 0 && words[k] != f {
+			h = (h + 1) & mask
+			k = int(index[h]) - 1
+		}
+		if k < 0 || ns[i] != nsWord {
+			continue
+		}
+		marked = true
+		for p := at[k]; p < at[k+1]; p++ {
+			dot[posts[p].like] += posts[p].x * vals[i]
 		}
 	}
 	if !marked {
@@ -276,6 +414,13 @@ func (m *Model) Score(v *Vector) float32 {
 		}
 	}
 	return s + m.moreLift*min(more, 1) - m.lessPenalty*min(less, 1)
+}
+
+// plainWeight is m's weight of feature f, 0 when m lacks it, read by
+// binary search (a plain model's Score and words).
+func (m *Model) plainWeight(f uint32) float32 {
+	w, _, _, _ := m.weight(f)
+	return w
 }
 
 // weight returns m's weight of feature f, its kind and its person.

@@ -314,8 +314,19 @@ func TestExplainInstitutionsCitationsLikesAndWords(t *testing.T) {
 	if got := (Reason{Kind: ReasonMarked, Papers: []string{"x"}}).Text(); got != "like a paper you marked" {
 		t.Errorf("one marked paper: %q", got)
 	}
-	if got := (Reason{Kind: ReasonWords, Words: []string{"a", "b", "c"}}).Text(); got != "about a, b and c" {
-		t.Errorf("words: %q", got)
+	for _, c := range []struct {
+		words []string
+		want  string
+	}{
+		{[]string{"a", "b", "c"}, "about a, b and c"},
+		{[]string{"galaxy", "cluster"}, "about galaxy and cluster"},
+		{[]string{"x"}, "about x"},
+		{[]string{"a", "bb", "ccc", "d"}, "about a, bb, ccc and d"},
+		{nil, ""},
+	} {
+		if got := (Reason{Kind: ReasonWords, Words: c.words}).Text(); got != c.want {
+			t.Errorf("words %q: %q, want %q", c.words, got, c.want)
+		}
 	}
 }
 
@@ -756,5 +767,124 @@ func BenchmarkExplain(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		_ = m.Explain(vs[i%len(vs)])
+	}
+}
+
+// TestScoreAndWordsAsReadFromTheFeatures: Score's table and the words
+// reason's pass (both read without a branch, the words reason keeping its
+// least part) give what a plain reading of the model's sorted features
+// gives: the same score to the bit (weight × value summed in the
+// vector's order, a feature the model lacks adding nothing) and the same
+// words (the largest positive parts of the words, function words left
+// out, ties the smaller feature first), for models with and without
+// people, likes and stored round trips, over papers with repeated and
+// empty authors, institutions and citations, and for the same models
+// decoded when no table fills (Model.plain); the score with the
+// feedback's part too, read by scanning each marked paper's words
+// (plainFeedback); and every kind of reason is met.
+func TestScoreAndWordsAsReadFromTheFeatures(t *testing.T) {
+	prof, ex, c, bgV := trainingSet()
+	w := newWorld()
+	var extra, short []*Paper
+	for i := range 40 {
+		p := w.paper([]string{"lensing", "galaxy", "pulsar"}[i%3], ann, fmt.Sprintf("Co Author%d", i%7), w.stranger(), ann, "", fmt.Sprintf("Co Author%d", (i+3)%7))
+		p.Abstract = w.abstract(150)
+		p.Institutions = []string{"", "ror:2", "ror:1", "ror:1"}
+		p.Cites = []string{"x", "2401.00003", ""}
+		extra = append(extra, p)
+	}
+	for i := range 60 {
+		short = append(short, w.paper([]string{"lensing", "galaxy", "pulsar"}[i%3], w.stranger()))
+	}
+	vs := slices.Concat(bgV, vectors(c, extra), vectors(c, short))
+	n := len(bgV) + len(extra)
+	liked := slices.Concat(ex, examples(Followed, vs[n:n+15]), examples(Saved, vs[n+15:n+30]))
+	kinds := map[ReasonKind]int{}
+	moved := 0
+	for _, m := range []*Model{Train(DefaultParams(), prof, ex), Train(DefaultParams(), prof, liked), {}} {
+		enc, _ := m.MarshalBinary()
+		var d, p Model
+		if err := d.UnmarshalBinary(enc); err != nil {
+			t.Fatal(err)
+		}
+		// No table fills: 2 buckets, at most 32 (tableGrowth).
+		smallest := smallestTable
+		smallestTable = func(int) int { return 1 }
+		err := p.UnmarshalBinary(enc)
+		smallestTable = smallest
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.plain != (m.Len() > 64) {
+			t.Fatalf("a model of %d features in at most 32 buckets of 2: plain %v", m.Len(), p.plain)
+		}
+		for _, m := range []*Model{m, &d, &p} {
+			for _, v := range vs {
+				// The plain reading: m's weight of each feature by
+				// binary search in its sorted features.
+				score := m.bias
+				var words []part
+				for i, f := range v.feats {
+					w, _, _, ok := m.weight(f)
+					if !ok {
+						continue
+					}
+					score += float32(w * v.vals[i])
+					if x := float32(w * v.vals[i]); x > 0 && v.ns[i] == nsWord && !functionWords[f] {
+						words = append(words, part{f, x})
+					}
+				}
+				// Plus the feedback's part, each marked like's
+				// words scanned.
+				before := score
+				score, _ = plainFeedback(m, v, score)
+				if score != before {
+					moved++
+				}
+				if got := m.Score(v); math.Float32bits(got) != math.Float32bits(score) {
+					t.Fatalf("%q: Score %v, read plainly %v", v.paper.Title, got, score)
+				}
+				slices.SortStableFunc(words, func(a, b part) int {
+					switch {
+					case a.before(b):
+						return -1
+					case b.before(a):
+						return 1
+					}
+					return 0
+				})
+				top := m.topWords(v)
+				if got, want := top.p[:top.n], words[:min(len(words), maxReasonWords)]; !slices.Equal(got, want) {
+					t.Fatalf("%q: words %v, read plainly %v", v.paper.Title, got, want)
+				}
+				for _, r := range m.Explain(v) {
+					kinds[r.Kind]++
+				}
+			}
+		}
+	}
+	if moved == 0 {
+		t.Error("no score moved by a marked paper: the feedback's part is not tested")
+	}
+	for _, k := range []ReasonKind{ReasonPerson, ReasonCoauthor, ReasonInstitution, ReasonCites, ReasonMarked, ReasonLikeFollowed, ReasonWords} {
+		if kinds[k] == 0 {
+			t.Errorf("no reason of kind %s met (%v)", k, kinds)
+		}
+	}
+}
+
+// BenchmarkExplain64Likes is BenchmarkExplain for a reader who marked 64
+// papers (a model's most likes): each paper explained is compared with
+// every like.
+func BenchmarkExplain64Likes(b *testing.B) {
+	prof, ex, _, bgV := trainingSet()
+	m := Train(DefaultParams(), prof, slices.Concat(examples(Saved, bgV[100:100+maxLikes]), ex))
+	if len(m.likes) != maxLikes {
+		b.Fatalf("%d likes", len(m.likes))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		_ = m.Explain(bgV[i%len(bgV)])
 	}
 }

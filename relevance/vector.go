@@ -72,9 +72,14 @@ type Vector struct {
 	feats []uint32
 	vals  []float32
 	ns    []byte
-	paper Paper
-	// authorKeys are the NameKey of each of paper.Authors, for Explain.
-	authorKeys []string
+	// nameable, parallel to feats, says which features are words a
+	// words reason may name (not functionWords).
+	nameable []bool
+	paper    Paper
+	// authorFeats are, parallel to paper.Authors, each author's feature
+	// (of their NameKey), 0 for an author without a key or whose key an
+	// earlier author has: Explain's persons and co-authors.
+	authorFeats []uint32
 	// spelled makes, once, for a vector that is explained (the papers
 	// shown, which many users share), spellings: each word feature's
 	// first spelling, parallel to feats (see spellAll).
@@ -248,11 +253,19 @@ func (c *Corpus) Vector(p *Paper) *Vector {
 			}
 		}
 	}
-	v.authorKeys = make([]string, len(p.Authors))
+	authorKeys := make([]string, len(p.Authors))
+	v.authorFeats = make([]uint32, len(p.Authors))
 	for i, a := range p.Authors {
-		v.authorKeys[i] = NameKey(a)
+		authorKeys[i] = NameKey(a)
 	}
-	keys := distinct(v.authorKeys, nil)
+	keys := distinct(authorKeys, nil)
+	seen := make(map[string]bool, len(keys))
+	for i, k := range authorKeys {
+		if k != "" && !seen[k] {
+			seen[k] = true
+			v.authorFeats[i] = hash(nsAuthor, k)
+		}
+	}
 	if len(keys) > 0 {
 		add(nsAuthor, keys, pr.AuthorWeight/float32(math.Sqrt(float64(len(keys)))), nil)
 	}
@@ -273,6 +286,7 @@ func (c *Corpus) Vector(p *Paper) *Vector {
 	v.feats = make([]uint32, 0, len(es))
 	v.vals = make([]float32, 0, len(es))
 	v.ns = make([]byte, 0, len(es))
+	v.nameable = make([]bool, 0, len(es))
 	for _, e := range es {
 		if n := len(v.feats); n > 0 && v.feats[n-1] == e.f {
 			v.vals[n-1] += e.x
@@ -281,6 +295,7 @@ func (c *Corpus) Vector(p *Paper) *Vector {
 		v.feats = append(v.feats, e.f)
 		v.vals = append(v.vals, e.x)
 		v.ns = append(v.ns, e.ns)
+		v.nameable = append(v.nameable, e.ns == nsWord && !functionWords[e.f])
 	}
 	return v
 }
