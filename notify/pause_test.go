@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river/rivertype"
 
 	"followfeed/apperr"
@@ -341,5 +342,39 @@ func TestSnoozedFollowDeliversNothingUntilItsDate(t *testing.T) {
 	// of a digest sent while snoozed, is not caught up.
 	if !strings.Contains(second, "Paper 2312.00001") || strings.Contains(second, "Paper 2311.00001") {
 		t.Errorf("2 December's digest:\n%.900s", second)
+	}
+}
+
+// TestPausedOnlyBetweenItsStartAndItsEnd: PausedSQL (through Paused), the
+// one check every delivery makes, is true from the pause's first local
+// midnight until its end at the reader's digest hour on the day they are
+// back, and false outside, even while the pause's columns are still set
+// (before the scheduler's next run clears them and queues the catch-up).
+func TestPausedOnlyBetweenItsStartAndItsEnd(t *testing.T) {
+	t.Parallel()
+	e := setup(t, fakesmtp.Options{}, "")
+	uid := e.reader("between", notify.Daily, "UTC", 6, "category/cs.LG")
+	if err := e.pause(uid, "2026-12-01", "2026-12-06"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		at   time.Time
+		want bool
+	}{
+		{time.Date(2026, 11, 30, 23, 59, 0, 0, time.UTC), false},
+		{time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), true},
+		{time.Date(2026, 12, 6, 5, 59, 0, 0, time.UTC), true},
+		{time.Date(2026, 12, 6, 6, 0, 0, 0, time.UTC), false},
+		{time.Date(2026, 12, 9, 12, 0, 0, 0, time.UTC), false},
+	} {
+		var got bool
+		err := e.db.InTx(e.ctx, func(tx pgx.Tx) error {
+			var err error
+			got, err = notify.Paused(e.ctx, tx, uid, c.at)
+			return err
+		})
+		if err != nil || got != c.want {
+			t.Errorf("Paused at %s = %v, %v; want %v", c.at.Format(time.RFC3339), got, err, c.want)
+		}
 	}
 }

@@ -61,6 +61,12 @@ mutation mutes-one-id-of-the-person match match/mutes.go $'\t\t\t\tr.keys[person
 mutation mutes-totals-count-muted match match/mutes.go 'r.Total = max(r.Total-dropped, len(kept))' 'r.Total = max(r.Total, len(kept))'
 mutation mutes-feed-left-short match match/mutes.go $'\treturn dropped > 0\n' $'\treturn false\n'
 
+# Read state, the pause and snooze (issue #27): each delivery rule in its owner.
+mutation unread-keeps-marked match match/controls.go 'return marked[[2]int64{q.UserID, p.ID}] })' 'return false })'
+mutation unread-total-uncounted match match/controls.go $'\t\tr.Total -= len(r.Papers) - len(kept)\n' ''
+mutation pause-never-ends notify notify/pause.go 'AND (d.pause_ends_at IS NULL OR d.pause_ends_at > ` + at + `), false)`' 'AND true, false)`'
+mutation snooze-ignored match match/snooze.go 'if f := &follows[q.UserID][j].Follow; f.Snoozed(q.At) {' 'if f := &follows[q.UserID][j].Follow; false && f.Snoozed(q.At) {'
+
 # substitute FILE OLD NEW: replaces the one occurrence of OLD in FILE.
 substitute() {
 	local f=$1 old=$2 new=$3 s rest n
