@@ -262,8 +262,8 @@ type pauseJSON struct {
 }
 
 func toPauseJSON(p *notify.Pause) *pauseJSON {
-	if p == nil || p.StartsAt == nil {
-		return nil
+	if p == nil || p.StartsAt == nil || p.Over(time.Now()) {
+		return nil // an ended pause is no pause to the reader (its catch-up follows)
 	}
 	out := &pauseJSON{From: p.From.Format(notify.DateLayout), StartsAt: p.StartsAt.UTC()}
 	if p.Until != nil {

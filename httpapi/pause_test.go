@@ -40,6 +40,17 @@ func TestPauseAndQuietDaysThroughTheAPI(t *testing.T) {
 	if r.Status != 200 || !strings.Contains(string(r.Body), `"pause":null`) {
 		t.Fatalf("ending a pause not begun: %d %s", r.Status, r.Body)
 	}
+	// A pause in effect, ended: no pause is shown (its catch-up follows).
+	today := time.Now().UTC().Format("2006-01-02")
+	if r = c.Do("PATCH", "/v1/me", tok, map[string]any{"pause": map[string]any{"from": today, "until": nil}}); r.Status != 200 || !strings.Contains(string(r.Body), `"starts_at"`) {
+		t.Fatalf("a pause from today: %d %s", r.Status, r.Body)
+	}
+	if r = c.Do("PATCH", "/v1/me", tok, `{"pause": null}`); r.Status != 200 || !strings.Contains(string(r.Body), `"pause":null`) {
+		t.Errorf("ending a pause in effect: %d %s", r.Status, r.Body)
+	}
+	if r = c.Do("GET", "/v1/me", tok, nil); !strings.Contains(string(r.Body), `"pause":null`) {
+		t.Errorf("after ending a pause in effect: %s", r.Body)
+	}
 	for body, field := range map[string]string{
 		`{"pause": {"from": "` + day(-1) + `"}}`:                           "pause.from",
 		`{"pause": {"from": "next week"}}`:                                 "pause.from",

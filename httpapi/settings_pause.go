@@ -46,7 +46,7 @@ type snoozeRow struct {
 func (s *Settings) pauseData(v *viewer, p notify.Profile, follows []followJSON, loc *time.Location) *pauseData {
 	now := time.Now()
 	d := &pauseData{CSRF: v.csrf, Today: now.In(loc).Format(notify.DateLayout)}
-	if pp := p.Pause; pp != nil {
+	if pp := p.Pause; pp != nil && !pp.Over(now) { // an ended pause: its catch-up follows
 		d.Set, d.Active, d.From, d.Open = true, pp.Active(now), pp.From.Format(notify.DateLayout), pp.Until == nil
 		if pp.Until != nil {
 			d.Until = pp.Until.Format(notify.DateLayout)

@@ -50,6 +50,13 @@ type Pause struct {
 	EndsAt   *time.Time
 }
 
+// Over says whether the pause has ended by t (its catch-up may still be
+// waiting for the scheduler, which clears it): readers are shown no pause
+// then.
+func (p *Pause) Over(t time.Time) bool {
+	return p != nil && p.EndsAt != nil && !t.Before(*p.EndsAt)
+}
+
 // Active says whether the pause is in effect at t.
 func (p *Pause) Active(t time.Time) bool {
 	return p != nil && p.StartsAt != nil && !t.Before(*p.StartsAt) && (p.EndsAt == nil || t.Before(*p.EndsAt))
@@ -185,8 +192,12 @@ func applyPause(next *Profile, cur Profile, patch *PausePatch, now time.Time) er
 		next.Pause = &p
 	}
 	if p := next.Pause; p != nil {
-		if p.EndsAt != nil && !now.Before(*p.EndsAt) && cur.Pause != nil && cur.Pause.From.Equal(p.From) && patch == nil {
-			return nil // over, its catch-up waiting for the scheduler: left as it is
+		if patch == nil && p.StartsAt != nil {
+			// Not this patch's business: the instants were fixed when the
+			// pause was set (as a snooze's), so a later change of time zone
+			// or digest hour moves neither a pause in effect nor one that
+			// is over with its catch-up waiting for the scheduler.
+			return nil
 		}
 		start := at(p.From, 0, loc)
 		p.StartsAt, p.EndsAt = &start, nil

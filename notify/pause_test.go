@@ -378,3 +378,38 @@ func TestPausedOnlyBetweenItsStartAndItsEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestAPauseKeepsItsInstantsAcrossATimeZoneChange: a pause's start and end
+// are fixed when it is set, so moving to another time zone (or digest
+// hour) neither ends a pause in effect nor stretches it back before it
+// was made; ending it makes it Over at once, while its catch-up waits for
+// the scheduler.
+func TestAPauseKeepsItsInstantsAcrossATimeZoneChange(t *testing.T) {
+	t.Parallel()
+	e := setup(t, fakesmtp.Options{}, "")
+	uid := e.reader("traveller", notify.Daily, "Pacific/Kiritimati", 6, "category/cs.LG")
+	today := e.clk.Now().In(time.FixedZone("LINT", 14*3600)).Format(notify.DateLayout)
+	back := e.clk.Now().AddDate(0, 0, 5).Format(notify.DateLayout)
+	if err := e.pause(uid, today, back); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := e.prefs.Get(e.ctx, uid)
+	if !before.Pause.Active(e.clk.Now()) {
+		t.Fatalf("the pause is not in effect: %+v", before.Pause)
+	}
+	tz, hour := "Pacific/Pago_Pago", 20
+	after, err := e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Timezone: &tz, Digest: &notify.DigestPatch{Hour: &hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.Pause.StartsAt.Equal(*before.Pause.StartsAt) || !after.Pause.EndsAt.Equal(*before.Pause.EndsAt) || !after.Pause.Active(e.clk.Now()) {
+		t.Errorf("a time zone change moved the pause: %v–%v, was %v–%v", after.Pause.StartsAt, after.Pause.EndsAt, before.Pause.StartsAt, before.Pause.EndsAt)
+	}
+	ended, err := e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Pause: &notify.PausePatch{Clear: true}})
+	if err != nil || !ended.Pause.Over(e.clk.Now()) || ended.Pause.Active(e.clk.Now()) {
+		t.Fatalf("ending it: %+v, %v", ended.Pause, err)
+	}
+	if n, err := e.d.Schedule(e.ctx); err != nil || n != 1 {
+		t.Errorf("the ended pause queued %d digests (%v), want its one catch-up", n, err)
+	}
+}
