@@ -230,6 +230,12 @@ func TestSettingsMuteForms(t *testing.T) {
 	if resp, _ := testapp.Form(t, b, "POST", fmt.Sprintf("%s/settings/mutes/%d", a.URL, list.Mutes[0].ID), url.Values{"csrf": {csrf}}); resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings/follows?done=unmuted#mutes" {
 		t.Errorf("ada removes it: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
+	// Pressed again (a second tab): the follows page, saying so, not a
+	// problem document.
+	if resp, page := testapp.Form(t, b, "POST", fmt.Sprintf("%s/settings/mutes/%d", a.URL, list.Mutes[0].ID), url.Values{"csrf": {csrf}}); resp.StatusCode != 404 ||
+		!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(page, "Not saved") || !strings.Contains(page, `id="mutes"`) {
+		t.Errorf("ada removes it again: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
 	if c.Do("GET", "/v1/me/mutes", ada, nil).JSON(t, &list); len(list.Mutes) != 0 {
 		t.Errorf("after the removal: %+v", list.Mutes)
 	}

@@ -672,8 +672,10 @@ func (s *Settings) post(w http.ResponseWriter, r *http.Request, allowManage bool
 	}
 	done, err := act(v)
 	if err != nil {
-		if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
-			// Show the form's page again with the problem, and its status.
+		if e, ok := apperr.As(err); ok && (e.Code == apperr.Invalid || e.Code == apperr.NotFound) {
+			// Show the form's page again with the problem, and its status
+			// (a field refused; a thing already gone, as a mute removed
+			// twice from two tabs).
 			d, derr := s.data(r, v, section)
 			if derr != nil {
 				writeError(w, r, s.Logger, derr)
