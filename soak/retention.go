@@ -504,6 +504,10 @@ func rtLoadYear(ctx context.Context, e *env, db *freshDB, users []*rtUser, day0 
 	if err != nil {
 		return nil, err
 	}
+	// In the order they were made, as the sequence numbers a running
+	// service's rows (the ledger's prune reads ids as growing with
+	// created_at: digests_pkey from the start up to the cutoff).
+	slices.SortStableFunc(ledger, func(a, b notify.LedgerRow) int { return a.At.Compare(b.At) })
 	n, err := notify.PutLedger(ctx, tx, slices.Values(ledger))
 	if err == nil {
 		err = tx.Commit(ctx)

@@ -40,6 +40,9 @@ var rtClasses = map[string]rtClass{
 	"digest_schedules": {classUsers, "kept", 0}, "channels": {classUsers, "kept", 0}, "identity_disputes": {classUsers, "kept", 0},
 	"identity_splits": {classUsers, "kept", 0}, "ap_actors": {classUsers, "kept", 0}, "ap_inboxes": {classUsers, "kept", 0},
 	"ap_followers": {classUsers, "kept", 0},
+	// A reader's own choices, kept while they are a user, erased with them.
+	"feedback": {classUsers, "kept", 0}, "ranking_models": {classUsers, "kept", 0}, "paper_states": {classUsers, "kept", 0},
+	"inbox_settings": {classUsers, "kept", 0}, "mutes": {classUsers, "kept", 0},
 
 	"match_state": {classFixed, "one row", 0}, "harvest_state": {classFixed, "a row per source", 0}, "ap_keys": {classFixed, "a row per key rotation", 0},
 	"goose_db_version": {classFixed, "a row per migration", 0}, "river_leader": {classFixed, "River's", 0}, "river_queue": {classFixed, "River's", 0},
