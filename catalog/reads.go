@@ -5,6 +5,10 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"followfeed/apperr"
+	"followfeed/internal/text"
+	"followfeed/paper"
 )
 
 // The SQL other packages read paper's tables with (papers, paper_keys,
@@ -106,4 +110,29 @@ func LiveID(ctx context.Context, tx pgx.Tx, arxivID string) (int64, error) {
 		return 0, fmt.Errorf("looking up paper %s: %w", arxivID, err)
 	}
 	return id, nil
+}
+
+// LivePaper is the stored paper a user names by arxivID (any form
+// paper.ParseArxivID reads), without its abstract, for the writes that
+// record something about one paper (a reader's state of it, their
+// feedback): its id in tx and the paper. An id that is no arXiv id is an
+// apperr.Invalid naming "arxiv_id"; a paper not stored (or withdrawn) an
+// apperr.NotFound.
+func LivePaper(ctx context.Context, tx pgx.Tx, arxivID string) (int64, paper.Paper, error) {
+	id, _, err := paper.ParseArxivID(arxivID)
+	if err != nil {
+		return 0, paper.Paper{}, apperr.InvalidField("arxiv_id", "%q is not an arXiv id; ids look like 2202.02326 or astro-ph/9901001", text.Truncate(arxivID, 60))
+	}
+	paperID, err := LiveID(ctx, tx, id)
+	if err != nil {
+		return 0, paper.Paper{}, err
+	}
+	if paperID == 0 {
+		return 0, paper.Paper{}, apperr.New(apperr.NotFound, "no paper arXiv:%s is stored here", id)
+	}
+	papers, err := Load(ctx, tx, []int64{paperID}, WithoutAbstract)
+	if err != nil {
+		return 0, paper.Paper{}, err
+	}
+	return paperID, papers[paperID], nil
 }

@@ -321,3 +321,30 @@ func TestKeySeqsOfMixedBatch(t *testing.T) {
 		t.Errorf("newest seq %d, batch ends at %d", n, res.ToSeq)
 	}
 }
+
+// LivePaper names a stored paper by any form of its arXiv id; a
+// withdrawn or unknown paper is a NotFound, a string that is no arXiv id
+// an Invalid naming arxiv_id.
+func TestLivePaper(t *testing.T) {
+	t.Parallel()
+	in, db := newStore(t)
+	ctx := context.Background()
+	in.Ingest(ctx, []paper.Paper{testPaper("2202.02326"), testPaper("2202.02327")}, catalog.SourceOAI)
+	in.Ingest(ctx, []paper.Paper{{ArxivID: "2202.02327", Deleted: true}}, catalog.SourceOAI)
+	for arg, want := range map[string]apperr.Code{"arXiv:2202.02326v2": "", "2202.02327": apperr.NotFound, "2101.00001": apperr.NotFound, "not-an-id": apperr.Invalid} {
+		err := db.InTx(ctx, func(tx pgx.Tx) error {
+			id, p, err := catalog.LivePaper(ctx, tx, arg)
+			if err == nil && (id == 0 || p.ArxivID != "2202.02326" || p.Title == "" || p.Abstract != "") {
+				t.Errorf("LivePaper(%q) = %d, %+v", arg, id, p)
+			}
+			return err
+		})
+		e, _ := apperr.As(err)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("LivePaper(%q): %v", arg, err)
+		case want != "" && (e == nil || e.Code != want || (want == apperr.Invalid && e.Field != "arxiv_id")):
+			t.Errorf("LivePaper(%q) = %v, want code %v", arg, err, want)
+		}
+	}
+}

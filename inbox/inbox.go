@@ -22,7 +22,6 @@ import (
 	"followfeed/follow"
 	"followfeed/internal/text"
 	"followfeed/match"
-	"followfeed/paper"
 	"followfeed/ranking"
 )
 
@@ -92,24 +91,13 @@ type Entry struct {
 // not stored (or was withdrawn) is an apperr.NotFound; an id that is no
 // arXiv id an apperr.Invalid naming "arxiv_id".
 func (s *Service) Set(ctx context.Context, userID int64, arxivID string, st State) (Entry, error) {
-	id, _, err := paper.ParseArxivID(arxivID)
-	if err != nil {
-		return Entry{}, apperr.InvalidField("arxiv_id", "%q is not an arXiv id; ids look like 2202.02326 or astro-ph/9901001", text.Truncate(arxivID, 60))
-	}
-	e := Entry{ArxivID: id, State: st}
-	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
-		paperID, err := catalog.LiveID(ctx, tx, id)
+	var e Entry
+	err := s.db.InTx(ctx, func(tx pgx.Tx) error {
+		paperID, p, err := catalog.LivePaper(ctx, tx, arxivID)
 		if err != nil {
 			return err
 		}
-		if paperID == 0 {
-			return apperr.New(apperr.NotFound, "no paper arXiv:%s is stored here", id)
-		}
-		papers, err := catalog.Load(ctx, tx, []int64{paperID}, catalog.WithoutAbstract)
-		if err != nil {
-			return err
-		}
-		e.PaperID, e.Title = paperID, papers[paperID].Title
+		e = Entry{ArxivID: p.ArxivID, State: st, PaperID: paperID, Title: p.Title}
 		if e.ChangedAt, err = write(ctx, tx, userID, []int64{paperID}, st, true); err != nil {
 			return err
 		}

@@ -15,7 +15,6 @@ import (
 	"followfeed/catalog"
 	"followfeed/database"
 	"followfeed/internal/text"
-	"followfeed/paper"
 )
 
 // Value is what a user says of a paper.
@@ -75,24 +74,13 @@ type Feedback struct {
 // value a paper already has changes nothing and queues nothing. The
 // returned Feedback has the paper's title; its Value is None when cleared.
 func (s *Service) Set(ctx context.Context, userID int64, arxivID string, v Value) (Feedback, error) {
-	id, _, err := paper.ParseArxivID(arxivID)
-	if err != nil {
-		return Feedback{}, apperr.InvalidField("arxiv_id", "%q is not an arXiv id; ids look like 2202.02326 or astro-ph/9901001", text.Truncate(arxivID, 60))
-	}
-	fb := Feedback{ArxivID: id, Value: v}
-	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
-		paperID, err := catalog.LiveID(ctx, tx, id)
+	var fb Feedback
+	err := s.db.InTx(ctx, func(tx pgx.Tx) error {
+		paperID, p, err := catalog.LivePaper(ctx, tx, arxivID)
 		if err != nil {
 			return err
 		}
-		if paperID == 0 {
-			return apperr.New(apperr.NotFound, "no paper arXiv:%s is stored here", id)
-		}
-		papers, err := catalog.Load(ctx, tx, []int64{paperID}, catalog.WithoutAbstract)
-		if err != nil {
-			return err
-		}
-		fb.Title, fb.AbsURL = papers[paperID].Title, papers[paperID].AbsURL
+		fb = Feedback{ArxivID: p.ArxivID, Value: v, Title: p.Title, AbsURL: p.AbsURL}
 		changed, at, err := writeFeedback(ctx, tx, userID, paperID, v)
 		if err != nil || !changed {
 			fb.UpdatedAt = at
