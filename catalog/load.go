@@ -74,6 +74,31 @@ func QueueLoad(b *pgx.Batch, ids []int64, f Fields, done func(map[int64]paper.Pa
 	})
 }
 
+// QueueVersions queues on b the read of the row versions of the papers
+// ids: when b's results are read, done gets each stored paper's version,
+// a number that changes whenever anything stored in the paper's row
+// changes (a new arXiv version, a correction, an enrichment, a
+// withdrawal), so a process may keep what it derived from a paper (its
+// keys, its words) under the paper's id and version and know it is
+// current. It is the row's xmin, the transaction that last wrote it: an
+// update writes a new row version with its own transaction's id, and
+// freezing keeps the number. A primary-key probe per id, no row's fields
+// read.
+func QueueVersions(b *pgx.Batch, ids []int64, done func(map[int64]uint32)) {
+	b.Queue(`SELECT id, xmin::text::bigint FROM papers WHERE id = ANY($1)`, ids).Query(func(rows pgx.Rows) error {
+		out := make(map[int64]uint32, len(ids))
+		var id, v int64
+		if _, err := pgx.ForEachRow(rows, []any{&id, &v}, func() error {
+			out[id] = uint32(v)
+			return nil
+		}); err != nil {
+			return fmt.Errorf("reading the versions of %d papers: %w", len(ids), err)
+		}
+		done(out)
+		return nil
+	})
+}
+
 // HighSeq returns the high seq, the newest committed match-key seq: no
 // row with a seq at or below it can commit later (see keyWritersLock).
 func (st *Store) HighSeq(ctx context.Context) (int64, error) {

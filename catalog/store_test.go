@@ -348,3 +348,53 @@ func TestLivePaper(t *testing.T) {
 		}
 	}
 }
+
+// TestVersionsChangeWithTheRow: a paper's version (QueueVersions) is the
+// same on every read until its row changes, and changes when an
+// enrichment or a new arXiv version rewrites it; an ingest that changes
+// nothing keeps it; an unknown id has none.
+func TestVersionsChangeWithTheRow(t *testing.T) {
+	t.Parallel()
+	in, db := newStore(t)
+	ctx := context.Background()
+	var id int64
+	version := func() uint32 {
+		t.Helper()
+		var got map[int64]uint32
+		var b pgx.Batch
+		catalog.QueueVersions(&b, []int64{id, id + 1000}, func(m map[int64]uint32) { got = m })
+		if err := db.Pool.SendBatch(ctx, &b).Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := got[id+1000]; ok || len(got) != 1 {
+			t.Fatalf("versions: %v, want one for paper %d only", got, id)
+		}
+		return got[id]
+	}
+	ingest := func(p paper.Paper) {
+		t.Helper()
+		if _, err := in.Ingest(ctx, []paper.Paper{p}, catalog.SourcePush); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ingest(testPaper("2202.02326v1"))
+	if err := db.Pool.QueryRow(ctx, `SELECT id FROM papers WHERE arxiv_id = '2202.02326'`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	v1 := version()
+	ingest(testPaper("2202.02326v1"))
+	if v := version(); v != v1 {
+		t.Errorf("an ingest that changed nothing moved the version %d -> %d", v1, v)
+	}
+	ingest(testPaper("2202.02326v1", func(p *paper.Paper) {
+		p.Authors = []paper.Author{{Name: "Ada Lovelace", IDs: []string{"openalex:A5023888391"}}}
+	}))
+	v2 := version()
+	if v2 == v1 {
+		t.Errorf("an enrichment kept the version %d", v1)
+	}
+	ingest(testPaper("2202.02326v2", func(p *paper.Paper) { p.Title = "A second version" }))
+	if v := version(); v == v2 || v == v1 {
+		t.Errorf("a new version kept the version %d (before: %d, %d)", v, v1, v2)
+	}
+}

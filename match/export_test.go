@@ -1,6 +1,9 @@
 package match
 
-import "context"
+import (
+	"context"
+	"sync/atomic"
+)
 
 // PerUserMatchedMany is MatchedMany with every query on the per-user
 // statement (matchedManySQL), the windowed path's reference.
@@ -14,4 +17,11 @@ func SetWindowRowsPerKey(n int) int {
 	old := maxWindowRowsPerKey
 	maxWindowRowsPerKey = n
 	return old
+}
+
+// CountReselects returns ctx with a counter of the queries the mutes
+// select a second time (reselect) under it.
+func CountReselects(ctx context.Context) (context.Context, *atomic.Int64) {
+	c := new(atomic.Int64)
+	return context.WithValue(ctx, reselectsKey{}, c), c
 }

@@ -214,7 +214,7 @@ func matchedManyIn(ctx context.Context, tx pgx.Tx, qs []Query, users []int64) ([
 		return nil, nil, err
 	}
 	w.results(seen, results, needReasons)
-	rs, err := finishMatched(ctx, tx, qs, results, needReasons)
+	rs, err := finishMatched(ctx, tx, qs, results, needReasons, muting)
 	if err == nil {
 		dropSnoozed(qs, rs, w.follows)
 	}
@@ -243,11 +243,14 @@ func queueSubset(b *pgx.Batch, qs []Query, idx []int, results []Result, needReas
 
 // finishMatched reads the reasons the selection could not give and the
 // details of the papers of queries that want them (and the users' mutes),
-// applies the mutes (mutes.go), then reads the events.
-func finishMatched(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, needReasons map[int][]int64) ([]Result, error) {
+// applies the mutes (mutes.go), then reads the events. muting (nil: none)
+// is the users whose windows the selection over-selected for their mutes
+// (muting.overselect): the read-state control keeps those windows whole
+// for the mutes to filter and cut.
+func finishMatched(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, needReasons map[int][]int64, muting *muting) ([]Result, error) {
 	// The reader's controls (controls.go) drop papers before anything is
 	// loaded for them.
-	if err := applyControls(ctx, tx, qs, results, needReasons); err != nil {
+	if err := applyControls(ctx, tx, qs, results, needReasons, muting); err != nil {
 		return nil, err
 	}
 	var b pgx.Batch
@@ -307,7 +310,7 @@ func QueueMatchedIn(b *pgx.Batch, qs []Query) (finish func(ctx context.Context, 
 	var needReasons map[int][]int64
 	queueSelect(b, qs, func(r []Result, need map[int][]int64) { results, needReasons = r, need })
 	return func(ctx context.Context, tx pgx.Tx) ([]Result, error) {
-		return finishMatched(ctx, tx, qs, results, needReasons)
+		return finishMatched(ctx, tx, qs, results, needReasons, nil)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 
@@ -38,11 +39,11 @@ import (
 //
 // The cost falls on readers who mute: for a query whose user has no mute
 // it is one statement queued with the reasons and details (no round trip
-// of its own), an index probe of mutes. For a user with mutes, the
-// candidates' details are loaded without abstracts (their keys: authors'
-// ids, categories) — with abstracts only for users with a query mute, to
-// evaluate it with package search (each paper's text tokenised once per
-// call however many users' candidates it is).
+// of its own), an index probe of mutes. For a user with mutes, what the
+// mutes judge the candidates by is their keys (authors' ids, categories)
+// and their words (package search): the process keeps both per paper
+// version (muteviews.go), so a digest batch reads its candidates' row
+// versions and only the rows not judged before.
 
 // muteRulesSQL reads the mutes of the users $1 (mutesql.OfUsersSQL), a
 // researcher mute once per key of its person (registrysql.Expand: the
@@ -72,9 +73,8 @@ type userMutes struct {
 	// that trigger them (a person's every key; a category's key, which
 	// triggers only as a cross-list); queries are the query mutes, which
 	// are evaluated on the paper's text.
-	byKey     map[string][]*muteRule
-	queries   []*muteRule
-	needsText bool // a query mute: the candidates' abstracts are needed
+	byKey   map[string][]*muteRule
+	queries []*muteRule
 }
 
 // mutes is the mutes of a batch's users, read by queueMutes.
@@ -118,7 +118,6 @@ func queueMutes(b *pgx.Batch, qs []Query, results []Result) *mutes {
 				case "researcher":
 					r.keys = map[string]bool{key: true}
 				case "query":
-					um.needsText = true
 					t, err := follow.TargetFromKey(key)
 					if err == nil {
 						r.query, _ = follow.CompileQuery(t.ID)
@@ -160,15 +159,12 @@ func (um *userMutes) index() {
 	}
 }
 
-// candidate is a paper as the mutes see it.
-type candidate struct {
-	keys []paper.Key
-	doc  *search.Doc // built on first use by a query mute
-	p    *paper.Paper
-}
-
-// hides reports whether r hides c.
-func (r *muteRule) hides(c *candidate) bool {
+// hides reports whether r hides the paper c (nil: not stored any more,
+// nothing to judge it by).
+func (r *muteRule) hides(c *muteView) bool {
+	if c == nil {
+		return false
+	}
 	switch r.kind {
 	case "researcher":
 		for _, k := range c.keys {
@@ -183,13 +179,7 @@ func (r *muteRule) hides(c *candidate) bool {
 			}
 		}
 	case "query":
-		if r.query == nil {
-			return false
-		}
-		if c.doc == nil {
-			c.doc = c.p.Doc()
-		}
-		return r.query.Match(c.doc)
+		return r.query != nil && r.query.Match(c.words())
 	}
 	return false
 }
@@ -260,7 +250,7 @@ func (m *mutes) apply(ctx context.Context, tx pgx.Tx, qs []Query, results []Resu
 // um.byKey (a map probe per key, whatever the number of mutes); query
 // mutes are evaluated on p's text only while p is still kept and, when
 // scoped, only when their follow is one of its reasons.
-func keep(um *userMutes, only string, p *Paper, c *candidate) bool {
+func keep(um *userMutes, only string, p *Paper, c *muteView) bool {
 	if c == nil {
 		return true // not stored any more: nothing to judge it by
 	}
@@ -316,63 +306,73 @@ func dropReason(rs []follow.Target, key string) []follow.Target {
 }
 
 // candidates returns, per paper id of the results of users with mutes,
-// its keys and details: those already loaded (queries that are not
-// IDsOnly read every field), else read in tx — without abstract unless
-// one of the paper's users has a query mute.
-func (m *mutes) candidates(ctx context.Context, tx pgx.Tx, qs []Query, results []Result) (map[int64]*candidate, error) {
-	out := map[int64]*candidate{}
-	withText := map[int64]bool{}
-	var load []int64
+// what the mutes judge it by (nil: not stored any more). A query that is
+// not IDsOnly read every field already: its papers' views are made from
+// them. The others' are the process's views (muteViews) when their row
+// versions, read in tx, are the ones kept; the rest are read in tx, every
+// field, and kept.
+func (m *mutes) candidates(ctx context.Context, tx pgx.Tx, qs []Query, results []Result) (map[int64]*muteView, error) {
+	out := map[int64]*muteView{}
+	var ids []int64
 	for qi, r := range results {
-		um := m.byUser[qs[qi].UserID]
-		if um == nil {
+		if m.byUser[qs[qi].UserID] == nil {
 			continue
 		}
 		for i := range r.Papers {
 			p := &r.Papers[i]
-			if _, ok := out[p.ID]; ok {
-				if um.needsText && !withText[p.ID] && qs[qi].IDsOnly {
-					withText[p.ID] = true
-				}
+			if v, ok := out[p.ID]; ok && v != nil {
 				continue
 			}
 			if !qs[qi].IDsOnly && p.ArxivID != "" {
-				// A copy: apply compacts the results' papers in place.
-				cp := p.Paper
-				out[p.ID] = &candidate{keys: cp.Keys(), p: &cp}
+				out[p.ID] = newMuteView(&p.Paper, 0) // not kept: no version read
 				continue
 			}
-			out[p.ID] = nil
-			load = append(load, p.ID)
-			if um.needsText {
-				withText[p.ID] = true
+			if _, ok := out[p.ID]; !ok {
+				out[p.ID] = nil
+				ids = append(ids, p.ID)
 			}
+		}
+	}
+	var todo []int64
+	for _, id := range ids {
+		if out[id] == nil {
+			todo = append(todo, id)
+		}
+	}
+	if len(todo) == 0 {
+		return out, nil
+	}
+	var versions map[int64]uint32
+	b := &pgx.Batch{}
+	catalog.QueueVersions(b, todo, func(v map[int64]uint32) { versions = v })
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("reading the versions of %d muted users' candidates: %w", len(todo), err)
+	}
+	cache := viewsOf(tx)
+	var load []int64
+	for _, id := range todo {
+		ver, ok := versions[id]
+		if !ok {
+			continue // not stored any more
+		}
+		if v := cache.get(id, ver); v != nil {
+			out[id] = v
+		} else {
+			load = append(load, id)
 		}
 	}
 	if len(load) == 0 {
 		return out, nil
 	}
-	var text, short []int64
-	for _, id := range load {
-		if withText[id] {
-			text = append(text, id)
-		} else {
-			short = append(short, id)
-		}
-	}
-	var b pgx.Batch
-	got := func(ps map[int64]paper.Paper) {
+	b = &pgx.Batch{}
+	catalog.QueueLoad(b, load, catalog.AllFields, func(ps map[int64]paper.Paper) {
 		for id, p := range ps {
-			out[id] = &candidate{keys: p.Keys(), p: &p}
+			v := newMuteView(&p, versions[id])
+			cache.put(id, v)
+			out[id] = v
 		}
-	}
-	if len(text) > 0 {
-		catalog.QueueLoad(&b, text, catalog.AllFields, got)
-	}
-	if len(short) > 0 {
-		catalog.QueueLoad(&b, short, catalog.WithoutAbstract, got)
-	}
-	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+	})
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("loading %d muted users' candidates: %w", len(load), err)
 	}
 	return out, nil
@@ -427,6 +427,9 @@ func reselect(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, idx 
 	if len(idx) == 0 {
 		return nil
 	}
+	if c, _ := ctx.Value(reselectsKey{}).(*atomic.Int64); c != nil {
+		c.Add(int64(len(idx)))
+	}
 	sub := make([]Query, len(idx))
 	for j, qi := range idx {
 		q := qs[qi]
@@ -453,6 +456,10 @@ func reselect(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, idx 
 	}
 	return nil
 }
+
+// reselectsKey is the context key of a counter of the queries reselect
+// selects again (a test's: export_test.go).
+type reselectsKey struct{}
 
 // Explanation is why a paper reaches a reader, or does not: the reader's
 // "why not" (GET /v1/me/papers/{arxiv_id}/why).
@@ -548,6 +555,16 @@ func queueMutingUsers(b *pgx.Batch, qs []Query, idx []int) *muting {
 	return m
 }
 
+// limit is the papers of q the selection keeps for the mutes to see: q's
+// own limit, or maxMuteReselect for a window overselect raised (m may be
+// nil: no muting user).
+func (m *muting) limit(q Query) int {
+	if m != nil && bounded(q) && m.users[q.UserID] {
+		return max(q.limit(), maxMuteReselect)
+	}
+	return q.limit()
+}
+
 // overselect returns qs with the limit of each bounded window of a muting
 // user raised to maxMuteReselect: the windowed path then hands every
 // candidate (it reads them all anyway, and cuts to the limit in Go) to
@@ -560,9 +577,7 @@ func (m *muting) overselect(qs []Query) []Query {
 	}
 	out := slices.Clone(qs)
 	for i := range out {
-		if bounded(out[i]) && m.users[out[i].UserID] && out[i].limit() < maxMuteReselect {
-			out[i].Limit = maxMuteReselect
-		}
+		out[i].Limit = m.limit(out[i])
 	}
 	return out
 }

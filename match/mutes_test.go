@@ -2,11 +2,13 @@ package match_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
 	"followfeed/database"
 	"followfeed/follow"
+	"followfeed/inbox"
 	"followfeed/match"
 	"followfeed/mute"
 	"followfeed/paper"
@@ -174,5 +176,81 @@ func TestExplainNamesTheMutes(t *testing.T) {
 	}
 	if _, err := e.m.Explain(e.ctx, ada, "2611.99999"); !errors.Is(err, database.ErrNotFound) {
 		t.Errorf("an unknown paper: %v, want not found", err)
+	}
+}
+
+// TestMutesAndReadStateSelectAWindowOnce: a digest's window (Unread, a
+// limit smaller than its candidates) for a reader with mutes and read
+// papers is selected once: the read state keeps the window whole for the
+// mutes (they filter it, count what is kept and cut it to the limit), so
+// the mutes never select it again; the newest Limit kept papers and the
+// Total of the kept ones come out as without the shortcut.
+func TestMutesAndReadStateSelectAWindowOnce(t *testing.T) {
+	t.Parallel()
+	e, ada, _, before := mutedFixture(t)
+	ib := inbox.New(e.db, e.m)
+	for _, id := range []string{"2611.00021", "2611.00022", "2611.00023", "2611.00024", "2611.00025", "2611.00026"} {
+		e.ingest(p(id, "cs.LG", []string{"cs.LG"}))
+	}
+	e.ingest(p("2611.00027", "cs.LG", []string{"cs.LG"}, "openalex:A1")) // the muted person
+	mark(t, e, ib, ada, inbox.Read, "2611.00026")
+	after := e.high()
+	ctx, reselects := match.CountReselects(e.ctx)
+	rs, err := e.m.MatchedMany(ctx, []match.Query{{UserID: ada, AfterSeq: before, UpToSeq: after, Limit: 3, IDsOnly: true, Unread: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kept: m2, m5 of the fixture and 21..25 (26 read, 27 muted).
+	got := make([]int, 0, len(rs[0].Papers))
+	for _, q := range rs[0].Papers {
+		got = append(got, paperNumber(t, e, q.ID))
+	}
+	if !slices.Equal(got, []int{25, 24, 23}) || rs[0].Total != 7 {
+		t.Errorf("window of 3: papers %v, total %d; want [25 24 23] of 7", got, rs[0].Total)
+	}
+	if n := reselects.Load(); n != 0 {
+		t.Errorf("the window was selected again %d times; want once in all", n)
+	}
+}
+
+// TestMutesJudgeThePaperAsItIsNow: the mutes judge a digest's candidates
+// by their stored rows as they are now, though the process keeps what it
+// judged before: a paper's new version whose title has a muted word, and
+// an enrichment that names a muted person among its authors, hide papers
+// the same window showed before they changed.
+func TestMutesJudgeThePaperAsItIsNow(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ada := e.user("ada")
+	e.follow(ada, "category", "cs.LG", follow.Options{})
+	before := e.high()
+	e.ingest(p("2611.00031v1", "cs.LG", []string{"cs.LG"}))
+	e.ingest(p("2611.00032v1", "cs.LG", []string{"cs.LG"}))
+	e.mute(ada, mute.Input{Query: str("ti:zebra")})
+	e.mute(ada, mute.Input{Researcher: str("openalex:A9")})
+	window := func() []string {
+		t.Helper()
+		rs, err := e.m.MatchedMany(e.ctx, []match.Query{{UserID: ada, AfterSeq: before, UpToSeq: e.high(), IDsOnly: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, q := range rs[0].Papers {
+			got = append(got, fmt.Sprintf("2611.%05d", paperNumber(t, e, q.ID)))
+		}
+		return got
+	}
+	if got := window(); !slices.Equal(got, []string{"2611.00032", "2611.00031"}) {
+		t.Fatalf("before the changes: %v", got)
+	}
+	v2 := p("2611.00031v2", "cs.LG", []string{"cs.LG"})
+	v2.Title = "Zebra crossings for graphs"
+	e.ingest(v2)
+	if got := window(); !slices.Equal(got, []string{"2611.00032"}) {
+		t.Errorf("after a new version titled %q: %v, want it hidden", v2.Title, got)
+	}
+	e.ingest(p("2611.00032v1", "cs.LG", []string{"cs.LG"}, "openalex:A9"))
+	if got := window(); len(got) != 0 {
+		t.Errorf("after an enrichment naming the muted person: %v, want nothing", got)
 	}
 }

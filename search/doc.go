@@ -174,9 +174,27 @@ func (n *node) match(d *Doc) bool {
 		_, ok = slices.BinarySearch(d.cats, id)
 		return ok
 	}
-	var sb, fb [8]uint32
-	stems, folds := n.ids(d.vocab, sb[:0], fb[:0])
+	if r := n.resolved.Load(); r != nil && r.v == d.vocab {
+		return matchIDs(n.field, d, r.stems, r.folds)
+	}
+	stems, folds := n.ids(d.vocab, nil, nil)
+	if (n.field == Author || stems != nil) && (n.field != Author && n.field != All || folds != nil) {
+		// A vocab never renumbers nor drops a word: ids it had are its
+		// ids for good. Words it lacks may come with the next document,
+		// so a partial lookup is not kept.
+		n.resolved.Store(&termIDs{v: d.vocab, stems: stems, folds: folds})
+	}
 	return matchIDs(n.field, d, stems, folds)
+}
+
+// termIDs is a term's word ids in vocab v (node.ids), kept on the node
+// for the next document of v: a query matched against many documents (a
+// reader's search mutes, against every candidate of their digests) looks
+// its words up once per vocab, not once per document under the vocab's
+// lock.
+type termIDs struct {
+	v            *vocab
+	stems, folds []uint32
 }
 
 // ids returns the ids in v of the term's stems and folded words, appended

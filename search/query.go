@@ -13,6 +13,7 @@ package search
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"followfeed/apperr"
@@ -71,6 +72,9 @@ type node struct {
 	// opCat: canonical id and match key.
 	catID, catKey string
 	pos           int // 1-based character position in the input
+	// resolved: an opTerm's word ids in the vocab they were last looked
+	// up in, once it had them all (node.match).
+	resolved atomic.Pointer[termIDs]
 }
 
 // Query is a parsed, normalised search. Its String is the normal form:

@@ -662,3 +662,34 @@ func checkAnswers(t *testing.T, ps []fixturePaper, docs []*Doc, qs []*Query, got
 		t.Fatalf("only %d matches among %d searches: the property is not exercised", matches, len(qs))
 	}
 }
+
+// TestQueryRemembersItsWordIDs: a query matched against many documents
+// looks its words up once per vocab (node.resolved) and stays right when
+// a word it lacked comes with a later document, and against documents of
+// an older vocab after the vocab was replaced.
+func TestQueryRemembersItsWordIDs(t *testing.T) {
+	t.Cleanup(func() { current.Store(nil) })
+	current.Store(nil)
+	q, err := Parse(`ti:quokka OR au:zyxwv OR "marsupial census"`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := NewDoc("Plain graphs", "Nothing here.", []string{"Ann Author"}, nil)
+	if q.Match(plain) {
+		t.Fatal("a document without the words matches")
+	}
+	quokka := NewDoc("Quokka counts", "A marsupial census of islands.", []string{"Zyxwv Author"}, nil)
+	if !q.Match(quokka) || !q.Match(quokka) || q.Match(plain) {
+		t.Fatal("a word that came with a later document is not found, or found in one without it")
+	}
+	for _, n := range q.root.kids {
+		if r := n.resolved.Load(); r == nil || r.v != quokka.vocab {
+			t.Errorf("term %q: ids not kept once the vocab had its words", n.text)
+		}
+	}
+	current.Store(nil) // a new vocab: its ids differ
+	other := NewDoc("A marsupial census", "", nil, nil)
+	if !q.Match(other) || !q.Match(quokka) || q.Match(plain) || q.Match(NewDoc("Plain", "", nil, nil)) {
+		t.Error("wrong answers across two vocabs")
+	}
+}

@@ -1,0 +1,131 @@
+package match
+
+import (
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+
+	"followfeed/paper"
+	"followfeed/search"
+)
+
+// What the mutes judge a paper by is derived from its stored row alone:
+// its keys (authors' ids, categories and whether each is a cross-list)
+// for researcher and category mutes, and its words (a search.Doc of its
+// title, abstract, author names and categories) for search mutes. A
+// digest batch's readers share most of their window's papers, and the
+// next batches share them again, so the process keeps that view of the
+// papers it judged, under the paper's id and row version
+// (catalog.QueueVersions): a cached view is used only while the row is the
+// one it was made from, and a paper's row is read (with its abstract) and
+// its words tokenised once per version, not once per reader and batch.
+// Measured before the cache, at scale S (BENCHMARKS.md): tokenising the
+// candidates' text was 18% of a digest run's CPU with mutes, reading
+// their rows 7.5%.
+
+// maxMuteViews bounds the views kept: two generations of this many
+// (views), some 3 KiB each with their words, a few days of arXiv's
+// announcements.
+const maxMuteViews = 8192
+
+// muteView is one paper version as the mutes see it.
+type muteView struct {
+	version uint32
+	keys    []paper.Key
+
+	// The words, made on first use by a search mute (text holds what
+	// they are made of until then, and is dropped once they are).
+	once sync.Once
+	text *paper.Paper
+	doc  *search.Doc
+}
+
+// newMuteView returns p's view at version.
+func newMuteView(p *paper.Paper, version uint32) *muteView {
+	return &muteView{version: version, keys: p.Keys(), text: textOf(p)}
+}
+
+// textOf is the part of p its words are made of (paper.Paper.Doc).
+func textOf(p *paper.Paper) *paper.Paper {
+	return &paper.Paper{Title: p.Title, Abstract: p.Abstract, Authors: p.Authors,
+		PrimaryCategory: p.PrimaryCategory, Categories: p.Categories}
+}
+
+// words returns the view's search document, made once.
+func (v *muteView) words() *search.Doc {
+	v.once.Do(func() {
+		v.doc = v.text.Doc()
+		v.text = nil
+	})
+	return v.doc
+}
+
+// views is a bounded cache of muteViews by paper id: lookups find a view
+// in the current generation or the previous one (moving it to the
+// current); when the current one is full it becomes the previous one, and
+// the old previous one is forgotten. Safe for concurrent use.
+type views struct {
+	mu        sync.Mutex
+	max       int
+	cur, prev map[int64]*muteView
+}
+
+func newViews(max int) *views {
+	return &views{max: max, cur: map[int64]*muteView{}, prev: map[int64]*muteView{}}
+}
+
+// muteViews is the process's views, per database (by name: a process
+// serves one database, and its primary and replicas hold the same rows;
+// tests serve many, some cloned from one template, whose rows share ids
+// and versions).
+var muteViews = struct {
+	sync.Mutex
+	of map[string]*views
+}{of: map[string]*views{}}
+
+// viewsOf returns the views of the database tx reads.
+func viewsOf(tx pgx.Tx) *views {
+	name := tx.Conn().Config().Database
+	muteViews.Lock()
+	defer muteViews.Unlock()
+	v := muteViews.of[name]
+	if v == nil {
+		v = newViews(maxMuteViews)
+		muteViews.of[name] = v
+	}
+	return v
+}
+
+// get returns the view of paper id at version, if kept.
+func (c *views) get(id int64, version uint32) *muteView {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v := c.cur[id]; v != nil {
+		if v.version == version {
+			return v
+		}
+		return nil
+	}
+	v := c.prev[id]
+	if v == nil || v.version != version {
+		return nil
+	}
+	delete(c.prev, id)
+	c.putLocked(id, v)
+	return v
+}
+
+// put keeps v as paper id's view.
+func (c *views) put(id int64, v *muteView) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.prev, id)
+	c.putLocked(id, v)
+}
+
+func (c *views) putLocked(id int64, v *muteView) {
+	if _, ok := c.cur[id]; !ok && len(c.cur) >= c.max {
+		c.prev, c.cur = c.cur, make(map[int64]*muteView, c.max)
+	}
+	c.cur[id] = v
+}

@@ -1,0 +1,53 @@
+package match
+
+import (
+	"testing"
+
+	"followfeed/paper"
+)
+
+// TestViewsKeepTwoGenerations: a view is found under its id and version
+// only; a full generation becomes the previous one, whose views are still
+// found (and move to the current one); a view in neither is forgotten.
+func TestViewsKeepTwoGenerations(t *testing.T) {
+	c := newViews(2)
+	v := func(version uint32) *muteView {
+		return newMuteView(&paper.Paper{Title: "A title", PrimaryCategory: "cs.LG", Categories: []string{"cs.LG"}}, version)
+	}
+	one := v(7)
+	c.put(1, one)
+	if c.get(1, 7) != one || c.get(1, 8) != nil || c.get(2, 7) != nil {
+		t.Fatal("a view is found by its id and version only")
+	}
+	c.put(2, v(1))
+	c.put(3, v(1)) // the current generation (1, 2) is full: it becomes the previous one
+	if c.get(1, 7) != one {
+		t.Fatal("a view of the previous generation is found")
+	}
+	// 1 moved to the current generation (3, 1), so 2 is the previous one's
+	// only view; two more fill the current one and forget 2.
+	c.put(4, v(1))
+	c.put(5, v(1))
+	if c.get(2, 1) != nil {
+		t.Error("a view two generations old is still kept")
+	}
+	if c.get(1, 7) == nil && c.get(4, 1) == nil {
+		t.Error("the newest views are gone")
+	}
+	if n := len(c.cur) + len(c.prev); n > 2*c.max {
+		t.Errorf("%d views kept, more than two generations of %d", n, c.max)
+	}
+}
+
+// TestMuteViewWordsAreMadeOnce: a view's words are made on first use and
+// the text they are made of is dropped.
+func TestMuteViewWordsAreMadeOnce(t *testing.T) {
+	mv := newMuteView(&paper.Paper{Title: "Dark matter halos", Abstract: "We weigh them.", PrimaryCategory: "astro-ph.CO", Categories: []string{"astro-ph.CO"}}, 1)
+	d := mv.words()
+	if d == nil || mv.words() != d || mv.text != nil {
+		t.Errorf("words: %p then %p, text kept: %v", d, mv.words(), mv.text != nil)
+	}
+	if len(mv.keys) == 0 {
+		t.Error("no keys")
+	}
+}
