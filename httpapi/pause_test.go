@@ -57,7 +57,7 @@ func TestPauseAndQuietDaysThroughTheAPI(t *testing.T) {
 		`{"pause": {"until": "` + day(3) + `"}}`:                           "pause.from",
 		`{"pause": {"from": "` + day(3) + `", "until": "` + day(2) + `"}}`: "pause.until",
 		`{"pause": {"from": "` + day(3) + `", "until": "` + day(3) + `"}}`: "pause.until",
-		`{"pause": {"from": "` + day(3) + `", "back": "` + day(5) + `"}}`:  "pause",
+		`{"pause": {"from": "` + day(3) + `", "back": "` + day(5) + `"}}`:  "pause.back",
 		`{"pause": {"from": 20261224}}`:                                    "pause.from",
 		`{"pause": "tomorrow"}`:                                            "pause",
 		`{"digest": {"weekdays": []}}`:                                     "digest.weekdays",
