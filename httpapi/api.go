@@ -213,12 +213,32 @@ type digestPatch struct {
 	Weekday   *string `json:"weekday"`
 	SendEmpty *bool   `json:"send_empty"`
 	// SkipNoAnnouncement: see digestJSON.
-	SkipNoAnnouncement *bool     `json:"skip_no_announcement"`
-	Order              *string   `json:"order"`
-	MaxPapers          *int      `json:"max_papers"`
-	KeepFollowed       *bool     `json:"keep_followed"`
-	Weekdays           *[]string `json:"weekdays" want:"a list of weekday names, like [\"mon\", \"tue\"]"`
+	SkipNoAnnouncement *bool   `json:"skip_no_announcement"`
+	Order              *string `json:"order"`
+	MaxPapers          *int    `json:"max_papers"`
+	KeepFollowed       *bool   `json:"keep_followed"`
+	// Weekdays: absent leaves them, null resets them to every day.
+	Weekdays nullableStrings `json:"weekdays" want:"a list of weekday names, like [\"mon\", \"tue\"], or null for every day"`
 }
+
+// nullableStrings is a list of strings that tells null (Set, Null) from
+// absent (not Set).
+type nullableStrings struct {
+	Set, Null bool
+	List      []string
+}
+
+// UnmarshalJSON records that the field was sent, and whether as null.
+func (n *nullableStrings) UnmarshalJSON(b []byte) error {
+	n.Set, n.Null = true, string(b) == "null"
+	if n.Null {
+		return nil
+	}
+	return json.Unmarshal(b, &n.List)
+}
+
+// jsonShape: checkJSON checks the value as a list of strings.
+func (*nullableStrings) jsonShape() reflect.Type { return reflect.TypeFor[[]string]() }
 
 type mePatch struct {
 	Email    *string      `json:"email"`
@@ -237,8 +257,14 @@ func (a *API) patchMe(w http.ResponseWriter, r *http.Request, u *account.User) e
 	patch := notify.ProfilePatch{Email: body.Email, Timezone: body.Timezone}
 	if d := body.Digest; d != nil {
 		patch.Digest = &notify.DigestPatch{Frequency: d.Frequency, Hour: d.Hour, Weekday: d.Weekday, SendEmpty: d.SendEmpty,
-			SkipNoAnnouncement: d.SkipNoAnnouncement, Order: d.Order, MaxPapers: d.MaxPapers, KeepFollowed: d.KeepFollowed,
-			Weekdays: d.Weekdays}
+			SkipNoAnnouncement: d.SkipNoAnnouncement, Order: d.Order, MaxPapers: d.MaxPapers, KeepFollowed: d.KeepFollowed}
+		switch {
+		case d.Weekdays.Null: // every day: the quiet days are reset
+			all := notify.AllWeekdays.Names()
+			patch.Digest.Weekdays = &all
+		case d.Weekdays.Set:
+			patch.Digest.Weekdays = &d.Weekdays.List
+		}
 	}
 	var err error
 	if patch.Pause, err = decodePause(body.Pause); err != nil {

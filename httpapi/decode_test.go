@@ -15,7 +15,7 @@ func TestDecodeNamesFieldByPath(t *testing.T) {
 	_, c := start(t)
 	tok := testapp.Token(t, "strict", "strict@example.org")
 	for _, tc := range []struct{ method, path, body, field, detail string }{
-		{"PATCH", "/v1/me", `{"digest":{"weekdays":"mon"}}`, "digest.weekdays", `must be a list of weekday names, like ["mon", "tue"]`},
+		{"PATCH", "/v1/me", `{"digest":{"weekdays":"mon"}}`, "digest.weekdays", `must be a list of weekday names, like ["mon", "tue"], or null for every day`},
 		{"PATCH", "/v1/me", `{"digest":{"weekdays":["mon",2]}}`, "digest.weekdays[1]", "must be a string"},
 		{"PATCH", "/v1/me", `{"digest":{"bogus":1}}`, "digest.bogus", "is not a known field"},
 		{"PATCH", "/v1/me", `{"digest":[]}`, "digest", "must be an object"},

@@ -49,7 +49,12 @@ type jsonWalker struct{ dec *json.Decoder }
 var (
 	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
 	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+	jsonShapedType  = reflect.TypeFor[jsonShaped]()
 )
+
+// jsonShaped is a type that decodes itself (to tell null from absent, say)
+// but whose JSON has the shape of another type, which checkJSON checks.
+type jsonShaped interface{ jsonShape() reflect.Type }
 
 // decodesItself reports whether t reads its own JSON (RawMessage,
 // time.Time, an interface …), so checkJSON does not judge its value.
@@ -82,6 +87,9 @@ func (w *jsonWalker) value(t reflect.Type, path, want string) error {
 	}
 	if tok == nil { // null
 		return nil
+	}
+	if reflect.PointerTo(t).Implements(jsonShapedType) {
+		t = reflect.New(t).Interface().(jsonShaped).jsonShape()
 	}
 	if decodesItself(t) {
 		return w.skip(tok)
