@@ -626,6 +626,11 @@ func (s *Settings) data(r *http.Request, v *viewer, section string) (*settingsDa
 // returns nil.
 func (s *Settings) formViewer(w http.ResponseWriter, r *http.Request, allowManage bool) *viewer {
 	if err := r.ParseForm(); err != nil {
+		// A body cut off at the cap as it was read (chunked): as limitForm.
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) && s.formTooLarge(w, r) {
+			return nil
+		}
 		writeError(w, r, s.Logger, formError(err))
 		return nil
 	}
@@ -651,6 +656,67 @@ func (s *Settings) formViewer(w http.ResponseWriter, r *http.Request, allowManag
 	return v
 }
 
+// formSection is the settings page the form posted to path lives on:
+// formSections, a mute's Remove (POST /settings/mutes/{id}) and the
+// channel forms; "" for the others (the inbox's, the erase form).
+func formSection(path string) string {
+	if section, ok := formSections[path]; ok {
+		return section
+	}
+	switch {
+	case strings.HasPrefix(path, "/settings/mutes/"):
+		return "follows"
+	case strings.HasPrefix(path, "/settings/channels"):
+		return "channels"
+	}
+	return ""
+}
+
+// limitForm is limitBody(maxFormBody) for a signed-in reader's form: one
+// whose Content-Length says more than maxFormBody gets the form's page
+// again with the message and a 413 (formTooLarge), as a refused field
+// gets it with a 422, before any byte is read; without a session (or for
+// a manage link's form, whose token is in the unread body) it is the 413
+// problem.
+func (s *Settings) limitForm(h http.Handler) http.Handler {
+	limited := limitBody(maxFormBody, h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > maxFormBody && s.formTooLarge(w, r) {
+			return
+		}
+		limited.ServeHTTP(w, r)
+	})
+}
+
+// formTooLarge answers a form over maxFormBody from a session's reader:
+// the settings page it lives on (formSection) with the message, or for a
+// form of no settings page a message page, with a 413. It returns false,
+// having answered nothing, when the request carries no session.
+func (s *Settings) formTooLarge(w http.ResponseWriter, r *http.Request) bool {
+	v, err := s.who(r, "")
+	if err != nil || v == nil {
+		return false
+	}
+	msg := "Not saved — the form is larger than " + byteSize(maxFormBody) + "; shorten what you typed and send it again."
+	section := formSection(r.URL.Path)
+	if section == "" {
+		link, text := "/settings", "Back to your settings"
+		if strings.HasPrefix(r.URL.Path, "/inbox") {
+			link, text = "/inbox", "Back to your inbox"
+		}
+		renderPage(w, r, s.Logger, http.StatusRequestEntityTooLarge, "message.html", page{Title: "Not saved", SignedIn: true,
+			Lines: []string{msg}, Link: link, LinkText: text})
+		return true
+	}
+	d, err := s.data(r, v, section)
+	if err != nil {
+		writeError(w, r, s.Logger, err)
+		return true
+	}
+	s.render(w, r, http.StatusRequestEntityTooLarge, v, d, msg)
+	return true
+}
+
 // formError is a form that could not be read: 400, or 413 when its
 // route's cap cut it off (the cause is kept for problemFor).
 func formError(err error) error {
@@ -666,10 +732,7 @@ func (s *Settings) post(w http.ResponseWriter, r *http.Request, allowManage bool
 	if v == nil {
 		return
 	}
-	section := formSections[r.URL.Path]
-	if strings.HasPrefix(r.URL.Path, "/settings/mutes/") {
-		section = "follows" // a mute's Remove, POST /settings/mutes/{id}
-	}
+	section := formSection(r.URL.Path)
 	done, err := act(v)
 	if err != nil {
 		if e, ok := apperr.As(err); ok && (e.Code == apperr.Invalid || e.Code == apperr.NotFound) {
