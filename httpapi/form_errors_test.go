@@ -92,3 +92,56 @@ func TestNotFromAtTheMuteLimitShowsThePage(t *testing.T) {
 		t.Errorf("%d mutes after the refused one", len(list.Mutes))
 	}
 }
+
+// TestOriginNullSessionFormsAreRefused: every form a session posts —
+// settings, inbox, erase, sign-out — with its valid CSRF token but
+// Origin: null (a sandboxed frame, a data: or file: page, a cross-site
+// redirect) is a 403 page saying why, as the sign-in form refuses it,
+// and changes nothing; Origin: null with Sec-Fetch-Site: same-origin (our
+// own no-referrer pages, as the one-time secret page) is accepted.
+func TestOriginNullSessionFormsAreRefused(t *testing.T) {
+	t.Parallel()
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
+	ada := testapp.Token(t, "ada", "ada@example.org")
+	b, _, csrf := signIn(t, a, ada)
+	post := func(path string, form url.Values, headers ...string) (*http.Response, string) {
+		req, _ := http.NewRequest("POST", a.URL+path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		resp, err := b.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		page, _ := io.ReadAll(resp.Body)
+		return resp, string(page)
+	}
+	mute := url.Values{"csrf": {csrf}, "what": {"words"}, "value": {"ti:cats"}}
+	for _, path := range []string{
+		"/settings/follows", "/settings/feed-token", "/settings/email", "/settings/channels", "/settings/channels/1",
+		"/settings/not-this-person", "/settings/feedback", "/settings/pause", "/settings/remember-opened",
+		"/settings/mutes", "/settings/mutes/1", "/settings/erase", "/inbox/state", "/inbox/read", "/inbox/feedback", "/logout",
+	} {
+		for _, h := range [][]string{{"Origin", "null"}, {"Origin", "null", "Sec-Fetch-Site", "cross-site"}} {
+			resp, page := post(path, mute, h...)
+			if resp.StatusCode != 403 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(page, "without an origin") {
+				t.Errorf("POST %s with %v: %d\n%.300s", path, h, resp.StatusCode, page)
+			}
+		}
+	}
+	var list struct{ Mutes []muteOut }
+	if c.Do("GET", "/v1/me/mutes", ada, nil).JSON(t, &list); len(list.Mutes) != 0 {
+		t.Errorf("a refused form stored %+v", list.Mutes)
+	}
+	if resp, _ := testapp.Form(t, b, "GET", a.URL+"/settings/follows", nil); resp.StatusCode != 200 {
+		t.Errorf("the session did not survive the refused sign-out and erase: %d", resp.StatusCode)
+	}
+	if resp, _ := post("/settings/mutes", mute, "Origin", "null", "Sec-Fetch-Site", "same-origin"); resp.StatusCode != 303 {
+		t.Errorf("Origin: null from our own page (Sec-Fetch-Site: same-origin): %d", resp.StatusCode)
+	}
+	if c.Do("GET", "/v1/me/mutes", ada, nil).JSON(t, &list); len(list.Mutes) != 1 {
+		t.Errorf("the same-origin form stored %+v", list.Mutes)
+	}
+}

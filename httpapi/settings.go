@@ -315,9 +315,11 @@ func (s *Settings) logout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, _ := s.who(r, "")
-	if v != nil && !s.csrfOK(r, v) {
-		s.forbidden(w, r)
-		return
+	if v != nil {
+		if why := s.csrfRefusal(r, v); why != "" {
+			s.refused(w, r, why)
+			return
+		}
 	}
 	if v != nil && !v.emailOnly {
 		// Every session of this user ends, not only this cookie.
@@ -330,19 +332,50 @@ func (s *Settings) logout(w http.ResponseWriter, r *http.Request) {
 	renderPage(w, r, s.Logger, http.StatusOK, "message.html", page{Title: "Signed out", Lines: []string{"You are signed out of followfeed."}})
 }
 
-func (s *Settings) csrfOK(r *http.Request, v *viewer) bool {
+// Why csrfRefusal refuses a form.
+const (
+	refusedOrigin = "origin"
+	refusedNull   = "null"
+	refusedToken  = "token"
+)
+
+// csrfRefusal says why a form post of v's is refused, "" when it is not:
+// refusedOrigin for an Origin other than ours; refusedNull for a session's
+// form with Origin: null that the browser does not say is same-origin
+// (Sec-Fetch-Site), which is what a sandboxed frame, a data: or file: page
+// or a cross-site redirect sends — our own pages that set Referrer-Policy:
+// no-referrer (the one-time secret page) post with Origin: null and
+// Sec-Fetch-Site: same-origin, the rule the sign-in form has
+// (loginOriginOK); refusedToken for a missing or wrong CSRF token. A
+// manage link's form (no cookie: the link in the body is the authority)
+// may come with Origin: null, as its page sets no-referrer.
+func (s *Settings) csrfRefusal(r *http.Request, v *viewer) string {
 	// Same-origin check first (browsers send Origin on POST), then the token.
-	if o := r.Header.Get("Origin"); o != "" && o != "null" {
+	switch o := r.Header.Get("Origin"); o {
+	case "":
+	case "null":
+		if !v.emailOnly && r.Header.Get("Sec-Fetch-Site") != "same-origin" {
+			return refusedNull
+		}
+	default:
 		if u, err := url.Parse(o); err != nil || u.Host != r.Host {
-			return false
+			return refusedOrigin
 		}
 	}
-	return hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(v.csrf))
+	if !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(v.csrf)) {
+		return refusedToken
+	}
+	return ""
 }
 
-func (s *Settings) forbidden(w http.ResponseWriter, r *http.Request) {
-	renderPage(w, r, s.Logger, http.StatusForbidden, "message.html", page{Title: "Form expired",
-		Lines: []string{"This form was not sent from your settings page, or it is too old. Reload the page and try again."}, Link: "/settings", LinkText: "Settings"})
+// refused is the 403 page of a form csrfRefusal refused, saying why.
+func (s *Settings) refused(w http.ResponseWriter, r *http.Request, why string) {
+	title, line := "Form expired", "This form was not sent from your settings page, or it is too old. Reload the page and try again."
+	if why == refusedNull {
+		title, line = "Form refused", "This form was sent from a page without an origin (a sandboxed frame, a local file, or a redirect from another site), so nothing was saved. Open your settings page and send it from there."
+	}
+	renderPage(w, r, s.Logger, http.StatusForbidden, "message.html", page{Title: title,
+		Lines: []string{line}, Link: "/settings", LinkText: "Settings"})
 }
 
 type feedURL struct{ Format, Label, URL string }
@@ -649,8 +682,8 @@ func (s *Settings) formViewer(w http.ResponseWriter, r *http.Request, allowManag
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 		return nil
 	}
-	if !s.csrfOK(r, v) {
-		s.forbidden(w, r)
+	if why := s.csrfRefusal(r, v); why != "" {
+		s.refused(w, r, why)
 		return nil
 	}
 	return v
