@@ -361,6 +361,39 @@ func (s *Service) Name(ctx context.Context, t Target) (string, error) {
 	return name, nil
 }
 
+// namesSQL reads the names of the keys $1 (text[]): key, nameOf(key).
+var namesSQL = `
+		SELECT k, ` + nameOf("k") + ` FROM unnest($1::text[]) AS k`
+
+// Names is Name for many targets in one statement: each target's name by
+// its Key, the targets of unknown name absent (a follow's, a mute's
+// researcher: what Follow.Name would be for it).
+func (s *Service) Names(ctx context.Context, ts []Target) (map[string]string, error) {
+	out := map[string]string{}
+	if len(ts) == 0 {
+		return out, nil
+	}
+	keys := make([]string, 0, len(ts))
+	for _, t := range ts {
+		keys = append(keys, t.Key())
+	}
+	rows, err := s.db.Pool.Query(ctx, namesSQL, keys)
+	if err != nil {
+		return nil, fmt.Errorf("reading the names of %d targets: %w", len(keys), err)
+	}
+	var key, name string
+	_, err = pgx.ForEachRow(rows, []any{&key, &name}, func() error {
+		if name != "" {
+			out[key] = name
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the names of %d targets: %w", len(keys), err)
+	}
+	return out, nil
+}
+
 // getFollowSQL reads user $1's follow of key $2.
 var getFollowSQL = `SELECT ` + followColumns + ` FROM follows WHERE user_id = $1 AND key = $2`
 

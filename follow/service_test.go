@@ -162,7 +162,7 @@ func TestQueryFollowerCountsAreHiddenBelowFive(t *testing.T) {
 // TestPaperFollowNamedByTitle: a paper follow is named by its arXiv id
 // until the paper is stored, then by its title, shortened at a word, in
 // every read of the follows (the follow's own write, Get, List, All, the
-// batched read feeds use, AllMany, a Follow button's Status, Name); its
+// batched read feeds use, AllMany, a Follow button's Status, Name, Names); its
 // owner's label still wins, and the title is no match-reason label (the
 // reasons are its events, which name the paper themselves).
 func TestPaperFollowNamedByTitle(t *testing.T) {
@@ -220,6 +220,14 @@ func TestPaperFollowNamedByTitle(t *testing.T) {
 			t.Fatal(err)
 		}
 		out["Name"] = follow.Follow{Target: pt, Name: name}
+		names, err := svc.Names(ctx, []follow.Target{cat, pt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := names[cat.Key()]; ok {
+			t.Errorf("Names named the category (registry and catalog know no name for it): %v", names)
+		}
+		out["Names"] = follow.Follow{Target: pt, Name: names[pt.Key()]}
 		for what, g := range out {
 			if g.Key() != pt.Key() {
 				t.Fatalf("%s read %s, want the paper follow", what, g.Key())

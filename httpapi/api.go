@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -212,12 +213,32 @@ type digestPatch struct {
 	Weekday   *string `json:"weekday"`
 	SendEmpty *bool   `json:"send_empty"`
 	// SkipNoAnnouncement: see digestJSON.
-	SkipNoAnnouncement *bool     `json:"skip_no_announcement"`
-	Order              *string   `json:"order"`
-	MaxPapers          *int      `json:"max_papers"`
-	KeepFollowed       *bool     `json:"keep_followed"`
-	Weekdays           *[]string `json:"weekdays"`
+	SkipNoAnnouncement *bool   `json:"skip_no_announcement"`
+	Order              *string `json:"order"`
+	MaxPapers          *int    `json:"max_papers"`
+	KeepFollowed       *bool   `json:"keep_followed"`
+	// Weekdays: absent leaves them, null resets them to every day.
+	Weekdays nullableStrings `json:"weekdays" want:"a list of weekday names, like [\"mon\", \"tue\"], or null for every day"`
 }
+
+// nullableStrings is a list of strings that tells null (Set, Null) from
+// absent (not Set).
+type nullableStrings struct {
+	Set, Null bool
+	List      []string
+}
+
+// UnmarshalJSON records that the field was sent, and whether as null.
+func (n *nullableStrings) UnmarshalJSON(b []byte) error {
+	n.Set, n.Null = true, string(b) == "null"
+	if n.Null {
+		return nil
+	}
+	return json.Unmarshal(b, &n.List)
+}
+
+// jsonShape: checkJSON checks the value as a list of strings.
+func (*nullableStrings) jsonShape() reflect.Type { return reflect.TypeFor[[]string]() }
 
 type mePatch struct {
 	Email    *string      `json:"email"`
@@ -236,8 +257,14 @@ func (a *API) patchMe(w http.ResponseWriter, r *http.Request, u *account.User) e
 	patch := notify.ProfilePatch{Email: body.Email, Timezone: body.Timezone}
 	if d := body.Digest; d != nil {
 		patch.Digest = &notify.DigestPatch{Frequency: d.Frequency, Hour: d.Hour, Weekday: d.Weekday, SendEmpty: d.SendEmpty,
-			SkipNoAnnouncement: d.SkipNoAnnouncement, Order: d.Order, MaxPapers: d.MaxPapers, KeepFollowed: d.KeepFollowed,
-			Weekdays: d.Weekdays}
+			SkipNoAnnouncement: d.SkipNoAnnouncement, Order: d.Order, MaxPapers: d.MaxPapers, KeepFollowed: d.KeepFollowed}
+		switch {
+		case d.Weekdays.Null: // every day: the quiet days are reset
+			all := notify.AllWeekdays.Names()
+			patch.Digest.Weekdays = &all
+		case d.Weekdays.Set:
+			patch.Digest.Weekdays = &d.Weekdays.List
+		}
 	}
 	var err error
 	if patch.Pause, err = decodePause(body.Pause); err != nil {
@@ -288,17 +315,20 @@ func decodePause(raw json.RawMessage) (*notify.PausePatch, error) {
 		return &notify.PausePatch{Clear: true}, nil
 	}
 	var body struct {
-		From  *string `json:"from"`
-		Until *string `json:"until"`
+		From  *string `json:"from" want:"a date like 2026-12-24"`
+		Until *string `json:"until" want:"a date like 2026-12-24, or null"`
+	}
+	notObject := apperr.InvalidField("pause", "must be {\"from\": \"YYYY-MM-DD\", \"until\": \"YYYY-MM-DD\" or null}, or null to end a pause")
+	if !strings.HasPrefix(s, "{") {
+		return nil, notObject
+	}
+	if err := checkJSON([]byte(s), reflect.TypeOf(body), "pause"); err != nil {
+		return nil, err
 	}
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return nil, apperr.InvalidField("pause."+te.Field, "must be a date like 2026-12-24, or null")
-		}
-		return nil, apperr.InvalidField("pause", "must be {\"from\": \"YYYY-MM-DD\", \"until\": \"YYYY-MM-DD\" or null}, or null to end a pause")
+		return nil, notObject
 	}
 	if body.From == nil {
 		return nil, apperr.InvalidField("pause.from", "is required: the first day of the pause, like 2026-12-24")
@@ -577,14 +607,22 @@ func decodeJSON(r *http.Request, v any, optional bool) error {
 		}
 		return apperr.New(apperr.BadRequest, "the body is empty; send a JSON object")
 	}
+	// The strict pass names duplicate keys, keys differing only by case
+	// and values of the wrong type by their JSON path; the decoder below
+	// then meets only what passed it (or a syntax error).
+	if err := checkJSON(body, reflect.TypeOf(v).Elem(), ""); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
 		var se *json.SyntaxError
 		switch {
+		case errors.As(err, &te) && te.Field != "":
+			return apperr.InvalidField(te.Field, "must be %s", jsonTypeWords(te.Type))
 		case errors.As(err, &te):
-			return apperr.InvalidField(te.Field, "has the wrong type: expected %s", te.Type)
+			return apperr.New(apperr.BadRequest, "the body is not a JSON object")
 		case errors.As(err, &se):
 			return apperr.New(apperr.BadRequest, "the body is not valid JSON (at byte %d)", se.Offset)
 		case strings.HasPrefix(err.Error(), "json: unknown field "):

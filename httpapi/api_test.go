@@ -387,7 +387,7 @@ func TestMeProfile(t *testing.T) {
 		`{"digest": {"frequency": "hourly"}}`:        "digest.frequency",
 		`{"digest": {"hour": 25}}`:                   "digest.hour",
 		`{"digest": {"weekday": "caturday"}}`:        "digest.weekday",
-		`{"digest": {"frequency": "daily", "x": 1}}`: "x",
+		`{"digest": {"frequency": "daily", "x": 1}}`: "digest.x",
 		`{"digest": {"order": "random"}}`:            "digest.order",
 		`{"digest": {"max_papers": 76}}`:             "digest.max_papers",
 	} {

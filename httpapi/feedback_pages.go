@@ -141,16 +141,23 @@ func (p *EmailPages) feedbackLinkPost(w http.ResponseWriter, r *http.Request) {
 	set, flash := v, "Recorded: "+v.Label()+"."
 	switch r.PostFormValue("action") {
 	case "mute":
+		status := http.StatusOK
 		flash, err := p.muteAuthor(r, l, pp)
 		if err != nil {
-			writeError(w, r, p.Logger, err)
-			return
+			// Refused (the mute limit, an id not the paper's): the page
+			// again saying why, with the refusal's status.
+			e, ok := apperr.As(err)
+			if !ok || e.Code != apperr.Invalid {
+				writeError(w, r, p.Logger, err)
+				return
+			}
+			status, flash = statusFor(err), "Not muted — "+e.Message
 		}
 		fb, err := p.Ranking.Get(r.Context(), l.UserID, pp.ArxivID)
 		if p.feedbackFailed(w, r, pp, err) {
 			return
 		}
-		p.showFeedback(w, r, l, v, pp, fb.Value, flash)
+		p.showFeedbackStatus(w, r, status, l, v, pp, fb.Value, flash)
 		return
 	case "", "record":
 	case "undo":
@@ -182,6 +189,11 @@ func (p *EmailPages) feedbackFailed(w http.ResponseWriter, r *http.Request, pp m
 
 // showFeedback renders the link's page: the paper with its feedback now.
 func (p *EmailPages) showFeedback(w http.ResponseWriter, r *http.Request, l account.FeedbackLink, v ranking.Value, pp match.Paper, now ranking.Value, flash string) {
+	p.showFeedbackStatus(w, r, http.StatusOK, l, v, pp, now, flash)
+}
+
+// showFeedbackStatus is showFeedback with the response's status.
+func (p *EmailPages) showFeedbackStatus(w http.ResponseWriter, r *http.Request, status int, l account.FeedbackLink, v ranking.Value, pp match.Paper, now ranking.Value, flash string) {
 	d := feedbackPage{ArxivID: pp.ArxivID, Title: pp.Title, AbsURL: pp.AbsURL, Authors: authorList(pp.Authors),
 		Value: v, Label: v.Label(), Does: valueDoes(v), Now: now, NowLabel: now.Label(), Recorded: now == v}
 	if v == ranking.Less {
@@ -195,7 +207,7 @@ func (p *EmailPages) showFeedback(w http.ResponseWriter, r *http.Request, l acco
 			d.MuteAuthors = muteAuthors(pp)
 		}
 	}
-	renderPage(w, r, p.Logger, http.StatusOK, "feedback.html", page{Title: v.Label(), Flash: flash, Action: r.URL.Path, Data: d})
+	renderPage(w, r, p.Logger, status, "feedback.html", page{Title: v.Label(), Flash: flash, Action: r.URL.Path, Data: d})
 }
 
 // notBy are the "Not by …?" links of a "less like this" page: a paper

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -39,8 +40,8 @@ type muteJSON struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-func toMuteJSON(m mute.Mute) muteJSON {
-	j := muteJSON{ID: m.ID, Kind: string(m.Kind()), CreatedAt: m.CreatedAt.UTC(), Name: muteName(m)}
+func toMuteJSON(m mute.Mute, names map[string]string) muteJSON {
+	j := muteJSON{ID: m.ID, Kind: string(m.Kind()), CreatedAt: m.CreatedAt.UTC(), Name: muteName(m, names)}
 	switch m.Kind() {
 	case mute.Researcher:
 		j.Researcher = m.What.ID
@@ -56,16 +57,37 @@ func toMuteJSON(m mute.Mute) muteJSON {
 	return j
 }
 
-// muteName is what a mute hides, in words: "researcher openalex:A…", "the
-// search abs:\"dark matter\"", "cross-lists to cs.LG".
-func muteName(m mute.Mute) string {
+// muteName is what a mute hides, in words: "researcher Ann Author
+// (openalex:A…)" when names (muteNames) has the person's name, else
+// "researcher openalex:A…"; "the words abs:\"dark matter\"", "cross-lists
+// to cs.LG".
+func muteName(m mute.Mute, names map[string]string) string {
 	switch m.Kind() {
 	case mute.Researcher:
+		if n := names[m.What.Key()]; n != "" {
+			return "researcher " + n + " (" + m.What.ID + ")"
+		}
 		return "researcher " + m.What.ID
 	case mute.Query:
 		return "the words " + m.What.ID
 	}
 	return "cross-lists to " + m.What.ID
+}
+
+// muteNames are the names of the researchers ms mute, by key: the name a
+// follow of them would show (follow.Service.Names: the identity
+// registry's), read in one statement; none without fs.
+func muteNames(ctx context.Context, fs *follow.Service, ms []mute.Mute) (map[string]string, error) {
+	var ts []follow.Target
+	for _, m := range ms {
+		if m.Kind() == mute.Researcher {
+			ts = append(ts, m.What)
+		}
+	}
+	if fs == nil || len(ts) == 0 {
+		return nil, nil
+	}
+	return fs.Names(ctx, ts)
 }
 
 // postMute is POST /v1/me/mutes: {"researcher": id} | {"query": "..."} |
@@ -99,7 +121,11 @@ func (a *API) postMute(w http.ResponseWriter, r *http.Request, u *account.User) 
 	if created {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, toMuteJSON(m))
+	names, err := muteNames(r.Context(), a.Follows, []mute.Mute{m})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, status, toMuteJSON(m, names))
 	return nil
 }
 
@@ -109,11 +135,15 @@ func (a *API) listMutes(w http.ResponseWriter, r *http.Request, u *account.User)
 	if err != nil {
 		return err
 	}
+	names, err := muteNames(r.Context(), a.Follows, ms)
+	if err != nil {
+		return err
+	}
 	out := struct {
 		Mutes []muteJSON `json:"mutes"`
 	}{Mutes: make([]muteJSON, 0, len(ms))}
 	for _, m := range ms {
-		out.Mutes = append(out.Mutes, toMuteJSON(m))
+		out.Mutes = append(out.Mutes, toMuteJSON(m, names))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -176,19 +206,25 @@ func (a *API) getWhy(w http.ResponseWriter, r *http.Request, u *account.User) er
 			for _, mid := range ex.Mutes {
 				if m.ID == mid {
 					hiding = append(hiding, m)
-					out.Mutes = append(out.Mutes, toMuteJSON(m))
 				}
 			}
 		}
 	}
-	out.Explanation = explainWhy(id, ex.Shown, ex.Follows, ex.Kept, hiding)
+	names, err := muteNames(r.Context(), a.Follows, hiding)
+	if err != nil {
+		return err
+	}
+	for _, m := range hiding {
+		out.Mutes = append(out.Mutes, toMuteJSON(m, names))
+	}
+	out.Explanation = explainWhy(id, ex.Shown, ex.Follows, ex.Kept, hiding, names)
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
 // explainWhy is whyJSON's sentence, naming the mutes: "2611.00001 is
 // hidden by your mute of researcher openalex:A1 (for every follow)."
-func explainWhy(id string, shown bool, follows, kept []follow.Target, hiding []mute.Mute) string {
+func explainWhy(id string, shown bool, follows, kept []follow.Target, hiding []mute.Mute, muteNames map[string]string) string {
 	names := func(ts []follow.Target) string {
 		var out []string
 		for _, t := range ts {
@@ -199,7 +235,7 @@ func explainWhy(id string, shown bool, follows, kept []follow.Target, hiding []m
 	mutes := func() string {
 		var out []string
 		for _, m := range hiding {
-			s := "your mute of " + muteName(m)
+			s := "your mute of " + muteName(m, muteNames)
 			if m.Scope != nil {
 				s += " for " + m.Scope.String()
 			} else {

@@ -120,7 +120,7 @@ func TestMutesAPI(t *testing.T) {
 	}
 	r = c.Do("GET", "/v1/me/papers/2612.00001v1/why", ada, nil)
 	r.JSON(t, &why)
-	if r.Status != 200 || why.Shown || len(why.Mutes) != 1 || why.Mutes[0].ID != m.ID || !strings.Contains(why.Explanation, "hidden by your mute of researcher openalex:A9") {
+	if r.Status != 200 || why.Shown || len(why.Mutes) != 1 || why.Mutes[0].ID != m.ID || !strings.Contains(why.Explanation, "hidden by your mute of researcher Ann Author (openalex:A9)") {
 		t.Errorf("why not 2612.00001: %d %s", r.Status, r.Body)
 	}
 	c.Do("GET", "/v1/me/papers/2612.00002/why", ada, nil).JSON(t, &why)
@@ -238,5 +238,51 @@ func TestSettingsMuteForms(t *testing.T) {
 	}
 	if c.Do("GET", "/v1/me/mutes", ada, nil).JSON(t, &list); len(list.Mutes) != 0 {
 		t.Errorf("after the removal: %+v", list.Mutes)
+	}
+}
+
+// TestMutesNameTheResearcher: a researcher mute is named by the person's
+// name where the identity registry knows it — the name a follow of them
+// shows — with the id kept beside it, in GET /v1/me/mutes, a new mute's
+// answer, the export and the Follows page's mutes list; an id the
+// registry does not know stays the id alone.
+func TestMutesNameTheResearcher(t *testing.T) {
+	t.Parallel()
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
+	svc := testapp.Token(t, "host-site", "", "papers:write")
+	if r := c.Do("PUT", "/v1/researchers", svc, `[{"ids": ["host:77", "openalex:A77"], "name": "Ann Registry"}]`); r.Status != 200 {
+		t.Fatalf("registry: %d %s", r.Status, r.Body)
+	}
+	ada := testapp.Token(t, "ada", "ada@example.org")
+	r := c.Do("POST", "/v1/me/mutes", ada, map[string]any{"researcher": "openalex:A77"})
+	var m muteOut
+	var named struct{ Name string }
+	r.JSON(t, &m)
+	r.JSON(t, &named)
+	if r.Status != 201 || named.Name != "researcher Ann Registry (openalex:A77)" {
+		t.Errorf("the new mute: %d %s", r.Status, r.Body)
+	}
+	if r := c.Do("POST", "/v1/me/mutes", ada, map[string]any{"researcher": "openalex:A999"}); r.Status != 201 {
+		t.Fatalf("a second mute: %d %s", r.Status, r.Body)
+	}
+	if r := c.Do("PUT", "/v1/me/follows/researcher/host:77", ada, nil); r.Status != 201 || !strings.Contains(string(r.Body), `"name":"Ann Registry"`) {
+		t.Fatalf("a follow of the same person: %d %s", r.Status, r.Body)
+	}
+	var list struct {
+		Mutes []struct{ Researcher, Name string }
+	}
+	c.Do("GET", "/v1/me/mutes", ada, nil).JSON(t, &list)
+	if len(list.Mutes) != 2 || list.Mutes[0].Name != "researcher Ann Registry (openalex:A77)" || list.Mutes[1].Name != "researcher openalex:A999" {
+		t.Errorf("GET /v1/me/mutes: %+v", list.Mutes)
+	}
+	if body := string(c.Do("GET", "/v1/me/export", ada, nil).Body); !strings.Contains(body, `"name":"researcher Ann Registry (openalex:A77)"`) {
+		t.Errorf("the export does not name the muted researcher: %.800s", body)
+	}
+	b, _, _ := signIn(t, a, ada)
+	_, page := testapp.Form(t, b, "GET", a.URL+"/settings/follows", nil)
+	if !strings.Contains(page, `<span class="mute-name">researcher Ann Registry (openalex:A77)</span>`) ||
+		!strings.Contains(page, `<span class="mute-name">researcher openalex:A999</span>`) ||
+		!strings.Contains(page, `aria-label="Remove the mute of researcher Ann Registry (openalex:A77)"`) {
+		t.Errorf("the Follows page's mutes:\n%s", page)
 	}
 }

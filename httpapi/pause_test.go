@@ -9,7 +9,8 @@ import (
 )
 
 // TestPauseAndQuietDaysThroughTheAPI: PATCH /v1/me sets a pause and quiet
-// days, GET /v1/me and the export show them, {"pause": null} ends it, and
+// days, GET /v1/me and the export show them, {"pause": null} ends it,
+// {"digest": {"weekdays": null}} resets the quiet days to every day, and
 // bad input is a 422 naming the field.
 func TestPauseAndQuietDaysThroughTheAPI(t *testing.T) {
 	t.Parallel()
@@ -33,8 +34,16 @@ func TestPauseAndQuietDaysThroughTheAPI(t *testing.T) {
 		t.Fatalf("until I'm back: %d %s", r.Status, r.Body)
 	}
 	r = c.Do("PATCH", "/v1/me", tok, `{"digest": {"hour": 9}}`)
-	if r.Status != 200 || !strings.Contains(string(r.Body), `"from":"`+day(1)+`"`) {
-		t.Errorf("another change dropped the pause: %d %s", r.Status, r.Body)
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"from":"`+day(1)+`"`) || !strings.Contains(string(r.Body), `"weekdays":["mon","wed"]`) {
+		t.Errorf("another change dropped the pause or the quiet days: %d %s", r.Status, r.Body)
+	}
+	// null resets the quiet days: every day again.
+	r = c.Do("PATCH", "/v1/me", tok, `{"digest": {"weekdays": null}}`)
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"weekdays":["mon","tue","wed","thu","fri","sat","sun"]`) {
+		t.Errorf("weekdays null: %d %s", r.Status, r.Body)
+	}
+	if r = c.Do("GET", "/v1/me", tok, nil); !strings.Contains(string(r.Body), `"weekdays":["mon","tue","wed","thu","fri","sat","sun"]`) {
+		t.Errorf("after weekdays null: %s", r.Body)
 	}
 	r = c.Do("PATCH", "/v1/me", tok, `{"pause": null}`)
 	if r.Status != 200 || !strings.Contains(string(r.Body), `"pause":null`) {
@@ -57,7 +66,7 @@ func TestPauseAndQuietDaysThroughTheAPI(t *testing.T) {
 		`{"pause": {"until": "` + day(3) + `"}}`:                           "pause.from",
 		`{"pause": {"from": "` + day(3) + `", "until": "` + day(2) + `"}}`: "pause.until",
 		`{"pause": {"from": "` + day(3) + `", "until": "` + day(3) + `"}}`: "pause.until",
-		`{"pause": {"from": "` + day(3) + `", "back": "` + day(5) + `"}}`:  "pause",
+		`{"pause": {"from": "` + day(3) + `", "back": "` + day(5) + `"}}`:  "pause.back",
 		`{"pause": {"from": 20261224}}`:                                    "pause.from",
 		`{"pause": "tomorrow"}`:                                            "pause",
 		`{"digest": {"weekdays": []}}`:                                     "digest.weekdays",

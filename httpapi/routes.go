@@ -209,30 +209,30 @@ func (p *Product) pageRoutes() []route {
 		{"GET /settings/channels", bare(s.show("channels"))},
 		{"GET /settings/email", bare(s.show("email"))},
 		{"GET /settings/account", bare(s.show("account"))},
-		{"POST /settings/follows", limitBody(maxFormBody, bare(s.postFollow))},
-		{"POST /settings/feed-token", limitBody(maxFormBody, bare(s.postRotate))},
-		{"POST /settings/email", limitBody(maxFormBody, bare(s.postEmail))},
-		{"POST /settings/channels", limitBody(maxFormBody, bare(s.postChannelAdd))},
-		{"POST /settings/channels/{id}", limitBody(maxFormBody, bare(s.postChannel))},
+		{"POST /settings/follows", s.limitForm(bare(s.postFollow))},
+		{"POST /settings/feed-token", s.limitForm(bare(s.postRotate))},
+		{"POST /settings/email", s.limitForm(bare(s.postEmail))},
+		{"POST /settings/channels", s.limitForm(bare(s.postChannelAdd))},
+		{"POST /settings/channels/{id}", s.limitForm(bare(s.postChannel))},
 		{"GET /settings/channels/secret/{nonce}", bare(s.secretPage)},
-		{"POST /settings/not-this-person", limitBody(maxFormBody, bare(s.postNotThisPerson))},
-		{"POST /settings/feedback", limitBody(maxFormBody, bare(s.postFeedback))},
-		{"POST /settings/pause", limitBody(maxFormBody, bare(s.postPause))}, // settings_pause.go
+		{"POST /settings/not-this-person", s.limitForm(bare(s.postNotThisPerson))},
+		{"POST /settings/feedback", s.limitForm(bare(s.postFeedback))},
+		{"POST /settings/pause", s.limitForm(bare(s.postPause))}, // settings_pause.go
 		// The inbox (inbox_page.go).
 		{"GET /inbox", bare(s.inboxPage)},
-		{"POST /inbox/state", limitBody(maxFormBody, bare(s.postInboxState))},
-		{"POST /inbox/read", limitBody(maxFormBody, bare(s.postInboxRead))},
-		{"POST /inbox/feedback", limitBody(maxFormBody, bare(s.postInboxFeedback))},
+		{"POST /inbox/state", s.limitForm(bare(s.postInboxState))},
+		{"POST /inbox/read", s.limitForm(bare(s.postInboxRead))},
+		{"POST /inbox/feedback", s.limitForm(bare(s.postInboxFeedback))},
 		// "Remember what I opened" (settings_opened.go).
-		{"POST /settings/remember-opened", limitBody(maxFormBody, bare(s.postRememberOpened))},
+		{"POST /settings/remember-opened", s.limitForm(bare(s.postRememberOpened))},
 		// Its mutes section (settings_mutes.go).
-		{"POST /settings/mutes", limitBody(maxFormBody, bare(s.postMuteAdd))},
-		{"POST /settings/mutes/{id}", limitBody(maxFormBody, bare(s.postMuteRemove))},
+		{"POST /settings/mutes", s.limitForm(bare(s.postMuteAdd))},
+		{"POST /settings/mutes/{id}", s.limitForm(bare(s.postMuteRemove))},
 		// The user's data (userdata.go): the download, and the erase
 		// page and its form.
 		{"GET /settings/export", bare(s.exportDownload)},
 		{"GET /settings/erase", bare(s.erasePage)},
-		{"POST /settings/erase", limitBody(maxFormBody, bare(s.postErase))},
+		{"POST /settings/erase", s.limitForm(bare(s.postErase))},
 
 		// The links in mail (pages.go): a GET shows a button, the POST acts.
 		{"GET /unsubscribe/{token}", bare(m.unsubscribePage)},

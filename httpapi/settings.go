@@ -315,9 +315,11 @@ func (s *Settings) logout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, _ := s.who(r, "")
-	if v != nil && !s.csrfOK(r, v) {
-		s.forbidden(w, r)
-		return
+	if v != nil {
+		if why := s.csrfRefusal(r, v); why != "" {
+			s.refused(w, r, why)
+			return
+		}
 	}
 	if v != nil && !v.emailOnly {
 		// Every session of this user ends, not only this cookie.
@@ -330,19 +332,50 @@ func (s *Settings) logout(w http.ResponseWriter, r *http.Request) {
 	renderPage(w, r, s.Logger, http.StatusOK, "message.html", page{Title: "Signed out", Lines: []string{"You are signed out of followfeed."}})
 }
 
-func (s *Settings) csrfOK(r *http.Request, v *viewer) bool {
+// Why csrfRefusal refuses a form.
+const (
+	refusedOrigin = "origin"
+	refusedNull   = "null"
+	refusedToken  = "token"
+)
+
+// csrfRefusal says why a form post of v's is refused, "" when it is not:
+// refusedOrigin for an Origin other than ours; refusedNull for a session's
+// form with Origin: null that the browser does not say is same-origin
+// (Sec-Fetch-Site), which is what a sandboxed frame, a data: or file: page
+// or a cross-site redirect sends — our own pages that set Referrer-Policy:
+// no-referrer (the one-time secret page) post with Origin: null and
+// Sec-Fetch-Site: same-origin, the rule the sign-in form has
+// (loginOriginOK); refusedToken for a missing or wrong CSRF token. A
+// manage link's form (no cookie: the link in the body is the authority)
+// may come with Origin: null, as its page sets no-referrer.
+func (s *Settings) csrfRefusal(r *http.Request, v *viewer) string {
 	// Same-origin check first (browsers send Origin on POST), then the token.
-	if o := r.Header.Get("Origin"); o != "" && o != "null" {
+	switch o := r.Header.Get("Origin"); o {
+	case "":
+	case "null":
+		if !v.emailOnly && r.Header.Get("Sec-Fetch-Site") != "same-origin" {
+			return refusedNull
+		}
+	default:
 		if u, err := url.Parse(o); err != nil || u.Host != r.Host {
-			return false
+			return refusedOrigin
 		}
 	}
-	return hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(v.csrf))
+	if !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(v.csrf)) {
+		return refusedToken
+	}
+	return ""
 }
 
-func (s *Settings) forbidden(w http.ResponseWriter, r *http.Request) {
-	renderPage(w, r, s.Logger, http.StatusForbidden, "message.html", page{Title: "Form expired",
-		Lines: []string{"This form was not sent from your settings page, or it is too old. Reload the page and try again."}, Link: "/settings", LinkText: "Settings"})
+// refused is the 403 page of a form csrfRefusal refused, saying why.
+func (s *Settings) refused(w http.ResponseWriter, r *http.Request, why string) {
+	title, line := "Form expired", "This form was not sent from your settings page, or it is too old. Reload the page and try again."
+	if why == refusedNull {
+		title, line = "Form refused", "This form was sent from a page without an origin (a sandboxed frame, a local file, or a redirect from another site), so nothing was saved. Open your settings page and send it from there."
+	}
+	renderPage(w, r, s.Logger, http.StatusForbidden, "message.html", page{Title: title,
+		Lines: []string{line}, Link: "/settings", LinkText: "Settings"})
 }
 
 type feedURL struct{ Format, Label, URL string }
@@ -626,6 +659,11 @@ func (s *Settings) data(r *http.Request, v *viewer, section string) (*settingsDa
 // returns nil.
 func (s *Settings) formViewer(w http.ResponseWriter, r *http.Request, allowManage bool) *viewer {
 	if err := r.ParseForm(); err != nil {
+		// A body cut off at the cap as it was read (chunked): as limitForm.
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) && s.formTooLarge(w, r) {
+			return nil
+		}
 		writeError(w, r, s.Logger, formError(err))
 		return nil
 	}
@@ -644,11 +682,72 @@ func (s *Settings) formViewer(w http.ResponseWriter, r *http.Request, allowManag
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 		return nil
 	}
-	if !s.csrfOK(r, v) {
-		s.forbidden(w, r)
+	if why := s.csrfRefusal(r, v); why != "" {
+		s.refused(w, r, why)
 		return nil
 	}
 	return v
+}
+
+// formSection is the settings page the form posted to path lives on:
+// formSections, a mute's Remove (POST /settings/mutes/{id}) and the
+// channel forms; "" for the others (the inbox's, the erase form).
+func formSection(path string) string {
+	if section, ok := formSections[path]; ok {
+		return section
+	}
+	switch {
+	case strings.HasPrefix(path, "/settings/mutes/"):
+		return "follows"
+	case strings.HasPrefix(path, "/settings/channels"):
+		return "channels"
+	}
+	return ""
+}
+
+// limitForm is limitBody(maxFormBody) for a signed-in reader's form: one
+// whose Content-Length says more than maxFormBody gets the form's page
+// again with the message and a 413 (formTooLarge), as a refused field
+// gets it with a 422, before any byte is read; without a session (or for
+// a manage link's form, whose token is in the unread body) it is the 413
+// problem.
+func (s *Settings) limitForm(h http.Handler) http.Handler {
+	limited := limitBody(maxFormBody, h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > maxFormBody && s.formTooLarge(w, r) {
+			return
+		}
+		limited.ServeHTTP(w, r)
+	})
+}
+
+// formTooLarge answers a form over maxFormBody from a session's reader:
+// the settings page it lives on (formSection) with the message, or for a
+// form of no settings page a message page, with a 413. It returns false,
+// having answered nothing, when the request carries no session.
+func (s *Settings) formTooLarge(w http.ResponseWriter, r *http.Request) bool {
+	v, err := s.who(r, "")
+	if err != nil || v == nil {
+		return false
+	}
+	msg := "Not saved — the form is larger than " + byteSize(maxFormBody) + "; shorten what you typed and send it again."
+	section := formSection(r.URL.Path)
+	if section == "" {
+		link, text := "/settings", "Back to your settings"
+		if strings.HasPrefix(r.URL.Path, "/inbox") {
+			link, text = "/inbox", "Back to your inbox"
+		}
+		renderPage(w, r, s.Logger, http.StatusRequestEntityTooLarge, "message.html", page{Title: "Not saved", SignedIn: true,
+			Lines: []string{msg}, Link: link, LinkText: text})
+		return true
+	}
+	d, err := s.data(r, v, section)
+	if err != nil {
+		writeError(w, r, s.Logger, err)
+		return true
+	}
+	s.render(w, r, http.StatusRequestEntityTooLarge, v, d, msg)
+	return true
 }
 
 // formError is a form that could not be read: 400, or 413 when its
@@ -666,10 +765,7 @@ func (s *Settings) post(w http.ResponseWriter, r *http.Request, allowManage bool
 	if v == nil {
 		return
 	}
-	section := formSections[r.URL.Path]
-	if strings.HasPrefix(r.URL.Path, "/settings/mutes/") {
-		section = "follows" // a mute's Remove, POST /settings/mutes/{id}
-	}
+	section := formSection(r.URL.Path)
 	done, err := act(v)
 	if err != nil {
 		if e, ok := apperr.As(err); ok && (e.Code == apperr.Invalid || e.Code == apperr.NotFound) {

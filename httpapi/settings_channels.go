@@ -64,11 +64,14 @@ type channelForm struct {
 
 // channelView is one channel as the page lists it.
 type channelView struct {
-	ID          int64
-	Type        string
-	Target      string
-	Mode        string
-	Modes       []option
+	ID     int64
+	Type   string
+	Target string
+	Mode   string
+	Modes  []option
+	// AfterPauses are the choices of what the channel does once the
+	// reader's pause ends (channels.Spec.AfterPause), one selected.
+	AfterPauses []option
 	AllFollows  bool
 	FollowNames []string
 	Follows     []followOption
@@ -95,6 +98,10 @@ type deliveryView struct {
 
 var channelTypeLabels = []option{{Value: "webhook", Label: "Webhook (signed JSON)"}, {Value: "slack", Label: "Slack"},
 	{Value: "discord", Label: "Discord"}, {Value: "matrix", Label: "Matrix"}}
+
+// afterPauseLabels are the after-pause choices (channels.Spec.AfterPause).
+var afterPauseLabels = []option{{Value: channels.AfterPauseCatchUp, Label: "Send what it missed, as one batch"},
+	{Value: channels.AfterPauseSkip, Label: "Skip what it missed (your feeds keep it)"}}
 
 var channelModeLabels = []option{{Value: "instant", Label: "Instantly"}, {Value: "daily", Label: "Daily, at your digest hour"},
 	{Value: "weekly", Label: "Weekly, at your digest hour and weekday"}}
@@ -127,8 +134,12 @@ func (s *Settings) channelsData(ctx context.Context, v *viewer, follows []follow
 	d := &channelsData{CSRF: v.csrf, Max: channels.MaxPerUser, Follows: follows, Types: options(channelTypeLabels, "webhook"),
 		Modes: options(channelModeLabels, "instant"), Add: channelForm{Type: "webhook", Mode: "instant"}}
 	for _, c := range cs {
+		afterPause := channels.AfterPauseSkip
+		if c.PauseCatchUp {
+			afterPause = channels.AfterPauseCatchUp
+		}
 		cv := channelView{ID: c.ID, Type: string(c.Type), Mode: string(c.Mode), Modes: options(channelModeLabels, string(c.Mode)),
-			AllFollows: c.Follows == nil, Enabled: c.Enabled, DisabledReason: c.DisabledReason}
+			AfterPauses: options(afterPauseLabels, afterPause), AllFollows: c.Follows == nil, Enabled: c.Enabled, DisabledReason: c.DisabledReason}
 		cv.Target = c.ShownURL()
 		if c.Type == channels.Matrix {
 			cv.Target = c.RoomID + " on " + c.URL
@@ -373,7 +384,8 @@ func (s *Settings) postChannelAdd(w http.ResponseWriter, r *http.Request) {
 }
 
 // postChannel is every form of one listed channel: action save (mode,
-// follows, enabled), test, rotate or delete.
+// after_pause, follows, enabled; a form without after_pause, as an older
+// page's, leaves it), test, rotate or delete.
 func (s *Settings) postChannel(w http.ResponseWriter, r *http.Request) {
 	id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	s.channelPost(w, r, id, func(v *viewer) (channelAction, error) {
@@ -389,7 +401,12 @@ func (s *Settings) postChannel(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return channelAction{}, err
 			}
-			_, err = s.Channels.Update(ctx, v.userID, id, channels.Spec{Mode: &mode, Enabled: &enabled, Follows: fs})
+			spec := channels.Spec{Mode: &mode, Enabled: &enabled, Follows: fs}
+			if _, ok := r.PostForm["after_pause"]; ok {
+				ap := r.PostFormValue("after_pause")
+				spec.AfterPause = &ap
+			}
+			_, err = s.Channels.Update(ctx, v.userID, id, spec)
 			return channelAction{done: "channel-saved"}, err
 		case "test":
 			_, err := s.Channels.Test(ctx, v.userID, id)

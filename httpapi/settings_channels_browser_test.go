@@ -216,3 +216,64 @@ func TestChannelsOnTheSettingsPageInABrowser(t *testing.T) {
 		t.Errorf("console errors: %v", errs)
 	}
 }
+
+// TestChannelAfterPauseInABrowser: in Chromium at 390 px, a channel's
+// "After a pause" select is labelled (its accessible label is the
+// visible one), within the screen, and reached with the keyboard (Tab to
+// the form's summary, Space opens it, Tab to the select); choosing "skip"
+// and saving with Enter stores it, as the JSON API shows.
+func TestChannelAfterPauseInABrowser(t *testing.T) {
+	t.Parallel()
+	ctx, b := browser.Start(t)
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0", "CHANNEL_ALLOW_HOSTS", "127.0.0.1")
+	rc := newReceiver(t)
+	tok := testapp.Token(t, "browser-pauser", "bp@example.org")
+	var ch struct {
+		ID         int64  `json:"id"`
+		AfterPause string `json:"after_pause"`
+	}
+	if r := c.Do("POST", "/v1/me/channels", tok, map[string]any{"type": "webhook", "url": rc.URL}); r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	} else {
+		r.JSON(t, &ch)
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
+		t.Fatal(err)
+	}
+	browserSignIn(ctx, t, a, tok, "/settings/channels", "#channels")
+	id := fmt.Sprintf("after-pause-%d", ch.ID)
+	tabToSelector(ctx, t, fmt.Sprintf(`li[data-channel="%d"] details.channel-settings > summary`, ch.ID))
+	if err := chromedp.Do(ctx, chromedp.KeyEvent(" ")); err != nil {
+		t.Fatal(err)
+	}
+	tabTo(ctx, t, id)
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[struct {
+		Label, Value string
+		Right        float64
+		Width        int
+	}](fmt.Sprintf(`(() => { const s = document.getElementById(%q); return {Label: s.labels.length === 1 ? s.labels[0].textContent : '', Value: s.value,
+		Right: s.getBoundingClientRect().right, Width: innerWidth}; })()`, id)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Label != "After a pause" || got.Value != "catch_up" || got.Right > float64(got.Width) {
+		t.Errorf("the after-pause select: %+v", got)
+	}
+	if !visible(ctx, t, "#"+id) {
+		t.Errorf("#%s is not visible once its form is open", id)
+	}
+	fitsTheScreen(ctx, t, 390)
+	b.ElementScreenshot(ctx, t, "settings-channel-after-pause-390", fmt.Sprintf(`li[data-channel="%d"]`, ch.ID))
+	if err := choose(ctx, "#"+id, "skip"); err != nil {
+		t.Fatal(err)
+	}
+	tabToSelector(ctx, t, fmt.Sprintf(`li[data-channel="%d"] button.save`, ch.ID))
+	pressTo(ctx, t, "\r", "p.flash")
+	waitFor(t, "after_pause skip stored", func() bool {
+		c.Do("GET", fmt.Sprintf("/v1/me/channels/%d", ch.ID), tok, nil).JSON(t, &ch)
+		return ch.AfterPause == "skip"
+	})
+	if errs := b.ConsoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors: %v", errs)
+	}
+}

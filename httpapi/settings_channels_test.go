@@ -272,3 +272,67 @@ func TestSettingsPageManagesChannels(t *testing.T) {
 		t.Errorf("%d channels after the refused eleventh", n)
 	}
 }
+
+// TestChannelAfterPauseOnTheSettingsPage: each channel's form has a
+// labelled "After a pause" select showing the channel's after_pause; the
+// form's save stores a new choice (as the JSON API shows), a form without
+// the field (an older page) leaves it, and a value that is neither is a
+// 422 with the reason next to that channel's form.
+func TestChannelAfterPauseOnTheSettingsPage(t *testing.T) {
+	t.Parallel()
+	a, c := start(t, "RATE_LIMIT_PER_USER", "0", "RATE_LIMIT_PER_IP", "0", "CHANNEL_ALLOW_HOSTS", "127.0.0.1")
+	rc := newReceiver(t)
+	tok := testapp.Token(t, "pauser", "pauser@example.org")
+	var ch struct {
+		ID         int64  `json:"id"`
+		AfterPause string `json:"after_pause"`
+	}
+	r := c.Do("POST", "/v1/me/channels", tok, map[string]any{"type": "webhook", "url": rc.URL})
+	if r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	r.JSON(t, &ch)
+	afterPause := func() string {
+		t.Helper()
+		c.Do("GET", fmt.Sprintf("/v1/me/channels/%d", ch.ID), tok, nil).JSON(t, &ch)
+		return ch.AfterPause
+	}
+	b, _, csrf := signIn(t, a, tok)
+	sel := regexp.MustCompile(fmt.Sprintf(`<label for="after-pause-%d">After a pause</label>\s*<select id="after-pause-%d" name="after_pause">(.*?)</select>`, ch.ID, ch.ID))
+	selected := func(page string) string {
+		t.Helper()
+		m := sel.FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("no labelled after-pause select for channel %d:\n%s", ch.ID, page)
+		}
+		s := regexp.MustCompile(`<option value="(\w+)" selected>`).FindStringSubmatch(m[1])
+		if s == nil || strings.Count(m[1], "<option") != 2 {
+			t.Fatalf("the select's options: %s", m[1])
+		}
+		return s[1]
+	}
+	page, _ := settingsPage(t, a, b, "/settings/channels")
+	if got := selected(page); got != "catch_up" || afterPause() != "catch_up" {
+		t.Errorf("a new channel: the page selects %q, the API says %q", got, ch.AfterPause)
+	}
+	path := fmt.Sprintf("%s/settings/channels/%d", a.URL, ch.ID)
+	save := url.Values{"csrf": {csrf}, "action": {"save"}, "mode": {"instant"}, "enabled": {"1"}, "after_pause": {"skip"}}
+	if resp, _ := testapp.Form(t, b, "POST", path, save); resp.StatusCode != 303 {
+		t.Fatalf("save skip: %d", resp.StatusCode)
+	}
+	if got := afterPause(); got != "skip" {
+		t.Errorf("after saving skip the API says %q", got)
+	}
+	if page, _ = settingsPage(t, a, b, "/settings/channels"); selected(page) != "skip" {
+		t.Errorf("after saving skip the page selects %q", selected(page))
+	}
+	save.Del("after_pause") // an older page's form
+	if resp, _ := testapp.Form(t, b, "POST", path, save); resp.StatusCode != 303 || afterPause() != "skip" {
+		t.Errorf("a save without after_pause: %d, after_pause %q", resp.StatusCode, ch.AfterPause)
+	}
+	save.Set("after_pause", "later")
+	resp, page := testapp.Form(t, b, "POST", path, save)
+	if resp.StatusCode != 422 || !strings.Contains(page, fmt.Sprintf(`id="channel-%d-error">after_pause: `, ch.ID)) || afterPause() != "skip" {
+		t.Errorf("a bad after_pause: %d, after_pause %q\n%s", resp.StatusCode, ch.AfterPause, page)
+	}
+}

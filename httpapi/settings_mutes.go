@@ -27,7 +27,7 @@ type mutesData struct {
 // muteRow is one mute in the list.
 type muteRow struct {
 	ID    int64
-	Name  string // what is muted, in words
+	Name  string // what is muted, in words (a researcher's name and id)
 	Scope string // the follow it is limited to, "" for every follow
 }
 
@@ -41,9 +41,13 @@ func (s *Settings) mutesSection(ctx context.Context, v *viewer, follows []follow
 	if err != nil {
 		return nil, err
 	}
+	names, err := muteNames(ctx, s.Follows, ms)
+	if err != nil {
+		return nil, err
+	}
 	d := &mutesData{CSRF: v.csrf, Max: mute.MaxPerUser, Follows: follows}
 	for _, m := range ms {
-		row := muteRow{ID: m.ID, Name: muteName(m)}
+		row := muteRow{ID: m.ID, Name: muteName(m, names)}
 		if m.Scope != nil {
 			row.Scope = m.Scope.DisplayName()
 		}

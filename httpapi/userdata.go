@@ -167,8 +167,12 @@ func (x exporter) build(ctx context.Context, u *account.User) (*exportJSON, erro
 	if err != nil {
 		return nil, err
 	}
+	mnames, err := muteNames(ctx, x.follows, ms)
+	if err != nil {
+		return nil, err
+	}
 	for _, m := range ms {
-		out.Mutes = append(out.Mutes, toMuteJSON(m))
+		out.Mutes = append(out.Mutes, toMuteJSON(m, mnames))
 	}
 	return out, nil
 }
