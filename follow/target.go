@@ -107,20 +107,37 @@ func quote(s string) string {
 // matches a follow when one of its keys equals the follow's key. Key is ""
 // for a Target of unknown kind.
 func (t Target) Key() string {
+	prefix := t.keyPrefix()
+	if prefix == "" {
+		return ""
+	}
+	return prefix + t.ID
+}
+
+// HasKey reports whether key is t.Key(), without building t's key (a
+// reader's mutes compare their follow with every candidate's reasons).
+func (t Target) HasKey(key string) bool {
+	prefix := t.keyPrefix()
+	return prefix != "" && len(key) == len(prefix)+len(t.ID) &&
+		strings.HasPrefix(key, prefix) && key[len(prefix):] == t.ID
+}
+
+// keyPrefix is the part of t's key before its ID ("" for an unknown kind).
+func (t Target) keyPrefix() string {
 	switch t.Kind {
 	case Researcher:
-		return "researcher:" + t.ID
+		return "researcher:"
 	case Category:
 		if t.IsArchive() {
-			return "archive:" + t.ID
+			return "archive:"
 		}
-		return "category:" + t.ID
+		return "category:"
 	case Institution:
-		return "institution:" + t.ID
+		return "institution:"
 	case Query:
-		return "query:" + t.ID
+		return "query:"
 	case Paper:
-		return "paper:" + t.ID
+		return "paper:"
 	}
 	return ""
 }

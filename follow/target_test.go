@@ -452,3 +452,27 @@ func FuzzParseTarget(f *testing.F) {
 		}
 	})
 }
+
+// TestHasKeyIsKey: HasKey(k) is k == Key(), for every kind (an archive's
+// key too) and for keys that differ from it by a kind, a character or a
+// prefix of the id.
+func TestHasKeyIsKey(t *testing.T) {
+	targets := []Target{
+		{Kind: Researcher, ID: "openalex:A5023888391"},
+		{Kind: Category, ID: "cs.LG"},
+		{Kind: Category, ID: "astro-ph"},
+		{Kind: Institution, ID: "ror:03dbr7087"},
+		{Kind: Query, ID: `abs:"dark matter"`},
+		{Kind: Paper, ID: "2202.02326"},
+		{Kind: "nonsense", ID: "x"},
+	}
+	keys := []string{"", "category:cs.L", "category:cs.LGx", "category:astro-ph", "archive:astro-ph", "archive:cs.LG",
+		"researcher:openalex:A502388839", "institution:ror:03dbr7087", "paper:2202.02326", "query:abs:\"dark matter\"", ":x", "nonsense:x"}
+	for _, tg := range targets {
+		for _, k := range append(keys, tg.Key()) {
+			if got, want := tg.HasKey(k), k != "" && k == tg.Key(); got != want {
+				t.Errorf("%v.HasKey(%q) = %v, want %v (Key %q)", tg, k, got, want, tg.Key())
+			}
+		}
+	}
+}

@@ -120,15 +120,36 @@ func applyControls(ctx context.Context, tx pgx.Tx, qs []Query, results []Result,
 			continue
 		}
 		r := &results[qi]
-		kept := slices.DeleteFunc(r.Papers, func(p Paper) bool { return marked[[2]int64{q.UserID, p.ID}] })
-		r.Total -= len(r.Papers) - len(kept)
-		r.Papers = kept[:min(len(kept), muting.limit(q))]
-		if ids, ok := needReasons[qi]; ok {
-			in := make(map[int64]bool, len(r.Papers))
-			for _, p := range r.Papers {
-				in[p.ID] = true
+		// In place, a paper copied only when it moves (a Paper is some
+		// 400 bytes; a window has hundreds), and only up to the limit.
+		limit := muting.limit(q)
+		n, dropped := 0, 0
+		for i := range r.Papers {
+			if marked[[2]int64{q.UserID, r.Papers[i].ID}] {
+				dropped++
+				continue
 			}
-			needReasons[qi] = slices.DeleteFunc(ids, func(id int64) bool { return !in[id] })
+			if n < limit {
+				if n != i {
+					r.Papers[n] = r.Papers[i]
+				}
+				n++
+			}
+		}
+		cut := len(r.Papers) - dropped - n // unmarked papers past the limit
+		clear(r.Papers[n:])
+		r.Papers = r.Papers[:n]
+		r.Total -= dropped
+		if ids, ok := needReasons[qi]; ok && (dropped > 0 || cut > 0) {
+			if cut == 0 {
+				needReasons[qi] = slices.DeleteFunc(ids, func(id int64) bool { return marked[[2]int64{q.UserID, id}] })
+			} else {
+				in := make(map[int64]bool, n)
+				for _, p := range r.Papers {
+					in[p.ID] = true
+				}
+				needReasons[qi] = slices.DeleteFunc(ids, func(id int64) bool { return !in[id] })
+			}
 		}
 	}
 	return nil

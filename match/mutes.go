@@ -75,6 +75,9 @@ type userMutes struct {
 	// are evaluated on the paper's text.
 	byKey   map[string][]*muteRule
 	queries []*muteRule
+	// keyBits has keyBit set for every key of byKey: a paper key whose
+	// bit is not set is in no mute, without a map probe (keep).
+	keyBits uint64
 }
 
 // mutes is the mutes of a batch's users, read by queueMutes.
@@ -157,6 +160,9 @@ func (um *userMutes) index() {
 			um.queries = append(um.queries, r)
 		}
 	}
+	for k := range um.byKey {
+		um.keyBits |= keyBit(hashKey(k))
+	}
 }
 
 // hides reports whether r hides the paper c (nil: not stored any more,
@@ -218,13 +224,20 @@ func (m *mutes) apply(ctx context.Context, tx pgx.Tx, qs []Query, results []Resu
 		// over-selected for this muting user: overselect). A feed's
 		// ("ever") Total counts only the candidates read.
 		all := bounded(qs[qi]) && before == r.Total
-		kept := r.Papers[:0]
-		for _, p := range r.Papers {
-			if keep(um, only, &p, cands[p.ID]) {
-				kept = append(kept, p)
+		// In place, without copying a kept paper that does not move (a
+		// Paper is some 400 bytes; a window has hundreds).
+		n := 0
+		for i := range r.Papers {
+			p := &r.Papers[i]
+			if keep(um, only, p, cands[p.ID]) {
+				if n != i {
+					r.Papers[n] = *p
+				}
+				n++
 			}
 		}
-		clear(r.Papers[len(kept):])
+		kept := r.Papers[:n]
+		clear(r.Papers[n:])
 		dropped := before - len(kept)
 		total := r.Total
 		r.Total = max(r.Total-dropped, len(kept))
@@ -266,10 +279,15 @@ func keep(um *userMutes, only string, p *Paper, c *muteView) bool {
 		}
 		return true
 	}
-	for _, k := range c.keys {
-		for _, r := range um.byKey[k.Key] {
-			if (r.kind != "category" || k.Cross) && !apply(r) {
-				return false
+	if um.keyBits&c.keyBits != 0 {
+		for i, k := range c.keys {
+			if um.keyBits&keyBit(c.keyHashes[i]) == 0 {
+				continue // no mute of um has this key: skip the map
+			}
+			for _, r := range um.byKey[k.Key] {
+				if (r.kind != "category" || k.Cross) && !apply(r) {
+					return false
+				}
 			}
 		}
 	}
@@ -286,7 +304,7 @@ func keep(um *userMutes, only string, p *Paper, c *muteView) bool {
 
 func hasReason(rs []follow.Target, key string) bool {
 	for _, t := range rs {
-		if t.Key() == key {
+		if t.HasKey(key) {
 			return true
 		}
 	}
@@ -298,7 +316,7 @@ func hasReason(rs []follow.Target, key string) bool {
 func dropReason(rs []follow.Target, key string) []follow.Target {
 	out := make([]follow.Target, 0, len(rs))
 	for _, t := range rs {
-		if t.Key() != key {
+		if !t.HasKey(key) {
 			out = append(out, t)
 		}
 	}

@@ -1,6 +1,7 @@
 package match
 
 import (
+	"hash/maphash"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -32,6 +33,10 @@ const maxMuteViews = 8192
 type muteView struct {
 	version uint32
 	keys    []paper.Key
+	// keyHashes are the keys' hashKey, keyBits the union of their
+	// keyBit: keep skips the keys, or the paper, no mute can have.
+	keyHashes []uint64
+	keyBits   uint64
 
 	// The words, made on first use by a search mute (text holds what
 	// they are made of until then, and is dropped once they are).
@@ -42,8 +47,24 @@ type muteView struct {
 
 // newMuteView returns p's view at version.
 func newMuteView(p *paper.Paper, version uint32) *muteView {
-	return &muteView{version: version, keys: p.Keys(), text: textOf(p)}
+	v := &muteView{version: version, keys: p.Keys(), text: textOf(p)}
+	v.keyHashes = make([]uint64, len(v.keys))
+	for i, k := range v.keys {
+		v.keyHashes[i] = hashKey(k.Key)
+		v.keyBits |= keyBit(v.keyHashes[i])
+	}
+	return v
 }
+
+// keySeed is the process's seed of hashKey.
+var keySeed = maphash.MakeSeed()
+
+// hashKey is a paper key's hash, for keyBit.
+func hashKey(k string) uint64 { return maphash.String(keySeed, k) }
+
+// keyBit is the one bit of 64 that a key of hash h sets in a set of keys'
+// bits: a key whose bit is not in a set is not in the set.
+func keyBit(h uint64) uint64 { return 1 << (h & 63) }
 
 // textOf is the part of p its words are made of (paper.Paper.Doc).
 func textOf(p *paper.Paper) *paper.Paper {

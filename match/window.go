@@ -390,10 +390,13 @@ func (w *windowed) results(seen map[int]bool, results []Result, needReasons map[
 		r := &results[qi]
 		r.Total = len(kept)
 		kept = kept[:min(len(kept), limit)]
-		r.Papers = make([]Paper, 0, len(kept))
+		// Each Paper is written in place: it is some 400 bytes, and a
+		// window of a digest (Unread: every candidate) has hundreds.
+		r.Papers = make([]Paper, len(kept))
 		fs := w.follows[q.UserID]
-		for _, c := range kept {
-			p := Paper{ID: c.id, Seq: c.seq, Replaced: c.seen || !c.first}
+		for i, c := range kept {
+			p := &r.Papers[i]
+			p.ID, p.Seq, p.Replaced = c.id, c.seq, c.seen || !c.first
 			if c.newIn && q.IDsOnly && q.Only == nil {
 				keys = keys[:0]
 				for l := c.head; l != 0; l = w.ranks[l-1].next {
@@ -403,7 +406,6 @@ func (w *windowed) results(seen map[int]bool, results []Result, needReasons map[
 			} else {
 				needReasons[qi] = append(needReasons[qi], p.ID)
 			}
-			r.Papers = append(r.Papers, p)
 		}
 	}
 }

@@ -12,6 +12,30 @@ type Doc struct {
 	vocab                    *vocab
 	title, abstract, authors field
 	cats                     []uint32 // sorted, distinct
+	// sig has bit id%512 set for the id of every word of the three
+	// fields: a word whose bit is clear is in none of them, found without
+	// a search of the fields (mayHave).
+	sig [8]uint64
+}
+
+// sign sets d.sig from its fields.
+func (d *Doc) sign() {
+	for _, f := range []*field{&d.title, &d.abstract, &d.authors} {
+		for _, id := range f.ids {
+			d.sig[(id>>6)&7] |= 1 << (id & 63)
+		}
+	}
+}
+
+// mayHave reports whether every word of ids may be in d (false: one is
+// surely not; true: each is, or shares its bit with one that is).
+func (d *Doc) mayHave(ids []uint32) bool {
+	for _, id := range ids {
+		if d.sig[(id>>6)&7]&(1<<(id&63)) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // field is the words of one field: its distinct words' ids, ascending,
@@ -111,6 +135,7 @@ func NewDoc(title, abstract string, authors []string, categoryKeys []string) *Do
 	}
 	numbered(toks, false)
 	d.authors, _ = newField(ids, pos, keys)
+	d.sign()
 	return d
 }
 
@@ -140,6 +165,7 @@ func (d *Doc) in(v *vocab) *Doc {
 		o.cats = append(o.cats, v.intern(d.vocab.word(c)))
 	}
 	slices.Sort(o.cats)
+	o.sign()
 	return o
 }
 
@@ -214,15 +240,18 @@ func (n *node) ids(v *vocab, stems, folds []uint32) ([]uint32, []uint32) {
 // matchIDs is match for a term of field whose words have the ids stems
 // and folds (as returned by node.ids, in d's vocab).
 func matchIDs(field Field, d *Doc, stems, folds []uint32) bool {
+	// Most documents lack a term's words: the signature says so without
+	// searching the fields.
 	switch field {
 	case Title:
-		return hasSeq(&d.title, stems)
+		return d.mayHave(stems) && hasSeq(&d.title, stems)
 	case Abstract:
-		return hasSeq(&d.abstract, stems)
+		return d.mayHave(stems) && hasSeq(&d.abstract, stems)
 	case Author:
-		return hasSeq(&d.authors, folds)
+		return d.mayHave(folds) && hasSeq(&d.authors, folds)
 	}
-	return hasSeq(&d.title, stems) || hasSeq(&d.abstract, stems) || hasSeq(&d.authors, folds)
+	return d.mayHave(stems) && (hasSeq(&d.title, stems) || hasSeq(&d.abstract, stems)) ||
+		d.mayHave(folds) && hasSeq(&d.authors, folds)
 }
 
 // hasSeq reports whether the words ids occur in f at consecutive

@@ -693,3 +693,44 @@ func TestQueryRemembersItsWordIDs(t *testing.T) {
 		t.Error("wrong answers across two vocabs")
 	}
 }
+
+// TestSignatureChangesNoAnswer: the documents' word signatures (Doc.sig,
+// which let a search skip a document that lacks a term's words) change
+// no answer: every drawn search matches the fixture papers exactly as it
+// does with every signature bit set (no document skipped), and the
+// signatures do skip most of the terms' lookups.
+func TestSignatureChangesNoAnswer(t *testing.T) {
+	ps := loadPapers(t)
+	qs := drawQueries(t, ps)
+	skipped, terms := 0, 0
+	for _, p := range ps {
+		d := docOf(p)
+		open := *d
+		for i := range open.sig {
+			open.sig[i] = ^uint64(0)
+		}
+		for _, q := range qs {
+			if got, want := q.Match(d), q.Match(&open); got != want {
+				t.Errorf("paper %s, search %s: %v with the signature, %v without", p.ID, q, got, want)
+			}
+		}
+		for _, w := range []string{"graph", "quantum", "galaxy", "zebra", "protein"} {
+			if id, ok := d.vocab.lookup(w); ok {
+				terms++
+				if !d.mayHave([]uint32{id}) {
+					skipped++
+				}
+			}
+		}
+		for _, f := range []*field{&d.title, &d.abstract, &d.authors} {
+			for _, id := range f.ids {
+				if !d.mayHave([]uint32{id}) {
+					t.Fatalf("paper %s: its word %q is not in its signature", p.ID, d.vocab.word(id))
+				}
+			}
+		}
+	}
+	if skipped == 0 {
+		t.Errorf("the signatures skipped none of %d lookups of words", terms)
+	}
+}
