@@ -438,9 +438,11 @@ func needsReselect(q Query, before, dropped, total int) bool {
 //
 // Measured (BenchmarkDigestBatchMutes: 50 users, each with 10 mutes of
 // which 2 searches, IDsOnly windows with a limit of 250, on two shared
-// cores, noisy): a window of 200 papers 17 ms against 15 ms without
-// mutes; a window of 1,000 papers (selected whole) 100-200 ms against
-// 16-40 ms, half of it building and filtering 50,000 candidates in Go.
+// cores, noisy): at first a window of 200 papers 17 ms against 15 ms
+// without mutes, a window of 1,000 papers (selected whole) 100-200 ms
+// against 16-40 ms, half of it building and filtering 50,000 candidates
+// in Go; with the papers' views kept (muteviews.go), 11 ms against 6.5
+// ms and 35 ms against 15 ms.
 func reselect(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, idx []int, totals map[int]int) error {
 	if len(idx) == 0 {
 		return nil
