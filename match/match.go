@@ -88,6 +88,11 @@ type Result struct {
 	// set), of which Papers holds the newest Limit. Without a window it
 	// counts only the candidates read.
 	Total int
+
+	// unreadApplied: the selection already left out the papers the
+	// reader marked (the windowed path, window.go), so applyControls
+	// does not read them again.
+	unreadApplied bool
 }
 
 // maxWindowRowsPerKey bounds the rows read per followed key in a window: a
@@ -196,6 +201,9 @@ func matchedManyIn(ctx context.Context, tx pgx.Tx, qs []Query, users []int64) ([
 	pu, only, after, papers := w.merge()
 	seen := map[int]bool{}
 	b = &pgx.Batch{}
+	// The reader's read state (controls.go) with the seen probes: the
+	// marked candidates are left out before any Paper is made of them.
+	marked := w.queueMarks(b)
 	if len(papers) > 0 {
 		b.Queue(seenSQL, pu, only, after, papers).Query(func(rows pgx.Rows) error {
 			var n int32
@@ -213,7 +221,7 @@ func matchedManyIn(ctx context.Context, tx pgx.Tx, qs []Query, users []int64) ([
 	if err := send(b); err != nil {
 		return nil, nil, err
 	}
-	w.results(seen, results, needReasons)
+	w.results(seen, marked, results, needReasons)
 	rs, err := finishMatched(ctx, tx, qs, results, needReasons, muting)
 	if err == nil {
 		dropSnoozed(qs, rs, w.follows)

@@ -362,10 +362,27 @@ func (w *windowed) disputed(user, paperID int64, f *follow.Expanded) bool {
 	return false
 }
 
+// queueMarks queues on b the read of the read state of the candidates
+// of w's queries with Query.Unread (controls.go), for results.
+func (w *windowed) queueMarks(b *pgx.Batch) marks {
+	ranges := readRanges{}
+	for qi, cs := range w.cands {
+		if q := w.qs[qi]; q.Unread {
+			for _, c := range cs {
+				ranges.add(q.UserID, c.id)
+			}
+		}
+	}
+	return ranges.queue(b)
+}
+
 // results turns each query's candidates, with seen the seen probes that
-// matched (ordinals), into its Result (needReasons as queueSelect gives
-// them).
-func (w *windowed) results(seen map[int]bool, results []Result, needReasons map[int][]int64) {
+// matched (ordinals) and marked the papers their readers marked read or
+// done (queueMarks), into its Result (needReasons as queueSelect gives
+// them): a query with Query.Unread leaves the marked papers out, and its
+// Total counts only the others (the Result's unreadApplied says so to
+// applyControls).
+func (w *windowed) results(seen map[int]bool, marked marks, results []Result, needReasons map[int][]int64) {
 	targets := map[string]follow.Target{}
 	var keys []string
 	for qi, cs := range w.cands {
@@ -373,10 +390,12 @@ func (w *windowed) results(seen map[int]bool, results []Result, needReasons map[
 		kept := cs[:0]
 		for _, c := range cs {
 			c.seen = c.seenIdx > 0 && seen[int(c.seenIdx)]
-			if !c.seen || c.replacedIn {
+			if (!c.seen || c.replacedIn) && !(q.Unread && marked[[2]int64{q.UserID, c.id}]) {
 				kept = append(kept, c)
 			}
 		}
+		r := &results[qi]
+		r.unreadApplied = q.Unread
 		if len(kept) == 0 {
 			continue
 		}
@@ -386,8 +405,9 @@ func (w *windowed) results(seen map[int]bool, results []Result, needReasons map[
 			}
 			return cmp.Compare(b.id, a.id)
 		})
-		limit := q.selectLimit()
-		r := &results[qi]
+		// The marked papers are out already: q's limit (over-selected
+		// for a muting reader, mutes.go) is what the selection keeps.
+		limit := q.limit()
 		r.Total = len(kept)
 		kept = kept[:min(len(kept), limit)]
 		// Each Paper is written in place: it is some 400 bytes, and a
