@@ -1,10 +1,7 @@
 package match
 
 import (
-	"context"
 	"fmt"
-	"math"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -12,34 +9,29 @@ import (
 )
 
 // The reader's controls (issue #27): what a reader said they do not want
-// to be told about again. They are applied here, in applyControls, once
-// for every surface: every path through MatchedMany, MatchedIn and
-// QueueMatchedIn (feeds, digests and instant alerts, push channels, the
-// inbox) ends in finishMatched, which calls it before reasons and details
-// are loaded. Today's control is read state (Query.Unread: the papers the
-// reader marked read or done, package inbox's paper_states).
+// to be told about again. Today's control is read state (Query.Unread:
+// the papers the reader marked read or done, package inbox's
+// paper_states), applied by the selection itself, on both of its paths,
+// before anything is loaded for a paper: every path through MatchedMany,
+// MatchedIn and QueueMatchedIn (feeds, digests and instant alerts, push
+// channels, the inbox) selects through one of them, and
+// TestUnreadLeavesMarkedPapersOut holds them equal.
 //
-// So that dropping papers after the selection still gives the query its
-// newest Limit and a true Total, the selection returns more for such a
-// query (selectLimit): a bounded window (digests, alerts, channels) all of
-// its candidates — matchedManySQL reads every key's rows in the window;
-// Total then counts the papers kept. The windowed path (window.go), which
-// holds every candidate anyway, reads the marks with its seen probes
-// (queueMarks, the same statement) and leaves the marked candidates out
-// before it makes a Paper of any (a Paper is some 400 bytes, a day's
-// window hundreds of candidates): its results come marked unreadApplied,
-// and applyControls passes them by. At scale S that made every digest
-// faster (902 to 1,096 / s newest first), since digests always select
-// with Unread. For "ever" (a feed's newest Limit) over-selecting by a
-// guess could come up short for a reader who marked many of the newest
-// papers read, and over-selecting by the number of the reader's states
-// reads that many more rows per key at every render. Instead the
-// selection's per-key reads skip marked papers (unreadSQL: a primary-key
-// probe of paper_states per row read), so a key's newest Limit rows are
-// unread ones and the feed gets Limit unread papers whenever it has them,
-// at the cost of one probe per row read plus the marked rows skipped
-// (TestUnreadEverFillsTheLimit). The filter here then drops nothing for
-// "ever"; it is what every surface relies on.
+//   - The per-user statement (matchedManySQL) skips marked papers in its
+//     per-key reads (unreadSQL: a primary-key probe of paper_states per
+//     row read), so a key's newest rows are unread ones: a feed ("ever")
+//     gets Limit unread papers whenever it has them, however many of the
+//     newest the reader marked (TestUnreadEverFillsTheLimit), and a
+//     window's Total counts only unread papers (it is counted before the
+//     LIMIT).
+//   - The windowed path (window.go), which holds every candidate of a
+//     window anyway, reads the marks of its candidates with its seen
+//     probes (queueMarks: one range scan of the reader's states per user,
+//     readRanges) and leaves the marked ones out before it makes a Paper
+//     of any (a Paper is some 400 bytes, a day's window hundreds of
+//     candidates). At scale S that made every digest faster (902 to
+//     1,096 / s newest first): before, the window came whole and the
+//     marks were dropped after it.
 //
 // Measured (BenchmarkUnread: 5 follows, 2,000 matched papers, the newest
 // 200 marked read; this shared 2-core machine, so noisy): a feed's newest
@@ -50,96 +42,11 @@ import (
 // and took 15.6 ms for that window where 4.3 ms went without: hence one
 // range scan per user (inboxsql.MarkedInRangesSQL).
 
-// allCandidates is selectLimit's "every candidate".
-const allCandidates = math.MaxInt32
-
-// selectLimit is how many papers the selection returns for q, before
-// applyControls drops the ones the reader's controls leave out and cuts
-// to q.limit(): every candidate of a bounded window when q has a control,
-// else q.limit().
-func (q Query) selectLimit() int {
-	if q.Unread && bounded(q) {
-		return allCandidates
-	}
-	return q.limit()
-}
-
 // unreadSQL is matchedManySQL's per-row condition for the query q (its
 // lateral alias): true unless q.unread and the user marked paper read or
 // done.
 func unreadSQL(paper string) string {
 	return `NOT (q.unread AND ` + inboxsql.Marked("q.user_id", paper) + `)`
-}
-
-// applyControls drops from results the papers the controls of their
-// queries leave out (Query.Unread: the papers the user marked read or
-// done), in tx, then cuts each such query's papers to its limit: Total
-// loses the papers dropped, and needReasons (by query index) keeps only
-// papers still in. One statement for all queries, only when one has Unread
-// and papers.
-//
-// A window over-selected for a muting user (muting, nil for none) is cut
-// to what the mutes see instead (muting.limit): the mutes cut it to its
-// limit once they have filtered it. Cut here, a window with more
-// candidates than its limit would reach the mutes short, and the mutes
-// would select it all again (reselect): at scale S that second selection
-// and its candidates took half the time of a muting reader's digest.
-func applyControls(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, needReasons map[int][]int64, muting *muting) error {
-	ranges := readRanges{}
-	for qi, q := range qs {
-		if !q.Unread || results[qi].unreadApplied {
-			continue
-		}
-		for _, p := range results[qi].Papers {
-			ranges.add(q.UserID, p.ID)
-		}
-	}
-	if len(ranges) == 0 {
-		return nil
-	}
-	var b pgx.Batch
-	marked := ranges.queue(&b)
-	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-		return err
-	}
-	for qi, q := range qs {
-		if !q.Unread || results[qi].unreadApplied {
-			continue
-		}
-		r := &results[qi]
-		// In place, a paper copied only when it moves (a Paper is some
-		// 400 bytes; a window has hundreds), and only up to the limit.
-		limit := muting.limit(q)
-		n, dropped := 0, 0
-		for i := range r.Papers {
-			if marked[[2]int64{q.UserID, r.Papers[i].ID}] {
-				dropped++
-				continue
-			}
-			if n < limit {
-				if n != i {
-					r.Papers[n] = r.Papers[i]
-				}
-				n++
-			}
-		}
-		cut := len(r.Papers) - dropped - n // unmarked papers past the limit
-		clear(r.Papers[n:])
-		r.Papers = r.Papers[:n]
-		r.Total -= dropped
-		if ids, ok := needReasons[qi]; ok && (dropped > 0 || cut > 0) {
-			if cut == 0 {
-				needReasons[qi] = slices.DeleteFunc(ids, func(id int64) bool { return marked[[2]int64{q.UserID, id}] })
-			} else {
-				in := make(map[int64]bool, n)
-				for _, p := range r.Papers {
-					in[p.ID] = true
-				}
-				needReasons[qi] = slices.DeleteFunc(ids, func(id int64) bool { return !in[id] })
-			}
-		}
-	}
-	return nil
 }
 
 // readRanges are, per user, the range of the ids of candidates whose read

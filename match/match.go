@@ -57,7 +57,7 @@ type Query struct {
 	At time.Time
 	// Unread leaves out the papers the user marked read or done (package
 	// inbox): digests, instant alerts and push channels set it, feeds with
-	// ?unread=1. Applied in one place for every path, applyControls
+	// ?unread=1. Applied by the selection, on both of its paths
 	// (controls.go); Total then counts only the papers kept.
 	Unread bool
 }
@@ -88,11 +88,6 @@ type Result struct {
 	// set), of which Papers holds the newest Limit. Without a window it
 	// counts only the candidates read.
 	Total int
-
-	// unreadApplied: the selection already left out the papers the
-	// reader marked (the windowed path, window.go), so applyControls
-	// does not read them again.
-	unreadApplied bool
 }
 
 // maxWindowRowsPerKey bounds the rows read per followed key in a window: a
@@ -222,7 +217,7 @@ func matchedManyIn(ctx context.Context, tx pgx.Tx, qs []Query, users []int64) ([
 		return nil, nil, err
 	}
 	w.results(seen, marked, results, needReasons)
-	rs, err := finishMatched(ctx, tx, qs, results, needReasons, muting)
+	rs, err := finishMatched(ctx, tx, qs, results, needReasons)
 	if err == nil {
 		dropSnoozed(qs, rs, w.follows)
 	}
@@ -251,16 +246,8 @@ func queueSubset(b *pgx.Batch, qs []Query, idx []int, results []Result, needReas
 
 // finishMatched reads the reasons the selection could not give and the
 // details of the papers of queries that want them (and the users' mutes),
-// applies the mutes (mutes.go), then reads the events. muting (nil: none)
-// is the users whose windows the selection over-selected for their mutes
-// (muting.overselect): the read-state control keeps those windows whole
-// for the mutes to filter and cut.
-func finishMatched(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, needReasons map[int][]int64, muting *muting) ([]Result, error) {
-	// The reader's controls (controls.go) drop papers before anything is
-	// loaded for them.
-	if err := applyControls(ctx, tx, qs, results, needReasons, muting); err != nil {
-		return nil, err
-	}
+// applies the mutes (mutes.go), then reads the events.
+func finishMatched(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, needReasons map[int][]int64) ([]Result, error) {
 	var b pgx.Batch
 	queueReasons(&b, qs, results, needReasons)
 	queueDetails(&b, qs, results)
@@ -318,7 +305,7 @@ func QueueMatchedIn(b *pgx.Batch, qs []Query) (finish func(ctx context.Context, 
 	var needReasons map[int][]int64
 	queueSelect(b, qs, func(r []Result, need map[int][]int64) { results, needReasons = r, need })
 	return func(ctx context.Context, tx pgx.Tx) ([]Result, error) {
-		return finishMatched(ctx, tx, qs, results, needReasons, nil)
+		return finishMatched(ctx, tx, qs, results, needReasons)
 	}
 }
 

@@ -26,7 +26,7 @@ func newQueryArrays(qs []Query) queryArrays {
 		perKey: make([]int32, n), limit: make([]int32, n), unread: make([]bool, n)}
 	for i, q := range qs {
 		q.Limit = q.limit()
-		a.users[i], a.after[i], a.limit[i], a.unread[i] = q.UserID, q.AfterSeq, int32(q.selectLimit()), q.Unread
+		a.users[i], a.after[i], a.limit[i], a.unread[i] = q.UserID, q.AfterSeq, int32(q.limit()), q.Unread
 		a.upTo[i] = q.window()[1]
 		if q.Only != nil {
 			a.only[i] = q.Only.Key()

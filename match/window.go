@@ -380,8 +380,7 @@ func (w *windowed) queueMarks(b *pgx.Batch) marks {
 // matched (ordinals) and marked the papers their readers marked read or
 // done (queueMarks), into its Result (needReasons as queueSelect gives
 // them): a query with Query.Unread leaves the marked papers out, and its
-// Total counts only the others (the Result's unreadApplied says so to
-// applyControls).
+// Total counts only the others.
 func (w *windowed) results(seen map[int]bool, marked marks, results []Result, needReasons map[int][]int64) {
 	targets := map[string]follow.Target{}
 	var keys []string
@@ -394,8 +393,6 @@ func (w *windowed) results(seen map[int]bool, marked marks, results []Result, ne
 				kept = append(kept, c)
 			}
 		}
-		r := &results[qi]
-		r.unreadApplied = q.Unread
 		if len(kept) == 0 {
 			continue
 		}
@@ -408,6 +405,7 @@ func (w *windowed) results(seen map[int]bool, marked marks, results []Result, ne
 		// The marked papers are out already: q's limit (over-selected
 		// for a muting reader, mutes.go) is what the selection keeps.
 		limit := q.limit()
+		r := &results[qi]
 		r.Total = len(kept)
 		kept = kept[:min(len(kept), limit)]
 		// Each Paper is written in place: it is some 400 bytes, and a
