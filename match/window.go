@@ -409,7 +409,7 @@ func (w *windowed) results(seen map[int]bool, marked marks, results []Result, ne
 		r.Total = len(kept)
 		kept = kept[:min(len(kept), limit)]
 		// Each Paper is written in place: it is some 400 bytes, and a
-		// window of a digest (Unread: every candidate) has hundreds.
+		// muting reader's window keeps hundreds (overselect).
 		r.Papers = make([]Paper, len(kept))
 		fs := w.follows[q.UserID]
 		for i, c := range kept {
