@@ -347,7 +347,7 @@ func controlsFigure(plain []DigestRun, c ControlRuns, plan *ControlPlan, users i
 		"the digest must leave out) and the rest the newest papers their feed matches outside the window (papers read before); and up to %d mutes each (`mute.PutMany`, parsed by `mute.Parse`; "+
 		"%d in all), drawn from the newest %d papers of their window so that each hides papers the digest would list: %d researchers within the category follow that matched their paper "+
 		"(the paper's last author), %d searches for every follow (a title word `ti:…` and a two-word phrase of a title in turn), %d categories' cross-lists (of categories they follow). "+
-		"After the run `inbox.RemoveAllStates` and `mute.RemoveAll` take them off again. "+
+		"After writing them and after the run, when `inbox.RemoveAllStates` and `mute.RemoveAll` take them off again, the two tables are vacuumed and analyzed and a checkpoint taken (untimed), so a run meets them as a service does, not a second after a bulk write. "+
 		"The digests listed %.1f papers each (%.1f without). Per digest in the median run: followfeed + SMTP sink %s, this database's PostgreSQL backends %s. "+
 		"Which control costs what, measured in turn with the others too (median of %d each): the read papers alone %s, the mutes alone %s.",
 		users, plan.Users, ControlRead, len(plan.Marks), ordinal(controlWindowEvery), windowCandidates, plan.InWindow,

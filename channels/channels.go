@@ -109,6 +109,15 @@ const (
 	AfterPauseSkip    = "skip"
 )
 
+// AfterPause is c's PauseCatchUp as Spec.AfterPause spells it:
+// AfterPauseCatchUp or AfterPauseSkip.
+func (c *Channel) AfterPause() string {
+	if c.PauseCatchUp {
+		return AfterPauseCatchUp
+	}
+	return AfterPauseSkip
+}
+
 // parseAfterPause reads Spec.AfterPause (nil: def).
 func parseAfterPause(p *string, def bool) (bool, error) {
 	if p == nil {

@@ -21,8 +21,15 @@ func TestPausedChannelsSendNothingThenCatchUpOrSkip(t *testing.T) {
 	e.webhook(user, "catch", "instant")
 	skipID := e.webhook(user, "skip", "instant")
 	skip := channels.AfterPauseSkip
-	if c, err := e.ch.Update(e.ctx, user, skipID, channels.Spec{AfterPause: &skip}); err != nil || c.PauseCatchUp {
+	if c, err := e.ch.Update(e.ctx, user, skipID, channels.Spec{AfterPause: &skip}); err != nil || c.PauseCatchUp || c.AfterPause() != skip {
 		t.Fatalf("setting skip: %+v %v", c, err)
+	}
+	catchUp := channels.AfterPauseCatchUp
+	if c, err := e.ch.Update(e.ctx, user, skipID, channels.Spec{AfterPause: &catchUp}); err != nil || !c.PauseCatchUp || c.AfterPause() != catchUp {
+		t.Fatalf("setting catch_up: %+v %v", c, err)
+	}
+	if c, err := e.ch.Update(e.ctx, user, skipID, channels.Spec{AfterPause: &skip}); err != nil || c.AfterPause() != skip {
+		t.Fatalf("setting skip again: %+v %v", c, err)
 	}
 	bad := "later"
 	if _, err := e.ch.Update(e.ctx, user, skipID, channels.Spec{AfterPause: &bad}); err == nil {

@@ -71,10 +71,7 @@ func (a *API) writeChannel(w http.ResponseWriter, r *http.Request, u *account.Us
 // follows is named by its target alone.
 func toChannelJSON(c *channels.Channel, names map[string]string) channelJSON {
 	out := channelJSON{ID: c.ID, Type: string(c.Type), Mode: string(c.Mode), Enabled: c.Enabled,
-		DisabledReason: c.DisabledReason, Secret: c.Secret, CreatedAt: c.CreatedAt.UTC(), AfterPause: channels.AfterPauseSkip}
-	if c.PauseCatchUp {
-		out.AfterPause = channels.AfterPauseCatchUp
-	}
+		DisabledReason: c.DisabledReason, Secret: c.Secret, CreatedAt: c.CreatedAt.UTC(), AfterPause: c.AfterPause()}
 	if c.Type == channels.Matrix {
 		out.Homeserver, out.RoomID = c.URL, c.RoomID
 	} else {

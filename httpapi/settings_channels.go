@@ -134,12 +134,8 @@ func (s *Settings) channelsData(ctx context.Context, v *viewer, follows []follow
 	d := &channelsData{CSRF: v.csrf, Max: channels.MaxPerUser, Follows: follows, Types: options(channelTypeLabels, "webhook"),
 		Modes: options(channelModeLabels, "instant"), Add: channelForm{Type: "webhook", Mode: "instant"}}
 	for _, c := range cs {
-		afterPause := channels.AfterPauseSkip
-		if c.PauseCatchUp {
-			afterPause = channels.AfterPauseCatchUp
-		}
 		cv := channelView{ID: c.ID, Type: string(c.Type), Mode: string(c.Mode), Modes: options(channelModeLabels, string(c.Mode)),
-			AfterPauses: options(afterPauseLabels, afterPause), AllFollows: c.Follows == nil, Enabled: c.Enabled, DisabledReason: c.DisabledReason}
+			AfterPauses: options(afterPauseLabels, c.AfterPause()), AllFollows: c.Follows == nil, Enabled: c.Enabled, DisabledReason: c.DisabledReason}
 		cv.Target = c.ShownURL()
 		if c.Type == channels.Matrix {
 			cv.Target = c.RoomID + " on " + c.URL
