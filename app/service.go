@@ -158,11 +158,13 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 	srv := httpapi.NewServer(cfg.HTTPAddr, h, logger)
 	servers := []*http.Server{srv}
 	serveErr := make(chan error, 2)
-	go func() { serveErr <- srv.Serve(ln) }()
+	// httpapi.Listener: net/http's own refusals (a request it cannot
+	// parse, 431, 501, 505) are problem+json too.
+	go func() { serveErr <- srv.Serve(httpapi.Listener(ln)) }()
 	if metricsLn != nil {
 		msrv := httpapi.NewServer(cfg.MetricsAddr, metrics, logger)
 		servers = append(servers, msrv)
-		go func() { serveErr <- msrv.Serve(metricsLn) }()
+		go func() { serveErr <- msrv.Serve(httpapi.Listener(metricsLn)) }()
 		logger.Info("metrics", "addr", metricsLn.Addr().String(), "url", "http://"+metricsLn.Addr().String()+"/metrics")
 	}
 	logListening(cfg, ln.Addr(), m, logger)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -609,11 +610,11 @@ func rawExchange(t *testing.T, a *testapp.App, raw string) (int, string, string)
 // bare 0x85 byte) on every kind of route, in the headers our code reads
 // (Authorization, If-None-Match, If-Modified-Since, Content-Type, Cookie,
 // X-Forwarded-For from a trusted proxy, Origin) and others, and for a
-// request for "*" (the mux's empty 400 before). What net/http's server
-// refuses before any handler (httpapi.muxProblems' doc lists it: a
-// control character in a header, a request it cannot parse, 501, 505)
-// stays its plain text: http.Server has no hook for it, and this test
-// says so if that changes.
+// request for "*" (the mux's empty 400 before); and what net/http's
+// server refuses before any handler runs (a control character in a
+// header, a request it cannot parse, a missing Host, 431, 501, 505), which
+// it writes to the connection itself and httpapi.Listener's connections
+// answer as problem+json of the same status, on the real server.
 func TestEveryOwnBadRequestIsAProblem(t *testing.T) {
 	t.Log("hostile: malformed")
 	t.Parallel()
@@ -654,22 +655,35 @@ func TestEveryOwnBadRequestIsAProblem(t *testing.T) {
 	if st, _, _ := rawExchange(t, a, "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n"); st != 200 {
 		t.Errorf(`OPTIONS *: %d`, st)
 	}
-	// Before any handler: net/http's own answers, the documented remainder.
-	for raw, want := range map[string]int{
-		"GET /v1/status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\x01b\r\n\r\n":               400,
-		"GET /v1/status HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"a\x7f\"\r\n\r\n":                   400,
-		"GET /v1/status HTTP/1.1\r\nHost: x\r\nX-Any: a\x00b\r\n\r\n":                              400,
-		"GET /v1/status HTTP/1.1\r\nHost: x\r\nBad Name: x\r\n\r\n":                                400,
-		"GET /v1/status HTTP/1.1\r\nHost: x\r\nNo colon\r\n\r\n":                                   400,
-		"GET /v1/%zz HTTP/1.1\r\nHost: x\r\n\r\n":                                                  400,
-		"GET /v1/status HTTP/1.1\r\n\r\n":                                                          400,
-		"GET /v1/status HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n":                                    400,
-		"PUT /v1/me/follows/category/cs.LG HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n":     400,
-		"PUT /v1/me/follows/category/cs.LG HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n": 501,
-		"GET /v1/status HTTP/2.0\r\nHost: x\r\n\r\n":                                               505,
+	// Before any handler: net/http's own refusals, as problems.
+	type refusal struct {
+		status    int
+		typ, says string
+	}
+	control := refusal{400, "bad-request", "HTTP does not allow (a control character"}
+	for raw, want := range map[string]refusal{
+		"GET /v1/status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\x01b\r\n\r\n":                control,
+		"GET /v1/status HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"a\x7f\"\r\n\r\n":                    control,
+		"GET /v1/status HTTP/1.1\r\nHost: x\r\nX-Any: a\x00b\r\n\r\n":                               control,
+		"GET /v1/status HTTP/1.1\r\nHost: x\r\nBad Name: x\r\n\r\n":                                 {400, "bad-request", "header's name"},
+		"GET /v1/status HTTP/1.1\r\nHost: x\r\nNo colon\r\n\r\n":                                    {400, "bad-request", "could not be read"},
+		"GET /v1/%zz HTTP/1.1\r\nHost: x\r\n\r\n":                                                   {400, "bad-request", "could not be read"},
+		"GET /v1/status HTTP/1.1\r\n\r\n":                                                           {400, "bad-request", "needs a Host header"},
+		"GET /v1/status HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n":                                     {400, "bad-request", "Host is repeated"},
+		"GET /v1/status HTTP/1.1\r\nHost: a b\r\n\r\n":                                              {400, "bad-request", "Host header is not"},
+		"PUT /v1/me/follows/category/cs.LG HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n":      {400, "bad-request", "Content-Length"},
+		"PUT /v1/me/follows/category/cs.LG HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n":  {501, "not-implemented", "chunked"},
+		"GET /v1/status HTTP/2.0\r\nHost: x\r\n\r\n":                                                {505, "http-version-not-supported", "HTTP/1.1"},
+		"GET /v1/status HTTP/1.1\r\nHost: x\r\nCookie: " + strings.Repeat("a", 40<<10) + "\r\n\r\n": {431, "too-large", "over the 32 KiB"},
 	} {
-		if st, ct, _ := rawExchange(t, a, raw); st != want || ct != "text/plain; charset=utf-8" {
-			t.Errorf("%q: %d %q; net/http answers it with a plain-text %d before any handler (muxProblems' doc)", raw, st, ct, want)
+		st, ct, body := rawExchange(t, a, raw)
+		var p struct {
+			Type, Title, Detail string
+			Status              int
+		}
+		if err := json.Unmarshal([]byte(body), &p); err != nil || st != want.status || ct != "application/problem+json" ||
+			p.Status != want.status || p.Type != "urn:followfeed:problem:"+want.typ || p.Title == "" || !strings.Contains(p.Detail, want.says) {
+			t.Errorf("%.80q: %d %q %s (%v); want a %d problem %s saying %q", raw, st, ct, body, err, want.status, want.typ, want.says)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"followfeed/apperr"
+	"followfeed/internal/rawerrors"
 )
 
 // AdminPrefix is where the River UI is mounted.
@@ -67,16 +69,13 @@ const methodNotAllowed apperr.Code = "method-not-allowed"
 // which names no resource: 400) as problem+json, like every other error,
 // instead of the mux's plain text or empty body.
 //
-// What net/http's server refuses before any handler runs stays its own
-// plain-text answer (Content-Type text/plain, Connection: close), since
-// http.Server has no hook for it (conn.serve writes it to the connection
-// when readRequest fails; ErrorLog and ConnState only observe): a request
-// it cannot parse, 400 (a header name or value with a control character —
-// NUL, a C0 control other than tab, DEL —, a header line without a colon,
-// a request line or target it cannot read, a bad Content-Length, a missing,
-// repeated or malformed Host); a header block over MaxHeaderBytes, 431; a
+// What net/http's server refuses before any handler runs (a request it
+// cannot parse, 400; a header block over MaxHeaderBytes, 431; a
 // Transfer-Encoding other than chunked, 501; an HTTP version other than
-// 1.x, 505. TestEveryOwnBadRequestIsAProblem holds both lists.
+// 1.x, 505) never reaches this handler: http.Server has no hook for it and
+// writes its plain text to the connection, which Listener's connections
+// answer as problem+json instead. TestEveryOwnBadRequestIsAProblem holds
+// both.
 func muxProblems(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.RequestURI == "*" { // not OPTIONS, which net/http answers itself
@@ -144,6 +143,23 @@ func readyHandler(ready func(context.Context) error) http.HandlerFunc {
 	}
 }
 
+// maxHeaderBytes bounds a request's line and headers (net/http reads 4 KiB
+// more before its 431).
+const maxHeaderBytes = 32 << 10
+
+// Listener wraps ln, the listener a NewServer serves, so that what
+// net/http's server refuses before any handler runs (a request it cannot
+// parse, 400; headers over maxHeaderBytes, 431; a Transfer-Encoding other
+// than chunked, 501; an HTTP version other than 1.x, 505) is answered as
+// problem+json like every other error, not as net/http's plain text (see
+// internal/rawerrors).
+func Listener(ln net.Listener) net.Listener {
+	return rawerrors.Listener(ln, rawerrors.Config{
+		Type:           func(code string) string { return ProblemType(apperr.Code(code)) },
+		MaxHeaderBytes: maxHeaderBytes,
+	})
+}
+
 // NewServer wraps h in an http.Server with every timeout set, so slow or
 // stalled clients cannot hold connections forever.
 func NewServer(addr string, h http.Handler, logger *slog.Logger) *http.Server {
@@ -154,7 +170,7 @@ func NewServer(addr string, h http.Handler, logger *slog.Logger) *http.Server {
 		ReadTimeout:       60 * time.Second, // a 20 MiB ingest over a slow link
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    32 << 10,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 }
