@@ -1,10 +1,10 @@
 /* <followfeed-button kind target [label api token-provider signin-url]>: see
- * README "Follow buttons". Parts: button, status. Kept under 10,240 bytes. */
+ * README "Follow buttons". Parts: button, status. Under 10,000 bytes as served. */
 (() => {
 'use strict';
 const TAG = 'followfeed-button';
 if (!window.customElements || customElements.get(TAG)) return;
-const src = document.currentScript && document.currentScript.src;
+const src = document.currentScript?.src;
 const ORIGIN = src ? new URL(src, location.href).origin : location.origin;
 const KINDS = ['researcher', 'category', 'institution', 'paper', 'query'];
 // [off, on, accessible name's verb]; a search reads as typed.
@@ -18,7 +18,7 @@ const MSG = {
   signin: 'Sign in to follow',
   config: 'Misconfigured follow button.',
 };
-const failed = (verb) => `Could not ${verb} right now; try again.`;
+const failed = verb => `Could not ${verb} right now; try again.`;
 const CSS = `:host{display:inline-block;vertical-align:middle;
 --_a:var(--followfeed-accent,#1a5fb4);--_on:var(--followfeed-on-accent,#fff);
 --_bg:var(--followfeed-bg,#fff);--_hv:#e7eef9;--_mu:#5f6368;--_er:#b3261e}
@@ -39,7 +39,7 @@ button:disabled{opacity:.65}
 --_on:var(--followfeed-on-accent,#0b1b33);--_bg:var(--followfeed-bg,#1f1f1f);
 --_hv:#28334a;--_mu:#bdc1c6;--_er:#f2b8b5}}
 @media (forced-colors:active){button[aria-pressed=true]{border-width:3px}}
-@media (prefers-reduced-motion:no-preference){button{transition:background-color .15s,color .15s}}`;
+@media (prefers-reduced-motion:no-preference){button{transition:background .15s,color .15s}}`;
 let sheet;
 const nf = new Intl.NumberFormat();
 
@@ -69,10 +69,10 @@ class FollowfeedButton extends HTMLElement {
     if (!sheet) (sheet = new CSSStyleSheet()).replaceSync(CSS);
     root.adoptedStyleSheets = [sheet];
     const w = el(root, 'div', 'w');
-    // The status line (its messages) describes the button.
+    // The status line describes the button.
     this._b = el(w, 'button', 'b', { type: 'button', part: 'button', 'aria-describedby': 's' });
     this._s = el(w, 'div', 's', { id: 's', part: 'status', role: 'status', 'aria-live': 'polite' });
-    this._b.addEventListener('click', () => this._click());
+    this._b.onclick = () => this._click();
     this._st = { loading: true, followers: null, name: '' };
     this._gen = 0;
     this._render();
@@ -80,9 +80,7 @@ class FollowfeedButton extends HTMLElement {
 
   get following() { return !!this._st.following; }
   get followers() { return this._st.followers; }
-
   connectedCallback() { this.refresh(); }
-
   disconnectedCallback() { this._gen++; this._ac?.abort(); }
 
   attributeChangedCallback(name, old, val) {
@@ -138,9 +136,8 @@ class FollowfeedButton extends HTMLElement {
       if (gen !== this._gen) return;
       try {
         const res = await this._req('GET', 'follows', token);
-        if (res.status === 401 && token) {
-          msg = MSG.expired;
-        } else if (!res.ok) {
+        if (res.status === 401 && token) msg = MSG.expired;
+        else if (!res.ok) {
           st.failed = true;
           msg = (await problem(res)) || MSG.load;
         } else {
@@ -171,7 +168,7 @@ class FollowfeedButton extends HTMLElement {
     if (st.failed) return this.refresh();
     if (!st.signedIn) return this._signin();
 
-    // Optimistic: show the change at once, roll back on failure.
+    // Optimistic: show the change now, roll back on failure.
     const gen = this._gen;
     const prev = { following: st.following, followers: st.followers };
     const next = !st.following;
@@ -197,7 +194,7 @@ class FollowfeedButton extends HTMLElement {
       Object.assign(st, prev);
       if (msg === MSG.expired) st.signedIn = false;
     } else {
-      // Re-read the true count; keep the optimistic state if that fails.
+      // Re-read the true count; on failure keep the optimistic one.
       try {
         const res = await this._req('GET', 'follows', token);
         if (res.ok) this._apply(await res.json());
@@ -212,8 +209,8 @@ class FollowfeedButton extends HTMLElement {
     this.dispatchEvent(new CustomEvent('followfeed:change', { bubbles: true, composed: true, detail }));
   }
 
-  // The message of a failed fetch: msg, or if an opaque no-cors probe gets
-  // through, that the browser withheld the answer (origin not in CORS_ORIGINS).
+  // msg, or if an opaque no-cors probe gets through, that the browser
+  // withheld the answer (origin not in CORS_ORIGINS).
   async _lost(msg) {
     const api = this._api();
     if (new URL(api, location.href).origin === location.origin) return msg;
@@ -251,14 +248,14 @@ class FollowfeedButton extends HTMLElement {
     const on = !!(st.signedIn && st.following);
     const verb = verbs[+on];
     b.disabled = st.loading;
-    // Busy while a click is sent too (ignoring clicks).
+    // Busy while a click is sent too.
     if (st.loading || this._busy) b.setAttribute('aria-busy', 'true');
     else b.removeAttribute('aria-busy');
     b.setAttribute('aria-pressed', String(on));
     b.textContent = st.loading || n === null ? verb : `${verb} · ${nf.format(n)}`;
     const name = this._a('label') || (kind !== 'query' && st.name) || this._a('target');
     const followers = n === null ? '' : ` (${nf.format(n)} follower${n === 1 ? '' : 's'})`;
-    // A toggle's name stays put; aria-pressed tells the state.
+    // The name stays put; aria-pressed tells the state.
     b.setAttribute('aria-label', `${verbs[2] || verbs[0]} ${name}${followers}`);
   }
 }
