@@ -156,6 +156,16 @@ func (c *conn) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// CloseWrite half-closes the connection beneath, as net/http does (when
+// it can) before closing one whose client may still be sending: its
+// answer is then not lost to a reset (conn.closeWriteAndWait).
+func (c *conn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 // writtenByServe reports whether the first net/http frame above the
 // caller is (*conn).serve, the server's own error write, rather than the
 // response writer's checkConnErrorWriter.Write.

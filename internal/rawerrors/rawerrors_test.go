@@ -228,3 +228,45 @@ func TestRecognisesExactlyTheServerForms(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+// TestHalfCloseReachesTheConnection: net/http half-closes a connection
+// whose client may still be sending (closeWriteAndWait, for its 431 and
+// for a handler's answer to an unread body) only through a CloseWrite it
+// finds on the conn, so its answer is not lost to a reset; the wrapper's
+// conn has one and passes it on: the peer reads EOF, and can still write.
+func TestHalfCloseReachesTheConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapped := Listener(ln, Config{})
+	defer wrapped.Close()
+	peer, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	c, err := wrapped.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cw, ok := c.(interface{ CloseWrite() error })
+	if !ok {
+		t.Fatal("the wrapper's conn has no CloseWrite: net/http cannot half-close it")
+	}
+	if err := cw.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	peer.SetDeadline(time.Now().Add(5 * time.Second))
+	if n, err := peer.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Errorf("the peer reads %d, %v; want EOF", n, err)
+	}
+	if _, err := io.WriteString(peer, "x"); err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); n != 1 || err != nil {
+		t.Errorf("half-closed, the conn reads %d, %v", n, err)
+	}
+}
