@@ -59,6 +59,9 @@ type env struct {
 	clk      *clock
 	peer     *fakefed.Server
 	base     string
+	// cfg is svc's configuration: another Service made from it is another
+	// process over the same database.
+	cfg fediverse.Config
 }
 
 func setup(t *testing.T, mods ...func(*fediverse.Config)) *env {
@@ -101,7 +104,7 @@ func setup(t *testing.T, mods ...func(*fediverse.Config)) *env {
 		m(&cfg)
 	}
 	svc = fediverse.NewService(cfg)
-	e.svc = svc
+	e.svc, e.cfg = svc, cfg
 	e.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 		return svc.MatchHook(ctx, tx, slices.Concat(res.NewKeys, res.ReplacedKeys))
 	})
@@ -175,7 +178,13 @@ func (e *env) push(ps ...paper.Paper) {
 // the delivery errors by inbox.
 func (e *env) deliver() map[int64]error {
 	e.t.Helper()
-	if _, err := e.svc.Fanout(e.ctx, nil); err != nil {
+	return e.deliverBy(e.svc)
+}
+
+// deliverBy is deliver with the jobs run by svc (another process).
+func (e *env) deliverBy(svc *fediverse.Service) map[int64]error {
+	e.t.Helper()
+	if _, err := svc.Fanout(e.ctx, nil); err != nil {
 		e.t.Fatal(err)
 	}
 	rows, err := e.db.Pool.Query(e.ctx, `SELECT id FROM ap_inboxes WHERE queued ORDER BY id`)
@@ -185,7 +194,7 @@ func (e *env) deliver() map[int64]error {
 	ids, _ := pgx.CollectRows(rows, pgx.RowTo[int64])
 	errs := map[int64]error{}
 	for _, id := range ids {
-		if err := e.svc.DeliverInbox(e.ctx, id, nil); err != nil {
+		if err := svc.DeliverInbox(e.ctx, id, nil); err != nil {
 			errs[id] = err
 		}
 	}
