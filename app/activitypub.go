@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"followfeed/config"
@@ -27,10 +28,16 @@ func runActivityPub(ctx context.Context, args []string, inv invocation) error {
 	fs := newFlags("activitypub", inv.stdout, "activitypub rotate-key: replaces the ActivityPub signing key of every actor\n"+
 		"(every process switches to the new key at the same instant, two minutes on, and the old key is retired then;\n"+
 		"fediverse servers fetch the new one when a signature no longer verifies).")
+	// The subcommand comes first (parseFlags refuses any argument left
+	// after the flags).
+	sub := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || fs.Arg(0) != "rotate-key" {
+	if sub != "rotate-key" {
 		return &UsageError{Msg: "activitypub: the only subcommand is rotate-key"}
 	}
 	cfg, err := config.Load(inv.getenv)
