@@ -1,6 +1,7 @@
 package fediverse_test
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
@@ -537,7 +538,9 @@ func TestRemoteKeyRotation(t *testing.T) {
 }
 
 // TestRFC9421Signatures: a peer signing with RFC 9421 (Signature-Input,
-// Content-Digest, rsa-v1_5-sha256) is verified; a tampered one is not.
+// Content-Digest, rsa-v1_5-sha256) is verified; one over another target,
+// or with another body under its signed Content-Digest, is not, and the
+// same request again is a replay.
 func TestRFC9421Signatures(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -572,10 +575,27 @@ func TestRFC9421Signatures(t *testing.T) {
 	if err := e.svc.Receive(e.ctx, "cs.AI", tampered); apperr.CodeOf(err) != apperr.Unauthorized {
 		t.Errorf("an RFC 9421 signature over another target: %v", err)
 	}
+	// Another body under the signed Content-Digest: the signature covers
+	// the header, not the body, so only the digest check refuses it.
+	swapped := req
+	swapped.Body = bytes.Replace(body, []byte(`#f"`), []byte(`#g"`), 1)
+	if bytes.Equal(swapped.Body, body) {
+		t.Fatal("the body was not changed")
+	}
+	if err := e.svc.Receive(e.ctx, "cs.LG", swapped); apperr.CodeOf(err) != apperr.Unauthorized || !strings.Contains(err.Error(), "Content-Digest does not match") {
+		t.Errorf("an RFC 9421 request with another body under its Content-Digest: %v, want a 401 saying the digest does not match", err)
+	}
+	if n := e.count(`SELECT count(*) FROM ap_followers`); n != 0 {
+		t.Fatalf("%d followers after refused RFC 9421 requests", n)
+	}
 	if err := e.svc.Receive(e.ctx, "cs.LG", req); err != nil {
 		t.Fatalf("RFC 9421: %v", err)
 	}
 	if n := e.count(`SELECT count(*) FROM ap_followers WHERE follower = $1`, actor); n != 1 {
 		t.Errorf("%d followers from the RFC 9421 Follow", n)
+	}
+	// The same signed request again is a replay.
+	if err := e.svc.Receive(e.ctx, "cs.LG", req); apperr.CodeOf(err) != apperr.Unauthorized || !strings.Contains(err.Error(), "replay") {
+		t.Errorf("an RFC 9421 replay: %v, want a 401 saying it is a replay", err)
 	}
 }
