@@ -35,8 +35,8 @@ const DeliverAttempts = 90
 // signature it cannot verify with the key it fetched: after a key rotation
 // it may have read the actor document from a cache (it is served with
 // max-age 300) or just before the switch, and fetches it again on a later
-// failure, as Mastodon does. Backing off from 5 s, eight attempts span
-// more than ten minutes.
+// failure, as Mastodon does. With the default back-off (from 5 s,
+// doubling, ±10%), eight attempts span nine and a half minutes or more.
 const UnauthorizedAttempts = 8
 
 // deliverBatch is how many pending deliveries one job reads at a time.
