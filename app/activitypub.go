@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"strings"
+	"time"
 
 	"followfeed/config"
 )
@@ -18,15 +20,24 @@ func version() string {
 }
 
 // runActivityPub is `followfeed activitypub rotate-key`: a new instance
-// signing key becomes every actor's key (servers fetch it again when a
-// signature no longer verifies with the one they cached).
+// signing key becomes every actor's key at an instant
+// fediverse.KeyActivationDelay on, when every running process switches to
+// it (servers fetch it again when a signature no longer verifies with the
+// one they cached).
 func runActivityPub(ctx context.Context, args []string, inv invocation) error {
 	fs := newFlags("activitypub", inv.stdout, "activitypub rotate-key: replaces the ActivityPub signing key of every actor\n"+
-		"(the old key is retired; fediverse servers fetch the new one when a signature no longer verifies).")
+		"(every process switches to the new key at the same instant, two minutes on, and the old key is retired then;\n"+
+		"fediverse servers fetch the new one when a signature no longer verifies).")
+	// The subcommand comes first (parseFlags refuses any argument left
+	// after the flags).
+	sub := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || fs.Arg(0) != "rotate-key" {
+	if sub != "rotate-key" {
 		return &UsageError{Msg: "activitypub: the only subcommand is rotate-key"}
 	}
 	cfg, err := config.Load(inv.getenv)
@@ -41,10 +52,11 @@ func runActivityPub(ctx context.Context, args []string, inv invocation) error {
 		return err
 	}
 	defer closeAll()
-	id, err := svc.fediverse.RotateKey(ctx)
+	id, active, err := svc.fediverse.RotateKey(ctx)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(inv.stdout, "ActivityPub key %d is now every actor's key\n", id)
+	fmt.Fprintf(inv.stdout, "ActivityPub key %d becomes every actor's key at %s (every process switches then)\n",
+		id, active.UTC().Format(time.RFC3339))
 	return nil
 }

@@ -59,6 +59,7 @@ func TestWriteReportsSideBySide(t *testing.T) {
 			{Key: "match", Name: "match a batch", Target: "≤ 2 s", Result: "0.55 s", Value: 0.55, Pass: true},
 			{Key: "digests", Name: "digests", Target: "≥ 300 / s", Result: "310 / s", Value: 310, Pass: true},
 			{Name: "queries", Target: "≤ 2 s", Result: "+9.03 s", Pass: false},
+			{Key: "sign", Name: "sign one POST", Target: "—", Result: "0.97 ms", Value: 0.97, Pass: true},
 		},
 		Details:  []string{"S detail"},
 		Sections: []string{"## S only\n"}}
@@ -66,6 +67,7 @@ func TestWriteReportsSideBySide(t *testing.T) {
 		Figures: []Figure{
 			{Key: "digests", Name: "digests (M)", Target: "≥ 1,000 / s", Result: "620 / s", Value: 620, Pass: false},
 			{Key: "match", Name: "match a batch", Target: "≤ 2 s", Result: "4.40 s", Value: 4.4, Pass: false},
+			{Key: "sign", Name: "sign one POST", Target: "—", Result: "0.99 ms", Value: 0.99, Pass: true},
 		},
 		Details: []string{"M detail"}}
 	var b strings.Builder
@@ -79,6 +81,8 @@ func TestWriteReportsSideBySide(t *testing.T) {
 		"| match a batch | ≤ 2 s | 0.55 s | 4.40 s | ×8.00 | pass | **fail** |",
 		"| digests | S: ≥ 300 / s; M: ≥ 1,000 / s | 310 / s | 620 / s | ×2.00 | pass | **fail** |",
 		"| queries | ≤ 2 s | +9.03 s | — | — | **fail** | — |",
+		"| sign one POST | — | 0.97 ms | 0.99 ms | ×1.02 | no target | no target |",
+		"A figure without a target (— in the target column) is measured, not judged: its verdict says \"no target\".",
 		"- scale S: 100 users; built in 4m5s, 2.0 GiB on disk after the build, 3.0 GiB when this run began.",
 		"- scale M: 1000 users; build time not recorded",
 		"### Scale S\n\n- S detail", "### Scale M\n\n- M detail", "## S only",

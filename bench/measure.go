@@ -34,6 +34,10 @@ type Figure struct {
 	Note  string
 }
 
+// untargeted reports whether the figure has no target ("—"): it is
+// measured, not judged, and its verdict says so.
+func (f Figure) untargeted() bool { return f.Target == "—" || f.Target == "" }
+
 // key is the figure's row across scales.
 func (f Figure) key() string {
 	if f.Key != "" {

@@ -107,6 +107,8 @@ func WriteReports(w io.Writer, reps []*Report) error {
 			switch {
 			case f == nil:
 				cells = append(cells, "—")
+			case f.Pass && f.untargeted():
+				cells = append(cells, "no target")
 			case f.Pass:
 				cells = append(cells, "pass")
 			default:
@@ -116,7 +118,8 @@ func WriteReports(w io.Writer, reps []*Report) error {
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
 	}
 	b.WriteString("\nMachines of the same size differ (this workplace's 2-core machines have differed by 2× in the bare handler's req/s): " +
-		"compare the bare `net/http` handler's req/s in the 304 row before comparing two runs.\n")
+		"compare the bare `net/http` handler's req/s in the 304 row before comparing two runs.\n" +
+		"A figure without a target (— in the target column) is measured, not judged: its verdict says \"no target\".\n")
 	if ratio {
 		fmt.Fprintf(&b, "The %s/%s column divides the figures' numbers (seconds, rates, p99s, the 304 share, MiB): above 1 is more of it at %s. "+
 			"A figure measured at one scale only (the queries, whose cost grows with the number of searches and the batch, not with the users) has — at the others.\n",

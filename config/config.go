@@ -216,7 +216,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	l.jobs(c)
 	l.sources(c)
 	l.clients(c, prod)
-	l.activityPub(c, prod)
+	l.activityPub(c)
 	l.admin(c, prod)
 
 	if len(l.errs) > 0 {
@@ -466,9 +466,10 @@ func (l *loader) clients(c *Config, prod bool) {
 }
 
 // activityPub reads the fediverse's settings (ACTIVITYPUB,
-// ACTIVITYPUB_CATEGORY_NOTES, ACTIVITYPUB_BLOCKED_DOMAINS): off by default,
-// and in production only behind an https PUBLIC_URL.
-func (l *loader) activityPub(c *Config, prod bool) {
+// ACTIVITYPUB_CATEGORY_NOTES, ACTIVITYPUB_BLOCKED_DOMAINS): off by default.
+// In production the actors are behind an https PUBLIC_URL, as fediverse
+// servers need: server refuses any other PUBLIC_URL there.
+func (l *loader) activityPub(c *Config) {
 	c.ActivityPub = l.oneOf("ACTIVITYPUB", "off", "on", "off") == "on"
 	c.ActivityPubCategoryNotes = l.oneOf("ACTIVITYPUB_CATEGORY_NOTES", "off", "on", "off") == "on"
 	for _, d := range l.list("ACTIVITYPUB_BLOCKED_DOMAINS", "") {
@@ -478,9 +479,6 @@ func (l *loader) activityPub(c *Config, prod bool) {
 			continue
 		}
 		c.ActivityPubBlockedDomains = append(c.ActivityPubBlockedDomains, d)
-	}
-	if c.ActivityPub && prod && c.PublicURL != nil && c.PublicURL.Scheme != "https" {
-		l.fail("ACTIVITYPUB", "needs an https PUBLIC_URL in production: fediverse servers fetch actors over https only")
 	}
 }
 

@@ -222,3 +222,53 @@ func TestRetentionSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestActivityPubSettings: ACTIVITYPUB and ACTIVITYPUB_CATEGORY_NOTES are
+// off unless set on; ACTIVITYPUB_BLOCKED_DOMAINS is a list of bare
+// domains (lower-cased, dots trimmed), and an entry with a scheme, port,
+// user, wildcard or space stops start-up with an error naming the
+// variable and the entry; production refuses a plain-http PUBLIC_URL with
+// ACTIVITYPUB=on (fediverse servers fetch actors over https only).
+func TestActivityPubSettings(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ActivityPub || c.ActivityPubCategoryNotes || len(c.ActivityPubBlockedDomains) != 0 {
+		t.Errorf("defaults: ACTIVITYPUB %v, ACTIVITYPUB_CATEGORY_NOTES %v, blocked %v; want off, off, none",
+			c.ActivityPub, c.ActivityPubCategoryNotes, c.ActivityPubBlockedDomains)
+	}
+	c, err = Load(env(map[string]string{"ACTIVITYPUB": "on"}))
+	if err != nil || !c.ActivityPub || c.ActivityPubCategoryNotes {
+		t.Errorf("ACTIVITYPUB=on alone: %v, category notes %v (%v); want on, off", c.ActivityPub, c.ActivityPubCategoryNotes, err)
+	}
+	c, err = Load(env(map[string]string{"ACTIVITYPUB": "on", "ACTIVITYPUB_CATEGORY_NOTES": "on",
+		"ACTIVITYPUB_BLOCKED_DOMAINS": "Spam.Example, .bad.example. ,ok.example"}))
+	if err != nil || !c.ActivityPubCategoryNotes || strings.Join(c.ActivityPubBlockedDomains, " ") != "spam.example bad.example ok.example" {
+		t.Errorf("set: category notes %v, blocked %q (%v)", c.ActivityPubCategoryNotes, c.ActivityPubBlockedDomains, err)
+	}
+	for _, tc := range []struct{ name, value, entry string }{
+		{"ACTIVITYPUB", "yes", ""},
+		{"ACTIVITYPUB_CATEGORY_NOTES", "true", ""},
+		{"ACTIVITYPUB_BLOCKED_DOMAINS", "ok.example, https://spam.example", `"https://spam.example"`},
+		{"ACTIVITYPUB_BLOCKED_DOMAINS", "spam.example:443", `"spam.example:443"`},
+		{"ACTIVITYPUB_BLOCKED_DOMAINS", "*.spam.example", `"*.spam.example"`},
+		{"ACTIVITYPUB_BLOCKED_DOMAINS", "bot@spam.example", `"bot@spam.example"`},
+		{"ACTIVITYPUB_BLOCKED_DOMAINS", "spam example", `"spam example"`},
+		{"ACTIVITYPUB_BLOCKED_DOMAINS", "spam.example/users", `"spam.example/users"`},
+	} {
+		_, err := Load(env(map[string]string{"ACTIVITYPUB": "on", tc.name: tc.value}))
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Var != tc.name || !strings.Contains(err.Error(), tc.entry) {
+			t.Errorf("%s=%q: %v, want an error naming %s and %s", tc.name, tc.value, err, tc.name, tc.entry)
+		}
+	}
+	if c, err := Load(env(prodEnv("ACTIVITYPUB", "on"))); err != nil || !c.ActivityPub {
+		t.Errorf("production with an https PUBLIC_URL: %v", err)
+	}
+	_, err = Load(env(prodEnv("ACTIVITYPUB", "on", "PUBLIC_URL", "http://ff.example")))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Var != "PUBLIC_URL" || !strings.Contains(err.Error(), "https") {
+		t.Errorf("production, ACTIVITYPUB=on, PUBLIC_URL over http: %v, want PUBLIC_URL refused", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -59,6 +60,9 @@ type env struct {
 	clk      *clock
 	peer     *fakefed.Server
 	base     string
+	// cfg is svc's configuration: another Service made from it is another
+	// process over the same database.
+	cfg fediverse.Config
 }
 
 func setup(t *testing.T, mods ...func(*fediverse.Config)) *env {
@@ -101,7 +105,7 @@ func setup(t *testing.T, mods ...func(*fediverse.Config)) *env {
 		m(&cfg)
 	}
 	svc = fediverse.NewService(cfg)
-	e.svc = svc
+	e.svc, e.cfg = svc, cfg
 	e.matcher.OnAffected(func(ctx context.Context, tx pgx.Tx, res match.BatchResult) error {
 		return svc.MatchHook(ctx, tx, slices.Concat(res.NewKeys, res.ReplacedKeys))
 	})
@@ -175,7 +179,13 @@ func (e *env) push(ps ...paper.Paper) {
 // the delivery errors by inbox.
 func (e *env) deliver() map[int64]error {
 	e.t.Helper()
-	if _, err := e.svc.Fanout(e.ctx, nil); err != nil {
+	return e.deliverBy(e.svc)
+}
+
+// deliverBy is deliver with the jobs run by svc (another process).
+func (e *env) deliverBy(svc *fediverse.Service) map[int64]error {
+	e.t.Helper()
+	if _, err := svc.Fanout(e.ctx, nil); err != nil {
 		e.t.Fatal(err)
 	}
 	rows, err := e.db.Pool.Query(e.ctx, `SELECT id FROM ap_inboxes WHERE queued ORDER BY id`)
@@ -185,7 +195,7 @@ func (e *env) deliver() map[int64]error {
 	ids, _ := pgx.CollectRows(rows, pgx.RowTo[int64])
 	errs := map[int64]error{}
 	for _, id := range ids {
-		if err := e.svc.DeliverInbox(e.ctx, id, nil); err != nil {
+		if err := svc.DeliverInbox(e.ctx, id, nil); err != nil {
 			errs[id] = err
 		}
 	}
@@ -427,6 +437,49 @@ func TestGuardKeepsInboxesOffInternalAddresses(t *testing.T) {
 	}
 	if n := e.count(`SELECT count(*) FROM ap_deliveries WHERE state = 'failed' AND last_response LIKE '%internal%'`); n != 1 {
 		t.Errorf("%d deliveries failed as internal, want the Accept", n)
+	}
+}
+
+// TestFollowWithAnInternalInboxIsRefused: the follower's key is served
+// from an address the guard allows (the fake on 127.0.0.1, on the test's
+// allow-list, the development switch), so the Follow's signature verifies;
+// but its actor document names an inbox or a shared inbox at an internal
+// address, or over plain http: the Follow is refused with a 422 naming
+// the field, and nothing is stored or queued.
+func TestFollowWithAnInternalInboxIsRefused(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	t.Log("hostile: a follower whose inbox is at an internal address is refused (422) and never posted to")
+	for _, c := range []struct {
+		name, inbox, shared, field, why string
+	}{
+		{"eve", "https://10.0.0.7/users/eve/inbox", "", "inbox", "internal address"},
+		{"frank", "", "https://169.254.169.254/inbox", "sharedInbox", "internal address"},
+		{"grace", "https://[::1]:8443/users/grace/inbox", "", "inbox", "internal address"},
+		{"heidi", "http://public.example/users/heidi/inbox", "", "inbox", "must use https"},
+	} {
+		e.peer.SetInboxes(c.name, c.inbox, c.shared)
+		f := map[string]any{"@context": "https://www.w3.org/ns/activitystreams", "id": e.peer.ActorID(c.name) + "#f",
+			"type": "Follow", "actor": e.peer.ActorID(c.name), "object": e.actor("cs.LG").ID}
+		before := e.peer.Requests()
+		err := e.receive(c.name, "cs.LG", f)
+		var ae *apperr.Error
+		if !errors.As(err, &ae) || ae.Code != apperr.Invalid || ae.Field != c.field || !strings.Contains(ae.Message, c.why) {
+			t.Errorf("%s's Follow (inbox %q, shared inbox %q): %v, want a 422 of %s saying %s", c.name, c.inbox, c.shared, err, c.field, c.why)
+		}
+		if e.peer.Requests() == before {
+			t.Errorf("%s: the key was not fetched: the Follow was refused before the inbox check", c.name)
+		}
+	}
+	for _, table := range []string{"ap_followers", "ap_inboxes", "ap_deliveries", "ap_actors"} {
+		if n := e.count(`SELECT count(*) FROM ` + table); n != 0 {
+			t.Errorf("%d rows in %s after refused Follows", n, table)
+		}
+	}
+	// A follower with its inboxes on the fake (allowed) is followed.
+	e.follow("ivan", "cs.LG")
+	if n := e.count(`SELECT count(*) FROM ap_followers`); n != 1 {
+		t.Errorf("%d followers after a Follow with good inboxes", n)
 	}
 }
 

@@ -30,6 +30,15 @@ const DeadAfter = 3 * 24 * time.Hour
 // disabled before River gives up on its job.
 const DeliverAttempts = 90
 
+// UnauthorizedAttempts is how many times a delivery is sent while the
+// inbox answers it 401 before it fails. A 401 is what a peer answers a
+// signature it cannot verify with the key it fetched: after a key rotation
+// it may have read the actor document from a cache (it is served with
+// max-age 300) or just before the switch, and fetches it again on a later
+// failure, as Mastodon does. With the default back-off (from 5 s,
+// doubling, ±10%), eight attempts span nine and a half minutes or more.
+const UnauthorizedAttempts = 8
+
 // deliverBatch is how many pending deliveries one job reads at a time.
 const deliverBatch = 50
 
@@ -144,6 +153,9 @@ type pending struct {
 //     *RetryError and is tried again with back-off, resending the same
 //     activity (same id, same bytes); after DeadAfter of failures the
 //     inbox is disabled and its pending deliveries failed;
+//   - 401: retried as a 5xx is (the peer may not have fetched the
+//     actor's current key yet), up to UnauthorizedAttempts 401s for that
+//     delivery, after which it failed for good;
 //   - another 4xx, a redirect, or an address the guard refuses: that
 //     delivery failed for good (the next is tried).
 //
@@ -259,6 +271,8 @@ func (o outcome) verdict() string {
 		return gone
 	case o.status == http.StatusTooManyRequests || o.status == http.StatusRequestTimeout || o.status >= 500:
 		return retry
+	case o.status == http.StatusUnauthorized:
+		return retry // record fails it after UnauthorizedAttempts
 	}
 	return failed
 }
@@ -300,16 +314,28 @@ func (s *Service) post(ctx context.Context, inbox string, p pending) outcome {
 // inbox should be tried again later, and disabled when the inbox was just
 // disabled (410 Gone, or failing for DeadAfter).
 func (s *Service) record(ctx context.Context, inboxID, activity int64, o outcome) (disabled bool, err error) {
-	v := o.verdict()
-	s.metrics.add(v)
 	now := s.now()
 	var status *int
 	if o.status != 0 {
 		status = &o.status
 	}
 	var again error
+	var v string
 	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
-		disabled, again = false, nil
+		o := o // a copy per try of the transaction
+		disabled, again, v = false, nil, o.verdict()
+		if o.status == http.StatusUnauthorized {
+			var n int
+			if err := tx.QueryRow(ctx, `
+				UPDATE ap_deliveries SET unauthorized = unauthorized + 1 WHERE inbox_id = $1 AND activity_id = $2
+				RETURNING unauthorized`, inboxID, activity).Scan(&n); err != nil {
+				return err
+			}
+			if n >= UnauthorizedAttempts {
+				v = failed
+				o.response = text.Truncate(fmt.Sprintf("401 %d times: %s", n, o.response), 500)
+			}
+		}
 		state := "pending"
 		switch v {
 		case delivered:
@@ -361,6 +387,7 @@ func (s *Service) record(ctx context.Context, inboxID, activity int64, o outcome
 	if err != nil {
 		return false, err
 	}
+	s.metrics.add(v)
 	return disabled, again
 }
 

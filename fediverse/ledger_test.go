@@ -1,6 +1,7 @@
 package fediverse_test
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
@@ -315,8 +316,10 @@ func TestHousekeepingPrunesByAge(t *testing.T) {
 	}
 }
 
-// TestKeyRotation: after a rotation every actor publishes the new key, and
-// the peer verifies what is signed with it.
+// TestKeyRotation: a rotation adds a key that every actor publishes, and
+// signs with, from its activation instant (KeyActivationDelay on); until
+// then the old key is still the published one. The peer verifies what is
+// signed with the new key.
 func TestKeyRotation(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -324,21 +327,190 @@ func TestKeyRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.RotateKey(e.ctx); err != nil {
+	_, active, err := e.svc.RotateKey(e.ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	after, _ := e.svc.ActorDocument(e.ctx, e.actor("cs.LG"))
+	if want := e.clk.Now().Add(fediverse.KeyActivationDelay); !active.Equal(want) {
+		t.Errorf("the new key is active at %v, want %v", active, want)
+	}
 	// The private keys are sealed at rest (SECRET_KEY), the public ones not.
 	if n := e.count(`SELECT count(*) FROM ap_keys WHERE private_pem LIKE 'enc1:%' AND private_pem NOT LIKE '%PRIVATE KEY%' AND public_pem LIKE '-----BEGIN PUBLIC KEY%'`); n != 2 {
 		t.Errorf("%d of the 2 keys sealed", n)
 	}
+	e.clk.Add(fediverse.KeyActivationDelay - time.Second)
+	pending, _ := e.svc.ActorDocument(e.ctx, e.actor("cs.LG"))
+	if pending.PublicKey.PublicKeyPem != before.PublicKey.PublicKeyPem {
+		t.Error("the new key was published before its activation")
+	}
+	e.clk.Add(time.Second)
+	after, _ := e.svc.ActorDocument(e.ctx, e.actor("cs.LG"))
 	if after.PublicKey.PublicKeyPem == before.PublicKey.PublicKeyPem || after.PublicKey.ID != before.PublicKey.ID {
-		t.Fatal("the rotation did not change the published key")
+		t.Fatal("the rotation did not change the published key at its activation")
 	}
 	e.follow("alice", "cs.LG")
 	e.deliver()
 	if rs := e.peer.Received(); len(rs) != 1 || rs[0].Type() != "Accept" || len(e.peer.Rejected()) > 0 {
 		t.Errorf("after rotation: received %d, rejected %v", len(rs), e.peer.Rejected())
+	}
+}
+
+// TestRotationAfterANewSecretKey: after SECRET_KEY changed no process can
+// open the current key (it signs nothing, and actor documents fail), so a
+// rotation then makes its new key current at once.
+func TestRotationAfterANewSecretKey(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	if _, err := e.svc.ActorDocument(e.ctx, e.actor("cs.LG")); err != nil { // the first key, sealed
+		t.Fatal(err)
+	}
+	cfg := e.cfg
+	cfg.SecretKey = []byte("another secret key of 32 bytes..")
+	moved := fediverse.NewService(cfg)
+	if _, err := moved.ActorDocument(e.ctx, e.actor("cs.LG")); err == nil || !strings.Contains(err.Error(), "rotate-key") {
+		t.Fatalf("the actor under another SECRET_KEY: %v, want an error saying to rotate", err)
+	}
+	_, active, err := moved.RotateKey(e.ctx)
+	if err != nil || !active.Equal(e.clk.Now()) {
+		t.Fatalf("rotation: active at %v (%v), want now, %v", active, err, e.clk.Now())
+	}
+	if _, err := moved.ActorDocument(e.ctx, e.actor("cs.LG")); err != nil {
+		t.Errorf("the actor right after the rotation: %v", err)
+	}
+}
+
+// TestKeyRotationAcrossProcesses: two Services over one database are two
+// processes, each keeping the key it read for up to a minute: api serves
+// the actor documents the peer fetches keys from, worker runs the
+// fan-out and delivery jobs. A rotation in either (rotate-key is a process
+// of its own) never has one sign with a key the other does not serve: at
+// every moment around the activation, before the worker's cache expires,
+// just before and at the activation instant, and again for a rotation in
+// the worker, every note reaches the peer (which fetches the key for every
+// request it verifies) on the first try, none refused, none lost.
+func TestKeyRotationAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *fediverse.Config) { c.CategoryNotes = true })
+	api := e.svc
+	worker := fediverse.NewService(e.cfg)
+	e.follow("alice", "cs.LG")
+	if errs := e.deliverBy(worker); len(errs) > 0 { // the worker reads key 1
+		t.Fatal(errs)
+	}
+	published := func() string {
+		t.Helper()
+		doc, err := api.ActorDocument(e.ctx, e.actor("cs.LG"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return doc.PublicKey.PublicKeyPem
+	}
+	key1 := published()
+	papers := 0
+	note := func(when string) {
+		t.Helper()
+		papers++
+		e.push(researcherPaper(fmt.Sprintf("2301.%05d", papers), 1, when))
+		if errs := e.deliverBy(worker); len(errs) > 0 {
+			t.Fatalf("%s: the worker's delivery: %v (the peer refused %v)", when, errs, e.peer.Rejected())
+		}
+		if n := len(creates(e.peer.Received())); n != papers {
+			t.Fatalf("%s: %d notes reached the peer, want %d (refused: %v)", when, n, papers, e.peer.Rejected())
+		}
+	}
+	e.clk.Add(30 * time.Second)
+	_, active, err := api.RotateKey(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	note("right after a rotation in the api process, the worker's key read before it")
+	e.clk.Add(31 * time.Second)
+	note("after the worker read the keys again")
+	e.clk.Add(active.Sub(e.clk.Now()) - time.Second)
+	note("a second before the activation")
+	if published() != key1 {
+		t.Fatal("the api process published the new key before its activation")
+	}
+	e.clk.Add(time.Second)
+	note("at the activation")
+	key2 := published()
+	if key2 == key1 {
+		t.Fatal("the api process did not publish the new key at its activation")
+	}
+	// A rotation in the worker process, while the api keeps key 2 cached.
+	e.clk.Add(10 * time.Second)
+	_, active, err = worker.RotateKey(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	note("right after a rotation in the worker process")
+	e.clk.Add(active.Sub(e.clk.Now()))
+	note("at the second key's activation")
+	if published() == key2 {
+		t.Fatal("the api process did not publish the third key at its activation")
+	}
+	if n := e.count(`SELECT count(*) FROM ap_deliveries WHERE state <> 'delivered' OR attempts <> 1`); n != 0 {
+		t.Errorf("%d deliveries not delivered on their first attempt", n)
+	}
+	if rej := e.peer.Rejected(); len(rej) > 0 {
+		t.Errorf("the peer refused: %v", rej)
+	}
+}
+
+// TestUnauthorizedIsRetried: an inbox answering 401 (a peer that has not
+// fetched the actor's current key yet) keeps the delivery pending and gets
+// the same activity again with back-off; after UnauthorizedAttempts 401s
+// the delivery fails and the inbox's next one is sent.
+func TestUnauthorizedIsRetried(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *fediverse.Config) { c.CategoryNotes = true })
+	e.follow("alice", "cs.LG")
+	e.deliver()
+	var inbox int64
+	e.db.Pool.QueryRow(e.ctx, `SELECT inbox_id FROM ap_followers`).Scan(&inbox)
+	e.peer.Fail(http.StatusUnauthorized)
+	e.push(researcherPaper("2301.00001", 1, "One"))
+	var re *fediverse.RetryError
+	if errs := e.deliver(); !errors.As(errs[inbox], &re) {
+		t.Fatalf("a 401: %v, want a RetryError", errs)
+	}
+	for range fediverse.UnauthorizedAttempts - 2 {
+		if err := e.svc.DeliverInbox(e.ctx, inbox, nil); !errors.As(err, &re) {
+			t.Fatalf("a 401 again: %v, want a RetryError", err)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM ap_deliveries WHERE state = 'pending' AND unauthorized = $1`, fediverse.UnauthorizedAttempts-1); n != 1 {
+		t.Fatalf("%d pending deliveries after %d 401s, want the Create", n, fediverse.UnauthorizedAttempts-1)
+	}
+	e.peer.Fail(0)
+	if err := e.svc.DeliverInbox(e.ctx, inbox, nil); err != nil {
+		t.Fatalf("once the peer verifies: %v", err)
+	}
+	if cs := creates(e.peer.Received()); len(cs) != 1 {
+		t.Fatalf("%d creates after the 401s stopped, want 1", len(cs))
+	}
+	// 401 for good: the delivery fails after UnauthorizedAttempts, and the
+	// next one goes out.
+	e.peer.Fail(http.StatusUnauthorized)
+	e.push(researcherPaper("2301.00002", 1, "Two"))
+	e.deliver()
+	for range fediverse.UnauthorizedAttempts - 2 {
+		e.svc.DeliverInbox(e.ctx, inbox, nil)
+	}
+	e.push(researcherPaper("2301.00003", 1, "Three"))
+	e.deliver()
+	if err := e.svc.DeliverInbox(e.ctx, inbox, nil); !errors.As(err, &re) {
+		t.Fatalf("the next delivery after the failed one: %v, want a RetryError (it is sent, and 401 too)", err)
+	}
+	if n := e.count(`SELECT count(*) FROM ap_deliveries WHERE state = 'failed' AND last_status = 401 AND unauthorized = $1`, fediverse.UnauthorizedAttempts); n != 1 {
+		t.Errorf("%d deliveries failed after %d 401s, want 1", n, fediverse.UnauthorizedAttempts)
+	}
+	e.peer.Fail(0)
+	if err := e.svc.DeliverInbox(e.ctx, inbox, nil); err != nil {
+		t.Fatal(err)
+	}
+	if cs := creates(e.peer.Received()); len(cs) != 2 || !strings.Contains(string(cs[1].Body), "Three") {
+		t.Errorf("%d creates, want One and Three", len(cs))
 	}
 }
 
@@ -366,7 +538,9 @@ func TestRemoteKeyRotation(t *testing.T) {
 }
 
 // TestRFC9421Signatures: a peer signing with RFC 9421 (Signature-Input,
-// Content-Digest, rsa-v1_5-sha256) is verified; a tampered one is not.
+// Content-Digest, rsa-v1_5-sha256) is verified; one over another target,
+// or with another body under its signed Content-Digest, is not, and the
+// same request again is a replay.
 func TestRFC9421Signatures(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -401,10 +575,27 @@ func TestRFC9421Signatures(t *testing.T) {
 	if err := e.svc.Receive(e.ctx, "cs.AI", tampered); apperr.CodeOf(err) != apperr.Unauthorized {
 		t.Errorf("an RFC 9421 signature over another target: %v", err)
 	}
+	// Another body under the signed Content-Digest: the signature covers
+	// the header, not the body, so only the digest check refuses it.
+	swapped := req
+	swapped.Body = bytes.Replace(body, []byte(`#f"`), []byte(`#g"`), 1)
+	if bytes.Equal(swapped.Body, body) {
+		t.Fatal("the body was not changed")
+	}
+	if err := e.svc.Receive(e.ctx, "cs.LG", swapped); apperr.CodeOf(err) != apperr.Unauthorized || !strings.Contains(err.Error(), "Content-Digest does not match") {
+		t.Errorf("an RFC 9421 request with another body under its Content-Digest: %v, want a 401 saying the digest does not match", err)
+	}
+	if n := e.count(`SELECT count(*) FROM ap_followers`); n != 0 {
+		t.Fatalf("%d followers after refused RFC 9421 requests", n)
+	}
 	if err := e.svc.Receive(e.ctx, "cs.LG", req); err != nil {
 		t.Fatalf("RFC 9421: %v", err)
 	}
 	if n := e.count(`SELECT count(*) FROM ap_followers WHERE follower = $1`, actor); n != 1 {
 		t.Errorf("%d followers from the RFC 9421 Follow", n)
+	}
+	// The same signed request again is a replay.
+	if err := e.svc.Receive(e.ctx, "cs.LG", req); apperr.CodeOf(err) != apperr.Unauthorized || !strings.Contains(err.Error(), "replay") {
+		t.Errorf("an RFC 9421 replay: %v, want a 401 saying it is a replay", err)
 	}
 }

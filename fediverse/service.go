@@ -95,10 +95,10 @@ type Service struct {
 	metrics    *Metrics
 	sealer     *channels.Sealer // nil: private keys stored in clear
 
-	keyMu  sync.Mutex
-	key    *instanceKey
-	keyAt  time.Time
-	remote sync.Map // keyID → *remoteKey, the process's copy of ap_remote_keys
+	keyMu    sync.Mutex
+	key      *instanceKey
+	keyUntil time.Time // when key must be read again
+	remote   sync.Map  // keyID → *remoteKey, the process's copy of ap_remote_keys
 }
 
 // NewService returns the service; it reads or creates its signing key on
@@ -165,6 +165,10 @@ type instanceKey struct {
 	public  string // PEM
 }
 
+// errUnreadableKey is a stored private key this process cannot use (sealed
+// under another SECRET_KEY, or damaged).
+var errUnreadableKey = errors.New("unreadable private key")
+
 // keyKind is the sealed private key's kind (its additional data).
 const keyKind = "activitypub-private-key"
 
@@ -172,109 +176,150 @@ const keyKind = "activitypub-private-key"
 // again (a rotation in another process reaches it within this).
 const keyReload = time.Minute
 
+// KeyActivationDelay is how long after a rotation the new key becomes the
+// signing key: later than every process's next read of ap_keys (each reads
+// it at most keyReload apart), so that every process knows the new key's
+// activation instant before it comes, and they all switch then, serving
+// and signing with the same key (a peer that fetched the actor's key
+// verifies what any process signs).
+const KeyActivationDelay = 2 * keyReload
+
 // KeyBits is the size of generated RSA keys (Mastodon's).
 const KeyBits = 2048
 
-// signingKey returns the current instance key, creating the first one.
+// signingKey returns the current instance key, creating the first one:
+// the newest key whose activation instant has passed. A process keeps it
+// until keyReload has passed or a newer key's activation comes, whichever
+// is first.
 func (s *Service) signingKey(ctx context.Context) (*instanceKey, error) {
 	s.keyMu.Lock()
 	defer s.keyMu.Unlock()
-	if s.key != nil && s.now().Sub(s.keyAt) < keyReload {
+	now := s.now()
+	if s.key != nil && now.Before(s.keyUntil) {
 		return s.key, nil
 	}
-	k, err := s.loadKey(ctx)
+	k, next, err := s.loadKey(ctx, now)
 	if errors.Is(err, pgx.ErrNoRows) {
-		if _, err := s.addKey(ctx, false); err != nil {
+		if _, _, err := s.addKey(ctx, false, now); err != nil {
 			return nil, err
 		}
-		k, err = s.loadKey(ctx)
+		k, next, err = s.loadKey(ctx, now)
 	}
 	if err != nil {
 		return nil, err
 	}
-	s.key, s.keyAt = k, s.now()
+	s.key, s.keyUntil = k, now.Add(keyReload)
+	if next != nil && next.Before(s.keyUntil) {
+		s.keyUntil = *next
+	}
 	return k, nil
 }
 
-func (s *Service) loadKey(ctx context.Context) (*instanceKey, error) {
+// loadKey reads the key current at now and the activation instant of the
+// next one (nil when none is pending). The current key is the newest
+// whose active_at has passed; when none has (a first key created by a
+// process whose clock runs ahead), the first one.
+func (s *Service) loadKey(ctx context.Context, now time.Time) (*instanceKey, *time.Time, error) {
 	var k instanceKey
 	var priv string
-	err := s.db.Pool.QueryRow(ctx, `SELECT id, public_pem, private_pem FROM ap_keys WHERE retired_at IS NULL`).Scan(&k.id, &k.public, &priv)
+	var next *time.Time
+	err := s.db.Pool.QueryRow(ctx, `
+		SELECT id, public_pem, private_pem, (SELECT min(active_at) FROM ap_keys WHERE active_at > $1)
+		FROM ap_keys
+		ORDER BY active_at <= $1 DESC, CASE WHEN active_at <= $1 THEN active_at END DESC, active_at, id DESC
+		LIMIT 1`, now).Scan(&k.id, &k.public, &priv, &next)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if s.sealer != nil {
 		if priv, err = s.sealer.Open(keyKind, 0, priv); err != nil {
-			return nil, fmt.Errorf("ap_keys %d: %w (rotate it: followfeed activitypub rotate-key)", k.id, err)
+			return nil, nil, fmt.Errorf("ap_keys %d: %w: %w (rotate it: followfeed activitypub rotate-key)", k.id, errUnreadableKey, err)
 		}
 	}
 	block, _ := pem.Decode([]byte(priv))
 	if block == nil {
-		return nil, fmt.Errorf("ap_keys %d: the private key is not PEM", k.id)
+		return nil, nil, fmt.Errorf("ap_keys %d: %w: not PEM", k.id, errUnreadableKey)
 	}
 	pk, err := x509.ParsePKCS8PrivateKey(block.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("ap_keys %d: %w", k.id, err)
+		return nil, nil, fmt.Errorf("ap_keys %d: %w: %w", k.id, errUnreadableKey, err)
 	}
 	rk, ok := pk.(*rsa.PrivateKey)
 	if !ok {
-		return nil, fmt.Errorf("ap_keys %d: not an RSA key", k.id)
+		return nil, nil, fmt.Errorf("ap_keys %d: %w: not an RSA key", k.id, errUnreadableKey)
 	}
 	k.private = rk
-	return &k, nil
+	return &k, next, nil
 }
 
-// addKey generates a key and makes it current; with retire, the current
-// one is retired first (a rotation), else a concurrent first key wins.
-func (s *Service) addKey(ctx context.Context, retire bool) (int, error) {
+// addKey generates a key that becomes the signing key at active. A first
+// key (retire false) loses to a concurrent first key; a rotation's (retire
+// true) retires the key it replaces at active. It returns the key's id (0
+// when a concurrent first key won).
+func (s *Service) addKey(ctx context.Context, retire bool, active time.Time) (int, time.Time, error) {
 	rk, err := rsa.GenerateKey(rand.Reader, KeyBits)
 	if err != nil {
-		return 0, err
+		return 0, time.Time{}, err
 	}
 	der, err := x509.MarshalPKCS8PrivateKey(rk)
 	if err != nil {
-		return 0, err
+		return 0, time.Time{}, err
 	}
 	pubDER, err := x509.MarshalPKIXPublicKey(&rk.PublicKey)
 	if err != nil {
-		return 0, err
+		return 0, time.Time{}, err
 	}
 	priv := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
 	if s.sealer != nil {
 		priv = s.sealer.Seal(keyKind, 0, priv)
 	}
 	pub := string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}))
+	now := s.now()
 	var id int
 	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
 		if retire {
-			if _, err := tx.Exec(ctx, `UPDATE ap_keys SET retired_at = $1 WHERE retired_at IS NULL`, s.now()); err != nil {
+			// The key it replaces signs until the new one's activation (a
+			// key still pending is replaced before it ever signs).
+			if _, err := tx.Exec(ctx, `UPDATE ap_keys SET retired_at = $1 WHERE retired_at IS NULL`, active); err != nil {
 				return err
 			}
 		}
 		// ap_keys_current_idx: a second first key loses (and reads the winner's).
 		return tx.QueryRow(ctx, `
-			INSERT INTO ap_keys (public_pem, private_pem, created_at) VALUES ($1, $2, $3)
-			ON CONFLICT DO NOTHING RETURNING id`, pub, priv, s.now()).Scan(&id)
+			INSERT INTO ap_keys (public_pem, private_pem, created_at, active_at) VALUES ($1, $2, $3, $4)
+			ON CONFLICT DO NOTHING RETURNING id`, pub, priv, now, active).Scan(&id)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
+		return 0, time.Time{}, nil
 	}
-	return id, err
+	return id, active, err
 }
 
-// RotateKey retires the instance key and makes a new one current: every
-// actor's publicKey changes, and servers that cached the old one fetch the
-// actor again when a signature no longer verifies (as Mastodon does). It
-// returns the new key's id.
-func (s *Service) RotateKey(ctx context.Context) (int, error) {
-	id, err := s.addKey(ctx, true)
+// RotateKey adds a new instance key that becomes every actor's key at the
+// instant it returns (KeyActivationDelay from now; the current key signs
+// and is served until then, by every process alike): every actor's
+// publicKey then changes, and servers that cached the old one fetch the
+// actor again when a signature no longer verifies (as Mastodon does). When
+// no process can sign with the current key (it is sealed under another
+// SECRET_KEY, the reason to rotate after changing it), or there is none,
+// the new key is active at once. It returns the new key's id and its
+// activation instant.
+func (s *Service) RotateKey(ctx context.Context) (int, time.Time, error) {
+	now := s.now()
+	active := now.Add(KeyActivationDelay)
+	if _, _, err := s.loadKey(ctx, now); errors.Is(err, errUnreadableKey) || errors.Is(err, pgx.ErrNoRows) {
+		active = now
+	} else if err != nil {
+		return 0, time.Time{}, fmt.Errorf("rotating the ActivityPub key: %w", err)
+	}
+	id, active, err := s.addKey(ctx, true, active)
 	if err != nil {
-		return 0, fmt.Errorf("rotating the ActivityPub key: %w", err)
+		return 0, time.Time{}, fmt.Errorf("rotating the ActivityPub key: %w", err)
 	}
 	s.keyMu.Lock()
 	s.key = nil
 	s.keyMu.Unlock()
-	return id, nil
+	return id, active, nil
 }
 
 // URL is the absolute URL of path under PUBLIC_URL.

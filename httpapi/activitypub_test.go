@@ -167,7 +167,9 @@ func TestFediverseExchange(t *testing.T) {
 		t.Errorf("nodeinfo: %d %v", st, ni)
 	}
 
-	// A signed Follow (under another id of the person: its alias URL).
+	// A signed Follow of the actor's own URL (the canonical id's, which
+	// WebFinger gave for every id; a Follow naming another id's URL is
+	// fediverse's TestOneActorPerIdentity).
 	follow := map[string]any{
 		"@context": "https://www.w3.org/ns/activitystreams",
 		"id":       peer.ActorID("alice") + "#follows/1", "type": "Follow",

@@ -74,6 +74,15 @@ mutation unread-window-keeps-marked match match/window.go '&& !(q.Unread && mark
 mutation pause-never-ends notify notify/pause.go 'AND (d.pause_ends_at IS NULL OR d.pause_ends_at > ` + at + `), false)`' 'AND true, false)`'
 mutation snooze-ignored match match/snooze.go 'if f := &follows[q.UserID][j].Follow; f.Snoozed(q.At) {' 'if f := &follows[q.UserID][j].Follow; false && f.Snoozed(q.At) {'
 
+# The fediverse's key rotation, 401s, digests and inbox checks (issue #29), and its settings.
+mutation ap-key-active-at-once fediverse fediverse/service.go 'active := now.Add(KeyActivationDelay)' 'active := now'
+mutation ap-key-cached-past-activation fediverse fediverse/service.go 'if next != nil && next.Before(s.keyUntil) {' 'if false && next != nil {'
+mutation ap-401-final fediverse fediverse/ledger.go 'return retry // record fails it after UnauthorizedAttempts' 'return failed'
+mutation ap-401-retried-forever fediverse fediverse/ledger.go 'if n >= UnauthorizedAttempts {' 'if false && n >= UnauthorizedAttempts {'
+mutation ap-rfc9421-no-content-digest fediverse fediverse/rfc9421.go 'r.Body); err != nil {' 'r.Body); false && err != nil {'
+mutation ap-follow-inbox-unchecked fediverse fediverse/inbox.go 'if _, err := s.guard.CheckURL("inbox", personal); err != nil {' 'if _, err := s.guard.CheckURL("inbox", personal); false && err != nil {'
+mutation ap-blocked-domains-unchecked config config/config.go 'if d == "" || strings.ContainsAny(d, "/:@ *") {' 'if d == "" {'
+
 # substitute FILE OLD NEW: replaces the one occurrence of OLD in FILE.
 substitute() {
 	local f=$1 old=$2 new=$3 s rest n

@@ -87,6 +87,8 @@ type Server struct {
 	attempts int
 	requests int
 	notify   chan struct{}
+	// inboxes overrides an actor's inbox and shared inbox (SetInboxes).
+	inboxes map[string][2]string
 }
 
 // Start starts a fake server on 127.0.0.1 with a fresh key.
@@ -111,6 +113,35 @@ func (s *Server) Rotate() error {
 	s.key = key
 	s.mu.Unlock()
 	return nil
+}
+
+// SetInboxes makes name's actor document name inbox and sharedInbox
+// (an empty one: the default) instead of the fake's own: a follower whose
+// inboxes are elsewhere, at an internal address for instance. The key is
+// still served by the fake.
+func (s *Server) SetInboxes(name, inbox, sharedInbox string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inboxes == nil {
+		s.inboxes = map[string][2]string{}
+	}
+	s.inboxes[name] = [2]string{inbox, sharedInbox}
+}
+
+// inboxesOf is name's inbox and shared inbox.
+func (s *Server) inboxesOf(name string) (string, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	inbox, shared := s.ActorID(name)+"/inbox", s.SharedInbox()
+	if o, ok := s.inboxes[name]; ok {
+		if o[0] != "" {
+			inbox = o[0]
+		}
+		if o[1] != "" {
+			shared = o[1]
+		}
+	}
+	return inbox, shared
 }
 
 // SignWith makes the fake sign what it sends (Signed, SignRequest, Send)
@@ -204,15 +235,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/users/"):
 		name := strings.TrimPrefix(r.URL.Path, "/users/")
 		id := s.ActorID(name)
+		inbox, shared := s.inboxesOf(name)
 		w.Header().Set("Content-Type", "application/activity+json")
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"@context":          []string{"https://www.w3.org/ns/activitystreams", "https://w3id.org/security/v1"},
 			"id":                id,
 			"type":              "Person",
 			"preferredUsername": name,
-			"inbox":             id + "/inbox",
+			"inbox":             inbox,
 			"outbox":            id + "/outbox",
-			"endpoints":         map[string]string{"sharedInbox": s.SharedInbox()},
+			"endpoints":         map[string]string{"sharedInbox": shared},
 			"publicKey":         map[string]string{"id": id + "#main-key", "owner": id, "publicKeyPem": s.publicPEM()},
 		})
 	case r.Method == http.MethodPost && (r.URL.Path == "/inbox" || strings.HasSuffix(r.URL.Path, "/inbox")):

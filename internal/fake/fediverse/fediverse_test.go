@@ -1,6 +1,7 @@
 package fediverse
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -83,4 +84,38 @@ func lastRejection(s *Server) string {
 		return ""
 	}
 	return r[len(r)-1]
+}
+
+// TestSetInboxes: an actor's document names the inboxes SetInboxes gave
+// (an empty one keeps the fake's own), and the key is still the fake's.
+func TestSetInboxes(t *testing.T) {
+	s, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.SetInboxes("eve", "https://10.0.0.7/inbox", "")
+	s.SetInboxes("frank", "", "https://169.254.169.254/inbox")
+	for name, want := range map[string][2]string{
+		"eve":   {"https://10.0.0.7/inbox", s.SharedInbox()},
+		"frank": {s.ActorID("frank") + "/inbox", "https://169.254.169.254/inbox"},
+		"alice": {s.ActorID("alice") + "/inbox", s.SharedInbox()},
+	} {
+		resp, err := http.Get(s.ActorID(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Inbox     string            `json:"inbox"`
+			Endpoints map[string]string `json:"endpoints"`
+			PublicKey struct {
+				ID string `json:"id"`
+			} `json:"publicKey"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&doc)
+		resp.Body.Close()
+		if err != nil || doc.Inbox != want[0] || doc.Endpoints["sharedInbox"] != want[1] || doc.PublicKey.ID != s.ActorID(name)+"#main-key" {
+			t.Errorf("%s: inbox %q shared %q key %q (%v), want %v", name, doc.Inbox, doc.Endpoints["sharedInbox"], doc.PublicKey.ID, err, want)
+		}
+	}
 }
