@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,6 +81,7 @@ func MeasureDigestsOrdered(ctx context.Context, db *database.DB, d *notify.Diges
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			pprof.SetGoroutineLabels(ctx) // profiled's label, if any
 			for {
 				i := int(next.Add(int64(batch)) - int64(batch))
 				if i >= len(ids) {
@@ -187,4 +189,11 @@ func (r DigestRun) String() string {
 // PapersEach is how many papers a digest sent listed, on average.
 func (r DigestRun) PapersEach() float64 {
 	return float64(r.Listed) / float64(max(r.Sent, 1))
+}
+
+// profiled returns ctx labelled for a CPU profile (--cpuprofile) as the
+// digests run name: the digest runs' workers carry the label, so
+// `go tool pprof -tagfocus digests=best` shows one kind of run alone.
+func profiled(ctx context.Context, name string) context.Context {
+	return pprof.WithLabels(ctx, pprof.Labels("digests", name))
 }

@@ -235,7 +235,7 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 		// corpus.
 		const bestBudget = notify.MaxPapersLimit
 		coldStart := time.Now()
-		if _, err := MeasureDigestsOrdered(ctx, d.DB, d.Digester, users, mr.FromSeq, dayEnd, worker.MailWorkers, worker.DigestBatch, notify.OrderBest, bestBudget); err != nil {
+		if _, err := MeasureDigestsOrdered(profiled(ctx, "best-cold"), d.DB, d.Digester, users, mr.FromSeq, dayEnd, worker.MailWorkers, worker.DigestBatch, notify.OrderBest, bestBudget); err != nil {
 			return nil, fmt.Errorf("measuring best-first digests (first run): %w", err)
 		}
 		cold := time.Since(coldStart)
@@ -252,12 +252,12 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 		var runs, best []DigestRun
 		var controlled ControlRuns
 		for range 3 {
-			run, err := MeasureDigests(ctx, d.DB, d.Digester, users, mr.FromSeq, dayEnd, worker.MailWorkers, worker.DigestBatch)
+			run, err := MeasureDigests(profiled(ctx, "newest"), d.DB, d.Digester, users, mr.FromSeq, dayEnd, worker.MailWorkers, worker.DigestBatch)
 			if err != nil {
 				return nil, fmt.Errorf("measuring digests: %w", err)
 			}
 			runs = append(runs, run)
-			if run, err = MeasureDigestsOrdered(ctx, d.DB, d.Digester, users, mr.FromSeq, dayEnd, worker.MailWorkers, worker.DigestBatch, notify.OrderBest, bestBudget); err != nil {
+			if run, err = MeasureDigestsOrdered(profiled(ctx, "best"), d.DB, d.Digester, users, mr.FromSeq, dayEnd, worker.MailWorkers, worker.DigestBatch, notify.OrderBest, bestBudget); err != nil {
 				return nil, fmt.Errorf("measuring best-first digests: %w", err)
 			}
 			best = append(best, run)
@@ -266,8 +266,9 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 				for _, c := range []struct {
 					runs *[]DigestRun
 					plan *ControlPlan
-				}{{&controlled.Both, plan}, {&controlled.Read, plan.Only(false)}, {&controlled.Mutes, plan.Only(true)}} {
-					if run, err = MeasureDigestsControlled(ctx, d.DB, d.Digester, c.plan, users, mr.FromSeq, dayEnd, worker.MailWorkers, worker.DigestBatch); err != nil {
+					name string
+				}{{&controlled.Both, plan, "controls"}, {&controlled.Read, plan.Only(false), "controls-read"}, {&controlled.Mutes, plan.Only(true), "controls-mutes"}} {
+					if run, err = MeasureDigestsControlled(profiled(ctx, c.name), d.DB, d.Digester, c.plan, users, mr.FromSeq, dayEnd, worker.MailWorkers, worker.DigestBatch); err != nil {
 						return nil, fmt.Errorf("measuring digests with the reader's controls: %w", err)
 					}
 					*c.runs = append(*c.runs, run)
