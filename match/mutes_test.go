@@ -119,6 +119,72 @@ func TestMutesInFeedsAndWindows(t *testing.T) {
 	check("ada's researcher feed", e.matched(match.Query{UserID: ada, Only: &a2}), kept, nil)
 }
 
+// TestJudgedWindowsEqualApplied: once the process keeps the papers'
+// views, the windowed path judges a muting reader's digest windows by
+// their mutes itself (judge) and cuts them to their own limit; what it
+// gives equals what the mutes applied after the selection gave the first
+// time (the views not kept yet), and the per-user statement's: the same
+// papers, reasons (a scoped mute takes its follow out) and totals.
+func TestJudgedWindowsEqualApplied(t *testing.T) {
+	t.Parallel()
+	e, ada, bob, before := mutedFixture(t)
+	// More papers than a limit: the muted person's, and kept ones.
+	e.ingest(p("2611.00006", "cs.LG", []string{"cs.LG"}, "openalex:A1"))
+	e.ingest(p("2611.00007", "cs.LG", []string{"cs.LG"}, "openalex:A2"))
+	e.ingest(p("2611.00008", "stat.ML", []string{"stat.ML", "cs.LG"}, "openalex:A2"))
+	after := e.high()
+	qs := []match.Query{
+		{UserID: ada, AfterSeq: before, UpToSeq: after, IDsOnly: true, Limit: 2},
+		{UserID: ada, AfterSeq: before, UpToSeq: after, IDsOnly: true},
+		{UserID: bob, AfterSeq: before, UpToSeq: after, IDsOnly: true, Limit: 3},
+	}
+	type shown struct {
+		ids     []string
+		reasons [][]string
+		total   int
+	}
+	show := func(rs []match.Result) []shown {
+		var out []shown
+		for _, r := range rs {
+			s := shown{total: r.Total}
+			for _, p := range r.Papers {
+				s.ids = append(s.ids, fmt.Sprint(p.ID))
+				s.reasons = append(s.reasons, reasons(p))
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	ctx, judged := match.CountJudged(e.ctx)
+	first, err := e.m.MatchedMany(ctx, qs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := judged.Load(); n != 0 {
+		t.Fatalf("the first selection judged %d windows with no view kept", n)
+	}
+	second, err := e.m.MatchedMany(ctx, qs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := judged.Load(); n != 2 {
+		t.Errorf("the second selection judged %d windows, want ada's 2", n)
+	}
+	ref, err := match.PerUserMatchedMany(e.m, e.ctx, qs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := show(first), show(second), show(ref)
+	if fmt.Sprint(a) != fmt.Sprint(b) || fmt.Sprint(a) != fmt.Sprint(c) {
+		t.Errorf("applied %v\njudged  %v\nper user %v", a, b, c)
+	}
+	// ada keeps 00002, 00005 (A2 only) and 00007 (00008, by A2 too, is a
+	// cs.LG cross-list, muted for every follow): 3, the newest 2 shown.
+	if a[0].total != 3 || len(a[0].ids) != 2 || a[1].total != 3 || a[2].total != 8 {
+		t.Errorf("totals %d, %d, %d (shown %d); want 3, 3 and bob's 8", a[0].total, a[1].total, a[2].total, len(a[0].ids))
+	}
+}
+
 // TestMutesNeverLeaveAFeedShort: when the newest papers are muted, a
 // feed of Limit papers still shows the Limit newest kept ones.
 func TestMutesNeverLeaveAFeedShort(t *testing.T) {
