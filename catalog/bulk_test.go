@@ -74,6 +74,25 @@ func followSearch(t *testing.T, db *database.DB, q string) {
 	}
 }
 
+// ingestedAndEmpty returns bulkPapers and two databases whose users follow
+// searches: one where Ingest stored the papers, one with none (for a
+// bulk loader to write).
+func ingestedAndEmpty(t *testing.T, searches ...string) (ps []paper.Paper, ingested, empty *database.DB) {
+	t.Helper()
+	ingest, idb := newStore(t)
+	_, bdb := newStore(t)
+	for _, db := range []*database.DB{idb, bdb} {
+		for _, q := range searches {
+			followSearch(t, db, q)
+		}
+	}
+	ps = bulkPapers(t)
+	if _, err := ingest.Ingest(context.Background(), ps, catalog.SourcePush); err != nil {
+		t.Fatal(err)
+	}
+	return ps, idb, bdb
+}
+
 func highSeq(t *testing.T, db *database.DB) (high int64, times []int64) {
 	t.Helper()
 	ctx := context.Background()
@@ -90,15 +109,7 @@ func highSeq(t *testing.T, db *database.DB) (high int64, times []int64) {
 func TestBulkLoadWritesWhatIngestWrites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ingest, idb := newStore(t)
-	_, bdb := newStore(t)
-	for _, db := range []*database.DB{idb, bdb} {
-		followSearch(t, db, "graph transformers")
-	}
-	ps := bulkPapers(t)
-	if _, err := ingest.Ingest(ctx, ps, catalog.SourcePush); err != nil {
-		t.Fatal(err)
-	}
+	ps, idb, bdb := ingestedAndEmpty(t, "graph transformers")
 	var res catalog.BulkResult
 	if err := bdb.InTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -164,17 +175,7 @@ func TestBulkLoadWritesWhatIngestWrites(t *testing.T) {
 func TestBulkLoadMatchingWritesIngestsSearchHits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ingest, idb := newStore(t)
-	_, bdb := newStore(t)
-	for _, db := range []*database.DB{idb, bdb} {
-		followSearch(t, db, "graph transformers")
-		followSearch(t, db, "abstract cat:math.PR")
-		followSearch(t, db, "nothing-matches-this")
-	}
-	ps := bulkPapers(t)
-	if _, err := ingest.Ingest(ctx, ps, catalog.SourcePush); err != nil {
-		t.Fatal(err)
-	}
+	ps, idb, bdb := ingestedAndEmpty(t, "graph transformers", "abstract cat:math.PR", "nothing-matches-this")
 	var res catalog.BulkResult
 	if err := bdb.InTx(ctx, func(tx pgx.Tx) error {
 		var err error

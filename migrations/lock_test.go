@@ -14,6 +14,25 @@ import (
 	"followfeed/migrations"
 )
 
+// emptyDB returns an empty database's URL, a pool on it (closed at the
+// test's end) and a goose provider of this tree's migrations on it.
+func emptyDB(t *testing.T) (string, *pgxpool.Pool, *goose.Provider) {
+	t.Helper()
+	url := testdb.EmptyURL(t)
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	sqlDB := stdlib.OpenDBFromPool(pool)
+	t.Cleanup(func() { sqlDB.Close() })
+	prov, err := goose.NewProvider(goose.DialectPostgres, sqlDB, os.DirFS("sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return url, pool, prov
+}
+
 // A migration that meets a table held by a running transaction (a request
 // of the release being upgraded) waits for it at most a moment, is rolled
 // back whole and tried again until it gets the lock: Up succeeds once the
@@ -23,18 +42,7 @@ import (
 // held follows and wanted digest_schedules), is not ended by a deadlock.
 func TestUpRetriesAMigrationThatWaitsForALock(t *testing.T) {
 	ctx := context.Background()
-	url := testdb.EmptyURL(t)
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	sqlDB := stdlib.OpenDBFromPool(pool)
-	defer sqlDB.Close()
-	prov, err := goose.NewProvider(goose.DialectPostgres, sqlDB, os.DirFS("sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, pool, prov := emptyDB(t)
 	if _, err := prov.UpTo(ctx, 34); err != nil {
 		t.Fatal(err)
 	}
