@@ -11,7 +11,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/database"
+	"followfeed/follow"
 	"followfeed/paper"
+	"followfeed/search"
 )
 
 // The lab's loaders: what the benchmark and the soak write to papers,
@@ -22,7 +24,10 @@ import (
 // BulkResult reports a BulkLoad.
 type BulkResult struct {
 	Papers, Keys   int
-	FromSeq, ToSeq int64 // the key rows' seqs; 0, 0 when none were written
+	FromSeq, ToSeq int64 // the key rows' (and search hits') seqs; 0, 0 when none were written
+	// Hits and HitRows are BulkLoadMatching's: the (search, paper)
+	// matches and the search_hits rows they are listed in.
+	Hits, HitRows int
 }
 
 // bulkBatch is how many papers BulkLoad writes per COPY (their keys are
@@ -51,12 +56,41 @@ const bulkBatch = 20_000
 // digests whose follows and windows cover their seqs show them, as any
 // stored papers).
 func BulkLoad(ctx context.Context, tx pgx.Tx, papers iter.Seq[paper.Paper], src Source) (BulkResult, error) {
+	return bulkLoad(ctx, tx, papers, src, false)
+}
+
+// BulkLoadMatching is BulkLoad that also does what an ingest does with
+// the followed searches (follow.ActiveSearches, read under the lock):
+// every paper is evaluated against them and the papers a search matches
+// are listed in one search_hits row of its key (new papers, as an
+// ingest's), with their paper_search_hits rows; those rows take their seqs
+// after the key rows', and the watermark and key_seq_times move once, to
+// the last. For generating a dataset whose followed searches have hits
+// (the soak's simulated year); nothing else changes from BulkLoad (no
+// match job, no identity observer).
+func BulkLoadMatching(ctx context.Context, tx pgx.Tx, papers iter.Seq[paper.Paper], src Source) (BulkResult, error) {
+	return bulkLoad(ctx, tx, papers, src, true)
+}
+
+func bulkLoad(ctx context.Context, tx pgx.Tx, papers iter.Seq[paper.Paper], src Source, match bool) (BulkResult, error) {
 	var res BulkResult
 	if src != SourceOAI && src != SourcePush {
 		return res, fmt.Errorf("loading papers: unknown source %q", src)
 	}
 	if err := lockWriters(ctx, tx); err != nil {
 		return res, err
+	}
+	var matched searchMatches
+	hits := hitSet{}
+	if match {
+		norms, err := follow.ActiveSearches(ctx, tx)
+		if err != nil {
+			return res, err
+		}
+		if len(norms) > 0 {
+			var c searchCache
+			matched.set = c.compile(norms)
+		}
 	}
 	var keys []keyRow
 	err := database.Batches(papers, bulkBatch, func(batch []paper.Paper) error {
@@ -88,6 +122,16 @@ func BulkLoad(ctx context.Context, tx pgx.Tx, papers iter.Seq[paper.Paper], src 
 			return fmt.Errorf("loading %d papers: %w", len(batch), err)
 		}
 		res.Papers += len(batch)
+		if matched.len() > 0 {
+			docs := make([]*search.Doc, len(batch))
+			parallel(len(batch), func(i int) { docs[i] = batch[i].Doc() })
+			for i, qis := range matched.set.Match(docs) {
+				for _, qi := range qis {
+					k := hitKind{key: matched.key(int(qi)), newPaper: true}
+					hits[k] = append(hits[k], ids[i])
+				}
+			}
+		}
 		if len(keys) == 0 {
 			return nil
 		}
@@ -112,8 +156,22 @@ func BulkLoad(ctx context.Context, tx pgx.Tx, papers iter.Seq[paper.Paper], src 
 		res.Keys, res.ToSeq = res.Keys+len(keys), to
 		return nil
 	})
-	if err != nil || res.ToSeq == 0 {
+	if err != nil {
 		return res, err
+	}
+	if len(hits) > 0 {
+		res.Hits, res.HitRows = hits.matches(), len(hits)
+		from, to, err := hits.write(ctx, tx)
+		if err != nil {
+			return res, err
+		}
+		if res.FromSeq == 0 {
+			res.FromSeq = from
+		}
+		res.ToSeq = max(res.ToSeq, to)
+	}
+	if res.ToSeq == 0 {
+		return res, nil
 	}
 	return res, advanceHighSeq(ctx, tx, res.ToSeq)
 }

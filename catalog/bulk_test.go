@@ -74,6 +74,25 @@ func followSearch(t *testing.T, db *database.DB, q string) {
 	}
 }
 
+// ingestedAndEmpty returns bulkPapers and two databases whose users follow
+// searches: one where Ingest stored the papers, one with none (for a
+// bulk loader to write).
+func ingestedAndEmpty(t *testing.T, searches ...string) (ps []paper.Paper, ingested, empty *database.DB) {
+	t.Helper()
+	ingest, idb := newStore(t)
+	_, bdb := newStore(t)
+	for _, db := range []*database.DB{idb, bdb} {
+		for _, q := range searches {
+			followSearch(t, db, q)
+		}
+	}
+	ps = bulkPapers(t)
+	if _, err := ingest.Ingest(context.Background(), ps, catalog.SourcePush); err != nil {
+		t.Fatal(err)
+	}
+	return ps, idb, bdb
+}
+
 func highSeq(t *testing.T, db *database.DB) (high int64, times []int64) {
 	t.Helper()
 	ctx := context.Background()
@@ -90,15 +109,7 @@ func highSeq(t *testing.T, db *database.DB) (high int64, times []int64) {
 func TestBulkLoadWritesWhatIngestWrites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ingest, idb := newStore(t)
-	_, bdb := newStore(t)
-	for _, db := range []*database.DB{idb, bdb} {
-		followSearch(t, db, "graph transformers")
-	}
-	ps := bulkPapers(t)
-	if _, err := ingest.Ingest(ctx, ps, catalog.SourcePush); err != nil {
-		t.Fatal(err)
-	}
+	ps, idb, bdb := ingestedAndEmpty(t, "graph transformers")
 	var res catalog.BulkResult
 	if err := bdb.InTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -154,6 +165,52 @@ func TestBulkLoadWritesWhatIngestWrites(t *testing.T) {
 	})
 	if err == nil {
 		t.Error("a paper stored already was loaded again")
+	}
+}
+
+// BulkLoadMatching writes the query matches Ingest writes for new papers
+// (search_hits rows per search, paper_search_hits per paper), with seqs
+// after the key rows', and moves the watermark once, to the last; with
+// no followed search it is BulkLoad.
+func TestBulkLoadMatchingWritesIngestsSearchHits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ps, idb, bdb := ingestedAndEmpty(t, "graph transformers", "abstract cat:math.PR", "nothing-matches-this")
+	var res catalog.BulkResult
+	if err := bdb.InTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		res, err = catalog.BulkLoadMatching(ctx, tx, slices.Values(ps), catalog.SourcePush)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	hitsOf := func(db *database.DB) []string {
+		return testdb.Strings(t, db, `SELECT concat_ws('|', h.key, h.replacement, h.new_paper,
+				(SELECT string_agg(p.arxiv_id, ',' ORDER BY p.arxiv_id) FROM papers p WHERE p.id = ANY(h.paper_ids)))
+			FROM search_hits h ORDER BY 1`)
+	}
+	paperHitsOf := func(db *database.DB) []string {
+		return testdb.Strings(t, db, `SELECT concat_ws('|', p.arxiv_id, cardinality(s.seqs)) FROM paper_search_hits s JOIN papers p ON p.id = s.paper_id ORDER BY 1`)
+	}
+	want, got := hitsOf(idb), hitsOf(bdb)
+	if len(want) != 2 || !slices.Equal(got, want) {
+		t.Errorf("search hits\n%q\nIngest's\n%q", got, want)
+	}
+	if got, want := paperHitsOf(bdb), paperHitsOf(idb); !slices.Equal(got, want) {
+		t.Errorf("paper search hits\n%q\nIngest's\n%q", got, want)
+	}
+	_, wantKeys := stored(t, idb)
+	if res.Papers != len(ps) || res.Keys != len(wantKeys) || res.HitRows != 2 || res.Hits != 2 || res.ToSeq-res.FromSeq+1 != int64(res.Keys+res.HitRows) {
+		t.Errorf("result %+v for %d papers, %d keys, 2 hit rows", res, len(ps), len(wantKeys))
+	}
+	if n := count(t, bdb, `SELECT count(*) FROM search_hits WHERE seq <= (SELECT max(seq) FROM paper_keys)`); n != 0 {
+		t.Errorf("%d search hits with a seq before the key rows'", n)
+	}
+	if high, times := highSeq(t, bdb); high != res.ToSeq || !slices.Equal(times, []int64{res.ToSeq}) {
+		t.Errorf("watermark %d with times %v, want %d once", high, times, res.ToSeq)
+	}
+	if n := matchJobs(t, bdb); n != 0 {
+		t.Errorf("%d match jobs", n)
 	}
 }
 

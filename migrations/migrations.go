@@ -14,8 +14,10 @@ import (
 	"io/fs"
 	"log/slog"
 	"sort"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -63,18 +65,53 @@ func Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (*Result, 
 	}()
 
 	res := &Result{}
-	prov, closeProv, err := provider(pool)
+	// The app migrations wait for a table's lock at most lockTimeout
+	// each (a session of their own): a rolling upgrade migrates while
+	// the previous release serves, and a migration that altered one of
+	// its tables and then waited on another that a request held, while
+	// that request waited on the first, deadlocked with it: PostgreSQL
+	// then ends one of the two (a failed request, or the migrate). Given
+	// up on in time, the migration's transaction is rolled back whole
+	// (every app migration runs in one) before any request's deadlock
+	// check, and it is tried again.
+	gcfg := pool.Config().Copy()
+	gcfg.MaxConns = 2
+	gcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, "SET lock_timeout = '"+lockTimeout.String()+"'")
+		return err
+	}
+	gpool, err := pgxpool.NewWithConfig(ctx, gcfg)
+	if err != nil {
+		return nil, fmt.Errorf("connecting for the app migrations: %w", err)
+	}
+	defer gpool.Close()
+	prov, closeProv, err := provider(gpool)
 	if err != nil {
 		return nil, err
 	}
 	defer closeProv()
-	applied, err := prov.Up(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("applying app migrations: %w", err)
-	}
-	for _, r := range applied {
-		res.AppApplied = append(res.AppApplied, r.Source.Version)
-		logger.Info("applied migration", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
+	for attempt := 1; ; attempt++ {
+		applied, err := prov.Up(ctx)
+		var partial *goose.PartialError
+		if errors.As(err, &partial) {
+			applied = partial.Applied
+		}
+		for _, r := range applied {
+			res.AppApplied = append(res.AppApplied, r.Source.Version)
+			logger.Info("applied migration", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
+		}
+		if err == nil {
+			break
+		}
+		if !lockConflict(err) || attempt == lockAttempts {
+			return nil, fmt.Errorf("applying app migrations: %w", err)
+		}
+		logger.Info("migration waited too long for a lock; trying it again", "attempt", attempt, "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(min(attempt, 5)) * 200 * time.Millisecond):
+		}
 	}
 
 	if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{RiverSchema}.Sanitize()); err != nil {
@@ -93,6 +130,21 @@ func Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (*Result, 
 		logger.Info("applied River migration", "version", v.Version, "name", v.Name, "duration", v.Duration)
 	}
 	return res, nil
+}
+
+// How long an app migration waits for a lock before it is rolled back and
+// tried again (below deadlock_timeout's default of 1 s, with room for a
+// migration's waits on several tables), and how many times.
+const (
+	lockTimeout  = 150 * time.Millisecond
+	lockAttempts = 60
+)
+
+// lockConflict reports whether err is a migration that gave up on a lock
+// (lock_timeout) or lost a deadlock: rolled back, to be tried again.
+func lockConflict(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && (pg.Code == "55P03" || pg.Code == "40P01")
 }
 
 // Check returns nil when both the app and River schemas are current, and an

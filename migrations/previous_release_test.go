@@ -9,9 +9,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 
@@ -70,18 +67,7 @@ func readPrevious(t *testing.T) *querylog.File {
 func TestPreviousReleaseQueries(t *testing.T) {
 	f := readPrevious(t)
 	ctx := context.Background()
-	url := testdb.EmptyURL(t)
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	sqlDB := stdlib.OpenDBFromPool(pool)
-	defer sqlDB.Close()
-	prov, err := goose.NewProvider(goose.DialectPostgres, sqlDB, os.DirFS("sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	url, pool, prov := emptyDB(t)
 	if _, err := prov.UpTo(ctx, f.Schema); err != nil {
 		t.Fatalf("migrating to the previous release's schema %d: %v", f.Schema, err)
 	}

@@ -411,20 +411,51 @@ func pickDigestUsers(ctx context.Context, pool *pgxpool.Pool, exclude []int64, n
 	return ids, saved, nil
 }
 
-// driveLoad runs the mixed load until ctx ends and returns stats per class.
+// driveLoad runs the mixed load through c until ctx ends and returns
+// stats per class.
 func driveLoad(ctx context.Context, c *client, users []*loadUser, seed uint64) map[string]*classStats {
-	cats := follow.ActiveCategories()
 	per := make([]map[string]*classStats, loadClients)
+	for i := range per {
+		per[i] = map[string]*classStats{"feed": {}, "follow": {}, "status": {}}
+	}
+	rctx := context.WithoutCancel(ctx)
+	runLoadMix(ctx, users, seed, func(i int, class, method, path, token string, hdr http.Header, ok func(status int) bool) reply {
+		r := c.do(rctx, method, path, token, nil, hdr)
+		if ctx.Err() == nil {
+			per[i][class].add(r, ok(r.status))
+		}
+		return r
+	})
+	out := map[string]*classStats{"feed": {}, "follow": {}, "status": {}}
+	for _, m := range per {
+		for k, s := range m {
+			out[k].merge(s)
+		}
+	}
+	return out
+}
+
+// loadSend sends one request of the load's mix for load client i (of
+// class "feed", "follow" or "status"; ok says whether a status is one the
+// request expects), counts it unless the load ended meanwhile (a request
+// still running when the load ends is not counted) and returns its
+// reply: driveLoad's client, or the rolling upgrade's balancer with its
+// phases.
+type loadSend func(i int, class, method, path, token string, hdr http.Header, ok func(status int) bool) reply
+
+// runLoadMix runs the load scenario's mix, loadClients concurrent clients
+// without think time, over users until ctx ends: 60% private Atom feed
+// polls (half conditional, with the ETag of the user's previous poll),
+// 15% follow/unfollow (nextFollowOp), 25% follow-status reads (half with
+// the user's token). Each request goes through send.
+func runLoadMix(ctx context.Context, users []*loadUser, seed uint64, send loadSend) {
+	cats := follow.ActiveCategories()
 	var wg sync.WaitGroup
 	for i := range loadClients {
-		per[i] = map[string]*classStats{"feed": {}, "follow": {}, "status": {}}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(seed, uint64(1000+i)))
-			st := per[i]
-			// Requests still running when the load ends are not counted.
-			rctx := context.WithoutCancel(ctx)
 			for ctx.Err() == nil {
 				u := users[rng.IntN(len(users))]
 				switch v := rng.Float64(); {
@@ -436,21 +467,15 @@ func driveLoad(ctx context.Context, c *client, users []*loadUser, seed uint64) m
 					if etag != "" && rng.IntN(2) == 0 {
 						hdr = http.Header{"If-None-Match": {etag}}
 					}
-					r := c.do(rctx, "GET", u.feed, "", nil, hdr)
+					r := send(i, "feed", "GET", u.feed, "", hdr, func(s int) bool { return s == 200 || s == 304 })
 					if r.err == nil && r.status == 200 {
 						u.mu.Lock()
 						u.etag = r.header.Get("ETag")
 						u.mu.Unlock()
 					}
-					if ctx.Err() == nil {
-						st["feed"].add(r, r.status == 200 || r.status == 304)
-					}
 				case v < 0.75:
 					method, t := nextFollowOp(rng, u, cats)
-					r := c.do(rctx, method, "/v1/me/follows/"+string(t.Kind)+"/"+t.ID, u.token, nil, nil)
-					if ctx.Err() == nil {
-						st["follow"].add(r, r.status == 200 || r.status == 201 || r.status == 204)
-					}
+					send(i, "follow", method, "/v1/me/follows/"+string(t.Kind)+"/"+t.ID, u.token, nil, func(s int) bool { return s == 200 || s == 201 || s == 204 })
 				default:
 					var t follow.Target
 					if len(u.follows) > 0 && rng.IntN(2) == 0 {
@@ -462,22 +487,12 @@ func driveLoad(ctx context.Context, c *client, users []*loadUser, seed uint64) m
 					if rng.IntN(2) == 0 {
 						tok = u.token
 					}
-					r := c.do(rctx, "GET", "/v1/follows/"+string(t.Kind)+"/"+t.ID, tok, nil, nil)
-					if ctx.Err() == nil {
-						st["status"].add(r, r.status == 200)
-					}
+					send(i, "status", "GET", "/v1/follows/"+string(t.Kind)+"/"+t.ID, tok, nil, func(s int) bool { return s == 200 })
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	out := map[string]*classStats{"feed": {}, "follow": {}, "status": {}}
-	for _, m := range per {
-		for k, s := range m {
-			out[k].merge(s)
-		}
-	}
-	return out
 }
 
 // nextFollowOp picks a follow (PUT) of something the user did not follow

@@ -8,7 +8,9 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -20,9 +22,12 @@ import (
 	"followfeed/catalog"
 	"followfeed/channels"
 	"followfeed/database"
+	"followfeed/follow"
 	"followfeed/harvest"
+	"followfeed/identity"
 	"followfeed/notify"
 	"followfeed/paper"
+	"followfeed/search"
 )
 
 // The retention scenario's simulated year.
@@ -31,12 +36,15 @@ const (
 	rtPapersPerDay = 730 // 22,200 a month: arXiv's rate
 	rtWritesPerDay = 8   // writes of key rows a day (harvest pages, enrichment batches)
 	rtUsers        = 300
-	rtInstantEvery = 10 // every 10th user gets instant alerts, the others a daily digest
-	rtAlertsPerDay = 4  // instant alerts per instant user and day
-	rtChannelEvery = 20 // every 20th user has a daily webhook channel for one topic
-	rtDormantUsers = 5  // users following only a researcher whose last paper is 11 months old
-	rtResearchers  = 60000
+	rtInstantEvery = 10    // every 10th user gets instant alerts, the others a daily digest
+	rtAlertsPerDay = 4     // instant alerts per instant user and day
+	rtChannelEvery = 20    // every 20th user has a daily webhook channel for one topic
+	rtDormantUsers = 5     // users following only a researcher whose last paper is 11 months old
+	rtResearchers  = 60000 // the researchers authoring by the year's end (half of them at its start)
 	rtDormant      = "s2:999999999"
+	rtSearches     = 40    // distinct saved searches the readers follow
+	rtSearchEvery  = 3     // every user but every 3rd follows 1–3 of them
+	rtMinShare     = 0.001 // a kept search matches at least this share of a day's papers (0.7 a day)
 )
 
 // rtCategories are the generated papers' primary categories, most
@@ -70,6 +78,7 @@ type rtUser struct {
 	token         string
 	cats          []string
 	researchers   []string
+	searches      []string // saved searches followed (normal forms)
 	instant       bool
 	dormant       bool
 	topic         string // the channel's category ("" for no channel)
@@ -90,12 +99,12 @@ type rtTable struct {
 func runRetention(ctx context.Context, e *env, res *Result) error {
 	res.What = fmt.Sprintf(`A fresh database holds a simulated year at arXiv's rate, loaded through the product's API and the owners' lab loaders, each row dated on the day it belongs to; then the real `+"`followfeed worker`"+` prunes it, and the real service goes on working on the pruned tables.
 
-*Users (through the API of an `+"`api`"+` process):* %d users with confirmed addresses, each following three categories (drawn with arXiv's skew) and two researchers; every %dth has instant alerts, the others a daily digest; every %dth has a daily webhook channel for one topic (a category it follows); %d follow only a researcher whose last paper is 11 months old. *The year (%d days, ending yesterday):* %d papers a day (%d in all, 22,200 a month), each with realistic title and abstract (the bench's vocabulary), 1–3 categories and four authors, written in %d writes a day by `+"`catalog.BulkLoad`"+` (key rows, seqs and a `+"`key_seq_times`"+` row per write, as an ingest writes them); a daily digest per daily user and %d instant alerts per instant user a day, sent (`+"`notify.PutLedger`"+`, final rows as a send leaves them); a delivered event a day per channel with that day's papers of its topic, its attempt and its sent papers (`+"`channels.BulkLoadLedger`"+`); the pushes' day counts (`+"`harvest.Health`"+` on the simulated clock); and River's finished jobs of a year at the default intervals (about %d a day: the periodic jobs, per write, digest batch and channel), written in the soak's own SQL since no product path finishes a job in the past. `+"`key_seq_times`"+` rows are dated in the soak's SQL too (aging on purpose), and the users' feeds were last changed a year ago. The fediverse is off (its housekeeping is tested in package fediverse), and no confirmation mail was asked for this year (the table holds one day of them, tested in package account).
+*Users (through the API of an `+"`api`"+` process):* %d users with confirmed addresses, each following three categories (drawn with arXiv's skew) and two researchers; every %dth has instant alerts, the others a daily digest; every %dth has a daily webhook channel for one topic (a category it follows); %d follow only a researcher whose last paper is 11 months old; all but every %drd of the others (%d readers) also follow 1–3 of %d saved searches (drawn as the benchmark draws them, `+"`bench.DrawSearches`"+`: 1–4 terms of the vocabulary, phrases, fields, au: names, cat: filters, none matching more than 2%% of a day's papers; of those, the first %d that match at least 0.1%% of them, as a reader keeps a search that shows something in the preview), their backfill jobs run by a `+"`followfeed worker`"+` then (on no papers yet), as at the year's start. *The year (%d days, ending yesterday):* %d papers a day (%d in all, 22,200 a month), each with realistic title and abstract (the bench's vocabulary), 1–3 categories and four authors (the researchers who publish grow from %d to %d over the year), written in %d writes a day by `+"`catalog.BulkLoadMatching`"+` (key rows, seqs and a `+"`key_seq_times`"+` row per write, and each followed search's matches of the write in one `+"`search_hits`"+` row with its papers' `+"`paper_search_hits`"+` rows, as an ingest writes them); the researchers registered by the host the day they first author a paper (`+"`identity.BulkLoad`"+`, source host: an identity with its s2 and host ids, and an OpenAlex id for every other one); a daily digest per daily user and %d instant alerts per instant user a day, sent (`+"`notify.PutLedger`"+`, final rows as a send leaves them); a delivered event a day per channel with that day's papers of its topic, its attempt and its sent papers (`+"`channels.BulkLoadLedger`"+`); the pushes' day counts (`+"`harvest.Health`"+` on the simulated clock); and River's finished jobs of a year at the default intervals (about %d a day: the periodic jobs, per write, digest batch and channel), written in the soak's own SQL since no product path finishes a job in the past. `+"`key_seq_times`"+` rows are dated in the soak's SQL too (aging on purpose), the users' feeds were last changed a year ago, and the tables are analyzed (ANALYZE, as autovacuum would have done over the year). The fediverse is off (its housekeeping is tested in package fediverse), and no confirmation mail was asked for this year (the table holds one day of them, tested in package account).
 
 *The prune:* `+"`followfeed worker`"+` starts with the default retentions; its prune jobs run at start (then hourly) and River's cleaner runs on the leader. The soak waits until every prune job has completed and no finished River job is past its retention, then measures every table (rows by count(*), size by pg_total_relation_size) before and after, after a plain VACUUM (what autovacuum does: the space is reused, the file keeps its size) and, for the pruned tables, after VACUUM FULL (the size the kept rows need). *Then the service works on:* today's %d papers are pushed through `+"`POST /v1/papers`"+` (the product's ingest, match job, instant alerts), every daily digest is made due, and the sampled users' feeds are fetched again with the validators they had before the prune.`,
-		rtUsers, rtInstantEvery, rtChannelEvery, rtDormantUsers, rtDays, rtPapersPerDay, rtDays*rtPapersPerDay, rtWritesPerDay,
-		rtAlertsPerDay, rtJobsADay(), rtPapersPerDay)
-	res.Policy = `**Policies checked** (README, Operations: Retention). Every table that grows with time has a retention and a pruning job owned by its package, deleting in batches of 5,000 rows, each its own transaction, idempotently; what grows with the papers kept or the users is never pruned. A row whose absence could make something go out twice is kept: digest ledger rows that are not final, and each user's newest instant and newest other row (a row's name is what stops a second digest of its period or window). ` + "`key_seq_times`" + ` keeps 30 days and merges older writes into one floor row, so a feed's Last-Modified never moves later and its ETag never changes. Verdict: after the prune no row is past its table's retention (beyond the documented keepers), the tables that grow with papers and users hold exactly the rows they held, a feed whose newest paper is 11 months old still answers 304 to the validators it had, and the day's digests go out once each, none of an old period.`
+		rtUsers, rtInstantEvery, rtChannelEvery, rtDormantUsers, rtSearchEvery, rtReaders(), rtSearches, rtSearches, rtDays, rtPapersPerDay, rtDays*rtPapersPerDay,
+		rtPool(0), rtPool(rtDays), rtWritesPerDay, rtAlertsPerDay, rtJobsADay(), rtPapersPerDay)
+	res.Policy = `**Policies checked** (README, Operations: Retention). Every table that grows with time has a retention and a pruning job owned by its package, deleting in batches of 5,000 rows, each its own transaction, idempotently; what grows with the papers kept or the users is never pruned. A row whose absence could make something go out twice is kept: digest ledger rows that are not final, and each user's newest instant and newest other row (a row's name is what stops a second digest of its period or window). ` + "`key_seq_times`" + ` keeps 30 days and merges older writes into one floor row, so a feed's Last-Modified never moves later and its ETag never changes. Verdict: after the prune no row is past its table's retention (beyond the documented keepers), the tables that grow with papers and users hold exactly the rows they held (and those that grow with papers, search hits and registered researchers among them, grew with the papers between the year's middle and its end, and hold nothing of a paper or researcher not kept), a feed whose newest paper is 11 months old still answers 304 to the validators it had, and the day's digests go out once each, none of an old period.`
 
 	start := time.Now()
 	day0 := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -rtDays) // the first simulated day; the last is yesterday
@@ -125,16 +134,31 @@ func runRetention(ctx context.Context, e *env, res *Result) error {
 	c := newClient(api.base, 16, 60*time.Second)
 	defer c.close()
 
-	users, err := rtMakeUsers(ctx, e, c, receiver.URL)
+	vocab, err := bench.NewVocabulary()
+	if err != nil {
+		return err
+	}
+	searches := rtDrawSearches(e, vocab)
+	users, err := rtMakeUsers(ctx, e, c, receiver.URL, searches)
 	if err != nil {
 		return fmt.Errorf("creating users: %w", err)
 	}
-	e.logf("retention: %d users through the API", len(users))
+	e.logf("retention: %d users through the API, %d of them following %d saved searches", len(users), rtReaders(), len(searches))
+	// The searches' backfill jobs (one per search, from the follows) run
+	// now, on no papers yet, as they did when the readers followed them.
+	if err := rtBackfills(ctx, e, db, env); err != nil {
+		return err
+	}
 
 	load := time.Now()
-	year, err := rtLoadYear(ctx, e, db, users, day0)
+	year, err := rtLoadYear(ctx, e, db, users, day0, vocab)
 	if err != nil {
 		return fmt.Errorf("loading the year: %w", err)
+	}
+	// What autovacuum's analyze does over a year: the planner's
+	// statistics of the loaded tables (the load took a minute or two).
+	if _, err := db.pool.Exec(ctx, `ANALYZE`); err != nil {
+		return fmt.Errorf("analyze: %w", err)
 	}
 	loadTook := time.Since(load)
 	e.logf("retention: a year loaded in %s: %d papers, %d key rows, %d ledger rows, %d channel events, %d River jobs",
@@ -212,6 +236,10 @@ func runRetention(ctx context.Context, e *env, res *Result) error {
 	if err != nil {
 		return err
 	}
+	orphans, err := rtOrphans(ctx, db.pool)
+	if err != nil {
+		return err
+	}
 
 	// Sizes after a plain VACUUM of the pruned tables (nothing else
 	// deleted rows) and after VACUUM FULL.
@@ -248,6 +276,7 @@ func runRetention(ctx context.Context, e *env, res *Result) error {
 
 	tables := rtCombine(before, after, final, compact, year)
 	rtReport(res, tables, year, oldLeft, loadTook, pruneTook)
+	rtGrowth(res, year, before, orphans)
 	res.figure("scenario time", "%s (loading the year %s, the prune %s)", secs(time.Since(start)), secs(loadTook), secs(pruneTook))
 	return nil
 }
@@ -268,19 +297,102 @@ func rtRank(r *rand.Rand, n int, steep float64) int {
 	return min(max(k, 1), n) - 1
 }
 
-// rtResearcher draws an author: half from the whole pool, half log-uniform
-// (a few prolific researchers).
-func rtResearcher(r *rand.Rand) string {
-	a := 1 + r.IntN(rtResearchers)
+// rtPool is how many researchers publish on day d of the year: half of
+// them at its start, growing evenly to rtResearchers at its end.
+func rtPool(d int) int {
+	return rtResearchers/2 + rtResearchers/2*min(d, rtDays)/rtDays
+}
+
+// rtResearcher draws an author of a pool of n researchers: half from the
+// whole pool, half log-uniform (a few prolific researchers).
+func rtResearcher(r *rand.Rand, n int) string {
+	a := 1 + r.IntN(n)
 	if r.Float64() < 0.5 {
-		a = max(int(math.Pow(rtResearchers, r.Float64())), 1)
+		a = max(int(math.Pow(float64(n), r.Float64())), 1)
 	}
 	return fmt.Sprintf("s2:%d", a)
 }
 
+// rtReaders is how many users follow saved searches.
+func rtReaders() int {
+	n := 0
+	for i := rtDormantUsers; i < rtUsers; i++ {
+		if i%rtSearchEvery != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// rtDrawSearches draws the readers' saved searches as the benchmark
+// does (tried on papers like the year's, none broader than
+// bench.MaxShare of them) and keeps, in the order drawn, those that show
+// the reader something in the preview: at least rtMinShare of its papers
+// (a search that shows nothing in a month of papers is refined, not kept).
+func rtDrawSearches(e *env, vocab *bench.Vocabulary) []string {
+	r := rand.New(rand.NewPCG(e.opts.Seed, 2030))
+	var preview []*search.Doc
+	for i := range 3000 {
+		p := paper.Paper{ArxivID: fmt.Sprintf("2001.%05d", i+1)}
+		p.Title, p.Abstract = vocab.Paper(r)
+		p.PrimaryCategory = rtCategories[rtRank(r, len(rtCategories), 1.5)]
+		p.Categories = []string{p.PrimaryCategory}
+		for range 4 {
+			id := rtResearcher(r, rtResearchers)
+			p.Authors = append(p.Authors, paper.Author{Name: "Researcher " + strings.TrimPrefix(id, "s2:"), IDs: []string{id}})
+		}
+		preview = append(preview, p.Doc())
+	}
+	cats := make([]bench.WeightedCategory, len(rtCategories))
+	for i, c := range rtCategories {
+		cats[i] = bench.WeightedCategory{ID: c, Followers: int64(1000 / (i + 1))}
+	}
+	drawn, _ := bench.DrawSearches(vocab, cats, rtResearchers, preview, 10*rtSearches, e.opts.Seed)
+	qs := make([]*search.Query, 0, len(drawn))
+	norms := make([]string, 0, len(drawn))
+	for _, d := range drawn {
+		if q, err := follow.CompileQuery(d); err == nil {
+			qs, norms = append(qs, q), append(norms, d)
+		}
+	}
+	hits := make([]int, len(qs))
+	for _, h := range search.MatchBatch(qs, preview) {
+		for _, qi := range h {
+			hits[qi]++
+		}
+	}
+	var out []string
+	for i, n := range norms {
+		if len(out) < rtSearches && float64(hits[i]) >= rtMinShare*float64(len(preview)) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// rtBackfills runs a worker until the follows' backfill jobs have
+// completed, and stops it.
+func rtBackfills(ctx context.Context, e *env, db *freshDB, env []string) error {
+	w, err := startProc(ctx, e.opts.Exe, "worker", env, e.logPath("retention", "worker-backfills"))
+	if err != nil {
+		return err
+	}
+	defer w.stop()
+	var open int64
+	done, err := waitFor(ctx, 2*time.Minute, 500*time.Millisecond, func() (bool, error) {
+		var err error
+		open, err = count(ctx, db.pool, `SELECT count(*) FROM river.river_job WHERE kind = 'search_backfill' AND state <> 'completed'`)
+		return open == 0, err
+	})
+	if err == nil && !done {
+		err = fmt.Errorf("%d search backfill jobs not completed after 2 minutes", open)
+	}
+	return err
+}
+
 // rtMakeUsers creates the users through the API: follows, digest
 // settings and channels.
-func rtMakeUsers(ctx context.Context, e *env, c *client, receiver string) ([]*rtUser, error) {
+func rtMakeUsers(ctx context.Context, e *env, c *client, receiver string, searches []string) ([]*rtUser, error) {
 	r := rand.New(rand.NewPCG(e.opts.Seed, 28))
 	users := make([]*rtUser, rtUsers)
 	for i := range users {
@@ -293,7 +405,15 @@ func rtMakeUsers(ctx context.Context, e *env, c *client, receiver string) ([]*rt
 					u.cats = append(u.cats, c)
 				}
 			}
-			u.researchers = []string{rtResearcher(r), rtResearcher(r)}
+			u.researchers = []string{rtResearcher(r, rtResearchers), rtResearcher(r, rtResearchers)}
+			if i%rtSearchEvery != 0 {
+				for n := min(1+r.IntN(3), len(searches)); len(u.searches) < n; {
+					// Skewed: a few searches have many readers.
+					if q := searches[rtRank(r, len(searches), 1.2)]; !slices.Contains(u.searches, q) {
+						u.searches = append(u.searches, q)
+					}
+				}
+			}
 			if i%rtChannelEvery == 3 {
 				u.topic = rtTopics[(i/rtChannelEvery)%len(rtTopics)]
 				if !slices.Contains(u.cats, u.topic) {
@@ -316,6 +436,11 @@ func rtMakeUsers(ctx context.Context, e *env, c *client, receiver string) ([]*rt
 		}
 		for _, id := range u.researchers {
 			if _, err := c.must(ctx, "PUT", "/v1/me/follows/researcher/"+id, u.token, nil, 201, 200); err != nil {
+				return err
+			}
+		}
+		for _, q := range u.searches {
+			if _, err := c.must(ctx, "PUT", "/v1/me/follows/query/"+url.PathEscape(q), u.token, nil, 201, 200); err != nil {
 				return err
 			}
 		}
@@ -361,17 +486,17 @@ func rtSample(users []*rtUser) []*rtUser {
 type rtYear struct {
 	papers, keys, ledger, events, jobs, writes int64
 	channelPapers                              int64
+	hits, hitRows                              int64 // saved-search matches and their search_hits rows
+	identities, identityKeys                   int64 // researchers the host registered, and their ids
+	mid                                        []rtSize
+	midPapers                                  int64 // papers at mid-year (mid's measurement)
 	lastSeq                                    int64
 	today                                      []paper.Paper // today's papers, pushed through the API after the prune
 	perDay                                     map[string]float64
 }
 
 // rtLoadYear writes the simulated year through the owners' loaders.
-func rtLoadYear(ctx context.Context, e *env, db *freshDB, users []*rtUser, day0 time.Time) (*rtYear, error) {
-	vocab, err := bench.NewVocabulary()
-	if err != nil {
-		return nil, err
-	}
+func rtLoadYear(ctx context.Context, e *env, db *freshDB, users []*rtUser, day0 time.Time, vocab *bench.Vocabulary) (*rtYear, error) {
 	// Ids of the users, by subject.
 	rows, err := db.pool.Query(ctx, `SELECT sub, id FROM users`)
 	if err != nil {
@@ -398,7 +523,7 @@ func rtLoadYear(ctx context.Context, e *env, db *freshDB, users []*rtUser, day0 
 	for i := range texts {
 		texts[i][0], texts[i][1] = vocab.Paper(text)
 	}
-	gen := func(day time.Time, n int, counter *int) []paper.Paper {
+	gen := func(d int, day time.Time, n int, counter *int) []paper.Paper {
 		out := make([]paper.Paper, n)
 		for i := range out {
 			*counter++
@@ -413,7 +538,7 @@ func rtLoadYear(ctx context.Context, e *env, db *freshDB, users []*rtUser, day0 
 				}
 			}
 			for range 4 {
-				id := rtResearcher(r)
+				id := rtResearcher(r, rtPool(d))
 				p.Authors = append(p.Authors, paper.Author{Name: "Researcher " + strings.TrimPrefix(id, "s2:"), IDs: []string{id}})
 			}
 			out[i] = p
@@ -429,13 +554,14 @@ func rtLoadYear(ctx context.Context, e *env, db *freshDB, users []*rtUser, day0 
 	health := harvest.NewHealth(&database.DB{Pool: db.pool}, nil, nil, func() time.Time { return *now.Load() })
 	month, counter := "", 0
 	prevEnd := int64(0)
-	var bulkTook, chanTook time.Duration
+	var bulkTook, chanTook, idTook time.Duration
+	registered := make([]bool, rtResearchers+1)
 	for d := range rtDays + 1 {
 		day := day0.AddDate(0, 0, d)
 		if m := day.Format("0601"); m != month {
 			month, counter = m, 0
 		}
-		papers := gen(day, rtPapersPerDay, &counter)
+		papers := gen(d, day, rtPapersPerDay, &counter)
 		if d < 30 { // the dormant researcher's papers: the first month only
 			papers[0].Authors = append(papers[0].Authors, paper.Author{Name: "Dormant Researcher", IDs: []string{rtDormant}})
 		}
@@ -450,7 +576,7 @@ func rtLoadYear(ctx context.Context, e *env, db *freshDB, users []*rtUser, day0 
 			if err != nil {
 				return nil, err
 			}
-			br, err := catalog.BulkLoad(ctx, tx, slices.Values(chunk), catalog.SourceOAI)
+			br, err := catalog.BulkLoadMatching(ctx, tx, slices.Values(chunk), catalog.SourceOAI)
 			if err == nil {
 				err = tx.Commit(ctx)
 			}
@@ -460,12 +586,19 @@ func rtLoadYear(ctx context.Context, e *env, db *freshDB, users []*rtUser, day0 
 			}
 			y.papers += int64(br.Papers)
 			y.keys += int64(br.Keys)
+			y.hits, y.hitRows = y.hits+int64(br.Hits), y.hitRows+int64(br.HitRows)
 			y.writes++
 			seqAt.seqs = append(seqAt.seqs, br.ToSeq)
 			seqAt.ats = append(seqAt.ats, day.Add(time.Duration(w)*3*time.Hour))
 			writeEnds = append(writeEnds, br.ToSeq)
 		}
 		bulkTook += time.Since(t0)
+		// The host registers the day's new researchers.
+		t0 = time.Now()
+		if err := rtRegister(ctx, db, papers, registered, y); err != nil {
+			return nil, err
+		}
+		idTook += time.Since(t0)
 		noon := day.Add(12 * time.Hour)
 		now.Store(&noon)
 		health.RecordPush(ctx, len(papers), nil)
@@ -497,9 +630,16 @@ func rtLoadYear(ctx context.Context, e *env, db *freshDB, users []*rtUser, day0 
 		if d%60 == 59 {
 			e.logf("retention: %d days loaded (%d papers)", d+1, y.papers)
 		}
+		if d == rtDays/2-1 { // mid-year: what the papers' tables hold
+			if y.mid, err = rtMeasureTables(ctx, db.pool, rtPaperTables); err != nil {
+				return nil, err
+			}
+			y.midPapers = y.papers
+		}
 	}
 	y.lastSeq = prevEnd
-	e.logf("retention: papers written in %s, channel events in %s", secs(bulkTook), secs(chanTook))
+	e.logf("retention: papers written in %s (%d search hits in %d rows), %d researchers registered in %s, channel events in %s",
+		secs(bulkTook), y.hits, y.hitRows, y.identities, secs(idTook), secs(chanTook))
 	tx, err := db.pool.Begin(ctx)
 	if err != nil {
 		return nil, err
@@ -643,4 +783,49 @@ func rtChannelDay(ctx context.Context, pool *pgxpool.Pool, users []*rtUser, pape
 		_ = tx.Rollback(ctx)
 	}
 	return n, sent, err
+}
+
+// rtPaperTables are the tables that grow with the papers kept, measured
+// at mid-year too.
+var rtPaperTables = []string{"papers", "paper_keys", "search_hits", "paper_search_hits", "identities", "identity_keys"}
+
+// rtRegister registers, as the host does, the researchers of papers not
+// registered yet (registered, by s2 number): an identity with its s2 and
+// host ids, and an OpenAlex id for every other one.
+func rtRegister(ctx context.Context, db *freshDB, papers []paper.Paper, registered []bool, y *rtYear) error {
+	var recs []identity.Record
+	for _, p := range papers {
+		for _, a := range p.Authors {
+			for _, id := range a.IDs {
+				n, err := strconv.Atoi(strings.TrimPrefix(id, "s2:"))
+				if err != nil || n >= len(registered) || registered[n] {
+					continue
+				}
+				registered[n] = true
+				rec := identity.Record{Kind: follow.Researcher, Name: fmt.Sprintf("Researcher %d", n), IDs: []string{id, fmt.Sprintf("host:%d", n)}}
+				if n%2 == 0 {
+					rec.IDs = append(rec.IDs, fmt.Sprintf("openalex:A%d", n))
+				}
+				recs = append(recs, rec)
+				y.identityKeys += int64(len(rec.IDs))
+			}
+		}
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	n, err := identity.BulkLoad(ctx, tx, slices.Values(recs), identity.SourceHost)
+	if err == nil {
+		err = tx.Commit(ctx)
+	}
+	if err != nil {
+		_ = tx.Rollback(ctx)
+		return fmt.Errorf("registering %d researchers: %w", len(recs), err)
+	}
+	y.identities += int64(n)
+	return nil
 }

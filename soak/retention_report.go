@@ -3,6 +3,7 @@ package soak
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -95,6 +96,93 @@ func rtMeasure(ctx context.Context, pool *pgxpool.Pool) ([]rtSize, error) {
 		}
 	}
 	return out, nil
+}
+
+// rtMeasureTables is rtMeasure of the named tables of the public schema.
+func rtMeasureTables(ctx context.Context, pool *pgxpool.Pool, names []string) ([]rtSize, error) {
+	out := make([]rtSize, len(names))
+	for i, n := range names {
+		out[i].name = n
+		id := pgx.Identifier{"public", n}.Sanitize()
+		if err := pool.QueryRow(ctx, `SELECT count(*), pg_total_relation_size($1::regclass) FROM `+id, id).Scan(&out[i].rows, &out[i].size); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// rtOrphans counts, in the tables that grow with the papers kept, rows
+// of a paper or researcher that is not kept (want 0 each): search hits
+// listing a paper not stored, paper_search_hits rows of one, seqs listed
+// for a paper with no search_hits row holding them, identities without
+// an id.
+func rtOrphans(ctx context.Context, pool *pgxpool.Pool) (map[string]int64, error) {
+	out := map[string]int64{}
+	for _, q := range []struct{ name, sql string }{
+		{"search_hits listing a paper not stored", `SELECT count(*) FROM search_hits h
+			WHERE EXISTS (SELECT 1 FROM unnest(h.paper_ids) u(id) WHERE NOT EXISTS (SELECT 1 FROM papers p WHERE p.id = u.id))`},
+		{"paper_search_hits of a paper not stored", `SELECT count(*) FROM paper_search_hits s WHERE NOT EXISTS (SELECT 1 FROM papers p WHERE p.id = s.paper_id)`},
+		{"paper_search_hits seqs without their search_hits row", `SELECT count(*) FROM paper_search_hits s CROSS JOIN LATERAL unnest(s.seqs) u(seq)
+			WHERE NOT EXISTS (SELECT 1 FROM search_hits h WHERE h.seq = u.seq AND s.paper_id = ANY(h.paper_ids))`},
+		{"identities without an id", `SELECT count(*) FROM identities i WHERE NOT EXISTS (SELECT 1 FROM identity_keys k WHERE k.identity_id = i.id)`},
+	} {
+		var n int64
+		if err := pool.QueryRow(ctx, q.sql).Scan(&n); err != nil {
+			return nil, fmt.Errorf("%s: %w", q.name, err)
+		}
+		out[q.name] = n
+	}
+	return out, nil
+}
+
+// rtGrowth writes the tables that grow with the papers kept at mid-year
+// and after the year, and checks that they grew with the papers: each
+// holds rows (the year's searches and registrations are there), the
+// matches' tables in proportion to the papers (rows per paper within 25%
+// between the two points), the registry exactly the researchers
+// registered (those who authored a kept paper), and nothing of a paper
+// or researcher not kept; the prune leaves them whole (checked with the
+// other kept tables).
+func rtGrowth(res *Result, y *rtYear, before []rtSize, orphans map[string]int64) {
+	end := map[string]rtSize{}
+	for _, t := range before {
+		end[t.name] = t
+	}
+	endPapers := end["papers"].rows
+	per := func(rows, papers int64) float64 { return 1000 * float64(rows) / float64(max(papers, 1)) }
+	var b strings.Builder
+	fmt.Fprintf(&b, "The tables that grow with the papers kept, at mid-year (%d papers) and after the year (%d papers):\n\n", y.midPapers, endPapers)
+	b.WriteString("| table | rows at mid-year | per 1,000 papers | rows after the year | per 1,000 papers | size at mid-year | size after the year | bytes per paper after the year |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	grew := true
+	var detail []string
+	for _, m := range y.mid {
+		t := end[m.name]
+		fmt.Fprintf(&b, "| `%s` | %d | %.0f | %d | %.0f | %s | %s | %.0f |\n", m.name, m.rows, per(m.rows, y.midPapers), t.rows, per(t.rows, endPapers),
+			mib(m.size), mib(t.size), float64(t.size)/float64(max(endPapers, 1)))
+		if m.rows == 0 || t.rows <= m.rows {
+			grew = false
+			detail = append(detail, fmt.Sprintf("%s %d → %d", m.name, m.rows, t.rows))
+		}
+		switch m.name {
+		case "paper_keys", "search_hits", "paper_search_hits":
+			if r := per(t.rows, endPapers) / per(m.rows, y.midPapers); r < 0.8 || r > 1.25 {
+				grew = false
+				detail = append(detail, fmt.Sprintf("%s: %.2f× the rows per paper of mid-year", m.name, r))
+			}
+		}
+	}
+	res.Tables = append(res.Tables, b.String())
+	registry := end["identities"].rows == y.identities && end["identity_keys"].rows == y.identityKeys
+	var orph []string
+	var nOrph int64
+	for _, k := range slices.Sorted(maps.Keys(orphans)) {
+		orph = append(orph, fmt.Sprintf("%s %d", k, orphans[k]))
+		nOrph += orphans[k]
+	}
+	res.check("the papers' tables grew with the papers, and hold nothing else", grew && registry && nOrph == 0 && y.hits > 0,
+		"%d saved-search matches of the year in %d search_hits rows (%d after the year); %d researchers registered with %d ids, %d identities and %d identity_keys rows after the year; rows per paper of the matches' tables within 25%% of mid-year's%s; %s",
+		y.hits, y.hitRows, end["search_hits"].rows, y.identities, y.identityKeys, end["identities"].rows, end["identity_keys"].rows,
+		strings.Join(append([]string{""}, detail...), "; not: "), strings.Join(orph, ", "))
 }
 
 // rtQuoted names tables for VACUUM (River's with their schema).
@@ -250,10 +338,12 @@ func rtDigestsToday(ctx context.Context, e *env, db *freshDB, res *Result, sink 
 func rtCheckFeeds(ctx context.Context, c *client, res *Result, sample []*rtUser) {
 	var dormant, dormant304, others, othersNew int
 	var detail []string
+	var slowest time.Duration
 	for _, u := range sample {
 		inm := c.do(ctx, "GET", u.feed, "", nil, http.Header{"If-None-Match": {u.etag}})
 		ims := c.do(ctx, "GET", u.feed, "", nil, http.Header{"If-Modified-Since": {u.lastMod}})
 		plain := c.do(ctx, "GET", u.feed, "", nil, nil)
+		slowest = max(slowest, inm.dur, ims.dur, plain.dur)
 		before, _ := http.ParseTime(u.lastMod)
 		after, err := http.ParseTime(plain.header.Get("Last-Modified"))
 		if u.dormant {
@@ -271,8 +361,8 @@ func rtCheckFeeds(ctx context.Context, c *client, res *Result, sample []*rtUser)
 		}
 	}
 	res.check("feeds keep their validators across the prune", dormant > 0 && dormant304 == dormant && othersNew == others,
-		"%d feeds whose newest paper is 11 months old (its key_seq_times row merged into the floor): %d answer 304 to the ETag and to the Last-Modified of before the prune, with no later Last-Modified%s; %d feeds with today's papers: %d changed", dormant, dormant304,
-		strings.Join(append([]string{""}, detail...), "; "), others, othersNew)
+		"%d feeds whose newest paper is 11 months old (its key_seq_times row merged into the floor): %d answer 304 to the ETag and to the Last-Modified of before the prune, with no later Last-Modified%s; %d feeds with today's papers: %d changed; slowest of these %d responses %s", dormant, dormant304,
+		strings.Join(append([]string{""}, detail...), "; "), others, othersNew, 3*len(sample), ms(slowest))
 }
 
 // rtCombine puts the measurements side by side.
@@ -372,8 +462,8 @@ func rtReport(res *Result, tables []rtTable, y *rtYear, old rtOld, loadTook, pru
 	}
 	res.Tables = append(res.Tables, sum.String())
 
-	res.figure("the year", "%d days ending yesterday: %d papers with %d key rows in %d writes, %d digest ledger rows, %d channel events, %d finished River jobs",
-		rtDays, y.papers, y.keys, y.writes, y.ledger, y.events, y.jobs)
+	res.figure("the year", "%d days ending yesterday: %d papers with %d key rows in %d writes, %d saved-search matches in %d search_hits rows, %d researchers registered (%d ids), %d digest ledger rows, %d channel events, %d finished River jobs",
+		rtDays, y.papers, y.keys, y.writes, y.hits, y.hitRows, y.identities, y.identityKeys, y.ledger, y.events, y.jobs)
 	res.figure("loading the year", "%s", secs(loadTook))
 	res.figure("the prune", "%s from the worker's start until every prune job had completed and River's cleaner had caught up", secs(pruneTook))
 	var left []string
@@ -394,8 +484,8 @@ func rtReport(res *Result, tables []rtTable, y *rtYear, old rtOld, loadTook, pru
 	res.check("tables that grow with papers and users untouched by the prune", len(changed) == 0, "rows changed across the prune: %s", noneOr(changed))
 	res.check("every table classified", len(unclassified) == 0, "unclassified: %s", noneOr(unclassified))
 	tt, tp := totals[classTime], totals[classPapers]
-	res.Summary = fmt.Sprintf("a year: %d papers, %d ledger rows, %d channel events, %d River jobs; time-growing tables %s after the year, their kept rows %s after the prune; papers' tables %s; rows past retention left: %d",
-		y.papers, y.ledger, y.events, y.jobs, mib(tt[0]), mib(tt[2]), mib(tp[1]), sumLeft(old))
+	res.Summary = fmt.Sprintf("a year: %d papers, %d search hits, %d researchers registered, %d ledger rows, %d channel events, %d River jobs; time-growing tables %s after the year, their kept rows %s after the prune; papers' tables %s; rows past retention left: %d",
+		y.papers, y.hits, y.identities, y.ledger, y.events, y.jobs, mib(tt[0]), mib(tt[2]), mib(tp[1]), sumLeft(old))
 }
 
 // sumLeft is how many rows past their retention the prune left.

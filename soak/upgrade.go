@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/bench"
+	"followfeed/follow"
 	"followfeed/internal/fake/oaipmh"
 	"followfeed/internal/fake/openalex"
 	"followfeed/internal/pgcluster"
@@ -33,7 +34,8 @@ const (
 	ruUsers         = 180 // feed users, 30 per category
 	ruChannelUsers  = 24  // of them with an instant webhook channel
 	ruSettingsUsers = 20  // users whose settings the load changes
-	ruClients       = 8
+	ruClients       = 8   // the scenario's own clients, beside the load scenario's loadClients
+	ruLoadUsers     = 500 // users the load scenario's mix drives
 	ruThink         = 25 * time.Millisecond
 	ruPushPrefix    = "2905"
 	ruOAIPrefix     = "2906"
@@ -189,12 +191,12 @@ func runRollingUpgrade(ctx context.Context, e *env, res *Result) error {
 	if prevRef == "" {
 		prevRef = migrations.PreviousRelease
 	}
-	res.What = fmt.Sprintf(`The previous release (migrations.PreviousRelease, %s: the release this one upgrades from, updated at each release; `+"`--previous-release`"+` overrides it) is built from git (`+"`git archive`"+` of the commit, `+"`go build ./cmd/followfeed`"+`). A throwaway PostgreSQL cluster whose log is JSON (jsonlog, log_statement=all while only the previous release runs) holds a fresh database migrated by the previous binary. Two `+"`api`"+` processes (each on a fixed port, as a load balancer's backends) and two `+"`worker`"+` processes of the previous release start on it, with HARVEST_INTERVAL=1m against a fake OAI-PMH repository that announces %d new records every %s, a fake OpenAlex, DIGEST_SCHEDULE_INTERVAL=2s, a recording SMTP sink that holds every reply %s (so a digest job runs for seconds), CHANNEL_ALLOW_HOSTS=127.0.0.1 and a recording webhook receiver, SHUTDOWN_TIMEOUT=%s. %d users (through the API, verified addresses) each follow one of six categories, %d of them with an instant webhook channel; %d more users follow no category (every other one follows a query every pushed paper matches, so match jobs take the path of narrow keys, which reads the users with instant delivery).
+	res.What = fmt.Sprintf(`The previous release (migrations.PreviousRelease, %s: the release this one upgrades from, updated at each release; `+"`--previous-release`"+` overrides it) is built from git (`+"`git archive`"+` of the commit, `+"`go build ./cmd/followfeed`"+`). A throwaway PostgreSQL cluster whose log is JSON (jsonlog, log_statement=all while only the previous release runs) holds a fresh database migrated by the previous binary. Two `+"`api`"+` processes (each on a fixed port, as a load balancer's backends) and two `+"`worker`"+` processes of the previous release start on it, with HARVEST_INTERVAL=1m against a fake OAI-PMH repository that announces %d new records every %s, a fake OpenAlex, DIGEST_SCHEDULE_INTERVAL=2s, a recording SMTP sink that holds every reply %s (so a digest job runs for seconds), CHANNEL_ALLOW_HOSTS=127.0.0.1 and a recording webhook receiver, SHUTDOWN_TIMEOUT=%s, DB_MAX_CONNS=14 (six processes at most within the cluster's max_connections=100). %d users (through the API, verified addresses) each follow one of six categories, %d of them with an instant webhook channel; %d more users follow no category (every other one follows a query every pushed paper matches, so match jobs take the path of narrow keys, which reads the users with instant delivery).
 
-From then on until the end, the load runs through a balancer in the soak that sends each request to the two apis in turn: %d clients (%s think time) poll private feeds (JSON, half conditional; Atom; RSS), per-follow, public and OPML feeds, follow and unfollow categories, researchers, queries and papers that match none of the pushed papers, read follow status, `+"`/v1/me`"+`, follows, feed links and channels, change those %d users' settings (PATCH /v1/me: time zone, digest frequency among daily, weekly and off, hour; not instant, whose alerts wait 10 minutes, longer than the run), preview searches, read `+"`/v1/status`, `/status`, `/readyz`, `/healthz`, `/metrics`"+` and registered researchers; a pusher posts %d papers every %s, the host registers a researcher every %s, and, once every category has a matched paper, every %s %d more feed users' daily digests are made due (in the soak's own SQL, the window from seq 0), until each has been once.
+From then on until the end, the load runs through a balancer in the soak that sends each request to the two apis in turn. *The load scenario's load* (its code, `+"`runLoadMix`"+`): %d concurrent clients without think time over %d more users (through the API: three categories and two researchers each, digests off), 60%% private Atom feed polls (half conditional), 15%% follow/unfollow of categories and s2 researchers, 25%% follow-status reads (half with the user's token); as many clients and the same mix as scenario `+"`load`"+`, at full rate, on this scenario's small database rather than scale S (the figure "load" says the rate reached). *Beside it, the scenario's own clients* reach the rest of the API: %d clients (%s think time) poll private feeds (JSON, half conditional; Atom; RSS), per-follow, public and OPML feeds, follow and unfollow categories, researchers, queries and papers that match none of the pushed papers, read follow status, `+"`/v1/me`"+`, follows, feed links and channels, change those %d users' settings (PATCH /v1/me: time zone, digest frequency among daily, weekly and off, hour; not instant, whose alerts wait 10 minutes, longer than the run), preview searches, read `+"`/v1/status`, `/status`, `/readyz`, `/healthz`, `/metrics`"+` and registered researchers; a pusher posts %d papers every %s, the host registers a researcher every %s, and, once every category has a matched paper, every %s %d more feed users' daily digests are made due (in the soak's own SQL, the window from seq 0), until each has been once.
 
 After %s on the previous release alone, the new binary's `+"`migrate`"+` runs while those processes serve; then worker 1, worker 2, api 1 and api 2 are replaced one at a time (SIGTERM, wait for the exit, start the new binary in the same place, wait for `+"`/readyz`"+`), %s of load after each step; a worker gets its SIGTERM while a digest job is running (on one of the workers), so a drain meets work in progress. Last, the rollback check: a previous-release api (in the balancer's rotation) and worker start on the upgraded schema beside the new ones, serve for %s, and are drained. The load stops; the soak waits until every announced record is harvested and every job, digest and channel event is final, then checks.`,
-		prevRef, ruPerAnnounce, ruAnnounceEvery, ruSMTPDelay, ruShutdown, ruUsers, ruChannelUsers, ruSettingsUsers, ruClients, ruThink, ruSettingsUsers,
+		prevRef, ruPerAnnounce, ruAnnounceEvery, ruSMTPDelay, ruShutdown, ruUsers, ruChannelUsers, ruSettingsUsers, loadClients, ruLoadUsers, ruClients, ruThink, ruSettingsUsers,
 		ruPerPush, ruPushEvery, ruRegistryEvery, ruDigestEvery, ruDigestBatch, ruPreviousPhase, ruSettle, ruSettle)
 	res.Policy = `**What is counted.** *A failed request* is one whose client saw a transport error, a 5xx, a 429 or any status the request does not expect (feeds 200/304, follows 200/201/204, the rest 200; pushes 200–202), whichever release answered. The balancer resends a request to the other api only when the first certainly did not take it (connection refused: the process is gone or not yet listening) or, for GET, HEAD, PUT and DELETE, which HTTP lets a proxy repeat, when the connection broke before any response; such resends are counted apart and are not failures. A POST or PATCH that broke would be a failure. *A lost job:* a pushed or announced paper not stored, or missing from a follower's feed; a due digest not sent; a paper of a channel's category not delivered to it; a River job left available, running, retryable or scheduled at the end, or discarded or cancelled. *A job run twice:* a paper stored twice or listed twice in a feed, a user's due digest sent twice or a Message-ID received twice, a paper delivered to a channel in two events (a resend of one event under its webhook-id is counted apart: at least once is the channels' policy). *The schema:* every statement the previous release's api and worker processes sent before the upgrade (from the server's log; River's included) must still PREPARE on the upgraded schema (and its INSERTs and COPYs leave no NOT NULL column without a default out), and the committed capture (migrations/testdata/previous-release-queries.sql, which make test holds against the schema) must hold every followfeed statement seen.`
 
@@ -257,12 +259,18 @@ After %s on the previous release alone, the new binary's `+"`migrate`"+` runs wh
 	common := append(e.baseEnv(db.url), "ARXIV_OAI_URL="+oaiSrv.URL, "ARXIV_OAI_FORMAT=arXivRaw", "ARXIV_SETS=cs",
 		"OPENALEX_URL="+oaSrv.URL, "SMTP_URL="+smtpURL, "HARVEST_INTERVAL=1m", "DIGEST_SCHEDULE_INTERVAL=2s",
 		"CHANNEL_ALLOW_HOSTS=127.0.0.1", "RATE_LIMIT_PER_USER=0", "JOB_RETRY_MAX=5s", "SECRET_KEY="+ruSecretKey,
+		// Pools sized to the server, as an operator does: six processes at
+		// most (the rollback check's api and worker beside the four) ×
+		// 14 = 84 of the cluster's max_connections=100, with room for the
+		// soak's own and the migrate's. At the default of 20 the sixth
+		// process met "too many clients" under the load scenario's load.
+		"DB_MAX_CONNS=14",
 		fmt.Sprintf("PUBLIC_URL=http://127.0.0.1:%d", ports[0]))
 	var slots []*slot
 	newSlot := func(name, mode string, port int) *slot {
 		s := &slot{name: name, mode: mode, port: port}
 		if port > 0 {
-			s.c = newClient(fmt.Sprintf("http://127.0.0.1:%d", port), ruClients+8, 30*time.Second)
+			s.c = newClient(fmt.Sprintf("http://127.0.0.1:%d", port), loadClients+ruClients+8, 30*time.Second)
 		}
 		slots = append(slots, s)
 		return s
@@ -343,7 +351,15 @@ After %s on the previous release alone, the new binary's `+"`migrate`"+` runs wh
 	}); err != nil {
 		return fmt.Errorf("creating users: %w", err)
 	}
-	e.logf("rolling-upgrade: %d users, %d channels", len(users), ruChannelUsers)
+	loadUsers := make([]*loadUser, ruLoadUsers)
+	if err := forEach(ctx, 8, len(loadUsers), func(i int) error {
+		var err error
+		loadUsers[i], err = setupLoadUser(ctx, []*client{api1.c, api2.c}[i%2], i, e.opts.Seed)
+		return err
+	}); err != nil {
+		return fmt.Errorf("creating the load's users: %w", err)
+	}
+	e.logf("rolling-upgrade: %d users, %d channels; %d users for the load scenario's mix", len(users), ruChannelUsers, len(loadUsers))
 
 	// The load, from now to the end.
 	stats := &ruStats{classes: map[string]*classStats{}}
@@ -360,6 +376,19 @@ After %s on the previous release alone, the new binary's `+"`migrate`"+` runs wh
 			driveUpgradeLoad(lctx, lb, stats, users, &registered, i, e.opts.Seed)
 		}()
 	}
+	wg.Add(1)
+	go func() { // the load scenario's load
+		defer wg.Done()
+		rctx := context.WithoutCancel(lctx)
+		runLoadMix(lctx, loadUsers, e.opts.Seed, func(_ int, class, method, path, token string, hdr http.Header, ok func(int) bool) reply {
+			phase := stats.current()
+			r := lb.do(rctx, method, path, token, nil, hdr)
+			if lctx.Err() == nil {
+				stats.record("load: "+loadClassName[class], phase, r, r.err == nil && ok(r.status))
+			}
+			return r.reply
+		})
+	}()
 	var pushed sync.Map // arXiv id → category
 	nPushed := 0
 	var dueMu sync.Mutex
@@ -555,8 +584,16 @@ After %s on the previous release alone, the new binary's `+"`migrate`"+` runs wh
 	stepsOK := stepsTable(res, steps)
 	res.figure("previous release", "%s (schema %d), built in %s", prev.commit, prevSchema, secs(prev.took))
 	res.figure("new release", "this tree (schema %d); migrate ran %s under load", newSchema, secs(migrateTook))
-	res.figure("load", "%d requests in %s (%.0f req/s), %d clients through the balancer; %d papers pushed, %d records announced, %d researchers registered",
-		total.n, secs(loadEnd.Sub(loadStart)), rate(total.n, loadEnd.Sub(loadStart)), ruClients, nPushed, len(recs), registered.Load())
+	var mixN int
+	stats.mu.Lock()
+	for name, c := range stats.classes {
+		if strings.HasPrefix(name, "load: ") {
+			mixN += c.n
+		}
+	}
+	stats.mu.Unlock()
+	res.figure("load", "%d requests in %s (%.0f req/s) through the balancer: %d of them (%.0f req/s) from the load scenario's %d clients and mix, the rest from the scenario's own %d; %d papers pushed, %d records announced, %d researchers registered",
+		total.n, secs(loadEnd.Sub(loadStart)), rate(total.n, loadEnd.Sub(loadStart)), mixN, rate(mixN, loadEnd.Sub(loadStart)), loadClients, ruClients, nPushed, len(recs), registered.Load())
 	res.figure("resent to the other api", "%d after a refused connection, %d after a broken connection (idempotent methods)", retried[retryRefused], retried[retryBroken])
 	res.check("no request failed", failed == 0 && total.errs+total.limited == 0,
 		"%d failed of %d (%d resent to the other api and answered there) %s", failed, total.n, retried[retryRefused]+retried[retryBroken], strings.Join(stats.examples, "; "))
@@ -1038,6 +1075,39 @@ func nextUpgradeFollow(rng *rand.Rand, u *ruUser) (string, string) {
 			return "PUT", path
 		}
 	}
+}
+
+// setupLoadUser makes user i of the load scenario's mix through c, as a
+// scale-S user of scenario load is: a verified address, three categories
+// and two s2 researchers followed (what the mix's follows never repeat),
+// digests off, the private Atom feed's path.
+func setupLoadUser(ctx context.Context, c *client, i int, seed uint64) (*loadUser, error) {
+	rng := rand.New(rand.NewPCG(seed, uint64(9000+i)))
+	u := &loadUser{sub: fmt.Sprintf("soak-ru-load-%d", i), had: map[string]bool{}, added: map[string]follow.Target{}}
+	var err error
+	if u.token, err = mint(u.sub, fmt.Sprintf("ru-load%d@soak.example", i)); err != nil {
+		return nil, err
+	}
+	cats := follow.ActiveCategories()
+	for len(u.follows) < 5 {
+		t := follow.Target{Kind: follow.Category, ID: cats[rng.IntN(len(cats))].ID}
+		if len(u.follows) >= 3 {
+			t = follow.Target{Kind: follow.Researcher, ID: fmt.Sprintf("s2:%d", 1+rng.IntN(300000))}
+		}
+		if u.had[t.Key()] {
+			continue
+		}
+		if _, err := c.must(ctx, "PUT", "/v1/me/follows/"+string(t.Kind)+"/"+t.ID, u.token, nil, 200, 201); err != nil {
+			return nil, err
+		}
+		u.had[t.Key()] = true
+		u.follows = append(u.follows, t)
+	}
+	if _, err := c.must(ctx, "PATCH", "/v1/me", u.token, map[string]any{"digest": map[string]any{"frequency": "off"}}, 200); err != nil {
+		return nil, err
+	}
+	u.feed, err = c.feedPath(ctx, u.token, "atom")
+	return u, err
 }
 
 // ruUserIDs returns the users' ids, in the order of users.
