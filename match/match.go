@@ -10,9 +10,9 @@
 package match
 
 import (
+	"sync/atomic"
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
