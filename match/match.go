@@ -10,7 +10,6 @@
 package match
 
 import (
-	"sync/atomic"
 	"context"
 	"fmt"
 	"time"
@@ -182,16 +181,13 @@ func matchedManyIn(ctx context.Context, tx pgx.Tx, qs []Query, users []int64) ([
 	b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
 	queueSubset(b, qs, perUser, results, needReasons)
 	w.queueFollows(b, users)
-	w.mutes = queueWindowMutes(b, qs, w.idx) // mutes.go
+	muting := queueMutingUsers(b, qs, w.idx) // mutes.go
 	if err := send(b); err != nil {
 		return nil, nil, err
 	}
 	// Muting users' windows are selected whole, for their mutes to filter
-	// (mutes.go, judge).
-	w.own, w.qs = qs, w.mutes.overselect(qs)
-	if len(w.mutes.byUser) > 0 {
-		w.views = viewsOf(tx)
-	}
+	// (mutes.go).
+	w.qs = muting.overselect(qs)
 	b = &pgx.Batch{}
 	w.queueRows(b)
 	if err := send(b); err != nil {
@@ -203,7 +199,6 @@ func matchedManyIn(ctx context.Context, tx pgx.Tx, qs []Query, users []int64) ([
 	// The reader's read state (controls.go) with the seen probes: the
 	// marked candidates are left out before any Paper is made of them.
 	marked := w.queueMarks(b)
-	w.queueVersions(b) // judge's: the muting users' candidates' row versions
 	if len(papers) > 0 {
 		b.Queue(seenSQL, pu, only, after, papers).Query(func(rows pgx.Rows) error {
 			var n int32
@@ -221,11 +216,8 @@ func matchedManyIn(ctx context.Context, tx pgx.Tx, qs []Query, users []int64) ([
 	if err := send(b); err != nil {
 		return nil, nil, err
 	}
-	judged := w.results(seen, marked, results, needReasons)
-	if c, _ := ctx.Value(judgedKey{}).(*atomic.Int64); c != nil {
-		c.Add(int64(len(judged)))
-	}
-	rs, err := finishMatched(ctx, tx, qs, results, needReasons, judged, w.mutes)
+	w.results(seen, marked, results, needReasons)
+	rs, err := finishMatched(ctx, tx, qs, results, needReasons)
 	if err == nil {
 		dropSnoozed(qs, rs, w.follows)
 	}
@@ -254,21 +246,19 @@ func queueSubset(b *pgx.Batch, qs []Query, idx []int, results []Result, needReas
 
 // finishMatched reads the reasons the selection could not give and the
 // details of the papers of queries that want them (and the users' mutes),
-// applies the mutes (mutes.go) to the results not judged already
-// (judged[qi]: the windowed path's judge did; known: the mutes it read,
-// may be nil), then reads the events.
-func finishMatched(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, needReasons map[int][]int64, judged map[int]bool, known *mutes) ([]Result, error) {
+// applies the mutes (mutes.go), then reads the events.
+func finishMatched(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, needReasons map[int][]int64) ([]Result, error) {
 	var b pgx.Batch
 	queueReasons(&b, qs, results, needReasons)
 	queueDetails(&b, qs, results)
-	mutes := queueMutes(&b, qs, results, judged, known) // mutes.go: read with the reasons
+	mutes := queueMutes(&b, qs, results) // mutes.go: read with the reasons
 	if b.Len() > 0 {
 		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 			return nil, err
 		}
 	}
 	// The reader's mutes, for every surface (mutes.go).
-	if err := mutes.apply(ctx, tx, qs, results, judged); err != nil {
+	if err := mutes.apply(ctx, tx, qs, results); err != nil {
 		return nil, err
 	}
 	if err := fillEvents(ctx, tx, qs, results); err != nil {
@@ -315,7 +305,7 @@ func QueueMatchedIn(b *pgx.Batch, qs []Query) (finish func(ctx context.Context, 
 	var needReasons map[int][]int64
 	queueSelect(b, qs, func(r []Result, need map[int][]int64) { results, needReasons = r, need })
 	return func(ctx context.Context, tx pgx.Tx) ([]Result, error) {
-		return finishMatched(ctx, tx, qs, results, needReasons, nil, nil)
+		return finishMatched(ctx, tx, qs, results, needReasons)
 	}
 }
 

@@ -80,46 +80,25 @@ type userMutes struct {
 	keyBits uint64
 }
 
-// mutes is the mutes of a batch's users, read by queueMuteRules.
+// mutes is the mutes of a batch's users, read by queueMutes.
 type mutes struct {
 	byUser map[int64]*userMutes
-	// asked are the users whose mutes were read (byUser holds those who
-	// have any).
-	asked map[int64]bool
 }
 
 // queueMutes queues on b the read of the mutes of the users of qs whose
-// results have papers, except the queries judged already (judged[qi]:
-// the windowed path applied their mutes, judge) and the users whose mutes
-// known holds (read in the selection's first round trip; may be nil);
-// once b is read, apply filters results.
-func queueMutes(b *pgx.Batch, qs []Query, results []Result, judged map[int]bool, known *mutes) *mutes {
+// results have papers; once b is read, apply filters results.
+func queueMutes(b *pgx.Batch, qs []Query, results []Result) *mutes {
+	m := &mutes{byUser: map[int64]*userMutes{}}
 	var users []int64
 	seen := map[int64]bool{}
 	for qi, r := range results {
-		if u := qs[qi].UserID; len(r.Papers) > 0 && !judged[qi] && !seen[u] && (known == nil || !known.asked[u]) {
+		if u := qs[qi].UserID; len(r.Papers) > 0 && !seen[u] {
 			seen[u] = true
 			users = append(users, u)
 		}
 	}
-	m := queueMuteRules(b, users)
-	if known != nil {
-		for u, um := range known.byUser {
-			m.byUser[u] = um
-		}
-	}
-	return m
-}
-
-// queueMuteRules queues on b the read of the mutes of users; once b is
-// read, the mutes returned hold them.
-func queueMuteRules(b *pgx.Batch, users []int64) *mutes {
-	m := &mutes{byUser: map[int64]*userMutes{}, asked: map[int64]bool{}}
 	if len(users) == 0 {
 		return m
-	}
-	for _, u := range users {
-		m.asked[u] = true
 	}
 	b.Queue(muteRulesSQL, users).Query(func(rows pgx.Rows) error {
 		byID := map[int64]*muteRule{}
@@ -219,11 +198,11 @@ const maxMuteReselect = 2000
 // apply filters results by the mutes read (see the top of this file),
 // then selects again the queries whose results mutes left short or whose
 // totals they may have changed (reselect).
-func (m *mutes) apply(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, judged map[int]bool) error {
+func (m *mutes) apply(ctx context.Context, tx pgx.Tx, qs []Query, results []Result) error {
 	if len(m.byUser) == 0 {
 		return nil
 	}
-	cands, err := m.candidates(ctx, tx, qs, results, judged)
+	cands, err := m.candidates(ctx, tx, qs, results)
 	if err != nil {
 		return err
 	}
@@ -231,7 +210,7 @@ func (m *mutes) apply(ctx context.Context, tx pgx.Tx, qs []Query, results []Resu
 	totals := map[int]int{} // the selection's Total of each query selected again
 	for qi := range results {
 		um := m.byUser[qs[qi].UserID]
-		if um == nil || judged[qi] {
+		if um == nil {
 			continue
 		}
 		r := &results[qi]
@@ -350,11 +329,11 @@ func dropReason(rs []follow.Target, key string) []follow.Target {
 // them. The others' are the process's views (muteViews) when their row
 // versions, read in tx, are the ones kept; the rest are read in tx, every
 // field, and kept.
-func (m *mutes) candidates(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, judged map[int]bool) (map[int64]*muteView, error) {
+func (m *mutes) candidates(ctx context.Context, tx pgx.Tx, qs []Query, results []Result) (map[int64]*muteView, error) {
 	out := map[int64]*muteView{}
 	var ids []int64
 	for qi, r := range results {
-		if m.byUser[qs[qi].UserID] == nil || judged[qi] {
+		if m.byUser[qs[qi].UserID] == nil {
 			continue
 		}
 		for i := range r.Papers {
@@ -539,7 +518,7 @@ func (s *Service) Explain(ctx context.Context, userID int64, arxivID string) (Ex
 		results := []Result{{Papers: []Paper{{ID: paperID}}}}
 		var b pgx.Batch
 		queueReasons(&b, qs, results, map[int][]int64{0: {paperID}})
-		m := queueMutes(&b, qs, results, nil, nil)
+		m := queueMutes(&b, qs, results)
 		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 			return err
 		}
@@ -550,7 +529,7 @@ func (s *Service) Explain(ctx context.Context, userID int64, arxivID string) (Ex
 			ex.Kept, ex.Shown = p.Reasons, len(p.Reasons) > 0
 			return nil
 		}
-		cands, err := m.candidates(ctx, tx, qs, results, nil)
+		cands, err := m.candidates(ctx, tx, qs, results)
 		if err != nil {
 			return err
 		}
@@ -570,41 +549,50 @@ func (s *Service) Explain(ctx context.Context, userID int64, arxivID string) (Ex
 	return ex, err
 }
 
-// queueWindowMutes queues on b, in the selection's first round trip, the
-// read of the mutes of the users of the queries of qs at idx (bounded
-// windows, the windowed path): who mutes, for overselect, and their rules,
-// for judge and apply.
-func queueWindowMutes(b *pgx.Batch, qs []Query, idx []int) *mutes {
-	users := make([]int64, 0, len(idx))
-	seen := map[int64]bool{}
-	for _, i := range idx {
-		if u := qs[i].UserID; !seen[u] {
-			seen[u] = true
-			users = append(users, u)
-		}
+// muting is the users of a batch's bounded windows who have mutes, read
+// by queueMutingUsers in the selection's first round trip.
+type muting struct{ users map[int64]bool }
+
+// queueMutingUsers queues on b the read of which users of the queries of
+// qs at idx (bounded windows, the windowed path) have mutes.
+func queueMutingUsers(b *pgx.Batch, qs []Query, idx []int) *muting {
+	m := &muting{users: map[int64]bool{}}
+	if len(idx) == 0 {
+		return m
 	}
-	return queueMuteRules(b, users)
+	users := make([]int64, 0, len(idx))
+	for _, i := range idx {
+		users = append(users, qs[i].UserID)
+	}
+	b.Queue(mutesql.MutingUsersSQL, users).Query(func(rows pgx.Rows) error {
+		var u int64
+		_, err := pgx.ForEachRow(rows, []any{&u}, func() error {
+			m.users[u] = true
+			return nil
+		})
+		return err
+	})
+	return m
 }
 
 // limit is the papers of q the selection keeps for the mutes to see: q's
 // own limit, or maxMuteReselect for a window overselect raised (m may be
 // nil: no muting user).
-func (m *mutes) limit(q Query) int {
-	if m != nil && bounded(q) && m.byUser[q.UserID] != nil {
+func (m *muting) limit(q Query) int {
+	if m != nil && bounded(q) && m.users[q.UserID] {
 		return max(q.limit(), maxMuteReselect)
 	}
 	return q.limit()
 }
 
 // overselect returns qs with the limit of each bounded window of a muting
-// user raised to maxMuteReselect: the windowed path then holds every
-// candidate (it reads them all anyway), judges them by the mutes itself
-// where it can (judge), and otherwise hands them all to finishMatched,
-// whose mutes filter them, count what is kept and cut to the query's own
-// limit — one selection, where reselect would make a second. qs itself is
-// left as it is.
-func (m *mutes) overselect(qs []Query) []Query {
-	if len(m.byUser) == 0 {
+// user raised to maxMuteReselect: the windowed path then hands every
+// candidate (it reads them all anyway, and cuts to the limit in Go) to
+// finishMatched, whose mutes filter them, count what is kept and cut to
+// the query's own limit — one selection, where reselect would make a
+// second. qs itself is left as it is.
+func (m *muting) overselect(qs []Query) []Query {
+	if len(m.users) == 0 {
 		return qs
 	}
 	out := slices.Clone(qs)

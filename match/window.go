@@ -102,15 +102,6 @@ type windowed struct {
 	cands    map[int][]windowCand // per query index
 	ranks    []rankLink           // the candidates' lists of ranks
 	redo     []int                // queries a truncated key makes go the per-user way
-
-	// own are the queries as asked (qs: with the muting users' windows
-	// over-selected, mutes.overselect); mutes are the mutes of the users
-	// of its queries, read with their follows; versions are the row
-	// versions of the muting users' candidates (judge).
-	own      []Query
-	mutes    *mutes
-	versions map[int64]uint32
-	views    *views // the process's (viewsOf)
 }
 
 // bounded says whether q has a bounded window (the windowed path's).
@@ -385,41 +376,13 @@ func (w *windowed) queueMarks(b *pgx.Batch) marks {
 	return ranges.queue(b)
 }
 
-// queueVersions queues on b the read of the row versions of the
-// candidates of the muting users' queries, for judge.
-func (w *windowed) queueVersions(b *pgx.Batch) {
-	if w.mutes == nil || len(w.mutes.byUser) == 0 {
-		return
-	}
-	var ids []int64
-	seen := map[int64]bool{}
-	for qi, cs := range w.cands {
-		if w.mutes.byUser[w.qs[qi].UserID] == nil {
-			continue
-		}
-		for _, c := range cs {
-			if !seen[c.id] {
-				seen[c.id] = true
-				ids = append(ids, c.id)
-			}
-		}
-	}
-	if len(ids) > 0 {
-		catalog.QueueVersions(b, ids, func(v map[int64]uint32) { w.versions = v })
-	}
-}
-
 // results turns each query's candidates, with seen the seen probes that
 // matched (ordinals) and marked the papers their readers marked read or
 // done (queueMarks), into its Result (needReasons as queueSelect gives
 // them): a query with Query.Unread leaves the marked papers out, and its
-// Total counts only the others. A muting user's candidates are judged by
-// their mutes here where they can be (judge); it returns the queries
-// whose every candidate was (their mutes are applied: finishMatched
-// leaves them be).
-func (w *windowed) results(seen map[int]bool, marked marks, results []Result, needReasons map[int][]int64) map[int]bool {
+// Total counts only the others.
+func (w *windowed) results(seen map[int]bool, marked marks, results []Result, needReasons map[int][]int64) {
 	targets := map[string]follow.Target{}
-	judged := map[int]bool{}
 	var keys []string
 	for qi, cs := range w.cands {
 		q := w.qs[qi]
@@ -440,21 +403,8 @@ func (w *windowed) results(seen map[int]bool, marked marks, results []Result, ne
 			return cmp.Compare(b.id, a.id)
 		})
 		// The marked papers are out already: q's limit (over-selected
-		// for a muting reader, mutes.go) is what the selection keeps,
-		// or, once judge has applied every mute, the query's own.
+		// for a muting reader, mutes.go) is what the selection keeps.
 		limit := q.limit()
-		var reasons [][]follow.Target // judge's, by index into kept
-		if um := w.mutes.byUser[q.UserID]; um != nil {
-			var all bool
-			kept, reasons, all = w.judge(q, um, kept, targets)
-			if all {
-				limit = w.own[qi].limit()
-				judged[qi] = true
-			}
-			if len(kept) == 0 {
-				continue
-			}
-		}
 		r := &results[qi]
 		r.Total = len(kept)
 		kept = kept[:min(len(kept), limit)]
@@ -465,9 +415,7 @@ func (w *windowed) results(seen map[int]bool, marked marks, results []Result, ne
 		for i, c := range kept {
 			p := &r.Papers[i]
 			p.ID, p.Seq, p.Replaced = c.id, c.seq, c.seen || !c.first
-			if reasons != nil && reasons[i] != nil {
-				p.Reasons = reasons[i]
-			} else if c.newIn && q.IDsOnly && q.Only == nil {
+			if c.newIn && q.IDsOnly && q.Only == nil {
 				keys = keys[:0]
 				for l := c.head; l != 0; l = w.ranks[l-1].next {
 					keys = append(keys, fs[len(fs)-int(w.ranks[l-1].rank)].Key)
@@ -478,49 +426,4 @@ func (w *windowed) results(seen map[int]bool, marked marks, results []Result, ne
 			}
 		}
 	}
-	return judged
 }
-
-// judge applies um, the mutes of q's user, to q's candidates cs (sorted,
-// the seen and read ones out), as apply would to their Papers (keep): a
-// candidate the mutes hide leaves, and one that a scoped mute takes a
-// follow from keeps its other reasons. It judges a candidate when its
-// reasons are its follows' ranks (a new paper of an IDsOnly query of
-// every follow: results gives those the same reasons) and the process
-// has its view at the row version read (queueVersions); the others are
-// kept for apply, and all says whether there were none. So a muting
-// reader's window is cut to its own limit, and a Paper made only of the
-// papers it lists, once the views are kept (a digest batch after the
-// first). reasons holds, by index into kept, the reasons judge left each
-// candidate it judged (nil: not judged).
-func (w *windowed) judge(q Query, um *userMutes, cs []windowCand, targets map[string]follow.Target) (kept []windowCand, reasons [][]follow.Target, all bool) {
-	fs := w.follows[q.UserID]
-	all = true
-	kept = cs[:0]
-	var keys []string
-	var p Paper // keep's scratch: it reads and writes only Reasons
-	for _, c := range cs {
-		var v *muteView
-		if ver, ok := w.versions[c.id]; ok && w.views != nil && c.newIn && q.IDsOnly && q.Only == nil {
-			v = w.views.get(c.id, ver)
-		}
-		if v == nil {
-			all = false
-			kept, reasons = append(kept, c), append(reasons, nil)
-			continue
-		}
-		keys = keys[:0]
-		for l := c.head; l != 0; l = w.ranks[l-1].next {
-			keys = append(keys, fs[len(fs)-int(w.ranks[l-1].rank)].Key)
-		}
-		p.Reasons = reasonsFromKeys(keys, targets)
-		if keep(um, "", &p, v) {
-			kept, reasons = append(kept, c), append(reasons, p.Reasons)
-		}
-	}
-	return kept, reasons, all
-}
-
-// judgedKey is the context key of a counter of the queries judge judged
-// whole (a test's: export_test.go).
-type judgedKey struct{}
