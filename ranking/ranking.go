@@ -38,8 +38,12 @@ import (
 // Enqueuer queues the jobs of package ranking inside the caller's
 // transaction (package worker implements it).
 type Enqueuer interface {
-	// EnqueueTrain queues a retraining of each user's model.
-	EnqueueTrain(ctx context.Context, tx pgx.Tx, userIDs []int64) error
+	// EnqueueTrain queues a retraining of each user's model: with after
+	// 0 at once, a job per call (a feedback click, whose model the reader
+	// expects within the second); with after > 0 that much later, and
+	// coalesced: one waiting job per user takes every change queued
+	// before it runs (follows made and removed in a burst train once).
+	EnqueueTrain(ctx context.Context, tx pgx.Tx, userIDs []int64, after time.Duration) error
 }
 
 // Config is what a Service needs.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"followfeed/account"
 	"followfeed/apperr"
@@ -21,6 +22,7 @@ import (
 	"followfeed/worker"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river/rivertype"
 )
 
 // env is a database with a paper store, follows, matching, a River
@@ -356,8 +358,9 @@ func TestLessMovesATopicDownForACategoryFollower(t *testing.T) {
 }
 
 // TestFollowChangesRetrainOnlyUsersWithAModel: a follow made or removed
-// counts a change (and queues a job) for a user who has a model, and
-// nothing for one who has none yet.
+// counts a change for a user who has a model (their changes share one
+// training job, FollowRetrainDelay later), and nothing for one who has
+// none yet.
 func TestFollowChangesRetrainOnlyUsersWithAModel(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -382,8 +385,22 @@ func TestFollowChangesRetrainOnlyUsersWithAModel(t *testing.T) {
 	if n := e.count(`SELECT changes FROM ranking_models WHERE user_id = $1`, ranked); n != 2 {
 		t.Errorf("an unfollow counted to %d changes, want 2", n)
 	}
-	if n := testjobs.Count(t, e.db.Pool, worker.RankTrainArgs{}.Kind()); n != 2 {
-		t.Errorf("%d training jobs, want 2", n)
+	// Both changes wait for one training, FollowRetrainDelay later.
+	jobs := testjobs.List(t, e.db.Pool, worker.RankTrainArgs{}.Kind())
+	if len(jobs) != 1 || jobs[0].State != rivertype.JobStateScheduled || time.Until(jobs[0].ScheduledAt) < ranking.FollowRetrainDelay-time.Minute {
+		for _, j := range jobs {
+			t.Logf("job %d: %s, scheduled in %s", j.ID, j.State, time.Until(j.ScheduledAt))
+		}
+		t.Errorf("%d training jobs, want one scheduled about %s later for both changes", len(jobs), ranking.FollowRetrainDelay)
+	}
+	if behind, err := e.rank.Behind(e.ctx, ranked); err != nil || !behind {
+		t.Errorf("before the job: behind %v (%v), want true", behind, err)
+	}
+	if trained, err := e.rank.Train(e.ctx, ranked); err != nil || !trained {
+		t.Errorf("the job's training: trained %v (%v)", trained, err)
+	}
+	if behind, err := e.rank.Behind(e.ctx, ranked); err != nil || behind {
+		t.Errorf("after the job: behind %v (%v), want false", behind, err)
 	}
 	// A user without a row has no model to keep: the job does nothing
 	// (the first surface that ranks for them trains one, Models).

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -12,15 +13,21 @@ import (
 
 var _ ranking.Enqueuer = (*Enqueuer)(nil)
 
-// EnqueueTrain inserts a retraining job per user (ranking.Enqueuer). The
-// jobs are not unique: a job that finds its user's model already trained
-// past the change that queued it does nothing (ranking.Service.Train), and
-// a uniqueness that counted running jobs would drop a change made while
-// one runs.
-func (e *Enqueuer) EnqueueTrain(ctx context.Context, tx pgx.Tx, userIDs []int64) error {
+// EnqueueTrain inserts a retraining job per user (ranking.Enqueuer). With
+// after 0 the jobs are not unique: a job that finds its user's model
+// already trained past the change that queued it does nothing
+// (ranking.Service.Train). With after > 0 the job is scheduled that much
+// later and unique per user while waiting or running (Coalesced): a
+// change made while it runs finds no second job, so the job trains again
+// (snoozes) when its model is still behind afterwards.
+func (e *Enqueuer) EnqueueTrain(ctx context.Context, tx pgx.Tx, userIDs []int64, after time.Duration) error {
 	params := make([]river.InsertManyParams, len(userIDs))
 	for i, id := range userIDs {
 		params[i] = river.InsertManyParams{Args: RankTrainArgs{UserID: id}}
+		if after > 0 {
+			params[i] = river.InsertManyParams{Args: RankTrainArgs{UserID: id, Coalesced: true},
+				InsertOpts: &river.InsertOpts{ScheduledAt: time.Now().Add(after), UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: oneAtATime}}}
+		}
 	}
 	_, err := e.client.InsertManyTx(ctx, tx, params)
 	return err
@@ -29,6 +36,9 @@ func (e *Enqueuer) EnqueueTrain(ctx context.Context, tx pgx.Tx, userIDs []int64)
 // RankTrainArgs retrains one user's ranking model.
 type RankTrainArgs struct {
 	UserID int64 `json:"user_id"`
+	// Coalesced: a follow change's job, scheduled later and one per user
+	// (EnqueueTrain); it trains again when changes came while it ran.
+	Coalesced bool `json:"coalesced,omitempty"`
 }
 
 // Kind implements river.JobArgs.
@@ -55,6 +65,16 @@ func (w *RankTrainWorker) Work(ctx context.Context, job *river.Job[RankTrainArgs
 	}
 	if trained && w.Logger != nil {
 		w.Logger.DebugContext(ctx, "ranking model trained", "user_id", job.Args.UserID)
+	}
+	if job.Args.Coalesced {
+		// A change made while this ran queued no job of its own.
+		behind, err := w.Ranking.Behind(ctx, job.Args.UserID)
+		if err != nil {
+			return failed(err, "user_id", job.Args.UserID)
+		}
+		if behind {
+			return river.JobSnooze(ranking.FollowRetrainDelay)
+		}
 	}
 	return nil
 }
