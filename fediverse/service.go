@@ -279,7 +279,7 @@ func (s *Service) addKey(ctx context.Context, retire bool, active time.Time) (in
 	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
 		if retire {
 			// The key it replaces signs until the new one's activation (a
-			// key still pending is replaced before it ever signs).
+			// key still pending signs from its own activation until then).
 			if _, err := tx.Exec(ctx, `UPDATE ap_keys SET retired_at = $1 WHERE retired_at IS NULL`, active); err != nil {
 				return err
 			}
@@ -315,6 +315,10 @@ func (s *Service) RotateKey(ctx context.Context) (int, time.Time, error) {
 	id, active, err := s.addKey(ctx, true, active)
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("rotating the ActivityPub key: %w", err)
+	}
+	if id == 0 {
+		// ap_keys_current_idx: another rotation added its key meanwhile.
+		return 0, time.Time{}, errors.New("rotating the ActivityPub key: another rotation ran at the same time and its key stands; run it again to replace that one")
 	}
 	s.keyMu.Lock()
 	s.key = nil

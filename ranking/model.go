@@ -98,11 +98,13 @@ func (s *Service) Train(ctx context.Context, userID int64) (bool, error) {
 
 // Behind reports whether user userID's model has changes it has not
 // learnt (a ranking_models row whose changes are past its trained): a
-// coalesced job, which takes no second job while it runs, trains again
-// when a change came during its training.
+// coalesced job trains again when a change came during its training. It
+// waits for a change being committed (FOR SHARE: a change holds the row
+// from its count to its commit), so a change is either seen here or
+// counted after this read, when its job is queued anew.
 func (s *Service) Behind(ctx context.Context, userID int64) (bool, error) {
 	var behind bool
-	err := s.db.Pool.QueryRow(ctx, `SELECT coalesce((SELECT changes > trained FROM ranking_models WHERE user_id = $1), false)`, userID).Scan(&behind)
+	err := s.db.Pool.QueryRow(ctx, `SELECT coalesce((SELECT changes > trained FROM ranking_models WHERE user_id = $1 FOR SHARE), false)`, userID).Scan(&behind)
 	if err != nil {
 		return false, fmt.Errorf("reading whether user %d's model is behind: %w", userID, err)
 	}

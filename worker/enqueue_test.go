@@ -86,3 +86,65 @@ func TestEnqueuerInsertsInTheCallersTransaction(t *testing.T) {
 	rivertest.RequireNotInserted(ctx, t, pool, worker.MatchArgs{}, outside)
 	rivertest.RequireNotInserted(ctx, t, pool, worker.DigestArgs{}, outside)
 }
+
+// TestCoalescedTrainingLosesNoChange: a follow change's retraining waits
+// (scheduled) and a second change while it waits adds no job; a change
+// while that job runs, which it may not have read, gets a plain job of its
+// own, as late.
+func TestCoalescedTrainingLosesNoChange(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ins, err := worker.NewInserter(db.Pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := worker.NewEnqueuer(ins)
+	ctx := context.Background()
+	enqueue := func() {
+		t.Helper()
+		tx, err := db.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		if err := e.EnqueueTrain(ctx, tx, []int64{42}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs := func() (n int, coalesced int) {
+		t.Helper()
+		rows, err := db.Pool.Query(ctx, `SELECT args FROM `+migrations.RiverSchema+`.river_job WHERE kind = 'rank_train' AND scheduled_at > now()`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var a worker.RankTrainArgs
+			var raw []byte
+			if err := rows.Scan(&raw); err != nil || json.Unmarshal(raw, &a) != nil {
+				t.Fatal(err)
+			}
+			n++
+			if a.Coalesced {
+				coalesced++
+			}
+		}
+		return n, coalesced
+	}
+	enqueue()
+	enqueue()
+	if n, c := jobs(); n != 1 || c != 1 {
+		t.Fatalf("two changes while waiting: %d jobs (%d coalesced), want one coalesced", n, c)
+	}
+	// The job runs (as River marks it when a worker takes it).
+	if _, err := db.Pool.Exec(ctx, `UPDATE `+migrations.RiverSchema+`.river_job SET state = 'running', scheduled_at = now() - interval '1 second', attempted_at = now(), attempt = 1 WHERE kind = 'rank_train'`); err != nil {
+		t.Fatal(err)
+	}
+	enqueue()
+	if n, c := jobs(); n != 1 || c != 0 {
+		t.Errorf("a change while the job runs: %d later jobs (%d coalesced), want one plain job", n, c)
+	}
+}

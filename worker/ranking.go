@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"followfeed/ranking"
 )
@@ -18,8 +19,12 @@ var _ ranking.Enqueuer = (*Enqueuer)(nil)
 // already trained past the change that queued it does nothing
 // (ranking.Service.Train). With after > 0 the job is scheduled that much
 // later and unique per user while waiting or running (Coalesced): a
-// change made while it runs finds no second job, so the job trains again
-// (snoozes) when its model is still behind afterwards.
+// waiting job learns the change when it runs. A running one may have read
+// its inputs before the change: it trains again when its model is still
+// behind once it has trained (ranking.Service.Behind waits for a change
+// being committed), and a change it cannot have seen then, one queued
+// while it is running, gets a job of its own (not unique, as late), so
+// none is lost.
 func (e *Enqueuer) EnqueueTrain(ctx context.Context, tx pgx.Tx, userIDs []int64, after time.Duration) error {
 	params := make([]river.InsertManyParams, len(userIDs))
 	for i, id := range userIDs {
@@ -29,7 +34,20 @@ func (e *Enqueuer) EnqueueTrain(ctx context.Context, tx pgx.Tx, userIDs []int64,
 				InsertOpts: &river.InsertOpts{ScheduledAt: time.Now().Add(after), UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: oneAtATime}}}
 		}
 	}
-	_, err := e.client.InsertManyTx(ctx, tx, params)
+	res, err := e.client.InsertManyTx(ctx, tx, params)
+	if err != nil || after <= 0 {
+		return err
+	}
+	var again []river.InsertManyParams
+	for i, r := range res {
+		if r.UniqueSkippedAsDuplicate && r.Job != nil && r.Job.State == rivertype.JobStateRunning {
+			again = append(again, river.InsertManyParams{Args: RankTrainArgs{UserID: userIDs[i]},
+				InsertOpts: &river.InsertOpts{ScheduledAt: time.Now().Add(after)}})
+		}
+	}
+	if len(again) > 0 {
+		_, err = e.client.InsertManyTx(ctx, tx, again)
+	}
 	return err
 }
 
