@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river/rivertest"
 	"github.com/riverqueue/river/rivertype"
 
+	"followfeed/database"
 	"followfeed/internal/testdb"
 	"followfeed/migrations"
 	"followfeed/worker"
@@ -21,12 +22,7 @@ import (
 // a job; instant alerts are scheduled; an empty WebSub ping is no job.
 func TestEnqueuerInsertsInTheCallersTransaction(t *testing.T) {
 	t.Parallel()
-	db := testdb.New(t)
-	ins, err := worker.NewInserter(db.Pool, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := worker.NewEnqueuer(ins)
+	db, e := newEnqueuer(t)
 	ctx := context.Background()
 	tx, err := db.Pool.Begin(ctx)
 	if err != nil {
@@ -87,18 +83,24 @@ func TestEnqueuerInsertsInTheCallersTransaction(t *testing.T) {
 	rivertest.RequireNotInserted(ctx, t, pool, worker.DigestArgs{}, outside)
 }
 
+// newEnqueuer returns a test database and an Enqueuer inserting into it.
+func newEnqueuer(t *testing.T) (*database.DB, *worker.Enqueuer) {
+	t.Helper()
+	db := testdb.New(t)
+	ins, err := worker.NewInserter(db.Pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, worker.NewEnqueuer(ins)
+}
+
 // TestCoalescedTrainingLosesNoChange: a follow change's retraining waits
 // (scheduled) and a second change while it waits adds no job; a change
 // while that job runs, which it may not have read, gets a plain job of its
 // own, as late.
 func TestCoalescedTrainingLosesNoChange(t *testing.T) {
 	t.Parallel()
-	db := testdb.New(t)
-	ins, err := worker.NewInserter(db.Pool, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := worker.NewEnqueuer(ins)
+	db, e := newEnqueuer(t)
 	ctx := context.Background()
 	enqueue := func() {
 		t.Helper()
