@@ -368,13 +368,19 @@ func apply(ctx context.Context, tx pgx.Tx, records []Record, src Source, res *Pu
 			live = append(live, g)
 		}
 	}
+	var names map[string]hostRecordNames
+	if src == SourceHost {
+		if names, err = hostNamesOf(records); err != nil {
+			return err
+		}
+	}
 	if len(live) > 0 {
-		if err := write(ctx, tx, live, src); err != nil {
+		if err := write(ctx, tx, live, src, names); err != nil {
 			return err
 		}
 	}
 	if src == SourceHost {
-		if err := registerHostKeys(ctx, tx, records); err != nil {
+		if err := registerHostKeys(ctx, tx, records, names, live); err != nil {
 			return err
 		}
 	}
@@ -407,31 +413,71 @@ func hostRegistered(gs []*group) []string {
 	return out
 }
 
+// hostRecordNames are the names a host record gives each of its ids: its name
+// and its other names (a JSON array, as a text[] parameter's element
+// carries a list).
+type hostRecordNames struct{ name, others string }
+
+// hostNamesOf returns the names each key of records is given (records
+// hold no id twice: DecodeRecords).
+func hostNamesOf(records []Record) (map[string]hostRecordNames, error) {
+	out := map[string]hostRecordNames{}
+	for _, rec := range records {
+		o, err := jsonStrings(rec.OtherNames)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range rec.keys() {
+			out[k] = hostRecordNames{name: rec.Name, others: o}
+		}
+	}
+	return out, nil
+}
+
+// mergedOtherNames is, in registerHostKeys' statement, the key's other
+// names with the record's (t.others, a JSON array) added: sorted and
+// distinct, as host_other_names is always kept.
+const mergedOtherNames = `ARRAY(SELECT DISTINCT o FROM unnest(k.host_other_names || ARRAY(SELECT jsonb_array_elements_text(t.others::jsonb))) o ORDER BY o)`
+
 // registerHostKeys marks every key of the host's records as the host's
 // (source host: the identity is host-registered, whoever linked the key
 // first) and remembers the record's names with it, which a split gives
 // back: host_name is the record's name (a record without one keeps the
-// key's), host_other_names gains its other names. Primary-key probes; a
-// key already so is not written.
-func registerHostKeys(ctx context.Context, tx pgx.Tx, records []Record) error {
-	var keys, names, others []string
-	for _, rec := range records {
-		o, err := jsonStrings(rec.OtherNames)
-		if err != nil {
-			return err
-		}
-		for _, k := range rec.keys() {
-			keys, names, others = append(keys, k), append(names, rec.Name), append(others, o)
+// key's), host_other_names gains its other names. The keys write linked
+// now (the groups' newKeys) were inserted so already and are left out: a
+// host write linking ids to known people (a tenth of a million
+// researchers at once, BENCHMARKS.md) wrote each new key twice.
+// Primary-key probes; a key already so is not written.
+func registerHostKeys(ctx context.Context, tx pgx.Tx, records []Record, names map[string]hostRecordNames, written []*group) error {
+	inserted := map[string]bool{}
+	for _, g := range written {
+		for _, k := range g.newKeys {
+			inserted[k] = true
 		}
 	}
+	var keys, ns, others []string
+	for _, rec := range records {
+		for _, k := range rec.keys() {
+			if !inserted[k] {
+				keys, ns, others = append(keys, k), append(ns, names[k].name), append(others, names[k].others)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	// One primary-key probe per key: SET and WHERE read the row's own
+	// values. host_other_names is kept sorted and distinct, so a record
+	// without other names leaves it as it is (no array built: most
+	// records have none).
 	if _, err := tx.Exec(ctx, `
-		UPDATE identity_keys k SET source = 'host', host_name = n.name, host_other_names = n.others
-		FROM (SELECT t.key, coalesce(nullif(t.name, ''), k0.host_name) AS name,
-		             ARRAY(SELECT DISTINCT o FROM unnest(k0.host_other_names || ARRAY(SELECT jsonb_array_elements_text(t.others::jsonb))) o
-		                   ORDER BY o) AS others
-		      FROM unnest($1::text[], $2::text[], $3::text[]) AS t(key, name, others) JOIN identity_keys k0 ON k0.key = t.key) n
-		WHERE k.key = n.key AND (k.source <> 'host' OR k.host_name IS DISTINCT FROM n.name OR k.host_other_names <> n.others)`,
-		keys, names, others); err != nil {
+		UPDATE identity_keys k SET source = 'host', host_name = coalesce(nullif(t.name, ''), k.host_name),
+			host_other_names = CASE WHEN t.others = '[]' THEN k.host_other_names ELSE `+mergedOtherNames+` END
+		FROM unnest($1::text[], $2::text[], $3::text[]) AS t(key, name, others)
+		WHERE k.key = t.key
+		  AND (k.source <> 'host' OR nullif(t.name, '') IS DISTINCT FROM k.host_name AND t.name <> ''
+		       OR t.others <> '[]' AND k.host_other_names <> `+mergedOtherNames+`)`,
+		keys, ns, others); err != nil {
 		return fmt.Errorf("registering %d ids as the host's: %w", len(keys), err)
 	}
 	return nil
@@ -583,7 +629,7 @@ func loadBarriers(ctx context.Context, tx pgx.Tx, keys []string) (map[[2]string]
 // nextval), the survivors' names, the keys of merged identities moved to
 // the survivor, the losers deleted, new keys inserted. A host write also
 // drops the split records between keys it now links.
-func write(ctx context.Context, tx pgx.Tx, groups []*group, src Source) error {
+func write(ctx context.Context, tx pgx.Tx, groups []*group, src Source, names map[string]hostRecordNames) error {
 	var fresh int
 	for _, g := range groups {
 		if len(g.ids) == 0 {
@@ -606,6 +652,7 @@ func write(ctx context.Context, tx pgx.Tx, groups []*group, src Source) error {
 		countryCol, othersCol        []string
 		isNew                        []bool
 		keyCol, keySrc               []string
+		keyName, keyOthers           []string
 		keyOwner                     []int64
 		linkKeys                     []string
 	)
@@ -625,6 +672,11 @@ func write(ctx context.Context, tx pgx.Tx, groups []*group, src Source) error {
 		countryCol, othersCol, isNew = append(countryCol, g.country), append(othersCol, others), append(isNew, len(g.ids) == 0)
 		for _, k := range g.newKeys {
 			keyCol, keyOwner, keySrc = append(keyCol, k), append(keyOwner, id), append(keySrc, string(src))
+			hn := names[k] // the host's records' names (none from other sources)
+			if hn.others == "" {
+				hn.others = "[]"
+			}
+			keyName, keyOthers = append(keyName, hn.name), append(keyOthers, hn.others)
 		}
 		if src == SourceHost && len(g.keys) > 1 {
 			linkKeys = append(linkKeys, g.keys...)
@@ -661,9 +713,16 @@ func write(ctx context.Context, tx pgx.Tx, groups []*group, src Source) error {
 		}
 	}
 	if len(keyCol) > 0 {
+		// A host's key is inserted with its record's names, as
+		// registerHostKeys would set them (other names sorted and
+		// distinct).
 		if _, err := tx.Exec(ctx, `
-			INSERT INTO identity_keys (key, identity_id, source)
-			SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[])`, keyCol, keyOwner, keySrc); err != nil {
+			INSERT INTO identity_keys (key, identity_id, source, host_name, host_other_names)
+			SELECT t.key, t.owner, t.src, nullif(t.name, ''),
+			       CASE WHEN t.others = '[]' THEN '{}'
+			            ELSE ARRAY(SELECT DISTINCT o FROM jsonb_array_elements_text(t.others::jsonb) o ORDER BY o) END
+			FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[]) AS t(key, owner, src, name, others)`,
+			keyCol, keyOwner, keySrc, keyName, keyOthers); err != nil {
 			return fmt.Errorf("linking %d ids: %w", len(keyCol), err)
 		}
 	}

@@ -687,3 +687,41 @@ func TestSplitGivesEachSideItsHostGivenName(t *testing.T) {
 		}
 	}
 }
+
+// What a host write remembers with each of its ids (identity_keys source,
+// host_name and host_other_names, which a split gives back): a new id is
+// inserted with its record's names, a known one (the host's, or one
+// OpenAlex linked) becomes the host's and gains the record's other names
+// (sorted, distinct), and keeps its name when the record gives none.
+func TestHostWriteRemembersNamesWithEveryID(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	if err := e.reg.Observe(e.ctx, identity.SourceOpenAlex, []identity.Record{{Kind: follow.Researcher, IDs: []string{"openalex:A1"}, Name: "Z. Upstream"}}); err != nil {
+		t.Fatal(err)
+	}
+	e.put(`{"ids": ["host:1", "s2:1"], "name": "Alice", "other_names": ["b", "a", "b"]}`)
+	e.put(`{"ids": ["host:1", "s2:2"], "other_names": ["c", "a"]}`)
+	e.put(`{"ids": ["host:1"], "name": "Alicia"}`)
+	e.put(`{"ids": ["openalex:A1", "host:9"], "name": "Zed"}`)
+	type row struct {
+		source, name string
+		others       []string
+	}
+	want := map[string]row{
+		"researcher:host:1":      {"host", "Alicia", []string{"a", "b", "c"}},
+		"researcher:s2:1":        {"host", "Alice", []string{"a", "b"}},
+		"researcher:s2:2":        {"host", "", []string{"a", "c"}},
+		"researcher:openalex:A1": {"host", "Zed", []string{}},
+		"researcher:host:9":      {"host", "Zed", []string{}},
+	}
+	for key, w := range want {
+		var got row
+		if err := e.db.Pool.QueryRow(e.ctx, `SELECT source, coalesce(host_name, ''), host_other_names FROM identity_keys WHERE key = $1`, key).
+			Scan(&got.source, &got.name, &got.others); err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		if !reflect.DeepEqual(got, w) {
+			t.Errorf("%s: %+v, want %+v", key, got, w)
+		}
+	}
+}
