@@ -75,9 +75,9 @@ type userMutes struct {
 	// are evaluated on the paper's text.
 	byKey   map[string][]*muteRule
 	queries []*muteRule
-	// keyBits has keyBit set for every key of byKey: a paper key whose
-	// bit is not set is in no mute, without a map probe (keep).
-	keyBits uint64
+	// keyBits holds every key of byKey: a paper key it does not hold is
+	// in no mute, without a map probe (keep).
+	keyBits keySet
 }
 
 // mutes is the mutes of a batch's users, read by queueMutes.
@@ -161,7 +161,7 @@ func (um *userMutes) index() {
 		}
 	}
 	for k := range um.byKey {
-		um.keyBits |= keyBit(hashKey(k))
+		um.keyBits.add(hashKey(k))
 	}
 }
 
@@ -225,26 +225,29 @@ func (m *mutes) apply(ctx context.Context, tx pgx.Tx, qs []Query, results []Resu
 		// ("ever") Total counts only the candidates read.
 		all := bounded(qs[qi]) && before == r.Total
 		// In place, without copying a kept paper that does not move (a
-		// Paper is some 400 bytes; a window has hundreds).
+		// Paper is some 400 bytes; a window has hundreds), nor one past
+		// the limit, which is only counted (an over-selected window
+		// judges every candidate for its Total and keeps its limit).
+		limit := qs[qi].limit()
 		n := 0
 		for i := range r.Papers {
 			p := &r.Papers[i]
 			if keep(um, only, p, cands[p.ID]) {
-				if n != i {
+				if n != i && n < limit {
 					r.Papers[n] = *p
 				}
 				n++
 			}
 		}
-		kept := r.Papers[:n]
-		clear(r.Papers[n:])
-		dropped := before - len(kept)
+		shown := min(n, limit)
+		clear(r.Papers[shown:])
+		dropped := before - n
 		total := r.Total
-		r.Total = max(r.Total-dropped, len(kept))
-		r.Papers = kept[:min(len(kept), qs[qi].limit())]
+		r.Total = max(r.Total-dropped, n)
+		r.Papers = r.Papers[:shown]
 		// A window over-selected past its limit read as many as it will
 		// (maxMuteReselect): no second selection.
-		over := before > qs[qi].limit()
+		over := before > limit
 		if !all && !over && needsReselect(qs[qi], before, dropped, total) {
 			again = append(again, qi)
 			totals[qi] = total
@@ -279,9 +282,9 @@ func keep(um *userMutes, only string, p *Paper, c *muteView) bool {
 		}
 		return true
 	}
-	if um.keyBits&c.keyBits != 0 {
+	if um.keyBits.meets(&c.keyBits) {
 		for i, k := range c.keys {
-			if um.keyBits&keyBit(c.keyHashes[i]) == 0 {
+			if !um.keyBits.has(c.keyHashes[i]) {
 				continue // no mute of um has this key: skip the map
 			}
 			for _, r := range um.byKey[k.Key] {
