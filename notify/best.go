@@ -171,8 +171,16 @@ func planBest(res match.Result, follows []follow.Follow, ranked []int64, budget 
 			kept++
 		}
 	}
+	// Each paper's primary reason, once (by its index in ranked): choose
+	// and the listing below both need it, and it builds every reason's key.
+	prims := make([]primary, len(ranked))
+	for i, id := range ranked {
+		if p := byID[id]; p != nil {
+			prims[i].first, prims[i].key = o.primary(p)
+		}
+	}
 	others := max(min(budget, MaxPapersLimit)-kept, 0)
-	chosen := choose(ranked, byID, others, keep, perFollow, o)
+	chosen := choose(ranked, prims, byID, others, keep, perFollow)
 	g := plannedGroup{label: BestGroupName}
 	type omitted struct {
 		first follow.Target
@@ -182,14 +190,14 @@ func planBest(res match.Result, follows []follow.Follow, ranked []int64, budget 
 	var rest []omitted
 	restIdx := map[string]int{}
 	listed := 0
-	for _, id := range ranked {
+	for i, id := range ranked {
 		p := byID[id]
 		if p == nil {
 			continue
 		}
 		delete(byID, id) // each paper once
 		listed++
-		first, key := o.primary(p)
+		first, key := prims[i].first, prims[i].key
 		list := false
 		switch {
 		case len(g.papers) >= MaxPapersLimit: // a mail's bound, kept papers too
@@ -240,22 +248,29 @@ func planBest(res match.Result, follows []follow.Follow, ranked []int64, budget 
 	return plan
 }
 
-// choose picks, of the papers ranked (ids best first, byID their papers
-// with reasons), the best n that keeps does not protect (when keep is
-// set): the first n in rank order, or with perFollow each follow's best
-// up to its share of n first (see planBest), then the best of the rest.
-func choose(ranked []int64, byID map[int64]*match.Paper, n int, keep, perFollow bool, o reasonOrder) map[int64]bool {
+// primary is a paper's primary reason (reasonOrder.primary) and its key.
+type primary struct {
+	first follow.Target
+	key   string
+}
+
+// choose picks, of the papers ranked (ids best first, prims their primary
+// reasons by index, byID their papers with reasons), the best n that
+// keeps does not protect (when keep is set): the first n in rank order,
+// or with perFollow each follow's best up to its share of n first (see
+// planBest), then the best of the rest.
+func choose(ranked []int64, prims []primary, byID map[int64]*match.Paper, n int, keep, perFollow bool) map[int64]bool {
 	var cands []int64
 	var keys []string
 	seen := map[int64]bool{}
 	follows := map[string]bool{}
-	for _, id := range ranked {
+	for i, id := range ranked {
 		p := byID[id]
 		if p == nil || seen[id] || (keep && keeps(p)) {
 			continue
 		}
 		seen[id] = true // each paper once
-		_, key := o.primary(p)
+		key := prims[i].key
 		cands, keys = append(cands, id), append(keys, key)
 		follows[key] = true
 	}

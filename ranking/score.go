@@ -16,7 +16,24 @@ import (
 type Batch struct {
 	models map[int64]*relevance.Model
 	vecs   map[int64]*relevance.Vector
-	scores map[int64]map[int64]float32
+	scores map[int64]userScores
+}
+
+// userScores are one user's scores, sc[i] paper ids[i]'s (ids as Rank was
+// given them): slices, not a map, since a digest batch ranks some 250
+// papers for each of 50 users, and a map's inserts and probes were a
+// tenth of a best-first digest's ranking.
+type userScores struct {
+	ids []int64
+	sc  []float32
+}
+
+// of returns paper id's score (0 when it was not ranked).
+func (us userScores) of(id int64) float32 {
+	if i := slices.Index(us.ids, id); i >= 0 {
+		return us.sc[i]
+	}
+	return 0
 }
 
 // Rank scores, for each user of want, the papers (papers.id) want lists,
@@ -38,7 +55,7 @@ func (s *Service) Rank(ctx context.Context, want map[int64][]int64, have map[int
 		}
 	}
 	slices.Sort(users)
-	b := &Batch{scores: make(map[int64]map[int64]float32, len(want))}
+	b := &Batch{scores: make(map[int64]userScores, len(want))}
 	if len(users) == 0 {
 		return b, nil
 	}
@@ -54,13 +71,13 @@ func (s *Service) Rank(ctx context.Context, want map[int64][]int64, have map[int
 	}
 	for u, ps := range want {
 		m := b.models[u]
-		sc := make(map[int64]float32, len(ps))
-		for _, id := range ps {
+		us := userScores{ids: slices.Clone(ps), sc: make([]float32, len(ps))} // a copy: Order sorts its ids in place
+		for i, id := range ps {
 			if v := b.vecs[id]; v != nil && m != nil {
-				sc[id] = m.Score(v)
+				us.sc[i] = m.Score(v)
 			}
 		}
-		b.scores[u] = sc
+		b.scores[u] = us
 	}
 	return b, nil
 }
@@ -80,27 +97,44 @@ func (s *Service) RankPapers(ctx context.Context, userID int64, papers []match.P
 	if err != nil {
 		return nil, err
 	}
-	sc := b.scores[userID]
-	slices.SortStableFunc(papers, func(x, y match.Paper) int { return cmp.Compare(sc[y.ID], sc[x.ID]) })
+	// ids is papers' order: each paper's score is at its index.
+	sc := b.scores[userID].sc
+	order := make([]int, len(papers))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(sc[y], sc[x]) })
+	sorted := make([]match.Paper, len(papers))
+	for i, j := range order {
+		sorted[i] = papers[j]
+	}
+	copy(papers, sorted)
 	return b, nil
 }
 
 // Score is paper paperID's score for user userID (0 when it was not
 // ranked); only the order of one user's scores means anything.
-func (b *Batch) Score(userID, paperID int64) float32 { return b.scores[userID][paperID] }
+func (b *Batch) Score(userID, paperID int64) float32 { return b.scores[userID].of(paperID) }
 
 // Order sorts ids (papers.id) best first for userID: by score, ties (and
 // papers not ranked) in the order given.
 func (b *Batch) Order(userID int64, ids []int64) {
-	sc := b.scores[userID]
-	// Each score read once, not twice per comparison.
+	us := b.scores[userID]
+	// Each score read once, not twice per comparison; ids are usually the
+	// ones ranked, in the same order (a digest's candidates), whose
+	// scores are us.sc as they are.
 	type scored struct {
 		s  float32
 		id int64
 	}
+	same := slices.Equal(ids, us.ids)
 	xs := make([]scored, len(ids))
 	for i, id := range ids {
-		xs[i] = scored{sc[id], id}
+		if same {
+			xs[i] = scored{us.sc[i], id}
+		} else {
+			xs[i] = scored{us.of(id), id}
+		}
 	}
 	slices.SortStableFunc(xs, func(x, y scored) int { return cmp.Compare(y.s, x.s) })
 	for i := range xs {

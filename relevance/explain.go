@@ -241,11 +241,12 @@ func (m *Model) cosine(i int, vals *[maxLikes * likeWords]float32) float32 {
 	return float32(dot / math.Sqrt(norm))
 }
 
-// part is a word's part of a score (feature f, weight × value x), for a
-// words reason.
+// part is a word's part of a score (feature f, at index at of the
+// vector's features, weight × value x), for a words reason.
 type part struct {
-	f uint32
-	x float32
+	f  uint32
+	at uint32
+	x  float32
 }
 
 // before says whether a ranks before b: the larger part first, ties the
@@ -308,8 +309,8 @@ func (m *Model) topWords(v *Vector) topWords {
 			w = math.Float32frombits(math.Float32bits(b1[0].w)&is(b1[0].f, f) | math.Float32bits(b1[1].w)&is(b1[1].f, f) |
 				math.Float32bits(b2[0].w)&is(b2[0].f, f) | math.Float32bits(b2[1].w)&is(b2[1].f, f))
 		}
-		if x := float32(w * vals[i]); x >= least && t.takes(part{f, x}) {
-			t.insert(part{f, x})
+		if x := float32(w * vals[i]); x >= least && t.takes(part{f, uint32(i), x}) {
+			t.insert(part{f, uint32(i), x})
 			if t.n == maxReasonWords {
 				least = t.p[maxReasonWords-1].x
 			}
@@ -324,7 +325,7 @@ func (m *Model) words(v *Vector) (Reason, bool) {
 	t := m.topWords(v)
 	r := Reason{Kind: ReasonWords}
 	for _, pt := range t.p[:t.n] {
-		if s := v.spelling(pt.f); s != "" {
+		if s := v.spelling(int(pt.at)); s != "" {
 			if r.Words == nil {
 				r.Words = make([]string, 0, t.n)
 			}
@@ -335,16 +336,13 @@ func (m *Model) words(v *Vector) (Reason, bool) {
 	return r, len(r.Words) > 0
 }
 
-// spelling is word feature f's first spelling in v's paper ("" when it
-// has none), read from spellAll's table, made the first time one of v's
-// words is spelled: every user's Explain of a paper shown to many reads
-// its text once.
-func (v *Vector) spelling(f uint32) string {
+// spelling is the first spelling in v's paper of its word feature at
+// index i of its features ("" when it has none), read from spellAll's
+// table, made the first time one of v's words is spelled: every user's
+// Explain of a paper shown to many reads its text once.
+func (v *Vector) spelling(i int) string {
 	v.spelled.Do(func() { v.spellings = spellAll(v) })
-	if i, ok := slices.BinarySearch(v.feats, f); ok {
-		return v.spellings[i]
-	}
-	return ""
+	return v.spellings[i]
 }
 
 // spellAll returns, parallel to v's features, each word feature's first
