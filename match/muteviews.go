@@ -59,7 +59,7 @@ func newMuteView(p *paper.Paper, version uint32) *muteView {
 // keySeed is the process's seed of hashKey.
 var keySeed = maphash.MakeSeed()
 
-// hashKey is a paper key's hash, for keyBit.
+// hashKey is a paper key's hash, for keySet.
 func hashKey(k string) uint64 { return maphash.String(keySeed, k) }
 
 // keySet is a set of keys' hashes as bits (a one-hash Bloom filter of
