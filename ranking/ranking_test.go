@@ -448,3 +448,59 @@ func TestRankPapersSortsMatchedPapersBestFirst(t *testing.T) {
 		t.Errorf("no reason for the best paper %s", ps[0].ArxivID)
 	}
 }
+
+// TestOrderSortsAnyIDsByTheirScores: Batch.Order sorts the ids it is
+// given by their scores (ties, and ids not ranked, which score 0, in the
+// order given), whether they are the ids ranked in their order (a
+// digest's candidates) or others; sorting the very slice Rank was given
+// changes no score.
+func TestOrderSortsAnyIDsByTheirScores(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.background(100)
+	uid := e.user("alice")
+	e.store(e.paper("lensing", ann, e.stranger()))
+	e.follow(uid, follow.Researcher, "host:1")
+	var ids []int64
+	for range 4 {
+		for _, p := range []paper.Paper{e.paper("pulsar"), e.paper("lensing")} {
+			e.store(p)
+			ids = append(ids, e.ids[p.ArxivID])
+		}
+	}
+	b, err := e.rank.Rank(e.ctx, map[int64][]int64{uid: ids}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	score := map[int64]float32{}
+	for _, id := range ids {
+		score[id] = b.Score(uid, id)
+	}
+	sorted := func(name string, got []int64) {
+		t.Helper()
+		for i := 1; i < len(got); i++ {
+			if score[got[i]] > score[got[i-1]] {
+				t.Errorf("%s: %v not best first (scores %v)", name, got, score)
+				return
+			}
+		}
+	}
+	given := slices.Clone(ids)
+	b.Order(uid, ids) // the slice Rank was given
+	sorted("the ids ranked", ids)
+	if slices.Equal(ids, given) {
+		t.Errorf("the order did not change: %v", ids)
+	}
+	for id, s := range score {
+		if got := b.Score(uid, id); got != s {
+			t.Errorf("paper %d scores %v after Order, %v before", id, got, s)
+		}
+	}
+	other := append(slices.Clone(given), 1<<40) // not ranked: 0
+	slices.Reverse(other)
+	b.Order(uid, other)
+	sorted("other ids", other)
+	if !slices.ContainsFunc(other, func(id int64) bool { return id == 1<<40 }) || len(other) != len(given)+1 {
+		t.Errorf("Order lost or added ids: %v", other)
+	}
+}
