@@ -413,9 +413,9 @@ func hostRegistered(gs []*group) []string {
 	return out
 }
 
-// hostRecordNames are the names a host record gives each of its ids: its name
-// and its other names (a JSON array, as a text[] parameter's element
-// carries a list).
+// hostRecordNames are the names a host record gives each of its ids: its
+// name and its other names (a JSON array, as a text[] parameter's
+// element carries a list).
 type hostRecordNames struct{ name, others string }
 
 // hostNamesOf returns the names each key of records is given (records
@@ -444,9 +444,7 @@ const mergedOtherNames = `ARRAY(SELECT DISTINCT o FROM unnest(k.host_other_names
 // first) and remembers the record's names with it, which a split gives
 // back: host_name is the record's name (a record without one keeps the
 // key's), host_other_names gains its other names. The keys write linked
-// now (the groups' newKeys) were inserted so already and are left out: a
-// host write linking ids to known people (a tenth of a million
-// researchers at once, BENCHMARKS.md) wrote each new key twice.
+// now (the groups' newKeys) were inserted so already and are left out.
 // Primary-key probes; a key already so is not written.
 func registerHostKeys(ctx context.Context, tx pgx.Tx, records []Record, names map[string]hostRecordNames, written []*group) error {
 	inserted := map[string]bool{}
