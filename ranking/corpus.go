@@ -38,7 +38,16 @@ type texts struct {
 	mu    sync.Mutex
 	gen   *generation
 	vecs  map[int64]*list.Element
-	lru   *list.List // of *cachedVector, most recent at the front
+	// The cache is two LRU lists of *cachedVector (most recent at the
+	// front), one map: shared holds the vectors surfaces ranked (digests,
+	// feeds, the inbox: candidates many users share), at most maxVecs
+	// less a quarter, and examples the vectors only trainings read (a
+	// user's persons' papers, flow and marks), at most a quarter. A burst
+	// of trainings (the bench's cold start: 3,000 first models of some
+	// 250 examples each) pushed every shared candidate out of a single
+	// list, and the next digests made their vectors again; a user's
+	// next click still finds their examples.
+	shared, examples *list.List
 }
 
 // generation is one corpus and the vectors made with it.
@@ -49,14 +58,60 @@ type generation struct {
 }
 
 type cachedVector struct {
-	id  int64
-	gen *generation
-	v   *relevance.Vector
+	id     int64
+	gen    *generation
+	v      *relevance.Vector
+	shared bool // in texts.shared, else in texts.examples
+}
+
+// vectorUse is what vectors are read for: where they go in the cache.
+type vectorUse int
+
+const (
+	// forRanking: a surface's candidates; read or made, a vector becomes
+	// the most recent of the shared list (moved there from the
+	// examples).
+	forRanking vectorUse = iota
+	// forTraining: a user's examples; made, a vector becomes the most
+	// recent of the examples, read, it stays where it is.
+	forTraining
+)
+
+// listOf is the list c is in.
+func (t *texts) listOf(c *cachedVector) *list.List {
+	if c.shared {
+		return t.shared
+	}
+	return t.examples
+}
+
+// capOf is the most vectors the list of shared (or examples) holds.
+func (t *texts) capOf(shared bool) int {
+	ex := max(t.maxVecs/4, 1)
+	if shared {
+		return max(t.maxVecs-ex, 1)
+	}
+	return ex
+}
+
+// keep puts c in the cache as the most recent of its list (removing the
+// entry of its id first), evicting that list's least recent beyond its
+// cap. t.mu is held.
+func (t *texts) keep(c *cachedVector) {
+	if e, ok := t.vecs[c.id]; ok {
+		t.listOf(e.Value.(*cachedVector)).Remove(e)
+	}
+	l := t.listOf(c)
+	t.vecs[c.id] = l.PushFront(c)
+	for l.Len() > t.capOf(c.shared) {
+		old := l.Remove(l.Back()).(*cachedVector)
+		delete(t.vecs, old.id)
+	}
 }
 
 func newTexts(db *database.DB, p relevance.Params, papers int, maxAge time.Duration, maxVecs int) *texts {
 	return &texts{db: db, params: p, papers: papers, maxAge: maxAge, maxVecs: maxVecs,
-		vecs: map[int64]*list.Element{}, lru: list.New()}
+		vecs: map[int64]*list.Element{}, shared: list.New(), examples: list.New()}
 }
 
 // current returns the corpus generation, building the first one (the
@@ -101,7 +156,8 @@ func (t *texts) swap(g *generation) {
 	defer t.mu.Unlock()
 	t.gen = g
 	t.vecs = map[int64]*list.Element{}
-	t.lru.Init()
+	t.shared.Init()
+	t.examples.Init()
 }
 
 // load builds a generation from the newest papers: each chunk's texts are
@@ -151,15 +207,23 @@ func (t *texts) load(ctx context.Context) (*generation, error) {
 
 // vectors returns the vectors of papers ids under generation g, from the
 // cache or made from the papers (loaded when have lacks them or their
-// abstract; have may be nil). Ids of papers not stored are absent.
-func (t *texts) vectors(ctx context.Context, g *generation, ids []int64, have map[int64]*paper.Paper) (map[int64]*relevance.Vector, error) {
+// abstract; have may be nil), kept in the cache as use says. Ids of
+// papers not stored are absent.
+func (t *texts) vectors(ctx context.Context, g *generation, ids []int64, have map[int64]*paper.Paper, use vectorUse) (map[int64]*relevance.Vector, error) {
 	out := make(map[int64]*relevance.Vector, len(ids))
 	var missing []int64
 	t.mu.Lock()
 	for _, id := range ids {
 		if e, ok := t.vecs[id]; ok && e.Value.(*cachedVector).gen == g {
-			t.lru.MoveToFront(e)
-			out[id] = e.Value.(*cachedVector).v
+			c := e.Value.(*cachedVector)
+			switch {
+			case use != forRanking:
+			case c.shared:
+				t.shared.MoveToFront(e)
+			default: // a training's example ranked: shared from now on
+				t.keep(&cachedVector{id: id, gen: g, v: c.v, shared: true})
+			}
+			out[id] = c.v
 			continue
 		}
 		if _, dup := out[id]; !dup {
@@ -200,16 +264,11 @@ func (t *texts) vectors(ctx context.Context, g *generation, ids []int64, have ma
 		if t.gen != g { // a new corpus meanwhile: these are not cached
 			continue
 		}
-		if e, ok := t.vecs[id]; ok {
-			e.Value = &cachedVector{id: id, gen: g, v: v}
-			t.lru.MoveToFront(e)
-			continue
+		shared := use == forRanking
+		if e, ok := t.vecs[id]; ok && e.Value.(*cachedVector).shared {
+			shared = true // another call made it meanwhile, for ranking
 		}
-		t.vecs[id] = t.lru.PushFront(&cachedVector{id: id, gen: g, v: v})
-		for t.lru.Len() > t.maxVecs {
-			old := t.lru.Remove(t.lru.Back()).(*cachedVector)
-			delete(t.vecs, old.id)
-		}
+		t.keep(&cachedVector{id: id, gen: g, v: v, shared: shared})
 	}
 	return out, nil
 }

@@ -249,7 +249,7 @@ func (s *Service) train(ctx context.Context, in *inputs) (*relevance.Model, int,
 		}
 	}
 	ids := slices.Concat(feedbackIDs(in.feedback), in.followedPaperIDs, own, flow)
-	vecs, err := s.texts.vectors(ctx, g, ids, have)
+	vecs, err := s.texts.vectors(ctx, g, ids, have, forTraining)
 	if err != nil {
 		return nil, 0, err
 	}

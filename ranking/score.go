@@ -63,7 +63,7 @@ func (s *Service) Rank(ctx context.Context, want map[int64][]int64, have map[int
 	if err != nil {
 		return nil, err
 	}
-	if b.vecs, err = s.texts.vectors(ctx, g, ids, have); err != nil {
+	if b.vecs, err = s.texts.vectors(ctx, g, ids, have, forRanking); err != nil {
 		return nil, err
 	}
 	if b.models, err = s.Models(ctx, users); err != nil {
