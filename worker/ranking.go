@@ -85,7 +85,9 @@ func (w *RankTrainWorker) Work(ctx context.Context, job *river.Job[RankTrainArgs
 		w.Logger.DebugContext(ctx, "ranking model trained", "user_id", job.Args.UserID)
 	}
 	if job.Args.Coalesced {
-		// A change made while this ran queued no job of its own.
+		// A change whose insert found this job still waiting, but which
+		// committed after the training read its inputs: learn it too (a
+		// change queued while this runs has a job of its own).
 		behind, err := w.Ranking.Behind(ctx, job.Args.UserID)
 		if err != nil {
 			return failed(err, "user_id", job.Args.UserID)
