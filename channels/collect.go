@@ -572,9 +572,12 @@ func (s *Service) Test(ctx context.Context, userID, id int64) (string, error) {
 		}
 		// channel_events_channel_idx backwards: the channel's newest test
 		// events; the TestsPerWindow-th newest says whether the window is full.
+		// The clock, not now(): this transaction may have begun before the
+		// test it waited for (the row lock) was made, and now() would then
+		// put the next allowed test more than TestWindow ahead.
 		var wait float64
 		err := tx.QueryRow(ctx, `
-			SELECT extract(epoch FROM created_at + $3::interval - now()) FROM channel_events
+			SELECT extract(epoch FROM created_at + $3::interval - clock_timestamp()) FROM channel_events
 			WHERE channel_id = $1 AND type = $2 ORDER BY id DESC OFFSET $4 - 1 LIMIT 1`,
 			id, TypeTest, TestWindow.String(), TestsPerWindow).Scan(&wait)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
