@@ -25,3 +25,10 @@ func CountReselects(ctx context.Context) (context.Context, *atomic.Int64) {
 	c := new(atomic.Int64)
 	return context.WithValue(ctx, reselectsKey{}, c), c
 }
+
+// CountJudged returns ctx with a counter of the windows the windowed path
+// judged by the mutes itself (windowmutes.go) under it.
+func CountJudged(ctx context.Context) (context.Context, *atomic.Int64) {
+	c := new(atomic.Int64)
+	return context.WithValue(ctx, judgedKey{}, c), c
+}

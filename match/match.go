@@ -12,6 +12,7 @@ package match
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -181,13 +182,15 @@ func matchedManyIn(ctx context.Context, tx pgx.Tx, qs []Query, users []int64) ([
 	b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
 	queueSubset(b, qs, perUser, results, needReasons)
 	w.queueFollows(b, users)
-	muting := queueMutingUsers(b, qs, w.idx) // mutes.go
+	// The mutes of the windows' users (mutes.go, windowmutes.go).
+	w.mutes, w.orig = newMutes(), qs
+	w.mutes.queueRules(b, w.users())
 	if err := send(b); err != nil {
 		return nil, nil, err
 	}
 	// Muting users' windows are selected whole, for their mutes to filter
 	// (mutes.go).
-	w.qs = muting.overselect(qs)
+	w.qs = mutingOf(w.mutes).overselect(qs)
 	b = &pgx.Batch{}
 	w.queueRows(b)
 	if err := send(b); err != nil {
@@ -199,6 +202,7 @@ func matchedManyIn(ctx context.Context, tx pgx.Tx, qs []Query, users []int64) ([
 	// The reader's read state (controls.go) with the seen probes: the
 	// marked candidates are left out before any Paper is made of them.
 	marked := w.queueMarks(b)
+	viewIDs, versions := w.queueViewVersions(b) // windowmutes.go
 	if len(papers) > 0 {
 		b.Queue(seenSQL, pu, only, after, papers).Query(func(rows pgx.Rows) error {
 			var n int32
@@ -216,8 +220,14 @@ func matchedManyIn(ctx context.Context, tx pgx.Tx, qs []Query, users []int64) ([
 	if err := send(b); err != nil {
 		return nil, nil, err
 	}
+	if err := w.fillJudgedViews(ctx, tx, viewIDs, *versions); err != nil {
+		return nil, nil, err
+	}
 	w.results(seen, marked, results, needReasons)
-	rs, err := finishMatched(ctx, tx, qs, results, needReasons)
+	if c, _ := ctx.Value(judgedKey{}).(*atomic.Int64); c != nil {
+		c.Add(int64(len(w.mutes.judged)))
+	}
+	rs, err := finishMatched(ctx, tx, qs, results, needReasons, w.mutes)
 	if err == nil {
 		dropSnoozed(qs, rs, w.follows)
 	}
@@ -245,13 +255,14 @@ func queueSubset(b *pgx.Batch, qs []Query, idx []int, results []Result, needReas
 }
 
 // finishMatched reads the reasons the selection could not give and the
-// details of the papers of queries that want them (and the users' mutes),
-// applies the mutes (mutes.go), then reads the events.
-func finishMatched(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, needReasons map[int][]int64) ([]Result, error) {
+// details of the papers of queries that want them (and the users' mutes,
+// but for those pre, nil or the windowed path's, read already), applies
+// the mutes (mutes.go), then reads the events.
+func finishMatched(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, needReasons map[int][]int64, pre *mutes) ([]Result, error) {
 	var b pgx.Batch
 	queueReasons(&b, qs, results, needReasons)
 	queueDetails(&b, qs, results)
-	mutes := queueMutes(&b, qs, results) // mutes.go: read with the reasons
+	mutes := queueMutes(&b, qs, results, pre) // mutes.go: read with the reasons, unless pre has them
 	if b.Len() > 0 {
 		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 			return nil, err
@@ -305,7 +316,7 @@ func QueueMatchedIn(b *pgx.Batch, qs []Query) (finish func(ctx context.Context, 
 	var needReasons map[int][]int64
 	queueSelect(b, qs, func(r []Result, need map[int][]int64) { results, needReasons = r, need })
 	return func(ctx context.Context, tx pgx.Tx) ([]Result, error) {
-		return finishMatched(ctx, tx, qs, results, needReasons)
+		return finishMatched(ctx, tx, qs, results, needReasons, nil)
 	}
 }
 

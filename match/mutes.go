@@ -18,11 +18,13 @@ import (
 	"followfeed/search"
 )
 
-// Mutes (issue #27, item 2; package mute owns them) are applied here, in
-// finishMatched, for every surface at once: private feeds (Matched,
-// MatchedIn), digests and instant alerts (MatchedMany with windows, in
-// notify) and push channels (channels.Collect) all finish through it. What
-// a mute means:
+// Mutes (issue #27, item 2; package mute owns them) are applied here, by
+// keep, in finishMatched, for every surface at once: private feeds
+// (Matched, MatchedIn), digests and instant alerts (MatchedMany with
+// windows, in notify) and push channels (channels.Collect) all finish
+// through it; the windowed path applies keep to a muting reader's window
+// before it makes Papers of its candidates (windowmutes.go), and apply
+// leaves such a window alone. What a mute means:
 //
 //   - It hides a paper when the paper has a key of the muted researcher
 //     (any id the identity registry links to the person), when the muted
@@ -78,30 +80,67 @@ type userMutes struct {
 	// keyBits holds every key of byKey: a paper key it does not hold is
 	// in no mute, without a map probe (keep).
 	keyBits keySet
+	// scoped: a rule is scoped to one follow, so judging a paper needs
+	// its reasons.
+	scoped bool
 }
 
-// mutes is the mutes of a batch's users, read by queueMutes.
+// mutes is the mutes of a batch's users, read by queueMutes (and, for the
+// windowed path's users, by queueRules in its first round trip).
 type mutes struct {
 	byUser map[int64]*userMutes
+	// read holds every user whose mutes were read (with or without any);
+	// judged the queries (by index) whose results the windowed path
+	// filtered already (windowmutes.go), which apply leaves as they are.
+	read   map[int64]bool
+	judged map[int]bool
+}
+
+func newMutes() *mutes {
+	return &mutes{byUser: map[int64]*userMutes{}, read: map[int64]bool{}, judged: map[int]bool{}}
+}
+
+// of returns user's mutes (nil: none, or not read; m may be nil).
+func (m *mutes) of(user int64) *userMutes {
+	if m == nil {
+		return nil
+	}
+	return m.byUser[user]
 }
 
 // queueMutes queues on b the read of the mutes of the users of qs whose
-// results have papers; once b is read, apply filters results.
-func queueMutes(b *pgx.Batch, qs []Query, results []Result) *mutes {
-	m := &mutes{byUser: map[int64]*userMutes{}}
+// results have papers, but for those pre (nil: none) read already; once
+// b is read, apply filters results. It returns pre with them, or a new
+// set.
+func queueMutes(b *pgx.Batch, qs []Query, results []Result, pre *mutes) *mutes {
+	m := pre
+	if m == nil {
+		m = newMutes()
+	}
 	var users []int64
 	seen := map[int64]bool{}
 	for qi, r := range results {
-		if u := qs[qi].UserID; len(r.Papers) > 0 && !seen[u] {
+		if u := qs[qi].UserID; len(r.Papers) > 0 && !seen[u] && !m.read[u] {
 			seen[u] = true
 			users = append(users, u)
 		}
 	}
+	m.queueRules(b, users)
+	return m
+}
+
+// queueRules queues on b the read of the mutes of users (each once, none
+// read before) into m.
+func (m *mutes) queueRules(b *pgx.Batch, users []int64) {
 	if len(users) == 0 {
-		return m
+		return
+	}
+	for _, u := range users {
+		m.read[u] = true
 	}
 	b.Queue(muteRulesSQL, users).Query(func(rows pgx.Rows) error {
 		byID := map[int64]*muteRule{}
+		fresh := map[int64]*userMutes{}
 		var (
 			uid, id                     int64
 			kind, key, scope, personKey string
@@ -111,9 +150,10 @@ func queueMutes(b *pgx.Batch, qs []Query, results []Result) *mutes {
 			if r == nil {
 				r = &muteRule{id: id, kind: kind, key: key, scope: scope}
 				byID[id] = r
-				um := m.byUser[uid]
+				um := fresh[uid]
 				if um == nil {
 					um = &userMutes{}
+					fresh[uid] = um
 					m.byUser[uid] = um
 				}
 				um.rules = append(um.rules, r)
@@ -135,12 +175,11 @@ func queueMutes(b *pgx.Batch, qs []Query, results []Result) *mutes {
 		if err != nil {
 			return fmt.Errorf("reading the mutes of %d users: %w", len(users), err)
 		}
-		for _, um := range m.byUser {
+		for _, um := range fresh {
 			um.index()
 		}
 		return nil
 	})
-	return m
 }
 
 // index orders um's rules as they were made (the join with the registry
@@ -149,6 +188,7 @@ func (um *userMutes) index() {
 	slices.SortFunc(um.rules, func(a, b *muteRule) int { return cmp.Compare(a.id, b.id) })
 	um.byKey = map[string][]*muteRule{}
 	for _, r := range um.rules {
+		um.scoped = um.scoped || r.scope != ""
 		switch r.kind {
 		case "researcher":
 			for k := range r.keys {
@@ -210,7 +250,7 @@ func (m *mutes) apply(ctx context.Context, tx pgx.Tx, qs []Query, results []Resu
 	totals := map[int]int{} // the selection's Total of each query selected again
 	for qi := range results {
 		um := m.byUser[qs[qi].UserID]
-		if um == nil {
+		if um == nil || m.judged[qi] {
 			continue
 		}
 		r := &results[qi]
@@ -232,7 +272,7 @@ func (m *mutes) apply(ctx context.Context, tx pgx.Tx, qs []Query, results []Resu
 		n := 0
 		for i := range r.Papers {
 			p := &r.Papers[i]
-			if keep(um, only, p, cands[p.ID]) {
+			if keep(um, only, p, cands[p.ID], nil) {
 				if n != i && n < limit {
 					r.Papers[n] = *p
 				}
@@ -266,17 +306,26 @@ func (m *mutes) apply(ctx context.Context, tx pgx.Tx, qs []Query, results []Resu
 // um.byKey (a map probe per key, whatever the number of mutes); query
 // mutes are evaluated on p's text only while p is still kept and, when
 // scoped, only when their follow is one of its reasons.
-func keep(um *userMutes, only string, p *Paper, c *muteView) bool {
+//
+// With fill set, p's reasons are fill's, made the first time a scoped
+// mute needs them (the windowed path's judge: most papers meet no mute).
+func keep(um *userMutes, only string, p *Paper, c *muteView, fill func() []follow.Target) bool {
 	if c == nil {
 		return true // not stored any more: nothing to judge it by
 	}
 	removed := false
+	reasons := func() []follow.Target {
+		if fill != nil {
+			p.Reasons, fill = fill(), nil
+		}
+		return p.Reasons
+	}
 	// apply is r's effect on p, r hiding it; false: p is dropped.
 	apply := func(r *muteRule) bool {
 		switch {
 		case r.scope == "" || r.scope == only:
 			return false
-		case hasReason(p.Reasons, r.scope):
+		case hasReason(reasons(), r.scope):
 			p.Reasons = dropReason(p.Reasons, r.scope)
 			removed = true
 		}
@@ -295,7 +344,7 @@ func keep(um *userMutes, only string, p *Paper, c *muteView) bool {
 		}
 	}
 	for _, r := range um.queries {
-		if r.scope != "" && r.scope != only && !hasReason(p.Reasons, r.scope) {
+		if r.scope != "" && r.scope != only && !hasReason(reasons(), r.scope) {
 			continue // scoped to a follow that is not why p is here
 		}
 		if r.hides(c) && !apply(r) {
@@ -336,7 +385,7 @@ func (m *mutes) candidates(ctx context.Context, tx pgx.Tx, qs []Query, results [
 	out := map[int64]*muteView{}
 	var ids []int64
 	for qi, r := range results {
-		if m.byUser[qs[qi].UserID] == nil {
+		if m.byUser[qs[qi].UserID] == nil || m.judged[qi] {
 			continue
 		}
 		for i := range r.Papers {
@@ -369,9 +418,18 @@ func (m *mutes) candidates(ctx context.Context, tx pgx.Tx, qs []Query, results [
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("reading the versions of %d muted users' candidates: %w", len(todo), err)
 	}
+	return out, fillViews(ctx, tx, todo, versions, out)
+}
+
+// fillViews sets out[id], for each id of ids whose row version versions
+// holds (catalog.QueueVersions, read in tx; a paper it lacks is not
+// stored any more and keeps no view), to that version's view: the
+// process's (muteViews) when it has it, else made from the row, read in
+// tx with every field (one round trip for all), and kept.
+func fillViews(ctx context.Context, tx pgx.Tx, ids []int64, versions map[int64]uint32, out map[int64]*muteView) error {
 	cache := viewsOf(tx)
 	var load []int64
-	for _, id := range todo {
+	for _, id := range ids {
 		ver, ok := versions[id]
 		if !ok {
 			continue // not stored any more
@@ -383,9 +441,9 @@ func (m *mutes) candidates(ctx context.Context, tx pgx.Tx, qs []Query, results [
 		}
 	}
 	if len(load) == 0 {
-		return out, nil
+		return nil
 	}
-	b = &pgx.Batch{}
+	b := &pgx.Batch{}
 	catalog.QueueLoad(b, load, catalog.AllFields, func(ps map[int64]paper.Paper) {
 		for id, p := range ps {
 			v := newMuteView(&p, versions[id])
@@ -394,9 +452,9 @@ func (m *mutes) candidates(ctx context.Context, tx pgx.Tx, qs []Query, results [
 		}
 	})
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, fmt.Errorf("loading %d muted users' candidates: %w", len(load), err)
+		return fmt.Errorf("loading %d muted users' candidates: %w", len(load), err)
 	}
-	return out, nil
+	return nil
 }
 
 // needsReselect reports whether the result of q, which held before papers
@@ -521,7 +579,7 @@ func (s *Service) Explain(ctx context.Context, userID int64, arxivID string) (Ex
 		results := []Result{{Papers: []Paper{{ID: paperID}}}}
 		var b pgx.Batch
 		queueReasons(&b, qs, results, map[int][]int64{0: {paperID}})
-		m := queueMutes(&b, qs, results)
+		m := queueMutes(&b, qs, results, nil)
 		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 			return err
 		}
@@ -542,7 +600,7 @@ func (s *Service) Explain(ctx context.Context, userID int64, arxivID string) (Ex
 				ex.Mutes = append(ex.Mutes, r.id)
 			}
 		}
-		ex.Shown = keep(um, "", p, c)
+		ex.Shown = keep(um, "", p, c, nil)
 		ex.Kept = p.Reasons
 		if !ex.Shown {
 			ex.Kept = nil
@@ -552,30 +610,17 @@ func (s *Service) Explain(ctx context.Context, userID int64, arxivID string) (Ex
 	return ex, err
 }
 
-// muting is the users of a batch's bounded windows who have mutes, read
-// by queueMutingUsers in the selection's first round trip.
+// muting is the users of a batch's bounded windows who have mutes (the
+// windowed path reads their mutes in its first round trip).
 type muting struct{ users map[int64]bool }
 
-// queueMutingUsers queues on b the read of which users of the queries of
-// qs at idx (bounded windows, the windowed path) have mutes.
-func queueMutingUsers(b *pgx.Batch, qs []Query, idx []int) *muting {
-	m := &muting{users: map[int64]bool{}}
-	if len(idx) == 0 {
-		return m
+// mutingOf returns the users of m that have mutes.
+func mutingOf(m *mutes) *muting {
+	out := &muting{users: map[int64]bool{}}
+	for u := range m.byUser {
+		out.users[u] = true
 	}
-	users := make([]int64, 0, len(idx))
-	for _, i := range idx {
-		users = append(users, qs[i].UserID)
-	}
-	b.Queue(mutesql.MutingUsersSQL, users).Query(func(rows pgx.Rows) error {
-		var u int64
-		_, err := pgx.ForEachRow(rows, []any{&u}, func() error {
-			m.users[u] = true
-			return nil
-		})
-		return err
-	})
-	return m
+	return out
 }
 
 // limit is the papers of q the selection keeps for the mutes to see: q's

@@ -119,6 +119,96 @@ func TestMutesInFeedsAndWindows(t *testing.T) {
 	check("ada's researcher feed", e.matched(match.Query{UserID: ada, Only: &a2}), kept, nil)
 }
 
+// TestMutesJudgedInTheWindowAsOnPapers: a digest's window (ids, no one
+// follow) of a muting reader is judged by the windowed path before any
+// Paper is made (windowmutes.go); it keeps the same papers, with the same
+// reasons (a scoped mute takes its follow out) and the same Total, as the
+// per-user statement whose Papers the mutes judge (mutes.apply), at every
+// limit; a window with a paper seen before it, whose reasons are read,
+// and a per-follow window are left to apply.
+func TestMutesJudgedInTheWindowAsOnPapers(t *testing.T) {
+	t.Parallel()
+	e, ada, bob, before := mutedFixture(t)
+	e.mute(ada, mute.Input{Researcher: str("openalex:A7"), HasFollow: true, FollowKind: "category", FollowID: "cs.LG"})
+	e.ingest(p("2611.00006", "cs.LG", []string{"cs.LG"}, "openalex:A7"))                // cs.LG muted for A7: no reason left
+	e.ingest(p("2611.00007", "cs.LG", []string{"cs.LG"}, "openalex:A7", "openalex:A2")) // A2 stays
+	e.ingest(p("2611.00008", "cs.LG", []string{"cs.LG"}))
+	after := e.high()
+	type got struct {
+		ids     []int64
+		reasons [][]string
+		total   int
+	}
+	of := func(r match.Result) got {
+		g := got{total: r.Total}
+		for _, q := range r.Papers {
+			g.ids, g.reasons = append(g.ids, q.ID), append(g.reasons, reasons(q))
+		}
+		return g
+	}
+	for _, limit := range []int{1, 2, 3, 50} {
+		qs := []match.Query{
+			{UserID: ada, AfterSeq: before, UpToSeq: after, IDsOnly: true, Limit: limit},
+			{UserID: bob, AfterSeq: before, UpToSeq: after, IDsOnly: true, Limit: limit},
+		}
+		ctx, judged := match.CountJudged(e.ctx)
+		w, err := e.m.MatchedMany(ctx, qs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pu, err := match.PerUserMatchedMany(e.m, e.ctx, qs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := judged.Load(); n != 1 {
+			t.Errorf("limit %d: %d windows judged by the windowed path; want ada's (bob has no mute)", limit, n)
+		}
+		for i := range qs {
+			if a, b := of(w[i]), of(pu[i]); fmt.Sprint(a) != fmt.Sprint(b) {
+				t.Errorf("limit %d, query %d: windowed %+v, per user %+v", limit, i, a, b)
+			}
+		}
+		if limit == 50 {
+			kept := []string{"2611.00008", "2611.00007", "2611.00005", "2611.00002"}
+			var gotIDs []string
+			for _, q := range w[0].Papers {
+				gotIDs = append(gotIDs, fmt.Sprintf("2611.%05d", paperNumber(t, e, q.ID)))
+			}
+			if !slices.Equal(gotIDs, kept) || w[0].Total != 4 {
+				t.Errorf("ada's window: %v of %d; want %v of 4", gotIDs, w[0].Total, kept)
+			}
+			if r := reasons(w[0].Papers[1]); !slices.Equal(r, []string{"researcher/openalex:A2"}) {
+				t.Errorf("2611.00007's reasons %v; want only A2 (cs.LG muted for A7)", r)
+			}
+		}
+	}
+	// Not the windowed path's to judge: a per-follow window, and a window
+	// with a paper seen before it (a new version of 2611.00002, whose
+	// first listing is older than the window).
+	// cy follows cs.LG with its replacements and mutes a person.
+	cy, yes := e.user("cy"), true
+	e.follow(cy, "category", "cs.LG", follow.Options{IncludeReplacements: &yes})
+	e.mute(cy, mute.Input{Researcher: str("openalex:A7")})
+	lg := follow.Target{Kind: follow.Category, ID: "cs.LG"}
+	e.ingest(p("2611.00002v2", "cs.LG", []string{"cs.LG"}, "openalex:A2"))
+	for name, q := range map[string]match.Query{
+		"per follow": {UserID: ada, AfterSeq: before, UpToSeq: after, IDsOnly: true, Only: &lg},
+		"seen":       {UserID: cy, AfterSeq: after, UpToSeq: e.high(), IDsOnly: true},
+	} {
+		ctx, judged := match.CountJudged(e.ctx)
+		rs, err := e.m.MatchedMany(ctx, []match.Query{q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs[0].Papers) == 0 {
+			t.Errorf("%s: an empty window; want papers, for the mutes to judge", name)
+		}
+		if n := judged.Load(); n != 0 {
+			t.Errorf("%s: %d windows judged by the windowed path; want them left to apply", name, n)
+		}
+	}
+}
+
 // TestMutesNeverLeaveAFeedShort: when the newest papers are muted, a
 // feed of Limit papers still shows the Limit newest kept ones.
 func TestMutesNeverLeaveAFeedShort(t *testing.T) {

@@ -102,6 +102,12 @@ type windowed struct {
 	cands    map[int][]windowCand // per query index
 	ranks    []rankLink           // the candidates' lists of ranks
 	redo     []int                // queries a truncated key makes go the per-user way
+	// The mutes of the queries' users and the views of the candidates
+	// they judge (windowmutes.go); orig is the queries as asked, before
+	// overselect raised muting users' limits (qs).
+	mutes *mutes
+	views map[int64]*muteView
+	orig  []Query
 }
 
 // bounded says whether q has a bounded window (the windowed path's).
@@ -402,10 +408,15 @@ func (w *windowed) results(seen map[int]bool, marked marks, results []Result, ne
 			}
 			return cmp.Compare(b.id, a.id)
 		})
+		r := &results[qi]
+		// A muting reader's window is judged here when it can be
+		// (windowmutes.go), and only the papers kept become Papers.
+		if w.judge(qi, kept, r, targets) {
+			continue
+		}
 		// The marked papers are out already: q's limit (over-selected
 		// for a muting reader, mutes.go) is what the selection keeps.
 		limit := q.limit()
-		r := &results[qi]
 		r.Total = len(kept)
 		kept = kept[:min(len(kept), limit)]
 		// Each Paper is written in place: it is some 400 bytes, and a
@@ -415,15 +426,30 @@ func (w *windowed) results(seen map[int]bool, marked marks, results []Result, ne
 		for i, c := range kept {
 			p := &r.Papers[i]
 			p.ID, p.Seq, p.Replaced = c.id, c.seq, c.seen || !c.first
-			if c.newIn && q.IDsOnly && q.Only == nil {
-				keys = keys[:0]
-				for l := c.head; l != 0; l = w.ranks[l-1].next {
-					keys = append(keys, fs[len(fs)-int(w.ranks[l-1].rank)].Key)
-				}
+			if reasonsKnown(q, c) {
+				keys = w.reasonKeys(c, fs, keys[:0])
 				p.Reasons = reasonsFromKeys(keys, targets)
 			} else {
 				needReasons[qi] = append(needReasons[qi], p.ID)
 			}
 		}
 	}
+}
+
+// reasonsKnown says whether candidate c's reasons for q are the follows
+// whose rows in the window hit it (reasonKeys): a paper new in the window,
+// for a query of ids that is not limited to one follow. Otherwise its
+// reasons are read (needReasons): a paper seen before the window may
+// have reasons outside it.
+func reasonsKnown(q Query, c windowCand) bool {
+	return c.newIn && q.IDsOnly && q.Only == nil
+}
+
+// reasonKeys appends to keys the keys of the follows (of fs, the user's)
+// whose rows hit candidate c, in rank order, and returns them.
+func (w *windowed) reasonKeys(c windowCand, fs []follow.Expanded, keys []string) []string {
+	for l := c.head; l != 0; l = w.ranks[l-1].next {
+		keys = append(keys, fs[len(fs)-int(w.ranks[l-1].rank)].Key)
+	}
+	return keys
 }

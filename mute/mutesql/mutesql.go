@@ -18,7 +18,3 @@ const Table = "mutes"
 // in the order they were made. The unique index (user_id, key, scope_key) is the access path: one
 // index range per user, nothing read for a user without mutes.
 const OfUsersSQL = `SELECT user_id, id, kind, key, coalesce(scope_key, ''), created_at FROM mutes WHERE user_id = ANY($1) ORDER BY user_id, id`
-
-// MutingUsersSQL lists, each once, the users of $1 (bigint[]) who have a
-// mute: one probe of the unique index (user_id, …) per user.
-const MutingUsersSQL = `SELECT DISTINCT user_id FROM mutes WHERE user_id = ANY($1)`
