@@ -245,6 +245,10 @@ type stored struct {
 	country    string
 	keys       []string
 	host       bool
+	// hostNames holds the keys the host registered (source host), each
+	// with its host_name ("" for none): registerHostKeys leaves a key
+	// alone that a record would not change.
+	hostNames map[string]string
 }
 
 // apply is the registry's one write path: it links the records' ids into
@@ -380,7 +384,7 @@ func apply(ctx context.Context, tx pgx.Tx, records []Record, src Source, res *Pu
 		}
 	}
 	if src == SourceHost {
-		if err := registerHostKeys(ctx, tx, records, names, live); err != nil {
+		if err := registerHostKeys(ctx, tx, records, names, live, known); err != nil {
 			return err
 		}
 	}
@@ -444,23 +448,13 @@ const mergedOtherNames = `ARRAY(SELECT DISTINCT o FROM unnest(k.host_other_names
 // first) and remembers the record's names with it, which a split gives
 // back: host_name is the record's name (a record without one keeps the
 // key's), host_other_names gains its other names. The keys write linked
-// now (the groups' newKeys) were inserted so already and are left out.
-// Primary-key probes; a key already so is not written.
-func registerHostKeys(ctx context.Context, tx pgx.Tx, records []Record, names map[string]hostRecordNames, written []*group) error {
-	inserted := map[string]bool{}
-	for _, g := range written {
-		for _, k := range g.newKeys {
-			inserted[k] = true
-		}
-	}
-	var keys, ns, others []string
-	for _, rec := range records {
-		for _, k := range rec.keys() {
-			if !inserted[k] {
-				keys, ns, others = append(keys, k), append(ns, names[k].name), append(others, names[k].others)
-			}
-		}
-	}
+// now (the groups' newKeys) were inserted so already, and the keys known
+// (the identities apply loaded) as the host's with the record's name are
+// so already unless the record has other names: both are left out, so a
+// host sending again the records it sent before writes nothing here.
+// Primary-key probes for the rest; a key already so is not written.
+func registerHostKeys(ctx context.Context, tx pgx.Tx, records []Record, names map[string]hostRecordNames, written []*group, known []*stored) error {
+	keys, ns, others := hostKeysToMark(records, names, written, known)
 	if len(keys) == 0 {
 		return nil
 	}
@@ -479,6 +473,37 @@ func registerHostKeys(ctx context.Context, tx pgx.Tx, records []Record, names ma
 		return fmt.Errorf("registering %d ids as the host's: %w", len(keys), err)
 	}
 	return nil
+}
+
+// hostKeysToMark returns the keys of records registerHostKeys must
+// probe, each with its record's name and other names (names): every key
+// but those written inserted (newKeys) and those known (the identities
+// loaded) as the host's with the record's name when the record has no
+// other names.
+func hostKeysToMark(records []Record, names map[string]hostRecordNames, written []*group, known []*stored) (keys, ns, others []string) {
+	inserted := map[string]bool{}
+	for _, g := range written {
+		for _, k := range g.newKeys {
+			inserted[k] = true
+		}
+	}
+	hostName := map[string]string{}
+	for _, s := range known {
+		for k, n := range s.hostNames {
+			hostName[k] = n
+		}
+	}
+	for _, rec := range records {
+		for _, k := range rec.keys() {
+			n := names[k]
+			hn, host := hostName[k]
+			if inserted[k] || host && (n.name == "" || n.name == hn) && n.others == "[]" {
+				continue
+			}
+			keys, ns, others = append(keys, k), append(ns, n.name), append(others, n.others)
+		}
+	}
+	return keys, ns, others
 }
 
 // snapshot is what makes a group differ for the result counts.
@@ -578,17 +603,24 @@ func ownersOf(ctx context.Context, tx pgx.Tx, keys []string) ([]int64, error) {
 	return ids, nil
 }
 
-// loadIdentities reads identities with all their keys.
+// loadIdentities reads identities with all their keys, and which keys
+// the host registered with what name. One range of
+// identity_keys_identity_idx per identity, reading the keys' rows (their
+// source and host name).
 func loadIdentities(ctx context.Context, tx pgx.Tx, ids []int64) ([]*stored, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	rows, err := tx.Query(ctx, `
 		SELECT i.id, i.kind, coalesce(i.name, ''), coalesce(i.name_source, ''), i.other_names, coalesce(i.country, ''),
-		       ARRAY(SELECT k.key FROM identity_keys k WHERE k.identity_id = i.id ORDER BY k.key),
-		       i.name_source IS NOT DISTINCT FROM 'host'
-		         OR EXISTS (SELECT 1 FROM identity_keys k WHERE k.identity_id = i.id AND k.source = 'host')
-		FROM identities i WHERE i.id = ANY($1) ORDER BY i.id`, ids)
+		       k.keys, k.host_keys, k.host_names,
+		       i.name_source IS NOT DISTINCT FROM 'host' OR cardinality(k.host_keys) > 0
+		FROM identities i, LATERAL (
+			SELECT coalesce(array_agg(k.key ORDER BY k.key), '{}') AS keys,
+			       coalesce(array_agg(k.key) FILTER (WHERE k.source = 'host'), '{}') AS host_keys,
+			       coalesce(array_agg(coalesce(k.host_name, '')) FILTER (WHERE k.source = 'host'), '{}') AS host_names
+			FROM identity_keys k WHERE k.identity_id = i.id) k
+		WHERE i.id = ANY($1) ORDER BY i.id`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("loading %d identities: %w", len(ids), err)
 	}
@@ -597,10 +629,17 @@ func loadIdentities(ctx context.Context, tx pgx.Tx, ids []int64) ([]*stored, err
 	for rows.Next() {
 		s := &stored{}
 		var kind, src string
-		if err := rows.Scan(&s.id, &kind, &s.name, &src, &s.others, &s.country, &s.keys, &s.host); err != nil {
+		var hostKeys, hostNames []string
+		if err := rows.Scan(&s.id, &kind, &s.name, &src, &s.others, &s.country, &s.keys, &hostKeys, &hostNames, &s.host); err != nil {
 			return nil, fmt.Errorf("loading identities: %w", err)
 		}
 		s.kind, s.nameSource = follow.Kind(kind), Source(src)
+		if len(hostKeys) > 0 {
+			s.hostNames = make(map[string]string, len(hostKeys))
+			for j, k := range hostKeys {
+				s.hostNames[k] = hostNames[j]
+			}
+		}
 		out = append(out, s)
 	}
 	return out, rows.Err()

@@ -725,3 +725,56 @@ func TestHostWriteRemembersNamesWithEveryID(t *testing.T) {
 		}
 	}
 }
+
+// TestHostWriteAgainRewritesNoKey: a host sending again the records it
+// sent (a periodic sync) leaves every key's row as it was (its xmin: not
+// rewritten), while a new name or other name for a known key is written.
+func TestHostWriteAgainRewritesNoKey(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	if err := e.reg.Observe(e.ctx, identity.SourceOpenAlex, []identity.Record{{Kind: follow.Researcher, IDs: []string{"openalex:A1"}, Name: "Z. Upstream"}}); err != nil {
+		t.Fatal(err)
+	}
+	records := []string{
+		`{"ids": ["host:1", "s2:1"], "name": "Alice", "other_names": []}`,
+		`{"ids": ["openalex:A1", "host:9"], "name": "Zed"}`,
+		`{"ids": ["host:2"]}`,
+	}
+	for _, r := range records {
+		e.put(r)
+	}
+	keys := []string{"researcher:host:1", "researcher:s2:1", "researcher:openalex:A1", "researcher:host:9", "researcher:host:2"}
+	versions := func() map[string]string {
+		t.Helper()
+		out := map[string]string{}
+		rows, err := e.db.Pool.Query(e.ctx, `SELECT key, xmin::text FROM identity_keys WHERE key = ANY($1)`, keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var k, x string
+		if _, err := pgx.ForEachRow(rows, []any{&k, &x}, func() error { out[k] = x; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if len(out) != len(keys) {
+			t.Fatalf("%d of the %d keys stored: %v", len(out), len(keys), out)
+		}
+		return out
+	}
+	before := versions()
+	for _, r := range records {
+		e.put(r)
+	}
+	if after := versions(); !reflect.DeepEqual(after, before) {
+		t.Errorf("the same records again rewrote keys: xmin %v, before %v", after, before)
+	}
+	e.put(`{"ids": ["host:9", "openalex:A1"], "name": "Zed", "other_names": ["Z. Upstream"]}`)
+	after := versions()
+	for _, k := range []string{"researcher:openalex:A1", "researcher:host:9"} {
+		if after[k] == before[k] {
+			t.Errorf("%s: not written for a new other name", k)
+		}
+	}
+	if after["researcher:s2:1"] != before["researcher:s2:1"] {
+		t.Error("researcher:s2:1 rewritten by another record")
+	}
+}
