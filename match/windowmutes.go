@@ -50,8 +50,9 @@ func (w *windowed) users() []int64 {
 }
 
 // queueViewVersions queues on b the read of the row versions of the
-// candidates of the queries judge may take (judgeable), once b is sent
-// and read, fillJudgedViews makes their views.
+// candidates of the queries judge may take (judgeable) and returns their
+// ids and where the versions will be; once b is sent and read,
+// fillJudgedViews makes their views.
 func (w *windowed) queueViewVersions(b *pgx.Batch) (ids []int64, versions *map[int64]uint32) {
 	seen := map[int64]bool{}
 	for qi, cs := range w.cands {
