@@ -617,8 +617,8 @@ func loadIdentities(ctx context.Context, tx pgx.Tx, ids []int64) ([]*stored, err
 		       i.name_source IS NOT DISTINCT FROM 'host' OR cardinality(k.host_keys) > 0
 		FROM identities i, LATERAL (
 			SELECT coalesce(array_agg(k.key ORDER BY k.key), '{}') AS keys,
-			       coalesce(array_agg(k.key) FILTER (WHERE k.source = 'host'), '{}') AS host_keys,
-			       coalesce(array_agg(coalesce(k.host_name, '')) FILTER (WHERE k.source = 'host'), '{}') AS host_names
+			       coalesce(array_agg(k.key ORDER BY k.key) FILTER (WHERE k.source = 'host'), '{}') AS host_keys,
+			       coalesce(array_agg(coalesce(k.host_name, '') ORDER BY k.key) FILTER (WHERE k.source = 'host'), '{}') AS host_names
 			FROM identity_keys k WHERE k.identity_id = i.id) k
 		WHERE i.id = ANY($1) ORDER BY i.id`, ids)
 	if err != nil {
