@@ -12,7 +12,6 @@ import (
 	"followfeed/account"
 	"followfeed/auth"
 	"followfeed/follow"
-	"followfeed/internal/testdb"
 	"followfeed/match"
 	"followfeed/ranking"
 	"followfeed/worker"
@@ -30,13 +29,9 @@ import (
 func TestCoalescedTrainingLearnsAChangeMadeWhileItRan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
-	ins, err := worker.NewInserter(db.Pool, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, enq := newEnqueuer(t)
 	follows := follow.NewService(db)
-	rank := ranking.New(ranking.Config{DB: db, Enqueuer: worker.NewEnqueuer(ins), Matcher: match.NewService(db)})
+	rank := ranking.New(ranking.Config{DB: db, Enqueuer: enq, Matcher: match.NewService(db)})
 	follows.OnFollow(rank.FollowChanged)
 	u, err := account.NewUsers(db).Ensure(ctx, &auth.Claims{Subject: "ada"})
 	if err != nil {
