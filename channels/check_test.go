@@ -9,6 +9,7 @@ import (
 	"followfeed/apperr"
 	"followfeed/channels"
 	"followfeed/database"
+	"followfeed/internal/testwait"
 )
 
 // TestChatURLsHaveTheirProvidersShape: a Slack or Discord URL with any
@@ -143,6 +144,40 @@ func TestTestEventsNeedAnEnabledChannelAndAreLimited(t *testing.T) {
 	if queued != channels.TestsPerWindow {
 		t.Errorf("a burst of 19 queued %d test events, want %d", queued, channels.TestsPerWindow)
 	}
+	// A test that waited on the channel's row lock while the window's
+	// tests were committed (here: their created_at set to the clock under
+	// the lock, after the waiting test's transaction began) still says to
+	// retry within the window: its wait is counted from the clock, not
+	// from its transaction's start.
+	lock, err := e.db.Pool.Begin(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lock.Rollback(e.ctx) }()
+	if _, err := lock.Exec(e.ctx, `SELECT 1 FROM channels WHERE id = $1 FOR UPDATE`, id); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		_, err := e.ch.Test(e.ctx, user, id)
+		waited <- err
+	}()
+	if !testwait.Until(10*time.Second, func() bool {
+		var n int
+		_ = e.db.Pool.QueryRow(e.ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
+		return n > 0
+	}) {
+		t.Fatal("the test did not come to wait for the channel's lock")
+	}
+	if _, err := lock.Exec(e.ctx, `UPDATE channel_events SET created_at = clock_timestamp() WHERE channel_id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ae, ok := apperr.As(<-waited); !ok || ae.Code != apperr.RateLimited || ae.RetryAfter <= 0 || ae.RetryAfter > channels.TestWindow {
+		t.Errorf("a test that waited on the lock: %v, want rate limited with a Retry-After within %v", ae, channels.TestWindow)
+	}
 	e.run()
 	if got := len(e.rcv.papers("tests")); got != channels.TestsPerWindow {
 		t.Errorf("the receiver got %d tests, want %d", got, channels.TestsPerWindow)
@@ -165,7 +200,7 @@ func TestTestEventsNeedAnEnabledChannelAndAreLimited(t *testing.T) {
 	if got := len(e.rcv.papers("tests")); got != channels.TestsPerWindow {
 		t.Errorf("a disabled channel's queued test was sent (%d requests)", got)
 	}
-	_, err := e.ch.Test(e.ctx, user, id)
+	_, err = e.ch.Test(e.ctx, user, id)
 	if ae, ok := apperr.As(err); !ok || ae.Code != apperr.Conflict {
 		t.Errorf("testing a disabled channel: %v, want a Conflict", err)
 	}
