@@ -65,8 +65,11 @@ func (rs readRanges) add(user, paper int64) {
 	rs[user] = [2]int64{min(r[0], paper), max(r[1], paper)}
 }
 
-// marks are the (user, paper) pairs a user marked read or done.
-type marks map[[2]int64]bool
+// marks are, per user, the papers they marked read or done: a window's
+// candidates are looked up under their reader's set (a map of ids, whose
+// probe is cheaper than one keyed by the (user, paper) pair, the
+// generic hash of which was a tenth of a controlled digest's selection).
+type marks map[int64]map[int64]bool
 
 // queue queues on b the read of the marks in rs; once b is read without
 // error, the marks returned hold them.
@@ -82,7 +85,10 @@ func (rs readRanges) queue(b *pgx.Batch) marks {
 	b.Queue(inboxsql.MarkedInRangesSQL, users, lo, hi).Query(func(rows pgx.Rows) error {
 		var user, paper int64
 		if _, err := pgx.ForEachRow(rows, []any{&user, &paper}, func() error {
-			m[[2]int64{user, paper}] = true
+			if m[user] == nil {
+				m[user] = map[int64]bool{}
+			}
+			m[user][paper] = true
 			return nil
 		}); err != nil {
 			return fmt.Errorf("reading the read state of %d users: %w", len(users), err)

@@ -71,11 +71,13 @@ type muteRule struct {
 // userMutes are one user's mutes.
 type userMutes struct {
 	rules []*muteRule
-	// byKey indexes the researcher and category mutes by the paper keys
-	// that trigger them (a person's every key; a category's key, which
-	// triggers only as a cross-list); queries are the query mutes, which
-	// are evaluated on the paper's text.
-	byKey   map[string][]*muteRule
+	// byKey indexes the researcher and category mutes by the hashKey of
+	// the paper keys that trigger them (a person's every key; a category's
+	// key, which triggers only as a cross-list), each entry with its key,
+	// which keep compares: a paper's views carry their keys' hashes, so a
+	// probe hashes no string. queries are the query mutes, which are
+	// evaluated on the paper's text.
+	byKey   map[uint64][]keyedRule
 	queries []*muteRule
 	// keyBits holds every key of byKey: a paper key it does not hold is
 	// in no mute, without a map probe (keep).
@@ -94,6 +96,12 @@ type mutes struct {
 	// filtered already (windowmutes.go), which apply leaves as they are.
 	read   map[int64]bool
 	judged map[int]bool
+}
+
+// keyedRule is a rule of userMutes.byKey with the key it is under.
+type keyedRule struct {
+	key  string
+	rule *muteRule
 }
 
 func newMutes() *mutes {
@@ -186,22 +194,24 @@ func (m *mutes) queueRules(b *pgx.Batch, users []int64) {
 // may not keep the statement's order) and fills byKey and queries.
 func (um *userMutes) index() {
 	slices.SortFunc(um.rules, func(a, b *muteRule) int { return cmp.Compare(a.id, b.id) })
-	um.byKey = map[string][]*muteRule{}
+	um.byKey = map[uint64][]keyedRule{}
+	add := func(k string, r *muteRule) {
+		h := hashKey(k)
+		um.byKey[h] = append(um.byKey[h], keyedRule{key: k, rule: r})
+		um.keyBits.add(h)
+	}
 	for _, r := range um.rules {
 		um.scoped = um.scoped || r.scope != ""
 		switch r.kind {
 		case "researcher":
 			for k := range r.keys {
-				um.byKey[k] = append(um.byKey[k], r)
+				add(k, r)
 			}
 		case "category":
-			um.byKey[r.key] = append(um.byKey[r.key], r)
+			add(r.key, r)
 		case "query":
 			um.queries = append(um.queries, r)
 		}
-	}
-	for k := range um.byKey {
-		um.keyBits.add(hashKey(k))
 	}
 }
 
@@ -303,7 +313,8 @@ func (m *mutes) apply(ctx context.Context, tx pgx.Tx, qs []Query, results []Resu
 // a paper left without a reason is dropped.
 //
 // The rules that hide p by key are found from p's few keys through
-// um.byKey (a map probe per key, whatever the number of mutes); query
+// um.byKey (a probe by the key's hash, which the view carries, per key
+// the Bloom filter keyBits lets through, whatever the number of mutes); query
 // mutes are evaluated on p's text only while p is still kept and, when
 // scoped, only when their follow is one of its reasons.
 //
@@ -336,8 +347,8 @@ func keep(um *userMutes, only string, p *Paper, c *muteView, fill func() []follo
 			if !um.keyBits.has(c.keyHashes[i]) {
 				continue // no mute of um has this key: skip the map
 			}
-			for _, r := range um.byKey[k.Key] {
-				if (r.kind != "category" || k.Cross) && !apply(r) {
+			for _, kr := range um.byKey[c.keyHashes[i]] {
+				if kr.key == k.Key && (kr.rule.kind != "category" || k.Cross) && !apply(kr.rule) {
 					return false
 				}
 			}

@@ -392,10 +392,14 @@ func (w *windowed) results(seen map[int]bool, marked marks, results []Result, ne
 	var keys []string
 	for qi, cs := range w.cands {
 		q := w.qs[qi]
+		var read map[int64]bool // the papers q's reader marked
+		if q.Unread {
+			read = marked[q.UserID]
+		}
 		kept := cs[:0]
 		for _, c := range cs {
 			c.seen = c.seenIdx > 0 && seen[int(c.seenIdx)]
-			if (!c.seen || c.replacedIn) && !(q.Unread && marked[[2]int64{q.UserID, c.id}]) {
+			if (!c.seen || c.replacedIn) && !read[c.id] {
 				kept = append(kept, c)
 			}
 		}

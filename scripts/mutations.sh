@@ -56,21 +56,23 @@ mutation replica-one-kind database database/replica.go $'\tif fresh == nil {\n\t
 
 # Mutes, applied for every surface (match/mutes.go).
 mutation mutes-scoped-drops match match/mutes.go 'case r.scope == "" || r.scope == only:' 'case true:'
-mutation mutes-cross-list-any match match/mutes.go 'if (r.kind != "category" || k.Cross) && !apply(r) {' 'if !apply(r) {'
+mutation mutes-cross-list-any match match/mutes.go '&& (kr.rule.kind != "category" || k.Cross) && !apply(kr.rule) {' '&& !apply(kr.rule) {'
 mutation mutes-one-id-of-the-person match match/mutes.go $'\t\t\t\tr.keys[personKey] = true\n' ''
-mutation mutes-totals-count-muted match match/mutes.go 'r.Total = max(r.Total-dropped, len(kept))' 'r.Total = max(r.Total, len(kept))'
+mutation mutes-totals-count-muted match match/mutes.go 'r.Total = max(r.Total-dropped, n)' 'r.Total = max(r.Total, n)'
 mutation mutes-feed-left-short match match/mutes.go $'\treturn dropped > 0\n' $'\treturn false\n'
 mutation mutes-window-selected-twice match match/mutes.go 'if m != nil && bounded(q) && m.users[q.UserID] {' 'if false {'
 mutation mutes-stale-view match match/muteviews.go $'\t\tif v.version == version {\n\t\t\treturn v\n\t\t}\n\t\treturn nil\n' $'\t\treturn v\n'
-mutation mutes-key-bits-skip match match/mutes.go 'um.keyBits |= keyBit(hashKey(k))' 'um.keyBits |= keyBit(hashKey(k) + 1)'
+mutation mutes-key-bits-skip match match/mutes.go 'um.keyBits.add(h)' 'um.keyBits.add(h + 1)'
+mutation mutes-key-hash-skip match match/mutes.go 'for _, kr := range um.byKey[c.keyHashes[i]] {' 'for _, kr := range um.byKey[c.keyHashes[i]+1] {'
 # A search's word ids kept per vocab, and the documents' signatures (search/doc.go).
 mutation search-ids-other-vocab search search/doc.go 'if r := n.resolved.Load(); r != nil && r.v == d.vocab {' 'if r := n.resolved.Load(); r != nil {'
 mutation search-signature-misses-abstract search search/doc.go 'for _, f := range []*field{&d.title, &d.abstract, &d.authors} {' 'for _, f := range []*field{&d.title, &d.authors} {'
 
 # Read state, the pause and snooze (issue #27): each delivery rule in its owner.
 mutation unread-keeps-marked match match/controls.go "return \`NOT (q.unread AND \` + inboxsql.Marked(\"q.user_id\", paper) + \`)\`" "return \`true\`"
-mutation unread-marks-not-read match match/controls.go 'm[[2]int64{user, paper}] = true' '_ = m'
-mutation unread-window-keeps-marked match match/window.go '&& !(q.Unread && marked[[2]int64{q.UserID, c.id}]) {' '{'
+mutation unread-marks-not-read match match/controls.go 'm[user][paper] = true' '_ = m'
+mutation unread-window-keeps-marked match match/window.go '&& !read[c.id] {' '&& len(read) >= 0 {'
+mutation unread-window-any-query match match/window.go $'\t\tif q.Unread {\n\t\t\tread = marked[q.UserID]' $'\t\tif true {\n\t\t\tread = marked[q.UserID]'
 mutation pause-never-ends notify notify/pause.go 'AND (d.pause_ends_at IS NULL OR d.pause_ends_at > ` + at + `), false)`' 'AND true, false)`'
 mutation snooze-ignored match match/snooze.go 'if f := &follows[q.UserID][j].Follow; f.Snoozed(q.At) {' 'if f := &follows[q.UserID][j].Follow; false && f.Snoozed(q.At) {'
 
