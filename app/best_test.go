@@ -10,7 +10,7 @@ import (
 )
 
 // TestBestFirstDigestThroughTheService: the service ranks a best-first
-// digest with package ranking (wired in app): a reader who follows cs.LG
+// digest with package ranking (wired in app): a user who follows cs.LG
 // and Bob Person, with PATCH /v1/me {"digest": {"order": "best",
 // "max_papers": 1, "keep_followed": false}}, gets Bob's paper, pushed
 // first, as the one paper shown, saying why (the ranking's reason), with

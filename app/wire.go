@@ -446,7 +446,7 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 	feedRoutes := &httpapi.FeedRoutes{
 		Logger: s.logger,
 		Feeds:  s.feeds,
-		// A reader polls a handful of feeds; 20 unknown tokens a minute from
+		// A user's feed reader polls a handful of feeds; 20 unknown tokens a minute from
 		// one address is guessing.
 		Misses: httpapi.NewLimiter(20.0/60, 20),
 		PerIP:  api.PerIP,
@@ -475,7 +475,7 @@ func (s *Services) Routes(cfg *config.Config) func(*http.ServeMux) {
 	return product.Register
 }
 
-// channelsPauseHook forwards the end of a reader's pause (notify) to the
+// channelsPauseHook forwards the end of a user's pause (notify) to the
 // push channels (made after the digester): they catch up or skip.
 type channelsPauseHook struct{ s *Services }
 

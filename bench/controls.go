@@ -18,19 +18,19 @@ import (
 	"followfeed/notify"
 )
 
-// The reader's controls' cost on digests (issue 27): the digest users are
-// given read state and mutes as readers who use them have, and their
+// The user's controls' cost on digests (issue 27): the digest users are
+// given read state and mutes as users who use them have, and their
 // digests are measured in turn with the same users' digests without
 // them. The generated dataset holds no read state and no mute: what
 // PutControls gives the users, RemoveControls takes off again, at the end
 // of each measurement and at the start of a run.
 
-// The controls each measured reader gets.
+// The controls each measured user gets.
 const (
-	// ControlRead is how many papers each reader has marked read or done
+	// ControlRead is how many papers each user has marked read or done
 	// (alternately).
 	ControlRead = 200
-	// ControlMutes is how many mutes each reader has, a mix a reader
+	// ControlMutes is how many mutes each user has, a mix a user
 	// makes: muteResearchers persons inside their category follows,
 	// muteQueries words and phrases, and muteCrossLists categories'
 	// cross-lists.
@@ -38,10 +38,10 @@ const (
 	muteResearchers = 4
 	muteQueries     = 4
 	muteCrossLists  = 2
-	// controlWindowEvery: of the papers a reader's window matches (its
+	// controlWindowEvery: of the papers a user's window matches (its
 	// newest candidates, newest first), every controlWindowEvery-th is
 	// one of the marked ones; the rest are the newest papers their feed
-	// matches outside the window, the papers a reader has read before.
+	// matches outside the window, the papers a user has read before.
 	controlWindowEvery = 4
 )
 
@@ -50,15 +50,15 @@ const (
 // from.
 const windowCandidates = 250
 
-// ControlPlan is what PutControls gives the measured readers.
+// ControlPlan is what PutControls gives the measured users.
 type ControlPlan struct {
-	// Marks are the readers' read and done papers.
+	// Marks are the users' read and done papers.
 	Marks []inbox.Mark
-	// Mutes are the readers' mutes; Kinds counts them by kind.
+	// Mutes are the users' mutes; Kinds counts them by kind.
 	Mutes []mute.Bulk
 	Kinds map[mute.Kind]int
-	// Users is how many readers were given controls, InWindow how many
-	// of the marks are papers of the readers' windows.
+	// Users is how many users were given controls, InWindow how many
+	// of the marks are papers of the users' windows.
 	Users, InWindow int
 }
 
@@ -67,7 +67,7 @@ type ControlPlan struct {
 // (match.Service.MatchedMany, untimed). Read: every controlWindowEvery-th
 // of the window's newest windowCandidates matches, then the newest papers
 // the feed matches outside the window, ControlRead in all (fewer for a
-// reader whose follows match fewer), marked read and done in turn. Mutes
+// user whose follows match fewer), marked read and done in turn. Mutes
 // (planMutes): drawn from the newest papers of the window, so that each
 // hides papers a digest would list.
 func PlanControls(ctx context.Context, m *match.Service, users []int64, fromSeq, toSeq int64) (*ControlPlan, error) {
@@ -85,7 +85,7 @@ func PlanControls(ctx context.Context, m *match.Service, users []int64, fromSeq,
 	for lo := 0; lo < len(qs); lo += per * chunk {
 		rs, err := m.MatchedMany(ctx, qs[lo:min(lo+per*chunk, len(qs))])
 		if err != nil {
-			return nil, fmt.Errorf("choosing the readers' read papers and mutes: %w", err)
+			return nil, fmt.Errorf("choosing the users' read papers and mutes: %w", err)
 		}
 		for j := 0; j < len(rs); j += per {
 			u := qs[lo+j].UserID
@@ -128,10 +128,10 @@ func PlanControls(ctx context.Context, m *match.Service, users []int64, fromSeq,
 }
 
 // muteSource is how many of the window's newest matches (with their
-// details) a reader's mutes are drawn from.
+// details) a user's mutes are drawn from.
 const muteSource = 40
 
-// planMutes chooses a reader's mutes from papers (their window's newest
+// planMutes chooses a user's mutes from papers (their window's newest
 // matches, with details and reasons), up to each kind's quota:
 // muteResearchers authors of papers matched through a category or
 // archive follow, each muted within that follow ("not from this author
@@ -139,8 +139,8 @@ const muteSource = 40
 // muteQueries searches for every follow, words and phrases of the
 // papers' titles in turn (a title word `ti:word`, then two adjacent title
 // words as a phrase, anywhere); muteCrossLists cross-lists of the
-// categories the reader follows, for every follow (then of the papers'
-// other categories, for a reader with fewer category follows). Each
+// categories the user follows, for every follow (then of the papers'
+// other categories, for a user with fewer category follows). Each
 // goes through mute.Parse, as the API's mutes do.
 func planMutes(papers []match.Paper) []mute.Spec {
 	var out []mute.Spec
@@ -169,7 +169,7 @@ func planMutes(papers []match.Paper) []mute.Spec {
 				continue
 			}
 			// The paper's last author: its first is often the person a
-			// researcher follow of the reader names.
+			// researcher follow of the user names.
 			a := p.Authors[len(p.Authors)-1]
 			if len(a.IDs) > 0 && add(mute.Input{Researcher: &a.IDs[0], HasFollow: true, FollowKind: string(r.Kind), FollowID: r.ID}) {
 				n++
@@ -236,7 +236,7 @@ func longest(words []string) string {
 	return best
 }
 
-// PutControls gives the readers plan's read states and mutes through the
+// PutControls gives the users plan's read states and mutes through the
 // owners' lab loaders (inbox.PutStates, mute.PutMany), in one
 // transaction, and settles the tables it wrote (settle: vacuumed and
 // analyzed, a checkpoint taken).
@@ -258,7 +258,7 @@ func PutControls(ctx context.Context, db *database.DB, plan *ControlPlan) error 
 // day to day, long after their rows were written: every row's commit
 // known (hint bits set), the visibility map set (paper_states' index-only
 // scans), the statistics current, and the bulk write's pages on disk,
-// rather than paying for a year of readers' clicks written a second
+// rather than paying for a year of users' clicks written a second
 // before. The checkpoint needs a superuser (or pg_checkpoint): without
 // it, only the vacuum.
 func settle(ctx context.Context, db *database.DB) error {
@@ -296,16 +296,16 @@ func RemoveControls(ctx context.Context, db *database.DB) (states, mutes int, er
 	return states, mutes, nil
 }
 
-// MeasureDigestsControlled is MeasureDigests with the readers' controls
+// MeasureDigestsControlled is MeasureDigests with the users' controls
 // in place: plan's states and mutes (PutControls, untimed) for the run, removed
 // again afterwards (RemoveControls), also when the run fails.
 func MeasureDigestsControlled(ctx context.Context, db *database.DB, d *notify.Digester, plan *ControlPlan, users []int64, fromSeq, toSeq int64, workers, batch int) (run DigestRun, err error) {
 	if err := PutControls(ctx, db, plan); err != nil {
-		return DigestRun{}, fmt.Errorf("giving the readers their controls: %w", err)
+		return DigestRun{}, fmt.Errorf("giving the users their controls: %w", err)
 	}
 	defer func() {
 		if _, _, rerr := RemoveControls(ctx, db); rerr != nil && err == nil {
-			err = fmt.Errorf("removing the readers' controls: %w", rerr)
+			err = fmt.Errorf("removing the users' controls: %w", rerr)
 		}
 	}()
 	return MeasureDigests(ctx, db, d, users, fromSeq, toSeq, workers, batch)
@@ -339,10 +339,10 @@ func controlsFigure(plain []DigestRun, c ControlRuns, plan *ControlPlan, users i
 	med, cmed := plain[len(plain)/2], controlled[len(controlled)/2]
 	share := cmed.Rate / max(med.Rate, 1)
 	_, self, pg := cmed.PerDigest()
-	f := Figure{Key: "digests-controls", Name: fmt.Sprintf("digests with %d mutes and %d read papers per reader (newest first)", ControlMutes, ControlRead), Target: "≥ 90% of the rate without",
+	f := Figure{Key: "digests-controls", Name: fmt.Sprintf("digests with %d mutes and %d read papers per user (newest first)", ControlMutes, ControlRead), Target: "≥ 90% of the rate without",
 		Result: fmt.Sprintf("%.0f / s, %.0f%% of %.0f / s without (median of %d: %.0f–%.0f)", cmed.Rate, 100*share, med.Rate, len(controlled), controlled[0].Rate, controlled[len(controlled)-1].Rate),
 		Value:  cmed.Rate, Pass: share >= 0.9}
-	detail := fmt.Sprintf("Digests with the reader's controls: the same %d users and windows as the newest-first digests, measured in turn with them; before each run (untimed) %d of the users "+
+	detail := fmt.Sprintf("Digests with the user's controls: the same %d users and windows as the newest-first digests, measured in turn with them; before each run (untimed) %d of the users "+
 		"get up to %d papers each marked read and done in turn (`inbox.PutStates`, %d states in all): every %s of the newest %d papers their window matches (%d states, papers "+
 		"the digest must leave out) and the rest the newest papers their feed matches outside the window (papers read before); and up to %d mutes each (`mute.PutMany`, parsed by `mute.Parse`; "+
 		"%d in all), drawn from the newest %d papers of their window so that each hides papers the digest would list: %d researchers within the category follow that matched their paper "+

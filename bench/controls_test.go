@@ -9,9 +9,9 @@ import (
 	"followfeed/mute"
 )
 
-// The digests with the reader's controls at a tiny scale through the real
-// services: the plan marks papers of the readers' windows and of their
-// feeds and gives every reader mutes of each kind, which their digests'
+// The digests with the user's controls at a tiny scale through the real
+// services: the plan marks papers of the users' windows and of their
+// feeds and gives every user mutes of each kind, which their digests'
 // selection then leaves out, the controlled
 // digests are all sent, listing fewer papers than without, and nothing
 // of the controls is left afterwards, nor after a run that starts on

@@ -71,7 +71,7 @@ func SignIn(ctx context.Context, d Deps, users []int64) ([]*http.Cookie, error) 
 
 // MeasureInbox times GET /inbox (the first page, newest first, no filter)
 // through the real HTTP handler for each user, signed in first (SignIn,
-// untimed): the session's check, the reader's follows, inbox.List (the
+// untimed): the session's check, the user's follows, inbox.List (the
 // matched papers with their reasons and states), the feedback buttons and
 // the page's rendering; a warm-up pass, then the measured one, the time
 // from request to the last byte written. Any status but 200 is an error.
@@ -110,7 +110,7 @@ func inboxFigure(t Targets, res *InboxResult) (Figure, string) {
 	f := Figure{Key: "inbox", Name: "the inbox page (GET /inbox): the first page, newest first, server side", Target: "p99 ≤ " + msTarget(t.Inbox),
 		Result: fmt.Sprintf("p50 %s, p99 %s (%.1f papers, %d KiB)", ms(p50), ms(p99), res.Papers, res.Size>>10), Value: msf(p99), Pass: p99 <= t.Inbox}
 	detail := fmt.Sprintf("Inbox page: `GET /inbox` through the real HTTP handler in-process for the %d users of the full render, each signed in first as the host's sign-in link "+
-		"signs a reader in (a token for their sub handed over with `POST /login`, untimed; the session is a signed cookie); the session check, the reader's follows, `inbox.List` "+
+		"signs a user in (a token for their sub handed over with `POST /login`, untimed; the session is a signed cookie); the session check, the user's follows, `inbox.List` "+
 		"(the newest %d matched papers with their reasons and read states) and the page with its state and feedback forms, %.1f papers listed on average; "+
 		"warm-up pass, then the measured pass; time from request to the last byte written.",
 		len(res.Renders), inboxPageSize, res.Papers)

@@ -239,7 +239,7 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 			return nil, fmt.Errorf("measuring best-first digests (first run): %w", err)
 		}
 		cold := time.Since(coldStart)
-		// The reader's controls (issue 27): the same users' digests with
+		// The user's controls (issue 27): the same users' digests with
 		// read papers and mutes, then with each alone, measured in turn
 		// with the others (the controls put in place before each of its
 		// runs and removed after it, untimed).
@@ -269,7 +269,7 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 					name string
 				}{{&controlled.Both, plan, "controls"}, {&controlled.Read, plan.Only(false), "controls-read"}, {&controlled.Mutes, plan.Only(true), "controls-mutes"}} {
 					if run, err = MeasureDigestsControlled(profiled(ctx, c.name), d.DB, d.Digester, c.plan, users, mr.FromSeq, dayEnd, worker.MailWorkers, worker.DigestBatch); err != nil {
-						return nil, fmt.Errorf("measuring digests with the reader's controls: %w", err)
+						return nil, fmt.Errorf("measuring digests with the user's controls: %w", err)
 					}
 					*c.runs = append(*c.runs, run)
 				}

@@ -26,7 +26,7 @@ const SeqTimesRetention = 30 * 24 * time.Hour
 // many rows it removed. The newest row (the high seq's write) is never
 // merged, so every seq up to the high seq still finds a row.
 //
-// What readers see: a feed whose H is newer than the retention gets the
+// What feed readers see: a feed whose H is newer than the retention gets the
 // same Last-Modified as before; one whose H is older gets the floor's
 // time, which is no later than the truth, so a prune never makes a feed
 // look modified (no If-Modified-Since poll that was a 304 becomes a 200)

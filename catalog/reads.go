@@ -114,7 +114,7 @@ func LiveID(ctx context.Context, tx pgx.Tx, arxivID string) (int64, error) {
 
 // LivePaper is the stored paper a user names by arxivID (any form
 // paper.ParseArxivID reads), without its abstract, for the writes that
-// record something about one paper (a reader's state of it, their
+// record something about one paper (a user's state of it, their
 // feedback): its id in tx and the paper. An id that is no arXiv id is an
 // apperr.Invalid naming "arxiv_id"; a paper not stored (or withdrawn) an
 // apperr.NotFound.

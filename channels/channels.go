@@ -73,7 +73,7 @@ type Channel struct {
 	Enabled        bool
 	DisabledReason string
 	FailingSince   time.Time // zero: healthy
-	// PauseCatchUp: after the reader's pause (notify's vacation) the
+	// PauseCatchUp: after the user's pause (notify's vacation) the
 	// channel sends what it missed as one batch, within the budget (true,
 	// the default); false skips it (it stays in the feed).
 	PauseCatchUp bool

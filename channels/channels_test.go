@@ -337,7 +337,7 @@ func TestAPaperReachesEachChannelOnce(t *testing.T) {
 	}
 	e.match(res)
 	if got := e.run(); len(got) != 2 {
-		t.Errorf("the enrichment's match queued %d collections, want 2 (the reader was affected)", len(got))
+		t.Errorf("the enrichment's match queued %d collections, want 2 (the user was affected)", len(got))
 	}
 	// The same record again, and a new version (replacements are off).
 	e.push(testPaper("2611.01234", "cs.LG", "openalex:A5023888391"))

@@ -139,12 +139,12 @@ func (s *Service) nextWindow(ctx context.Context, tx pgx.Tx, userID int64, mode 
 	return &next, nil
 }
 
-// PauseEnded is notify's PauseHook: when a reader's pause ends (at
+// PauseEnded is notify's PauseHook: when a user's pause ends (at
 // endedAt, in the scheduler's transaction), each of their enabled
 // channels set to catch up (PauseCatchUp) gets a collection now, one
 // batch of what it missed within the budget (a window is at most
 // MaxPapersPerWindow papers); each set to skip has its watermark moved
-// to the present, so what matched while the reader was away is never
+// to the present, so what matched while the user was away is never
 // sent (it is in their feed).
 func (s *Service) PauseEnded(ctx context.Context, tx pgx.Tx, userIDs []int64, _ []time.Time) error {
 	if len(userIDs) == 0 {
@@ -155,7 +155,7 @@ func (s *Service) PauseEnded(ctx context.Context, tx pgx.Tx, userIDs []int64, _ 
 		WHERE user_id = ANY($1) AND NOT pause_catch_up`, userIDs); err != nil {
 		return fmt.Errorf("skipping what paused channels missed: %w", err)
 	}
-	// channels' user_id index: the readers' channels only.
+	// channels' user_id index: the users' channels only.
 	rows, err := tx.Query(ctx, `
 		UPDATE channels SET due_at = $2
 		WHERE user_id = ANY($1) AND pause_catch_up AND enabled AND due_at IS NULL
@@ -189,7 +189,7 @@ var _ notify.PauseHook = (*Service)(nil)
 // max_papers a day, the rest held back (choose); each paper carries the
 // user's feedback links, signed with their link epoch. A crash before the
 // commit leaves the window for the retry. A channel that is gone or
-// disabled, or whose reader is paused (notify.Paused), collects nothing
+// disabled, or whose user is paused (notify.Paused), collects nothing
 // and keeps its window.
 func (s *Service) Collect(ctx context.Context, channelID int64) (events int, err error) {
 	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
@@ -208,7 +208,7 @@ func (s *Service) Collect(ctx context.Context, channelID int64) (events int, err
 		if !enabled {
 			return nil
 		}
-		// The reader's vacation (notify's pause): nothing goes out and the
+		// The user's vacation (notify's pause): nothing goes out and the
 		// watermark stays; PauseEnded catches up or skips when it ends.
 		if paused, err := notify.Paused(ctx, tx, userID, s.now()); err != nil || paused {
 			return err

@@ -9,11 +9,11 @@ import (
 	"followfeed/mute"
 )
 
-// TestAMutedAuthorsPaperReachesNoWebhook: a reader who muted an author
+// TestAMutedAuthorsPaperReachesNoWebhook: a user who muted an author
 // (for every follow) gets none of their papers on an instant webhook or a
 // filtered one; a mute scoped to the cs.LG follow keeps the paper on a
-// channel for the reader's researcher follow that still matches it; a
-// reader without mutes gets everything.
+// channel for the user's researcher follow that still matches it; a
+// user without mutes gets everything.
 func TestAMutedAuthorsPaperReachesNoWebhook(t *testing.T) {
 	t.Parallel()
 	e := setup(t, time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))

@@ -10,7 +10,7 @@ import (
 	"followfeed/worker"
 )
 
-// TestPausedChannelsSendNothingThenCatchUpOrSkip: while the reader is on
+// TestPausedChannelsSendNothingThenCatchUpOrSkip: while the user is on
 // vacation (notify's pause) no channel delivers; when the pause ends (the
 // digest scheduler's hook) a channel set to catch up gets what it missed
 // in one batch, one set to skip never gets it; both get what comes after.

@@ -11,7 +11,7 @@ import (
 	"followfeed/paper"
 )
 
-// A paper the reader marked done (package inbox) before their push
+// A paper the user marked done (package inbox) before their push
 // channels' window is collected is not pushed, to a channel of every
 // follow or to one filtered to a follow; the window's other papers are.
 func TestPushLeavesOutPapersMarkedDone(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 
 // TextByID runs query, whose rows are a bigint and a text, on db's pool
 // and returns the texts by id, converted to V: an owner's small per-paper
-// read of one user's rows (a reader's states, their feedback values).
+// read of one user's rows (a user's states, their feedback values).
 // Rows with a NULL text are an error; what names the read in errors.
 func TextByID[V ~string](ctx context.Context, db *DB, what, query string, args ...any) (map[int64]V, error) {
 	rows, err := db.Pool.Query(ctx, query, args...)

@@ -17,7 +17,7 @@ import (
 // is read whole by following next links: every activity exactly once,
 // newest first, at most OutboxPageSize a page, and no next link on the
 // last page (none after a page that ends the outbox exactly). Pages are
-// keyed by max_id, not offsets: activities published while a reader is
+// keyed by max_id, not offsets: activities published while a client is
 // between pages do not shift what its next link gives.
 func TestOutboxPagesWithMaxID(t *testing.T) {
 	t.Parallel()
@@ -122,7 +122,7 @@ func TestOutboxPagesWithMaxID(t *testing.T) {
 		t.Errorf("the peer received the Creates %v, the outbox lists %v", delivered, items)
 	}
 
-	// A reader has the first page; five more papers are posted; its next
+	// A client has the first page; five more papers are posted; its next
 	// link still gives the page after the one it read.
 	first, err := e.svc.OutboxPage(e.ctx, info, 0)
 	if err != nil {

@@ -136,7 +136,7 @@ func (w *atomWriter) entry(it *Item) {
 	w.element(2, "updated", rfc3339(it.Updated))
 	w.element(2, "id", it.ID)
 	if body := it.bodyHTML(); body != "" {
-		// Readers show <content> in preference to <summary>, so content
+		// Feed readers show <content> in preference to <summary>, so content
 		// carries the abstract too, with the reasons and the links.
 		w.typed(2, "content", "html", body)
 	}

@@ -129,7 +129,7 @@ func TestBulkLoadWritesWhatFollowWrites(t *testing.T) {
 	}
 	var mirrored int
 	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM instant_follows WHERE user_id = $1`, instant).Scan(&mirrored); err != nil || mirrored != len(want) {
-		t.Errorf("instant_follows holds %d of the instant reader's %d follows (%v)", mirrored, len(want), err)
+		t.Errorf("instant_follows holds %d of the instant user's %d follows (%v)", mirrored, len(want), err)
 	}
 	if _, err := bulkLoad(t, db, bulk[:1]); err == nil {
 		t.Error("a follow stored already was loaded again")

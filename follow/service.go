@@ -36,9 +36,9 @@ type Follow struct {
 	IncludeReplacements bool
 	Label               string
 	CreatedAt           time.Time
-	// SnoozedUntil is the reader's date (a date: UTC midnight) until which
+	// SnoozedUntil is the user's date (a date: UTC midnight) until which
 	// the follow delivers nothing by digest, alert or push, and
-	// SnoozeEndsAt the instant it stands for (its midnight in the reader's
+	// SnoozeEndsAt the instant it stands for (its midnight in the user's
 	// time zone when it was set); both nil when it is not snoozed. Feeds
 	// keep it. See Service.Snooze.
 	SnoozedUntil *time.Time

@@ -15,7 +15,7 @@ import (
 )
 
 // Snooze: a follow snoozed until a date delivers nothing by digest,
-// instant alert or push until that date's midnight in the reader's time
+// instant alert or push until that date's midnight in the user's time
 // zone. Feeds keep it (they are pulled: a snooze is about being notified).
 // What it alone matched while snoozed is not caught up afterwards: those
 // windows have gone by (they are in the feed). The one place it is
@@ -23,7 +23,7 @@ import (
 // Snoozed.
 
 // SnoozeDateLayout is how a snooze's date is written: ISO YYYY-MM-DD, a
-// day in the reader's time zone.
+// day in the user's time zone.
 const SnoozeDateLayout = "2006-01-02"
 
 // maxSnooze bounds how far ahead a snooze may end.

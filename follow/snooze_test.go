@@ -11,8 +11,8 @@ import (
 )
 
 // TestSnoozeDatesAndUnknownFollows: a snooze ends at its date's midnight
-// in the reader's time zone; today, the past, a bad date and a follow the
-// reader does not have are errors naming the field; null un-snoozes.
+// in the user's time zone; today, the past, a bad date and a follow the
+// user does not have are errors naming the field; null un-snoozes.
 func TestSnoozeDatesAndUnknownFollows(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)

@@ -115,7 +115,7 @@ func (t Target) Key() string {
 }
 
 // HasKey reports whether key is t.Key(), without building t's key (a
-// reader's mutes compare their follow with every candidate's reasons).
+// user's mutes compare their follow with every candidate's reasons).
 func (t Target) HasKey(key string) bool {
 	prefix := t.keyPrefix()
 	return prefix != "" && len(key) == len(prefix)+len(t.ID) &&

@@ -349,7 +349,7 @@ func TestFediverseInboxOverHTTP(t *testing.T) {
 // page's. The link dereferences to the person's one actor whichever id the
 // feed was asked under. With ACTIVITYPUB off, on the same database and the
 // same version of the feed, neither is there, and the two ETags differ, so
-// a reader's copy of one is never confirmed (304) as the other.
+// a feed reader's copy of one is never confirmed (304) as the other.
 func TestPublicFeedLinksItsActor(t *testing.T) {
 	t.Parallel()
 	env := testapp.Env(t)

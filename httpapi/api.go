@@ -58,9 +58,9 @@ type API struct {
 	Ranking *ranking.Service
 	// Inbox keeps the user's read state of papers (papers.go).
 	Inbox *inbox.Service
-	// Mutes keeps what readers mute (mutes.go).
+	// Mutes keeps what users mute (mutes.go).
 	Mutes *mute.Service
-	// Matcher explains why a paper reaches a reader or not (mutes.go).
+	// Matcher explains why a paper reaches a user or not (mutes.go).
 	Matcher *match.Service
 	// PerIP and PerUser rate-limit requests (nil: unlimited).
 	PerIP   *Limiter
@@ -169,7 +169,7 @@ type meJSON struct {
 	Suppressed     string     `json:"suppressed,omitempty"`
 	Timezone       string     `json:"timezone"`
 	Digest         digestJSON `json:"digest"`
-	// Pause is the reader's vacation, null when none is set.
+	// Pause is the user's vacation, null when none is set.
 	Pause     *pauseJSON `json:"pause"`
 	CreatedAt time.Time  `json:"created_at"`
 }
@@ -278,11 +278,11 @@ func (a *API) patchMe(w http.ResponseWriter, r *http.Request, u *account.User) e
 	return nil
 }
 
-// pauseJSON is a reader's vacation (notify.Pause): dates in their time
+// pauseJSON is a user's vacation (notify.Pause): dates in their time
 // zone, and the instants they stand for.
 type pauseJSON struct {
 	From string `json:"from"`
-	// Until is the day the reader is back; null: until they end it.
+	// Until is the day the user is back; null: until they end it.
 	Until    *string    `json:"until"`
 	StartsAt time.Time  `json:"starts_at"`
 	EndsAt   *time.Time `json:"ends_at"`
@@ -290,7 +290,7 @@ type pauseJSON struct {
 
 func toPauseJSON(p *notify.Pause) *pauseJSON {
 	if p == nil || p.StartsAt == nil || p.Over(time.Now()) {
-		return nil // an ended pause is no pause to the reader (its catch-up follows)
+		return nil // an ended pause is no pause to the user (its catch-up follows)
 	}
 	out := &pauseJSON{From: p.From.Format(notify.DateLayout), StartsAt: p.StartsAt.UTC()}
 	if p.Until != nil {
@@ -346,7 +346,7 @@ type followJSON struct {
 	IncludeCrossLists   bool      `json:"include_cross_lists"`
 	IncludeReplacements bool      `json:"include_replacements"`
 	CreatedAt           time.Time `json:"created_at"`
-	// SnoozedUntil is the reader's date until which the follow delivers
+	// SnoozedUntil is the user's date until which the follow delivers
 	// nothing by digest, alert or push (feeds keep it); null when it is
 	// not snoozed (or the date has come).
 	SnoozedUntil *string `json:"snoozed_until"`
@@ -406,7 +406,7 @@ func (a *API) putFollow(w http.ResponseWriter, r *http.Request, u *account.User)
 		return err
 	}
 	if len(opts.SnoozedUntil) > 0 {
-		// A snooze is of a follow the reader has (422 naming "follow"
+		// A snooze is of a follow the user has (422 naming "follow"
 		// otherwise): it is set first, then any other option.
 		var until *string
 		if string(opts.SnoozedUntil) != "null" {

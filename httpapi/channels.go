@@ -33,7 +33,7 @@ type channelJSON struct {
 	Secret         string              `json:"secret,omitempty"`
 	RotatingUntil  *time.Time          `json:"rotating_until,omitempty"`
 	CreatedAt      time.Time           `json:"created_at"`
-	// AfterPause is what the channel does when the reader's pause ends:
+	// AfterPause is what the channel does when the user's pause ends:
 	// catch_up (one batch of what it missed) or skip.
 	AfterPause string `json:"after_pause"`
 }

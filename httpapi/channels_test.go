@@ -287,7 +287,7 @@ func TestChannelInputIsChecked(t *testing.T) {
 	path := fmt.Sprintf("/v1/me/channels/%d", slack.ID)
 	for _, m := range []string{"GET", "DELETE"} {
 		if r := c.Do(m, path, other, nil); r.Status != 404 {
-			t.Errorf("%s another reader's channel: %d", m, r.Status)
+			t.Errorf("%s another user's channel: %d", m, r.Status)
 		}
 	}
 	if r := c.Do("GET", "/v1/me/channels/nope", tok, nil); r.Status != 404 {

@@ -295,7 +295,7 @@ func (h *FeedRoutes) public(w http.ResponseWriter, r *http.Request) {
 	}
 	// With ACTIVITYPUB=on the document links the feed's actor, so its
 	// bytes differ from the same version's without: the ETag says which
-	// (-ap), and a reader that cached one never gets a 304 for the other.
+	// (-ap), and a feed reader that cached one never gets a 304 for the other.
 	actor, apTag := "", ""
 	if h.ActorURL != nil {
 		actor, apTag = h.ActorURL(t), "-ap"

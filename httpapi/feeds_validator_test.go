@@ -454,7 +454,7 @@ func (c *roundTripTracer) take() []string {
 // records every round trip: with the validator cached, a full render is
 // four: the token lookup, then in the read transaction BEGIN with the
 // follows, the link epoch (the items' feedback links) and the selection
-// in one batch, the reasons, the papers' details and the reader's mutes
+// in one batch, the reasons, the papers' details and the user's mutes
 // (match/mutes.go) in a second, and COMMIT. On a shared machine each round trip is
 // a wait for the server process to be scheduled, so the count must not
 // silently grow.

@@ -11,7 +11,7 @@ import (
 	"followfeed/internal/testapp"
 )
 
-// TestOversizedFormShowsItsPage: a signed-in reader's settings or inbox
+// TestOversizedFormShowsItsPage: a signed-in user's settings or inbox
 // form over 16 KiB — said by its Content-Length or cut off while read
 // (chunked) — is a 413 page: the settings page the form lives on saying
 // why (the inbox's: a page linking back), not a problem document; nothing
@@ -58,7 +58,7 @@ func TestOversizedFormShowsItsPage(t *testing.T) {
 }
 
 // TestNotFromAtTheMuteLimitShowsThePage: the "less like this" page's
-// "Not from <author>" button, pressed by a reader who has the most mutes
+// "Not from <author>" button, pressed by a user who has the most mutes
 // one may, and with an id not the paper's, shows the link's page again
 // saying why it was not muted (422), not a problem document.
 func TestNotFromAtTheMuteLimitShowsThePage(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 )
 
 // TestInboxPageInABrowser: in Chromium at 1280 and 390 px, the settings
-// page links to the inbox, which lists the reader's papers with their
+// page links to the inbox, which lists the user's papers with their
 // reasons within the screen; a paper's "Mark done" is reached with Tab and
 // pressed with Enter, and after a reload the paper shows done and is gone
 // from the unread filter (as the API shows); "Mark all read" leaves no

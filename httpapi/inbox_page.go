@@ -12,7 +12,7 @@ import (
 )
 
 // The inbox page (GET /inbox, a page of the settings session): the
-// reader's matched papers newest or best first, with reasons, state and
+// user's matched papers newest or best first, with reasons, state and
 // feedback, filtered by follow and state, through the same inbox.List as
 // GET /v1/me/papers. Every button is a CSRF-protected form that works
 // without JavaScript (post/redirect/get back to the same view).

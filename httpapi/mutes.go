@@ -13,7 +13,7 @@ import (
 	"followfeed/mute"
 )
 
-// Mutes (issue #27, item 2): what a reader does not want to see, without
+// Mutes (issue #27, item 2): what a user does not want to see, without
 // unfollowing. Package mute keeps them; package match applies them to
 // every surface.
 
@@ -92,7 +92,7 @@ func muteNames(ctx context.Context, fs *follow.Service, ms []mute.Mute) (map[str
 
 // postMute is POST /v1/me/mutes: {"researcher": id} | {"query": "..."} |
 // {"category": id, "cross_lists": false}, with an optional "follow":
-// {"kind", "id"}. 201 with the mute; 200 with it when the reader already
+// {"kind", "id"}. 201 with the mute; 200 with it when the user already
 // had the same mute.
 func (a *API) postMute(w http.ResponseWriter, r *http.Request, u *account.User) error {
 	var body struct {
@@ -129,7 +129,7 @@ func (a *API) postMute(w http.ResponseWriter, r *http.Request, u *account.User) 
 	return nil
 }
 
-// listMutes is GET /v1/me/mutes: every mute of the reader, oldest first.
+// listMutes is GET /v1/me/mutes: every mute of the user, oldest first.
 func (a *API) listMutes(w http.ResponseWriter, r *http.Request, u *account.User) error {
 	ms, err := a.Mutes.List(r.Context(), u.ID)
 	if err != nil {
@@ -149,7 +149,7 @@ func (a *API) listMutes(w http.ResponseWriter, r *http.Request, u *account.User)
 	return nil
 }
 
-// deleteMute is DELETE /v1/me/mutes/{id}: 204; another reader's mute, or
+// deleteMute is DELETE /v1/me/mutes/{id}: 204; another user's mute, or
 // one that is gone, is 404.
 func (a *API) deleteMute(w http.ResponseWriter, r *http.Request, u *account.User) error {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
@@ -164,7 +164,7 @@ func (a *API) deleteMute(w http.ResponseWriter, r *http.Request, u *account.User
 }
 
 // whyJSON is GET /v1/me/papers/{arxiv_id}/why: whether the paper reaches
-// the reader, the follows that match it, the ones the mutes leave, and
+// the user, the follows that match it, the ones the mutes leave, and
 // the mutes that hide it, with a sentence saying so.
 type whyJSON struct {
 	ArxivID     string           `json:"arxiv_id"`

@@ -27,7 +27,7 @@ type muteOut struct {
 
 // TestMutesAPI: POST /v1/me/mutes (201 with its id, 200 for the same
 // again, 422 naming the field for bad input, the search's position for a
-// query that does not parse), GET /v1/me/mutes, DELETE (another reader's:
+// query that does not parse), GET /v1/me/mutes, DELETE (another user's:
 // 404), a muted author's paper leaving the private feed and coming back
 // when the mute goes, and the "why" naming the mute.
 func TestMutesAPI(t *testing.T) {
@@ -194,7 +194,7 @@ func TestLessLinkOffersNotFromThisAuthor(t *testing.T) {
 // TestSettingsMuteForms: the settings page's mute forms refuse a POST
 // without the CSRF token (403, nothing stored), add a mute (303 to
 // /settings#mutes, listed on the page), show a bad search again with the
-// problem (422), and refuse to remove another reader's mute (404).
+// problem (422), and refuse to remove another user's mute (404).
 func TestSettingsMuteForms(t *testing.T) {
 	t.Parallel()
 	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")

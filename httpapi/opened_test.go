@@ -34,7 +34,7 @@ func mailTo(t *testing.T, a *testapp.App, address string) string {
 
 // TestRememberWhatIOpened: with "remember what I opened" on (the API),
 // a digest's papers carry an "Open" (and mark read) link that marks the
-// paper read and redirects to arXiv (303); a reader who left it off gets
+// paper read and redirects to arXiv (303); a user who left it off gets
 // no such link; once turned off a link records nothing; an altered link
 // is a 404.
 func TestRememberWhatIOpened(t *testing.T) {
@@ -69,7 +69,7 @@ func TestRememberWhatIOpened(t *testing.T) {
 
 	}
 	if m := mailTo(t, a, "plain@example.org"); m == "" || openLinkRE.MatchString(m) {
-		t.Fatalf("the digest of a reader who left it off: %d bytes, open link %v", len(m), openLinkRE.MatchString(m))
+		t.Fatalf("the digest of a user who left it off: %d bytes, open link %v", len(m), openLinkRE.MatchString(m))
 	}
 	m := mailTo(t, a, "opener@example.org")
 	link := openLinkRE.FindString(m)

@@ -72,7 +72,7 @@ func TestPaperStateAPI(t *testing.T) {
 }
 
 // TestUnreadFeeds: a private feed with ?unread=1 leaves out the papers
-// the reader marked read or done (the whole feed keeps them), with a new
+// the user marked read or done (the whole feed keeps them), with a new
 // ETag after each mark; the ranked and per-follow feeds take it too; a
 // bad value is a 422 naming unread.
 func TestUnreadFeeds(t *testing.T) {
@@ -143,7 +143,7 @@ func (p inboxPage) ids() (out []string) {
 	return out
 }
 
-// TestInboxAPI: GET /v1/me/papers lists the reader's matched papers with
+// TestInboxAPI: GET /v1/me/papers lists the user's matched papers with
 // reasons, state and feedback, newest first in keyset pages or best
 // first, filtered by follow and state; POST /v1/me/papers/read marks the
 // unread ones read (done stays done); bad parameters are a 422 naming
@@ -213,7 +213,7 @@ func TestInboxAPI(t *testing.T) {
 	var pr problem
 	r.JSON(t, &pr)
 	if r.Status != 422 || pr.Field != "follow" {
-		t.Errorf("mark all read of a follow the reader does not have: %d %s", r.Status, r.Body)
+		t.Errorf("mark all read of a follow the user does not have: %d %s", r.Status, r.Body)
 	}
 }
 

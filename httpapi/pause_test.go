@@ -82,8 +82,8 @@ func TestPauseAndQuietDaysThroughTheAPI(t *testing.T) {
 }
 
 // TestSnoozeAFollowThroughTheAPI: PUT /v1/me/follows/{kind}/{id} with
-// snoozed_until snoozes a follow the reader has (the list and the export
-// show it), null un-snoozes, and bad dates or a follow the reader does
+// snoozed_until snoozes a follow the user has (the list and the export
+// show it), null un-snoozes, and bad dates or a follow the user does
 // not have are 422s naming the field.
 func TestSnoozeAFollowThroughTheAPI(t *testing.T) {
 	t.Parallel()

@@ -153,7 +153,7 @@ func (p *Product) apiRoutes() []route {
 		{"GET /v1/me/remember-opened", user(a.getRememberOpened)},
 		{"PUT /v1/me/remember-opened", limitBody(maxJSONBody, user(a.putRememberOpened))},
 
-		// A reader's mutes (mutes.go).
+		// A user's mutes (mutes.go).
 		{"POST /v1/me/mutes", limitBody(maxJSONBody, user(a.postMute))},
 		{"GET /v1/me/mutes", user(a.listMutes)},
 		{"DELETE /v1/me/mutes/{id}", user(a.deleteMute)},

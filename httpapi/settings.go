@@ -121,7 +121,7 @@ type Settings struct {
 	// Inbox keeps the user's read state of papers (the inbox page, the
 	// export).
 	Inbox *inbox.Service
-	// Mutes lists, adds and removes the reader's mutes (the mutes section,
+	// Mutes lists, adds and removes the user's mutes (the mutes section,
 	// settings_mutes.go).
 	Mutes *mute.Service
 	// PerUser limits search previews per user (the API's per-user
@@ -412,7 +412,7 @@ type settingsData struct {
 	// Orders are the digest's order options (the budget controls).
 	Orders []frequencyOption
 	Pause  *pauseData // settings_pause.go
-	// RememberOpened is the reader's "remember what I opened"
+	// RememberOpened is the user's "remember what I opened"
 	// (settings_opened.go, _remember_opened.html).
 	RememberOpened bool
 }
@@ -705,7 +705,7 @@ func formSection(path string) string {
 	return ""
 }
 
-// limitForm is limitBody(maxFormBody) for a signed-in reader's form: one
+// limitForm is limitBody(maxFormBody) for a signed-in user's form: one
 // whose Content-Length says more than maxFormBody gets the form's page
 // again with the message and a 413 (formTooLarge), as a refused field
 // gets it with a 422, before any byte is read; without a session (or for
@@ -721,7 +721,7 @@ func (s *Settings) limitForm(h http.Handler) http.Handler {
 	})
 }
 
-// formTooLarge answers a form over maxFormBody from a session's reader:
+// formTooLarge answers a form over maxFormBody from a session's user:
 // the settings page it lives on (formSection) with the message, or for a
 // form of no settings page a message page, with a 413. It returns false,
 // having answered nothing, when the request carries no session.

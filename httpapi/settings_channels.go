@@ -70,7 +70,7 @@ type channelView struct {
 	Mode   string
 	Modes  []option
 	// AfterPauses are the choices of what the channel does once the
-	// reader's pause ends (channels.Spec.AfterPause), one selected.
+	// user's pause ends (channels.Spec.AfterPause), one selected.
 	AfterPauses []option
 	AllFollows  bool
 	FollowNames []string

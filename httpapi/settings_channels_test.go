@@ -205,7 +205,7 @@ func TestSettingsPageManagesChannels(t *testing.T) {
 	secretPage = secretRedirect(t, resp)
 	b2, _, csrf2 := signIn(t, a, testapp.Token(t, "intruder", ""))
 	if resp, page := testapp.Form(t, b2, "GET", secretPage, nil); resp.StatusCode != 404 || strings.Contains(page, "whsec_") {
-		t.Errorf("another reader opened the secret page: %d", resp.StatusCode)
+		t.Errorf("another user opened the secret page: %d", resp.StatusCode)
 	}
 	if resp, _ := testapp.Form(t, testapp.FormClient(t), "GET", secretPage, nil); resp.StatusCode != 303 || resp.Header.Get("Location") != "/login" {
 		t.Errorf("the secret page signed out: %d %s", resp.StatusCode, resp.Header.Get("Location"))
@@ -240,10 +240,10 @@ func TestSettingsPageManagesChannels(t *testing.T) {
 		t.Errorf("unknown action: %d", resp.StatusCode)
 	}
 
-	t.Log("hostile: another reader cannot touch a channel through the settings forms")
+	t.Log("hostile: another user cannot touch a channel through the settings forms")
 	for _, act := range []string{"delete", "test", "rotate", "save"} {
 		if resp, _ := testapp.Form(t, b2, "POST", chPath, url.Values{"csrf": {csrf2}, "action": {act}, "mode": {"daily"}}); resp.StatusCode != 404 {
-			t.Errorf("%s another reader's channel: %d", act, resp.StatusCode)
+			t.Errorf("%s another user's channel: %d", act, resp.StatusCode)
 		}
 	}
 	if resp, _ := testapp.Form(t, b, "POST", a.URL+"/settings/channels/nope", url.Values{"csrf": {csrf}, "action": {"delete"}}); resp.StatusCode != 404 {

@@ -11,7 +11,7 @@ import (
 )
 
 // The settings page's mutes section (template _mutes.html, included
-// from settings.html with one line): the reader's mutes, each with a
+// from settings.html with one line): the user's mutes, each with a
 // Remove button, and a form adding one (a researcher, words in the
 // saved-search syntax, or a category's cross-lists; for every follow or
 // one). Plain CSRF-protected forms (Settings.post): no script needed.
@@ -32,7 +32,7 @@ type muteRow struct {
 }
 
 // mutesSection reads the viewer's mutes (nil in email-only mode: mutes
-// are for the signed-in reader).
+// are for the signed-in user).
 func (s *Settings) mutesSection(ctx context.Context, v *viewer, follows []followJSON) (*mutesData, error) {
 	if v.emailOnly || s.Mutes == nil {
 		return nil, nil
@@ -91,7 +91,7 @@ func (s *Settings) postMuteAdd(w http.ResponseWriter, r *http.Request) {
 }
 
 // postMuteRemove is a mute's Remove button (POST /settings/mutes/{id}:
-// csrf). Another reader's mute, or one already gone, is 404.
+// csrf). Another user's mute, or one already gone, is 404.
 func (s *Settings) postMuteRemove(w http.ResponseWriter, r *http.Request) {
 	s.post(w, r, false, func(v *viewer) (string, error) {
 		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)

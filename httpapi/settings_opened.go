@@ -26,7 +26,7 @@ func (s *Settings) postRememberOpened(w http.ResponseWriter, r *http.Request) {
 // openLink is GET /open/{token}: a mail's "Open" (and mark read) link. It
 // marks the paper read when the user has "remember what I opened" on
 // (inbox.Service.Opened: never when it is off, and a paper marked done
-// stays done), then sends the reader on to the paper's arXiv page (303).
+// stays done), then sends the user on to the paper's arXiv page (303).
 // A forged, altered or revoked link, or a paper no longer stored, is a
 // 404 page.
 func (p *EmailPages) openLink(w http.ResponseWriter, r *http.Request) {

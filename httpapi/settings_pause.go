@@ -21,7 +21,7 @@ type pauseData struct {
 	CSRF string
 	// Set: a pause is set (Active: in effect now).
 	Set, Active bool
-	// From, Until and Today are YYYY-MM-DD in the reader's time zone;
+	// From, Until and Today are YYYY-MM-DD in the user's time zone;
 	// Open: no Until ("until I'm back").
 	From, Until, Today string
 	Open               bool
@@ -42,7 +42,7 @@ type snoozeRow struct {
 	Kind, ID, Name, Until string
 }
 
-// pauseData fills the card for a signed-in reader.
+// pauseData fills the card for a signed-in user.
 func (s *Settings) pauseData(v *viewer, p notify.Profile, follows []followJSON, loc *time.Location) *pauseData {
 	now := time.Now()
 	d := &pauseData{CSRF: v.csrf, Today: now.In(loc).Format(notify.DateLayout)}

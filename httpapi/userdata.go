@@ -29,7 +29,7 @@ import (
 // data").
 
 // ExportFormat names the export document's shape; a change that breaks a
-// reader of it gets a new name.
+// program reading it gets a new name.
 const ExportFormat = "followfeed-export/1"
 
 // exportJSON is the export document. Each section is read through the
@@ -55,7 +55,7 @@ type exportJSON struct {
 	ReadState []paperStateJSON `json:"read_state"`
 	// RememberOpened is the user's "remember what I opened".
 	RememberOpened bool `json:"remember_opened"`
-	// Mutes are the reader's mutes, oldest first (GET /v1/me/mutes).
+	// Mutes are the user's mutes, oldest first (GET /v1/me/mutes).
 	Mutes []muteJSON `json:"mutes"`
 }
 

@@ -302,13 +302,13 @@ func TestNotThisPersonRemovesThePaperForThatFollowOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	if e.version(reader) == v {
-		t.Error("a dispute must bump the reader's feed")
+		t.Error("a dispute must bump the user's feed")
 	}
 	if got := arxivIDs(e.feed(reader)); !slices.Equal(got, []string{"2202.02326"}) {
-		t.Errorf("reader's feed %v", got)
+		t.Errorf("user's feed %v", got)
 	}
 	if got := e.feed(other); len(got) != 2 {
-		t.Errorf("another reader's feed %v", arxivIDs(got))
+		t.Errorf("another user's feed %v", arxivIDs(got))
 	}
 	e.follow(reader, "category", "cs.LG")
 	for _, p := range e.feed(reader) {
@@ -535,7 +535,7 @@ func TestDisputedPaperIsNoNewMatch(t *testing.T) {
 		t.Errorf("with an undisputed paper: users %v, want [%d %d]", b.Users, reader, other)
 	}
 	if got := arxivIDs(e.feed(reader)); !slices.Equal(got, []string{"2203.00001"}) {
-		t.Errorf("reader's feed %v", got)
+		t.Errorf("user's feed %v", got)
 	}
 	// A category follow (with replacements) still matches the disputed
 	// paper.

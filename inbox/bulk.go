@@ -7,22 +7,22 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The lab's loader and remover: the benchmark gives its generated readers
-// read state (many readers at once, to measure digests with it) with
+// The lab's loader and remover: the benchmark gives its generated users
+// read state (many users at once, to measure digests with it) with
 // PutStates, and takes it off its dataset again with RemoveAllStates.
 // People's states go through Set, MarkAllRead and Opened.
 
-// Mark is one reader's state of one paper, for PutStates.
+// Mark is one user's state of one paper, for PutStates.
 type Mark struct {
 	UserID, PaperID int64 // papers.id
 	State           State // Read or Done
 }
 
 // PutStates writes marks in one statement, in tx: for lab datasets (the
-// benchmark's readers), as Set would write them one by one, but without
+// benchmark's users), as Set would write them one by one, but without
 // its checks (the papers are given by id and must exist) and without
-// bumping the readers' feed versions (account.BumpFeeds: a lab's feeds
-// with ?unread=1 keep their ETag). A mark of a paper the reader already
+// bumping the users' feed versions (account.BumpFeeds: a lab's feeds
+// with ?unread=1 keep their ETag). A mark of a paper the user already
 // marked changes its state. It returns how many rows it wrote; a mark
 // that is not Read or Done is an error and nothing is written.
 func PutStates(ctx context.Context, tx pgx.Tx, marks []Mark) (int, error) {
@@ -46,8 +46,8 @@ func PutStates(ctx context.Context, tx pgx.Tx, marks []Mark) (int, error) {
 
 // RemoveAllStates deletes every paper state, in tx, and returns how many it
 // deleted: for taking a lab dataset (the benchmark's, whose generated
-// readers have none) back to what it was built with after a measurement.
-// It is every reader's read state: never for a service's database. The
+// users have none) back to what it was built with after a measurement.
+// It is every user's read state: never for a service's database. The
 // inbox settings ("remember what I opened") are left alone.
 func RemoveAllStates(ctx context.Context, tx pgx.Tx) (int, error) {
 	tag, err := tx.Exec(ctx, `DELETE FROM paper_states`)

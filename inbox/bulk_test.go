@@ -11,9 +11,9 @@ import (
 	"followfeed/inbox"
 )
 
-// PutStates writes many readers' states in one statement (a paper marked
+// PutStates writes many users' states in one statement (a paper marked
 // again takes the new state), refuses a state that is not read or done
-// without writing anything, and RemoveAllStates takes every reader's
+// without writing anything, and RemoveAllStates takes every user's
 // states off, leaving their inbox settings alone.
 func TestPutStatesAndRemoveAllStates(t *testing.T) {
 	t.Parallel()
@@ -51,11 +51,11 @@ func TestPutStatesAndRemoveAllStates(t *testing.T) {
 		t.Errorf("marking a paper again: %d, %v", n, err)
 	}
 	if got := f.states(t); !slices.Equal(got, []string{"2611.00001=done", "2611.00002=done"}) {
-		t.Errorf("the reader's states: %v", got)
+		t.Errorf("the user's states: %v", got)
 	}
 	st, err := f.ib.Of(f.ctx, other.ID, []int64{ids["2611.00001"], ids["2611.00003"]})
 	if err != nil || len(st) != 1 || st[ids["2611.00001"]] != inbox.Done {
-		t.Errorf("the other reader's states: %v %v", st, err)
+		t.Errorf("the other user's states: %v %v", st, err)
 	}
 
 	var removed int

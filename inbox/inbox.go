@@ -1,9 +1,9 @@
-// Package inbox owns readers' read state (issue #27): what a reader did
-// with a paper they were told about, read or done, one row per reader and
+// Package inbox owns users' read state (issue #27): what a user did
+// with a paper they were told about, read or done, one row per user and
 // paper in paper_states (migration 00033); a paper without a row is
 // unread. It writes the table (Set, MarkAllRead, the erasure's EraseUser)
 // and reads it for pages and the export (Of, All); package match reads it
-// through inbox/inboxsql to leave a reader's read and done papers out of
+// through inbox/inboxsql to leave a user's read and done papers out of
 // every surface (match.Query.Unread, match/controls.go).
 package inbox
 
@@ -25,7 +25,7 @@ import (
 	"followfeed/ranking"
 )
 
-// State is what a reader did with a paper.
+// State is what a user did with a paper.
 type State string
 
 // The states. Unread is the absence of a row.
@@ -60,7 +60,7 @@ func (st State) Label() string {
 	return "Unread"
 }
 
-// Service reads and writes readers' paper states.
+// Service reads and writes users' paper states.
 type Service struct {
 	db      *database.DB
 	matcher *match.Service
@@ -73,7 +73,7 @@ func New(db *database.DB, matcher *match.Service) *Service {
 	return &Service{db: db, matcher: matcher}
 }
 
-// Entry is one reader's state of one paper.
+// Entry is one user's state of one paper.
 type Entry struct {
 	PaperID   int64
 	ArxivID   string
@@ -143,7 +143,7 @@ func write(ctx context.Context, tx pgx.Tx, userID int64, ids []int64, st State, 
 }
 
 // MaxMarkAll is the most papers one MarkAllRead marks: the newest unread
-// ones (a reader with more marks all read again).
+// ones (a user with more marks all read again).
 const MaxMarkAll = 2000
 
 // MarkAllRead marks read user userID's unread matched papers (those

@@ -20,7 +20,7 @@ import (
 	"followfeed/worker"
 )
 
-// fixture is a reader following cs.LG with n papers of cs.LG stored one
+// fixture is a user following cs.LG with n papers of cs.LG stored one
 // batch each (2611.00001 oldest).
 type fixture struct {
 	ctx    context.Context
@@ -64,7 +64,7 @@ func (f *fixture) ingest(t *testing.T, id string) {
 	}
 }
 
-// states lists the reader's rows as arXiv id=state, oldest paper first.
+// states lists the user's rows as arXiv id=state, oldest paper first.
 func (f *fixture) states(t *testing.T) []string {
 	t.Helper()
 	es, err := f.ib.All(f.ctx, f.uid)
@@ -79,7 +79,7 @@ func (f *fixture) states(t *testing.T) []string {
 	return out
 }
 
-// Set writes, changes and (with Unread) deletes the reader's row; an id
+// Set writes, changes and (with Unread) deletes the user's row; an id
 // that is not one, a state that is not one and a paper not stored are
 // refused, naming what is wrong.
 func TestSet(t *testing.T) {
@@ -119,7 +119,7 @@ func isField(err error, code apperr.Code, field string) bool {
 	return errors.As(err, &e) && e.Code == code && e.Field == field
 }
 
-// MarkAllRead marks the reader's unread matched papers read up to the
+// MarkAllRead marks the user's unread matched papers read up to the
 // seq given, leaves done papers done and later papers unread.
 func TestMarkAllRead(t *testing.T) {
 	t.Parallel()
@@ -149,7 +149,7 @@ func TestMarkAllRead(t *testing.T) {
 	}
 }
 
-// List pages the reader's papers newest first by keyset (a paper matched
+// List pages the user's papers newest first by keyset (a paper matched
 // between pages does not shift them) and filters by state.
 func TestList(t *testing.T) {
 	t.Parallel()

@@ -13,12 +13,12 @@ import (
 	"followfeed/ranking"
 )
 
-// The inbox's list: the reader's matched papers with their state and
+// The inbox's list: the user's matched papers with their state and
 // feedback, newest first (keyset pages down to MaxDepth papers) or best
-// first (the newest MaxBest ranked by the reader's model, as the ranked
+// first (the newest MaxBest ranked by the user's model, as the ranked
 // feed ranks them, paged by position).
 
-// MaxDepth is how far down the reader's matched papers, newest first, the
+// MaxDepth is how far down the user's matched papers, newest first, the
 // inbox reaches: a page's selection reads the papers above it too (match
 // selects the newest N), so the depth bounds a page's work.
 const MaxDepth = 1000
@@ -30,13 +30,13 @@ const MaxBest = 200
 // MaxPage is the most papers one page lists.
 const MaxPage = 200
 
-// ListQuery selects a page of the reader's papers.
+// ListQuery selects a page of the user's papers.
 type ListQuery struct {
 	// Only restricts the list to one follow (nil: all).
 	Only *follow.Target
 	// State keeps only papers in that state; "" keeps every state.
 	State State
-	// Best orders by the reader's ranking model instead of newest first.
+	// Best orders by the user's ranking model instead of newest first.
 	Best bool
 	// Cursor is a Next of an earlier page with the same query, or "".
 	Cursor string
@@ -48,7 +48,7 @@ type ListQuery struct {
 type Item struct {
 	match.Paper
 	State State
-	// Feedback is the reader's feedback on the paper (ranking.None: none).
+	// Feedback is the user's feedback on the paper (ranking.None: none).
 	Feedback ranking.Value
 }
 

@@ -12,7 +12,7 @@ import (
 	"followfeed/database"
 )
 
-// "Remember what I opened": a reader's choice (off by default, a row of
+// "Remember what I opened": a user's choice (off by default, a row of
 // inbox_settings) that the paper links of their digests and instant
 // alerts go through a signed redirect (account.Addresses.OpenURL, served
 // at GET /open/{token}) which marks the paper read (Opened). With it off,

@@ -8,9 +8,9 @@ import (
 	"followfeed/inbox/inboxsql"
 )
 
-// The reader's controls (issue #27): what a reader said they do not want
+// The user's controls (issue #27): what a user said they do not want
 // to be told about again. Today's control is read state (Query.Unread:
-// the papers the reader marked read or done, package inbox's
+// the papers the user marked read or done, package inbox's
 // paper_states), applied by the selection itself, on both of its paths,
 // before anything is loaded for a paper: every path through MatchedMany,
 // MatchedIn and QueueMatchedIn (feeds, digests and instant alerts, push
@@ -21,12 +21,12 @@ import (
 //     per-key reads (unreadSQL: a primary-key probe of paper_states per
 //     row read), so a key's newest rows are unread ones: a feed ("ever")
 //     gets Limit unread papers whenever it has them, however many of the
-//     newest the reader marked (TestUnreadEverFillsTheLimit), and a
+//     newest the user marked (TestUnreadEverFillsTheLimit), and a
 //     window's Total counts only unread papers (it is counted before the
 //     LIMIT).
 //   - The windowed path (window.go), which holds every candidate of a
 //     window anyway, reads the marks of its candidates with its seen
-//     probes (queueMarks: one range scan of the reader's states per user,
+//     probes (queueMarks: one range scan of each user's states,
 //     readRanges) and leaves the marked ones out before it makes a Paper
 //     of any (a Paper is some 400 bytes, a day's window hundreds of
 //     candidates). At scale S that made every digest faster (902 to
@@ -66,7 +66,7 @@ func (rs readRanges) add(user, paper int64) {
 }
 
 // marks are, per user, the papers they marked read or done: a window's
-// candidates are looked up under their reader's set (a map of ids, whose
+// candidates are looked up under their user's set (a map of ids, whose
 // probe is cheaper than one keyed by the (user, paper) pair, the
 // generic hash of which was a tenth of a controlled digest's selection).
 type marks map[int64]map[int64]bool

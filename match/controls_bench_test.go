@@ -16,7 +16,7 @@ import (
 	"followfeed/worker"
 )
 
-// BenchmarkUnread measures what Query.Unread costs a reader following 5
+// BenchmarkUnread measures what Query.Unread costs a user following 5
 // categories with 2,000 matched papers, the newest 200 of them marked
 // read: a feed's newest 50 ("ever") and a digest's window of every paper
 // (IDsOnly, 250 candidates), each with and without Unread.

@@ -34,10 +34,10 @@ func mark(t *testing.T, e *env, ib *inbox.Service, uid int64, st inbox.State, ar
 	}
 }
 
-// A query with Unread leaves out the papers the reader marked read or
+// A query with Unread leaves out the papers the user marked read or
 // done, on both paths of a bounded window (digests, alerts, channels:
 // the windowed one and the per-user statement), with Total counting only
-// the papers kept and Limit filled from the unmarked ones; another reader
+// the papers kept and Limit filled from the unmarked ones; another user
 // and a query without Unread see every paper; marking a paper unread
 // again brings it back.
 func TestUnreadLeavesMarkedPapersOut(t *testing.T) {
@@ -111,7 +111,7 @@ func paperNumber(t *testing.T, e *env, id int64) int {
 }
 
 // "Ever" (a feed's newest Limit) with Unread gives Limit unread papers
-// even when the reader marked every one of the newest papers read or
+// even when the user marked every one of the newest papers read or
 // done: the selection's per-key reads skip marked papers, so the feed is
 // not cut short by them.
 func TestUnreadEverFillsTheLimit(t *testing.T) {

@@ -70,7 +70,7 @@ func TestInstantFollowsMirrorTheInstantUsers(t *testing.T) {
 		name string
 		do   func()
 	}{
-		{"follows of instant readers", func() {
+		{"follows of instant users", func() {
 			e.follow(a, "category", "cs.LG", follow.Options{})
 			e.follow(a, "researcher", "s2:1", follow.Options{IncludeReplacements: &yes})
 			e.follow(b, "category", "cs.LG", follow.Options{IncludeCrossLists: &no})
@@ -90,7 +90,7 @@ func TestInstantFollowsMirrorTheInstantUsers(t *testing.T) {
 		{"an instant channel", func() {
 			e.exec(`INSERT INTO channels (user_id, type, url, mode) VALUES ($1, 'webhook', 'https://hooks.example/a', 'instant')`, a)
 		}},
-		{"its reader's alerts stop too: the channel keeps them", func() {
+		{"its user's alerts stop too: the channel keeps them", func() {
 			e.exec(`UPDATE digest_schedules SET frequency = 'off' WHERE user_id IN ($1, $2)`, a, c)
 		}},
 		{"the channel disabled", func() { e.exec(`UPDATE channels SET enabled = false WHERE user_id = $1`, a) }},
@@ -106,7 +106,7 @@ func TestInstantFollowsMirrorTheInstantUsers(t *testing.T) {
 			e.exec(`DELETE FROM digest_schedules`)
 			e.exec(`INSERT INTO digest_schedules (user_id, frequency) SELECT id, 'instant' FROM users`)
 		}},
-		{"a reader deleted", func() { e.exec(`DELETE FROM users WHERE id = $1`, a) }},
+		{"a user deleted", func() { e.exec(`DELETE FROM users WHERE id = $1`, a) }},
 	}
 	for _, s := range steps {
 		s.do()
@@ -116,7 +116,7 @@ func TestInstantFollowsMirrorTheInstantUsers(t *testing.T) {
 		}
 	}
 	if got := e.instantRows(); len(got) == 0 {
-		t.Error("nothing left to compare: the steps should end with instant readers' follows")
+		t.Error("nothing left to compare: the steps should end with instant users' follows")
 	}
 }
 

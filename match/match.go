@@ -199,7 +199,7 @@ func matchedManyIn(ctx context.Context, tx pgx.Tx, qs []Query, users []int64) ([
 	pu, only, after, papers := w.merge()
 	seen := map[int]bool{}
 	b = &pgx.Batch{}
-	// The reader's read state (controls.go) with the seen probes: the
+	// The user's read state (controls.go) with the seen probes: the
 	// marked candidates are left out before any Paper is made of them.
 	marked := w.queueMarks(b)
 	viewIDs, versions := w.queueViewVersions(b) // windowmutes.go
@@ -268,7 +268,7 @@ func finishMatched(ctx context.Context, tx pgx.Tx, qs []Query, results []Result,
 			return nil, err
 		}
 	}
-	// The reader's mutes, for every surface (mutes.go).
+	// The user's mutes, for every surface (mutes.go).
 	if err := mutes.apply(ctx, tx, qs, results); err != nil {
 		return nil, err
 	}

@@ -416,8 +416,8 @@ func TestAffectedUsersOnlyAmongTheAudience(t *testing.T) {
 		want    []int64
 	}{
 		{"everyone", everyone, nil, slices.Sorted(slices.Values(append([]int64{eager}, cat...)))},
-		{"two category readers, the researcher's, another", []int64{cat[1], cat[0], eager, other}, nil, []int64{cat[0], cat[1], eager}},
-		{"only the researcher's reader, by channel", nil, []int64{eager}, []int64{eager}},
+		{"two category users, the researcher's, another", []int64{cat[1], cat[0], eager, other}, nil, []int64{cat[0], cat[1], eager}},
+		{"only the researcher follow's user, by channel", nil, []int64{eager}, []int64{eager}},
 		{"alerts and a channel", []int64{cat[2]}, []int64{cat[2], cat[3]}, []int64{cat[2], cat[3]}},
 		{"nobody affected", []int64{other}, nil, nil},
 		{"nobody", nil, nil, nil},

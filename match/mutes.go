@@ -22,7 +22,7 @@ import (
 // keep, in finishMatched, for every surface at once: private feeds
 // (Matched, MatchedIn), digests and instant alerts (MatchedMany with
 // windows, in notify) and push channels (channels.Collect) all finish
-// through it; the windowed path applies keep to a muting reader's window
+// through it; the windowed path applies keep to a muting user's window
 // before it makes Papers of its candidates (windowmutes.go), and apply
 // leaves such a window alone. What a mute means:
 //
@@ -39,7 +39,7 @@ import (
 //   - Totals count only the papers kept, and a muted paper does not leave
 //     a result short: see overselect and reselect.
 //
-// The cost falls on readers who mute: for a query whose user has no mute
+// The cost falls on users who mute: for a query whose user has no mute
 // it is one statement queued with the reasons and details (no round trip
 // of its own), an index probe of mutes. For a user with mutes, what the
 // mutes judge the candidates by is their keys (authors' ids, categories)
@@ -492,8 +492,8 @@ func needsReselect(q Query, before, dropped, total int) bool {
 //
 // Why select more rather than filter in SQL: a query mute is evaluated by
 // package search on the papers' text, which SQL cannot do, and filtering
-// every reader's candidates in the selection would cost every render what
-// only muting readers need. So muting readers' candidates are selected
+// every user's candidates in the selection would cost every render what
+// only muting users need. So muting users' candidates are selected
 // generously and filtered here:
 //   - a bounded window (digests, instant alerts, channels) is selected
 //     whole from the start for a muting user (overselect: the windowed
@@ -553,20 +553,20 @@ func reselect(ctx context.Context, tx pgx.Tx, qs []Query, results []Result, idx 
 // selects again (a test's: export_test.go).
 type reselectsKey struct{}
 
-// Explanation is why a paper reaches a reader, or does not: the reader's
+// Explanation is why a paper reaches a user, or does not: the user's
 // "why not" (GET /v1/me/papers/{arxiv_id}/why).
 type Explanation struct {
-	// Follows are the reader's follows that match the paper, before mutes,
+	// Follows are the user's follows that match the paper, before mutes,
 	// in the order of their follows list.
 	Follows []follow.Target
-	// Mutes are the reader's mutes that hide the paper (by id, in the
+	// Mutes are the user's mutes that hide the paper (by id, in the
 	// order they were made): each unscoped one that matches it, and each
 	// scoped one that matches it and whose follow is one of Follows.
 	Mutes []int64
 	// Kept are the Follows the mutes leave: the paper's reasons on the
-	// reader's surfaces.
+	// user's surfaces.
 	Kept []follow.Target
-	// Shown says whether the paper reaches the reader's feeds, digests,
+	// Shown says whether the paper reaches the user's feeds, digests,
 	// alerts and channels (when in their window): a follow matches it and
 	// the mutes leave one.
 	Shown bool

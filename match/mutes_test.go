@@ -72,7 +72,7 @@ func mutedFixture(t *testing.T) (*env, int64, int64, int64) {
 
 // TestMutesInFeedsAndWindows: the rules of mutes.go, on a feed ("ever"),
 // a bounded window (the windowed path and the per-user statement), and
-// per-follow queries; another reader's results are untouched.
+// per-follow queries; another user's results are untouched.
 func TestMutesInFeedsAndWindows(t *testing.T) {
 	t.Parallel()
 	e, ada, bob, before := mutedFixture(t)
@@ -120,7 +120,7 @@ func TestMutesInFeedsAndWindows(t *testing.T) {
 }
 
 // TestMutesJudgedInTheWindowAsOnPapers: a digest's window (ids, no one
-// follow) of a muting reader is judged by the windowed path before any
+// follow) of a muting user is judged by the windowed path before any
 // Paper is made (windowmutes.go); it keeps the same papers, with the same
 // reasons (a scoped mute takes its follow out) and the same Total, as the
 // per-user statement whose Papers the mutes judge (mutes.apply), at every
@@ -270,7 +270,7 @@ func TestExplainNamesTheMutes(t *testing.T) {
 }
 
 // TestMutesAndReadStateSelectAWindowOnce: a digest's window (Unread, a
-// limit smaller than its candidates) for a reader with mutes and read
+// limit smaller than its candidates) for a user with mutes and read
 // papers is selected once: the read state keeps the window whole for the
 // mutes (they filter it, count what is kept and cut it to the limit), so
 // the mutes never select it again; the newest Limit kept papers and the

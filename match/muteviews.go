@@ -14,12 +14,12 @@ import (
 // its keys (authors' ids, categories and whether each is a cross-list)
 // for researcher and category mutes, and its words (a search.Doc of its
 // title, abstract, author names and categories) for search mutes. A
-// digest batch's readers share most of their window's papers, and the
+// digest batch's users share most of their window's papers, and the
 // next batches share them again, so the process keeps that view of the
 // papers it judged, under the paper's id and row version
 // (catalog.QueueVersions): a cached view is used only while the row is the
 // one it was made from, and a paper's row is read (with its abstract) and
-// its words tokenised once per version, not once per reader and batch.
+// its words tokenised once per version, not once per user and batch.
 // Measured before the cache, at scale S (BENCHMARKS.md): tokenising the
 // candidates' text was 18% of a digest run's CPU with mutes, reading
 // their rows 7.5%.

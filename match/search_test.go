@@ -173,6 +173,6 @@ func TestSearchReasonsOnlyFromOwnSearches(t *testing.T) {
 	}
 	got := e.matched(match.Query{UserID: other})
 	if len(got) != 1 || len(got[0].Reasons) != 2 {
-		t.Errorf("the other reader's feed: %+v", got)
+		t.Errorf("the other user's feed: %+v", got)
 	}
 }

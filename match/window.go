@@ -383,7 +383,7 @@ func (w *windowed) queueMarks(b *pgx.Batch) marks {
 }
 
 // results turns each query's candidates, with seen the seen probes that
-// matched (ordinals) and marked the papers their readers marked read or
+// matched (ordinals) and marked the papers their users marked read or
 // done (queueMarks), into its Result (needReasons as queueSelect gives
 // them): a query with Query.Unread leaves the marked papers out, and its
 // Total counts only the others.
@@ -392,7 +392,7 @@ func (w *windowed) results(seen map[int]bool, marked marks, results []Result, ne
 	var keys []string
 	for qi, cs := range w.cands {
 		q := w.qs[qi]
-		var read map[int64]bool // the papers q's reader marked
+		var read map[int64]bool // the papers q's user marked
 		if q.Unread {
 			read = marked[q.UserID]
 		}
@@ -413,18 +413,18 @@ func (w *windowed) results(seen map[int]bool, marked marks, results []Result, ne
 			return cmp.Compare(b.id, a.id)
 		})
 		r := &results[qi]
-		// A muting reader's window is judged here when it can be
+		// A muting user's window is judged here when it can be
 		// (windowmutes.go), and only the papers kept become Papers.
 		if w.judge(qi, kept, r, targets) {
 			continue
 		}
 		// The marked papers are out already: q's limit (over-selected
-		// for a muting reader, mutes.go) is what the selection keeps.
+		// for a muting user, mutes.go) is what the selection keeps.
 		limit := q.limit()
 		r.Total = len(kept)
 		kept = kept[:min(len(kept), limit)]
 		// Each Paper is written in place: it is some 400 bytes, and a
-		// muting reader's window keeps hundreds (overselect).
+		// muting user's window keeps hundreds (overselect).
 		r.Papers = make([]Paper, len(kept))
 		fs := w.follows[q.UserID]
 		for i, c := range kept {

@@ -10,10 +10,10 @@ import (
 	"followfeed/follow"
 )
 
-// The windowed path judges a muting reader's window itself, before any
+// The windowed path judges a muting user's window itself, before any
 // Paper is made of a candidate, as it leaves the read papers out
 // (controls.go): a window is over-selected whole for its exact Total
-// (overselect), so without this a digest of a reader with mutes made a
+// (overselect), so without this a digest of a user with mutes made a
 // Paper (some 400 bytes, with its reasons) of each of the window's
 // candidates, hundreds, for finishMatched's mutes.apply to judge, count
 // and cut to the limit; now only the kept papers within the limit become
@@ -30,7 +30,7 @@ import (
 // one follow, of papers new in the window), which a scoped mute needs;
 // any other window is judged by apply as before.
 //
-// Measured at scale S (make bench's digests with 10 mutes per reader,
+// Measured at scale S (make bench's digests with 10 mutes per user,
 // alternating with the digests without, on a shared 2-core machine): the
 // mutes alone went from 83-86% of the rate without to 88%, and Go's share
 // of a muting digest's selection from 4.5 s to 3.8 s per 9,000 digests
@@ -85,7 +85,7 @@ func (w *windowed) fillJudgedViews(ctx context.Context, tx pgx.Tx, ids []int64, 
 	return nil
 }
 
-// judgeable says whether query qi is a muting reader's whose window judge
+// judgeable says whether query qi is a muting user's whose window judge
 // may take: a query of ids not limited to one follow (its candidates'
 // reasons can be known from the window's rows).
 func (w *windowed) judgeable(qi int) bool {
@@ -93,7 +93,7 @@ func (w *windowed) judgeable(qi int) bool {
 	return w.mutes.of(q.UserID) != nil && q.IDsOnly && q.Only == nil
 }
 
-// judge applies the reader's mutes to query qi's candidates kept (unread,
+// judge applies the user's mutes to query qi's candidates kept (unread,
 // not seen before; newest first) and fills r with what they keep: the
 // first limit as Papers with their reasons (less the follows scoped mutes
 // took out), Total all of them. The candidates past maxMuteReselect count

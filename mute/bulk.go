@@ -7,22 +7,22 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The lab's loader and remover: the benchmark gives its generated readers
-// mutes (many readers at once, to measure digests with them) with PutMany,
+// The lab's loader and remover: the benchmark gives its generated users
+// mutes (many users at once, to measure digests with them) with PutMany,
 // and takes them off its dataset again with RemoveAll. People's mutes go
 // through Service.Create and Delete.
 
-// Bulk is one reader's mute, for PutMany.
+// Bulk is one user's mute, for PutMany.
 type Bulk struct {
 	UserID int64
 	Spec   Spec // as Parse returns it
 }
 
 // PutMany writes mutes in one statement, in tx: for lab datasets (the
-// benchmark's readers), as Create would write them one by one, but without
-// its checks (a scope need not be one of the reader's follows, and
-// MaxPerUser is not enforced) and without bumping the readers' feed
-// versions (a lab's feeds keep their ETag). A mute the reader already has
+// benchmark's users), as Create would write them one by one, but without
+// its checks (a scope need not be one of the user's follows, and
+// MaxPerUser is not enforced) and without bumping the users' feed
+// versions (a lab's feeds keep their ETag). A mute the user already has
 // (same what, same scope) is left as it is. It returns how many it wrote.
 func PutMany(ctx context.Context, tx pgx.Tx, ms []Bulk) (int, error) {
 	users, kinds, keys, scopes := make([]int64, len(ms)), make([]string, len(ms)), make([]string, len(ms)), make([]string, len(ms))
@@ -43,9 +43,9 @@ func PutMany(ctx context.Context, tx pgx.Tx, ms []Bulk) (int, error) {
 }
 
 // RemoveAll deletes every mute, in tx, and returns how many it deleted:
-// for taking a lab dataset (the benchmark's, whose generated readers have
+// for taking a lab dataset (the benchmark's, whose generated users have
 // none) back to what it was built with after a measurement. It is every
-// reader's mutes: never for a service's database.
+// user's mutes: never for a service's database.
 func RemoveAll(ctx context.Context, tx pgx.Tx) (int, error) {
 	tag, err := tx.Exec(ctx, `DELETE FROM mutes`)
 	if err != nil {

@@ -10,9 +10,9 @@ import (
 	"followfeed/mute"
 )
 
-// PutMany writes many readers' mutes of every kind in one statement, as
+// PutMany writes many users' mutes of every kind in one statement, as
 // Create would store them (List reads them back with their scopes),
-// skips a mute a reader already has, and RemoveAll takes every mute off.
+// skips a mute a user already has, and RemoveAll takes every mute off.
 func TestPutManyAndRemoveAll(t *testing.T) {
 	t.Parallel()
 	db, ctx := testdb.New(t), context.Background()

@@ -1,10 +1,10 @@
-// Package mute owns what readers mute without unfollowing (issue #27,
+// Package mute owns what users mute without unfollowing (issue #27,
 // item 2): a researcher (every id of the person), words in the saved-search
 // syntax, or a category's cross-lists, for every follow or scoped to one.
 // It writes the mutes table (migration 00034) and nothing else; package
 // match applies the mutes to every surface (feeds, digests, instant
 // alerts, push channels) through mute/mutesql, so a mute means one thing
-// wherever a paper would reach the reader.
+// wherever a paper would reach the user.
 package mute
 
 import (
@@ -17,7 +17,7 @@ import (
 	"followfeed/search"
 )
 
-// MaxPerUser is the most mutes one reader may have: enough for a few
+// MaxPerUser is the most mutes one user may have: enough for a few
 // authors, phrases and cross-lists per follow; a long list is better said
 // by unfollowing or by a narrower saved search. Past it, Create is an
 // apperr.Invalid error naming the limit.
@@ -39,14 +39,14 @@ const (
 	Category Kind = "category"
 )
 
-// Mute is one of a reader's mutes.
+// Mute is one of a user's mutes.
 type Mute struct {
 	ID int64
 	// What is muted: a researcher (ID normalised as a follow's), a query
 	// (ID its normal form) or a category or archive (its cross-lists).
 	What follow.Target
 	// Scope, when set, is the one follow the mute applies to: the paper
-	// loses that follow as a reason, and leaves the reader's surfaces only
+	// loses that follow as a reason, and leaves the user's surfaces only
 	// when no other follow matches it. Nil: every follow (the paper leaves).
 	Scope     *follow.Target
 	CreatedAt time.Time
@@ -69,7 +69,7 @@ func kindOf(t follow.Target) Kind {
 	return Category
 }
 
-// Input is a mute as a reader asks for it: exactly one of Researcher, Query
+// Input is a mute as a user asks for it: exactly one of Researcher, Query
 // and Category, with CrossLists false for a category (only its
 // cross-lists can be muted), and optionally the follow it is limited to.
 // Field names in errors are the API's: "researcher", "query", "category",
@@ -96,7 +96,7 @@ type Spec struct {
 // error carrying the position (apperr Details[0].Index); a category is an
 // active arXiv category or archive. Every error is an *apperr.Error with
 // Code Invalid and the field it is about. Whether the scope is one of the
-// reader's follows is checked by Create.
+// user's follows is checked by Create.
 func Parse(in Input) (Spec, error) {
 	n := 0
 	for _, p := range []*string{in.Researcher, in.Query, in.Category} {

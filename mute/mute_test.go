@@ -91,9 +91,9 @@ func TestParse(t *testing.T) {
 }
 
 // TestCreateListDelete: a mute is created once (the same again is the
-// same mute), listed in order, scoped only to a follow the reader has,
-// deleted by its owner only (another reader's: not found), and the
-// reader's feeds get a new version on each change.
+// same mute), listed in order, scoped only to a follow the user has,
+// deleted by its owner only (another user's: not found), and the
+// user's feeds get a new version on each change.
 func TestCreateListDelete(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
@@ -200,7 +200,7 @@ func TestLimit(t *testing.T) {
 	}
 }
 
-// TestEraseUser: the erasure's hook removes the reader's mutes and no
+// TestEraseUser: the erasure's hook removes the user's mutes and no
 // one else's.
 func TestEraseUser(t *testing.T) {
 	t.Parallel()

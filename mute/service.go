@@ -14,7 +14,7 @@ import (
 	"followfeed/mute/mutesql"
 )
 
-// Service keeps readers' mutes.
+// Service keeps users' mutes.
 type Service struct {
 	db *database.DB
 }
@@ -23,7 +23,7 @@ type Service struct {
 func NewService(db *database.DB) *Service { return &Service{db: db} }
 
 // createSQL inserts a mute, or finds the same one (what and scope) the
-// reader already has: created is false then. The unique constraint's
+// user already has: created is false then. The unique constraint's
 // NULLS NOT DISTINCT makes two unscoped mutes of one key conflict too.
 const createSQL = `
 	WITH ins AS (
@@ -37,12 +37,12 @@ const createSQL = `
 	WHERE user_id = $1 AND key = $3 AND scope_key IS NOT DISTINCT FROM nullif($4, '') AND NOT EXISTS (SELECT 1 FROM ins)`
 
 // Create saves the mute s for userID, or returns the same mute (same what,
-// same scope) the reader already has, with created false: idempotent. The
+// same scope) the user already has, with created false: idempotent. The
 // user's row is locked first (account.LockUser, as follows are), so
 // racing requests neither duplicate a mute nor pass MaxPerUser. A scope
-// that is not one of the reader's follows is an apperr.Invalid error on
-// field "follow"; a reader at MaxPerUser mutes gets one on the field of
-// what they mute. The reader's feeds get a new validator (ETag) in the
+// that is not one of the user's follows is an apperr.Invalid error on
+// field "follow"; a user at MaxPerUser mutes gets one on the field of
+// what they mute. The user's feeds get a new validator (ETag) in the
 // same transaction: what they show changes.
 func (s *Service) Create(ctx context.Context, userID int64, sp Spec) (m Mute, created bool, err error) {
 	m = Mute{What: sp.What, Scope: sp.Scope}
@@ -71,7 +71,7 @@ func (s *Service) Create(ctx context.Context, userID int64, sp Spec) (m Mute, cr
 			return fmt.Errorf("counting mutes of user %d: %w", userID, err)
 		}
 		if !exists && n >= MaxPerUser {
-			return apperr.InvalidField(string(kindOf(sp.What)), "you already have %d mutes, the most one reader may; remove some first (DELETE /v1/me/mutes/{id}), or unfollow what you mute most of", MaxPerUser)
+			return apperr.InvalidField(string(kindOf(sp.What)), "you already have %d mutes, the most one user may; remove some first (DELETE /v1/me/mutes/{id}), or unfollow what you mute most of", MaxPerUser)
 		}
 		if err := tx.QueryRow(ctx, createSQL, userID, string(kindOf(sp.What)), sp.What.Key(), scope).
 			Scan(&m.ID, &m.CreatedAt, &created); err != nil {
@@ -139,9 +139,9 @@ func Of(ctx context.Context, q Querier, users []int64) (map[int64][]Mute, error)
 	return out, nil
 }
 
-// Delete removes userID's mute id. Another reader's mute, or one that is
-// gone, is a not-found error (404): a reader learns nothing of others'
-// mutes. The reader's feeds get a new validator in the same transaction.
+// Delete removes userID's mute id. Another user's mute, or one that is
+// gone, is a not-found error (404): a user learns nothing of others'
+// mutes. The user's feeds get a new validator in the same transaction.
 func (s *Service) Delete(ctx context.Context, userID, id int64) error {
 	return s.db.InTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM mutes WHERE id = $1 AND user_id = $2`, id, userID)

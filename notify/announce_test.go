@@ -90,7 +90,7 @@ func TestDigestWithoutAnnouncementSaysSoOrIsSkipped(t *testing.T) {
 
 	got := e.sendDue(time.Date(2026, 12, 5, 6, 1, 0, 0, time.UTC), skipper, reader) // Saturday
 	if got[skipper][0] != "skipped" || !strings.Contains(got[skipper][1], notify.NoAnnouncementLine) || got[reader][0] != "sent" {
-		t.Fatalf("Saturday: skipper %v, reader %v", got[skipper], got[reader])
+		t.Fatalf("Saturday: skipper %v, user %v", got[skipper], got[reader])
 	}
 	m := mails(t, dir)
 	if len(m) != 1 || !strings.Contains(m[0], "Subject: arXiv made no announcement since your last digest") ||

@@ -589,7 +589,7 @@ func TestInstantAlertsOneJobForManyUsers(t *testing.T) {
 	daily := e.reader("daily", notify.Daily, "UTC", 7, "category/cs.LG")
 	e.push(testPaper("2301.00001", "cs.LG"))
 	if jobs := testjobs.Count(t, e.db.Pool, worker.InstantArgs{}.Kind(), rivertype.JobStateScheduled); jobs != 1 {
-		t.Fatalf("%d instant jobs for two readers, want 1", jobs)
+		t.Fatalf("%d instant jobs for two users, want 1", jobs)
 	}
 	outs, err := e.d.SendInstants(e.ctx, []int64{a, b, daily})
 	if err != nil || len(outs) != 2 {

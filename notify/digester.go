@@ -135,7 +135,7 @@ type Digester struct {
 	// retention is how long PruneLedger keeps a final row.
 	retention time.Duration
 	ranker    Ranker
-	// onPauseEnd is told of readers whose pause ended (nil: nobody).
+	// onPauseEnd is told of users whose pause ended (nil: nobody).
 	onPauseEnd PauseHook
 	opened     OpenedChoice
 }
@@ -170,7 +170,7 @@ type DigesterConfig struct {
 	// first.
 	Ranker Ranker
 	// OnPauseEnd, when set, is told in the scheduler's transaction of
-	// readers whose pause ended (package channels: push channels catch
+	// users whose pause ended (package channels: push channels catch
 	// up or skip what they missed).
 	OnPauseEnd PauseHook
 	// Opened, when set, says which users turned "remember what I opened"

@@ -69,7 +69,7 @@ func (e *env) entries() []entry {
 }
 
 // TestLessLikeThisLeavesTheTopOfTheNextDigest is the learning the issue
-// asks for, end to end: a reader follows Ann One (who writes on lensing
+// asks for, end to end: a user follows Ann One (who writes on lensing
 // and on pulsars) and astro-ph.CO, with best-first digests. Their first
 // digest ranks with a model trained from the follows alone, pulsar papers
 // among the top five. They click "Less like this" on each pulsar paper in

@@ -340,7 +340,7 @@ func ensureSchedules(ctx context.Context, tx pgx.Tx, ids []int64) error {
 
 // lockDigests reads the ledger rows ids with what deciding them needs (the
 // user's address and its state, the schedule's settings, whether the
-// reader's pause is in effect at now), locking the
+// user's pause is in effect at now), locking the
 // digest, user and schedule rows until tx ends.
 func lockDigests(ctx context.Context, tx pgx.Tx, ids []int64, now time.Time) (map[int64]digestRow, error) {
 	r, err := tx.Query(ctx, `
@@ -389,7 +389,7 @@ type triage struct {
 // triageDigests decides each of ids (read into byID): a row in a final
 // state is done; one left "sending" by a process that died is unknown (it
 // may have been delivered: at most once); one whose address or settings
-// rule mail out, or whose reader is paused, is skipped; of a user's rows,
+// rule mail out, or whose user is paused, is skipped; of a user's rows,
 // one per round is built.
 func triageDigests(ids []int64, byID map[int64]digestRow) (triage, error) {
 	t := triage{done: map[int64]State{}}

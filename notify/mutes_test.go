@@ -21,10 +21,10 @@ func (e *env) muteAuthor(uid int64, id string) {
 	}
 }
 
-// TestAMutedAuthorsPaperIsInNoDigestOrAlert: a reader who muted an
+// TestAMutedAuthorsPaperIsInNoDigestOrAlert: a user who muted an
 // author gets no instant alert for a batch of only that author's papers,
 // an alert without it when it comes with another, and a digest (its
-// preview) that neither shows nor counts it; a reader without the mute
+// preview) that neither shows nor counts it; a user without the mute
 // gets every paper.
 func TestAMutedAuthorsPaperIsInNoDigestOrAlert(t *testing.T) {
 	t.Parallel()

@@ -14,36 +14,36 @@ import (
 
 // Vacation (pause) and quiet days.
 //
-// A pause is two dates in the reader's time zone: From (the first day
+// A pause is two dates in the user's time zone: From (the first day
 // nothing goes out; it starts at that day's local midnight) and Until
 // (the day they are back: delivery resumes at their digest hour that
 // day), or no Until: "until I'm back", ended by clearing the pause.
 // While it is in effect no digest, instant alert or push delivery goes
 // out: the one check is PausedSQL, which the ledger's triage applies to
-// every digest and alert before its window is reserved (so the reader's
+// every digest and alert before its window is reserved (so the user's
 // watermark stays where it was) and package channels applies to every
 // collection (Paused). When it ends, Schedule queues exactly one catch-up
 // digest (kind "catchup") covering everything since the last digest
-// before the pause, best first within the reader's budget with the
+// before the pause, best first within the user's budget with the
 // budget shared out per follow (planBest), and tells the OnPauseEnd hook
 // (push channels catch up or skip, each as it is set).
 
 // DateLayout is how a pause's and a snooze's dates are written: ISO
-// YYYY-MM-DD, a day in the reader's time zone.
+// YYYY-MM-DD, a day in the user's time zone.
 const DateLayout = "2006-01-02"
 
 // KindCatchUp is the ledger kind (digests.kind) of the one digest sent
 // when a pause ends.
 const KindCatchUp = "catchup"
 
-// Pause is a reader's vacation as stored.
+// Pause is a user's vacation as stored.
 type Pause struct {
 	// From is the first local day of the pause (a date: UTC midnight).
 	From time.Time
-	// Until is the local day the reader is back; nil: until they end it.
+	// Until is the local day the user is back; nil: until they end it.
 	Until *time.Time
 	// StartsAt and EndsAt are the instants the dates stand for in the
-	// reader's time zone: From's midnight, Until at the digest hour (or
+	// user's time zone: From's midnight, Until at the digest hour (or
 	// the moment an open or running pause was ended); EndsAt is nil for
 	// "until I'm back".
 	StartsAt *time.Time
@@ -51,7 +51,7 @@ type Pause struct {
 }
 
 // Over says whether the pause has ended by t (its catch-up may still be
-// waiting for the scheduler, which clears it): readers are shown no pause
+// waiting for the scheduler, which clears it): users are shown no pause
 // then.
 func (p *Pause) Over(t time.Time) bool {
 	return p != nil && p.EndsAt != nil && !t.Before(*p.EndsAt)
@@ -83,14 +83,14 @@ func (p *Pause) columns() (from, until, startsAt, endsAt any) {
 // PausePatch sets or ends a pause. Clear ends it: a pause in effect ends
 // now (the catch-up follows at the scheduler's next run), one not begun
 // is dropped. Otherwise From is required and Until may be nil ("until
-// I'm back"); both are DateLayout dates in the reader's time zone.
+// I'm back"); both are DateLayout dates in the user's time zone.
 type PausePatch struct {
 	Clear bool
 	From  string
 	Until *string
 }
 
-// PausedSQL is true, for the digest_schedules row d, while its reader's
+// PausedSQL is true, for the digest_schedules row d, while its user's
 // pause is in effect at the timestamptz the SQL expression at stands
 // for: the one pause check of every delivery (digests, instant alerts,
 // push channels through Paused).
@@ -263,7 +263,7 @@ func ParseWeekdays(names []string) (Weekdays, error) {
 	return w, nil
 }
 
-// PauseHook is told, in the scheduler's transaction, of readers whose
+// PauseHook is told, in the scheduler's transaction, of users whose
 // pause just ended (package channels catches their push channels up, or
 // skips what they missed, each as it is set).
 type PauseHook interface {
@@ -272,7 +272,7 @@ type PauseHook interface {
 	PauseEnded(ctx context.Context, tx pgx.Tx, userIDs []int64, endedAt []time.Time) error
 }
 
-// scheduleCatchUps ends the pauses that are over at now: a reader whose
+// scheduleCatchUps ends the pauses that are over at now: a user whose
 // pause was in effect and who gets digests (daily, weekly or instant)
 // gets one catch-up digest queued, named after the pause
 // ("catchup:<from>..<back>"), so it is never queued twice; their next

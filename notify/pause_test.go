@@ -63,7 +63,7 @@ func (e *env) subjects() []string {
 	return out
 }
 
-// TestFiveDayPauseThenOneCatchUp: a daily reader away from 1 to 6
+// TestFiveDayPauseThenOneCatchUp: a daily user away from 1 to 6
 // December (back on the 6th) gets no mail while away, although a paper
 // matches every day and the scheduler runs every hour, and exactly one
 // catch-up digest on the 6th at their digest hour with every paper of the
@@ -131,7 +131,7 @@ func TestFiveDayPauseThenOneCatchUp(t *testing.T) {
 	}
 }
 
-// TestPausedInstantReaderCatchesUpOnceWhenTheyEndIt: an instant reader on
+// TestPausedInstantReaderCatchesUpOnceWhenTheyEndIt: an instant user on
 // an open pause ("until I'm back") gets no alert and no alert is even
 // scheduled; ending the pause queues one catch-up with everything.
 func TestPausedInstantReaderCatchesUpOnceWhenTheyEndIt(t *testing.T) {
@@ -230,7 +230,7 @@ func TestPauseValidation(t *testing.T) {
 	e := setup(t, fakesmtp.Options{}, "")
 	uid := e.reader("picky", notify.Daily, "Pacific/Auckland", 7)
 	// 30 November 05:00 UTC is 30 November 18:00 in Auckland: "today"
-	// is the reader's day.
+	// is the user's day.
 	for _, tc := range []struct{ from, until, field string }{
 		{"2026-11-29", "", "pause.from"},
 		{"30/11/2026", "", "pause.from"},
@@ -259,7 +259,7 @@ func TestPauseValidation(t *testing.T) {
 	}
 }
 
-// TestQuietDaysFoldIntoTheNextDigest: a daily reader who chose Monday,
+// TestQuietDaysFoldIntoTheNextDigest: a daily user who chose Monday,
 // Wednesday and Friday gets digests on those days only, and Wednesday's
 // holds Tuesday's papers too (its window spans the quiet day).
 func TestQuietDaysFoldIntoTheNextDigest(t *testing.T) {
@@ -347,7 +347,7 @@ func TestSnoozedFollowDeliversNothingUntilItsDate(t *testing.T) {
 
 // TestPausedOnlyBetweenItsStartAndItsEnd: PausedSQL (through Paused), the
 // one check every delivery makes, is true from the pause's first local
-// midnight until its end at the reader's digest hour on the day they are
+// midnight until its end at the user's digest hour on the day they are
 // back, and false outside, even while the pause's columns are still set
 // (before the scheduler's next run clears them and queues the catch-up).
 func TestPausedOnlyBetweenItsStartAndItsEnd(t *testing.T) {

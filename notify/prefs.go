@@ -86,7 +86,7 @@ type Profile struct {
 	// NextDigestAt is when the next daily or weekly digest is due (zero when
 	// none is scheduled: digests off or instant, or no confirmed address).
 	NextDigestAt time.Time
-	// Pause is the reader's vacation, nil when none is set (see Pause).
+	// Pause is the user's vacation, nil when none is set (see Pause).
 	Pause *Pause
 }
 
@@ -113,7 +113,7 @@ type ProfilePatch struct {
 	Email    *string
 	Timezone *string
 	Digest   *DigestPatch
-	// Pause sets or ends the reader's vacation (see PausePatch).
+	// Pause sets or ends the user's vacation (see PausePatch).
 	Pause *PausePatch
 }
 

@@ -13,7 +13,7 @@ import (
 	"followfeed/notify"
 )
 
-// A paper the reader marked done or read (package inbox) is absent from
+// A paper the user marked done or read (package inbox) is absent from
 // their next digest and instant alert, and counts in neither's total;
 // marked unread again it is back.
 func TestDigestsLeaveOutPapersMarkedReadOrDone(t *testing.T) {
@@ -53,9 +53,9 @@ func TestDigestsLeaveOutPapersMarkedReadOrDone(t *testing.T) {
 	}
 }
 
-// A reader who turned "remember what I opened" on (package inbox) gets an
+// A user who turned "remember what I opened" on (package inbox) gets an
 // "Open" (and mark read) link (signed, /open/) per paper of their digest;
-// a reader who left it off gets none, and their digest is as before.
+// a user who left it off gets none, and their digest is as before.
 func TestOpenLinksOnlyForReadersWhoRememberWhatTheyOpened(t *testing.T) {
 	t.Parallel()
 	e := setup(t, fakesmtp.Options{}, "")

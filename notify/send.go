@@ -49,7 +49,7 @@ type digestRow struct {
 	order        Order
 	maxPapers    int
 	keepFollowed bool
-	// paused: the reader's pause is in effect (PausedSQL).
+	// paused: the user's pause is in effect (PausedSQL).
 	paused bool
 }
 

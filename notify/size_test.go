@@ -153,7 +153,7 @@ func TestDigestSizeWithFeedbackLinks(t *testing.T) {
 	}
 }
 
-// TestDigestSizeWithOpenLinks: for a reader who turned "remember what I
+// TestDigestSizeWithOpenLinks: for a user who turned "remember what I
 // opened" on, every paper also carries its "Open" (and mark read) link
 // (FeedbackLinks.Open); the most papers a digest lists, newest first and
 // best first, still stay under Gmail's clip.

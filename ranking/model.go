@@ -34,7 +34,7 @@ const (
 
 // FollowRetrainDelay is how long after a follow change a user's model is
 // retrained: the changes of that time are learnt by one training (some 35
-// ms of CPU each), so a reader, or a host's script, that follows and
+// ms of CPU each), so a user, or a host's script, that follows and
 // unfollows in a burst does not train once per change. Feedback is
 // learnt at once.
 const FollowRetrainDelay = 2 * time.Minute

@@ -39,7 +39,7 @@ import (
 // transaction (package worker implements it).
 type Enqueuer interface {
 	// EnqueueTrain queues a retraining of each user's model: with after
-	// 0 at once, a job per call (a feedback click, whose model the reader
+	// 0 at once, a job per call (a feedback click, whose model the user
 	// expects within the second); with after > 0 that much later, and
 	// coalesced: one waiting job per user takes every change queued
 	// before it runs (follows made and removed in a burst train once).

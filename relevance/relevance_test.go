@@ -870,7 +870,7 @@ func TestScoreAndWordsAsReadFromTheFeatures(t *testing.T) {
 	}
 }
 
-// BenchmarkExplain64Likes is BenchmarkExplain for a reader who marked 64
+// BenchmarkExplain64Likes is BenchmarkExplain for a user who marked 64
 // papers (a model's most likes): each paper explained is compared with
 // every like.
 func BenchmarkExplain64Likes(b *testing.B) {

@@ -215,7 +215,7 @@ func (n *node) match(d *Doc) bool {
 
 // termIDs is a term's word ids in vocab v (node.ids), kept on the node
 // for the next document of v: a query matched against many documents (a
-// reader's search mutes, against every candidate of their digests) looks
+// user's search mutes, against every candidate of their digests) looks
 // its words up once per vocab, not once per document under the vocab's
 // lock.
 type termIDs struct {

@@ -52,7 +52,7 @@ func runLeaderFailover(ctx context.Context, e *env, res *Result) error {
 Load, from the first harvest on: a batch of %d papers pushed through the api every %s; %d daily digests made due every %s (each user once, so that digests fall due before, during and after the failover); the instant alerts' River jobs (the product holds them 10 minutes to gather a burst) made due every 2 s. After %s of load the process that `+"`river.river_leader`"+` names (each worker logs its River client id at start, `+"`working jobs river_client_id=…`"+`) is SIGKILLed; the load goes on for %s after the survivor is leader, then stops, and the soak waits (at most %s) until every match job, digest, alert and webhook event is final and the repository's last records are stored. `+"`river_leader`"+` is read every 200 ms throughout; every periodic job, match job, ledger row, message and webhook request is counted afterwards.`,
 		lfHarvestEvery, lfDigestEvery, lfRescueAfter, lfHarvested, lfGrowBy, lfGrowEvery, lfDaily, lfInstant, lfHooks,
 		lfPerPush, lfPushEvery, lfDailyRound, lfDailyEvery, lfBefore, lfAfter, lfDrainBound)
-	res.Policy = `**Policies checked.** *One leader, and a new one when it dies:* River keeps one row in ` + "`river_leader`" + `; the leader renews it every 5 s for 15 s. A leader killed outright cannot resign, so its row lives until it expires; the survivor tries every 5 s (±1 s) and takes the row once it has expired: a new leader within about 15–21 s. Only the leader inserts the periodic jobs (each kind unique while one is queued or running, and inserted at once when a process takes the lead), moves scheduled and retryable jobs to available, and rescues jobs stuck running (after JOB_RESCUE_AFTER): while there is no leader nothing periodic is inserted, delayed jobs wait, and jobs already available run on the survivor. *Nothing twice:* a match job covers its own seq range and is idempotent; a digest's ledger row is unique per (user, period) and its Message-ID is derived from them; an instant alert reserves (watermark, high seq] and moves the watermark in one transaction; a webhook event keeps its webhook-id on every retry (at least once: an event whose 2xx answer the killed worker never recorded is sent again, under the same id). Verdict: leadership moved to the survivor within the bound; no periodic job was inserted while no process led, none more often than one leader inserts it, and each resumed within its interval of the new leader (or, for a kind whose job was running on the killed worker, after its rescue); every stored key seq lies in exactly one completed match job's range; every digest made due was sent once (no Message-ID twice, one ledger row per user and period); every instant reader's alerts tile their matches with no seq alerted twice or left out; every webhook paper reached its channel in exactly one event; the harvest went on (every record the repository added after the kill stored once, at its latest version).`
+	res.Policy = `**Policies checked.** *One leader, and a new one when it dies:* River keeps one row in ` + "`river_leader`" + `; the leader renews it every 5 s for 15 s. A leader killed outright cannot resign, so its row lives until it expires; the survivor tries every 5 s (±1 s) and takes the row once it has expired: a new leader within about 15–21 s. Only the leader inserts the periodic jobs (each kind unique while one is queued or running, and inserted at once when a process takes the lead), moves scheduled and retryable jobs to available, and rescues jobs stuck running (after JOB_RESCUE_AFTER): while there is no leader nothing periodic is inserted, delayed jobs wait, and jobs already available run on the survivor. *Nothing twice:* a match job covers its own seq range and is idempotent; a digest's ledger row is unique per (user, period) and its Message-ID is derived from them; an instant alert reserves (watermark, high seq] and moves the watermark in one transaction; a webhook event keeps its webhook-id on every retry (at least once: an event whose 2xx answer the killed worker never recorded is sent again, under the same id). Verdict: leadership moved to the survivor within the bound; no periodic job was inserted while no process led, none more often than one leader inserts it, and each resumed within its interval of the new leader (or, for a kind whose job was running on the killed worker, after its rescue); every stored key seq lies in exactly one completed match job's range; every digest made due was sent once (no Message-ID twice, one ledger row per user and period); every instant user's alerts tile their matches with no seq alerted twice or left out; every webhook paper reached its channel in exactly one event; the harvest went on (every record the repository added after the kill stored once, at its latest version).`
 
 	cats := []string{"cs.LG", "cs.CV", "cs.AI", "cs.CL", "stat.ML", "quant-ph"}
 	up, err := startUpstreams(lfHarvestPrefix, lfHarvested, cats, 30*time.Millisecond)
@@ -346,13 +346,13 @@ Load, from the first harvest on: a batch of %d papers pushed through the api eve
 	}
 	res.figure("daily digests", "%d made due (%d before the kill, %d while no process led, %d after); ledger %s; due → sent: %s", dg.due, dg.dueBefore, dg.dueGap, dg.dueAfter,
 		formatCounts(dg.daily, "sent", "unknown", "skipped", "failed", "pending", "sending"), dg.latency)
-	res.figure("instant alerts", "%d ledger rows for %d readers: %s", dg.instantRows, lfInstant, formatCounts(dg.instant, "sent", "unknown", "skipped", "failed", "pending", "sending"))
+	res.figure("instant alerts", "%d ledger rows for %d users: %s", dg.instantRows, lfInstant, formatCounts(dg.instant, "sent", "unknown", "skipped", "failed", "pending", "sending"))
 	res.figure("messages received by the SMTP sink", "%d (%d distinct Message-IDs)", dg.messages, dg.distinct)
 	res.check("every due digest sent exactly once", dg.dueGap > 0 && dg.dueAfter > 0 && dg.dailyRows == dg.due && dg.dailyFinal == dg.due && dg.dupIDs == 0 && dg.sentNotOnce == 0 && dg.unknownTwice == 0,
 		"%d users made due (%d of them while no process led), %d daily rows (one per user and period), %d final; %d Message-IDs received twice; %d sent rows not received exactly once; %d unknown rows received twice",
 		dg.due, dg.dueGap, dg.dailyRows, dg.dailyFinal, dg.dupIDs, dg.sentNotOnce, dg.unknownTwice)
 	res.check("instant alerts: every match once", dg.instantRows > 0 && dg.instantOpen == 0 && dg.tileBad == 0 && dg.uncovered == 0,
-		"%d readers' alert windows: %d overlap or leave a gap, %d category seqs alerted in no sent window or in two; %d rows not final",
+		"%d users' alert windows: %d overlap or leave a gap, %d category seqs alerted in no sent window or in two; %d rows not final",
 		lfInstant, dg.tileBad, dg.uncovered, dg.instantOpen)
 
 	// Webhooks.
@@ -386,9 +386,9 @@ Load, from the first harvest on: a batch of %d papers pushed through the api eve
 	return nil
 }
 
-// lfMakeUsers creates the scenario's users through the api: daily readers
-// (their digests made due later), instant readers (PATCH /v1/me) and
-// readers with an instant webhook channel to hooks.
+// lfMakeUsers creates the scenario's users through the api: daily users
+// (their digests made due later), instant users (PATCH /v1/me) and
+// users with an instant webhook channel to hooks.
 func lfMakeUsers(ctx context.Context, c *client, hooks *hookSink, hookURL string, cats []string) ([]*lfUser, error) {
 	var users []*lfUser
 	add := func(kind string, n int) {
@@ -804,7 +804,7 @@ func lfDigests(ctx context.Context, db *freshDB, users []*lfUser, sink *mailSink
 		}
 	}
 	r.latency = fmt.Sprintf("worst %s when due before the kill, %s while no process led, %s after", secs(lat[0]), secs(lat[1]), secs(lat[2]))
-	// Instant readers: their alerts' windows tile (0, last] and every seq
+	// Instant users: their alerts' windows tile (0, last] and every seq
 	// of their category's key rows lies in exactly one alert that held
 	// papers (sent or unknown).
 	for _, u := range users {

@@ -42,7 +42,7 @@ const (
 	rtDormantUsers = 5     // users following only a researcher whose last paper is 11 months old
 	rtResearchers  = 60000 // the researchers authoring by the year's end (half of them at its start)
 	rtDormant      = "s2:999999999"
-	rtSearches     = 40    // distinct saved searches the readers follow
+	rtSearches     = 40    // distinct saved searches the users follow
 	rtSearchEvery  = 3     // every user but every 3rd follows 1–3 of them
 	rtMinShare     = 0.001 // a kept search matches at least this share of a day's papers (0.7 a day)
 )
@@ -99,7 +99,7 @@ type rtTable struct {
 func runRetention(ctx context.Context, e *env, res *Result) error {
 	res.What = fmt.Sprintf(`A fresh database holds a simulated year at arXiv's rate, loaded through the product's API and the owners' lab loaders, each row dated on the day it belongs to; then the real `+"`followfeed worker`"+` prunes it, and the real service goes on working on the pruned tables.
 
-*Users (through the API of an `+"`api`"+` process):* %d users with confirmed addresses, each following three categories (drawn with arXiv's skew) and two researchers; every %dth has instant alerts, the others a daily digest; every %dth has a daily webhook channel for one topic (a category it follows); %d follow only a researcher whose last paper is 11 months old; all but every %drd of the others (%d readers) also follow 1–3 of %d saved searches (drawn as the benchmark draws them, `+"`bench.DrawSearches`"+`: 1–4 terms of the vocabulary, phrases, fields, au: names, cat: filters, none matching more than 2%% of a day's papers; of those, the first %d that match at least 0.1%% of them, as a reader keeps a search that shows something in the preview), their backfill jobs run by a `+"`followfeed worker`"+` then (on no papers yet), as at the year's start. *The year (%d days, ending yesterday):* %d papers a day (%d in all, 22,200 a month), each with realistic title and abstract (the bench's vocabulary), 1–3 categories and four authors (the researchers who publish grow from %d to %d over the year), written in %d writes a day by `+"`catalog.BulkLoadMatching`"+` (key rows, seqs and a `+"`key_seq_times`"+` row per write, and each followed search's matches of the write in one `+"`search_hits`"+` row with its papers' `+"`paper_search_hits`"+` rows, as an ingest writes them); the researchers registered by the host the day they first author a paper (`+"`identity.BulkLoad`"+`, source host: an identity with its s2 and host ids, and an OpenAlex id for every other one); a daily digest per daily user and %d instant alerts per instant user a day, sent (`+"`notify.PutLedger`"+`, final rows as a send leaves them); a delivered event a day per channel with that day's papers of its topic, its attempt and its sent papers (`+"`channels.BulkLoadLedger`"+`); the pushes' day counts (`+"`harvest.Health`"+` on the simulated clock); and River's finished jobs of a year at the default intervals (about %d a day: the periodic jobs, per write, digest batch and channel), written in the soak's own SQL since no product path finishes a job in the past. `+"`key_seq_times`"+` rows are dated in the soak's SQL too (aging on purpose), the users' feeds were last changed a year ago, and the tables are analyzed (ANALYZE, as autovacuum would have done over the year). The fediverse is off (its housekeeping is tested in package fediverse), and no confirmation mail was asked for this year (the table holds one day of them, tested in package account).
+*Users (through the API of an `+"`api`"+` process):* %d users with confirmed addresses, each following three categories (drawn with arXiv's skew) and two researchers; every %dth has instant alerts, the others a daily digest; every %dth has a daily webhook channel for one topic (a category it follows); %d follow only a researcher whose last paper is 11 months old; all but every %drd of the others (%d users) also follow 1–3 of %d saved searches (drawn as the benchmark draws them, `+"`bench.DrawSearches`"+`: 1–4 terms of the vocabulary, phrases, fields, au: names, cat: filters, none matching more than 2%% of a day's papers; of those, the first %d that match at least 0.1%% of them, as a user keeps a search that shows something in the preview), their backfill jobs run by a `+"`followfeed worker`"+` then (on no papers yet), as at the year's start. *The year (%d days, ending yesterday):* %d papers a day (%d in all, 22,200 a month), each with realistic title and abstract (the bench's vocabulary), 1–3 categories and four authors (the researchers who publish grow from %d to %d over the year), written in %d writes a day by `+"`catalog.BulkLoadMatching`"+` (key rows, seqs and a `+"`key_seq_times`"+` row per write, and each followed search's matches of the write in one `+"`search_hits`"+` row with its papers' `+"`paper_search_hits`"+` rows, as an ingest writes them); the researchers registered by the host the day they first author a paper (`+"`identity.BulkLoad`"+`, source host: an identity with its s2 and host ids, and an OpenAlex id for every other one); a daily digest per daily user and %d instant alerts per instant user a day, sent (`+"`notify.PutLedger`"+`, final rows as a send leaves them); a delivered event a day per channel with that day's papers of its topic, its attempt and its sent papers (`+"`channels.BulkLoadLedger`"+`); the pushes' day counts (`+"`harvest.Health`"+` on the simulated clock); and River's finished jobs of a year at the default intervals (about %d a day: the periodic jobs, per write, digest batch and channel), written in the soak's own SQL since no product path finishes a job in the past. `+"`key_seq_times`"+` rows are dated in the soak's SQL too (aging on purpose), the users' feeds were last changed a year ago, and the tables are analyzed (ANALYZE, as autovacuum would have done over the year). The fediverse is off (its housekeeping is tested in package fediverse), and no confirmation mail was asked for this year (the table holds one day of them, tested in package account).
 
 *The prune:* `+"`followfeed worker`"+` starts with the default retentions; its prune jobs run at start (then hourly) and River's cleaner runs on the leader. The soak waits until every prune job has completed and no finished River job is past its retention, then measures every table (rows by count(*), size by pg_total_relation_size) before and after, after a plain VACUUM (what autovacuum does: the space is reused, the file keeps its size) and, for the pruned tables, after VACUUM FULL (the size the kept rows need). *Then the service works on:* today's %d papers are pushed through `+"`POST /v1/papers`"+` (the product's ingest, match job, instant alerts), every daily digest is made due, and the sampled users' feeds are fetched again with the validators they had before the prune.`,
 		rtUsers, rtInstantEvery, rtChannelEvery, rtDormantUsers, rtSearchEvery, rtReaders(), rtSearches, rtSearches, rtDays, rtPapersPerDay, rtDays*rtPapersPerDay,
@@ -145,7 +145,7 @@ func runRetention(ctx context.Context, e *env, res *Result) error {
 	}
 	e.logf("retention: %d users through the API, %d of them following %d saved searches", len(users), rtReaders(), len(searches))
 	// The searches' backfill jobs (one per search, from the follows) run
-	// now, on no papers yet, as they did when the readers followed them.
+	// now, on no papers yet, as they did when the users followed them.
 	if err := rtBackfills(ctx, e, db, env); err != nil {
 		return err
 	}
@@ -324,10 +324,10 @@ func rtReaders() int {
 	return n
 }
 
-// rtDrawSearches draws the readers' saved searches as the benchmark
+// rtDrawSearches draws the users' saved searches as the benchmark
 // does (tried on papers like the year's, none broader than
 // bench.MaxShare of them) and keeps, in the order drawn, those that show
-// the reader something in the preview: at least rtMinShare of its papers
+// the user something in the preview: at least rtMinShare of its papers
 // (a search that shows nothing in a month of papers is refined, not kept).
 func rtDrawSearches(e *env, vocab *bench.Vocabulary) []string {
 	r := rand.New(rand.NewPCG(e.opts.Seed, 2030))
@@ -408,7 +408,7 @@ func rtMakeUsers(ctx context.Context, e *env, c *client, receiver string, search
 			u.researchers = []string{rtResearcher(r, rtResearchers), rtResearcher(r, rtResearchers)}
 			if i%rtSearchEvery != 0 {
 				for n := min(1+r.IntN(3), len(searches)); len(u.searches) < n; {
-					// Skewed: a few searches have many readers.
+					// Skewed: a few searches have many users.
 					if q := searches[rtRank(r, len(searches), 1.2)]; !slices.Contains(u.searches, q) {
 						u.searches = append(u.searches, q)
 					}

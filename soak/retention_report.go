@@ -41,7 +41,7 @@ var rtClasses = map[string]rtClass{
 	"digest_schedules": {classUsers, "kept", 0}, "channels": {classUsers, "kept", 0}, "identity_disputes": {classUsers, "kept", 0},
 	"identity_splits": {classUsers, "kept", 0}, "ap_actors": {classUsers, "kept", 0}, "ap_inboxes": {classUsers, "kept", 0},
 	"ap_followers": {classUsers, "kept", 0},
-	// A reader's own choices, kept while they are a user, erased with them.
+	// A user's own choices, kept while they have an account, erased with them.
 	"feedback": {classUsers, "kept", 0}, "ranking_models": {classUsers, "kept", 0}, "paper_states": {classUsers, "kept", 0},
 	"inbox_settings": {classUsers, "kept", 0}, "mutes": {classUsers, "kept", 0},
 

@@ -26,7 +26,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		"same server's database named with _m appended, created when missing) and measures the\nperformance targets at each, "+
 		"writing one report with the scales side by side to --out.\nThe memory figure starts the followfeed binary (--followfeed) as a separate `serve` process.")
 	out := fs.String("out", "BENCHMARKS.md", "where to write the report (- for stdout)")
-	scale := fs.String("scale", "S,M", "comma-separated scales to build and measure: S (100k readers, 1M papers), M (1M readers, 3M papers)")
+	scale := fs.String("scale", "S,M", "comma-separated scales to build and measure: S (100k users, 1M papers), M (1M users, 3M papers)")
 	buildOnly := fs.Bool("build-only", false, "build the selected scales' missing datasets and measure nothing (no report)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
 	memprofile := fs.String("memprofile", "", "write an allocation profile of the benchmark process to this file at the end")

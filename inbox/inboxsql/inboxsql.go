@@ -9,7 +9,7 @@
 // once, at package initialisation.
 package inboxsql
 
-// Table is the table of readers' paper states: (user_id, paper_id) primary
+// Table is the table of users' paper states: (user_id, paper_id) primary
 // key, state 'read' or 'done'; no row means unread.
 const Table = "paper_states"
 
@@ -25,7 +25,7 @@ func Marked(user, paper string) string {
 // (bigint arrays of one length, one element per user): one range scan of
 // paper_states' primary key per user, reading only that user's states of
 // papers in the range (a window's candidates are mostly recent papers, so
-// the reader's states of older papers are not read).
+// the user's states of older papers are not read).
 const MarkedInRangesSQL = `
 	SELECT ps.user_id, ps.paper_id FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(user_id, lo, hi)
 	JOIN ` + Table + ` ps ON ps.user_id = u.user_id AND ps.paper_id BETWEEN u.lo AND u.hi`
