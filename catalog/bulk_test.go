@@ -104,7 +104,7 @@ func highSeq(t *testing.T, db *database.DB) (high int64, times []int64) {
 
 // BulkLoad stores the rows Ingest stores for new papers, and its keys,
 // with seqs that follow the papers' order and, within a paper, the keys'
-// order; it moves the watermark once, to the last seq; and it does
+// order; it moves the high seq once, to the last seq; and it does
 // nothing else Ingest does: no match job, no query matches.
 func TestBulkLoadWritesWhatIngestWrites(t *testing.T) {
 	t.Parallel()
@@ -151,7 +151,7 @@ func TestBulkLoadWritesWhatIngestWrites(t *testing.T) {
 		t.Errorf("seqs do not follow papers and keys: %v", seqs)
 	}
 	if high, times := highSeq(t, bdb); high != res.ToSeq || !slices.Equal(times, []int64{res.ToSeq}) {
-		t.Errorf("watermark %d with times %v, want %d once", high, times, res.ToSeq)
+		t.Errorf("high seq %d with times %v, want %d once", high, times, res.ToSeq)
 	}
 	if n := matchJobs(t, bdb); n != 0 {
 		t.Errorf("%d match jobs", n)
@@ -170,7 +170,7 @@ func TestBulkLoadWritesWhatIngestWrites(t *testing.T) {
 
 // BulkLoadMatching writes the query matches Ingest writes for new papers
 // (search_hits rows per search, paper_search_hits per paper), with seqs
-// after the key rows', and moves the watermark once, to the last; with
+// after the key rows', and moves the high seq once, to the last; with
 // no followed search it is BulkLoad.
 func TestBulkLoadMatchingWritesIngestsSearchHits(t *testing.T) {
 	t.Parallel()
@@ -207,7 +207,7 @@ func TestBulkLoadMatchingWritesIngestsSearchHits(t *testing.T) {
 		t.Errorf("%d search hits with a seq before the key rows'", n)
 	}
 	if high, times := highSeq(t, bdb); high != res.ToSeq || !slices.Equal(times, []int64{res.ToSeq}) {
-		t.Errorf("watermark %d with times %v, want %d once", high, times, res.ToSeq)
+		t.Errorf("high seq %d with times %v, want %d once", high, times, res.ToSeq)
 	}
 	if n := matchJobs(t, bdb); n != 0 {
 		t.Errorf("%d match jobs", n)
@@ -216,9 +216,9 @@ func TestBulkLoadMatchingWritesIngestsSearchHits(t *testing.T) {
 
 // DeletePrefix deletes the papers of the prefix only (LIKE's wildcards in
 // it are plain characters), with their keys and their query
-// matches, and moves the watermark past the removal; an empty prefix
+// matches, and moves the high seq past the removal; an empty prefix
 // deletes nothing. RemoveSearchHits deletes every query match and
-// moves the watermark only when there was one.
+// moves the high seq only when there was one.
 func TestDeletePrefixAndRemoveSearchHits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -246,13 +246,13 @@ func TestDeletePrefixAndRemoveSearchHits(t *testing.T) {
 		t.Errorf("a prefix with _: deleted %d (%v)", n, err)
 	}
 	if h, _ := highSeq(t, db); h != high {
-		t.Error("deleting nothing moved the watermark")
+		t.Error("deleting nothing moved the high seq")
 	}
 	if n, err := del("2901."); err != nil || n != 2 {
 		t.Fatalf("deleted %d: %v", n, err)
 	}
 	if h, times := highSeq(t, db); h <= high || times[len(times)-1] != h {
-		t.Errorf("watermark %d after %d, times %v", h, high, times)
+		t.Errorf("high seq %d after %d, times %v", h, high, times)
 	}
 	if n := count(t, db, `SELECT count(*) FROM papers`); n != 2 {
 		t.Errorf("%d papers left", n)
@@ -284,12 +284,12 @@ func TestDeletePrefixAndRemoveSearchHits(t *testing.T) {
 	}
 	moved, _ := highSeq(t, db)
 	if moved <= high {
-		t.Error("removing matches did not move the watermark")
+		t.Error("removing matches did not move the high seq")
 	}
 	if n := remove(); n != 0 {
 		t.Errorf("a second RemoveSearchHits removed %d", n)
 	}
 	if h, _ := highSeq(t, db); h != moved {
-		t.Error("removing nothing moved the watermark")
+		t.Error("removing nothing moved the high seq")
 	}
 }

@@ -162,10 +162,11 @@ func TestBatchLimit(t *testing.T) {
 }
 
 // TestConcurrentWritersNeverLetAWatermarkReaderSkip runs 8 ingesting
-// goroutines against a user that repeatedly takes the watermark W and
-// reads the rows with seq in (previous W, W]. If seq order differed from
-// commit order, a row with a small seq could commit after the user moved
-// past it and would never be read. Every row must be read exactly once.
+// goroutines against a reader goroutine that repeatedly takes the high seq
+// W and reads the rows with seq in (previous W, W] (its own watermark is the
+// previous W). If seq order differed from commit order, a row with a small
+// seq could commit after the reader moved past it and would never be read.
+// Every row must be read exactly once.
 func TestConcurrentWritersNeverLetAWatermarkReaderSkip(t *testing.T) {
 	t.Parallel()
 	in, db := newStore(t)
@@ -293,7 +294,7 @@ func TestPapersWithoutAuthorIDsAreQueuedForEnrichment(t *testing.T) {
 // A batch with new papers (their keys are copied in under a block of
 // seqs) and a new version of a stored one (inserted row by row) writes
 // every key once, with distinct seqs inside the batch's range, and moves
-// the watermark to its end.
+// the high seq to its end.
 func TestKeySeqsOfMixedBatch(t *testing.T) {
 	t.Parallel()
 	in, db := newStore(t)
@@ -315,7 +316,7 @@ func TestKeySeqsOfMixedBatch(t *testing.T) {
 		t.Errorf("%d rows (%d new papers'), %d distinct seqs in %d..%d; the ingest wrote %d", rows, copied, seqs, res.FromSeq, res.ToSeq, res.Keys)
 	}
 	if high := count(t, db, `SELECT high_seq FROM match_state`); int64(high) != res.ToSeq {
-		t.Errorf("watermark %d, batch ends at %d", high, res.ToSeq)
+		t.Errorf("high seq %d, batch ends at %d", high, res.ToSeq)
 	}
 	if n := count(t, db, `SELECT max(seq) FROM paper_keys`); int64(n) != res.ToSeq {
 		t.Errorf("newest seq %d, batch ends at %d", n, res.ToSeq)

@@ -111,7 +111,7 @@ func (h *FeedRoutes) private(w http.ResponseWriter, r *http.Request) {
 	}
 	// The validator: the feed version and the newest seq of the rows of
 	// the user's follows (feeds.Validators), from this process's cache
-	// while the version and the watermark the lookup read are those it was
+	// while the version and the high seq the lookup read are those it was
 	// computed at. A per-follow feed shares its user's (conservative: a
 	// match of another follow changes it too).
 	v, err := h.Feeds.Validator(r.Context(), st)

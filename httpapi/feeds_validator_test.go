@@ -340,7 +340,7 @@ func TestWarmConditionalGetIsOneStatement(t *testing.T) {
 		t.Errorf("second service: %d with ETag %s, want 304 with %s", r.Code, r.Header().Get("ETag"), etag)
 	}
 
-	// A batch elsewhere moves the watermark: the first conditional GET
+	// A batch elsewhere moves the high seq: the first conditional GET
 	// computes the validator again (unchanged: nothing the user follows),
 	// the next ones are one statement each.
 	r := c.Do("POST", "/v1/papers", svc, `[{"arxiv_id": "2601.00009", "title": "Elsewhere", "authors": "Ann Author",

@@ -11,7 +11,7 @@ import (
 )
 
 // markedFixture is a user following cs.LG with n papers of cs.LG stored
-// one batch each (2611.00001 oldest), the watermark before them, and the
+// one batch each (2611.00001 oldest), the high seq before them, and the
 // inbox to mark them with.
 func markedFixture(t *testing.T, n int) (e *env, ib *inbox.Service, uid int64, before int64) {
 	e = setup(t)

@@ -19,7 +19,7 @@ type Head struct {
 	// a token rotated) bumps them.
 	Version   int64
 	ChangedAt time.Time
-	// HighSeq is the snapshot's match watermark (match_state.high_seq):
+	// HighSeq is the snapshot's high seq (match_state.high_seq):
 	// Seq covers every row at or below it.
 	HighSeq int64
 	// Seq is the newest seq of any row that can change what the user's
@@ -30,7 +30,7 @@ type Head struct {
 }
 
 // headSQL reads a user's Head in one statement. u: the feed row and the
-// watermark (two probes; the watermark as a scalar subquery, which the
+// high seq (two probes; the high seq as a scalar subquery, which the
 // planner counts as one row whatever match_state's statistics say: joined
 // as a table never analysed it was costed at 2,200 rows, which multiplied
 // the heads' estimate past jit_above_cost and spent 0.6 s compiling every

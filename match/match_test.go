@@ -63,7 +63,8 @@ func (e *env) follow(uid int64, kind, id string, opts follow.Options) {
 	}
 }
 
-// ingest stores papers and returns the watermark after them.
+// ingest stores papers and returns the ingest's result (its seqs, the high
+// seq after them).
 func (e *env) ingest(ps ...paper.Paper) *catalog.IngestResult {
 	res, err := e.in.Ingest(e.ctx, ps, catalog.SourcePush)
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 // person, too), queries, with and without cross-lists and
 // replacements, some with "not this person" disputes; papers stored over
 // several batches, with new versions and late author ids (papers not first
-// stored in a later window); queries over every pair of watermarks, from
+// stored in a later window); queries over every pair of seqs as a window, from
 // the start, without an upper bound and "ever", with small and large
 // limits, for one follow or all, with or without details.
 func TestWindowedEqualsPerUser(t *testing.T) {
