@@ -131,10 +131,10 @@ func TestFiveDayPauseThenOneCatchUp(t *testing.T) {
 	}
 }
 
-// TestPausedInstantReaderCatchesUpOnceWhenTheyEndIt: an instant user on
+// TestPausedInstantUserCatchesUpOnceWhenTheyEndIt: an instant user on
 // an open pause ("until I'm back") gets no alert and no alert is even
 // scheduled; ending the pause queues one catch-up with everything.
-func TestPausedInstantReaderCatchesUpOnceWhenTheyEndIt(t *testing.T) {
+func TestPausedInstantUserCatchesUpOnceWhenTheyEndIt(t *testing.T) {
 	t.Parallel()
 	e := setup(t, fakesmtp.Options{}, "")
 	uid := e.reader("eager", notify.Instant, "UTC", 7, "category/cs.LG")

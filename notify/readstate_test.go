@@ -56,7 +56,7 @@ func TestDigestsLeaveOutPapersMarkedReadOrDone(t *testing.T) {
 // A user who turned "remember what I opened" on (package inbox) gets an
 // "Open" (and mark read) link (signed, /open/) per paper of their digest;
 // a user who left it off gets none, and their digest is as before.
-func TestOpenLinksOnlyForReadersWhoRememberWhatTheyOpened(t *testing.T) {
+func TestOpenLinksOnlyForUsersWhoRememberWhatTheyOpened(t *testing.T) {
 	t.Parallel()
 	e := setup(t, fakesmtp.Options{}, "")
 	ib := inbox.New(e.db, e.matcher)
