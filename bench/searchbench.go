@@ -101,8 +101,8 @@ func RemoveSearches(ctx context.Context, db *database.DB) error {
 	})
 }
 
-// SearchRun is the batch's ingest and match job with one number of saved
-// searches followed.
+// SearchRun is the batch's ingest and match job with one number of
+// queries followed.
 type SearchRun struct {
 	Searches int
 	// Ingest and Match are the fastest of the repetitions (a shared
@@ -148,8 +148,8 @@ func loadAvg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// MeasureSearches measures the batch against growing numbers of saved
-// searches (SearchSizes, each repeated reps times), then the sampled
+// MeasureSearches measures the batch against growing numbers of
+// queries (SearchSizes, each repeated reps times), then the sampled
 // users' feeds with searches among their follows. It expects the batch
 // stored (MeasureMatch) and no queries; it leaves the batch stored
 // and removes the searches (deferred, also on error).
@@ -357,7 +357,7 @@ func searchFigures(res *SearchResult, batchPapers int) (figs []Figure, details [
 			100*MaxShare, m.Refined, m.Abandoned, 100*m.DraftShare, m.DraftShare*float64(batchPapers*m.Searches), 100*m.FinalShare),
 		fmt.Sprintf("Query match: each number of searches is added as follows (kind query, one user each; the %d sampled users of the feed figures follow %d each) with their follow counts, "+
 			"then one 1-paper ingest compiles them (the product's compiled-search cache, as after a restart), then the 5,000-paper batch goes through the real `catalog.Store.Ingest` "+
-			"(which evaluates it against every followed search, compiled into one `search.Set` kept between batches, with `Set.Match`, and writes one `search_hits` row per search with a match, listing its papers, in the ingest's transaction) and `match.Service.RunBatch`; "+
+			"(which evaluates it against every followed query, compiled into one `search.Set` kept between batches, with `Set.Match`, and writes one `search_hits` row per query with a match, listing its papers, in the ingest's transaction) and `match.Service.RunBatch`; "+
 			"the batch is deleted between repetitions, the fastest of each is reported; with 100k searches the batch stays for the feed renders. The searches are deleted at the end of the run.",
 			res.Sampled, searchesPerSampleUser),
 		fmt.Sprintf("Feeds with queries: the sampled users' full renders (as above) before any search was followed (load %s) and with all %d followed and the batch's query keys stored (load %s); "+

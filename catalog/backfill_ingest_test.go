@@ -209,7 +209,7 @@ func TestBackfillNeverBlocksIngest(t *testing.T) {
 
 // TestBackfillCatchesUpUnderTheLock: a writer that holds the writers'
 // lock from before the backfill takes it (an ingest that read the followed
-// searches before the follow committed, so it matches nothing for this
+// queries before the follow committed, so it matches nothing for this
 // search) stores a matching paper and commits only while the backfill
 // waits for the lock: the backfill's last look, under the lock, finds it.
 func TestBackfillCatchesUpUnderTheLock(t *testing.T) {

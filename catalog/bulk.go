@@ -60,12 +60,12 @@ func BulkLoad(ctx context.Context, tx pgx.Tx, papers iter.Seq[paper.Paper], src 
 }
 
 // BulkLoadMatching is BulkLoad that also does what an ingest does with
-// the followed searches (follow.ActiveSearches, read under the lock):
+// the followed queries (follow.ActiveSearches, read under the lock):
 // every paper is evaluated against them and the papers a search matches
 // are listed in one search_hits row of its key (new papers, as an
 // ingest's), with their paper_search_hits rows; those rows take their seqs
 // after the key rows', and the high seq and key_seq_times move once, to
-// the last. For generating a dataset whose followed searches have hits
+// the last. For generating a dataset whose followed queries have hits
 // (the soak's simulated year); nothing else changes from BulkLoad (no
 // match job, no identity observer).
 func BulkLoadMatching(ctx context.Context, tx pgx.Tx, papers iter.Seq[paper.Paper], src Source) (BulkResult, error) {

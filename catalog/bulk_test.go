@@ -157,7 +157,7 @@ func TestBulkLoadWritesWhatIngestWrites(t *testing.T) {
 		t.Errorf("%d match jobs", n)
 	}
 	if ih, bh := count(t, idb, `SELECT count(*) FROM search_hits`), count(t, bdb, `SELECT count(*) FROM search_hits`); ih == 0 || bh != 0 {
-		t.Errorf("saved-search matches: Ingest %d (want some), BulkLoad %d (want none)", ih, bh)
+		t.Errorf("query matches: Ingest %d (want some), BulkLoad %d (want none)", ih, bh)
 	}
 	err = bdb.InTx(ctx, func(tx pgx.Tx) error {
 		_, err := catalog.BulkLoad(ctx, tx, slices.Values(ps[:1]), catalog.SourcePush)
@@ -171,7 +171,7 @@ func TestBulkLoadWritesWhatIngestWrites(t *testing.T) {
 // BulkLoadMatching writes the query matches Ingest writes for new papers
 // (search_hits rows per search, paper_search_hits per paper), with seqs
 // after the key rows', and moves the high seq once, to the last; with
-// no followed search it is BulkLoad.
+// no followed query it is BulkLoad.
 func TestBulkLoadMatchingWritesIngestsSearchHits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -13,7 +13,7 @@ import (
 
 // Query matches are stored one row per (search, batch, kind of
 // match) in search_hits, with the matched papers as an array, instead of a
-// paper_keys row per (search, paper): at 100,000 followed searches a
+// paper_keys row per (search, paper): at 100,000 followed queries a
 // 5,000-paper batch has some 400,000 matches in 27,000 rows. Each row takes
 // one seq from paper_key_seq under keyWritersLock, so seq windows (the
 // match job, digests, channels) and match_state.high_seq cover them like

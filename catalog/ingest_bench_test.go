@@ -13,7 +13,7 @@ import (
 
 // BenchmarkIngest measures Store.Ingest, the path every new paper takes
 // (the match bench's 5,000-paper batch goes through it), on a real
-// database with 20 followed searches: "new" stores batches of 500 papers
+// database with 20 followed queries: "new" stores batches of 500 papers
 // never seen, "replace" a new version of 500 stored ones (the merge,
 // replacement keys and hits of stored papers). The allocations are the Go
 // side's per batch; the time is mostly PostgreSQL's.

@@ -19,18 +19,18 @@ import (
 )
 
 // Queries are match keys like any other: at ingest every new or
-// changed paper of the batch is evaluated against every distinct saved
-// search somebody follows (follow.ActiveSearches), with search.MatchBatch,
-// and the papers a search matches are listed in one search_hits row of its
+// changed paper of the batch is evaluated against every distinct
+// query somebody follows (follow.ActiveSearches), with search.MatchBatch,
+// and the papers a query matches are listed in one search_hits row of its
 // key "query:<normal form>" per batch (hits.go), with a seq like key rows.
 // Feeds, digests, channels and the match job read those rows alongside
 // paper_keys (package match).
 
-// searchCache keeps the followed searches compiled between batches, as
+// searchCache keeps the followed queries compiled between batches, as
 // one search.Set (no pointer per search, term or word: the process keeps
 // it for good, and a large pointer-rich heap slows every request while
-// the garbage collector marks it): a batch parses only the searches
-// followed since the last one, and when the followed searches are the
+// the garbage collector marks it): a batch parses only the queries
+// followed since the last one, and when the followed queries are the
 // same as the last batch's (as read, in the same order) it reuses the
 // last set whole.
 type searchCache struct {
@@ -123,13 +123,13 @@ func sameText(a, b paper.Paper) bool {
 }
 
 // searchMatches are the queries a batch's papers match: by arXiv
-// id, numbers in set (ascending), the followed searches.
+// id, numbers in set (ascending), the followed queries.
 type searchMatches struct {
 	byPaper map[string][]int32
 	set     *search.Set
 }
 
-// len returns the number of followed searches.
+// len returns the number of followed queries.
 func (m searchMatches) len() int {
 	if m.set == nil {
 		return 0
@@ -156,8 +156,8 @@ func (m searchMatches) of(arxivID string) []string {
 }
 
 // searchKeys evaluates the batch's new papers, and the stored ones whose
-// text a record changes, against every followed search. The caller holds
-// keyWritersLock, so a search followed after this read is backfilled by
+// text a record changes, against every followed query. The caller holds
+// keyWritersLock, so a query followed after this read is backfilled by
 // BackfillSearch (its job takes the lock) after this batch commits.
 func (st *Store) searchKeys(ctx context.Context, tx pgx.Tx, batch []paper.Paper, existing map[string]*stored, inserted map[string]int64) (searchMatches, error) {
 	norms, err := follow.ActiveSearches(ctx, tx)
@@ -210,7 +210,7 @@ func parallel(n int, fn func(i int)) {
 	wg.Wait()
 }
 
-// BackfillDays is how far back a newly followed search looks, so that its
+// BackfillDays is how far back a newly followed query looks, so that its
 // feed is not empty on the first day.
 const BackfillDays = 30
 

@@ -4,7 +4,7 @@
 // papers (package paper) to Store.Ingest, which stores them with their
 // match keys and query hits under a seq and enqueues the match job
 // in the same transaction; OpenAlex enrichment goes through Store.Enrich, a
-// newly followed search's first matches through Store.BackfillSearch.
+// newly followed query's first matches through Store.BackfillSearch.
 // Package match reads papers back with Load and the seqs up to HighSeq.
 package catalog
 
@@ -32,8 +32,8 @@ type MatchEnqueuer interface {
 	EnqueueMatch(ctx context.Context, tx pgx.Tx, fromSeq, toSeq int64) error
 }
 
-// BackfillEnqueuer inserts the backfill job of a newly followed saved
-// search (normal form normalized, over the papers announced since since)
+// BackfillEnqueuer inserts the backfill job of a newly followed
+// query (normal form normalized, over the papers announced since since)
 // inside the follow's transaction, so the job exists exactly when the
 // follow does. A follow of a search whose job is still waiting or running
 // adds no second job. Package worker implements it with River's InsertTx,
@@ -43,7 +43,7 @@ type BackfillEnqueuer interface {
 }
 
 // Enqueuer is every job a Store causes: match jobs of the keys it writes
-// and backfills of newly followed searches. Package worker's Enqueuer
+// and backfills of newly followed queries. Package worker's Enqueuer
 // implements it.
 type Enqueuer interface {
 	MatchEnqueuer

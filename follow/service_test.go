@@ -116,8 +116,8 @@ func TestLabelsAreOneLineWithoutBidirectionalControls(t *testing.T) {
 	}
 }
 
-// TestQueryFollowerCountsAreHiddenBelowFive: the public count of a saved
-// search told anyone who asked that somebody tracks exactly that search
+// TestQueryFollowerCountsAreHiddenBelowFive: the public count of a
+// query told anyone who asked that somebody tracks exactly that search
 // when it was 1 (a review finding). Status hides a query's count below
 // MinShownQueryFollowers; other kinds show theirs from one.
 func TestQueryFollowerCountsAreHiddenBelowFive(t *testing.T) {

@@ -137,7 +137,7 @@ func TestFollowButtonPaperAndQueryOnTheDemoPage(t *testing.T) {
 	waitFor(t, "the hostile search's follow", func() bool { return following(t, c, demo, "query", hostile) })
 	c.Do("GET", "/v1/me/follows", demo, nil).JSON(t, &list)
 	if len(list.Follows) != 1 || list.Follows[0].Kind != "query" || list.Follows[0].ID != pv.Query {
-		t.Errorf("the followed search %+v, want its normal form %q", list.Follows, pv.Query)
+		t.Errorf("the followed query %+v, want its normal form %q", list.Follows, pv.Query)
 	}
 	if err := clickButton(ctx, querySel); err != nil {
 		t.Fatal(err)
@@ -208,7 +208,7 @@ func TestSettingsSavedSearchInABrowser(t *testing.T) {
 	if err := submit(ctx, `#search-follow button`); err != nil {
 		t.Fatal(err)
 	}
-	if flash, _ := chromedp.Run(ctx, chromedp.Text(`p.flash`)); !strings.HasPrefix(flash, "You follow the search now.") {
+	if flash, _ := chromedp.Run(ctx, chromedp.Text(`p.flash`)); !strings.HasPrefix(flash, "You follow the query now.") {
 		t.Errorf("flash after following: %q", flash)
 	}
 	if names, _ := chromedp.Run(ctx, chromedp.Text(`li[data-follow^="query/"] .follow-name`)); names != "Search: "+pv.Query {
@@ -234,7 +234,7 @@ func TestSettingsSavedSearchInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg, _ := chromedp.Run(ctx, chromedp.Text(`#search-error p.error`))
-	if want := "This search cannot be used: at character 20: expected a ) to close the ( here"; msg != want {
+	if want := "This query cannot be used: at character 20: expected a ) to close the ( here"; msg != want {
 		t.Errorf("the error says %q, want %q", msg, want)
 	}
 	marked, _ := chromedp.Run(ctx, chromedp.Text(`#search-error mark`))

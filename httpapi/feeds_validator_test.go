@@ -30,8 +30,8 @@ import (
 	"followfeed/worker"
 )
 
-// jobsIdle waits until no match or backfill job is left to run: a saved
-// search's backfill writes key rows after its follow returned.
+// jobsIdle waits until no match or backfill job is left to run: a
+// query's backfill writes key rows after its follow returned.
 func jobsIdle(t *testing.T, db *database.DB) {
 	t.Helper()
 	testjobs.WaitIdle(t, db.Pool, worker.MatchArgs{}.Kind(), worker.BackfillArgs{}.Kind())

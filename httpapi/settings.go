@@ -435,7 +435,7 @@ var flashes = map[string]string{
 	"confirm":      "Email settings saved. We sent a confirmation mail to the new address.",
 	"started":      "Digests are on. They hold papers matched from now on; everything that came before is in your feed (the Feeds page).",
 	"followed":     "Followed.",
-	"search":       "You follow the search now. Its matches of the last 30 days join your feeds within seconds; new papers it matches come as they arrive.",
+	"search":       "You follow the query now. Its matches of the last 30 days join your feeds within seconds; new papers it matches come as they arrive.",
 	"feedback":     "Feedback removed: the paper counts no more in how your papers are ranked.",
 	"feedback-set": "Feedback saved.",
 	"muted":        "Muted: matching papers leave your feeds, digests, alerts and push channels.",

@@ -13,7 +13,7 @@ import (
 // The settings page's mutes section (template _mutes.html, included
 // from settings.html with one line): the user's mutes, each with a
 // Remove button, and a form adding one (a researcher, words in the
-// saved-search syntax, or a category's cross-lists; for every follow or
+// query syntax, or a category's cross-lists; for every follow or
 // one). Plain CSRF-protected forms (Settings.post): no script needed.
 
 // mutesData is the mutes section.

@@ -35,7 +35,7 @@ type searchData struct {
 	Searched int
 	// Following: the user follows Query already.
 	Following bool
-	// Error says why the search cannot be used ("This search cannot be
+	// Error says why the query cannot be used ("This query cannot be
 	// used: at character 3: expected …") or that previews come too fast;
 	// Before, At and After
 	// are Input around the position (At is a no-break space past the end).
@@ -59,7 +59,7 @@ func (s *Settings) searchSection(r *http.Request, w http.ResponseWriter, v *view
 	}
 	if ok, retry := s.PerUser.Allow("u:" + v.sub); !ok {
 		setRetryAfter(w, retry)
-		d.Error = "Not previewed: you are previewing searches faster than your rate limit allows; wait a moment and try again."
+		d.Error = "Not previewed: you are previewing queries faster than your rate limit allows; wait a moment and try again."
 		d.Before = raw
 		return d, http.StatusTooManyRequests, nil
 	}
@@ -76,7 +76,7 @@ func (s *Settings) searchSection(r *http.Request, w http.ResponseWriter, v *view
 		case !ok || e.Code != apperr.Invalid || !errors.As(err, &se):
 			return nil, 0, err
 		}
-		d.Error = "This search cannot be used: " + se.Error()
+		d.Error = "This query cannot be used: " + se.Error()
 		d.Before, d.At, d.After = splitAt(raw, se.Pos)
 		return d, statusFor(err), nil
 	}

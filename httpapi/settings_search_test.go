@@ -70,12 +70,12 @@ func TestSettingsSavedSearchForm(t *testing.T) {
 		t.Fatalf("the follow was not stored: %s", body)
 	}
 	_, page = testapp.Form(t, b, "GET", a.URL+"/settings/follows?done=search", nil)
-	if !strings.Contains(page, "You follow the search now.") || !strings.Contains(page, `data-follow="query/diffusion models -survey"`) {
+	if !strings.Contains(page, "You follow the query now.") || !strings.Contains(page, `data-follow="query/diffusion models -survey"`) {
 		t.Errorf("after following: no flash or no follow in the list")
 	}
 	_, page = testapp.Form(t, b, "GET", a.URL+"/settings/follows?q="+url.QueryEscape("diffusion   MODELS -Survey"), nil)
 	if !strings.Contains(page, `id="search-following"`) || strings.Contains(page, `id="search-follow"`) {
-		t.Errorf("a followed search (typed differently) still offers to follow:\n%s", section(page))
+		t.Errorf("a followed query (typed differently) still offers to follow:\n%s", section(page))
 	}
 	_, page = testapp.Form(t, b, "GET", a.URL+"/settings/follows?q="+url.QueryEscape("quantum gravity"), nil)
 	if !strings.Contains(page, "No paper of the last 30 days matches <code>quantum gravity</code>") || !strings.Contains(page, `id="search-follow"`) {
@@ -96,7 +96,7 @@ func TestSettingsSavedSearchForm(t *testing.T) {
 	} {
 		resp, page := testapp.Form(t, b, "GET", a.URL+"/settings/follows?q="+url.QueryEscape(in), nil)
 		sec := section(page)
-		if resp.StatusCode != 422 || !strings.Contains(sec, "This search cannot be used: ") || !strings.Contains(sec, htmlText(want)) {
+		if resp.StatusCode != 422 || !strings.Contains(sec, "This query cannot be used: ") || !strings.Contains(sec, htmlText(want)) {
 			t.Errorf("%q: %d, want 422 saying %q:\n%s", in, resp.StatusCode, want, sec)
 		}
 		if !strings.Contains(sec, `aria-invalid="true"`) || !strings.Contains(sec, "<mark>") || strings.Contains(sec, `id="search-follow"`) {

@@ -44,7 +44,7 @@ type Head struct {
 // person, as the feed does. Replacement rows count for every follow: a
 // follow that skips new versions still shows the paper's new title and
 // dates. A query's matches are its search_hits rows (the second
-// branch: search_hits_pkey, newest first, one probe per followed search).
+// branch: search_hits_pkey, newest first, one probe per followed query).
 // This CTE is the one place the rows behind H are read.
 //
 // Any new row a feed can show has the largest seq there is, so Seq grows

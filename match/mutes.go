@@ -28,7 +28,7 @@ import (
 //
 //   - It hides a paper when the paper has a key of the muted researcher
 //     (any id the identity registry links to the person), when the muted
-//     search (saved-search syntax) matches the paper's text, or when the
+//     query matches the paper's text, or when the
 //     muted category or archive lists the paper only as a cross-list.
 //   - A mute scoped to one follow takes that follow out of the paper's
 //     reasons; a paper left with no reason is dropped. A mute for every

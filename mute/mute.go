@@ -1,5 +1,5 @@
 // Package mute owns what users mute without unfollowing (issue #27,
-// item 2): a researcher (every id of the person), words in the saved-search
+// item 2): a researcher (every id of the person), words in the query
 // syntax, or a category's cross-lists, for every follow or scoped to one.
 // It writes the mutes table (migration 00034) and nothing else; package
 // match applies the mutes to every surface (feeds, digests, instant
@@ -19,7 +19,7 @@ import (
 
 // MaxPerUser is the most mutes one user may have: enough for a few
 // authors, phrases and cross-lists per follow; a long list is better said
-// by unfollowing or by a narrower saved search. Past it, Create is an
+// by unfollowing or by a narrower query. Past it, Create is an
 // apperr.Invalid error naming the limit.
 const MaxPerUser = 100
 
@@ -31,7 +31,7 @@ const (
 	// Researcher hides the papers of a person: any key of theirs that the
 	// identity registry links to the muted id.
 	Researcher Kind = "researcher"
-	// Query hides the papers a search in the saved-search syntax matches
+	// Query hides the papers a query (words in the query syntax) matches
 	// (title, abstract, authors, cat:), e.g. abs:"dark matter".
 	Query Kind = "query"
 	// Category hides the papers listed in a category or archive only as a
@@ -92,7 +92,7 @@ type Spec struct {
 
 // Parse validates and normalises in. A researcher id is normalised as a
 // researcher follow's (follow.ParseResearcherID); a query is parsed and
-// normalised by package search exactly as a saved-search follow's, its
+// normalised by package search exactly as a query follow's, its
 // error carrying the position (apperr Details[0].Index); a category is an
 // active arXiv category or archive. Every error is an *apperr.Error with
 // Code Invalid and the field it is about. Whether the scope is one of the

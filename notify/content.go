@@ -419,8 +419,8 @@ var followKinds = [...]struct {
 }
 
 // followingPhrase names what follows holds, by kind with counts, as the
-// digest's footer says it ("1 researcher, 2 categories and 1 saved
-// search"); "" when there are none.
+// digest's footer says it ("1 researcher, 2 categories and 1
+// query"); "" when there are none.
 func followingPhrase(follows []follow.Follow) string {
 	if len(follows) == 0 {
 		return ""

@@ -4,7 +4,7 @@ import "sync"
 
 // A Set is a list of compiled searches in a form that holds no pointer per
 // search, term or word, for the sets a process keeps for long (every
-// followed search, between ingest batches): a process holding a large
+// followed query, between ingest batches): a process holding a large
 // pointer-rich heap makes every garbage collection cycle mark all of it
 // while requests allocate, and the requests' tail latency follows.
 //

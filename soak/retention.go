@@ -42,7 +42,7 @@ const (
 	rtDormantUsers = 5     // users following only a researcher whose last paper is 11 months old
 	rtResearchers  = 60000 // the researchers authoring by the year's end (half of them at its start)
 	rtDormant      = "s2:999999999"
-	rtSearches     = 40    // distinct saved searches the users follow
+	rtSearches     = 40    // distinct queries the users follow
 	rtSearchEvery  = 3     // every user but every 3rd follows 1–3 of them
 	rtMinShare     = 0.001 // a kept search matches at least this share of a day's papers (0.7 a day)
 )
@@ -78,7 +78,7 @@ type rtUser struct {
 	token         string
 	cats          []string
 	researchers   []string
-	searches      []string // saved searches followed (normal forms)
+	searches      []string // queries followed (normal forms)
 	instant       bool
 	dormant       bool
 	topic         string // the channel's category ("" for no channel)
@@ -99,7 +99,7 @@ type rtTable struct {
 func runRetention(ctx context.Context, e *env, res *Result) error {
 	res.What = fmt.Sprintf(`A fresh database holds a simulated year at arXiv's rate, loaded through the product's API and the owners' lab loaders, each row dated on the day it belongs to; then the real `+"`followfeed worker`"+` prunes it, and the real service goes on working on the pruned tables.
 
-*Users (through the API of an `+"`api`"+` process):* %d users with confirmed addresses, each following three categories (drawn with arXiv's skew) and two researchers; every %dth has instant alerts, the others a daily digest; every %dth has a daily webhook channel for one topic (a category it follows); %d follow only a researcher whose last paper is 11 months old; all but every %drd of the others (%d users) also follow 1–3 of %d saved searches (drawn as the benchmark draws them, `+"`bench.DrawSearches`"+`: 1–4 terms of the vocabulary, phrases, fields, au: names, cat: filters, none matching more than 2%% of a day's papers; of those, the first %d that match at least 0.1%% of them, as a user keeps a search that shows something in the preview), their backfill jobs run by a `+"`followfeed worker`"+` then (on no papers yet), as at the year's start. *The year (%d days, ending yesterday):* %d papers a day (%d in all, 22,200 a month), each with realistic title and abstract (the bench's vocabulary), 1–3 categories and four authors (the researchers who publish grow from %d to %d over the year), written in %d writes a day by `+"`catalog.BulkLoadMatching`"+` (key rows, seqs and a `+"`key_seq_times`"+` row per write, and each followed search's matches of the write in one `+"`search_hits`"+` row with its papers' `+"`paper_search_hits`"+` rows, as an ingest writes them); the researchers registered by the host the day they first author a paper (`+"`identity.BulkLoad`"+`, source host: an identity with its s2 and host ids, and an OpenAlex id for every other one); a daily digest per daily user and %d instant alerts per instant user a day, sent (`+"`notify.PutLedger`"+`, final rows as a send leaves them); a delivered event a day per channel with that day's papers of its topic, its attempt and its sent papers (`+"`channels.BulkLoadLedger`"+`); the pushes' day counts (`+"`harvest.Health`"+` on the simulated clock); and River's finished jobs of a year at the default intervals (about %d a day: the periodic jobs, per write, digest batch and channel), written in the soak's own SQL since no product path finishes a job in the past. `+"`key_seq_times`"+` rows are dated in the soak's SQL too (aging on purpose), the users' feeds were last changed a year ago, and the tables are analyzed (ANALYZE, as autovacuum would have done over the year). The fediverse is off (its housekeeping is tested in package fediverse), and no confirmation mail was asked for this year (the table holds one day of them, tested in package account).
+*Users (through the API of an `+"`api`"+` process):* %d users with confirmed addresses, each following three categories (drawn with arXiv's skew) and two researchers; every %dth has instant alerts, the others a daily digest; every %dth has a daily webhook channel for one topic (a category it follows); %d follow only a researcher whose last paper is 11 months old; all but every %drd of the others (%d users) also follow 1–3 of %d queries (drawn as the benchmark draws them, `+"`bench.DrawSearches`"+`: 1–4 terms of the vocabulary, phrases, fields, au: names, cat: filters, none matching more than 2%% of a day's papers; of those, the first %d that match at least 0.1%% of them, as a user keeps a query that shows something in the preview), their backfill jobs run by a `+"`followfeed worker`"+` then (on no papers yet), as at the year's start. *The year (%d days, ending yesterday):* %d papers a day (%d in all, 22,200 a month), each with realistic title and abstract (the bench's vocabulary), 1–3 categories and four authors (the researchers who publish grow from %d to %d over the year), written in %d writes a day by `+"`catalog.BulkLoadMatching`"+` (key rows, seqs and a `+"`key_seq_times`"+` row per write, and each followed query's matches of the write in one `+"`search_hits`"+` row with its papers' `+"`paper_search_hits`"+` rows, as an ingest writes them); the researchers registered by the host the day they first author a paper (`+"`identity.BulkLoad`"+`, source host: an identity with its s2 and host ids, and an OpenAlex id for every other one); a daily digest per daily user and %d instant alerts per instant user a day, sent (`+"`notify.PutLedger`"+`, final rows as a send leaves them); a delivered event a day per channel with that day's papers of its topic, its attempt and its sent papers (`+"`channels.BulkLoadLedger`"+`); the pushes' day counts (`+"`harvest.Health`"+` on the simulated clock); and River's finished jobs of a year at the default intervals (about %d a day: the periodic jobs, per write, digest batch and channel), written in the soak's own SQL since no product path finishes a job in the past. `+"`key_seq_times`"+` rows are dated in the soak's SQL too (aging on purpose), the users' feeds were last changed a year ago, and the tables are analyzed (ANALYZE, as autovacuum would have done over the year). The fediverse is off (its housekeeping is tested in package fediverse), and no confirmation mail was asked for this year (the table holds one day of them, tested in package account).
 
 *The prune:* `+"`followfeed worker`"+` starts with the default retentions; its prune jobs run at start (then hourly) and River's cleaner runs on the leader. The soak waits until every prune job has completed and no finished River job is past its retention, then measures every table (rows by count(*), size by pg_total_relation_size) before and after, after a plain VACUUM (what autovacuum does: the space is reused, the file keeps its size) and, for the pruned tables, after VACUUM FULL (the size the kept rows need). *Then the service works on:* today's %d papers are pushed through `+"`POST /v1/papers`"+` (the product's ingest, match job, instant alerts), every daily digest is made due, and the sampled users' feeds are fetched again with the validators they had before the prune.`,
 		rtUsers, rtInstantEvery, rtChannelEvery, rtDormantUsers, rtSearchEvery, rtQueryUsers(), rtSearches, rtSearches, rtDays, rtPapersPerDay, rtDays*rtPapersPerDay,
@@ -143,7 +143,7 @@ func runRetention(ctx context.Context, e *env, res *Result) error {
 	if err != nil {
 		return fmt.Errorf("creating users: %w", err)
 	}
-	e.logf("retention: %d users through the API, %d of them following %d saved searches", len(users), rtQueryUsers(), len(searches))
+	e.logf("retention: %d users through the API, %d of them following %d queries", len(users), rtQueryUsers(), len(searches))
 	// The searches' backfill jobs (one per search, from the follows) run
 	// now, on no papers yet, as they did when the users followed them.
 	if err := rtBackfills(ctx, e, db, env); err != nil {
@@ -313,7 +313,7 @@ func rtResearcher(r *rand.Rand, n int) string {
 	return fmt.Sprintf("s2:%d", a)
 }
 
-// rtQueryUsers is how many users follow saved searches.
+// rtQueryUsers is how many users follow queries.
 func rtQueryUsers() int {
 	n := 0
 	for i := rtDormantUsers; i < rtUsers; i++ {
@@ -324,7 +324,7 @@ func rtQueryUsers() int {
 	return n
 }
 
-// rtDrawSearches draws the users' saved searches as the benchmark
+// rtDrawSearches draws the users' queries as the benchmark
 // does (tried on papers like the year's, none broader than
 // bench.MaxShare of them) and keeps, in the order drawn, those that show
 // the user something in the preview: at least rtMinShare of its papers
@@ -486,7 +486,7 @@ func rtSample(users []*rtUser) []*rtUser {
 type rtYear struct {
 	papers, keys, ledger, events, jobs, writes int64
 	channelPapers                              int64
-	hits, hitRows                              int64 // saved-search matches and their search_hits rows
+	hits, hitRows                              int64 // query matches and their search_hits rows
 	identities, identityKeys                   int64 // researchers the host registered, and their ids
 	mid                                        []rtSize
 	midPapers                                  int64 // papers at mid-year (mid's measurement)

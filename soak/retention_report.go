@@ -180,7 +180,7 @@ func rtGrowth(res *Result, y *rtYear, before []rtSize, orphans map[string]int64)
 		nOrph += orphans[k]
 	}
 	res.check("the papers' tables grew with the papers, and hold nothing else", grew && registry && nOrph == 0 && y.hits > 0,
-		"%d saved-search matches of the year in %d search_hits rows (%d after the year); %d researchers registered with %d ids, %d identities and %d identity_keys rows after the year; rows per paper of the matches' tables within 25%% of mid-year's%s; %s",
+		"%d query matches of the year in %d search_hits rows (%d after the year); %d researchers registered with %d ids, %d identities and %d identity_keys rows after the year; rows per paper of the matches' tables within 25%% of mid-year's%s; %s",
 		y.hits, y.hitRows, end["search_hits"].rows, y.identities, y.identityKeys, end["identities"].rows, end["identity_keys"].rows,
 		strings.Join(append([]string{""}, detail...), "; not: "), strings.Join(orph, ", "))
 }
@@ -462,7 +462,7 @@ func rtReport(res *Result, tables []rtTable, y *rtYear, old rtOld, loadTook, pru
 	}
 	res.Tables = append(res.Tables, sum.String())
 
-	res.figure("the year", "%d days ending yesterday: %d papers with %d key rows in %d writes, %d saved-search matches in %d search_hits rows, %d researchers registered (%d ids), %d digest ledger rows, %d channel events, %d finished River jobs",
+	res.figure("the year", "%d days ending yesterday: %d papers with %d key rows in %d writes, %d query matches in %d search_hits rows, %d researchers registered (%d ids), %d digest ledger rows, %d channel events, %d finished River jobs",
 		rtDays, y.papers, y.keys, y.writes, y.hits, y.hitRows, y.identities, y.identityKeys, y.ledger, y.events, y.jobs)
 	res.figure("loading the year", "%s", secs(loadTook))
 	res.figure("the prune", "%s from the worker's start until every prune job had completed and River's cleaner had caught up", secs(pruneTook))
