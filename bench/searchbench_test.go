@@ -121,7 +121,7 @@ func TestMeasureSearchesLeavesTheDataset(t *testing.T) {
 			return nil, err
 		}
 		defer tx.Rollback(ctx)
-		return follow.ActiveSearches(ctx, tx)
+		return follow.ActiveQueries(ctx, tx)
 	}()
 	if err != nil || len(active) != 0 {
 		t.Errorf("%d queries left (%v)", len(active), err)

@@ -60,7 +60,7 @@ func BulkLoad(ctx context.Context, tx pgx.Tx, papers iter.Seq[paper.Paper], src 
 }
 
 // BulkLoadMatching is BulkLoad that also does what an ingest does with
-// the followed queries (follow.ActiveSearches, read under the lock):
+// the followed queries (follow.ActiveQueries, read under the lock):
 // every paper is evaluated against them and the papers a search matches
 // are listed in one search_hits row of its key (new papers, as an
 // ingest's), with their paper_search_hits rows; those rows take their seqs
@@ -83,7 +83,7 @@ func bulkLoad(ctx context.Context, tx pgx.Tx, papers iter.Seq[paper.Paper], src 
 	var matched searchMatches
 	hits := hitSet{}
 	if match {
-		norms, err := follow.ActiveSearches(ctx, tx)
+		norms, err := follow.ActiveQueries(ctx, tx)
 		if err != nil {
 			return res, err
 		}

@@ -20,7 +20,7 @@ import (
 
 // Queries are match keys like any other: at ingest every new or
 // changed paper of the batch is evaluated against every distinct
-// query somebody follows (follow.ActiveSearches), with search.MatchBatch,
+// query somebody follows (follow.ActiveQueries), with search.MatchBatch,
 // and the papers a query matches are listed in one search_hits row of its
 // key "query:<normal form>" per batch (hits.go), with a seq like key rows.
 // Feeds, digests, channels and the match job read those rows alongside
@@ -160,7 +160,7 @@ func (m searchMatches) of(arxivID string) []string {
 // keyWritersLock, so a query followed after this read is backfilled by
 // BackfillSearch (its job takes the lock) after this batch commits.
 func (st *Store) searchKeys(ctx context.Context, tx pgx.Tx, batch []paper.Paper, existing map[string]*stored, inserted map[string]int64) (searchMatches, error) {
-	norms, err := follow.ActiveSearches(ctx, tx)
+	norms, err := follow.ActiveQueries(ctx, tx)
 	if err != nil || len(norms) == 0 {
 		return searchMatches{}, err
 	}
@@ -253,7 +253,7 @@ const BackfillDays = 30
 // changed, withdrawn or moved out of the window after it was evaluated is
 // evaluated again or dropped, a paper stored after the scan began is
 // evaluated. Why the lock at the end: an ingest that read
-// follow.ActiveSearches before the follow committed did not match its
+// follow.ActiveQueries before the follow committed did not match its
 // papers against this search; holding the lock means every such ingest
 // has committed before the last catch-up lists the papers, and no ingest
 // commits between that listing and the rows. Why follow.HoldFollowers

@@ -100,10 +100,10 @@ func queryOrPaperName(t Target) (string, bool) {
 	return "", false
 }
 
-// ActiveSearches returns the normal forms of every query somebody
+// ActiveQueries returns the normal forms of every query somebody
 // follows, inside tx: package catalog evaluates new papers against them at
 // ingest. It reads follow_counts' primary key over the query: range.
-func ActiveSearches(ctx context.Context, tx pgx.Tx) ([]string, error) {
+func ActiveQueries(ctx context.Context, tx pgx.Tx) ([]string, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT substr(key, 7) FROM follow_counts
 		WHERE key >= 'query:' AND key < 'query;' AND followers > 0`)

@@ -88,13 +88,17 @@ func (e *Enqueuer) EnqueueBackfill(ctx context.Context, tx pgx.Tx, normalized st
 // BackfillArgs is the backfill of one newly followed query: its
 // matches among the papers announced since Since.
 type BackfillArgs struct {
-	// Search is the normal form (follow.Target.ID); jobs are unique by it.
+	// Search is the query's normal form (follow.Target.ID); jobs are
+	// unique by it. The field and its JSON name keep the engine's word:
+	// stored jobs carry it.
 	Search string `json:"search" river:"unique"`
 	// Since is the start of the window, BackfillDays before the follow.
 	Since time.Time `json:"since"`
 }
 
-// Kind implements river.JobArgs.
+// Kind implements river.JobArgs: the job backfills a query's hits (its
+// search_hits rows). The kind keeps its name, "search_backfill", since
+// River's stored jobs are found by it.
 func (BackfillArgs) Kind() string { return "search_backfill" }
 
 // InsertOpts puts backfills on the match queue: like ingest and the match
