@@ -122,7 +122,7 @@ func (s *Settings) inboxPage(w http.ResponseWriter, r *http.Request) {
 	}
 	if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
 		d.Error = "That view is not valid (" + e.Field + ": " + e.Message + "); here are your newest papers."
-		status = http.StatusUnprocessableEntity
+		status = statusFor(err) // Invalid: 422, from problem.go's table
 		q = url.Values{}
 		d.Follow, d.State, d.Order = "", "", ""
 		list, err = s.Inbox.List(ctx, v.userID, inbox.ListQuery{Limit: inboxPageSize})
