@@ -156,12 +156,12 @@ func TestFollowButtonPaperAndQueryOnTheDemoPage(t *testing.T) {
 	}
 }
 
-// TestSettingsSavedSearchInABrowser: on the settings page a user types a
+// TestSettingsQueryInABrowser: on the settings page a user types a
 // search and previews it (the count and newest matches, as the JSON
-// preview says), follows it with "Follow this search" (the follow list and
+// preview says), follows it with "Follow this query" (the follow list and
 // soon the feed have it), and a bad search comes back in the page saying at
 // which character and what was expected, the character marked.
-func TestSettingsSavedSearchInABrowser(t *testing.T) {
+func TestSettingsQueryInABrowser(t *testing.T) {
 	t.Parallel()
 	ctx, b := browser.Start(t)
 	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")

@@ -28,11 +28,11 @@ func pushed(id, title, abstract, cat string, published time.Time) string {
 	return string(b)
 }
 
-// TestSavedSearchFollow: a query previews, is followed with its
+// TestFollowAQuery: a query previews, is followed with its
 // normal form as id, shows the last 30 days' matches at once (backfill),
 // then gets new matches from ingest through the match job, with the search
-// as the reason; bad searches are 422s with a position.
-func TestSavedSearchFollow(t *testing.T) {
+// as the reason; bad queries are 422s with a position.
+func TestFollowAQuery(t *testing.T) {
 	t.Parallel()
 	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
 	db := openDB(t, a.DatabaseURL)

@@ -807,7 +807,7 @@ func (s *Settings) postFollow(w http.ResponseWriter, r *http.Request) {
 		}
 		switch r.PostFormValue("action") {
 		case "follow":
-			// The search section's "Follow this search" (any kind works).
+			// The queries section's "Follow this query" (any kind works).
 			_, _, err := s.Follows.Follow(r.Context(), v.userID, t, follow.Options{})
 			if t.Kind == follow.Query {
 				return "search", err

@@ -15,7 +15,7 @@ import (
 // The settings page's query section: a GET form (?q=, so a preview
 // is a plain link that changes nothing and needs no CSRF token) shows what
 // the search would have found (Previews.run, as GET /v1/search/preview),
-// or where and why it cannot be used; "Follow this search" is a POST to
+// or where and why it cannot be used; "Follow this query" is a POST to
 // /settings/follows (action follow) with the page's CSRF token.
 
 // searchData is the section's state.

@@ -10,13 +10,13 @@ import (
 	"followfeed/internal/testapp"
 )
 
-// TestSettingsSavedSearchForm drives the settings page's search section
+// TestSettingsQueryForm drives the settings page's queries section
 // with plain forms (no JavaScript): a preview shows the count and the
 // newest matches of the last 30 days, the same as GET /v1/search/preview;
-// "Follow this search" needs the CSRF token, follows the normal form and
-// says so; the section then says it is followed. Bad searches come back in
+// "Follow this query" needs the CSRF token, follows the normal form and
+// says so; the section then says it is followed. Bad queries come back in
 // the page as 422 with the position and what was expected.
-func TestSettingsSavedSearchForm(t *testing.T) {
+func TestSettingsQueryForm(t *testing.T) {
 	t.Log("hostile: csrf")
 	t.Parallel()
 	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
