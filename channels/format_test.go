@@ -251,7 +251,7 @@ func TestChatMessagesEscapeHostileText(t *testing.T) {
 		p.Title = "<!channel> Graphs | trees & <https://evil.example|click> **bold** [x](https://evil.example)"
 		p.Authors = []string{"<@U123>", "Eve *Mallory*"}
 		p.Abstract = "<!everyone> see <https://evil.example|here> & [click](https://evil.example) @everyone <@123> `code`\n# head\n> quote"
-		p.Reasons = []Reason{{Kind: "query", ID: "x", Name: "the search <b>&</b>"}}
+		p.Reasons = []Reason{{Kind: "query", ID: "x", Name: "the query <b>&</b>"}}
 		p.Links.PDF = "https://example.org/pdf?a=1&b=2|3)"
 	})
 	ev := Event{Type: TypeMatched, Data: EventData{Papers: []PaperJSON{p}}}

@@ -93,7 +93,7 @@ func ParsePaperID(s string) (string, error) {
 func queryOrPaperName(t Target) (string, bool) {
 	switch t.Kind {
 	case Query:
-		return "Search: " + t.ID, true
+		return "Query: " + t.ID, true
 	case Paper:
 		return "arXiv:" + t.ID, true
 	}

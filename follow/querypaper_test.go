@@ -26,7 +26,7 @@ func TestQueryTargets(t *testing.T) {
 		if err != nil || back != tg {
 			t.Errorf("TargetFromKey(%q) = %v, %v", tg.Key(), back, err)
 		}
-		if got := tg.ReasonName("", nil); got != "the search "+want {
+		if got := tg.ReasonName("", nil); got != "the query "+want {
 			t.Errorf("ReasonName = %q", got)
 		}
 	}

@@ -191,7 +191,7 @@ func (t Target) ReasonName(label string, authorName func(researcherID string) (s
 		}
 	}
 	if t.Kind == Query {
-		return "the search " + t.ID
+		return "the query " + t.ID
 	}
 	if t.IsArchive() || t.Kind == Paper {
 		return t.DisplayName()

@@ -149,7 +149,7 @@ func TestFollowButtonPaperAndQueryOnTheDemoPage(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).setAttribute('target', '"diffusion')`, querySel))); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, ctx, querySel, `the search cannot be used: at character 1: expected a closing " for the phrase that starts here`)
+	waitStatus(t, ctx, querySel, `the query cannot be used: at character 1: expected a closing " for the phrase that starts here`)
 	b.ElementScreenshot(ctx, t, "demo-query-button-bad-search", querySel)
 	if errs := b.ConsoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors: %v", errs)
@@ -211,7 +211,7 @@ func TestSettingsQueryInABrowser(t *testing.T) {
 	if flash, _ := chromedp.Run(ctx, chromedp.Text(`p.flash`)); !strings.HasPrefix(flash, "You follow the query now.") {
 		t.Errorf("flash after following: %q", flash)
 	}
-	if names, _ := chromedp.Run(ctx, chromedp.Text(`li[data-follow^="query/"] .follow-name`)); names != "Search: "+pv.Query {
+	if names, _ := chromedp.Run(ctx, chromedp.Text(`li[data-follow^="query/"] .follow-name`)); names != "Query: "+pv.Query {
 		t.Errorf("the follow list shows %q", names)
 	}
 	if !following(t, c, tok, "query", search) {

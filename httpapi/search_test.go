@@ -125,7 +125,7 @@ func TestFollowAQuery(t *testing.T) {
 	})
 	t.Logf("the backfilled match reached the feed %v after the lock was released", time.Since(released).Round(time.Millisecond))
 	if len(doc.Items) != 1 || !strings.HasSuffix(doc.Items[0].ID, "2609.00001") ||
-		!strings.Contains(doc.Items[0].ContentText, "the search "+norm) {
+		!strings.Contains(doc.Items[0].ContentText, "the query "+norm) {
 		t.Fatalf("day-one feed of the search: %+v", doc.Items)
 	}
 	if _, resp := feed("If-None-Match", etag); resp.StatusCode != 200 {
@@ -150,7 +150,7 @@ func TestFollowAQuery(t *testing.T) {
 	}
 	matchIdle(t, db)
 	doc, _ = feed()
-	if len(doc.Items) != 2 || !strings.HasSuffix(doc.Items[0].ID, "2609.00005") || !strings.Contains(doc.Items[0].ContentText, "the search "+norm) {
+	if len(doc.Items) != 2 || !strings.HasSuffix(doc.Items[0].ID, "2609.00005") || !strings.Contains(doc.Items[0].ContentText, "the query "+norm) {
 		t.Fatalf("feed after ingest: %+v", doc.Items)
 	}
 

@@ -91,7 +91,7 @@ func TestSettingsQueryForm(t *testing.T) {
 		`-survey`:                              `only exclusions`,
 		`the`:                                  `common words`,
 		`nope:diff`:                            `unknown field "nope:"`,
-		`x` + strings.Repeat(" diffusion", 40): `at character 301: a search may have at most 300 characters`,
+		`x` + strings.Repeat(" diffusion", 40): `at character 301: a query may have at most 300 characters`,
 		`<script>alert(1)</script> "`:          `expected a closing "`,
 	} {
 		resp, page := testapp.Form(t, b, "GET", a.URL+"/settings/follows?q="+url.QueryEscape(in), nil)

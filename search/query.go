@@ -24,7 +24,7 @@ const (
 	// MaxChars is the longest search accepted, in characters.
 	MaxChars = 300
 	// MaxTerms is the most words (phrase words count one each) and
-	// category filters a search may have.
+	// category filters a query may have.
 	MaxTerms = 16
 	// MaxNormalized is the longest normalised form (the follow's id).
 	MaxNormalized = 400
@@ -103,7 +103,7 @@ func (e *Error) Error() string { return fmt.Sprintf("at character %d: %s", e.Pos
 // AppError returns e as an *apperr.Error (Invalid, Field field) whose
 // Details carry the position: Index is the 1-based character position.
 func (e *Error) AppError(field string) *apperr.Error {
-	return &apperr.Error{Code: apperr.Invalid, Field: field, Message: "the search cannot be used: " + e.Error(),
+	return &apperr.Error{Code: apperr.Invalid, Field: field, Message: "the query cannot be used: " + e.Error(),
 		Details: []apperr.Detail{{Index: e.Pos, Field: field, Reason: e.Message}}, Err: e}
 }
 
@@ -131,7 +131,7 @@ func broad(fold string) bool { return stopWords[fold] || utf8.RuneCountInString(
 // terms.
 func Parse(input string, cats Categories) (*Query, error) {
 	if n := utf8.RuneCountInString(input); n > MaxChars {
-		return nil, &Error{Pos: MaxChars + 1, Message: fmt.Sprintf("a search may have at most %d characters; this one has %d", MaxChars, n)}
+		return nil, &Error{Pos: MaxChars + 1, Message: fmt.Sprintf("a query may have at most %d characters; this one has %d", MaxChars, n)}
 	}
 	toks, err := lex(input)
 	if err != nil {
@@ -153,7 +153,7 @@ func Parse(input string, cats Categories) (*Query, error) {
 		return nil, &Error{Pos: t.pos, Message: "expected the end of the search"}
 	}
 	if n, at := countTerms(root); n > MaxTerms {
-		return nil, &Error{Pos: at, Message: fmt.Sprintf("a search may have at most %d terms (words and cat: filters); this one has %d", MaxTerms, n)}
+		return nil, &Error{Pos: at, Message: fmt.Sprintf("a query may have at most %d terms (words and cat: filters); this one has %d", MaxTerms, n)}
 	}
 	root, err = prune(root)
 	if err != nil {
@@ -170,7 +170,7 @@ func Parse(input string, cats Categories) (*Query, error) {
 	}
 	q := &Query{root: root, norm: format(root, false)}
 	if utf8.RuneCountInString(q.norm) > MaxNormalized {
-		return nil, &Error{Pos: 1, Message: fmt.Sprintf("the search is longer than %d characters once written out; shorten it", MaxNormalized)}
+		return nil, &Error{Pos: 1, Message: fmt.Sprintf("the query is longer than %d characters once written out; shorten it", MaxNormalized)}
 	}
 	return q, nil
 }
