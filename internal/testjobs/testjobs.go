@@ -23,7 +23,6 @@ import (
 	"github.com/riverqueue/river/rivertest"
 	"github.com/riverqueue/river/rivertype"
 
-	"followfeed/internal/testwait"
 	"followfeed/migrations"
 	"followfeed/worker"
 )
@@ -54,49 +53,6 @@ func List(t testing.TB, pool *pgxpool.Pool, kind string, states ...rivertype.Job
 func Count(t testing.TB, pool *pgxpool.Pool, kind string, states ...rivertype.JobState) int {
 	t.Helper()
 	return len(List(t, pool, kind, states...))
-}
-
-// WaitCompleted waits up to Timeout until n jobs of kind have completed and
-// fails the test otherwise. It polls River's job list: it serves jobs a
-// process other than the test's own client works (testapp); a test with a
-// working client of its own waits on Subscribe.
-func WaitCompleted(t testing.TB, pool *pgxpool.Pool, kind string, n int) {
-	t.Helper()
-	testwait.For(t, Timeout, fmt.Sprintf("%d completed %s jobs", n, kind), func() bool {
-		return Count(t, pool, kind, rivertype.JobStateCompleted) == n
-	})
-}
-
-// WaitIdle waits up to Timeout until no job of kinds is queued, running or
-// waiting for a retry, and fails the test otherwise. Jobs scheduled for
-// later (an instant alert's) are not waited for.
-func WaitIdle(t testing.TB, pool *pgxpool.Pool, kinds ...string) {
-	t.Helper()
-	testwait.For(t, Timeout, fmt.Sprintf("the %v jobs to finish", kinds), func() bool {
-		for _, k := range kinds {
-			if Count(t, pool, k, rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
-				rivertype.JobStateRunning) != 0 {
-				return false
-			}
-		}
-		return true
-	})
-}
-
-// WaitRan waits up to Timeout until a job of kind that started after since
-// has finished (completed, discarded or cancelled), and fails the test
-// otherwise: a periodic job (a scheduler) has run once after the change a
-// test made at since.
-func WaitRan(t testing.TB, pool *pgxpool.Pool, kind string, since time.Time) {
-	t.Helper()
-	testwait.For(t, Timeout, fmt.Sprintf("a %s job started after %s to finish", kind, since.Format(time.StampMilli)), func() bool {
-		for _, j := range List(t, pool, kind, rivertype.JobStateCompleted, rivertype.JobStateDiscarded, rivertype.JobStateCancelled) {
-			if j.AttemptedAt != nil && j.AttemptedAt.After(since) {
-				return true
-			}
-		}
-		return false
-	})
 }
 
 // Events is what the working River clients of this test process do with
