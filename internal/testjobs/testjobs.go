@@ -159,7 +159,7 @@ func (e *Events) wait(kinds []string, cond func() bool) error {
 	timeout := time.NewTimer(Timeout)
 	defer timeout.Stop()
 	e.mu.Lock()
-	next, changed := len(e.seen), e.changed
+	next := len(e.seen) // the events from here on are news to cond
 	e.mu.Unlock()
 	for !cond() {
 		// Until an event of kinds after next: one that came while cond
@@ -169,8 +169,8 @@ func (e *Events) wait(kinds []string, cond func() bool) error {
 			for _, ev := range e.seen[next:] {
 				woke = woke || len(kinds) == 0 || slices.Contains(kinds, ev.Job.Kind)
 			}
-			live := e.live
-			next, changed = len(e.seen), e.changed
+			live, changed := e.live, e.changed
+			next = len(e.seen)
 			e.mu.Unlock()
 			if woke {
 				break
