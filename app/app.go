@@ -11,6 +11,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
 	"followfeed/config"
 	"followfeed/internal/cli"
 )
@@ -41,8 +44,8 @@ Configuration comes from environment variables; see README.md or .env.example.
 Run 'followfeed <command> --help' for a command's flags.
 `
 
-// Hooks let tests replace what the environment cannot: the clock, and a
-// point to hold search previews at.
+// Hooks let tests replace what the environment cannot: the clock, a point
+// to hold search previews at, and the River client's events to wait on.
 type Hooks struct {
 	// Now replaces time.Now for scheduling (digests, instant alerts).
 	Now func() time.Time
@@ -50,6 +53,10 @@ type Hooks struct {
 	// each chunk of papers it read, while it holds no database connection
 	// (httpapi.Previews.OnChunk): tests hold previews in flight there.
 	PreviewChunk func(ctx context.Context)
+	// Jobs, when set, is called with the River client that works the
+	// jobs (serve, worker) after it is made and before it starts: tests
+	// subscribe to its events there, so that they miss none.
+	Jobs func(*river.Client[pgx.Tx])
 }
 
 // invocation is what every command gets from Run.

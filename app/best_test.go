@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	fakesmtp "followfeed/internal/fake/smtp"
-	"followfeed/internal/testjobs"
 	"followfeed/worker"
 )
 
@@ -33,7 +32,7 @@ func TestBestFirstDigestThroughTheService(t *testing.T) {
 	if r := w.c.Do("POST", "/v1/papers", w.svc, papers); r.Status != 200 {
 		t.Fatalf("push: %d %s", r.Status, r.Body)
 	}
-	testjobs.WaitCompleted(t, w.db.Pool, worker.MatchArgs{}.Kind(), 1)
+	w.a.Jobs().WaitCompleted(t, w.db.Pool, worker.MatchArgs{}.Kind(), 1)
 	out := w.digestCLI(t, "--user", w.sub)
 	for _, want := range []string{"Subject: 3 new papers: Bob Person\n", "Best first for you", "1. Sparse attention for long documents",
 		"Why first: by Bob Person, whom you follow", "More like this: " + w.a.URL + "/feedback/ffl_", "Less like this: " + w.a.URL + "/feedback/ffl_",

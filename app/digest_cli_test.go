@@ -16,7 +16,6 @@ import (
 	"followfeed/database"
 	fakesmtp "followfeed/internal/fake/smtp"
 	"followfeed/internal/testapp"
-	"followfeed/internal/testjobs"
 	"followfeed/notify"
 	"followfeed/worker"
 )
@@ -94,7 +93,7 @@ func (w *digestWorld) push(t *testing.T, idTitles ...string) {
 		t.Fatalf("push: %d %s", r.Status, r.Body)
 	}
 	w.pushed++
-	testjobs.WaitCompleted(t, w.db.Pool, worker.MatchArgs{}.Kind(), w.pushed)
+	w.a.Jobs().WaitCompleted(t, w.db.Pool, worker.MatchArgs{}.Kind(), w.pushed)
 }
 
 // me is the user's GET /v1/me.
@@ -183,7 +182,7 @@ func TestDigestCommandSendsOncePerPeriod(t *testing.T) {
 			t.Errorf("digest without --now does not print %q:\n%s", want, out)
 		}
 	}
-	mailed(t, w.db)
+	mailed(t, w.a, w.db)
 	if n := len(w.smtpd.Messages()); n != 0 {
 		t.Fatalf("digest without --now sent %d mails", n)
 	}
@@ -202,7 +201,7 @@ func TestDigestCommandSendsOncePerPeriod(t *testing.T) {
 		!strings.Contains(second, "next digest due Tue 1 Dec 2026 07:00 CET") {
 		t.Errorf("second --now: %q, want nothing new, and tomorrow's digest due", second)
 	}
-	mailed(t, w.db)
+	mailed(t, w.a, w.db)
 	if n := len(w.smtpd.Messages()); n != 1 {
 		t.Fatalf("%d mails after two --now runs, want 1", n)
 	}
@@ -226,7 +225,7 @@ func TestDigestCommandSendsOncePerPeriod(t *testing.T) {
 		next := w.nextAt(t)
 		return next != nil && next.Equal(time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC))
 	})
-	settled(t, w.db)
+	settled(t, w.a, w.db)
 	if n := len(w.smtpd.Messages()); n != 1 {
 		t.Fatalf("%d mails after today's scheduled time, want still 1", n)
 	}
@@ -255,7 +254,7 @@ func TestDigestCommandSendsOncePerPeriod(t *testing.T) {
 			}
 		}
 	}
-	settled(t, w.db)
+	settled(t, w.a, w.db)
 	if n := len(w.smtpd.Messages()); n != 2 {
 		t.Errorf("%d mails in all, want 2", n)
 	}
@@ -292,7 +291,7 @@ func TestBouncedAddressResumesAfterReconfirmation(t *testing.T) {
 	// The next day: nothing, neither scheduled nor forced by hand.
 	w.push(t, "2301.00022", "Paper after the bounce")
 	w.clk.Set(time.Date(2026, 12, 1, 7, 0, 30, 0, w.loc))
-	settled(t, w.db)
+	settled(t, w.a, w.db)
 	if n := len(w.smtpd.Messages()); n != 0 {
 		t.Fatalf("%d mails to a suppressed address", n)
 	}
@@ -401,7 +400,7 @@ func TestDigestNowNeverRepeatsNorLoses(t *testing.T) {
 	}
 	noMail := func(when string) {
 		t.Helper()
-		mailed(t, w.db)
+		mailed(t, w.a, w.db)
 		if n := len(w.smtpd.Messages()); n != mails {
 			t.Fatalf("%s: %d mails, want %d", when, n, mails)
 		}

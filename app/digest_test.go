@@ -20,7 +20,6 @@ import (
 	"followfeed/database"
 	fakesmtp "followfeed/internal/fake/smtp"
 	"followfeed/internal/testapp"
-	"followfeed/internal/testjobs"
 	"followfeed/internal/testwait"
 	"followfeed/worker"
 )
@@ -114,14 +113,14 @@ func TestDailyDigestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	testjobs.WaitCompleted(t, db.Pool, worker.MatchArgs{}.Kind(), 1)
-	settled(t, db)
+	a.Jobs().WaitCompleted(t, db.Pool, worker.MatchArgs{}.Kind(), 1)
+	settled(t, a, db)
 	if n := len(smtpd.Messages()); n != 0 {
 		t.Fatalf("%d mails before 07:00", n)
 	}
 	clk.Set(time.Date(2026, 11, 30, 7, 0, 30, 0, amsterdam))
 	msgs := smtpd.WaitMessages(t, 1, 20*time.Second)
-	settled(t, db) // the scheduler runs again every second: still one
+	settled(t, a, db) // the scheduler runs again every second: still one
 	if n := len(smtpd.Messages()); n != 1 {
 		t.Fatalf("%d digests for one day, want 1", n)
 	}
@@ -238,7 +237,7 @@ func TestDailyDigestEndToEnd(t *testing.T) {
 	// More papers and the next morning: nothing is sent.
 	c.Do("POST", "/v1/papers", svc, `[{"arxiv_id": "2301.00002", "title": "Third", "primary_category": "cs.LG"}]`)
 	clk.Set(time.Date(2026, 12, 1, 7, 0, 30, 0, amsterdam))
-	settled(t, db)
+	settled(t, a, db)
 	if n := len(smtpd.Messages()); n != 1 {
 		t.Fatalf("%d mails after unsubscribing, want still 1", n)
 	}
@@ -272,15 +271,15 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // jobs done, a run of the digest scheduler that started after now
 // finished, and the mail jobs it queued done (mailed). A count of mail
 // after it is final.
-func settled(t *testing.T, db *database.DB) {
+func settled(t *testing.T, a *testapp.App, db *database.DB) {
 	t.Helper()
-	testjobs.WaitIdle(t, db.Pool, worker.MatchArgs{}.Kind())
-	testjobs.WaitRan(t, db.Pool, worker.ScheduleDigestsArgs{}.Kind(), time.Now())
-	mailed(t, db)
+	a.Jobs().WaitIdle(t, db.Pool, worker.MatchArgs{}.Kind())
+	a.Jobs().WaitRan(t, db.Pool, worker.ScheduleDigestsArgs{}.Kind(), time.Now())
+	mailed(t, a, db)
 }
 
 // mailed waits until no mail job is queued or running.
-func mailed(t *testing.T, db *database.DB) {
+func mailed(t *testing.T, a *testapp.App, db *database.DB) {
 	t.Helper()
-	testjobs.WaitIdle(t, db.Pool, worker.DigestArgs{}.Kind(), worker.InstantArgs{}.Kind(), worker.ConfirmArgs{}.Kind())
+	a.Jobs().WaitIdle(t, db.Pool, worker.DigestArgs{}.Kind(), worker.InstantArgs{}.Kind(), worker.ConfirmArgs{}.Kind())
 }

@@ -222,7 +222,7 @@ func TestAPIAndWorkerRunApart(t *testing.T) {
 		t.Errorf("the api's metrics lack the waiting match job:\n%s", grepLines(body, "followfeed_river_jobs"))
 	}
 	w := testapp.Start(t, wenv, "worker")
-	testjobs.WaitCompleted(t, db.Pool, worker.MatchArgs{}.Kind(), 1)
+	w.Jobs().WaitCompleted(t, db.Pool, worker.MatchArgs{}.Kind(), 1)
 	if code, _ := getURL(t, w.URL+"/healthz"); code != 200 {
 		t.Errorf("worker healthz: %d", code)
 	}
@@ -305,10 +305,10 @@ func TestAWorkerPrunesAtStart(t *testing.T) {
 		       ($1, 'daily:newest', 'daily', 'sent', 1, 2, now() - interval '19 days', now() - interval '19 days')`, user); err != nil {
 		t.Fatal(err)
 	}
-	testapp.Start(t, env, "worker")
+	w := testapp.Start(t, env, "worker")
 	for _, kind := range []string{worker.SeqTimesPruneArgs{}.Kind(), worker.DigestPruneArgs{}.Kind(), worker.HarvestPruneArgs{}.Kind(),
 		worker.ConfirmationPruneArgs{}.Kind(), worker.ChannelPruneArgs{}.Kind()} {
-		testjobs.WaitCompleted(t, db.Pool, kind, 1)
+		w.Jobs().WaitCompleted(t, db.Pool, kind, 1)
 	}
 	var periods []string
 	if err := db.Pool.QueryRow(ctx, `SELECT array_agg(period ORDER BY id) FROM digests`).Scan(&periods); err != nil {

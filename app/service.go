@@ -147,7 +147,7 @@ func runService(ctx context.Context, args []string, inv invocation, m mode) erro
 	// One registry for the process: River's job metrics subscribe to the
 	// client before it starts, so no run is missed.
 	reg := prometheus.NewRegistry()
-	runner, err := startJobs(ctx, cfg, db, svc, m, reg, logger)
+	runner, err := startJobs(ctx, cfg, db, svc, m, reg, logger, inv.hooks.Jobs)
 	if err != nil {
 		return err
 	}
@@ -224,8 +224,9 @@ func prepareDB(ctx context.Context, cfg *config.Config, db *database.DB, m mode,
 }
 
 // startJobs starts the River client that works the jobs, in a mode that
-// works them; nil in the API mode.
-func startJobs(ctx context.Context, cfg *config.Config, db *database.DB, svc *Services, m mode, reg *prometheus.Registry, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
+// works them; nil in the API mode. made (Hooks.Jobs), when set, gets the
+// client before it starts.
+func startJobs(ctx context.Context, cfg *config.Config, db *database.DB, svc *Services, m mode, reg *prometheus.Registry, logger *slog.Logger, made func(*river.Client[pgx.Tx])) (*river.Client[pgx.Tx], error) {
 	if !m.working() {
 		return nil, nil
 	}
@@ -242,6 +243,9 @@ func startJobs(ctx context.Context, cfg *config.Config, db *database.DB, svc *Se
 	})
 	if err != nil {
 		return nil, err
+	}
+	if made != nil {
+		made(runner)
 	}
 	if err := runner.Start(ctx); err != nil {
 		return nil, fmt.Errorf("starting River: %w", err)

@@ -130,8 +130,8 @@ func TestBackfillIsAJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	released := time.Now()
-	runJobs(t, db, store)
-	testjobs.WaitCompleted(t, db.Pool, kind, 2)
+	jobs := runJobs(t, db, store)
+	jobs.WaitCompleted(t, db.Pool, kind, 2)
 	want := []string{"2609.00001", "2609.00002", "2609.00003"}
 	if got := rows(search); !slices.Equal(got, want) {
 		t.Fatalf("backfilled papers %v, want %v (the last 30 days' matches only)", got, want)
@@ -162,7 +162,7 @@ func TestBackfillIsAJob(t *testing.T) {
 	if _, _, err := follows.Follow(ctx, a, search, follow.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	testjobs.WaitCompleted(t, db.Pool, kind, 3)
+	jobs.WaitCompleted(t, db.Pool, kind, 3)
 	if got := rows(search); !slices.Equal(got, want) {
 		t.Errorf("after following again: %v, want %v", got, want)
 	}
@@ -183,6 +183,8 @@ func TestBackfillIsAJob(t *testing.T) {
 	if _, _, err := follows.Follow(ctx, a, late, follow.Options{}); err != nil {
 		t.Fatal(err)
 	}
+	// A job's start signals nothing (River's subscription tells of an
+	// attempt's end only): its running state is polled.
 	waitJobs := func(what string, n int, states ...rivertype.JobState) {
 		t.Helper()
 		if !testwait.Until(10*time.Second, func() bool { return testjobs.Count(t, db.Pool, kind, states...) == n }) {
@@ -226,7 +228,7 @@ func TestBackfillIsAJob(t *testing.T) {
 	if err := <-followed; err != nil {
 		t.Fatalf("b's follow while the job ran: %v", err)
 	}
-	testjobs.WaitCompleted(t, db.Pool, kind, 4)
+	jobs.WaitCompleted(t, db.Pool, kind, 4)
 	if got := rows(late); !slices.Equal(got, []string{"2609.00001"}) {
 		t.Errorf("the search b followed while its job ran: rows %v, want [2609.00001]", got)
 	}
@@ -239,8 +241,8 @@ func TestBackfillIsAJob(t *testing.T) {
 }
 
 // runJobs starts a River client working backfill and match jobs until the
-// test ends.
-func runJobs(t *testing.T, db *database.DB, store *catalog.Store) {
+// test ends, and returns its events, subscribed before it started.
+func runJobs(t *testing.T, db *database.DB, store *catalog.Store) *testjobs.Events {
 	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	client, err := worker.NewClient(worker.Deps{Pool: db.Pool, Logger: logger, Jobs: []worker.Registration{
@@ -250,6 +252,7 @@ func runJobs(t *testing.T, db *database.DB, store *catalog.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	events := testjobs.Subscribe(t, client)
 	if err := client.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -260,4 +263,5 @@ func runJobs(t *testing.T, db *database.DB, store *catalog.Store) {
 			t.Error(err)
 		}
 	})
+	return events
 }

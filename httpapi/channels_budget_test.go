@@ -78,8 +78,8 @@ func TestWebhookBudgetAndFeedbackLinks(t *testing.T) {
 			t.Fatalf("feedback: %d %s", r.Status, r.Body)
 		}
 	}
-	testjobs.WaitCompleted(t, db.Pool, worker.RankTrainArgs{}.Kind(), len(marked))
-	matchIdle(t, db)
+	a.Jobs().WaitCompleted(t, db.Pool, worker.RankTrainArgs{}.Kind(), len(marked))
+	matchIdle(t, a, db)
 	r := c.Do("POST", "/v1/me/channels", tok, map[string]any{"type": "webhook", "url": rc.URL + "/hook", "mode": "instant"})
 	var ch channelOut
 	r.JSON(t, &ch)
@@ -162,8 +162,8 @@ func TestWebhookBudgetAndFeedbackLinks(t *testing.T) {
 
 	// The same day, the budget is spent: the collection sends nothing.
 	pushPaper(t, c, testpaper.PushJSON(w.Paper("lensing")), testpaper.PushJSON(w.Paper("galaxy")))
-	matchIdle(t, db)
-	testjobs.WaitIdle(t, db.Pool, worker.ChannelCollectArgs{}.Kind(), worker.ChannelDeliverArgs{}.Kind())
+	matchIdle(t, a, db)
+	a.Jobs().WaitIdle(t, db.Pool, worker.ChannelCollectArgs{}.Kind(), worker.ChannelDeliverArgs{}.Kind())
 	if n := testjobs.Count(t, db.Pool, worker.ChannelCollectArgs{}.Kind()); n != 2 {
 		t.Errorf("%d collections, want 2 (one per batch)", n)
 	}

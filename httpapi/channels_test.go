@@ -499,7 +499,7 @@ func TestFailingChannelIsDisabledAndItsOwnerMailed(t *testing.T) {
 	})
 	// A retry would leave the job waiting for it (River's back-off from
 	// JOB_RETRY_MAX 1 s): once the delivery jobs are idle, the count is final.
-	testjobs.WaitIdle(t, db.Pool, worker.ChannelDeliverArgs{}.Kind())
+	a.Jobs().WaitIdle(t, db.Pool, worker.ChannelDeliverArgs{}.Kind())
 	if n := len(gone.got()); n != 1 {
 		t.Errorf("a 404 was retried: %d requests", n)
 	}

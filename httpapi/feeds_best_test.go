@@ -14,7 +14,6 @@ import (
 	"followfeed/auth"
 	"followfeed/config"
 	"followfeed/internal/testapp"
-	"followfeed/internal/testjobs"
 	"followfeed/internal/testpaper"
 	"followfeed/paper"
 	"followfeed/worker"
@@ -195,7 +194,7 @@ func TestRankedFeedFollowsTheModel(t *testing.T) {
 			t.Fatalf("feedback: %d %s", r.Status, r.Body)
 		}
 	}
-	testjobs.WaitCompleted(t, db.Pool, worker.RankTrainArgs{}.Kind(), len(marked))
+	a.Jobs().WaitCompleted(t, db.Pool, worker.RankTrainArgs{}.Kind(), len(marked))
 	st, e2, _ := fetch(links.Best.Atom, e1)
 	if st != 200 || e2 == e1 {
 		t.Fatalf("after the retraining: %d with ETag %s (was %s)", st, e2, e1)

@@ -19,7 +19,6 @@ import (
 	"github.com/mmcdole/gofeed"
 
 	"followfeed/internal/testapp"
-	"followfeed/internal/testjobs"
 	"followfeed/worker"
 )
 
@@ -54,7 +53,7 @@ func feedFixture(t *testing.T) (*testapp.App, *testapp.Client, string, feedLinks
 	if r.Status != 200 {
 		t.Fatalf("push: %d %s", r.Status, r.Body)
 	}
-	matchIdle(t, db)
+	matchIdle(t, a, db)
 	var links feedLinks
 	c.Do("GET", "/v1/me/feeds", reader, nil).JSON(t, &links)
 	if !strings.HasPrefix(links.Atom, a.URL+"/feeds/fft_") || !strings.HasSuffix(links.Atom, ".atom") || len(links.Follows) != 2 {
@@ -251,7 +250,7 @@ func TestConditionalGetsAndStableRenders(t *testing.T) {
 	db := openDB(t, a.DatabaseURL)
 	c.Do("POST", "/v1/papers", testapp.Token(t, "host", "", "papers:write"),
 		`[{"arxiv_id": "2301.00003", "title": "Another", "categories": ["cs.LG"], "primary_category": "cs.LG"}]`)
-	matchIdle(t, db)
+	matchIdle(t, a, db)
 	if resp, _ := get(t, links.Atom, "If-None-Match", etag); resp.StatusCode != 200 {
 		t.Errorf("after a new match: %d", resp.StatusCode)
 	}
@@ -518,7 +517,7 @@ func TestWebSubPingsOnlyTheFeedsABatchChanged(t *testing.T) {
 		})
 		// A ping of anything more would come from these match jobs' WebSub
 		// jobs: once they are idle, the topics are final.
-		testjobs.WaitIdle(t, db.Pool, worker.MatchArgs{}.Kind(), worker.WebSubArgs{}.Kind())
+		a.Jobs().WaitIdle(t, db.Pool, worker.MatchArgs{}.Kind(), worker.WebSubArgs{}.Kind())
 		mu.Lock()
 		defer mu.Unlock()
 		if !maps.Equal(topics, want) {
@@ -606,7 +605,7 @@ func TestCombinedFeedInDateOrder(t *testing.T) {
 	if r := c.Do("POST", "/v1/papers", testapp.Token(t, "host", "", "papers:write"), string(b)); r.Status != 200 {
 		t.Fatalf("push: %d %s", r.Status, r.Body)
 	}
-	matchIdle(t, db)
+	matchIdle(t, a, db)
 	var links feedLinks
 	c.Do("GET", "/v1/me/feeds", user, nil).JSON(t, &links)
 	for _, u := range []string{links.Atom, links.RSS, links.JSON} {

@@ -24,7 +24,6 @@ import (
 	"followfeed/follow"
 	"followfeed/httpapi"
 	"followfeed/internal/testapp"
-	"followfeed/internal/testjobs"
 	"followfeed/match"
 	"followfeed/ranking"
 	"followfeed/worker"
@@ -32,9 +31,9 @@ import (
 
 // jobsIdle waits until no match or backfill job is left to run: a
 // query's backfill writes key rows after its follow returned.
-func jobsIdle(t *testing.T, db *database.DB) {
+func jobsIdle(t *testing.T, a *testapp.App, db *database.DB) {
 	t.Helper()
-	testjobs.WaitIdle(t, db.Pool, worker.MatchArgs{}.Kind(), worker.BackfillArgs{}.Kind())
+	a.Jobs().WaitIdle(t, db.Pool, worker.MatchArgs{}.Kind(), worker.BackfillArgs{}.Kind())
 }
 
 // served is one GET of a feed: what a feed reader stores.
@@ -101,7 +100,7 @@ func TestETagChangesExactlyWhenTheFeedDoes(t *testing.T) {
 		rec("2601.00050v1", "Strings on branes", "hep-th", []string{"hep-th"}),
 		rec("2601.00060v1", "Old combinatorics", "math.CO", []string{"math.CO"}, "s2:900"),
 		rec("2601.00002v1", "Newer learning", "cs.LG", []string{"cs.LG"}))
-	jobsIdle(t, db)
+	jobsIdle(t, a, db)
 
 	type feed struct {
 		name, tok string
@@ -217,7 +216,7 @@ func TestETagChangesExactlyWhenTheFeedDoes(t *testing.T) {
 		// Whole seconds apart: Last-Modified has a resolution of one.
 		time.Sleep(1100 * time.Millisecond)
 		st.do()
-		jobsIdle(t, db)
+		jobsIdle(t, a, db)
 		for _, f := range fs {
 			resp, body := fetch(a.URL, f)
 			now := served{resp.Header.Get("ETag"), resp.Header.Get("Last-Modified"), body}
@@ -472,7 +471,7 @@ func TestFullRenderRoundTrips(t *testing.T) {
 	if r.Status != 200 {
 		t.Fatalf("push: %d %s", r.Status, r.Body)
 	}
-	jobsIdle(t, openDB(t, a.DatabaseURL))
+	jobsIdle(t, a, openDB(t, a.DatabaseURL))
 	var links feedLinks
 	c.Do("GET", "/v1/me/feeds", reader, nil).JSON(t, &links)
 	path := strings.TrimPrefix(links.Atom, a.URL)
@@ -544,7 +543,7 @@ func TestFeedValidatorsHoldAfterSeqTimesPrune(t *testing.T) {
 		if r := c.Do("POST", "/v1/papers", svc, rec); r.Status != 200 {
 			t.Fatalf("push: %d %s", r.Status, r.Body)
 		}
-		jobsIdle(t, db)
+		jobsIdle(t, a, db)
 	}
 	if r := c.Do("PUT", "/v1/me/follows/category/cs.LG", user, nil); r.Status != 201 {
 		t.Fatalf("follow: %d %s", r.Status, r.Body)

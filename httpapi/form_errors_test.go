@@ -68,7 +68,7 @@ func TestNotFromAtTheMuteLimitShowsThePage(t *testing.T) {
 	reader := testapp.Token(t, "reader", "reader@example.org")
 	c.Do("PUT", "/v1/me/follows/category/cs.LG", reader, nil)
 	pushPaper(t, c, authoredLine("2612.00101", "A paper I like less", "openalex:A77"))
-	matchIdle(t, db)
+	matchIdle(t, a, db)
 	less := feedbackPath(t, a, db, "reader", "2612.00101", "less")
 	form := func(body string) *testapp.Response {
 		return c.Do("POST", less, "", body, "Content-Type", "application/x-www-form-urlencoded")

@@ -21,7 +21,6 @@ import (
 	"followfeed/auth"
 	"followfeed/config"
 	"followfeed/internal/testapp"
-	"followfeed/internal/testjobs"
 )
 
 // mint is testapp.Token with a subject testapp would refuse to mint.
@@ -502,7 +501,7 @@ func TestConfirmationMailCaps(t *testing.T) {
 		s := c.Do("PATCH", "/v1/me", tok, map[string]any{"email": email}).Status
 		if s == 200 {
 			mails++
-			testjobs.WaitCompleted(t, db.Pool, "email_confirm", mails)
+			a1.Jobs().WaitCompleted(t, db.Pool, "email_confirm", mails)
 		}
 		return s
 	}

@@ -37,9 +37,9 @@ func feedVersion(t *testing.T, db *database.DB, sub string) int64 {
 // matchIdle waits until every match job queued so far has run (its
 // effects: instant alerts and channels, WebSub pings; feeds show a batch's
 // papers as soon as its ingest commits).
-func matchIdle(t *testing.T, db *database.DB) {
+func matchIdle(t *testing.T, a *testapp.App, db *database.DB) {
 	t.Helper()
-	testjobs.WaitIdle(t, db.Pool, worker.MatchArgs{}.Kind())
+	a.Jobs().WaitIdle(t, db.Pool, worker.MatchArgs{}.Kind())
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -72,7 +72,7 @@ func TestPushedPapersReachFollowersThroughTheMatchJob(t *testing.T) {
 	if r.Status != 200 || !strings.Contains(string(r.Body), `"new":1`) {
 		t.Fatalf("ingest: %d %s", r.Status, r.Body)
 	}
-	matchIdle(t, db)
+	matchIdle(t, a, db)
 	if etag(reader) == readerBefore {
 		t.Error("the follower's feed kept its ETag")
 	}
@@ -121,7 +121,7 @@ func TestPeriodicHarvestRunsAsARiverJob(t *testing.T) {
 	waitFor(t, "the harvest job", func() bool { return count(`SELECT count(*) FROM papers`) == 2 })
 	// At least one: the test is that the harvest's match job ran, not
 	// how many the process's start-up jobs made.
-	waitFor(t, "a completed match job", func() bool {
+	a.Jobs().Until(t, "a completed match job", []string{worker.MatchArgs{}.Kind()}, func() bool {
 		return testjobs.Count(t, db.Pool, worker.MatchArgs{}.Kind(), rivertype.JobStateCompleted) >= 1
 	})
 	var state string

@@ -40,7 +40,7 @@ func TestMutesAPI(t *testing.T) {
 		}
 	}
 	pushPaper(t, c, authoredLine("2612.00001", "Muted author's paper", "openalex:A9"), authoredLine("2612.00002", "Another author's paper", "openalex:A8"))
-	matchIdle(t, openDB(t, a.DatabaseURL))
+	matchIdle(t, a, openDB(t, a.DatabaseURL))
 
 	for _, bad := range []struct {
 		body  any
@@ -156,7 +156,7 @@ func TestLessLinkOffersNotFromThisAuthor(t *testing.T) {
 	reader := testapp.Token(t, "reader", "reader@example.org")
 	c.Do("PUT", "/v1/me/follows/category/cs.LG", reader, nil)
 	pushPaper(t, c, authoredLine("2612.00101", "A paper I like less", "openalex:A77"), authoredLine("2612.00102", "Same author again", "openalex:A77"))
-	matchIdle(t, db)
+	matchIdle(t, a, db)
 
 	less := feedbackPath(t, a, db, "reader", "2612.00101", "less")
 	page := string(c.Do("GET", less, "", nil).Body)

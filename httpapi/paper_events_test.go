@@ -39,7 +39,7 @@ func TestPaperFollowFeed(t *testing.T) {
 			t.Fatalf("push: %d %s", r.Status, r.Body)
 		}
 		if wait {
-			matchIdle(t, db)
+			matchIdle(t, a, db)
 		}
 	}
 	var links feedLinks
@@ -177,6 +177,6 @@ func TestPaperFollowNamedEverywhere(t *testing.T) {
 	if r := c.Do("POST", "/v1/papers", svc, string(b)); r.Status != 200 {
 		t.Fatalf("push: %d %s", r.Status, r.Body)
 	}
-	matchIdle(t, db)
+	matchIdle(t, a, db)
 	check("once stored", "Graph diffusion at scale: sparse operators, learned preconditioners and what…")
 }

@@ -91,7 +91,7 @@ func TestReadReplica(t *testing.T) {
 		if r.Status != 200 {
 			t.Fatalf("push: %d %s", r.Status, r.Body)
 		}
-		matchIdle(t, db)
+		matchIdle(t, a, db)
 		return id
 	}
 	first := push()

@@ -10,7 +10,6 @@ import (
 
 	"followfeed/catalog"
 	"followfeed/internal/testapp"
-	"followfeed/internal/testjobs"
 	"followfeed/worker"
 )
 
@@ -139,7 +138,7 @@ func TestFollowAQuery(t *testing.T) {
 		return n
 	}
 	c.Do("PUT", "/v1/me/follows/query/"+url.PathEscape(norm), testapp.Token(t, "other", ""), nil)
-	testjobs.WaitCompleted(t, db.Pool, worker.BackfillArgs{}.Kind(), 2)
+	a.Jobs().WaitCompleted(t, db.Pool, worker.BackfillArgs{}.Kind(), 2)
 	if keys() != 1 {
 		t.Errorf("a second follower's backfill wrote rows: %d", keys())
 	}
@@ -148,7 +147,7 @@ func TestFollowAQuery(t *testing.T) {
 	if r.Status != 200 {
 		t.Fatalf("push: %d %s", r.Status, r.Body)
 	}
-	matchIdle(t, db)
+	matchIdle(t, a, db)
 	doc, _ = feed()
 	if len(doc.Items) != 2 || !strings.HasSuffix(doc.Items[0].ID, "2609.00005") || !strings.Contains(doc.Items[0].ContentText, "the query "+norm) {
 		t.Fatalf("feed after ingest: %+v", doc.Items)

@@ -380,7 +380,7 @@ func TestSettingsDigestPreview(t *testing.T) {
 	if r.Status != 200 || !strings.Contains(string(r.Body), `"new":2`) {
 		t.Fatalf("ingest: %d %s", r.Status, r.Body)
 	}
-	matchIdle(t, db)
+	matchIdle(t, a, db)
 
 	resp, page := testapp.Form(t, b, "GET", a.URL+"/settings/email", nil)
 	if resp.StatusCode != 200 {

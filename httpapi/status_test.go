@@ -83,7 +83,7 @@ func TestSourceStatusShowsAFailedHarvestAndPushes(t *testing.T) {
 	up := inflating(t, &requests)
 	a, c := start(t, "ARXIV_OAI_URL", up.URL, "HARVEST_INTERVAL", "1h")
 	db := openDB(t, a.DatabaseURL)
-	waitFor(t, "the harvest job to be cancelled", func() bool {
+	a.Jobs().Until(t, "the harvest job to be cancelled", []string{worker.HarvestArgs{}.Kind()}, func() bool {
 		return testjobs.Count(t, db.Pool, worker.HarvestArgs{}.Kind(), rivertype.JobStateCancelled) == 1
 	})
 	// Cancelled is final: River runs the job no more, so the count is too.
@@ -257,7 +257,7 @@ func TestPeriodicHarvestOfAnUnreachableRepositoryFailsItsAttemptAtOnce(t *testin
 	// The first attempt has failed once its error is recorded; River may
 	// already be running the next (its first back-off is a second or so),
 	// so the job's state is not waited for.
-	waitFor(t, "the harvest job's first attempt to fail", func() bool {
+	a.Jobs().Until(t, "the harvest job's first attempt to fail", []string{worker.HarvestArgs{}.Kind()}, func() bool {
 		jobs := testjobs.List(t, db.Pool, worker.HarvestArgs{}.Kind())
 		return len(jobs) == 1 && len(jobs[0].Errors) >= 1
 	})

@@ -235,7 +235,7 @@ func populate(t *testing.T, a *testapp.App, c *testapp.Client, db *database.DB, 
 		}
 	}
 	pushPaper(t, c, fmt.Sprintf(`{"arxiv_id": %q, "title": "Sparse attention for %s", "authors": [{"name": "Mingzhi Wen", "ids": ["openalex:A5023888391"]}], "abstract": "An abstract.", "categories": ["cs.LG"], "primary_category": "cs.LG"}`, paperID, sub))
-	matchIdle(t, db)
+	matchIdle(t, a, db)
 	// The instant channel's collection (due at the match) and delivery.
 	waitFor(t, sub+"'s channel to get "+paperID, func() bool {
 		return slices.ContainsFunc(rc.got(), func(q recorded) bool { return q.path == "/"+sub && bytes.Contains(q.body, []byte(paperID)) })
@@ -256,7 +256,7 @@ func populate(t *testing.T, a *testapp.App, c *testapp.Client, db *database.DB, 
 	ok(c.Do("POST", "/v1/me/mutes", f.tok, map[string]any{"query": `abs:"dark matter"`, "follow": map[string]any{"kind": "category", "id": "cs.LG"}}), "a mute", 201)
 	ok(c.Do("PATCH", "/v1/me", f.tok, map[string]any{"email": sub + ".new@example.org"}), "a new address", 200)
 	c.Do("GET", "/v1/me/feeds", f.tok, nil).JSON(t, &f.feeds)
-	testjobs.WaitIdle(t, db.Pool, worker.MatchArgs{}.Kind(), worker.ChannelCollectArgs{}.Kind(), worker.ChannelDeliverArgs{}.Kind(),
+	a.Jobs().WaitIdle(t, db.Pool, worker.MatchArgs{}.Kind(), worker.ChannelCollectArgs{}.Kind(), worker.ChannelDeliverArgs{}.Kind(),
 		worker.ConfirmArgs{}.Kind(), worker.RankTrainArgs{}.Kind())
 	return f
 }
@@ -418,7 +418,7 @@ func TestErasureEmptiesEveryUserTable(t *testing.T) {
 	waitFor(t, "bob's channel to get the paper matched after ada's erasure", func() bool {
 		return slices.ContainsFunc(rc.got()[before:], func(q recorded) bool { return q.path == "/bob" && bytes.Contains(q.body, []byte("2611.00003")) })
 	})
-	testjobs.WaitIdle(t, db.Pool, worker.MatchArgs{}.Kind(), worker.ChannelCollectArgs{}.Kind(), worker.ChannelDeliverArgs{}.Kind(),
+	a.Jobs().WaitIdle(t, db.Pool, worker.MatchArgs{}.Kind(), worker.ChannelCollectArgs{}.Kind(), worker.ChannelDeliverArgs{}.Kind(),
 		worker.ConfirmArgs{}.Kind(), worker.RankTrainArgs{}.Kind())
 	for _, q := range rc.got()[before:] {
 		if strings.HasPrefix(q.path, "/ada") {

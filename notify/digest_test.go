@@ -173,8 +173,9 @@ func (e *env) digester(sender mail.Sender, links notify.Links) *notify.Digester 
 }
 
 // runMailJobs starts a River client working e's send and instant-alert
-// jobs (through e.d) until the test ends.
-func (e *env) runMailJobs() {
+// jobs (through e.d) until the test ends, and returns its events,
+// subscribed before it started.
+func (e *env) runMailJobs() *testjobs.Events {
 	e.t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	client, err := worker.NewClient(worker.Deps{Pool: e.db.Pool, Logger: logger, Jobs: []worker.Registration{
@@ -184,6 +185,7 @@ func (e *env) runMailJobs() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	events := testjobs.Subscribe(e.t, client)
 	if err := client.Start(e.ctx); err != nil {
 		e.t.Fatal(err)
 	}
@@ -194,6 +196,7 @@ func (e *env) runMailJobs() {
 			e.t.Error(err)
 		}
 	})
+	return events
 }
 
 // user creates a user with a confirmed address, follows and settings.

@@ -64,8 +64,7 @@ func TestDigestNowRetriesATemporaryFailureInItsOwnJob(t *testing.T) {
 		t.Fatalf("a second --now: %+v, %v; want nothing new", again, err)
 	}
 
-	e.runMailJobs()
-	testjobs.WaitCompleted(t, e.db.Pool, worker.DigestArgs{}.Kind(), 1)
+	e.runMailJobs().WaitCompleted(t, e.db.Pool, worker.DigestArgs{}.Kind(), 1)
 	if st, reply := e.state(res.DigestID); st != "sent" || !strings.Contains(reply, "250") {
 		t.Fatalf("after the retry job: %s %q, want sent", st, reply)
 	}

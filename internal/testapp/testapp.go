@@ -13,8 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
 	"followfeed/app"
 	"followfeed/internal/testdb"
+	"followfeed/internal/testjobs"
 )
 
 // App is a running service.
@@ -28,6 +32,35 @@ type App struct {
 	once        sync.Once
 	stopErr     error
 }
+
+// databaseJobs are, by DATABASE_URL, the events of every working process
+// (serve, worker) the test binary started on that database: a job of the
+// database may be worked by any of them, and River tells a subscriber only
+// of its own client's jobs.
+var databaseJobs = struct {
+	sync.Mutex
+	by map[string]*testjobs.Events
+}{by: map[string]*testjobs.Events{}}
+
+// jobsOf returns the Events of the working processes on databaseURL.
+func jobsOf(databaseURL string) *testjobs.Events {
+	databaseJobs.Lock()
+	defer databaseJobs.Unlock()
+	e := databaseJobs.by[databaseURL]
+	if e == nil {
+		e = testjobs.NewEvents()
+		databaseJobs.by[databaseURL] = e
+	}
+	return e
+}
+
+// Jobs returns the events of the jobs of a's database worked in this test
+// process: by a itself in a working mode (serve, worker), and by every
+// other working process Start started on the same database, each
+// subscribed before its client started. Its waits (WaitCompleted,
+// WaitIdle, WaitRan, Until) wake on them; they fail at once when no such
+// process runs (an api process's jobs wait for a worker).
+func (a *App) Jobs() *testjobs.Events { return jobsOf(a.DatabaseURL) }
 
 // Logs returns everything the process has logged so far.
 func (a *App) Logs() string { return a.logs.String() }
@@ -72,11 +105,20 @@ func Start(t testing.TB, env map[string]string, args ...string) *App {
 	return StartWith(t, env, app.Hooks{}, args...)
 }
 
-// StartWith is Start with hooks (an injected clock).
+// StartWith is Start with hooks (an injected clock). The process's working
+// River client, if it has one, is added to Jobs before it starts.
 func StartWith(t testing.TB, env map[string]string, hooks app.Hooks, args ...string) *App {
 	t.Helper()
 	if env == nil {
 		env = Env(t)
+	}
+	jobs := jobsOf(env["DATABASE_URL"])
+	made := hooks.Jobs
+	hooks.Jobs = func(c *river.Client[pgx.Tx]) {
+		jobs.Add(c) // until the process stops (at cleanup at the latest)
+		if made != nil {
+			made(c)
+		}
 	}
 	if len(args) == 0 {
 		args = []string{"serve"}
