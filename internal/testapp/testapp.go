@@ -31,27 +31,62 @@ type App struct {
 	done        chan error
 	once        sync.Once
 	stopErr     error
+	// unsubscribe ends the subscriptions of the process's working client
+	// (Jobs), once it stopped: River closes them when the client stops,
+	// but not when it never started.
+	mu          sync.Mutex
+	unsubscribe []func()
 }
 
 // databaseJobs are, by DATABASE_URL, the events of every working process
 // (serve, worker) the test binary started on that database: a job of the
 // database may be worked by any of them, and River tells a subscriber only
-// of its own client's jobs.
+// of its own client's jobs. An entry lives while an App started on its
+// database has not been cleaned up (apps counts them), so the events of
+// the tests that ended are not kept for the rest of the binary.
 var databaseJobs = struct {
 	sync.Mutex
-	by map[string]*testjobs.Events
-}{by: map[string]*testjobs.Events{}}
+	by map[string]*dbJobs
+}{by: map[string]*dbJobs{}}
 
-// jobsOf returns the Events of the working processes on databaseURL.
+type dbJobs struct {
+	events *testjobs.Events
+	apps   int
+}
+
+// jobsOf returns the Events of the working processes on databaseURL: a
+// new, empty one when no App runs there (its waits fail at once).
 func jobsOf(databaseURL string) *testjobs.Events {
 	databaseJobs.Lock()
 	defer databaseJobs.Unlock()
-	e := databaseJobs.by[databaseURL]
-	if e == nil {
-		e = testjobs.NewEvents()
-		databaseJobs.by[databaseURL] = e
+	if d := databaseJobs.by[databaseURL]; d != nil {
+		return d.events
 	}
-	return e
+	return testjobs.NewEvents()
+}
+
+// holdJobs counts one more App on databaseURL and returns its database's
+// Events; releaseJobs, at the App's cleanup, counts it out.
+func holdJobs(databaseURL string) *testjobs.Events {
+	databaseJobs.Lock()
+	defer databaseJobs.Unlock()
+	d := databaseJobs.by[databaseURL]
+	if d == nil {
+		d = &dbJobs{events: testjobs.NewEvents()}
+		databaseJobs.by[databaseURL] = d
+	}
+	d.apps++
+	return d.events
+}
+
+func releaseJobs(databaseURL string) {
+	databaseJobs.Lock()
+	defer databaseJobs.Unlock()
+	if d := databaseJobs.by[databaseURL]; d != nil {
+		if d.apps--; d.apps <= 0 {
+			delete(databaseJobs.by, databaseURL)
+		}
+	}
 }
 
 // Jobs returns the events of the jobs of a's database worked in this test
@@ -75,6 +110,12 @@ func (a *App) Stop() error {
 		case <-time.After(60 * time.Second):
 			a.stopErr = fmt.Errorf("testapp: process did not stop within 60s")
 		}
+		a.mu.Lock()
+		for _, f := range a.unsubscribe {
+			f()
+		}
+		a.unsubscribe = nil
+		a.mu.Unlock()
 	})
 	return a.stopErr
 }
@@ -112,22 +153,26 @@ func StartWith(t testing.TB, env map[string]string, hooks app.Hooks, args ...str
 	if env == nil {
 		env = Env(t)
 	}
-	jobs := jobsOf(env["DATABASE_URL"])
-	made := hooks.Jobs
-	hooks.Jobs = func(c *river.Client[pgx.Tx]) {
-		jobs.Add(c) // until the process stops (at cleanup at the latest)
-		if made != nil {
-			made(c)
-		}
-	}
 	if len(args) == 0 {
 		args = []string{"serve"}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &App{DatabaseURL: env["DATABASE_URL"], Env: env, logs: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	jobs := holdJobs(a.DatabaseURL)
+	made := hooks.Jobs
+	hooks.Jobs = func(c *river.Client[pgx.Tx]) {
+		unsubscribe := jobs.Add(c) // until the process stops
+		a.mu.Lock()
+		a.unsubscribe = append(a.unsubscribe, unsubscribe)
+		a.mu.Unlock()
+		if made != nil {
+			made(c)
+		}
+	}
 	getenv := func(k string) string { return env[k] }
 	go func() { a.done <- app.RunWith(ctx, args, getenv, a.logs, hooks) }()
 	t.Cleanup(func() {
+		defer releaseJobs(a.DatabaseURL)
 		if err := a.Stop(); err != nil {
 			t.Errorf("testapp: stopping: %v", err)
 		}

@@ -86,7 +86,11 @@ func TestAJobEndingBetweenTheLookAndTheWaitWakesIt(t *testing.T) {
 			changed := e.changed
 			e.mu.Unlock()
 			close(release)
-			<-changed
+			select {
+			case <-changed:
+			case <-time.After(Timeout):
+				t.Fatal("the released job's event never came")
+			}
 		}
 		return done
 	})
