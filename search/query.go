@@ -19,9 +19,9 @@ import (
 	"followfeed/apperr"
 )
 
-// Limits on a search.
+// Limits on a query.
 const (
-	// MaxChars is the longest search accepted, in characters.
+	// MaxChars is the longest query accepted, in characters.
 	MaxChars = 300
 	// MaxTerms is the most words (phrase words count one each) and
 	// category filters a query may have.
@@ -138,7 +138,7 @@ func Parse(input string, cats Categories) (*Query, error) {
 		return nil, err
 	}
 	if len(toks) == 0 {
-		return nil, &Error{Pos: 1, Message: `expected a search: words, "a phrase", cat:cs.LG, au:name …`}
+		return nil, &Error{Pos: 1, Message: `expected a query: words, "a phrase", cat:cs.LG, au:name …`}
 	}
 	p := &parser{toks: toks, cats: cats, end: utf8.RuneCountInString(input) + 1}
 	root, err := p.or(All)
@@ -150,7 +150,7 @@ func Parse(input string, cats Categories) (*Query, error) {
 		if t.kind == tRParen {
 			return nil, &Error{Pos: t.pos, Message: "this ) closes no ( before it"}
 		}
-		return nil, &Error{Pos: t.pos, Message: "expected the end of the search"}
+		return nil, &Error{Pos: t.pos, Message: "expected the end of the query"}
 	}
 	if n, at := countTerms(root); n > MaxTerms {
 		return nil, &Error{Pos: at, Message: fmt.Sprintf("a query may have at most %d terms (words and cat: filters); this one has %d", MaxTerms, n)}
@@ -160,13 +160,13 @@ func Parse(input string, cats Categories) (*Query, error) {
 		return nil, err
 	}
 	if root == nil {
-		return nil, &Error{Pos: 1, Message: "expected a more specific word: a search of only common words matches nearly every paper"}
+		return nil, &Error{Pos: 1, Message: "expected a more specific word: a query of only common words matches nearly every paper"}
 	}
 	if !positive(root) {
-		return nil, &Error{Pos: firstPos(root), Message: "expected a word or phrase the papers must contain: a search of only exclusions (-survey) matches nearly every paper"}
+		return nil, &Error{Pos: firstPos(root), Message: "expected a word or phrase the papers must contain: a query of only exclusions (-survey) matches nearly every paper"}
 	}
 	if !specific(root) {
-		return nil, &Error{Pos: firstPos(root), Message: "expected a word or phrase besides cat: filters: a search of categories alone matches everything in them (follow the category instead)"}
+		return nil, &Error{Pos: firstPos(root), Message: "expected a word or phrase besides cat: filters: a query of categories alone matches everything in them (follow the category instead)"}
 	}
 	q := &Query{root: root, norm: format(root, false)}
 	if utf8.RuneCountInString(q.norm) > MaxNormalized {
@@ -591,7 +591,7 @@ func prune(n *node) (*node, error) {
 	switch len(kids) {
 	case 0:
 		if n.op == opAnd {
-			return nil, &Error{Pos: n.pos, Message: "expected a more specific word: a search of only common words matches nearly every paper"}
+			return nil, &Error{Pos: n.pos, Message: "expected a more specific word: a query of only common words matches nearly every paper"}
 		}
 		return nil, nil
 	case 1:

@@ -100,7 +100,7 @@ func TestNormalForm(t *testing.T) {
 // TestParseErrors walks every refusal of Parse with the position (a
 // character count, not bytes) and the words of its message. Three
 // refusals in the parser are not reachable from any input and are not
-// listed: "expected the end of the search" (or and and stop only at the
+// listed: "expected the end of the query" (or and and stop only at the
 // end or at a ")"), primary's ")" and "expected a term, not …" (and,
 // unary and the prefixes hand primary only words, phrases, prefixes and
 // "(").
@@ -115,8 +115,8 @@ func TestParseErrors(t *testing.T) {
 		{strings.Repeat("graph ", 51), 301, `at most 300 characters; this one has 306`},
 		{strings.Repeat("é", 301), 301, `at most 300 characters; this one has 301`},
 		// Nothing to search.
-		{``, 1, `expected a search`},
-		{"  	　", 1, `expected a search`},
+		{``, 1, `expected a query`},
+		{"  	　", 1, `expected a query`},
 		// The lexer.
 		{`"diffusion model`, 1, `closing "`},
 		{`graph “diffusion model`, 7, `closing "`},
