@@ -124,6 +124,11 @@ func TestPeriodicHarvestRunsAsARiverJob(t *testing.T) {
 	a.Jobs().Until(t, "a completed match job", []string{worker.MatchArgs{}.Kind()}, func() bool {
 		return testjobs.Count(t, db.Pool, worker.MatchArgs{}.Kind(), rivertype.JobStateCompleted) >= 1
 	})
+	// The harvest records how far it got after it stored the papers (and
+	// their match job ran): its state is read once its job completed.
+	a.Jobs().Until(t, "a completed harvest job", []string{worker.HarvestArgs{}.Kind()}, func() bool {
+		return testjobs.Count(t, db.Pool, worker.HarvestArgs{}.Kind(), rivertype.JobStateCompleted) >= 1
+	})
 	var state string
 	db.Pool.QueryRow(context.Background(), `SELECT source FROM harvest_state WHERE harvested_until IS NOT NULL`).Scan(&state)
 	if state != "arxiv-oai:cs" {
