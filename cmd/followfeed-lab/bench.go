@@ -199,7 +199,7 @@ func searchSizes(spec string) ([]int, error) {
 }
 
 // benchParts are the parts --skip names.
-var benchParts = []string{"digests", "controls", "feeds", "ranking", "inbox", "searches", "fediverse"}
+var benchParts = []string{"digests", "best", "controls", "feeds", "ranking", "inbox", "searches", "fediverse"}
 
 func skipSet(s string) map[string]bool {
 	m := map[string]bool{}
