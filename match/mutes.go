@@ -169,10 +169,7 @@ func (m *mutes) queueRules(b *pgx.Batch, users []int64) {
 				case "researcher":
 					r.keys = map[string]bool{key: true}
 				case "query":
-					t, err := follow.TargetFromKey(key)
-					if err == nil {
-						r.query, _ = follow.CompileQuery(t.ID)
-					}
+					r.query = compiledMute(key)
 				}
 			}
 			if kind == "researcher" {
@@ -188,6 +185,30 @@ func (m *mutes) queueRules(b *pgx.Batch, users []int64) {
 		}
 		return nil
 	})
+}
+
+// compiledMutes are the process's compiled query mutes by key (nil: a
+// query that does not compile): a batch reads its users' mutes anew, and
+// parsing them again was a tenth of the judging's extra cost at scale S.
+// A search.Query is read-only, safe to share; maxCompiledMutes bounds
+// them at two generations of that many.
+var compiledMutes = newGenCache[string, *search.Query](maxCompiledMutes)
+
+const maxCompiledMutes = 16384
+
+// compiledMute returns the compiled query of a query mute's key
+// ("query:<normal form>"); nil when it does not compile (a rule stored
+// by a release whose parser took it: it is skipped).
+func compiledMute(key string) *search.Query {
+	if q, ok := compiledMutes.get(key); ok {
+		return q
+	}
+	var q *search.Query
+	if t, err := follow.TargetFromKey(key); err == nil && t.Kind == follow.Query {
+		q, _ = follow.CompileQuery(t.ID)
+	}
+	compiledMutes.put(key, q)
+	return q
 }
 
 // index orders um's rules as they were made (the join with the registry

@@ -94,19 +94,11 @@ func (v *muteView) words() *search.Doc {
 	return v.doc
 }
 
-// views is a bounded cache of muteViews by paper id: lookups find a view
-// in the current generation or the previous one (moving it to the
-// current); when the current one is full it becomes the previous one, and
-// the old previous one is forgotten. Safe for concurrent use.
-type views struct {
-	mu        sync.Mutex
-	max       int
-	cur, prev map[int64]*muteView
-}
+// views is a bounded cache of muteViews by paper id (a genCache): a view
+// is found under its id and version only.
+type views struct{ c *genCache[int64, *muteView] }
 
-func newViews(max int) *views {
-	return &views{max: max, cur: map[int64]*muteView{}, prev: map[int64]*muteView{}}
-}
+func newViews(max int) *views { return &views{c: newGenCache[int64, *muteView](max)} }
 
 // muteViews is the process's views, per database (by name: a process
 // serves one database, and its primary and replicas hold the same rows;
@@ -132,34 +124,11 @@ func viewsOf(tx pgx.Tx) *views {
 
 // get returns the view of paper id at version, if kept.
 func (c *views) get(id int64, version uint32) *muteView {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if v := c.cur[id]; v != nil {
-		if v.version == version {
-			return v
-		}
-		return nil
+	if v, ok := c.c.get(id); ok && v.version == version {
+		return v
 	}
-	v := c.prev[id]
-	if v == nil || v.version != version {
-		return nil
-	}
-	delete(c.prev, id)
-	c.putLocked(id, v)
-	return v
+	return nil
 }
 
 // put keeps v as paper id's view.
-func (c *views) put(id int64, v *muteView) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.prev, id)
-	c.putLocked(id, v)
-}
-
-func (c *views) putLocked(id int64, v *muteView) {
-	if _, ok := c.cur[id]; !ok && len(c.cur) >= c.max {
-		c.prev, c.cur = c.cur, make(map[int64]*muteView, c.max)
-	}
-	c.cur[id] = v
-}
+func (c *views) put(id int64, v *muteView) { c.c.put(id, v) }

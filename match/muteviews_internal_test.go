@@ -3,6 +3,7 @@ package match
 import (
 	"testing"
 
+	"followfeed/follow"
 	"followfeed/paper"
 )
 
@@ -34,8 +35,8 @@ func TestViewsKeepTwoGenerations(t *testing.T) {
 	if c.get(1, 7) == nil && c.get(4, 1) == nil {
 		t.Error("the newest views are gone")
 	}
-	if n := len(c.cur) + len(c.prev); n > 2*c.max {
-		t.Errorf("%d views kept, more than two generations of %d", n, c.max)
+	if n := c.c.len(); n > 2*c.c.max {
+		t.Errorf("%d views kept, more than two generations of %d", n, c.c.max)
 	}
 }
 
@@ -49,5 +50,24 @@ func TestMuteViewWordsAreMadeOnce(t *testing.T) {
 	}
 	if len(mv.keys) == 0 {
 		t.Error("no keys")
+	}
+}
+
+// TestCompiledMutesAreParsedOnce: a query mute's key is compiled once per
+// process and its query shared; a key that does not compile is nil, and
+// stays nil.
+func TestCompiledMutesAreParsedOnce(t *testing.T) {
+	key := follow.Target{Kind: follow.Query, ID: `ti:"dark matter"`}.Key()
+	q := compiledMute(key)
+	if q == nil || q.String() != `ti:"dark matter"` {
+		t.Fatalf("compiledMute(%q) = %v", key, q)
+	}
+	if again := compiledMute(key); again != q {
+		t.Error("the same key was compiled again")
+	}
+	for _, bad := range []string{"query:ti:(", "category:cs.LG", "nonsense"} {
+		if q := compiledMute(bad); q != nil {
+			t.Errorf("compiledMute(%q) = %q, want nil", bad, q)
+		}
 	}
 }

@@ -28,3 +28,23 @@ func BenchmarkMatchSet(b *testing.B) {
 		s.Match(docs)
 	}
 }
+
+// BenchmarkQueryMatch evaluates each drawn search on each fixture paper
+// one at a time (Query.Match), as a query mute judges a digest's
+// candidates.
+func BenchmarkQueryMatch(b *testing.B) {
+	ps := loadPapers(b)
+	var docs []*Doc
+	for _, p := range ps {
+		docs = append(docs, docOf(p))
+	}
+	qs := drawQueries(b, ps)
+	b.ResetTimer()
+	for range b.N {
+		for _, q := range qs {
+			for _, d := range docs {
+				q.Match(d)
+			}
+		}
+	}
+}

@@ -14,17 +14,34 @@ type Doc struct {
 	cats                     []uint32 // sorted, distinct
 	// sig has bit id%512 set for the id of every word of the three
 	// fields: a word whose bit is clear is in none of them, found without
-	// a search of the fields (mayHave).
-	sig [8]uint64
+	// a search of the fields (mayHave). titleSig is the same for the
+	// title's words alone, in 128 bits: a title has ten words or so, and
+	// most title searches (ti:, and the title part of a search of every
+	// field) end on it without a search of the title.
+	sig      [8]uint64
+	titleSig [2]uint64
 }
 
-// sign sets d.sig from its fields.
+// sign sets d.sig and d.titleSig from its fields.
 func (d *Doc) sign() {
 	for _, f := range []*field{&d.title, &d.abstract, &d.authors} {
 		for _, id := range f.ids {
 			d.sig[(id>>6)&7] |= 1 << (id & 63)
 		}
 	}
+	for _, id := range d.title.ids {
+		d.titleSig[(id>>6)&1] |= 1 << (id & 63)
+	}
+}
+
+// titleMayHave is mayHave for d's title alone.
+func (d *Doc) titleMayHave(ids []uint32) bool {
+	for _, id := range ids {
+		if d.titleSig[(id>>6)&1]&(1<<(id&63)) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // mayHave reports whether every word of ids may be in d (false: one is
@@ -244,13 +261,13 @@ func matchIDs(field Field, d *Doc, stems, folds []uint32) bool {
 	// searching the fields.
 	switch field {
 	case Title:
-		return d.mayHave(stems) && hasSeq(&d.title, stems)
+		return d.titleMayHave(stems) && hasSeq(&d.title, stems)
 	case Abstract:
 		return d.mayHave(stems) && hasSeq(&d.abstract, stems)
 	case Author:
 		return d.mayHave(folds) && hasSeq(&d.authors, folds)
 	}
-	return d.mayHave(stems) && (hasSeq(&d.title, stems) || hasSeq(&d.abstract, stems)) ||
+	return d.mayHave(stems) && (d.titleMayHave(stems) && hasSeq(&d.title, stems) || hasSeq(&d.abstract, stems)) ||
 		d.mayHave(folds) && hasSeq(&d.authors, folds)
 }
 

@@ -82,7 +82,8 @@ type node struct {
 // ANDNOT, redundant parentheses) give the same String, and
 // Parse(q.String()) gives q back. An exclusion is written "-" whichever
 // way it was typed: "a ANDNOT b", "a AND NOT b", "a NOT b" and "a -b" are
-// one search, "a -b".
+// one search, "a -b". It is read-only once parsed (its terms remember,
+// atomically, their word ids in a vocab) and safe for concurrent use.
 type Query struct {
 	root *node
 	norm string

@@ -696,20 +696,24 @@ func TestQueryRemembersItsWordIDs(t *testing.T) {
 	}
 }
 
-// TestSignatureChangesNoAnswer: the documents' word signatures (Doc.sig,
-// which let a search skip a document that lacks a term's words) change
-// no answer: every drawn search matches the fixture papers exactly as it
-// does with every signature bit set (no document skipped), and the
-// signatures do skip most of the terms' lookups.
+// TestSignatureChangesNoAnswer: the documents' word signatures (Doc.sig
+// and titleSig, which let a search skip a document or its title that
+// lacks a term's words) change no answer: every drawn search matches the
+// fixture papers exactly as it does with every signature bit set (no
+// document skipped), and the signatures do skip most of the terms'
+// lookups.
 func TestSignatureChangesNoAnswer(t *testing.T) {
 	ps := loadPapers(t)
 	qs := drawQueries(t, ps)
-	skipped, terms := 0, 0
+	skipped, terms, titleSkipped, titleTerms := 0, 0, 0, 0
 	for _, p := range ps {
 		d := docOf(p)
 		open := *d
 		for i := range open.sig {
 			open.sig[i] = ^uint64(0)
+		}
+		for i := range open.titleSig {
+			open.titleSig[i] = ^uint64(0)
 		}
 		for _, q := range qs {
 			if got, want := q.Match(d), q.Match(&open); got != want {
@@ -731,8 +735,26 @@ func TestSignatureChangesNoAnswer(t *testing.T) {
 				}
 			}
 		}
+		for _, id := range d.title.ids {
+			if !d.titleMayHave([]uint32{id}) {
+				t.Fatalf("paper %s: its title's word %q is not in its title's signature", p.ID, d.vocab.word(id))
+			}
+		}
+		// The abstract's words that are not the title's are mostly not in
+		// the title's signature, as they are in the paper's.
+		for _, id := range d.abstract.ids {
+			if !d.title.has(id) {
+				titleTerms++
+				if !d.titleMayHave([]uint32{id}) {
+					titleSkipped++
+				}
+			}
+		}
 	}
 	if skipped == 0 {
 		t.Errorf("the signatures skipped none of %d lookups of words", terms)
+	}
+	if titleSkipped < titleTerms*3/4 {
+		t.Errorf("the titles' signatures skipped %d of %d lookups of words of the abstract only, want most", titleSkipped, titleTerms)
 	}
 }
