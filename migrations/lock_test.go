@@ -2,10 +2,12 @@ package migrations_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -37,9 +39,11 @@ func emptyDB(t *testing.T) (string, *pgxpool.Pool, *goose.Provider) {
 // of the release being upgraded) waits for it at most a moment, is rolled
 // back whole and tried again until it gets the lock: Up succeeds once the
 // request ends, and the request, which takes another lock after the
-// migration began waiting (as the deadlock with migration 35 did: the
-// migration held digest_schedules and waited for follows; the request
-// held follows and wanted digest_schedules), is not ended by a deadlock.
+// migration began waiting (as the deadlock with migration 35's first form
+// did: the migration held digest_schedules and waited for follows; the
+// request held follows and wanted digest_schedules), is not ended by a
+// deadlock. Now that each migration alters one table, 00035 commits
+// digest_schedules and 00039 waits for follows alone.
 func TestUpRetriesAMigrationThatWaitsForALock(t *testing.T) {
 	ctx := context.Background()
 	_, pool, prov := emptyDB(t)
@@ -60,7 +64,7 @@ func TestUpRetriesAMigrationThatWaitsForALock(t *testing.T) {
 		_, err := migrations.Up(ctx, pool, nil)
 		done <- err
 	}()
-	time.Sleep(500 * time.Millisecond) // the migration has altered digest_schedules and waits for follows
+	time.Sleep(500 * time.Millisecond) // 00035 altered digest_schedules; 00039 waits for follows
 	if _, err := tx.Exec(ctx, `SELECT count(*) FROM digest_schedules`); err != nil {
 		t.Fatalf("the request, after the migration began: %v", err)
 	}
@@ -76,5 +80,49 @@ func TestUpRetriesAMigrationThatWaitsForALock(t *testing.T) {
 	}
 	if err := migrations.Check(ctx, pool); err != nil {
 		t.Error(err)
+	}
+}
+
+// The migrations that 00035's first form held in one transaction (00037
+// to 00040) run again on a database that ran that form whole, as an
+// unreleased database may have: each ends in the same schema. The kinds'
+// check, added NOT VALID and then validated, ends validated and refuses a
+// kind it does not list.
+func TestSplitMigrationsRunAgain(t *testing.T) {
+	ctx := context.Background()
+	_, pool, prov := emptyDB(t)
+	if _, err := prov.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `DELETE FROM goose_db_version WHERE version_id BETWEEN 37 AND 40`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrations.Up(ctx, pool, nil); err != nil {
+		t.Fatalf("the split migrations again: %v", err)
+	}
+	if err := migrations.Check(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	var valid bool
+	if err := pool.QueryRow(ctx, `SELECT convalidated FROM pg_constraint WHERE conname = 'digests_kind_check'`).Scan(&valid); err != nil || !valid {
+		t.Fatalf("digests_kind_check validated: %v, %v", valid, err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE indexname = 'digest_schedules_pause_end_idx'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the pause's index: %d, %v", n, err)
+	}
+	var user int64
+	if err := pool.QueryRow(ctx, `INSERT INTO users (sub) VALUES ('split-migrations') RETURNING id`).Scan(&user); err != nil {
+		t.Fatal(err)
+	}
+	for kind, want := range map[string]bool{"catchup": true, "daily": true, "hourly": false} {
+		_, err := pool.Exec(ctx, `INSERT INTO digests (user_id, period, from_seq, to_seq, kind) VALUES ($1, $2, 0, 0, $2)`, user, kind)
+		var pg *pgconn.PgError
+		switch {
+		case want && err != nil:
+			t.Errorf("kind %q: %v", kind, err)
+		case !want && !(errors.As(err, &pg) && pg.Code == "23514"):
+			t.Errorf("kind %q: %v, want the check's refusal", kind, err)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math/rand/v2"
 	"sort"
 	"time"
 
@@ -90,6 +91,7 @@ func Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (*Result, 
 		return nil, err
 	}
 	defer closeProv()
+	began := time.Now()
 	for attempt := 1; ; attempt++ {
 		applied, err := prov.Up(ctx)
 		var partial *goose.PartialError
@@ -103,14 +105,17 @@ func Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (*Result, 
 		if err == nil {
 			break
 		}
-		if !lockConflict(err) || attempt == lockAttempts {
+		if !lockConflict(err) {
 			return nil, fmt.Errorf("applying app migrations: %w", err)
+		}
+		if time.Since(began) >= lockBudget {
+			return nil, fmt.Errorf("applying app migrations: a migration found its table busy for %s (%d attempts of %s each): %w", lockBudget, attempt, lockTimeout, err)
 		}
 		logger.Info("migration waited too long for a lock; trying it again", "attempt", attempt, "error", err.Error())
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(time.Duration(min(attempt, 5)) * 200 * time.Millisecond):
+		case <-time.After(lockPause(attempt)):
 		}
 	}
 
@@ -133,12 +138,24 @@ func Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (*Result, 
 }
 
 // How long an app migration waits for a lock before it is rolled back and
-// tried again (below deadlock_timeout's default of 1 s, with room for a
-// migration's waits on several tables), and how many times.
+// tried again (below deadlock_timeout's default of 1 s: a migration alters
+// one table the previous release uses, see 00035, but may wait on a few
+// locks of it), and for how long in all migrate keeps trying before it
+// gives up. The budget is time, not a count of attempts: under a rolling
+// upgrade's full load (RELIABILITY.md's rolling-upgrade) a table may stay
+// busy for a minute, and 60 attempts (some 70 s) once ran out.
 const (
-	lockTimeout  = 150 * time.Millisecond
-	lockAttempts = 60
+	lockTimeout = 150 * time.Millisecond
+	lockBudget  = 10 * time.Minute
 )
+
+// lockPause is the pause before attempt+1: growing from 200 ms to a
+// second, with up to half of it again at random, so that a retry does not
+// meet the same request in the same phase each time.
+func lockPause(attempt int) time.Duration {
+	d := time.Duration(min(attempt, 5)) * 200 * time.Millisecond
+	return d + rand.N(d/2+1)
+}
 
 // lockConflict reports whether err is a migration that gave up on a lock
 // (lock_timeout) or lost a deadlock: rolled back, to be tried again.

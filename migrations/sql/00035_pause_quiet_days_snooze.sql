@@ -22,6 +22,18 @@
 -- nothing by digest, alert or push; feeds keep it.
 --
 -- Expand only: the previous release neither reads nor writes them.
+--
+-- One table per migration: this one alters digest_schedules, 00037 the
+-- digests' kinds, 00038 channels, 00039 follows, 00040 makes the pause's
+-- index. A rolling upgrade migrates while the previous release serves,
+-- and each migration waits for its table's lock at most lock_timeout
+-- (migrations.lockTimeout) before it is rolled back and tried again: as
+-- one transaction over the four tables (how this migration was first
+-- written) it had to find all four free at once, holding the first while
+-- it waited for the next, and under the soak's full load it gave up after
+-- 59 attempts. Written before any release, the four later ones are safe
+-- to run on a database that ran this one whole (IF NOT EXISTS; the kinds'
+-- check made again).
 
 -- +goose Up
 ALTER TABLE digest_schedules
@@ -30,25 +42,7 @@ ALTER TABLE digest_schedules
     ADD COLUMN pause_starts_at timestamptz,
     ADD COLUMN pause_ends_at timestamptz,
     ADD COLUMN weekdays smallint NOT NULL DEFAULT 127 CHECK (weekdays BETWEEN 1 AND 127);
-CREATE INDEX digest_schedules_pause_end_idx ON digest_schedules (pause_ends_at) WHERE pause_ends_at IS NOT NULL;
-
-ALTER TABLE digests DROP CONSTRAINT digests_kind_check;
-ALTER TABLE digests ADD CONSTRAINT digests_kind_check
-    CHECK (kind IN ('daily', 'weekly', 'instant', 'manual', 'catchup'));
-
-ALTER TABLE channels ADD COLUMN pause_catch_up boolean NOT NULL DEFAULT true;
-
-ALTER TABLE follows
-    ADD COLUMN snoozed_until date,
-    ADD COLUMN snooze_ends_at timestamptz;
 
 -- +goose Down
-ALTER TABLE follows DROP COLUMN snooze_ends_at, DROP COLUMN snoozed_until;
-ALTER TABLE channels DROP COLUMN pause_catch_up;
-DELETE FROM digests WHERE kind = 'catchup';
-ALTER TABLE digests DROP CONSTRAINT digests_kind_check;
-ALTER TABLE digests ADD CONSTRAINT digests_kind_check
-    CHECK (kind IN ('daily', 'weekly', 'instant', 'manual'));
-DROP INDEX digest_schedules_pause_end_idx;
 ALTER TABLE digest_schedules DROP COLUMN weekdays, DROP COLUMN pause_ends_at, DROP COLUMN pause_starts_at,
     DROP COLUMN pause_until, DROP COLUMN pause_from;
