@@ -83,9 +83,10 @@ func TestUpRetriesAMigrationThatWaitsForALock(t *testing.T) {
 	}
 }
 
-// The migrations that 00035's first form held in one transaction (00037
-// to 00040) run again on a database that ran that form whole, as an
-// unreleased database may have: each ends in the same schema. The kinds'
+// The migrations that 00035's and 00030's first forms held in one
+// transaction (00037 to 00041) run again on a database that ran those
+// forms whole, as an unreleased database may have: each ends in the same
+// schema. The kinds'
 // check, added NOT VALID and then validated, ends validated and refuses a
 // kind it does not list.
 func TestSplitMigrationsRunAgain(t *testing.T) {
@@ -94,7 +95,7 @@ func TestSplitMigrationsRunAgain(t *testing.T) {
 	if _, err := prov.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, `DELETE FROM goose_db_version WHERE version_id BETWEEN 37 AND 40`); err != nil {
+	if _, err := pool.Exec(ctx, `DELETE FROM goose_db_version WHERE version_id BETWEEN 37 AND 41`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := migrations.Up(ctx, pool, nil); err != nil {
@@ -107,9 +108,11 @@ func TestSplitMigrationsRunAgain(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT convalidated FROM pg_constraint WHERE conname = 'digests_kind_check'`).Scan(&valid); err != nil || !valid {
 		t.Fatalf("digests_kind_check validated: %v, %v", valid, err)
 	}
-	var n int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE indexname = 'digest_schedules_pause_end_idx'`).Scan(&n); err != nil || n != 1 {
-		t.Fatalf("the pause's index: %d, %v", n, err)
+	for _, idx := range []string{"digest_schedules_pause_end_idx", "digests_instant_day_idx"} {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE indexname = $1`, idx).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("index %s: %d, %v", idx, n, err)
+		}
 	}
 	var user int64
 	if err := pool.QueryRow(ctx, `INSERT INTO users (sub) VALUES ('split-migrations') RETURNING id`).Scan(&user); err != nil {

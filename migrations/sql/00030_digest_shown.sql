@@ -8,13 +8,12 @@
 -- their papers. Expand only: the previous release neither reads nor
 -- writes it.
 --
--- digests_instant_day_idx: a user's instant alerts by creation time, for
--- that count (one range of one user's rows, however long their ledger).
+-- The index of that count, digests_instant_day_idx, is 00041's: built
+-- here, in the transaction that altered the table, it held the lock that
+-- stops every read of the ledger for as long as it scanned the ledger.
 
 -- +goose Up
 ALTER TABLE digests ADD COLUMN shown int;
-CREATE INDEX digests_instant_day_idx ON digests (user_id, created_at) WHERE kind = 'instant';
 
 -- +goose Down
-DROP INDEX digests_instant_day_idx;
 ALTER TABLE digests DROP COLUMN shown;
