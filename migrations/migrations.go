@@ -73,8 +73,10 @@ func Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (*Result, 
 	// that request waited on the first, deadlocked with it: PostgreSQL
 	// then ends one of the two (a failed request, or the migrate). Given
 	// up on in time, the migration's transaction is rolled back whole
-	// (every app migration runs in one) before any request's deadlock
-	// check, and it is tried again.
+	// before any request's deadlock check, and it is tried again. (A
+	// migration marked NO TRANSACTION, 00037, commits statement by
+	// statement: each of its statements is safe to run again, so it too
+	// is simply tried again from its first.)
 	gcfg := pool.Config().Copy()
 	gcfg.MaxConns = 2
 	gcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
@@ -102,6 +104,9 @@ func Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (*Result, 
 			res.AppApplied = append(res.AppApplied, r.Source.Version)
 			logger.Info("applied migration", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
 		}
+		if len(applied) > 0 {
+			began = time.Now() // the budget is for the migration that waits, not the work before it
+		}
 		if err == nil {
 			break
 		}
@@ -109,7 +114,7 @@ func Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (*Result, 
 			return nil, fmt.Errorf("applying app migrations: %w", err)
 		}
 		if time.Since(began) >= lockBudget {
-			return nil, fmt.Errorf("applying app migrations: a migration found its table busy for %s (%d attempts of %s each): %w", lockBudget, attempt, lockTimeout, err)
+			return nil, fmt.Errorf("applying app migrations: a migration found its table busy for %s (%d attempts of %s each in all): %w", lockBudget, attempt, lockTimeout, err)
 		}
 		logger.Info("migration waited too long for a lock; trying it again", "attempt", attempt, "error", err.Error())
 		select {
@@ -140,8 +145,9 @@ func Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (*Result, 
 // How long an app migration waits for a lock before it is rolled back and
 // tried again (below deadlock_timeout's default of 1 s: a migration alters
 // one table the previous release uses, see 00035, but may wait on a few
-// locks of it), and for how long in all migrate keeps trying before it
-// gives up. The budget is time, not a count of attempts: under a rolling
+// locks of it), and for how long migrate keeps trying one migration
+// before it gives up (the clock starts again when a migration is
+// applied). The budget is time, not a count of attempts: under a rolling
 // upgrade's full load (RELIABILITY.md's rolling-upgrade) a table may stay
 // busy for a minute, and 60 attempts (some 70 s) once ran out.
 const (

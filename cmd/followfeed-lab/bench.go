@@ -30,7 +30,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	buildOnly := fs.Bool("build-only", false, "build the selected scales' missing datasets and measure nothing (no report)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark process to this file")
 	memprofile := fs.String("memprofile", "", "write an allocation profile of the benchmark process to this file at the end")
-	skip := fs.String("skip", "", "comma-separated parts to leave out while iterating: digests (with the controls'), controls (digests with read papers and mutes), feeds (with the ranking's), ranking, inbox (the inbox page), searches, fediverse")
+	skip := fs.String("skip", "", "comma-separated parts to leave out while iterating: digests (with the controls' and best first's), best (best-first digests and their cold start, which also trains the sampled users' first models), controls (digests with read papers and mutes), feeds (with the ranking's), ranking, inbox (the inbox page), searches, fediverse")
 	searches := fs.String("searches", "", "comma-separated numbers of queries to match the batch against (default 0,10000,30000,100000); measured at the smallest selected scale only")
 	product := productFlag(fs)
 	if err := parseFlags(fs, args); err != nil {

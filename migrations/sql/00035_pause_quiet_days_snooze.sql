@@ -31,7 +31,7 @@
 -- one transaction over the four tables (how this migration was first
 -- written) it had to find all four free at once, holding the first while
 -- it waited for the next, and under the soak's full load it gave up after
--- 59 attempts. Written before any release, the four later ones are safe
+-- 60 attempts. Written before any release, the four later ones are safe
 -- to run on a database that ran this one whole (IF NOT EXISTS; the kinds'
 -- check made again).
 
