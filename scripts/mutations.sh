@@ -61,12 +61,14 @@ mutation mutes-one-id-of-the-person match match/mutes.go $'\t\t\t\tr.keys[person
 mutation mutes-totals-count-muted match match/mutes.go 'r.Total = max(r.Total-dropped, n)' 'r.Total = max(r.Total, n)'
 mutation mutes-feed-left-short match match/mutes.go $'\treturn dropped > 0\n' $'\treturn false\n'
 mutation mutes-window-selected-twice match match/mutes.go 'if m != nil && bounded(q) && m.users[q.UserID] {' 'if false {'
-mutation mutes-stale-view match match/muteviews.go $'\t\tif v.version == version {\n\t\t\treturn v\n\t\t}\n\t\treturn nil\n' $'\t\treturn v\n'
+mutation mutes-stale-view match match/muteviews.go 'if v, ok := c.c.get(id); ok && v.version == version {' 'if v, ok := c.c.get(id); ok {'
+mutation mutes-compiled-again match match/mutes.go $'\tcompiledMutes.put(key, q)\n' ''
 mutation mutes-key-bits-skip match match/mutes.go 'um.keyBits.add(h)' 'um.keyBits.add(h + 1)'
 mutation mutes-key-hash-skip match match/mutes.go 'for _, kr := range um.byKey[c.keyHashes[i]] {' 'for _, kr := range um.byKey[c.keyHashes[i]+1] {'
 # A search's word ids kept per vocab, and the documents' signatures (search/doc.go).
 mutation search-ids-other-vocab search search/doc.go 'if r := n.resolved.Load(); r != nil && r.v == d.vocab {' 'if r := n.resolved.Load(); r != nil {'
 mutation search-signature-misses-abstract search search/doc.go 'for _, f := range []*field{&d.title, &d.abstract, &d.authors} {' 'for _, f := range []*field{&d.title, &d.authors} {'
+mutation search-title-signature-misses search search/doc.go 'd.titleSig[(id>>6)&1] |= 1 << (id & 63)' 'd.titleSig[(id>>6)&1] |= 1 << ((id + 1) & 63)'
 
 # Read state, the pause and snooze (issue #27): each delivery rule in its owner.
 mutation unread-keeps-marked match match/controls.go "return \`NOT (q.unread AND \` + inboxsql.Marked(\"q.user_id\", paper) + \`)\`" "return \`true\`"
@@ -76,6 +78,8 @@ mutation unread-window-any-query match match/window.go $'\t\tif q.Unread {\n\t\t
 mutation pause-never-ends notify notify/pause.go 'AND (d.pause_ends_at IS NULL OR d.pause_ends_at > ` + at + `), false)`' 'AND true, false)`'
 mutation snooze-ignored match match/snooze.go 'if f := &follows[q.UserID][j].Follow; f.Snoozed(q.At) {' 'if f := &follows[q.UserID][j].Follow; false && f.Snoozed(q.At) {'
 
+# A migration that meets a busy table is tried again (migrations/migrations.go).
+mutation migrate-gives-up-at-once migrations migrations/migrations.go $'\t\tif !lockConflict(err) {\n' $'\t\tif true {\n'
 # The fediverse's key rotation, 401s, digests and inbox checks (issue #29), and its settings.
 mutation ap-key-active-at-once fediverse fediverse/service.go 'active := now.Add(KeyActivationDelay)' 'active := now'
 mutation ap-key-cached-past-activation fediverse fediverse/service.go 'if next != nil && next.Before(s.keyUntil) {' 'if false && next != nil {'
