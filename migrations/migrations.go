@@ -114,7 +114,7 @@ func Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (*Result, 
 			return nil, fmt.Errorf("applying app migrations: %w", err)
 		}
 		if time.Since(began) >= lockBudget {
-			return nil, fmt.Errorf("applying app migrations: a migration found its table busy for %s (%d attempts of %s each in all): %w", lockBudget, attempt, lockTimeout, err)
+			return nil, fmt.Errorf("applying app migrations: a migration found a table busy for %s (each attempt waits %s for a lock; %d attempts in all): %w", lockBudget, lockTimeout, attempt, err)
 		}
 		logger.Info("migration waited too long for a lock; trying it again", "attempt", attempt, "error", err.Error())
 		select {
