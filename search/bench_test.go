@@ -18,10 +18,7 @@ func BenchmarkNewDoc(b *testing.B) {
 // keeps it.
 func BenchmarkMatchSet(b *testing.B) {
 	ps := loadPapers(b)
-	var docs []*Doc
-	for _, p := range ps {
-		docs = append(docs, docOf(p))
-	}
+	docs := docsOf(ps)
 	s := NewSet(drawQueries(b, ps))
 	b.ResetTimer()
 	for range b.N {
@@ -34,10 +31,7 @@ func BenchmarkMatchSet(b *testing.B) {
 // candidates.
 func BenchmarkQueryMatch(b *testing.B) {
 	ps := loadPapers(b)
-	var docs []*Doc
-	for _, p := range ps {
-		docs = append(docs, docOf(p))
-	}
+	docs := docsOf(ps)
 	qs := drawQueries(b, ps)
 	b.ResetTimer()
 	for range b.N {

@@ -313,6 +313,15 @@ func loadPapers(t testing.TB) []fixturePaper {
 	)
 }
 
+// docsOf returns the Docs of ps, in order (docOf).
+func docsOf(ps []fixturePaper) []*Doc {
+	docs := make([]*Doc, 0, len(ps))
+	for _, p := range ps {
+		docs = append(docs, docOf(p))
+	}
+	return docs
+}
+
 func docOf(p fixturePaper) *Doc {
 	var keys []string
 	for _, c := range p.Categories {
@@ -488,10 +497,7 @@ func TestAndNotMatches(t *testing.T) {
 // words, MatchBatch finds a paper exactly when Match on its text does.
 func TestMatchBatchProperty(t *testing.T) {
 	ps := loadPapers(t)
-	var docs []*Doc
-	for _, p := range ps {
-		docs = append(docs, docOf(p))
-	}
+	docs := docsOf(ps)
 	checkMatchBatch(t, ps, docs, drawQueries(t, ps))
 }
 

@@ -119,10 +119,7 @@ func TestLongLivedStructuresArePointerPoor(t *testing.T) {
 // and both give Match's.
 func TestSetBuiltFromSets(t *testing.T) {
 	ps := loadPapers(t)
-	var docs []*Doc
-	for _, p := range ps {
-		docs = append(docs, docOf(p))
-	}
+	docs := docsOf(ps)
 	qs := drawQueries(t, ps)
 	half := NewSet(qs[:len(qs)/2])
 	order := rand.New(rand.NewPCG(5, 6)).Perm(len(qs))
