@@ -46,10 +46,3 @@ func (c *genCache[K, V]) putLocked(k K, v V) {
 	}
 	c.cur[k] = v
 }
-
-// len is the number of values kept.
-func (c *genCache[K, V]) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.cur) + len(c.prev)
-}

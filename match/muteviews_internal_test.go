@@ -35,7 +35,7 @@ func TestViewsKeepTwoGenerations(t *testing.T) {
 	if c.get(1, 7) == nil && c.get(4, 1) == nil {
 		t.Error("the newest views are gone")
 	}
-	if n := c.c.len(); n > 2*c.c.max {
+	if n := len(c.c.cur) + len(c.c.prev); n > 2*c.c.max {
 		t.Errorf("%d views kept, more than two generations of %d", n, c.c.max)
 	}
 }

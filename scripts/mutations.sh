@@ -68,7 +68,7 @@ mutation mutes-key-hash-skip match match/mutes.go 'for _, kr := range um.byKey[c
 # A search's word ids kept per vocab, and the documents' signatures (search/doc.go).
 mutation search-ids-other-vocab search search/doc.go 'if r := n.resolved.Load(); r != nil && r.v == d.vocab {' 'if r := n.resolved.Load(); r != nil {'
 mutation search-signature-misses-abstract search search/doc.go 'for _, f := range []*field{&d.title, &d.abstract, &d.authors} {' 'for _, f := range []*field{&d.title, &d.authors} {'
-mutation search-title-signature-misses search search/doc.go 'd.titleSig[(id>>6)&1] |= 1 << (id & 63)' 'd.titleSig[(id>>6)&1] |= 1 << ((id + 1) & 63)'
+mutation search-title-signature-misses search search/doc.go 'setBits(d.titleSig[:], d.title.ids)' 'setBits(d.titleSig[:], d.authors.ids)'
 
 # Read state, the pause and snooze (issue #27): each delivery rule in its owner.
 mutation unread-keeps-marked match match/controls.go "return \`NOT (q.unread AND \` + inboxsql.Marked(\"q.user_id\", paper) + \`)\`" "return \`true\`"

@@ -25,30 +25,32 @@ type Doc struct {
 // sign sets d.sig and d.titleSig from its fields.
 func (d *Doc) sign() {
 	for _, f := range []*field{&d.title, &d.abstract, &d.authors} {
-		for _, id := range f.ids {
-			d.sig[(id>>6)&7] |= 1 << (id & 63)
-		}
+		setBits(d.sig[:], f.ids)
 	}
-	for _, id := range d.title.ids {
-		d.titleSig[(id>>6)&1] |= 1 << (id & 63)
-	}
-}
-
-// titleMayHave is mayHave for d's title alone.
-func (d *Doc) titleMayHave(ids []uint32) bool {
-	for _, id := range ids {
-		if d.titleSig[(id>>6)&1]&(1<<(id&63)) == 0 {
-			return false
-		}
-	}
-	return true
+	setBits(d.titleSig[:], d.title.ids)
 }
 
 // mayHave reports whether every word of ids may be in d (false: one is
 // surely not; true: each is, or shares its bit with one that is).
-func (d *Doc) mayHave(ids []uint32) bool {
+func (d *Doc) mayHave(ids []uint32) bool { return hasBits(d.sig[:], ids) }
+
+// titleMayHave is mayHave for d's title alone.
+func (d *Doc) titleMayHave(ids []uint32) bool { return hasBits(d.titleSig[:], ids) }
+
+// setBits sets in sig, whose length is a power of two, the bit of each id
+// (id modulo 64×len(sig)).
+func setBits(sig []uint64, ids []uint32) {
+	mask := uint32(len(sig) - 1)
 	for _, id := range ids {
-		if d.sig[(id>>6)&7]&(1<<(id&63)) == 0 {
+		sig[(id>>6)&mask] |= 1 << (id & 63)
+	}
+}
+
+// hasBits reports whether sig has the bit of every id (setBits).
+func hasBits(sig []uint64, ids []uint32) bool {
+	mask := uint32(len(sig) - 1)
+	for _, id := range ids {
+		if sig[(id>>6)&mask]&(1<<(id&63)) == 0 {
 			return false
 		}
 	}
