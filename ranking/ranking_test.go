@@ -2,6 +2,7 @@ package ranking_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"followfeed/match"
 	"followfeed/paper"
 	"followfeed/ranking"
+	"followfeed/relevance"
 	"followfeed/worker"
 
 	"github.com/jackc/pgx/v5"
@@ -485,6 +487,27 @@ func TestOrderSortsAnyIDsByTheirScores(t *testing.T) {
 			}
 		}
 	}
+	// Why says of each paper what a batch of that paper alone says (its
+	// words are the ones Rank found for it, not another's).
+	words := 0
+	for _, id := range ids {
+		one, err := e.rank.Rank(e.ctx, map[int64][]int64{uid: {id}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := b.Why(uid, id), one.Why(uid, id)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("paper %d: Why %v in the batch, %v alone", id, got, want)
+		}
+		for _, r := range got {
+			if r.Kind == relevance.ReasonWords {
+				words++
+			}
+		}
+	}
+	if words == 0 {
+		t.Error("no words reason: Why's words are not tested")
+	}
 	given := slices.Clone(ids)
 	b.Order(uid, ids) // the slice Rank was given
 	sorted("the ids ranked", ids)
@@ -496,11 +519,20 @@ func TestOrderSortsAnyIDsByTheirScores(t *testing.T) {
 			t.Errorf("paper %d scores %v after Order, %v before", id, got, s)
 		}
 	}
-	other := append(slices.Clone(given), 1<<40) // not ranked: 0
+	other := append(slices.Clone(given), 1<<40, 1<<40+1, 1<<40+2) // not ranked: 0, ties
 	slices.Reverse(other)
+	in := slices.Clone(other)
 	b.Order(uid, other)
 	sorted("other ids", other)
-	if !slices.ContainsFunc(other, func(id int64) bool { return id == 1<<40 }) || len(other) != len(given)+1 {
-		t.Errorf("Order lost or added ids: %v", other)
+	for _, id := range []int64{1 << 40, 1<<40 + 1, 1<<40 + 2} {
+		if !slices.Contains(other, id) || len(other) != len(given)+3 {
+			t.Errorf("Order lost or added ids: %v", other)
+		}
+	}
+	// Ties keep the order given: the unranked ids came last first.
+	for i := 1; i < len(other); i++ {
+		if b.Score(uid, other[i]) == b.Score(uid, other[i-1]) && slices.Index(in, other[i]) < slices.Index(in, other[i-1]) {
+			t.Errorf("tied papers %d and %d out of the order given (%v): %v", other[i-1], other[i], in, other)
+		}
 	}
 }

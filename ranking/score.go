@@ -103,7 +103,12 @@ func (s *Service) RankPapers(ctx context.Context, userID int64, papers []match.P
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(sc[y], sc[x]) })
+	slices.SortFunc(order, func(x, y int) int {
+		if c := cmp.Compare(sc[y], sc[x]); c != 0 {
+			return c
+		}
+		return cmp.Compare(x, y) // stably
+	})
 	sorted := make([]match.Paper, len(papers))
 	for i, j := range order {
 		sorted[i] = papers[j]
@@ -122,21 +127,31 @@ func (b *Batch) Order(userID int64, ids []int64) {
 	us := b.scores[userID]
 	// Each score read once, not twice per comparison; ids are usually the
 	// ones ranked, in the same order (a digest's candidates), whose
-	// scores are us.sc as they are.
+	// scores are us.sc as they are. Sorted unstably with the index as
+	// the tie-break, which is the stable order at less than half a
+	// stable sort's cost (250 distinct scores: 8 µs against 18-28 µs;
+	// the stable sort was 5% of a best-first digest's extra cost in make
+	// bench's profile).
 	type scored struct {
 		s  float32
+		at int32
 		id int64
 	}
 	same := slices.Equal(ids, us.ids)
 	xs := make([]scored, len(ids))
 	for i, id := range ids {
 		if same {
-			xs[i] = scored{us.sc[i], id}
+			xs[i] = scored{us.sc[i], int32(i), id}
 		} else {
-			xs[i] = scored{us.of(id), id}
+			xs[i] = scored{us.of(id), int32(i), id}
 		}
 	}
-	slices.SortStableFunc(xs, func(x, y scored) int { return cmp.Compare(y.s, x.s) })
+	slices.SortFunc(xs, func(x, y scored) int {
+		if c := cmp.Compare(y.s, x.s); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.at, y.at)
+	})
 	for i := range xs {
 		ids[i] = xs[i].id
 	}
