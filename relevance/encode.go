@@ -102,19 +102,7 @@ func (m *Model) UnmarshalBinary(data []byte) error {
 	n.bias, n.scale, n.likeThreshold = d.float(), d.float(), d.float()
 	n.moreLift, n.lessPenalty, n.feedbackLike = d.float(), d.float(), d.float()
 	nf := d.count(maxModelFeatures)
-	n.feats = make([]uint32, 0, nf)
-	n.q = make([]int16, 0, nf)
-	var prev uint32
-	for i := 0; i < nf && d.err == nil; i++ {
-		delta := d.uvarint()
-		if delta == 0 && i > 0 || delta > math.MaxUint32-uint64(prev) || i == 0 && delta == 0 {
-			d.fail("features out of order")
-			break
-		}
-		prev += uint32(delta)
-		n.feats = append(n.feats, prev)
-		n.q = append(n.q, int16(d.uint16()))
-	}
+	n.feats, n.q = d.features(nf)
 	n.kinds = make([]kind, len(n.feats))
 	n.of = make([]uint16, len(n.feats))
 	ns := d.count(len(n.feats))
@@ -186,6 +174,37 @@ func (d *decoder) fail(msg string) {
 		d.err = errors.New(msg)
 	}
 	d.b = nil
+}
+
+// features reads n features and their weights (delta-coded hashes, each
+// followed by its 16-bit weight), in one loop over the bytes without the
+// per-field checks of uvarint and uint16: a digest batch decodes 50
+// models of some 2,000 features each, and those calls were two thirds of
+// the decoding in make bench's profile.
+func (d *decoder) features(n int) ([]uint32, []int16) {
+	feats, q := make([]uint32, 0, n), make([]int16, 0, n)
+	if d.err != nil {
+		return feats, q
+	}
+	b := d.b
+	var prev uint32
+	for range n {
+		delta, k := binary.Uvarint(b)
+		if k <= 0 || len(b) < k+2 {
+			d.fail("truncated")
+			return feats, q
+		}
+		if delta == 0 || delta > math.MaxUint32-uint64(prev) {
+			d.fail("features out of order")
+			return feats, q
+		}
+		prev += uint32(delta)
+		feats = append(feats, prev)
+		q = append(q, int16(binary.LittleEndian.Uint16(b[k:])))
+		b = b[k+2:]
+	}
+	d.b = b
+	return feats, q
 }
 
 func (d *decoder) uvarint() uint64 {

@@ -885,3 +885,20 @@ func BenchmarkExplain64Likes(b *testing.B) {
 		_ = m.Explain(bgV[i%len(bgV)])
 	}
 }
+
+// BenchmarkUnmarshal decodes a stored model (a digest batch decodes one
+// per user of the batch).
+func BenchmarkUnmarshal(b *testing.B) {
+	m, _, _ := trained(b)
+	enc, _ := m.MarshalBinary()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(enc)))
+	b.ResetTimer()
+	for range b.N {
+		var d Model
+		if err := d.UnmarshalBinary(enc); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(m.Len()), "features/model")
+}
