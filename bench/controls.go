@@ -323,25 +323,26 @@ func (p *ControlPlan) Only(mutes bool) *ControlPlan {
 	return &c
 }
 
-// ControlRuns are the runs of the digests with controls, each sorted by
-// rate: with the whole plan (Both), its read states only (Read) and its
+// ControlRuns are the runs of the digests with controls, in the rounds'
+// order: with the whole plan (Both), its read states only (Read) and its
 // mutes only (Mutes).
 type ControlRuns struct {
 	Both, Read, Mutes []DigestRun
 }
 
-// controlsFigure is the digests-with-controls figure: the median of
-// c.Both against plain's (sorted, the newest-first runs of the same users
-// and windows), ≥ 90% of it to pass, and its paragraph, which gives the
-// medians of c.Read and c.Mutes too.
+// controlsFigure is the digests-with-controls figure: c.Both's runs
+// against plain's (the newest-first runs of the same users, windows and
+// rounds, both in the rounds' order), paired by round (Paired), whose
+// median ratio must be ≥ 90% to pass, and its paragraph, which gives
+// c.Read's and c.Mutes' too.
 func controlsFigure(plain []DigestRun, c ControlRuns, plan *ControlPlan, users int) (Figure, string) {
-	controlled := c.Both
-	med, cmed := plain[len(plain)/2], controlled[len(controlled)/2]
-	share := cmed.Rate / max(med.Rate, 1)
+	controlled := byRate(c.Both)
+	med, cmed := median(plain), median(c.Both)
+	paired := pairRuns(plain, c.Both)
 	_, self, pg := cmed.PerDigest()
 	f := Figure{Key: "digests-controls", Name: fmt.Sprintf("digests with %d mutes and %d read papers per user (newest first)", ControlMutes, ControlRead), Target: "≥ 90% of the rate without",
-		Result: fmt.Sprintf("%.0f / s, %.0f%% of %.0f / s without (median of %d: %.0f–%.0f)", cmed.Rate, 100*share, med.Rate, len(controlled), controlled[0].Rate, controlled[len(controlled)-1].Rate),
-		Value:  cmed.Rate, Pass: share >= 0.9}
+		Result: fmt.Sprintf("%.0f / s, %s of the rate without (%.0f / s; rates, median of %d: %.0f–%.0f)", cmed.Rate, paired, med.Rate, len(controlled), controlled[0].Rate, controlled[len(controlled)-1].Rate),
+		Value:  cmed.Rate, Pass: paired.Share >= 0.9}
 	detail := fmt.Sprintf("Digests with the user's controls: the same %d users and windows as the newest-first digests, measured in turn with them; before each run (untimed) %d of the users "+
 		"get up to %d papers each marked read and done in turn (`inbox.PutStates`, %d states in all): every %s of the newest %d papers their window matches (%d states, papers "+
 		"the digest must leave out) and the rest the newest papers their feed matches outside the window (papers read before); and up to %d mutes each (`mute.PutMany`, parsed by `mute.Parse`; "+
@@ -352,19 +353,20 @@ func controlsFigure(plain []DigestRun, c ControlRuns, plan *ControlPlan, users i
 		"Which control costs what, measured in turn with the others too (median of %d each): the read papers alone %s, the mutes alone %s.",
 		users, plan.Users, ControlRead, len(plan.Marks), ordinal(controlWindowEvery), windowCandidates, plan.InWindow,
 		ControlMutes, len(plan.Mutes), muteSource, plan.Kinds[mute.Researcher], plan.Kinds[mute.Query], plan.Kinds[mute.Category],
-		cmed.PapersEach(), med.PapersEach(), msPrecise(self), msPrecise(pg), len(c.Read), alone(c.Read, med), alone(c.Mutes, med))
+		cmed.PapersEach(), med.PapersEach(), msPrecise(self), msPrecise(pg), len(c.Read), alone(plain, c.Read), alone(plain, c.Mutes))
 	return f, detail
 }
 
-// alone describes the median of runs (sorted) against plain's median
-// run: its rate, its share and its CPU per digest.
-func alone(runs []DigestRun, plain DigestRun) string {
+// alone describes runs against plain's (both in the rounds' order): the
+// median rate, its ratio paired by round, and the median run's CPU per
+// digest.
+func alone(plain, runs []DigestRun) string {
 	if len(runs) == 0 {
 		return "not measured"
 	}
-	m := runs[len(runs)/2]
+	m := median(runs)
 	_, self, pg := m.PerDigest()
-	return fmt.Sprintf("%.0f / s (%.0f%% of the rate without; per digest followfeed + SMTP sink %s, PostgreSQL %s)", m.Rate, 100*m.Rate/max(plain.Rate, 1), msPrecise(self), msPrecise(pg))
+	return fmt.Sprintf("%.0f / s (%.0f%% of the rate without, paired by round; per digest followfeed + SMTP sink %s, PostgreSQL %s)", m.Rate, 100*pairRuns(plain, runs).Share, msPrecise(self), msPrecise(pg))
 }
 
 // ordinal is "fourth" for 4 (the small numbers the paragraphs use).

@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"runtime/pprof"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -196,4 +198,55 @@ func (r DigestRun) PapersEach() float64 {
 // `go tool pprof -tagfocus digests=best` shows one kind of run alone.
 func profiled(ctx context.Context, name string) context.Context {
 	return pprof.WithLabels(ctx, pprof.Labels("digests", name))
+}
+
+// digestRounds is how many rounds the digest figures measure: each round
+// runs newest first, best first and the controls' runs in turn, so each
+// kind's run has a newest-first run beside it in time.
+const digestRounds = 5
+
+// byRate returns a copy of runs sorted by rate, slowest first.
+func byRate(runs []DigestRun) []DigestRun {
+	out := slices.Clone(runs)
+	slices.SortFunc(out, func(a, b DigestRun) int { return cmp.Compare(a.Rate, b.Rate) })
+	return out
+}
+
+// median is the median run of runs by rate (the upper one of an even
+// number).
+func median(runs []DigestRun) DigestRun { return byRate(runs)[len(runs)/2] }
+
+// Paired is how a kind of digest run compares with the newest-first runs
+// of the same rounds: Share the median over the rounds of its rate over
+// the newest-first run's of its round, Low and High the least and most
+// of those ratios. Pairing each run with the newest-first run measured
+// beside it, rather than dividing one median rate by the other, leaves
+// out what a shared machine does to both within a round: on this
+// workplace's 2-core machines a neighbour's burst has moved one run of
+// three by 3× (newest first at M 270–789 / s within one make bench), and
+// the ratio of the medians with it.
+type Paired struct {
+	Share, Low, High float64
+	Rounds           int
+}
+
+// pairRuns pairs runs[i] with plain[i] (the same round's), over the rounds
+// both have; the zero Paired when there are none.
+func pairRuns(plain, runs []DigestRun) Paired {
+	n := min(len(plain), len(runs))
+	if n == 0 {
+		return Paired{}
+	}
+	ratios := make([]float64, n)
+	for i := range n {
+		ratios[i] = runs[i].Rate / max(plain[i].Rate, 1)
+	}
+	slices.Sort(ratios)
+	return Paired{Share: ratios[n/2], Low: ratios[0], High: ratios[n-1], Rounds: n}
+}
+
+// String is p as "87% (the median of 5 rounds' ratios, each beside its
+// round's newest first: 74–95%)".
+func (p Paired) String() string {
+	return fmt.Sprintf("%.0f%% (the median of %d rounds' ratios, each run beside its round's newest first: %.0f–%.0f%%)", 100*p.Share, p.Rounds, 100*p.Low, 100*p.High)
 }
