@@ -78,6 +78,12 @@ mutation unread-window-any-query match match/window.go $'\t\tif q.Unread {\n\t\t
 mutation pause-never-ends notify notify/pause.go 'AND (d.pause_ends_at IS NULL OR d.pause_ends_at > ` + at + `), false)`' 'AND true, false)`'
 mutation snooze-ignored match match/snooze.go 'if f := &follows[q.UserID][j].Follow; f.Snoozed(q.At) {' 'if f := &follows[q.UserID][j].Follow; false && f.Snoozed(q.At) {'
 
+# Best first's order and its models' decoding (ranking/score.go, relevance/encode.go).
+mutation ranking-ties-reversed ranking ranking/score.go 'return cmp.Compare(x.at, y.at)' 'return cmp.Compare(y.at, x.at)'
+mutation relevance-zero-delta-decoded relevance relevance/encode.go 'if delta == 0 || delta > math.MaxUint32-uint64(prev) {' 'if delta > math.MaxUint32-uint64(prev) {'
+# The digest figures' share of newest first, paired by round (bench/digest.go).
+mutation bench-share-least-round bench bench/digest.go 'return Paired{Share: ratios[n/2],' 'return Paired{Share: ratios[0],'
+
 # A migration that meets a busy table is tried again (migrations/migrations.go).
 mutation migrate-gives-up-at-once migrations migrations/migrations.go $'\t\tif !lockConflict(err) {\n' $'\t\tif true {\n'
 # The fediverse's key rotation, 401s, digests and inbox checks (issue #29), and its settings.
