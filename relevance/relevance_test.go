@@ -439,6 +439,14 @@ func TestUnmarshalHostile(t *testing.T) {
 	if d.Score(vs[0]) != 0 || d.Explain(vs[0]) != nil {
 		t.Error("a failed decode changed the model")
 	}
+	// Features out of order: one repeated (a delta of 0), a first of 0.
+	for _, feats := range [][]uint32{{5, 5}, {0, 7}, {9, 3}} {
+		bad := &Model{scale: 1, feats: feats, q: []int16{1, 2}, kinds: make([]kind, 2), of: make([]uint16, 2)}
+		b, _ := bad.MarshalBinary()
+		if err := d.UnmarshalBinary(b); err == nil || !strings.Contains(err.Error(), "out of order") {
+			t.Errorf("features %v: %v, want out of order", feats, err)
+		}
+	}
 }
 
 func FuzzUnmarshalBinary(f *testing.F) {
