@@ -245,8 +245,8 @@ func pairRuns(plain, runs []DigestRun) Paired {
 	return Paired{Share: ratios[n/2], Low: ratios[0], High: ratios[n-1], Rounds: n}
 }
 
-// String is p as "87% (the median of 5 rounds' ratios, each beside its
-// round's newest first: 74–95%)".
+// String is p as "87% (the median of 5 rounds' ratios, each run beside
+// its round's newest first: 74–95%)".
 func (p Paired) String() string {
 	return fmt.Sprintf("%.0f%% (the median of %d rounds' ratios, each run beside its round's newest first: %.0f–%.0f%%)", 100*p.Share, p.Rounds, 100*p.Low, 100*p.High)
 }

@@ -250,13 +250,6 @@ func (d *decoder) byte() byte {
 	return 0
 }
 
-func (d *decoder) uint16() uint16 {
-	if s := d.take(2); s != nil {
-		return binary.LittleEndian.Uint16(s)
-	}
-	return 0
-}
-
 func (d *decoder) uint32() uint32 {
 	if s := d.take(4); s != nil {
 		return binary.LittleEndian.Uint32(s)
