@@ -336,12 +336,12 @@ type ControlRuns struct {
 // median ratio must be ≥ 90% to pass, and its paragraph, which gives
 // c.Read's and c.Mutes' too.
 func controlsFigure(plain []DigestRun, c ControlRuns, plan *ControlPlan, users int) (Figure, string) {
-	controlled := byRate(c.Both)
-	med, cmed := median(plain), median(c.Both)
+	med := median(plain)
+	cmed, lo, hi := rateSpread(c.Both)
 	paired := pairRuns(plain, c.Both)
 	_, self, pg := cmed.PerDigest()
 	f := Figure{Key: "digests-controls", Name: fmt.Sprintf("digests with %d mutes and %d read papers per user (newest first)", ControlMutes, ControlRead), Target: "≥ 90% of the rate without",
-		Result: fmt.Sprintf("%.0f / s, %s of the rate without (%.0f / s; rates, median of %d: %.0f–%.0f)", cmed.Rate, paired, med.Rate, len(controlled), controlled[0].Rate, controlled[len(controlled)-1].Rate),
+		Result: fmt.Sprintf("%.0f / s, %s of the rate without (%.0f / s; rates, median of %d: %.0f–%.0f)", cmed.Rate, paired, med.Rate, len(c.Both), lo, hi),
 		Value:  cmed.Rate, Pass: paired.Share >= 0.9}
 	detail := fmt.Sprintf("Digests with the user's controls: the same %d users and windows as the newest-first digests, measured in turn with them; before each run (untimed) %d of the users "+
 		"get up to %d papers each marked read and done in turn (`inbox.PutStates`, %d states in all): every %s of the newest %d papers their window matches (%d states, papers "+

@@ -212,9 +212,18 @@ func byRate(runs []DigestRun) []DigestRun {
 	return out
 }
 
-// median is the median run of runs by rate (the upper one of an even
-// number).
-func median(runs []DigestRun) DigestRun { return byRate(runs)[len(runs)/2] }
+// rateSpread returns the median run of runs by rate (the upper one of an
+// even number) and the least and most rate: what a figure reports.
+func rateSpread(runs []DigestRun) (med DigestRun, lo, hi float64) {
+	sorted := byRate(runs)
+	return sorted[len(sorted)/2], sorted[0].Rate, sorted[len(sorted)-1].Rate
+}
+
+// median is the median run of runs by rate (rateSpread's).
+func median(runs []DigestRun) DigestRun {
+	m, _, _ := rateSpread(runs)
+	return m
+}
 
 // Paired is how a kind of digest run compares with the newest-first runs
 // of the same rounds: Share the median over the rounds of its rate over

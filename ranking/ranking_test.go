@@ -524,10 +524,8 @@ func TestOrderSortsAnyIDsByTheirScores(t *testing.T) {
 	in := slices.Clone(other)
 	b.Order(uid, other)
 	sorted("other ids", other)
-	for _, id := range []int64{1 << 40, 1<<40 + 1, 1<<40 + 2} {
-		if !slices.Contains(other, id) || len(other) != len(given)+3 {
-			t.Errorf("Order lost or added ids: %v", other)
-		}
+	if len(other) != len(in) || !slices.Contains(other, 1<<40) || !slices.Contains(other, 1<<40+1) || !slices.Contains(other, 1<<40+2) {
+		t.Errorf("Order lost or added ids: %v", other)
 	}
 	// Ties keep the order given: the unranked ids came last first.
 	for i := 1; i < len(other); i++ {

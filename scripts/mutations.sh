@@ -86,6 +86,7 @@ mutation bench-share-least-round bench bench/digest.go 'return Paired{Share: rat
 
 # A migration that meets a busy table is tried again (migrations/migrations.go).
 mutation migrate-gives-up-at-once migrations migrations/migrations.go $'\t\tif !lockConflict(err) {\n' $'\t\tif true {\n'
+
 # The fediverse's key rotation, 401s, digests and inbox checks (issue #29), and its settings.
 mutation ap-key-active-at-once fediverse fediverse/service.go 'active := now.Add(KeyActivationDelay)' 'active := now'
 mutation ap-key-cached-past-activation fediverse fediverse/service.go 'if next != nil && next.Before(s.keyUntil) {' 'if false && next != nil {'
