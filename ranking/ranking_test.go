@@ -3,6 +3,7 @@ package ranking_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -488,12 +489,33 @@ func TestOrderSortsAnyIDsByTheirScores(t *testing.T) {
 		}
 	}
 	// Why says of each paper what a batch of that paper alone says (its
-	// words are the ones Rank found for it, not another's).
+	// words are the ones Rank found for it, not another's), and the paper
+	// scores the same to the bit: the batch reads the model's weights
+	// through its lexicon of the papers' features, a batch of one paper
+	// from the model's table. (Four more users of the same papers make
+	// the lexicon pay: relevance.LexiconPays.)
+	shared := map[int64][]int64{uid: ids}
+	for _, name := range []string{"bob", "carol", "dan", "erin"} {
+		shared[e.user(name)] = ids
+	}
+	b, err = e.rank.Rank(e.ctx, shared, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ranking.ReadThroughLexicon(b, uid) {
+		t.Fatal("a batch of 5 users of 8 papers did not read the model through its lexicon: the lexicon's scores are not tested")
+	}
 	words := 0
 	for _, id := range ids {
 		one, err := e.rank.Rank(e.ctx, map[int64][]int64{uid: {id}}, nil)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if ranking.ReadThroughLexicon(one, uid) {
+			t.Fatal("a batch of one paper read the model through a lexicon: the table's scores are not tested")
+		}
+		if got, want := b.Score(uid, id), one.Score(uid, id); math.Float32bits(got) != math.Float32bits(want) {
+			t.Errorf("paper %d: scores %v in the batch, %v alone", id, got, want)
 		}
 		got, want := b.Why(uid, id), one.Why(uid, id)
 		if fmt.Sprint(got) != fmt.Sprint(want) {

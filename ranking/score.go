@@ -17,6 +17,9 @@ type Batch struct {
 	models map[int64]*relevance.Model
 	vecs   map[int64]*relevance.Vector
 	scores map[int64]userScores
+	// dense are the users whose papers were scored through a lexicon of
+	// the batch's papers' features (relevance.Lexicon.Pays), for tests.
+	dense map[int64]bool
 }
 
 // userScores are one user's scores, sc[i] paper ids[i]'s (ids as Rank was
@@ -69,17 +72,72 @@ func (s *Service) Rank(ctx context.Context, want map[int64][]int64, have map[int
 	if b.models, err = s.Models(ctx, users); err != nil {
 		return nil, err
 	}
+	// Each user's papers' features in all (what Score reads for them),
+	// and the batch's, each paper once: a lexicon of the batch's features
+	// pays when its users share their papers (a digest batch's users, the
+	// same day's papers), not for one user's feed.
+	features := make(map[int64]int, len(want))
+	scored, distinct := 0, 0
+	for u, ps := range want {
+		for _, id := range ps {
+			if v := b.vecs[id]; v != nil {
+				features[u] += v.Len()
+			}
+		}
+		scored += features[u]
+	}
+	for _, v := range b.vecs {
+		if v != nil {
+			distinct += v.Len()
+		}
+	}
+	b.dense = map[int64]bool{}
+	var lex *relevance.Lexicon
+	var at map[int64]int
+	if relevance.LexiconPays(distinct, scored) {
+		lex, at = b.lexicon(ids)
+	}
+	var dense *relevance.Scorer
 	for u, ps := range want {
 		m := b.models[u]
 		us := userScores{ids: slices.Clone(ps), sc: make([]float32, len(ps))} // a copy: Order sorts its ids in place
-		for i, id := range ps {
-			if v := b.vecs[id]; v != nil && m != nil {
-				us.sc[i] = m.Score(v)
+		if m == nil {
+			b.scores[u] = us
+			continue
+		}
+		if lex != nil && lex.Pays(m, features[u]) {
+			// The same scores, to the bit, from the model's weights of
+			// the batch's features read once.
+			if dense == nil {
+				dense = lex.Scorer()
+			}
+			dense.Use(m)
+			b.dense[u] = true
+			for i, id := range ps {
+				us.sc[i] = dense.Score(at[id])
+			}
+		} else {
+			for i, id := range ps {
+				if v := b.vecs[id]; v != nil {
+					us.sc[i] = m.Score(v)
+				}
 			}
 		}
 		b.scores[u] = us
 	}
 	return b, nil
+}
+
+// lexicon returns the lexicon of the vectors of ids (each paper once; a
+// paper not stored has none) and each paper's index in it.
+func (b *Batch) lexicon(ids []int64) (*relevance.Lexicon, map[int64]int) {
+	vs := make([]*relevance.Vector, len(ids))
+	at := make(map[int64]int, len(ids))
+	for i, id := range ids {
+		vs[i] = b.vecs[id]
+		at[id] = i
+	}
+	return relevance.NewLexicon(vs), at
 }
 
 // RankPapers ranks one user's matched papers (Rank, with the papers as

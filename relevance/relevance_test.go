@@ -666,6 +666,46 @@ func BenchmarkScore(b *testing.B) {
 	b.ReportMetric(float64(m.Len()), "features/model")
 }
 
+// BenchmarkScoreBatch scores every paper of trained's set for one model,
+// by Score ("table") and through the set's Lexicon ("lexicon": a Scorer
+// used by the model, then each paper scored), as Rank does for each user
+// of a batch, and makes the lexicon ("new-lexicon", once per batch); per
+// paper.
+func BenchmarkScoreBatch(b *testing.B) {
+	m, _, vs := trained(b)
+	m.postWords = nil // the words' part alone: the feedback's is the same in both
+	lex := NewLexicon(vs)
+	b.Run("table", func(b *testing.B) {
+		var s float32
+		for range b.N {
+			for _, v := range vs {
+				s += m.Score(v)
+			}
+		}
+		_ = s
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(vs)), "ns/paper")
+	})
+	b.Run("lexicon", func(b *testing.B) {
+		var s float32
+		sc := lex.Scorer()
+		for range b.N {
+			sc.Use(m)
+			for i := range vs {
+				s += sc.Score(i)
+			}
+		}
+		_ = s
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(vs)), "ns/paper")
+		b.ReportMetric(float64(lex.Len()), "lexicon")
+	})
+	b.Run("new-lexicon", func(b *testing.B) {
+		for range b.N {
+			_ = NewLexicon(vs)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(vs)), "ns/paper")
+	})
+}
+
 func BenchmarkTrain(b *testing.B) {
 	prof, ex, _, _ := trainingSet()
 	b.ReportAllocs()
@@ -786,7 +826,9 @@ func BenchmarkExplain(b *testing.B) {
 // empty authors, institutions and citations, and for the same models
 // decoded when no table fills (Model.plain); the score with the
 // feedback's part too, read by scanning each marked paper's words
-// (plainFeedback); and every kind of reason is met.
+// (plainFeedback); and every kind of reason is met. Scored through a
+// Lexicon of the papers (a Scorer, used by each model in turn), each
+// paper's score is the same again.
 func TestScoreAndWordsAsReadFromTheFeatures(t *testing.T) {
 	prof, ex, c, bgV := trainingSet()
 	w := newWorld()
@@ -806,6 +848,13 @@ func TestScoreAndWordsAsReadFromTheFeatures(t *testing.T) {
 	liked := slices.Concat(ex, examples(Followed, vs[n:n+15]), examples(Saved, vs[n+15:n+30]))
 	kinds := map[ReasonKind]int{}
 	moved := 0
+	// The papers' lexicon, with a paper twice and a nil vector; one
+	// Scorer for every model (Use clears the one before).
+	lex := NewLexicon(slices.Concat(vs, []*Vector{nil, vs[0]}))
+	if lex.Vector(len(vs)+1) != vs[0] || lex.Len() == 0 || lex.Len() >= len(vs)*vs[0].Len() {
+		t.Fatalf("a lexicon of %d features for %d papers", lex.Len(), len(vs))
+	}
+	dense := lex.Scorer()
 	for _, m := range []*Model{Train(DefaultParams(), prof, ex), Train(DefaultParams(), prof, liked), {}} {
 		enc, _ := m.MarshalBinary()
 		var d, p Model
@@ -824,7 +873,11 @@ func TestScoreAndWordsAsReadFromTheFeatures(t *testing.T) {
 			t.Fatalf("a model of %d features in at most 32 buckets of 2: plain %v", m.Len(), p.plain)
 		}
 		for _, m := range []*Model{m, &d, &p} {
-			for _, v := range vs {
+			dense.Use(m)
+			if s := dense.Score(len(vs)); s != 0 {
+				t.Fatalf("a nil vector scores %v", s)
+			}
+			for i, v := range vs {
 				// The plain reading: m's weight of each feature by
 				// binary search in its sorted features.
 				score := m.bias
@@ -848,6 +901,14 @@ func TestScoreAndWordsAsReadFromTheFeatures(t *testing.T) {
 				}
 				if got := m.Score(v); math.Float32bits(got) != math.Float32bits(score) {
 					t.Fatalf("%q: Score %v, read plainly %v", v.paper.Title, got, score)
+				}
+				for _, at := range []int{i, len(vs) + 1} {
+					if at == len(vs)+1 && i != 0 {
+						continue
+					}
+					if got := dense.Score(at); math.Float32bits(got) != math.Float32bits(score) {
+						t.Fatalf("%q: scored through the lexicon %v, read plainly %v", v.paper.Title, got, score)
+					}
 				}
 				slices.SortStableFunc(words, func(a, b part) int {
 					switch {

@@ -81,6 +81,10 @@ mutation snooze-ignored match match/snooze.go 'if f := &follows[q.UserID][j].Fol
 # Best first's order and its models' decoding (ranking/score.go, relevance/encode.go).
 mutation ranking-ties-reversed ranking ranking/score.go 'return cmp.Compare(x.at, y.at)' 'return cmp.Compare(y.at, x.at)'
 mutation relevance-zero-delta-decoded relevance relevance/encode.go 'if delta == 0 || delta > math.MaxUint32-uint64(prev) {' 'if delta > math.MaxUint32-uint64(prev) {'
+# A batch's scores through its lexicon (relevance/lexicon.go, ranking/score.go).
+mutation relevance-lexicon-stale-weight relevance relevance/lexicon.go $'\t\ts.w[p] = 0\n' $'\t\t_ = p\n'
+mutation relevance-lexicon-radix-pass relevance relevance/lexicon.go 'at[2][k>>(32+2*bits)&(buckets-1)]++' 'at[2][k>>(32+bits)&(buckets-1)]++'
+mutation ranking-lexicon-other-paper ranking ranking/score.go 'us.sc[i] = dense.Score(at[id])' 'us.sc[i] = dense.Score(at[id]^1)'
 # The digest figures' share of newest first, paired by round (bench/digest.go).
 mutation bench-share-least-round bench bench/digest.go 'return Paired{Share: ratios[n/2],' 'return Paired{Share: ratios[0],'
 
