@@ -56,6 +56,25 @@ func TestInboxPageInABrowser(t *testing.T) {
 		if got := p.ids(); !slices.Equal(got, []string{"2611.00302=done"}) {
 			t.Errorf("%d px: the API's done papers: %v", width, got)
 		}
+		// A feedback button of the paper's one form, sent with Enter to
+		// its own action (formaction), pressed after the reload; pressed
+		// again, it takes the feedback back.
+		more := `li[data-paper="2611.00301"] button.feedback-more`
+		for _, want := range []string{"2611.00301=more", ""} {
+			tabToSelector(ctx, t, more)
+			pressTo(ctx, t, "\r", "#inbox")
+			if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(`#inbox`)); err != nil {
+				t.Fatal(err)
+			}
+			attr, err := chromedp.Run(ctx, chromedp.AttributeValue(more, "aria-pressed"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pressed := attr.Value
+			if got := c.Do("GET", "/v1/me/feedback", tok, nil); !strings.Contains(string(got.Body), `"value":"more"`) != (want == "") || pressed != fmt.Sprint(want != "") {
+				t.Errorf("%d px: after pressing More like this (want %q): aria-pressed %q, the API's feedback %s", width, want, pressed, got.Body)
+			}
+		}
 		// The unread filter, chosen with the keyboard and sent with Enter.
 		if err := chromedp.Do(ctx, chromedp.Focus(`#inbox-state`), chromedp.SetValue(`#inbox-state`, "unread")); err != nil {
 			t.Fatal(err)
