@@ -43,7 +43,11 @@ func NewLexicon(vs []*Vector) *Lexicon {
 	// equal features are adjacent, and the occurrence says where its
 	// position goes.
 	buf := scratch.Get().(*[]uint64)
-	defer scratch.Put(buf)
+	defer func() {
+		if cap(*buf) <= maxScratch {
+			scratch.Put(buf)
+		}
+	}()
 	if cap(*buf) < 2*n {
 		*buf = make([]uint64, 2*n)
 	}
@@ -70,7 +74,11 @@ func NewLexicon(vs []*Vector) *Lexicon {
 
 // scratch holds NewLexicon's sort buffers between batches (a digest
 // batch's are some 100,000 keys: 1.6 MB to allocate and clear each time).
+// Buffers beyond maxScratch keys (an odd batch of huge papers: 32 MB)
+// are left to the collector rather than kept.
 var scratch = sync.Pool{New: func() any { return new([]uint64) }}
+
+const maxScratch = 4 << 20
 
 // sortByFeature sorts keys by their top 32 bits (a feature; the order of
 // equal ones is kept), using tmp (as long as keys) and returning the
