@@ -121,12 +121,6 @@ func sortByFeature(keys, tmp []uint64) []uint64 {
 // user's papers.
 func LexiconPays(features, scored int) bool { return scored >= 4*features }
 
-// Len is the number of distinct features of l.
-func (l *Lexicon) Len() int { return len(l.feats) }
-
-// Vector is l's vector i (as NewLexicon was given it).
-func (l *Lexicon) Vector(i int) *Vector { return l.vecs[i] }
-
 // Pays says whether scoring papers with features features in all (the sum
 // of their Len) by m through a Scorer of l costs less than m.Score:
 // Scorer.Use's merge reads every feature of m and of l once, in order, where

@@ -696,7 +696,7 @@ func BenchmarkScoreBatch(b *testing.B) {
 		}
 		_ = s
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(vs)), "ns/paper")
-		b.ReportMetric(float64(lex.Len()), "lexicon")
+		b.ReportMetric(float64(len(lex.feats)), "lexicon")
 	})
 	b.Run("new-lexicon", func(b *testing.B) {
 		for range b.N {
@@ -704,6 +704,32 @@ func BenchmarkScoreBatch(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(vs)), "ns/paper")
 	})
+}
+
+// TestLexiconPaysWhenModelsShareItsPapers: a lexicon pays for itself
+// when some four models score each of its papers, not for one model's
+// papers; a model is read through it when the merge of its features with
+// the lexicon's costs at most four table reads of its papers' features.
+func TestLexiconPaysWhenModelsShareItsPapers(t *testing.T) {
+	for _, c := range []struct {
+		features, scored int
+		pays             bool
+	}{{1000, 1000, false}, {1000, 3999, false}, {1000, 4000, true}, {1000, 50_000, true}, {0, 0, true}} {
+		if got := LexiconPays(c.features, c.scored); got != c.pays {
+			t.Errorf("LexiconPays(%d, %d) = %v, want %v", c.features, c.scored, got, c.pays)
+		}
+	}
+	m, _, vs := trained(t)
+	lex := NewLexicon(vs)
+	merge := m.Len() + len(lex.feats)
+	for _, c := range []struct {
+		features int
+		pays     bool
+	}{{(merge + 3) / 4, true}, {(merge+3)/4 - 1, false}, {merge, true}, {1, false}} {
+		if got := lex.Pays(m, c.features); got != c.pays {
+			t.Errorf("a merge of %d steps for %d features: Pays %v, want %v", merge, c.features, got, c.pays)
+		}
+	}
 }
 
 func BenchmarkTrain(b *testing.B) {
@@ -851,8 +877,8 @@ func TestScoreAndWordsAsReadFromTheFeatures(t *testing.T) {
 	// The papers' lexicon, with a paper twice and a nil vector; one
 	// Scorer for every model (Use clears the one before).
 	lex := NewLexicon(slices.Concat(vs, []*Vector{nil, vs[0]}))
-	if lex.Vector(len(vs)+1) != vs[0] || lex.Len() == 0 || lex.Len() >= len(vs)*vs[0].Len() {
-		t.Fatalf("a lexicon of %d features for %d papers", lex.Len(), len(vs))
+	if lex.vecs[len(vs)+1] != vs[0] || len(lex.feats) == 0 || len(lex.feats) >= len(vs)*vs[0].Len() {
+		t.Fatalf("a lexicon of %d features for %d papers", len(lex.feats), len(vs))
 	}
 	dense := lex.Scorer()
 	for _, m := range []*Model{Train(DefaultParams(), prof, ex), Train(DefaultParams(), prof, liked), {}} {
