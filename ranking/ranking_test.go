@@ -269,6 +269,45 @@ func TestColdStartRanksFromFollowsAlone(t *testing.T) {
 	}
 }
 
+// TestEveryFollowedPersonIsLearnt: a user follows eight persons, seven
+// writing 30 papers each on lensing and one 30 on pulsars (older than the
+// others, so none is in the user's flow): more papers than a model learns
+// from (maxOwn, 200). Each person's share is learnt, so new pulsar papers
+// by strangers rank above new solar ones, a topic nobody followed writes
+// on. Were the first persons' 30 papers taken until the bound, the pulsar
+// person would be in the model by chance of the follows' order.
+func TestEveryFollowedPersonIsLearnt(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.background(150)
+	uid := e.user("alice")
+	person := func(i int) paper.Author {
+		return paper.Author{Name: fmt.Sprintf("Person %d", i), IDs: []string{fmt.Sprintf("host:%d", 10+i)}}
+	}
+	var ps []paper.Paper
+	for range 30 {
+		ps = append(ps, e.paper("pulsar", person(0), e.stranger()))
+	}
+	for i := 1; i <= 7; i++ {
+		for range 30 {
+			ps = append(ps, e.paper("lensing", person(i), e.stranger()))
+		}
+	}
+	e.store(ps...)
+	for i := range 8 {
+		e.follow(uid, follow.Researcher, person(i).IDs[0])
+	}
+	var solar, pulsar []string
+	for range 5 {
+		solar = append(solar, e.store(e.paper("solar"))...)
+		pulsar = append(pulsar, e.store(e.paper("pulsar"))...)
+	}
+	order := e.ranked(uid, slices.Concat(solar, pulsar))
+	if n := testpaper.CountIn(order[:5], pulsar); n != 5 {
+		t.Errorf("%d pulsar papers in the top 5, the followed pulsar person not learnt: %q", n, order)
+	}
+}
+
 // TestLessMovesATopicDownAfterTheJob: the user follows Ann, who writes on
 // lensing and pulsars; after five pulsar papers marked "less" and the
 // training job's run, new pulsar papers rank below every lensing one.
