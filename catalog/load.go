@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -60,7 +59,8 @@ func QueueLoad(b *pgx.Batch, ids []int64, f Fields, done func(map[int64]paper.Pa
 				&p.AnnouncedAt, &p.AbsURL, &p.PDFURL); err != nil {
 				return fmt.Errorf("reading paper: %w", err)
 			}
-			if err := json.Unmarshal(authors, &p.Authors); err != nil {
+			var err error
+			if p.Authors, err = paper.DecodeAuthors(authors); err != nil {
 				return fmt.Errorf("reading authors of paper %d: %w", id, err)
 			}
 			p.SubmittedAt, p.UpdatedAt, p.AnnouncedAt = p.SubmittedAt.UTC(), p.UpdatedAt.UTC(), p.AnnouncedAt.UTC()

@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"runtime"
@@ -586,7 +585,8 @@ func collectRecent(rows pgx.Rows) ([]recentPaper, error) {
 			&p.Categories, &p.AbsURL, &p.AnnouncedAt); err != nil {
 			return nil, fmt.Errorf("reading recent paper: %w", err)
 		}
-		if err := json.Unmarshal(authors, &p.Authors); err != nil {
+		var err error
+		if p.Authors, err = paper.DecodeAuthors(authors); err != nil {
 			return nil, fmt.Errorf("reading authors of paper %d: %w", r.id, err)
 		}
 		p.AnnouncedAt = p.AnnouncedAt.UTC()

@@ -807,7 +807,8 @@ func loadForUpdate(ctx context.Context, tx pgx.Tx, ids []string) (map[string]*st
 			&p.AnnouncedAt, &p.AbsURL, &p.PDFURL, &s.deleted); err != nil {
 			return nil, fmt.Errorf("reading stored paper: %w", err)
 		}
-		if err := json.Unmarshal(authors, &p.Authors); err != nil {
+		var err error
+		if p.Authors, err = paper.DecodeAuthors(authors); err != nil {
 			return nil, fmt.Errorf("reading authors of paper %d: %w", s.id, err)
 		}
 		for _, t := range []*time.Time{&p.SubmittedAt, &p.UpdatedAt, &p.AnnouncedAt} {

@@ -85,8 +85,12 @@ mutation relevance-zero-delta-decoded relevance relevance/encode.go 'if delta ==
 mutation relevance-lexicon-stale-weight relevance relevance/lexicon.go $'\t\ts.w[p] = 0\n' $'\t\t_ = p\n'
 mutation relevance-lexicon-radix-pass relevance relevance/lexicon.go 'at[2][k>>(32+2*bits)&(buckets-1)]++' 'at[2][k>>(32+bits)&(buckets-1)]++'
 mutation ranking-lexicon-other-paper ranking ranking/score.go 'us.sc[i] = dense.Score(at[id])' 'us.sc[i] = dense.Score(at[id]^1)'
+mutation ranking-first-persons-take-all ranking ranking/model.go 'per := perPerson(len(persons))' 'per := ownPerPerson'
 mutation relevance-lexicon-pays-later relevance relevance/lexicon.go 'return scored >= 4*features' 'return scored >= 5*features'
 mutation relevance-lexicon-merge-pays-less relevance relevance/lexicon.go 'return len(m.feats)+len(l.feats) <= 4*features' 'return len(m.feats)+len(l.feats) <= 3*features'
+# The authors' decoder (paper/authors.go): equal to encoding/json.
+mutation paper-authors-raw-escapes paper paper/authors.go "case c == '\\\\' || c < 0x20:" 'case c < 0x20:'
+mutation paper-authors-nil-ids paper paper/authors.go 'ids := []string{}' 'var ids []string'
 # The digest figures' share of newest first, paired by round (bench/digest.go).
 mutation bench-share-least-round bench bench/digest.go 'return Paired{Share: ratios[n/2],' 'return Paired{Share: ratios[0],'
 
