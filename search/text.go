@@ -148,6 +148,14 @@ func isHyphen(r rune) bool { return r == '-' || r == '‐' || r == '‑' }
 // was dropped from them, and stems come from stemCached: a paper's few
 // hundred words cost a handful of allocations.
 func tokenize(text string, base int32, stemmed, joined bool, out []token) ([]token, int32) {
+	pos := eachToken(text, base, stemmed, joined, func(t token) { out = append(out, t) })
+	return out, pos
+}
+
+// eachToken is tokenize handing each token to emit rather than to a
+// slice: a caller that wants only the stems (Stems) makes no slice of
+// tokens. It returns the position after the last word.
+func eachToken(text string, base int32, stemmed, joined bool, emit func(token)) int32 {
 	text = fold(detex(text))
 	pos := base
 	var partsBuf [8]string
@@ -158,10 +166,10 @@ func tokenize(text string, base int32, stemmed, joined bool, out []token) ([]tok
 		}
 		if joined && len(parts) > 1 {
 			j := strings.Join(parts, "")
-			out = append(out, token{fold: j, stem: stemOr(j, stemmed), pos: pos})
+			emit(token{fold: j, stem: stemOr(j, stemmed), pos: pos})
 		}
 		for _, p := range parts {
-			out = append(out, token{fold: p, stem: stemOr(p, stemmed), pos: pos})
+			emit(token{fold: p, stem: stemOr(p, stemmed), pos: pos})
 			pos++
 		}
 		parts = parts[:0]
@@ -215,7 +223,7 @@ func tokenize(text string, base int32, stemmed, joined bool, out []token) ([]tok
 		parts = append(parts, word(len(text)))
 	}
 	flush()
-	return out, pos
+	return pos
 }
 
 // wordRuneAt reports whether a word rune starts at text[i].

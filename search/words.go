@@ -9,10 +9,7 @@ package search
 // searches see. The strings are shared with a bounded process-wide stem
 // cache; dst is returned grown.
 func Stems(text string, dst []string) []string {
-	toks, _ := tokenize(text, 0, true, true, make([]token, 0, 8+len(text)/6))
-	for _, t := range toks {
-		dst = append(dst, t.stem)
-	}
+	eachToken(text, 0, true, true, func(t token) { dst = append(dst, t.stem) })
 	return dst
 }
 
