@@ -30,26 +30,15 @@ func DecodeAuthors(data []byte) ([]Author, error) {
 // DecodeAuthors); ok is false, and the result nothing, otherwise.
 func decodeAuthorsFast(data []byte) (out []Author, ok bool) {
 	d := authorsDecoder{s: string(data)}
-	if !d.byte('[') {
+	out = []Author{}
+	if !d.list(func() bool {
+		a, ok := d.author()
+		out = append(out, a)
+		return ok
+	}) || !d.end() {
 		return nil, false
 	}
-	out = []Author{}
-	if d.byte(']') {
-		return out, d.end()
-	}
-	for {
-		a, ok := d.author()
-		if !ok {
-			return nil, false
-		}
-		out = append(out, a)
-		if d.byte(']') {
-			return out, d.end()
-		}
-		if !d.byte(',') {
-			return nil, false
-		}
-	}
+	return out, true
 }
 
 // authorsDecoder reads s from i on; every string it returns is a
@@ -148,24 +137,35 @@ func (d *authorsDecoder) author() (a Author, ok bool) {
 // ids reads an array of strings ([] is an empty, non-nil slice, as
 // encoding/json makes it).
 func (d *authorsDecoder) ids() ([]string, bool) {
-	if !d.byte('[') {
+	ids := []string{}
+	if !d.list(func() bool {
+		id, ok := d.str()
+		ids = append(ids, id)
+		return ok
+	}) {
 		return nil, false
 	}
-	ids := []string{}
+	return ids, true
+}
+
+// list reads an array, each of its elements by elem, reporting whether
+// the array and every element were read.
+func (d *authorsDecoder) list(elem func() bool) bool {
+	if !d.byte('[') {
+		return false
+	}
 	if d.byte(']') {
-		return ids, true
+		return true
 	}
 	for {
-		id, ok := d.str()
-		if !ok {
-			return nil, false
+		if !elem() {
+			return false
 		}
-		ids = append(ids, id)
 		if d.byte(']') {
-			return ids, true
+			return true
 		}
 		if !d.byte(',') {
-			return nil, false
+			return false
 		}
 	}
 }
