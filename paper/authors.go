@@ -15,8 +15,8 @@ import (
 // "name", strings without escapes) itself, all the strings of one array
 // sharing one copy of data; anything else (an escape, another key, a
 // null, a number) goes to encoding/json. Every surface that lists papers
-// loads their authors, and encoding/json's reflection took some 4 µs a
-// paper of four authors, as much as the rest of the row's scan.
+// loads their authors: encoding/json took some 3 µs for four of them,
+// this 0.6 µs (BenchmarkDecodeAuthors).
 func DecodeAuthors(data []byte) ([]Author, error) {
 	if as, ok := decodeAuthorsFast(data); ok {
 		return as, nil

@@ -316,9 +316,10 @@ func (s *Service) train(ctx context.Context, in *inputs) (*relevance.Model, int,
 // would be more than maxOwn in all (at least one each; maxOwn still bounds
 // the total). A user following 15 persons learns from 13 papers of each,
 // not from the first 7 persons' 30 and none of the others': every person
-// they follow is in their model, and a training reads some 200 papers,
-// not 450 (a feedback click's training at scale S spent half its time
-// reading them).
+// they follow is in their model, and a training reads some 220 papers,
+// not 450 (the selection of those papers and the flow is the largest
+// part of a feedback click's training: 20.9 ms before, 15.9 ms after, at
+// scale S).
 func perPerson(n int) int {
 	if n*ownPerPerson <= maxOwn {
 		return ownPerPerson
