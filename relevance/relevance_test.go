@@ -708,8 +708,9 @@ func BenchmarkScoreBatch(b *testing.B) {
 
 // TestLexiconPaysWhenModelsShareItsPapers: a lexicon pays for itself
 // when some four models score each of its papers, not for one model's
-// papers; a model is read through it when the merge of its features with
-// the lexicon's costs at most four table reads of its papers' features.
+// papers; a model is read through it when its features (one probe of the
+// lexicon's index each) are at most twice its papers' features (two
+// buckets of its table each).
 func TestLexiconPaysWhenModelsShareItsPapers(t *testing.T) {
 	for _, c := range []struct {
 		features, scored int
@@ -721,13 +722,13 @@ func TestLexiconPaysWhenModelsShareItsPapers(t *testing.T) {
 	}
 	m, _, vs := trained(t)
 	lex := NewLexicon(vs)
-	merge := m.Len() + len(lex.feats)
+	probes := m.Len()
 	for _, c := range []struct {
 		features int
 		pays     bool
-	}{{(merge + 3) / 4, true}, {(merge+3)/4 - 1, false}, {merge, true}, {1, false}} {
+	}{{(probes + 1) / 2, true}, {(probes+1)/2 - 1, false}, {probes, true}, {1, false}} {
 		if got := lex.Pays(m, c.features); got != c.pays {
-			t.Errorf("a merge of %d steps for %d features: Pays %v, want %v", merge, c.features, got, c.pays)
+			t.Errorf("a model of %d features, for %d features of papers: Pays %v, want %v", probes, c.features, got, c.pays)
 		}
 	}
 }

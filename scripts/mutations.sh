@@ -87,7 +87,9 @@ mutation relevance-lexicon-radix-pass relevance relevance/lexicon.go 'at[2][k>>(
 mutation ranking-lexicon-other-paper ranking ranking/score.go 'us.sc[i] = dense.Score(at[id])' 'us.sc[i] = dense.Score(at[id]^1)'
 mutation ranking-first-persons-take-all ranking ranking/model.go 'per := perPerson(len(persons))' 'per := ownPerPerson'
 mutation relevance-lexicon-pays-later relevance relevance/lexicon.go 'return scored >= 4*features' 'return scored >= 5*features'
-mutation relevance-lexicon-merge-pays-less relevance relevance/lexicon.go 'return len(m.feats)+len(l.feats) <= 4*features' 'return len(m.feats)+len(l.feats) <= 3*features'
+mutation relevance-lexicon-pays-less relevance relevance/lexicon.go 'return len(m.feats) <= 2*features' 'return len(m.feats) <= 3*features'
+mutation relevance-lexicon-directory-first-only relevance relevance/lexicon.go 'if g := l.feats[p]; g >= f {' 'if g := l.feats[p]; true {'
+mutation relevance-lexicon-directory-bucket-late relevance relevance/lexicon.go 'int(l.feats[k]>>l.dirShift) < d {' 'int(l.feats[k]>>l.dirShift) <= d {'
 # The authors' decoder (paper/authors.go): equal to encoding/json.
 mutation paper-authors-raw-escapes paper paper/authors.go "case c == '\\\\' || c < 0x20:" 'case c < 0x20:'
 mutation paper-authors-nil-ids paper paper/authors.go 'ids := []string{}' 'var ids []string'
