@@ -131,7 +131,7 @@ func (m *Model) Explain(v *Vector) []Reason {
 		if names == maxReasonNames {
 			break
 		}
-		if f == 0 {
+		if f == 0 || !m.mayBeFixed(f) {
 			continue
 		}
 		w, kd, of, ok := m.weight(f)
@@ -160,6 +160,9 @@ func (m *Model) Explain(v *Vector) []Reason {
 			continue
 		}
 		f := hash(nsInstitution, id)
+		if !m.mayBeFixed(f) {
+			continue
+		}
 		if w, kd, _, ok := m.weight(f); ok && kd == kindInstitution {
 			out = append(out, Reason{Kind: ReasonInstitution, ID: id, Weight: w * v.value(f)})
 			break
@@ -170,6 +173,9 @@ func (m *Model) Explain(v *Vector) []Reason {
 			continue
 		}
 		f := hash(nsCite, id)
+		if !m.mayBeFixed(f) {
+			continue
+		}
 		if w, kd, _, ok := m.weight(f); ok && kd == kindCited {
 			out = append(out, Reason{Kind: ReasonCites, ID: id, Weight: w * v.value(f)})
 			break

@@ -89,6 +89,12 @@ type Model struct {
 	// values of every like's words in one pass over its features.
 	likeFeats []likeFeat
 	likeNorms []float64
+	// fixedBits has bit f % 512 set for every feature f of a follow
+	// (kinds other than kindLearned: persons, co-authors, institutions,
+	// cited papers): Explain skips, without a search of feats, the
+	// authors, institutions and citations of a paper whose bit is clear,
+	// most of them.
+	fixedBits [8]uint64
 }
 
 // postEntry is an entry of Score's posting lists: the word is in like
@@ -220,6 +226,12 @@ func (m *Model) build() {
 		}
 		return cmp.Compare(a.at, b.at)
 	})
+	m.fixedBits = [8]uint64{}
+	for i, k := range m.kinds {
+		if k != kindLearned {
+			m.fixedBits[m.feats[i]>>6&7] |= 1 << (m.feats[i] & 63)
+		}
+	}
 	m.buckets, m.plain = nil, false
 	if len(m.feats) == 0 {
 		return
@@ -422,6 +434,10 @@ func (m *Model) plainWeight(f uint32) float32 {
 	w, _, _, _ := m.weight(f)
 	return w
 }
+
+// mayBeFixed reports whether f may be a follow's feature (fixedBits):
+// false, it is surely not.
+func (m *Model) mayBeFixed(f uint32) bool { return m.fixedBits[f>>6&7]&(1<<(f&63)) != 0 }
 
 // weight returns m's weight of feature f, its kind and its person.
 func (m *Model) weight(f uint32) (float32, kind, uint16, bool) {
