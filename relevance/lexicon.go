@@ -154,17 +154,18 @@ func LexiconPays(features, scored int) bool { return scored >= 4*features }
 
 // Pays says whether scoring papers with features features in all (the sum
 // of their Len) by m through a Scorer of l costs less than m.Score:
-// Scorer.Use looks each feature of m up in l's directory, where Score
-// reads two buckets of m's table for each of the papers' features, about
-// twice the cost of a look in the directory.
+// Scorer.Use looks each feature of m up in l's directory (a short
+// sequential read), where Score reads two buckets of m's table (two
+// random reads of memory) for each of the papers' features, counted here
+// as twice a look's cost (an estimate, not measured apart).
 func (l *Lexicon) Pays(m *Model, features int) bool {
 	return len(m.feats) <= 2*features
 }
 
 // Scorer scores a Lexicon's vectors by one model at a time, as Score
 // would: Use puts the model's weights of the lexicon's features (0 for
-// those it lacks) in a dense array, which Score reads. It reuses that array from model to model; it is not
-// safe for concurrent use.
+// those it lacks) in a dense array, which Score reads. It reuses that
+// array from model to model; it is not safe for concurrent use.
 type Scorer struct {
 	l *Lexicon
 	m *Model

@@ -708,8 +708,8 @@ func BenchmarkScoreBatch(b *testing.B) {
 
 // TestLexiconPaysWhenModelsShareItsPapers: a lexicon pays for itself
 // when some four models score each of its papers, not for one model's
-// papers; a model is read through it when its features (one probe of the
-// lexicon's index each) are at most twice its papers' features (two
+// papers; a model is read through it when its features (one look in the
+// lexicon's directory each) are at most twice its papers' features (two
 // buckets of its table each).
 func TestLexiconPaysWhenModelsShareItsPapers(t *testing.T) {
 	for _, c := range []struct {
