@@ -2,6 +2,7 @@ package relevance
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -997,4 +998,44 @@ func BenchmarkUnmarshal(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(m.Len()), "features/model")
+}
+
+// TestLearnKeepsTheLargestWeights: a model keeps its MaxLearned learned
+// weights of largest magnitude (ties: the smaller feature), each as
+// learnt, sorted by feature; the rest are cut.
+func TestLearnKeepsTheLargestWeights(t *testing.T) {
+	_, ex, _, _ := trainingSet()
+	p := DefaultParams()
+	p.MaxLearned = 1 << 30
+	allF, allW, allB := learn(p, nil, ex)
+	const keep = 50
+	if len(allF) <= keep {
+		t.Fatalf("%d learned weights: too few to cut", len(allF))
+	}
+	type fw struct {
+		f uint32
+		w float32
+	}
+	want := make([]fw, len(allF))
+	for i := range allF {
+		want[i] = fw{allF[i], allW[i]}
+	}
+	slices.SortFunc(want, func(a, b fw) int {
+		if c := cmp.Compare(math.Abs(float64(b.w)), math.Abs(float64(a.w))); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.f, b.f)
+	})
+	want = want[:keep]
+	slices.SortFunc(want, func(a, b fw) int { return cmp.Compare(a.f, b.f) })
+	p.MaxLearned = keep
+	gotF, gotW, gotB := learn(p, nil, ex)
+	if gotB != allB || len(gotF) != keep {
+		t.Fatalf("bias %v (uncut %v), %d weights kept, want %d", gotB, allB, len(gotF), keep)
+	}
+	for i := range want {
+		if gotF[i] != want[i].f || gotW[i] != want[i].w {
+			t.Fatalf("weight %d kept: feature %d = %v, want feature %d = %v (the largest, by feature)", i, gotF[i], gotW[i], want[i].f, want[i].w)
+		}
+	}
 }

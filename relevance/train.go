@@ -328,17 +328,21 @@ func learn(p Params, skip map[uint32]int, examples []Example) ([]uint32, []float
 			keep = append(keep, j)
 		}
 	}
-	slices.SortStableFunc(keep, func(a, c int) int {
-		x, y := math.Abs(w[a]), math.Abs(w[c])
-		switch {
-		case x > y:
-			return -1
-		case x < y:
-			return 1
-		}
-		return int(int64(feats[a]) - int64(feats[c]))
-	})
+	// A total order (features are distinct), so an unstable sort gives
+	// the stable one's order; and with no more than MaxLearned weights
+	// none is cut, so only the order by feature below matters. (The
+	// stable sort's merges were a tenth of a feedback click's training.)
 	if len(keep) > p.MaxLearned {
+		slices.SortFunc(keep, func(a, c int) int {
+			x, y := math.Abs(w[a]), math.Abs(w[c])
+			switch {
+			case x > y:
+				return -1
+			case x < y:
+				return 1
+			}
+			return int(int64(feats[a]) - int64(feats[c]))
+		})
 		keep = keep[:max(p.MaxLearned, 0)]
 	}
 	slices.SortFunc(keep, func(a, c int) int { return int(int64(feats[a]) - int64(feats[c])) })
@@ -377,7 +381,9 @@ func signatures(examples []Example) []like {
 				idx = append(idx, i)
 			}
 		}
-		slices.SortStableFunc(idx, func(a, b int) int {
+		// A total order (a vector's features are distinct): unstable
+		// is stable here.
+		slices.SortFunc(idx, func(a, b int) int {
 			switch {
 			case v.vals[a] > v.vals[b]:
 				return -1
