@@ -91,6 +91,8 @@ mutation relevance-fixed-bits-other-word relevance relevance/model.go 'm.fixedBi
 mutation relevance-fixed-bits-learned relevance relevance/model.go $'\t\tif k != kindLearned {\n\t\t\tm.fixedBits' $'\t\tif k == kindPerson {\n\t\t\tm.fixedBits'
 mutation relevance-learn-keeps-smallest relevance relevance/train.go $'\t\t\tcase x > y:\n\t\t\t\treturn -1\n\t\t\tcase x < y:\n\t\t\t\treturn 1' $'\t\t\tcase x < y:\n\t\t\t\treturn -1\n\t\t\tcase x > y:\n\t\t\t\treturn 1'
 mutation relevance-learn-keeps-all relevance relevance/train.go $'\t\tkeep = keep[:max(p.MaxLearned, 0)]\n' ''
+mutation search-missed-lookup-kept-forever search search/doc.go '(r.size < 0 || r.size == d.vocab.n.Load())' 'true'
+mutation search-vocab-size-not-counted search search/vocab.go $'\t\tv.n.Add(1)\n' ''
 mutation relevance-lexicon-pays-less relevance relevance/lexicon.go 'return len(m.feats) <= 2*features' 'return len(m.feats) <= 3*features'
 mutation relevance-lexicon-directory-first-only relevance relevance/lexicon.go 'if g := l.feats[p]; g >= f {' 'if g := l.feats[p]; true {'
 mutation relevance-lexicon-directory-bucket-late relevance relevance/lexicon.go 'int(l.feats[k]>>l.dirShift) < d {' 'int(l.feats[k]>>l.dirShift) <= d {'

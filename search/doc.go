@@ -219,16 +219,19 @@ func (n *node) match(d *Doc) bool {
 		_, ok = slices.BinarySearch(d.cats, id)
 		return ok
 	}
-	if r := n.resolved.Load(); r != nil && r.v == d.vocab {
+	if r := n.resolved.Load(); r != nil && r.v == d.vocab && (r.size < 0 || r.size == d.vocab.n.Load()) {
 		return matchIDs(n.field, d, r.stems, r.folds)
 	}
+	// A vocab never renumbers nor drops a word: ids it had are its ids
+	// for good. Words it lacks may come with the next document, so a
+	// partial lookup holds only while the vocab has no word it did not
+	// have before the lookup (its size then, read first).
+	size := d.vocab.n.Load()
 	stems, folds := n.ids(d.vocab, nil, nil)
 	if (n.field == Author || stems != nil) && (n.field != Author && n.field != All || folds != nil) {
-		// A vocab never renumbers nor drops a word: ids it had are its
-		// ids for good. Words it lacks may come with the next document,
-		// so a partial lookup is not kept.
-		n.resolved.Store(&termIDs{v: d.vocab, stems: stems, folds: folds})
+		size = -1 // complete
 	}
+	n.resolved.Store(&termIDs{v: d.vocab, size: size, stems: stems, folds: folds})
 	return matchIDs(n.field, d, stems, folds)
 }
 
@@ -238,7 +241,11 @@ func (n *node) match(d *Doc) bool {
 // its words up once per vocab, not once per document under the vocab's
 // lock.
 type termIDs struct {
-	v            *vocab
+	v *vocab
+	// size is -1 when the term's words were all found, else the vocab's
+	// number of words before the lookup that missed one: the ids hold
+	// while it has as many.
+	size         int64
 	stems, folds []uint32
 }
 

@@ -670,8 +670,9 @@ func checkAnswers(t *testing.T, ps []fixturePaper, docs []*Doc, qs []*Query, got
 }
 
 // TestQueryRemembersItsWordIDs: a query matched against many documents
-// looks its words up once per vocab (node.resolved) and stays right when
-// a word it lacked comes with a later document, and against documents of
+// looks its words up once per vocab (node.resolved; a lookup that missed
+// a word, once per size of the vocab) and stays right when a word it
+// lacked comes with a later document, and against documents of
 // an older vocab after the vocab was replaced.
 func TestQueryRemembersItsWordIDs(t *testing.T) {
 	t.Cleanup(func() { current.Store(nil) })
@@ -684,6 +685,17 @@ func TestQueryRemembersItsWordIDs(t *testing.T) {
 	if q.Match(plain) {
 		t.Fatal("a document without the words matches")
 	}
+	// The vocab lacks the words: the lookup that missed is kept too, for
+	// as long as the vocab has no new word (a mute's word that no paper
+	// has was looked up again, under the vocab's lock, for every paper).
+	for _, n := range q.root.kids {
+		if r := n.resolved.Load(); r == nil || r.size != plain.vocab.n.Load() {
+			t.Errorf("term %q: the missed lookup is not kept with the vocab's size", n.text)
+		}
+	}
+	if q.Match(NewDoc("Plain graphs", "", nil, nil)) {
+		t.Fatal("a document without the words matches")
+	}
 	quokka := NewDoc("Quokka counts", "A marsupial census of islands.", []string{"Zyxwv Author"}, nil)
 	first := q.Match(quokka)  // looks the words up, and keeps their ids
 	second := q.Match(quokka) // with the ids kept
@@ -691,7 +703,7 @@ func TestQueryRemembersItsWordIDs(t *testing.T) {
 		t.Fatal("a word that came with a later document is not found, or found in one without it")
 	}
 	for _, n := range q.root.kids {
-		if r := n.resolved.Load(); r == nil || r.v != quokka.vocab {
+		if r := n.resolved.Load(); r == nil || r.v != quokka.vocab || r.size != -1 {
 			t.Errorf("term %q: ids not kept once the vocab had its words", n.text)
 		}
 	}

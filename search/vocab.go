@@ -27,6 +27,10 @@ type vocab struct {
 	// stems[id] is the id of the stem of word id plus one; 0 when not
 	// known yet (the word was only seen unstemmed).
 	stems []uint32
+	// n is the number of words, readable without the lock: a search
+	// term whose words v lacked is not looked up again while n is what
+	// it was before that lookup (node.match).
+	n atomic.Int64
 }
 
 // maxVocab is the number of words after which the process's vocab is
@@ -106,6 +110,7 @@ func (v *vocab) add(w string) uint32 {
 	id, added := v.words.add(w)
 	if added {
 		v.stems = append(v.stems, 0)
+		v.n.Add(1)
 	}
 	return id
 }
