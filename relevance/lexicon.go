@@ -192,12 +192,9 @@ func (s *Scorer) Use(m *Model) {
 	}
 	s.set = s.set[:0]
 	s.m = m
-	l, q, scale := s.l, m.q, m.scale
-	if len(l.feats) == 0 {
-		return
-	}
+	q, scale := m.q, m.scale
 	for i, f := range m.feats {
-		if p := l.position(f); p >= 0 {
+		if p := s.l.position(f); p >= 0 {
 			s.w[p] = float32(q[i]) * scale // as Score's table holds it
 			s.set = append(s.set, uint32(p))
 		}

@@ -1039,3 +1039,14 @@ func TestLearnKeepsTheLargestWeights(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyLexiconScoresZero: a lexicon without features (only papers
+// not stored) scores every paper 0 by any model, its directory empty.
+func TestEmptyLexiconScoresZero(t *testing.T) {
+	m, _, _ := trained(t)
+	sc := NewLexicon([]*Vector{nil, nil}).Scorer()
+	sc.Use(m)
+	if s0, s1 := sc.Score(0), sc.Score(1); s0 != 0 || s1 != 0 {
+		t.Errorf("an empty lexicon scores %v, %v", s0, s1)
+	}
+}
