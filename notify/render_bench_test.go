@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"bytes"
 	"fmt"
 	netmail "net/mail"
 	"net/url"
@@ -118,4 +119,16 @@ func BenchmarkFeedbackLinks100(b *testing.B) {
 // a digest of 100 real papers with their feedback links, newest first.
 func BenchmarkDigestMessage100Feedback(b *testing.B) {
 	benchDigestMessage(b, realisticDigest(b, false))
+}
+
+// BenchmarkWriteWhy is one best-first paper's "Why first" line, both parts,
+// with the reasons a digest's papers usually carry.
+func BenchmarkWriteWhy(b *testing.B) {
+	why := []string{"with Hélène Dupont-Aignan, a co-author of Ann One", "like 3 papers you marked", "about galaxy, cluster and lensing"}
+	var t, h bytes.Buffer
+	for b.Loop() {
+		t.Reset()
+		h.Reset()
+		writeWhy(&t, &h, why)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	texttemplate "text/template"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -457,32 +458,40 @@ const maxWhy = 3
 
 // writeWhy writes the line saying why a paper ranks where it does ("Why
 // first: with your co-author Ann One · like 3 papers you marked"), the
-// first maxWhy texts of why; nothing when why is empty.
+// first maxWhy texts of why, each made one line (oneLine); nothing when
+// why is empty. The line is made once, in a buffer on the stack, then
+// wrapped for the text part and escaped for the HTML: it is on every
+// paper of a best-first digest, where making it as strings (a builder,
+// oneLine's scan, strings.FieldsSeq, html.EscapeString's copy) cost
+// some 1 µs a paper (BenchmarkWriteWhy).
 func writeWhy(t, h *bytes.Buffer, why []string) {
-	if len(why) == 0 {
-		return
-	}
-	var line strings.Builder
+	var buf [256]byte
+	line := buf[:0]
 	n := 0
 	for _, w := range why {
-		if w = oneLine(w); w == "" || n == maxWhy {
+		if n == maxWhy {
+			break
+		}
+		mark := len(line)
+		if n == 0 {
+			line = append(line, "Why first: "...)
+		} else {
+			line = append(line, " · "...)
+		}
+		text := len(line)
+		if line = appendOneLine(line, w); len(line) == text {
+			line = line[:mark] // all whitespace: no text
 			continue
 		}
-		if n == 0 {
-			line.WriteString("Why first: ")
-		} else {
-			line.WriteString(" · ")
-		}
-		line.WriteString(w)
 		n++
 	}
 	if n == 0 {
 		return
 	}
 	t.WriteString("\n")
-	wrapTo(t, "   ", "   ", line.String())
+	wrapLine(t, "   ", "   ", line)
 	h.WriteString("\n" + `<div style="font-size:14px;color:#4b5563">`)
-	h.WriteString(htmlstd.EscapeString(line.String()))
+	escapeTo(h, line)
 	h.WriteString(`</div>`)
 }
 
@@ -794,24 +803,35 @@ func metaLine(categories []string, published time.Time) string {
 // starts with first, the others with indent. Words are never split, so a long
 // URL stays whole on a line of its own.
 func wrap(first, indent, s string) string {
-	var b strings.Builder
+	var b bytes.Buffer
 	b.Grow(len(first) + len(s) + len(s)/textWidth*(len(indent)+1))
 	wrapTo(&b, first, indent, s)
 	return b.String()
 }
 
 // wrapTo writes wrap(first, indent, s) to b.
-func wrapTo[W interface {
-	WriteString(string) (int, error)
-	WriteByte(byte) error
-}](b W, first, indent, s string) {
+func wrapTo(b *bytes.Buffer, first, indent, s string) {
+	var buf [256]byte // most lines fit: no allocation
+	wrapLine(b, first, indent, appendOneLine(buf[:0], s))
+}
+
+// wrapLine writes line, whose words are separated by single spaces (as
+// appendOneLine makes them), word-wrapped at textWidth columns (counted
+// in runes): the first line starts with first, the others with indent.
+// Words are never split, so a long URL stays whole on a line of its own.
+func wrapLine(b *bytes.Buffer, first, indent string, line []byte) {
 	b.WriteString(first)
 	col := utf8.RuneCountInString(first)
 	lineEmpty := true
-	for w := range strings.FieldsSeq(s) {
-		n := utf8.RuneCountInString(w)
+	for i := 0; i < len(line); {
+		j := i + bytes.IndexByte(line[i:], ' ')
+		if j < i {
+			j = len(line)
+		}
+		w := line[i:j]
+		n := utf8.RuneCount(w)
 		if !lineEmpty && col+1+n > textWidth {
-			b.WriteString("\n")
+			b.WriteByte('\n')
 			b.WriteString(indent)
 			col = utf8.RuneCountInString(indent)
 			lineEmpty = true
@@ -820,8 +840,70 @@ func wrapTo[W interface {
 			b.WriteByte(' ')
 			col++
 		}
-		b.WriteString(w)
+		b.Write(w)
 		col += n
 		lineEmpty = false
+		i = j + 1
 	}
 }
+
+// appendOneLine appends oneLine(s) to dst: the fields of s (as
+// strings.Fields finds them: split at ASCII and Unicode whitespace)
+// joined by single spaces.
+func appendOneLine(dst []byte, s string) []byte {
+	start := len(dst)
+	for i := 0; i < len(s); {
+		// Skip whitespace, then take the field up to the next.
+		if c := s[i]; c < utf8.RuneSelf {
+			if asciiSpace[c] {
+				i++
+				continue
+			}
+		} else if r, n := utf8.DecodeRuneInString(s[i:]); unicode.IsSpace(r) {
+			i += n
+			continue
+		}
+		j := i
+		for j < len(s) {
+			if c := s[j]; c < utf8.RuneSelf {
+				if asciiSpace[c] {
+					break
+				}
+				j++
+			} else {
+				r, n := utf8.DecodeRuneInString(s[j:])
+				if unicode.IsSpace(r) {
+					break
+				}
+				j += n
+			}
+		}
+		if len(dst) > start {
+			dst = append(dst, ' ')
+		}
+		dst = append(dst, s[i:j]...)
+		i = j
+	}
+	return dst
+}
+
+// asciiSpace are the ASCII bytes strings.Fields splits at.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
+
+// escapeTo writes s escaped as html.EscapeString escapes it (<, >, &, '
+// and "), without making the escaped copy a string.
+func escapeTo(b *bytes.Buffer, s []byte) {
+	last := 0
+	for i, c := range s {
+		if c >= utf8.RuneSelf || htmlEscapes[c] == "" {
+			continue
+		}
+		b.Write(s[last:i])
+		b.WriteString(htmlEscapes[c])
+		last = i + 1
+	}
+	b.Write(s[last:])
+}
+
+// htmlEscapes are html.EscapeString's replacements.
+var htmlEscapes = [utf8.RuneSelf]string{'<': "&lt;", '>': "&gt;", '&': "&amp;", '\'': "&#39;", '"': "&#34;"}

@@ -1,0 +1,95 @@
+package notify
+
+import (
+	"bytes"
+	htmlstd "html"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// wrapByFields is the word wrap as the mail's text part is specified:
+// s's fields (strings.Fields), each counted in runes, on lines of at
+// most textWidth columns unless one word is longer.
+func wrapByFields(first, indent, s string) string {
+	var b strings.Builder
+	b.WriteString(first)
+	col := utf8.RuneCountInString(first)
+	empty := true
+	for _, w := range strings.Fields(s) {
+		n := utf8.RuneCountInString(w)
+		if !empty && col+1+n > textWidth {
+			b.WriteString("\n" + indent)
+			col, empty = utf8.RuneCountInString(indent), true
+		}
+		if !empty {
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(w)
+		col += n
+		empty = false
+	}
+	return b.String()
+}
+
+// wrapCases are strings a title, a name or a reason may be: line breaks,
+// tabs, Unicode spaces (no-break, ideographic), accents, invalid UTF-8,
+// words longer than a line.
+func wrapCases() []string {
+	cases := []string{"", " ", "a", "  a  b  ", "Dark matter\n  halos of\tdwarf galaxies", "\u00a0nbsp\u00a0inside\u3000ideographic\u2003em",
+		"Hélène Dupont-Aignan, Ørsted", "bad \xff\xfe utf8 \x80 here", strings.Repeat("x", 90) + " y " + strings.Repeat("é", 80),
+		"Why first: with <b>Ann</b> & \"Bob\" · it's about 'x'"}
+	r := rand.New(rand.NewPCG(1, 2))
+	parts := []string{"galaxy", "é", "\u00a0", " ", "\n", "\t", "cluster-lensing", "&", "<", "\xff", "·", "a", strings.Repeat("w", 30)}
+	for range 2000 {
+		var b strings.Builder
+		for range r.IntN(40) {
+			b.WriteString(parts[r.IntN(len(parts))])
+		}
+		cases = append(cases, b.String())
+	}
+	return cases
+}
+
+// TestWrapAndOneLineAsSpecified: wrap, appendOneLine and escapeTo, made
+// in one pass over bytes for the Why lines of best-first digests, say
+// what strings.Fields, the word wrap above and html.EscapeString say, on
+// any text.
+func TestWrapAndOneLineAsSpecified(t *testing.T) {
+	for _, s := range wrapCases() {
+		if got, want := string(appendOneLine([]byte("x "), s)), "x "+strings.Join(strings.Fields(s), " "); got != want {
+			t.Fatalf("appendOneLine(%q) = %q, want %q", s, got, want)
+		}
+		if got, want := oneLine(s), strings.Join(strings.Fields(s), " "); got != want {
+			t.Fatalf("oneLine(%q) = %q, want %q", s, got, want)
+		}
+		if got, want := wrap("12. ", "   ", s), wrapByFields("12. ", "   ", s); got != want {
+			t.Fatalf("wrap(%q) =\n%q, want\n%q", s, got, want)
+		}
+		var b bytes.Buffer
+		if escapeTo(&b, []byte(s)); b.String() != htmlstd.EscapeString(s) {
+			t.Fatalf("escapeTo(%q) = %q, want %q", s, b.String(), htmlstd.EscapeString(s))
+		}
+	}
+}
+
+// TestWriteWhy: the first maxWhy texts that are not blank, made one line,
+// after "Why first:", wrapped in the text part and escaped in the HTML.
+func TestWriteWhy(t *testing.T) {
+	var tx, h bytes.Buffer
+	writeWhy(&tx, &h, []string{" \n ", "with your co-author\n Ann <One>", "like 3 papers you marked", "about galaxy, cluster and lensing", "a fourth"})
+	line := "Why first: with your co-author Ann <One> · like 3 papers you marked · about galaxy, cluster and lensing"
+	if want := "\n" + wrapByFields("   ", "   ", line); tx.String() != want {
+		t.Errorf("text part %q, want %q", tx.String(), want)
+	}
+	if want := "\n" + `<div style="font-size:14px;color:#4b5563">` + htmlstd.EscapeString(line) + `</div>`; h.String() != want {
+		t.Errorf("HTML part %q, want %q", h.String(), want)
+	}
+	tx.Reset()
+	h.Reset()
+	if writeWhy(&tx, &h, []string{"", "  "}); tx.Len()+h.Len() != 0 {
+		t.Errorf("blank reasons wrote %q and %q", tx.String(), h.String())
+	}
+}
