@@ -35,6 +35,7 @@ import (
 	"followfeed/openalex"
 	"followfeed/paper"
 	"followfeed/ranking"
+	"followfeed/relevance"
 	"followfeed/worker"
 )
 
@@ -289,12 +290,24 @@ func (r digestRanker) Rank(ctx context.Context, want map[int64][]int64, have map
 // rankedBatch is a ranking.Batch as notify reads it.
 type rankedBatch struct{ *ranking.Batch }
 
-// Why is the texts of ranking.Batch.Why.
-func (b rankedBatch) Why(userID, paperID int64) []string {
-	reasons := b.Batch.Why(userID, paperID)
-	out := make([]string, len(reasons))
-	for i, r := range reasons {
-		out[i] = r.Text()
+// Why is the texts of ranking.Batch.WhyMany.
+func (b rankedBatch) Why(userID int64, paperIDs []int64) [][]string {
+	return reasonTexts(b.Batch.WhyMany(userID, paperIDs))
+}
+
+// reasonTexts are the reasons' texts, in one array for all the papers.
+func reasonTexts(reasons [][]relevance.Reason) [][]string {
+	n := 0
+	for _, rs := range reasons {
+		n += len(rs)
+	}
+	texts := make([]string, 0, n)
+	out := make([][]string, len(reasons))
+	for i, rs := range reasons {
+		for _, r := range rs {
+			texts = append(texts, r.Text())
+		}
+		out[i] = texts[len(texts)-len(rs) : len(texts) : len(texts)]
 	}
 	return out
 }

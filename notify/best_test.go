@@ -62,12 +62,14 @@ func (b scoreBatch) Order(_ int64, ids []int64) {
 	slices.SortStableFunc(ids, func(x, y int64) int { return cmp.Compare(b[y], b[x]) })
 }
 
-func (b scoreBatch) Why(_, id int64) []string {
-	s, ok := b[id]
-	if !ok {
-		return nil
+func (b scoreBatch) Why(_ int64, ids []int64) [][]string {
+	out := make([][]string, len(ids))
+	for i, id := range ids {
+		if s, ok := b[id]; ok {
+			out[i] = []string{fmt.Sprintf("scored %.0f", s), "second reason", "third reason", "fourth reason"}
+		}
 	}
-	return []string{fmt.Sprintf("scored %.0f", s), "second reason", "third reason", "fourth reason"}
+	return out
 }
 
 // ranked gives e a Digester that ranks through r (the match job's hook

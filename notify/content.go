@@ -108,7 +108,17 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 		opens := remember[row.userID]
 		c.UnsubscribeURL = d.addrs.UnsubscribeURL(row.userID, row.epoch)
 		// What is the user's own: the "Not by …?" and feedback links, and
-		// why a best-first paper ranks.
+		// why a best-first paper ranks (asked once for all it shows).
+		var why [][]string
+		if plans[i].best {
+			var ids []int64
+			for _, g := range c.Groups {
+				for _, p := range g.Papers {
+					ids = append(ids, p.ID)
+				}
+			}
+			why = ranked.Why(row.userID, ids)
+		}
 		for _, g := range c.Groups {
 			for j := range g.Papers {
 				p := &g.Papers[j]
@@ -123,10 +133,11 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 				if opens {
 					p.Feedback.Open = d.addrs.OpenURL(row.userID, row.epoch, p.ID)
 				}
-				if plans[i].best {
-					if why := ranked.Why(row.userID, p.ID); len(why) > 0 {
-						p.Why = why[:min(len(why), maxWhy)]
+				if len(why) > 0 { // the papers' order is ids' above
+					if w := why[0]; len(w) > 0 {
+						p.Why = w[:min(len(w), maxWhy)]
 					}
+					why = why[1:]
 				}
 			}
 		}

@@ -66,10 +66,11 @@ type RankedBatch interface {
 	// Order sorts ids (papers.id) best first for userID, ties in the
 	// order given.
 	Order(userID int64, ids []int64)
-	// Why says why paper paperID ranks for userID, the strongest reason
-	// first ("with your co-author Ann One", "like 3 papers you marked");
-	// nil when it was not ranked.
-	Why(userID, paperID int64) []string
+	// Why says why each of paperIDs ranks for userID (out[i] is
+	// paperIDs[i]'s), the strongest reason first ("with your co-author
+	// Ann One", "like 3 papers you marked"); nil for a paper that was not
+	// ranked. A digest asks once for all the papers it shows.
+	Why(userID int64, paperIDs []int64) [][]string
 }
 
 // The values of the feedback links a digest carries per paper: package

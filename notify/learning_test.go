@@ -30,10 +30,14 @@ func (r rankingDigests) Rank(ctx context.Context, want map[int64][]int64, have m
 
 type rankingWhy struct{ *ranking.Batch }
 
-func (b rankingWhy) Why(userID, paperID int64) []string {
-	var out []string
-	for _, r := range b.Batch.Why(userID, paperID) {
-		out = append(out, r.Text())
+func (b rankingWhy) Why(userID int64, paperIDs []int64) [][]string {
+	var out [][]string
+	for _, rs := range b.Batch.WhyMany(userID, paperIDs) {
+		var texts []string
+		for _, r := range rs {
+			texts = append(texts, r.Text())
+		}
+		out = append(out, texts)
 	}
 	return out
 }

@@ -534,8 +534,13 @@ func TestOrderSortsAnyIDsByTheirScores(t *testing.T) {
 	// from the model's table. (Four more users of the same papers make
 	// the lexicon pay: relevance.LexiconPays.)
 	shared := map[int64][]int64{uid: ids}
+	e.store(e.paper("pulsar", bob, e.stranger()))
+	var others []int64 // users of another model: they follow Bob
 	for _, name := range []string{"bob", "carol", "dan", "erin"} {
-		shared[e.user(name)] = ids
+		u := e.user(name)
+		e.follow(u, follow.Researcher, "host:2")
+		shared[u] = ids
+		others = append(others, u)
 	}
 	b, err = e.rank.Rank(e.ctx, shared, nil)
 	if err != nil {
@@ -568,6 +573,31 @@ func TestOrderSortsAnyIDsByTheirScores(t *testing.T) {
 	}
 	if words == 0 {
 		t.Error("no words reason: Why's words are not tested")
+	}
+	// WhyMany, which explains a user's papers through the lexicon's
+	// dense weights, says the same of each, and nothing of a paper the
+	// batch did not rank; so it does for a batch of one paper. (Another
+	// user's papers are explained first: the scorer WhyMany reuses held
+	// their model.)
+	otherWhy := b.WhyMany(others[0], ids)
+	many := b.WhyMany(uid, append(slices.Clone(ids), -1))
+	if !ranking.ReadThroughLexicon(b, others[0]) || fmt.Sprint(otherWhy) == fmt.Sprint(many[:len(ids)]) {
+		t.Fatal("the batch's users are explained alike: WhyMany's model is not tested")
+	}
+	for i, id := range ids {
+		one, err := e.rank.Rank(e.ctx, map[int64][]int64{uid: {id}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := fmt.Sprint(many[i]), fmt.Sprint(one.Why(uid, id)); got != want {
+			t.Errorf("paper %d: WhyMany %v in the batch, Why %v alone", id, got, want)
+		}
+		if got, want := fmt.Sprint(one.WhyMany(uid, []int64{id})[0]), fmt.Sprint(one.Why(uid, id)); got != want {
+			t.Errorf("paper %d: WhyMany %v alone, Why %v", id, got, want)
+		}
+	}
+	if len(many) != len(ids)+1 || many[len(ids)] != nil {
+		t.Errorf("WhyMany of %d papers and one not ranked: %d answers, the last %v", len(ids), len(many), many[len(many)-1])
 	}
 	given := slices.Clone(ids)
 	b.Order(uid, ids) // the slice Rank was given

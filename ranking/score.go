@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"sync"
 
 	"followfeed/match"
 	"followfeed/paper"
@@ -18,8 +19,15 @@ type Batch struct {
 	vecs   map[int64]*relevance.Vector
 	scores map[int64]userScores
 	// dense are the users whose papers were scored through a lexicon of
-	// the batch's papers' features (relevance.Lexicon.Pays), for tests.
+	// the batch's papers' features (relevance.Lexicon.Pays); WhyMany
+	// explains their papers through it too.
 	dense map[int64]bool
+	// lex is that lexicon (nil when none paid), at each paper's index in
+	// it, scorers the Scorers of it WhyMany reuses (each holds an array
+	// of the lexicon's length).
+	lex     *relevance.Lexicon
+	at      map[int64]int
+	scorers sync.Pool
 }
 
 // userScores are one user's scores, sc[i] paper ids[i]'s (ids as Rank was
@@ -92,11 +100,10 @@ func (s *Service) Rank(ctx context.Context, want map[int64][]int64, have map[int
 		}
 	}
 	b.dense = map[int64]bool{}
-	var lex *relevance.Lexicon
-	var at map[int64]int
 	if relevance.LexiconPays(distinct, scored) {
-		lex, at = b.lexicon(ids)
+		b.lex, b.at = b.lexicon(ids)
 	}
+	lex, at := b.lex, b.at
 	var dense *relevance.Scorer
 	for u, ps := range want {
 		m := b.models[u]
@@ -109,7 +116,8 @@ func (s *Service) Rank(ctx context.Context, want map[int64][]int64, have map[int
 			// The same scores, to the bit, from the model's weights of
 			// the batch's features read once.
 			if dense == nil {
-				dense = lex.Scorer()
+				dense = b.scorer()
+				defer b.scorers.Put(dense)
 			}
 			dense.Use(m)
 			b.dense[u] = true
@@ -224,4 +232,43 @@ func (b *Batch) Why(userID, paperID int64) []relevance.Reason {
 		return nil
 	}
 	return m.Explain(v)
+}
+
+// WhyMany is Why of each of paperIDs for userID (out[i] paperIDs[i]'s):
+// the papers a user is shown, explained at once, which for a user whose
+// papers were scored through the batch's lexicon reads the words' weights
+// from one dense array of them (relevance.Scorer.Explain: the same
+// reasons), rather than from the model's table for each paper.
+func (b *Batch) WhyMany(userID int64, paperIDs []int64) [][]relevance.Reason {
+	out := make([][]relevance.Reason, len(paperIDs))
+	m := b.models[userID]
+	if m == nil {
+		return out
+	}
+	if !b.dense[userID] {
+		for i, id := range paperIDs {
+			out[i] = b.Why(userID, id)
+		}
+		return out
+	}
+	s := b.scorer()
+	defer b.scorers.Put(s)
+	s.Use(m)
+	for i, id := range paperIDs {
+		if k, ok := b.at[id]; ok {
+			out[i] = s.Explain(k)
+		} else {
+			out[i] = b.Why(userID, id) // not ranked: nil
+		}
+	}
+	return out
+}
+
+// scorer returns a Scorer of the batch's lexicon, from those WhyMany
+// and Rank put back.
+func (b *Batch) scorer() *relevance.Scorer {
+	if s, ok := b.scorers.Get().(*relevance.Scorer); ok {
+		return s
+	}
+	return b.lex.Scorer()
 }

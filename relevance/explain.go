@@ -121,7 +121,11 @@ const maxReasonWords = 3
 // and cited followed papers, the marked and followed papers it is like,
 // and the words that weigh most for it (positive weights only). It is for
 // the few papers shown, not the hot loop: it allocates.
-func (m *Model) Explain(v *Vector) []Reason {
+func (m *Model) Explain(v *Vector) []Reason { return m.explain(v, m.topWords) }
+
+// explain is Explain, the words reason's parts found by top (m.topWords,
+// or a Scorer's, which reads the same weights from its dense array).
+func (m *Model) explain(v *Vector, top func(*Vector) topWords) []Reason {
 	var out []Reason
 	p := &v.paper
 	names := 0
@@ -205,7 +209,7 @@ func (m *Model) Explain(v *Vector) []Reason {
 			out = append(out, r)
 		}
 	}
-	if r, ok := m.words(v); ok {
+	if r, ok := words(v, top(v)); ok {
 		out = append(out, r)
 	}
 	return out
@@ -326,9 +330,8 @@ func (m *Model) topWords(v *Vector) topWords {
 }
 
 // words returns the reason naming the words of v with the largest
-// positive parts of the score (topWords), as the paper writes them.
-func (m *Model) words(v *Vector) (Reason, bool) {
-	t := m.topWords(v)
+// positive parts of the score (t, topWords), as the paper writes them.
+func words(v *Vector, t topWords) (Reason, bool) {
 	r := Reason{Kind: ReasonWords}
 	for _, pt := range t.p[:t.n] {
 		if s := v.spelling(int(pt.at)); s != "" {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -856,7 +857,7 @@ func BenchmarkExplain(b *testing.B) {
 // feedback's part too, read by scanning each marked paper's words
 // (plainFeedback); and every kind of reason is met. Scored through a
 // Lexicon of the papers (a Scorer, used by each model in turn), each
-// paper's score is the same again.
+// paper's score is the same again, and its explanation (Scorer.Explain).
 func TestScoreAndWordsAsReadFromTheFeatures(t *testing.T) {
 	prof, ex, c, bgV := trainingSet()
 	w := newWorld()
@@ -951,9 +952,19 @@ func TestScoreAndWordsAsReadFromTheFeatures(t *testing.T) {
 				if got, want := top.p[:top.n], words[:min(len(words), maxReasonWords)]; !slices.Equal(got, want) {
 					t.Fatalf("%q: words %v, read plainly %v", v.paper.Title, got, want)
 				}
-				for _, r := range m.Explain(v) {
+				why := m.Explain(v)
+				for _, r := range why {
 					kinds[r.Kind]++
 				}
+				if got := dense.Explain(i); !reflect.DeepEqual(got, why) {
+					t.Fatalf("%q: explained through the lexicon %v, by the model %v", v.paper.Title, got, why)
+				}
+				if i == 0 && !reflect.DeepEqual(dense.Explain(len(vs)+1), why) {
+					t.Fatalf("%q: explained through its second place in the lexicon %v, by the model %v", v.paper.Title, dense.Explain(len(vs)+1), why)
+				}
+			}
+			if dense.Explain(len(vs)) != nil {
+				t.Fatal("a nil vector has reasons")
 			}
 		}
 	}
