@@ -28,6 +28,9 @@ type Batch struct {
 	lex     *relevance.Lexicon
 	at      map[int64]int
 	scorers sync.Pool
+	// weights are the dense users' models' weights of the lexicon, as
+	// Rank's Scorer read them: WhyMany uses them again.
+	weights map[int64]relevance.Weights
 }
 
 // userScores are one user's scores, sc[i] paper ids[i]'s (ids as Rank was
@@ -99,7 +102,7 @@ func (s *Service) Rank(ctx context.Context, want map[int64][]int64, have map[int
 			distinct += v.Len()
 		}
 	}
-	b.dense = map[int64]bool{}
+	b.dense, b.weights = map[int64]bool{}, map[int64]relevance.Weights{}
 	if relevance.LexiconPays(distinct, scored) {
 		b.lex, b.at = b.lexicon(ids)
 	}
@@ -121,6 +124,7 @@ func (s *Service) Rank(ctx context.Context, want map[int64][]int64, have map[int
 			}
 			dense.Use(m)
 			b.dense[u] = true
+			b.weights[u] = dense.Weights()
 			for i, id := range ps {
 				us.sc[i] = dense.Score(at[id])
 			}
@@ -238,7 +242,9 @@ func (b *Batch) Why(userID, paperID int64) []relevance.Reason {
 // the papers a user is shown, explained at once, which for a user whose
 // papers were scored through the batch's lexicon reads the words' weights
 // from one dense array of them (relevance.Scorer.Explain: the same
-// reasons), rather than from the model's table for each paper.
+// reasons), as Rank's Scorer read them (kept: reading them again cost a
+// tenth of a best-first digest's explaining), rather than from the
+// model's table for each paper.
 func (b *Batch) WhyMany(userID int64, paperIDs []int64) [][]relevance.Reason {
 	out := make([][]relevance.Reason, len(paperIDs))
 	m := b.models[userID]
@@ -253,7 +259,7 @@ func (b *Batch) WhyMany(userID int64, paperIDs []int64) [][]relevance.Reason {
 	}
 	s := b.scorer()
 	defer b.scorers.Put(s)
-	s.Use(m)
+	s.UseWeights(b.weights[userID])
 	for i, id := range paperIDs {
 		if k, ok := b.at[id]; ok {
 			out[i] = s.Explain(k)

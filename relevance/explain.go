@@ -295,10 +295,11 @@ func (t *topWords) insert(p part) {
 // up, without a branch.
 func (m *Model) topWords(v *Vector) topWords {
 	var t topWords
-	if len(m.buckets) == 0 && !m.plain {
+	tb := m.table()
+	if len(tb.buckets) == 0 && !tb.plain {
 		return t
 	}
-	bs, shift := m.buckets, m.shift
+	bs, shift := tb.buckets, tb.shift
 	vals := v.vals[:len(v.feats)]
 	nameable := v.nameable[:len(v.feats)]
 	// least is the least part that may enter t: any positive one until
@@ -312,7 +313,7 @@ func (m *Model) topWords(v *Vector) topWords {
 		}
 		// f's weight, read as Score reads it.
 		var w float32
-		if m.plain {
+		if tb.plain {
 			w = m.plainWeight(f)
 		} else {
 			b1, b2 := &bs[(f*bucketMul1)>>shift], &bs[(f*bucketMul2)>>shift]

@@ -202,6 +202,37 @@ func (s *Scorer) Use(m *Model) {
 	}
 }
 
+// Weights are a Scorer's weights of one model (Scorer.Weights): the model
+// in use again without looking its features up in the lexicon again.
+type Weights struct {
+	m   *Model
+	set []uint32
+	w   []float32
+}
+
+// Weights returns the weights the model in use put in s's array.
+func (s *Scorer) Weights() Weights {
+	w := Weights{m: s.m, set: slices.Clone(s.set), w: make([]float32, len(s.set))}
+	for i, p := range s.set {
+		w.w[i] = s.w[p]
+	}
+	return w
+}
+
+// UseWeights is Use of the model whose weights w are, which s (or another
+// Scorer of the same lexicon) gave: the same scores and reasons, for a
+// copy of the weights rather than a look in the lexicon per feature.
+func (s *Scorer) UseWeights(w Weights) {
+	for _, p := range s.set {
+		s.w[p] = 0
+	}
+	s.set = append(s.set[:0], w.set...)
+	s.m = w.m
+	for i, p := range w.set {
+		s.w[p] = w.w[i]
+	}
+}
+
 // Score is the model's Score of the lexicon's vector i, to the bit (0
 // for a nil vector).
 func (s *Scorer) Score(i int) float32 {

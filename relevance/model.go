@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"sync"
 )
 
 // kind is what a model's feature stands for, for Explain.
@@ -73,19 +74,14 @@ type Model struct {
 	likeNorm  []float32
 	likeSign  []int8
 
-	// Score's table of the features' weights (built from the above): a
-	// power of two of buckets of two slots, at most half full, each
-	// feature in one of its two buckets (cuckoo hashing), so that a
-	// lookup reads both and compares all four slots without a branch.
-	buckets []bucket
-	shift   uint8
-	// plain: no table filled (see tableGrowth); Score reads each weight
-	// by binary search in feats.
-	plain bool
+	// tbl is Score's table of the features' weights, made from the above
+	// the first time it is read (table): a model that only a batch's
+	// lexicon reads (Scorer: a digest batch's) never makes it.
+	tbl *table
 	// likeFeats are the likes' words, sorted by feature (then position),
 	// each with its position among the likes' words (like × likeWords +
 	// word), and likeNorms each like's squared norm (summed as cosine
-	// sums it): made with Score's table, so that Explain reads a paper's
+	// sums it): made with the posting lists, so that Explain reads a paper's
 	// values of every like's words in one pass over its features.
 	likeFeats []likeFeat
 	likeNorms []float64
@@ -111,6 +107,43 @@ type likeFeat struct {
 
 type bucket [2]slot
 
+// table is a model's table of its features' weights: a power of two of
+// buckets of two slots, at most half full, each feature in one of its two
+// buckets (cuckoo hashing), so that a lookup reads both and compares all
+// four slots without a branch. It is made once, on first use.
+type table struct {
+	once    sync.Once
+	buckets []bucket
+	shift   uint8
+	// plain: no table filled (see tableGrowth); Score reads each weight
+	// by binary search in feats.
+	plain bool
+}
+
+// table returns m's table, made the first time (Model.build leaves it to
+// be made: a third of decoding a model, in make bench's best-first
+// digests, which read the weights through a Scorer). A zero Model's is
+// empty.
+func (m *Model) table() *table {
+	t := m.tbl
+	if t == nil {
+		return &table{}
+	}
+	t.once.Do(func() {
+		if len(m.feats) == 0 {
+			return
+		}
+		first := smallestTable(len(m.feats))
+		for b := first; b <= first+tableGrowth; b++ {
+			if t.fill(m, b) {
+				return
+			}
+		}
+		t.buckets, t.plain = nil, true
+	})
+	return t
+}
+
 // The multipliers of a feature's two buckets (the table's top bits of
 // the products): feature ids are hashes already.
 const (
@@ -123,7 +156,7 @@ const (
 // larger than the smallest the table may grow (a power of two): features
 // that collide in both buckets at every size (hashes of hostile texts,
 // say) make the model read its weights by binary search instead
-// (Model.plain), never a huge table.
+// (table.plain), never a huge table.
 const (
 	maxKicks    = 500
 	tableGrowth = 4
@@ -204,10 +237,12 @@ func (m *Model) set(feats []uint32, weights []float32, fixed map[uint32]fixedWei
 	}
 }
 
-// build makes Score's table from m's features: the smallest that holds
-// them with buckets at most half full (in practice; else a larger one),
-// the same table for the same features; the posting lists of its
-// feedback likes' words; and Explain's sorted likes' words.
+// build makes what Score and Explain read besides m's features: the
+// posting lists of its feedback likes' words, Explain's sorted likes'
+// words and its filter of follows' features, and an empty Score's table,
+// which table fills on first use: the smallest that holds the features
+// with buckets at most half full (in practice; else a larger one), the
+// same table for the same features.
 func (m *Model) build() {
 	m.buildFeedback()
 	m.likeFeats, m.likeNorms = nil, make([]float64, len(m.likes))
@@ -232,17 +267,7 @@ func (m *Model) build() {
 			m.fixedBits[m.feats[i]>>6&7] |= 1 << (m.feats[i] & 63)
 		}
 	}
-	m.buckets, m.plain = nil, false
-	if len(m.feats) == 0 {
-		return
-	}
-	first := smallestTable(len(m.feats))
-	for b := first; b <= first+tableGrowth; b++ {
-		if m.fill(b) {
-			return
-		}
-	}
-	m.buckets, m.plain = nil, true
+	m.tbl = &table{} // made on first use: table
 }
 
 // buildFeedback makes Score's posting lists of the words of m's likes
@@ -305,11 +330,11 @@ func (m *Model) buildFeedback() {
 
 // fill puts every feature's weight in a new table of 2^b buckets; false
 // when an insertion's evictions do not settle.
-func (m *Model) fill(b int) bool {
-	m.buckets = make([]bucket, 1<<b)
-	m.shift = uint8(32 - b)
+func (t *table) fill(m *Model, b int) bool {
+	t.buckets = make([]bucket, 1<<b)
+	t.shift = uint8(32 - b)
 	for i, f := range m.feats {
-		if !m.insert(slot{f: f, w: float32(m.q[i]) * m.scale}) {
+		if !t.insert(slot{f: f, w: float32(m.q[i]) * m.scale}) {
 			return false
 		}
 	}
@@ -319,13 +344,13 @@ func (m *Model) fill(b int) bool {
 // insert puts s in a free slot of one of its buckets, evicting, when both
 // are full, a slot of one of them in turn and inserting its feature
 // again, at most maxKicks times.
-func (m *Model) insert(s slot) bool {
+func (t *table) insert(s slot) bool {
 	for kick := range maxKicks {
-		h1, h2 := (s.f*bucketMul1)>>m.shift, (s.f*bucketMul2)>>m.shift
+		h1, h2 := (s.f*bucketMul1)>>t.shift, (s.f*bucketMul2)>>t.shift
 		for _, h := range [2]uint32{h1, h2} {
-			for j := range m.buckets[h] {
-				if m.buckets[h][j].f == 0 {
-					m.buckets[h][j] = s
+			for j := range t.buckets[h] {
+				if t.buckets[h][j].f == 0 {
+					t.buckets[h][j] = s
 					return true
 				}
 			}
@@ -335,7 +360,7 @@ func (m *Model) insert(s slot) bool {
 			h = h2
 		}
 		j := kick >> 1 & 1
-		s, m.buckets[h][j] = m.buckets[h][j], s
+		s, t.buckets[h][j] = t.buckets[h][j], s
 	}
 	return false
 }
@@ -361,13 +386,13 @@ func is(f, g uint32) uint32 {
 // feature of an index of the marked papers' words.
 func (m *Model) Score(v *Vector) float32 {
 	s := m.bias
-	switch {
-	case m.plain:
+	switch t := m.table(); {
+	case t.plain:
 		for i, f := range v.feats {
 			s += float32(m.plainWeight(f) * v.vals[i])
 		}
-	case len(m.buckets) > 0:
-		bs, shift := m.buckets, m.shift
+	case len(t.buckets) > 0:
+		bs, shift := t.buckets, t.shift
 		vals := v.vals[:len(v.feats)]
 		for i, f := range v.feats {
 			// f's weight: the four slots of its two buckets compared and

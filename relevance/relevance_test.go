@@ -853,7 +853,7 @@ func BenchmarkExplain(b *testing.B) {
 // out, ties the smaller feature first), for models with and without
 // people, likes and stored round trips, over papers with repeated and
 // empty authors, institutions and citations, and for the same models
-// decoded when no table fills (Model.plain); the score with the
+// decoded when no table fills (table.plain); the score with the
 // feedback's part too, read by scanning each marked paper's words
 // (plainFeedback); and every kind of reason is met. Scored through a
 // Lexicon of the papers (a Scorer, used by each model in turn), each
@@ -884,6 +884,9 @@ func TestScoreAndWordsAsReadFromTheFeatures(t *testing.T) {
 		t.Fatalf("a lexicon of %d features for %d papers", len(lex.feats), len(vs))
 	}
 	dense := lex.Scorer()
+	// again reads each model's weights as dense kept them (Weights),
+	// after the model before: the same scores and reasons.
+	again := lex.Scorer()
 	for _, m := range []*Model{Train(DefaultParams(), prof, ex), Train(DefaultParams(), prof, liked), {}} {
 		enc, _ := m.MarshalBinary()
 		var d, p Model
@@ -894,15 +897,17 @@ func TestScoreAndWordsAsReadFromTheFeatures(t *testing.T) {
 		smallest := smallestTable
 		smallestTable = func(int) int { return 1 }
 		err := p.UnmarshalBinary(enc)
+		plain := err == nil && p.table().plain // made now, with the small tables
 		smallestTable = smallest
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.plain != (m.Len() > 64) {
-			t.Fatalf("a model of %d features in at most 32 buckets of 2: plain %v", m.Len(), p.plain)
+		if plain != (m.Len() > 64) {
+			t.Fatalf("a model of %d features in at most 32 buckets of 2: plain %v", m.Len(), plain)
 		}
 		for _, m := range []*Model{m, &d, &p} {
 			dense.Use(m)
+			again.UseWeights(dense.Weights())
 			if s := dense.Score(len(vs)); s != 0 {
 				t.Fatalf("a nil vector scores %v", s)
 			}
@@ -938,6 +943,9 @@ func TestScoreAndWordsAsReadFromTheFeatures(t *testing.T) {
 					if got := dense.Score(at); math.Float32bits(got) != math.Float32bits(score) {
 						t.Fatalf("%q: scored through the lexicon %v, read plainly %v", v.paper.Title, got, score)
 					}
+					if got := again.Score(at); math.Float32bits(got) != math.Float32bits(score) {
+						t.Fatalf("%q: scored through the lexicon with the weights kept %v, read plainly %v", v.paper.Title, got, score)
+					}
 				}
 				slices.SortStableFunc(words, func(a, b part) int {
 					switch {
@@ -958,6 +966,9 @@ func TestScoreAndWordsAsReadFromTheFeatures(t *testing.T) {
 				}
 				if got := dense.Explain(i); !reflect.DeepEqual(got, why) {
 					t.Fatalf("%q: explained through the lexicon %v, by the model %v", v.paper.Title, got, why)
+				}
+				if got := again.Explain(i); !reflect.DeepEqual(got, why) {
+					t.Fatalf("%q: explained with the weights kept %v, by the model %v", v.paper.Title, got, why)
 				}
 				if i == 0 && !reflect.DeepEqual(dense.Explain(len(vs)+1), why) {
 					t.Fatalf("%q: explained through its second place in the lexicon %v, by the model %v", v.paper.Title, dense.Explain(len(vs)+1), why)
@@ -1059,5 +1070,34 @@ func TestEmptyLexiconScoresZero(t *testing.T) {
 	sc.Use(m)
 	if s0, s1 := sc.Score(0), sc.Score(1); s0 != 0 || s1 != 0 {
 		t.Errorf("an empty lexicon scores %v, %v", s0, s1)
+	}
+}
+
+// TestTableMadeOnFirstUse: a decoded model makes its table only when
+// Score or Explain reads it, not when a Scorer reads its weights (a
+// digest batch's models: their decoding is on the digest's path).
+func TestTableMadeOnFirstUse(t *testing.T) {
+	prof, ex, _, bgV := trainingSet()
+	enc, err := Train(DefaultParams(), prof, ex).MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m Model
+	if err := m.UnmarshalBinary(enc); err != nil {
+		t.Fatal(err)
+	}
+	if m.tbl.buckets != nil || m.tbl.plain {
+		t.Fatal("decoding made the table")
+	}
+	s := NewLexicon(bgV[:10]).Scorer()
+	s.Use(&m)
+	if s.Score(0) == m.bias && s.Score(1) == m.bias || s.Explain(0) == nil {
+		t.Fatal("the scorer read no weight: the test reads nothing")
+	}
+	if m.tbl.buckets != nil {
+		t.Fatal("a Scorer made the table")
+	}
+	if m.Score(bgV[0]); m.tbl.buckets == nil {
+		t.Fatal("Score made no table")
 	}
 }
