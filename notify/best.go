@@ -171,16 +171,21 @@ func planBest(res match.Result, follows []follow.Follow, ranked []int64, budget 
 			kept++
 		}
 	}
-	// Each paper's primary reason, once (by its index in ranked): choose
-	// and the listing below both need it, and it builds every reason's key.
+	// Each paper (by its index in ranked: nil for an id with no paper
+	// with reasons, or met before) and its primary reason, once: choose
+	// and the listing below both need them, and the reason builds every
+	// reason's key.
+	ps := make([]*match.Paper, len(ranked))
 	prims := make([]primary, len(ranked))
 	for i, id := range ranked {
 		if p := byID[id]; p != nil {
+			delete(byID, id) // each paper once
+			ps[i] = p
 			prims[i].first, prims[i].key = o.primary(p)
 		}
 	}
 	others := max(min(budget, MaxPapersLimit)-kept, 0)
-	chosen := choose(ranked, prims, byID, others, keep, perFollow)
+	chosen := choose(ps, prims, others, keep, perFollow)
 	g := plannedGroup{label: BestGroupName}
 	type omitted struct {
 		first follow.Target
@@ -190,12 +195,10 @@ func planBest(res match.Result, follows []follow.Follow, ranked []int64, budget 
 	var rest []omitted
 	restIdx := map[string]int{}
 	listed := 0
-	for i, id := range ranked {
-		p := byID[id]
+	for i, p := range ps {
 		if p == nil {
 			continue
 		}
-		delete(byID, id) // each paper once
 		listed++
 		first, key := prims[i].first, prims[i].key
 		list := false
@@ -203,7 +206,7 @@ func planBest(res match.Result, follows []follow.Follow, ranked []int64, budget 
 		case len(g.papers) >= MaxPapersLimit: // a mail's bound, kept papers too
 		case keep && keeps(p):
 			list = true
-		case chosen[id]:
+		case chosen[i]:
 			list = true
 		}
 		if list {
@@ -254,48 +257,44 @@ type primary struct {
 	key   string
 }
 
-// choose picks, of the papers ranked (ids best first, prims their primary
-// reasons by index, byID their papers with reasons), the best n that
-// keeps does not protect (when keep is set): the first n in rank order,
-// or with perFollow each follow's best up to its share of n first (see
-// planBest), then the best of the rest.
-func choose(ranked []int64, prims []primary, byID map[int64]*match.Paper, n int, keep, perFollow bool) map[int64]bool {
-	var cands []int64
-	var keys []string
-	seen := map[int64]bool{}
+// choose picks, of the papers ranked (ps best first, nil for an index to
+// pass over; prims their primary reasons by index), the best n that keeps
+// does not protect (when keep is set): the first n in rank order, or with
+// perFollow each follow's best up to its share of n first (see planBest),
+// then the best of the rest. chosen[i] says whether ps[i] is picked.
+func choose(ps []*match.Paper, prims []primary, n int, keep, perFollow bool) (chosen []bool) {
+	chosen = make([]bool, len(ps))
+	var cands []int // indexes of ps
 	follows := map[string]bool{}
-	for i, id := range ranked {
-		p := byID[id]
-		if p == nil || seen[id] || (keep && keeps(p)) {
+	for i, p := range ps {
+		if p == nil || (keep && keeps(p)) {
 			continue
 		}
-		seen[id] = true // each paper once
-		key := prims[i].key
-		cands, keys = append(cands, id), append(keys, key)
-		follows[key] = true
+		cands = append(cands, i)
+		if perFollow {
+			follows[prims[i].key] = true
+		}
 	}
-	chosen := map[int64]bool{}
-	share := n
 	if perFollow && len(follows) > 0 {
-		share = (n + len(follows) - 1) / len(follows)
+		share := (n + len(follows) - 1) / len(follows)
+		per := map[string]int{}
+		for _, i := range cands {
+			if n == 0 {
+				break
+			}
+			if key := prims[i].key; per[key] < share {
+				per[key]++
+				chosen[i] = true
+				n--
+			}
+		}
 	}
-	per := map[string]int{}
-	for i, id := range cands {
+	for _, i := range cands {
 		if n == 0 {
 			break
 		}
-		if per[keys[i]] < share {
-			per[keys[i]]++
-			chosen[id] = true
-			n--
-		}
-	}
-	for _, id := range cands {
-		if n == 0 {
-			break
-		}
-		if !chosen[id] {
-			chosen[id] = true
+		if !chosen[i] {
+			chosen[i] = true
 			n--
 		}
 	}

@@ -96,6 +96,15 @@ mutation search-vocab-size-not-counted search search/vocab.go $'\t\tv.n.Add(1)\n
 mutation relevance-lexicon-pays-less relevance relevance/lexicon.go 'return len(m.feats) <= 2*features' 'return len(m.feats) <= 3*features'
 mutation relevance-lexicon-directory-first-only relevance relevance/lexicon.go 'if g := l.feats[p]; g >= f {' 'if g := l.feats[p]; true {'
 mutation relevance-lexicon-directory-bucket-late relevance relevance/lexicon.go 'int(l.feats[k]>>l.dirShift) < d {' 'int(l.feats[k]>>l.dirShift) <= d {'
+# A user's shown papers explained at once, through the lexicon's weights (relevance/lexicon.go, ranking/score.go).
+mutation relevance-scorer-explain-function-words relevance relevance/lexicon.go $'\t\t\tif !nameable[k] {\n\t\t\t\tcontinue\n\t\t\t}\n\t\t\tif x := float32(w[p]' $'\t\t\tif len(nameable) < 0 {\n\t\t\t\tcontinue\n\t\t\t}\n\t\t\tif x := float32(w[p]'
+mutation relevance-weights-kept-stale relevance relevance/lexicon.go $'\tfor _, p := range s.set {\n\t\ts.w[p] = 0\n\t}\n\ts.set = append(s.set[:0], w.set...)' $'\ts.set = append(s.set[:0], w.set...)'
+mutation ranking-whymany-last-model ranking ranking/score.go $'\ts.UseWeights(b.weights[userID])\n' $'\t_ = b.weights\n'
+# The "Why first" line and the text part's wrap (notify/templates.go), a best-first plan's choice (notify/best.go).
+mutation notify-wrap-counts-bytes notify notify/templates.go 'n := utf8.RuneCount(w)' 'n := len(w)'
+mutation notify-oneline-keeps-unicode-spaces notify notify/templates.go $'\t\t\t\tr, n := utf8.DecodeRuneInString(s[j:])\n\t\t\t\tif unicode.IsSpace(r) {' $'\t\t\t\tr, n := utf8.DecodeRuneInString(s[j:])\n\t\t\t\tif r == \'\\n\' {'
+mutation notify-escape-no-amp notify notify/templates.go "'&': \"&amp;\", " ''
+mutation notify-choose-no-share notify notify/best.go 'share := (n + len(follows) - 1) / len(follows)' 'share := n'
 # The authors' decoder (paper/authors.go): equal to encoding/json.
 mutation paper-authors-raw-escapes paper paper/authors.go "case c == '\\\\' || c < 0x20:" 'case c < 0x20:'
 mutation paper-authors-nil-ids paper paper/authors.go 'ids := []string{}' 'var ids []string'
