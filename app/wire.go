@@ -295,19 +295,30 @@ func (b rankedBatch) Why(userID int64, paperIDs []int64) [][]string {
 	return reasonTexts(b.Batch.WhyMany(userID, paperIDs))
 }
 
-// reasonTexts are the reasons' texts, in one array for all the papers.
+// reasonTexts are the reasons' texts: one string holds all of them
+// (relevance.Reason.AppendText), each text a piece of it, rather than a
+// string each (a best-first digest explains some 75 papers).
 func reasonTexts(reasons [][]relevance.Reason) [][]string {
-	n := 0
+	var buf []byte
+	var ends []int
 	for _, rs := range reasons {
-		n += len(rs)
+		for _, r := range rs {
+			buf = r.AppendText(buf)
+			ends = append(ends, len(buf))
+		}
 	}
-	texts := make([]string, 0, n)
+	all := string(buf)
+	texts := make([]string, len(ends))
+	for i, end := range ends {
+		start := 0
+		if i > 0 {
+			start = ends[i-1]
+		}
+		texts[i] = all[start:end]
+	}
 	out := make([][]string, len(reasons))
 	for i, rs := range reasons {
-		for _, r := range rs {
-			texts = append(texts, r.Text())
-		}
-		out[i] = texts[len(texts)-len(rs) : len(texts) : len(texts)]
+		out[i], texts = texts[:len(rs):len(rs)], texts[len(rs):]
 	}
 	return out
 }

@@ -2,9 +2,11 @@ package app
 
 import (
 	"errors"
+	"followfeed/relevance"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -51,5 +53,31 @@ func TestTokenTTLWithinTheLifetimeCap(t *testing.T) {
 	}
 	if err := Run(t.Context(), []string{"token", "--sub", "alice", "--ttl", "2h"}, env, &out); err != nil || strings.Count(out.String(), ".") != 2 {
 		t.Errorf("--ttl at the cap: %v %q", err, out.String())
+	}
+}
+
+// TestReasonTextsArePerPaper: the texts notify gets are each paper's
+// reasons' texts, in order, however many each paper has (none too).
+func TestReasonTextsArePerPaper(t *testing.T) {
+	reasons := [][]relevance.Reason{
+		{{Kind: relevance.ReasonCoauthor, Name: "Ann One"}, {Kind: relevance.ReasonWords, Words: []string{"galaxy", "cluster"}}},
+		nil,
+		{{Kind: relevance.ReasonMarked, Papers: []string{"2401.00001", "2401.00002"}}},
+		{{Kind: relevance.ReasonWords}},
+	}
+	got := reasonTexts(reasons)
+	want := [][]string{{"with your co-author Ann One", "about galaxy and cluster"}, {}, {"like 2 papers you marked"}, {""}}
+	if len(got) != len(want) {
+		t.Fatalf("%d papers' texts for %d papers", len(got), len(want))
+	}
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			t.Errorf("paper %d: %q, want %q", i, got[i], want[i])
+		}
+		for j, r := range reasons[i] {
+			if got[i][j] != r.Text() {
+				t.Errorf("paper %d, reason %d: %q, Text says %q", i, j, got[i][j], r.Text())
+			}
+		}
 	}
 }

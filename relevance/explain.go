@@ -1,9 +1,9 @@
 package relevance
 
 import (
-	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -56,58 +56,52 @@ type Reason struct {
 // Text is r as a short phrase for people: "by Ann One, whom you follow",
 // "with your co-author Ann One", "from an institution you follow", "cites
 // a paper you follow", "like 3 papers you marked", "about galaxy and
-// cluster".
-func (r Reason) Text() string {
+// cluster"; "" for a words reason without words or an unknown kind.
+func (r Reason) Text() string { return string(r.AppendText(nil)) }
+
+// AppendText appends r's Text to b: a digest's reasons' texts in one
+// buffer (one string for all of them) rather than a string each.
+func (r Reason) AppendText(b []byte) []byte {
 	switch r.Kind {
 	case ReasonPerson:
-		return "by " + r.Name + ", whom you follow"
+		return append(append(append(b, "by "...), r.Name...), ", whom you follow"...)
 	case ReasonCoauthor:
 		if r.Of == "" {
-			return "with your co-author " + r.Name
+			return append(append(b, "with your co-author "...), r.Name...)
 		}
-		return "with " + r.Name + ", a co-author of " + r.Of
+		return append(append(append(append(b, "with "...), r.Name...), ", a co-author of "...), r.Of...)
 	case ReasonInstitution:
-		return "from an institution you follow"
+		return append(b, "from an institution you follow"...)
 	case ReasonCites:
-		return "cites a paper you follow"
+		return append(b, "cites a paper you follow"...)
 	case ReasonMarked:
-		return "like " + papers(len(r.Papers)) + " you marked"
+		return append(appendPapers(append(b, "like "...), len(r.Papers)), " you marked"...)
 	case ReasonLikeFollowed:
-		return "like " + papers(len(r.Papers)) + " you follow"
+		return append(appendPapers(append(b, "like "...), len(r.Papers)), " you follow"...)
 	case ReasonWords:
-		switch len(r.Words) {
-		case 0:
-			return ""
-		case 1:
-			return "about " + r.Words[0]
+		if len(r.Words) == 0 {
+			return b
 		}
-		// "about a, b and c", in one allocation.
-		n := len("about ") + len(" and ") + len(", ")*(len(r.Words)-2)
-		for _, w := range r.Words {
-			n += len(w)
-		}
-		var b strings.Builder
-		b.Grow(n)
-		b.WriteString("about ")
-		for i, w := range r.Words {
+		b = append(b, "about "...)
+		for i, w := range r.Words { // "about a, b and c"
 			switch {
-			case i == len(r.Words)-1:
-				b.WriteString(" and ")
+			case i > 0 && i == len(r.Words)-1:
+				b = append(b, " and "...)
 			case i > 0:
-				b.WriteString(", ")
+				b = append(b, ", "...)
 			}
-			b.WriteString(w)
+			b = append(b, w...)
 		}
-		return b.String()
 	}
-	return ""
+	return b
 }
 
-func papers(n int) string {
+// appendPapers appends "a paper" or "3 papers".
+func appendPapers(b []byte, n int) []byte {
 	if n == 1 {
-		return "a paper"
+		return append(b, "a paper"...)
 	}
-	return fmt.Sprintf("%d papers", n)
+	return append(strconv.AppendInt(b, int64(n), 10), " papers"...)
 }
 
 // maxReasonNames bounds the persons and co-authors one explanation names.
