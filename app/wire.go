@@ -299,8 +299,12 @@ func (b rankedBatch) Why(userID int64, paperIDs []int64) [][]string {
 // (relevance.Reason.AppendText), each text a piece of it, rather than a
 // string each (a best-first digest explains some 75 papers).
 func reasonTexts(reasons [][]relevance.Reason) [][]string {
-	var buf []byte
-	var ends []int
+	n := 0
+	for _, rs := range reasons {
+		n += len(rs)
+	}
+	buf := make([]byte, 0, 40*n) // most texts are shorter
+	ends := make([]int, 0, n)
 	for _, rs := range reasons {
 		for _, r := range rs {
 			buf = r.AppendText(buf)

@@ -739,28 +739,44 @@ func oneLine(s string) string {
 }
 
 // isOneLine reports whether s has no leading, trailing or repeated
-// whitespace and no whitespace other than ' ' (ASCII only: any non-ASCII
-// byte sends s the slow way, which knows Unicode spaces).
+// spaces and no whitespace other than ' ' (what strings.Fields splits
+// at): one look at a table per byte; a byte that may begin a Unicode
+// space (lineBytes: 0xC2, 0xE1, 0xE2, 0xE3) has its rune decoded, so that
+// names and titles with accents take this way too.
 func isOneLine(s string) bool {
-	prevSpace := true // no leading space
+	if s == "" {
+		return true
+	}
+	if s[0] == ' ' || s[len(s)-1] == ' ' {
+		return false
+	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 0x80:
-			return false
-		case c == ' ':
-			if prevSpace {
+		switch lineBytes[s[i]] {
+		case lineSpace:
+			if s[i+1] == ' ' { // s does not end with a space: i+1 < len(s)
 				return false
 			}
-			prevSpace = true
-		case c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r':
+		case lineBreak:
 			return false
-		default:
-			prevSpace = false
+		case lineMaybe:
+			if r, _ := utf8.DecodeRuneInString(s[i:]); unicode.IsSpace(r) {
+				return false
+			}
 		}
 	}
-	return !prevSpace || s == ""
+	return true
 }
+
+// What a byte is to isOneLine.
+const (
+	lineOther = iota
+	lineSpace // ' '
+	lineBreak // \t \n \v \f \r
+	lineMaybe // the first byte of a Unicode space's UTF-8 (and of other runes)
+)
+
+var lineBytes = [256]uint8{' ': lineSpace, '\t': lineBreak, '\n': lineBreak, '\v': lineBreak, '\f': lineBreak, '\r': lineBreak,
+	0xC2: lineMaybe, 0xE1: lineMaybe, 0xE2: lineMaybe, 0xE3: lineMaybe}
 
 func authorLine(authors []string) string {
 	var names []string
@@ -851,6 +867,9 @@ func wrapLine(b *bytes.Buffer, first, indent string, line []byte) {
 // strings.Fields finds them: split at ASCII and Unicode whitespace)
 // joined by single spaces.
 func appendOneLine(dst []byte, s string) []byte {
+	if isOneLine(s) {
+		return append(dst, s...)
+	}
 	start := len(dst)
 	for i := 0; i < len(s); {
 		// Skip whitespace, then take the field up to the next.

@@ -38,12 +38,13 @@ func wrapByFields(first, indent, s string) string {
 // tabs, Unicode spaces (no-break, ideographic), accents, invalid UTF-8,
 // words longer than a line.
 func wrapCases() []string {
-	cases := []string{"", " ", "a", "  a  b  ", "Dark matter\n  halos of\tdwarf galaxies", "\u00a0nbsp\u00a0inside\u3000ideographic\u2003em",
+	cases := []string{"", " ", "a", "  a  b  ", "a  b", "Ann  One", "a \u00a0b", "a b ", " a b", "Hélène\u2009Dupont", "Dark matter\n  halos of\tdwarf galaxies", "\u00a0nbsp\u00a0inside\u3000ideographic\u2003em",
 		"Hélène Dupont-Aignan, Ørsted", "bad \xff\xfe utf8 \x80 here", strings.Repeat("x", 90) + " y " + strings.Repeat("é", 80),
 		"Why first: with <b>Ann</b> & \"Bob\" · it's about 'x'"}
 	r := rand.New(rand.NewPCG(1, 2))
-	parts := []string{"galaxy", "é", "\u00a0", " ", "\n", "\t", "cluster-lensing", "&", "<", "\xff", "·", "a", strings.Repeat("w", 30)}
-	for range 2000 {
+	parts := []string{"galaxy", "é", "\u00a0", " ", "\n", "\t", "cluster-lensing", "&", "<", "\xff", "·", "a", strings.Repeat("w", 30),
+		"\u0085", "\u1680", "\u205f", "\u2028", "\u3000", "\u2009", "\u00c2", "\xc2", "\xe2\x80", "ş"}
+	for range 5000 {
 		var b strings.Builder
 		for range r.IntN(40) {
 			b.WriteString(parts[r.IntN(len(parts))])

@@ -104,6 +104,8 @@ mutation ranking-whymany-last-model ranking ranking/score.go $'\ts.UseWeights(b.
 mutation notify-wrap-counts-bytes notify notify/templates.go 'n := utf8.RuneCount(w)' 'n := len(w)'
 mutation notify-oneline-keeps-unicode-spaces notify notify/templates.go $'\t\t\t\tr, n := utf8.DecodeRuneInString(s[j:])\n\t\t\t\tif unicode.IsSpace(r) {' $'\t\t\t\tr, n := utf8.DecodeRuneInString(s[j:])\n\t\t\t\tif r == \'\\n\' {'
 mutation notify-escape-no-amp notify notify/templates.go "'&': \"&amp;\", " ''
+mutation notify-oneline-misses-nbsp notify notify/templates.go '0xC2: lineMaybe, ' ''
+mutation notify-oneline-double-space notify notify/templates.go "if s[i+1] == ' ' {" "if s[i+1] == '\\t' {"
 mutation notify-choose-no-share notify notify/best.go 'share := (n + len(follows) - 1) / len(follows)' 'share := n'
 # The authors' decoder (paper/authors.go): equal to encoding/json.
 mutation paper-authors-raw-escapes paper paper/authors.go "case c == '\\\\' || c < 0x20:" 'case c < 0x20:'
