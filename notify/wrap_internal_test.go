@@ -4,34 +4,45 @@ import (
 	"bytes"
 	htmlstd "html"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
 )
 
-// wrapByFields is the word wrap as the mail's text part is specified:
-// s's fields (strings.Fields), each counted in runes, on lines of at
-// most textWidth columns unless one word is longer.
-func wrapByFields(first, indent, s string) string {
-	var b strings.Builder
-	b.WriteString(first)
-	col := utf8.RuneCountInString(first)
-	empty := true
-	for _, w := range strings.Fields(s) {
-		n := utf8.RuneCountInString(w)
-		if !empty && col+1+n > textWidth {
-			b.WriteString("\n" + indent)
-			col, empty = utf8.RuneCountInString(indent), true
+// checkWrap fails t unless out is s wrapped as the mail's text part is
+// specified: s's fields (strings.Fields) in order, single-spaced, on
+// lines that start with first (the first) or indent (the others), each at
+// most textWidth runes unless it holds one word alone, and greedy: each
+// line's first word would not have fit on the line before.
+func checkWrap(t *testing.T, first, indent, s, out string) {
+	t.Helper()
+	lines := strings.Split(out, "\n")
+	var words []string
+	for i, line := range lines {
+		prefix := indent
+		if i == 0 {
+			prefix = first
 		}
-		if !empty {
-			b.WriteByte(' ')
-			col++
+		rest, ok := strings.CutPrefix(line, prefix)
+		ws := strings.Split(rest, " ")
+		if !ok || rest == "" && (i > 0 || len(lines) > 1) || rest != "" && slices.Contains(ws, "") {
+			t.Fatalf("wrap(%q): line %d %q is not %q and single-spaced words", s, i, line, prefix)
 		}
-		b.WriteString(w)
-		col += n
-		empty = false
+		if rest == "" {
+			continue
+		}
+		if n := utf8.RuneCountInString(line); n > textWidth && len(ws) > 1 {
+			t.Fatalf("wrap(%q): line %d %q has %d runes", s, i, line, n)
+		}
+		if i > 0 && utf8.RuneCountInString(lines[i-1])+1+utf8.RuneCountInString(ws[0]) <= textWidth {
+			t.Fatalf("wrap(%q): %q would have fit on line %d %q", s, ws[0], i-1, lines[i-1])
+		}
+		words = append(words, ws...)
 	}
-	return b.String()
+	if want := strings.Fields(s); !slices.Equal(words, want) {
+		t.Fatalf("wrap(%q) has the words %q, want %q", s, words, want)
+	}
 }
 
 // wrapCases are strings a title, a name or a reason may be: line breaks,
@@ -56,8 +67,8 @@ func wrapCases() []string {
 
 // TestWrapAndOneLineAsSpecified: wrap, appendOneLine and escapeTo, made
 // in one pass over bytes for the Why lines of best-first digests, say
-// what strings.Fields, the word wrap above and html.EscapeString say, on
-// any text.
+// what strings.Fields, the word wrap checkWrap specifies and
+// html.EscapeString say, on any text.
 func TestWrapAndOneLineAsSpecified(t *testing.T) {
 	for _, s := range wrapCases() {
 		if got, want := string(appendOneLine([]byte("x "), s)), "x "+strings.Join(strings.Fields(s), " "); got != want {
@@ -66,9 +77,7 @@ func TestWrapAndOneLineAsSpecified(t *testing.T) {
 		if got, want := oneLine(s), strings.Join(strings.Fields(s), " "); got != want {
 			t.Fatalf("oneLine(%q) = %q, want %q", s, got, want)
 		}
-		if got, want := wrap("12. ", "   ", s), wrapByFields("12. ", "   ", s); got != want {
-			t.Fatalf("wrap(%q) =\n%q, want\n%q", s, got, want)
-		}
+		checkWrap(t, "12. ", "   ", s, wrap("12. ", "   ", s))
 		var b bytes.Buffer
 		if escapeTo(&b, []byte(s)); b.String() != htmlstd.EscapeString(s) {
 			t.Fatalf("escapeTo(%q) = %q, want %q", s, b.String(), htmlstd.EscapeString(s))
@@ -82,8 +91,8 @@ func TestWriteWhy(t *testing.T) {
 	var tx, h bytes.Buffer
 	writeWhy(&tx, &h, []string{" \n ", "with your co-author\n Ann <One>", "like 3 papers you marked", "about galaxy, cluster and lensing", "a fourth"})
 	line := "Why first: with your co-author Ann <One> · like 3 papers you marked · about galaxy, cluster and lensing"
-	if want := "\n" + wrapByFields("   ", "   ", line); tx.String() != want {
-		t.Errorf("text part %q, want %q", tx.String(), want)
+	if text, ok := strings.CutPrefix(tx.String(), "\n"); !ok || text != wrap("   ", "   ", line) {
+		t.Errorf("text part %q, want a line break and %q wrapped", tx.String(), line)
 	}
 	if want := "\n" + `<div style="font-size:14px;color:#4b5563">` + htmlstd.EscapeString(line) + `</div>`; h.String() != want {
 		t.Errorf("HTML part %q, want %q", h.String(), want)
