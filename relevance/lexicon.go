@@ -205,6 +205,7 @@ func (s *Scorer) Use(m *Model) {
 // Weights are a Scorer's weights of one model (Scorer.Weights): the model
 // in use again without looking its features up in the lexicon again.
 type Weights struct {
+	l   *Lexicon
 	m   *Model
 	set []uint32
 	w   []float32
@@ -212,17 +213,25 @@ type Weights struct {
 
 // Weights returns the weights the model in use put in s's array.
 func (s *Scorer) Weights() Weights {
-	w := Weights{m: s.m, set: slices.Clone(s.set), w: make([]float32, len(s.set))}
+	w := Weights{l: s.l, m: s.m, set: slices.Clone(s.set), w: make([]float32, len(s.set))}
 	for i, p := range s.set {
 		w.w[i] = s.w[p]
 	}
 	return w
 }
 
-// UseWeights is Use of the model whose weights w are, which s (or another
-// Scorer of the same lexicon) gave: the same scores and reasons, for a
-// copy of the weights rather than a look in the lexicon per feature.
+// UseWeights is Use of the model whose weights w are: the same scores and
+// reasons, for a copy of the weights rather than a look in the lexicon
+// per feature when a Scorer of the same lexicon gave them (weights of
+// another lexicon's positions are looked up again, by Use).
 func (s *Scorer) UseWeights(w Weights) {
+	if w.l != s.l {
+		if w.m == nil {
+			w.m = &Model{}
+		}
+		s.Use(w.m)
+		return
+	}
 	for _, p := range s.set {
 		s.w[p] = 0
 	}

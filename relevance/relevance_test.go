@@ -908,6 +908,14 @@ func TestScoreAndWordsAsReadFromTheFeatures(t *testing.T) {
 		for _, m := range []*Model{m, &d, &p} {
 			dense.Use(m)
 			again.UseWeights(dense.Weights())
+			// Weights of another lexicon are looked up in this one.
+			other := NewLexicon(vs[:3]).Scorer()
+			other.Use(m)
+			elsewhere := lex.Scorer()
+			elsewhere.UseWeights(other.Weights())
+			if got, want := elsewhere.Explain(0), m.Explain(vs[0]); !reflect.DeepEqual(got, want) || elsewhere.Score(1) != dense.Score(1) {
+				t.Fatalf("weights of another lexicon: reasons %v, want %v", got, want)
+			}
 			if s := dense.Score(len(vs)); s != 0 {
 				t.Fatalf("a nil vector scores %v", s)
 			}
