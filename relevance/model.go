@@ -127,7 +127,7 @@ type table struct {
 func (m *Model) table() *table {
 	t := m.tbl
 	if t == nil {
-		return &table{}
+		return &noTable
 	}
 	t.once.Do(func() {
 		if len(m.feats) == 0 {
@@ -143,6 +143,9 @@ func (m *Model) table() *table {
 	})
 	return t
 }
+
+// noTable is a zero Model's table: empty, never filled.
+var noTable table
 
 // The multipliers of a feature's two buckets (the table's top bits of
 // the products): feature ids are hashes already.
