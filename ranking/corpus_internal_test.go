@@ -77,3 +77,35 @@ func TestTrainingsKeepTheSharedVectors(t *testing.T) {
 		t.Errorf("%d vectors listed, %d mapped (at most 8)", n, len(tx.vecs))
 	}
 }
+
+// TestKeptLexiconHoldsTheBatchsVectors: the kept lexicon serves a batch
+// only with the very vectors the batch has (a paper's vector made again,
+// after a new corpus, has other values): otherwise the batch gets a new
+// lexicon, made of its own vectors.
+func TestKeptLexiconHoldsTheBatchsVectors(t *testing.T) {
+	c := relevance.NewCorpus(relevance.DefaultParams())
+	vectors := func(ids []int64) map[int64]*relevance.Vector {
+		out := map[int64]*relevance.Vector{}
+		for _, id := range ids {
+			out[id] = c.Vector(&relevance.Paper{ID: fmt.Sprintf("2401.%05d", id), Title: fmt.Sprintf("Paper %d on pulsar timing", id), Abstract: "We time pulsars."})
+		}
+		return out
+	}
+	ids := []int64{1, 2, 3, 4}
+	var kept lexicons
+	first := vectors(ids)
+	lex, _ := kept.of(ids, first)
+	if again, _ := kept.of(ids[:2], first); again != lex {
+		t.Fatal("the same vectors made another lexicon")
+	}
+	remade := vectors(ids[:2])
+	lex2, at := kept.of(ids[:2], remade)
+	if lex2 == lex {
+		t.Fatal("a batch with papers' vectors made again was served the lexicon of the old ones")
+	}
+	for _, id := range ids[:2] {
+		if lex2.Vector(at[id]) != remade[id] {
+			t.Errorf("paper %d: the new lexicon holds another vector than the batch's", id)
+		}
+	}
+}

@@ -82,6 +82,9 @@ type Service struct {
 	logger  *slog.Logger
 	params  relevance.Params
 	texts   *texts
+	// lexicons is the lexicon the last batches were scored through,
+	// which the next ones reuse when it holds their papers (lexicon.go).
+	lexicons lexicons
 }
 
 // New returns the service of c.

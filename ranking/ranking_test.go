@@ -625,3 +625,77 @@ func TestOrderSortsAnyIDsByTheirScores(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchesOfARunShareALexicon: a batch whose papers the last batch's
+// lexicon holds is scored through it (a digest run's batches share the
+// day's papers); a batch with some papers it lacks gets a new one that
+// holds the earlier papers too; a batch of other papers gets its own.
+// The scores are the same however the papers are held: each is the
+// score a batch of that paper alone gives, to the bit.
+func TestBatchesOfARunShareALexicon(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.background(60)
+	var users []int64
+	for i, name := range []string{"alice", "bob", "carol", "dan", "erin"} {
+		u := e.user(name)
+		e.follow(u, follow.Researcher, fmt.Sprintf("host:%d", 1+i%2))
+		users = append(users, u)
+	}
+	e.store(e.paper("lensing", ann, e.stranger()), e.paper("pulsar", bob, e.stranger()))
+	var ids []int64
+	for range 12 {
+		for _, p := range []paper.Paper{e.paper("pulsar"), e.paper("lensing"), e.paper("galaxy")} {
+			e.store(p)
+			ids = append(ids, e.ids[p.ArxivID])
+		}
+	}
+	rank := func(papers []int64) *ranking.Batch {
+		t.Helper()
+		want := map[int64][]int64{}
+		for _, u := range users {
+			want[u] = papers
+		}
+		b, err := e.rank.Rank(e.ctx, want, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ranking.ReadThroughLexicon(b, users[0]) {
+			t.Fatalf("a batch of %d users of %d papers did not read through a lexicon", len(users), len(papers))
+		}
+		for _, id := range papers[:3] {
+			one, err := e.rank.Rank(e.ctx, map[int64][]int64{users[0]: {id}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := b.Score(users[0], id), one.Score(users[0], id); math.Float32bits(got) != math.Float32bits(want) {
+				t.Fatalf("paper %d: scores %v in the batch, %v alone", id, got, want)
+			}
+		}
+		return b
+	}
+	first := rank(ids[:20])
+	lex, _ := ranking.LexiconOf(first, ids[0])
+	// Papers the first batch had: its lexicon.
+	if got, _ := ranking.LexiconOf(rank(ids[5:15]), ids[5]); got != lex {
+		t.Error("a batch of papers the kept lexicon holds made another")
+	}
+	// Most of them, and a few more: a new lexicon, which holds the first
+	// batch's papers too.
+	grown := rank(ids[10:26])
+	got, _ := ranking.LexiconOf(grown, ids[10])
+	if got == lex {
+		t.Fatal("a batch with papers the kept lexicon lacks was scored through it")
+	}
+	if _, ok := ranking.LexiconOf(grown, ids[0]); !ok {
+		t.Error("the lexicon of a batch of the same run does not hold the earlier batch's papers")
+	}
+	if again, _ := ranking.LexiconOf(rank(ids[:26]), ids[0]); again != got {
+		t.Error("a batch of the papers of both earlier ones made another lexicon")
+	}
+	// Other papers: a lexicon of their own.
+	other := rank(ids[26:])
+	if _, ok := ranking.LexiconOf(other, ids[0]); ok {
+		t.Error("a batch of other papers got a lexicon holding the earlier run's")
+	}
+}

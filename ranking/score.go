@@ -104,7 +104,7 @@ func (s *Service) Rank(ctx context.Context, want map[int64][]int64, have map[int
 	}
 	b.dense, b.weights = map[int64]bool{}, map[int64]relevance.Weights{}
 	if relevance.LexiconPays(distinct, scored) {
-		b.lex, b.at = b.lexicon(ids)
+		b.lex, b.at = s.lexicons.of(ids, b.vecs)
 	}
 	lex, at := b.lex, b.at
 	var dense *relevance.Scorer
@@ -138,18 +138,6 @@ func (s *Service) Rank(ctx context.Context, want map[int64][]int64, have map[int
 		b.scores[u] = us
 	}
 	return b, nil
-}
-
-// lexicon returns the lexicon of the vectors of ids (each paper once; a
-// paper not stored has none) and each paper's index in it.
-func (b *Batch) lexicon(ids []int64) (*relevance.Lexicon, map[int64]int) {
-	vs := make([]*relevance.Vector, len(ids))
-	at := make(map[int64]int, len(ids))
-	for i, id := range ids {
-		vs[i] = b.vecs[id]
-		at[id] = i
-	}
-	return relevance.NewLexicon(vs), at
 }
 
 // RankPapers ranks one user's matched papers (Rank, with the papers as

@@ -90,6 +90,9 @@ func NewLexicon(vs []*Vector) *Lexicon {
 	return l
 }
 
+// Vector returns the vector at index i of the vectors l was made of.
+func (l *Lexicon) Vector(i int) *Vector { return l.vecs[i] }
+
 // position returns feature f's position in l.feats, or -1.
 func (l *Lexicon) position(f uint32) int {
 	d := f >> l.dirShift

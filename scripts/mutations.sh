@@ -100,6 +100,11 @@ mutation relevance-lexicon-directory-bucket-late relevance relevance/lexicon.go 
 mutation relevance-scorer-explain-function-words relevance relevance/lexicon.go $'\t\t\tif !nameable[k] {\n\t\t\t\tcontinue\n\t\t\t}\n\t\t\tif x := float32(w[p]' $'\t\t\tif len(nameable) < 0 {\n\t\t\t\tcontinue\n\t\t\t}\n\t\t\tif x := float32(w[p]'
 mutation relevance-weights-kept-stale relevance relevance/lexicon.go $'\tfor _, p := range s.set {\n\t\ts.w[p] = 0\n\t}\n\ts.set = append(s.set[:0], w.set...)' $'\ts.set = append(s.set[:0], w.set...)'
 mutation ranking-whymany-last-model ranking ranking/score.go $'\ts.UseWeights(b.weights[userID])\n' $'\t_ = b.weights\n'
+# A digest run's batches share a lexicon (ranking/lexicon.go).
+mutation ranking-kept-lexicon-stale-vectors ranking ranking/lexicon.go 'if i, ok := at[id]; ok && lex.Vector(i) == vecs[id] {' 'if _, ok := at[id]; ok {'
+mutation ranking-kept-lexicon-never-grows ranking ranking/lexicon.go 'if 2*held < len(ids) {' 'if true {'
+mutation ranking-kept-lexicon-always-grows ranking ranking/lexicon.go 'if 2*held < len(ids) {' 'if false {'
+mutation ranking-kept-lexicon-never-reused ranking ranking/lexicon.go $'\tif held == len(ids) {\n\t\treturn lex, at' $'\tif held < 0 {\n\t\treturn lex, at'
 # The "Why first" line and the text part's wrap (notify/templates.go), a best-first plan's choice (notify/best.go).
 mutation notify-wrap-counts-bytes notify notify/templates.go 'n := utf8.RuneCount(w)' 'n := len(w)'
 mutation notify-oneline-keeps-unicode-spaces notify notify/templates.go $'\t\t\t\tr, n := utf8.DecodeRuneInString(s[j:])\n\t\t\t\tif unicode.IsSpace(r) {' $'\t\t\t\tr, n := utf8.DecodeRuneInString(s[j:])\n\t\t\t\tif r == \'\\n\' {'
