@@ -52,22 +52,21 @@ func (c *lexicons) of(ids []int64, vecs map[int64]*relevance.Vector) (*relevance
 	// The batch's papers first, then the kept lexicon's others while
 	// they fit (their vectors as it holds them: a stale one is only
 	// found stale by the batch that meets it, which makes a new lexicon).
-	all := make([]int64, 0, len(ids)+len(at))
-	vs := make([]*relevance.Vector, 0, cap(all))
-	next := make(map[int64]int, cap(all))
+	vs := make([]*relevance.Vector, 0, len(ids)+len(at))
+	next := make(map[int64]int, cap(vs))
 	for _, id := range ids {
 		if _, dup := next[id]; !dup {
-			next[id] = len(all)
-			all, vs = append(all, id), append(vs, vecs[id])
+			next[id] = len(vs)
+			vs = append(vs, vecs[id])
 		}
 	}
 	for id, i := range at {
-		if len(all) >= maxLexiconPapers {
+		if len(vs) >= maxLexiconPapers {
 			break
 		}
 		if _, dup := next[id]; !dup {
-			next[id] = len(all)
-			all, vs = append(all, id), append(vs, lex.Vector(i))
+			next[id] = len(vs)
+			vs = append(vs, lex.Vector(i))
 		}
 	}
 	made := relevance.NewLexicon(vs)

@@ -36,7 +36,8 @@
 // row, carrying its format Version; Score costs a lookup per feature of
 // the paper (two buckets of a cuckoo table, compared without a branch),
 // plus, for a user who marked papers, a probe per feature of an index of
-// the marked papers' words, and allocates nothing; Explain says why a
+// the marked papers' words, and allocates nothing once its first call
+// made the table; Explain says why a
 // paper ranks, as Reasons with a Text.
 //
 // The package is pure: no database, no HTTP, no job queue.

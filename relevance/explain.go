@@ -265,6 +265,25 @@ type topWords struct {
 	n uint8
 }
 
+// A pass over a paper's words keeps least, the least part that may enter
+// its topWords: anyPart until it is full, then its smallest (a tie enters
+// on the smaller feature: takes decides). Most parts fall below it, a
+// word the model lacks (a part of 0) always, on one comparison in a
+// register; offer gets only the others.
+const anyPart = float32(math.SmallestNonzeroFloat32)
+
+// offer puts p, at least least, in t when it enters (takes) and returns
+// the least part that may enter after it.
+func (t *topWords) offer(p part, least float32) float32 {
+	if t.takes(p) {
+		t.insert(p)
+		if t.n == maxReasonWords {
+			least = t.p[maxReasonWords-1].x
+		}
+	}
+	return least
+}
+
 // takes says whether p enters t: t is not full, or p ranks before its
 // smallest part.
 func (t *topWords) takes(p part) bool {
@@ -289,6 +308,7 @@ func (t *topWords) insert(p part) {
 // up, without a branch.
 func (m *Model) topWords(v *Vector) topWords {
 	var t topWords
+	least := anyPart
 	tb := m.table()
 	if len(tb.buckets) == 0 && !tb.plain {
 		return t
@@ -296,11 +316,6 @@ func (m *Model) topWords(v *Vector) topWords {
 	bs, shift := tb.buckets, tb.shift
 	vals := v.vals[:len(v.feats)]
 	nameable := v.nameable[:len(v.feats)]
-	// least is the least part that may enter t: any positive one until
-	// it is full, then its smallest (a tie enters on the smaller
-	// feature: takes decides). Most parts fall below it, a word m lacks
-	// (a part of 0) always, on one comparison.
-	least := float32(math.SmallestNonzeroFloat32)
 	for i, f := range v.feats {
 		if !nameable[i] {
 			continue
@@ -314,11 +329,8 @@ func (m *Model) topWords(v *Vector) topWords {
 			w = math.Float32frombits(math.Float32bits(b1[0].w)&is(b1[0].f, f) | math.Float32bits(b1[1].w)&is(b1[1].f, f) |
 				math.Float32bits(b2[0].w)&is(b2[0].f, f) | math.Float32bits(b2[1].w)&is(b2[1].f, f))
 		}
-		if x := float32(w * vals[i]); x >= least && t.takes(part{f, uint32(i), x}) {
-			t.insert(part{f, uint32(i), x})
-			if t.n == maxReasonWords {
-				least = t.p[maxReasonWords-1].x
-			}
+		if x := float32(w * vals[i]); x >= least {
+			least = t.offer(part{f, uint32(i), x}, least)
 		}
 	}
 	return t

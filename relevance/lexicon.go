@@ -1,7 +1,6 @@
 package relevance
 
 import (
-	"math"
 	"math/bits"
 	"slices"
 	"sync"
@@ -11,11 +10,11 @@ import (
 // users, and the papers are mostly the same day's. Score looks each
 // feature of each paper up in the model's table, a random read of memory
 // per feature; a Lexicon instead numbers the distinct features of the
-// batch's papers once, and a Scorer reads one model's weights of them in
-// one merge of two sorted lists (sequential reads), after which a paper's
+// batch's papers once, and a Scorer looks each of one model's features up
+// in them once (Use: a directory by top bits), after which a paper's
 // score reads a dense array. The scores are Score's, to the bit: the same
-// weights, summed in the same order. (Explain reads the table: it is for
-// the few papers shown.)
+// weights, summed in the same order; so are the reasons of the papers
+// shown (Scorer.Explain, its words' weights read from the same array).
 
 // Lexicon is the distinct features of a set of vectors, ascending, with
 // each vector's features as positions in them. NewLexicon makes one; it is
@@ -191,10 +190,7 @@ func (l *Lexicon) Scorer() *Scorer {
 // digest batch's ranking in make bench's profile at scale S; the
 // directory's look-ups, a third of that.)
 func (s *Scorer) Use(m *Model) {
-	for _, p := range s.set {
-		s.w[p] = 0
-	}
-	s.set = s.set[:0]
+	s.clear()
 	s.m = m
 	q, scale := m.q, m.scale
 	for i, f := range m.feats {
@@ -203,6 +199,14 @@ func (s *Scorer) Use(m *Model) {
 			s.set = append(s.set, uint32(p))
 		}
 	}
+}
+
+// clear zeroes the weights the model in use set (the rest are 0 already).
+func (s *Scorer) clear() {
+	for _, p := range s.set {
+		s.w[p] = 0
+	}
+	s.set = s.set[:0]
 }
 
 // Weights are a Scorer's weights of one model (Scorer.Weights): the model
@@ -235,10 +239,8 @@ func (s *Scorer) UseWeights(w Weights) {
 		s.Use(w.m)
 		return
 	}
-	for _, p := range s.set {
-		s.w[p] = 0
-	}
-	s.set = append(s.set[:0], w.set...)
+	s.clear()
+	s.set = append(s.set, w.set...)
 	s.m = w.m
 	for i, p := range w.set {
 		s.w[p] = w.w[i]
@@ -277,19 +279,16 @@ func (s *Scorer) Explain(i int) []Reason {
 		return nil
 	}
 	return s.m.explain(v, func(v *Vector) topWords {
-		var t topWords
+		var t topWords // as Model.topWords, the weights from s.w
+		least := anyPart
 		at := s.l.at[s.l.off[i]:s.l.off[i+1]]
 		vals, nameable, w := v.vals[:len(at)], v.nameable[:len(at)], s.w
-		least := float32(math.SmallestNonzeroFloat32) // as Model.topWords
 		for k, p := range at {
 			if !nameable[k] {
 				continue
 			}
-			if x := float32(w[p] * vals[k]); x >= least && t.takes(part{v.feats[k], uint32(k), x}) {
-				t.insert(part{v.feats[k], uint32(k), x})
-				if t.n == maxReasonWords {
-					least = t.p[maxReasonWords-1].x
-				}
+			if x := float32(w[p] * vals[k]); x >= least {
+				least = t.offer(part{v.feats[k], uint32(k), x}, least)
 			}
 		}
 		return t

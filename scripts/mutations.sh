@@ -66,7 +66,7 @@ mutation mutes-compiled-again match match/mutes.go $'\tcompiledMutes.put(key, q)
 mutation mutes-key-bits-skip match match/mutes.go 'um.keyBits.add(h)' 'um.keyBits.add(h + 1)'
 mutation mutes-key-hash-skip match match/mutes.go 'for _, kr := range um.byKey[c.keyHashes[i]] {' 'for _, kr := range um.byKey[c.keyHashes[i]+1] {'
 # A search's word ids kept per vocab, and the documents' signatures (search/doc.go).
-mutation search-ids-other-vocab search search/doc.go 'if r := n.resolved.Load(); r != nil && r.v == d.vocab {' 'if r := n.resolved.Load(); r != nil {'
+mutation search-ids-other-vocab search search/doc.go 'r != nil && r.v == d.vocab && (' 'r != nil && ('
 mutation search-signature-misses-abstract search search/doc.go 'for _, f := range []*field{&d.title, &d.abstract, &d.authors} {' 'for _, f := range []*field{&d.title, &d.authors} {'
 mutation search-title-signature-misses search search/doc.go 'setBits(d.titleSig[:], d.title.ids)' 'setBits(d.titleSig[:], d.authors.ids)'
 
@@ -98,7 +98,7 @@ mutation relevance-lexicon-directory-first-only relevance relevance/lexicon.go '
 mutation relevance-lexicon-directory-bucket-late relevance relevance/lexicon.go 'int(l.feats[k]>>l.dirShift) < d {' 'int(l.feats[k]>>l.dirShift) <= d {'
 # A user's shown papers explained at once, through the lexicon's weights (relevance/lexicon.go, ranking/score.go).
 mutation relevance-scorer-explain-function-words relevance relevance/lexicon.go $'\t\t\tif !nameable[k] {\n\t\t\t\tcontinue\n\t\t\t}\n\t\t\tif x := float32(w[p]' $'\t\t\tif len(nameable) < 0 {\n\t\t\t\tcontinue\n\t\t\t}\n\t\t\tif x := float32(w[p]'
-mutation relevance-weights-kept-stale relevance relevance/lexicon.go $'\tfor _, p := range s.set {\n\t\ts.w[p] = 0\n\t}\n\ts.set = append(s.set[:0], w.set...)' $'\ts.set = append(s.set[:0], w.set...)'
+mutation relevance-weights-kept-stale relevance relevance/lexicon.go $'\ts.clear()\n\ts.set = append(s.set, w.set...)' $'\ts.set = append(s.set[:0], w.set...)'
 mutation ranking-whymany-last-model ranking ranking/score.go $'\ts.UseWeights(b.weights[userID])\n' $'\t_ = b.weights\n'
 # A digest run's batches share a lexicon (ranking/lexicon.go).
 mutation ranking-kept-lexicon-stale-vectors ranking ranking/lexicon.go 'if i, ok := at[id]; ok && lex.Vector(i) == vecs[id] {' 'if _, ok := at[id]; ok {'
