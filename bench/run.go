@@ -261,11 +261,13 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 				return nil, fmt.Errorf("measuring digests: %w", err)
 			}
 			runs = append(runs, run)
+			fmt.Fprintf(d.Log, "bench: newest first: %s\n", run)
 			if !d.Skip["best"] {
 				if run, err = MeasureDigestsOrdered(profiled(ctx, "best"), d.DB, d.Digester, users, mr.FromSeq, dayEnd, worker.MailWorkers, worker.DigestBatch, notify.OrderBest, bestBudget); err != nil {
 					return nil, fmt.Errorf("measuring best-first digests: %w", err)
 				}
 				best = append(best, run)
+				fmt.Fprintf(d.Log, "bench: best first: %s\n", run)
 			}
 			if plan != nil {
 				// The whole plan, then each control alone.
@@ -278,6 +280,7 @@ func Run(ctx context.Context, d Deps, l Level) (*Report, error) {
 						return nil, fmt.Errorf("measuring digests with the user's controls: %w", err)
 					}
 					*c.runs = append(*c.runs, run)
+					fmt.Fprintf(d.Log, "bench: %s: %s\n", c.name, run)
 				}
 			}
 		}

@@ -30,7 +30,8 @@ type Params struct {
 	// one Seed, one model.
 	Seed uint64
 	// MaxLearned is the number of learned weights a model keeps (the
-	// largest in magnitude): it bounds a model's size and Score's table.
+	// largest in magnitude): it bounds a model's size and Score's table,
+	// and what a digest reads, decodes and looks up per user.
 	MaxLearned int
 	// SourceWeight is each kind of example's weight in training (0: the
 	// SVM does not learn from that kind; the product's feedback is
@@ -74,7 +75,11 @@ func DefaultParams() Params {
 		Epochs:            100,
 		Tolerance:         1e-3,
 		Seed:              1,
-		MaxLearned:        1500,
+		// Recall on the validation months is the same from 1,500 down to
+		// 300, and down to 150 for the words alone (no authors): 500 keeps
+		// three times that knee at a third of 1,500's weights
+		// (BENCHMARKS.md's ranking section).
+		MaxLearned: 500,
 		// Feedback is not an SVM example (SourceWeight 0 for More, Saved
 		// and Less): as examples, five "more" clicks on co-authors' papers
 		// and ten "less" on random ones moved every paper a little (the
