@@ -596,6 +596,16 @@ func TestOrderSortsAnyIDsByTheirScores(t *testing.T) {
 			t.Errorf("paper %d: WhyMany %v alone, Why %v", id, got, want)
 		}
 	}
+	// The papers' reasons share one array: each is capped at its end, so
+	// a caller appending to one does not write over the next.
+	second := fmt.Sprint(many[1])
+	if len(many[0]) == 0 || len(many[1]) == 0 {
+		t.Fatal("the first two papers have no reasons: the shared array is not tested")
+	}
+	_ = append(many[0], relevance.Reason{Kind: relevance.ReasonCites, ID: "appended"})
+	if got := fmt.Sprint(many[1]); got != second {
+		t.Errorf("appending to the first paper's reasons changed the second's: %s, was %s", got, second)
+	}
 	if len(many) != len(ids)+1 || many[len(ids)] != nil {
 		t.Errorf("WhyMany of %d papers and one not ranked: %d answers, the last %v", len(ids), len(many), many[len(many)-1])
 	}

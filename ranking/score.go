@@ -248,11 +248,18 @@ func (b *Batch) WhyMany(userID int64, paperIDs []int64) [][]relevance.Reason {
 	s := b.scorer()
 	defer b.scorers.Put(s)
 	s.UseWeights(b.weights[userID])
+	// The papers' reasons in one array (some two a paper), each paper's
+	// a piece of it capped at its end, nil when it has none (as Why).
+	all := make([]relevance.Reason, 0, 2*len(paperIDs))
 	for i, id := range paperIDs {
-		if k, ok := b.at[id]; ok {
-			out[i] = s.Explain(k)
-		} else {
+		k, ok := b.at[id]
+		if !ok {
 			out[i] = b.Why(userID, id) // not ranked: nil
+			continue
+		}
+		start := len(all)
+		if all = s.AppendExplain(all, k); len(all) > start {
+			out[i] = all[start:len(all):len(all)]
 		}
 	}
 	return out

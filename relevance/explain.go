@@ -115,12 +115,13 @@ const maxReasonWords = 3
 // and cited followed papers, the marked and followed papers it is like,
 // and the words that weigh most for it (positive weights only). It is for
 // the few papers shown, not the hot loop: it allocates.
-func (m *Model) Explain(v *Vector) []Reason { return m.explain(v, m.topWords) }
+func (m *Model) Explain(v *Vector) []Reason { return m.explain(nil, v, m.topWords) }
 
-// explain is Explain, the words reason's parts found by top (m.topWords,
-// or a Scorer's, which reads the same weights from its dense array).
-func (m *Model) explain(v *Vector, top func(*Vector) topWords) []Reason {
-	var out []Reason
+// explain appends Explain's reasons to out (a digest's papers' reasons
+// share one array: Scorer.AppendExplain), the words reason's parts found
+// by top (m.topWords, or a Scorer's, which reads the same weights from
+// its dense array).
+func (m *Model) explain(out []Reason, v *Vector, top func(*Vector) topWords) []Reason {
 	p := &v.paper
 	names := 0
 	for i, f := range v.authorFeats {
@@ -179,12 +180,25 @@ func (m *Model) explain(v *Vector, top func(*Vector) topWords) []Reason {
 			break
 		}
 	}
+	out = m.likeReasons(out, v)
+	if r, ok := words(v, top(v)); ok {
+		out = append(out, r)
+	}
+	return out
+}
+
+// likeReasons appends the reasons of the marked and of the followed
+// papers v's paper is like (none for a model without likes, which then
+// does not clear the likes' values' array: 3 KB a paper).
+func (m *Model) likeReasons(out []Reason, v *Vector) []Reason {
+	if len(m.likes) == 0 {
+		return out
+	}
+	p := &v.paper
 	// The paper's values of the likes' words, by position (0 where it
 	// lacks one).
 	var likeVals [maxLikes * likeWords]float32
-	if len(m.likes) > 0 {
-		m.likeValues(v, &likeVals)
-	}
+	m.likeValues(v, &likeVals)
 	for _, k := range [...]kind{kindMarked, kindFollowedPaper} {
 		r := Reason{Kind: ReasonMarked}
 		if k == kindFollowedPaper {
@@ -202,9 +216,6 @@ func (m *Model) explain(v *Vector, top func(*Vector) topWords) []Reason {
 		if len(r.Papers) > 0 {
 			out = append(out, r)
 		}
-	}
-	if r, ok := words(v, top(v)); ok {
-		out = append(out, r)
 	}
 	return out
 }

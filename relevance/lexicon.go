@@ -273,12 +273,17 @@ func (s *Scorer) Score(i int) float32 {
 // lexicon, rather than from the model's table (two random reads of
 // memory per word, a third of a best-first digest's explaining in make
 // bench's profile at scale S).
-func (s *Scorer) Explain(i int) []Reason {
+func (s *Scorer) Explain(i int) []Reason { return s.AppendExplain(nil, i) }
+
+// AppendExplain appends Explain(i)'s reasons to dst and returns it: the
+// reasons of the papers a user is shown in one array (one allocation for
+// a digest's rather than some three per paper).
+func (s *Scorer) AppendExplain(dst []Reason, i int) []Reason {
 	v := s.l.vecs[i]
 	if v == nil {
-		return nil
+		return dst
 	}
-	return s.m.explain(v, func(v *Vector) topWords {
+	return s.m.explain(dst, v, func(v *Vector) topWords {
 		var t topWords // as Model.topWords, the weights from s.w
 		least := anyPart
 		at := s.l.at[s.l.off[i]:s.l.off[i+1]]
