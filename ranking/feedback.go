@@ -235,6 +235,8 @@ func makeCursor(at time.Time, id int64) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// parseCursor reads a cursor makeCursor made ("" is the first page); any
+// other text is an apperr.Invalid naming "cursor".
 func parseCursor(c string) (*time.Time, int64, error) {
 	if c == "" {
 		return nil, 0, nil
@@ -252,6 +254,15 @@ func parseCursor(c string) (*time.Time, int64, error) {
 	if m <= 0 || n+m != len(b) {
 		return nil, 0, bad
 	}
+	// A row's time and paper id, or not a cursor of this list: most
+	// other text decodes to two numbers too, and a time beyond
+	// PostgreSQL's range failed the statement (a 500).
 	at := time.UnixMicro(us).UTC()
+	if id < 1 || at.Before(oldestCursor) || at.After(time.Now().Add(24*time.Hour)) {
+		return nil, 0, bad
+	}
 	return &at, id, nil
 }
+
+// oldestCursor is before any feedback row's time.
+var oldestCursor = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)

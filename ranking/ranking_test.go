@@ -222,8 +222,14 @@ func TestFeedbackIsRecordedListedAndCleared(t *testing.T) {
 	if v, err := ranking.ParseValue(" Save "); v != ranking.Saved || err != nil {
 		t.Errorf("ParseValue(save): %q %v", v, err)
 	}
-	if _, err := e.rank.List(e.ctx, uid, "garbage!", 10); apperr.CodeOf(err) != apperr.Invalid {
-		t.Errorf("a cursor List did not make: %v", err)
+	// Cursors List did not make are refused, not read as an empty page
+	// or a time PostgreSQL cannot hold (a 500): text that is not base64,
+	// and base64 whose two numbers decode but cannot be a row's (before
+	// 2000 or in the future, a paper id below 1).
+	for _, c := range []string{"garbage!", "garbage", "ZZZZ", "AAA", "__________9_AQ", "abc"} {
+		if _, err := e.rank.List(e.ctx, uid, c, 10); apperr.CodeOf(err) != apperr.Invalid {
+			t.Errorf("List from cursor %q, which List did not make: %v", c, err)
+		}
 	}
 }
 
