@@ -169,11 +169,20 @@ func TestList(t *testing.T) {
 	}
 	f.ingest(t, "2611.00006")
 	p2, err := f.ib.List(f.ctx, f.uid, inbox.ListQuery{Limit: 2, Cursor: p1.Next})
-	if err != nil || !slices.Equal(ids(p2), []string{"2611.00003=unread", "2611.00002=unread"}) {
-		t.Fatalf("second page after a new paper: %v %v", ids(p2), err)
+	if err != nil || !slices.Equal(ids(p2), []string{"2611.00003=unread", "2611.00002=unread"}) || p2.Next == "" {
+		t.Fatalf("second page after a new paper: %v %q %v", ids(p2), p2.Next, err)
 	}
-	un, err := f.ib.List(f.ctx, f.uid, inbox.ListQuery{State: inbox.Unread, Limit: 3})
-	if err != nil || !slices.Equal(ids(un), []string{"2611.00006=unread", "2611.00005=unread", "2611.00003=unread"}) {
+	// More new papers than a page: the list goes on where it was, to its
+	// end (the selection reaches past the cursor however many arrived).
+	for _, id := range []string{"2611.00007", "2611.00008", "2611.00009"} {
+		f.ingest(t, id)
+	}
+	p3, err := f.ib.List(f.ctx, f.uid, inbox.ListQuery{Limit: 2, Cursor: p2.Next})
+	if err != nil || !slices.Equal(ids(p3), []string{"2611.00001=unread"}) || p3.Next != "" {
+		t.Fatalf("third page after more new papers: %v %q %v", ids(p3), p3.Next, err)
+	}
+	un, err := f.ib.List(f.ctx, f.uid, inbox.ListQuery{State: inbox.Unread, Limit: 6})
+	if err != nil || !slices.Equal(ids(un), []string{"2611.00009=unread", "2611.00008=unread", "2611.00007=unread", "2611.00006=unread", "2611.00005=unread", "2611.00003=unread"}) {
 		t.Errorf("unread: %v %v", ids(un), err)
 	}
 	if _, err := f.ib.List(f.ctx, f.uid, inbox.ListQuery{Cursor: "bm90IGEgY3Vyc29y"}); !isField(err, apperr.Invalid, "cursor") {

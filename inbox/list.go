@@ -144,9 +144,33 @@ func (s *Service) List(ctx context.Context, userID int64, q ListQuery) (Page, er
 	case q.State == Read || q.State == Done:
 		want = MaxDepth
 	}
-	res, err := s.matcher.Matched(ctx, match.Query{UserID: userID, Only: q.Only, Limit: want, Unread: q.State == Unread})
-	if err != nil {
-		return Page{}, err
+	// Newest first from a cursor, the selection (the newest want papers)
+	// must reach limit+1 papers past the cursor's paper: papers matched
+	// since the earlier page sit above it, so when more are above it than
+	// were listed before (c.n), it is selected again that much deeper
+	// (once more if yet more arrived meanwhile); otherwise a page after
+	// new papers came up short, without a next, and the rest of the list
+	// out of reach.
+	var res match.Result
+	above := 0 // the selected papers above the cursor's, and it
+	for tries := 0; ; tries++ {
+		if res, err = s.matcher.Matched(ctx, match.Query{UserID: userID, Only: q.Only, Limit: want, Unread: q.State == Unread}); err != nil {
+			return Page{}, err
+		}
+		if q.Best || c.seq == 0 {
+			break
+		}
+		above = 0
+		for _, p := range res.Papers {
+			if p.Seq > c.seq || p.Seq == c.seq && p.ID >= c.id {
+				above++
+			}
+		}
+		deeper := min(above+q.Limit+1, MaxDepth)
+		if len(res.Papers) < want || deeper <= want || tries == 2 {
+			break
+		}
+		want = deeper
 	}
 	ids := make([]int64, len(res.Papers))
 	for i, p := range res.Papers {
@@ -189,9 +213,11 @@ func (s *Service) List(ctx context.Context, userID int64, q ListQuery) (Page, er
 		}
 		items = items[i:]
 	}
-	if len(items) > q.Limit && c.n+q.Limit < MaxDepth {
+	// n is how deep the next page starts: the papers listed before, or
+	// more when papers matched since sit above them.
+	if n := max(c.n, above) + q.Limit; len(items) > q.Limit && n < MaxDepth {
 		last := items[q.Limit-1]
-		page.Next = cursor{best: q.Best, seq: last.Seq, id: last.ID, n: c.n + q.Limit}.String()
+		page.Next = cursor{best: q.Best, seq: last.Seq, id: last.ID, n: n}.String()
 	}
 	page.Items = items[:min(len(items), q.Limit)]
 	if s.ranking != nil && len(page.Items) > 0 {
