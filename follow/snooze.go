@@ -26,8 +26,9 @@ import (
 // day in the user's time zone.
 const SnoozeDateLayout = "2006-01-02"
 
-// maxSnooze bounds how far ahead a snooze may end.
-const maxSnooze = 2 * 366 * 24 * time.Hour
+// maxSnoozeYears bounds how far ahead a snooze may end: the same date
+// that many years from the user's today, at the latest.
+const maxSnoozeYears = 2
 
 // Snoozed says whether f is snoozed at t (a delivery's time).
 func (f *Follow) Snoozed(t time.Time) bool {
@@ -62,8 +63,8 @@ func (s *Service) Snooze(ctx context.Context, userID int64, t Target, until *str
 			switch {
 			case !d.After(today):
 				return apperr.InvalidField("snoozed_until", "%s is not after today (%s): a snooze lasts until a later day", d.Format(SnoozeDateLayout), today.Format(SnoozeDateLayout))
-			case d.Sub(today) > maxSnooze:
-				return apperr.InvalidField("snoozed_until", "must be within two years")
+			case d.After(today.AddDate(maxSnoozeYears, 0, 0)):
+				return apperr.InvalidField("snoozed_until", "must be within two years: %s at the latest", today.AddDate(maxSnoozeYears, 0, 0).Format(SnoozeDateLayout))
 			}
 			day, ends = d, time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, loc)
 		}

@@ -38,6 +38,7 @@ func TestSnoozeDatesAndUnknownFollows(t *testing.T) {
 		{lg, str("2026-11-20"), "snoozed_until"},
 		{lg, str("1 Dec"), "snoozed_until"},
 		{lg, str("2029-12-01"), "snoozed_until"},
+		{lg, str("2028-12-02"), "snoozed_until"}, // two years and a day
 		{follow.Target{Kind: follow.Category, ID: "cs.AI"}, str("2026-12-05"), "follow"},
 		{follow.Target{Kind: follow.Category, ID: "cs.AI"}, nil, "follow"},
 	} {
@@ -45,6 +46,9 @@ func TestSnoozeDatesAndUnknownFollows(t *testing.T) {
 		if ae, ok := apperr.As(err); !ok || ae.Field != tc.field {
 			t.Errorf("snooze %s until %v: %v, want an error naming %s", tc.target, tc.until, err, tc.field)
 		}
+	}
+	if _, err := svc.Snooze(ctx, uid, lg, str("2028-12-01"), now); err != nil {
+		t.Errorf("a snooze of exactly two years: %v", err)
 	}
 	f, err := svc.Snooze(ctx, uid, lg, str("2026-12-02"), now)
 	if err != nil {

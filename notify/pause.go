@@ -113,8 +113,9 @@ func Paused(ctx context.Context, tx pgx.Tx, userID int64, at time.Time) (bool, e
 	return paused, nil
 }
 
-// maxPauseAhead bounds how far ahead a pause may start or end.
-const maxPauseAhead = 2 * 366 * 24 * time.Hour
+// maxPauseYears bounds how far ahead a pause may start or end: the same
+// date that many years from the user's today, at the latest.
+const maxPauseYears = 2
 
 // parseDate reads a DateLayout date for field.
 func parseDate(field, s string) (time.Time, error) {
@@ -170,8 +171,8 @@ func applyPause(next *Profile, cur Profile, patch *PausePatch, now time.Time) er
 		switch {
 		case from.Before(today) && !kept:
 			return apperr.InvalidField("pause.from", "%s is in the past; a pause starts today (%s) or later", patch.From, today.Format(DateLayout))
-		case from.Sub(today) > maxPauseAhead:
-			return apperr.InvalidField("pause.from", "must be within two years")
+		case from.After(today.AddDate(maxPauseYears, 0, 0)):
+			return apperr.InvalidField("pause.from", "must be within two years: %s at the latest", today.AddDate(maxPauseYears, 0, 0).Format(DateLayout))
 		}
 		p := Pause{From: from}
 		if patch.Until != nil {
@@ -184,8 +185,8 @@ func applyPause(next *Profile, cur Profile, patch *PausePatch, now time.Time) er
 				return apperr.InvalidField("pause.until", "must be after pause.from (%s): it is the day you are back", from.Format(DateLayout))
 			case until.Before(today):
 				return apperr.InvalidField("pause.until", "%s is in the past", until.Format(DateLayout))
-			case until.Sub(today) > maxPauseAhead:
-				return apperr.InvalidField("pause.until", "must be within two years")
+			case until.After(today.AddDate(maxPauseYears, 0, 0)):
+				return apperr.InvalidField("pause.until", "must be within two years: %s at the latest", today.AddDate(maxPauseYears, 0, 0).Format(DateLayout))
 			}
 			p.Until = &until
 		}

@@ -238,11 +238,16 @@ func TestPauseValidation(t *testing.T) {
 		{"2026-12-05", "2026-12-01", "pause.until"},
 		{"2026-12-05", "soon", "pause.until"},
 		{"2030-12-05", "", "pause.from"},
+		{"2028-12-01", "", "pause.from"},            // two years and a day
+		{"2026-12-05", "2028-12-01", "pause.until"}, // two years and a day
 	} {
 		err := e.pause(uid, tc.from, tc.until)
 		if ae, ok := apperr.As(err); !ok || ae.Field != tc.field {
 			t.Errorf("pause %s..%s: %v, want an error naming %s", tc.from, tc.until, err, tc.field)
 		}
+	}
+	if err := e.pause(uid, "2026-12-05", "2028-11-30"); err != nil {
+		t.Errorf("a pause until exactly two years ahead: %v", err)
 	}
 	if err := e.pause(uid, "2026-11-30", "2026-12-01"); err != nil {
 		t.Errorf("a pause from today: %v", err)
