@@ -175,6 +175,13 @@ func applyPause(next *Profile, cur Profile, patch *PausePatch, now time.Time) er
 			return apperr.InvalidField("pause.from", "must be within two years: %s at the latest", today.AddDate(maxPauseYears, 0, 0).Format(DateLayout))
 		}
 		p := Pause{From: from}
+		if kept && cur.Pause.StartsAt != nil && !now.Before(*cur.Pause.StartsAt) {
+			// A pause in effect sent back with its own start (to change
+			// its end) keeps the instant it began at: made again in a
+			// zone changed since, it moved, and a start moved earlier
+			// widened the catch-up to papers already delivered.
+			p.StartsAt = cur.Pause.StartsAt
+		}
 		if patch.Until != nil {
 			until, err := parseDate("pause.until", *patch.Until)
 			if err != nil {
@@ -200,8 +207,11 @@ func applyPause(next *Profile, cur Profile, patch *PausePatch, now time.Time) er
 			// is over with its catch-up waiting for the scheduler.
 			return nil
 		}
-		start := at(p.From, 0, loc)
-		p.StartsAt, p.EndsAt = &start, nil
+		if p.StartsAt == nil { // set by this patch (or stored without its instants)
+			start := at(p.From, 0, loc)
+			p.StartsAt = &start
+		}
+		p.EndsAt = nil
 		if p.Until != nil {
 			end := at(*p.Until, next.Digest.Hour, loc)
 			p.EndsAt = &end

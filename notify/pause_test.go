@@ -410,6 +410,14 @@ func TestAPauseKeepsItsInstantsAcrossATimeZoneChange(t *testing.T) {
 	if !after.Pause.StartsAt.Equal(*before.Pause.StartsAt) || !after.Pause.EndsAt.Equal(*before.Pause.EndsAt) || !after.Pause.Active(e.clk.Now()) {
 		t.Errorf("a time zone change moved the pause: %v–%v, was %v–%v", after.Pause.StartsAt, after.Pause.EndsAt, before.Pause.StartsAt, before.Pause.EndsAt)
 	}
+	// Sent back with its own start (to change its end) in the new zone,
+	// the pause in effect keeps the instant it began at; its end is the
+	// new one.
+	later := e.clk.Now().AddDate(0, 0, 7).Format(notify.DateLayout)
+	again, err := e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Pause: &notify.PausePatch{From: today, Until: &later}})
+	if err != nil || !again.Pause.StartsAt.Equal(*before.Pause.StartsAt) || !again.Pause.EndsAt.After(*before.Pause.EndsAt) || !again.Pause.Active(e.clk.Now()) {
+		t.Errorf("the pause sent back with its own start: %v–%v (%v), began %v", again.Pause.StartsAt, again.Pause.EndsAt, err, before.Pause.StartsAt)
+	}
 	ended, err := e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Pause: &notify.PausePatch{Clear: true}})
 	if err != nil || !ended.Pause.Over(e.clk.Now()) || ended.Pause.Active(e.clk.Now()) {
 		t.Fatalf("ending it: %+v, %v", ended.Pause, err)
