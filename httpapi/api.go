@@ -625,6 +625,8 @@ func decodeJSON(r *http.Request, v any, optional bool) error {
 			return apperr.New(apperr.BadRequest, "the body is not a JSON object")
 		case errors.As(err, &se):
 			return apperr.New(apperr.BadRequest, "the body is not valid JSON (at byte %d)", se.Offset)
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return apperr.New(apperr.BadRequest, "the body is not valid JSON: it ends at byte %d, before its object does (was it cut off?)", len(body))
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 			return apperr.InvalidField(field, "is not a known field")

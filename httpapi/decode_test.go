@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"strings"
 	"testing"
 
 	"followfeed/internal/testapp"
@@ -40,6 +41,17 @@ func TestDecodeNamesFieldByPath(t *testing.T) {
 		r.JSON(t, &p)
 		if r.Status != 422 || p.Field != tc.field || p.Detail != tc.detail {
 			t.Errorf("%s %s %s: want 422 naming %s %q, got %d %s", tc.method, tc.path, tc.body, tc.field, tc.detail, r.Status, r.Body)
+		}
+	}
+	// A body cut off is not valid JSON, said as such (it is not "not an
+	// object"), a 400 with where it ends.
+	cut := testapp.Token(t, "cut", "cut@example.org") // its own rate limit
+	for _, body := range []string{`{"state":`, `{"state":"read"`, `{`} {
+		r := c.Do("PUT", "/v1/me/papers/2202.02326/state", cut, body)
+		var p problem
+		r.JSON(t, &p)
+		if r.Status != 400 || !strings.HasPrefix(p.Detail, "the body is not valid JSON: it ends at byte ") {
+			t.Errorf("a body cut off, %s: %d %s", body, r.Status, r.Body)
 		}
 	}
 	// What passed before still passes: exact keys, nulls, empty bodies

@@ -172,7 +172,7 @@ func limitBody(max int64, h http.Handler) http.Handler {
 // bodyTooLarge is the 413 of a body over max bytes.
 func bodyTooLarge(max int64) Problem {
 	return Problem{Type: ProblemType(apperr.TooLarge), Title: titles[apperr.TooLarge], Status: http.StatusRequestEntityTooLarge,
-		Detail: "the request body exceeds " + byteSize(max) + "; send less (split a batch into several requests)"}
+		Detail: "the request body exceeds " + byteSize(max) + "; send less (a batch: split it into several requests)"}
 }
 
 // byteSize writes n as MiB or KiB when it is a whole number of them.
