@@ -66,14 +66,10 @@ type feedbackButton struct {
 // order, cursor) as inbox.ListQuery, checked against the user's follows.
 func inboxView(q url.Values, fs []follow.Follow) (inbox.ListQuery, error) {
 	lq := inbox.ListQuery{Cursor: q.Get("cursor"), Limit: inboxPageSize}
-	switch q.Get("order") {
-	case "", "newest":
-	case "best":
-		lq.Best = true
-	default:
-		return lq, apperr.InvalidField("order", "must be newest or best")
-	}
 	var err error
+	if lq.Best, err = parseOrderParam(q.Get("order")); err != nil {
+		return lq, err
+	}
 	if lq.State, err = parseStateParam(q.Get("state")); err != nil {
 		return lq, err
 	}

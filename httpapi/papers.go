@@ -103,7 +103,7 @@ func parseFollowParam(s string, fs []follow.Follow) (*follow.Target, error) {
 
 // parseStateParam reads ?state=: unread, read, done, or all ("" too).
 func parseStateParam(s string) (inbox.State, error) {
-	if s == "" || s == "all" {
+	if s = strings.TrimSpace(s); s == "" || strings.EqualFold(s, "all") {
 		return "", nil
 	}
 	st, err := inbox.ParseState(s)
@@ -113,20 +113,29 @@ func parseStateParam(s string) (inbox.State, error) {
 	return st, nil
 }
 
+// parseOrderParam reads an order query parameter (newest, the default, or
+// best; any case, as the state parameter and the bodies' values): whether
+// it asks for best first.
+func parseOrderParam(s string) (best bool, err error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "newest":
+		return false, nil
+	case "best":
+		return true, nil
+	}
+	return false, apperr.InvalidField("order", "must be newest (the default) or best")
+}
+
 // listPapers is GET /v1/me/papers?follow=&state=&order=&cursor=&limit=:
 // the user's matched papers with reasons, state and feedback, newest
 // first or best first.
 func (a *API) listPapers(w http.ResponseWriter, r *http.Request, u *account.User) error {
 	q := r.URL.Query()
 	lq := inbox.ListQuery{Cursor: q.Get("cursor")}
-	switch q.Get("order") {
-	case "", "newest":
-	case "best":
-		lq.Best = true
-	default:
-		return apperr.InvalidField("order", "must be newest (the default) or best")
-	}
 	var err error
+	if lq.Best, err = parseOrderParam(q.Get("order")); err != nil {
+		return err
+	}
 	if lq.State, err = parseStateParam(q.Get("state")); err != nil {
 		return err
 	}

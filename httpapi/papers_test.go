@@ -190,6 +190,10 @@ func TestInboxAPI(t *testing.T) {
 	if got := list("?order=best&state=all").ids(); len(got) != 2 {
 		t.Errorf("best first: %v", got)
 	}
+	// The parameters' values in any case, as the bodies' are.
+	if got, want := list("?order=BEST&state=All").ids(), list("?order=best&state=all").ids(); !slices.Equal(got, want) {
+		t.Errorf("order=BEST&state=All: %v, want %v", got, want)
+	}
 	r := c.Do("POST", "/v1/me/papers/read", reader, nil)
 	if r.Status != 200 || !strings.Contains(string(r.Body), `"marked":1`) {
 		t.Fatalf("mark all read: %d %s", r.Status, r.Body)
