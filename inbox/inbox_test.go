@@ -2,6 +2,7 @@ package inbox_test
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"followfeed/internal/testdb"
 	"followfeed/match"
 	"followfeed/paper"
+	"followfeed/ranking"
 	"followfeed/worker"
 )
 
@@ -187,5 +189,76 @@ func TestList(t *testing.T) {
 	}
 	if _, err := f.ib.List(f.ctx, f.uid, inbox.ListQuery{Cursor: "bm90IGEgY3Vyc29y"}); !isField(err, apperr.Invalid, "cursor") {
 		t.Errorf("a cursor List did not make: %v", err)
+	}
+}
+
+// TestBestPagesListEachPaperOnce: best first, each page lists the best of
+// the papers the earlier pages did not (its cursor names them), so a
+// reader who marks each page read as they go, which takes those papers
+// out of the unread list below the next cursor, still meets every paper
+// once; a cursor of the earlier form (by position) is still read.
+func TestBestPagesListEachPaperOnce(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 11)
+	ins, err := worker.NewInserter(f.db.Pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ib.RankWith(ranking.New(ranking.Config{DB: f.db, Enqueuer: worker.NewEnqueuer(ins), Matcher: f.m}))
+	best := func(state inbox.State, cursor string) inbox.Page {
+		t.Helper()
+		p, err := f.ib.List(f.ctx, f.uid, inbox.ListQuery{Best: true, State: state, Limit: 3, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	seen := map[string]int{}
+	pages := 0
+	for p := best(inbox.Unread, ""); ; p = best(inbox.Unread, p.Next) {
+		pages++
+		for _, it := range p.Items {
+			seen[it.ArxivID]++
+			if _, err := f.ib.Set(f.ctx, f.uid, it.ArxivID, inbox.Read); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if p.Next == "" || pages > 10 {
+			break
+		}
+	}
+	if len(seen) != 11 || pages != 4 {
+		t.Errorf("marking each page read: %d pages met %d of 11 papers: %v", pages, len(seen), seen)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("%s listed %d times", id, n)
+		}
+	}
+	// Every paper is read now: the whole list, best first, by the
+	// earlier cursor form and by the one it answers with.
+	all := best("", "")
+	var order []string
+	for p := all; ; p = best("", p.Next) {
+		for _, it := range p.Items {
+			order = append(order, it.ArxivID)
+		}
+		if p.Next == "" {
+			break
+		}
+	}
+	byPosition := best("", base64.RawURLEncoding.EncodeToString([]byte("b.3")))
+	next := best("", byPosition.Next)
+	var got []string
+	for _, it := range append(byPosition.Items, next.Items...) {
+		got = append(got, it.ArxivID)
+	}
+	if len(order) != 11 || !slices.Equal(got, order[3:9]) {
+		t.Errorf("from a cursor by position (b.3) and on: %v, want %v of %v", got, order[3:min(9, len(order))], order)
+	}
+	for _, c := range []string{"cy4", base64.RawURLEncoding.EncodeToString([]byte("s.")), base64.RawURLEncoding.EncodeToString([]byte("s.\x00"))} {
+		if _, err := f.ib.List(f.ctx, f.uid, inbox.ListQuery{Best: true, Cursor: c}); !isField(err, apperr.Invalid, "cursor") {
+			t.Errorf("best-first cursor %q: %v, want a 422 naming cursor", c, err)
+		}
 	}
 }

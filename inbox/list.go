@@ -3,7 +3,9 @@ package inbox
 import (
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,7 +18,9 @@ import (
 // The inbox's list: the user's matched papers with their state and
 // feedback, newest first (keyset pages down to MaxDepth papers) or best
 // first (the newest MaxBest ranked by the user's model, as the ranked
-// feed ranks them, paged by position).
+// feed ranks them; each page the best of those the earlier pages did not
+// list, which its cursor names, so feedback or marks between pages
+// re-rank the rest without skipping or repeating a paper).
 
 // MaxDepth is how far down the user's matched papers, newest first, the
 // inbox reaches: a page's selection reads the papers above it too (match
@@ -67,19 +71,46 @@ type Page struct {
 func (s *Service) RankWith(r *ranking.Service) { s.ranking = r }
 
 // cursor is a page's place: newest first, after the paper (seq, id),
-// n papers listed before; best first, at position n.
+// n papers listed before; best first, the papers (papers.id) the earlier
+// pages listed, shown (a cursor of the earlier form "b.<n>", at position
+// n, is still read: DEPRECATED, made by releases before 2026-12-07).
 type cursor struct {
 	best    bool
 	seq, id int64
 	n       int
+	shown   []int64 // ascending
 }
 
 func (c cursor) String() string {
-	raw := fmt.Sprintf("n.%d.%d.%d", c.seq, c.id, c.n)
 	if c.best {
-		raw = fmt.Sprintf("b.%d", c.n)
+		// "s." and the ids, ascending, as uvarint deltas: some two bytes
+		// an id, at most MaxBest of them.
+		raw := []byte("s.")
+		prev := int64(0)
+		for _, id := range c.shown {
+			raw = binary.AppendUvarint(raw, uint64(id-prev))
+			prev = id
+		}
+		return base64.RawURLEncoding.EncodeToString(raw)
 	}
-	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+	return base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf("n.%d.%d.%d", c.seq, c.id, c.n)))
+}
+
+// parseShown reads the ids of a best-first cursor (after its "s."): at
+// most MaxBest, ascending, each at least 1.
+func parseShown(b []byte) ([]int64, bool) {
+	var out []int64
+	prev := int64(0)
+	for len(b) > 0 {
+		d, n := binary.Uvarint(b)
+		if n <= 0 || d == 0 || d > 1<<53 || len(out) == MaxBest {
+			return nil, false
+		}
+		prev += int64(d)
+		out = append(out, prev)
+		b = b[n:]
+	}
+	return out, len(out) > 0
 }
 
 func parseCursor(s string, best bool) (cursor, error) {
@@ -91,6 +122,13 @@ func parseCursor(s string, best bool) (cursor, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
 		return c, bad
+	}
+	if best && strings.HasPrefix(string(raw), "s.") {
+		var ok bool
+		if c.shown, ok = parseShown(raw[2:]); !ok {
+			return c, bad
+		}
+		return c, nil
 	}
 	f := strings.Split(string(raw), ".")
 	num := func(s string) int64 {
@@ -119,7 +157,8 @@ func parseCursor(s string, best bool) (cursor, error) {
 // the user's feedback. Newest first, pages are keyset (a paper matched
 // meanwhile does not shift them) down to MaxDepth papers; best first, the
 // newest MaxBest papers of the state asked are ranked (ranking.RankPapers)
-// and paged by position. With State Unread the selection leaves marked
+// and each page lists the best of those the earlier pages (its cursor)
+// did not. With State Unread the selection leaves marked
 // papers out (match.Query.Unread); with Read or Done the newest MaxDepth
 // matched papers are read and those in the state kept. A bad cursor or
 // limit is an apperr.Invalid naming it.
@@ -204,7 +243,20 @@ func (s *Service) List(ctx context.Context, userID int64, q ListQuery) (Page, er
 		for i, p := range ps {
 			items[i] = byID[p.ID]
 		}
-		items = items[min(c.n, len(items)):]
+		if c.shown != nil {
+			// The best of those the earlier pages did not list, ranked
+			// as they are now.
+			items = slices.DeleteFunc(items, func(it Item) bool {
+				_, listed := slices.BinarySearch(c.shown, it.ID)
+				return listed
+			})
+		} else {
+			// A cursor by position (DEPRECATED): the first n as listed.
+			for _, it := range items[:min(c.n, len(items))] {
+				c.shown = append(c.shown, it.ID)
+			}
+			items = items[min(c.n, len(items)):]
+		}
 	} else if c.seq > 0 {
 		// Keyset: the papers after (seq, id) in newest-first order.
 		i := 0
@@ -215,9 +267,20 @@ func (s *Service) List(ctx context.Context, userID int64, q ListQuery) (Page, er
 	}
 	// n is how deep the next page starts: the papers listed before, or
 	// more when papers matched since sit above them.
-	if n := max(c.n, above) + q.Limit; len(items) > q.Limit && n < MaxDepth {
+	switch n := max(c.n, above) + q.Limit; {
+	case len(items) <= q.Limit:
+	case q.Best:
+		// The earlier pages' papers and this one's: fewer than MaxBest,
+		// since more than this page were left of at most MaxBest.
+		shown := slices.Clone(c.shown)
+		for _, it := range items[:q.Limit] {
+			shown = append(shown, it.ID)
+		}
+		slices.Sort(shown)
+		page.Next = cursor{best: true, shown: slices.Compact(shown)}.String()
+	case n < MaxDepth:
 		last := items[q.Limit-1]
-		page.Next = cursor{best: q.Best, seq: last.Seq, id: last.ID, n: n}.String()
+		page.Next = cursor{seq: last.Seq, id: last.ID, n: n}.String()
 	}
 	page.Items = items[:min(len(items), q.Limit)]
 	if s.ranking != nil && len(page.Items) > 0 {

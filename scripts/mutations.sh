@@ -105,6 +105,7 @@ mutation ranking-kept-lexicon-stale-vectors ranking ranking/lexicon.go 'if i, ok
 mutation ranking-feedback-cursor-unchecked ranking ranking/feedback.go 'if id < 1 || at.Before(oldestCursor) || at.After(time.Now().Add(24*time.Hour)) {' 'if id < -1<<62 {'
 mutation inbox-page-not-deeper inbox inbox/list.go 'if len(res.Papers) < want || deeper <= want || tries == 2 {' 'if true {'
 mutation notify-pause-resent-restarts notify notify/pause.go 'if kept && cur.Pause.StartsAt != nil && !now.Before(*cur.Pause.StartsAt) {' 'if false {'
+mutation inbox-best-shown-ignored inbox inbox/list.go $'\t\tif c.shown != nil {\n' $'\t\tif false {\n'
 mutation ranking-whymany-reasons-uncapped ranking ranking/score.go 'out[i] = all[start:len(all):len(all)]' 'out[i] = all[start:len(all)]'
 mutation relevance-likes-skipped relevance relevance/explain.go $'\tif len(m.likes) == 0 {\n\t\treturn out\n\t}\n\tp := &v.paper' $'\tif len(m.likes) != 0 {\n\t\treturn out\n\t}\n\tp := &v.paper'
 mutation ranking-kept-lexicon-never-grows ranking ranking/lexicon.go 'if 2*held < len(ids) {' 'if true {'
