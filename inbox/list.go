@@ -191,7 +191,7 @@ func (s *Service) List(ctx context.Context, userID int64, q ListQuery) (Page, er
 	// new papers came up short, without a next, and the rest of the list
 	// out of reach.
 	var res match.Result
-	above := 0 // the selected papers above the cursor's, and it
+	above := 0 // the selected papers above the cursor's paper, it too
 	for tries := 0; ; tries++ {
 		if res, err = s.matcher.Matched(ctx, match.Query{UserID: userID, Only: q.Only, Limit: want, Unread: q.State == Unread}); err != nil {
 			return Page{}, err
@@ -240,10 +240,20 @@ func (s *Service) List(ctx context.Context, userID int64, q ListQuery) (Page, er
 		if _, err := s.ranking.RankPapers(ctx, userID, ps); err != nil {
 			return Page{}, fmt.Errorf("ranking the inbox of user %d: %w", userID, err)
 		}
+		ranked := make([]int64, len(ps)) // ascending: what a cursor may name
 		for i, p := range ps {
 			items[i] = byID[p.ID]
+			ranked[i] = p.ID
 		}
+		slices.Sort(ranked)
 		if c.shown != nil {
+			// Papers that left the newest MaxBest (or the state asked)
+			// since are dropped from the cursor: it names at most as many
+			// as are ranked.
+			c.shown = slices.DeleteFunc(c.shown, func(id int64) bool {
+				_, in := slices.BinarySearch(ranked, id)
+				return !in
+			})
 			// The best of those the earlier pages did not list, ranked
 			// as they are now.
 			items = slices.DeleteFunc(items, func(it Item) bool {
@@ -270,8 +280,9 @@ func (s *Service) List(ctx context.Context, userID int64, q ListQuery) (Page, er
 	switch n := max(c.n, above) + q.Limit; {
 	case len(items) <= q.Limit:
 	case q.Best:
-		// The earlier pages' papers and this one's: fewer than MaxBest,
-		// since more than this page were left of at most MaxBest.
+		// The earlier pages' papers still ranked and this one's: fewer
+		// than MaxBest, since more than this page were left of at most
+		// MaxBest.
 		shown := slices.Clone(c.shown)
 		for _, it := range items[:q.Limit] {
 			shown = append(shown, it.ID)
