@@ -168,11 +168,12 @@ func applyPause(next *Profile, cur Profile, patch *PausePatch, now time.Time) er
 			return err
 		}
 		kept := cur.Pause != nil && cur.Pause.From.Equal(from) // a pause in effect keeps its start
+		latest := today.AddDate(maxPauseYears, 0, 0)
 		switch {
 		case from.Before(today) && !kept:
 			return apperr.InvalidField("pause.from", "%s is in the past; a pause starts today (%s) or later", patch.From, today.Format(DateLayout))
-		case from.After(today.AddDate(maxPauseYears, 0, 0)):
-			return apperr.InvalidField("pause.from", "must be within two years: %s at the latest", today.AddDate(maxPauseYears, 0, 0).Format(DateLayout))
+		case from.After(latest):
+			return apperr.InvalidField("pause.from", "must be within two years: %s at the latest", latest.Format(DateLayout))
 		}
 		p := Pause{From: from}
 		if kept && cur.Pause.StartsAt != nil && !now.Before(*cur.Pause.StartsAt) {
@@ -192,8 +193,8 @@ func applyPause(next *Profile, cur Profile, patch *PausePatch, now time.Time) er
 				return apperr.InvalidField("pause.until", "must be after pause.from (%s): it is the day you are back", from.Format(DateLayout))
 			case until.Before(today):
 				return apperr.InvalidField("pause.until", "%s is in the past", until.Format(DateLayout))
-			case until.After(today.AddDate(maxPauseYears, 0, 0)):
-				return apperr.InvalidField("pause.until", "must be within two years: %s at the latest", today.AddDate(maxPauseYears, 0, 0).Format(DateLayout))
+			case until.After(latest):
+				return apperr.InvalidField("pause.until", "must be within two years: %s at the latest", latest.Format(DateLayout))
 			}
 			p.Until = &until
 		}
