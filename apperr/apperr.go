@@ -71,6 +71,24 @@ func InvalidField(field, format string, args ...any) *Error {
 	return &Error{Code: Invalid, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
+// Refield returns err with its field renamed to field, in its Details
+// too (a copy: err is left as it is), when err holds an *Error; any other
+// error is returned as it is. A parser's message stays and names where
+// the caller's input put the value ("follow.kind" for a parser's "kind").
+func Refield(err error, field string) error {
+	e, ok := As(err)
+	if !ok {
+		return err
+	}
+	c := *e
+	c.Field = field
+	c.Details = append([]Detail(nil), e.Details...)
+	for i := range c.Details {
+		c.Details[i].Field = field
+	}
+	return &c
+}
+
 // As returns the *Error inside err, if any.
 func As(err error) (*Error, bool) {
 	var e *Error

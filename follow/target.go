@@ -84,6 +84,21 @@ func ParseTarget(kind, id string) (Target, error) {
 	return Target{Kind: k, ID: norm}, nil
 }
 
+// ParseRef is ParseTarget of a follow named inside a JSON body as the
+// object field {"kind", "id"}: its errors name field+".kind" or
+// field+".id" (e.g. "follow.kind"), so every body that refers to a follow
+// reports the same mistake under the same name.
+func ParseRef(field, kind, id string) (Target, error) {
+	t, err := ParseTarget(kind, id)
+	if err != nil {
+		if e, ok := apperr.As(err); ok && e.Field != "" {
+			return Target{}, apperr.Refield(err, field+"."+e.Field)
+		}
+		return Target{}, apperr.Refield(err, field)
+	}
+	return t, nil
+}
+
 func parseKind(kind string) (Kind, error) {
 	k := Kind(lowerASCII(strings.TrimSpace(kind)))
 	switch k {

@@ -476,3 +476,27 @@ func TestHasKeyIsKey(t *testing.T) {
 		}
 	}
 }
+
+// TestParseRefNamesTheBodysFields: a follow named in a body as {"kind",
+// "id"} reports its mistakes under the body's names, its target as
+// ParseTarget's.
+func TestParseRefNamesTheBodysFields(t *testing.T) {
+	for _, c := range []struct{ kind, id, field string }{
+		{"planet", "x", "follow.kind"},
+		{"", "cs.LG", "follow.kind"},
+		{"category", "", "follow.id"},
+		{"category", "no.such", "follow.id"},
+		{"researcher", "orcid:0000-0000-0000-0000", "follow.id"},
+	} {
+		_, err := ParseRef("follow", c.kind, c.id)
+		e, ok := apperr.As(err)
+		if !ok || e.Code != apperr.Invalid || e.Field != c.field {
+			t.Errorf("ParseRef(%q, %q) = %v, want an Invalid error naming %s", c.kind, c.id, err, c.field)
+		}
+	}
+	got, err := ParseRef("follow", " Category ", "CS.lg")
+	want, _ := ParseTarget("category", "cs.LG")
+	if err != nil || got != want {
+		t.Errorf("ParseRef of a good follow = %v, %v; want %v", got, err, want)
+	}
+}

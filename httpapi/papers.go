@@ -93,6 +93,12 @@ func parseFollowParam(s string, fs []follow.Follow) (*follow.Target, error) {
 	if err != nil {
 		return nil, apperr.InvalidField("follow", "%s", err.Error())
 	}
+	return followed(t, fs)
+}
+
+// followed returns t when it is one of the user's follows fs; otherwise
+// a 422 naming follow.
+func followed(t follow.Target, fs []follow.Follow) (*follow.Target, error) {
 	for _, f := range fs {
 		if f.Key() == t.Key() {
 			return &t, nil
@@ -219,7 +225,13 @@ func (a *API) markAllRead(w http.ResponseWriter, r *http.Request, u *account.Use
 		if err != nil {
 			return err
 		}
-		if only, err = parseFollowParam(body.Follow.Kind+":"+body.Follow.ID, fs); err != nil {
+		// The body's follow is an object, as a mute's: its mistakes name
+		// follow.kind and follow.id as a mute's do.
+		t, err := follow.ParseRef("follow", body.Follow.Kind, body.Follow.ID)
+		if err != nil {
+			return err
+		}
+		if only, err = followed(t, fs); err != nil {
 			return err
 		}
 	}

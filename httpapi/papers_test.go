@@ -213,11 +213,26 @@ func TestInboxAPI(t *testing.T) {
 			t.Errorf("GET /v1/me/papers%s: %d %s, want a 422 naming %s", q.query, r.Status, r.Body, q.field)
 		}
 	}
-	r = c.Do("POST", "/v1/me/papers/read", reader, `{"follow": {"kind": "category", "id": "astro-ph.GA"}}`)
-	var pr problem
-	r.JSON(t, &pr)
-	if r.Status != 422 || pr.Field != "follow" {
-		t.Errorf("mark all read of a follow the user does not have: %d %s", r.Status, r.Body)
+	// The body's follow is named as a mute's: follow.kind, follow.id, or
+	// follow for one the user does not have.
+	for _, q := range []struct{ body, field string }{
+		{`{"follow": {"kind": "category", "id": "astro-ph.GA"}}`, "follow"},
+		{`{"follow": {"kind": "planet", "id": "x"}}`, "follow.kind"},
+		{`{"follow": {"kind": "category", "id": ""}}`, "follow.id"},
+		{`{"follow": {"kind": "category", "id": "no.such"}}`, "follow.id"},
+	} {
+		r := c.Do("POST", "/v1/me/papers/read", reader, q.body)
+		var pr problem
+		r.JSON(t, &pr)
+		if r.Status != 422 || pr.Field != q.field {
+			t.Errorf("mark all read of %s: %d %s, want a 422 naming %s", q.body, r.Status, r.Body, q.field)
+		}
+		r = c.Do("POST", "/v1/me/mutes", reader, `{"query": "survey", `+q.body[1:])
+		var mp problem
+		r.JSON(t, &mp)
+		if r.Status != 422 || mp.Field != q.field {
+			t.Errorf("a mute scoped to %s: %d %s, want a 422 naming %s as mark all read does", q.body, r.Status, r.Body, q.field)
+		}
 	}
 }
 

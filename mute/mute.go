@@ -116,7 +116,7 @@ func Parse(in Input) (Spec, error) {
 	case in.Researcher != nil:
 		id, err := follow.ParseResearcherID(*in.Researcher)
 		if err != nil {
-			return Spec{}, refield(err, "researcher")
+			return Spec{}, apperr.Refield(err, "researcher")
 		}
 		s.What = follow.Target{Kind: follow.Researcher, ID: id}
 	case in.Query != nil:
@@ -132,7 +132,7 @@ func Parse(in Input) (Spec, error) {
 	default:
 		t, err := follow.ParseTarget(string(follow.Category), *in.Category)
 		if err != nil {
-			return Spec{}, refield(err, "category")
+			return Spec{}, apperr.Refield(err, "category")
 		}
 		if in.CrossLists == nil || *in.CrossLists {
 			return Spec{}, apperr.InvalidField("cross_lists", `only a category's cross-lists can be muted: send {"category": %q, "cross_lists": false}; to see none of %s, unfollow it`, t.ID, t.ID)
@@ -143,31 +143,13 @@ func Parse(in Input) (Spec, error) {
 		return Spec{}, apperr.InvalidField("cross_lists", "cross_lists goes with a category: {\"category\": \"cs.LG\", \"cross_lists\": false}")
 	}
 	if in.HasFollow || in.FollowKind != "" || in.FollowID != "" {
-		t, err := follow.ParseTarget(in.FollowKind, in.FollowID)
+		t, err := follow.ParseRef("follow", in.FollowKind, in.FollowID)
 		if err != nil {
-			var ae *apperr.Error
-			if errors.As(err, &ae) && ae.Field != "" {
-				return Spec{}, refield(err, "follow."+ae.Field)
-			}
-			return Spec{}, refield(err, "follow")
+			return Spec{}, err
 		}
 		s.Scope = &t
 	}
 	return s, nil
-}
-
-// refield returns err (an *apperr.Error) with its field renamed to field.
-func refield(err error, field string) error {
-	var ae *apperr.Error
-	if !errors.As(err, &ae) {
-		return err
-	}
-	c := *ae
-	c.Field = field
-	for i := range c.Details {
-		c.Details[i].Field = field
-	}
-	return &c
 }
 
 // targetOfKey is follow.TargetFromKey for a stored key; a key it does not
