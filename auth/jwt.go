@@ -244,6 +244,9 @@ func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 		jwt.WithIssuedAt(),
 		jwt.WithLeeway(v.leeway),
 		jwt.WithTimeFunc(v.now),
+		// One spelling per token: a signature's last character's unused
+		// bits must be zero, or "…g" changed to "…h" was the same token.
+		jwt.WithStrictDecoding(),
 	}
 	if v.issuer != "" {
 		opts = append(opts, jwt.WithIssuer(v.issuer))
@@ -394,7 +397,7 @@ func (v *Verifier) checkHeader(raw string) (header, *VerifyError) {
 		return header{}, refuse(ReasonMalformed, "the token is not a JWT: it needs three base64url parts joined by two dots, found %d dot(s)", n)
 	}
 	seg, _, _ := strings.Cut(raw, ".")
-	b, err := base64.RawURLEncoding.DecodeString(seg)
+	b, err := base64.RawURLEncoding.Strict().DecodeString(seg)
 	if err != nil {
 		return header{}, refuse(ReasonMalformed, "the token header is not unpadded base64url")
 	}

@@ -390,9 +390,19 @@ func TestVerify(t *testing.T) {
 		{name: "JWKS kid, other key", token: sign(t, jwt.SigningMethodRS256, k.rsaA, "rsa-b", claims()), reason: ReasonSignature, msg: `JWKS key "rsa-b"`},
 		{name: "RS256 unknown key no kid", token: sign(t, jwt.SigningMethodRS256, k.rsaC, "", claims()), reason: ReasonSignature},
 		{name: "ES256 truncated signature", token: func() string {
+			// 86 characters (64 bytes) cut to 80: 60 bytes, whole
+			// base64url, so the signature's length is what is wrong.
 			s := sign(t, jwt.SigningMethodES256, k.ecA, "", claims())
-			return s[:len(s)-4]
+			return s[:len(s)-6]
 		}(), reason: ReasonSignature},
+		{name: "signature in another spelling", token: func() string {
+			// The last character's unused bits set: the same bytes to a
+			// lenient decoder, so the same token; a token has one spelling.
+			s := sign(t, jwt.SigningMethodES256, k.ecA, "", claims())
+			const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+			i := strings.IndexByte(alphabet, s[len(s)-1])
+			return s[:len(s)-1] + string(alphabet[i|1])
+		}(), reason: ReasonMalformed},
 		{name: "HS256 wrong secret", token: sign(t, jwt.SigningMethodHS256, []byte("another-secret-0123456789abcdef0123"), "", claims()), reason: ReasonSignature},
 
 		// Garbage.

@@ -33,6 +33,13 @@ const (
 // another action.
 var ErrBadLink = errors.New("invalid or expired link")
 
+// strictB64 decodes a signed token's parts: base64url without padding,
+// its last character's unused bits zero. RawURLEncoding alone ignores
+// them, so a link with its last character changed to one of three
+// others ("…LScQHw" to "…LScQHx") decoded to the same bytes and was
+// honoured; each token now has one spelling.
+var strictB64 = base64.RawURLEncoding.Strict()
+
 // Link is what a signed link token says.
 type Link struct {
 	Action Action
@@ -106,8 +113,8 @@ func (s *LinkSigner) Verify(tok string, want Action) (Link, error) {
 	if !ok {
 		return Link{}, ErrBadLink
 	}
-	p, err1 := base64.RawURLEncoding.DecodeString(body)
-	mac, err2 := base64.RawURLEncoding.DecodeString(sig)
+	p, err1 := strictB64.DecodeString(body)
+	mac, err2 := strictB64.DecodeString(sig)
 	if err1 != nil || err2 != nil || !hmac.Equal(mac, s.mac(p)) {
 		return Link{}, ErrBadLink
 	}

@@ -89,8 +89,10 @@ func (a *adminSignIns) device(r *http.Request) string {
 	if !ok {
 		return ""
 	}
-	payload, err1 := base64.RawURLEncoding.DecodeString(p)
-	mac, err2 := base64.RawURLEncoding.DecodeString(s)
+	// Strict: one spelling per cookie (the last character's unused
+	// bits zero), as signed links (auth.LinkSigner.Verify).
+	payload, err1 := base64.RawURLEncoding.Strict().DecodeString(p)
+	mac, err2 := base64.RawURLEncoding.Strict().DecodeString(s)
 	if err1 != nil || err2 != nil || len(payload) != 24 || !hmac.Equal(mac, a.deviceMAC(payload)) {
 		return ""
 	}
