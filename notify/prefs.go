@@ -180,8 +180,11 @@ func (p *Preferences) Get(ctx context.Context, userID int64) (Profile, error) {
 // Update validates and applies patch in one transaction. A new address
 // starts unconfirmed, revokes earlier email links and gets a confirmation
 // mail; turning digests on starts them from now (no backlog); the next
-// digest time follows every change of frequency, hour, weekday or time zone.
-// Bad input is an *apperr.Error naming the field.
+// digest time follows every change of frequency, hour, weekday, quiet days,
+// time zone or address, to a period with no digest yet, and stays as the
+// schedule left it otherwise (a change of order or budget does not move
+// it back to a period `digest --now` sent already). Bad input is an
+// *apperr.Error naming the field.
 func (p *Preferences) Update(ctx context.Context, userID int64, patch ProfilePatch) (Profile, error) {
 	var pr Profile
 	err := p.db.InTx(ctx, func(tx pgx.Tx) error {
@@ -201,7 +204,11 @@ func (p *Preferences) Update(ctx context.Context, userID int64, patch ProfilePat
 			next.EmailConfirmed = false
 		}
 		wasOn := cur.Digest.Frequency != Off
-		next.NextDigestAt = p.nextDigest(next)
+		if reschedules(cur, next) {
+			if next.NextDigestAt, err = p.nextUnsent(ctx, tx, userID, next); err != nil {
+				return err
+			}
+		}
 		pf, pu, ps, pe := next.Pause.columns()
 		if _, err := p.addrs.SetContact(ctx, tx, userID, next.Email, next.Timezone); err != nil {
 			return err
@@ -332,6 +339,36 @@ func (p *Preferences) DigestsOff(ctx context.Context, tx pgx.Tx, userID int64) e
 		return fmt.Errorf("turning off the digests of user %d: %w", userID, err)
 	}
 	return nil
+}
+
+// reschedules says whether going from cur to next moves the next digest
+// time: a change of what it is computed from (nextDigest), or none set.
+func reschedules(cur, next Profile) bool {
+	c, n := cur.Digest, next.Digest
+	return cur.NextDigestAt.IsZero() || c.Frequency != n.Frequency || c.Hour != n.Hour || c.Weekday != n.Weekday ||
+		c.Weekdays != n.Weekdays || cur.Timezone != next.Timezone || cur.EmailConfirmed != next.EmailConfirmed ||
+		cur.Suppressed != next.Suppressed
+}
+
+// nextUnsent is nextDigest of pr, past the periods the ledger already
+// holds a digest of (a period `digest --now` sent early, before an hour
+// was moved later the same day): the scheduler would find that period
+// taken and send nothing at the time announced.
+func (p *Preferences) nextUnsent(ctx context.Context, tx pgx.Tx, userID int64, pr Profile) (time.Time, error) {
+	n := p.nextDigest(pr)
+	loc := zone(pr.Timezone)
+	for i := 0; i < 2 && !n.IsZero(); i++ { // two periods at most: --now sends one
+		var taken bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM digests WHERE user_id = $1 AND period = $2)`,
+			userID, Period(pr.Digest.Frequency, n, loc)).Scan(&taken); err != nil {
+			return time.Time{}, fmt.Errorf("reading the digests of user %d: %w", userID, err)
+		}
+		if !taken {
+			break
+		}
+		n = NextOccurrence(n, loc, pr.Digest)
+	}
+	return n, nil
 }
 
 // nextDigest is when pr's next scheduled digest is due, or zero when none
