@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -77,11 +78,22 @@ func TestRememberWhatIOpened(t *testing.T) {
 		t.Fatalf("the opener's digest has no open link:\n%s", m)
 	}
 	path := link[strings.Index(link, "/open/"):] // the mail's links are PUBLIC_URL's
+	// A HEAD (a link checker's, a mail scanner's) is answered as the GET
+	// and records nothing: it is not the reader opening the paper.
+	head, _ := http.NewRequest("HEAD", a.URL+path, nil)
+	if resp, err := http.DefaultTransport.RoundTrip(head); err != nil || resp.StatusCode != 303 {
+		t.Fatalf("HEAD of the open link: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	var p inboxPage
+	if c.Do("GET", "/v1/me/papers?state=read", opener, nil).JSON(t, &p); len(p.Papers) != 0 {
+		t.Fatalf("a HEAD of the open link marked %v read", p.ids())
+	}
 	resp, _ := get(t, a.URL+path)
 	if resp.StatusCode != 303 || resp.Header.Get("Location") != "https://arxiv.org/abs/2611.00501" {
 		t.Fatalf("the open link: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	var p inboxPage
 	c.Do("GET", "/v1/me/papers?state=read", opener, nil).JSON(t, &p)
 	if len(p.Papers) != 1 || p.Papers[0].ArxivID != "2611.00501" {
 		t.Errorf("read papers after the open link: %v", p.ids())

@@ -23,8 +23,8 @@ func (s *Settings) postRememberOpened(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// openLink is GET /open/{token}: a mail's "Open" (and mark read) link. It
-// marks the paper read when the user has "remember what I opened" on
+// openLink is GET /open/{token}: a mail's "Open" (and mark read) link. A
+// GET (never a HEAD) marks the paper read when the user has "remember what I opened" on
 // (inbox.Service.Opened: never when it is off, and a paper marked done
 // stays done), then sends the user on to the paper's arXiv page (303).
 // A forged, altered or revoked link, or a paper no longer stored, is a
@@ -55,9 +55,13 @@ func (p *EmailPages) openLink(w http.ResponseWriter, r *http.Request) {
 			Lines: []string{"This paper is no longer stored here."}})
 		return
 	}
-	if _, err := p.Inbox.Opened(r.Context(), userID, paperID); err != nil {
-		writeError(w, r, p.Logger, err)
-		return
+	// Only a GET is the reader opening the paper: a HEAD (a link
+	// checker, a mail scanner) gets the same answer and records nothing.
+	if r.Method == http.MethodGet {
+		if _, err := p.Inbox.Opened(r.Context(), userID, paperID); err != nil {
+			writeError(w, r, p.Logger, err)
+			return
+		}
 	}
 	http.Redirect(w, r, papers[0].AbsURL, http.StatusSeeOther)
 }
