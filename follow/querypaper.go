@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"followfeed/apperr"
+	"followfeed/internal/arxivid"
 	"followfeed/search"
 )
 
@@ -58,35 +57,18 @@ func NormalizeQuery(s string) (string, error) {
 	return q.String(), nil
 }
 
-var (
-	newStyleID = regexp.MustCompile(`^(\d{4})\.(\d{4,5})(v\d+)?$`)
-	oldStyleID = regexp.MustCompile(`^([a-z][a-z-]*(\.[A-Z]{2})?)/(\d{7})(v\d+)?$`)
-)
-
-// ParsePaperID normalises an arXiv id as ParseTarget does for kind paper:
-// new-style "2202.02326" or old-style "astro-ph/9901001", with or without
-// a version ("v2", dropped), an "arXiv:" prefix or an arxiv.org/abs/ or
-// /pdf/ link. The paper need not be known yet. Errors are as for
-// ParseTarget, with Field "id".
+// ParsePaperID normalises an arXiv id as ParseTarget does for kind paper,
+// reading it as package paper reads stored ids (arxivid.Parse): new-style
+// "2202.02326" or old-style "astro-ph/9901001", with or without a version
+// ("v2", dropped), an "arXiv:" prefix or an arxiv.org/abs/ or /pdf/ link;
+// an id arXiv cannot have (month 13, "9999.99999") is refused. The paper
+// need not be known yet. Errors are as for ParseTarget, with Field "id".
 func ParsePaperID(s string) (string, error) {
-	id := strings.TrimSpace(s)
-	for _, p := range []string{"https://arxiv.org/abs/", "http://arxiv.org/abs/", "https://arxiv.org/pdf/", "http://arxiv.org/pdf/", "arxiv.org/abs/", "arxiv:"} {
-		if hasPrefixFold(id, p) {
-			id = id[len(p):]
-			break
-		}
+	id, _, err := arxivid.Parse(s)
+	if err != nil {
+		return "", apperr.InvalidField("id", "%s; %s", err.Error(), paperForms)
 	}
-	id = strings.TrimSuffix(id, ".pdf")
-	if m := newStyleID.FindStringSubmatch(id); m != nil {
-		return m[1] + "." + m[2], nil
-	}
-	if m := oldStyleID.FindStringSubmatch(id); m != nil {
-		return m[1] + "/" + m[3], nil
-	}
-	if len(id) > 60 {
-		id = id[:60] + "…"
-	}
-	return "", apperr.InvalidField("id", "%q is not an arXiv id; %s", id, paperForms)
+	return id, nil
 }
 
 // queryOrPaperName is DisplayName for the kinds of this file.

@@ -55,6 +55,7 @@ func TestPaperTargets(t *testing.T) {
 	for in, want := range map[string]string{
 		"2202.02326": "2202.02326", "2202.02326v3": "2202.02326", "arXiv:2202.02326": "2202.02326",
 		"https://arxiv.org/abs/2202.02326v2": "2202.02326", "0704.0001": "0704.0001",
+		"ArXiv:2202.02326": "2202.02326", "arxiv.org/abs/2202.02326": "2202.02326", "https://arxiv.org/pdf/2202.02326v1.pdf": "2202.02326",
 		"astro-ph/9901001": "astro-ph/9901001", "math.GT/0309136v1": "math.GT/0309136", "hep-th/9504118": "hep-th/9504118",
 	} {
 		tg, err := ParseTarget("paper", in)
@@ -65,9 +66,24 @@ func TestPaperTargets(t *testing.T) {
 			t.Errorf("TargetFromKey(%q) = %v, %v", tg.Key(), back, err)
 		}
 	}
-	for _, bad := range []string{"", "2202", "2202.023", "astro-ph/99", "../etc/passwd", "2202.02326v", "ASTRO-PH/9901001"} {
+	for _, bad := range []string{"", "2202", "2202.023", "astro-ph/99", "../etc/passwd", "2202.02326v", "ASTRO-PH/9901001",
+		// Ids arXiv cannot have, as POST /v1/papers refuses them: month 13
+		// or 99, five digits before 1501, four after, version 0.
+		"2613.00001", "9999.99999", "1412.00001", "1501.0001", "2202.02326v0"} {
 		if _, err := ParseTarget("paper", bad); apperr.CodeOf(err) != apperr.Invalid {
 			t.Errorf("ParseTarget(paper, %q) = %v, want Invalid", bad, err)
+		}
+	}
+	// A follow an earlier, looser release stored stays readable from its
+	// key (its user can see and remove it); a key of another shape not.
+	for _, key := range []string{"paper:9999.99999", "paper:2613.00001"} {
+		if tg, err := TargetFromKey(key); err != nil || tg.Key() != key {
+			t.Errorf("TargetFromKey(%q) = %v, %v; want the stored follow", key, tg, err)
+		}
+	}
+	for _, key := range []string{"paper:2202.02326v2", "paper:../x", "paper:"} {
+		if _, err := TargetFromKey(key); err == nil {
+			t.Errorf("TargetFromKey(%q) took it", key)
 		}
 	}
 }

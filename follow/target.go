@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"followfeed/internal/text"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -235,6 +236,12 @@ func TargetFromKey(key string) (Target, error) {
 	if !ok {
 		return Target{}, badKey(key, nil)
 	}
+	if kind == Paper && storedPaperID.MatchString(id) {
+		// A paper follow stored by a release whose reading of ids was
+		// looser (it took month 13, "9999.99999") stays readable: it
+		// matches nothing, and its user can still see and remove it.
+		return Target{Kind: Paper, ID: id}, nil
+	}
 	t, err := ParseTarget(string(kind), id)
 	if err != nil {
 		return Target{}, badKey(key, err)
@@ -244,6 +251,10 @@ func TargetFromKey(key string) (Target, error) {
 	}
 	return t, nil
 }
+
+// storedPaperID is the shape of a paper follow's id in its key: an
+// arXiv id's, normalised (no version), as every release stored them.
+var storedPaperID = regexp.MustCompile(`^(\d{4}\.\d{4,5}|[a-z][a-z-]*(\.[A-Z]{2})?/\d{7})$`)
 
 func badKey(key string, cause error) error {
 	return &apperr.Error{

@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"followfeed/apperr"
 	"followfeed/follow"
+	"followfeed/internal/arxivid"
 	"followfeed/internal/text"
 )
 
@@ -30,47 +30,16 @@ const (
 )
 
 var (
-	// New-style ids: YYMM.NNNN (2007-2014) or YYMM.NNNNN (2015-).
-	newID = regexp.MustCompile(`^(\d{4}\.\d{4,5})(?:v(\d{1,4}))?$`)
-	// Old-style ids: archive[.SUB]/YYMMNNN.
-	oldID = regexp.MustCompile(`^([a-z][a-z-]*(?:\.[A-Z]{2})?/\d{7})(?:v(\d{1,4}))?$`)
 	// A category as arXiv writes them (cs.LG, hep-th, math-ph, q-fin.EC).
 	categoryRE = regexp.MustCompile(`^[a-z][a-z-]{0,15}(?:\.[A-Za-z][A-Za-z-]{0,15})?$`)
 )
 
 // ParseArxivID splits an arXiv identifier into id and version (0 when the
-// input has none). It accepts "2202.02326", "2202.02326v2", the old form
-// "astro-ph/9901001v1", an "arXiv:" prefix and abs/pdf URLs.
-func ParseArxivID(s string) (id string, version int, err error) {
-	s = strings.TrimSpace(s)
-	for _, p := range []string{"https://arxiv.org/abs/", "http://arxiv.org/abs/", "https://arxiv.org/pdf/", "http://arxiv.org/pdf/", "arXiv:", "arxiv:"} {
-		if strings.HasPrefix(s, p) {
-			s = strings.TrimSuffix(strings.TrimPrefix(s, p), ".pdf")
-			break
-		}
-	}
-	m := newID.FindStringSubmatch(s)
-	if m != nil {
-		// YYMM.NNNN until 1412, YYMM.NNNNN from 1501 on.
-		yymm, _ := strconv.Atoi(m[1][:4])
-		five := len(m[1]) == 10
-		if yymm%100 < 1 || yymm%100 > 12 || five != (yymm >= 1501) {
-			return "", 0, fmt.Errorf("%q is not an arXiv id: ids have 4 digits after the dot until 1412 and 5 from 1501 (e.g. 2202.02326)", text.Truncate(s, 60))
-		}
-	} else {
-		m = oldID.FindStringSubmatch(s)
-	}
-	if m == nil {
-		return "", 0, fmt.Errorf("%q is not an arXiv id like 2202.02326, 2202.02326v2 or astro-ph/9901001", text.Truncate(s, 60))
-	}
-	if m[2] != "" {
-		version, _ = strconv.Atoi(m[2])
-		if version < 1 {
-			return "", 0, fmt.Errorf("%q has version 0; versions start at v1", s)
-		}
-	}
-	return m[1], version, nil
-}
+// input has none): arxivid.Parse, the one reading of ids (package follow's
+// paper follows read them the same way). It accepts "2202.02326",
+// "2202.02326v2", the old form "astro-ph/9901001v1", an "arXiv:" prefix and
+// abs/pdf URLs, and refuses ids arXiv cannot have.
+func ParseArxivID(s string) (id string, version int, err error) { return arxivid.Parse(s) }
 
 // FieldError is one problem of a paper, naming its field.
 type FieldError struct {
