@@ -189,8 +189,9 @@ var _ notify.PauseHook = (*Service)(nil)
 // max_papers a day, the rest held back (choose); each paper carries the
 // user's feedback links, signed with their link epoch. A crash before the
 // commit leaves the window for the retry. A channel that is gone or
-// disabled, or whose user is paused (notify.Paused), collects nothing
-// and keeps its window.
+// disabled, or whose user is paused (notify.HoldsChannels: also after the
+// pause's end until the scheduler's catch-up ran PauseEnded), collects
+// nothing and keeps its window.
 func (s *Service) Collect(ctx context.Context, channelID int64) (events int, err error) {
 	err = s.db.InTx(ctx, func(tx pgx.Tx) error {
 		var userID, watermark int64
@@ -209,8 +210,9 @@ func (s *Service) Collect(ctx context.Context, channelID int64) (events int, err
 			return nil
 		}
 		// The user's vacation (notify's pause): nothing goes out and the
-		// watermark stays; PauseEnded catches up or skips when it ends.
-		if paused, err := notify.Paused(ctx, tx, userID, s.now()); err != nil || paused {
+		// watermark stays; PauseEnded catches up or skips when it ends,
+		// and until it ran (the scheduler's next pass) the pause holds.
+		if held, err := notify.HoldsChannels(ctx, tx, userID, s.now()); err != nil || held {
 			return err
 		}
 		high, err := catalog.HighSeqIn(ctx, tx)

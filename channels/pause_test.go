@@ -14,6 +14,7 @@ import (
 // vacation (notify's pause) no channel delivers; when the pause ends (the
 // digest scheduler's hook) a channel set to catch up gets what it missed
 // in one batch, one set to skip never gets it; both get what comes after.
+// Between the pause's end and the scheduler's catch-up they stay held.
 func TestPausedChannelsSendNothingThenCatchUpOrSkip(t *testing.T) {
 	t.Parallel()
 	e := setup(t, time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
@@ -53,13 +54,22 @@ func TestPausedChannelsSendNothingThenCatchUpOrSkip(t *testing.T) {
 	}
 	d := notify.NewDigester(notify.DigesterConfig{DB: e.db, Matcher: e.matcher, Enqueuer: worker.NewEnqueuer(ins),
 		Addresses: e.addrs, Now: e.clk.Now, OnPauseEnd: e.ch})
+	// The pause has ended (the 2nd at the user's digest hour, 07:00) but
+	// the scheduler has not run its catch-up yet: a paper now is held, or
+	// the skipping channel would send what it missed with it.
 	e.clk.Set(time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC))
+	e.push(testPaper("2611.00004", "cs.LG"))
+	e.run()
+	if a, b := e.rcv.papers("catch"), e.rcv.papers("skip"); len(a)+len(b) != 0 {
+		t.Fatalf("delivered after the pause's end, before its catch-up: catch %v, skip %v", a, b)
+	}
+	e.clk.Set(time.Date(2026, 12, 2, 7, 1, 0, 0, time.UTC))
 	if _, err := d.Schedule(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	e.run()
-	if got := e.rcv.papers("catch"); !slices.Equal(got, []string{"2611.00002", "2611.00001"}) || len(e.rcv.received("catch")) != 1 {
-		t.Errorf("the catch-up channel got %v in %d events, want both papers in one", got, len(e.rcv.received("catch")))
+	if got := e.rcv.papers("catch"); !slices.Equal(got, []string{"2611.00004", "2611.00002", "2611.00001"}) || len(e.rcv.received("catch")) != 1 {
+		t.Errorf("the catch-up channel got %v in %d events, want the three papers in one", got, len(e.rcv.received("catch")))
 	}
 	if got := e.rcv.papers("skip"); len(got) != 0 {
 		t.Errorf("the skipping channel got %v", got)

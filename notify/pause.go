@@ -92,25 +92,29 @@ type PausePatch struct {
 
 // PausedSQL is true, for the digest_schedules row d, while its user's
 // pause is in effect at the timestamptz the SQL expression at stands
-// for: the one pause check of every delivery (digests, instant alerts,
-// push channels through Paused).
+// for: the pause check of the digests and instant alerts (push channels
+// hold a little longer: HoldsChannels).
 func PausedSQL(at string) string {
 	return `coalesce(d.pause_starts_at <= ` + at + ` AND (d.pause_ends_at IS NULL OR d.pause_ends_at > ` + at + `), false)`
 }
 
-// Paused says whether userID's pause is in effect at at, read in tx
-// (false for a user without a schedule row): push channels ask it
-// before each collection.
-func Paused(ctx context.Context, tx pgx.Tx, userID int64, at time.Time) (bool, error) {
-	var paused bool
-	err := tx.QueryRow(ctx, `SELECT `+PausedSQL("$2")+` FROM digest_schedules d WHERE d.user_id = $1`, userID, at).Scan(&paused)
+// HoldsChannels says whether userID's pause holds their push channels at
+// at, read in tx (false for a user without a schedule row): while it is
+// in effect (PausedSQL) and after it ended until the scheduler's catch-up
+// (catchUpOnce) ran the PauseHook and cleared it, since that hook is what
+// tells a channel set to skip to pass over what matched while the user
+// was away: collected in between, the channel sent the pause's papers
+// after all.
+func HoldsChannels(ctx context.Context, tx pgx.Tx, userID int64, at time.Time) (bool, error) {
+	var held bool
+	err := tx.QueryRow(ctx, `SELECT coalesce(d.pause_starts_at <= $2, false) FROM digest_schedules d WHERE d.user_id = $1`, userID, at).Scan(&held)
 	if err == pgx.ErrNoRows {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("reading the pause of user %d: %w", userID, err)
 	}
-	return paused, nil
+	return held, nil
 }
 
 // maxPauseYears bounds how far ahead a pause may start or end: the same

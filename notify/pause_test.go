@@ -350,11 +350,14 @@ func TestSnoozedFollowDeliversNothingUntilItsDate(t *testing.T) {
 	}
 }
 
-// TestPausedOnlyBetweenItsStartAndItsEnd: PausedSQL (through Paused), the
-// one check every delivery makes, is true from the pause's first local
+// TestPausedOnlyBetweenItsStartAndItsEnd: PausedSQL, the check the
+// digests and instant alerts make, is true from the pause's first local
 // midnight until its end at the user's digest hour on the day they are
 // back, and false outside, even while the pause's columns are still set
 // (before the scheduler's next run clears them and queues the catch-up).
+// HoldsChannels, the push channels' check, holds from the same start
+// until that catch-up ran: its hook is what makes a skipping channel pass
+// over what it missed.
 func TestPausedOnlyBetweenItsStartAndItsEnd(t *testing.T) {
 	t.Parallel()
 	e := setup(t, fakesmtp.Options{}, "")
@@ -362,26 +365,32 @@ func TestPausedOnlyBetweenItsStartAndItsEnd(t *testing.T) {
 	if err := e.pause(uid, "2026-12-01", "2026-12-06"); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		at   time.Time
-		want bool
-	}{
-		{time.Date(2026, 11, 30, 23, 59, 0, 0, time.UTC), false},
-		{time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), true},
-		{time.Date(2026, 12, 6, 5, 59, 0, 0, time.UTC), true},
-		{time.Date(2026, 12, 6, 6, 0, 0, 0, time.UTC), false},
-		{time.Date(2026, 12, 9, 12, 0, 0, 0, time.UTC), false},
-	} {
-		var got bool
+	check := func(at time.Time, paused, held bool) {
+		t.Helper()
+		var gotPaused, gotHeld bool
 		err := e.db.InTx(e.ctx, func(tx pgx.Tx) error {
+			if err := tx.QueryRow(e.ctx, `SELECT `+notify.PausedSQL("$2")+` FROM digest_schedules d WHERE d.user_id = $1`, uid, at).Scan(&gotPaused); err != nil {
+				return err
+			}
 			var err error
-			got, err = notify.Paused(e.ctx, tx, uid, c.at)
+			gotHeld, err = notify.HoldsChannels(e.ctx, tx, uid, at)
 			return err
 		})
-		if err != nil || got != c.want {
-			t.Errorf("Paused at %s = %v, %v; want %v", c.at.Format(time.RFC3339), got, err, c.want)
+		if err != nil || gotPaused != paused || gotHeld != held {
+			t.Errorf("at %s: paused %v, channels held %v, %v; want %v, %v", at.Format(time.RFC3339), gotPaused, gotHeld, err, paused, held)
 		}
 	}
+	check(time.Date(2026, 11, 30, 23, 59, 0, 0, time.UTC), false, false)
+	check(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), true, true)
+	check(time.Date(2026, 12, 6, 5, 59, 0, 0, time.UTC), true, true)
+	check(time.Date(2026, 12, 6, 6, 0, 0, 0, time.UTC), false, true)
+	check(time.Date(2026, 12, 9, 12, 0, 0, 0, time.UTC), false, true)
+	// The scheduler's catch-up clears the pause: nothing holds any more.
+	e.clk.Set(time.Date(2026, 12, 6, 6, 1, 0, 0, time.UTC))
+	if _, err := e.d.Schedule(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	check(time.Date(2026, 12, 6, 6, 1, 0, 0, time.UTC), false, false)
 }
 
 // TestAPauseKeepsItsInstantsAcrossATimeZoneChange: a pause's start and end
