@@ -21,7 +21,8 @@ const MaxPushBytes = 20 << 20
 
 // pushedPaper is one paper in the host site's shape (see the README's
 // "POST /v1/papers"). Fields the host sends that we do not use (slug,
-// cited_by_count, …) are ignored.
+// cited_by_count, …) are ignored: the one body not read strictly, since a
+// host pushes its own records, which carry more than followfeed reads.
 type pushedPaper struct {
 	ArxivID         string          `json:"arxiv_id"`
 	Version         int             `json:"version"`
@@ -265,15 +266,33 @@ func SplitAuthorNames(s string) []string {
 	return out
 }
 
+// The dates a pushed paper may carry: from arXiv's first year to two
+// days ahead of this machine's clock (time zones, a host's clock a little
+// ahead). A date outside is a mistake: a paper "published" in 3026 stayed
+// first in every feed of its category, and 0001-01-01 read as no date.
+var (
+	earliestDate = time.Date(1991, 1, 1, 0, 0, 0, 0, time.UTC)
+	aheadAllowed = 48 * time.Hour
+)
+
+// parseDate reads a pushed paper's date (RFC 3339, or a date and time
+// without a zone, read as UTC, or a date); "" is none. A date before 1991
+// or more than two days ahead is an error saying so.
 func parseDate(s string) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return time.Time{}, nil
 	}
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t.UTC(), nil
+		t, err := time.Parse(layout, s)
+		if err != nil {
+			continue
 		}
+		t = t.UTC()
+		if latest := time.Now().UTC().Add(aheadAllowed); t.Before(earliestDate) || t.After(latest) {
+			return time.Time{}, fmt.Errorf("%q is not a date a paper can have: it must be from 1991 (arXiv's first year) to %s", text.Truncate(s, 40), latest.Format("2006-01-02"))
+		}
+		return t, nil
 	}
 	return time.Time{}, fmt.Errorf("%q is not a date like 2022-02-04 or 2022-02-04T00:00:00Z", text.Truncate(s, 40))
 }

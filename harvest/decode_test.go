@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"followfeed/apperr"
 	"followfeed/catalog"
@@ -177,6 +178,41 @@ func TestPushedIntegersAreValidatedByField(t *testing.T) {
 		}
 		if r := ae.Details[0].Reason; !strings.Contains(r, "integer") && !strings.Contains(r, "between 1 and 9999") {
 			t.Errorf("version %s: reason %q does not say what a version is", v, r)
+		}
+	}
+}
+
+// TestPushedDatesArePlausible: a pushed paper's dates run from 1991,
+// arXiv's first year, to two days ahead; 3026 or 0001 is an Invalid naming
+// the field and the paper, not a paper first in every feed for a thousand
+// years or one without a date.
+func TestPushedDatesArePlausible(t *testing.T) {
+	t.Parallel()
+	soon := time.Now().UTC().Add(24 * time.Hour).Format(time.RFC3339)
+	for _, c := range []struct {
+		field, value string
+		ok           bool
+	}{
+		{"published", "1991-08-14", true},
+		{"published", soon, true},
+		{"updated", "2022-02-07T00:00:00", true},
+		{"published", "3026-01-01", false},
+		{"published", "0001-01-01", false},
+		{"published", "1990-12-31T23:59:59Z", false},
+		{"updated", time.Now().UTC().AddDate(0, 0, 5).Format("2006-01-02"), false},
+	} {
+		body := `[{"arxiv_id": "2202.02326", "title": "t", "primary_category": "cs.LG"}, {"arxiv_id": "2202.02327", "title": "t", "primary_category": "cs.LG", "` + c.field + `": "` + c.value + `"}]`
+		ps, err := harvest.DecodePush(strings.NewReader(body))
+		if c.ok {
+			if err != nil || len(ps) != 2 {
+				t.Errorf("%s %s: %v", c.field, c.value, err)
+			}
+			continue
+		}
+		ae, ok := apperr.As(err)
+		if !ok || ae.Code != apperr.Invalid || len(ae.Details) != 1 || ae.Details[0].Index != 1 || ae.Details[0].Field != c.field ||
+			!strings.Contains(ae.Details[0].Reason, "from 1991") {
+			t.Errorf("%s %s: %v %+v, want an Invalid naming paper 1's %s and the dates allowed", c.field, c.value, err, ae, c.field)
 		}
 	}
 }
