@@ -408,12 +408,21 @@ func spellAll(v *Vector) []string {
 	return out
 }
 
-// functionWords are words too common to say what a paper is about: a
-// words reason never names them (they still weigh in the score).
+// functionWords are words too common or too short to say what a paper is
+// about: a words reason never names them (they still weigh in the score).
+// Single letters and digits are among them, as search leaves them out of
+// queries: "about t" named a title's "T", "about n" a formula's $n$.
 var functionWords = func() map[uint32]bool {
 	m := map[uint32]bool{}
-	for _, w := range strings.Fields("a an the of in on for and or to with by from at as is are be been was were " +
-		"we our us this that these those its it via using use new into than then not no") {
+	words := strings.Fields("a an the of in on for and or to with by from at as is are be been was were " +
+		"we our us this that these those its it via using use new into than then not no")
+	for c := 'a'; c <= 'z'; c++ {
+		words = append(words, string(c))
+	}
+	for c := '0'; c <= '9'; c++ {
+		words = append(words, string(c))
+	}
+	for _, w := range words {
 		for _, s := range search.Stems(w, nil) {
 			m[hash(nsWord, s)] = true
 		}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"followfeed/search"
 )
@@ -1107,5 +1108,43 @@ func TestTableMadeOnFirstUse(t *testing.T) {
 	}
 	if m.Score(bgV[0]); m.tbl.buckets == nil {
 		t.Fatal("Score made no table")
+	}
+}
+
+// TestWordsReasonNamesNoSingleLetters: a title of single letters and
+// digits ("T", a formula's $n$, "2") leaves its words out of the words
+// reason, as search leaves them out of queries; longer words stay
+// nameable.
+func TestWordsReasonNamesNoSingleLetters(t *testing.T) {
+	c := NewCorpus(DefaultParams())
+	p := &Paper{ID: "2612.00001", Title: "T", Abstract: "A bound on $n$ for 2 x in galaxy clusters"}
+	c.Add(p)
+	v := c.Vector(p)
+	named := map[string]bool{}
+	for i := range v.feats {
+		if v.ns[i] != nsWord {
+			continue
+		}
+		s := v.spelling(i)
+		if v.nameable[i] {
+			named[s] = true
+		}
+		if utf8.RuneCountInString(s) == 1 && v.nameable[i] {
+			t.Errorf("%q is nameable", s)
+		}
+	}
+	if !named["galaxy"] || !named["bound"] {
+		t.Errorf("nameable words %v; want galaxy and bound among them", named)
+	}
+	// A model that likes the paper explains it by its words, never "about t".
+	other := &Paper{ID: "2612.00002", Title: "Stellar winds", Abstract: "Winds of massive stars"}
+	c.Add(other)
+	m := Train(DefaultParams(), Profile{}, []Example{{Vector: v, Source: More}, {Vector: c.Vector(other), Source: Background}})
+	for _, r := range m.Explain(v) {
+		for _, w := range r.Words {
+			if utf8.RuneCountInString(w) == 1 {
+				t.Errorf("reason %q names %q", r.Text(), w)
+			}
+		}
 	}
 }
