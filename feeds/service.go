@@ -353,7 +353,7 @@ func (s *Service) Private(ctx context.Context, token string, st State, v Validat
 		}
 		feed.Items = append(feed.Items, it)
 	}
-	feed.Updated = newest(feed.Items)
+	feed.Updated = updated(feed.Items, v.Modified)
 	return feed, nil
 }
 
@@ -518,7 +518,7 @@ func (s *Service) Public(ctx context.Context, t follow.Target, seq int64, change
 		it.Content = ""
 		feed.Items = append(feed.Items, it)
 	}
-	feed.Updated = newest(feed.Items)
+	feed.Updated = updated(feed.Items, changed)
 	return feed, nil
 }
 
@@ -624,6 +624,17 @@ func item(p match.Paper, labels map[string]string) Item {
 		it.Content = "Following: " + strings.Join(names, " · ")
 	}
 	return it
+}
+
+// updated is a feed's date: its newest item's, or, for a feed without
+// items, modified, the validator's Last-Modified (the feed as of then, the
+// same for every render of one ETag), where Render's fixed 1970 read as a
+// feed dead for decades.
+func updated(items []Item, modified time.Time) time.Time {
+	if t := newest(items); !t.IsZero() {
+		return t
+	}
+	return modified.UTC().Truncate(time.Second)
 }
 
 func newest(items []Item) time.Time {

@@ -20,8 +20,9 @@ import (
 )
 
 // renderVersion is part of every ETag: bump it when rendering changes, so
-// feed readers refetch. r3: private items carry feedback links.
-const renderVersion = "r3"
+// feed readers refetch. r3: private items carry feedback links. r4: a
+// feed without items is dated by its Last-Modified, not 1970.
+const renderVersion = "r4"
 
 // feedMaxAge is how long feed readers and caches may reuse a feed.
 const feedMaxAge = 5 * time.Minute

@@ -340,6 +340,9 @@ func TestPublicFeeds(t *testing.T) {
 		if len(f.Items) != want.items || (want.title != "" && f.Title != want.title) {
 			t.Errorf("%s: %q with %d items", path, f.Title, len(f.Items))
 		}
+		if len(f.Items) == 0 {
+			emptyFeedDated(t, path, f, resp)
+		}
 		etag := resp.Header.Get("ETag")
 		if r2, _ := get(t, a.URL+path, "If-None-Match", etag); r2.StatusCode != 304 {
 			t.Errorf("%s: conditional GET %d", path, r2.StatusCode)
@@ -350,6 +353,45 @@ func TestPublicFeeds(t *testing.T) {
 	}
 	if resp, _ := get(t, a.URL+"/feeds/category/cs.LG.xml"); resp.StatusCode != 404 {
 		t.Errorf("unknown format: %d", resp.StatusCode)
+	}
+}
+
+// emptyFeedDated: a feed without items is dated by its Last-Modified
+// (it was 1970-01-01, a feed dead for decades to a reader). A public feed
+// nothing ever reached has neither (nothing dates it); a private one
+// always has one.
+func emptyFeedDated(t *testing.T, path string, f *gofeed.Feed, resp *http.Response) {
+	t.Helper()
+	lm, err := http.ParseTime(resp.Header.Get("Last-Modified"))
+	if err != nil {
+		if strings.Contains(path, "/feeds/fft_") {
+			t.Errorf("%s: no Last-Modified (%v)", path, err)
+		}
+		return
+	}
+	if f.UpdatedParsed == nil || !f.UpdatedParsed.Equal(lm) {
+		t.Errorf("%s: an empty feed dated %v, its Last-Modified %v", path, f.UpdatedParsed, lm)
+	}
+}
+
+// TestEmptyPrivateFeedIsDatedByItsLastModified: a reader whose follows
+// matched nothing yet gets feeds dated by their Last-Modified.
+func TestEmptyPrivateFeedIsDatedByItsLastModified(t *testing.T) {
+	t.Parallel()
+	_, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
+	reader := testapp.Token(t, "quiet", "")
+	c.Do("PUT", "/v1/me/follows/category/math.AG", reader, nil)
+	var links feedLinks
+	c.Do("GET", "/v1/me/feeds", reader, nil).JSON(t, &links)
+	for _, u := range []string{links.Atom, links.RSS, links.JSON} {
+		resp, body := get(t, u)
+		f, err := gofeed.NewParser().ParseString(string(body))
+		if resp.StatusCode != 200 || err != nil || len(f.Items) != 0 {
+			t.Fatalf("%s: %d, %v", u, resp.StatusCode, err)
+		}
+		if !strings.HasSuffix(u, ".json") { // JSON Feed has no feed date
+			emptyFeedDated(t, u, f, resp)
+		}
 	}
 }
 
