@@ -677,6 +677,15 @@ func TestPreferenceValidation(t *testing.T) {
 	bad(notify.ProfilePatch{Digest: &notify.DigestPatch{Hour: i(24)}}, "digest.hour")
 	bad(notify.ProfilePatch{Digest: &notify.DigestPatch{Weekday: s("someday")}}, "digest.weekday")
 	bad(notify.ProfilePatch{Email: s("not an address")}, "email")
+	// RFC 5321's lengths, and what a header cannot carry as it is.
+	bad(notify.ProfilePatch{Email: s(strings.Repeat("a", 65) + "@example.org")}, "email")
+	bad(notify.ProfilePatch{Email: s("ann@" + strings.Repeat("b", 250) + ".org")}, "email")
+	bad(notify.ProfilePatch{Email: s("\u202eevil@example.org")}, "email")
+	bad(notify.ProfilePatch{Email: s("ann\u0007@example.org")}, "email")
+	bad(notify.ProfilePatch{Email: s("jörg@example.org")}, "email")
+	if _, err := notify.NormalizeEmail(strings.Repeat("a", 64) + "@example.org"); err != nil {
+		t.Errorf("a local part of 64 characters: %v", err)
+	}
 	bad(notify.ProfilePatch{Digest: &notify.DigestPatch{Order: s("random")}}, "digest.order")
 	bad(notify.ProfilePatch{Digest: &notify.DigestPatch{MaxPapers: i(-1)}}, "digest.max_papers")
 	bad(notify.ProfilePatch{Digest: &notify.DigestPatch{MaxPapers: i(notify.MaxPapersLimit + 1)}}, "digest.max_papers")

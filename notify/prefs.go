@@ -434,16 +434,30 @@ func ParseWeekday(s string) (time.Weekday, bool) {
 	return 0, false
 }
 
-// NormalizeEmail checks an address a person typed and returns it trimmed;
+// NormalizeEmail checks an address a person typed and returns it trimmed
+// (plain ASCII, within RFC 5321's lengths);
 // "" (remove the address) is allowed.
 func NormalizeEmail(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return "", nil
 	}
+	for _, r := range s {
+		// What a mail header cannot carry as it is (a control, a
+		// bidirectional override that shows "gro.elpmaxe@live" reversed),
+		// or what needs SMTPUTF8, which relays may lack: an
+		// internationalised domain goes in its ASCII form.
+		if r < 0x20 || r == 0x7f || r > 0x7e {
+			return "", apperr.InvalidField("email", "an email address here is plain ASCII: no spaces, control or formatting characters, and an internationalised domain in its xn-- form (reader@xn--bcher-kva.example)")
+		}
+	}
 	a, err := netmail.ParseAddress(s)
-	if err != nil || a.Name != "" || a.Address != s || len(s) > 320 || !strings.Contains(s[strings.LastIndexByte(s, '@'):], ".") {
+	if err != nil || a.Name != "" || a.Address != s || !strings.Contains(s[strings.LastIndexByte(s, '@'):], ".") {
 		return "", apperr.InvalidField("email", "%q is not an email address like reader@example.org", truncate(s, 80))
+	}
+	// RFC 5321's limits: a mail server refuses longer ones.
+	if at := strings.LastIndexByte(s, '@'); at > 64 || len(s) > 254 {
+		return "", apperr.InvalidField("email", "is too long: at most 64 characters before the @ and 254 in all")
 	}
 	return s, nil
 }
