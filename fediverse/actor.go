@@ -126,8 +126,10 @@ func (s *Service) ResolveHandle(ctx context.Context, handle string) (ActorInfo, 
 	return s.Resolve(ctx, t)
 }
 
-// summary is the actor's profile text (HTML).
-func summary(info ActorInfo) string {
+// summary is the actor's profile text (HTML), saying how it posts: one
+// note per paper, or, for a category or archive without CategoryNotes
+// (perPaper), one summary a day.
+func summary(info ActorInfo, perPaper bool) string {
 	what := "New arXiv papers in " + info.Name
 	switch info.Target.Kind {
 	case follow.Researcher:
@@ -139,7 +141,11 @@ func summary(info ActorInfo) string {
 	if info.Target.Kind != follow.Category {
 		ids = " Ids: " + strings.Join(info.IDs, ", ") + "."
 	}
-	return "<p>" + html.EscapeString(what) + ", one post per paper, from followfeed (a bot: it reads no replies)." +
+	how := ", one post per paper"
+	if !perPaper {
+		how = ", one summary post a day"
+	}
+	return "<p>" + html.EscapeString(what) + how + ", from followfeed (a bot: it reads no replies)." +
 		html.EscapeString(ids) + "</p>"
 }
 
@@ -155,7 +161,7 @@ func (s *Service) ActorDocument(ctx context.Context, info ActorInfo) (*Actor, er
 		Type:                      "Service",
 		PreferredUsername:         info.Handle,
 		Name:                      info.Name,
-		Summary:                   summary(info),
+		Summary:                   summary(info, s.perPaper(info.Target.Key())),
 		URL:                       info.ID,
 		Inbox:                     info.ID + "/inbox",
 		Outbox:                    info.ID + "/outbox",

@@ -599,3 +599,21 @@ func TestRFC9421Signatures(t *testing.T) {
 		t.Errorf("an RFC 9421 replay: %v, want a 401 saying it is a replay", err)
 	}
 }
+
+// TestActorSaysHowItPosts: a category's actor says it posts a summary a
+// day, or one post per paper with CategoryNotes (it said "one post per
+// paper" either way).
+func TestActorSaysHowItPosts(t *testing.T) {
+	t.Parallel()
+	for _, notes := range []bool{false, true} {
+		e := setup(t, func(c *fediverse.Config) { c.CategoryNotes = notes })
+		cat, err := e.svc.ActorDocument(e.ctx, e.actor("cs.LG"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[bool]string{false: "one summary post a day", true: "one post per paper"}[notes]
+		if !strings.Contains(cat.Summary, want) {
+			t.Errorf("category notes %v: the category's summary %q does not say %q", notes, cat.Summary, want)
+		}
+	}
+}

@@ -99,6 +99,8 @@ func TestNotFromAtTheMuteLimitShowsThePage(t *testing.T) {
 // redirect) is a 403 page saying why, as the sign-in form refuses it,
 // and changes nothing; Origin: null with Sec-Fetch-Site: same-origin (our
 // own no-referrer pages, as the one-time secret page) is accepted.
+//
+// A form from another site's origin is refused too, its page saying so.
 func TestOriginNullSessionFormsAreRefused(t *testing.T) {
 	t.Parallel()
 	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
@@ -129,6 +131,11 @@ func TestOriginNullSessionFormsAreRefused(t *testing.T) {
 			if resp.StatusCode != 403 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(page, "without an origin") {
 				t.Errorf("POST %s with %v: %d\n%.300s", path, h, resp.StatusCode, page)
 			}
+		}
+		// Another site's origin, with a good token: refused, saying so
+		// (reloading, as the expired form's page advises, would not help).
+		if resp, page := post(path, mute, "Origin", "https://evil.example"); resp.StatusCode != 403 || !strings.Contains(page, "sent from another site") {
+			t.Errorf("POST %s from another site: %d\n%.300s", path, resp.StatusCode, page)
 		}
 	}
 	var list struct{ Mutes []muteOut }

@@ -202,17 +202,30 @@ func (s *Settings) inboxPost(w http.ResponseWriter, r *http.Request, act func(v 
 				msg = e.Field + ": " + e.Message
 			}
 			renderPage(w, r, s.Logger, statusFor(err), "message.html", page{Title: "Not saved", SignedIn: true,
-				Lines: []string{"Not saved — " + msg}, Link: "/inbox?" + viewQuery(back, back.Get("cursor")), LinkText: "Back to your inbox"})
+				Lines: []string{"Not saved — " + msg}, Link: inboxURL(back, ""), LinkText: "Back to your inbox"})
 			return
 		}
 		writeError(w, r, s.Logger, err)
 		return
 	}
-	target := "/inbox?" + viewQuery(back, back.Get("cursor"))
+	http.Redirect(w, r, inboxURL(back, done), http.StatusSeeOther)
+}
+
+// inboxURL is the inbox's view of back (viewQuery) with done, when set,
+// saying what was done: "/inbox", "/inbox?done=state",
+// "/inbox?state=unread&done=read".
+func inboxURL(back url.Values, done string) string {
+	q := viewQuery(back, back.Get("cursor"))
 	if done != "" {
-		target += "&done=" + done
+		if q != "" {
+			q += "&"
+		}
+		q += "done=" + url.QueryEscape(done)
 	}
-	http.Redirect(w, r, target, http.StatusSeeOther)
+	if q == "" {
+		return "/inbox"
+	}
+	return "/inbox?" + q
 }
 
 // postInboxState is POST /inbox/state: csrf, arxiv_id, state.

@@ -265,6 +265,11 @@ func TestInboxFormsAreCSRFProtected(t *testing.T) {
 	if n := count(t, db, `SELECT count(*) FROM paper_states WHERE state = 'done'`); n != 1 {
 		t.Errorf("%d done rows after the form, want 1", n)
 	}
+	// From the inbox's first view (no filter), back to it with no stray "&".
+	resp, _ = testapp.Form(t, b, "POST", a.URL+"/inbox/state", url.Values{"csrf": {csrf}, "arxiv_id": {"2611.00401"}, "state": {"read"}})
+	if loc := resp.Header.Get("Location"); resp.StatusCode != 303 || loc != "/inbox?done=state" {
+		t.Errorf("marking read from the unfiltered inbox: %d to %q", resp.StatusCode, loc)
+	}
 	for _, f := range []struct {
 		values url.Values
 		status int

@@ -371,8 +371,11 @@ func (s *Settings) csrfRefusal(r *http.Request, v *viewer) string {
 // refused is the 403 page of a form csrfRefusal refused, saying why.
 func (s *Settings) refused(w http.ResponseWriter, r *http.Request, why string) {
 	title, line := "Form expired", "This form was not sent from your settings page, or it is too old. Reload the page and try again."
-	if why == refusedNull {
+	switch why {
+	case refusedNull:
 		title, line = "Form refused", "This form was sent from a page without an origin (a sandboxed frame, a local file, or a redirect from another site), so nothing was saved. Open your settings page and send it from there."
+	case refusedOrigin:
+		title, line = "Form refused", "This form was sent from another site, so nothing was saved: followfeed takes changes only from its own pages. Open your settings page and make the change there."
 	}
 	renderPage(w, r, s.Logger, http.StatusForbidden, "message.html", page{Title: title,
 		Lines: []string{line}, Link: "/settings", LinkText: "Settings"})
