@@ -163,7 +163,14 @@ func (p *EmailPages) feedbackLinkPost(w http.ResponseWriter, r *http.Request) {
 	case "undo":
 		set, flash = ranking.None, "Undone: you have no feedback on this paper now."
 	default:
-		writeError(w, r, p.Logger, apperr.InvalidField("action", "must be record or undo (the buttons of the link's page)"))
+		// Not one of the page's buttons: the page again (a person's
+		// browser posted it), saying so, nothing recorded.
+		fb, err := p.Ranking.Get(r.Context(), l.UserID, pp.ArxivID)
+		if p.feedbackFailed(w, r, pp, err) {
+			return
+		}
+		p.showFeedbackStatus(w, r, http.StatusUnprocessableEntity, l, v, pp, fb.Value,
+			"Not recorded — this form's action must be record, undo or mute: use the buttons below.")
 		return
 	}
 	fb, err := p.Ranking.Set(r.Context(), l.UserID, pp.ArxivID, set)

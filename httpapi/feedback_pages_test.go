@@ -136,8 +136,14 @@ func TestFeedbackLinkPage(t *testing.T) {
 		t.Fatalf("after less: %q", got)
 	}
 	save := feedbackPath(t, a, db, "clicker", "2611.00102", "saved")
-	if r := postLink(c, save, "keep"); r.Status != 422 || !strings.Contains(string(r.Body), "action") {
+	// An unknown action: the page again (HTML, for the browser that
+	// posted it), saying what the actions are, nothing recorded.
+	if r := postLink(c, save, "keep"); r.Status != 422 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(string(r.Body), "record, undo or mute") || !strings.Contains(string(r.Body), `id="feedback-record"`) {
 		t.Errorf("an unknown action: %d %s", r.Status, r.Body)
+	}
+	if got := myFeedback(t, c, tok); got != "2611.00101=less" {
+		t.Fatalf("after an unknown action: %q", got)
 	}
 	postLink(c, save, "")
 	if got := myFeedback(t, c, tok); got != "2611.00102=saved 2611.00101=less" {
