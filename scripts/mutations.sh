@@ -135,6 +135,17 @@ mutation ap-401-retried-forever fediverse fediverse/ledger.go 'if n >= Unauthori
 mutation ap-rfc9421-no-content-digest fediverse fediverse/rfc9421.go 'r.Body); err != nil {' 'r.Body); false && err != nil {'
 mutation ap-follow-inbox-unchecked fediverse fediverse/inbox.go 'if _, err := s.guard.CheckURL("inbox", personal); err != nil {' 'if _, err := s.guard.CheckURL("inbox", personal); false && err != nil {'
 mutation ap-blocked-domains-unchecked config config/config.go 'if d == "" || strings.ContainsAny(d, "/:@ *") {' 'if d == "" {'
+# Found trying the service from outside (2026-12-07).
+mutation link-lenient-base64 auth auth/links.go 'var strictB64 = base64.RawURLEncoding.Strict()' 'var strictB64 = base64.RawURLEncoding'
+mutation jwt-lenient-base64 auth auth/jwt.go $'\t\tjwt.WithStrictDecoding(),\n' ''
+mutation prefs-next-digest-sent-period notify notify/prefs.go 'if !taken {' 'if true {'
+mutation pause-releases-channels-at-end notify notify/pause.go '`SELECT coalesce(d.pause_starts_at <= $2, false) FROM' '`SELECT `+PausedSQL("$2")+` FROM'
+mutation email-non-ascii notify notify/prefs.go 'if r < 0x20 || r == 0x7f || r > 0x7e {' 'if r < 0x20 || r == 0x7f {'
+mutation arxivid-any-month internal/arxivid internal/arxivid/arxivid.go 'if yymm%100 < 1 || yymm%100 > 12 {' 'if false {'
+mutation push-dates-unbounded harvest harvest/decode.go 't.Before(earliestDate) || t.After(latest)' 'false'
+mutation explain-names-single-letters relevance relevance/explain.go $'for c := \'a\'; c <= \'z\'; c++ {' $'for c := \'a\'; c < \'a\'; c++ {'
+mutation feed-empty-dated-1970 feeds feeds/service.go 'return modified.UTC().Truncate(time.Second)' 'return time.Time{}'
+mutation open-link-head-records httpapi httpapi/settings_opened.go 'if r.Method == http.MethodGet {' 'if true {'
 
 # substitute FILE OLD NEW: replaces the one occurrence of OLD in FILE.
 substitute() {
