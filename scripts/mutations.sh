@@ -191,8 +191,8 @@ gotest() { go test -trimpath -count=1 -timeout 5m "./$1/" >"$2" 2>&1; }
 
 for pkg in $(printf '%s\n' "${picked[@]}" | while read -r i; do echo "${pkgs[$i]}"; done | sort -u); do
 	echo "mutations: testing $pkg unmutated" >&2
-	if ! gotest "$pkg" "$scratch/logs/$pkg.baseline"; then
-		tail -n 30 "$scratch/logs/$pkg.baseline" >&2
+	if ! gotest "$pkg" "$scratch/logs/${pkg//\//_}.baseline"; then
+		tail -n 30 "$scratch/logs/${pkg//\//_}.baseline" >&2
 		echo "mutations: $pkg fails its tests unmutated" >&2
 		exit 1
 	fi
