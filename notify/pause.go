@@ -91,23 +91,24 @@ type PausePatch struct {
 }
 
 // PausedSQL is true, for the digest_schedules row d, while its user's
-// pause is in effect at the timestamptz the SQL expression at stands
-// for: the pause check of the digests and instant alerts (push channels
-// hold a little longer: HoldsChannels).
+// pause holds their deliveries at the timestamptz the SQL expression at
+// stands for: from the pause's start until the scheduler's catch-up
+// (catchUpOnce) has cleared it, which is after its end — not only until
+// its end, since the catch-up is what delivers (or, for a channel set to
+// skip, passes over) what matched while the user was away: an instant
+// alert or a channel's collection in between sent the pause's papers
+// newest first and left the catch-up empty. The one pause check of every
+// delivery: the ledger's triage, the instant alerts' scheduling, and push
+// channels through HoldsChannels.
 func PausedSQL(at string) string {
-	return `coalesce(d.pause_starts_at <= ` + at + ` AND (d.pause_ends_at IS NULL OR d.pause_ends_at > ` + at + `), false)`
+	return `coalesce(d.pause_starts_at <= ` + at + `, false)`
 }
 
 // HoldsChannels says whether userID's pause holds their push channels at
-// at, read in tx (false for a user without a schedule row): while it is
-// in effect (PausedSQL) and after it ended until the scheduler's catch-up
-// (catchUpOnce) ran the PauseHook and cleared it, since that hook is what
-// tells a channel set to skip to pass over what matched while the user
-// was away: collected in between, the channel sent the pause's papers
-// after all.
+// at (PausedSQL), read in tx (false for a user without a schedule row).
 func HoldsChannels(ctx context.Context, tx pgx.Tx, userID int64, at time.Time) (bool, error) {
 	var held bool
-	err := tx.QueryRow(ctx, `SELECT coalesce(d.pause_starts_at <= $2, false) FROM digest_schedules d WHERE d.user_id = $1`, userID, at).Scan(&held)
+	err := tx.QueryRow(ctx, `SELECT `+PausedSQL("$2")+` FROM digest_schedules d WHERE d.user_id = $1`, userID, at).Scan(&held)
 	if err == pgx.ErrNoRows {
 		return false, nil
 	}

@@ -156,6 +156,17 @@ func TestPausedInstantUserCatchesUpOnceWhenTheyEndIt(t *testing.T) {
 	if _, err := e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Pause: &notify.PausePatch{Clear: true}}); err != nil {
 		t.Fatal(err)
 	}
+	// A paper between the pause's end and the scheduler's catch-up: no
+	// alert of its own (it would have carried the pause's papers, newest
+	// first, and left the catch-up empty); the catch-up has it.
+	e.clk.Set(e.clk.Now().Add(30 * time.Second))
+	e.push(testPaper("2301.00004", "cs.LG"))
+	if jobs := testjobs.Count(t, e.db.Pool, worker.InstantArgs{}.Kind(), rivertype.JobStateScheduled); jobs != 0 {
+		t.Fatalf("%d instant alerts scheduled between the pause's end and its catch-up", jobs)
+	}
+	if err := e.d.SendInstant(e.ctx, uid); err != nil || len(e.smtp.Messages()) != 0 {
+		t.Fatalf("an alert between the pause's end and its catch-up: %v, %d mails", err, len(e.smtp.Messages()))
+	}
 	e.clk.Set(e.clk.Now().Add(time.Minute))
 	if n, err := e.d.Schedule(e.ctx); err != nil || n != 1 {
 		t.Fatalf("ending the pause queued %d digests (%v), want the one catch-up", n, err)
@@ -165,8 +176,9 @@ func TestPausedInstantUserCatchesUpOnceWhenTheyEndIt(t *testing.T) {
 	}
 	e.sendPending()
 	msgs := e.smtp.Messages()
-	if len(msgs) != 1 || !strings.Contains(string(msgs[0].Data), "Paper 2301.00001") || !strings.Contains(string(msgs[0].Data), "Paper 2301.00002") {
-		t.Fatalf("%d mails after the pause, want one catch-up with both papers", len(msgs))
+	if len(msgs) != 1 || !strings.Contains(string(msgs[0].Data), "Paper 2301.00001") || !strings.Contains(string(msgs[0].Data), "Paper 2301.00002") ||
+		!strings.Contains(string(msgs[0].Data), "Paper 2301.00004") {
+		t.Fatalf("%d mails after the pause, want one catch-up with the three papers", len(msgs))
 	}
 	// Alerts resume.
 	e.push(testPaper("2301.00003", "cs.LG"))
@@ -350,47 +362,46 @@ func TestSnoozedFollowDeliversNothingUntilItsDate(t *testing.T) {
 	}
 }
 
-// TestPausedOnlyBetweenItsStartAndItsEnd: PausedSQL, the check the
-// digests and instant alerts make, is true from the pause's first local
-// midnight until its end at the user's digest hour on the day they are
-// back, and false outside, even while the pause's columns are still set
-// (before the scheduler's next run clears them and queues the catch-up).
-// HoldsChannels, the push channels' check, holds from the same start
-// until that catch-up ran: its hook is what makes a skipping channel pass
-// over what it missed.
-func TestPausedOnlyBetweenItsStartAndItsEnd(t *testing.T) {
+// TestAPauseHoldsFromItsStartUntilItsCatchUp: PausedSQL, the check every
+// delivery makes (HoldsChannels the push channels'), is false before the
+// pause's first local midnight and true from it, past its end at the
+// user's digest hour on the day they are back, until the scheduler's
+// catch-up has cleared it: what matched while they were away goes in that
+// catch-up (or is skipped by a channel set to skip), never in an alert or
+// a channel's collection in between.
+func TestAPauseHoldsFromItsStartUntilItsCatchUp(t *testing.T) {
 	t.Parallel()
 	e := setup(t, fakesmtp.Options{}, "")
 	uid := e.reader("between", notify.Daily, "UTC", 6, "category/cs.LG")
 	if err := e.pause(uid, "2026-12-01", "2026-12-06"); err != nil {
 		t.Fatal(err)
 	}
-	check := func(at time.Time, paused, held bool) {
+	check := func(at time.Time, want bool) {
 		t.Helper()
-		var gotPaused, gotHeld bool
+		var paused, held bool
 		err := e.db.InTx(e.ctx, func(tx pgx.Tx) error {
-			if err := tx.QueryRow(e.ctx, `SELECT `+notify.PausedSQL("$2")+` FROM digest_schedules d WHERE d.user_id = $1`, uid, at).Scan(&gotPaused); err != nil {
+			if err := tx.QueryRow(e.ctx, `SELECT `+notify.PausedSQL("$2")+` FROM digest_schedules d WHERE d.user_id = $1`, uid, at).Scan(&paused); err != nil {
 				return err
 			}
 			var err error
-			gotHeld, err = notify.HoldsChannels(e.ctx, tx, uid, at)
+			held, err = notify.HoldsChannels(e.ctx, tx, uid, at)
 			return err
 		})
-		if err != nil || gotPaused != paused || gotHeld != held {
-			t.Errorf("at %s: paused %v, channels held %v, %v; want %v, %v", at.Format(time.RFC3339), gotPaused, gotHeld, err, paused, held)
+		if err != nil || paused != want || held != want {
+			t.Errorf("at %s: paused %v, channels held %v, %v; want %v", at.Format(time.RFC3339), paused, held, err, want)
 		}
 	}
-	check(time.Date(2026, 11, 30, 23, 59, 0, 0, time.UTC), false, false)
-	check(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), true, true)
-	check(time.Date(2026, 12, 6, 5, 59, 0, 0, time.UTC), true, true)
-	check(time.Date(2026, 12, 6, 6, 0, 0, 0, time.UTC), false, true)
-	check(time.Date(2026, 12, 9, 12, 0, 0, 0, time.UTC), false, true)
+	check(time.Date(2026, 11, 30, 23, 59, 0, 0, time.UTC), false)
+	check(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), true)
+	check(time.Date(2026, 12, 6, 5, 59, 0, 0, time.UTC), true)
+	check(time.Date(2026, 12, 6, 6, 0, 0, 0, time.UTC), true) // ended, not caught up yet
+	check(time.Date(2026, 12, 9, 12, 0, 0, 0, time.UTC), true)
 	// The scheduler's catch-up clears the pause: nothing holds any more.
 	e.clk.Set(time.Date(2026, 12, 6, 6, 1, 0, 0, time.UTC))
 	if _, err := e.d.Schedule(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	check(time.Date(2026, 12, 6, 6, 1, 0, 0, time.UTC), false, false)
+	check(time.Date(2026, 12, 6, 6, 1, 0, 0, time.UTC), false)
 }
 
 // TestAPauseKeepsItsInstantsAcrossATimeZoneChange: a pause's start and end

@@ -49,7 +49,8 @@ type digestRow struct {
 	order        Order
 	maxPapers    int
 	keepFollowed bool
-	// paused: the user's pause is in effect (PausedSQL).
+	// paused: the user's pause holds their deliveries (PausedSQL: from
+	// its start until its catch-up).
 	paused bool
 }
 

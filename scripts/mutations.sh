@@ -139,7 +139,7 @@ mutation ap-blocked-domains-unchecked config config/config.go 'if d == "" || str
 mutation link-lenient-base64 auth auth/links.go 'var strictB64 = base64.RawURLEncoding.Strict()' 'var strictB64 = base64.RawURLEncoding'
 mutation jwt-lenient-base64 auth auth/jwt.go $'\t\tjwt.WithStrictDecoding(),\n' ''
 mutation prefs-next-digest-sent-period notify notify/prefs.go 'if !taken {' 'if true {'
-mutation pause-releases-channels-at-end notify notify/pause.go '`SELECT coalesce(d.pause_starts_at <= $2, false) FROM' '`SELECT `+PausedSQL("$2")+` FROM'
+mutation pause-releases-at-its-end notify notify/pause.go 'return `coalesce(d.pause_starts_at <= ` + at + `, false)`' 'return `coalesce(d.pause_starts_at <= ` + at + ` AND (d.pause_ends_at IS NULL OR d.pause_ends_at > ` + at + `), false)`'
 mutation email-non-ascii notify notify/prefs.go 'if r < 0x20 || r == 0x7f || r > 0x7e {' 'if r < 0x20 || r == 0x7f {'
 mutation arxivid-any-month internal/arxivid internal/arxivid/arxivid.go 'if yymm%100 < 1 || yymm%100 > 12 {' 'if false {'
 mutation push-dates-unbounded harvest harvest/decode.go 't.Before(earliestDate) || t.After(latest)' 'false'
