@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"followfeed/apperr"
 	"followfeed/web"
 )
 
@@ -35,7 +36,7 @@ func (e *Embed) script(w http.ResponseWriter, r *http.Request) {
 	body, version, err := web.Asset(buttonFile)
 	name := r.PathValue("file")
 	if err != nil || (name != buttonFile && name != "follow-button."+version+".js") {
-		http.NotFound(w, r)
+		writeError(w, r, e.Logger, apperr.New(apperr.NotFound, "no such script: the follow button is /embed/%s", buttonFile))
 		return
 	}
 	serveAsset(w, r, name, body, version, name != buttonFile)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"followfeed/account"
+	"followfeed/apperr"
 	"followfeed/auth"
 	"followfeed/follow"
 	"followfeed/identity"
@@ -228,7 +229,7 @@ func (p *EmailPages) confirm(w http.ResponseWriter, r *http.Request) {
 func serveStatic(w http.ResponseWriter, r *http.Request) {
 	body, version, err := web.Asset(r.PathValue("file"))
 	if err != nil {
-		http.NotFound(w, r)
+		writeError(w, r, slog.Default(), apperr.New(apperr.NotFound, "no such file under /static/"))
 		return
 	}
 	serveAsset(w, r, r.PathValue("file"), body, version, r.URL.Query().Get("v") == version)

@@ -120,7 +120,12 @@ func TestEmbedScriptAndDemo(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Cache-Control"), "max-age=300") {
 		t.Errorf("unversioned script: %d %v", resp.StatusCode, resp.Header)
 	}
-	if resp, _ := get(t, a.URL+"/embed/follow-button.0000.js"); resp.StatusCode != 404 {
-		t.Errorf("unknown version: %d", resp.StatusCode)
+	// Unknown scripts and assets are 404 problems, as every error the
+	// service decides (they were net/http's plain text).
+	for _, path := range []string{"/embed/follow-button.0000.js", "/embed/nope.js", "/static/nope.css"} {
+		if resp, body := get(t, a.URL+path); resp.StatusCode != 404 || resp.Header.Get("Content-Type") != "application/problem+json" ||
+			!strings.Contains(string(body), `"status":404`) {
+			t.Errorf("GET %s: %d %s %s", path, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
 	}
 }
