@@ -146,6 +146,13 @@ func (h *FeedRoutes) private(w http.ResponseWriter, r *http.Request) {
 func (h *FeedRoutes) best(f feeds.Format) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token := r.PathValue("token")
+		if strings.HasPrefix(token, feeds.TokenPrefix) && !feeds.WellFormed(token) {
+			// A private feed's URL cut or mistyped, not a public feed's
+			// kind: a 404 saying so, as a well-formed unknown token gets.
+			privateHeaders(w)
+			h.notFound(w, r, "no such feed: the link may have been rotated or cut; copy the current one from your settings")
+			return
+		}
 		if !feeds.WellFormed(token) {
 			r.SetPathValue("kind", token)
 			r.SetPathValue("file", "best."+string(f))

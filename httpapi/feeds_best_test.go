@@ -212,6 +212,13 @@ func TestRankedFeedFollowsTheModel(t *testing.T) {
 		r1.Header.Get("Content-Type") != "application/problem+json" {
 		t.Errorf("a public feed's path through the ranked feed's route: %d %s, the public feeds answer %d", r1.Status, r1.Body, r2.Status)
 	}
+	// A private link cut or mistyped is a 404 saying so, not a public
+	// feed's "unknown kind".
+	for _, tok := range []string{"fft_doesnotexist", "fft_" + strings.Repeat("A", 44)} {
+		if r := c.Do("GET", "/feeds/"+tok+"/best.atom", "", nil); r.Status != 404 || !strings.Contains(string(r.Body), "no such feed") {
+			t.Errorf("/feeds/%s/best.atom: %d %s", tok, r.Status, r.Body)
+		}
+	}
 }
 
 // TestRankedFeedWarmConditionalGetIsOneStatement: like the private feed's,
