@@ -105,7 +105,7 @@ func (p *EmailPages) paperGone(w http.ResponseWriter, r *http.Request, arxivID s
 	renderPage(w, r, p.Logger, http.StatusNotFound, "message.html", page{Title: "This paper was withdrawn",
 		Lines: []string{what + " was withdrawn or is no longer listed here, so there is nothing to record.",
 			"Your feedback on other papers is unchanged."},
-		Link: "/settings#feedback", LinkText: "Your feedback, in your settings"})
+		Link: "/settings/account#feedback", LinkText: "Your feedback, in your settings"})
 }
 
 // feedbackLinkPage is GET /feedback/{token}: the page, changing nothing.

@@ -100,6 +100,18 @@ func TestFeedbackLinkPage(t *testing.T) {
 	if r.Header.Get("Referrer-Policy") != "no-referrer" {
 		t.Errorf("the page of a link with a token has Referrer-Policy %q", r.Header.Get("Referrer-Policy"))
 	}
+	// Its settings link leads to the page that lists the feedback (the
+	// single settings page's anchors led to the inbox).
+	if !strings.Contains(page, `href="/settings/account#feedback"`) {
+		t.Errorf("the link's page does not link the feedback list:\n%s", page)
+	}
+	b, _, _ := signIn(t, a, tok)
+	if _, account := testapp.Form(t, b, "GET", a.URL+"/settings/account", nil); !strings.Contains(account, `id="feedback"`) {
+		t.Errorf("the account page has no #feedback section")
+	}
+	if _, follows := testapp.Form(t, b, "GET", a.URL+"/settings/follows", nil); !strings.Contains(follows, `id="mutes"`) {
+		t.Errorf("the follows page has no #mutes section")
+	}
 	if got := myFeedback(t, c, tok); got != "" {
 		t.Fatalf("loading the page recorded %q", got)
 	}

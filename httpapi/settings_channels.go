@@ -253,7 +253,7 @@ func (s *Settings) channelPost(w http.ResponseWriter, r *http.Request, errorFor 
 		d.Channels.Types = options(channelTypeLabels, d.Channels.Add.Type)
 		d.Channels.Modes = options(channelModeLabels, d.Channels.Add.Mode)
 	}
-	s.render(w, r, status, v, d, "Not saved — see the channels section.")
+	s.render(w, r, status, v, d, "Not saved — the form below says why.")
 }
 
 // secretPage is the one-time page of a new signing secret: the channels

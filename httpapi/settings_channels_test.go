@@ -265,7 +265,7 @@ func TestSettingsPageManagesChannels(t *testing.T) {
 		}
 	}
 	resp, page = testapp.Form(t, b, "POST", a.URL+"/settings/channels", url.Values{"csrf": {csrf}, "type": {"webhook"}, "url": {rc.URL + "/eleventh"}})
-	if resp.StatusCode != 409 || !strings.Contains(page, "Not saved — see the channels section.") || !strings.Contains(page, "You have the most channels allowed") {
+	if resp.StatusCode != 409 || !strings.Contains(page, "Not saved — the form below says why.") || !strings.Contains(page, "You have the most channels allowed") {
 		t.Errorf("an eleventh channel: %d", resp.StatusCode)
 	}
 	if n := len(list().Channels); n != 10 {

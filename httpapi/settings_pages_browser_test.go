@@ -136,6 +136,9 @@ func TestSettingsPagesInABrowser(t *testing.T) {
 			t.Fatalf("channel %v: %d %s", ch["type"], r.Status, r.Body)
 		}
 	}
+	// A title without a space, in the email page's digest preview: it
+	// wraps rather than widening the page (it scrolled sideways).
+	pushPaper(t, c, paperLine("2611.00991", "Scaling"+strings.Repeat("_laws", 11), "cs.LG"))
 	var follows struct{ Follows []struct{ Kind, ID string } }
 	if c.Do("GET", "/v1/me/follows", tok, nil).JSON(t, &follows); len(follows.Follows) != 7 {
 		t.Fatalf("%d follows", len(follows.Follows))
