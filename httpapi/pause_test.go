@@ -124,3 +124,30 @@ func TestSnoozeAFollowThroughTheAPI(t *testing.T) {
 		t.Error("snoozing an unfollowed category followed it")
 	}
 }
+
+// TestEmailPageSaysAPauseHoldsTheNextDigest: with a pause from today, the
+// email page's "Next digest" names the catch-up when the pause ends (it
+// named the regular digest the pause holds), or, for a pause until the
+// reader is back, says none comes until they end it.
+func TestEmailPageSaysAPauseHoldsTheNextDigest(t *testing.T) {
+	t.Parallel()
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
+	tok := testapp.Token(t, "holiday", "holiday@example.org")
+	day := func(n int) string { return time.Now().UTC().AddDate(0, 0, n).Format("2006-01-02") }
+	if r := c.Do("PATCH", "/v1/me", tok, map[string]any{"timezone": "UTC", "digest": map[string]any{"frequency": "daily", "hour": 7},
+		"pause": map[string]any{"from": day(0), "until": day(3)}}); r.Status != 200 {
+		t.Fatalf("a daily digest and a pause: %d %s", r.Status, r.Body)
+	}
+	b, _, _ := signIn(t, a, tok)
+	back := time.Now().UTC().AddDate(0, 0, 3)
+	want := "a catch-up digest " + time.Date(back.Year(), back.Month(), back.Day(), 7, 0, 0, 0, time.UTC).Format("Monday 2 January 15:04 MST") + ", when the pause ends"
+	if _, page := testapp.Form(t, b, "GET", a.URL+"/settings/email", nil); !strings.Contains(page, "Next digest: "+want) {
+		t.Errorf("the email page during a pause does not say %q", want)
+	}
+	if r := c.Do("PATCH", "/v1/me", tok, map[string]any{"pause": map[string]any{"from": day(0), "until": nil}}); r.Status != 200 {
+		t.Fatalf("until I'm back: %d %s", r.Status, r.Body)
+	}
+	if _, page := testapp.Form(t, b, "GET", a.URL+"/settings/email", nil); !strings.Contains(page, "Next digest: none while you are away") {
+		t.Errorf("the email page during an open pause does not say no digest comes")
+	}
+}
