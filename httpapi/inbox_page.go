@@ -8,6 +8,7 @@ import (
 	"followfeed/apperr"
 	"followfeed/follow"
 	"followfeed/inbox"
+	"followfeed/paper"
 	"followfeed/ranking"
 )
 
@@ -208,7 +209,13 @@ func (s *Settings) inboxPost(w http.ResponseWriter, r *http.Request, act func(v 
 		writeError(w, r, s.Logger, err)
 		return
 	}
-	http.Redirect(w, r, inboxURL(back, done), http.StatusSeeOther)
+	target := inboxURL(back, done)
+	// Back at the paper the form was about (its row's id), not the top
+	// of the list: a reader marking papers one by one keeps their place.
+	if id, _, err := paper.ParseArxivID(r.PostFormValue("arxiv_id")); err == nil {
+		target += "#paper-" + id
+	}
+	http.Redirect(w, r, target, http.StatusSeeOther)
 }
 
 // inboxURL is the inbox's view of back (viewQuery) with done, when set,

@@ -259,7 +259,7 @@ func TestInboxFormsAreCSRFProtected(t *testing.T) {
 	}
 	resp, _ := testapp.Form(t, b, "POST", a.URL+"/inbox/state", url.Values{"csrf": {csrf}, "arxiv_id": {"2611.00401"}, "state": {"done"},
 		"return": {"state=unread&follow=category%3Acs.LG&evil=https%3A%2F%2Fexample.org"}})
-	if loc := resp.Header.Get("Location"); resp.StatusCode != 303 || loc != "/inbox?follow=category%3Acs.LG&state=unread&done=state" {
+	if loc := resp.Header.Get("Location"); resp.StatusCode != 303 || loc != "/inbox?follow=category%3Acs.LG&state=unread&done=state#paper-2611.00401" {
 		t.Errorf("marking done: %d to %q", resp.StatusCode, loc)
 	}
 	if n := count(t, db, `SELECT count(*) FROM paper_states WHERE state = 'done'`); n != 1 {
@@ -267,7 +267,7 @@ func TestInboxFormsAreCSRFProtected(t *testing.T) {
 	}
 	// From the inbox's first view (no filter), back to it with no stray "&".
 	resp, _ = testapp.Form(t, b, "POST", a.URL+"/inbox/state", url.Values{"csrf": {csrf}, "arxiv_id": {"2611.00401"}, "state": {"read"}})
-	if loc := resp.Header.Get("Location"); resp.StatusCode != 303 || loc != "/inbox?done=state" {
+	if loc := resp.Header.Get("Location"); resp.StatusCode != 303 || loc != "/inbox?done=state#paper-2611.00401" {
 		t.Errorf("marking read from the unfiltered inbox: %d to %q", resp.StatusCode, loc)
 	}
 	for _, f := range []struct {
