@@ -95,7 +95,8 @@ func MeasureInbox(ctx context.Context, d Deps, users []int64) (*InboxResult, err
 			}
 			res.Renders = append(res.Renders, took)
 			res.Size += rec.Body.Len()
-			res.Papers += float64(strings.Count(rec.Body.String(), `<li data-paper=`))
+			// Each paper's row carries data-paper (and an id before it).
+			res.Papers += float64(strings.Count(rec.Body.String(), ` data-paper="`))
 		}
 	}
 	res.Size /= max(len(cookies), 1)
