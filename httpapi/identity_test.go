@@ -272,6 +272,11 @@ func TestDigestNotThisPersonLink(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(page, "2202.02326") {
 		t.Fatalf("dispute page: %d\n%s", resp.StatusCode, page)
 	}
+	// It names the person followed and links the paper to check, not
+	// only ids.
+	if !strings.Contains(page, "<strong>Mingzhi Wen</strong>, whom you follow (host:1955166)") || !strings.Contains(page, `href="https://arxiv.org/abs/2202.02326"`) {
+		t.Errorf("the dispute page does not name the person or link the paper:\n%s", page)
+	}
 	var ds struct {
 		Disputes []struct {
 			ArxivID string `json:"arxiv_id"`

@@ -122,13 +122,35 @@ func (p *EmailPages) disputePage(w http.ResponseWriter, r *http.Request) {
 	if p.limited(w, r) {
 		return
 	}
-	_, arxivID, id, err := p.Addresses.CheckDispute(r.Context(), r.PathValue("token"))
+	uid, arxivID, id, err := p.Addresses.CheckDispute(r.Context(), r.PathValue("token"))
 	if err != nil {
 		p.badLink(w, r, err)
 		return
 	}
 	renderPage(w, r, p.Logger, http.StatusOK, "dispute.html", page{Title: "Not this person", Action: r.URL.Path,
-		Lines: []string{arxivID, id}})
+		Lines: []string{arxivID, p.followedName(r, uid, id), id}})
+}
+
+// followedName is how the user's follow of the researcher id reads (their
+// label, else the registry's name), id itself when the follow is gone or
+// cannot be read: the page names the person, not only an id.
+func (p *EmailPages) followedName(r *http.Request, userID int64, id string) string {
+	t, err := follow.ParseTarget(string(follow.Researcher), id)
+	if err != nil || p.Follows == nil {
+		return id
+	}
+	fs, err := p.Follows.All(r.Context(), userID)
+	if err != nil {
+		return id
+	}
+	for _, f := range fs {
+		if f.Target.Key() == t.Key() {
+			if name := follow.ReasonLabels([]follow.Follow{f})[f.Key()]; name != "" {
+				return name
+			}
+		}
+	}
+	return id
 }
 
 func (p *EmailPages) dispute(w http.ResponseWriter, r *http.Request) {
@@ -149,7 +171,7 @@ func (p *EmailPages) dispute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	renderPage(w, r, p.Logger, http.StatusOK, "message.html", page{Title: "Thanks",
-		Lines: []string{"arXiv " + arxivID + " no longer shows for " + id + " in your feeds and digests.", "The site is told, so it can fix its data."},
+		Lines: []string{"arXiv " + arxivID + " no longer shows for " + p.followedName(r, uid, id) + " in your feeds and digests.", "The site is told, so it can fix its data."},
 		Link:  "/settings", LinkText: "Your settings"})
 }
 
