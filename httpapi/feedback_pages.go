@@ -204,14 +204,14 @@ func (p *EmailPages) showFeedbackStatus(w http.ResponseWriter, r *http.Request, 
 	d := feedbackPage{ArxivID: pp.ArxivID, Title: pp.Title, AbsURL: pp.AbsURL, Authors: authorList(pp.Authors),
 		Value: v, Label: v.Label(), Does: valueDoes(v), Now: now, NowLabel: now.Label(), Recorded: now == v}
 	if v == ranking.Less {
-		notBy, err := p.notBy(r, l, pp)
+		notBy, followed, err := p.notBy(r, l, pp)
 		if err != nil {
 			writeError(w, r, p.Logger, err)
 			return
 		}
 		d.NotBy = notBy
 		if p.Mutes != nil {
-			d.MuteAuthors = muteAuthors(pp)
+			d.MuteAuthors = muteAuthors(pp, followed)
 		}
 	}
 	renderPage(w, r, p.Logger, status, "feedback.html", page{Title: v.Label(), Flash: flash, Action: r.URL.Path, Data: d})
@@ -220,21 +220,27 @@ func (p *EmailPages) showFeedbackStatus(w http.ResponseWriter, r *http.Request, 
 // notBy are the "Not by …?" links of a "less like this" page: a paper
 // that reached the user through a researcher they follow may be "less"
 // because it is not that person's at all. Each link is the digest's
-// (DisputeURL), of the feedback link's user and epoch.
-func (p *EmailPages) notBy(r *http.Request, l account.FeedbackLink, pp match.Paper) ([]notByLink, error) {
+// (DisputeURL), of the feedback link's user and epoch. followed holds
+// the match keys of those follows (every id of each person).
+func (p *EmailPages) notBy(r *http.Request, l account.FeedbackLink, pp match.Paper) (out []notByLink, followed map[string]bool, err error) {
 	var ids []string
 	for _, a := range pp.Authors {
 		ids = append(ids, a.IDs...)
 	}
 	fs, err := p.Follows.Researchers(r.Context(), l.UserID, ids)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := make([]notByLink, 0, len(fs))
+	out = make([]notByLink, 0, len(fs))
+	followed = map[string]bool{}
 	for _, f := range fs {
 		out = append(out, notByLink{Name: researcherName(f, pp), URL: p.Addresses.DisputeURL(l.UserID, l.Epoch, pp.ArxivID, f.ID)})
+		followed[f.Key] = true
+		for _, k := range f.Keys {
+			followed[k] = true
+		}
 	}
-	return out, nil
+	return out, followed, nil
 }
 
 // researcherName is what the user reads for a researcher follow beside a
@@ -277,18 +283,30 @@ func authorList(as []paper.Author) string {
 
 // muteAuthors are the "Not from this author" buttons of a paper's page:
 // its first maxPageAuthors authors that carry a researcher id (their
-// first), each once.
-func muteAuthors(pp match.Paper) []muteAuthor {
+// first), each once, but for those the user follows (an id of theirs is
+// one of followed, match keys): muting a person one follows took their
+// papers away without a word; "Not by …?" or unfollowing is the way.
+func muteAuthors(pp match.Paper, followed map[string]bool) []muteAuthor {
 	var out []muteAuthor
 	for i, a := range pp.Authors {
 		if i == maxPageAuthors {
 			break
 		}
-		if len(a.IDs) > 0 {
+		if len(a.IDs) > 0 && !followsAuthor(a.IDs, followed) {
 			out = append(out, muteAuthor{Name: a.Name, ID: a.IDs[0]})
 		}
 	}
 	return out
+}
+
+// followsAuthor says whether one of an author's ids is followed.
+func followsAuthor(ids []string, followed map[string]bool) bool {
+	for _, id := range ids {
+		if t, err := follow.ParseTarget(string(follow.Researcher), id); err == nil && followed[t.Key()] {
+			return true
+		}
+	}
+	return false
 }
 
 // muteAuthor records a "less like this" page's "Not from this author"

@@ -148,7 +148,8 @@ func TestMutesAPI(t *testing.T) {
 // offers "Not from <author>" for the paper's authors with an id; the
 // button mutes that author for every follow (their other paper leaves
 // the feed), refuses an id that is not one of the paper's authors', and a
-// "more" link's page does not offer it.
+// "more" link's page does not offer it, nor a page of a reader who follows
+// the author.
 func TestLessLinkOffersNotFromThisAuthor(t *testing.T) {
 	t.Parallel()
 	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
@@ -188,6 +189,15 @@ func TestLessLinkOffersNotFromThisAuthor(t *testing.T) {
 	}
 	if got := myFeedback(t, c, reader); got != "" {
 		t.Errorf("muting recorded feedback %q", got)
+	}
+	// An author the reader follows is not offered (muting them took
+	// their papers away without a word); "Not by …?" is.
+	fan := testapp.Token(t, "fan", "fan@example.org")
+	c.Do("PUT", "/v1/me/follows/category/cs.LG", fan, nil)
+	c.Do("PUT", "/v1/me/follows/researcher/openalex:A77", fan, nil)
+	page = string(c.Do("GET", feedbackPath(t, a, db, "fan", "2612.00101", "less"), "", nil).Body)
+	if strings.Contains(page, "Not from Ann Author") || !strings.Contains(page, "Not by") {
+		t.Errorf("the less page of a reader who follows the author:\n%s", page)
 	}
 }
 
