@@ -63,6 +63,10 @@ func TestInboxPageInABrowser(t *testing.T) {
 		for _, want := range []string{"2611.00301=more", ""} {
 			tabToSelector(ctx, t, more)
 			pressTo(ctx, t, "\r", "#inbox")
+			// The flash says what happened (taking it back said "saved").
+			if f, wantFlash := text(ctx, t, `p.flash`), map[bool]string{true: "Thanks: your feedback is saved.", false: "Your feedback on that paper is taken back."}[want != ""]; f != wantFlash {
+				t.Errorf("%d px: flash %q after pressing More like this (want %q)", width, f, wantFlash)
+			}
 			if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(`#inbox`)); err != nil {
 				t.Fatal(err)
 			}

@@ -180,9 +180,10 @@ func (s *Settings) inboxPage(w http.ResponseWriter, r *http.Request) {
 
 // inboxFlashes are the inbox's messages after a form (?done=).
 var inboxFlashes = map[string]string{
-	"state":    "Saved.",
-	"read":     "Marked read.",
-	"feedback": "Thanks: your feedback is saved.",
+	"state":            "Saved.",
+	"read":             "Marked read.",
+	"feedback":         "Thanks: your feedback is saved.",
+	"feedback-cleared": "Your feedback on that paper is taken back.",
 }
 
 // inboxPost runs an inbox form for the signed-in viewer after the CSRF
@@ -282,6 +283,9 @@ func (s *Settings) postInboxFeedback(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		_, err := s.Ranking.Set(r.Context(), v.userID, r.PostFormValue("arxiv_id"), val)
+		if val == ranking.None { // a pressed button pressed again
+			return "feedback-cleared", err
+		}
 		return "feedback", err
 	})
 }
