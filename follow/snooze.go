@@ -60,11 +60,12 @@ func (s *Service) Snooze(ctx context.Context, userID int64, t Target, until *str
 			}
 			y, m, dd := now.In(loc).Date()
 			today := time.Date(y, m, dd, 0, 0, 0, 0, time.UTC)
+			latest := today.AddDate(maxSnoozeYears, 0, 0)
 			switch {
 			case !d.After(today):
 				return apperr.InvalidField("snoozed_until", "%s is not after today (%s): a snooze lasts until a later day", d.Format(SnoozeDateLayout), today.Format(SnoozeDateLayout))
-			case d.After(today.AddDate(maxSnoozeYears, 0, 0)):
-				return apperr.InvalidField("snoozed_until", "must be within two years: %s at the latest", today.AddDate(maxSnoozeYears, 0, 0).Format(SnoozeDateLayout))
+			case d.After(latest):
+				return apperr.InvalidField("snoozed_until", "must be within two years: %s at the latest", latest.Format(SnoozeDateLayout))
 			}
 			day, ends = d, time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, loc)
 		}

@@ -7,12 +7,12 @@ package follow
 import (
 	"errors"
 	"fmt"
-	"followfeed/internal/text"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"followfeed/apperr"
+	"followfeed/internal/arxivid"
+	"followfeed/internal/text"
 )
 
 // Kind is what a follow targets.
@@ -236,7 +236,7 @@ func TargetFromKey(key string) (Target, error) {
 	if !ok {
 		return Target{}, badKey(key, nil)
 	}
-	if kind == Paper && storedPaperID.MatchString(id) {
+	if kind == Paper && arxivid.Normalized(id) {
 		// A paper follow stored by a release whose reading of ids was
 		// looser (it took month 13, "9999.99999") stays readable: it
 		// matches nothing, and its user can still see and remove it.
@@ -251,10 +251,6 @@ func TargetFromKey(key string) (Target, error) {
 	}
 	return t, nil
 }
-
-// storedPaperID is the shape of a paper follow's id in its key: an
-// arXiv id's, normalised (no version), as every release stored them.
-var storedPaperID = regexp.MustCompile(`^(\d{4}\.\d{4,5}|[a-z][a-z-]*(\.[A-Z]{2})?/\d{7})$`)
 
 func badKey(key string, cause error) error {
 	return &apperr.Error{

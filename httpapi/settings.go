@@ -593,15 +593,12 @@ func (s *Settings) data(r *http.Request, v *viewer, section string) (*settingsDa
 			loc = time.UTC
 		}
 		d.NextAt = p.NextDigestAt.In(loc).Format("Monday 2 January 15:04 MST")
-		// A pause in effect by then holds that digest: the next mail is
-		// the catch-up when it ends.
-		if pz := p.Pause; pz != nil && pz.StartsAt != nil && !p.NextDigestAt.Before(*pz.StartsAt) {
-			switch {
-			case pz.EndsAt == nil:
-				d.NextAt = "none while you are away; one catch-up digest when you end the pause"
-			case p.NextDigestAt.Before(*pz.EndsAt):
-				d.NextAt = "a catch-up digest " + pz.EndsAt.In(loc).Format("Monday 2 January 15:04 MST") + ", when the pause ends"
-			}
+		// A pause holding that digest: the next mail is the catch-up.
+		switch held, catchUp := p.HoldsNextDigest(); {
+		case held && catchUp == nil:
+			d.NextAt = "none while you are away; one catch-up digest when you end the pause"
+		case held:
+			d.NextAt = "a catch-up digest " + catchUp.In(loc).Format("Monday 2 January 15:04 MST") + ", when the pause ends"
 		}
 	}
 	d.DigestsOff = p.Digest.Frequency == notify.Off

@@ -62,6 +62,21 @@ func (p *Pause) Active(t time.Time) bool {
 	return p != nil && p.StartsAt != nil && !t.Before(*p.StartsAt) && (p.EndsAt == nil || t.Before(*p.EndsAt))
 }
 
+// HoldsNextDigest says whether pr's pause holds its next scheduled digest
+// (NextDigestAt at or after the pause's start, before its end), and if
+// so when the catch-up that replaces it is due: the pause's end, nil for
+// a pause until the user ends it.
+func (pr Profile) HoldsNextDigest() (held bool, catchUp *time.Time) {
+	p := pr.Pause
+	if p == nil || p.StartsAt == nil || pr.NextDigestAt.IsZero() || pr.NextDigestAt.Before(*p.StartsAt) {
+		return false, nil
+	}
+	if p.EndsAt == nil {
+		return true, nil
+	}
+	return pr.NextDigestAt.Before(*p.EndsAt), p.EndsAt
+}
+
 // columns are p's digest_schedules values (all nil without a pause).
 func (p *Pause) columns() (from, until, startsAt, endsAt any) {
 	if p == nil {

@@ -146,6 +146,8 @@ mutation push-dates-unbounded harvest harvest/decode.go 't.Before(earliestDate) 
 mutation explain-names-single-letters relevance relevance/explain.go $'for c := \'a\'; c <= \'z\'; c++ {' $'for c := \'a\'; c < \'a\'; c++ {'
 mutation feed-empty-dated-1970 feeds feeds/service.go 'return modified.UTC().Truncate(time.Second)' 'return time.Time{}'
 mutation open-link-head-records httpapi httpapi/settings_opened.go 'if r.Method == http.MethodGet {' 'if true {'
+mutation pause-holds-after-its-end notify notify/pause.go 'return pr.NextDigestAt.Before(*p.EndsAt), p.EndsAt' 'return true, p.EndsAt'
+mutation arxivid-normalized-with-version internal/arxivid internal/arxivid/arxivid.go 'm != nil && m[2] == ""' 'm != nil'
 
 # substitute FILE OLD NEW: replaces the one occurrence of OLD in FILE.
 substitute() {

@@ -64,3 +64,15 @@ func Parse(s string) (id string, version int, err error) {
 	}
 	return m[1], version, nil
 }
+
+// Normalized says whether s has the shape of an id as Parse returns them
+// (no version, no prefix), whatever its month or digits: what an earlier,
+// looser release may have stored.
+func Normalized(s string) bool {
+	for _, re := range []*regexp.Regexp{newID, oldID} {
+		if m := re.FindStringSubmatch(s); m != nil && m[2] == "" {
+			return true
+		}
+	}
+	return false
+}

@@ -46,3 +46,16 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+// TestNormalized: the shape of an id as Parse returns it, whatever its
+// month or digits; a version, a prefix or another shape is not.
+func TestNormalized(t *testing.T) {
+	for s, want := range map[string]bool{
+		"2202.02326": true, "9999.99999": true, "2613.00001": true, "astro-ph/9901001": true, "math.GT/0309136": true,
+		"2202.02326v2": false, "arXiv:2202.02326": false, "2202.023": false, "ASTRO-PH/9901001": false, "": false, "../x": false,
+	} {
+		if got := Normalized(s); got != want {
+			t.Errorf("Normalized(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
