@@ -216,9 +216,11 @@ func compiledMute(key string) *search.Query {
 func (um *userMutes) index() {
 	slices.SortFunc(um.rules, func(a, b *muteRule) int { return cmp.Compare(a.id, b.id) })
 	um.byKey = map[uint64][]keyedRule{}
-	add := func(k string, r *muteRule) {
-		h := hashKey(k)
-		um.byKey[h] = append(um.byKey[h], keyedRule{key: k, rule: r})
+	// Each rule under the hash its keys have in a view (viewKeyHash): a
+	// person's keys as they are, a category's as a cross-list.
+	add := func(k paper.Key, r *muteRule) {
+		h := viewKeyHash(k)
+		um.byKey[h] = append(um.byKey[h], keyedRule{key: k.Key, rule: r})
 		um.keyBits.add(h)
 	}
 	for _, r := range um.rules {
@@ -226,10 +228,10 @@ func (um *userMutes) index() {
 		switch r.kind {
 		case "researcher":
 			for k := range r.keys {
-				add(k, r)
+				add(paper.Key{Key: k}, r)
 			}
 		case "category":
-			add(r.key, r)
+			add(paper.Key{Key: r.key, Cross: true}, r)
 		case "query":
 			um.queries = append(um.queries, r)
 		}

@@ -71,3 +71,39 @@ func TestCompiledMutesAreParsedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestCategoryMuteIsProbedForCrossListsOnly: a category mute (its
+// cross-lists) is indexed under the hash a view gives a cross-listed key,
+// so a paper listed in the category as its own finds no rule to probe,
+// while one cross-listed there does, and a muted person's keys are found
+// as they are.
+func TestCategoryMuteIsProbedForCrossListsOnly(t *testing.T) {
+	um := &userMutes{rules: []*muteRule{
+		{id: 1, kind: "category", key: "category:astro-ph.GA"},
+		{id: 2, kind: "researcher", key: "researcher:ann", keys: map[string]bool{"researcher:ann": true}},
+	}}
+	um.index()
+	own := newMuteView(&paper.Paper{Title: "T", PrimaryCategory: "astro-ph.GA", Categories: []string{"astro-ph.GA"}}, 1)
+	cross := newMuteView(&paper.Paper{Title: "T", PrimaryCategory: "astro-ph.CO", Categories: []string{"astro-ph.CO", "astro-ph.GA"}}, 1)
+	probes := func(v *muteView, key string) int {
+		for i, k := range v.keys {
+			if k.Key == key {
+				return len(um.byKey[v.keyHashes[i]])
+			}
+		}
+		t.Fatalf("the paper has no key %s: %v", key, v.keys)
+		return 0
+	}
+	if n := probes(own, "category:astro-ph.GA"); n != 0 {
+		t.Errorf("a paper listed in the muted category as its own probes %d rules", n)
+	}
+	if n := probes(cross, "category:astro-ph.GA"); n != 1 {
+		t.Errorf("a paper cross-listed in the muted category probes %d rules, want 1", n)
+	}
+	if len(um.byKey[viewKeyHash(paper.Key{Key: "researcher:ann"})]) != 1 {
+		t.Error("a muted person's key is not found as it is")
+	}
+	if !keep(um, "", &Paper{}, own, nil) || keep(um, "", &Paper{}, cross, nil) {
+		t.Error("the category mute must hide the cross-list only")
+	}
+}
