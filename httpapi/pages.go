@@ -28,6 +28,9 @@ type page struct {
 	SignedIn   bool
 	CSRF       string
 	Flash      string
+	// RefusedForm is the action of the form Flash says was not saved
+	// (renderRefused; "" for none).
+	RefusedForm string
 	// Page-specific data.
 	Lines    []string
 	Link     string
@@ -218,7 +221,8 @@ func (p *EmailPages) unsubscribe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	renderPage(w, r, p.Logger, http.StatusOK, "message.html", page{Title: "You are unsubscribed",
-		Lines: []string{"No more digests will go to " + email + ".", "Your follows and private feeds are unchanged."}})
+		Lines: []string{"No more digests will go to " + email + ".", "Your follows and private feeds are unchanged; you can turn digests on again in your settings."},
+		Link:  "/settings", LinkText: "Your settings"})
 }
 
 func (p *EmailPages) confirmPage(w http.ResponseWriter, r *http.Request) {

@@ -534,7 +534,13 @@ func (s *Settings) show(section string) http.HandlerFunc {
 // render writes settings page d (its Section) for v: the navigation with
 // the page marked, unless v holds only a manage link.
 func (s *Settings) render(w http.ResponseWriter, r *http.Request, status int, v *viewer, d *settingsData, flash string) {
-	p := page{Title: "Settings", SignedIn: !v.emailOnly, CSRF: v.csrf, Flash: flash,
+	s.renderPage(w, r, status, v, d, flash, "")
+}
+
+// renderPage is render with the action of the form the flash refuses
+// ("" for none: renderRefused).
+func (s *Settings) renderPage(w http.ResponseWriter, r *http.Request, status int, v *viewer, d *settingsData, flash, refused string) {
+	p := page{Title: "Settings", SignedIn: !v.emailOnly, CSRF: v.csrf, Flash: flash, RefusedForm: refused,
 		Scripts: []string{"/static/settings.js?v=" + assetVersion("settings.js")}, Data: d}
 	for _, sp := range settingsPages {
 		if sp.Section == d.Section && sp.Section != "" {
@@ -545,6 +551,15 @@ func (s *Settings) render(w http.ResponseWriter, r *http.Request, status int, v 
 		}
 	}
 	renderPage(w, r, s.Logger, status, "settings.html", p)
+}
+
+// renderRefused is render for a form the page's flash refuses (post):
+// the flash names the form (its action, the path posted to), so the
+// page's script puts back what the reader typed into it, says the
+// problem beside it and moves the focus there (settings.js); without
+// script the flash says it above the page.
+func (s *Settings) renderRefused(w http.ResponseWriter, r *http.Request, status int, v *viewer, d *settingsData, flash string) {
+	s.renderPage(w, r, status, v, d, flash, r.URL.Path)
 }
 
 // about is the alternate page of private feeds (feeds.Service.AboutURL):
@@ -791,7 +806,7 @@ func (s *Settings) post(w http.ResponseWriter, r *http.Request, allowManage bool
 			if e.Field != "" {
 				msg = e.Field + ": " + e.Message
 			}
-			s.render(w, r, statusFor(err), v, d, "Not saved — "+msg)
+			s.renderRefused(w, r, statusFor(err), v, d, "Not saved — "+msg)
 			return
 		}
 		writeError(w, r, s.Logger, err)

@@ -62,6 +62,18 @@ func TestMutesOnTheSettingsPageInABrowser(t *testing.T) {
 	if f := text(ctx, t, `p.flash`); !strings.Contains(f, "Not saved") || !strings.Contains(f, "query: the query cannot be used: at character 5") {
 		t.Errorf("flash after a search that does not parse: %q", f)
 	}
+	// The refused form keeps what was typed, says the problem at its top
+	// and holds the focus (settings.js).
+	typed, _ := chromedp.Run(ctx, chromedp.Value(`#mute-value`))
+	what, _ := chromedp.Run(ctx, chromedp.Value(`#mute-what`))
+	focused, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id`))
+	if typed != `abs:"dark matter` || what != "words" || focused != "mute-value" {
+		t.Errorf("the refused form after its page: value %q, what %q, focus on %q", typed, what, focused)
+	}
+	if e := text(ctx, t, `#mute-add .form-error`); !strings.Contains(e, "at character 5") {
+		t.Errorf("the refused form's own message: %q", e)
+	}
+	b.ElementScreenshot(ctx, t, "settings-mute-refused", `#mute-add`)
 
 	// cs.LG's cross-lists, in the cs.LG follow only.
 	if err := choose(ctx, `#mute-what`, "cross-lists"); err != nil {
