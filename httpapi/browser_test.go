@@ -224,6 +224,10 @@ func TestUnsubscribePageInABrowser(t *testing.T) {
 	if h1 != "You are unsubscribed" {
 		t.Errorf("page after the button: %q", h1)
 	}
+	// The page leads on: to the settings, where digests come back on.
+	if onward, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('main a[href="/settings"]') !== null`)); err != nil || !onward {
+		t.Errorf("no link to the settings after unsubscribing (%v)", err)
+	}
 	if errs := b.ConsoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors: %v", errs)
 	}
