@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"sync"
@@ -77,6 +78,12 @@ func MeasureDigestsOrdered(ctx context.Context, db *database.DB, d *notify.Diges
 	if err != nil {
 		return DigestRun{}, err
 	}
+	// Each run starts from a collected heap, as a Go benchmark does
+	// (testing.B collects before it times): runs of different kinds
+	// alternate, and without it a run paid the collection of the garbage
+	// the run before it left (a best-first run's, before the controls'),
+	// which its own work did not make.
+	runtime.GC()
 	cpu0 := readCPU()
 	start := time.Now()
 	for range workers {
