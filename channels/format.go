@@ -1,6 +1,7 @@
 package channels
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -348,47 +349,90 @@ func discordMessages(ev Event) [][]byte {
 }
 
 // matrixMessages renders ev as m.room.message contents (m.text with an
-// org.matrix.custom.html formatted body).
+// org.matrix.custom.html formatted body): each paper's title linking to
+// its abstract page, the authors, the reasons, the first words of the
+// abstract, the PDF link and the feedback links, each text within the
+// chat limits (chatText, linkURL); at most matrixPapersPerMessage papers
+// and matrixMessageBytes of them a message.
 func matrixMessages(ev Event) [][]byte {
-	parts := chunks(ev.Data.Papers, matrixPapersPerMessage)
+	type part struct {
+		plain, rich []string
+		size        int
+	}
+	parts := []part{{}}
+	for _, p := range ev.Data.Papers {
+		plain, rich := matrixPaper(p)
+		n := matrixJSONSize(plain) + matrixJSONSize(rich)
+		if cur := &parts[len(parts)-1]; len(cur.plain) == matrixPapersPerMessage || len(cur.plain) > 0 && cur.size+n > matrixMessageBytes {
+			parts = append(parts, part{})
+		}
+		cur := &parts[len(parts)-1]
+		cur.plain, cur.rich, cur.size = append(cur.plain, plain), append(cur.rich, rich), cur.size+n
+	}
 	out := make([][]byte, 0, len(parts))
-	for i, ps := range parts {
+	for i, pt := range parts {
 		head := headline(ev, i, len(parts), len(ev.Data.Papers))
-		var plain, rich strings.Builder
-		plain.WriteString(head + "\n")
-		rich.WriteString("<h4>" + html.EscapeString(head) + "</h4>")
-		if len(ps) > 0 {
-			rich.WriteString("<ul>")
+		body := head + "\n" + strings.Join(pt.plain, "")
+		rich := "<h4>" + html.EscapeString(head) + "</h4>"
+		if len(pt.rich) > 0 {
+			rich += "<ul>" + strings.Join(pt.rich, "") + "</ul>"
 		}
-		for _, p := range ps {
-			fmt.Fprintf(&plain, "\n• %s <%s>", p.Title, p.Links.Abs)
-			fmt.Fprintf(&rich, `<li><a href="%s">%s</a>`, html.EscapeString(p.Links.Abs), html.EscapeString(p.Title))
-			if a := authorLine(p); a != "" {
-				fmt.Fprintf(&plain, "\n  %s", a)
-				fmt.Fprintf(&rich, "<br>%s", html.EscapeString(a))
-			}
-			if r := reasonLine(p); r != "" {
-				fmt.Fprintf(&plain, "\n  (%s)", r)
-				fmt.Fprintf(&rich, "<br><em>%s</em>", html.EscapeString(r))
-			}
-			noEscape := func(s string) string { return s }
-			if fb := feedbackLine(p, noEscape, func(u, label string) string { return label + " <" + u + ">" }); fb != "" {
-				fmt.Fprintf(&plain, "\n  %s", fb)
-				rich.WriteString("<br>" + feedbackLine(p, html.EscapeString, func(u, label string) string {
-					return `<a href="` + u + `">` + label + "</a>"
-				}))
-			}
-			rich.WriteString("</li>")
-		}
-		if len(ps) > 0 {
-			rich.WriteString("</ul>")
-		}
-		b, _ := json.Marshal(map[string]any{"msgtype": "m.text", "body": plain.String(),
-			"format": "org.matrix.custom.html", "formatted_body": rich.String()})
-		out = append(out, b)
+		out = append(out, matrixJSON(map[string]any{"msgtype": "m.text", "body": body,
+			"format": "org.matrix.custom.html", "formatted_body": rich}))
 	}
 	return out
 }
+
+// matrixMessageBytes bounds the papers of one Matrix message as sent (their
+// share of its JSON): a homeserver refuses an event over 65,536 bytes (the
+// whole event, with its envelope and signatures), and a message of twenty
+// papers with long titles, many reasons and long links came near it. A
+// paper alone is far less (its texts are bounded as in the other chats).
+const matrixMessageBytes = 32 << 10
+
+// matrixPaper is one paper of a Matrix message: its plain-text lines and
+// its formatted body's list item.
+func matrixPaper(p PaperJSON) (plain, rich string) {
+	noEscape := func(s string) string { return s }
+	var b, h strings.Builder
+	fmt.Fprintf(&b, "\n• %s <%s>", chatText(p.Title, chatTitleChars, noEscape), linkURL(p, p.Links.Abs, "abs", noEscape))
+	fmt.Fprintf(&h, `<li><a href="%s">%s</a>`, linkURL(p, p.Links.Abs, "abs", html.EscapeString), chatText(p.Title, chatTitleChars, html.EscapeString))
+	if a := authorLine(p); a != "" {
+		fmt.Fprintf(&b, "\n  %s", chatText(a, chatAuthorsChars, noEscape))
+		fmt.Fprintf(&h, "<br>%s", chatText(a, chatAuthorsChars, html.EscapeString))
+	}
+	if r := reasonLine(p); r != "" {
+		fmt.Fprintf(&b, "\n  (%s)", chatText(r, chatReasonsChars, noEscape))
+		fmt.Fprintf(&h, "<br><em>%s</em>", chatText(r, chatReasonsChars, html.EscapeString))
+	}
+	if a := abstractLine(p); a != "" {
+		fmt.Fprintf(&b, "\n  %s", chatText(a, chatAbstractChars, noEscape))
+		fmt.Fprintf(&h, "<br>%s", chatText(a, chatAbstractChars, html.EscapeString))
+	}
+	fmt.Fprintf(&b, "\n  PDF <%s>", linkURL(p, p.Links.PDF, "pdf", noEscape))
+	fmt.Fprintf(&h, `<br><a href="%s">PDF</a>`, linkURL(p, p.Links.PDF, "pdf", html.EscapeString))
+	if fb := feedbackLine(p, noEscape, func(u, label string) string { return label + " <" + u + ">" }); fb != "" {
+		fmt.Fprintf(&b, "\n  %s", fb)
+		h.WriteString("<br>" + feedbackLine(p, html.EscapeString, func(u, label string) string {
+			return `<a href="` + u + `">` + label + "</a>"
+		}))
+	}
+	h.WriteString("</li>")
+	return b.String(), h.String()
+}
+
+// matrixJSON is v as JSON without HTML's escapes (a formatted body's every
+// < and > would take six bytes as \u003c): JSON needs none.
+func matrixJSON(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // strings and maps of them: nothing fails
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// matrixJSONSize is the bytes s takes in matrixJSON, quotes aside.
+func matrixJSONSize(s string) int { return len(matrixJSON(s)) - 2 }
 
 // messages returns the request bodies that deliver body (an Event's JSON)
 // on a channel of type typ: the body itself for a webhook, one or more

@@ -3,6 +3,7 @@ package channels
 import (
 	"encoding/json"
 	"fmt"
+	"html"
 	"regexp"
 	"slices"
 	"strings"
@@ -114,10 +115,10 @@ func paperOf(id string, mods ...func(*PaperJSON)) PaperJSON {
 	return p
 }
 
-// TestChatMessagesCarryTheAbstractAndThePDF: a Slack section and a Discord
-// embed show the first words of the abstract, shortened at a word, and
-// link the PDF, beside the title (linking the abstract page), the authors
-// and the reasons.
+// TestChatMessagesCarryTheAbstractAndThePDF: a Slack section, a Discord
+// embed and a Matrix message show the first words of the abstract,
+// shortened at a word, and link the PDF, beside the title (linking the
+// abstract page), the authors and the reasons.
 func TestChatMessagesCarryTheAbstractAndThePDF(t *testing.T) {
 	ev := Event{Type: TypeMatched, Data: EventData{Papers: []PaperJSON{paperOf("2611.01004")}}}
 	excerpt := text.Shorten(text.Collapse(longAbstract, -1), abstractChars)
@@ -135,6 +136,14 @@ func TestChatMessagesCarryTheAbstractAndThePDF(t *testing.T) {
 	want = "Ada Lovelace, Alan Turing\n*cs.LG*\n" + discordEscape(excerpt) + "\n[PDF](https://arxiv.org/pdf/2611.01004)"
 	if len(e) != 1 || e[0].Description != want || e[0].Title != "Sparse attention at scale" || e[0].URL != "https://arxiv.org/abs/2611.01004" {
 		t.Errorf("discord embed:\n%+v\nwant description\n%q", e, want)
+	}
+	mx := decodeMatrix(t, ev)
+	wantBody := "1 new paper\n\n• Sparse attention at scale <https://arxiv.org/abs/2611.01004>\n  Ada Lovelace, Alan Turing\n  (cs.LG)\n  " + excerpt +
+		"\n  PDF <https://arxiv.org/pdf/2611.01004>"
+	wantRich := `<h4>1 new paper</h4><ul><li><a href="https://arxiv.org/abs/2611.01004">Sparse attention at scale</a><br>Ada Lovelace, Alan Turing<br><em>cs.LG</em><br>` +
+		html.EscapeString(excerpt) + `<br><a href="https://arxiv.org/pdf/2611.01004">PDF</a></li></ul>`
+	if len(mx) != 1 || mx[0].Body != wantBody || mx[0].FormattedBody != wantRich {
+		t.Errorf("matrix message:\n%+v\nwant\n%q\n%q", mx, wantBody, wantRich)
 	}
 	// A paper without an abstract has no empty line for it.
 	ev.Data.Papers[0].Abstract = ""
@@ -173,9 +182,11 @@ func hostile(i int) PaperJSON {
 // feedback links of the longest a link may be), best first with a
 // thousand held back, still give payloads within Slack's limits (≤ 50
 // blocks, a header ≤ 150 characters, a section's and a context's text ≤
-// 3,000) and Discord's (content ≤ 2,000, ≤ 10 embeds, a title ≤ 256, a
-// description ≤ 4,096, a message's embeds ≤ 6,000), each paper once with
-// its three feedback links; a URL too long for a link is arXiv's page.
+// 3,000), Discord's (content ≤ 2,000, ≤ 10 embeds, a title ≤ 256, a
+// description ≤ 4,096, a message's embeds ≤ 6,000) and Matrix's (an event
+// ≤ 65,536 bytes: a message's papers within matrixMessageBytes), each
+// paper once with its three feedback links; a URL too long for a link is
+// arXiv's page.
 func TestChatMessagesStayWithinTheirLimits(t *testing.T) {
 	t.Log("hostile: limits")
 	var papers []PaperJSON
@@ -233,6 +244,46 @@ func TestChatMessagesStayWithinTheirLimits(t *testing.T) {
 	if n != len(papers) {
 		t.Errorf("discord carried %d papers of %d", n, len(papers))
 	}
+	// Matrix: a homeserver refuses an event over 65,536 bytes, envelope
+	// and signatures included.
+	n = 0
+	bodies := matrixMessages(ev)
+	for i, b := range bodies {
+		if len(b) > matrixMessageBytes+1024 {
+			t.Errorf("matrix message %d is %d bytes", i, len(b))
+		}
+	}
+	for _, m := range decodeMatrix(t, ev) {
+		items := strings.Count(m.FormattedBody, "<li>")
+		if items == 0 || items > matrixPapersPerMessage || strings.Count(m.FormattedBody, `">Save</a>`) != items ||
+			strings.Count(m.Body, "\n• ") != items {
+			t.Errorf("a matrix message of %d papers, %d with feedback links", items, strings.Count(m.FormattedBody, `">Save</a>`))
+		}
+		n += items
+	}
+	if n != len(papers) || len(bodies) < 2 {
+		t.Errorf("matrix carried %d papers of %d in %d messages", n, len(papers), len(bodies))
+	}
+}
+
+// matrixMessage is a Matrix message's body and formatted body.
+type matrixMessage struct {
+	Body          string `json:"body"`
+	FormattedBody string `json:"formatted_body"`
+}
+
+// decodeMatrix decodes ev's Matrix messages.
+func decodeMatrix(t *testing.T, ev Event) []matrixMessage {
+	t.Helper()
+	var out []matrixMessage
+	for _, b := range matrixMessages(ev) {
+		var m matrixMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // slackLink is a link in mrkdwn: <url|text>.
@@ -364,20 +415,7 @@ func TestChatMessagesCarryFeedbackLinks(t *testing.T) {
 		t.Errorf("a paper without links: %q", es[1].Description)
 	}
 
-	var mx []struct {
-		Body          string `json:"body"`
-		FormattedBody string `json:"formatted_body"`
-	}
-	for _, b := range matrixMessages(ev) {
-		var m struct {
-			Body          string `json:"body"`
-			FormattedBody string `json:"formatted_body"`
-		}
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		mx = append(mx, m)
-	}
+	mx := decodeMatrix(t, ev)
 	if len(mx) != 1 || !strings.HasPrefix(mx[0].Body, head+"\n") ||
 		!strings.Contains(mx[0].Body, "\n  More like this <https://ff.test/feedback/ffl_m?a=1&b=<2>|3) 4> · Less like this <https://ff.test/feedback/ffl_l>\n") {
 		t.Errorf("matrix body:\n%s", mx[0].Body)
