@@ -49,18 +49,26 @@ type Addresses struct {
 	base    *url.URL
 	enq     ConfirmEnqueuer
 	digests DigestHooks
-	// feedbackBase is abs("/feedback/"): a FeedbackURL is it and the
-	// token (which needs no escaping), three for every paper of a digest.
-	feedbackBase string
+	// tokenBases are abs(prefix) of each prefix a signed link's token
+	// follows (tokenPrefixes): such a link is its base and the token,
+	// which needs no escaping (base64url), where abs built and printed a
+	// url.URL for every one; a digest carries three feedback links a
+	// paper, and a "Not by …?" link per followed person's paper.
+	tokenBases map[string]string
 }
+
+// tokenPrefixes are the paths signed links' tokens follow (tokenURL).
+var tokenPrefixes = []string{"/feedback/", "/not-this-person/", "/unsubscribe/", "/open/", "/confirm/"}
 
 // NewAddresses returns the address lifecycle over db. signer signs and
 // checks the links, base (PUBLIC_URL) makes them absolute; enq may be nil
 // (no confirmation mails are queued).
 func NewAddresses(db *database.DB, signer *auth.LinkSigner, base *url.URL, enq ConfirmEnqueuer) *Addresses {
-	a := &Addresses{db: db, signer: signer, base: base, enq: enq}
+	a := &Addresses{db: db, signer: signer, base: base, enq: enq, tokenBases: map[string]string{}}
 	if base != nil {
-		a.feedbackBase = a.abs("/feedback/", "", "")
+		for _, p := range tokenPrefixes {
+			a.tokenBases[p] = a.abs(p, "", "")
+		}
 	}
 	return a
 }
@@ -80,6 +88,16 @@ func (a *Addresses) abs(path, key, value string) string {
 	return u.String()
 }
 
+// tokenURL is the absolute link of a signed token under prefix (one of
+// tokenPrefixes): what abs(prefix+tok) gives, for a token of base64url's
+// letters.
+func (a *Addresses) tokenURL(prefix, tok string) string {
+	if b, ok := a.tokenBases[prefix]; ok {
+		return b + tok
+	}
+	return a.abs(prefix+tok, "", "")
+}
+
 // ManageURL is the "manage preferences" link of the user's mails: the
 // settings page, signed in by the link, at the email section.
 func (a *Addresses) ManageURL(userID, epoch int64) string {
@@ -88,14 +106,14 @@ func (a *Addresses) ManageURL(userID, epoch int64) string {
 
 // UnsubscribeURL is the one-click unsubscribe link of the user's digests.
 func (a *Addresses) UnsubscribeURL(userID, epoch int64) string {
-	return a.abs("/unsubscribe/"+a.signer.Sign(auth.Link{Action: auth.ActionUnsubscribe, UserID: userID, Epoch: epoch}), "", "")
+	return a.tokenURL("/unsubscribe/", a.signer.Sign(auth.Link{Action: auth.ActionUnsubscribe, UserID: userID, Epoch: epoch}))
 }
 
 // DisputeURL is the "Not by …?" link beside a researcher match in a
 // digest: it names the paper (arxivID) and the followed researcher id.
 func (a *Addresses) DisputeURL(userID, epoch int64, arxivID, researcherID string) string {
 	data := []byte(arxivID + "\x00" + researcherID)
-	return a.abs("/not-this-person/"+a.signer.Sign(auth.Link{Action: auth.ActionDispute, UserID: userID, Epoch: epoch, Data: data}), "", "")
+	return a.tokenURL("/not-this-person/", a.signer.Sign(auth.Link{Action: auth.ActionDispute, UserID: userID, Epoch: epoch, Data: data}))
 }
 
 // FeedbackURL is a paper's one-click feedback link in a mail, a feed item
@@ -107,10 +125,7 @@ func (a *Addresses) FeedbackURL(userID, epoch, paperID int64, value string) stri
 	var buf [binary.MaxVarintLen64 + 8]byte
 	data := append(binary.AppendVarint(buf[:0], paperID), value...)
 	tok := a.signer.Sign(auth.Link{Action: auth.ActionFeedback, UserID: userID, Epoch: epoch, Data: data})
-	if a.feedbackBase == "" {
-		return a.abs("/feedback/"+tok, "", "")
-	}
-	return a.feedbackBase + tok
+	return a.tokenURL("/feedback/", tok)
 }
 
 // CheckFeedback resolves a FeedbackURL token to its user, paper and value;
@@ -159,7 +174,7 @@ func (a *Addresses) CheckFeedbackLink(ctx context.Context, tok string) (Feedback
 func (a *Addresses) OpenURL(userID, epoch, paperID int64) string {
 	var buf [binary.MaxVarintLen64]byte
 	tok := a.signer.Sign(auth.Link{Action: auth.ActionOpen, UserID: userID, Epoch: epoch, Data: binary.AppendVarint(buf[:0], paperID)})
-	return a.abs("/open/"+tok, "", "")
+	return a.tokenURL("/open/", tok)
 }
 
 // CheckOpen resolves an OpenURL token to its user and paper; a forged,
@@ -211,7 +226,7 @@ func EmailHash(email string) []byte { return emailHash(email) }
 
 // ConfirmURL is the double opt-in link for the user's current address.
 func (a *Addresses) ConfirmURL(userID, epoch int64, email string) string {
-	return a.abs("/confirm/"+a.signer.Sign(auth.Link{Action: auth.ActionConfirm, UserID: userID, Epoch: epoch, Data: emailHash(email)}), "", "")
+	return a.tokenURL("/confirm/", a.signer.Sign(auth.Link{Action: auth.ActionConfirm, UserID: userID, Epoch: epoch, Data: emailHash(email)}))
 }
 
 // checkLink verifies a signed link against the user's current epoch,

@@ -251,3 +251,39 @@ func TestEveryLinkEpochMoveBumpsTheFeed(t *testing.T) {
 		t.Errorf("RevokeLinks of nobody: %v", err)
 	}
 }
+
+// TestSignedLinksLiveUnderThePublicURL: every signed link is the public
+// URL (its path prefix kept, with or without a trailing slash), the
+// link's path and its token, which its check takes back.
+func TestSignedLinksLiveUnderThePublicURL(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	signer := auth.NewLinkSigner([]byte("0123456789abcdef0123456789abcdef"))
+	u, err := account.NewUsers(db).Ensure(ctx, &auth.Claims{Subject: "links"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range []string{"https://example.org/ff", "https://example.org/ff/"} {
+		base, _ := url.Parse(raw)
+		addrs := account.NewAddresses(db, signer, base, nil)
+		token := func(link, path string) string {
+			tok, ok := strings.CutPrefix(link, "https://example.org/ff"+path)
+			if !ok || tok == "" || strings.ContainsAny(tok, "/?#%") {
+				t.Fatalf("public URL %s: link %s, want it under %s", raw, link, path)
+			}
+			return tok
+		}
+		if _, _, _, err := addrs.CheckFeedback(ctx, token(addrs.FeedbackURL(u.ID, 1, 7, "more"), "/feedback/")); err != nil {
+			t.Errorf("feedback: %v", err)
+		}
+		if uid, arxivID, _, err := addrs.CheckDispute(ctx, token(addrs.DisputeURL(u.ID, 1, "2611.00001", "host:1"), "/not-this-person/")); err != nil || uid != u.ID || arxivID != "2611.00001" {
+			t.Errorf("not this person: %d %s %v", uid, arxivID, err)
+		}
+		if _, pid, err := addrs.CheckOpen(ctx, token(addrs.OpenURL(u.ID, 1, 9), "/open/")); err != nil || pid != 9 {
+			t.Errorf("open: %d %v", pid, err)
+		}
+		token(addrs.UnsubscribeURL(u.ID, 1), "/unsubscribe/")
+		token(addrs.ConfirmURL(u.ID, 1, "a@example.org"), "/confirm/")
+	}
+}

@@ -433,7 +433,7 @@ func (r *Renderer) writePapers(t, h *bytes.Buffer, papers []DigestPaper) {
 		// "Not by …?" beside each researcher match: per user, so
 		// rendered here rather than with the paper's shared parts.
 		for _, rf := range p.Researchers {
-			if u := safeURL(rf.DisputeURL); u != "" {
+			if u := httpLink(rf.DisputeURL); u != "" {
 				name := oneLine(rf.Name)
 				t.WriteString("\n")
 				wrapTo(t, "   ", "   ", "Not by "+name+"? Tell us:")
