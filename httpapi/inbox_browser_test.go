@@ -41,6 +41,13 @@ func TestInboxPageInABrowser(t *testing.T) {
 			}
 		}
 		fitsTheScreen(ctx, t, width)
+		// A paper's five buttons take at most two lines, on a phone too.
+		lines, err := chromedp.Run(ctx, chromedp.Evaluate[int](`(() => {
+			const tops = new Set([...document.querySelectorAll('li[data-paper="2611.00302"] .inbox-actions button')].map(b => b.offsetTop));
+			return tops.size; })()`))
+		if err != nil || lines < 1 || lines > 2 {
+			t.Errorf("%d px: a paper's buttons take %d lines (%v)", width, lines, err)
+		}
 		b.Screenshot(ctx, t, fmt.Sprintf("inbox-%d", width))
 
 		tabToSelector(ctx, t, `li[data-paper="2611.00302"] button.mark-done`)
