@@ -211,7 +211,7 @@ func (p *EmailPages) showFeedbackStatus(w http.ResponseWriter, r *http.Request, 
 		}
 		d.NotBy = notBy
 		if p.Mutes != nil {
-			d.MuteAuthors = muteAuthors(pp, followed)
+			d.MuteAuthors = muteAuthors(pp.Authors, followed)
 		}
 	}
 	renderPage(w, r, p.Logger, status, "feedback.html", page{Title: v.Label(), Flash: flash, Action: r.URL.Path, Data: d})
@@ -286,9 +286,9 @@ func authorList(as []paper.Author) string {
 // first), each once, but for those the user follows (an id of theirs is
 // one of followed, match keys): muting a person one follows took their
 // papers away without a word; "Not by …?" or unfollowing is the way.
-func muteAuthors(pp match.Paper, followed map[string]bool) []muteAuthor {
+func muteAuthors(authors []paper.Author, followed map[string]bool) []muteAuthor {
 	var out []muteAuthor
-	for i, a := range pp.Authors {
+	for i, a := range authors {
 		if i == maxPageAuthors {
 			break
 		}

@@ -112,3 +112,50 @@ func TestInboxPageInABrowser(t *testing.T) {
 		t.Errorf("console errors: %v", errs)
 	}
 }
+
+// TestInboxLessOffersNotFrom: in Chromium at 390 px, a paper marked "Less
+// like this" in the inbox offers "Not from …" for its authors with an id
+// but the one the user follows, as the feedback link's page does; pressed
+// (with Enter), it mutes that author for every follow (as the API's list
+// shows) and the paper leaves the inbox.
+func TestInboxLessOffersNotFrom(t *testing.T) {
+	t.Parallel()
+	ctx, b := browser.Start(t)
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
+	pushPaper(t, c, `{"arxiv_id": "2611.00303", "title": "Attention from two authors", "authors": [{"name": "Grace Hopper", "ids": ["openalex:A5000000001"]}, {"name": "Ann Followed", "ids": ["openalex:A5000000002"]}, {"name": "Nobody Known"}], "abstract": "An abstract.", "categories": ["cs.LG"], "primary_category": "cs.LG"}`)
+	tok := testapp.Token(t, "inbox-not-from", "nf@example.org")
+	c.Do("PUT", "/v1/me/follows/category/cs.LG", tok, nil)
+	c.Do("PUT", "/v1/me/follows/researcher/openalex:A5000000002", tok, nil)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 900), chromedp.Navigate(a.URL+"/login?token="+url.QueryEscape(tok)),
+		chromedp.Click(`form[action="/login"] button`), chromedp.WaitVisible(`#inbox`)); err != nil {
+		t.Fatal(err)
+	}
+	row := `li[data-paper="2611.00303"]`
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('form.inbox-mute').length`)); n != 0 {
+		t.Errorf("%d 'Not from' forms before any feedback", n)
+	}
+	tabToSelector(ctx, t, row+` button.feedback-less`)
+	pressTo(ctx, t, "\r", "#inbox")
+	offered, _ := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('li[data-paper="2611.00303"] form.inbox-mute button')].map(b => b.textContent + '=' + b.value)`))
+	if !slices.Equal(offered, []string{"Grace Hopper=openalex:A5000000001"}) {
+		t.Fatalf("'Not from' offers after Less like this: %q (want only the unfollowed author with an id)", offered)
+	}
+	fitsTheScreen(ctx, t, 390)
+	b.Screenshot(ctx, t, "inbox-not-from-390")
+	tabToSelector(ctx, t, row+` form.inbox-mute button`)
+	pressTo(ctx, t, "\r", "#inbox")
+	if f := text(ctx, t, `p.flash`); !strings.HasPrefix(f, "Muted:") {
+		t.Errorf("flash after Not from: %q", f)
+	}
+	var l struct{ Mutes []muteOut }
+	c.Do("GET", "/v1/me/mutes", tok, nil).JSON(t, &l)
+	if len(l.Mutes) != 1 || l.Mutes[0].Researcher != "openalex:A5000000001" || l.Mutes[0].Follow != nil {
+		t.Errorf("the mutes after Not from: %+v", l.Mutes)
+	}
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('li[data-paper="2611.00303"]').length`)); n != 0 {
+		t.Error("the muted author's paper is still in the inbox")
+	}
+	if errs := b.ConsoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors: %v", errs)
+	}
+}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"followfeed/apperr"
 	"followfeed/follow"
 	"followfeed/inbox"
+	"followfeed/mute"
 	"followfeed/paper"
 	"followfeed/ranking"
 )
@@ -56,6 +58,10 @@ type inboxRow struct {
 	Marks    []inboxOption
 	Feedback string
 	Values   []feedbackButton
+	// MuteAuthors are the "Not from …" buttons of a paper marked less
+	// like this (as its feedback link's page offers them): its authors
+	// with a researcher id, but those the user follows.
+	MuteAuthors []muteAuthor
 }
 
 type feedbackButton struct {
@@ -174,8 +180,50 @@ func (s *Settings) inboxPage(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Papers = append(d.Papers, row)
 	}
+	if err := s.offerMutes(ctx, v.userID, list.Items, d.Papers); err != nil {
+		writeError(w, r, s.Logger, err)
+		return
+	}
 	renderPage(w, r, s.Logger, status, "inbox.html", page{Title: "Inbox", SignedIn: true, CSRF: v.csrf, Nav: settingsNav("/inbox"),
 		Flash: inboxFlashes[q.Get("done")], Data: d})
+}
+
+// offerMutes sets the "Not from …" buttons of the rows (of items, in
+// their order) the user marked less like this: the authors with an id
+// that they do not follow (one read of the follows among those papers'
+// authors' ids, none without such a row).
+func (s *Settings) offerMutes(ctx context.Context, userID int64, items []inbox.Item, rows []inboxRow) error {
+	if s.Mutes == nil {
+		return nil
+	}
+	var ids []string
+	for _, it := range items {
+		if it.Feedback == ranking.Less {
+			for _, a := range it.Authors {
+				ids = append(ids, a.IDs...)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	fs, err := s.Follows.Researchers(ctx, userID, ids)
+	if err != nil {
+		return err
+	}
+	followed := map[string]bool{}
+	for _, f := range fs {
+		followed[f.Key] = true
+		for _, k := range f.Keys {
+			followed[k] = true
+		}
+	}
+	for i, it := range items {
+		if it.Feedback == ranking.Less {
+			rows[i].MuteAuthors = muteAuthors(it.Authors, followed)
+		}
+	}
+	return nil
 }
 
 // inboxFlashes are the inbox's messages after a form (?done=).
@@ -184,6 +232,7 @@ var inboxFlashes = map[string]string{
 	"read":             "Marked read.",
 	"feedback":         "Thanks: your feedback is saved.",
 	"feedback-cleared": "Your feedback on that paper is taken back.",
+	"muted":            "Muted: that author's papers leave your inbox, feeds, digests, alerts and push channels. Your mutes are under Follows.",
 }
 
 // inboxPost runs an inbox form for the signed-in viewer after the CSRF
@@ -268,6 +317,25 @@ func (s *Settings) postInboxRead(w http.ResponseWriter, r *http.Request) {
 		}
 		_, err = s.Inbox.MarkAllRead(r.Context(), v.userID, only, upTo)
 		return "read", err
+	})
+}
+
+// postInboxMute is POST /inbox/mute: csrf, arxiv_id (the paper whose row
+// the form is on, to return to), researcher (an author's id, a "Not from
+// …" button): a mute of that researcher for every follow, as the feedback
+// link's page makes (a session may mute anyone: the settings' mutes form
+// takes any id, so the id is not checked against the paper's authors).
+func (s *Settings) postInboxMute(w http.ResponseWriter, r *http.Request) {
+	s.inboxPost(w, r, func(v *viewer) (string, error) {
+		id := r.PostFormValue("researcher")
+		sp, err := mute.Parse(mute.Input{Researcher: &id})
+		if err != nil {
+			return "", err
+		}
+		if _, _, err := s.Mutes.Create(r.Context(), v.userID, sp); err != nil {
+			return "", err
+		}
+		return "muted", nil
 	})
 }
 

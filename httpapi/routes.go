@@ -223,6 +223,7 @@ func (p *Product) pageRoutes() []route {
 		{"POST /inbox/state", s.limitForm(bare(s.postInboxState))},
 		{"POST /inbox/read", s.limitForm(bare(s.postInboxRead))},
 		{"POST /inbox/feedback", s.limitForm(bare(s.postInboxFeedback))},
+		{"POST /inbox/mute", s.limitForm(bare(s.postInboxMute))},
 		// "Remember what I opened" (settings_opened.go).
 		{"POST /settings/remember-opened", s.limitForm(bare(s.postRememberOpened))},
 		// Its mutes section (settings_mutes.go).
