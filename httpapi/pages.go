@@ -29,8 +29,8 @@ type page struct {
 	CSRF       string
 	Flash      string
 	// RefusedForm is the action of the form Flash says was not saved
-	// (renderRefused; "" for none).
-	RefusedForm string
+	// (renderRefused; "" for none), RefusedField the field it names.
+	RefusedForm, RefusedField string
 	// Page-specific data.
 	Lines    []string
 	Link     string

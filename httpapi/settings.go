@@ -534,13 +534,13 @@ func (s *Settings) show(section string) http.HandlerFunc {
 // render writes settings page d (its Section) for v: the navigation with
 // the page marked, unless v holds only a manage link.
 func (s *Settings) render(w http.ResponseWriter, r *http.Request, status int, v *viewer, d *settingsData, flash string) {
-	s.renderPage(w, r, status, v, d, flash, "")
+	s.renderPage(w, r, status, v, d, flash, formRefusal{})
 }
 
-// renderPage is render with the action of the form the flash refuses
-// ("" for none: renderRefused).
-func (s *Settings) renderPage(w http.ResponseWriter, r *http.Request, status int, v *viewer, d *settingsData, flash, refused string) {
-	p := page{Title: "Settings", SignedIn: !v.emailOnly, CSRF: v.csrf, Flash: flash, RefusedForm: refused,
+// renderPage is render with the form the flash refuses (none: the zero
+// formRefusal; renderRefused).
+func (s *Settings) renderPage(w http.ResponseWriter, r *http.Request, status int, v *viewer, d *settingsData, flash string, refused formRefusal) {
+	p := page{Title: "Settings", SignedIn: !v.emailOnly, CSRF: v.csrf, Flash: flash, RefusedForm: refused.Form, RefusedField: refused.Field,
 		Scripts: []string{"/static/settings.js?v=" + assetVersion("settings.js")}, Data: d}
 	for _, sp := range settingsPages {
 		if sp.Section == d.Section && sp.Section != "" {
@@ -554,13 +554,18 @@ func (s *Settings) renderPage(w http.ResponseWriter, r *http.Request, status int
 }
 
 // renderRefused is render for a form the page's flash refuses (post):
-// the flash names the form (its action, the path posted to), so the
-// page's script puts back what the reader typed into it, says the
-// problem beside it and moves the focus there (settings.js); without
-// script the flash says it above the page.
-func (s *Settings) renderRefused(w http.ResponseWriter, r *http.Request, status int, v *viewer, d *settingsData, flash string) {
-	s.renderPage(w, r, status, v, d, flash, r.URL.Path)
+// the flash names the form (its action, the path posted to) and the
+// field refused, so the page's script puts back what the reader typed
+// into the form sent (settings.js), says the problem beside it and moves
+// the focus to that field; without script the flash says it above the
+// page.
+func (s *Settings) renderRefused(w http.ResponseWriter, r *http.Request, status int, v *viewer, d *settingsData, flash, field string) {
+	s.renderPage(w, r, status, v, d, flash, formRefusal{Form: r.URL.Path, Field: field})
 }
+
+// formRefusal is the form a settings page's flash refuses and its field (a
+// problem's, e.g. "digest.max_papers"); the zero value: none.
+type formRefusal struct{ Form, Field string }
 
 // about is the alternate page of private feeds (feeds.Service.AboutURL):
 // static, public, cacheable for a day, no redirect and no database, so a
@@ -806,7 +811,7 @@ func (s *Settings) post(w http.ResponseWriter, r *http.Request, allowManage bool
 			if e.Field != "" {
 				msg = e.Field + ": " + e.Message
 			}
-			s.renderRefused(w, r, statusFor(err), v, d, "Not saved — "+msg)
+			s.renderRefused(w, r, statusFor(err), v, d, "Not saved — "+msg, e.Field)
 			return
 		}
 		writeError(w, r, s.Logger, err)

@@ -37,6 +37,20 @@ func TestPauseOnTheSettingsPageInABrowser(t *testing.T) {
 	if msg := text(ctx, t, `p.flash`); !strings.Contains(msg, "pause.until") {
 		t.Errorf("flash %q, want it to name pause.until", msg)
 	}
+	// The refused form has what was typed, and the field named the focus
+	// (settings.js).
+	refusedIn := func(what, wantFocus string, want map[string]string) {
+		t.Helper()
+		for sel, v := range want {
+			if got, _ := chromedp.Run(ctx, chromedp.Value(sel)); got != v {
+				t.Errorf("%s refused: %s holds %q, want %q", what, sel, got, v)
+			}
+		}
+		if f, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id`)); f != wantFocus {
+			t.Errorf("%s refused: the focus is on %q, want %q", what, f, wantFocus)
+		}
+	}
+	refusedIn("the pause", "pause-until", map[string]string{`#pause-from`: day(3), `#pause-until`: day(2)})
 	if err := choose(ctx, `#pause-from`, day(1)); err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +92,25 @@ func TestPauseOnTheSettingsPageInABrowser(t *testing.T) {
 	if me.Pause == nil || me.Pause.From != day(1) || me.Pause.Until == nil || *me.Pause.Until != day(6) {
 		t.Fatalf("the API's pause: %+v", me.Pause)
 	}
+	// No day at all: refused, and the boxes as the reader left them, in
+	// their own form (not the pause's, which posts to the same path).
+	checked := func() string {
+		l, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('#weekdays-form input[name="day"]:checked')].map(b => b.value).join(",")`))
+		return l
+	}
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('#weekdays-form input[name="day"]').forEach(b => { b.checked = false; })`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := submit(ctx, `#save-weekdays`); err != nil {
+		t.Fatal(err)
+	}
+	if got := checked(); got != "" || text(ctx, t, `#weekdays-form .form-error`) == "" {
+		t.Errorf("weekdays refused: the form shows %q checked, its message %q", got, text(ctx, t, `#weekdays-form .form-error`))
+	}
+	refusedIn("weekdays", "", map[string]string{`#pause-until`: day(6)})
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/settings/email"), chromedp.WaitVisible(`#pause`)); err != nil {
+		t.Fatal(err)
+	}
 	// Weekdays only.
 	for _, d := range []string{"sat", "sun"} {
 		if err := chromedp.Do(ctx, chromedp.Click(`#weekdays-form input[value="`+d+`"]`)); err != nil {
@@ -91,10 +124,21 @@ func TestPauseOnTheSettingsPageInABrowser(t *testing.T) {
 	if strings.Join(me.Digest.Weekdays, ",") != "mon,tue,wed,thu,fri" {
 		t.Errorf("weekdays %v", me.Digest.Weekdays)
 	}
-	// Snooze cs.LG: the list is collapsed while nothing is snoozed.
+	// Snooze cs.LG: the list is collapsed while nothing is snoozed. Today
+	// is refused: the date comes back in cs.LG's row (opened), not in the
+	// pause's form.
+	snoozeDate := `li[data-snooze="category/cs.LG"] input[type="date"]`
 	if err := chromedp.Do(ctx, chromedp.Click(`#snoozes > summary`)); err != nil {
 		t.Fatal(err)
 	}
+	if err := choose(ctx, snoozeDate, day(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := submit(ctx, `li[data-snooze="category/cs.LG"] button`); err != nil {
+		t.Fatal(err)
+	}
+	snoozeID, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('li[data-snooze="category/cs.LG"] input[type="date"]').id`))
+	refusedIn("the snooze", snoozeID, map[string]string{snoozeDate: day(0), `#pause-until`: day(6)})
 	if err := choose(ctx, `li[data-snooze="category/cs.LG"] input[type="date"]`, day(4)); err != nil {
 		t.Fatal(err)
 	}

@@ -47,76 +47,87 @@
       box.addEventListener('change', function () { if (box.checked) { chosen.checked = true; } });
     });
   });
-  // A refused form keeps what the reader typed. Each form's fields are
-  // kept for this tab when it is sent (never hidden fields, passwords or
-  // URLs: a channel's URL is a secret); the page that refuses it, whose
-  // flash names the form's action (data-form), puts them back, repeats
-  // the problem at the top of the form and moves the focus to its first
-  // field. Any other page load forgets what was kept.
-  var KEEP = 'followfeed:form:';
+  // A refused form keeps what the reader typed. The form sent is kept for
+  // this tab: its action and what tells it from the other forms of that
+  // action (its hidden fields but the CSRF token), and its fields (never hidden fields, passwords or URLs; a
+  // form marked data-nokeep, a channel's, not at all: its URL is a
+  // secret, and the server keeps those forms' values itself). The page
+  // that refuses it, whose flash names its action (data-form) and field
+  // (data-field), puts the fields back into that very form (none when it
+  // is not on the page any more, as a follow unfollowed in another tab),
+  // repeats the problem at its top and moves the focus to the field
+  // named, else its first field to type in. Any page load forgets it.
+  var KEEP = 'followfeed:refusable';
   var kept = function (el) {
-    return el.name && ['hidden', 'password', 'url', 'submit', 'button', 'file'].indexOf(el.type) < 0;
+    return el.name && ['hidden', 'password', 'url', 'submit', 'button', 'file', 'reset'].indexOf(el.type) < 0;
   };
-  document.querySelectorAll('form[method="post"]').forEach(function (f) {
+  var identity = function (f) {
+    var parts = [f.getAttribute('action')];
+    Array.prototype.forEach.call(f.elements, function (el) {
+      if (el.type === 'hidden' && el.name && el.name !== 'csrf') { parts.push(el.name + '=' + el.value); }
+    });
+    return JSON.stringify(parts);
+  };
+  document.querySelectorAll('form[method="post"]:not([data-nokeep])').forEach(function (f) {
     f.addEventListener('submit', function () {
       var fields = [];
       Array.prototype.forEach.call(f.elements, function (el) {
-        if (kept(el)) {
-          fields.push({ name: el.name, value: el.value, checked: el.checked });
-        }
+        if (kept(el)) { fields.push({ name: el.name, value: el.value, checked: el.checked }); }
       });
-      try { sessionStorage.setItem(KEEP + f.getAttribute('action'), JSON.stringify(fields)); } catch (e) { /* storage off: nothing kept */ }
+      try {
+        sessionStorage.setItem(KEEP, JSON.stringify({ id: identity(f), fields: fields }));
+      } catch (e) { /* storage off: nothing kept */ }
     });
   });
   var refused = document.querySelector('p.flash[data-form]');
-  var action = refused ? refused.getAttribute('data-form') : '';
   var saved = null;
   try {
-    saved = action ? sessionStorage.getItem(KEEP + action) : null;
-    for (var k = sessionStorage.length - 1; k >= 0; k--) {
-      var key = sessionStorage.key(k);
-      if (key && key.indexOf(KEEP) === 0) { sessionStorage.removeItem(key); }
-    }
+    saved = JSON.parse(sessionStorage.getItem(KEEP) || 'null');
+    sessionStorage.removeItem(KEEP);
   } catch (e) { saved = null; }
   var form = null;
-  document.querySelectorAll('form[method="post"]').forEach(function (f) {
-    if (action && f.getAttribute('action') === action && !form) { form = f; }
-  });
+  if (refused && saved && saved.id) {
+    var action = refused.getAttribute('data-form');
+    var matches = Array.prototype.filter.call(document.querySelectorAll('form[method="post"]:not([data-nokeep])'), function (f) {
+      return f.getAttribute('action') === action && identity(f) === saved.id;
+    });
+    if (matches.length === 1) { form = matches[0]; }
+  }
   if (form) {
-    if (saved) {
-      var fields = [];
-      try { fields = JSON.parse(saved) || []; } catch (e) { fields = []; }
-      var els = Array.prototype.filter.call(form.elements, kept);
-      fields.forEach(function (s) {
-        for (var j = 0; j < els.length; j++) {
-          var el = els[j];
-          if (el.name !== s.name) { continue; }
-          if (el.type === 'checkbox' || el.type === 'radio') {
-            if (el.value === s.value) { el.checked = s.checked; els.splice(j, 1); break; }
-            continue;
-          }
-          el.value = s.value;
-          els.splice(j, 1);
-          break;
+    var els = Array.prototype.filter.call(form.elements, kept);
+    (saved.fields || []).forEach(function (s) {
+      for (var j = 0; j < els.length; j++) {
+        var el = els[j];
+        if (el.name !== s.name) { continue; }
+        if (el.type === 'checkbox' || el.type === 'radio') {
+          if (el.value === s.value) { el.checked = s.checked; els.splice(j, 1); break; }
+          continue;
         }
-      });
-    }
+        el.value = s.value;
+        els.splice(j, 1);
+        break;
+      }
+    });
     var note = document.createElement('p');
     note.className = 'form-error';
     note.id = 'form-error';
     note.textContent = refused.textContent;
     form.insertBefore(note, form.firstChild);
-    // The first field the reader types in (a text, date or number), else
-    // the first field shown.
+    // A form in a collapsed list (the snoozes) opens, to be seen.
+    for (var d = form.closest('details'); d; d = d.parentElement && d.parentElement.closest('details')) { d.open = true; }
     var shown = Array.prototype.filter.call(form.elements, function (el) {
       return kept(el) && !el.disabled && el.offsetParent !== null;
     });
-    var first = shown.filter(function (el) {
-      return el.tagName === 'TEXTAREA' || ['text', 'search', 'email', 'date', 'number'].indexOf(el.type) >= 0;
-    })[0] || shown[0];
+    // The field the problem names ("digest.max_papers": max_papers), else
+    // the first one to type in, else the first shown.
+    var named = (refused.getAttribute('data-field') || '').split('.').pop();
+    var first = shown.filter(function (el) { return named && el.name === named; })[0] ||
+      shown.filter(function (el) {
+        return el.tagName === 'TEXTAREA' || ['text', 'search', 'email', 'date', 'number'].indexOf(el.type) >= 0;
+      })[0] || shown[0];
     if (first) {
       first.setAttribute('aria-invalid', 'true');
-      first.setAttribute('aria-describedby', 'form-error');
+      first.setAttribute('aria-describedby', ('form-error ' + (first.getAttribute('aria-describedby') || '')).trim());
       first.focus();
     }
   }
