@@ -65,7 +65,9 @@ var tokenPrefixes = []string{"/feedback/", "/not-this-person/", "/unsubscribe/",
 // (no confirmation mails are queued).
 func NewAddresses(db *database.DB, signer *auth.LinkSigner, base *url.URL, enq ConfirmEnqueuer) *Addresses {
 	a := &Addresses{db: db, signer: signer, base: base, enq: enq, tokenBases: map[string]string{}}
-	if base != nil {
+	// A base with a query or a fragment (PUBLIC_URL may have one) puts
+	// them after the path, so its links are made whole each time (abs).
+	if base != nil && base.RawQuery == "" && base.Fragment == "" && !base.ForceQuery {
 		for _, p := range tokenPrefixes {
 			a.tokenBases[p] = a.abs(p, "", "")
 		}
@@ -90,7 +92,7 @@ func (a *Addresses) abs(path, key, value string) string {
 
 // tokenURL is the absolute link of a signed token under prefix (one of
 // tokenPrefixes): what abs(prefix+tok) gives, for a token of base64url's
-// letters.
+// letters (precomputed but for a base with a query or a fragment).
 func (a *Addresses) tokenURL(prefix, tok string) string {
 	if b, ok := a.tokenBases[prefix]; ok {
 		return b + tok

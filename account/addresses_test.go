@@ -253,8 +253,9 @@ func TestEveryLinkEpochMoveBumpsTheFeed(t *testing.T) {
 }
 
 // TestSignedLinksLiveUnderThePublicURL: every signed link is the public
-// URL (its path prefix kept, with or without a trailing slash), the
-// link's path and its token, which its check takes back.
+// URL (its path prefix kept, with or without a trailing slash; its query
+// or fragment after the link's path), the link's path and its token,
+// which its check takes back.
 func TestSignedLinksLiveUnderThePublicURL(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -264,11 +265,14 @@ func TestSignedLinksLiveUnderThePublicURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, raw := range []string{"https://example.org/ff", "https://example.org/ff/"} {
+	for _, raw := range []string{"https://example.org/ff", "https://example.org/ff/", "https://example.org/ff?src=mail", "https://example.org/ff#top"} {
 		base, _ := url.Parse(raw)
 		addrs := account.NewAddresses(db, signer, base, nil)
 		token := func(link, path string) string {
+			// A base's query or fragment follows the link's path.
 			tok, ok := strings.CutPrefix(link, "https://example.org/ff"+path)
+			tok, _, _ = strings.Cut(tok, "?src=mail")
+			tok, _, _ = strings.Cut(tok, "#top")
 			if !ok || tok == "" || strings.ContainsAny(tok, "/?#%") {
 				t.Fatalf("public URL %s: link %s, want it under %s", raw, link, path)
 			}

@@ -7,6 +7,7 @@ import (
 	"html"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"followfeed/internal/text"
@@ -174,8 +175,15 @@ func abstractLine(p PaperJSON) string {
 // form fits, so that no escape sequence is ever cut.
 func chatText(s string, limit int, escape func(string) string) string {
 	s = text.Collapse(s, -1)
+	n := min(utf8.RuneCountInString(s), limit)
 	e := escape(s)
-	for n := min(utf8.RuneCountInString(s), limit); utf8.RuneCountInString(e) > limit; {
+	if n < utf8.RuneCountInString(s) {
+		// Shortened to the limit first: the loop below takes off what
+		// escaping adds, and measured from the whole text it cut a long
+		// title to almost nothing (a 2,000-character title to "…").
+		e = escape(text.Shorten(s, n))
+	}
+	for utf8.RuneCountInString(e) > limit {
 		// Escaping grows a character to at most 5; the ellipsis is one.
 		n -= max((utf8.RuneCountInString(e)-limit)/5, 1)
 		e = escape(text.Shorten(s, max(n, 0)))
@@ -184,13 +192,22 @@ func chatText(s string, limit int, escape func(string) string) string {
 }
 
 // linkURL is u for a chat link, or arXiv's own page of the paper (kind
-// "abs" or "pdf") when u is empty or longer than chatURLChars once
-// escaped. escape makes it safe inside the link's markup.
+// "abs" or "pdf") when u is empty, longer than chatURLChars once escaped,
+// or holds a character that is not shown as itself (unprintable: a
+// control or bidirectional formatting character, which a pushed paper's
+// URL may carry and which would turn the rest of a plain-text line
+// around). escape makes it safe inside the link's markup.
 func linkURL(p PaperJSON, u, kind string, escape func(string) string) string {
-	if e := escape(u); u != "" && utf8.RuneCountInString(e) <= chatURLChars {
+	if e := escape(u); u != "" && utf8.RuneCountInString(e) <= chatURLChars && !strings.ContainsFunc(u, unprintable) {
 		return e
 	}
 	return escape("https://arxiv.org/" + kind + "/" + p.ArxivID)
+}
+
+// unprintable says whether r is a control character, a space other than
+// ' ', or a bidirectional or other formatting character (Unicode Cf).
+func unprintable(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r != ' ' && unicode.IsSpace(r)
 }
 
 func headline(ev Event, part, parts, n int) string {
@@ -377,8 +394,11 @@ func matrixMessages(ev Event) [][]byte {
 		if len(pt.rich) > 0 {
 			rich += "<ul>" + strings.Join(pt.rich, "") + "</ul>"
 		}
+		// m.mentions, empty: no text of a paper (an "@room" in a title, an
+		// author named as a member) notifies anyone (the spec's mentions
+		// module recommends it on every event).
 		out = append(out, matrixJSON(map[string]any{"msgtype": "m.text", "body": body,
-			"format": "org.matrix.custom.html", "formatted_body": rich}))
+			"format": "org.matrix.custom.html", "formatted_body": rich, "m.mentions": map[string]any{}}))
 	}
 	return out
 }

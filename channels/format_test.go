@@ -142,9 +142,22 @@ func TestChatMessagesCarryTheAbstractAndThePDF(t *testing.T) {
 		"\n  PDF <https://arxiv.org/pdf/2611.01004>"
 	wantRich := `<h4>1 new paper</h4><ul><li><a href="https://arxiv.org/abs/2611.01004">Sparse attention at scale</a><br>Ada Lovelace, Alan Turing<br><em>cs.LG</em><br>` +
 		html.EscapeString(excerpt) + `<br><a href="https://arxiv.org/pdf/2611.01004">PDF</a></li></ul>`
-	if len(mx) != 1 || mx[0].Body != wantBody || mx[0].FormattedBody != wantRich {
-		t.Errorf("matrix message:\n%+v\nwant\n%q\n%q", mx, wantBody, wantRich)
+	if len(mx) != 1 || mx[0].Body != wantBody || mx[0].FormattedBody != wantRich || mx[0].Mentions == nil || len(*mx[0].Mentions) != 0 {
+		t.Errorf("matrix message (m.mentions empty, so no text notifies anyone):\n%+v\nwant\n%q\n%q", mx, wantBody, wantRich)
 	}
+	// A paper's own link with a control or bidirectional character is
+	// arXiv's page instead, in every chat.
+	ev.Data.Papers[0].Links.Abs = "https://example.org/abs/x\u202egpj.exe\x01"
+	if s := sections(t, decodeSlack(t, ev)); !strings.HasPrefix(s[0], "*<https://arxiv.org/abs/2611.01004|") {
+		t.Errorf("slack with a link of control characters: %q", s[0])
+	}
+	if e := embeds(decodeDiscord(t, ev)); e[0].URL != "https://arxiv.org/abs/2611.01004" {
+		t.Errorf("discord with a link of control characters: %q", e[0].URL)
+	}
+	if m := decodeMatrix(t, ev); strings.ContainsAny(m[0].Body+m[0].FormattedBody, "\u202e\x01") {
+		t.Errorf("matrix with a link of control characters: %q", m[0].Body)
+	}
+	ev.Data.Papers[0].Links.Abs = "https://arxiv.org/abs/2611.01004"
 	// A paper without an abstract has no empty line for it.
 	ev.Data.Papers[0].Abstract = ""
 	if s := sections(t, decodeSlack(t, ev)); strings.Contains(s[0], "\n\n") || !strings.HasSuffix(s[0], "_cs.LG_\n<https://arxiv.org/pdf/2611.01004|PDF>") {
@@ -268,8 +281,9 @@ func TestChatMessagesStayWithinTheirLimits(t *testing.T) {
 
 // matrixMessage is a Matrix message's body and formatted body.
 type matrixMessage struct {
-	Body          string `json:"body"`
-	FormattedBody string `json:"formatted_body"`
+	Body          string          `json:"body"`
+	FormattedBody string          `json:"formatted_body"`
+	Mentions      *map[string]any `json:"m.mentions"`
 }
 
 // decodeMatrix decodes ev's Matrix messages.
@@ -365,6 +379,22 @@ func TestChatTextNeverCutsAnEscape(t *testing.T) {
 					name == "discord" && len(body) > 0 && body[len(body)-1] == '\\' && !escaped(body, len(body)-1) {
 					t.Errorf("%s chatText(%q, %d) = %q cuts an escape", name, s, limit, got)
 				}
+			}
+		}
+	}
+}
+
+// TestChatTextKeepsALongTextNearItsLimit: a text many times its limit
+// (a 2,000-character title, a long list of reasons) is cut near the
+// limit, at a word, not to a few words or a bare ellipsis, whatever the
+// chat's escaping.
+func TestChatTextKeepsALongTextNearItsLimit(t *testing.T) {
+	long := strings.Repeat("galaxies & <stars> ", 105) // 1,995 characters
+	for name, esc := range map[string]func(string) string{"slack": slackEscape, "discord": discordEscape, "matrix": html.EscapeString, "plain": func(s string) string { return s }} {
+		for _, limit := range []int{chatTitleChars, chatReasonsChars, chatAbstractChars} {
+			got := utf8.RuneCountInString(chatText(long, limit, esc))
+			if got > limit || got < limit*3/4 {
+				t.Errorf("%s: chatText of %d characters at %d: %d characters", name, utf8.RuneCountInString(long), limit, got)
 			}
 		}
 	}
