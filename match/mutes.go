@@ -371,7 +371,9 @@ func keep(um *userMutes, only string, p *Paper, c *muteView, fill func() []follo
 				continue // no mute of um has this key: skip the map
 			}
 			for _, kr := range um.byKey[c.keyHashes[i]] {
-				if kr.key == k.Key && (kr.rule.kind != "category" || k.Cross) && !apply(kr.rule) {
+				// A category rule is only under a cross-listed key's hash
+				// (index): the key it is found by is a cross-list.
+				if kr.key == k.Key && !apply(kr.rule) {
 					return false
 				}
 			}

@@ -56,7 +56,7 @@ mutation replica-one-kind database database/replica.go $'\tif fresh == nil {\n\t
 
 # Mutes, applied for every surface (match/mutes.go).
 mutation mutes-scoped-drops match match/mutes.go 'case r.scope == "" || r.scope == only:' 'case true:'
-mutation mutes-cross-list-any match match/mutes.go '&& (kr.rule.kind != "category" || k.Cross) && !apply(kr.rule) {' '&& !apply(kr.rule) {'
+mutation mutes-cross-list-any match match/mutes.go 'add(paper.Key{Key: r.key, Cross: true}, r)' 'add(paper.Key{Key: r.key}, r)'
 mutation mutes-one-id-of-the-person match match/mutes.go $'\t\t\t\tr.keys[personKey] = true\n' ''
 mutation mutes-totals-count-muted match match/mutes.go 'r.Total = max(r.Total-dropped, n)' 'r.Total = max(r.Total, n)'
 mutation mutes-feed-left-short match match/mutes.go $'\treturn dropped > 0\n' $'\treturn false\n'
@@ -65,6 +65,9 @@ mutation mutes-stale-view match match/muteviews.go 'if v, ok := c.c.get(id); ok 
 mutation mutes-compiled-again match match/mutes.go $'\tcompiledMutes.put(key, q)\n' ''
 mutation mutes-key-bits-skip match match/mutes.go 'um.keyBits.add(h)' 'um.keyBits.add(h + 1)'
 mutation mutes-key-hash-skip match match/mutes.go 'for _, kr := range um.byKey[c.keyHashes[i]] {' 'for _, kr := range um.byKey[c.keyHashes[i]+1] {'
+# Chats' texts cut near their limits, signed links under a PUBLIC_URL with a query.
+mutation chat-text-cut-from-whole channels channels/format.go $'\t\te = escape(text.Shorten(s, n))\n' ''
+mutation links-base-query-dropped account account/addresses.go 'if base != nil && base.RawQuery == "" && base.Fragment == "" && !base.ForceQuery {' 'if base != nil {'
 # A search's word ids kept per vocab, and the documents' signatures (search/doc.go).
 mutation search-ids-other-vocab search search/doc.go 'r != nil && r.v == d.vocab && (' 'r != nil && ('
 mutation search-signature-misses-abstract search search/doc.go 'for _, f := range []*field{&d.title, &d.abstract, &d.authors} {' 'for _, f := range []*field{&d.title, &d.authors} {'
