@@ -78,7 +78,7 @@ mutation unread-keeps-marked match match/controls.go "return \`NOT (q.unread AND
 mutation unread-marks-not-read match match/controls.go 'm[user][paper] = true' '_ = m'
 mutation unread-window-keeps-marked match match/window.go '&& !read[c.id] {' '&& len(read) >= 0 {'
 mutation unread-window-any-query match match/window.go $'\t\tif q.Unread {\n\t\t\tread = marked[q.UserID]' $'\t\tif true {\n\t\t\tread = marked[q.UserID]'
-mutation pause-never-ends notify notify/pause.go 'AND (d.pause_ends_at IS NULL OR d.pause_ends_at > ` + at + `), false)`' 'AND true, false)`'
+mutation pause-never-ends notify notify/pause.go 'WHERE d.pause_ends_at <= $1' 'WHERE d.pause_ends_at <= $1 AND false'
 mutation snooze-ignored match match/snooze.go 'if f := &follows[q.UserID][j].Follow; f.Snoozed(q.At) {' 'if f := &follows[q.UserID][j].Follow; false && f.Snoozed(q.At) {'
 
 # Best first's order and its models' decoding (ranking/score.go, relevance/encode.go).
