@@ -18,6 +18,7 @@ import (
 
 	"followfeed/internal/fake/fediverse"
 	"followfeed/internal/testapp"
+	"followfeed/internal/testwait"
 )
 
 // startFediverse boots followfeed with ActivityPub on and a fake fediverse
@@ -240,15 +241,28 @@ func TestFediverseExchange(t *testing.T) {
 		t.Errorf("outbox page: %d %v", st, pg)
 	}
 
-	// The metrics count the follower and the deliveries (the Accept, the Create).
-	mresp, err := http.Get(a.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, _ := io.ReadAll(mresp.Body)
-	mresp.Body.Close()
-	for _, want := range []string{"followfeed_activitypub_followers 1\n", `followfeed_activitypub_deliveries_total{outcome="delivered"} 2` + "\n",
-		"followfeed_activitypub_pending_deliveries 0\n", `followfeed_river_job_runs_total{kind="activitypub_deliver",outcome="completed"}`} {
+	// The metrics count the follower and the deliveries (the Accept, the
+	// Create). River counts a job's run when it has recorded the job
+	// completed, a moment after the delivery itself is recorded: the
+	// metrics are read until they say it all (or the wait runs out).
+	wants := []string{"followfeed_activitypub_followers 1\n", `followfeed_activitypub_deliveries_total{outcome="delivered"} 2` + "\n",
+		"followfeed_activitypub_pending_deliveries 0\n", `followfeed_river_job_runs_total{kind="activitypub_deliver",outcome="completed"}`}
+	var metrics []byte
+	testwait.Until(15*time.Second, func() bool {
+		mresp, err := http.Get(a.URL + "/metrics")
+		if err != nil {
+			return false
+		}
+		metrics, _ = io.ReadAll(mresp.Body)
+		mresp.Body.Close()
+		for _, want := range wants {
+			if !strings.Contains(string(metrics), want) {
+				return false
+			}
+		}
+		return true
+	})
+	for _, want := range wants {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
