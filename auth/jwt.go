@@ -336,6 +336,14 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Claims, error) {
 	if len(raw) > MaxTokenBytes {
 		return nil, refuse(ReasonTooLarge, "the token is %d bytes long; at most %d are accepted", len(raw), MaxTokenBytes)
 	}
+	// A JWT is base64url and two dots; base64's decoder skips line breaks
+	// even when strict, so a token with one was the same token spelled
+	// another way.
+	if i := strings.IndexFunc(raw, func(r rune) bool {
+		return !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
+	}); i >= 0 {
+		return nil, refuse(ReasonMalformed, "the token holds %q at byte %d; a JWT is base64url text in three parts joined by dots", raw[i:i+1], i)
+	}
 	h, verr := v.checkHeader(raw)
 	if verr != nil {
 		return nil, verr

@@ -403,6 +403,11 @@ func TestVerify(t *testing.T) {
 			i := strings.IndexByte(alphabet, s[len(s)-1])
 			return s[:len(s)-1] + string(alphabet[i|1])
 		}(), reason: ReasonMalformed},
+		{name: "signature with a line break", token: func() string {
+			// base64's decoder skips it even when strict.
+			s := sign(t, jwt.SigningMethodES256, k.ecA, "", claims())
+			return s[:len(s)-5] + "\n" + s[len(s)-5:]
+		}(), reason: ReasonMalformed},
 		{name: "HS256 wrong secret", token: sign(t, jwt.SigningMethodHS256, []byte("another-secret-0123456789abcdef0123"), "", claims()), reason: ReasonSignature},
 
 		// Garbage.

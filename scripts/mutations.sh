@@ -65,6 +65,9 @@ mutation mutes-stale-view match match/muteviews.go 'if v, ok := c.c.get(id); ok 
 mutation mutes-compiled-again match match/mutes.go $'\tcompiledMutes.put(key, q)\n' ''
 mutation mutes-key-bits-skip match match/mutes.go 'um.keyBits.add(h)' 'um.keyBits.add(h + 1)'
 mutation mutes-key-hash-skip match match/mutes.go 'for _, kr := range um.byKey[c.keyHashes[i]] {' 'for _, kr := range um.byKey[c.keyHashes[i]+1] {'
+# Signed links and JWTs have one spelling: no line break inside (auth).
+mutation links-line-break-skipped auth auth/links.go '|| strings.ContainsAny(tok, "\r\n") {' '{'
+mutation jwt-line-break-skipped auth auth/jwt.go "return !(r >= 'A' && r <= 'Z' ||" "return r == ' ' && !(r >= 'A' && r <= 'Z' ||"
 # Chats' texts cut near their limits, signed links under a PUBLIC_URL with a query.
 mutation chat-text-cut-from-whole channels channels/format.go $'\t\te = escape(text.Shorten(s, n))\n' ''
 mutation links-base-query-dropped account account/addresses.go 'if base != nil && base.RawQuery == "" && base.Fragment == "" && !base.ForceQuery {' 'if base != nil {'
