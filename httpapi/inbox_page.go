@@ -327,6 +327,9 @@ func (s *Settings) postInboxRead(w http.ResponseWriter, r *http.Request) {
 // takes any id, so the id is not checked against the paper's authors).
 func (s *Settings) postInboxMute(w http.ResponseWriter, r *http.Request) {
 	s.inboxPost(w, r, func(v *viewer) (string, error) {
+		if s.Mutes == nil { // a server without mutes offers no such button
+			return "", apperr.New(apperr.NotFound, "this server keeps no mutes")
+		}
 		id := r.PostFormValue("researcher")
 		sp, err := mute.Parse(mute.Input{Researcher: &id})
 		if err != nil {

@@ -49,7 +49,8 @@
   });
   // A refused form keeps what the reader typed. The form sent is kept for
   // this tab: its action and what tells it from the other forms of that
-  // action (its hidden fields but the CSRF token), and its fields (never hidden fields, passwords or URLs; a
+  // action (its hidden fields but the CSRF token and a manage link's
+  // token), and its fields (never hidden fields, passwords or URLs; a
   // form marked data-nokeep, a channel's, not at all: its URL is a
   // secret, and the server keeps those forms' values itself). The page
   // that refuses it, whose flash names its action (data-form) and field
@@ -64,7 +65,7 @@
   var identity = function (f) {
     var parts = [f.getAttribute('action')];
     Array.prototype.forEach.call(f.elements, function (el) {
-      if (el.type === 'hidden' && el.name && el.name !== 'csrf') { parts.push(el.name + '=' + el.value); }
+      if (el.type === 'hidden' && el.name && el.name !== 'csrf' && el.name !== 'token') { parts.push(el.name + '=' + el.value); }
     });
     return JSON.stringify(parts);
   };
