@@ -230,13 +230,25 @@ func headline(ev Event, part, parts, n int) string {
 	return s
 }
 
-func chunks[T any](xs []T, n int) [][]T {
-	var out [][]T
-	for len(xs) > n {
-		out = append(out, xs[:n])
-		xs = xs[n:]
+// pack splits xs into consecutive groups, one a message: at most n items
+// each and, with size, at most max of their sizes (an item larger than
+// max goes alone). An empty xs still yields one, empty, group: an event
+// is always one message at least.
+func pack[T any](xs []T, n, max int, size func(T) int) [][]T {
+	out := [][]T{nil}
+	sum := 0
+	for _, x := range xs {
+		k := 0
+		if size != nil {
+			k = size(x)
+		}
+		if cur := out[len(out)-1]; len(cur) == n || size != nil && len(cur) > 0 && sum+k > max {
+			out, sum = append(out, nil), 0
+		}
+		out[len(out)-1] = append(out[len(out)-1], x)
+		sum += k
 	}
-	return append(out, xs) // an empty event still yields one message
+	return out
 }
 
 // slackEscaper escapes mrkdwn's control characters, the three Slack asks
@@ -273,7 +285,7 @@ func slackSection(p PaperJSON) string {
 // slackMessages renders ev as Slack incoming-webhook payloads (Block Kit),
 // at most slackPapersPerMessage papers each.
 func slackMessages(ev Event) [][]byte {
-	parts := chunks(ev.Data.Papers, slackPapersPerMessage)
+	parts := pack(ev.Data.Papers, slackPapersPerMessage, 0, nil)
 	out := make([][]byte, 0, len(parts))
 	for i, ps := range parts {
 		head := text.Truncate(headline(ev, i, len(parts), len(ev.Data.Papers)), slackHeaderChars)
@@ -339,19 +351,14 @@ func discordDescription(p PaperJSON) string {
 // embeds each, content within 2,000 characters and all embeds' text within
 // 6,000.
 func discordMessages(ev Event) [][]byte {
-	var groups [][]discordEmbed
-	var cur []discordEmbed
-	size := 0
-	for _, p := range ev.Data.Papers {
-		e := discordEmbed{Title: chatText(p.Title, discordTitleChars, discordEscape), URL: linkURL(p, p.Links.Abs, "abs", discordURL),
+	embeds := make([]discordEmbed, len(ev.Data.Papers))
+	for i, p := range ev.Data.Papers {
+		embeds[i] = discordEmbed{Title: chatText(p.Title, discordTitleChars, discordEscape), URL: linkURL(p, p.Links.Abs, "abs", discordURL),
 			Description: discordDescription(p), Color: 0xB31B1B}
-		n := utf8.RuneCountInString(e.Title) + utf8.RuneCountInString(e.Description)
-		if len(cur) == discordEmbedsPerMessage || size+n > discordEmbedTotalChars {
-			groups, cur, size = append(groups, cur), nil, 0
-		}
-		cur, size = append(cur, e), size+n
 	}
-	groups = append(groups, cur)
+	groups := pack(embeds, discordEmbedsPerMessage, discordEmbedTotalChars, func(e discordEmbed) int {
+		return utf8.RuneCountInString(e.Title) + utf8.RuneCountInString(e.Description)
+	})
 	out := make([][]byte, 0, len(groups))
 	for i, es := range groups {
 		content := text.Truncate(headline(ev, i, len(groups), len(ev.Data.Papers)), discordContentChars)
@@ -372,27 +379,24 @@ func discordMessages(ev Event) [][]byte {
 // chat limits (chatText, linkURL); at most matrixPapersPerMessage papers
 // and matrixMessageBytes of them a message.
 func matrixMessages(ev Event) [][]byte {
-	type part struct {
-		plain, rich []string
-		size        int
+	type item struct{ plain, rich string }
+	items := make([]item, len(ev.Data.Papers))
+	for i, p := range ev.Data.Papers {
+		items[i].plain, items[i].rich = matrixPaper(p)
 	}
-	parts := []part{{}}
-	for _, p := range ev.Data.Papers {
-		plain, rich := matrixPaper(p)
-		n := matrixJSONSize(plain) + matrixJSONSize(rich)
-		if cur := &parts[len(parts)-1]; len(cur.plain) == matrixPapersPerMessage || len(cur.plain) > 0 && cur.size+n > matrixMessageBytes {
-			parts = append(parts, part{})
-		}
-		cur := &parts[len(parts)-1]
-		cur.plain, cur.rich, cur.size = append(cur.plain, plain), append(cur.rich, rich), cur.size+n
-	}
+	parts := pack(items, matrixPapersPerMessage, matrixMessageBytes, func(it item) int {
+		return matrixJSONSize(it.plain) + matrixJSONSize(it.rich)
+	})
 	out := make([][]byte, 0, len(parts))
 	for i, pt := range parts {
 		head := headline(ev, i, len(parts), len(ev.Data.Papers))
-		body := head + "\n" + strings.Join(pt.plain, "")
-		rich := "<h4>" + html.EscapeString(head) + "</h4>"
-		if len(pt.rich) > 0 {
-			rich += "<ul>" + strings.Join(pt.rich, "") + "</ul>"
+		body, rich := head+"\n", "<h4>"+html.EscapeString(head)+"</h4>"
+		if len(pt) > 0 {
+			rich += "<ul>"
+			for _, it := range pt {
+				body, rich = body+it.plain, rich+it.rich
+			}
+			rich += "</ul>"
 		}
 		// m.mentions, empty: no text of a paper (an "@room" in a title, an
 		// author named as a member) notifies anyone (the spec's mentions

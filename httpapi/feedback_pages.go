@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -232,15 +233,23 @@ func (p *EmailPages) notBy(r *http.Request, l account.FeedbackLink, pp match.Pap
 		return nil, nil, err
 	}
 	out = make([]notByLink, 0, len(fs))
-	followed = map[string]bool{}
 	for _, f := range fs {
 		out = append(out, notByLink{Name: researcherName(f, pp), URL: p.Addresses.DisputeURL(l.UserID, l.Epoch, pp.ArxivID, f.ID)})
-		followed[f.Key] = true
+	}
+	return out, followedKeys(fs), nil
+}
+
+// followedKeys are the match keys of researcher follows fs: each follow's
+// key and every id of its person (muteAuthors' followed).
+func followedKeys(fs []follow.Expanded) map[string]bool {
+	out := map[string]bool{}
+	for _, f := range fs {
+		out[f.Key] = true
 		for _, k := range f.Keys {
-			followed[k] = true
+			out[k] = true
 		}
 	}
-	return out, followed, nil
+	return out
 }
 
 // researcherName is what the user reads for a researcher follow beside a
@@ -328,12 +337,19 @@ func (p *EmailPages) muteAuthor(r *http.Request, l account.FeedbackLink, pp matc
 	if id == "" || name == "" {
 		return "", apperr.InvalidField("researcher", "must be the id of one of the paper's authors (the page's buttons)")
 	}
-	sp, err := mute.Parse(mute.Input{Researcher: &id})
-	if err != nil {
-		return "", err
-	}
-	if _, _, err := p.Mutes.Create(r.Context(), l.UserID, sp); err != nil {
+	if err := muteResearcher(r.Context(), p.Mutes, l.UserID, id); err != nil {
 		return "", err
 	}
 	return "Muted " + name + ": their papers leave your feeds, digests, alerts and push channels. Your mutes are in your settings.", nil
+}
+
+// muteResearcher mutes researcher id for every follow of the user: a
+// "Not from …" button's mute, of a feedback link's page or the inbox.
+func muteResearcher(ctx context.Context, mutes *mute.Service, userID int64, id string) error {
+	sp, err := mute.Parse(mute.Input{Researcher: &id})
+	if err != nil {
+		return err
+	}
+	_, _, err = mutes.Create(ctx, userID, sp)
+	return err
 }

@@ -9,7 +9,6 @@ import (
 	"followfeed/apperr"
 	"followfeed/follow"
 	"followfeed/inbox"
-	"followfeed/mute"
 	"followfeed/paper"
 	"followfeed/ranking"
 )
@@ -211,13 +210,7 @@ func (s *Settings) offerMutes(ctx context.Context, userID int64, items []inbox.I
 	if err != nil {
 		return err
 	}
-	followed := map[string]bool{}
-	for _, f := range fs {
-		followed[f.Key] = true
-		for _, k := range f.Keys {
-			followed[k] = true
-		}
-	}
+	followed := followedKeys(fs)
 	for i, it := range items {
 		if it.Feedback == ranking.Less {
 			rows[i].MuteAuthors = muteAuthors(it.Authors, followed)
@@ -330,15 +323,7 @@ func (s *Settings) postInboxMute(w http.ResponseWriter, r *http.Request) {
 		if s.Mutes == nil { // a server without mutes offers no such button
 			return "", apperr.New(apperr.NotFound, "this server keeps no mutes")
 		}
-		id := r.PostFormValue("researcher")
-		sp, err := mute.Parse(mute.Input{Researcher: &id})
-		if err != nil {
-			return "", err
-		}
-		if _, _, err := s.Mutes.Create(r.Context(), v.userID, sp); err != nil {
-			return "", err
-		}
-		return "muted", nil
+		return "muted", muteResearcher(r.Context(), s.Mutes, v.userID, r.PostFormValue("researcher"))
 	})
 }
 
