@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -82,21 +83,65 @@ func QueueLoad(b *pgx.Batch, ids []int64, f Fields, done func(map[int64]paper.Pa
 // keys, its words) under the paper's id and version and know it is
 // current. It is the row's xmin, the transaction that last wrote it: an
 // update writes a new row version with its own transaction's id, and
-// freezing keeps the number. A primary-key probe per id, no row's fields
-// read.
+// freezing keeps the number. No row's fields are read; done gets the ids
+// asked for only.
+//
+// The ids are read in runs (versionRuns): a digest batch asks for the
+// versions of its windows' candidates, some thousand papers stored
+// within a day, so mostly neighbours. One range scan of the primary key
+// per run read such a batch's 1,079 versions in ~1.0 ms, where a probe
+// per id (id = ANY) took ~2.0 ms, with a tenth of the buffer reads (358
+// against 3,550; EXPLAIN ANALYZE at scale M, warm).
 func QueueVersions(b *pgx.Batch, ids []int64, done func(map[int64]uint32)) {
-	b.Queue(`SELECT id, xmin::text::bigint FROM papers WHERE id = ANY($1)`, ids).Query(func(rows pgx.Rows) error {
-		out := make(map[int64]uint32, len(ids))
+	want := slices.Sorted(slices.Values(ids))
+	want = slices.Compact(want)
+	lo, hi := versionRuns(want)
+	b.Queue(versionsSQL, lo, hi).Query(func(rows pgx.Rows) error {
+		out := make(map[int64]uint32, len(want))
 		var id, v int64
 		if _, err := pgx.ForEachRow(rows, []any{&id, &v}, func() error {
-			out[id] = uint32(v)
+			// A run holds the papers between the ids asked for too.
+			if _, ok := slices.BinarySearch(want, id); ok {
+				out[id] = uint32(v)
+			}
 			return nil
 		}); err != nil {
-			return fmt.Errorf("reading the versions of %d papers: %w", len(ids), err)
+			return fmt.Errorf("reading the versions of %d papers: %w", len(want), err)
 		}
 		done(out)
 		return nil
 	})
+}
+
+// versionsSQL reads the versions (xmin) of the papers with ids from $1[i]
+// to $2[i]: a range scan of the primary key per run. OFFSET 0 keeps the
+// subquery a subquery: flattened into the join, the generic plan, which
+// cannot see how wide the runs are, read all of papers sequentially
+// (20 s at scale M) rather than its index.
+const versionsSQL = `
+	SELECT p.id, p.v FROM unnest($1::bigint[], $2::bigint[]) AS r(lo, hi)
+	CROSS JOIN LATERAL (
+		SELECT id, xmin::text::bigint AS v FROM papers WHERE id BETWEEN r.lo AND r.hi OFFSET 0
+	) p`
+
+// maxVersionGap is the widest gap between two ids asked for that one run
+// of QueueVersions spans: a range scan reads a row for some 0.8 µs, a
+// run of its own costs a probe, some 2 µs, so up to three rows not asked
+// for are cheaper to read than a new run.
+const maxVersionGap = 4
+
+// versionRuns returns the runs (from lo[i] to hi[i]) that cover ids
+// (ascending, each once), each joining the ids at most maxVersionGap
+// apart.
+func versionRuns(ids []int64) (lo, hi []int64) {
+	for _, id := range ids {
+		if n := len(hi); n > 0 && id-hi[n-1] <= maxVersionGap {
+			hi[n-1] = id
+			continue
+		}
+		lo, hi = append(lo, id), append(hi, id)
+	}
+	return lo, hi
 }
 
 // HighSeq returns the high seq, the newest committed match-key seq: no

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -397,5 +398,46 @@ func TestVersionsChangeWithTheRow(t *testing.T) {
 	ingest(testPaper("2202.02326v2", func(p *paper.Paper) { p.Title = "A second version" }))
 	if v := version(); v == v2 || v == v1 {
 		t.Errorf("a new version kept the version %d (before: %d, %d)", v, v1, v2)
+	}
+}
+
+// TestVersionsOfIDsAskedForOnly: QueueVersions reads neighbouring ids in
+// one run, so the papers between two ids asked for are read too; done
+// gets the stored papers asked for and no other, whatever their order
+// and repetitions, and each the version a probe of its own row gives.
+func TestVersionsOfIDsAskedForOnly(t *testing.T) {
+	t.Parallel()
+	in, db := newStore(t)
+	ctx := context.Background()
+	var batch []paper.Paper
+	for i := range 12 {
+		batch = append(batch, testPaper(fmt.Sprintf("2202.%05d", 10+i)))
+	}
+	if _, err := in.Ingest(ctx, batch, catalog.SourcePush); err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	if err := db.Pool.QueryRow(ctx, `SELECT array_agg(id ORDER BY id) FROM papers`).Scan(&ids); err != nil {
+		t.Fatal(err)
+	}
+	// Neighbours with papers between them, one far from the rest, one
+	// asked for twice, and ids of no paper beside and far from them.
+	ask := []int64{ids[9], ids[0], ids[2], ids[3], ids[0], ids[11], ids[11] + 2, ids[11] + 100000}
+	var got map[int64]uint32
+	var b pgx.Batch
+	catalog.QueueVersions(&b, ask, func(m map[int64]uint32) { got = m })
+	if err := db.Pool.SendBatch(ctx, &b).Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64]uint32{}
+	for _, id := range []int64{ids[0], ids[2], ids[3], ids[9], ids[11]} {
+		var v int64
+		if err := db.Pool.QueryRow(ctx, `SELECT xmin::text::bigint FROM papers WHERE id = $1`, id).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		want[id] = uint32(v)
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("versions of %v = %v, want %v", ask, got, want)
 	}
 }

@@ -155,6 +155,10 @@ mutation feed-empty-dated-1970 feeds feeds/service.go 'return modified.UTC().Tru
 mutation open-link-head-records httpapi httpapi/settings_opened.go 'if r.Method == http.MethodGet {' 'if true {'
 mutation pause-holds-after-its-end notify notify/pause.go 'return pr.NextDigestAt.Before(*p.EndsAt), p.EndsAt' 'return true, p.EndsAt'
 mutation arxivid-normalized-with-version internal/arxivid internal/arxivid/arxivid.go 'm != nil && m[2] == ""' 'm != nil'
+# A paper's version is read in runs of ids (catalog/load.go): the papers between the ids asked for are not theirs.
+mutation versions-of-neighbours catalog catalog/load.go 'if _, ok := slices.BinarySearch(want, id); ok {' 'if true {'
+# A researcher mute is read with every key of its person; no other kind probes the registry (match/mutes.go).
+mutation mute-person-keys-unread match match/mutes.go "CASE WHEN m.kind = 'researcher' THEN m.key END" "CASE WHEN m.kind = 'category' THEN m.key END"
 
 # substitute FILE OLD NEW: replaces the one occurrence of OLD in FILE.
 substitute() {
