@@ -151,7 +151,9 @@ type digestJSON struct {
 	// SkipNoAnnouncement skips empty digests whose window holds no arXiv
 	// announcement.
 	SkipNoAnnouncement bool `json:"skip_no_announcement"`
-	// NextAt is when the next daily or weekly digest is due.
+	// NextAt is when the next daily or weekly digest is due: during a
+	// pause that holds it, the catch-up's time (the pause's end), absent
+	// while the pause has no end.
 	NextAt *time.Time `json:"next_at,omitempty"`
 	// Order, MaxPapers and KeepFollowed are the budget (notify.DigestSettings).
 	Order        string `json:"order"`
@@ -180,7 +182,14 @@ func toMeJSON(u *account.User, p notify.Profile) meJSON {
 		SkipNoAnnouncement: p.Digest.SkipNoAnnouncement,
 		Order:              string(p.Digest.Order), MaxPapers: p.Digest.MaxPapers, KeepFollowed: p.Digest.KeepFollowed,
 		Weekdays: p.Digest.Weekdays.Names()}
-	if !p.NextDigestAt.IsZero() {
+	// A pause holding the next digest: what is due is its catch-up, at
+	// the pause's end, and nothing while it has none (as the settings
+	// page says).
+	switch held, catchUp := p.HoldsNextDigest(); {
+	case held && catchUp != nil:
+		t := catchUp.UTC()
+		d.NextAt = &t
+	case !held && !p.NextDigestAt.IsZero():
 		t := p.NextDigestAt.UTC()
 		d.NextAt = &t
 	}

@@ -128,7 +128,8 @@ func TestSnoozeAFollowThroughTheAPI(t *testing.T) {
 // TestEmailPageSaysAPauseHoldsTheNextDigest: with a pause from today, the
 // email page's "Next digest" names the catch-up when the pause ends (it
 // named the regular digest the pause holds), or, for a pause until the
-// reader is back, says none comes until they end it.
+// reader is back, says none comes until they end it; GET /v1/me's
+// digest.next_at says the same (it gave the digest the pause holds).
 func TestEmailPageSaysAPauseHoldsTheNextDigest(t *testing.T) {
 	t.Parallel()
 	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
@@ -144,10 +145,21 @@ func TestEmailPageSaysAPauseHoldsTheNextDigest(t *testing.T) {
 	if _, page := testapp.Form(t, b, "GET", a.URL+"/settings/email", nil); !strings.Contains(page, "Next digest: "+want) {
 		t.Errorf("the email page during a pause does not say %q", want)
 	}
+	catchUp := time.Date(back.Year(), back.Month(), back.Day(), 7, 0, 0, 0, time.UTC).Format(time.RFC3339)
+	if r := c.Do("GET", "/v1/me", tok, nil); !strings.Contains(string(r.Body), `"next_at":"`+catchUp+`"`) {
+		t.Errorf("GET /v1/me during a pause: want next_at %s (the catch-up), got %s", catchUp, r.Body)
+	}
 	if r := c.Do("PATCH", "/v1/me", tok, map[string]any{"pause": map[string]any{"from": day(0), "until": nil}}); r.Status != 200 {
 		t.Fatalf("until I'm back: %d %s", r.Status, r.Body)
 	}
 	if _, page := testapp.Form(t, b, "GET", a.URL+"/settings/email", nil); !strings.Contains(page, "Next digest: none while you are away") {
 		t.Errorf("the email page during an open pause does not say no digest comes")
+	}
+	if r := c.Do("GET", "/v1/me", tok, nil); r.Status != 200 || strings.Contains(string(r.Body), "next_at") {
+		t.Errorf("GET /v1/me during a pause until I'm back: want no next_at, got %d %s", r.Status, r.Body)
+	}
+	// Ended, the pause holds nothing: the next digest is the regular one.
+	if r := c.Do("PATCH", "/v1/me", tok, `{"pause": null}`); r.Status != 200 || !strings.Contains(string(r.Body), `"next_at":"`) {
+		t.Errorf("after the pause: want a next_at, got %d %s", r.Status, r.Body)
 	}
 }

@@ -247,7 +247,8 @@ func (s *Settings) login(w http.ResponseWriter, r *http.Request) {
 		if who == "" {
 			who = claims.Subject
 		}
-		renderPage(w, r, s.Logger, http.StatusOK, "login_confirm.html", page{Title: "Sign in", Email: who, Data: tok})
+		renderPage(w, r, s.Logger, http.StatusOK, "login_confirm.html", page{Title: "Sign in", Email: who, Data: tok,
+			Scripts: []string{"/static/login.js?v=" + assetVersion("login.js")}}) // takes the token out of the URL
 		return
 	}
 	u, err := s.Users.Ensure(r.Context(), claims)

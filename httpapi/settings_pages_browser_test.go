@@ -31,6 +31,11 @@ func browserSignIn(ctx context.Context, t *testing.T, a *testapp.App, tok, page,
 	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/login?token="+url.QueryEscape(tok)), chromedp.WaitVisible(`form[action="/login"] button`)); err != nil {
 		t.Fatal(err)
 	}
+	// The confirm page takes the token out of the address bar and its
+	// history entry (login.js); the form carries it.
+	if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || strings.Contains(loc, "token=") || !strings.HasSuffix(loc, "/login") {
+		t.Errorf("the sign-in confirm page's address is %q (%v), want /login without the token", loc, err)
+	}
 	if err := submitTo(ctx, `form[action="/login"] button`, "main"); err != nil {
 		t.Fatal(err)
 	}
