@@ -96,17 +96,17 @@ func QueueVersions(b *pgx.Batch, ids []int64, done func(map[int64]uint32)) {
 	want := slices.Sorted(slices.Values(ids))
 	want = slices.Compact(want)
 	lo, hi := versionRuns(want)
-	b.Queue(versionsSQL, lo, hi).Query(func(rows pgx.Rows) error {
+	b.Queue(versionsSQL, lo, hi).QueryRow(func(row pgx.Row) error {
+		var ids, vs []int64
+		if err := row.Scan(&ids, &vs); err != nil {
+			return fmt.Errorf("reading the versions of %d papers: %w", len(want), err)
+		}
 		out := make(map[int64]uint32, len(want))
-		var id, v int64
-		if _, err := pgx.ForEachRow(rows, []any{&id, &v}, func() error {
+		for i, id := range ids {
 			// A run holds the papers between the ids asked for too.
 			if _, ok := slices.BinarySearch(want, id); ok {
-				out[id] = uint32(v)
+				out[id] = uint32(vs[i])
 			}
-			return nil
-		}); err != nil {
-			return fmt.Errorf("reading the versions of %d papers: %w", len(want), err)
 		}
 		done(out)
 		return nil
@@ -114,12 +114,14 @@ func QueueVersions(b *pgx.Batch, ids []int64, done func(map[int64]uint32)) {
 }
 
 // versionsSQL reads the versions (xmin) of the papers with ids from $1[i]
-// to $2[i]: a range scan of the primary key per run. OFFSET 0 keeps the
-// subquery a subquery: flattened into the join, the generic plan, which
-// cannot see how wide the runs are, read all of papers sequentially
-// (20 s at scale M) rather than its index.
+// to $2[i], as one row of two arrays (ids, versions; NULL for none): a
+// range scan of the primary key per run. OFFSET 0 keeps the subquery a
+// subquery: flattened into the join, the generic plan, which cannot see
+// how wide the runs are, read all of papers sequentially (20 s at scale
+// M) rather than its index. One row, not one per paper, as the read
+// state's marks are read (inboxsql.MarkedInRangesSQL).
 const versionsSQL = `
-	SELECT p.id, p.v FROM unnest($1::bigint[], $2::bigint[]) AS r(lo, hi)
+	SELECT array_agg(p.id), array_agg(p.v) FROM unnest($1::bigint[], $2::bigint[]) AS r(lo, hi)
 	CROSS JOIN LATERAL (
 		SELECT id, xmin::text::bigint AS v FROM papers WHERE id BETWEEN r.lo AND r.hi OFFSET 0
 	) p`

@@ -2,6 +2,7 @@ package match
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -65,12 +66,17 @@ func (rs readRanges) add(user, paper int64) {
 	rs[user] = [2]int64{min(r[0], paper), max(r[1], paper)}
 }
 
-// marks are, per user, the papers they marked read or done: a window's
-// candidates are looked up under their user's set (a map of ids, whose
-// probe is cheaper than one keyed by the (user, paper) pair, the
-// generic hash of which was 6-11% of a controlled digest's selection in
-// make bench's profile).
-type marks map[int64]map[int64]bool
+// marks are, per user, the papers they marked read or done, ascending: a
+// window's candidates are looked up in their user's (marked), read as
+// one array per user (inboxsql.MarkedInRangesSQL), not as a row and a
+// map entry per paper.
+type marks map[int64][]int64
+
+// marked says whether paper is among ids (a user's marks, ascending).
+func marked(ids []int64, paper int64) bool {
+	_, ok := slices.BinarySearch(ids, paper)
+	return ok
+}
 
 // queue queues on b the read of the marks in rs; once b is read without
 // error, the marks returned hold them.
@@ -84,12 +90,10 @@ func (rs readRanges) queue(b *pgx.Batch) marks {
 		users, lo, hi = append(users, u), append(lo, r[0]), append(hi, r[1])
 	}
 	b.Queue(inboxsql.MarkedInRangesSQL, users, lo, hi).Query(func(rows pgx.Rows) error {
-		var user, paper int64
-		if _, err := pgx.ForEachRow(rows, []any{&user, &paper}, func() error {
-			if m[user] == nil {
-				m[user] = map[int64]bool{}
-			}
-			m[user][paper] = true
+		var user int64
+		var ids []int64
+		if _, err := pgx.ForEachRow(rows, []any{&user, &ids}, func() error {
+			m[user], ids = ids, nil // ascending (MarkedInRangesSQL)
 			return nil
 		}); err != nil {
 			return fmt.Errorf("reading the read state of %d users: %w", len(users), err)

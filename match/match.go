@@ -201,7 +201,7 @@ func matchedManyIn(ctx context.Context, tx pgx.Tx, qs []Query, users []int64) ([
 	b = &pgx.Batch{}
 	// The user's read state (controls.go) with the seen probes: the
 	// marked candidates are left out before any Paper is made of them.
-	marked := w.queueMarks(b)
+	read := w.queueMarks(b)
 	viewIDs, versions := w.queueViewVersions(b) // windowmutes.go
 	if len(papers) > 0 {
 		b.Queue(seenSQL, pu, only, after, papers).Query(func(rows pgx.Rows) error {
@@ -223,7 +223,7 @@ func matchedManyIn(ctx context.Context, tx pgx.Tx, qs []Query, users []int64) ([
 	if err := w.fillJudgedViews(ctx, tx, viewIDs, *versions); err != nil {
 		return nil, nil, err
 	}
-	w.results(seen, marked, results, needReasons)
+	w.results(seen, read, results, needReasons)
 	if c, _ := ctx.Value(judgedKey{}).(*atomic.Int64); c != nil {
 		c.Add(int64(len(w.mutes.judged)))
 	}

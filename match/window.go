@@ -383,23 +383,23 @@ func (w *windowed) queueMarks(b *pgx.Batch) marks {
 }
 
 // results turns each query's candidates, with seen the seen probes that
-// matched (ordinals) and marked the papers their users marked read or
+// matched (ordinals) and read the papers their users marked read or
 // done (queueMarks), into its Result (needReasons as queueSelect gives
 // them): a query with Query.Unread leaves the marked papers out, and its
 // Total counts only the others.
-func (w *windowed) results(seen map[int]bool, marked marks, results []Result, needReasons map[int][]int64) {
+func (w *windowed) results(seen map[int]bool, read marks, results []Result, needReasons map[int][]int64) {
 	targets := map[string]follow.Target{}
 	var keys []string
 	for qi, cs := range w.cands {
 		q := w.qs[qi]
-		var read map[int64]bool // the papers q's user marked
+		var ids []int64 // the papers q's user marked
 		if q.Unread {
-			read = marked[q.UserID]
+			ids = read[q.UserID]
 		}
 		kept := cs[:0]
 		for _, c := range cs {
 			c.seen = c.seenIdx > 0 && seen[int(c.seenIdx)]
-			if (!c.seen || c.replacedIn) && !read[c.id] {
+			if (!c.seen || c.replacedIn) && !marked(ids, c.id) {
 				kept = append(kept, c)
 			}
 		}

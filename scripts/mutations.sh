@@ -79,9 +79,10 @@ mutation search-title-signature-misses search search/doc.go 'setBits(d.titleSig[
 
 # Read state, the pause and snooze (issue #27): each delivery rule in its owner.
 mutation unread-keeps-marked match match/controls.go "return \`NOT (q.unread AND \` + inboxsql.Marked(\"q.user_id\", paper) + \`)\`" "return \`true\`"
-mutation unread-marks-not-read match match/controls.go 'm[user][paper] = true' '_ = m'
-mutation unread-window-keeps-marked match match/window.go '&& !read[c.id] {' '&& len(read) >= 0 {'
-mutation unread-window-any-query match match/window.go $'\t\tif q.Unread {\n\t\t\tread = marked[q.UserID]' $'\t\tif true {\n\t\t\tread = marked[q.UserID]'
+mutation unread-marks-not-read match match/controls.go 'm[user], ids = ids, nil' 'ids = nil'
+mutation unread-marks-unsorted match inbox/inboxsql/inboxsql.go 'array_agg(ps.paper_id ORDER BY ps.paper_id)' 'array_agg(ps.paper_id ORDER BY ps.paper_id DESC)'
+mutation unread-window-keeps-marked match match/window.go '&& !marked(ids, c.id) {' '&& len(ids) >= 0 {'
+mutation unread-window-any-query match match/window.go $'\t\tif q.Unread {\n\t\t\tids = read[q.UserID]' $'\t\tif true {\n\t\t\tids = read[q.UserID]'
 mutation pause-never-ends notify notify/pause.go 'WHERE d.pause_ends_at <= $1' 'WHERE d.pause_ends_at <= $1 AND false'
 mutation snooze-ignored match match/snooze.go 'if f := &follows[q.UserID][j].Follow; f.Snoozed(q.At) {' 'if f := &follows[q.UserID][j].Follow; false && f.Snoozed(q.At) {'
 

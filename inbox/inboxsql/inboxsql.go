@@ -20,12 +20,18 @@ func Marked(user, paper string) string {
 	return `EXISTS (SELECT 1 FROM ` + Table + ` ps WHERE ps.user_id = ` + user + ` AND ps.paper_id = ` + paper + `)`
 }
 
-// MarkedInRangesSQL selects (user_id, paper_id) of the papers users
+// MarkedInRangesSQL selects (user_id, paper_ids) of the papers users
 // marked read or done, per user $1[i] those with ids from $2[i] to $3[i]
-// (bigint arrays of one length, one element per user): one range scan of
-// paper_states' primary key per user, reading only that user's states of
-// papers in the range (a window's candidates are mostly recent papers, so
-// the user's states of older papers are not read).
+// (bigint arrays of one length, one element per user), one row per user
+// with any, its ids in one array, ascending: one range scan of paper_states' primary key per
+// user, reading only that user's states of papers in the range (a
+// window's candidates are mostly recent papers, so the user's states of
+// older papers are not read). An array per user rather than a row per
+// paper: a digest batch's 3,150 marks as 50 rows took half the time to
+// run and send (300 runs through psql at scale M: 1.45 against 2.74 ms).
 const MarkedInRangesSQL = `
-	SELECT ps.user_id, ps.paper_id FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(user_id, lo, hi)
-	JOIN ` + Table + ` ps ON ps.user_id = u.user_id AND ps.paper_id BETWEEN u.lo AND u.hi`
+	SELECT u.user_id, ps.ids FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(user_id, lo, hi)
+	CROSS JOIN LATERAL (
+		SELECT array_agg(ps.paper_id ORDER BY ps.paper_id) AS ids FROM ` + Table + ` ps WHERE ps.user_id = u.user_id AND ps.paper_id BETWEEN u.lo AND u.hi
+	) ps
+	WHERE ps.ids IS NOT NULL`
