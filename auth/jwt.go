@@ -342,7 +342,9 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Claims, error) {
 	if i := strings.IndexFunc(raw, func(r rune) bool {
 		return !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
 	}); i >= 0 {
-		return nil, refuse(ReasonMalformed, "the token holds %q at byte %d; a JWT is base64url text in three parts joined by dots", raw[i:i+1], i)
+		// The whole character, not its first byte ("\xe2" of a "…").
+		c, _ := utf8.DecodeRuneInString(raw[i:])
+		return nil, refuse(ReasonMalformed, "the token holds %q at byte %d; a JWT is base64url text in three parts joined by dots", c, i)
 	}
 	h, verr := v.checkHeader(raw)
 	if verr != nil {

@@ -175,14 +175,14 @@ func abstractLine(p PaperJSON) string {
 // form fits, so that no escape sequence is ever cut.
 func chatText(s string, limit int, escape func(string) string) string {
 	s = text.Collapse(s, -1)
-	n := min(utf8.RuneCountInString(s), limit)
-	e := escape(s)
-	if n < utf8.RuneCountInString(s) {
+	n, e := utf8.RuneCountInString(s), s
+	if n > limit {
 		// Shortened to the limit first: the loop below takes off what
 		// escaping adds, and measured from the whole text it cut a long
 		// title to almost nothing (a 2,000-character title to "…").
-		e = escape(text.Shorten(s, n))
+		n, e = limit, text.Shorten(s, limit)
 	}
+	e = escape(e)
 	for utf8.RuneCountInString(e) > limit {
 		// Escaping grows a character to at most 5; the ellipsis is one.
 		n -= max((utf8.RuneCountInString(e)-limit)/5, 1)
@@ -390,19 +390,22 @@ func matrixMessages(ev Event) [][]byte {
 	out := make([][]byte, 0, len(parts))
 	for i, pt := range parts {
 		head := headline(ev, i, len(parts), len(ev.Data.Papers))
-		body, rich := head+"\n", "<h4>"+html.EscapeString(head)+"</h4>"
+		var body, rich strings.Builder
+		body.WriteString(head + "\n")
+		rich.WriteString("<h4>" + html.EscapeString(head) + "</h4>")
 		if len(pt) > 0 {
-			rich += "<ul>"
+			rich.WriteString("<ul>")
 			for _, it := range pt {
-				body, rich = body+it.plain, rich+it.rich
+				body.WriteString(it.plain)
+				rich.WriteString(it.rich)
 			}
-			rich += "</ul>"
+			rich.WriteString("</ul>")
 		}
 		// m.mentions, empty: no text of a paper (an "@room" in a title, an
 		// author named as a member) notifies anyone (the spec's mentions
 		// module recommends it on every event).
-		out = append(out, matrixJSON(map[string]any{"msgtype": "m.text", "body": body,
-			"format": "org.matrix.custom.html", "formatted_body": rich, "m.mentions": map[string]any{}}))
+		out = append(out, matrixJSON(map[string]any{"msgtype": "m.text", "body": body.String(),
+			"format": "org.matrix.custom.html", "formatted_body": rich.String(), "m.mentions": map[string]any{}}))
 	}
 	return out
 }

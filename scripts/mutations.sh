@@ -70,7 +70,7 @@ mutation links-line-break-skipped auth auth/links.go '|| strings.ContainsAny(tok
 mutation jwt-line-break-skipped auth auth/jwt.go "return !(r >= 'A' && r <= 'Z' ||" "return r == ' ' && !(r >= 'A' && r <= 'Z' ||"
 # Chats' texts cut near their limits, signed links under a PUBLIC_URL with a query.
 mutation chat-pack-size-unbounded channels channels/format.go '|| size != nil && len(cur) > 0 && sum+k > max {' '{'
-mutation chat-text-cut-from-whole channels channels/format.go $'\t\te = escape(text.Shorten(s, n))\n' ''
+mutation chat-text-cut-from-whole channels channels/format.go 'n, e = limit, text.Shorten(s, limit)' 'n = limit'
 mutation links-base-query-dropped account account/addresses.go 'if base != nil && base.RawQuery == "" && base.Fragment == "" && !base.ForceQuery {' 'if base != nil {'
 # A search's word ids kept per vocab, and the documents' signatures (search/doc.go).
 mutation search-ids-other-vocab search search/doc.go 'r != nil && r.v == d.vocab && (' 'r != nil && ('
