@@ -13,6 +13,7 @@ import (
 	"followfeed/database"
 	"followfeed/follow"
 	"followfeed/identity/registrysql"
+	"followfeed/internal/gencache"
 	"followfeed/mute/mutesql"
 	"followfeed/paper"
 	"followfeed/search"
@@ -195,7 +196,7 @@ func (m *mutes) queueRules(b *pgx.Batch, users []int64) {
 // parsing them again was a tenth of the judging's extra cost at scale S.
 // A search.Query is read-only, safe to share; maxCompiledMutes bounds
 // them at two generations of that many.
-var compiledMutes = newGenCache[string, *search.Query](maxCompiledMutes)
+var compiledMutes = gencache.New[string, *search.Query](maxCompiledMutes)
 
 const maxCompiledMutes = 16384
 
@@ -203,14 +204,14 @@ const maxCompiledMutes = 16384
 // ("query:<normal form>"); nil when it does not compile (a rule stored
 // by a release whose parser took it: it is skipped).
 func compiledMute(key string) *search.Query {
-	if q, ok := compiledMutes.get(key); ok {
+	if q, ok := compiledMutes.Get(key); ok {
 		return q
 	}
 	var q *search.Query
 	if t, err := follow.TargetFromKey(key); err == nil && t.Kind == follow.Query {
 		q, _ = follow.CompileQuery(t.ID)
 	}
-	compiledMutes.put(key, q)
+	compiledMutes.Put(key, q)
 	return q
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"followfeed/internal/gencache"
 	"followfeed/paper"
 	"followfeed/search"
 )
@@ -113,11 +114,13 @@ func (v *muteView) words() *search.Doc {
 	return v.doc
 }
 
-// views is a bounded cache of muteViews by paper id (a genCache): a view
+// views is a bounded cache of muteViews by paper id (a gencache.Cache): a view
 // is found under its id and version only.
-type views struct{ c *genCache[int64, *muteView] }
+type views struct {
+	c *gencache.Cache[int64, *muteView]
+}
 
-func newViews(max int) *views { return &views{c: newGenCache[int64, *muteView](max)} }
+func newViews(max int) *views { return &views{c: gencache.New[int64, *muteView](max)} }
 
 // muteViews is the process's views, per database (by name: a process
 // serves one database, and its primary and replicas hold the same rows;
@@ -143,11 +146,11 @@ func viewsOf(tx pgx.Tx) *views {
 
 // get returns the view of paper id at version, if kept.
 func (c *views) get(id int64, version uint32) *muteView {
-	if v, ok := c.c.get(id); ok && v.version == version {
+	if v, ok := c.c.Get(id); ok && v.version == version {
 		return v
 	}
 	return nil
 }
 
 // put keeps v as paper id's view.
-func (c *views) put(id int64, v *muteView) { c.c.put(id, v) }
+func (c *views) put(id int64, v *muteView) { c.c.Put(id, v) }

@@ -35,8 +35,8 @@ func TestViewsKeepTwoGenerations(t *testing.T) {
 	if c.get(1, 7) == nil && c.get(4, 1) == nil {
 		t.Error("the newest views are gone")
 	}
-	if n := len(c.c.cur) + len(c.c.prev); n > 2*c.c.max {
-		t.Errorf("%d views kept, more than two generations of %d", n, c.c.max)
+	if n := c.c.Len(); n > 2*2 {
+		t.Errorf("%d views kept, more than two generations of 2", n)
 	}
 }
 

@@ -1131,3 +1131,41 @@ func TestUnrenderableDigestFailsAlone(t *testing.T) {
 		t.Errorf("%d messages delivered, want 1", n)
 	}
 }
+
+// A Digester keeps papers' renderings from batch to batch, but a paper
+// corrected since it was rendered (here its title, as arXiv's metadata
+// or an enrichment may change it) is rendered again: the next batch's
+// mail shows the paper as it is now.
+func TestCorrectedPaperIsRenderedAgainInTheNextBatch(t *testing.T) {
+	t.Parallel()
+	e := setup(t, fakesmtp.Options{}, "")
+	e.reader("ada", notify.Daily, "UTC", 6, "category/cs.LG")
+	e.reader("bob", notify.Daily, "UTC", 7, "category/cs.LG")
+	p := testPaper("2301.00001", "cs.LG")
+	e.push(p)
+	send := func(at time.Time) {
+		t.Helper()
+		e.clk.Set(at)
+		ids := e.scheduled()
+		if _, err := e.d.SendBatch(e.ctx, ids); err != nil { // earlier rows, sent, are left alone
+			t.Fatal(err)
+		}
+	}
+	send(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC)) // ada's
+	p.Title = "Paper 2301.00001, corrected"
+	res, err := e.in.Ingest(e.ctx, []paper.Paper{p}, catalog.SourcePush)
+	if err != nil || res.Updated != 1 {
+		t.Fatalf("correcting the title: %+v, %v", res, err)
+	}
+	send(time.Date(2026, 11, 30, 7, 1, 0, 0, time.UTC)) // bob's
+	got := map[string]string{}
+	for _, m := range e.smtp.Messages() {
+		got[m.To[0]] = textPart(t, m.Data) + partOf(t, m.Data, "text/html")
+	}
+	if a := got["ada@example.org"]; !strings.Contains(a, "Paper 2301.00001") || strings.Contains(a, "corrected") {
+		t.Errorf("ada's digest, before the correction:\n%s", a)
+	}
+	if b := got["bob@example.org"]; !strings.Contains(b, "Paper 2301.00001, corrected") {
+		t.Errorf("bob's digest, after the correction, does not show the new title:\n%s", b)
+	}
+}

@@ -139,6 +139,8 @@ type Digester struct {
 	// onPauseEnd is told of users whose pause ended (nil: nobody).
 	onPauseEnd PauseHook
 	opened     OpenedChoice
+	// parts keeps papers' renderings across batches (partsCache).
+	parts *partsCache
 }
 
 // DigesterConfig assembles a Digester.
@@ -193,5 +195,5 @@ func NewDigester(c DigesterConfig) *Digester {
 	return &Digester{db: c.DB, matcher: c.Matcher, sender: c.Sender, enq: c.Enqueuer, links: c.Links,
 		addrs: c.Addresses, from: c.From, base: c.BaseURL, mailto: c.Mailto, logger: c.Logger, now: c.Now,
 		cal: c.Calendar, health: c.Health, retention: max(c.LedgerRetention, MinLedgerRetention), ranker: c.Ranker,
-		onPauseEnd: c.OnPauseEnd, opened: c.Opened}
+		onPauseEnd: c.OnPauseEnd, opened: c.Opened, parts: newPartsCache(partsCacheSize)}
 }

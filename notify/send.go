@@ -119,7 +119,9 @@ func (d *Digester) sendBatch(ctx context.Context, ids []int64, opts sendOptions)
 			if err != nil {
 				return outs, err
 			}
-			var r Renderer // shares the papers' renderings in this round
+			// r shares the papers' renderings in this round, and through
+			// d.parts with the other batches.
+			r := Renderer{shared: d.parts}
 			for i, row := range rows {
 				out, err := d.deliver(ctx, row, contents[i], &r, ledger, opts.forceEmpty)
 				outs = append(outs, out)

@@ -255,12 +255,13 @@ type groupView struct {
 // which differ between digests.
 type paperParts struct {
 	title string // one line, not wrapped
-	// numbered caches the title wrapped after a number ("7. "), without
-	// the number, by the number's width in runes less 3 (numbers 1 to
-	// 999): wrapping depends on the width only, and a digest numbers
-	// papers 1 to MaxPerGroup.
-	numbered         [3]string
-	numberedDone     [3]bool
+	// numbered is the title wrapped after a number ("7. "), without the
+	// number, by the number's width in digits less 1 (numbers 1 to 99):
+	// wrapping depends on the width only, and a digest numbers its
+	// papers from 1 to at most MaxPerDigest. Made with the rest, so that
+	// parts never change once made (a partsCache shares them between
+	// goroutines).
+	numbered         [2]string
 	textAfterReason  string // meta and link lines, each after "\n"
 	textBeforeReason string // the authors line(s), after "\n"
 	htmlBeforeReason string // the row's opening, the title and the authors
@@ -276,7 +277,10 @@ const htmlRowEnd = "</td></tr>"
 // same papers renders each once. It is not safe for concurrent use; the
 // zero value is ready.
 type Renderer struct {
-	papers  map[int64]*paperParts
+	papers map[int64]*paperParts
+	// shared, when set, keeps the papers' renderings beyond this
+	// Renderer: a Digester's batches share one (partsCache).
+	shared  *partsCache
 	reasons map[string][2]string // joined reasons → text, HTML
 	// reasonKey is the scratch buffer reason builds its key in.
 	reasonKey []byte
@@ -295,9 +299,6 @@ func (pp *paperParts) writeNumberedTitle(t *bytes.Buffer, n int) {
 	w := len(num) // ASCII
 	var rest string
 	if i := w - 3; i < len(pp.numbered) {
-		if !pp.numberedDone[i] {
-			pp.numbered[i], pp.numberedDone[i] = wrap(string(num), "   ", pp.title)[w:], true
-		}
 		rest = pp.numbered[i]
 	} else {
 		rest = wrap(string(num), "   ", pp.title)[w:]
@@ -310,7 +311,16 @@ func (r *Renderer) parts(p DigestPaper) *paperParts {
 	if pp, ok := r.papers[p.ID]; ok && p.ID != 0 {
 		return pp
 	}
-	pp := newPaperParts(p)
+	var pp *paperParts
+	if r.shared != nil && p.ID != 0 {
+		pp = r.shared.get(p)
+	}
+	if pp == nil {
+		pp = newPaperParts(p)
+		if r.shared != nil && p.ID != 0 {
+			r.shared.put(p, pp)
+		}
+	}
 	if p.ID != 0 {
 		if r.papers == nil {
 			r.papers = map[int64]*paperParts{}
@@ -350,6 +360,8 @@ func (r *Renderer) reason(reasons []string) (text, html string) {
 // would neutralise them.
 func newPaperParts(p DigestPaper) *paperParts {
 	pp := &paperParts{title: oneLine(p.Title)}
+	pp.numbered[0] = wrap("1. ", "   ", pp.title)[len("1. "):]
+	pp.numbered[1] = wrap("10. ", "   ", pp.title)[len("10. "):]
 	authors := authorLine(p.Authors)
 	meta := metaLine(p.Categories, p.Published)
 	abs, pdf := safeURL(p.AbsURL), safeURL(p.PDFURL)

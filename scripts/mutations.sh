@@ -155,6 +155,9 @@ mutation explain-names-single-letters relevance relevance/explain.go $'for c := 
 mutation feed-empty-dated-1970 feeds feeds/service.go 'return modified.UTC().Truncate(time.Second)' 'return time.Time{}'
 mutation open-link-head-records httpapi httpapi/settings_opened.go 'if r.Method == http.MethodGet {' 'if true {'
 mutation pause-holds-after-its-end notify notify/pause.go 'return pr.NextDigestAt.Before(*p.EndsAt), p.EndsAt' 'return true, p.EndsAt'
+# The papers' renderings kept across a Digester's batches (notify/partscache.go), in a cache of two generations (internal/gencache).
+mutation parts-cache-stale-title notify notify/partscache.go 'a.Title == b.Title && ' ''
+mutation gencache-one-generation internal/gencache internal/gencache/gencache.go 'v, ok := c.prev[k]' 'v, ok := c.cur[k]'
 mutation arxivid-normalized-with-version internal/arxivid internal/arxivid/arxivid.go 'm != nil && m[2] == ""' 'm != nil'
 # A paper's version is read in runs of ids (catalog/load.go): the papers between the ids asked for are not theirs.
 mutation versions-of-neighbours catalog catalog/load.go 'if _, ok := slices.BinarySearch(want, id); ok {' 'if true {'
