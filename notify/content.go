@@ -69,10 +69,7 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 	if err != nil {
 		return nil, err
 	}
-	details := make(map[int64]match.Paper, len(papers))
-	for _, p := range papers {
-		details[p.ID] = p
-	}
+	details := newDetails(papers)
 	feedURLs := map[int64]string{}
 	if d.links != nil {
 		if feedURLs, err = d.links.FeedURLs(ctx, users); err != nil {
@@ -195,11 +192,33 @@ func (d *Digester) windowStarts(ctx context.Context, rows []digestRow) ([]time.T
 // see planGroups for the rules.
 func groupPapers(res match.Result, follows []follow.Follow) DigestContent {
 	plan := planGroups(res, follows)
-	byID := make(map[int64]match.Paper, len(res.Papers))
-	for _, p := range res.Papers {
-		byID[p.ID] = p
+	return plan.fill(newDetails(res.Papers))
+}
+
+// detail is a shown paper's details as every digest of a batch takes
+// them: the loaded paper, not a copy of it (some 400 bytes, copied for
+// each paper of each digest, were a third of filling a best-first
+// digest, whose papers are shared less between digests), and its authors'
+// names, made once.
+type detail struct {
+	p       *match.Paper
+	authors []string
+}
+
+// newDetails returns papers' details by id (pointing into papers).
+func newDetails(papers []match.Paper) map[int64]*detail {
+	out := make(map[int64]*detail, len(papers))
+	ds := make([]detail, len(papers))
+	for i := range papers {
+		p := &papers[i]
+		names := make([]string, len(p.Authors))
+		for k, a := range p.Authors {
+			names[k] = a.Name
+		}
+		ds[i] = detail{p: p, authors: names}
+		out[p.ID] = &ds[i]
 	}
-	return plan.fill(byID)
+	return out
 }
 
 // digestPlan is which papers a digest shows, by group, before their details
@@ -323,12 +342,12 @@ func (plan digestPlan) shownIDs() []int64 {
 }
 
 // fill builds the content from the plan and the shown papers' details.
-func (plan digestPlan) fill(details map[int64]match.Paper) DigestContent {
+func (plan digestPlan) fill(details map[int64]*detail) DigestContent {
 	c := DigestContent{Total: plan.total, Omitted: plan.omitted, OmittedBy: plan.omittedBy, spent: plan.spent}
 	for _, g := range plan.groups {
 		dg := DigestGroup{Name: g.label, Omitted: g.omitted, Papers: make([]DigestPaper, 0, len(g.papers))}
 		for k, p := range g.papers {
-			d, ok := details[p.ID]
+			dt, ok := details[p.ID]
 			if !ok {
 				if plan.best {
 					c.Omitted++ // withdrawn meanwhile
@@ -336,6 +355,14 @@ func (plan digestPlan) fill(details map[int64]match.Paper) DigestContent {
 					dg.Omitted++
 				}
 				continue
+			}
+			d := dt.p
+			if len(p.Events) > 0 || len(d.Events) > 0 {
+				// The window's events, with the details' title: on a
+				// copy, since the details are every digest's.
+				cp := *d
+				cp.Events = p.Events
+				d = &cp
 			}
 			if plan.best {
 				// The subject names the follows of the best papers.
@@ -351,7 +378,6 @@ func (plan digestPlan) fill(details map[int64]match.Paper) DigestContent {
 				dg.Name = groupName(g.first, d)
 			}
 			reasons := make([]string, 0, len(p.Reasons))
-			d.Events = p.Events // the window's events, with the details' title
 			var researchers []ReasonFollow
 			for _, r := range p.Reasons {
 				name := d.ReasonName(r, plan.labels[r.Key()])
@@ -360,15 +386,11 @@ func (plan digestPlan) fill(details map[int64]match.Paper) DigestContent {
 					researchers = append(researchers, ReasonFollow{ID: r.ID, Name: name})
 				}
 			}
-			authors := make([]string, 0, len(d.Authors))
-			for _, a := range d.Authors {
-				authors = append(authors, a.Name)
-			}
-			dg.Papers = append(dg.Papers, DigestPaper{ID: d.ID, Title: d.Title, Authors: authors, AbsURL: d.AbsURL, PDFURL: d.PDFURL,
+			dg.Papers = append(dg.Papers, DigestPaper{ID: d.ID, Title: d.Title, Authors: dt.authors, AbsURL: d.AbsURL, PDFURL: d.PDFURL,
 				Reasons: reasons, Categories: d.Categories, Published: d.SubmittedAt, ArxivID: d.ArxivID, Researchers: researchers})
 		}
 		if dg.Name == "" {
-			dg.Name = groupName(g.first, match.Paper{})
+			dg.Name = groupName(g.first, &match.Paper{})
 		}
 		c.Groups = append(c.Groups, dg)
 	}
@@ -388,7 +410,7 @@ func specificity(t follow.Target) int {
 	return 2
 }
 
-func groupName(t follow.Target, p match.Paper) string {
+func groupName(t follow.Target, p *match.Paper) string {
 	if t.Kind == follow.Researcher {
 		return t.ReasonName("", p.AuthorName)
 	}

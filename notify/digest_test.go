@@ -1169,3 +1169,42 @@ func TestCorrectedPaperIsRenderedAgainInTheNextBatch(t *testing.T) {
 		t.Errorf("bob's digest, after the correction, does not show the new title:\n%s", b)
 	}
 }
+
+// A batch's digests share each shown paper's details: the events of one
+// user's paper follow (a new version of the paper they follow) are said in
+// their digest only, not in the digests of the batch's other users that
+// show the same paper for another follow.
+func TestAFollowedPapersEventStaysInItsReadersDigest(t *testing.T) {
+	t.Parallel()
+	e := setup(t, fakesmtp.Options{}, "")
+	e.reader("ada", notify.Daily, "UTC", 6, "paper/2301.00001", "category/cs.LG")
+	e.reader("bob", notify.Daily, "UTC", 6, "category/cs.LG")
+	e.reader("cy", notify.Daily, "UTC", 6, "category/cs.LG")
+	p := testPaper("2301.00001", "cs.LG")
+	p.Version = 1
+	e.push(p)
+	p.Version = 2
+	e.push(p)
+	e.clk.Set(time.Date(2026, 11, 30, 6, 1, 0, 0, time.UTC))
+	ids := e.scheduled()
+	if len(ids) != 3 {
+		t.Fatalf("scheduled %d digests, want 3", len(ids))
+	}
+	if _, err := e.d.SendBatch(e.ctx, ids); err != nil { // one batch: the details are shared
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, m := range e.smtp.Messages() {
+		got[m.To[0]] = textPart(t, m.Data)
+	}
+	const event = "New version v2 of Paper 2301.00001"
+	if !strings.Contains(strings.Join(strings.Fields(got["ada@example.org"]), " "), event) {
+		t.Errorf("ada, who follows the paper, is not told of its new version:\n%s", got["ada@example.org"])
+	}
+	for _, to := range []string{"bob@example.org", "cy@example.org"} {
+		text := got[to]
+		if !strings.Contains(text, "Paper 2301.00001") || strings.Contains(text, "New version") {
+			t.Errorf("%s, who follows only its category, got:\n%s", to, text)
+		}
+	}
+}

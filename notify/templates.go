@@ -113,7 +113,7 @@ type DigestPaper struct {
 	// Reasons and Researchers.
 	ID         int64
 	Title      string
-	Authors    []string // shown up to MaxAuthors, then "et al."
+	Authors    []string // shown up to MaxAuthors, then "et al."; read-only (a batch's digests share it)
 	AbsURL     string
 	PDFURL     string
 	Reasons    []string // every follow that matched, e.g. ["Mingzhi Wen", "cs.LG"]
