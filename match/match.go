@@ -356,12 +356,20 @@ func queueDetails(b *pgx.Batch, qs []Query, results []Result) {
 // LoadPapers returns the details of papers by id (which fields: f), in the
 // order of ids; unknown ids are skipped. Seq, Reasons and Replaced are left
 // zero: digests select with Query.IDsOnly and load the few papers they show.
+// Without abstracts (catalog.WithoutAbstract, the digests') the papers come
+// from the process's kept details while their rows are unchanged
+// (details.go), so their slices are shared: callers only read them.
 func (s *Service) LoadPapers(ctx context.Context, ids []int64, f catalog.Fields) ([]Paper, error) {
 	byID := make(map[int64]*Paper, len(ids))
 	for _, id := range ids {
 		byID[id] = &Paper{ID: id}
 	}
-	err := s.db.InTx(ctx, func(tx pgx.Tx) error { return loadDetails(ctx, tx, ids, byID, f) })
+	err := s.db.InTx(ctx, func(tx pgx.Tx) error {
+		if f == catalog.WithoutAbstract {
+			return loadKeptDetails(ctx, tx, ids, byID)
+		}
+		return loadDetails(ctx, tx, ids, byID, f)
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -122,27 +122,11 @@ type views struct {
 
 func newViews(max int) *views { return &views{c: gencache.New[int64, *muteView](max)} }
 
-// muteViews is the process's views, per database (by name: a process
-// serves one database, and its primary and replicas hold the same rows;
-// tests serve many, some cloned from one template, whose rows share ids
-// and versions).
-var muteViews = struct {
-	sync.Mutex
-	of map[string]*views
-}{of: map[string]*views{}}
+// muteViews are the process's views, per database (perDatabase).
+var muteViews = newPerDatabase(func() *views { return newViews(maxMuteViews) })
 
 // viewsOf returns the views of the database tx reads.
-func viewsOf(tx pgx.Tx) *views {
-	name := tx.Conn().Config().Database
-	muteViews.Lock()
-	defer muteViews.Unlock()
-	v := muteViews.of[name]
-	if v == nil {
-		v = newViews(maxMuteViews)
-		muteViews.of[name] = v
-	}
-	return v
-}
+func viewsOf(tx pgx.Tx) *views { return muteViews.get(tx) }
 
 // get returns the view of paper id at version, if kept.
 func (c *views) get(id int64, version uint32) *muteView {

@@ -158,6 +158,8 @@ mutation pause-holds-after-its-end notify notify/pause.go 'return pr.NextDigestA
 # The papers' renderings kept across a Digester's batches (notify/partscache.go), in a cache of two generations (internal/gencache).
 mutation parts-cache-stale-title notify notify/partscache.go 'a.Title == b.Title && ' ''
 mutation gencache-one-generation internal/gencache internal/gencache/gencache.go 'v, ok := c.prev[k]' 'v, ok := c.cur[k]'
+# The papers' details kept by the process (match/details.go).
+mutation details-ignore-version match match/details.go 'ok && d.version == ver {' 'ok && (d.version == ver || ver != 0) {'
 mutation arxivid-normalized-with-version internal/arxivid internal/arxivid/arxivid.go 'm != nil && m[2] == ""' 'm != nil'
 # A paper's version is read in runs of ids (catalog/load.go): the papers between the ids asked for are not theirs.
 mutation versions-of-neighbours catalog catalog/load.go 'if _, ok := slices.BinarySearch(want, id); ok {' 'if true {'
