@@ -1,6 +1,6 @@
 // Package gencache is a bounded cache of two generations, for the
 // process-wide caches of values derived from stored rows (the mutes'
-// views of papers, digests' renderings of papers): no clock, no list, and
+// views of papers and compiled query mutes, the digests' papers and their renderings): no clock, no list, and
 // what is used at least once a generation stays.
 package gencache
 
