@@ -1,7 +1,8 @@
 // Package gencache is a bounded cache of two generations, for the
 // process-wide caches of values derived from stored rows (the mutes'
-// views of papers and compiled query mutes, the digests' papers and their renderings): no clock, no list, and
-// what is used at least once a generation stays.
+// views of papers and compiled query mutes, the digests' papers and
+// their renderings): no clock, no list, and what is used at least once a
+// generation stays.
 package gencache
 
 import "sync"
