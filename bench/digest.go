@@ -209,8 +209,12 @@ func profiled(ctx context.Context, name string) context.Context {
 
 // digestRounds is how many rounds the digest figures measure: each round
 // runs newest first, best first and the controls' runs in turn, so each
-// kind's run has a newest-first run beside it in time.
-const digestRounds = 5
+// kind's run has a newest-first run beside it in time. Nine, not five:
+// on the workplace's shared 2-core machines the rounds' paired ratios
+// spread ±12% about their median (one run is some 3 s), so five rounds
+// could not tell a figure at 90% from one at 85%; the median of nine is
+// some third tighter, at about three more minutes of make bench at M.
+const digestRounds = 9
 
 // byRate returns a copy of runs sorted by rate, slowest first.
 func byRate(runs []DigestRun) []DigestRun {
