@@ -358,15 +358,20 @@ func controlsFigure(plain []DigestRun, c ControlRuns, plan *ControlPlan, users i
 }
 
 // alone describes runs against plain's (both in the rounds' order): the
-// median rate, its ratio paired by round, and the median run's CPU per
-// digest.
+// median rate, its ratio paired by round (and by CPU per digest, when
+// measured), and the median run's CPU per digest.
 func alone(plain, runs []DigestRun) string {
 	if len(runs) == 0 {
 		return "not measured"
 	}
 	m := median(runs)
 	_, self, pg := m.PerDigest()
-	return fmt.Sprintf("%.0f / s (%.0f%% of the rate without, paired by round; per digest followfeed + SMTP sink %s, PostgreSQL %s)", m.Rate, 100*pairRuns(plain, runs).Share, msPrecise(self), msPrecise(pg))
+	p := pairRuns(plain, runs)
+	cpu := ""
+	if p.CPU > 0 {
+		cpu = fmt.Sprintf(", %.0f%% by CPU per digest", 100*p.CPU)
+	}
+	return fmt.Sprintf("%.0f / s (%.0f%% of the rate without, paired by round%s; per digest followfeed + SMTP sink %s, PostgreSQL %s)", m.Rate, 100*p.Share, cpu, msPrecise(self), msPrecise(pg))
 }
 
 // ordinal is "fourth" for 4 (the small numbers the paragraphs use).

@@ -245,8 +245,15 @@ func median(runs []DigestRun) DigestRun {
 // workplace's 2-core machines a neighbour's burst has moved one run of
 // three by 3× (newest first at M 270–789 / s within one make bench), and
 // the ratio of the medians with it.
+//
+// CPU is the same median of the rounds' ratios of CPU per digest
+// (followfeed + SMTP sink and this database's PostgreSQL backends, the
+// newest-first run's over this run's), 0 when a round measured none: what
+// the kind costs, less moved by a neighbour taking the cores than the
+// rate. The figures' verdicts are the rate's (Share), as their issues ask.
 type Paired struct {
 	Share, Low, High float64
+	CPU              float64
 	Rounds           int
 }
 
@@ -257,16 +264,36 @@ func pairRuns(plain, runs []DigestRun) Paired {
 	if n == 0 {
 		return Paired{}
 	}
-	ratios := make([]float64, n)
+	ratios, cpu := make([]float64, n), make([]float64, 0, n)
 	for i := range n {
 		ratios[i] = runs[i].Rate / max(plain[i].Rate, 1)
+		if a, b := digestCPU(plain[i]), digestCPU(runs[i]); a > 0 && b > 0 {
+			cpu = append(cpu, float64(a)/float64(b))
+		}
 	}
 	slices.Sort(ratios)
-	return Paired{Share: ratios[n/2], Low: ratios[0], High: ratios[n-1], Rounds: n}
+	p := Paired{Share: ratios[n/2], Low: ratios[0], High: ratios[n-1], Rounds: n}
+	if len(cpu) == n {
+		slices.Sort(cpu)
+		p.CPU = cpu[n/2]
+	}
+	return p
+}
+
+// digestCPU is r's CPU per digest of followfeed (with the SMTP sink) and
+// of the measured database's PostgreSQL backends.
+func digestCPU(r DigestRun) time.Duration {
+	_, self, pg := r.PerDigest()
+	return self + pg
 }
 
 // String is p as "87% (the median of 5 rounds' ratios, each run beside
-// its round's newest first: 74–95%)".
+// its round's newest first: 74–95%; by CPU per digest 89%)", without the
+// CPU's part when it is 0.
 func (p Paired) String() string {
-	return fmt.Sprintf("%.0f%% (the median of %d rounds' ratios, each run beside its round's newest first: %.0f–%.0f%%)", 100*p.Share, p.Rounds, 100*p.Low, 100*p.High)
+	cpu := ""
+	if p.CPU > 0 {
+		cpu = fmt.Sprintf("; by CPU per digest %.0f%%", 100*p.CPU)
+	}
+	return fmt.Sprintf("%.0f%% (the median of %d rounds' ratios, each run beside its round's newest first: %.0f–%.0f%%%s)", 100*p.Share, p.Rounds, 100*p.Low, 100*p.High, cpu)
 }

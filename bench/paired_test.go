@@ -3,6 +3,7 @@ package bench
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func rates(rs ...float64) []DigestRun {
@@ -28,6 +29,22 @@ func TestPairRunsLeavesOutABurstBothMet(t *testing.T) {
 	}
 	if got := p.String(); !strings.HasPrefix(got, "90% (the median of 3 rounds' ratios") || !strings.Contains(got, "60–90%") {
 		t.Errorf("String() = %q", got)
+	}
+	// Without CPU measured, no CPU share and none in the text.
+	if p.CPU != 0 || strings.Contains(p.String(), "CPU") {
+		t.Errorf("no CPU measured: %+v, %q", p, p.String())
+	}
+	// By CPU per digest (followfeed + this database's backends): the
+	// median of the rounds' newest-first CPU over the run's, the burst's
+	// round (both runs slowed alike) at its own ratio.
+	plain[0].CPU.Self, plain[0].PostgresDB, plain[0].Digests = 900*time.Millisecond, 100*time.Millisecond, 1000
+	plain[1].CPU.Self, plain[1].PostgresDB, plain[1].Digests = 1800*time.Millisecond, 200*time.Millisecond, 1000
+	plain[2].CPU.Self, plain[2].PostgresDB, plain[2].Digests = 900*time.Millisecond, 100*time.Millisecond, 1000
+	other[0].CPU.Self, other[0].PostgresDB, other[0].Digests = 1000*time.Millisecond, 250*time.Millisecond, 1000 // 80%
+	other[1].CPU.Self, other[1].PostgresDB, other[1].Digests = 2000*time.Millisecond, 500*time.Millisecond, 1000 // 80%
+	other[2].CPU.Self, other[2].PostgresDB, other[2].Digests = 1800*time.Millisecond, 200*time.Millisecond, 1000 // 50%
+	if p := pairRuns(plain, other); p.CPU != 0.8 || !strings.HasSuffix(p.String(), "; by CPU per digest 80%)") {
+		t.Errorf("by CPU: %+v, %q; want 0.8", p, p.String())
 	}
 	// Rounds only one kind has are left out; none is the zero Paired.
 	if p := pairRuns(rates(100, 100), rates(80, 80, 10)); p.Share != 0.8 || p.Rounds != 2 {
