@@ -213,7 +213,8 @@ func profiled(ctx context.Context, name string) context.Context {
 // on the workplace's shared 2-core machines the rounds' paired ratios
 // spread ±12% about their median (one run is some 3 s), so five rounds
 // could not tell a figure at 90% from one at 85%; the median of nine is
-// some third tighter, at about three more minutes of make bench at M.
+// some quarter tighter (√(9/5)), at some six more minutes of make bench
+// (S and M).
 const digestRounds = 9
 
 // byRate returns a copy of runs sorted by rate, slowest first.

@@ -46,6 +46,11 @@ func TestPairRunsLeavesOutABurstBothMet(t *testing.T) {
 	if p := pairRuns(plain, other); p.CPU != 0.8 || !strings.HasSuffix(p.String(), "; by CPU per digest 80%)") {
 		t.Errorf("by CPU: %+v, %q; want 0.8", p, p.String())
 	}
+	// A round whose CPU was not measured leaves the CPU share out.
+	plain[2].CPU.Self, plain[2].PostgresDB = 0, 0
+	if p := pairRuns(plain, other); p.CPU != 0 || p.Share != 0.9 {
+		t.Errorf("a round without CPU: %+v, want no CPU share", p)
+	}
 	// Rounds only one kind has are left out; none is the zero Paired.
 	if p := pairRuns(rates(100, 100), rates(80, 80, 10)); p.Share != 0.8 || p.Rounds != 2 {
 		t.Errorf("unequal rounds: %+v", p)
