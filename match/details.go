@@ -16,9 +16,10 @@ import (
 // (catalog.QueueVersions), as the mutes' views are: a daily run's batches
 // show the same day's papers, and each batch read them all again (2.2 ms
 // of PostgreSQL per batch of 50 digests in pg_stat_statements at scale
-// M, the largest statement of a digest after the selection's two). A kept paper is used only while its row
-// is the version it was read at, so a new version, a correction or an
-// enrichment is read again; a paper no longer stored is not returned.
+// M, the largest statement of a digest after the selection's two). A kept
+// paper is used only while its row is the version it was read at, so a
+// new version, a correction or an enrichment is read again; a paper no
+// longer stored is not returned.
 
 // maxKeptDetails bounds the papers kept: two generations of this many,
 // some 1.5 KiB each without their abstracts.

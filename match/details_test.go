@@ -16,20 +16,15 @@ func TestLoadPapersReadsThePaperAsItIsNow(t *testing.T) {
 	one, two := p("2611.00041v1", "cs.LG", []string{"cs.LG"}), p("2611.00042v1", "cs.LG", []string{"cs.LG"})
 	one.Abstract = "We weigh dark matter."
 	e.ingest(one, two)
-	idOf := map[string]int64{}
-	rows, err := e.db.Pool.Query(e.ctx, `SELECT arxiv_id, id FROM papers`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var a string
+	idOf := func(arxivID string) int64 {
+		t.Helper()
 		var id int64
-		if err := rows.Scan(&a, &id); err != nil {
-			t.Fatal(err)
+		if err := e.db.Pool.QueryRow(e.ctx, `SELECT id FROM papers WHERE arxiv_id = $1`, arxivID).Scan(&id); err != nil {
+			t.Fatalf("paper %s: %v", arxivID, err)
 		}
-		idOf[a] = id
+		return id
 	}
-	ids := []int64{idOf["2611.00042"], idOf["2611.00041"], 1 << 40} // the last is no paper
+	ids := []int64{idOf("2611.00042"), idOf("2611.00041"), 1 << 40} // the last is no paper
 	load := func(f catalog.Fields) map[string]string {
 		t.Helper()
 		ps, err := e.m.LoadPapers(e.ctx, ids, f)
@@ -73,7 +68,7 @@ func TestLoadPapersReadsThePaperAsItIsNow(t *testing.T) {
 	}
 	check("after a new version", map[string]string{"2611.00041": "Weighing dark matter||Mingzhi Wen-Li", "2611.00042": "Paper 2611.00042, second version||Mingzhi Wen"})
 
-	if _, err := e.db.Pool.Exec(e.ctx, `DELETE FROM papers WHERE id = $1`, idOf["2611.00042"]); err != nil {
+	if _, err := e.db.Pool.Exec(e.ctx, `DELETE FROM papers WHERE id = $1`, ids[0]); err != nil {
 		t.Fatal(err)
 	}
 	check("after a deletion", map[string]string{"2611.00041": "Weighing dark matter||Mingzhi Wen-Li"})
