@@ -163,3 +163,48 @@ func TestEmailPageSaysAPauseHoldsTheNextDigest(t *testing.T) {
 		t.Errorf("after the pause: want a next_at, got %d %s", r.Status, r.Body)
 	}
 }
+
+// TestAnEndedPauseSentAgainThroughTheAPI: a pause ended with {"pause":
+// null} is no ongoing pause, while its catch-up waits too: after a move
+// to a time zone where its start is in the past, setting it again is
+// the 422 naming pause.from a user who never paused gets, not the ended
+// pause back with its old start.
+func TestAnEndedPauseSentAgainThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	_, c := start(t)
+	tok := testapp.Token(t, "islands", "islands@example.org")
+	fresh := testapp.Token(t, "kiritimati", "kiritimati@example.org")
+	pago, err := time.LoadLocation("Pacific/Pago_Pago")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kiritimati (UTC+14) is a day or two ahead of Pago Pago (UTC-11):
+	// Pago Pago's today is in the past there.
+	today := time.Now().In(pago)
+	pause := map[string]any{"pause": map[string]any{"from": today.Format("2006-01-02"), "until": today.AddDate(0, 0, 2).Format("2006-01-02")}}
+	if r := c.Do("PATCH", "/v1/me", tok, map[string]any{"timezone": "Pacific/Pago_Pago"}); r.Status != 200 {
+		t.Fatalf("Pago Pago: %d %s", r.Status, r.Body)
+	}
+	if r := c.Do("PATCH", "/v1/me", tok, pause); r.Status != 200 || !strings.Contains(string(r.Body), `"starts_at"`) {
+		t.Fatalf("a pause from today: %d %s", r.Status, r.Body)
+	}
+	if r := c.Do("PATCH", "/v1/me", tok, `{"pause": null}`); r.Status != 200 || !strings.Contains(string(r.Body), `"pause":null`) {
+		t.Fatalf("ending it: %d %s", r.Status, r.Body)
+	}
+	for _, tk := range []string{tok, fresh} {
+		if r := c.Do("PATCH", "/v1/me", tk, map[string]any{"timezone": "Pacific/Kiritimati"}); r.Status != 200 {
+			t.Fatalf("Kiritimati: %d %s", r.Status, r.Body)
+		}
+	}
+	var again, first problem
+	r := c.Do("PATCH", "/v1/me", tok, pause)
+	r.JSON(t, &again)
+	rf := c.Do("PATCH", "/v1/me", fresh, pause)
+	rf.JSON(t, &first)
+	if r.Status != 422 || again.Field != "pause.from" || !strings.Contains(again.Detail, "is in the past") || again.Detail != first.Detail || rf.Status != 422 {
+		t.Errorf("the ended pause set again: %d %s; a user who never paused: %d %s", r.Status, r.Body, rf.Status, rf.Body)
+	}
+	if r := c.Do("GET", "/v1/me", tok, nil); !strings.Contains(string(r.Body), `"pause":null`) {
+		t.Errorf("after the refused pause: %s", r.Body)
+	}
+}

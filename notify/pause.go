@@ -98,7 +98,11 @@ func (p *Pause) columns() (from, until, startsAt, endsAt any) {
 // PausePatch sets or ends a pause. Clear ends it: a pause in effect ends
 // now (the catch-up follows at the scheduler's next run), one not begun
 // is dropped. Otherwise From is required and Until may be nil ("until
-// I'm back"); both are DateLayout dates in the user's time zone.
+// I'm back"); both are DateLayout dates in the user's time zone. From is
+// today or later, or the start of the pause in effect sent back; a pause
+// that has ended is over, and until the scheduler has queued its
+// catch-up the next one starts today (continuing the hold: one catch-up
+// on return covers both).
 type PausePatch struct {
 	Clear bool
 	From  string
@@ -187,7 +191,12 @@ func applyPause(next *Profile, cur Profile, patch *PausePatch, now time.Time) er
 		if err != nil {
 			return err
 		}
-		kept := cur.Pause != nil && cur.Pause.From.Equal(from) // a pause in effect keeps its start
+		// An ongoing pause sent back with its own start keeps it. One that
+		// has ended is over even while its catch-up waits for the
+		// scheduler (still stored, shown to nobody): a pause set then is
+		// a new one, whose start is today or later like anyone's.
+		ended := cur.Pause.Over(now)
+		kept := cur.Pause != nil && !ended && cur.Pause.From.Equal(from)
 		latest := today.AddDate(maxPauseYears, 0, 0)
 		switch {
 		case from.Before(today) && !kept:
@@ -217,6 +226,16 @@ func applyPause(next *Profile, cur Profile, patch *PausePatch, now time.Time) er
 				return apperr.InvalidField("pause.until", "must be within two years: %s at the latest", latest.Format(DateLayout))
 			}
 			p.Until = &until
+		}
+		if ended && from.After(today) {
+			// The row holds one pause: a later one stored now would drop
+			// the ended pause's catch-up, and the days in between would
+			// deliver what matched while away as a regular digest, alert
+			// or push delivery (a channel set to skip included). A pause
+			// from today continues the hold without a break, so its one
+			// catch-up covers both (everything since the last digest
+			// before the first).
+			return apperr.InvalidField("pause.from", "your last pause has just ended and its catch-up digest is on its way: a new pause can start today (%s), or on a later day in a few minutes", today.Format(DateLayout))
 		}
 		next.Pause = &p
 	}

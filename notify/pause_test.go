@@ -446,3 +446,148 @@ func TestAPauseKeepsItsInstantsAcrossATimeZoneChange(t *testing.T) {
 		t.Errorf("the ended pause queued %d digests (%v), want its one catch-up", n, err)
 	}
 }
+
+// TestAnEndedPauseIsNoOngoingPause: a pause ended (its catch-up still
+// waiting for the scheduler) is over: set again with its old start, now
+// in the past of a time zone moved to since, it is a 422 naming
+// pause.from, as for a user who never paused, not the ended pause brought
+// back with its old start instant; the ended pause stays as it was and
+// gets its one catch-up.
+func TestAnEndedPauseIsNoOngoingPause(t *testing.T) {
+	t.Parallel()
+	e := setup(t, fakesmtp.Options{}, "")
+	uid := e.reader("islands", notify.Daily, "Pacific/Pago_Pago", 6, "category/cs.LG")
+	fresh := e.reader("fresh", notify.Daily, "Pacific/Kiritimati", 6, "category/cs.LG")
+	// 7 December 12:00 UTC: 01:00 on the 7th in Pago Pago, 02:00 on the
+	// 8th in Kiritimati.
+	e.clk.Set(time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC))
+	if err := e.pause(uid, "2026-12-07", "2026-12-09"); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC)
+	if p, _ := e.prefs.Get(e.ctx, uid); p.Pause == nil || !p.Pause.StartsAt.Equal(began) {
+		t.Fatalf("the pause as set: %+v", p.Pause)
+	}
+	e.clk.Set(e.clk.Now().Add(time.Minute))
+	ended, err := e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Pause: &notify.PausePatch{Clear: true}})
+	if err != nil || !ended.Pause.Over(e.clk.Now()) {
+		t.Fatalf("ending the pause: %+v, %v", ended.Pause, err)
+	}
+	tz := "Pacific/Kiritimati"
+	if _, err := e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Timezone: &tz}); err != nil {
+		t.Fatal(err)
+	}
+	err = e.pause(uid, "2026-12-07", "2026-12-09")
+	want := "2026-12-07 is in the past; a pause starts today (2026-12-08) or later"
+	if ae, ok := apperr.As(err); !ok || ae.Field != "pause.from" || ae.Message != want {
+		t.Errorf("the ended pause set again with its start: %v, want a 422 naming pause.from: %s", err, want)
+	}
+	if p, _ := e.prefs.Get(e.ctx, uid); p.Pause == nil || !p.Pause.Over(e.clk.Now()) || !p.Pause.StartsAt.Equal(began) {
+		t.Errorf("the refused pause changed the ended one: %+v", p.Pause)
+	}
+	err = e.pause(fresh, "2026-12-07", "2026-12-09")
+	if ae, ok := apperr.As(err); !ok || ae.Field != "pause.from" || ae.Message != want {
+		t.Errorf("a user who never paused: %v, want a 422 naming pause.from: %s", err, want)
+	}
+	if _, err := e.d.Schedule(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := e.db.Pool.Query(e.ctx, `SELECT period FROM digests WHERE user_id = $1 AND kind = 'catchup'`, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if periods, err := pgx.CollectRows(rows, pgx.RowTo[string]); err != nil || strings.Join(periods, ",") != "catchup:2026-12-07..2026-12-08" {
+		t.Errorf("catch-ups queued: %v (%v), want the ended pause's one", periods, err)
+	}
+}
+
+// TestANewPauseWhileTheCatchUpWaits: a pause set while an ended pause's
+// catch-up waits for the scheduler neither loses that catch-up nor
+// doubles it. From today, the hold goes on without a break and the one
+// catch-up on return covers both pauses; from a later day it is a 422
+// naming pause.from until the scheduler has queued the ended pause's
+// catch-up, then accepted, and each pause gets its own. Each paper goes
+// out in one mail, no mail goes out while paused, and no mail per missed
+// day.
+func TestANewPauseWhileTheCatchUpWaits(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, from string
+		refused    bool
+		periods    string // the user's digests sent, in order
+		mails      [][]int
+	}{
+		{"from today", "2026-12-03", false,
+			"catchup:2026-12-03..2026-12-09,daily:2026-12-10,daily:2026-12-11,daily:2026-12-12",
+			[][]int{{1, 2, 3, 4, 5, 6, 7, 8, 9}, {10}, {11}, {12}}},
+		{"from a later day", "2026-12-05", true,
+			"catchup:2026-12-01..2026-12-03,daily:2026-12-04,catchup:2026-12-05..2026-12-09,daily:2026-12-10,daily:2026-12-11,daily:2026-12-12",
+			[][]int{{1, 2, 3}, {4}, {5, 6, 7, 8, 9}, {10}, {11}, {12}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, fakesmtp.Options{}, "")
+			uid := e.reader("again", notify.Daily, "UTC", 6, "category/cs.LG")
+			if err := e.pause(uid, "2026-12-01", ""); err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for now := time.Date(2026, 11, 30, 5, 30, 0, 0, time.UTC); now.Before(time.Date(2026, 12, 12, 12, 0, 0, 0, time.UTC)); now = now.Add(time.Hour) {
+				e.clk.Set(now)
+				if now.Hour() == 12 { // paper n matches on day n, counted from 30 November
+					n++
+					e.push(testPaper(fmt.Sprintf("2312.%05d", n), "cs.LG"))
+				}
+				if now.Equal(time.Date(2026, 12, 3, 10, 30, 0, 0, time.UTC)) {
+					// Back: the pause ends; a minute later, before the
+					// scheduler's next pass, the next pause is set.
+					if _, err := e.prefs.Update(e.ctx, uid, notify.ProfilePatch{Pause: &notify.PausePatch{Clear: true}}); err != nil {
+						t.Fatal(err)
+					}
+					e.clk.Set(now.Add(time.Minute))
+					err := e.pause(uid, tc.from, "2026-12-09")
+					ae, refused := apperr.As(err)
+					refused = refused && ae.Field == "pause.from"
+					if refused != tc.refused || (!refused && err != nil) {
+						t.Errorf("a pause from %s while the catch-up waits: %v (want refused: %v)", tc.from, err, tc.refused)
+					}
+					if refused {
+						if _, err := e.d.Schedule(e.ctx); err != nil { // its next pass
+							t.Fatal(err)
+						}
+						if err := e.pause(uid, tc.from, "2026-12-09"); err != nil {
+							t.Fatalf("the pause from %s once the catch-up is queued: %v", tc.from, err)
+						}
+					}
+				}
+				if _, err := e.d.Schedule(e.ctx); err != nil {
+					t.Fatal(err)
+				}
+				e.sendPending()
+			}
+			rows, err := e.db.Pool.Query(e.ctx, `SELECT period FROM digests WHERE user_id = $1 AND state = 'sent' ORDER BY id`, uid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			periods, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil || strings.Join(periods, ",") != tc.periods {
+				t.Errorf("digests sent: %v (%v), want %s", periods, err, tc.periods)
+			}
+			msgs := e.smtp.Messages()
+			if len(msgs) != len(tc.mails) {
+				t.Fatalf("%d mails (%q), want %d", len(msgs), e.subjects(), len(tc.mails))
+			}
+			for i, papers := range tc.mails {
+				in := map[int]bool{}
+				for _, p := range papers {
+					in[p] = true
+				}
+				for p := 1; p <= n; p++ {
+					if has := strings.Contains(string(msgs[i].Data), fmt.Sprintf("Paper 2312.%05d", p)); has != in[p] {
+						t.Errorf("mail %d (%s): has paper %d: %v, want %v", i+1, e.subjects()[i], p, has, in[p])
+					}
+				}
+			}
+		})
+	}
+}
