@@ -152,7 +152,7 @@ func (g *Guard) CheckURL(field, raw string) (*url.URL, error) {
 	case u.Scheme == "https":
 	case u.Scheme == "http" && allowed:
 	case u.Scheme == "http":
-		return nil, apperr.InvalidField(field, "must use https (plain http only for hosts in CHANNEL_ALLOW_HOSTS)")
+		return nil, apperr.InvalidField(field, "must use https: deliveries are never sent over plain http")
 	default:
 		return nil, apperr.InvalidField(field, "must be an https URL, not %q", u.Scheme)
 	}

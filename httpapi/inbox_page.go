@@ -241,10 +241,7 @@ func (s *Settings) inboxPost(w http.ResponseWriter, r *http.Request, act func(v 
 	done, err := act(v)
 	if err != nil {
 		if e, ok := apperr.As(err); ok && (e.Code == apperr.Invalid || e.Code == apperr.NotFound) {
-			msg := e.Message
-			if e.Field != "" {
-				msg = e.Field + ": " + e.Message
-			}
+			msg := pageProblem(e.Field, e.Message)
 			renderPage(w, r, s.Logger, statusFor(err), "message.html", page{Title: "Not saved", SignedIn: true,
 				Lines: []string{"Not saved — " + msg}, Link: inboxURL(back, ""), LinkText: "Back to your inbox"})
 			return

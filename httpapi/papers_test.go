@@ -275,7 +275,7 @@ func TestInboxFormsAreCSRFProtected(t *testing.T) {
 		status int
 		says   string
 	}{
-		{url.Values{"arxiv_id": {"2611.00401"}, "state": {"gone"}}, 422, "state:"},
+		{url.Values{"arxiv_id": {"2611.00401"}, "state": {"gone"}}, 422, "State:"},
 		{url.Values{"arxiv_id": {"2611.99999"}, "state": {"read"}}, 404, "arXiv:2611.99999"},
 	} {
 		f.values.Set("csrf", csrf)

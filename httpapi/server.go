@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -88,15 +89,26 @@ func muxProblems(mux *http.ServeMux) http.Handler {
 			mux.ServeHTTP(w, r)
 			return
 		}
-		mux.ServeHTTP(&refusal{ResponseWriter: w, r: r}, r)
+		mux.ServeHTTP(&refusal{ResponseWriter: w, r: r, page: pagePath(r)}, r)
 	})
 }
 
-// refusal rewrites the mux's 404 and 405 answers; anything else (the
-// mux's redirects to a cleaned path) passes through.
+// pagePath says whether r is a browser's GET of an address under the
+// settings pages or the inbox, where a reader who mistyped it or followed
+// an old link is answered with a page, not a problem document.
+func pagePath(r *http.Request) bool {
+	p := r.URL.Path
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+		(strings.HasPrefix(p, "/settings/") || strings.HasPrefix(p, "/inbox/"))
+}
+
+// refusal rewrites the mux's 404 and 405 answers (a page, for a
+// pagePath); anything else (the mux's redirects to a cleaned path) passes
+// through.
 type refusal struct {
 	http.ResponseWriter
 	r        *http.Request
+	page     bool
 	replaced bool
 }
 
@@ -104,12 +116,19 @@ func (x *refusal) WriteHeader(code int) {
 	if x.replaced {
 		return
 	}
-	switch code {
-	case http.StatusNotFound:
+	switch {
+	case x.page && (code == http.StatusNotFound || code == http.StatusMethodNotAllowed):
+		// A GET of a form's address (POST only) is a page that is not
+		// there either, for the reader.
+		x.replaced = true
+		renderPage(x.ResponseWriter, x.r, slog.Default(), code, "message.html", page{Title: "Page not found",
+			Lines: []string{"There is no page at this address: the link may be mistyped or out of date."},
+			Link:  "/settings", LinkText: "Your settings"})
+	case code == http.StatusNotFound:
 		x.replaced = true
 		writeProblem(x.ResponseWriter, Problem{Type: ProblemType(apperr.NotFound), Title: titles[apperr.NotFound], Status: code,
 			Detail: "There is nothing at this address; /openapi.json lists the routes.", Instance: redactPath(x.r.URL.Path)})
-	case http.StatusMethodNotAllowed:
+	case code == http.StatusMethodNotAllowed:
 		x.replaced = true
 		writeProblem(x.ResponseWriter, Problem{Type: ProblemType(methodNotAllowed), Title: "Method not allowed", Status: code,
 			Detail:   fmt.Sprintf("This address does not accept %s; it accepts %s.", x.r.Method, x.Header().Get("Allow")),

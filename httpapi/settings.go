@@ -808,10 +808,7 @@ func (s *Settings) post(w http.ResponseWriter, r *http.Request, allowManage bool
 				writeError(w, r, s.Logger, derr)
 				return
 			}
-			msg := e.Message
-			if e.Field != "" {
-				msg = e.Field + ": " + e.Message
-			}
+			msg := pageProblem(e.Field, e.Message)
 			s.renderRefused(w, r, statusFor(err), v, d, "Not saved — "+msg, e.Field)
 			return
 		}

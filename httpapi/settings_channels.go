@@ -45,7 +45,12 @@ type option struct {
 	Selected     bool
 }
 
+// fieldError is a refused channel form's problem: its field (an API path,
+// "" for none) and its message.
 type fieldError struct{ Field, Message string }
+
+// Text is the problem as the page says it (pageProblem).
+func (e *fieldError) Text() string { return pageProblem(e.Field, e.Message) }
 
 type shownSecret struct {
 	ID      int64

@@ -86,7 +86,7 @@ func TestChannelsOnTheSettingsPageInABrowser(t *testing.T) {
 	if err := submit(ctx, `#add-channel`); err != nil {
 		t.Fatal(err)
 	}
-	if msg := text(ctx, t, `#channel-add-error`); !strings.HasPrefix(msg, "url: ") {
+	if msg := text(ctx, t, `#channel-add-error`); !strings.HasPrefix(msg, "URL: ") {
 		t.Errorf("error next to the form: %q", msg)
 	}
 	if v, _ := chromedp.Run(ctx, chromedp.Value(`#channel-url`)); v != "https://10.0.0.8/api/webhooks/1/x" {
@@ -205,7 +205,21 @@ func TestChannelsOnTheSettingsPageInABrowser(t *testing.T) {
 	}
 	b.Screenshot(ctx, t, "settings-channels")
 
-	// Delete it.
+	// Delete it: two steps, the button shown only once "Delete…" is
+	// opened, so one tap deletes nothing.
+	shown, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('`+discordLi+` button.delete').checkVisibility()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shown {
+		t.Error("the delete button shows before Delete… is opened")
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(discordLi+` details.confirm-delete summary`)); err != nil {
+		t.Fatal(err)
+	}
+	if s := text(ctx, t, discordLi+` details.confirm-delete p`); !strings.Contains(s, "cannot be undone") {
+		t.Errorf("the confirmation says %q", s)
+	}
 	if err := submit(ctx, discordLi+` button.delete`); err != nil {
 		t.Fatal(err)
 	}

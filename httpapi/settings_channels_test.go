@@ -72,7 +72,7 @@ func TestSettingsPageManagesChannels(t *testing.T) {
 	t.Log("hostile: a channel URL pointing inside is refused on the settings page with the reason next to the form, escaped")
 	hostile := `https://10.0.0.8/"><script>alert(1)</script>`
 	resp, page := testapp.Form(t, b, "POST", a.URL+"/settings/channels", url.Values{"csrf": {csrf}, "type": {"webhook"}, "url": {hostile}, "mode": {"instant"}})
-	if resp.StatusCode != 422 || !strings.Contains(page, `id="channel-add-error"`) || !strings.Contains(page, "url: ") {
+	if resp.StatusCode != 422 || !strings.Contains(page, `id="channel-add-error"`) || !strings.Contains(page, "URL: ") {
 		t.Fatalf("internal URL: %d\n%s", resp.StatusCode, page)
 	}
 	if strings.Contains(page, "<script>alert") || !strings.Contains(page, `value="https://10.0.0.8/&#34;&gt;&lt;script&gt;`) {
@@ -85,8 +85,8 @@ func TestSettingsPageManagesChannels(t *testing.T) {
 		form  url.Values
 		field string
 	}{
-		{url.Values{"type": {"slack"}, "url": {"https://example.org/services/T/B/x"}}, "url: must be a Slack incoming webhook URL"},
-		{url.Values{"type": {"discord"}, "url": {"https://discord.com/not-a-webhook"}}, "url: must be a Discord webhook URL"},
+		{url.Values{"type": {"slack"}, "url": {"https://example.org/services/T/B/x"}}, "URL: must be a Slack incoming webhook URL"},
+		{url.Values{"type": {"discord"}, "url": {"https://discord.com/not-a-webhook"}}, "URL: must be a Discord webhook URL"},
 		{url.Values{"type": {"matrix"}, "homeserver": {"https://matrix.org"}, "room_id": {"!room:matrix.org"}, "access_token": {"with space"}}, "access_token: "},
 		{url.Values{"type": {"matrix"}, "homeserver": {"https://matrix.org"}, "room_id": {"#alias:matrix.org"}, "access_token": {"syt_x"}}, "room_id: "},
 		{url.Values{"type": {"pager"}, "url": {"https://example.org/h"}}, "type: "},
@@ -332,7 +332,7 @@ func TestChannelAfterPauseOnTheSettingsPage(t *testing.T) {
 	}
 	save.Set("after_pause", "later")
 	resp, page := testapp.Form(t, b, "POST", path, save)
-	if resp.StatusCode != 422 || !strings.Contains(page, fmt.Sprintf(`id="channel-%d-error">after_pause: `, ch.ID)) || afterPause() != "skip" {
+	if resp.StatusCode != 422 || !strings.Contains(page, fmt.Sprintf(`id="channel-%d-error" tabindex="-1" autofocus>After a pause: `, ch.ID)) || afterPause() != "skip" {
 		t.Errorf("a bad after_pause: %d, after_pause %q\n%s", resp.StatusCode, ch.AfterPause, page)
 	}
 }

@@ -59,7 +59,7 @@ func TestMutesOnTheSettingsPageInABrowser(t *testing.T) {
 	if err := submit(ctx, `#mute-add button[type="submit"]`); err != nil {
 		t.Fatal(err)
 	}
-	if f := text(ctx, t, `p.flash`); !strings.Contains(f, "Not saved") || !strings.Contains(f, "query: the query cannot be used: at character 5") {
+	if f := text(ctx, t, `p.flash`); !strings.Contains(f, "Not saved") || !strings.Contains(f, "Words: the query cannot be used: at character 5") {
 		t.Errorf("flash after a search that does not parse: %q", f)
 	}
 	// The refused form keeps what was typed, says the problem at its top

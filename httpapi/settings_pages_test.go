@@ -150,7 +150,8 @@ func TestSettingsPagesAndTheirRoutes(t *testing.T) {
 		t.Fatalf("channels: %+v", list)
 	}
 	ch := "/settings/channels/" + strconv.FormatInt(list.Channels[0].ID, 10)
-	for scope, field := range map[string]string{"chosen": "follows: ", "some": "follows_scope: "} {
+	// (Both fields are the one control the page labels "Follows it carries".)
+	for scope, field := range map[string]string{"chosen": "Follows it carries: ", "some": "Follows it carries: "} {
 		resp, page := testapp.Form(t, b, "POST", a.URL+ch, url.Values{"csrf": {csrf}, "action": {"save"}, "mode": {"instant"}, "enabled": {"1"}, "follows_scope": {scope}})
 		if resp.StatusCode != 422 || !strings.Contains(page, field) {
 			t.Errorf("follows_scope %s with no follow: %d", scope, resp.StatusCode)
@@ -196,5 +197,25 @@ func TestSettingsPagesAndTheirRoutes(t *testing.T) {
 	}
 	if resp, _ := testapp.Form(t, m, "GET", a.URL+"/settings/follows?token="+url.QueryEscape(manage), nil); resp.StatusCode != 303 || resp.Header.Get("Location") != "/login" {
 		t.Errorf("a manage link opened the follows page: %d", resp.StatusCode)
+	}
+}
+
+// TestAMistypedPageAddressIsAPage: a browser's GET of an address under
+// the settings pages or the inbox that is no page (mistyped, or a form's,
+// which takes POST only) is an HTML page with the way back, not a problem
+// document; the same miss elsewhere (the API) stays problem+json.
+func TestAMistypedPageAddressIsAPage(t *testing.T) {
+	t.Parallel()
+	a, _ := start(t, "RATE_LIMIT_PER_IP", "0")
+	for path, want := range map[string]int{"/settings/nope": 404, "/inbox/nope": 404, "/settings/pause": 405} {
+		resp, page := testapp.Form(t, testapp.FormClient(t), "GET", a.URL+path, nil)
+		if resp.StatusCode != want || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") ||
+			!strings.Contains(page, "Page not found") || !strings.Contains(page, `href="/settings"`) {
+			t.Errorf("GET %s: %d %s, want %d and a page with the way back:\n%.300s", path, resp.StatusCode, resp.Header.Get("Content-Type"), want, page)
+		}
+	}
+	resp, _ := testapp.Form(t, testapp.FormClient(t), "GET", a.URL+"/v1/nope", nil)
+	if resp.StatusCode != 404 || resp.Header.Get("Content-Type") != "application/problem+json" {
+		t.Errorf("GET /v1/nope: %d %s, want the problem document", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 }

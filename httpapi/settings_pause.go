@@ -21,11 +21,12 @@ type pauseData struct {
 	CSRF string
 	// Set: a pause is set (Active: in effect now).
 	Set, Active bool
-	// From, Until and Today are YYYY-MM-DD in the user's time zone;
+	// From, Until, Today and Tomorrow are YYYY-MM-DD in the user's time
+	// zone (Tomorrow: the first day a snooze or a pause's end may be);
 	// Open: no Until ("until I'm back").
-	From, Until, Today string
-	Open               bool
-	Days               []dayOption
+	From, Until, Today, Tomorrow string
+	Open                         bool
+	Days                         []dayOption
 	// Follows are the snooze rows, shown collapsed unless Snoozed (how
 	// many are snoozed) is above zero: the list is as long as the follows.
 	Follows []snoozeRow
@@ -45,7 +46,8 @@ type snoozeRow struct {
 // pauseData fills the card for a signed-in user.
 func (s *Settings) pauseData(v *viewer, p notify.Profile, follows []followJSON, loc *time.Location) *pauseData {
 	now := time.Now()
-	d := &pauseData{CSRF: v.csrf, Today: now.In(loc).Format(notify.DateLayout)}
+	today := now.In(loc)
+	d := &pauseData{CSRF: v.csrf, Today: today.Format(notify.DateLayout), Tomorrow: today.AddDate(0, 0, 1).Format(notify.DateLayout)}
 	if pp := p.Pause; pp != nil && !pp.Over(now) { // an ended pause: its catch-up follows
 		d.Set, d.Active, d.From, d.Open = true, pp.Active(now), pp.From.Format(notify.DateLayout), pp.Until == nil
 		if pp.Until != nil {

@@ -31,11 +31,22 @@ func TestPauseOnTheSettingsPageInABrowser(t *testing.T) {
 	if err := choose(ctx, `#pause-until`, day(2)); err != nil {
 		t.Fatal(err)
 	}
+	// The picker offers no day before the one after From (settings.js):
+	// the browser holds the form back. Sent anyway (a browser without
+	// the script, a form kept from before), the server refuses it.
+	held, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const u = document.getElementById('pause-until'); return u.min + ' ' + u.validity.rangeUnderflow; })()`))
+	if err != nil || held != day(4)+" true" {
+		t.Errorf("Back on's picker after From %s: min and underflow %q (%v), want %q", day(3), held, err, day(4)+" true")
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById('pause-form').noValidate = true`)); err != nil {
+		t.Fatal(err)
+	}
 	if err := submit(ctx, `#save-pause`); err != nil {
 		t.Fatal(err)
 	}
-	if msg := text(ctx, t, `p.flash`); !strings.Contains(msg, "pause.until") {
-		t.Errorf("flash %q, want it to name pause.until", msg)
+	// In the form's labels, not the API's paths (pause.until, pause.from).
+	if msg := text(ctx, t, `p.flash`); !strings.Contains(msg, "Back on: must be after “From” (") {
+		t.Errorf("flash %q, want it to name the fields by their labels, Back on and From", msg)
 	}
 	// The refused form has what was typed, and the field named the focus
 	// (settings.js).
@@ -133,6 +144,12 @@ func TestPauseOnTheSettingsPageInABrowser(t *testing.T) {
 	}
 	if err := choose(ctx, snoozeDate, day(0)); err != nil {
 		t.Fatal(err)
+	}
+	// The picker's first day is tomorrow; sent anyway, the server
+	// refuses today.
+	held, err = chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const u = document.querySelector('`+snoozeDate+`'); u.form.noValidate = true; return u.min + ' ' + u.validity.rangeUnderflow; })()`))
+	if err != nil || held != day(1)+" true" {
+		t.Errorf("the snooze's picker: min and underflow %q (%v), want %q", held, err, day(1)+" true")
 	}
 	if err := submit(ctx, `li[data-snooze="category/cs.LG"] button`); err != nil {
 		t.Fatal(err)

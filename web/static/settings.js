@@ -22,6 +22,22 @@
       if (tz.options[i].value === zone) { tz.selectedIndex = i; break; }
     }
   }
+  // A pause's end is after its start: the "Back on" picker offers no day
+  // before the one after "From" (the server refuses one anyway).
+  var from = document.getElementById('pause-from');
+  var until = document.getElementById('pause-until');
+  if (from && until) {
+    var floor = until.min;
+    var follow = function () {
+      var d = from.value && new Date(from.value + 'T00:00:00Z');
+      if (!d || isNaN(d)) { until.min = floor; return; }
+      d.setUTCDate(d.getUTCDate() + 1);
+      var next = d.toISOString().slice(0, 10);
+      until.min = next > floor ? next : floor;
+    };
+    from.addEventListener('change', follow);
+    follow();
+  }
   // The add-channel form shows only the fields of the chosen type (without
   // JavaScript both groups show, and the server reads the chosen type's).
   var type = document.getElementById('channel-type');
