@@ -52,8 +52,12 @@ type feedbackPage struct {
 	MuteAuthors []muteAuthor
 }
 
-// muteAuthor is one "Not from <Name>" button.
-type muteAuthor struct{ Name, ID string }
+// muteAuthor is one "Not from <Name>" button; Muted: the author is
+// muted for every follow already (the page says so instead).
+type muteAuthor struct {
+	Name, ID string
+	Muted    bool
+}
 
 // notByLink is one "Not by <Name>?" link (account.Addresses.DisputeURL).
 type notByLink struct{ Name, URL string }
@@ -213,6 +217,10 @@ func (p *EmailPages) showFeedbackStatus(w http.ResponseWriter, r *http.Request, 
 		d.NotBy = notBy
 		if p.Mutes != nil {
 			d.MuteAuthors = muteAuthors(pp.Authors, followed)
+			if err := markMuted(r.Context(), p.Mutes, l.UserID, d.MuteAuthors); err != nil {
+				writeError(w, r, p.Logger, err)
+				return
+			}
 		}
 	}
 	renderPage(w, r, p.Logger, status, "feedback.html", page{Title: v.Label(), Flash: flash, Action: r.URL.Path, Data: d})
@@ -306,6 +314,32 @@ func muteAuthors(authors []paper.Author, followed map[string]bool) []muteAuthor 
 		}
 	}
 	return out
+}
+
+// markMuted marks the authors the user muted for every follow under the
+// id the button names (a "Not from …" pressed before, on this page or
+// elsewhere): the page says they are muted rather than offering the
+// button again. One read of the user's mutes, none without an author.
+func markMuted(ctx context.Context, mutes *mute.Service, userID int64, authors []muteAuthor) error {
+	if len(authors) == 0 {
+		return nil
+	}
+	ms, err := mutes.List(ctx, userID)
+	if err != nil {
+		return err
+	}
+	muted := map[string]bool{}
+	for _, m := range ms {
+		if m.Kind() == mute.Researcher && m.Scope == nil {
+			muted[m.Key()] = true
+		}
+	}
+	for i, a := range authors {
+		if t, err := follow.ParseTarget(string(follow.Researcher), a.ID); err == nil && muted[t.Key()] {
+			authors[i].Muted = true
+		}
+	}
+	return nil
 }
 
 // followsAuthor says whether one of an author's ids is followed.

@@ -177,6 +177,13 @@ func TestLessLinkOffersNotFromThisAuthor(t *testing.T) {
 	if r.Status != 200 || !strings.Contains(string(r.Body), "Muted Ann Author") {
 		t.Fatalf("Not from: %d\n%s", r.Status, r.Body)
 	}
+	// Muted: the page (after the button, and opened again) says so and
+	// offers the button no more.
+	for _, page := range []string{string(r.Body), string(c.Do("GET", less, "", nil).Body)} {
+		if strings.Contains(page, `name="researcher" value="openalex:A77"`) || !strings.Contains(page, "Ann Author is muted") {
+			t.Errorf("the less page after Not from Ann Author:\n%s", page)
+		}
+	}
 	var list struct{ Mutes []muteOut }
 	c.Do("GET", "/v1/me/mutes", reader, nil).JSON(t, &list)
 	if len(list.Mutes) != 1 || list.Mutes[0].Researcher != "openalex:A77" || list.Mutes[0].Follow != nil {
