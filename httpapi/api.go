@@ -216,47 +216,53 @@ func (a *API) revokeEmailLinks(w http.ResponseWriter, r *http.Request, u *accoun
 	return nil
 }
 
+// digestPatch is PATCH /v1/me's digest: fields left out stay, and null
+// is refused but where it means something (weekdays).
 type digestPatch struct {
-	Frequency *string `json:"frequency"`
+	Frequency *string `json:"frequency" want:"\"off\", \"instant\", \"daily\" or \"weekly\""`
 	Hour      *int    `json:"hour"`
-	Weekday   *string `json:"weekday"`
+	Weekday   *string `json:"weekday" want:"a day of the week, like \"mon\""`
 	SendEmpty *bool   `json:"send_empty"`
 	// SkipNoAnnouncement: see digestJSON.
 	SkipNoAnnouncement *bool   `json:"skip_no_announcement"`
-	Order              *string `json:"order"`
+	Order              *string `json:"order" want:"\"newest\" or \"best\""`
 	MaxPapers          *int    `json:"max_papers"`
 	KeepFollowed       *bool   `json:"keep_followed"`
 	// Weekdays: absent leaves them, null resets them to every day.
-	Weekdays nullableStrings `json:"weekdays" want:"a list of weekday names, like [\"mon\", \"tue\"], or null for every day"`
+	Weekdays nullable[[]string] `json:"weekdays" want:"a list of weekday names, like [\"mon\", \"tue\"], or null for every day"`
 }
 
-// nullableStrings is a list of strings that tells null (Set, Null) from
-// absent (not Set).
-type nullableStrings struct {
+func (*digestPatch) partial() {}
+
+// nullable is a field that tells null (Set, Null) from absent (not Set),
+// for a field whose null means something (checkJSON lets it by).
+type nullable[T any] struct {
 	Set, Null bool
-	List      []string
+	Value     T
 }
 
 // UnmarshalJSON records that the field was sent, and whether as null.
-func (n *nullableStrings) UnmarshalJSON(b []byte) error {
+func (n *nullable[T]) UnmarshalJSON(b []byte) error {
 	n.Set, n.Null = true, string(b) == "null"
 	if n.Null {
 		return nil
 	}
-	return json.Unmarshal(b, &n.List)
+	return json.Unmarshal(b, &n.Value)
 }
 
-// jsonShape: checkJSON checks the value as a list of strings.
-func (*nullableStrings) jsonShape() reflect.Type { return reflect.TypeFor[[]string]() }
+// jsonShape: checkJSON checks the value as a T.
+func (*nullable[T]) jsonShape() reflect.Type { return reflect.TypeFor[T]() }
 
 type mePatch struct {
-	Email    *string      `json:"email"`
+	Email    *string      `json:"email" want:"an address, or \"\" to remove it"`
 	Timezone *string      `json:"timezone"`
 	Digest   *digestPatch `json:"digest"`
 	// Pause: absent leaves it, null ends it, an object sets it
 	// (decodePause).
 	Pause json.RawMessage `json:"pause"`
 }
+
+func (*mePatch) partial() {}
 
 func (a *API) patchMe(w http.ResponseWriter, r *http.Request, u *account.User) error {
 	var body mePatch
@@ -272,7 +278,7 @@ func (a *API) patchMe(w http.ResponseWriter, r *http.Request, u *account.User) e
 			all := notify.AllWeekdays.Names()
 			patch.Digest.Weekdays = &all
 		case d.Weekdays.Set:
-			patch.Digest.Weekdays = &d.Weekdays.List
+			patch.Digest.Weekdays = &d.Weekdays.Value
 		}
 	}
 	var err error
@@ -325,7 +331,7 @@ func decodePause(raw json.RawMessage) (*notify.PausePatch, error) {
 	}
 	var body struct {
 		From  *string `json:"from" want:"a date like 2026-12-24"`
-		Until *string `json:"until" want:"a date like 2026-12-24, or null"`
+		Until *string `json:"until" want:"a date like 2026-12-24, or null" null:"until it is ended"`
 	}
 	notObject := apperr.InvalidField("pause", "must be {\"from\": \"YYYY-MM-DD\", \"until\": \"YYYY-MM-DD\" or null}, or null to end a pause")
 	if !strings.HasPrefix(s, "{") {
@@ -399,11 +405,13 @@ func (a *API) listFollows(w http.ResponseWriter, r *http.Request, u *account.Use
 type followOptions struct {
 	IncludeCrossLists   *bool   `json:"include_cross_lists"`
 	IncludeReplacements *bool   `json:"include_replacements"`
-	Label               *string `json:"label"`
+	Label               *string `json:"label" want:"a string, or \"\" to remove the label"`
 	// SnoozedUntil: absent leaves the snooze, null un-snoozes, a date
 	// snoozes an existing follow (follow.Service.Snooze).
 	SnoozedUntil json.RawMessage `json:"snoozed_until"`
 }
+
+func (*followOptions) partial() {}
 
 func (a *API) putFollow(w http.ResponseWriter, r *http.Request, u *account.User) error {
 	t, err := follow.ParseTarget(r.PathValue("kind"), r.PathValue("id"))
@@ -597,7 +605,7 @@ const maxJSONBody = 64 << 10
 
 // decodeJSON reads a small JSON object into v, refusing unknown fields so a
 // typo is an error rather than silently ignored. optional allows an empty
-// body.
+// body (or null, the same).
 func decodeJSON(r *http.Request, v any, optional bool) error {
 	if !jsonish(r.Header.Get("Content-Type")) {
 		return apperr.New(apperr.BadRequest, "Content-Type must be application/json")
@@ -610,11 +618,18 @@ func decodeJSON(r *http.Request, v any, optional bool) error {
 	if len(body) > maxJSONBody {
 		return apperr.New(apperr.TooLarge, "the body exceeds %d KiB", maxJSONBody>>10)
 	}
-	if len(strings.TrimSpace(string(body))) == 0 {
+	switch strings.TrimSpace(string(body)) {
+	case "":
 		if optional {
 			return nil
 		}
 		return apperr.New(apperr.BadRequest, "the body is empty; send a JSON object")
+	case "null":
+		// Where a route takes no body, null is none, as it always was (a
+		// client's "no options"); elsewhere it is not an object (checkJSON).
+		if optional {
+			return nil
+		}
 	}
 	// The strict pass names duplicate keys, keys differing only by case
 	// and values of the wrong type by their JSON path; the decoder below

@@ -99,17 +99,17 @@ func toChannelJSON(c *channels.Channel, names map[string]string) channelJSON {
 }
 
 // channelBody is POST and PATCH's body. follows omitted: all follows (on
-// PATCH: unchanged).
+// PATCH: unchanged); null: all follows.
 type channelBody struct {
-	Type        *string              `json:"type"`
-	URL         *string              `json:"url"`
-	Homeserver  *string              `json:"homeserver"`
-	RoomID      *string              `json:"room_id"`
-	AccessToken *string              `json:"access_token"`
-	Mode        *string              `json:"mode"`
-	Follows     *[]channelFollowJSON `json:"follows"`
-	Enabled     *bool                `json:"enabled"`
-	AfterPause  *string              `json:"after_pause"`
+	Type        *string                       `json:"type"`
+	URL         *string                       `json:"url"`
+	Homeserver  *string                       `json:"homeserver"`
+	RoomID      *string                       `json:"room_id"`
+	AccessToken *string                       `json:"access_token"`
+	Mode        *string                       `json:"mode"`
+	Follows     nullable[[]channelFollowJSON] `json:"follows"`
+	Enabled     *bool                         `json:"enabled"`
+	AfterPause  *string                       `json:"after_pause"`
 }
 
 func (a *API) decodeChannel(r *http.Request) (channels.Spec, error) {
@@ -119,9 +119,12 @@ func (a *API) decodeChannel(r *http.Request) (channels.Spec, error) {
 	}
 	spec := channels.Spec{Type: body.Type, URL: body.URL, Homeserver: body.Homeserver, RoomID: body.RoomID,
 		AccessToken: body.AccessToken, Mode: body.Mode, Enabled: body.Enabled, AfterPause: body.AfterPause}
-	if body.Follows != nil {
-		ts := make([]follow.Target, 0, len(*body.Follows))
-		for i, f := range *body.Follows {
+	switch {
+	case body.Follows.Null:
+		spec.Follows = new([]follow.Target) // a pointer to nil: all follows
+	case body.Follows.Set:
+		ts := make([]follow.Target, 0, len(body.Follows.Value))
+		for i, f := range body.Follows.Value {
 			t, err := follow.ParseTarget(f.Kind, f.ID)
 			if err != nil {
 				if e, ok := apperr.As(err); ok {
@@ -139,7 +142,7 @@ func (a *API) decodeChannel(r *http.Request) (channels.Spec, error) {
 func channelID(r *http.Request) (int64, error) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
-		return 0, apperr.New(apperr.NotFound, "channel %q does not exist; channel ids are whole numbers", r.PathValue("id"))
+		return 0, apperr.New(apperr.NotFound, "channel %q does not exist; channel ids are positive whole numbers", r.PathValue("id"))
 	}
 	return id, nil
 }

@@ -28,6 +28,7 @@ var formLabels = map[string]string{
 	"digest.hour":       "At (local time)",
 	"timezone":          "Time zone",
 	"email":             "Email address",
+	"type":              "Type",
 	"url":               "URL",
 	"homeserver":        "Homeserver",
 	"room_id":           "Room id",

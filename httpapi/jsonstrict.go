@@ -20,21 +20,28 @@ import (
 //   - a key that no field of the struct names exactly (encoding/json
 //     matches keys case-insensitively, so {"State":…} would set state);
 //   - a value of the wrong JSON type, said in words ("must be a string",
-//     "must be an object", or the field's want:"…" tag).
+//     "must be an object", or the field's want:"…" tag);
+//   - a null where the field takes none (encoding/json would leave the
+//     field as it was: {"digest": {"order": null}} would change nothing),
+//     a member's said as "must be …, not null" (and, in a partialBody,
+//     "leave the field out to keep it"), a list's element's as any other
+//     value of the wrong type. Null passes where it means something: in a
+//     field tagged null:"…" (what null does there) and for types that
+//     read it themselves (json.RawMessage, nullable, interfaces: their
+//     handlers say what null is).
 //
 // Every error is an *apperr.Error naming the field by its JSON path from
 // root ("digest.weekdays", "follows[2].kind"); with root "" a body that is
-// not an object is a 400. A map's keys are free (only twice is refused);
-// null is accepted anywhere (it leaves the field as it was, as
-// encoding/json does); json.RawMessage, interfaces and types with their
-// own UnmarshalJSON or UnmarshalText are left to their decoders. Syntax
+// not an object (null too) is a 400. A map's keys are free (only twice is
+// refused); json.RawMessage, interfaces and types with their own
+// UnmarshalJSON or UnmarshalText are left to their decoders. Syntax
 // errors are not checkJSON's business: it returns nil and leaves them to
 // the decoder, which reports them with their offset.
 func checkJSON(body []byte, t reflect.Type, root string) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	w := jsonWalker{dec: dec}
-	err := w.value(t, root, "")
+	err := w.value(t, root, slot{})
 	if errors.Is(err, errJSONSyntax) {
 		return nil
 	}
@@ -50,11 +57,38 @@ var (
 	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
 	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 	jsonShapedType  = reflect.TypeFor[jsonShaped]()
+	partialBodyType = reflect.TypeFor[partialBody]()
 )
+
+// partialBody is a body (or part of one) whose fields left out stay as
+// they are (PATCH /v1/me, a follow's options): a null refused in it says
+// how to keep the field.
+type partialBody interface{ partial() }
+
+// slot is what the walker knows of where a value goes, besides its type.
+type slot struct {
+	// want is the field's own words for what it takes (its want:"…" tag).
+	want string
+	// member: the value is an object's, so a null is said as such ("must
+	// be a string, not null"); a list's element or the body itself is
+	// refused as any other value of the wrong type.
+	member bool
+	// nullable: the field's null:"…" tag says what null does there.
+	nullable bool
+	// keep: the member is a partialBody's.
+	keep bool
+}
 
 // jsonShaped is a type that decodes itself (to tell null from absent, say)
 // but whose JSON has the shape of another type, which checkJSON checks.
 type jsonShaped interface{ jsonShape() reflect.Type }
+
+// readsNull reports whether a null reaches t's own decoding: an
+// interface, or a type with its own UnmarshalJSON (json.RawMessage,
+// nullable). For any other type encoding/json ignores a null.
+func readsNull(t reflect.Type) bool {
+	return t.Kind() == reflect.Interface || t.Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(jsonUnmarshaler)
+}
 
 // decodesItself reports whether t reads its own JSON (RawMessage,
 // time.Time, an interface …), so checkJSON does not judge its value.
@@ -75,9 +109,8 @@ func (w *jsonWalker) token() (json.Token, error) {
 	return tok, nil
 }
 
-// value checks the next value for type t at path; want, when set, is the
-// field's own words for what it takes.
-func (w *jsonWalker) value(t reflect.Type, path, want string) error {
+// value checks the next value for type t at path, in the slot s.
+func (w *jsonWalker) value(t reflect.Type, path string, s slot) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -85,15 +118,7 @@ func (w *jsonWalker) value(t reflect.Type, path, want string) error {
 	if err != nil {
 		return err
 	}
-	if tok == nil { // null
-		return nil
-	}
-	if reflect.PointerTo(t).Implements(jsonShapedType) {
-		t = reflect.New(t).Interface().(jsonShaped).jsonShape()
-	}
-	if decodesItself(t) {
-		return w.skip(tok)
-	}
+	want := s.want
 	wrong := func() error {
 		if want == "" {
 			want = jsonTypeWords(t)
@@ -103,33 +128,57 @@ func (w *jsonWalker) value(t reflect.Type, path, want string) error {
 		}
 		return apperr.InvalidField(path, "must be %s", want)
 	}
+	if tok == nil { // null
+		switch {
+		case s.nullable || readsNull(t):
+			return nil
+		case s.member:
+			if want == "" {
+				want = jsonTypeWords(t)
+			}
+			keep := ""
+			if s.keep {
+				keep = "; leave the field out to keep it"
+			}
+			return apperr.InvalidField(path, "must be %s, not null%s", want, keep)
+		}
+		return wrong()
+	}
+	if reflect.PointerTo(t).Implements(jsonShapedType) {
+		t = reflect.New(t).Interface().(jsonShaped).jsonShape()
+	}
+	if decodesItself(t) {
+		return w.skip(tok)
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if tok != json.Delim('{') {
 			return wrong()
 		}
-		return w.object(path, func(key, at string) (reflect.Type, string, error) {
+		keep := reflect.PointerTo(t).Implements(partialBodyType)
+		return w.object(path, func(key, at string) (reflect.Type, slot, error) {
 			f, ok := jsonField(t, key)
 			if !ok {
 				msg := "is not a known field"
 				if near, ok := jsonFieldFold(t, key); ok {
 					msg += "; names are exact: did you mean \"" + near + "\"?"
 				}
-				return nil, "", apperr.InvalidField(at, "%s", msg)
+				return nil, slot{}, apperr.InvalidField(at, "%s", msg)
 			}
-			return f.Type, f.Tag.Get("want"), nil
+			_, nullable := f.Tag.Lookup("null")
+			return f.Type, slot{want: f.Tag.Get("want"), member: true, nullable: nullable, keep: keep}, nil
 		})
 	case reflect.Map:
 		if tok != json.Delim('{') {
 			return wrong()
 		}
-		return w.object(path, func(string, string) (reflect.Type, string, error) { return t.Elem(), "", nil })
+		return w.object(path, func(string, string) (reflect.Type, slot, error) { return t.Elem(), slot{member: true}, nil })
 	case reflect.Slice, reflect.Array:
 		if tok != json.Delim('[') {
 			return wrong()
 		}
 		for i := 0; w.dec.More(); i++ {
-			if err := w.value(t.Elem(), path+"["+strconv.Itoa(i)+"]", ""); err != nil {
+			if err := w.value(t.Elem(), path+"["+strconv.Itoa(i)+"]", slot{}); err != nil {
 				return err
 			}
 		}
@@ -173,8 +222,8 @@ func (w *jsonWalker) value(t reflect.Type, path, want string) error {
 }
 
 // object walks an object's members (its '{' read): each key at most once,
-// each value checked for the type field gives for it.
-func (w *jsonWalker) object(path string, field func(key, at string) (reflect.Type, string, error)) error {
+// each value checked for the type and slot field gives for it.
+func (w *jsonWalker) object(path string, field func(key, at string) (reflect.Type, slot, error)) error {
 	seen := map[string]bool{}
 	for w.dec.More() {
 		tok, err := w.token()
@@ -190,11 +239,11 @@ func (w *jsonWalker) object(path string, field func(key, at string) (reflect.Typ
 			return apperr.InvalidField(at, "appears more than once; send each field once")
 		}
 		seen[key] = true
-		ft, want, err := field(key, at)
+		ft, s, err := field(key, at)
 		if err != nil {
 			return err
 		}
-		if err := w.value(ft, at, want); err != nil {
+		if err := w.value(ft, at, s); err != nil {
 			return err
 		}
 	}

@@ -154,7 +154,7 @@ func (a *API) listMutes(w http.ResponseWriter, r *http.Request, u *account.User)
 func (a *API) deleteMute(w http.ResponseWriter, r *http.Request, u *account.User) error {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
-		return apperr.New(apperr.NotFound, "mute %q does not exist; mute ids are whole numbers (GET /v1/me/mutes)", r.PathValue("id"))
+		return apperr.New(apperr.NotFound, "mute %q does not exist; mute ids are positive whole numbers (GET /v1/me/mutes)", r.PathValue("id"))
 	}
 	if err := a.Mutes.Delete(r.Context(), u.ID, id); err != nil {
 		return err

@@ -91,7 +91,16 @@ func parseFollowParam(s string, fs []follow.Follow) (*follow.Target, error) {
 	}
 	t, err := follow.ParseTarget(kind, id)
 	if err != nil {
-		return nil, apperr.InvalidField("follow", "%s", err.Error())
+		// The part that is wrong and why, once: Error adds the cause,
+		// which for a query is its reason again.
+		msg := err.Error()
+		if e, ok := apperr.As(err); ok {
+			msg = e.Message
+			if e.Field != "" {
+				msg = e.Field + ": " + msg
+			}
+		}
+		return nil, apperr.InvalidField("follow", "%s", msg)
 	}
 	return followed(t, fs)
 }

@@ -87,17 +87,17 @@ func TestSettingsPageManagesChannels(t *testing.T) {
 	}{
 		{url.Values{"type": {"slack"}, "url": {"https://example.org/services/T/B/x"}}, "URL: must be a Slack incoming webhook URL"},
 		{url.Values{"type": {"discord"}, "url": {"https://discord.com/not-a-webhook"}}, "URL: must be a Discord webhook URL"},
-		{url.Values{"type": {"matrix"}, "homeserver": {"https://matrix.org"}, "room_id": {"!room:matrix.org"}, "access_token": {"with space"}}, "access_token: "},
-		{url.Values{"type": {"matrix"}, "homeserver": {"https://matrix.org"}, "room_id": {"#alias:matrix.org"}, "access_token": {"syt_x"}}, "room_id: "},
-		{url.Values{"type": {"pager"}, "url": {"https://example.org/h"}}, "type: "},
-		{url.Values{"type": {"webhook"}, "url": {"https://example.org/h"}, "mode": {"hourly"}}, "mode: "},
+		{url.Values{"type": {"matrix"}, "homeserver": {"https://matrix.org"}, "room_id": {"!room:matrix.org"}, "access_token": {"with space"}}, "Access token: "},
+		{url.Values{"type": {"matrix"}, "homeserver": {"https://matrix.org"}, "room_id": {"#alias:matrix.org"}, "access_token": {"syt_x"}}, "Room id: "},
+		{url.Values{"type": {"pager"}, "url": {"https://example.org/h"}}, "Type: "},
+		{url.Values{"type": {"webhook"}, "url": {"https://example.org/h"}, "mode": {"hourly"}}, "When: "},
 		{url.Values{"type": {"webhook"}, "url": {"https://example.org/h"}, "follow": {"planet/mars"}}, "kind"},
 		{url.Values{"type": {"webhook"}, "url": {"https://example.org/h"}, "follow": {"category/astro-ph.GA"}}, "you do not follow"},
 	} {
 		tc.form.Set("csrf", csrf)
 		resp, page := testapp.Form(t, b, "POST", a.URL+"/settings/channels", tc.form)
 		if resp.StatusCode != 422 || !strings.Contains(page, tc.field) {
-			t.Errorf("%v: %d, want 422 with %q: %s", tc.form, resp.StatusCode, tc.field, regexp.MustCompile(`id="channel-add-error">[^<]*`).FindString(page))
+			t.Errorf("%v: %d, want 422 with %q: %s", tc.form, resp.StatusCode, tc.field, regexp.MustCompile(`id="channel-add-error"[^>]*>[^<]*`).FindString(page))
 		}
 		if tok := tc.form.Get("access_token"); tok != "" && strings.Contains(page, tok) {
 			t.Errorf("the Matrix access token was echoed into the page")
@@ -159,7 +159,7 @@ func TestSettingsPageManagesChannels(t *testing.T) {
 		t.Errorf("after save: %+v", ch)
 	}
 	resp, page = testapp.Form(t, b, "POST", chPath, url.Values{"csrf": {csrf}, "action": {"save"}, "mode": {"monthly"}, "enabled": {"1"}})
-	if resp.StatusCode != 422 || !strings.Contains(page, fmt.Sprintf(`id="channel-%d-error"`, id)) || !strings.Contains(page, "mode: must be instant, daily or weekly") {
+	if resp.StatusCode != 422 || !strings.Contains(page, fmt.Sprintf(`id="channel-%d-error"`, id)) || !strings.Contains(page, "When: must be instant, daily or weekly") {
 		t.Errorf("bad mode: %d", resp.StatusCode)
 	}
 	resp, _ = testapp.Form(t, b, "POST", chPath, url.Values{"csrf": {csrf}, "action": {"save"}, "mode": {"instant"}, "enabled": {"1"},
