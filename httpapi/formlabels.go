@@ -37,7 +37,7 @@ var formLabels = map[string]string{
 	"after_pause":       "After a pause",
 	"follows":           "Follows it carries",
 	"follows_scope":     "Follows it carries",
-	"follow":            "In",
+	"follow":            "Follow",
 	"what":              "What",
 	"researcher":        "Researcher id",
 	"query":             "Words",
@@ -46,6 +46,13 @@ var formLabels = map[string]string{
 	"label":             "Label",
 	"order":             "Order",
 	"state":             "State",
+	// A form's hidden fields have no label: their problem is said alone
+	// (its message tells the reader what to do, as "reload the page").
+	"up_to":    "",
+	"arxiv_id": "",
+	"action":   "",
+	"id":       "",
+	"kind":     "",
 }
 
 // pathLabels replaces, in a message, the paths of formLabels that cannot
@@ -71,16 +78,20 @@ var pathLabels = func() *strings.Replacer {
 
 // pageProblem is a problem of field (an API path; "" for none) with
 // message as a settings page says it: led by the field's label (its path
-// when the pages have no label for it) and with the paths it names
-// replaced by their labels: "Back on: must be after “From” (2026-12-20)".
+// when the pages have no label for it; nothing for a hidden field) and
+// with the paths it names replaced by their labels: "Back on: must be
+// after “From” (2026-12-20)".
 func pageProblem(field, message string) string {
 	message = pathLabels.Replace(message)
 	if field == "" {
 		return message
 	}
 	label, ok := formLabels[field]
-	if !ok {
+	switch {
+	case !ok:
 		label = field
+	case label == "":
+		return message
 	}
 	return label + ": " + message
 }
