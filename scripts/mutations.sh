@@ -163,6 +163,15 @@ mutation details-ignore-version match match/details.go 'ok && d.version == ver {
 mutation arxivid-normalized-with-version internal/arxivid internal/arxivid/arxivid.go 'm != nil && m[2] == ""' 'm != nil'
 # A paper's version is read in runs of ids (catalog/load.go): the papers between the ids asked for are not theirs.
 mutation versions-of-neighbours catalog catalog/load.go 'if _, ok := slices.BinarySearch(want, id); ok {' 'if true {'
+# An ended pause is no ongoing pause, and no later one replaces it while its catch-up waits (notify/pause.go).
+mutation pause-ended-kept notify notify/pause.go 'kept := cur.Pause != nil && !ended && cur.Pause.From.Equal(from)' 'kept := cur.Pause != nil && cur.Pause.From.Equal(from)'
+mutation pause-later-drops-catchup notify notify/pause.go 'if ended && from.After(today) {' 'if false {'
+# A settings page names a field by its label, a hidden one not at all (httpapi/formlabels.go).
+mutation page-problem-paths httpapi httpapi/formlabels.go 'message = pathLabels.Replace(message)' ''
+mutation page-problem-hidden httpapi httpapi/formlabels.go $'	case label == "":
+		return message
+' ''
+mutation feedback-page-muted-unsaid httpapi httpapi/feedback_pages.go 'authors[i].Muted = true' 'authors[i].Muted = false'
 # A researcher mute is read with every key of its person; no other kind probes the registry (match/mutes.go).
 mutation mute-person-keys-unread match match/mutes.go "CASE WHEN m.kind = 'researcher' THEN m.key END" "CASE WHEN m.kind = 'category' THEN m.key END"
 
