@@ -171,6 +171,13 @@ mutation page-problem-paths httpapi httpapi/formlabels.go 'message = pathLabels.
 mutation page-problem-hidden httpapi httpapi/formlabels.go $'	case label == "":
 		return message
 ' ''
+# A null where the document has none is refused; where a route takes no body, null is none (httpapi/jsonstrict.go, api.go).
+mutation json-null-anywhere httpapi httpapi/jsonstrict.go 'case s.nullable || readsNull(t):' 'case true:'
+mutation json-null-body-refused-where-optional httpapi httpapi/api.go $'	case "null":
+		// Where a route takes no body, null is none, as it always was (a
+		// client\'s "no options"); elsewhere it is not an object (checkJSON).
+		if optional {' $'	case "null":
+		if false {'
 mutation feedback-page-muted-unsaid httpapi httpapi/feedback_pages.go 'authors[i].Muted = true' 'authors[i].Muted = false'
 # A researcher mute is read with every key of its person; no other kind probes the registry (match/mutes.go).
 mutation mute-person-keys-unread match match/mutes.go "CASE WHEN m.kind = 'researcher' THEN m.key END" "CASE WHEN m.kind = 'category' THEN m.key END"
