@@ -154,29 +154,21 @@ func (m *Model) explain(out []Reason, v *Vector, top func(*Vector) topWords) []R
 	}
 	// The first followed institution and cited paper (a repeated id is
 	// the same feature: the first one met decides).
-	for _, id := range p.Institutions {
-		if id == "" {
-			continue
-		}
-		f := hash(nsInstitution, id)
-		if !m.mayBeFixed(f) {
+	for i, f := range v.instFeats {
+		if f == 0 || !m.mayBeFixed(f) {
 			continue
 		}
 		if w, kd, _, ok := m.weight(f); ok && kd == kindInstitution {
-			out = append(out, Reason{Kind: ReasonInstitution, ID: id, Weight: w * v.value(f)})
+			out = append(out, Reason{Kind: ReasonInstitution, ID: p.Institutions[i], Weight: w * v.value(f)})
 			break
 		}
 	}
-	for _, id := range p.Cites {
-		if id == "" {
-			continue
-		}
-		f := hash(nsCite, id)
-		if !m.mayBeFixed(f) {
+	for i, f := range v.citeFeats {
+		if f == 0 || !m.mayBeFixed(f) {
 			continue
 		}
 		if w, kd, _, ok := m.weight(f); ok && kd == kindCited {
-			out = append(out, Reason{Kind: ReasonCites, ID: id, Weight: w * v.value(f)})
+			out = append(out, Reason{Kind: ReasonCites, ID: p.Cites[i], Weight: w * v.value(f)})
 			break
 		}
 	}

@@ -1148,3 +1148,27 @@ func TestWordsReasonNamesNoSingleLetters(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkExplainInstitutions explains papers from 20 institutions each
+// (a collaboration's, as OpenAlex's authorships list them), none of them
+// followed: every user's explanation of a paper looks for a followed one
+// among them.
+func BenchmarkExplainInstitutions(b *testing.B) {
+	prof, ex, c, _ := trainingSet()
+	m := Train(DefaultParams(), prof, ex)
+	w := newWorld()
+	var vs []*Vector
+	for i := range 50 {
+		p := w.paper("galaxy")
+		p.Abstract = w.abstract(150)
+		for j := range 20 {
+			p.Institutions = append(p.Institutions, fmt.Sprintf("openalex:I%d", 4000000000+i*100+j))
+		}
+		vs = append(vs, c.Vector(p))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		_ = m.Explain(vs[i%len(vs)])
+	}
+}

@@ -80,6 +80,12 @@ type Vector struct {
 	// (of their NameKey), 0 for an author without a key or whose key an
 	// earlier author has: Explain's persons and co-authors.
 	authorFeats []uint32
+	// instFeats and citeFeats are, parallel to paper.Institutions and
+	// paper.Cites, each id's feature (0 for an empty id): Explain looks
+	// for a followed one in every user's explanation of the paper, and a
+	// paper enriched with its references cites some 50 (hashing them
+	// for each user cost more than the rest of the explanation).
+	instFeats, citeFeats []uint32
 	// spelled makes, once, for a vector that is explained (the papers
 	// shown, which many users share), spellings: each word feature's
 	// first spelling, parallel to feats (see spellAll).
@@ -272,6 +278,7 @@ func (c *Corpus) Vector(p *Paper) *Vector {
 	add(nsCategory, distinct(p.Categories, nil), pr.CategoryWeight, nil)
 	add(nsInstitution, distinct(p.Institutions, nil), pr.InstitutionWeight, nil)
 	add(nsCite, distinct(p.Cites, nil), pr.CiteWeight, nil)
+	v.instFeats, v.citeFeats = featuresOf(nsInstitution, p.Institutions), featuresOf(nsCite, p.Cites)
 
 	// Sorted by feature; two features with one hash (rare) are one.
 	slices.SortStableFunc(es, func(a, b entry) int {
@@ -298,6 +305,21 @@ func (c *Corpus) Vector(p *Paper) *Vector {
 		v.nameable = append(v.nameable, e.ns == nsWord && !functionWords[e.f])
 	}
 	return v
+}
+
+// featuresOf returns, parallel to ids, each id's feature in namespace ns,
+// 0 for an empty id.
+func featuresOf(ns byte, ids []string) []uint32 {
+	if len(ids) == 0 {
+		return nil
+	}
+	out := make([]uint32, len(ids))
+	for i, id := range ids {
+		if id != "" {
+			out[i] = hash(ns, id)
+		}
+	}
+	return out
 }
 
 func limit(s []string, n int) []string {
