@@ -850,6 +850,10 @@ func wrapTo(b *bytes.Buffer, first, indent, s string) {
 func wrapLine(b *bytes.Buffer, first, indent string, line []byte) {
 	b.WriteString(first)
 	col := utf8.RuneCountInString(first)
+	if isASCII(line) {
+		wrapASCII(b, col, indent, line)
+		return
+	}
 	lineEmpty := true
 	for i := 0; i < len(line); {
 		j := i + bytes.IndexByte(line[i:], ' ')
@@ -873,6 +877,48 @@ func wrapLine(b *bytes.Buffer, first, indent string, line []byte) {
 		lineEmpty = false
 		i = j + 1
 	}
+}
+
+// wrapASCII is wrapLine after first (col its runes) for a line of ASCII,
+// where a byte is a column: each output line is the longest run of words
+// that fits, found by one search for its last space, and written at once
+// (word by word, a best-first digest's Why lines, some 80 bytes each,
+// cost half a microsecond apiece).
+func wrapASCII(b *bytes.Buffer, col int, indent string, line []byte) {
+	indentCols := utf8.RuneCountInString(indent)
+	for {
+		room := textWidth - col
+		if len(line) <= room {
+			b.Write(line)
+			return
+		}
+		// The last space at which the line may break: line[:s] fits. A
+		// first word that does not fit goes alone (s is its end).
+		s := -1
+		if room >= 1 {
+			s = bytes.LastIndexByte(line[:room+1], ' ')
+		}
+		if s <= 0 {
+			if s = bytes.IndexByte(line, ' '); s < 0 {
+				b.Write(line)
+				return
+			}
+		}
+		b.Write(line[:s])
+		b.WriteByte('\n')
+		b.WriteString(indent)
+		col, line = indentCols, line[s+1:]
+	}
+}
+
+// isASCII says whether b is all ASCII.
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // appendOneLine appends oneLine(s) to dst: the fields of s (as

@@ -62,6 +62,16 @@ func wrapCases() []string {
 		}
 		cases = append(cases, b.String())
 	}
+	// ASCII alone (wrapLine's own way for it): words of every length up
+	// to beyond a line, so breaks fall at, before and after the width.
+	for range 3000 {
+		var b strings.Builder
+		for range r.IntN(30) {
+			b.WriteString(strings.Repeat("abcdefghij", 9)[:1+r.IntN(r.IntN(90)+1)])
+			b.WriteString([]string{" ", " ", " ", "  ", "\t", "\n"}[r.IntN(6)])
+		}
+		cases = append(cases, b.String())
+	}
 	return cases
 }
 
@@ -78,6 +88,8 @@ func TestWrapAndOneLineAsSpecified(t *testing.T) {
 			t.Fatalf("oneLine(%q) = %q, want %q", s, got, want)
 		}
 		checkWrap(t, "12. ", "   ", s, wrap("12. ", "   ", s))
+		checkWrap(t, "   ", "   ", s, wrap("   ", "   ", s))
+		checkWrap(t, strings.Repeat("-", textWidth+2), "", s, wrap(strings.Repeat("-", textWidth+2), "", s))
 		var b bytes.Buffer
 		if escapeTo(&b, []byte(s)); b.String() != htmlstd.EscapeString(s) {
 			t.Fatalf("escapeTo(%q) = %q, want %q", s, b.String(), htmlstd.EscapeString(s))

@@ -171,6 +171,10 @@ mutation page-problem-paths httpapi httpapi/formlabels.go 'message = pathLabels.
 mutation page-problem-hidden httpapi httpapi/formlabels.go $'	case label == "":
 		return message
 ' ''
+# The text part's word wrap of an ASCII line breaks at its last space that fits (notify/templates.go), and a vector's institutions are explained from its own features (relevance).
+mutation wrap-ascii-breaks-early notify notify/templates.go "s = bytes.LastIndexByte(line[:room+1], ' ')" "s = bytes.LastIndexByte(line[:room], ' ')"
+mutation explain-no-institutions relevance relevance/vector.go 'v.instFeats, v.citeFeats = featuresOf(nsInstitution, p.Institutions), featuresOf(nsCite, p.Cites)' 'v.citeFeats = featuresOf(nsCite, p.Cites)'
+mutation explain-no-cites relevance relevance/vector.go 'v.instFeats, v.citeFeats = featuresOf(nsInstitution, p.Institutions), featuresOf(nsCite, p.Cites)' 'v.instFeats = featuresOf(nsInstitution, p.Institutions)'
 # A null where the document has none is refused; where a route takes no body, null is none (httpapi/jsonstrict.go, api.go).
 mutation json-null-anywhere httpapi httpapi/jsonstrict.go 'case s.nullable || readsNull(t):' 'case true:'
 mutation json-null-body-refused-where-optional httpapi httpapi/api.go $'	case "null":
