@@ -110,8 +110,9 @@ const maxReasonNames = 3
 // maxReasonWords is how many words a words reason names.
 const maxReasonWords = 3
 
-// Explain returns why the paper of v ranks for m: its followed persons
-// and co-authors (the first few, in author order), followed institutions
+// Explain returns why the paper of v ranks for m: its followed persons,
+// then the co-authors of followed persons who are not its authors (the
+// first few, in author order), followed institutions
 // and cited followed papers, the marked and followed papers it is like,
 // and the words that weigh most for it (positive weights only). It is for
 // the few papers shown, not the hot loop: it allocates.
@@ -123,34 +124,54 @@ func (m *Model) Explain(v *Vector) []Reason { return m.explain(nil, v, m.topWord
 // its dense array).
 func (m *Model) explain(out []Reason, v *Vector, top func(*Vector) topWords) []Reason {
 	p := &v.paper
-	names := 0
+	// The followed persons among the authors first, then the co-authors
+	// of followed persons who are not authors of the paper themselves:
+	// on a followed person's paper "by Ann One, whom you follow" says
+	// it, and "with Bob Two, a co-author of Ann One" would only name the
+	// paper's own authors again (the co-authors are learned from the
+	// person's papers, this one among them).
+	var on [8]uint16 // the persons met (more than 8 on a paper: rare)
+	nOn, names := 0, 0
+	coauthors := false
 	for i, f := range v.authorFeats {
 		// f is 0 for an author without a key or whose key an earlier
 		// author has.
-		if names == maxReasonNames {
+		if f == 0 || !m.mayBeFixed(f) {
+			continue
+		}
+		w, kd, of, ok := m.weight(f)
+		switch {
+		case !ok:
+		case kd == kindCoauthor:
+			coauthors = true
+		case kd == kindPerson:
+			if nOn < len(on) {
+				on[nOn] = of
+				nOn++
+			}
+			if names < maxReasonNames {
+				out = append(out, Reason{Kind: ReasonPerson, Name: p.Authors[i], Weight: w * v.value(f)})
+				names++
+			}
+		}
+	}
+	for i, f := range v.authorFeats {
+		if !coauthors || names == maxReasonNames {
 			break
 		}
 		if f == 0 || !m.mayBeFixed(f) {
 			continue
 		}
 		w, kd, of, ok := m.weight(f)
-		if !ok {
+		if !ok || kd != kindCoauthor || slices.Contains(on[:nOn], of) {
 			continue
 		}
-		a := p.Authors[i]
-		x := v.value(f)
-		switch kd {
-		case kindPerson:
-			out = append(out, Reason{Kind: ReasonPerson, Name: a, Weight: w * x})
-			names++
-		case kindCoauthor:
-			r := Reason{Kind: ReasonCoauthor, Name: a, Weight: w * x}
-			if int(of) < len(m.people) && !m.people[of].self {
-				r.Of = m.people[of].name
-			}
-			out = append(out, r)
-			names++
+		r := Reason{Kind: ReasonCoauthor, Name: p.Authors[i], Weight: w * v.value(f)}
+		if int(of) < len(m.people) && !m.people[of].self {
+			r.Of = m.people[of].name
 		}
+		out = append(out, r)
+		names++
 	}
 	// The first followed institution and cited paper (a repeated id is
 	// the same feature: the first one met decides).
@@ -402,12 +423,26 @@ func spellAll(v *Vector) []string {
 
 // functionWords are words too common or too short to say what a paper is
 // about: a words reason never names them (they still weigh in the score).
-// Single letters and digits are among them, as search leaves them out of
-// queries: "about t" named a title's "T", "about n" a formula's $n$.
+// They are English's function words (articles, pronouns, auxiliaries and
+// modals, prepositions, conjunctions, quantifiers), the words every
+// abstract uses to report ("we present", "our results show"), ordinals
+// and the Roman numerals of "Paper II"; single letters and digits too,
+// as search leaves them out of queries: "about t" named a title's "T",
+// "about n" a formula's $n$, and before the longer list a reason read
+// "about can, lists and them".
 var functionWords = func() map[uint32]bool {
 	m := map[uint32]bool{}
-	words := strings.Fields("a an the of in on for and or to with by from at as is are be been was were " +
-		"we our us this that these those its it via using use new into than then not no")
+	words := strings.Fields("a an the of in on for and or to with by from at as is are be been being was were " +
+		"we our us this that these those its it via using use new into than then not no nor " +
+		"i me my he him his she her they them their theirs you your one ones " +
+		"has have had having do does did done can could may might must shall should will would " +
+		"there here where when which who whom whose what why how whether while if but so because since until " +
+		"about above after again against along among around before below between both during each either " +
+		"further once only other others over same some such through under up down out off onto upon within without " +
+		"all any every few many more most much less least very too also however thus hence therefore yet still " +
+		"well just even per et al etc ie eg " +
+		"first second third paper present presents presented show shows shown study studies result results " +
+		"ii iii iv vi vii viii ix xi xii")
 	for c := 'a'; c <= 'z'; c++ {
 		words = append(words, string(c))
 	}

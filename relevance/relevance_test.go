@@ -864,7 +864,11 @@ func TestScoreAndWordsAsReadFromTheFeatures(t *testing.T) {
 	w := newWorld()
 	var extra, short []*Paper
 	for i := range 40 {
-		p := w.paper([]string{"lensing", "galaxy", "pulsar"}[i%3], ann, fmt.Sprintf("Co Author%d", i%7), w.stranger(), ann, "", fmt.Sprintf("Co Author%d", (i+3)%7))
+		by := ann // every fourth without her: its co-authors of hers are named
+		if i%4 == 3 {
+			by = w.stranger()
+		}
+		p := w.paper([]string{"lensing", "galaxy", "pulsar"}[i%3], by, fmt.Sprintf("Co Author%d", i%7), w.stranger(), by, "", fmt.Sprintf("Co Author%d", (i+3)%7))
 		p.Abstract = w.abstract(150)
 		p.Institutions = []string{"", "ror:2", "ror:1", "ror:1"}
 		p.Cites = []string{"x", "2401.00003", ""}
@@ -1108,6 +1112,62 @@ func TestTableMadeOnFirstUse(t *testing.T) {
 	}
 	if m.Score(bgV[0]); m.tbl.buckets == nil {
 		t.Fatal("Score made no table")
+	}
+}
+
+// TestCoauthorsNamedOffTheirPersonsPapers: a followed person's paper is
+// explained by the person ("by Ann One, whom you follow") even when a
+// co-author of hers is listed before her, and never by her co-authors
+// (learned from her papers, this one among them, they would only name
+// its authors again); the same co-author on a paper without her is her
+// co-author.
+func TestCoauthorsNamedOffTheirPersonsPapers(t *testing.T) {
+	c := NewCorpus(DefaultParams())
+	w := newWorld()
+	var own []*Paper
+	for range 6 {
+		p := w.paper("lensing", "Bob Two", ann, w.stranger())
+		p.Abstract = w.abstract(60)
+		own = append(own, p)
+	}
+	bg := w.background(100)
+	c.Add(slices.Concat(own, bg)...)
+	m := Train(DefaultParams(), Profile{People: []Person{{Name: ann}}}, slices.Concat(examples(Own, vectors(c, own)), examples(Background, vectors(c, bg))))
+	texts := func(p *Paper) []string {
+		var out []string
+		for _, r := range m.Explain(c.Vector(p)) {
+			if r.Kind == ReasonPerson || r.Kind == ReasonCoauthor {
+				out = append(out, r.Text())
+			}
+		}
+		return out
+	}
+	if got, want := texts(w.paper("lensing", "Bob Two", w.stranger(), ann)), []string{"by Ann One, whom you follow"}; !slices.Equal(got, want) {
+		t.Errorf("her paper: %q, want %q", got, want)
+	}
+	if got, want := texts(w.paper("lensing", w.stranger(), "Bob Two")), []string{"with Bob Two, a co-author of Ann One"}; !slices.Equal(got, want) {
+		t.Errorf("a paper without her: %q, want %q", got, want)
+	}
+}
+
+// TestWordsReasonNamesNoFunctionWords: the words every abstract uses to
+// report ("we present", "our results show", "can", "may", "their") and a
+// series' Roman numerals are never a reason's words, though the paper's
+// own subject is.
+func TestWordsReasonNamesNoFunctionWords(t *testing.T) {
+	c := NewCorpus(DefaultParams())
+	p := &Paper{ID: "2612.00001", Title: "Can their first results show more quasars? Paper II",
+		Abstract: "We present such a study: it may be that most of them, however, are quasars within clusters."}
+	c.Add(p)
+	v := c.Vector(p)
+	named := map[string]bool{}
+	for i := range v.feats {
+		if v.ns[i] == nsWord && v.nameable[i] {
+			named[v.spelling(i)] = true
+		}
+	}
+	if len(named) != 2 || !named["quasars"] || !named["clusters"] {
+		t.Errorf("nameable words %v; want quasars and clusters alone", named)
 	}
 }
 
