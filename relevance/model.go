@@ -442,6 +442,7 @@ func (m *Model) feedback(v *Vector, s float32) float32 {
 		return s
 	}
 	var more, less float32
+	itself := false // v's paper is one the user marked less
 	for i, sign := range m.likeSign {
 		if sign == 0 || m.likeNorm[i] == 0 {
 			continue
@@ -451,10 +452,24 @@ func (m *Model) feedback(v *Vector, s float32) float32 {
 			more += c
 		} else {
 			less += c
+			// A paper shares its words with its own mark: the ids are
+			// compared only then.
+			itself = itself || dot[i] > 0 && m.likes[i].id == v.paper.ID && v.paper.ID != ""
 		}
 	}
-	return s + m.moreLift*min(more, 1) - m.lessPenalty*min(less, 1)
+	s = s + m.moreLift*min(more, 1) - m.lessPenalty*min(less, 1)
+	if itself {
+		s -= MarkedLessDrop
+	}
+	return s
 }
+
+// MarkedLessDrop is how far the score of a paper the user marked "less"
+// itself falls (beyond LessPenalty, which moves the papers like it): far
+// enough that it ranks below every paper they did not mark so (a score
+// moves a few units at most), whatever its authors and follows give it.
+// Among such papers the order is their scores'.
+const MarkedLessDrop = 1000
 
 // plainWeight is m's weight of feature f, 0 when m lacks it, read by
 // binary search (a plain model's Score and words).

@@ -29,6 +29,7 @@ func (l *like) cosine(v *Vector) float32 {
 // with v.
 func plainFeedback(m *Model, v *Vector, s float32) (score float32, moved bool) {
 	var more, less float32
+	itself := false
 	for _, l := range m.likes {
 		var sign float32
 		switch {
@@ -63,10 +64,15 @@ func plainFeedback(m *Model, v *Vector, s float32) (score float32, moved bool) {
 			more += c
 		} else {
 			less += c
+			itself = itself || dot > 0 && l.id == v.paper.ID && l.id != ""
 		}
 	}
 	if !moved {
 		return s, false
 	}
-	return s + m.moreLift*min(more, 1) - m.lessPenalty*min(less, 1), true
+	s = s + m.moreLift*min(more, 1) - m.lessPenalty*min(less, 1)
+	if itself {
+		s -= MarkedLessDrop
+	}
+	return s, true
 }

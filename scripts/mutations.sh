@@ -178,6 +178,7 @@ mutation explain-no-cites relevance relevance/vector.go 'v.instFeats, v.citeFeat
 # A reason never names a function word, nor a co-author of a person the paper is by; persons come first (relevance/explain.go).
 mutation explain-names-modals relevance relevance/explain.go '"has have had having do does did done can could may might must shall should will would " +' '"has have had having do does did done " +'
 mutation explain-coauthors-of-its-person relevance relevance/explain.go 'if !ok || kd != kindCoauthor || slices.Contains(on[:nOn], of) {' 'if !ok || kd != kindCoauthor {'
+mutation marked-less-stays relevance relevance/model.go $'	if itself {\n\t\ts -= MarkedLessDrop\n\t}' ''
 # A null where the document has none is refused; where a route takes no body, null is none (httpapi/jsonstrict.go, api.go).
 mutation json-null-anywhere httpapi httpapi/jsonstrict.go 'case s.nullable || readsNull(t):' 'case true:'
 mutation json-null-body-refused-where-optional httpapi httpapi/api.go $'	case "null":
