@@ -147,7 +147,7 @@ func (p *EmailPages) feedbackLinkPost(w http.ResponseWriter, r *http.Request) {
 	switch r.PostFormValue("action") {
 	case "mute":
 		status := http.StatusOK
-		flash, err := p.muteAuthor(r, l, pp)
+		flash, err := p.muteAuthor(r, l, v, pp)
 		if err != nil {
 			// Refused (the mute limit, an id not the paper's): the page
 			// again saying why, with the refusal's status.
@@ -357,9 +357,15 @@ func followsAuthor(ids []string, followed map[string]bool) bool {
 // follow of the link's user. The id must be one of the paper's authors':
 // the signed link names the paper, not who may be muted. The flash says
 // what was done and where to undo it.
-func (p *EmailPages) muteAuthor(r *http.Request, l account.FeedbackLink, pp match.Paper) (string, error) {
+func (p *EmailPages) muteAuthor(r *http.Request, l account.FeedbackLink, v ranking.Value, pp match.Paper) (string, error) {
 	if p.Mutes == nil {
 		return "", apperr.InvalidField("action", "must be record or undo (the buttons of the link's page)")
+	}
+	// A link does what its page offers and no more: only a "Less like
+	// this" link's page offers muting, and only of the paper's authors
+	// the user does not follow (muteAuthors).
+	if v != ranking.Less {
+		return "", apperr.InvalidField("action", "must be record or undo: muting an author is offered on a “Less like this” link's page")
 	}
 	id := r.PostFormValue("researcher")
 	name := ""
@@ -370,6 +376,19 @@ func (p *EmailPages) muteAuthor(r *http.Request, l account.FeedbackLink, pp matc
 	}
 	if id == "" || name == "" {
 		return "", apperr.InvalidField("researcher", "must be the id of one of the paper's authors (the page's buttons)")
+	}
+	_, followed, err := p.notBy(r, l, pp)
+	if err != nil {
+		return "", err
+	}
+	offered := false
+	for _, a := range pp.Authors {
+		if slices.Contains(a.IDs, id) && !followsAuthor(a.IDs, followed) {
+			offered = true
+		}
+	}
+	if !offered {
+		return "", apperr.InvalidField("researcher", "is someone you follow: to stop their papers, unfollow them in your settings, or say “Not by …?” if a paper is not theirs")
 	}
 	if err := muteResearcher(r.Context(), p.Mutes, l.UserID, id); err != nil {
 		return "", err

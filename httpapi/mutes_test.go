@@ -173,6 +173,16 @@ func TestLessLinkOffersNotFromThisAuthor(t *testing.T) {
 	if r := form("action=mute&researcher=openalex:A1"); r.Status != 422 {
 		t.Errorf("muting an id that is not the paper's: %d", r.Status)
 	}
+	// A link does what its page offers: a "more" link's, sent the mute
+	// form anyway, mutes nothing.
+	more := feedbackPath(t, a, db, "reader", "2612.00101", "more")
+	if r := c.Do("POST", more, "", "action=mute&researcher=openalex:A77", "Content-Type", "application/x-www-form-urlencoded"); r.Status != 422 || !strings.Contains(string(r.Body), "Less like this") {
+		t.Errorf("muting through a more link: %d\n%s", r.Status, r.Body)
+	}
+	var none struct{ Mutes []muteOut }
+	if c.Do("GET", "/v1/me/mutes", reader, nil).JSON(t, &none); len(none.Mutes) != 0 {
+		t.Errorf("a more link muted: %+v", none.Mutes)
+	}
 	r := form("action=mute&researcher=openalex:A77")
 	if r.Status != 200 || !strings.Contains(string(r.Body), "Muted Ann Author") {
 		t.Fatalf("Not from: %d\n%s", r.Status, r.Body)
@@ -202,9 +212,17 @@ func TestLessLinkOffersNotFromThisAuthor(t *testing.T) {
 	fan := testapp.Token(t, "fan", "fan@example.org")
 	c.Do("PUT", "/v1/me/follows/category/cs.LG", fan, nil)
 	c.Do("PUT", "/v1/me/follows/researcher/openalex:A77", fan, nil)
-	page = string(c.Do("GET", feedbackPath(t, a, db, "fan", "2612.00101", "less"), "", nil).Body)
+	fanLess := feedbackPath(t, a, db, "fan", "2612.00101", "less")
+	page = string(c.Do("GET", fanLess, "", nil).Body)
 	if strings.Contains(page, "Not from Ann Author") || !strings.Contains(page, "Not by") {
 		t.Errorf("the less page of a reader who follows the author:\n%s", page)
+	}
+	// Nor is the form's POST, sent anyway, a mute of them.
+	if r := c.Do("POST", fanLess, "", "action=mute&researcher=openalex:A77", "Content-Type", "application/x-www-form-urlencoded"); r.Status != 422 || !strings.Contains(string(r.Body), "someone you follow") {
+		t.Errorf("muting a followed author through the less link: %d\n%s", r.Status, r.Body)
+	}
+	if c.Do("GET", "/v1/me/mutes", fan, nil).JSON(t, &list); len(list.Mutes) != 0 {
+		t.Errorf("the fan muted the author they follow: %+v", list.Mutes)
 	}
 }
 

@@ -179,6 +179,9 @@ mutation explain-no-cites relevance relevance/vector.go 'v.instFeats, v.citeFeat
 mutation explain-names-modals relevance relevance/explain.go '"has have had having do does did done can could may might must shall should will would " +' '"has have had having do does did done " +'
 mutation explain-coauthors-of-its-person relevance relevance/explain.go 'if !ok || kd != kindCoauthor || slices.Contains(on[:nOn], of) {' 'if !ok || kd != kindCoauthor {'
 mutation marked-less-stays relevance relevance/model.go $'	if itself {\n\t\ts -= MarkedLessDrop\n\t}' ''
+# A feedback link mutes only what its page offers: an unfollowed author, through a "Less like this" link (httpapi/feedback_pages.go).
+mutation feedback-link-mutes-through-any httpapi httpapi/feedback_pages.go $'	if v != ranking.Less {\n\t\treturn "", apperr.InvalidField' $'	if false {\n\t\treturn "", apperr.InvalidField'
+mutation feedback-link-mutes-followed httpapi httpapi/feedback_pages.go $'	if !offered {\n' $'	if offered && !offered {\n'
 # A null where the document has none is refused; where a route takes no body, null is none (httpapi/jsonstrict.go, api.go).
 mutation json-null-anywhere httpapi httpapi/jsonstrict.go 'case s.nullable || readsNull(t):' 'case true:'
 mutation json-null-body-refused-where-optional httpapi httpapi/api.go $'	case "null":
