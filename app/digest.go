@@ -80,6 +80,10 @@ func nowReport(r notify.NowResult, loc *time.Location) string {
 	switch r.Status {
 	case notify.NowSent:
 		fmt.Fprintf(&b, "digest %d (%s): sent %s", r.DigestID, r.Period, papers(r.Papers))
+		if more := r.Papers - r.Shown; more > 0 && r.Shown > 0 {
+			// A budget or the caps listed some and counted the rest.
+			fmt.Fprintf(&b, " (%d listed, %d more counted with a link to the feed)", r.Shown, more)
+		}
 	case notify.NowNothingNew:
 		b.WriteString("nothing new since the last digest: nothing sent (the user does not want empty digests; --force sends one)")
 	case notify.NowAlreadySent:

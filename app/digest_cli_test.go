@@ -164,6 +164,21 @@ func (w *digestWorld) digestCLI(t *testing.T, args ...string) string {
 	return stdout.String()
 }
 
+// TestDigestCommandSaysWhatTheBudgetListed: a digest whose budget lists
+// fewer papers than it covers says both, and what became of the rest.
+func TestDigestCommandSaysWhatTheBudgetListed(t *testing.T) {
+	t.Parallel()
+	w := newDigestWorld(t, "cli-budget", fakesmtp.Options{})
+	if r := w.c.Do("PATCH", "/v1/me", w.reader, map[string]any{"digest": map[string]any{"order": "best", "max_papers": 1}}); r.Status != 200 {
+		t.Fatalf("budget: %d %s", r.Status, r.Body)
+	}
+	w.push(t, "2301.00061", "First budgeted paper", "2301.00062", "Second budgeted paper", "2301.00063", "Third budgeted paper")
+	out := w.digestCLI(t, "--user", w.sub, "--now")
+	if !regexp.MustCompile(`^digest \d+ \(daily:2026-11-30\): sent 3 papers \(1 listed, 2 more counted with a link to the feed\); next digest due `).MatchString(out) {
+		t.Errorf("--now with a budget of 1: %q", out)
+	}
+}
+
 // TestDigestCommandSendsOncePerPeriod: `followfeed digest --user SUB` only
 // prints the next digest; `--now` sends it, once however often it is run,
 // as the digest of the period the scheduler would send; the scheduler then

@@ -244,6 +244,9 @@ func TestBestDigestRanksWithinTheBudget(t *testing.T) {
 	if err != nil || res.Status != notify.NowSent {
 		t.Fatalf("sending: %+v %v", res, err)
 	}
+	if res.Papers != 9 || res.Shown != 3 {
+		t.Errorf("the outcome: %d papers, %d shown; want 9 and 3", res.Papers, res.Shown)
+	}
 	msgs := e.smtp.Messages()
 	if len(msgs) != 1 {
 		t.Fatalf("%d mails", len(msgs))

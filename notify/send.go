@@ -17,8 +17,11 @@ import (
 type Outcome struct {
 	DigestID int64
 	State    State // final, or StatePending when a job will retry
-	Papers   int
-	Reply    string
+	// Papers are the papers the digest covers (new since the last one);
+	// Shown how many of them it lists (a budget or the caps count the
+	// rest, with a link to the feed). Shown is 0 when nothing was built.
+	Papers, Shown int
+	Reply         string
 	// RetryAt is when the send job queued for this pending digest retries
 	// it (SendNow's digests); zero when the job that carries the row
 	// retries it, or the digest is not pending.
@@ -161,13 +164,14 @@ func (d *Digester) deliver(ctx context.Context, row digestRow, content DigestCon
 		return out, ledger.record(ctx, &out, row, StateSkipped,
 			fmt.Sprintf("the day's budget of %d papers is spent; the papers are in the feed", row.maxPapers), false)
 	}
+	out.Shown = content.shown()
 	msg, err := d.message(row, content, r)
 	if err != nil {
 		// This digest cannot be rendered: it fails alone (the reason in
 		// the ledger), and the rest of the batch goes on.
 		return out, ledger.record(ctx, &out, row, StateFailed, "could not build the message: "+err.Error(), false)
 	}
-	if err := ledger.sending(ctx, row, msg.MessageID, content.Total, content.shown()); err != nil {
+	if err := ledger.sending(ctx, row, msg.MessageID, content.Total, out.Shown); err != nil {
 		return out, d.gone(ctx, row, err)
 	}
 	reply, sendErr := d.sender.Send(ctx, msg)
