@@ -182,6 +182,8 @@ mutation marked-less-stays relevance relevance/model.go $'	if itself {\n\t\ts -=
 # A feedback link mutes only what its page offers: an unfollowed author, through a "Less like this" link (httpapi/feedback_pages.go).
 mutation feedback-link-mutes-through-any httpapi httpapi/feedback_pages.go $'	if v != ranking.Less {\n\t\treturn "", apperr.InvalidField' $'	if false {\n\t\treturn "", apperr.InvalidField'
 mutation feedback-link-mutes-followed httpapi httpapi/feedback_pages.go $'	if !offered {\n' $'	if offered && !offered {\n'
+# A digest's outcome says how many papers it listed (notify/send.go).
+mutation outcome-shown-is-total notify notify/send.go 'out.Shown = content.shown()' 'out.Shown = content.Total'
 # A null where the document has none is refused; where a route takes no body, null is none (httpapi/jsonstrict.go, api.go).
 mutation json-null-anywhere httpapi httpapi/jsonstrict.go 'case s.nullable || readsNull(t):' 'case true:'
 mutation json-null-body-refused-where-optional httpapi httpapi/api.go $'	case "null":
