@@ -425,8 +425,9 @@ func spellAll(v *Vector) []string {
 // about: a words reason never names them (they still weigh in the score).
 // They are English's function words (articles, pronouns, auxiliaries and
 // modals, prepositions, conjunctions, quantifiers), the words every
-// abstract uses to report ("we present", "our results show"), ordinals
-// and the Roman numerals of "Paper II"; single letters and digits too,
+// abstract uses to report ("we present", "our results show"), numbers
+// and ordinals, "non" (of "non-integrable": the word's parts are words
+// too) and the Roman numerals of "Paper II"; single letters and digits too,
 // as search leaves them out of queries: "about t" named a title's "T",
 // "about n" a formula's $n$, and before the longer list a reason read
 // "about can, lists and them".
@@ -442,6 +443,7 @@ var functionWords = func() map[uint32]bool {
 		"all any every few many more most much less least very too also however thus hence therefore yet still " +
 		"well just even per et al etc ie eg " +
 		"first second third paper present presents presented show shows shown study studies result results " +
+		"two three four five six seven eight nine ten non " +
 		"ii iii iv vi vii viii ix xi xii")
 	for c := 'a'; c <= 'z'; c++ {
 		words = append(words, string(c))

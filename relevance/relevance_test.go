@@ -1162,7 +1162,7 @@ func TestCoauthorsNamedOffTheirPersonsPapers(t *testing.T) {
 func TestWordsReasonNamesNoFunctionWords(t *testing.T) {
 	c := NewCorpus(DefaultParams())
 	p := &Paper{ID: "2612.00001", Title: "Can their first results show more quasars? Paper II",
-		Abstract: "We present such a study: it may be that most of them, however, are quasars within clusters."}
+		Abstract: "We present such a study: it may be that most of them, however, are quasars within clusters, only three non-thermal."}
 	c.Add(p)
 	v := c.Vector(p)
 	named := map[string]bool{}
@@ -1171,8 +1171,8 @@ func TestWordsReasonNamesNoFunctionWords(t *testing.T) {
 			named[v.spelling(i)] = true
 		}
 	}
-	if len(named) != 2 || !named["quasars"] || !named["clusters"] {
-		t.Errorf("nameable words %v; want quasars and clusters alone", named)
+	if len(named) != 4 || !named["quasars"] || !named["clusters"] || !named["non-thermal"] || !named["thermal"] {
+		t.Errorf("nameable words %v; want quasars, clusters, non-thermal and thermal alone (not non)", named)
 	}
 }
 
