@@ -106,6 +106,17 @@ func (a *Addresses) ManageURL(userID, epoch int64) string {
 	return a.abs("/settings", "token", a.signer.Sign(auth.Link{Action: auth.ActionManage, UserID: userID, Epoch: epoch})) + "#email"
 }
 
+// InboxURL is the inbox page, best first when best is set: where a
+// digest's papers beyond its budget can be read on the site (a session's
+// page: a reader not signed in is sent to sign in). It names no user and
+// carries no token, so a forwarded mail opens nobody's inbox.
+func (a *Addresses) InboxURL(best bool) string {
+	if best {
+		return a.abs("/inbox", "order", "best")
+	}
+	return a.abs("/inbox", "", "")
+}
+
 // UnsubscribeURL is the one-click unsubscribe link of the user's digests.
 func (a *Addresses) UnsubscribeURL(userID, epoch int64) string {
 	return a.tokenURL("/unsubscribe/", a.signer.Sign(auth.Link{Action: auth.ActionUnsubscribe, UserID: userID, Epoch: epoch}))

@@ -269,6 +269,12 @@ func TestBestDigestRanksWithinTheBudget(t *testing.T) {
 	if n := e.count(`SELECT shown FROM digests WHERE user_id = $1 AND state = 'sent'`, uid); n != 3 {
 		t.Errorf("the ledger says the mail listed %d papers, want 3", n)
 	}
+	// The papers beyond the budget: in the feed, or best first in the
+	// inbox, a page a mail's reader opens in their browser.
+	if !strings.Contains(text, "\nor in your inbox on the site:\nhttps://followfeed.test/inbox?order=best\n") ||
+		!strings.Contains(html, `or in <a href="https://followfeed.test/inbox?order=best" style="color:#1d4ed8;">your inbox on the site</a>`) {
+		t.Errorf("the mail does not link the inbox, best first:\n%s\n%s", text, html)
+	}
 	e.feedbackLinks(uid, text, html, []int64{id("c3"), id("m2"), id("w")})
 
 	// Newest first: grouped by follow as before (the researcher first),

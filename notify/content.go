@@ -101,6 +101,9 @@ func (d *Digester) build(ctx context.Context, rows []digestRow) ([]DigestContent
 		c.CatchUp = row.kind == KindCatchUp
 		c.Following = followingPhrase(follows[row.userID])
 		c.FeedURL = feedURLs[row.userID]
+		if c.Omitted > 0 {
+			c.InboxURL = d.addrs.InboxURL(plans[i].best)
+		}
 		c.ManageURL = d.addrs.ManageURL(row.userID, row.epoch)
 		opens := remember[row.userID]
 		c.UnsubscribeURL = d.addrs.UnsubscribeURL(row.userID, row.epoch)

@@ -95,7 +95,8 @@ func htmlGroupFoot(h *bytes.Buffer, g groupView) {
 
 // htmlFoot writes the digest's "…and N more papers in your feed" button
 // when papers were omitted (with their counts by follow below it:
-// omittedByLine), then the footer: why the user gets the mail
+// omittedByLine, and "or in your inbox on the site" linking InboxURL,
+// when set), then the footer: why the user gets the mail
 // (whyLine), the feed, "Manage preferences" and "Unsubscribe"; and closes
 // the document.
 func htmlFoot(h *bytes.Buffer, v *digestView) {
@@ -113,6 +114,12 @@ func htmlFoot(h *bytes.Buffer, v *digestView) {
 <div style="padding:4px 0 0 0;font-size:14px;color:#4b5563;">`)
 			htmlText(h, by)
 			h.WriteString(`</div>`)
+		}
+		if v.InboxURL != "" {
+			h.WriteString(`
+<div style="padding:8px 0 0 0;font-size:15px;color:#4b5563;">or in <a href="`)
+			htmlURL(h, v.InboxURL)
+			h.WriteString(`" style="color:#1d4ed8;">your inbox on the site</a></div>`)
 		}
 		h.WriteString(`
 </td>

@@ -53,7 +53,8 @@ func textGroupFoot(t *bytes.Buffer, g groupView) {
 
 // textFoot writes the digest's "…and N more papers in your feed:" when
 // papers were omitted (with, in parentheses, their counts by follow:
-// omittedByLine), then the signature: why the user gets the mail
+// omittedByLine; and "or in your inbox on the site:" with InboxURL, when
+// set), then the signature: why the user gets the mail
 // (whyLine), the feed, "Manage preferences" and "Unsubscribe", each URL on
 // its own line. The part ends with a line end.
 func textFoot(t *bytes.Buffer, v *digestView) {
@@ -66,6 +67,10 @@ func textFoot(t *bytes.Buffer, v *digestView) {
 		wrapTo(t, "", "", more+":")
 		t.WriteString("\n")
 		t.WriteString(v.FeedURL)
+		if v.InboxURL != "" {
+			t.WriteString("\n\nor in your inbox on the site:\n")
+			t.WriteString(v.InboxURL)
+		}
 	}
 	t.WriteString("\n\n\n-- \n") // "-- " starts a signature (RFC 3676)
 	wrapTo(t, "", "", whyLine(v.Following))

@@ -35,6 +35,7 @@ type DigestContent struct {
 	Total          int           // distinct papers in the period
 	Omitted        int           // papers not shown (over the 100 cap, or the budget): "and N more" linking to FeedURL
 	FeedURL        string        // the user's private Atom feed (absolute); required when anything is omitted
+	InboxURL       string        // the inbox page (best first for a best-first digest): "or in your inbox" beside "and N more", when set
 	ManageURL      string        // "manage preferences" link (absolute, signed by the caller); required
 	UnsubscribeURL string        // one-click unsubscribe page (absolute); required
 	// NoAnnouncement: arXiv made no announcement in the digest's window
