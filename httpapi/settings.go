@@ -424,6 +424,10 @@ type settingsData struct {
 type previewData struct {
 	Subject string
 	Groups  []notify.DigestGroup
+	// Omitted are the papers the digest would count rather than list
+	// (over its budget), OmittedBy by follow, as the mail says them.
+	Omitted   int
+	OmittedBy string
 	// Notice says the harvest is behind (notify.DigestContent.BehindNotice).
 	Notice string
 	// NoAnnouncement: arXiv announced nothing since the last digest.
@@ -626,7 +630,8 @@ func (s *Settings) data(r *http.Request, v *viewer, section string) (*settingsDa
 	if section == "email" {
 		if c, err := s.Digester.Preview(ctx, v.userID); err == nil {
 			d.Preview = &previewData{Subject: notify.DigestSubject(c), Groups: c.Groups, Notice: c.BehindNotice(),
-				NoAnnouncement: c.NoAnnouncement && c.Total == 0 && c.HarvestBehind == ""}
+				NoAnnouncement: c.NoAnnouncement && c.Total == 0 && c.HarvestBehind == "",
+				Omitted: c.Omitted, OmittedBy: notify.OmittedByLine(c.OmittedBy)}
 		}
 	}
 	if v.emailOnly {

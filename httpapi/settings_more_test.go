@@ -430,4 +430,22 @@ func TestSettingsDigestPreview(t *testing.T) {
 	if !strings.Contains(page, `<option value="monday" selected>Monday</option>`) {
 		t.Errorf("the weekday options are not capitalised (or Monday is not selected)")
 	}
+
+	// Best first within a budget: the preview lists what the mail would,
+	// each paper saying why it ranks, and counts the rest as the mail does.
+	body = `{"arxiv_id": "2301.00003", "title": "Reproducible Training Again", "authors": [{"name": "Mingzhi Wen", "ids": ["openalex:A5023888391"]}], "categories": ["cs.LG"], "primary_category": "cs.LG"}` + "\n" +
+		`{"arxiv_id": "2301.00004", "title": "Deep Learning Reproducibility Once More", "authors": [{"name": "Mingzhi Wen", "ids": ["openalex:A5023888391"]}], "categories": ["cs.LG"], "primary_category": "cs.LG"}` + "\n"
+	if r := c.Do("POST", "/v1/papers", svc, body, "Content-Type", "application/x-ndjson"); r.Status != 200 {
+		t.Fatalf("ingest: %d %s", r.Status, r.Body)
+	}
+	matchIdle(t, a, db)
+	if r := c.Do("PATCH", "/v1/me", tok, map[string]any{"digest": map[string]any{"order": "best", "max_papers": 1, "keep_followed": false}}); r.Status != 200 {
+		t.Fatalf("best first: %d %s", r.Status, r.Body)
+	}
+	_, page = testapp.Form(t, b, "GET", a.URL+"/settings/email", nil)
+	sec = previewRE.FindString(page)
+	if strings.Count(sec, "<li><a href=") != 1 || !strings.Contains(sec, `<span class="muted why">Why first: `) ||
+		!strings.Contains(sec, `<p class="muted" id="preview-more">…and 1 more paper in your feed (1 from Mingzhi Wen)</p>`) {
+		t.Errorf("the preview of a best-first digest of one paper:\n%s", sec)
+	}
 }

@@ -95,7 +95,7 @@ func htmlGroupFoot(h *bytes.Buffer, g groupView) {
 
 // htmlFoot writes the digest's "…and N more papers in your feed" button
 // when papers were omitted (with their counts by follow below it:
-// omittedByLine, and "or in your inbox on the site" linking InboxURL,
+// OmittedByLine, and "or in your inbox on the site" linking InboxURL,
 // when set), then the footer: why the user gets the mail
 // (whyLine), the feed, "Manage preferences" and "Unsubscribe"; and closes
 // the document.
@@ -109,7 +109,7 @@ func htmlFoot(h *bytes.Buffer, v *digestView) {
 		h.WriteString(`" style="display:inline-block;padding:12px 20px;font-size:16px;line-height:20px;font-weight:bold;color:#ffffff;background-color:#1d4ed8;text-decoration:none;border-radius:6px;">…and `)
 		htmlText(h, morePapers(v.Omitted))
 		h.WriteString(` in your feed</a>`)
-		if by := omittedByLine(v.OmittedBy); by != "" {
+		if by := OmittedByLine(v.OmittedBy); by != "" {
 			h.WriteString(`
 <div style="padding:4px 0 0 0;font-size:14px;color:#4b5563;">`)
 			htmlText(h, by)

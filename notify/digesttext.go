@@ -53,7 +53,7 @@ func textGroupFoot(t *bytes.Buffer, g groupView) {
 
 // textFoot writes the digest's "…and N more papers in your feed:" when
 // papers were omitted (with, in parentheses, their counts by follow:
-// omittedByLine; and "or in your inbox on the site:" with InboxURL, when
+// OmittedByLine; and "or in your inbox on the site:" with InboxURL, when
 // set), then the signature: why the user gets the mail
 // (whyLine), the feed, "Manage preferences" and "Unsubscribe", each URL on
 // its own line. The part ends with a line end.
@@ -61,7 +61,7 @@ func textFoot(t *bytes.Buffer, v *digestView) {
 	if v.Omitted != 0 {
 		t.WriteString("\n\n\n")
 		more := "…and " + morePapers(v.Omitted) + " in your feed"
-		if by := omittedByLine(v.OmittedBy); by != "" {
+		if by := OmittedByLine(v.OmittedBy); by != "" {
 			more += " (" + by + ")"
 		}
 		wrapTo(t, "", "", more+":")
@@ -95,10 +95,10 @@ func whyLine(following string) string {
 	return "You get this email because you follow " + following + " on followfeed."
 }
 
-// omittedByLine says how many of a best-first digest's papers not shown
-// came through each follow ("120 from astro-ph.GA, 63 from cs.LG and 12
+// OmittedByLine says how many of a best-first digest's papers not shown
+// (DigestContent.OmittedBy) came through each follow ("120 from astro-ph.GA, 63 from cs.LG and 12
 // not ranked"); "" when there are no counts.
-func omittedByLine(by []FollowCount) string {
+func OmittedByLine(by []FollowCount) string {
 	parts := make([]string, 0, len(by))
 	for _, c := range by {
 		name := oneLine(c.Name)
