@@ -631,7 +631,7 @@ func (s *Settings) data(r *http.Request, v *viewer, section string) (*settingsDa
 		if c, err := s.Digester.Preview(ctx, v.userID); err == nil {
 			d.Preview = &previewData{Subject: notify.DigestSubject(c), Groups: c.Groups, Notice: c.BehindNotice(),
 				NoAnnouncement: c.NoAnnouncement && c.Total == 0 && c.HarvestBehind == "",
-				Omitted: c.Omitted, OmittedBy: notify.OmittedByLine(c.OmittedBy)}
+				Omitted:        c.Omitted, OmittedBy: notify.OmittedByLine(c.OmittedBy)}
 		}
 	}
 	if v.emailOnly {
