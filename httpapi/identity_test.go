@@ -274,8 +274,9 @@ func TestDigestNotThisPersonLink(t *testing.T) {
 	}
 	// It names the person followed and links the paper to check, not
 	// only ids.
-	if !strings.Contains(page, "<strong>Mingzhi Wen</strong>, whom you follow (host:1955166)") || !strings.Contains(page, `href="https://arxiv.org/abs/2202.02326"`) {
-		t.Errorf("the dispute page does not name the person or link the paper:\n%s", page)
+	if !strings.Contains(page, "<strong>Mingzhi Wen</strong>, whom you follow (host:1955166)") || !strings.Contains(page, `href="https://arxiv.org/abs/2202.02326"`) ||
+		!strings.Contains(page, "“Towards Training Reproducible Deep Learning Models” (arXiv 2202.02326)") {
+		t.Errorf("the dispute page does not name the person or link the paper by its title:\n%s", page)
 	}
 	var ds struct {
 		Disputes []struct {
@@ -292,6 +293,10 @@ func TestDigestNotThisPersonLink(t *testing.T) {
 	c.Do("GET", "/v1/researchers/host:1955166/disputes", svc, nil).JSON(t, &ds)
 	if len(ds.Disputes) != 1 || ds.Disputes[0].ArxivID != "2202.02326" {
 		t.Errorf("disputes %+v", ds)
+	}
+	// Opened again, the link says it was done, and offers no button.
+	if _, page := testapp.Form(t, b, "GET", a.URL+link, nil); !strings.Contains(page, `<p id="disputed">You told us on `) || strings.Contains(page, `id="dispute"`) {
+		t.Errorf("the dispute page after the dispute:\n%s", page)
 	}
 	if resp, _ := testapp.Form(t, b, "POST", a.URL+link[:len(link)-3]+"AAA", url.Values{}); resp.StatusCode != 404 {
 		t.Errorf("forged link: %d", resp.StatusCode)

@@ -130,8 +130,28 @@ func (p *EmailPages) disputePage(w http.ResponseWriter, r *http.Request) {
 		p.badLink(w, r, err)
 		return
 	}
-	renderPage(w, r, p.Logger, http.StatusOK, "dispute.html", page{Title: "Not this person", Action: r.URL.Path,
-		Lines: []string{arxivID, p.followedName(r, uid, id), id}})
+	d := disputePage{ArxivID: arxivID, Name: p.followedName(r, uid, id), ID: id}
+	if t, err := follow.ParseTarget(string(follow.Researcher), id); err == nil && p.Identities != nil {
+		st, err := p.Identities.DisputeOf(r.Context(), uid, t, arxivID)
+		if err != nil {
+			writeError(w, r, p.Logger, err)
+			return
+		}
+		d.Title = st.Title
+		if !st.Reported.IsZero() {
+			d.Reported = st.Reported.UTC().Format("2 January 2006")
+		}
+	}
+	renderPage(w, r, p.Logger, http.StatusOK, "dispute.html", page{Title: "Not this person", Action: r.URL.Path, Data: d})
+}
+
+// disputePage is what a "Not by …?" link's page shows: the paper (its
+// title when stored), the person followed (Name, and the id followed when
+// it differs) and, once the user said so (Reported, a date), that, in
+// place of the button.
+type disputePage struct {
+	ArxivID, Title, Name, ID string
+	Reported                 string
 }
 
 // followedName is how the user's follow of the researcher id reads (their

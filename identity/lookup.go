@@ -265,6 +265,38 @@ func collectDisputes(rows pgx.Rows) ([]Dispute, error) {
 	return out, rows.Err()
 }
 
+// DisputeState is what a "Not by …?" link's page says of its paper: the
+// paper's title ("" when it is not stored, or withdrawn) and when the user
+// said it is not by the person (zero: not yet).
+type DisputeState struct {
+	Title    string
+	Reported time.Time
+}
+
+// DisputeOf returns the state of user userID's "not by t" for paper
+// arxivID (t a researcher follow, any id of theirs as NotThisPerson
+// records it: its key). One statement, by the papers' and the disputes'
+// primary keys.
+func (r *Registry) DisputeOf(ctx context.Context, userID int64, t follow.Target, arxivID string) (DisputeState, error) {
+	var st DisputeState
+	var at *time.Time
+	err := r.db.Pool.QueryRow(ctx, `
+		SELECT p.title, d.created_at
+		FROM `+catalog.PapersTable+` p
+		LEFT JOIN identity_disputes d ON d.paper_id = p.id AND d.user_id = $1 AND d.follow_key = $2
+		WHERE p.arxiv_id = $3 AND p.deleted_at IS NULL`, userID, t.Key(), arxivID).Scan(&st.Title, &at)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return DisputeState{}, nil
+	case err != nil:
+		return DisputeState{}, fmt.Errorf("reading user %d's dispute of %s: %w", userID, arxivID, err)
+	}
+	if at != nil {
+		st.Reported = *at
+	}
+	return st, nil
+}
+
 // NotThisPerson records that userID says the paper arxivID is not by the
 // researcher their follow t means. The paper leaves that user's feeds and
 // digests for that follow (and any other follow of the same person); it

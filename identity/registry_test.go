@@ -297,9 +297,23 @@ func TestNotThisPersonRemovesThePaperForThatFollowOnly(t *testing.T) {
 	e.ingest(testpaper.New("2202.02326", byAuthor("M. Wen", "openalex:A5023888391")),
 		testpaper.New("2202.02327", byAuthor("M. Wen", "host:1")))
 	t1 := follow.Target{Kind: follow.Researcher, ID: "openalex:A5023888391"}
+	if st, err := e.reg.DisputeOf(e.ctx, reader, t1, "2202.02327"); err != nil || st.Title == "" || !st.Reported.IsZero() {
+		t.Errorf("before the dispute: %+v %v", st, err)
+	}
 	v := e.version(reader)
 	if err := e.reg.NotThisPerson(e.ctx, reader, t1, "2202.02327"); err != nil {
 		t.Fatal(err)
+	}
+	// The link's page then says it was done: for that follow and user
+	// only; an unknown paper has no state.
+	if st, err := e.reg.DisputeOf(e.ctx, reader, t1, "2202.02327"); err != nil || st.Reported.IsZero() {
+		t.Errorf("after the dispute: %+v %v", st, err)
+	}
+	if st, err := e.reg.DisputeOf(e.ctx, other, follow.Target{Kind: follow.Researcher, ID: "host:1"}, "2202.02327"); err != nil || !st.Reported.IsZero() {
+		t.Errorf("another user's state: %+v %v", st, err)
+	}
+	if st, err := e.reg.DisputeOf(e.ctx, reader, t1, "2999.99999"); err != nil || st != (identity.DisputeState{}) {
+		t.Errorf("an unknown paper's state: %+v %v", st, err)
 	}
 	if e.version(reader) == v {
 		t.Error("a dispute must bump the user's feed")
