@@ -156,6 +156,37 @@ func TestFeedbackLinkPageInABrowser(t *testing.T) {
 	if me := string(c.Do("GET", "/v1/me", reader, nil).Body); !strings.Contains(me, `"order":"best"`) || !strings.Contains(me, `"max_papers":12`) || !strings.Contains(me, `"keep_followed":false`) {
 		t.Errorf("the budget controls saved %s", me)
 	}
+	// A budget the server refuses (sent past the browser's own check):
+	// the problem stands just above the field, which has the focus, not
+	// some 900 px above it at the top of the form on a phone.
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/settings/email"), chromedp.WaitVisible(`#budget`),
+		chromedp.SetValue(`#max-papers`, "76")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('#save-email').form.noValidate = true`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := submit(ctx, `#save-email`); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(`#form-error`)); err != nil {
+		t.Fatal(err)
+	}
+	gap, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`(function () {
+		var note = document.getElementById('form-error'), field = document.getElementById('max-papers');
+		if (document.activeElement !== field || note.nextElementSibling !== document.querySelector('label[for="max-papers"]')) { return -1; }
+		return field.getBoundingClientRect().top - note.getBoundingClientRect().top;
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gap < 0 || gap > 200 {
+		t.Errorf("the refused budget's problem: %v px above the field (-1: not above its label, or the field has no focus)", gap)
+	}
+	if e := text(ctx, t, `#form-error`); !strings.Contains(e, "At most this many papers") {
+		t.Errorf("the problem above the field: %q", e)
+	}
+	b.ElementScreenshot(ctx, t, "settings-budget-refused-390", "#budget")
 	if errs := b.ConsoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors: %v", errs)
 	}

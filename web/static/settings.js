@@ -72,8 +72,9 @@
   // that refuses it, whose flash names its action (data-form) and field
   // (data-field), puts the fields back into that very form (none when it
   // is not on the page any more, as a follow unfollowed in another tab),
-  // repeats the problem at its top and moves the focus to the field
-  // named, else its first field to type in. Any page load forgets it.
+  // repeats the problem above the field named (else at the form's top)
+  // and moves the focus to that field, else its first field to type in.
+  // Any page load forgets it.
   var KEEP = 'followfeed:refusable';
   var kept = function (el) {
     return el.name && ['hidden', 'password', 'url', 'submit', 'button', 'file', 'reset'].indexOf(el.type) < 0;
@@ -125,11 +126,6 @@
         break;
       }
     });
-    var note = document.createElement('p');
-    note.className = 'form-error';
-    note.id = 'form-error';
-    note.textContent = refused.textContent;
-    form.insertBefore(note, form.firstChild);
     // A form in a collapsed list (the snoozes) opens, to be seen.
     for (var d = form.closest('details'); d; d = d.parentElement && d.parentElement.closest('details')) { d.open = true; }
     var shown = Array.prototype.filter.call(form.elements, function (el) {
@@ -138,10 +134,23 @@
     // The field the problem names ("digest.max_papers": max_papers), else
     // the first one to type in, else the first shown.
     var named = (refused.getAttribute('data-field') || '').split('.').pop();
-    var first = shown.filter(function (el) { return named && el.name === named; })[0] ||
+    var field = shown.filter(function (el) { return named && el.name === named; })[0];
+    var first = field ||
       shown.filter(function (el) {
         return el.tagName === 'TEXTAREA' || ['text', 'search', 'email', 'date', 'number'].indexOf(el.type) >= 0;
       })[0] || shown[0];
+    // The problem stands above the field it names (its label), where the
+    // reader looks, not at the top of a long form; else at the top.
+    var note = document.createElement('p');
+    note.className = 'form-error';
+    note.id = 'form-error';
+    note.textContent = refused.textContent;
+    var anchor = field && ((field.id && form.querySelector('label[for="' + field.id + '"]')) || field.closest('label') || field);
+    if (anchor && form.contains(anchor)) {
+      anchor.parentNode.insertBefore(note, anchor);
+    } else {
+      form.insertBefore(note, form.firstChild);
+    }
     if (first) {
       first.setAttribute('aria-invalid', 'true');
       first.setAttribute('aria-describedby', ('form-error ' + (first.getAttribute('aria-describedby') || '')).trim());
