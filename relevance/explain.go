@@ -430,7 +430,8 @@ func spellAll(v *Vector) []string {
 // too) and the Roman numerals of "Paper II"; single letters and digits too,
 // as search leaves them out of queries: "about t" named a title's "T",
 // "about n" a formula's $n$, and before the longer list a reason read
-// "about can, lists and them".
+// "about can, lists and them". Words that are also a subject stay
+// nameable ("well": a quantum well).
 var functionWords = func() map[uint32]bool {
 	m := map[uint32]bool{}
 	words := strings.Fields("a an the of in on for and or to with by from at as is are be been being was were " +
@@ -441,7 +442,7 @@ var functionWords = func() map[uint32]bool {
 		"about above after again against along among around before below between both during each either " +
 		"further once only other others over same some such through under up down out off onto upon within without " +
 		"all any every few many more most much less least very too also however thus hence therefore yet still " +
-		"well just even per et al etc ie eg " +
+		"just even per et al etc ie eg " +
 		"first second third paper present presents presented show shows shown study studies result results " +
 		"two three four five six seven eight nine ten non " +
 		"ii iii iv vi vii viii ix xi xii")
