@@ -71,8 +71,13 @@ func TestInboxPageInABrowser(t *testing.T) {
 			tabToSelector(ctx, t, more)
 			pressTo(ctx, t, "\r", "#inbox")
 			// The flash says what happened (taking it back said "saved").
-			if f, wantFlash := text(ctx, t, `p.flash`), map[bool]string{true: "Thanks: your feedback is saved.", false: "Your feedback on that paper is taken back."}[want != ""]; f != wantFlash {
+			if f, wantFlash := text(ctx, t, `p.flash`), map[bool]string{true: "Thanks: “Sparse attention for long documents” is marked “More like this”.", false: "Your feedback on that paper is taken back."}[want != ""]; f != wantFlash {
 				t.Errorf("%d px: flash %q after pressing More like this (want %q)", width, f, wantFlash)
+			}
+			// Pressed, the page offers its undo (with a name that says
+			// which paper); taken back, none.
+			if undo := visible(ctx, t, `#feedback-undo button`); undo != (want != "") {
+				t.Errorf("%d px: an undo shown %v after pressing More like this (want %q)", width, undo, want)
 			}
 			if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(`#inbox`)); err != nil {
 				t.Fatal(err)

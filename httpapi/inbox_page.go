@@ -39,6 +39,8 @@ type inboxData struct {
 	// UpTo is the newest match seq the page selected: "mark all read"
 	// stops there, so papers matched since stay unread.
 	UpTo int64
+	// Undo is the paper whose feedback was just given (nil: none).
+	Undo *inboxUndo
 	// Error says a filter or the cursor was not valid (the page answers
 	// 422 and shows the unfiltered newest instead).
 	Error string
@@ -183,8 +185,45 @@ func (s *Settings) inboxPage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.Logger, err)
 		return
 	}
+	flash := inboxFlashes[q.Get("done")]
+	if q.Get("done") == "feedback" {
+		if d.Undo, err = s.feedbackUndo(ctx, v.userID, q.Get("paper")); err != nil {
+			writeError(w, r, s.Logger, err)
+			return
+		}
+		if d.Undo != nil {
+			flash = "Thanks: “" + d.Undo.Title + "” is marked " + d.Undo.Label + "."
+		}
+	}
 	renderPage(w, r, s.Logger, status, "inbox.html", page{Title: "Inbox", SignedIn: true, CSRF: v.csrf, Nav: settingsNav("/inbox"),
-		Flash: inboxFlashes[q.Get("done")], Data: d})
+		Flash: flash, Data: d})
+}
+
+// inboxUndo is the paper a feedback button was just pressed for, named
+// at the top of the inbox with a button that takes it back: in best
+// order the paper may have moved off the page.
+type inboxUndo struct {
+	ArxivID, Title, Label string
+}
+
+// feedbackUndo is the undo of the user's feedback on paper arxivID (the
+// redirect's ?paper=), nil when it names no stored paper with feedback
+// (a link kept from before, or feedback taken back meanwhile).
+func (s *Settings) feedbackUndo(ctx context.Context, userID int64, arxivID string) (*inboxUndo, error) {
+	id, _, err := paper.ParseArxivID(arxivID)
+	if err != nil {
+		return nil, nil
+	}
+	fb, err := s.Ranking.Get(ctx, userID, id)
+	switch {
+	case apperr.CodeOf(err) == apperr.NotFound:
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case fb.Value == ranking.None:
+		return nil, nil
+	}
+	return &inboxUndo{ArxivID: fb.ArxivID, Title: fb.Title, Label: "“" + fb.Value.Label() + "”"}, nil
 }
 
 // offerMutes sets the "Not from …" buttons of the rows (of items, in
@@ -253,6 +292,11 @@ func (s *Settings) inboxPost(w http.ResponseWriter, r *http.Request, act func(v 
 	// Back at the paper the form was about (its row's id), not the top
 	// of the list: a reader marking papers one by one keeps their place.
 	if id, _, err := paper.ParseArxivID(r.PostFormValue("arxiv_id")); err == nil {
+		if done == "feedback" {
+			// Best first, the paper may have moved off the page (one
+			// marked less goes last): the page names it, with an undo.
+			target += "&paper=" + url.QueryEscape(id)
+		}
 		target += "#paper-" + id
 	}
 	http.Redirect(w, r, target, http.StatusSeeOther)

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -282,6 +283,29 @@ func TestInboxFormsAreCSRFProtected(t *testing.T) {
 		resp, body := testapp.Form(t, b, "POST", a.URL+"/inbox/state", f.values)
 		if resp.StatusCode != f.status || !strings.Contains(body, f.says) {
 			t.Errorf("POST /inbox/state %v: %d, want %d saying %q", f.values, resp.StatusCode, f.status, f.says)
+		}
+	}
+	// Feedback from the inbox: back to the view, which names the paper
+	// with an undo (best first, a paper marked less goes last, off the
+	// page); the undo takes it back, and the page then offers none.
+	resp, _ = testapp.Form(t, b, "POST", a.URL+"/inbox/feedback", url.Values{"csrf": {csrf}, "arxiv_id": {"2611.00401"}, "value": {"less"}, "return": {"order=best"}})
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != 303 || loc != "/inbox?order=best&done=feedback&paper=2611.00401#paper-2611.00401" {
+		t.Fatalf("less from the inbox: %d to %q", resp.StatusCode, loc)
+	}
+	_, page := testapp.Form(t, b, "GET", a.URL+loc, nil)
+	undo := regexp.MustCompile(`(?s)<form method="post" action="/inbox/feedback" id="feedback-undo".*?</form>`).FindString(page)
+	if !strings.Contains(page, "Thanks: “Sparse attention” is marked “Less like this”.") || !strings.Contains(undo, `name="arxiv_id" value="2611.00401"`) ||
+		!strings.Contains(undo, `name="value" value=""`) || !strings.Contains(undo, `name="return" value="order=best"`) {
+		t.Fatalf("the inbox after less: undo form %q\n%s", undo, page)
+	}
+	resp, _ = testapp.Form(t, b, "POST", a.URL+"/inbox/feedback", url.Values{"csrf": {csrf}, "arxiv_id": {"2611.00401"}, "value": {""}, "return": {"order=best"}})
+	if resp.StatusCode != 303 || count(t, db, `SELECT count(*) FROM feedback`) != 0 {
+		t.Errorf("the undo: %d, %d feedback rows", resp.StatusCode, count(t, db, `SELECT count(*) FROM feedback`))
+	}
+	for _, q := range []string{"done=feedback&paper=2611.00401", "done=feedback&paper=nonsense", "done=feedback&paper=2611.99999"} {
+		if resp, page := testapp.Form(t, b, "GET", a.URL+"/inbox?"+q, nil); resp.StatusCode != 200 || strings.Contains(page, `id="feedback-undo"`) {
+			t.Errorf("the inbox ?%s: %d, an undo offered: %v", q, resp.StatusCode, strings.Contains(page, `id="feedback-undo"`))
 		}
 	}
 	if resp, _ := testapp.Form(t, testapp.FormClient(t), "GET", a.URL+"/inbox", nil); resp.StatusCode != 303 || resp.Header.Get("Location") != "/login" {

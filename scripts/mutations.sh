@@ -184,6 +184,8 @@ mutation feedback-link-mutes-through-any httpapi httpapi/feedback_pages.go $'	if
 mutation feedback-link-mutes-followed httpapi httpapi/feedback_pages.go $'	if !offered {\n' $'	if offered && !offered {\n'
 # A digest's outcome says how many papers it listed (notify/send.go).
 mutation outcome-shown-is-total notify notify/send.go 'out.Shown = content.shown()' 'out.Shown = content.Total'
+# The inbox names the paper a feedback button was pressed for, with an undo (httpapi/inbox_page.go).
+mutation inbox-feedback-no-undo httpapi httpapi/inbox_page.go 'if done == "feedback" {' 'if false {'
 # A null where the document has none is refused; where a route takes no body, null is none (httpapi/jsonstrict.go, api.go).
 mutation json-null-anywhere httpapi httpapi/jsonstrict.go 'case s.nullable || readsNull(t):' 'case true:'
 mutation json-null-body-refused-where-optional httpapi httpapi/api.go $'	case "null":
