@@ -232,11 +232,7 @@ func (p *EmailPages) showFeedbackStatus(w http.ResponseWriter, r *http.Request, 
 // (DisputeURL), of the feedback link's user and epoch. followed holds
 // the match keys of those follows (every id of each person).
 func (p *EmailPages) notBy(r *http.Request, l account.FeedbackLink, pp match.Paper) (out []notByLink, followed map[string]bool, err error) {
-	var ids []string
-	for _, a := range pp.Authors {
-		ids = append(ids, a.IDs...)
-	}
-	fs, err := p.Follows.Researchers(r.Context(), l.UserID, ids)
+	fs, err := p.followedAuthors(r, l, pp)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -245,6 +241,16 @@ func (p *EmailPages) notBy(r *http.Request, l account.FeedbackLink, pp match.Pap
 		out = append(out, notByLink{Name: researcherName(f, pp), URL: p.Addresses.DisputeURL(l.UserID, l.Epoch, pp.ArxivID, f.ID)})
 	}
 	return out, followedKeys(fs), nil
+}
+
+// followedAuthors are the link's user's researcher follows among pp's
+// authors (any id of each).
+func (p *EmailPages) followedAuthors(r *http.Request, l account.FeedbackLink, pp match.Paper) ([]follow.Expanded, error) {
+	var ids []string
+	for _, a := range pp.Authors {
+		ids = append(ids, a.IDs...)
+	}
+	return p.Follows.Researchers(r.Context(), l.UserID, ids)
 }
 
 // followedKeys are the match keys of researcher follows fs: each follow's
@@ -377,10 +383,11 @@ func (p *EmailPages) muteAuthor(r *http.Request, l account.FeedbackLink, v ranki
 	if id == "" || name == "" {
 		return "", apperr.InvalidField("researcher", "must be the id of one of the paper's authors (the page's buttons)")
 	}
-	_, followed, err := p.notBy(r, l, pp)
+	fs, err := p.followedAuthors(r, l, pp)
 	if err != nil {
 		return "", err
 	}
+	followed := followedKeys(fs)
 	offered := false
 	for _, a := range pp.Authors {
 		if slices.Contains(a.IDs, id) && !followsAuthor(a.IDs, followed) {
