@@ -28,7 +28,10 @@
 // (Params.MoreLift, LessPenalty): a paper like marked papers (the cosine
 // of their strongest words beyond Params.FeedbackLike) rises or falls, by
 // at most MoreLift or LessPenalty; a paper like none keeps the score its
-// follows give it. Train retrains from scratch, well within a click's
+// follows give it. Words alone find too few of a topic's papers on real
+// abstracts, so marks also weigh on their topic, the marked papers'
+// primary category (Params.LessTopic, MoreTopic: from the third net mark
+// in one category, a weight on its feature). Train retrains from scratch, well within a click's
 // minute: BenchmarkTrain (355 examples with abstracts) takes 6–35 ms on a
 // shared 2-core machine.
 //

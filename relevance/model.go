@@ -196,9 +196,10 @@ const Version = 2
 // Len is the number of weighted features of m.
 func (m *Model) Len() int { return len(m.feats) }
 
-// set fills m's features from the learned weights (by feature, ascending)
-// and the follows' fixed weights, quantised to 16 bits.
-func (m *Model) set(feats []uint32, weights []float32, fixed map[uint32]fixedWeight) {
+// set fills m's features from the learned weights (by feature, ascending),
+// the follows' fixed weights and the marks' topics' weights (markedTopics:
+// added to the category's learned weight), quantised to 16 bits.
+func (m *Model) set(feats []uint32, weights []float32, fixed map[uint32]fixedWeight, topics map[uint32]float32) {
 	type entry struct {
 		f    uint32
 		w    float32
@@ -216,6 +217,14 @@ func (m *Model) set(feats []uint32, weights []float32, fixed map[uint32]fixedWei
 			continue
 		}
 		es = append(es, entry{f: f, w: fw.w, kind: fw.kind, of: fw.of})
+	}
+	for f, w := range topics {
+		i, ok := slices.BinarySearch(feats, f)
+		if !ok {
+			i = len(es)
+			es = append(es, entry{f: f})
+		}
+		es[i].w += w
 	}
 	slices.SortFunc(es, func(a, b entry) int { return int(int64(a.f) - int64(b.f)) })
 	if len(es) > maxModelFeatures {

@@ -48,6 +48,20 @@ type Params struct {
 	// capped at 1: a paper like no marked paper keeps the score its
 	// follows give it, one like several moves the most.
 	MoreLift, LessPenalty, FeedbackLike float32
+	// LessTopic and MoreTopic are the most every paper of a category
+	// falls for the papers of that primary category the user marked
+	// "less", and rises for those marked "more" or saved: the marks'
+	// topic, where the words of one paper are too few to find its
+	// neighbours (on real abstracts five "less" clicks on one
+	// subcategory's papers moved none of its other papers by their
+	// words). A category's marks count net (less minus more and saved),
+	// and the whole of LessTopic (or MoreTopic) applies from TopicMarks
+	// net marks on, a part of it below (one mark of five: a fifth). It
+	// is a weight on the category's feature (of value CategoryWeight),
+	// so it moves every paper listed in the category, cross-lists too,
+	// and costs Score nothing.
+	LessTopic, MoreTopic float32
+	TopicMarks           int
 
 	// PersonBoost, CoauthorBoost, InstitutionBoost and CiteBoost are the
 	// fixed weights added to the feature of a followed person, of a
@@ -99,9 +113,20 @@ func DefaultParams() Params {
 		SourceWeight: [numSources]float32{
 			Own: 1, Followed: 1, More: 0, Saved: 0, Flow: 0.2, Less: 0, Background: 1,
 		},
-		MoreLift:         0.2,
-		LessPenalty:      1,
-		FeedbackLike:     0.4,
+		MoreLift:     0.2,
+		LessPenalty:  1,
+		FeedbackLike: 0.4,
+		// Five net "less" marks in a category take 0.1 off its papers, a
+		// flow's top 20 on real abstracts (its scores spread over some
+		// 0.25 in all, 0.1 in the top 20): one mark nudges the category
+		// down a few places, three take most of it out of the top 10,
+		// five out of the top 20; never below a followed person's paper
+		// (PersonBoost 1), which the budget keeps anyway. "More" lifts
+		// half of that, as MoreLift is the gentler of the two
+		// (TestTopicMarksMoveASubcategoryOnRealAbstracts).
+		LessTopic:        0.1,
+		MoreTopic:        0.05,
+		TopicMarks:       5,
 		PersonBoost:      1,
 		CoauthorBoost:    0.5,
 		InstitutionBoost: 0.3,

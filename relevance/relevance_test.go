@@ -569,9 +569,10 @@ func TestScoreIsTheDotProduct(t *testing.T) {
 	}
 }
 
-// TestFeedbackMovesOnlyPapersLikeTheMarks: marks move the papers like them,
-// by at most MoreLift up and LessPenalty down; every other paper keeps the
-// score the follows give it, however many marks.
+// TestFeedbackMovesOnlyPapersLikeTheMarks: marks move the papers like them
+// and of their topics (primary categories), by at most MoreLift +
+// MoreTopic up and LessPenalty + LessTopic down; every other paper keeps
+// the score the follows give it, however many marks.
 func TestFeedbackMovesOnlyPapersLikeTheMarks(t *testing.T) {
 	w := newWorld()
 	c := NewCorpus(DefaultParams())
@@ -617,8 +618,8 @@ func TestFeedbackMovesOnlyPapersLikeTheMarks(t *testing.T) {
 			}
 			same++
 		}
-		if d > p.MoreLift+1e-5 || d < -p.LessPenalty-1e-5 {
-			t.Errorf("%q moved by %v: beyond the bounds (+%v, −%v)", cands[i].Title, d, p.MoreLift, p.LessPenalty)
+		if up, down := p.MoreLift+p.MoreTopic, p.LessPenalty+p.LessTopic; d > up+1e-5 || d < -down-1e-5 {
+			t.Errorf("%q moved by %v: beyond the bounds (+%v, −%v)", cands[i].Title, d, up, down)
 		}
 	}
 	if down < 8 || up < 8 {

@@ -110,6 +110,7 @@ func Train(p Params, prof Profile, examples []Example) *Model {
 
 	fixed := map[uint32]fixedWeight{}
 	coauthors(p, persons, examples, fixed)
+	topics := markedTopics(p, examples)
 	for f, i := range persons {
 		if i < len(m.people) {
 			fixed[f] = fixedWeight{w: p.PersonBoost, kind: kindPerson, of: uint16(i)}
@@ -128,7 +129,7 @@ func Train(p Params, prof Profile, examples []Example) *Model {
 
 	feats, weights, bias := learn(p, persons, examples)
 	m.bias = bias
-	m.set(feats, weights, fixed)
+	m.set(feats, weights, fixed, topics)
 	m.likes = signatures(examples)
 	m.likeThreshold = p.LikeThreshold
 	m.moreLift, m.lessPenalty, m.feedbackLike = max(p.MoreLift, 0), max(p.LessPenalty, 0), min(max(p.FeedbackLike, 0), 0.99)
@@ -141,6 +142,62 @@ type fixedWeight struct {
 	w    float32
 	kind kind
 	of   uint16 // the person (kindPerson, kindCoauthor)
+}
+
+// markedTopics returns the marks' weights on their topics (Params.LessTopic,
+// MoreTopic), by category feature: per primary category of the Less, More
+// and Saved examples (a paper's first category), their net count n (less
+// minus the others) puts −LessTopic × a share on the category's feature
+// (divided by CategoryWeight, its value in a vector), or MoreTopic × the
+// same for a net of more and saved: nothing for one or two marks, all
+// from TopicMarks on, in even steps between. No reason names it (Explain
+// names a category through no weight).
+func markedTopics(p Params, examples []Example) map[uint32]float32 {
+	if p.CategoryWeight <= 0 || p.TopicMarks <= 0 {
+		return nil
+	}
+	// Per category: the marks less and more (with saved), and the papers
+	// of the follows (a followed person's, a followed paper).
+	type count struct{ less, more, follows int }
+	counts := map[uint32]*count{}
+	for _, e := range examples {
+		if e.Vector == nil || len(e.Vector.paper.Categories) == 0 || e.Vector.paper.Categories[0] == "" {
+			continue
+		}
+		f := hash(nsCategory, e.Vector.paper.Categories[0])
+		c := counts[f]
+		if c == nil {
+			c = &count{}
+			counts[f] = c
+		}
+		switch e.Source {
+		case Less:
+			c.less++
+		case More, Saved:
+			c.more++
+		case Own, Followed:
+			c.follows++
+		}
+	}
+	// One or two marks say the papers (the likeness of their words moves
+	// their neighbours); a third in the category begins to say the topic.
+	share := func(n int) float32 {
+		if p.TopicMarks <= 2 {
+			return float32(min(max(n, 0), 1))
+		}
+		return min(float32(max(n-2, 0))/float32(p.TopicMarks-2), 1)
+	}
+	out := map[uint32]float32{}
+	for f, c := range counts {
+		// "Less" of the topic the follows write in takes as many marks
+		// again as they have papers there (it stays the words' affair);
+		// the follows lift nothing themselves (their weights do).
+		w := -max(p.LessTopic, 0)*share(c.less-c.more-c.follows) + max(p.MoreTopic, 0)*share(c.more-c.less)
+		if w != 0 {
+			out[f] = w / p.CategoryWeight
+		}
+	}
+	return out
 }
 
 // coauthors adds to fixed the co-authors of the followed persons: the

@@ -18,7 +18,8 @@ type Paper struct {
 	Title, Abstract string
 	// Authors are names as written; they are compared by NameKey.
 	Authors []string
-	// Categories are arXiv categories ("astro-ph.GA"), any order.
+	// Categories are arXiv categories ("astro-ph.GA"), the primary first:
+	// a marked paper's first is its topic (Params.LessTopic).
 	Categories []string
 	// Institutions are normalised institution ids ("ror:03dbr7087").
 	Institutions []string

@@ -179,6 +179,11 @@ mutation explain-no-cites relevance relevance/vector.go 'v.instFeats, v.citeFeat
 mutation explain-names-modals relevance relevance/explain.go '"has have had having do does did done can could may might must shall should will would " +' '"has have had having do does did done " +'
 mutation explain-coauthors-of-its-person relevance relevance/explain.go 'if !ok || kd != kindCoauthor || slices.Contains(on[:nOn], of) {' 'if !ok || kd != kindCoauthor {'
 mutation marked-less-stays relevance relevance/model.go $'	if itself {\n\t\ts -= MarkedLessDrop\n\t}' ''
+# Marks move their topic: a category's net marks, from the third, less offset by the follows' papers there (relevance/train.go).
+mutation topic-marks-ignored relevance relevance/train.go '	topics := markedTopics(p, examples)' '	topics := map[uint32]float32(nil)'
+mutation topic-less-ignores-follows relevance relevance/train.go 'share(c.less-c.more-c.follows)' 'share(c.less-c.more)'
+mutation topic-from-the-first-mark relevance relevance/train.go 'max(n-2, 0))/float32(p.TopicMarks-2)' 'max(n, 0))/float32(p.TopicMarks)'
+mutation topic-more-counts-as-less relevance relevance/train.go $'\t\t\tc.more++' $'\t\t\tc.less++'
 # A feedback link mutes only what its page offers: an unfollowed author, through a "Less like this" link (httpapi/feedback_pages.go).
 mutation feedback-link-mutes-through-any httpapi httpapi/feedback_pages.go $'	if v != ranking.Less {\n\t\treturn "", apperr.InvalidField' $'	if false {\n\t\treturn "", apperr.InvalidField'
 mutation feedback-link-mutes-followed httpapi httpapi/feedback_pages.go $'	if !offered {\n' $'	if offered && !offered {\n'
