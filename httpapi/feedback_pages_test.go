@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -370,7 +371,7 @@ func TestSettingsFeedbackList(t *testing.T) {
 		t.Fatalf("a refused undo removed feedback: %q", got)
 	}
 	resp, _ = testapp.Form(t, b, "POST", a.URL+"/settings/feedback", undo)
-	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings/account?done=feedback" {
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/settings/account?done=feedback#feedback" {
 		t.Fatalf("undo: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	if got := myFeedback(t, c, tok); strings.Contains(got, "2611.00422") || !strings.HasPrefix(got, "2611.00421=more ") {
@@ -379,6 +380,34 @@ func TestSettingsFeedbackList(t *testing.T) {
 	_, page = testapp.Form(t, b, "GET", a.URL+"/settings/account?done=feedback", nil)
 	if got := ids(page); len(got) != 20 || got[0] != "2611.00421" || !strings.Contains(page, "Feedback removed") {
 		t.Errorf("the page after undo lists %v", got)
+	}
+	// An Undo on an older page comes back to that page, which then
+	// lists what is left of it.
+	cursor := regexp.MustCompile(`name="page" value="([^"]+)"`).FindStringSubmatch(older)
+	if cursor == nil || strings.Contains(page, `name="page"`) {
+		t.Fatalf("the page cursor: on the second page %v; on the first %v", cursor, strings.Contains(page, `name="page"`))
+	}
+	olderUndo := url.Values{"csrf": {csrf}, "arxiv_id": {"2611.00402"}, "value": {""}, "page": {html.UnescapeString(cursor[1])}}
+	resp, _ = testapp.Form(t, b, "POST", a.URL+"/settings/feedback", olderUndo)
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != 303 || !strings.HasPrefix(loc, "/settings/account?done=feedback&feedback=") || !strings.HasSuffix(loc, "#feedback") {
+		t.Fatalf("undo on the second page: %d %s", resp.StatusCode, loc)
+	}
+	resp, older = testapp.Form(t, b, "GET", a.URL+strings.TrimSuffix(loc, "#feedback"), nil)
+	if got := ids(older); resp.StatusCode != 200 || strings.Join(got, ",") != "2611.00401" || !strings.Contains(older, "Feedback removed") {
+		t.Errorf("the second page after its undo: %d %v", resp.StatusCode, got)
+	}
+	// A page cursor that is not the list's: back to the first page, with
+	// the list's own message, nothing lost.
+	olderUndo.Set("arxiv_id", "2611.00401")
+	olderUndo.Set("page", strings.Repeat("x", 201)) // longer than any cursor of the list
+	if resp, _ = testapp.Form(t, b, "POST", a.URL+"/settings/feedback", olderUndo); resp.Header.Get("Location") != "/settings/account?done=feedback#feedback" {
+		t.Errorf("undo with an overlong page: %s", resp.Header.Get("Location"))
+	}
+	olderUndo.Set("page", "nonsense")
+	resp, _ = testapp.Form(t, b, "POST", a.URL+"/settings/feedback", olderUndo)
+	if resp, bad := testapp.Form(t, b, "GET", a.URL+strings.TrimSuffix(resp.Header.Get("Location"), "#feedback"), nil); resp.StatusCode != 422 || !strings.Contains(bad, `id="feedback-error"`) {
+		t.Errorf("undo with a page that is not the list's, then its page: %d", resp.StatusCode)
 	}
 	undo.Set("arxiv_id", "not-an-id")
 	if resp, _ := testapp.Form(t, b, "POST", a.URL+"/settings/feedback", undo); resp.StatusCode != 422 {

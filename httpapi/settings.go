@@ -795,7 +795,9 @@ func formError(err error) error {
 // post runs a form action for a signed-in viewer (or, for the email form, a
 // manage link) after the CSRF check, then redirects (post/redirect/get) to
 // the page the form lives on (formSections) with the outcome's flash
-// (?done=); a rejected field renders that page again with the message.
+// (?done=, what act returns: a flash's name, which may go on with further
+// escaped query parameters, "&name=value"); a rejected field renders that
+// page again with the message.
 func (s *Settings) post(w http.ResponseWriter, r *http.Request, allowManage bool, act func(v *viewer) (string, error)) {
 	v := s.formViewer(w, r, allowManage)
 	if v == nil {
@@ -826,8 +828,11 @@ func (s *Settings) post(w http.ResponseWriter, r *http.Request, allowManage bool
 	if v.emailOnly {
 		target = "/settings?done=" + done + "&token=" + url.QueryEscape(v.manage)
 	}
-	if strings.HasPrefix(r.URL.Path, "/settings/mutes") {
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/settings/mutes"):
 		target += "#mutes"
+	case r.URL.Path == "/settings/feedback":
+		target += "#feedback"
 	}
 	http.Redirect(w, r, target, http.StatusSeeOther)
 }

@@ -29,11 +29,17 @@ type feedbackData struct {
 	Error string
 }
 
-// feedbackRow is one paper's feedback in the list.
+// feedbackRow is one paper's feedback in the list; Page is the cursor of
+// the list's page it is on ("" the first), which its Undo comes back to.
 type feedbackRow struct {
-	ArxivID, Title, AbsURL, Label, Date string
-	Value                               ranking.Value
+	ArxivID, Title, AbsURL, Label, Date, Page string
+	Value                                     ranking.Value
 }
+
+// maxFeedbackCursor bounds the page cursor an Undo carries back (a list's
+// cursor is some 40 bytes; a longer one is not the list's, and the Undo
+// then comes back to the first page).
+const maxFeedbackCursor = 200
 
 // feedbackSection lists the viewer's feedback from cursor (a Next of an
 // earlier page; "" for the newest). A cursor the list did not make shows
@@ -51,7 +57,7 @@ func (s *Settings) feedbackSection(r *http.Request, v *viewer, cursor string) (*
 	}
 	for _, f := range page.Items {
 		d.Rows = append(d.Rows, feedbackRow{ArxivID: f.ArxivID, Title: f.Title, AbsURL: f.AbsURL, Value: f.Value,
-			Label: f.Value.Label(), Date: f.UpdatedAt.Format("2 January 2006")})
+			Label: f.Value.Label(), Date: f.UpdatedAt.Format("2 January 2006"), Page: cursor})
 	}
 	if page.Next != "" {
 		d.More = sectionPath("account") + "?feedback=" + url.QueryEscape(page.Next) + "#feedback"
@@ -63,7 +69,9 @@ func (s *Settings) feedbackSection(r *http.Request, v *viewer, cursor string) (*
 }
 
 // postFeedback is the feedback list's undo button (POST /settings/feedback:
-// csrf, arxiv_id, value "" to clear, or more, less, saved).
+// csrf, arxiv_id, value "" to clear, or more, less, saved; page, the
+// cursor of the list's page the button is on): back to that page of the
+// list (an older page's Undo no longer lands on the newest).
 func (s *Settings) postFeedback(w http.ResponseWriter, r *http.Request) {
 	s.post(w, r, false, func(v *viewer) (string, error) {
 		val := ranking.None
@@ -76,10 +84,14 @@ func (s *Settings) postFeedback(w http.ResponseWriter, r *http.Request) {
 		if _, err := s.Ranking.Set(r.Context(), v.userID, r.PostFormValue("arxiv_id"), val); err != nil {
 			return "", err
 		}
+		done := "feedback-set"
 		if val == ranking.None {
-			return "feedback", nil
+			done = "feedback"
 		}
-		return "feedback-set", nil
+		if page := r.PostFormValue("page"); page != "" && len(page) <= maxFeedbackCursor {
+			done += "&feedback=" + url.QueryEscape(page)
+		}
+		return done, nil
 	})
 }
 

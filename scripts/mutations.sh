@@ -184,6 +184,9 @@ mutation topic-marks-ignored relevance relevance/train.go '	topics := markedTopi
 mutation topic-less-ignores-follows relevance relevance/train.go 'share(c.less-c.more-c.follows)' 'share(c.less-c.more)'
 mutation topic-from-the-first-mark relevance relevance/train.go 'max(n-2, 0))/float32(p.TopicMarks-2)' 'max(n, 0))/float32(p.TopicMarks)'
 mutation topic-more-counts-as-less relevance relevance/train.go $'\t\t\tc.more++' $'\t\t\tc.less++'
+# The feedback list's Undo comes back to the page it is on (httpapi/settings_feedback.go).
+mutation feedback-undo-to-first-page httpapi httpapi/settings_feedback.go $'\t\t\tdone += "&feedback=" + url.QueryEscape(page)' $'\t\t\t_ = url.QueryEscape(page)'
+mutation feedback-undo-page-unbounded httpapi httpapi/settings_feedback.go 'page != "" && len(page) <= maxFeedbackCursor' 'page != ""'
 # A feedback link mutes only what its page offers: an unfollowed author, through a "Less like this" link (httpapi/feedback_pages.go).
 mutation feedback-link-mutes-through-any httpapi httpapi/feedback_pages.go $'	if v != ranking.Less {\n\t\treturn "", apperr.InvalidField' $'	if false {\n\t\treturn "", apperr.InvalidField'
 mutation feedback-link-mutes-followed httpapi httpapi/feedback_pages.go $'	if !offered {\n' $'	if offered && !offered {\n'
