@@ -142,6 +142,12 @@ func TestFeedbackLinkPageInABrowser(t *testing.T) {
 	if !visible(ctx, t, "#feedback-none") {
 		t.Error("the list after undo is not empty")
 	}
+	// The outcome stands in the list's section, where the page comes back
+	// to (#feedback), not at the top of the page out of view.
+	if got := text(ctx, t, "#feedback p.flash"); !strings.Contains(got, "Feedback removed") {
+		t.Errorf("the undo's outcome in the feedback section: %q", got)
+	}
+	b.ElementScreenshot(ctx, t, "settings-feedback-undone-390", "#feedback")
 	// The budget controls are on the email page.
 	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/settings/email"), chromedp.WaitVisible(`#budget`)); err != nil {
 		t.Fatal(err)

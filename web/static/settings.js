@@ -157,4 +157,14 @@
       first.focus();
     }
   }
+  // A form that comes back to its own section of a long page (the
+  // feedback list's Undo: #feedback; the mutes: #mutes) has its outcome
+  // shown there, under the section's heading, where the reader is, not
+  // at the top of the page scrolled out of view.
+  var outcome = document.querySelector('p.flash:not([data-form])');
+  var section = location.hash && document.getElementById(location.hash.slice(1));
+  if (outcome && section && section.tagName === 'SECTION') {
+    var heading = section.querySelector('h2');
+    if (heading) { heading.insertAdjacentElement('afterend', outcome); }
+  }
 })();
