@@ -284,5 +284,22 @@ func toRelevance(p *paper.Paper) *relevance.Paper {
 		authors[i] = a.Name
 	}
 	return &relevance.Paper{ID: p.ArxivID, Title: p.Title, Abstract: p.Abstract, Authors: authors,
-		Categories: p.Categories, Institutions: p.Institutions}
+		Categories: primaryFirst(p.PrimaryCategory, p.Categories), Institutions: p.Institutions}
+}
+
+// primaryFirst is cats with primary first (relevance reads a marked
+// paper's first category as its topic), whatever order a row stored them
+// in; cats itself when it is so already.
+func primaryFirst(primary string, cats []string) []string {
+	if primary == "" || len(cats) > 0 && cats[0] == primary {
+		return cats
+	}
+	out := make([]string, 0, len(cats)+1)
+	out = append(out, primary)
+	for _, c := range cats {
+		if c != primary {
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package ranking
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"followfeed/paper"
@@ -106,6 +107,28 @@ func TestKeptLexiconHoldsTheBatchsVectors(t *testing.T) {
 	for _, id := range ids[:2] {
 		if lex2.Vector(at[id]) != remade[id] {
 			t.Errorf("paper %d: the new lexicon holds another vector than the batch's", id)
+		}
+	}
+}
+
+// TestRankingReadsThePrimaryCategoryFirst: the paper ranking reads has its
+// primary category first (a mark's topic), whatever order the row keeps
+// its categories in, each once.
+func TestRankingReadsThePrimaryCategoryFirst(t *testing.T) {
+	for _, tc := range []struct {
+		primary string
+		cats    []string
+		want    []string
+	}{
+		{"astro-ph.CO", []string{"astro-ph.CO", "gr-qc"}, []string{"astro-ph.CO", "gr-qc"}},
+		{"astro-ph.CO", []string{"gr-qc", "astro-ph.CO", "hep-th"}, []string{"astro-ph.CO", "gr-qc", "hep-th"}},
+		{"astro-ph.CO", []string{"gr-qc"}, []string{"astro-ph.CO", "gr-qc"}},
+		{"astro-ph.CO", nil, []string{"astro-ph.CO"}},
+		{"", []string{"gr-qc", "hep-th"}, []string{"gr-qc", "hep-th"}},
+	} {
+		got := toRelevance(&paper.Paper{ArxivID: "2401.00001", PrimaryCategory: tc.primary, Categories: tc.cats}).Categories
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("primary %q, categories %v: ranking reads %v, want %v", tc.primary, tc.cats, got, tc.want)
 		}
 	}
 }

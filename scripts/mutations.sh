@@ -188,6 +188,7 @@ mutation topic-more-counts-as-less relevance relevance/train.go $'\t\t\tc.more++
 mutation feedback-undo-to-first-page httpapi httpapi/settings_feedback.go $'\t\t\tdone += "&feedback=" + url.QueryEscape(page)' $'\t\t\t_ = url.QueryEscape(page)'
 mutation feedback-undo-page-unbounded httpapi httpapi/settings_feedback.go 'page != "" && len(page) <= maxFeedbackCursor' 'page != ""'
 mutation outcome-stays-at-top httpapi web/static/settings.js "if (heading) { heading.insertAdjacentElement('afterend', outcome); }" 'if (heading) { }'
+mutation ranking-reads-categories-as-stored ranking ranking/corpus.go 'Categories: primaryFirst(p.PrimaryCategory, p.Categories)' 'Categories: p.Categories'
 # A feedback link mutes only what its page offers: an unfollowed author, through a "Less like this" link (httpapi/feedback_pages.go).
 mutation feedback-link-mutes-through-any httpapi httpapi/feedback_pages.go $'	if v != ranking.Less {\n\t\treturn "", apperr.InvalidField' $'	if false {\n\t\treturn "", apperr.InvalidField'
 mutation feedback-link-mutes-followed httpapi httpapi/feedback_pages.go $'	if !offered {\n' $'	if offered && !offered {\n'
