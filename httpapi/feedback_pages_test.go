@@ -397,6 +397,14 @@ func TestSettingsFeedbackList(t *testing.T) {
 	if got := ids(older); resp.StatusCode != 200 || strings.Join(got, ",") != "2611.00401" || !strings.Contains(older, "Feedback removed") {
 		t.Errorf("the second page after its undo: %d %v", resp.StatusCode, got)
 	}
+	// A refused Undo on an older page shows that page again with the
+	// problem.
+	olderUndo.Set("arxiv_id", "2611.00401")
+	olderUndo.Set("value", "bogus")
+	if resp, again := testapp.Form(t, b, "POST", a.URL+"/settings/feedback", olderUndo); resp.StatusCode != 422 || strings.Join(ids(again), ",") != "2611.00401" {
+		t.Errorf("a refused undo on the second page: %d, lists %v", resp.StatusCode, ids(again))
+	}
+	olderUndo.Set("value", "")
 	// A page cursor that is not the list's: back to the first page, with
 	// the list's own message, nothing lost.
 	olderUndo.Set("arxiv_id", "2611.00401")

@@ -666,7 +666,15 @@ func (s *Settings) data(r *http.Request, v *viewer, section string) (*settingsDa
 			return nil, err
 		}
 	case "account":
-		if d.Feedback, err = s.feedbackSection(r, v, r.URL.Query().Get("feedback")); err != nil {
+		// The list's page: the link's ?feedback=, or for a refused Undo
+		// the page its form was on (shown again as it was).
+		cursor := r.URL.Query().Get("feedback")
+		if r.Method == http.MethodPost && r.URL.Path == "/settings/feedback" {
+			if cursor = r.PostFormValue("page"); len(cursor) > maxFeedbackCursor {
+				cursor = ""
+			}
+		}
+		if d.Feedback, err = s.feedbackSection(r, v, cursor); err != nil {
 			return nil, err
 		}
 		if d.RememberOpened, err = s.Inbox.RememberOpened(ctx, v.userID); err != nil {
