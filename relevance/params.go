@@ -54,9 +54,11 @@ type Params struct {
 	// topic, where the words of one paper are too few to find its
 	// neighbours (on real abstracts five "less" clicks on one
 	// subcategory's papers moved none of its other papers by their
-	// words). A category's marks count net (less minus more and saved),
-	// and the whole of LessTopic (or MoreTopic) applies from TopicMarks
-	// net marks on, a part of it below (one mark of five: a fifth). It
+	// words). A category's marks count net (less minus more and saved;
+	// a less also minus the followed persons' papers there), nothing for
+	// one or two (they say the papers), a part from the third (of five:
+	// a third at the third, two at the fourth) and the whole of LessTopic
+	// (or MoreTopic) from TopicMarks net marks on (markedTopics). It
 	// is a weight on the category's feature (of value CategoryWeight),
 	// so it moves every paper listed in the category, cross-lists too,
 	// and costs Score nothing.
@@ -118,11 +120,11 @@ func DefaultParams() Params {
 		FeedbackLike: 0.4,
 		// Five net "less" marks in a category take 0.1 off its papers, a
 		// flow's top 20 on real abstracts (its scores spread over some
-		// 0.25 in all, 0.1 in the top 20): one mark nudges the category
-		// down a few places, three take most of it out of the top 10,
-		// five out of the top 20; never below a followed person's paper
-		// (PersonBoost 1), which the budget keeps anyway. "More" lifts
-		// half of that, as MoreLift is the gentler of the two
+		// 0.25 in all, 0.1 in the top 20): three marks nudge the
+		// category down a few places, five take it out of the top 20;
+		// never below a followed person's paper (PersonBoost 1), which
+		// the budget keeps anyway. "More" lifts half of that, as
+		// MoreLift is the gentler of the two
 		// (TestTopicMarksMoveASubcategoryOnRealAbstracts).
 		LessTopic:        0.1,
 		MoreTopic:        0.05,
