@@ -148,6 +148,13 @@ func TestFeedbackLinkPageInABrowser(t *testing.T) {
 		t.Errorf("the undo's outcome in the feedback section: %q", got)
 	}
 	b.ElementScreenshot(ctx, t, "settings-feedback-undone-390", "#feedback")
+	// It offers the feedback back; the keyboard puts it back.
+	if got := text(ctx, t, "#feedback-restore"); !strings.Contains(got, "Removed “More like this” on “Towards Training") {
+		t.Errorf("the offer to put it back: %q", got)
+	}
+	tabTo(ctx, t, "feedback-restore-button")
+	pressTo(ctx, t, "\r", `li[data-feedback="2202.02326"]`)
+	waitFor(t, "the feedback put back", func() bool { return strings.HasPrefix(myFeedback(t, c, reader), "2202.02326=more") })
 	// The budget controls are on the email page.
 	if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/settings/email"), chromedp.WaitVisible(`#budget`)); err != nil {
 		t.Fatal(err)

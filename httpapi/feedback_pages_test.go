@@ -387,7 +387,11 @@ func TestSettingsFeedbackList(t *testing.T) {
 	if cursor == nil || strings.Contains(page, `name="page"`) {
 		t.Fatalf("the page cursor: on the second page %v; on the first %v", cursor, strings.Contains(page, `name="page"`))
 	}
-	olderUndo := url.Values{"csrf": {csrf}, "arxiv_id": {"2611.00402"}, "value": {""}, "page": {html.UnescapeString(cursor[1])}}
+	was := regexp.MustCompile(`name="arxiv_id" value="2611.00402"><input type="hidden" name="value" value=""><input type="hidden" name="was" value="([^"]*)"`).FindStringSubmatch(older)
+	if was == nil || was[1] != "less" {
+		t.Fatalf("the row's Undo does not carry the value it removes: %v", was)
+	}
+	olderUndo := url.Values{"csrf": {csrf}, "arxiv_id": {"2611.00402"}, "value": {""}, "was": {was[1]}, "page": {html.UnescapeString(cursor[1])}}
 	resp, _ = testapp.Form(t, b, "POST", a.URL+"/settings/feedback", olderUndo)
 	loc := resp.Header.Get("Location")
 	if resp.StatusCode != 303 || !strings.HasPrefix(loc, "/settings/account?done=feedback&feedback=") || !strings.HasSuffix(loc, "#feedback") {
@@ -396,6 +400,35 @@ func TestSettingsFeedbackList(t *testing.T) {
 	resp, older = testapp.Form(t, b, "GET", a.URL+strings.TrimSuffix(loc, "#feedback"), nil)
 	if got := ids(older); resp.StatusCode != 200 || strings.Join(got, ",") != "2611.00401" || !strings.Contains(older, "Feedback removed") {
 		t.Errorf("the second page after its undo: %d %v", resp.StatusCode, got)
+	}
+	// The page offers the removed feedback back ("Put it back"), which
+	// puts it back and stays on that page.
+	if !strings.Contains(older, `id="feedback-restore"`) || !strings.Contains(older, "Removed “Less like this” on “Paper number 2”") {
+		t.Fatalf("no offer to put the feedback back:\n%s", older)
+	}
+	restore := url.Values{"csrf": {csrf}}
+	for _, m := range regexp.MustCompile(`<form method="post" action="/settings/feedback" id="feedback-restore"[^>]*>([\s\S]*?)</form>`).FindAllStringSubmatch(older, 1) {
+		for _, in := range regexp.MustCompile(`name="(arxiv_id|value|page)" value="([^"]*)"`).FindAllStringSubmatch(m[1], -1) {
+			restore.Set(in[1], html.UnescapeString(in[2]))
+		}
+	}
+	resp, _ = testapp.Form(t, b, "POST", a.URL+"/settings/feedback", restore)
+	if loc := resp.Header.Get("Location"); resp.StatusCode != 303 || !strings.HasPrefix(loc, "/settings/account?done=feedback-set&feedback=") {
+		t.Errorf("put it back: %d %s", resp.StatusCode, loc)
+	}
+	if got := myFeedback(t, c, tok); !strings.Contains(got, "2611.00402=less") {
+		t.Errorf("after putting it back: %q", got)
+	}
+	// Not offered again once the paper has feedback, nor for a value or
+	// a paper that is none.
+	for _, q := range []string{"undone=2611.00402&was=less", "undone=2611.00402&was=bogus", "undone=not-an-id&was=less", "undone=2611.09999&was=more"} {
+		if _, p := testapp.Form(t, b, "GET", a.URL+"/settings/account?done=feedback&"+q, nil); strings.Contains(p, `id="feedback-restore"`) {
+			t.Errorf("?%s offers feedback back", q)
+		}
+	}
+	undoAgain := url.Values{"csrf": {csrf}, "arxiv_id": {"2611.00402"}, "value": {""}, "was": {"less"}, "page": {restore.Get("page")}}
+	if resp, _ = testapp.Form(t, b, "POST", a.URL+"/settings/feedback", undoAgain); resp.StatusCode != 303 {
+		t.Fatalf("the undo again: %d", resp.StatusCode)
 	}
 	// A refused Undo on an older page shows that page again with the
 	// problem.
@@ -409,7 +442,7 @@ func TestSettingsFeedbackList(t *testing.T) {
 	// the list's own message, nothing lost.
 	olderUndo.Set("arxiv_id", "2611.00401")
 	olderUndo.Set("page", strings.Repeat("x", 201)) // longer than any cursor of the list
-	if resp, _ = testapp.Form(t, b, "POST", a.URL+"/settings/feedback", olderUndo); resp.Header.Get("Location") != "/settings/account?done=feedback#feedback" {
+	if resp, _ = testapp.Form(t, b, "POST", a.URL+"/settings/feedback", olderUndo); resp.Header.Get("Location") != "/settings/account?done=feedback&undone=2611.00401&was=less#feedback" {
 		t.Errorf("undo with an overlong page: %s", resp.Header.Get("Location"))
 	}
 	olderUndo.Set("page", "nonsense")

@@ -8,6 +8,7 @@ import (
 
 	"followfeed/apperr"
 	"followfeed/notify"
+	"followfeed/paper"
 	"followfeed/ranking"
 )
 
@@ -27,6 +28,16 @@ type feedbackData struct {
 	// Error says the ?feedback= cursor was not one of this list's (the
 	// first page shows instead).
 	Error string
+	// Restore is the feedback an Undo just removed, offered back ("Put it
+	// back"); nil when there is none to offer.
+	Restore *feedbackRestore
+}
+
+// feedbackRestore is the feedback an Undo removed: its paper, the value it
+// had (and its label), and the list's page the Undo was on.
+type feedbackRestore struct {
+	ArxivID, Title, Label, Page string
+	Value                       ranking.Value
 }
 
 // feedbackRow is one paper's feedback in the list; Page is the cursor of
@@ -65,13 +76,46 @@ func (s *Settings) feedbackSection(r *http.Request, v *viewer, cursor string) (*
 	if cursor != "" {
 		d.Newest = sectionPath("account") + "#feedback"
 	}
+	q := r.URL.Query()
+	if d.Restore, err = s.feedbackRestore(r, v, q.Get("undone"), q.Get("was"), cursor); err != nil {
+		return nil, err
+	}
 	return d, nil
+}
+
+// feedbackRestore is the offer to put back the feedback an Undo removed:
+// the redirect's ?undone= (the paper) and ?was= (the value it had), nil
+// when they name no stored paper or no value, or when the paper has
+// feedback again (put back, or given again from another tab).
+func (s *Settings) feedbackRestore(r *http.Request, v *viewer, undone, was, cursor string) (*feedbackRestore, error) {
+	if undone == "" || r.Method != http.MethodGet {
+		return nil, nil
+	}
+	id, _, err := paper.ParseArxivID(undone)
+	if err != nil {
+		return nil, nil
+	}
+	val, err := ranking.ParseValue(was)
+	if err != nil || val == ranking.None {
+		return nil, nil
+	}
+	fb, err := s.Ranking.Get(r.Context(), v.userID, id)
+	switch {
+	case apperr.CodeOf(err) == apperr.NotFound:
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case fb.Value != ranking.None:
+		return nil, nil
+	}
+	return &feedbackRestore{ArxivID: fb.ArxivID, Title: fb.Title, Label: val.Label(), Value: val, Page: cursor}, nil
 }
 
 // postFeedback is the feedback list's undo button (POST /settings/feedback:
 // csrf, arxiv_id, value "" to clear, or more, less, saved; page, the
-// cursor of the list's page the button is on): back to that page of the
-// list (an older page's Undo no longer lands on the newest).
+// cursor of the list's page the button is on; was, the value an Undo
+// removes): back to that page of the list (an older page's Undo no longer
+// lands on the newest), where an Undo's feedback is offered back.
 func (s *Settings) postFeedback(w http.ResponseWriter, r *http.Request) {
 	s.post(w, r, false, func(v *viewer) (string, error) {
 		val := ranking.None
@@ -90,6 +134,11 @@ func (s *Settings) postFeedback(w http.ResponseWriter, r *http.Request) {
 		}
 		if page := r.PostFormValue("page"); page != "" && len(page) <= maxFeedbackCursor {
 			done += "&feedback=" + url.QueryEscape(page)
+		}
+		// An Undo's value (its form says what the row had), offered back
+		// on the page it returns to.
+		if was, err := ranking.ParseValue(r.PostFormValue("was")); val == ranking.None && err == nil && was != ranking.None {
+			done += "&undone=" + url.QueryEscape(r.PostFormValue("arxiv_id")) + "&was=" + url.QueryEscape(string(was))
 		}
 		return done, nil
 	})
