@@ -210,6 +210,18 @@ type inboxUndo struct {
 // redirect's ?paper=), nil when it names no stored paper with feedback
 // (a link kept from before, or feedback taken back meanwhile).
 func (s *Settings) feedbackUndo(ctx context.Context, userID int64, arxivID string) (*inboxUndo, error) {
+	fb, err := s.feedbackOn(ctx, userID, arxivID)
+	if fb == nil || err != nil || fb.Value == ranking.None {
+		return nil, err
+	}
+	return &inboxUndo{ArxivID: fb.ArxivID, Title: fb.Title, Label: "“" + fb.Value.Label() + "”"}, nil
+}
+
+// feedbackOn is the user's feedback on paper arxivID as a redirect's query
+// names it (Value None when there is none), nil when that is no arXiv id
+// or no stored paper: the inbox's Undo and the feedback list's "Put it
+// back" offer nothing then.
+func (s *Settings) feedbackOn(ctx context.Context, userID int64, arxivID string) (*ranking.Feedback, error) {
 	id, _, err := paper.ParseArxivID(arxivID)
 	if err != nil {
 		return nil, nil
@@ -220,10 +232,8 @@ func (s *Settings) feedbackUndo(ctx context.Context, userID int64, arxivID strin
 		return nil, nil
 	case err != nil:
 		return nil, err
-	case fb.Value == ranking.None:
-		return nil, nil
 	}
-	return &inboxUndo{ArxivID: fb.ArxivID, Title: fb.Title, Label: "“" + fb.Value.Label() + "”"}, nil
+	return &fb, nil
 }
 
 // offerMutes sets the "Not from …" buttons of the rows (of items, in

@@ -8,7 +8,6 @@ import (
 
 	"followfeed/apperr"
 	"followfeed/notify"
-	"followfeed/paper"
 	"followfeed/ranking"
 )
 
@@ -91,22 +90,13 @@ func (s *Settings) feedbackRestore(r *http.Request, v *viewer, undone, was, curs
 	if undone == "" || r.Method != http.MethodGet {
 		return nil, nil
 	}
-	id, _, err := paper.ParseArxivID(undone)
-	if err != nil {
-		return nil, nil
-	}
 	val, err := ranking.ParseValue(was)
 	if err != nil || val == ranking.None {
 		return nil, nil
 	}
-	fb, err := s.Ranking.Get(r.Context(), v.userID, id)
-	switch {
-	case apperr.CodeOf(err) == apperr.NotFound:
-		return nil, nil
-	case err != nil:
+	fb, err := s.feedbackOn(r.Context(), v.userID, undone)
+	if fb == nil || err != nil || fb.Value != ranking.None {
 		return nil, err
-	case fb.Value != ranking.None:
-		return nil, nil
 	}
 	return &feedbackRestore{ArxivID: fb.ArxivID, Title: fb.Title, Label: val.Label(), Value: val, Page: cursor}, nil
 }

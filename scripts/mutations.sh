@@ -191,7 +191,7 @@ mutation outcome-stays-at-top httpapi web/static/settings.js "if (heading) { hea
 mutation ranking-reads-categories-as-stored ranking ranking/corpus.go 'Categories: primaryFirst(p.PrimaryCategory, p.Categories)' 'Categories: p.Categories'
 mutation refused-undo-shows-first-page httpapi httpapi/settings.go 'if r.Method == http.MethodPost && r.URL.Path == "/settings/feedback" {' 'if false {'
 mutation undo-offers-nothing-back httpapi httpapi/settings_feedback.go $'\t\t\tdone += "&undone=" + url.QueryEscape(r.PostFormValue("arxiv_id")) + "&was=" + url.QueryEscape(string(was))' $'\t\t\t_ = was'
-mutation restore-offered-over-feedback httpapi httpapi/settings_feedback.go $'\tcase fb.Value != ranking.None:\n\t\treturn nil, nil\n' ''
+mutation restore-offered-over-feedback httpapi httpapi/settings_feedback.go 'if fb == nil || err != nil || fb.Value != ranking.None {' 'if fb == nil || err != nil {'
 # A feedback link mutes only what its page offers: an unfollowed author, through a "Less like this" link (httpapi/feedback_pages.go).
 mutation feedback-link-mutes-through-any httpapi httpapi/feedback_pages.go $'	if v != ranking.Less {\n\t\treturn "", apperr.InvalidField' $'	if false {\n\t\treturn "", apperr.InvalidField'
 mutation feedback-link-mutes-followed httpapi httpapi/feedback_pages.go $'	if !offered {\n' $'	if offered && !offered {\n'
