@@ -112,6 +112,26 @@ func (s *Service) Behind(ctx context.Context, userID int64) (bool, error) {
 	return behind, nil
 }
 
+// Topics are the arXiv categories user userID's marks move (the strongest
+// first; relevance.MarkedTopics), as their stored model learned them, and
+// whether marks or follows changed since it was trained (its job has yet
+// to run, or a first model is yet to be trained: the topics may be behind).
+// None for a user without a model, or with one trained before the topics
+// were kept (until its next training).
+func (s *Service) Topics(ctx context.Context, userID int64) ([]relevance.Topic, bool, error) {
+	var topics []relevance.Topic
+	var behind bool
+	err := s.db.Pool.QueryRow(ctx, `
+		SELECT coalesce(topics, '[]'), changes > trained FROM ranking_models WHERE user_id = $1`, userID).Scan(&topics, &behind)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("reading the topics of user %d's model: %w", userID, err)
+	}
+	return topics, behind, nil
+}
+
 // inputs is what a model learns from, read in one snapshot.
 type inputs struct {
 	userID            int64
@@ -183,19 +203,27 @@ func (s *Service) inputs(ctx context.Context, userID int64) (*inputs, error) {
 
 // trainAndStore trains in's model and stores it (storeModel).
 func (s *Service) trainAndStore(ctx context.Context, in *inputs) error {
-	m, n, err := s.train(ctx, in)
+	t, err := s.train(ctx, in)
 	if err != nil {
 		return err
 	}
-	return s.storeModel(ctx, in, m, n)
+	return s.storeModel(ctx, in, t)
 }
 
-// train learns in's model; it returns the model and its number of
-// examples.
-func (s *Service) train(ctx context.Context, in *inputs) (*relevance.Model, int, error) {
+// learned is a model trained from a user's inputs, the number of its
+// examples and the topics their marks moved (relevance.MarkedTopics: what
+// the settings page says the marks did).
+type learned struct {
+	model    *relevance.Model
+	examples int
+	topics   []relevance.Topic
+}
+
+// train learns in's model.
+func (s *Service) train(ctx context.Context, in *inputs) (learned, error) {
 	g, err := s.texts.current(ctx)
 	if err != nil {
-		return nil, 0, err
+		return learned{}, err
 	}
 	// The followed persons' newest papers, through the user's own follow
 	// (so "not this person" leaves a paper out here as everywhere), each
@@ -216,7 +244,7 @@ func (s *Service) train(ctx context.Context, in *inputs) (*relevance.Model, int,
 	qs = append(qs, match.Query{UserID: in.userID, Limit: flowSize})
 	results, err := s.matcher.MatchedMany(ctx, qs)
 	if err != nil {
-		return nil, 0, err
+		return learned{}, err
 	}
 	flowResult := results[len(results)-1]
 	results = results[:len(results)-1]
@@ -256,7 +284,7 @@ func (s *Service) train(ctx context.Context, in *inputs) (*relevance.Model, int,
 	ids := slices.Concat(feedbackIDs(in.feedback), in.followedPaperIDs, own, flow)
 	vecs, err := s.texts.vectors(ctx, g, ids, have, forTraining)
 	if err != nil {
-		return nil, 0, err
+		return learned{}, err
 	}
 	// Newest first: the feedback, then the followed papers, then the
 	// persons' papers, then the user's flow, then the background.
@@ -308,7 +336,7 @@ func (s *Service) train(ctx context.Context, in *inputs) (*relevance.Model, int,
 			ex = append(ex, relevance.Example{Vector: v, Source: relevance.Background})
 		}
 	}
-	return relevance.Train(s.params, prof, ex), len(ex), nil
+	return learned{model: relevance.Train(s.params, prof, ex), examples: len(ex), topics: relevance.MarkedTopics(s.params, ex)}, nil
 }
 
 // perPerson is how many of each of n followed persons' newest papers a
@@ -384,34 +412,39 @@ func (s *Service) Models(ctx context.Context, userIDs []int64) (map[int64]*relev
 		if err != nil {
 			return nil, err
 		}
-		m, n, err := s.train(ctx, in)
+		t, err := s.train(ctx, in)
 		if err != nil {
 			return nil, err
 		}
-		if err := s.storeModel(ctx, in, m, n); err != nil {
+		if err := s.storeModel(ctx, in, t); err != nil {
 			return nil, err
 		}
-		s.logger.DebugContext(ctx, "trained a first ranking model", "user_id", id, "examples", n, "duration_ms", time.Since(start).Milliseconds())
-		out[id] = m
+		s.logger.DebugContext(ctx, "trained a first ranking model", "user_id", id, "examples", t.examples, "duration_ms", time.Since(start).Milliseconds())
+		out[id] = t.model
 	}
 	return out, nil
 }
 
-// storeModel stores a model trained from in.
-func (s *Service) storeModel(ctx context.Context, in *inputs, m *relevance.Model, n int) error {
-	data, err := m.MarshalBinary()
+// storeModel stores a model trained from in, with the topics its marks
+// moved.
+func (s *Service) storeModel(ctx context.Context, in *inputs, t learned) error {
+	data, err := t.model.MarshalBinary()
 	if err != nil {
 		return fmt.Errorf("encoding the model of user %d: %w", in.userID, err)
+	}
+	topics := t.topics
+	if topics == nil {
+		topics = []relevance.Topic{} // '[]', not 'null': none moved
 	}
 	// A row created meanwhile (feedback) keeps its changes: this model saw
 	// none of them (trained = in.changes, less than theirs), and its job
 	// trains again.
 	_, err = s.db.Pool.Exec(ctx, `
-		INSERT INTO ranking_models AS m (user_id, changes, model, trained, examples, trained_at)
-		VALUES ($1, $2, $3, $2, $4, now())
+		INSERT INTO ranking_models AS m (user_id, changes, model, trained, examples, trained_at, topics)
+		VALUES ($1, $2, $3, $2, $4, now(), $5)
 		ON CONFLICT (user_id) DO UPDATE SET model = EXCLUDED.model, trained = EXCLUDED.trained,
-			examples = EXCLUDED.examples, trained_at = EXCLUDED.trained_at
-			WHERE m.trained < EXCLUDED.trained OR m.model IS NULL`, in.userID, in.changes, data, n)
+			examples = EXCLUDED.examples, trained_at = EXCLUDED.trained_at, topics = EXCLUDED.topics
+			WHERE m.trained < EXCLUDED.trained OR m.model IS NULL`, in.userID, in.changes, data, t.examples, topics)
 	if database.IsUserGone(err) {
 		return nil // the user was erased meanwhile: nothing to keep
 	}

@@ -397,11 +397,42 @@ func TestLessMovesATopicDownForACategoryFollower(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The marks are counted, their training not run: the topics are
+	// behind (whether the model is the cold start's or none yet).
+	if topics, behind, err := e.rank.Topics(e.ctx, uid); err != nil || !behind || len(topics) != 0 {
+		t.Errorf("Topics before the training: %+v, behind %v, %v; want none, behind", topics, behind, err)
+	}
 	if trained, err := e.rank.Train(e.ctx, uid); err != nil || !trained {
 		t.Fatalf("Train: %v %v", trained, err)
 	}
 	if after := e.ranked(uid, cands); testpaper.CountIn(after[:5], lensing) != 5 {
 		t.Errorf("after 5 pulsar papers marked less: %q", after)
+	}
+	// What the marks did to their category is kept with the model: the
+	// settings page says it.
+	topics, behind, err := e.rank.Topics(e.ctx, uid)
+	if err != nil || behind || len(topics) != 1 {
+		t.Fatalf("Topics: %+v, behind %v, %v; want the one category, not behind", topics, behind, err)
+	}
+	if tp := topics[0]; tp.Category != "astro-ph.CO" || tp.Less != 5 || tp.More != 0 || tp.Share != 1 || !tp.Fewer() {
+		t.Errorf("Topics: %+v, want astro-ph.CO fewer, 5 less, whole", tp)
+	}
+	// A mark the job has not learnt yet: the topics are one change behind.
+	if _, err := e.rank.Set(e.ctx, uid, marked[0], ranking.None); err != nil {
+		t.Fatal(err)
+	}
+	if topics, behind, err := e.rank.Topics(e.ctx, uid); err != nil || !behind || len(topics) != 1 || topics[0].Less != 5 {
+		t.Errorf("Topics before the job: %+v, behind %v, %v; want the trained ones, behind", topics, behind, err)
+	}
+	if _, err := e.rank.Train(e.ctx, uid); err != nil {
+		t.Fatal(err)
+	}
+	if topics, behind, err := e.rank.Topics(e.ctx, uid); err != nil || behind || len(topics) != 1 || topics[0].Less != 4 || topics[0].Share >= 1 {
+		t.Errorf("Topics after a mark was cleared: %+v, behind %v, %v; want 4 less, part of the effect", topics, behind, err)
+	}
+	// A user without a model: none.
+	if topics, behind, err := e.rank.Topics(e.ctx, e.user("dave")); err != nil || behind || topics != nil {
+		t.Errorf("Topics of a user without a model: %+v, %v, %v", topics, behind, err)
 	}
 }
 

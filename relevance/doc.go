@@ -31,7 +31,8 @@
 // follows give it. Words alone find too few of a topic's papers on real
 // abstracts, so marks also weigh on their topic, the marked papers'
 // primary category (Params.LessTopic, MoreTopic: from the third net mark
-// in one category, a weight on its feature). Train retrains from scratch, well within a click's
+// in one category, a weight on its feature; MarkedTopics says which
+// categories and how far, as no reason names them). Train retrains from scratch, well within a click's
 // minute: BenchmarkTrain (355 examples with abstracts) takes 6–35 ms on a
 // shared 2-core machine.
 //

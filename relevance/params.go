@@ -58,7 +58,7 @@ type Params struct {
 	// a less also minus the followed persons' papers there), nothing for
 	// one or two (they say the papers), a part from the third (of five:
 	// a third at the third, two at the fourth) and the whole of LessTopic
-	// (or MoreTopic) from TopicMarks net marks on (markedTopics). It
+	// (or MoreTopic) from TopicMarks net marks on (MarkedTopics). It
 	// is a weight on the category's feature (of value CategoryWeight),
 	// so it moves every paper listed in the category, cross-lists too,
 	// and costs Score nothing.

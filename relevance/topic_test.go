@@ -3,6 +3,7 @@ package relevance
 import (
 	"bufio"
 	"encoding/json"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -168,5 +169,59 @@ func TestTopicMarksCountNetAndFromTheThird(t *testing.T) {
 	base0 := Train(p, prof, base).Score(lprobe)
 	if d := Train(p, prof, slices.Concat(examples(Less, lensings), base)).Score(lprobe) - base0; !near(d, 0) {
 		t.Errorf("five less in the followed person's category (three of their papers): moved by %v, want 0", d)
+	}
+}
+
+// TestMarkedTopicsSayWhatTrainApplies: MarkedTopics names the categories
+// the marks move, with their counts, share and weight, the strongest
+// first, and each weight is what Train puts on the category (a paper of
+// it alone moves by exactly that); categories the marks do not move (two
+// marks, or a "less" the follows outweigh) are not listed.
+func TestMarkedTopicsSayWhatTrainApplies(t *testing.T) {
+	w := newWorld()
+	c := NewCorpus(DefaultParams())
+	bg := vectors(c, w.background(60))
+	own := vectors(c, []*Paper{w.paper("lensing", ann), w.paper("lensing", ann), w.paper("lensing", ann)})
+	mk := func(topic string, n int) []*Vector {
+		var ps []*Paper
+		for range n {
+			ps = append(ps, w.paper(topic))
+		}
+		return vectors(c, ps)
+	}
+	p := DefaultParams()
+	prof := Profile{People: []Person{{Name: ann}}}
+	base := slices.Concat(examples(Own, own), examples(Background, bg))
+	ex := slices.Concat(
+		examples(Less, mk("pulsar", 6)), examples(More, mk("pulsar", 1)), // net 5 less: whole
+		examples(More, mk("solar", 3)),   // 3 more: a third
+		examples(Less, mk("lensing", 4)), // 4 less, 3 of the person's: net 1, nothing
+		examples(Less, mk("dust", 2)),    // two marks: nothing
+		base)
+	got := MarkedTopics(p, ex)
+	want := []Topic{
+		{Category: "astro-ph.pulsar", Less: 6, More: 1, Share: 1, Weight: -p.LessTopic},
+		{Category: "astro-ph.solar", More: 3, Share: 1.0 / 3, Weight: p.MoreTopic / 3},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("MarkedTopics: %+v, want %+v", got, want)
+	}
+	for i := range want {
+		g, wt := got[i], want[i]
+		if g.Category != wt.Category || g.Less != wt.Less || g.More != wt.More || g.Follows != wt.Follows ||
+			math.Abs(float64(g.Share-wt.Share)) > 1e-6 || math.Abs(float64(g.Weight-wt.Weight)) > 1e-6 {
+			t.Errorf("topic %d: %+v, want %+v", i, g, wt)
+		}
+	}
+	if !got[0].Fewer() || got[1].Fewer() {
+		t.Errorf("Fewer: %v, %v; want true, false", got[0].Fewer(), got[1].Fewer())
+	}
+	// What Train applies is what MarkedTopics says.
+	cold, trained := Train(p, prof, base), Train(p, prof, ex)
+	for _, tp := range got {
+		probe := c.Vector(&Paper{ID: "probe-" + tp.Category, Categories: []string{tp.Category}})
+		if d := trained.Score(probe) - cold.Score(probe); math.Abs(float64(d-tp.Weight)) > 1e-3 {
+			t.Errorf("%s: a paper of it alone moved by %v; MarkedTopics says %v", tp.Category, d, tp.Weight)
+		}
 	}
 }

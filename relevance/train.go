@@ -1,10 +1,12 @@
 package relevance
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 )
 
 // Source is where a training example comes from; it sets the example's
@@ -144,39 +146,64 @@ type fixedWeight struct {
 	of   uint16 // the person (kindPerson, kindCoauthor)
 }
 
-// markedTopics returns the marks' weights on their topics (Params.LessTopic,
-// MoreTopic), by category feature: per primary category of the Less, More
-// and Saved examples (a paper's first category), their net count n (less
-// minus the others) puts −LessTopic × a share on the category's feature
-// (divided by CategoryWeight, its value in a vector), or MoreTopic × the
-// same for a net of more and saved: nothing for one or two marks, all
-// from TopicMarks on, in even steps between. No reason names it (Explain
-// names a category through no weight).
-func markedTopics(p Params, examples []Example) map[uint32]float32 {
+// Topic is what a user's marks do to one arXiv category: the papers whose
+// first (primary) category it is, counted by source, and the weight the
+// model puts on the category for them (MarkedTopics).
+type Topic struct {
+	// Category is the category as the papers list it ("cond-mat.mes-hall").
+	Category string `json:"category"`
+	// Less and More count the marked papers of the category ("less like
+	// this"; "more like this" and saved); Follows the followed persons'
+	// and followed papers' examples in it, which a "less" must outweigh.
+	Less    int `json:"less"`
+	More    int `json:"more"`
+	Follows int `json:"follows"`
+	// Share is how much of the whole effect the marks have reached (0 to
+	// 1: a third at the third net mark of five, all from TopicMarks).
+	Share float32 `json:"share"`
+	// Weight is the weight on the category's feature: below 0 the
+	// category's papers rank lower (fewer of them), above 0 higher.
+	Weight float32 `json:"weight"`
+}
+
+// Fewer says whether the marks move the category's papers down.
+func (t Topic) Fewer() bool { return t.Weight < 0 }
+
+// MarkedTopics returns what the marks among examples do to their topics
+// (Params.LessTopic, MoreTopic), the categories they move, the strongest
+// first (ties by category): per primary category of the Less, More and
+// Saved examples (a paper's first category), their net count n (less
+// minus the others, and for a less minus the followed persons' and
+// followed papers' examples there) puts −LessTopic × a share on the
+// category, or MoreTopic × the same for a net of more and saved: nothing
+// for one or two marks, all from TopicMarks on, in even steps between.
+// Train puts each Weight on the category's feature (divided by
+// CategoryWeight, its value in a vector); no reason names it (Explain
+// names a category through no weight), so the settings page shows these.
+func MarkedTopics(p Params, examples []Example) []Topic {
 	if p.CategoryWeight <= 0 || p.TopicMarks <= 0 {
 		return nil
 	}
 	// Per category: the marks less and more (with saved), and the papers
 	// of the follows (a followed person's, a followed paper).
-	type count struct{ less, more, follows int }
-	counts := map[uint32]*count{}
+	counts := map[string]*Topic{}
 	for _, e := range examples {
 		if e.Vector == nil || len(e.Vector.paper.Categories) == 0 || e.Vector.paper.Categories[0] == "" {
 			continue
 		}
-		f := hash(nsCategory, e.Vector.paper.Categories[0])
-		c := counts[f]
+		cat := e.Vector.paper.Categories[0]
+		c := counts[cat]
 		if c == nil {
-			c = &count{}
-			counts[f] = c
+			c = &Topic{Category: cat}
+			counts[cat] = c
 		}
 		switch e.Source {
 		case Less:
-			c.less++
+			c.Less++
 		case More, Saved:
-			c.more++
+			c.More++
 		case Own, Followed:
-			c.follows++
+			c.Follows++
 		}
 	}
 	// One or two marks say the papers (the likeness of their words moves
@@ -187,15 +214,39 @@ func markedTopics(p Params, examples []Example) map[uint32]float32 {
 		}
 		return min(float32(max(n-2, 0))/float32(p.TopicMarks-2), 1)
 	}
-	out := map[uint32]float32{}
-	for f, c := range counts {
+	var out []Topic
+	for _, c := range counts {
 		// "Less" of the topic the follows write in takes as many marks
 		// again as they have papers there (it stays the words' affair);
 		// the follows lift nothing themselves (their weights do).
-		w := -max(p.LessTopic, 0)*share(c.less-c.more-c.follows) + max(p.MoreTopic, 0)*share(c.more-c.less)
-		if w != 0 {
-			out[f] = w / p.CategoryWeight
+		less, more := share(c.Less-c.More-c.Follows), share(c.More-c.Less)
+		c.Weight = -max(p.LessTopic, 0)*less + max(p.MoreTopic, 0)*more
+		c.Share = max(less, more)
+		if c.Weight != 0 {
+			out = append(out, *c)
 		}
+	}
+	slices.SortFunc(out, func(a, b Topic) int {
+		if c := cmp.Compare(abs32(b.Weight), abs32(a.Weight)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Category, b.Category)
+	})
+	return out
+}
+
+func abs32(x float32) float32 { return max(x, -x) }
+
+// markedTopics is MarkedTopics as Model.set takes it: each moved
+// category's weight on its feature.
+func markedTopics(p Params, examples []Example) map[uint32]float32 {
+	topics := MarkedTopics(p, examples)
+	if len(topics) == 0 {
+		return nil
+	}
+	out := make(map[uint32]float32, len(topics))
+	for _, t := range topics {
+		out[hash(nsCategory, t.Category)] = t.Weight / p.CategoryWeight
 	}
 	return out
 }
