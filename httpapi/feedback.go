@@ -2,13 +2,16 @@ package httpapi
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
 
 	"followfeed/account"
 	"followfeed/apperr"
+	"followfeed/follow"
 	"followfeed/ranking"
+	"followfeed/relevance"
 )
 
 // feedbackJSON is one feedback as the API shows it: value null when the
@@ -80,13 +83,50 @@ func (a *API) listFeedback(w http.ResponseWriter, r *http.Request, u *account.Us
 	if err != nil {
 		return err
 	}
+	topics, behind, err := a.Ranking.Topics(r.Context(), u.ID)
+	if err != nil {
+		return err
+	}
 	out := struct {
-		Feedback []feedbackJSON `json:"feedback"`
-		Next     string         `json:"next,omitempty"`
-	}{Feedback: make([]feedbackJSON, 0, len(page.Items)), Next: page.Next}
+		Feedback      []feedbackJSON `json:"feedback"`
+		Next          string         `json:"next,omitempty"`
+		Topics        []topicJSON    `json:"topics"`
+		TopicsPending bool           `json:"topics_pending"`
+	}{Feedback: make([]feedbackJSON, 0, len(page.Items)), Next: page.Next, Topics: toTopicsJSON(topics), TopicsPending: behind}
 	for _, f := range page.Items {
 		out.Feedback = append(out.Feedback, toFeedbackJSON(f))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// topicJSON is an arXiv category the user's marks move, as the API shows
+// it: the category and its name, the effect ("fewer" or "more"), the marks
+// counted and the share of the whole effect reached.
+type topicJSON struct {
+	Category string  `json:"category"`
+	Name     string  `json:"name,omitempty"`
+	Effect   string  `json:"effect"`
+	Less     int     `json:"less"`
+	More     int     `json:"more"`
+	Follows  int     `json:"follows"`
+	Share    float64 `json:"share"`
+}
+
+// toTopicsJSON is topics as the API shows them, in their order; [] for
+// none.
+func toTopicsJSON(topics []relevance.Topic) []topicJSON {
+	out := make([]topicJSON, 0, len(topics))
+	for _, t := range topics {
+		j := topicJSON{Category: t.Category, Effect: "more", Less: t.Less, More: t.More, Follows: t.Follows,
+			Share: math.Round(float64(t.Share)*100) / 100}
+		if t.Fewer() {
+			j.Effect = "fewer"
+		}
+		if c, ok := follow.LookupCategory(t.Category); ok {
+			j.Name = c.Name
+		}
+		out = append(out, j)
+	}
+	return out
 }

@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -117,4 +119,96 @@ func count(t *testing.T, db *database.DB, sql string, args ...any) int {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	return n
+}
+
+// TestFeedbackListSaysWhichTopicsTheMarksMove: GET /v1/me/feedback and
+// the settings page's feedback section list the arXiv categories the
+// user's marks move as a whole, as the training job (run by the service's
+// own worker) found them: five "less" on papers of cs.CL make it "fewer",
+// whole; a "more" on one of them takes a mark back (two thirds); two
+// marks in another category move nothing of it. A change not learnt yet
+// is said. Another user sees none of it.
+func TestFeedbackListSaysWhichTopicsTheMarksMove(t *testing.T) {
+	t.Parallel()
+	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
+	var lines []string
+	for i := range 8 {
+		cat := "cs.CL"
+		if i >= 6 {
+			cat = "cs.LG"
+		}
+		lines = append(lines, paperLine(fmt.Sprintf("2611.%05d", 200+i), fmt.Sprintf("Paper %d on parsing", i), cat))
+	}
+	pushPaper(t, c, lines...)
+	alice, bob := testapp.Token(t, "alice", ""), testapp.Token(t, "bob", "")
+	type topic struct {
+		Category, Name, Effect string
+		Less, More, Follows    int
+		Share                  float64
+	}
+	var list struct {
+		Topics        []topic `json:"topics"`
+		TopicsPending bool    `json:"topics_pending"`
+	}
+	// topics waits until the model learnt every change (the job runs in
+	// the service's worker) and returns its topics.
+	topics := func(tok string) []topic {
+		t.Helper()
+		waitFor(t, "the model to learn the marks", func() bool {
+			list.Topics, list.TopicsPending = nil, true
+			c.Do("GET", "/v1/me/feedback", tok, nil).JSON(t, &list)
+			return !list.TopicsPending
+		})
+		return list.Topics
+	}
+	mark := func(id int, value string) {
+		t.Helper()
+		if r := c.Do("PUT", fmt.Sprintf("/v1/me/papers/2611.%05d/feedback", 200+id), alice, `{"value": `+value+`}`); r.Status != 200 {
+			t.Fatalf("feedback %s on paper %d: %d %s", value, id, r.Status, r.Body)
+		}
+	}
+	for i := range 5 {
+		mark(i, `"less"`)
+	}
+	mark(6, `"less"`)
+	mark(7, `"less"`)
+	got := topics(alice)
+	want := []topic{{Category: "cs.CL", Name: "Computation and Language", Effect: "fewer", Less: 5, Share: 1}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("after five less on cs.CL and two on cs.LG: topics %+v, want %+v", got, want)
+	}
+	b, _, _ := signIn(t, a, alice)
+	section := func() string {
+		t.Helper()
+		page, _ := settingsPage(t, a, b, "/settings/account")
+		_, page, _ = strings.Cut(page, `id="feedback-h"`)
+		page, _, _ = strings.Cut(page, `<ul class="feedback-list">`)
+		return page
+	}
+	if s := section(); !strings.Contains(s, "<li><strong>Fewer</strong> papers of Computation and Language (cs.CL): 5 marked “Less like this”.</li>") ||
+		strings.Contains(s, "cs.LG") || strings.Contains(s, "full effect") || strings.Contains(s, `id="feedback-topics-pending"`) {
+		t.Errorf("the settings page's feedback section says:\n%s", s)
+	}
+	mark(5, `"more"`)
+	if got := topics(alice); len(got) != 1 || got[0].Less != 5 || got[0].More != 1 || got[0].Share != 0.67 || got[0].Effect != "fewer" {
+		t.Errorf("after a more on cs.CL: topics %+v, want 5 less, 1 more, share 0.67", got)
+	}
+	if s := section(); !strings.Contains(s, "papers of Computation and Language (cs.CL): 5 marked “Less like this”, 1 “More like this” or saved — 67% of the full effect so far.") {
+		t.Errorf("after a more, the settings page's feedback section says:\n%s", s)
+	}
+	// A change the model has yet to learn (counted, its job not run).
+	db := openDB(t, a.DatabaseURL)
+	if _, err := db.Pool.Exec(t.Context(), `UPDATE ranking_models SET changes = changes + 1 WHERE user_id = (SELECT id FROM users WHERE sub = 'alice')`); err != nil {
+		t.Fatal(err)
+	}
+	if s := section(); !strings.Contains(s, `id="feedback-topics-pending"`) || !strings.Contains(s, "67% of the full effect") {
+		t.Errorf("with a change not learnt yet, the feedback section says:\n%s", s)
+	}
+	var none struct {
+		Topics []topic `json:"topics"`
+	}
+	r := c.Do("GET", "/v1/me/feedback", bob, nil)
+	if r.JSON(t, &none); none.Topics == nil || len(none.Topics) != 0 {
+		t.Errorf("bob's topics: %s; want []", r.Body)
+	}
 }

@@ -1,14 +1,17 @@
 package httpapi
 
 import (
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
 	"followfeed/apperr"
+	"followfeed/follow"
 	"followfeed/notify"
 	"followfeed/ranking"
+	"followfeed/relevance"
 )
 
 // The account page's feedback section (the user's feedback on papers,
@@ -30,6 +33,53 @@ type feedbackData struct {
 	// Restore is the feedback an Undo just removed, offered back ("Put it
 	// back"); nil when there is none to offer.
 	Restore *feedbackRestore
+	// Topics are the arXiv categories the marks move as a whole, as the
+	// model learnt them (ranking.Service.Topics); TopicsPending says a
+	// change is yet to be learnt.
+	Topics        []topicLine
+	TopicsPending bool
+}
+
+// topicLine is one category the marks move, as the settings page says it:
+// "Fewer papers of Computation and Language (cs.CL)", then the marks that
+// count ("5 marked “Less like this”") and, short of the whole effect, how
+// much of it they reach.
+type topicLine struct {
+	Effect, Where, Marks, Part string
+}
+
+// topicLines are topics as the settings page says them.
+func topicLines(topics []relevance.Topic) []topicLine {
+	var out []topicLine
+	for _, t := range topics {
+		l := topicLine{Effect: "More", Where: t.Category}
+		if t.Fewer() {
+			l.Effect = "Fewer"
+		}
+		if c, ok := follow.LookupCategory(t.Category); ok {
+			l.Where = c.Name + " (" + t.Category + ")"
+		}
+		var marks []string
+		if t.Less > 0 {
+			marks = append(marks, strconv.Itoa(t.Less)+" marked “Less like this”")
+		}
+		if t.More > 0 {
+			more := strconv.Itoa(t.More) + " “More like this” or saved"
+			if len(marks) == 0 {
+				more = strconv.Itoa(t.More) + " marked “More like this” or saved"
+			}
+			marks = append(marks, more)
+		}
+		if t.Follows > 0 && t.Fewer() {
+			marks = append(marks, strconv.Itoa(t.Follows)+" by people or papers you follow, each taking a “less” back")
+		}
+		l.Marks = strings.Join(marks, ", ")
+		if t.Share < 1 {
+			l.Part = strconv.Itoa(int(math.Round(float64(t.Share)*100))) + "% of the full effect so far"
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // feedbackRestore is the feedback an Undo removed: its paper, the value it
@@ -79,6 +129,11 @@ func (s *Settings) feedbackSection(r *http.Request, v *viewer, cursor string) (*
 	if d.Restore, err = s.feedbackRestore(r, v, q.Get("undone"), q.Get("was"), cursor); err != nil {
 		return nil, err
 	}
+	topics, pending, err := s.Ranking.Topics(r.Context(), v.userID)
+	if err != nil {
+		return nil, err
+	}
+	d.Topics, d.TopicsPending = topicLines(topics), pending
 	return d, nil
 }
 
