@@ -181,9 +181,20 @@ mutation explain-coauthors-of-its-person relevance relevance/explain.go 'if !ok 
 mutation marked-less-stays relevance relevance/model.go $'	if itself {\n\t\ts -= MarkedLessDrop\n\t}' ''
 # Marks move their topic: a category's net marks, from the third, less offset by the follows' papers there (relevance/train.go).
 mutation topic-marks-ignored relevance relevance/train.go '	topics := markedTopics(p, examples)' '	topics := map[uint32]float32(nil)'
-mutation topic-less-ignores-follows relevance relevance/train.go 'share(c.less-c.more-c.follows)' 'share(c.less-c.more)'
+mutation topic-less-ignores-follows relevance relevance/train.go 'share(c.Less-c.More-c.Follows)' 'share(c.Less-c.More)'
 mutation topic-from-the-first-mark relevance relevance/train.go 'max(n-2, 0))/float32(p.TopicMarks-2)' 'max(n, 0))/float32(p.TopicMarks)'
-mutation topic-more-counts-as-less relevance relevance/train.go $'\t\t\tc.more++' $'\t\t\tc.less++'
+mutation topic-more-counts-as-less relevance relevance/train.go $'\t\t\tc.More++' $'\t\t\tc.Less++'
+mutation topics-share-unsaid relevance relevance/train.go '		c.Share = max(less, more)' '		c.Share = 1'
+mutation topics-weakest-first relevance relevance/train.go 'cmp.Compare(abs32(b.Weight), abs32(a.Weight))' 'cmp.Compare(abs32(a.Weight), abs32(b.Weight))'
+# What the marks moved is kept with the model and said (ranking/model.go,
+# httpapi/feedback.go, httpapi/settings_feedback.go).
+mutation topics-not-stored ranking ranking/model.go '	topics := t.topics' '	topics := []relevance.Topic(nil)'
+mutation topics-never-behind ranking ranking/model.go "SELECT coalesce(topics, '[]'), changes > trained FROM" "SELECT coalesce(topics, '[]'), false FROM"
+mutation topics-api-effect-always-more httpapi httpapi/feedback.go '		if t.Fewer() {
+			j.Effect = "fewer"' '		if false {
+			j.Effect = "fewer"'
+mutation topics-page-part-unsaid httpapi httpapi/settings_feedback.go '		if t.Share < 1 {' '		if t.Share < 0 {'
+mutation topics-page-pending-unsaid httpapi httpapi/settings_feedback.go '	d.Topics, d.TopicsPending = topicLines(topics), pending' '	d.Topics, d.TopicsPending = topicLines(topics), pending && false'
 # The feedback list's Undo comes back to the page it is on (httpapi/settings_feedback.go).
 mutation feedback-undo-to-first-page httpapi httpapi/settings_feedback.go $'\t\t\tdone += "&feedback=" + url.QueryEscape(page)' $'\t\t\t_ = url.QueryEscape(page)'
 mutation feedback-undo-page-unbounded httpapi httpapi/settings_feedback.go 'page != "" && len(page) <= maxFeedbackCursor' 'page != ""'
