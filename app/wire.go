@@ -132,6 +132,9 @@ func newServices(ctx context.Context, cfg *config.Config, db *database.DB, logge
 	// user with a model gets it retrained).
 	s.follows.OnFollow(s.ranking.FollowChanged)
 	s.follows.OnUnfollow(s.ranking.FollowChanged)
+	// So does a "not this person": the model learnt the person's papers,
+	// the disputed one among them.
+	s.registry.OnNotThisPerson(s.ranking.FollowChanged)
 	s.inbox = inbox.New(db, s.matcher)
 	s.inbox.RankWith(s.ranking)
 	s.prefs = notify.NewPreferences(db, s.addrs, hooks.Now)

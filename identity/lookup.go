@@ -300,7 +300,8 @@ func (r *Registry) DisputeOf(ctx context.Context, userID int64, t follow.Target,
 // NotThisPerson records that userID says the paper arxivID is not by the
 // researcher their follow t means. The paper leaves that user's feeds and
 // digests for that follow (and any other follow of the same person); it
-// stays for the user's other follows that match it. Idempotent. A user who
+// stays for the user's other follows that match it, and the hooks of
+// OnNotThisPerson run. Idempotent. A user who
 // does not follow t, a t that is not a researcher, or an unknown paper is
 // an error saying so.
 func (r *Registry) NotThisPerson(ctx context.Context, userID int64, t follow.Target, arxivID string) error {
@@ -330,6 +331,11 @@ func (r *Registry) NotThisPerson(ctx context.Context, userID int64, t follow.Tar
 		}
 		if tag.RowsAffected() == 0 {
 			return nil
+		}
+		for _, h := range r.disputed {
+			if err := h(ctx, tx, userID, t); err != nil {
+				return err
+			}
 		}
 		return account.BumpFeeds(ctx, tx, userID)
 	})

@@ -37,9 +37,10 @@ func lockWriters(ctx context.Context, tx pgx.Tx) error {
 // the feed versions of the followers of every key involved, in the same
 // transaction.
 type Registry struct {
-	db      *database.DB
-	follows *follow.Service
-	logger  *slog.Logger
+	db       *database.DB
+	follows  *follow.Service
+	logger   *slog.Logger
+	disputed []follow.FollowHook
 }
 
 // NewRegistry returns the registry over db; follows answers follower
@@ -47,6 +48,13 @@ type Registry struct {
 func NewRegistry(db *database.DB, follows *follow.Service) *Registry {
 	return &Registry{db: db, follows: follows, logger: slog.New(slog.DiscardHandler)}
 }
+
+// OnNotThisPerson adds h, run in the transaction of each "not this person"
+// NotThisPerson records (not one the user had already said) with the user
+// and their follow; an error undoes the dispute. Package ranking counts it
+// a change of what the user's model learns from (the person's papers are
+// its examples, the disputed one no more).
+func (r *Registry) OnNotThisPerson(h follow.FollowHook) { r.disputed = append(r.disputed, h) }
 
 // LogTo makes the registry log, at WARN, what an operator should see: each
 // record of a paper or of OpenAlex that would have merged two identities

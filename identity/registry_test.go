@@ -300,9 +300,22 @@ func TestNotThisPersonRemovesThePaperForThatFollowOnly(t *testing.T) {
 	if st, err := e.reg.DisputeOf(e.ctx, reader, t1, "2202.02327"); err != nil || st.Title == "" || !st.Reported.IsZero() {
 		t.Errorf("before the dispute: %+v %v", st, err)
 	}
+	// The hooks run once per new dispute, in its transaction, with the
+	// user and the follow (package ranking retrains the user's model).
+	var hooked []string
+	e.reg.OnNotThisPerson(func(_ context.Context, _ pgx.Tx, userID int64, t follow.Target) error {
+		hooked = append(hooked, fmt.Sprint(userID, " ", t.Key()))
+		return nil
+	})
 	v := e.version(reader)
 	if err := e.reg.NotThisPerson(e.ctx, reader, t1, "2202.02327"); err != nil {
 		t.Fatal(err)
+	}
+	if err := e.reg.NotThisPerson(e.ctx, reader, t1, "2202.02327"); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprint(reader, " ", t1.Key()); !slices.Equal(hooked, []string{want}) {
+		t.Errorf("the dispute's hooks ran %q, want once: %q", hooked, want)
 	}
 	// The link's page then says it was done: for that follow and user
 	// only; an unknown paper has no state.

@@ -76,8 +76,11 @@ func (s *Service) changed(ctx context.Context, tx pgx.Tx, userID int64, create b
 }
 
 // FollowChanged counts a change of userID's follows (t followed or
-// unfollowed) for their model, in the follow's transaction: the
-// follow.FollowHook and UnfollowHook of package ranking.
+// unfollowed, or a paper said not to be by the person t: their papers are
+// the model's examples) for their model, in the change's transaction: the
+// follow.FollowHook and UnfollowHook of package ranking, and its
+// identity.Registry.OnNotThisPerson hook. A user with a model gets it
+// retrained FollowRetrainDelay later.
 func (s *Service) FollowChanged(ctx context.Context, tx pgx.Tx, userID int64, _ follow.Target) error {
 	return s.changed(ctx, tx, userID, false)
 }
