@@ -101,8 +101,9 @@ func (a *API) listFeedback(w http.ResponseWriter, r *http.Request, u *account.Us
 }
 
 // topicJSON is an arXiv category the user's marks move, as the API shows
-// it: the category and its name, the effect ("fewer" or "more"), the marks
-// counted and the share of the whole effect reached.
+// it: the category and its name, the effect ("fewer" or "more"; "none"
+// when the marks are cancelled), the marks counted and the share of the
+// whole effect reached.
 type topicJSON struct {
 	Category string  `json:"category"`
 	Name     string  `json:"name,omitempty"`
@@ -120,7 +121,10 @@ func toTopicsJSON(topics []relevance.Topic) []topicJSON {
 	for _, t := range topics {
 		j := topicJSON{Category: t.Category, Effect: "more", Less: t.Less, More: t.More, Follows: t.Follows,
 			Share: math.Round(float64(t.Share)*100) / 100}
-		if t.Fewer() {
+		switch {
+		case t.Held():
+			j.Effect = "none"
+		case t.Fewer():
 			j.Effect = "fewer"
 		}
 		if c, ok := follow.LookupCategory(t.Category); ok {

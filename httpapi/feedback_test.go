@@ -126,15 +126,19 @@ func count(t *testing.T, db *database.DB, sql string, args ...any) int {
 // user's marks move as a whole, as the training job (run by the service's
 // own worker) found them: five "less" on papers of cs.CL make it "fewer",
 // whole; a "more" on one of them takes a mark back (two thirds); two
-// marks in another category move nothing of it. A change not learnt yet
-// is said. Another user sees none of it.
+// marks in another category move nothing of it, and three "less" with
+// three "more" in a third are said to cancel. A change not learnt yet
+// (a mark, a "not this person") is said. Another user sees none of it.
 func TestFeedbackListSaysWhichTopicsTheMarksMove(t *testing.T) {
 	t.Parallel()
 	a, c := start(t, "RATE_LIMIT_PER_IP", "0", "RATE_LIMIT_PER_USER", "0")
 	var lines []string
-	for i := range 8 {
+	for i := range 14 {
 		cat := "cs.CL"
-		if i >= 6 {
+		switch {
+		case i >= 8:
+			cat = "cs.CV"
+		case i >= 6:
 			cat = "cs.LG"
 		}
 		lines = append(lines, paperLine(fmt.Sprintf("2611.%05d", 200+i), fmt.Sprintf("Paper %d on parsing", i), cat))
@@ -172,10 +176,17 @@ func TestFeedbackListSaysWhichTopicsTheMarksMove(t *testing.T) {
 	}
 	mark(6, `"less"`)
 	mark(7, `"less"`)
+	for i := 8; i < 11; i++ {
+		mark(i, `"less"`)
+		mark(i+3, `"more"`)
+	}
 	got := topics(alice)
-	want := []topic{{Category: "cs.CL", Name: "Computation and Language", Effect: "fewer", Less: 5, Share: 1}}
+	want := []topic{
+		{Category: "cs.CL", Name: "Computation and Language", Effect: "fewer", Less: 5, Share: 1},
+		{Category: "cs.CV", Name: "Computer Vision and Pattern Recognition", Effect: "none", Less: 3, More: 3},
+	}
 	if !slices.Equal(got, want) {
-		t.Fatalf("after five less on cs.CL and two on cs.LG: topics %+v, want %+v", got, want)
+		t.Fatalf("after five less on cs.CL, two on cs.LG, three less and three more on cs.CV: topics %+v, want %+v", got, want)
 	}
 	b, _, _ := signIn(t, a, alice)
 	section := func() string {
@@ -186,11 +197,12 @@ func TestFeedbackListSaysWhichTopicsTheMarksMove(t *testing.T) {
 		return page
 	}
 	if s := section(); !strings.Contains(s, "<li><strong>Fewer</strong> papers of Computation and Language (cs.CL): 5 marked “Less like this”.</li>") ||
+		!strings.Contains(s, "<li><strong>Not moved:</strong> papers of Computer Vision and Pattern Recognition (cs.CV): 3 marked “Less like this”, 3 “More like this” or saved.</li>") ||
 		strings.Contains(s, "cs.LG") || strings.Contains(s, "full effect") || strings.Contains(s, `id="feedback-topics-pending"`) {
 		t.Errorf("the settings page's feedback section says:\n%s", s)
 	}
 	mark(5, `"more"`)
-	if got := topics(alice); len(got) != 1 || got[0].Less != 5 || got[0].More != 1 || got[0].Share != 0.67 || got[0].Effect != "fewer" {
+	if got := topics(alice); len(got) != 2 || got[0].Less != 5 || got[0].More != 1 || got[0].Share != 0.67 || got[0].Effect != "fewer" {
 		t.Errorf("after a more on cs.CL: topics %+v, want 5 less, 1 more, share 0.67", got)
 	}
 	if s := section(); !strings.Contains(s, "papers of Computation and Language (cs.CL): 5 marked “Less like this”, 1 “More like this” or saved — 67% of the full effect so far.") {
@@ -203,6 +215,23 @@ func TestFeedbackListSaysWhichTopicsTheMarksMove(t *testing.T) {
 	}
 	if s := section(); !strings.Contains(s, `id="feedback-topics-pending"`) || !strings.Contains(s, "67% of the full effect") {
 		t.Errorf("with a change not learnt yet, the feedback section says:\n%s", s)
+	}
+	// "Not this person" is such a change too: the followed person's
+	// papers are the model's examples.
+	if _, err := db.Pool.Exec(t.Context(), `UPDATE ranking_models SET trained = changes`); err != nil {
+		t.Fatal(err)
+	}
+	c.Do("PUT", "/v1/me/follows/researcher/orcid:0000-0002-1825-0097", alice, nil)
+	if _, err := db.Pool.Exec(t.Context(), `UPDATE ranking_models SET trained = changes`); err != nil { // the follow's change, as if learnt
+		t.Fatal(err)
+	}
+	pushPaper(t, c, `{"arxiv_id": "2611.00290", "title": "Parsing by a namesake", "authors": [{"name": "Josiah Carberry", "ids": ["orcid:0000-0002-1825-0097"]}], "categories": ["cs.CL"], "primary_category": "cs.CL"}`)
+	if r := c.Do("POST", "/v1/me/papers/2611.00290/not-this-person", alice, `{"id": "orcid:0000-0002-1825-0097"}`); r.Status != 204 {
+		t.Fatalf("not this person: %d %s", r.Status, r.Body)
+	}
+	c.Do("GET", "/v1/me/feedback", alice, nil).JSON(t, &list)
+	if !list.TopicsPending {
+		t.Error("after a \"not this person\" the topics are not pending: the model was not asked to learn it")
 	}
 	var none struct {
 		Topics []topic `json:"topics"`

@@ -41,9 +41,10 @@ type feedbackData struct {
 }
 
 // topicLine is one category the marks move, as the settings page says it:
-// "Fewer papers of Computation and Language (cs.CL)", then the marks that
-// count ("5 marked “Less like this”") and, short of the whole effect, how
-// much of it they reach.
+// "Fewer papers of Computation and Language (cs.CL)" ("Not moved:" when
+// the marks are cancelled), then the marks that count ("5 marked “Less
+// like this”", the follows' papers that take a "less" back) and, short of
+// the whole effect, how much of it they reach.
 type topicLine struct {
 	Effect, Where, Marks, Part string
 }
@@ -53,7 +54,10 @@ func topicLines(topics []relevance.Topic) []topicLine {
 	var out []topicLine
 	for _, t := range topics {
 		l := topicLine{Effect: "More", Where: t.Category}
-		if t.Fewer() {
+		switch {
+		case t.Held():
+			l.Effect = "Not moved:"
+		case t.Fewer():
 			l.Effect = "Fewer"
 		}
 		if c, ok := follow.LookupCategory(t.Category); ok {
@@ -70,11 +74,12 @@ func topicLines(topics []relevance.Topic) []topicLine {
 			}
 			marks = append(marks, more)
 		}
-		if t.Follows > 0 && t.Fewer() {
-			marks = append(marks, strconv.Itoa(t.Follows)+" by people or papers you follow, each taking a “less” back")
-		}
 		l.Marks = strings.Join(marks, ", ")
-		if t.Share < 1 {
+		if t.Follows > 0 && t.Less > t.More {
+			// Each takes a "less" back (relevance.MarkedTopics).
+			l.Marks += "; " + strconv.Itoa(t.Follows) + " recent papers there from your follows take back one “less” each"
+		}
+		if t.Share < 1 && !t.Held() {
 			l.Part = strconv.Itoa(int(math.Round(float64(t.Share)*100))) + "% of the full effect so far"
 		}
 		out = append(out, l)

@@ -175,8 +175,9 @@ func TestTopicMarksCountNetAndFromTheThird(t *testing.T) {
 // TestMarkedTopicsSayWhatTrainApplies: MarkedTopics names the categories
 // the marks move, with their counts, share and weight, the strongest
 // first, and each weight is what Train puts on the category (a paper of
-// it alone moves by exactly that); categories the marks do not move (two
-// marks, or a "less" the follows outweigh) are not listed.
+// it alone moves by exactly that); a category whose "less" the follows
+// outweigh comes last, held (weight 0, and it does not move); two marks
+// are not listed.
 func TestMarkedTopicsSayWhatTrainApplies(t *testing.T) {
 	w := newWorld()
 	c := NewCorpus(DefaultParams())
@@ -202,6 +203,7 @@ func TestMarkedTopicsSayWhatTrainApplies(t *testing.T) {
 	want := []Topic{
 		{Category: "astro-ph.pulsar", Less: 6, More: 1, Share: 1, Weight: -p.LessTopic},
 		{Category: "astro-ph.solar", More: 3, Share: 1.0 / 3, Weight: p.MoreTopic / 3},
+		{Category: "astro-ph.lensing", Less: 4, Follows: 3},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("MarkedTopics: %+v, want %+v", got, want)
@@ -213,8 +215,9 @@ func TestMarkedTopicsSayWhatTrainApplies(t *testing.T) {
 			t.Errorf("topic %d: %+v, want %+v", i, g, wt)
 		}
 	}
-	if !got[0].Fewer() || got[1].Fewer() {
-		t.Errorf("Fewer: %v, %v; want true, false", got[0].Fewer(), got[1].Fewer())
+	if !got[0].Fewer() || got[1].Fewer() || got[2].Fewer() || got[0].Held() || got[1].Held() || !got[2].Held() {
+		t.Errorf("Fewer: %v, %v, %v; want true, false, false; Held: %v, %v, %v, want false, false, true",
+			got[0].Fewer(), got[1].Fewer(), got[2].Fewer(), got[0].Held(), got[1].Held(), got[2].Held())
 	}
 	// What Train applies is what MarkedTopics says.
 	cold, trained := Train(p, prof, base), Train(p, prof, ex)

@@ -162,16 +162,24 @@ type Topic struct {
 	// 1: a third at the third net mark of five, all from TopicMarks).
 	Share float32 `json:"share"`
 	// Weight is the weight on the category's feature: below 0 the
-	// category's papers rank lower (fewer of them), above 0 higher.
+	// category's papers rank lower (fewer of them), above 0 higher, 0
+	// when marks that would move it alone are cancelled (Held).
 	Weight float32 `json:"weight"`
 }
 
 // Fewer says whether the marks move the category's papers down.
 func (t Topic) Fewer() bool { return t.Weight < 0 }
 
+// Held says whether the category's marks of one kind would move it on
+// their own but the others (the opposite marks, for a "less" the follows'
+// papers) cancel them: it does not move.
+func (t Topic) Held() bool { return t.Weight == 0 }
+
 // MarkedTopics returns what the marks among examples do to their topics
 // (Params.LessTopic, MoreTopic), the categories they move, the strongest
-// first (ties by category): per primary category of the Less, More and
+// first (ties by category), then those they would move but for the
+// others (Held, weight 0: a reader who marked five "less" learns why
+// nothing moved): per primary category of the Less, More and
 // Saved examples (a paper's first category), their net count n (less
 // minus the others, and for a less minus the followed persons' and
 // followed papers' examples there) puts −LessTopic × a share on the
@@ -222,7 +230,7 @@ func MarkedTopics(p Params, examples []Example) []Topic {
 		less, more := share(c.Less-c.More-c.Follows), share(c.More-c.Less)
 		c.Weight = -max(p.LessTopic, 0)*less + max(p.MoreTopic, 0)*more
 		c.Share = max(less, more)
-		if c.Weight != 0 {
+		if c.Weight != 0 || share(c.Less) > 0 || share(c.More) > 0 {
 			out = append(out, *c)
 		}
 	}
@@ -246,7 +254,9 @@ func markedTopics(p Params, examples []Example) map[uint32]float32 {
 	}
 	out := make(map[uint32]float32, len(topics))
 	for _, t := range topics {
-		out[hash(nsCategory, t.Category)] = t.Weight / p.CategoryWeight
+		if !t.Held() {
+			out[hash(nsCategory, t.Category)] = t.Weight / p.CategoryWeight
+		}
 	}
 	return out
 }
