@@ -190,11 +190,14 @@ mutation topics-weakest-first relevance relevance/train.go 'cmp.Compare(abs32(b.
 # httpapi/feedback.go, httpapi/settings_feedback.go).
 mutation topics-not-stored ranking ranking/model.go '	topics := t.topics' '	topics := []relevance.Topic(nil)'
 mutation topics-never-behind ranking ranking/model.go "SELECT coalesce(topics, '[]'), changes > trained FROM" "SELECT coalesce(topics, '[]'), false FROM"
-mutation topics-api-effect-always-more httpapi httpapi/feedback.go '		if t.Fewer() {
-			j.Effect = "fewer"' '		if false {
-			j.Effect = "fewer"'
-mutation topics-page-part-unsaid httpapi httpapi/settings_feedback.go '		if t.Share < 1 {' '		if t.Share < 0 {'
+mutation topics-api-effect-always-more httpapi httpapi/feedback.go $'\t\tcase t.Fewer():\n\t\t\tj.Effect = "fewer"' $'\t\tcase false:\n\t\t\tj.Effect = "fewer"'
+mutation topics-page-part-unsaid httpapi httpapi/settings_feedback.go 'if t.Share < 1 && !t.Held() {' 'if t.Share < 0 && !t.Held() {'
 mutation topics-page-pending-unsaid httpapi httpapi/settings_feedback.go '	d.Topics, d.TopicsPending = topicLines(topics), pending' '	d.Topics, d.TopicsPending = topicLines(topics), pending && false'
+mutation not-this-person-not-learnt httpapi app/wire.go '	s.registry.OnNotThisPerson(s.ranking.FollowChanged)' '	_ = s.ranking.FollowChanged'
+mutation not-this-person-hooks-unrun identity identity/lookup.go $'\t\tfor _, h := range r.disputed {' $'\t\tfor _, h := range r.disputed[:0] {'
+mutation topics-held-unlisted relevance relevance/train.go 'if c.Weight != 0 || share(c.Less) > 0 || share(c.More) > 0 {' 'if c.Weight != 0 {'
+mutation topics-api-held-as-more httpapi httpapi/feedback.go $'\t\tcase t.Held():\n\t\t\tj.Effect = "none"' $'\t\tcase false:\n\t\t\tj.Effect = "none"'
+mutation topics-page-follows-unsaid httpapi httpapi/settings_feedback.go 'if t.Follows > 0 && t.Less > t.More {' 'if false {'
 # The feedback list's Undo comes back to the page it is on (httpapi/settings_feedback.go).
 mutation feedback-undo-to-first-page httpapi httpapi/settings_feedback.go $'\t\t\tdone += "&feedback=" + url.QueryEscape(page)' $'\t\t\t_ = url.QueryEscape(page)'
 mutation feedback-undo-page-unbounded httpapi httpapi/settings_feedback.go 'page != "" && len(page) <= maxFeedbackCursor' 'page != ""'
