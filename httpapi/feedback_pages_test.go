@@ -402,19 +402,24 @@ func TestSettingsFeedbackList(t *testing.T) {
 		t.Errorf("the second page after its undo: %d %v", resp.StatusCode, got)
 	}
 	// The page offers the removed feedback back ("Put it back"), which
-	// puts it back and stays on that page.
+	// puts it back as the newest feedback and shows the first page,
+	// where it now is.
 	if !strings.Contains(older, `id="feedback-restore"`) || !strings.Contains(older, "Removed “Less like this” on “Paper number 2”") {
 		t.Fatalf("no offer to put the feedback back:\n%s", older)
 	}
 	restore := url.Values{"csrf": {csrf}}
 	for _, m := range regexp.MustCompile(`<form method="post" action="/settings/feedback" id="feedback-restore"[^>]*>([\s\S]*?)</form>`).FindAllStringSubmatch(older, 1) {
-		for _, in := range regexp.MustCompile(`name="(arxiv_id|value|page)" value="([^"]*)"`).FindAllStringSubmatch(m[1], -1) {
+		for _, in := range regexp.MustCompile(`name="(arxiv_id|value)" value="([^"]*)"`).FindAllStringSubmatch(m[1], -1) {
 			restore.Set(in[1], html.UnescapeString(in[2]))
 		}
 	}
+	restore.Set("page", html.UnescapeString(cursor[1])) // a page sent anyway is not where it is
 	resp, _ = testapp.Form(t, b, "POST", a.URL+"/settings/feedback", restore)
-	if loc := resp.Header.Get("Location"); resp.StatusCode != 303 || !strings.HasPrefix(loc, "/settings/account?done=feedback-set&feedback=") {
+	if loc := resp.Header.Get("Location"); resp.StatusCode != 303 || loc != "/settings/account?done=feedback-set#feedback" {
 		t.Errorf("put it back: %d %s", resp.StatusCode, loc)
+	}
+	if _, first := testapp.Form(t, b, "GET", a.URL+"/settings/account?done=feedback-set", nil); len(ids(first)) == 0 || ids(first)[0] != "2611.00402" {
+		t.Errorf("the first page after putting it back lists %v, want 2611.00402 first", ids(first))
 	}
 	if got := myFeedback(t, c, tok); !strings.Contains(got, "2611.00402=less") {
 		t.Errorf("after putting it back: %q", got)
@@ -426,7 +431,7 @@ func TestSettingsFeedbackList(t *testing.T) {
 			t.Errorf("?%s offers feedback back", q)
 		}
 	}
-	undoAgain := url.Values{"csrf": {csrf}, "arxiv_id": {"2611.00402"}, "value": {""}, "was": {"less"}, "page": {restore.Get("page")}}
+	undoAgain := url.Values{"csrf": {csrf}, "arxiv_id": {"2611.00402"}, "value": {""}, "was": {"less"}}
 	if resp, _ = testapp.Form(t, b, "POST", a.URL+"/settings/feedback", undoAgain); resp.StatusCode != 303 {
 		t.Fatalf("the undo again: %d", resp.StatusCode)
 	}

@@ -87,11 +87,12 @@ func topicLines(topics []relevance.Topic) []topicLine {
 	return out
 }
 
-// feedbackRestore is the feedback an Undo removed: its paper, the value it
-// had (and its label), and the list's page the Undo was on.
+// feedbackRestore is the feedback an Undo removed: its paper and the value
+// it had (and its label). Put back, it is the newest: the button leads to
+// the list's first page.
 type feedbackRestore struct {
-	ArxivID, Title, Label, Page string
-	Value                       ranking.Value
+	ArxivID, Title, Label string
+	Value                 ranking.Value
 }
 
 // feedbackRow is one paper's feedback in the list; Page is the cursor of
@@ -131,7 +132,7 @@ func (s *Settings) feedbackSection(r *http.Request, v *viewer, cursor string) (*
 		d.Newest = sectionPath("account") + "#feedback"
 	}
 	q := r.URL.Query()
-	if d.Restore, err = s.feedbackRestore(r, v, q.Get("undone"), q.Get("was"), cursor); err != nil {
+	if d.Restore, err = s.feedbackRestore(r, v, q.Get("undone"), q.Get("was")); err != nil {
 		return nil, err
 	}
 	topics, pending, err := s.Ranking.Topics(r.Context(), v.userID)
@@ -146,7 +147,7 @@ func (s *Settings) feedbackSection(r *http.Request, v *viewer, cursor string) (*
 // the redirect's ?undone= (the paper) and ?was= (the value it had), nil
 // when they name no stored paper or no value, or when the paper has
 // feedback again (put back, or given again from another tab).
-func (s *Settings) feedbackRestore(r *http.Request, v *viewer, undone, was, cursor string) (*feedbackRestore, error) {
+func (s *Settings) feedbackRestore(r *http.Request, v *viewer, undone, was string) (*feedbackRestore, error) {
 	if undone == "" || r.Method != http.MethodGet {
 		return nil, nil
 	}
@@ -158,14 +159,15 @@ func (s *Settings) feedbackRestore(r *http.Request, v *viewer, undone, was, curs
 	if fb == nil || err != nil || fb.Value != ranking.None {
 		return nil, err
 	}
-	return &feedbackRestore{ArxivID: fb.ArxivID, Title: fb.Title, Label: val.Label(), Value: val, Page: cursor}, nil
+	return &feedbackRestore{ArxivID: fb.ArxivID, Title: fb.Title, Label: val.Label(), Value: val}, nil
 }
 
 // postFeedback is the feedback list's undo button (POST /settings/feedback:
 // csrf, arxiv_id, value "" to clear, or more, less, saved; page, the
 // cursor of the list's page the button is on; was, the value an Undo
-// removes): back to that page of the list (an older page's Undo no longer
-// lands on the newest), where an Undo's feedback is offered back.
+// removes): an Undo comes back to that page of the list (an older page's
+// Undo no longer lands on the newest), where its feedback is offered back;
+// a value put back comes to the first page, where it now is.
 func (s *Settings) postFeedback(w http.ResponseWriter, r *http.Request) {
 	s.post(w, r, false, func(v *viewer) (string, error) {
 		val := ranking.None
@@ -182,7 +184,9 @@ func (s *Settings) postFeedback(w http.ResponseWriter, r *http.Request) {
 		if val == ranking.None {
 			done = "feedback"
 		}
-		if page := r.PostFormValue("page"); page != "" && len(page) <= maxFeedbackCursor {
+		// An Undo comes back to its page; a value given (Put it back) is
+		// the newest feedback, on the first page: the list shows it there.
+		if page := r.PostFormValue("page"); val == ranking.None && page != "" && len(page) <= maxFeedbackCursor {
 			done += "&feedback=" + url.QueryEscape(page)
 		}
 		// An Undo's value (its form says what the row had), offered back

@@ -206,6 +206,7 @@ mutation ranking-reads-categories-as-stored ranking ranking/corpus.go 'Categorie
 mutation refused-undo-shows-first-page httpapi httpapi/settings.go 'if r.Method == http.MethodPost && r.URL.Path == "/settings/feedback" {' 'if false {'
 mutation undo-offers-nothing-back httpapi httpapi/settings_feedback.go $'\t\t\tdone += "&undone=" + url.QueryEscape(r.PostFormValue("arxiv_id")) + "&was=" + url.QueryEscape(string(was))' $'\t\t\t_ = was'
 mutation restore-offered-over-feedback httpapi httpapi/settings_feedback.go 'if fb == nil || err != nil || fb.Value != ranking.None {' 'if fb == nil || err != nil {'
+mutation restore-back-to-old-page httpapi httpapi/settings_feedback.go 'val == ranking.None && page != "" && len(page)' 'page != "" && len(page)'
 # A feedback link mutes only what its page offers: an unfollowed author, through a "Less like this" link (httpapi/feedback_pages.go).
 mutation feedback-link-mutes-through-any httpapi httpapi/feedback_pages.go $'	if v != ranking.Less {\n\t\treturn "", apperr.InvalidField' $'	if false {\n\t\treturn "", apperr.InvalidField'
 mutation feedback-link-mutes-followed httpapi httpapi/feedback_pages.go $'	if !offered {\n' $'	if offered && !offered {\n'
