@@ -119,14 +119,8 @@ type topicJSON struct {
 func toTopicsJSON(topics []relevance.Topic) []topicJSON {
 	out := make([]topicJSON, 0, len(topics))
 	for _, t := range topics {
-		j := topicJSON{Category: t.Category, Effect: "more", Less: t.Less, More: t.More, Follows: t.Follows,
+		j := topicJSON{Category: t.Category, Effect: t.Effect(), Less: t.Less, More: t.More, Follows: t.Follows,
 			Share: math.Round(float64(t.Share)*100) / 100}
-		switch {
-		case t.Held():
-			j.Effect = "none"
-		case t.Fewer():
-			j.Effect = "fewer"
-		}
 		if c, ok := follow.LookupCategory(t.Category); ok {
 			j.Name = c.Name
 		}

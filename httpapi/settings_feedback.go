@@ -49,17 +49,18 @@ type topicLine struct {
 	Effect, Where, Marks, Part string
 }
 
+// topicEffects are the page's words for a topic's effect.
+var topicEffects = map[string]string{
+	relevance.EffectFewer: "Fewer",
+	relevance.EffectMore:  "More",
+	relevance.EffectNone:  "Not moved:",
+}
+
 // topicLines are topics as the settings page says them.
 func topicLines(topics []relevance.Topic) []topicLine {
 	var out []topicLine
 	for _, t := range topics {
-		l := topicLine{Effect: "More", Where: t.Category}
-		switch {
-		case t.Held():
-			l.Effect = "Not moved:"
-		case t.Fewer():
-			l.Effect = "Fewer"
-		}
+		l := topicLine{Effect: topicEffects[t.Effect()], Where: t.Category}
 		if c, ok := follow.LookupCategory(t.Category); ok {
 			l.Where = c.Name + " (" + t.Category + ")"
 		}
@@ -180,18 +181,18 @@ func (s *Settings) postFeedback(w http.ResponseWriter, r *http.Request) {
 		if _, err := s.Ranking.Set(r.Context(), v.userID, r.PostFormValue("arxiv_id"), val); err != nil {
 			return "", err
 		}
-		done := "feedback-set"
-		if val == ranking.None {
-			done = "feedback"
+		if val != ranking.None {
+			// A value given (Put it back) is the newest feedback, on the
+			// first page: the list shows it there.
+			return "feedback-set", nil
 		}
-		// An Undo comes back to its page; a value given (Put it back) is
-		// the newest feedback, on the first page: the list shows it there.
-		if page := r.PostFormValue("page"); val == ranking.None && page != "" && len(page) <= maxFeedbackCursor {
+		// An Undo comes back to its page, which offers its value back
+		// (its form says what the row had).
+		done := "feedback"
+		if page := r.PostFormValue("page"); page != "" && len(page) <= maxFeedbackCursor {
 			done += "&feedback=" + url.QueryEscape(page)
 		}
-		// An Undo's value (its form says what the row had), offered back
-		// on the page it returns to.
-		if was, err := ranking.ParseValue(r.PostFormValue("was")); val == ranking.None && err == nil && was != ranking.None {
+		if was, err := ranking.ParseValue(r.PostFormValue("was")); err == nil && was != ranking.None {
 			done += "&undone=" + url.QueryEscape(r.PostFormValue("arxiv_id")) + "&was=" + url.QueryEscape(string(was))
 		}
 		return done, nil

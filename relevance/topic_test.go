@@ -219,6 +219,9 @@ func TestMarkedTopicsSayWhatTrainApplies(t *testing.T) {
 		t.Errorf("Fewer: %v, %v, %v; want true, false, false; Held: %v, %v, %v, want false, false, true",
 			got[0].Fewer(), got[1].Fewer(), got[2].Fewer(), got[0].Held(), got[1].Held(), got[2].Held())
 	}
+	if e := []string{got[0].Effect(), got[1].Effect(), got[2].Effect()}; !slices.Equal(e, []string{EffectFewer, EffectMore, EffectNone}) {
+		t.Errorf("Effect: %q, want fewer, more, none", e)
+	}
 	// What Train applies is what MarkedTopics says.
 	cold, trained := Train(p, prof, base), Train(p, prof, ex)
 	for _, tp := range got {

@@ -175,6 +175,25 @@ func (t Topic) Fewer() bool { return t.Weight < 0 }
 // papers) cancel them: it does not move.
 func (t Topic) Held() bool { return t.Weight == 0 }
 
+// The effects of marks on a topic (Topic.Effect), as the API names them.
+const (
+	EffectFewer = "fewer"
+	EffectMore  = "more"
+	EffectNone  = "none"
+)
+
+// Effect is what the marks do to the category: EffectFewer (its papers
+// rank lower), EffectMore (higher) or EffectNone (Held).
+func (t Topic) Effect() string {
+	switch {
+	case t.Held():
+		return EffectNone
+	case t.Fewer():
+		return EffectFewer
+	}
+	return EffectMore
+}
+
 // MarkedTopics returns what the marks among examples do to their topics
 // (Params.LessTopic, MoreTopic), the categories they move, the strongest
 // first (ties by category), then those they would move but for the

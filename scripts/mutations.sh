@@ -190,13 +190,13 @@ mutation topics-weakest-first relevance relevance/train.go 'cmp.Compare(abs32(b.
 # httpapi/feedback.go, httpapi/settings_feedback.go).
 mutation topics-not-stored ranking ranking/model.go '	topics := t.topics' '	topics := []relevance.Topic(nil)'
 mutation topics-never-behind ranking ranking/model.go "SELECT coalesce(topics, '[]'), changes > trained FROM" "SELECT coalesce(topics, '[]'), false FROM"
-mutation topics-api-effect-always-more httpapi httpapi/feedback.go $'\t\tcase t.Fewer():\n\t\t\tj.Effect = "fewer"' $'\t\tcase false:\n\t\t\tj.Effect = "fewer"'
+mutation topics-effect-always-more relevance relevance/train.go $'\tcase t.Fewer():\n\t\treturn EffectFewer' $'\tcase false:\n\t\treturn EffectFewer'
 mutation topics-page-part-unsaid httpapi httpapi/settings_feedback.go 'if t.Share < 1 && !t.Held() {' 'if t.Share < 0 && !t.Held() {'
 mutation topics-page-pending-unsaid httpapi httpapi/settings_feedback.go '	d.Topics, d.TopicsPending = topicLines(topics), pending' '	d.Topics, d.TopicsPending = topicLines(topics), pending && false'
 mutation not-this-person-not-learnt httpapi app/wire.go '	s.registry.OnNotThisPerson(s.ranking.FollowChanged)' '	_ = s.ranking.FollowChanged'
 mutation not-this-person-hooks-unrun identity identity/lookup.go $'\t\tfor _, h := range r.disputed {' $'\t\tfor _, h := range r.disputed[:0] {'
 mutation topics-held-unlisted relevance relevance/train.go 'if c.Weight != 0 || share(c.Less) > 0 || share(c.More) > 0 {' 'if c.Weight != 0 {'
-mutation topics-api-held-as-more httpapi httpapi/feedback.go $'\t\tcase t.Held():\n\t\t\tj.Effect = "none"' $'\t\tcase false:\n\t\t\tj.Effect = "none"'
+mutation topics-effect-held-as-more relevance relevance/train.go $'\tcase t.Held():\n\t\treturn EffectNone' $'\tcase false:\n\t\treturn EffectNone'
 mutation topics-page-follows-unsaid httpapi httpapi/settings_feedback.go 'if t.Follows > 0 && t.Less > t.More {' 'if false {'
 # The feedback list's Undo comes back to the page it is on (httpapi/settings_feedback.go).
 mutation feedback-undo-to-first-page httpapi httpapi/settings_feedback.go $'\t\t\tdone += "&feedback=" + url.QueryEscape(page)' $'\t\t\t_ = url.QueryEscape(page)'
@@ -206,7 +206,7 @@ mutation ranking-reads-categories-as-stored ranking ranking/corpus.go 'Categorie
 mutation refused-undo-shows-first-page httpapi httpapi/settings.go 'if r.Method == http.MethodPost && r.URL.Path == "/settings/feedback" {' 'if false {'
 mutation undo-offers-nothing-back httpapi httpapi/settings_feedback.go $'\t\t\tdone += "&undone=" + url.QueryEscape(r.PostFormValue("arxiv_id")) + "&was=" + url.QueryEscape(string(was))' $'\t\t\t_ = was'
 mutation restore-offered-over-feedback httpapi httpapi/settings_feedback.go 'if fb == nil || err != nil || fb.Value != ranking.None {' 'if fb == nil || err != nil {'
-mutation restore-back-to-old-page httpapi httpapi/settings_feedback.go 'val == ranking.None && page != "" && len(page)' 'page != "" && len(page)'
+mutation restore-back-to-old-page httpapi httpapi/settings_feedback.go $'\t\tif val != ranking.None {\n\t\t\t// A value given' $'\t\tif false {\n\t\t\t// A value given'
 # A feedback link mutes only what its page offers: an unfollowed author, through a "Less like this" link (httpapi/feedback_pages.go).
 mutation feedback-link-mutes-through-any httpapi httpapi/feedback_pages.go $'	if v != ranking.Less {\n\t\treturn "", apperr.InvalidField' $'	if false {\n\t\treturn "", apperr.InvalidField'
 mutation feedback-link-mutes-followed httpapi httpapi/feedback_pages.go $'	if !offered {\n' $'	if offered && !offered {\n'
